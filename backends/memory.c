@@ -1,0 +1,4 @@
+/* placeholder: being written */
+#include "config.h"
+#include "saker/store.h"
+const struct saker_store_driver saker_store_memory = { .name = "memory" };

@@ -1,0 +1,299 @@
+/*
+ * saker/store.h -- the queue-store interface.
+ *
+ * Everything the network core knows about storage is in this header.  A
+ * storage driver is a `const struct saker_store_driver` with designated
+ * initialisers, listed in the registry (src/store_registry.c); a new driver
+ * needs nothing but this file.
+ *
+ * THE MODEL
+ *   A store holds named queues.  Each queue has
+ *     - a ready FIFO        items visible to take/peek, oldest first;
+ *     - a delayed set       items with a due time in the future, ordered by
+ *                           (due time, arrival); invisible until promoted;
+ *     - open items          items handed out by a tentative take, held until
+ *                           confirmed (deleted) or released (back to the head).
+ *   Every item carries 32-bit client flags, an absolute expiry time, the time
+ *   it was put, and opaque binary data.  All times are wall-clock milliseconds
+ *   since the Unix epoch (int64_t); the caller passes `now_ms` into every call
+ *   that needs a clock, so drivers never read the clock themselves and tests
+ *   control time.
+ *
+ * THREADING
+ *   A store handle is used by one thread at a time.  Drivers never touch
+ *   sockets or the event loop; they report events through the callback in
+ *   struct saker_store_opts.
+ *
+ * BATCHES AND DURABILITY
+ *   Writes are grouped into batches.  A driver starts a batch implicitly at
+ *   the first call after open or after the last commit(); every call until the
+ *   next commit() belongs to it.  Nothing in a batch is durable until commit()
+ *   returns SAKER_OK; with sync mode SAKER_SYNC_ALWAYS the batch is then on
+ *   stable storage (one fsync for the whole batch: group commit).  The core
+ *   acknowledges writes only after commit() succeeded.
+ *   If commit() fails, the driver has rolled the whole batch back: the store
+ *   (on disk and in every in-memory counter) is exactly as after the previous
+ *   successful commit, and the caller must treat every call of the batch as
+ *   not done.  A failing single call (put on a full disk, say) leaves the rest
+ *   of the batch intact and committable.
+ *
+ * BUFFERS
+ *   Items are given to the caller through a saker_item_fn callback.  The view
+ *   (struct saker_item and the bytes at item->data) is owned by the driver and
+ *   valid only until the callback returns; copy what you keep.  Strings and
+ *   items passed *into* a driver are copied by it if it keeps them.
+ *
+ * ERRORS
+ *   Every fallible call returns a saker_err.  Driver-native codes (MDB_*,
+ *   SQLITE_*) never cross this interface; the driver maps them and keeps a
+ *   human-readable reason available through errmsg() until its next call.
+ */
+#ifndef SAKER_STORE_H
+#define SAKER_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes.  Negative values so "< 0 means failure" reads naturally. */
+typedef enum saker_err {
+	SAKER_OK = 0,
+	SAKER_EEMPTY = -1,    /* take/peek: no visible item (not a failure) */
+	SAKER_ENOTFOUND = -2, /* no such queue, or no such open item id */
+	SAKER_EINVAL = -3,    /* bad argument (caller bug or bad spec) */
+	SAKER_ENOMEM = -4,    /* out of memory, or the configured memory limit */
+	SAKER_EFULL = -5,     /* storage full (disk, map, quota) */
+	SAKER_EIO = -6,       /* I/O error reading or writing storage */
+	SAKER_ECORRUPT = -7,  /* storage is damaged or not a saker store */
+	SAKER_EVERSION = -8,  /* on-disk format newer than this build */
+	SAKER_ELOCKED = -9,   /* another process has the store open */
+	SAKER_EREADONLY = -10 /* store refuses writes (e.g. after a failed fsync) */
+} saker_err;
+
+/* A fixed, short description of a code ("storage full", ...). Never NULL. */
+const char *saker_strerror(int err);
+
+/* Durability of commit(). */
+typedef enum saker_sync_mode {
+	SAKER_SYNC_ALWAYS = 0,   /* commit() returns after fsync */
+	SAKER_SYNC_PERIODIC = 1, /* commit() writes; sync() fsyncs, called on a timer */
+	SAKER_SYNC_NEVER = 2     /* never fsync; the OS writes back when it likes */
+} saker_sync_mode;
+
+/* Where an item is, as reported by iterate(). */
+typedef enum saker_item_state {
+	SAKER_ITEM_READY = 0,
+	SAKER_ITEM_DELAYED = 1,
+	SAKER_ITEM_OPEN = 2
+} saker_item_state;
+
+/* One item.  As input to put(): id and state are ignored.  As output: a
+ * driver-owned view, valid only inside the callback it is passed to. */
+struct saker_item {
+	uint64_t id;             /* unique within its queue while the item exists;
+	                          * the handle for confirm()/release() */
+	uint32_t flags;          /* client flags, stored and returned unchanged */
+	int64_t expires_ms;      /* absolute expiry; 0 = never expires */
+	int64_t due_ms;          /* absolute time it becomes visible; 0 or <= now
+	                          * at put() time = ready at once */
+	int64_t created_ms;      /* when it was put (age, max_age); put() stores
+	                          * this value, 0 meaning now_ms */
+	saker_item_state state;  /* output of iterate() only */
+	size_t len;              /* data length in bytes (may be 0) */
+	const void *data;        /* binary-safe payload */
+};
+
+/* Receives one item.  Return 0 to go on (iterate) or accept it (take);
+ * non-zero stops an iteration (and is returned by iterate()). */
+typedef int (*saker_item_fn)(void *arg, const struct saker_item *item);
+
+/* Receives one queue name (not NUL-terminated). Non-zero stops the listing. */
+typedef int (*saker_queue_name_fn)(void *arg, const char *name, size_t len);
+
+/* Per-queue counters, as filled by queue_stats(). */
+struct saker_queue_stats {
+	uint64_t items;         /* ready items (expired ones not yet swept count) */
+	uint64_t bytes;         /* data bytes of ready items */
+	uint64_t delayed_items; /* items in the delayed set */
+	uint64_t open_items;    /* items handed out and not yet confirmed/released */
+	uint64_t total_items;   /* items ever put into this queue */
+	uint64_t expired_items; /* items dropped because they expired */
+	int64_t head_created_ms;/* created_ms of the head ready item; 0 if none */
+};
+
+/* Store-wide counters; a driver fills what it has and leaves the rest 0. */
+struct saker_store_stats {
+	uint64_t commits;       /* successful commit() calls that wrote something */
+	uint64_t fsyncs;        /* fsync/fdatasync calls made */
+	uint64_t commit_ns;     /* total nanoseconds spent in commit() */
+	uint64_t disk_bytes;    /* bytes the store occupies on disk, if known */
+};
+
+/* A queue handle; opaque.  Valid from queue_open() until queue_delete() of
+ * that queue or close() of the store. */
+typedef struct saker_queue saker_queue;
+
+/*
+ * The "queue gained visible items" notification.  Called synchronously from
+ * inside put(), release(), promote() (and any driver call that makes items
+ * visible), at most once per queue per call, after the driver's state is
+ * updated.  `queue_ctx` is the pointer given to queue_open().  The callback
+ * must not call back into the store; the core records the queue and serves
+ * its waiters after the store call returns.
+ */
+typedef void (*saker_notify_fn)(void *notify_arg, saker_queue *q, void *queue_ctx);
+
+/* Options passed to open(). Zero-initialise, then set what you need. */
+struct saker_store_opts {
+	saker_sync_mode sync;
+	uint64_t max_memory;     /* memory driver: byte limit for item data
+	                          * (0 = unlimited); ENOMEM beyond it */
+	bool read_only;          /* open for reading only (dump, migrate source) */
+	bool create;             /* create the store if it does not exist */
+	saker_notify_fn notify;  /* may be NULL */
+	void *notify_arg;
+};
+
+/* The base of every driver's handle: drivers embed it as their first member. */
+typedef struct saker_store {
+	const struct saker_store_driver *driver;
+} saker_store;
+
+struct saker_store_driver {
+	const char *name;        /* "memory", "lmdb", ... the TYPE of a spec */
+	const char *location_help; /* "DIR", "FILE", or NULL if no location */
+	bool durable;            /* survives a restart (migrate source/target) */
+
+	/* Open (creating per opts->create) the store at `location` (NULL when
+	 * the spec had none).  On failure returns an error, sets *out = NULL and
+	 * writes a one-line reason into err[errlen]. Stores left by a crash are
+	 * recovered here: open items go back to the heads of their queues. */
+	int (*open)(const char *location, const struct saker_store_opts *opts,
+	    saker_store **out, char *err, size_t errlen);
+
+	/* Commit any pending batch and release everything.  NULL-safe. */
+	void (*close)(saker_store *s);
+
+	/* Reason for the last failure, for logs and SERVER_ERROR lines. */
+	const char *(*errmsg)(saker_store *s);
+
+	/* --- queues ------------------------------------------------------- */
+
+	/* Find queue `name`, creating it (empty) when `create` and it does not
+	 * exist; SAKER_ENOTFOUND otherwise.  `queue_ctx` is stored (replacing
+	 * any previous value) and passed back in notifications.  Idempotent:
+	 * opening an open queue returns the same handle. */
+	int (*queue_open)(saker_store *s, const char *name, size_t len, bool create,
+	    void *queue_ctx, saker_queue **out);
+
+	/* Delete the queue with all its items (ready, delayed and open).
+	 * The handle is invalid afterwards. */
+	int (*queue_delete)(saker_store *s, saker_queue *q);
+
+	/* Remove every item of the queue (ready, delayed, open); keep the
+	 * queue and its total_items/expired_items counters. */
+	int (*queue_flush)(saker_store *s, saker_queue *q);
+
+	/* List every queue, in no particular order. */
+	int (*queues)(saker_store *s, saker_queue_name_fn fn, void *arg);
+
+	int (*queue_stats)(saker_store *s, saker_queue *q, struct saker_queue_stats *st);
+
+	/* --- items -------------------------------------------------------- */
+
+	/* Append a copy of `item` to the queue: to the ready tail when
+	 * item->due_ms <= now_ms, else into the delayed set.  Notifies when
+	 * the item is ready at once. */
+	int (*put)(saker_store *s, saker_queue *q, const struct saker_item *item,
+	    int64_t now_ms);
+
+	/* Hand the oldest ready, unexpired item to fn.  Expired items met at
+	 * the head are removed and counted.  `mode` says what happens to it:
+	 *   SAKER_TAKE_REMOVE  it leaves the queue;
+	 *   SAKER_TAKE_OPEN    it becomes an open item (id valid for confirm);
+	 *   SAKER_TAKE_PEEK    it stays at the head.
+	 * Returns SAKER_EEMPTY (fn not called) when nothing is visible. */
+	int (*take)(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
+	    saker_item_fn fn, void *arg);
+
+	/* Delete open item `id` for good. SAKER_ENOTFOUND if not open. */
+	int (*confirm)(saker_store *s, saker_queue *q, uint64_t id);
+
+	/* Put open item `id` back at the head of the ready FIFO; notifies.
+	 * Releasing several items newest first restores their original order. */
+	int (*release)(saker_store *s, saker_queue *q, uint64_t id);
+
+	/* Move every delayed item with due_ms <= now_ms, in (due, arrival)
+	 * order, to the tail of its queue's ready FIFO; notify each queue that
+	 * gained items.  Items that expired meanwhile are dropped and counted.
+	 * Sets *next_due_ms to the earliest due time still pending in the whole
+	 * store, or 0 when none.  Cheap when nothing is due. */
+	int (*promote)(saker_store *s, int64_t now_ms, int64_t *next_due_ms);
+
+	/* Remove expired ready items of the queue; count in *removed.
+	 * `limit` bounds the work (0 = no bound). */
+	int (*flush_expired)(saker_store *s, saker_queue *q, int64_t now_ms,
+	    uint64_t limit, uint64_t *removed);
+
+	/* Call fn for every item of the queue with its full state: open items
+	 * (oldest first), then ready items in FIFO order, then delayed items in
+	 * (due, arrival) order.  Loading the same sequence into an empty queue
+	 * with put() reproduces a restart of this queue.  Stops when fn returns
+	 * non-zero and returns that value. */
+	int (*iterate)(saker_store *s, saker_queue *q, saker_item_fn fn, void *arg);
+
+	/* --- batches ------------------------------------------------------ */
+
+	/* Make the current batch durable per the sync mode (see top).  Cheap
+	 * and SAKER_OK when nothing is pending. */
+	int (*commit)(saker_store *s);
+
+	/* SAKER_SYNC_PERIODIC: flush committed batches to stable storage.
+	 * May be NULL for drivers with nothing to sync. */
+	int (*sync)(saker_store *s);
+
+	/* Optional (NULL): store-wide counters. */
+	void (*store_stats)(saker_store *s, struct saker_store_stats *st);
+
+	/* Optional (NULL): a file descriptor the core should watch for
+	 * readability (e.g. a database notification socket), or -1. When it is
+	 * readable the core calls fd_ready(), which may notify queues. */
+	int (*watch_fd)(saker_store *s);
+	int (*fd_ready)(saker_store *s, int64_t now_ms);
+};
+
+/* take() modes */
+#define SAKER_TAKE_REMOVE 0
+#define SAKER_TAKE_OPEN 1
+#define SAKER_TAKE_PEEK 2
+
+/* ---------------------------------------------------------------------
+ * The registry and thin wrappers (src/store.c).  The core and tools call
+ * these rather than the vtable, so optional members are checked once.
+ * --------------------------------------------------------------------- */
+
+/* Compiled-in drivers, NULL-terminated. */
+extern const struct saker_store_driver *const saker_store_drivers[];
+
+/* The driver called `name` (length len), or NULL. */
+const struct saker_store_driver *saker_store_driver_find(const char *name, size_t len);
+
+/* "memory, lmdb, sqlite" -- the compiled-in types, for error messages. */
+const char *saker_store_driver_list(void);
+
+/* Open a store from a spec "TYPE[:LOCATION]", split at the first ':'.
+ * Unknown types give SAKER_EINVAL and a message listing the compiled-in
+ * types. */
+int saker_store_open(const char *spec, const struct saker_store_opts *opts,
+    saker_store **out, char *err, size_t errlen);
+
+void saker_store_close(saker_store *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SAKER_STORE_H */

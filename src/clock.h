@@ -1,0 +1,13 @@
+/* clock.h -- the two clocks saker uses. */
+#ifndef SAKER_CLOCK_H
+#define SAKER_CLOCK_H
+#include <stdint.h>
+
+/* Wall-clock milliseconds since the Unix epoch: due times and expiry, which
+ * must survive restarts, are measured on this clock. */
+int64_t saker_now_ms(void);
+
+/* Monotonic nanoseconds: for measuring durations (latency, commit time). */
+uint64_t saker_mono_ns(void);
+
+#endif

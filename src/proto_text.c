@@ -1,0 +1,1 @@
+typedef int saker_placeholder_proto;

@@ -1,0 +1,32 @@
+/* qname.c -- queue-name rules (CONTRACT §2). */
+#include "config.h"
+
+#include <string.h>
+
+#include "qname.h"
+
+bool
+saker_qname_valid(const char *name, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > SAKER_QNAME_MAX || name[0] == '.')
+		return false;
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+		/* printable ASCII is 0x21..0x7e once space is excluded */
+		if (c <= 0x20 || c >= 0x7f || c == '/')
+			return false;
+	}
+	return true;
+}
+
+size_t
+saker_qname_parent_len(const char *name, size_t len)
+{
+	const char *plus = memchr(name, '+', len);
+
+	if (plus == NULL || plus == name)
+		return 0;
+	return (size_t)(plus - name);
+}

@@ -1,0 +1,17 @@
+/* qname.h -- queue-name rules (CONTRACT §2). */
+#ifndef SAKER_QNAME_H
+#define SAKER_QNAME_H
+#include <stdbool.h>
+#include <stddef.h>
+
+#define SAKER_QNAME_MAX 250
+
+/* 1..250 bytes of printable ASCII other than space and '/', not starting
+ * with '.'. */
+bool saker_qname_valid(const char *name, size_t len);
+
+/* For a fanout child "parent+child", the length of "parent"; 0 when the name
+ * has no '+' (or starts with it). */
+size_t saker_qname_parent_len(const char *name, size_t len);
+
+#endif

@@ -1,0 +1,2 @@
+/* placeholder: being written */
+typedef int saker_placeholder_store_conformance;
