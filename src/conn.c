@@ -1,2 +1,448 @@
-/* placeholder: being written */
-typedef int saker_placeholder_conn;
+/* conn.c -- a client connection: reading, framing commands and data
+ * blocks, batched replies, writing, closing. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "conn.h"
+#include "log.h"
+#include "proto_text.h"
+#include "queues.h"
+
+/* Output beyond this stops reading from the client until it drains: a
+ * client that pipelines without reading cannot grow our memory unbounded. */
+#define OUT_HIGH_WATER (4u * 1024 * 1024)
+/* Input we buffer behind a blocking get before we stop reading. */
+#define IN_HIGH_WATER (1u * 1024 * 1024 + PROTO_MAX_LINE)
+
+static void conn_read_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_write_cb(evutil_socket_t fd, short what, void *arg);
+
+struct conn *
+conn_new(int fd)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	c->fd = fd;
+	c->in = evbuffer_new();
+	c->pend = evbuffer_new();
+	c->out = evbuffer_new();
+	c->rev = event_new(srv->base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
+	c->wev = event_new(srv->base, fd, EV_WRITE | EV_PERSIST, conn_write_cb, c);
+	if (c->in == NULL || c->pend == NULL || c->out == NULL || c->rev == NULL ||
+	    c->wev == NULL) {
+		if (c->in) evbuffer_free(c->in);
+		if (c->pend) evbuffer_free(c->pend);
+		if (c->out) evbuffer_free(c->out);
+		if (c->rev) event_free(c->rev);
+		if (c->wev) event_free(c->wev);
+		free(c);
+		return NULL;
+	}
+	event_priority_set(c->rev, 0);
+	event_priority_set(c->wev, 0);
+	TAILQ_INIT(&c->opens);
+	TAILQ_INSERT_TAIL(&srv->conns, c, link);
+	event_add(c->rev, NULL);
+	c->reading = true;
+	srv->stats.curr_connections++;
+	srv->stats.total_connections++;
+	return c;
+}
+
+static void
+conn_free(struct conn *c)
+{
+	evbuffer_free(c->in);
+	evbuffer_free(c->pend);
+	evbuffer_free(c->out);
+	event_free(c->rev);
+	event_free(c->wev);
+	free(c);
+}
+
+static void
+pause_reading(struct conn *c)
+{
+	if (c->reading) {
+		event_del(c->rev);
+		c->reading = false;
+	}
+}
+
+static void
+resume_reading(struct conn *c)
+{
+	if (!c->reading && !c->dead && c->state != CONN_CLOSING) {
+		event_add(c->rev, NULL);
+		c->reading = true;
+	}
+}
+
+void
+conn_close(struct conn *c)
+{
+	struct open_item *oi;
+
+	if (c->dead)
+		return;
+	c->dead = true;
+	if (c->state == CONN_WAITING)
+		conn_end_wait(c);
+	/* Return open items newest first, so each lands in front of the
+	 * previous one and the queue head keeps their original order. */
+	while ((oi = TAILQ_LAST(&c->opens, open_list)) != NULL) {
+		if (oi->q->h != NULL) {
+			int rc = srv->store->driver->release(srv->store, oi->q->h, oi->id);
+			if (rc == SAKER_OK)
+				server_touch();
+			else if (rc != SAKER_ENOTFOUND)
+				log_error("returning an open item to %s: %s", oi->q->name,
+				    srv->store->driver->errmsg(srv->store));
+		}
+		conn_forget_open(c, oi);
+	}
+	event_del(c->rev);
+	event_del(c->wev);
+	close(c->fd);
+	c->fd = -1;
+	TAILQ_REMOVE(&srv->conns, c, link);
+	if (c->in_batch) {
+		TAILQ_REMOVE(&srv->batch_conns, c, batch_link);
+		c->in_batch = false;
+	}
+	if (c->in_resume) {
+		TAILQ_REMOVE(&srv->resume, c, resume_link);
+		c->in_resume = false;
+	}
+	srv->stats.curr_connections--;
+	if (c->busy == 0)
+		conn_free(c);
+}
+
+void
+conn_close_after_write(struct conn *c)
+{
+	c->state = CONN_CLOSING;
+	pause_reading(c);
+	server_schedule_flush(c);
+}
+
+/* --- replies ---------------------------------------------------------- */
+
+void
+conn_reply(struct conn *c, const char *s, size_t len)
+{
+	evbuffer_add(c->pend, s, len);
+	server_schedule_flush(c);
+}
+
+void
+conn_reply_str(struct conn *c, const char *s)
+{
+	conn_reply(c, s, strlen(s));
+	conn_reply_done(c);
+}
+
+void
+conn_reply_done(struct conn *c)
+{
+	c->batch_replies++;
+}
+
+void
+conn_replyf(struct conn *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	evbuffer_add_vprintf(c->pend, fmt, ap);
+	va_end(ap);
+	server_schedule_flush(c);
+}
+
+static void
+conn_write(struct conn *c)
+{
+	size_t before = evbuffer_get_length(c->out);
+	int n;
+
+	if (before == 0)
+		goto drained;
+	n = evbuffer_write(c->out, c->fd);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+			event_add(c->wev, NULL);
+			return;
+		}
+		conn_close(c);
+		return;
+	}
+	srv->stats.bytes_written += (uint64_t)n;
+	if (evbuffer_get_length(c->out) > 0) {
+		event_add(c->wev, NULL);
+		if (evbuffer_get_length(c->out) > OUT_HIGH_WATER)
+			pause_reading(c);
+		return;
+	}
+drained:
+	event_del(c->wev);
+	if (c->state == CONN_CLOSING) {
+		conn_close(c);
+		return;
+	}
+	if (!c->reading && c->state != CONN_WAITING) {
+		resume_reading(c);
+		/* input may have piled up while we were not reading */
+		if (evbuffer_get_length(c->in) > 0) {
+			conn_process(c);
+			server_drain();
+		}
+	}
+}
+
+void
+conn_flush(struct conn *c, bool committed, const char *reason)
+{
+	struct open_item *oi, *next;
+
+	if (!committed) {
+		unsigned i;
+
+		evbuffer_drain(c->pend, evbuffer_get_length(c->pend));
+		for (i = 0; i < c->batch_replies; i++)
+			evbuffer_add_printf(c->pend, "SERVER_ERROR %s\r\n", reason);
+		/* the store rolled back the takes of this batch */
+		for (oi = TAILQ_FIRST(&c->opens); oi != NULL; oi = next) {
+			next = TAILQ_NEXT(oi, link);
+			if (oi->batch == srv->flush_batch)
+				conn_forget_open(c, oi);
+		}
+	}
+	c->batch_replies = 0;
+	evbuffer_add_buffer(c->out, c->pend);
+	conn_write(c);
+}
+
+static void
+conn_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	conn_write(c);
+}
+
+/* --- open items --------------------------------------------------------- */
+
+struct open_item *
+conn_oldest_open(struct conn *c, struct squeue *q)
+{
+	struct open_item *oi;
+
+	TAILQ_FOREACH(oi, &c->opens, link)
+		if (oi->q == q)
+			return oi;
+	return NULL;
+}
+
+size_t
+conn_count_open(struct conn *c, struct squeue *q)
+{
+	struct open_item *oi;
+	size_t n = 0;
+
+	TAILQ_FOREACH(oi, &c->opens, link)
+		if (oi->q == q)
+			n++;
+	return n;
+}
+
+void
+conn_forget_open(struct conn *c, struct open_item *oi)
+{
+	TAILQ_REMOVE(&c->opens, oi, link);
+	c->nopens--;
+	free(oi);
+}
+
+void
+conns_forget_queue(struct squeue *q)
+{
+	struct open_item *oi, *next;
+	struct conn *c;
+
+	TAILQ_FOREACH(c, &srv->conns, link) {
+		for (oi = TAILQ_FIRST(&c->opens); oi != NULL; oi = next) {
+			next = TAILQ_NEXT(oi, link);
+			if (oi->q == q)
+				conn_forget_open(c, oi);
+		}
+	}
+}
+
+/* --- waiting ------------------------------------------------------------ */
+
+void
+conn_end_wait(struct conn *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nwaits; i++)
+		waiter_unlink(&c->waits[i]);
+	free(c->waits);
+	c->waits = NULL;
+	c->nwaits = 0;
+	free(c->wait_line);
+	c->wait_line = NULL;
+	if (c->wait_timer != NULL) {
+		event_free(c->wait_timer);
+		c->wait_timer = NULL;
+	}
+	if (c->state == CONN_WAITING)
+		c->state = CONN_CMD;
+	/* pipelined input that arrived meanwhile runs from server_drain() */
+	if (!c->dead && !c->in_resume) {
+		TAILQ_INSERT_TAIL(&srv->resume, c, resume_link);
+		c->in_resume = true;
+	}
+}
+
+/* --- input -------------------------------------------------------------- */
+
+/* Handle one complete line at the front of c->in, `eol` bytes of line end
+ * after `len` bytes of line.  Returns false when more input is needed. */
+static bool
+conn_one_command(struct conn *c, size_t len, size_t eol)
+{
+	static struct proto_cmd cmd;
+	size_t linelen = len, need = len + eol, total;
+	const char *line, *err;
+	unsigned char *p;
+
+	line = (const char *)evbuffer_pullup(c->in, (ev_ssize_t)need);
+	if (linelen > 0 && line[linelen - 1] == '\r')
+		linelen--;
+	if (linelen > PROTO_MAX_LINE) {
+		conn_reply_str(c, PROTO_ERR_LINE_TOO_LONG);
+		conn_close_after_write(c);
+		return false;
+	}
+	err = proto_parse_line(line, linelen, &cmd);
+	if (err != NULL) {
+		conn_reply_str(c, err);
+		evbuffer_drain(c->in, need);
+		if (cmd.swallow >= 0) {
+			c->swallow = (size_t)cmd.swallow;
+			c->state = CONN_SWALLOW;
+		}
+		return true;
+	}
+	if (cmd.type != PROTO_CMD_SET) {
+		cmd_execute(c, &cmd, line, linelen, NULL);
+		if (!c->dead)
+			evbuffer_drain(c->in, need);
+		return true;
+	}
+	if (cmd.bytes > srv->opt->max_item_size) {
+		conn_reply_str(c, PROTO_ERR_TOO_LARGE);
+		evbuffer_drain(c->in, need);
+		c->swallow = cmd.bytes + 2;
+		c->state = CONN_SWALLOW;
+		return true;
+	}
+	total = need + cmd.bytes + 2;
+	if (evbuffer_get_length(c->in) < total)
+		return false;
+	p = evbuffer_pullup(c->in, (ev_ssize_t)total);
+	if ((const char *)p != line) {
+		/* the pullup moved the line: parse again so pointers are valid */
+		line = (const char *)p;
+		(void)proto_parse_line(line, linelen, &cmd);
+	}
+	if (p[need + cmd.bytes] != '\r' || p[need + cmd.bytes + 1] != '\n') {
+		conn_reply_str(c, PROTO_ERR_CHUNK);
+		conn_close_after_write(c);
+		return false;
+	}
+	cmd_execute(c, &cmd, line, linelen, (const char *)p + need);
+	if (!c->dead)
+		evbuffer_drain(c->in, total);
+	return true;
+}
+
+void
+conn_process(struct conn *c)
+{
+	c->busy++;
+	while (!c->dead && (c->state == CONN_CMD || c->state == CONN_SWALLOW)) {
+		size_t avail = evbuffer_get_length(c->in), eol = 0;
+		struct evbuffer_ptr pos;
+
+		if (avail == 0)
+			break;
+		if (c->state == CONN_SWALLOW) {
+			size_t n = avail < c->swallow ? avail : c->swallow;
+			evbuffer_drain(c->in, n);
+			c->swallow -= n;
+			if (c->swallow == 0)
+				c->state = CONN_CMD;
+			continue;
+		}
+		pos = evbuffer_search_eol(c->in, NULL, &eol, EVBUFFER_EOL_LF);
+		if (pos.pos < 0) {
+			if (avail > PROTO_MAX_LINE + 1) {
+				conn_reply_str(c, PROTO_ERR_LINE_TOO_LONG);
+				conn_close_after_write(c);
+			}
+			break;
+		}
+		if (!conn_one_command(c, (size_t)pos.pos, eol))
+			break;
+		/* hand items made visible by this command to their waiters */
+		server_drain();
+	}
+	c->busy--;
+	if (c->dead && c->busy == 0)
+		conn_free(c);
+}
+
+static void
+conn_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	int n;
+
+	(void)what;
+	n = evbuffer_read(c->in, fd, 65536);
+	if (n <= 0) {
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return;
+		conn_close(c);
+		server_drain();
+		return;
+	}
+	srv->stats.bytes_read += (uint64_t)n;
+	if (c->state == CONN_WAITING) {
+		/* keep reading to notice a disconnect, but not without bound */
+		if (evbuffer_get_length(c->in) > IN_HIGH_WATER)
+			pause_reading(c);
+		return;
+	}
+	c->busy++;
+	conn_process(c);
+	server_drain();
+	if (!c->dead && evbuffer_get_length(c->out) > OUT_HIGH_WATER)
+		pause_reading(c);
+	if (--c->busy == 0 && c->dead)
+		conn_free(c);
+}

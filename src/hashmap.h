@@ -1,1 +1,26 @@
-/* placeholder: being written */
+/* hashmap.h -- a string-keyed hash map (open addressing, linear probing).
+ * Keys are copied; values are opaque pointers owned by the caller. */
+#ifndef SAKER_HASHMAP_H
+#define SAKER_HASHMAP_H
+#include <stddef.h>
+#include <stdint.h>
+
+struct hashmap;
+
+struct hashmap *hashmap_new(void);
+/* Free the map (not the values). */
+void hashmap_free(struct hashmap *m);
+void *hashmap_get(const struct hashmap *m, const char *key, size_t len);
+/* Insert or replace. Returns 0, or -1 when out of memory. */
+int hashmap_put(struct hashmap *m, const char *key, size_t len, void *value);
+/* Remove; returns the old value or NULL. */
+void *hashmap_del(struct hashmap *m, const char *key, size_t len);
+size_t hashmap_count(const struct hashmap *m);
+/* Visit every entry; a non-zero return from fn stops and is returned.
+ * The map must not be modified during the walk. */
+int hashmap_walk(const struct hashmap *m,
+    int (*fn)(void *arg, const char *key, size_t len, void *value), void *arg);
+
+uint64_t hash_bytes(const void *p, size_t len);
+
+#endif

@@ -1,2 +1,262 @@
-/* placeholder: being written */
-typedef int saker_placeholder_options;
+/* options.c -- sakerd's command line: defaults, parsing, --help. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+enum {
+	OPT_STORE = 256, OPT_SYNC, OPT_MAX_ITEM, OPT_SHUTDOWN, OPT_LOG,
+	OPT_MAX_MEMORY, OPT_MAX_OPEN, OPT_VERSION, OPT_HELP, OPT_CONFIG, OPT_HTTP,
+	OPT_METRICS_MAX
+};
+
+static const struct option longopts[] = {
+	{ "listen", required_argument, NULL, 'l' },
+	{ "port", required_argument, NULL, 'p' },
+	{ "unix-socket", required_argument, NULL, 's' },
+	{ "store", required_argument, NULL, OPT_STORE },
+	{ "sync", required_argument, NULL, OPT_SYNC },
+	{ "max-connections", required_argument, NULL, 'c' },
+	{ "threads", required_argument, NULL, 't' },
+	{ "max-item-size", required_argument, NULL, OPT_MAX_ITEM },
+	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
+	{ "max-open", required_argument, NULL, OPT_MAX_OPEN },
+	{ "enable-shutdown", no_argument, NULL, OPT_SHUTDOWN },
+	{ "daemonize", no_argument, NULL, 'd' },
+	{ "pidfile", required_argument, NULL, 'P' },
+	{ "log", required_argument, NULL, OPT_LOG },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "metrics-max-queues", required_argument, NULL, OPT_METRICS_MAX },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 }
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"Usage: sakerd [OPTION]...\n"
+"A durable message-queue server speaking the memcache text protocol.\n"
+"\n"
+"  -l, --listen ADDR         TCP address to listen on (default 127.0.0.1)\n"
+"  -p, --port PORT           TCP port (default %d; 0 disables TCP when -s is given)\n"
+"  -s, --unix-socket PATH    also listen on a unix-domain socket\n"
+"      --store TYPE[:LOC]    storage driver; compiled in: %s\n"
+"                            memory | lmdb:DIR | sqlite:FILE (default %s)\n"
+"      --sync MODE           always | periodic[:MS] | never (default always):\n"
+"                            when a durable store fsyncs acknowledged writes\n"
+"  -c, --max-connections N   most open client connections (default 4096)\n"
+"  -t, --threads N           event-loop threads (this release runs 1)\n"
+"      --max-item-size BYTES largest item accepted (default 1m; k/m/g suffixes)\n"
+"      --max-memory BYTES    memory store: item memory limit (default unlimited)\n"
+"      --max-open N          open (unconfirmed) items one connection may hold\n"
+"                            per queue (default 1; --config can set it per queue)\n"
+"      --config FILE         per-queue limits (see sakerd(8)); reread on SIGHUP\n"
+"      --http [ADDR:]PORT    serve GET /metrics (Prometheus) and GET /healthz\n"
+"      --metrics-max-queues N  per-queue series in /metrics (default 1000)\n"
+"      --enable-shutdown     allow the 'shutdown' command\n"
+"  -d, --daemonize           detach and run in the background\n"
+"  -P, --pidfile FILE        write the process id to FILE\n"
+"      --log TARGET          stderr (default), syslog, or a file path\n"
+"  -v, --verbose             more log output (repeat for debug)\n"
+"      --version             print the version and exit\n"
+"      --help                print this help and exit\n"
+"\n"
+"Signals: SIGTERM/SIGINT stop gracefully (commit, close the store, exit 0);\n"
+"SIGHUP reopens the log file and rereads --config (a bad file keeps the old one).\n"
+"See sakerd(8) and saker-protocol(7).\n",
+	    SAKERD_DEFAULT_PORT, saker_store_driver_list(), SAKERD_DEFAULT_STORE);
+}
+
+static int
+parse_int(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int
+parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	uint64_t mul = 1;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -1;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': mul = 1024ull; end++; break;
+	case 'm': case 'M': mul = 1024ull * 1024; end++; break;
+	case 'g': case 'G': mul = 1024ull * 1024 * 1024; end++; break;
+	default: return -1;
+	}
+	if (*end != '\0' || v > UINT64_MAX / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+static int
+parse_sync(const char *s, struct options *o)
+{
+	long ms;
+
+	if (strcmp(s, "always") == 0) {
+		o->sync = SAKER_SYNC_ALWAYS;
+	} else if (strcmp(s, "never") == 0) {
+		o->sync = SAKER_SYNC_NEVER;
+	} else if (strcmp(s, "periodic") == 0) {
+		o->sync = SAKER_SYNC_PERIODIC;
+		o->sync_period_ms = 100;
+	} else if (strncmp(s, "periodic:", 9) == 0 &&
+	    parse_int(s + 9, 1, 3600000, &ms) == 0) {
+		o->sync = SAKER_SYNC_PERIODIC;
+		o->sync_period_ms = (int)ms;
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+int
+options_parse(int argc, char **argv, struct options *o)
+{
+	uint64_t size;
+	long v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->listen = "127.0.0.1";
+	o->port = SAKERD_DEFAULT_PORT;
+	o->store_spec = SAKERD_DEFAULT_STORE;
+	o->sync = SAKER_SYNC_ALWAYS;
+	o->sync_period_ms = 100;
+	o->max_conns = 4096;
+	o->threads = 1;
+	o->max_item_size = 1024 * 1024;
+	o->max_open = 1;
+	o->metrics_max_queues = 1000;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "l:p:s:c:t:dP:v", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			o->listen = optarg;
+			break;
+		case 'p':
+			if (parse_int(optarg, 0, 65535, &v) != 0)
+				goto bad;
+			o->port = (int)v;
+			break;
+		case 's':
+			o->unix_socket = optarg;
+			break;
+		case OPT_STORE:
+			o->store_spec = optarg;
+			break;
+		case OPT_SYNC:
+			if (parse_sync(optarg, o) != 0)
+				goto bad;
+			break;
+		case 'c':
+			if (parse_int(optarg, 1, 1000000, &v) != 0)
+				goto bad;
+			o->max_conns = (int)v;
+			break;
+		case 't':
+			if (parse_int(optarg, 1, 1, &v) != 0) {
+				fprintf(stderr, "sakerd: -t %s: this release runs exactly one "
+				    "event-loop thread\n", optarg);
+				return -1;
+			}
+			o->threads = (int)v;
+			break;
+		case OPT_MAX_ITEM:
+			if (parse_size(optarg, &size) != 0 || size == 0 ||
+			    size > 1024ull * 1024 * 1024)
+				goto bad;
+			o->max_item_size = (size_t)size;
+			break;
+		case OPT_MAX_MEMORY:
+			if (parse_size(optarg, &size) != 0)
+				goto bad;
+			o->max_memory = size;
+			break;
+		case OPT_MAX_OPEN:
+			if (parse_int(optarg, 1, 1000000, &v) != 0)
+				goto bad;
+			o->max_open = (unsigned)v;
+			break;
+		case OPT_SHUTDOWN:
+			o->enable_shutdown = true;
+			break;
+		case 'd':
+			o->daemonize = true;
+			break;
+		case 'P':
+			o->pidfile = optarg;
+			break;
+		case OPT_LOG:
+			o->log_target = optarg;
+			break;
+		case OPT_CONFIG:
+			o->config_path = optarg;
+			break;
+		case OPT_HTTP:
+			o->http = optarg;
+			break;
+		case OPT_METRICS_MAX:
+			if (parse_int(optarg, 0, 1000000, &v) != 0)
+				goto bad;
+			o->metrics_max_queues = (unsigned)v;
+			break;
+		case 'v':
+			o->verbose++;
+			break;
+		case OPT_VERSION:
+			printf("sakerd %s\n", PACKAGE_VERSION);
+			return 1;
+		case OPT_HELP:
+			usage(stdout);
+			return 1;
+		default:
+			fprintf(stderr, "Try 'sakerd --help' for more information.\n");
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "sakerd: unexpected argument '%s'\n"
+		    "Try 'sakerd --help' for more information.\n", argv[optind]);
+		return -1;
+	}
+	if (o->port == 0 && o->unix_socket == NULL) {
+		fprintf(stderr, "sakerd: -p 0 needs -s PATH (nothing to listen on)\n");
+		return -1;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "sakerd: invalid value '%s' for option %s\n"
+	    "Try 'sakerd --help' for more information.\n", optarg, argv[optind - 1]);
+	return -1;
+}

@@ -1,1 +1,42 @@
-/* placeholder: being written */
+/* options.h -- sakerd's command line. */
+#ifndef SAKER_OPTIONS_H
+#define SAKER_OPTIONS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "saker/store.h"
+
+#define SAKERD_DEFAULT_PORT 22133
+#define SAKERD_DEFAULT_STORE "memory"
+
+struct options {
+	const char *listen;          /* -l; NULL with -s alone = no TCP */
+	int port;                    /* -p */
+	const char *unix_socket;     /* -s */
+	const char *store_spec;      /* --store */
+	saker_sync_mode sync;        /* --sync */
+	int sync_period_ms;          /* --sync periodic:MS */
+	int max_conns;               /* -c */
+	int threads;                 /* -t */
+	size_t max_item_size;        /* --max-item-size */
+	uint64_t max_memory;         /* --max-memory (memory store) */
+	unsigned max_open;           /* --max-open: open items per queue per connection */
+	bool enable_shutdown;        /* --enable-shutdown */
+	bool daemonize;              /* -d */
+	const char *pidfile;         /* -P */
+	const char *log_target;      /* --log */
+	const char *config_path;     /* --config */
+	const char *http;            /* --http [ADDR:]PORT */
+	unsigned metrics_max_queues; /* --metrics-max-queues */
+	int verbose;                 /* -v count */
+};
+
+/* Parse argv into *o (defaults first).  Returns 0 to run, 1 when --help or
+ * --version was printed (exit 0), -1 after printing an error (exit 1). */
+int options_parse(int argc, char **argv, struct options *o);
+
+/* Parse a byte size like "1048576", "64k", "1m", "2g". -1 on error. */
+int parse_size(const char *s, uint64_t *out);
+
+#endif

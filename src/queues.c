@@ -1,2 +1,215 @@
-/* placeholder: being written */
-typedef int saker_placeholder_queues;
+/* queues.c -- the core's queue registry: names to driver handles,
+ * wait-lists of blocked clients, fanout children, store notifications. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "hashmap.h"
+#include "log.h"
+#include "qname.h"
+#include "queues.h"
+
+static struct squeue *
+sq_find_or_new(const char *name, size_t len)
+{
+	struct squeue *q = hashmap_get(srv->queues, name, len);
+	size_t plen;
+
+	if (q != NULL)
+		return q;
+	q = calloc(1, sizeof(*q));
+	if (q == NULL)
+		return NULL;
+	q->name = malloc(len + 1);
+	if (q->name == NULL || hashmap_put(srv->queues, name, len, q) != 0) {
+		free(q->name);
+		free(q);
+		return NULL;
+	}
+	memcpy(q->name, name, len);
+	q->name[len] = '\0';
+	q->len = len;
+	TAILQ_INIT(&q->waiters);
+	/* a fanout child registers with its parent, which may not exist yet */
+	plen = saker_qname_parent_len(name, len);
+	if (plen > 0) {
+		struct squeue *p = sq_find_or_new(name, plen);
+		if (p != NULL) {
+			if (p->nchildren == p->children_cap) {
+				size_t ncap = p->children_cap ? p->children_cap * 2 : 4;
+				struct squeue **nc = realloc(p->children, ncap * sizeof(*nc));
+				if (nc == NULL)
+					return q;
+				p->children = nc;
+				p->children_cap = ncap;
+			}
+			p->children[p->nchildren++] = q;
+			q->parent = p;
+		}
+	}
+	return q;
+}
+
+struct squeue *
+queue_lookup(const char *name, size_t len, bool create, int *err)
+{
+	struct squeue *q = hashmap_get(srv->queues, name, len);
+	int rc;
+
+	if (q != NULL && q->h != NULL)
+		return q;
+	if (!create) {
+		*err = SAKER_ENOTFOUND;
+		return NULL;
+	}
+	if (q == NULL && (q = sq_find_or_new(name, len)) == NULL) {
+		*err = SAKER_ENOMEM;
+		return NULL;
+	}
+	rc = srv->store->driver->queue_open(srv->store, name, len, true, q, &q->h);
+	if (rc != SAKER_OK) {
+		q->h = NULL;
+		*err = rc;
+		return NULL;
+	}
+	srv->stats.queue_creates++;
+	server_touch();
+	return q;
+}
+
+int
+queue_delete(struct squeue *q)
+{
+	int rc;
+
+	conns_forget_queue(q);
+	rc = srv->store->driver->queue_delete(srv->store, q->h);
+	if (rc != SAKER_OK)
+		return rc;
+	q->h = NULL;
+	srv->stats.queue_deletes++;
+	server_touch();
+	return SAKER_OK;
+}
+
+static int
+load_one(void *arg, const char *name, size_t len)
+{
+	struct squeue *q = sq_find_or_new(name, len);
+	int *rc = arg;
+
+	if (q == NULL) {
+		*rc = SAKER_ENOMEM;
+		return 1;
+	}
+	*rc = srv->store->driver->queue_open(srv->store, name, len, false, q, &q->h);
+	return *rc != SAKER_OK;
+}
+
+int
+queues_load(void)
+{
+	int rc = SAKER_OK, wrc;
+
+	srv->queues = hashmap_new();
+	if (srv->queues == NULL)
+		return SAKER_ENOMEM;
+	wrc = srv->store->driver->queues(srv->store, load_one, &rc);
+	if (rc != SAKER_OK)
+		return rc;
+	return wrc < 0 ? wrc : SAKER_OK;
+}
+
+static int
+free_one(void *arg, const char *key, size_t len, void *value)
+{
+	struct squeue *q = value;
+
+	(void)arg;
+	(void)key;
+	(void)len;
+	free(q->children);
+	free(q->name);
+	free(q);
+	return 0;
+}
+
+void
+queues_free(void)
+{
+	if (srv->queues == NULL)
+		return;
+	hashmap_walk(srv->queues, free_one, NULL);
+	hashmap_free(srv->queues);
+	srv->queues = NULL;
+}
+
+void
+queues_notify(void *arg, saker_queue *h, void *queue_ctx)
+{
+	struct squeue *q = queue_ctx;
+
+	(void)arg;
+	(void)h;
+	if (q == NULL || q->ready || q->nwaiters == 0)
+		return;
+	q->ready = true;
+	TAILQ_INSERT_TAIL(&srv->ready, q, ready_link);
+}
+
+void
+waiter_link(struct waiter *w, struct squeue *q)
+{
+	w->q = q;
+	TAILQ_INSERT_TAIL(&q->waiters, w, link);
+	q->nwaiters++;
+	w->linked = true;
+}
+
+void
+waiter_unlink(struct waiter *w)
+{
+	if (!w->linked)
+		return;
+	TAILQ_REMOVE(&w->q->waiters, w, link);
+	w->q->nwaiters--;
+	w->linked = false;
+}
+
+struct walk_ctx {
+	int (*fn)(void *, struct squeue *);
+	void *arg;
+};
+
+static int
+walk_one(void *arg, const char *key, size_t len, void *value)
+{
+	struct walk_ctx *wc = arg;
+	struct squeue *q = value;
+
+	(void)key;
+	(void)len;
+	if (q->h == NULL)
+		return 0;
+	return wc->fn(wc->arg, q);
+}
+
+int
+queues_walk(int (*fn)(void *arg, struct squeue *q), void *arg)
+{
+	struct walk_ctx wc = { fn, arg };
+
+	return hashmap_walk(srv->queues, walk_one, &wc);
+}
+
+const struct queue_config *
+queue_cfg(struct squeue *q)
+{
+	if (q->qc == NULL || q->qc_gen != srv->config_gen) {
+		q->qc = config_for(srv->config, q->name, q->len);
+		q->qc_gen = srv->config_gen;
+	}
+	return q->qc;
+}

@@ -1,2 +1,582 @@
-/* placeholder: being written */
-typedef int saker_placeholder_server;
+/* server.c -- the event loop: listeners, the per-turn commit and flush,
+ * the promotion timer, periodic sync, signals, start and stop. */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "clock.h"
+#include "commands.h"
+#include "conn.h"
+#include "hashmap.h"
+#include "http.h"
+#include "log.h"
+#include "queues.h"
+#include "server.h"
+
+static struct server the_server;
+struct server *srv = &the_server;
+
+#define PRIO_IO 0
+#define PRIO_COMMIT 1
+
+void
+server_touch(void)
+{
+	srv->dirty = true;
+	if (!srv->commit_scheduled) {
+		srv->commit_scheduled = true;
+		event_active(srv->commit_ev, EV_TIMEOUT, 0);
+	}
+}
+
+void
+server_schedule_flush(struct conn *c)
+{
+	if (!c->in_batch && !c->dead) {
+		c->in_batch = true;
+		TAILQ_INSERT_TAIL(&srv->batch_conns, c, batch_link);
+	}
+	if (!srv->commit_scheduled) {
+		srv->commit_scheduled = true;
+		event_active(srv->commit_ev, EV_TIMEOUT, 0);
+	}
+}
+
+void
+server_drain(void)
+{
+	struct squeue *q;
+	struct conn *c;
+
+	if (srv->draining)
+		return;
+	srv->draining = true;
+	for (;;) {
+		if ((q = TAILQ_FIRST(&srv->ready)) != NULL) {
+			TAILQ_REMOVE(&srv->ready, q, ready_link);
+			q->ready = false;
+			cmd_serve_waiters(q);
+		} else if ((c = TAILQ_FIRST(&srv->resume)) != NULL) {
+			TAILQ_REMOVE(&srv->resume, c, resume_link);
+			c->in_resume = false;
+			conn_process(c);
+		} else {
+			break;
+		}
+	}
+	srv->draining = false;
+}
+
+/* After a failed commit the store is as after the previous commit: queues
+ * created since then are gone, so look every handle up again. */
+static int
+reopen_handle(void *arg, const char *key, size_t len, void *value)
+{
+	struct squeue *q = value;
+
+	(void)arg;
+	if (q->h == NULL)
+		return 0;
+	if (srv->store->driver->queue_open(srv->store, key, len, false, q, &q->h) != SAKER_OK)
+		q->h = NULL;
+	return 0;
+}
+
+static void
+commit_cb(evutil_socket_t fd, short what, void *arg)
+{
+	const char *reason = NULL;
+	bool ok = true;
+	struct conn *c;
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	srv->commit_scheduled = false;
+	if (srv->dirty) {
+		uint64_t t0 = saker_mono_ns();
+		int rc = srv->store->driver->commit(srv->store);
+
+		stats_commit(&srv->stats, saker_mono_ns() - t0);
+		srv->dirty = false;
+		if (rc != SAKER_OK) {
+			ok = false;
+			reason = srv->store->driver->errmsg(srv->store);
+			if (reason == NULL || *reason == '\0')
+				reason = saker_strerror(rc);
+			log_error("store commit failed, batch rolled back: %s", reason);
+			server_store_failed(reason);
+			hashmap_walk(srv->queues, reopen_handle, NULL);
+		} else {
+			srv->store_failed = false;
+		}
+	}
+	srv->flush_batch = srv->batch++;
+	while ((c = TAILQ_FIRST(&srv->batch_conns)) != NULL) {
+		TAILQ_REMOVE(&srv->batch_conns, c, batch_link);
+		c->in_batch = false;
+		conn_flush(c, ok, reason);
+	}
+	server_drain();
+	if (srv->stopping)
+		event_base_loopbreak(srv->base);
+}
+
+void
+server_store_failed(const char *reason)
+{
+	srv->store_failed = true;
+	snprintf(srv->store_error, sizeof(srv->store_error), "%s", reason);
+}
+
+/* --- delayed items ------------------------------------------------------ */
+
+void
+server_arm_promote(int64_t due_ms)
+{
+	struct timeval tv;
+	int64_t delay;
+
+	if (due_ms <= 0 || (srv->promote_at != 0 && srv->promote_at <= due_ms))
+		return;
+	srv->promote_at = due_ms;
+	delay = due_ms - saker_now_ms();
+	if (delay < 0)
+		delay = 0;
+	tv.tv_sec = delay / 1000;
+	tv.tv_usec = (delay % 1000) * 1000;
+	evtimer_add(srv->promote_ev, &tv);
+}
+
+static void
+promote_now(void)
+{
+	int64_t next = 0;
+	int rc;
+
+	rc = srv->store->driver->promote(srv->store, saker_now_ms(), &next);
+	if (rc != SAKER_OK) {
+		log_error("promoting delayed items: %s", srv->store->driver->errmsg(srv->store));
+		/* try again shortly rather than lose track of them */
+		next = saker_now_ms() + 100;
+	}
+	server_touch();
+	if (next > 0)
+		server_arm_promote(next);
+}
+
+static void
+promote_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	srv->promote_at = 0;
+	promote_now();
+	server_drain();
+}
+
+void
+server_arm_open_timeout(int64_t deadline_ms)
+{
+	struct timeval tv;
+	int64_t delay;
+
+	if (srv->open_timeout_at != 0 && srv->open_timeout_at <= deadline_ms)
+		return;
+	srv->open_timeout_at = deadline_ms;
+	delay = deadline_ms - saker_now_ms();
+	if (delay < 0)
+		delay = 0;
+	tv.tv_sec = delay / 1000;
+	tv.tv_usec = (delay % 1000) * 1000;
+	evtimer_add(srv->open_timeout_ev, &tv);
+}
+
+/* Return open items held past their queue's open_timeout. */
+static void
+open_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	int64_t now = saker_now_ms(), next = 0;
+	struct open_item *oi, *prev;
+	struct conn *c;
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	srv->open_timeout_at = 0;
+	TAILQ_FOREACH(c, &srv->conns, link) {
+		/* newest first, so several expiring together keep their order */
+		for (oi = TAILQ_LAST(&c->opens, open_list); oi != NULL; oi = prev) {
+			prev = TAILQ_PREV(oi, open_list, link);
+			if (oi->deadline_ms == 0)
+				continue;
+			if (oi->deadline_ms > now) {
+				if (next == 0 || oi->deadline_ms < next)
+					next = oi->deadline_ms;
+				continue;
+			}
+			if (oi->q->h != NULL &&
+			    srv->store->driver->release(srv->store, oi->q->h, oi->id) == SAKER_OK) {
+				oi->q->open_timeouts++;
+				server_touch();
+			}
+			conn_forget_open(c, oi);
+		}
+	}
+	if (next != 0)
+		server_arm_open_timeout(next);
+	server_drain();
+}
+
+/* Expired items are dropped lazily at the head; this bounded sweep also
+ * frees those stuck behind live ones. */
+#define SWEEP_LIMIT 1000
+static int
+sweep_one(void *arg, struct squeue *q)
+{
+	uint64_t removed = 0;
+
+	(void)arg;
+	if (srv->store->driver->flush_expired(srv->store, q->h, saker_now_ms(),
+	    SWEEP_LIMIT, &removed) == SAKER_OK && removed > 0)
+		server_touch();
+	return 0;
+}
+
+static void
+sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (srv->status != STATUS_QUIESCENT)
+		queues_walk(sweep_one, NULL);
+}
+
+static int
+load_config(void)
+{
+	struct queue_config defaults;
+	struct config *cf;
+	char err[512];
+
+	memset(&defaults, 0, sizeof(defaults));
+	defaults.max_open = srv->opt->max_open;
+	if (srv->opt->config_path == NULL)
+		cf = config_default(&defaults);
+	else
+		cf = config_load(srv->opt->config_path, &defaults, err, sizeof(err));
+	if (cf == NULL) {
+		log_error("config: %s", srv->opt->config_path != NULL ? err : "out of memory");
+		return -1;
+	}
+	config_free(srv->config);
+	srv->config = cf;
+	srv->config_gen++;
+	return 0;
+}
+
+static void
+sync_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (srv->store->driver->sync != NULL &&
+	    srv->store->driver->sync(srv->store) != SAKER_OK)
+		log_error("periodic sync failed: %s", srv->store->driver->errmsg(srv->store));
+}
+
+/* --- listening ---------------------------------------------------------- */
+
+static void
+accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	static const char too_many[] = "SERVER_ERROR too many open connections\r\n";
+	struct conn *c;
+	int one = 1;
+
+	(void)l;
+	(void)salen;
+	(void)arg;
+	if (srv->stopping || srv->stats.curr_connections >= (uint64_t)srv->opt->max_conns) {
+		ssize_t w = write(fd, too_many, sizeof(too_many) - 1);
+		(void)w;
+		srv->stats.rejected_connections++;
+		close(fd);
+		return;
+	}
+	if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	evutil_make_socket_nonblocking(fd);
+	c = conn_new(fd);
+	if (c == NULL) {
+		log_error("out of memory accepting a connection");
+		close(fd);
+	}
+}
+
+static void
+reenable_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(arg);
+}
+
+static void
+accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	int err = EVUTIL_SOCKET_ERROR();
+
+	(void)arg;
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		/* out of descriptors: pause accepting instead of spinning */
+		struct timeval tv = { 0, 100000 };
+		log_warn("accept: %s; pausing accepts for 100 ms",
+		    evutil_socket_error_to_string(err));
+		evconnlistener_disable(l);
+		event_base_once(srv->base, -1, EV_TIMEOUT, reenable_cb, l, &tv);
+		return;
+	}
+	log_warn("accept: %s", evutil_socket_error_to_string(err));
+}
+
+static int
+listen_tcp(void)
+{
+	struct sockaddr_storage ss;
+	int sslen = sizeof(ss);
+	char addr[300];
+
+	if (srv->opt->port == 0)
+		return 0;
+	/* evutil parses "1.2.3.4:port" and "[::1]:port" */
+	if (strchr(srv->opt->listen, ':') != NULL && srv->opt->listen[0] != '[')
+		snprintf(addr, sizeof(addr), "[%s]:%d", srv->opt->listen, srv->opt->port);
+	else
+		snprintf(addr, sizeof(addr), "%s:%d", srv->opt->listen, srv->opt->port);
+	if (evutil_parse_sockaddr_port(addr, (struct sockaddr *)&ss, &sslen) != 0) {
+		log_error("cannot parse listen address '%s'", srv->opt->listen);
+		return -1;
+	}
+	srv->listeners[0] = evconnlistener_new_bind(srv->base, accept_cb, NULL,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 1024,
+	    (struct sockaddr *)&ss, sslen);
+	if (srv->listeners[0] == NULL) {
+		log_error("cannot listen on %s: %s", addr, strerror(errno));
+		return -1;
+	}
+	evconnlistener_set_error_cb(srv->listeners[0], accept_error_cb);
+	log_info("listening on %s", addr);
+	return 0;
+}
+
+static int
+listen_unix(void)
+{
+	struct sockaddr_un sun;
+	const char *path = srv->opt->unix_socket;
+
+	if (path == NULL)
+		return 0;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_error("unix socket path too long: %s", path);
+		return -1;
+	}
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	strcpy(sun.sun_path, path);
+	unlink(path);
+	srv->listeners[1] = evconnlistener_new_bind(srv->base, accept_cb, NULL,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 1024,
+	    (struct sockaddr *)&sun, sizeof(sun));
+	if (srv->listeners[1] == NULL) {
+		log_error("cannot listen on %s: %s", path, strerror(errno));
+		return -1;
+	}
+	evconnlistener_set_error_cb(srv->listeners[1], accept_error_cb);
+	log_info("listening on %s", path);
+	return 0;
+}
+
+static void
+close_listeners(void)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (srv->listeners[i] != NULL) {
+			evconnlistener_free(srv->listeners[i]);
+			srv->listeners[i] = NULL;
+		}
+	}
+	if (srv->opt->unix_socket != NULL)
+		unlink(srv->opt->unix_socket);
+}
+
+/* --- signals and stopping ---------------------------------------------- */
+
+void
+server_stop(void)
+{
+	if (srv->stopping)
+		return;
+	srv->stopping = true;
+	close_listeners();
+	http_stop(srv->http);
+	srv->http = NULL;
+	/* commit_ev finishes this turn's work, then breaks the loop */
+	if (!srv->commit_scheduled) {
+		srv->commit_scheduled = true;
+		event_active(srv->commit_ev, EV_TIMEOUT, 0);
+	}
+}
+
+static void
+signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	(void)what;
+	(void)arg;
+	if (sig == SIGHUP) {
+		log_info("SIGHUP: reopening the log and rereading the config");
+		log_reopen();
+		if (srv->opt->config_path != NULL && load_config() != 0)
+			log_error("keeping the previous configuration");
+		return;
+	}
+	log_info("signal %d: stopping", (int)sig);
+	server_stop();
+}
+
+static void
+shutdown_everything(void)
+{
+	struct conn *c;
+	int i, rc;
+
+	/* last replies, best effort, then close: open items go back */
+	while ((c = TAILQ_FIRST(&srv->conns)) != NULL) {
+		evbuffer_add_buffer(c->out, c->pend);
+		if (evbuffer_get_length(c->out) > 0)
+			(void)evbuffer_write(c->out, c->fd);
+		conn_close(c);
+	}
+	rc = srv->store->driver->commit(srv->store);
+	if (rc != SAKER_OK)
+		log_error("final commit failed: %s", srv->store->driver->errmsg(srv->store));
+	saker_store_close(srv->store);
+	srv->store = NULL;
+	queues_free();
+	for (i = 0; i < 4; i++)
+		if (srv->sig_ev[i] != NULL)
+			event_free(srv->sig_ev[i]);
+	if (srv->sync_ev != NULL)
+		event_free(srv->sync_ev);
+	http_stop(srv->http);
+	srv->http = NULL;
+	event_free(srv->sweep_ev);
+	event_free(srv->open_timeout_ev);
+	config_free(srv->config);
+	srv->config = NULL;
+	event_free(srv->promote_ev);
+	event_free(srv->commit_ev);
+	event_base_free(srv->base);
+}
+
+int
+server_run(struct options *opt)
+{
+	static const int sigs[4] = { SIGTERM, SIGINT, SIGHUP, 0 };
+	struct saker_store_opts so;
+	char err[512];
+	int i, rc;
+
+	srv->opt = opt;
+	srv->stats.started = time(NULL);
+	TAILQ_INIT(&srv->batch_conns);
+	TAILQ_INIT(&srv->ready);
+	TAILQ_INIT(&srv->resume);
+	TAILQ_INIT(&srv->conns);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (load_config() != 0) {
+		fprintf(stderr, "sakerd: bad --config; see the log above\n");
+		return 1;
+	}
+	memset(&so, 0, sizeof(so));
+	so.sync = opt->sync;
+	so.max_memory = opt->max_memory;
+	so.create = true;
+	so.notify = queues_notify;
+	rc = saker_store_open(opt->store_spec, &so, &srv->store, err, sizeof(err));
+	if (rc != SAKER_OK) {
+		fprintf(stderr, "sakerd: --store %s: %s\n", opt->store_spec, err);
+		return 1;
+	}
+	srv->base = event_base_new();
+	if (srv->base == NULL || event_base_priority_init(srv->base, 2) != 0) {
+		fprintf(stderr, "sakerd: cannot create the event loop\n");
+		saker_store_close(srv->store);
+		return 1;
+	}
+	srv->commit_ev = event_new(srv->base, -1, 0, commit_cb, NULL);
+	event_priority_set(srv->commit_ev, PRIO_COMMIT);
+	srv->promote_ev = evtimer_new(srv->base, promote_cb, NULL);
+	event_priority_set(srv->promote_ev, PRIO_IO);
+	srv->open_timeout_ev = evtimer_new(srv->base, open_timeout_cb, NULL);
+	srv->sweep_ev = event_new(srv->base, -1, EV_PERSIST, sweep_cb, NULL);
+	{
+		struct timeval tv = { 5, 0 };
+		event_add(srv->sweep_ev, &tv);
+	}
+	for (i = 0; sigs[i] != 0; i++) {
+		srv->sig_ev[i] = evsignal_new(srv->base, sigs[i], signal_cb, NULL);
+		event_add(srv->sig_ev[i], NULL);
+	}
+	if (opt->sync == SAKER_SYNC_PERIODIC) {
+		struct timeval tv = { opt->sync_period_ms / 1000,
+		    (opt->sync_period_ms % 1000) * 1000 };
+		srv->sync_ev = event_new(srv->base, -1, EV_PERSIST, sync_cb, NULL);
+		event_add(srv->sync_ev, &tv);
+	}
+	rc = queues_load();
+	if (rc != SAKER_OK) {
+		fprintf(stderr, "sakerd: loading queues: %s\n", saker_strerror(rc));
+		shutdown_everything();
+		return 1;
+	}
+	/* items that fell due while we were down are promoted now, in order */
+	promote_now();
+	if (listen_tcp() != 0 || listen_unix() != 0 ||
+	    (opt->http != NULL && (srv->http = http_start(srv->base, opt->http)) == NULL)) {
+		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
+		close_listeners();
+		shutdown_everything();
+		return 1;
+	}
+	log_info("sakerd %s ready: store %s, sync %s", PACKAGE_VERSION, opt->store_spec,
+	    opt->sync == SAKER_SYNC_ALWAYS ? "always" :
+	    opt->sync == SAKER_SYNC_PERIODIC ? "periodic" : "never");
+	event_base_dispatch(srv->base);
+	log_info("stopping: closing %llu connections and the store",
+	    (unsigned long long)srv->stats.curr_connections);
+	close_listeners();
+	shutdown_everything();
+	return 0;
+}

@@ -1,1 +1,28 @@
-/* placeholder: being written */
+/* stats.h -- global counters and the `stats` reply. */
+#ifndef SAKER_STATS_H
+#define SAKER_STATS_H
+#include <stdint.h>
+#include <time.h>
+
+struct evbuffer;
+
+struct stats {
+	time_t started;
+	uint64_t curr_connections, total_connections, rejected_connections;
+	uint64_t cmd_get, cmd_set, cmd_peek, get_hits, get_misses;
+	uint64_t bytes_read, bytes_written;
+	uint64_t queue_creates, queue_deletes;
+	/* store commit latency histogram (seconds); last bucket is +Inf */
+	uint64_t commit_hist[12 + 1];
+	uint64_t commit_ns;
+};
+
+#define STATS_COMMIT_BUCKETS 12
+extern const double stats_commit_bounds[STATS_COMMIT_BUCKETS];
+/* Count one commit that took `ns` nanoseconds. */
+void stats_commit(struct stats *s, uint64_t ns);
+
+/* Append the STAT lines and END for the `stats` command. */
+void stats_write(struct evbuffer *out);
+
+#endif

@@ -1,0 +1,296 @@
+/* http.c -- /metrics and /healthz for operators, on the main event loop. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "clock.h"
+#include "http.h"
+#include "log.h"
+#include "queues.h"
+#include "server.h"
+
+struct http_server {
+	struct evhttp *http;
+};
+
+/* Prometheus label values escape backslash, double quote and newline. */
+static void
+add_label(struct evbuffer *b, const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (s[i] == '\\' || s[i] == '"')
+			evbuffer_add(b, "\\", 1);
+		evbuffer_add(b, &s[i], 1);
+	}
+}
+
+static void
+metric_head(struct evbuffer *b, const char *name, const char *type, const char *help)
+{
+	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void
+metric_u64(struct evbuffer *b, const char *name, const char *type, const char *help,
+    uint64_t v)
+{
+	metric_head(b, name, type, help);
+	evbuffer_add_printf(b, "%s %" PRIu64 "\n", name, v);
+}
+
+struct qrow {
+	struct squeue *q;
+	struct saker_queue_stats st;
+};
+
+struct qcollect {
+	struct qrow *rows;
+	size_t n, cap, max, skipped;
+};
+
+static int
+collect_one(void *arg, struct squeue *q)
+{
+	struct qcollect *qc = arg;
+
+	if (qc->n >= qc->max) {
+		qc->skipped++;
+		return 0;
+	}
+	if (qc->n == qc->cap) {
+		size_t ncap = qc->cap ? qc->cap * 2 : 64;
+		struct qrow *nr = realloc(qc->rows, ncap * sizeof(*nr));
+		if (nr == NULL)
+			return 1;
+		qc->rows = nr;
+		qc->cap = ncap;
+	}
+	memset(&qc->rows[qc->n], 0, sizeof(qc->rows[qc->n]));
+	qc->rows[qc->n].q = q;
+	if (srv->store->driver->queue_stats(srv->store, q->h, &qc->rows[qc->n].st) == SAKER_OK)
+		qc->n++;
+	return 0;
+}
+
+enum qfield { QF_ITEMS, QF_BYTES, QF_DELAYED, QF_OPEN, QF_WAITERS, QF_ENQ, QF_DEQ,
+    QF_EXPIRED, QF_DISCARDED, QF_AGE };
+
+static void
+queue_metric(struct evbuffer *b, struct qcollect *qc, const char *name,
+    const char *type, const char *help, enum qfield f)
+{
+	int64_t now = saker_now_ms();
+	size_t i;
+
+	metric_head(b, name, type, help);
+	for (i = 0; i < qc->n; i++) {
+		struct qrow *r = &qc->rows[i];
+		evbuffer_add_printf(b, "%s{queue=\"", name);
+		add_label(b, r->q->name, r->q->len);
+		evbuffer_add(b, "\"} ", 3);
+		switch (f) {
+		case QF_ITEMS: evbuffer_add_printf(b, "%" PRIu64 "\n", r->st.items); break;
+		case QF_BYTES: evbuffer_add_printf(b, "%" PRIu64 "\n", r->st.bytes); break;
+		case QF_DELAYED: evbuffer_add_printf(b, "%" PRIu64 "\n", r->st.delayed_items); break;
+		case QF_OPEN: evbuffer_add_printf(b, "%" PRIu64 "\n", r->st.open_items); break;
+		case QF_WAITERS: evbuffer_add_printf(b, "%zu\n", r->q->nwaiters); break;
+		case QF_ENQ: evbuffer_add_printf(b, "%" PRIu64 "\n", r->st.total_items); break;
+		case QF_DEQ: evbuffer_add_printf(b, "%" PRIu64 "\n", r->q->dequeued); break;
+		case QF_EXPIRED: evbuffer_add_printf(b, "%" PRIu64 "\n", r->st.expired_items); break;
+		case QF_DISCARDED: evbuffer_add_printf(b, "%" PRIu64 "\n", r->q->discarded); break;
+		case QF_AGE: {
+			int64_t age = r->st.head_created_ms > 0 ? now - r->st.head_created_ms : 0;
+			evbuffer_add_printf(b, "%.3f\n", age > 0 ? (double)age / 1000.0 : 0.0);
+			break;
+		}
+		}
+	}
+}
+
+static void
+write_metrics(struct evbuffer *b)
+{
+	struct stats *s = &srv->stats;
+	struct saker_store_stats ss = { 0, 0, 0, 0 };
+	struct qcollect qc = { NULL, 0, 0, srv->opt->metrics_max_queues, 0 };
+	uint64_t items = 0, bytes = 0, cum = 0;
+	size_t i;
+
+	if (srv->store->driver->store_stats != NULL)
+		srv->store->driver->store_stats(srv->store, &ss);
+	queues_walk(collect_one, &qc);
+	for (i = 0; i < qc.n; i++) {
+		items += qc.rows[i].st.items;
+		bytes += qc.rows[i].st.bytes;
+	}
+	metric_head(b, "saker_info", "gauge", "Build and store of this server.");
+	evbuffer_add_printf(b, "saker_info{version=\"%s\",store=\"%s\"} 1\n",
+	    PACKAGE_VERSION, srv->store->driver->name);
+	metric_u64(b, "saker_uptime_seconds", "gauge", "Seconds since the server started.",
+	    (uint64_t)(time(NULL) - s->started));
+	metric_u64(b, "saker_connections", "gauge", "Open client connections.",
+	    s->curr_connections);
+	metric_u64(b, "saker_connections_total", "counter", "Client connections accepted.",
+	    s->total_connections);
+	metric_u64(b, "saker_connections_rejected_total", "counter",
+	    "Connections refused at the -c limit.", s->rejected_connections);
+	metric_head(b, "saker_commands_total", "counter", "Commands by kind.");
+	evbuffer_add_printf(b, "saker_commands_total{cmd=\"get\"} %" PRIu64 "\n"
+	    "saker_commands_total{cmd=\"set\"} %" PRIu64 "\n"
+	    "saker_commands_total{cmd=\"peek\"} %" PRIu64 "\n", s->cmd_get, s->cmd_set,
+	    s->cmd_peek);
+	metric_u64(b, "saker_get_hits_total", "counter", "Gets that returned an item.",
+	    s->get_hits);
+	metric_u64(b, "saker_get_misses_total", "counter", "Gets that returned no item.",
+	    s->get_misses);
+	metric_u64(b, "saker_read_bytes_total", "counter", "Bytes read from clients.",
+	    s->bytes_read);
+	metric_u64(b, "saker_written_bytes_total", "counter", "Bytes written to clients.",
+	    s->bytes_written);
+	metric_u64(b, "saker_items", "gauge", "Ready items in all (listed) queues.", items);
+	metric_u64(b, "saker_item_bytes", "gauge", "Data bytes of ready items in all (listed) queues.",
+	    bytes);
+	metric_u64(b, "saker_queues", "gauge", "Queues in the store.", qc.n + qc.skipped);
+	metric_u64(b, "saker_queues_unlisted", "gauge",
+	    "Queues left out of the per-queue series by --metrics-max-queues.", qc.skipped);
+	metric_u64(b, "saker_store_fsyncs_total", "counter", "fsync calls made by the store.",
+	    ss.fsyncs);
+	metric_u64(b, "saker_store_commits_total", "counter", "Store commits that wrote.",
+	    ss.commits);
+	metric_u64(b, "saker_store_disk_bytes", "gauge", "Bytes the store occupies on disk.",
+	    ss.disk_bytes);
+	metric_head(b, "saker_store_commit_seconds", "histogram",
+	    "Time spent in store commits (one per event-loop turn that wrote).");
+	for (i = 0; i < STATS_COMMIT_BUCKETS; i++) {
+		cum += s->commit_hist[i];
+		evbuffer_add_printf(b, "saker_store_commit_seconds_bucket{le=\"%g\"} %" PRIu64 "\n",
+		    stats_commit_bounds[i], cum);
+	}
+	cum += s->commit_hist[STATS_COMMIT_BUCKETS];
+	evbuffer_add_printf(b, "saker_store_commit_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n"
+	    "saker_store_commit_seconds_sum %.6f\nsaker_store_commit_seconds_count %" PRIu64 "\n",
+	    cum, (double)s->commit_ns / 1e9, cum);
+
+	queue_metric(b, &qc, "saker_queue_items", "gauge", "Ready items in the queue.", QF_ITEMS);
+	queue_metric(b, &qc, "saker_queue_bytes", "gauge", "Data bytes of ready items.", QF_BYTES);
+	queue_metric(b, &qc, "saker_queue_delayed_items", "gauge",
+	    "Items waiting for their due time.", QF_DELAYED);
+	queue_metric(b, &qc, "saker_queue_open_items", "gauge",
+	    "Items handed out with /open and not yet confirmed.", QF_OPEN);
+	queue_metric(b, &qc, "saker_queue_waiters", "gauge", "Clients blocked in get.",
+	    QF_WAITERS);
+	queue_metric(b, &qc, "saker_queue_enqueued_total", "counter",
+	    "Items ever put into the queue (kept by the store).", QF_ENQ);
+	queue_metric(b, &qc, "saker_queue_dequeued_total", "counter",
+	    "Items taken from the queue since the server started.", QF_DEQ);
+	queue_metric(b, &qc, "saker_queue_expired_total", "counter",
+	    "Items dropped because they expired.", QF_EXPIRED);
+	queue_metric(b, &qc, "saker_queue_discarded_total", "counter",
+	    "Items dropped because the queue was full.", QF_DISCARDED);
+	queue_metric(b, &qc, "saker_queue_oldest_item_age_seconds", "gauge",
+	    "Age of the item at the head of the queue.", QF_AGE);
+	free(qc.rows);
+}
+
+static void
+handle(struct evhttp_request *req, void *arg)
+{
+	const char *uri = evhttp_request_get_uri(req);
+	struct evbuffer *b = evbuffer_new();
+
+	(void)arg;
+	if (b == NULL) {
+		evhttp_send_error(req, 500, "out of memory");
+		return;
+	}
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
+	    evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
+		evhttp_send_error(req, 405, "only GET");
+	} else if (strcmp(uri, "/metrics") == 0) {
+		write_metrics(b);
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+		    "text/plain; version=0.0.4; charset=utf-8");
+		evhttp_send_reply(req, 200, "OK", b);
+	} else if (strcmp(uri, "/healthz") == 0) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+		    "text/plain; charset=utf-8");
+		if (srv->store_failed) {
+			evbuffer_add_printf(b, "store not writable: %s\n", srv->store_error);
+			evhttp_send_reply(req, 503, "Service Unavailable", b);
+		} else if (srv->stopping) {
+			evbuffer_add_printf(b, "stopping\n");
+			evhttp_send_reply(req, 503, "Service Unavailable", b);
+		} else {
+			evbuffer_add_printf(b, "ok\n");
+			evhttp_send_reply(req, 200, "OK", b);
+		}
+	} else {
+		evhttp_send_error(req, 404, "try /metrics or /healthz");
+	}
+	evbuffer_free(b);
+}
+
+struct http_server *
+http_start(struct event_base *base, const char *spec)
+{
+	struct http_server *h;
+	char addr[256];
+	const char *colon = strrchr(spec, ':');
+	long port;
+	char *end;
+
+	if (colon == NULL) {
+		snprintf(addr, sizeof(addr), "127.0.0.1");
+		port = strtol(spec, &end, 10);
+	} else {
+		size_t alen = (size_t)(colon - spec);
+		if (alen >= sizeof(addr))
+			alen = sizeof(addr) - 1;
+		memcpy(addr, spec, alen);
+		addr[alen] = '\0';
+		/* [::1]:9100 */
+		if (addr[0] == '[' && alen > 1 && addr[alen - 1] == ']') {
+			memmove(addr, addr + 1, alen - 2);
+			addr[alen - 2] = '\0';
+		}
+		port = strtol(colon + 1, &end, 10);
+	}
+	if (*end != '\0' || port <= 0 || port > 65535) {
+		log_error("--http %s: expected [ADDR:]PORT", spec);
+		return NULL;
+	}
+	h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return NULL;
+	h->http = evhttp_new(base);
+	if (h->http == NULL || evhttp_bind_socket(h->http, addr, (uint16_t)port) != 0) {
+		log_error("--http: cannot listen on %s:%ld", addr, port);
+		if (h->http != NULL)
+			evhttp_free(h->http);
+		free(h);
+		return NULL;
+	}
+	evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+	    EVHTTP_REQ_POST);
+	evhttp_set_gencb(h->http, handle, NULL);
+	log_info("metrics on http://%s:%ld/metrics", addr, port);
+	return h;
+}
+
+void
+http_stop(struct http_server *h)
+{
+	if (h == NULL)
+		return;
+	evhttp_free(h->http);
+	free(h);
+}

@@ -1,0 +1,14 @@
+/* http.h -- GET /metrics (Prometheus text format) and GET /healthz, served
+ * by libevent's evhttp on the server's own event loop. */
+#ifndef SAKER_HTTP_H
+#define SAKER_HTTP_H
+
+#include <event2/event.h>
+
+struct http_server;
+
+/* spec is "[ADDR:]PORT" (ADDR defaults to 127.0.0.1). NULL on error (logged). */
+struct http_server *http_start(struct event_base *base, const char *spec);
+void http_stop(struct http_server *h);
+
+#endif

@@ -1,0 +1,267 @@
+/* qconfig.c -- the per-queue configuration file: defaults, then
+ * [queue NAME] and [queue PREFIX*] sections of `key = value` lines. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+#include "qconfig.h"
+
+struct section {
+	char *pattern;               /* queue name, or prefix when `prefix` */
+	size_t len;
+	bool prefix;
+	struct queue_config qc;
+};
+
+struct config {
+	struct queue_config defaults;
+	struct section *sections;
+	size_t nsections;
+	bool any_open_timeout;
+};
+
+struct config *
+config_default(const struct queue_config *defaults)
+{
+	struct config *cf = calloc(1, sizeof(*cf));
+
+	if (cf == NULL)
+		return NULL;
+	cf->defaults = *defaults;
+	cf->any_open_timeout = defaults->open_timeout_ms > 0;
+	return cf;
+}
+
+void
+config_free(struct config *cf)
+{
+	size_t i;
+
+	if (cf == NULL)
+		return;
+	for (i = 0; i < cf->nsections; i++)
+		free(cf->sections[i].pattern);
+	free(cf->sections);
+	free(cf);
+}
+
+static char *
+trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static int
+parse_bool(const char *v, bool *out)
+{
+	if (strcmp(v, "yes") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0 ||
+	    strcmp(v, "on") == 0)
+		*out = true;
+	else if (strcmp(v, "no") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0 ||
+	    strcmp(v, "off") == 0)
+		*out = false;
+	else
+		return -1;
+	return 0;
+}
+
+/* Durations: plain milliseconds, or with a ms/s/m/h suffix. */
+static int
+parse_duration(const char *v, int64_t *out)
+{
+	unsigned long long n;
+	char *end;
+	int64_t mul = 1;
+
+	if (!isdigit((unsigned char)*v))
+		return -1;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno != 0)
+		return -1;
+	if (strcmp(end, "") == 0 || strcmp(end, "ms") == 0)
+		mul = 1;
+	else if (strcmp(end, "s") == 0)
+		mul = 1000;
+	else if (strcmp(end, "m") == 0)
+		mul = 60000;
+	else if (strcmp(end, "h") == 0)
+		mul = 3600000;
+	else
+		return -1;
+	if (n > (unsigned long long)(INT64_MAX / mul))
+		return -1;
+	*out = (int64_t)n * mul;
+	return 0;
+}
+
+static const char *
+set_key(struct queue_config *qc, const char *key, const char *val)
+{
+	uint64_t u;
+
+	if (strcmp(key, "max_items") == 0) {
+		if (parse_size(val, &u) != 0)
+			return "max_items wants a whole number";
+		qc->max_items = u;
+	} else if (strcmp(key, "max_bytes") == 0) {
+		if (parse_size(val, &u) != 0)
+			return "max_bytes wants a size (e.g. 1048576, 64k, 1g)";
+		qc->max_bytes = u;
+	} else if (strcmp(key, "max_item_size") == 0) {
+		if (parse_size(val, &u) != 0)
+			return "max_item_size wants a size (e.g. 65536, 64k)";
+		qc->max_item_size = u;
+	} else if (strcmp(key, "max_age") == 0) {
+		if (parse_duration(val, &qc->max_age_ms) != 0)
+			return "max_age wants a duration (e.g. 500, 30s, 10m, 2h)";
+	} else if (strcmp(key, "discard_old_when_full") == 0) {
+		if (parse_bool(val, &qc->discard_old_when_full) != 0)
+			return "discard_old_when_full wants yes or no";
+	} else if (strcmp(key, "max_open") == 0) {
+		if (parse_size(val, &u) != 0 || u < 1 || u > 1000000)
+			return "max_open wants a number from 1 to 1000000";
+		qc->max_open = (unsigned)u;
+	} else if (strcmp(key, "open_timeout") == 0) {
+		if (parse_duration(val, &qc->open_timeout_ms) != 0)
+			return "open_timeout wants a duration (e.g. 30s)";
+	} else {
+		return "unknown setting (known: max_items, max_bytes, max_item_size, "
+		    "max_age, discard_old_when_full, max_open, open_timeout)";
+	}
+	return NULL;
+}
+
+struct config *
+config_load(const char *path, const struct queue_config *defaults, char *err,
+    size_t errlen)
+{
+	struct config *cf = config_default(defaults);
+	struct queue_config *cur;
+	char line[1024];
+	unsigned lineno = 0;
+	FILE *f;
+
+	if (cf == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	f = fopen(path, "r");
+	if (f == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		config_free(cf);
+		return NULL;
+	}
+	cur = &cf->defaults;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *s, *eq, *key, *val;
+		const char *why;
+
+		lineno++;
+		if (strchr(line, '\n') == NULL && !feof(f)) {
+			snprintf(err, errlen, "%s:%u: line too long", path, lineno);
+			goto fail;
+		}
+		s = trim(line);
+		if (*s == '\0' || *s == '#')
+			continue;
+		if (*s == '[') {
+			struct section *ns, *sec;
+			char *name, *close = strchr(s, ']');
+
+			if (close == NULL || close[1] != '\0' || strncmp(s, "[queue ", 7) != 0) {
+				snprintf(err, errlen, "%s:%u: expected [queue NAME] or "
+				    "[queue PREFIX*]", path, lineno);
+				goto fail;
+			}
+			*close = '\0';
+			name = trim(s + 7);
+			if (*name == '\0') {
+				snprintf(err, errlen, "%s:%u: empty queue name", path, lineno);
+				goto fail;
+			}
+			ns = realloc(cf->sections, (cf->nsections + 1) * sizeof(*ns));
+			if (ns == NULL) {
+				snprintf(err, errlen, "%s:%u: out of memory", path, lineno);
+				goto fail;
+			}
+			cf->sections = ns;
+			sec = &cf->sections[cf->nsections];
+			sec->len = strlen(name);
+			sec->prefix = name[sec->len - 1] == '*';
+			if (sec->prefix)
+				name[--sec->len] = '\0';
+			sec->pattern = strdup(name);
+			if (sec->pattern == NULL) {
+				snprintf(err, errlen, "%s:%u: out of memory", path, lineno);
+				goto fail;
+			}
+			/* a section starts from the defaults read so far */
+			sec->qc = cf->defaults;
+			cf->nsections++;
+			cur = &sec->qc;
+			continue;
+		}
+		eq = strchr(s, '=');
+		if (eq == NULL) {
+			snprintf(err, errlen, "%s:%u: expected 'key = value'", path, lineno);
+			goto fail;
+		}
+		*eq = '\0';
+		key = trim(s);
+		val = trim(eq + 1);
+		if ((why = set_key(cur, key, val)) != NULL) {
+			snprintf(err, errlen, "%s:%u: %s: %s", path, lineno, key, why);
+			goto fail;
+		}
+		if (cur->open_timeout_ms > 0)
+			cf->any_open_timeout = true;
+	}
+	if (ferror(f)) {
+		snprintf(err, errlen, "%s: read error", path);
+		goto fail;
+	}
+	fclose(f);
+	return cf;
+fail:
+	fclose(f);
+	config_free(cf);
+	return NULL;
+}
+
+const struct queue_config *
+config_for(const struct config *cf, const char *name, size_t len)
+{
+	const struct section *best = NULL;
+	size_t i;
+
+	for (i = 0; i < cf->nsections; i++) {
+		const struct section *s = &cf->sections[i];
+		if (!s->prefix) {
+			if (s->len == len && memcmp(s->pattern, name, len) == 0)
+				return &s->qc;
+		} else if (s->len <= len && memcmp(s->pattern, name, s->len) == 0 &&
+		    (best == NULL || s->len > best->len)) {
+			best = s;
+		}
+	}
+	return best != NULL ? &best->qc : &cf->defaults;
+}
+
+bool
+config_has_open_timeout(const struct config *cf)
+{
+	return cf->any_open_timeout;
+}

@@ -1,0 +1,35 @@
+/* qconfig.h -- per-queue configuration (--config FILE, reloaded on SIGHUP). */
+#ifndef SAKER_QCONFIG_H
+#define SAKER_QCONFIG_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Limits for one queue; 0 means "no limit" for every field but max_open. */
+struct queue_config {
+	uint64_t max_items;          /* ready + delayed items */
+	uint64_t max_bytes;          /* data bytes of ready items */
+	uint64_t max_item_size;      /* bytes; 0 = the server's --max-item-size */
+	int64_t max_age_ms;          /* items older than this expire */
+	bool discard_old_when_full;  /* drop the oldest instead of NOT_STORED */
+	unsigned max_open;           /* open items per connection (>= 1) */
+	int64_t open_timeout_ms;     /* open items held longer go back */
+};
+
+struct config;
+
+/* Parse FILE. On error returns NULL and writes "FILE:LINE: reason" to err. */
+struct config *config_load(const char *path, const struct queue_config *defaults,
+    char *err, size_t errlen);
+/* A configuration with only `defaults` (no file). */
+struct config *config_default(const struct queue_config *defaults);
+void config_free(struct config *cf);
+
+/* The settings for queue `name`: the exact [queue NAME] section, else the
+ * longest matching [queue PREFIX*] section, else the defaults. */
+const struct queue_config *config_for(const struct config *cf, const char *name,
+    size_t len);
+/* Does any section set open_timeout? */
+bool config_has_open_timeout(const struct config *cf);
+
+#endif
