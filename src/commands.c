@@ -358,7 +358,12 @@ cmd_serve_waiters(struct squeue *q)
 			reply_store_error(c, rc);
 			continue;
 		}
-		/* the timeout would have been a miss; this is a hit after all */
+		if (c->monitoring && (c->monitor_left < 0 || --c->monitor_left > 0)) {
+			/* a monitor goes on: to the back of the line, per item */
+			waiter_unlink(w);
+			waiter_link(w, q);
+			continue;
+		}
 		conn_end_wait(c);
 		conn_reply_str(c, "END\r\n");
 	}
@@ -547,10 +552,11 @@ cmd_flush_expired(struct conn *c, struct proto_cmd *cmd)
 	conn_reply_done(c);
 }
 
-/* monitor <q> <seconds> [max]: hand out, opened, the items ready now (up to
- * max), then END; confirm them with `confirm <q> <n>`. */
+/* monitor <q> <seconds> [max]: hand out, opened, the items ready now and
+ * those arriving in the next <seconds> (up to max), then END; the client
+ * confirms them with `confirm <q> <n>`. */
 static void
-cmd_monitor(struct conn *c, struct proto_cmd *cmd)
+cmd_monitor(struct conn *c, struct proto_cmd *cmd, const char *line, size_t linelen)
 {
 	struct proto_key *k = &cmd->keys[0];
 	struct squeue *q;
@@ -570,6 +576,16 @@ cmd_monitor(struct conn *c, struct proto_cmd *cmd)
 		rc = take_for(c, q, PROTO_OPT_OPEN, k->raw, k->raw_len, now);
 		if (rc != SAKER_OK)
 			break;
+	}
+	if ((cmd->num2 < 0 || n < cmd->num2) && cmd->num1 > 0) {
+		/* stream items that arrive during the monitor period */
+		start_wait(c, cmd, &q, line, linelen, cmd->num1 * 1000);
+		if (c->state == CONN_WAITING) {
+			c->monitoring = true;
+			c->monitor_left = cmd->num2 < 0 ? -1 : cmd->num2 - n;
+			c->waits[0].opts = PROTO_OPT_OPEN;
+		}
+		return;
 	}
 	conn_reply_str(c, "END\r\n");
 }
@@ -648,7 +664,7 @@ cmd_execute(struct conn *c, struct proto_cmd *cmd, const char *line,
 		cmd_flush_expired(c, cmd);
 		break;
 	case PROTO_CMD_MONITOR:
-		cmd_monitor(c, cmd);
+		cmd_monitor(c, cmd, line, linelen);
 		break;
 	case PROTO_CMD_CONFIRM:
 		cmd_confirm(c, cmd);

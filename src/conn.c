@@ -308,6 +308,7 @@ conn_end_wait(struct conn *c)
 		event_free(c->wait_timer);
 		c->wait_timer = NULL;
 	}
+	c->monitoring = false;
 	if (c->state == CONN_WAITING)
 		c->state = CONN_CMD;
 	/* pipelined input that arrived meanwhile runs from server_drain() */

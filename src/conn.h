@@ -43,6 +43,8 @@ struct conn {
 	struct waiter *waits;
 	size_t nwaits;
 	struct event *wait_timer;
+	bool monitoring;                /* the wait is a `monitor`: stream items */
+	int64_t monitor_left;           /* items still wanted; -1 = no limit */
 
 	int busy;                       /* inside conn_process() */
 	bool dead;                      /* closed; free when not busy */
