@@ -1,4 +1,1061 @@
-/* placeholder: being written */
+/* memory.c -- the in-memory store driver: fast, not durable. */
 #include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "saker/store.h"
-const struct saker_store_driver saker_store_memory = { .name = "memory" };
+
+/*
+ * Layout
+ *   Every item is one allocation (header + data) and sits on exactly one of
+ *   its queue's three intrusive doubly linked lists: ready (FIFO), open
+ *   (sorted by id) or delayed (unordered).  Delayed items are also in one
+ *   store-wide binary min-heap keyed by (due_ms, id), so promote() looks at
+ *   the heap top only and knows the global next due time at once.  Ids come
+ *   from one store-wide counter, so an id is also the arrival order.
+ *   Open items are found by id through one store-wide hash table; queues by
+ *   name through another.  The handle given to every item call is the queue
+ *   itself, so the hot path (put/take) never hashes.
+ */
+
+#define ITEM_READY   0
+#define ITEM_DELAYED 1
+#define ITEM_OPEN    2
+
+struct mitem {
+	struct mitem *next;
+	struct mitem *prev;
+	struct saker_queue *q;
+	uint64_t id;
+	int64_t expires_ms;
+	int64_t due_ms;          /* only meaningful while delayed */
+	int64_t created_ms;
+	size_t len;
+	size_t heap_idx;         /* position in the delay heap while delayed */
+	uint32_t flags;
+	uint32_t state;
+	unsigned char data[];
+};
+
+struct mlist {
+	struct mitem *head;
+	struct mitem *tail;
+};
+
+struct saker_queue {
+	struct mlist ready;
+	struct mlist open;       /* sorted by id: oldest first */
+	struct mlist delayed;    /* unordered; the heap holds the order */
+	struct saker_queue_stats st;
+	void *ctx;
+	struct saker_queue *notify_next; /* promote(): queues that gained items */
+	bool notify_marked;
+	uint64_t hash;
+	size_t namelen;
+	char name[];
+};
+
+/* A delay-heap entry: the key travels with the pointer. */
+struct hent {
+	int64_t due_ms;
+	uint64_t id;
+	struct mitem *it;
+};
+
+struct mstore {
+	saker_store base;
+	struct saker_store_opts opts;
+	const char *err;
+
+	struct saker_queue **qtab;   /* open addressing, linear probing */
+	size_t qcap;                 /* power of two */
+	size_t qcount;
+	uint64_t seed;
+
+	struct mitem **otab;         /* open items by id, same scheme */
+	size_t ocap;
+	size_t ocount;
+
+	struct hent *heap;           /* delayed items, min by (due, id) */
+	size_t hlen;
+	size_t hcap;
+
+	uint64_t next_id;
+	uint64_t mem_used;           /* item data + per-item overhead */
+};
+
+#define MS(s) ((struct mstore *)(s))
+
+extern const struct saker_store_driver saker_store_memory;
+
+static const char ERR_NOMEM[] = "out of memory";
+static const char ERR_READONLY[] = "store is read-only";
+
+static int
+fail(struct mstore *ms, int code, const char *msg)
+{
+	ms->err = msg;
+	return code;
+}
+
+/* ------------------------------------------------------------------ */
+/* item lists */
+
+static void
+list_push_tail(struct mlist *l, struct mitem *it)
+{
+	it->next = NULL;
+	it->prev = l->tail;
+	if (l->tail != NULL)
+		l->tail->next = it;
+	else
+		l->head = it;
+	l->tail = it;
+}
+
+static void
+list_push_head(struct mlist *l, struct mitem *it)
+{
+	it->prev = NULL;
+	it->next = l->head;
+	if (l->head != NULL)
+		l->head->prev = it;
+	else
+		l->tail = it;
+	l->head = it;
+}
+
+static void
+list_unlink(struct mlist *l, struct mitem *it)
+{
+	if (it->prev != NULL)
+		it->prev->next = it->next;
+	else
+		l->head = it->next;
+	if (it->next != NULL)
+		it->next->prev = it->prev;
+	else
+		l->tail = it->prev;
+	it->next = it->prev = NULL;
+}
+
+/* Insert keeping the list sorted by id.  Items are nearly always opened in
+ * id order, so the walk from the tail usually stops at once. */
+static void
+list_insert_sorted(struct mlist *l, struct mitem *it)
+{
+	struct mitem *after = l->tail;
+
+	while (after != NULL && after->id > it->id)
+		after = after->prev;
+	if (after == NULL) {
+		list_push_head(l, it);
+		return;
+	}
+	it->prev = after;
+	it->next = after->next;
+	if (after->next != NULL)
+		after->next->prev = it;
+	else
+		l->tail = it;
+	after->next = it;
+}
+
+static void
+ready_push_tail(struct saker_queue *q, struct mitem *it)
+{
+	it->state = ITEM_READY;
+	it->due_ms = 0;
+	list_push_tail(&q->ready, it);
+	q->st.items++;
+	q->st.bytes += it->len;
+}
+
+static void
+ready_push_head(struct saker_queue *q, struct mitem *it)
+{
+	it->state = ITEM_READY;
+	list_push_head(&q->ready, it);
+	q->st.items++;
+	q->st.bytes += it->len;
+}
+
+static void
+ready_unlink(struct saker_queue *q, struct mitem *it)
+{
+	list_unlink(&q->ready, it);
+	q->st.items--;
+	q->st.bytes -= it->len;
+}
+
+static size_t
+item_cost(size_t len)
+{
+	return sizeof(struct mitem) + len;
+}
+
+static void
+item_free(struct mstore *ms, struct mitem *it)
+{
+	ms->mem_used -= item_cost(it->len);
+	free(it);
+}
+
+static bool
+expired(const struct mitem *it, int64_t now_ms)
+{
+	return it->expires_ms != 0 && it->expires_ms <= now_ms;
+}
+
+static void
+item_view(const struct mitem *it, struct saker_item *v)
+{
+	v->id = it->id;
+	v->flags = it->flags;
+	v->expires_ms = it->expires_ms;
+	v->due_ms = it->state == ITEM_DELAYED ? it->due_ms : 0;
+	v->created_ms = it->created_ms;
+	v->state = it->state == ITEM_OPEN ? SAKER_ITEM_OPEN :
+	    it->state == ITEM_DELAYED ? SAKER_ITEM_DELAYED : SAKER_ITEM_READY;
+	v->len = it->len;
+	v->data = it->data;
+}
+
+/* ------------------------------------------------------------------ */
+/* the delay heap */
+
+/*
+ * A 4-ary min-heap whose entries carry their own keys: sifting compares
+ * inside the (contiguous) array instead of chasing item pointers, and is
+ * half as deep as a binary heap.  Each item knows its index so a queue's
+ * delayed items can be removed from the middle on delete/flush.
+ */
+#define HEAP_D 4
+
+static bool
+key_less(int64_t due_a, uint64_t id_a, int64_t due_b, uint64_t id_b)
+{
+	if (due_a != due_b)
+		return due_a < due_b;
+	return id_a < id_b;
+}
+
+static bool
+ent_less(const struct hent *a, const struct hent *b)
+{
+	return key_less(a->due_ms, a->id, b->due_ms, b->id);
+}
+
+static void
+heap_set(struct mstore *ms, size_t i, const struct hent *e)
+{
+	ms->heap[i] = *e;
+	e->it->heap_idx = i;
+}
+
+static void
+heap_sift_up(struct mstore *ms, size_t i)
+{
+	struct hent e = ms->heap[i];
+
+	while (i > 0) {
+		size_t parent = (i - 1) / HEAP_D;
+		if (!ent_less(&e, &ms->heap[parent]))
+			break;
+		heap_set(ms, i, &ms->heap[parent]);
+		i = parent;
+	}
+	heap_set(ms, i, &e);
+}
+
+static void
+heap_sift_down(struct mstore *ms, size_t i)
+{
+	struct hent e = ms->heap[i];
+	size_t n = ms->hlen;
+
+	for (;;) {
+		size_t c = HEAP_D * i + 1, best, k, end;
+
+		if (c >= n)
+			break;
+		best = c;
+		end = c + HEAP_D < n ? c + HEAP_D : n;
+		for (k = c + 1; k < end; k++)
+			if (ent_less(&ms->heap[k], &ms->heap[best]))
+				best = k;
+		if (!ent_less(&ms->heap[best], &e))
+			break;
+		heap_set(ms, i, &ms->heap[best]);
+		i = best;
+	}
+	heap_set(ms, i, &e);
+}
+
+static int
+heap_push(struct mstore *ms, struct mitem *it)
+{
+	if (ms->hlen == ms->hcap) {
+		size_t ncap = ms->hcap != 0 ? ms->hcap * 2 : 64;
+		struct hent *nh;
+
+		if (ncap > SIZE_MAX / sizeof(*nh))
+			return SAKER_ENOMEM;
+		nh = realloc(ms->heap, ncap * sizeof(*nh));
+		if (nh == NULL)
+			return SAKER_ENOMEM;
+		ms->heap = nh;
+		ms->hcap = ncap;
+	}
+	ms->heap[ms->hlen].due_ms = it->due_ms;
+	ms->heap[ms->hlen].id = it->id;
+	ms->heap[ms->hlen].it = it;
+	ms->hlen++;
+	heap_sift_up(ms, ms->hlen - 1);
+	return SAKER_OK;
+}
+
+static void
+heap_remove(struct mstore *ms, struct mitem *it)
+{
+	size_t i = it->heap_idx;
+
+	ms->hlen--;
+	if (i == ms->hlen)
+		return;
+	ms->heap[i] = ms->heap[ms->hlen];
+	if (i > 0 && ent_less(&ms->heap[i], &ms->heap[(i - 1) / HEAP_D]))
+		heap_sift_up(ms, i);
+	else
+		heap_sift_down(ms, i);
+}
+
+/* Drop every delayed item of q from the heap.  When q holds a large share
+ * of the heap, one compaction pass and a rebuild beat many removals. */
+static void
+heap_remove_queue(struct mstore *ms, struct saker_queue *q)
+{
+	struct mitem *it;
+	size_t i, j;
+
+	if (q->st.delayed_items < 64 || q->st.delayed_items < ms->hlen / 8) {
+		for (it = q->delayed.head; it != NULL; it = it->next)
+			heap_remove(ms, it);
+		return;
+	}
+	for (i = 0, j = 0; i < ms->hlen; i++)
+		if (ms->heap[i].it->q != q)
+			heap_set(ms, j++, &ms->heap[i]);
+	ms->hlen = j;
+	for (i = ms->hlen / HEAP_D + 1; i-- > 0;)
+		if (i < ms->hlen)
+			heap_sift_down(ms, i);
+}
+
+/* ------------------------------------------------------------------ */
+/* open items by id */
+
+static size_t
+id_slot(uint64_t id, size_t cap)
+{
+	return (size_t)((id * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+}
+
+static int
+otab_grow(struct mstore *ms)
+{
+	size_t ncap = ms->ocap != 0 ? ms->ocap * 2 : 64;
+	struct mitem **nt;
+	size_t i;
+
+	if (ncap > SIZE_MAX / sizeof(*nt))
+		return SAKER_ENOMEM;
+	nt = calloc(ncap, sizeof(*nt));
+	if (nt == NULL)
+		return SAKER_ENOMEM;
+	for (i = 0; i < ms->ocap; i++) {
+		struct mitem *it = ms->otab[i];
+		size_t k;
+
+		if (it == NULL)
+			continue;
+		for (k = id_slot(it->id, ncap); nt[k] != NULL; k = (k + 1) & (ncap - 1))
+			;
+		nt[k] = it;
+	}
+	free(ms->otab);
+	ms->otab = nt;
+	ms->ocap = ncap;
+	return SAKER_OK;
+}
+
+/* Make room for one more open item before anything is moved, so that
+ * opening never fails half-way. */
+static int
+otab_reserve(struct mstore *ms)
+{
+	if ((ms->ocount + 1) * 2 > ms->ocap)
+		return otab_grow(ms);
+	return SAKER_OK;
+}
+
+static void
+otab_insert(struct mstore *ms, struct mitem *it)
+{
+	size_t k;
+
+	for (k = id_slot(it->id, ms->ocap); ms->otab[k] != NULL;
+	    k = (k + 1) & (ms->ocap - 1))
+		;
+	ms->otab[k] = it;
+	ms->ocount++;
+}
+
+static size_t
+otab_find(struct mstore *ms, uint64_t id)
+{
+	size_t k;
+
+	if (ms->ocap == 0)
+		return SIZE_MAX;
+	for (k = id_slot(id, ms->ocap); ms->otab[k] != NULL;
+	    k = (k + 1) & (ms->ocap - 1))
+		if (ms->otab[k]->id == id)
+			return k;
+	return SIZE_MAX;
+}
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void
+otab_delete_at(struct mstore *ms, size_t k)
+{
+	size_t mask = ms->ocap - 1, j = k;
+
+	ms->otab[k] = NULL;
+	ms->ocount--;
+	for (;;) {
+		size_t home;
+
+		j = (j + 1) & mask;
+		if (ms->otab[j] == NULL)
+			return;
+		home = id_slot(ms->otab[j]->id, ms->ocap);
+		/* move otab[j] into the hole unless its home lies in (k, j] */
+		if (((j - home) & mask) >= ((j - k) & mask)) {
+			ms->otab[k] = ms->otab[j];
+			ms->otab[j] = NULL;
+			k = j;
+		}
+	}
+}
+
+static void
+otab_delete(struct mstore *ms, struct mitem *it)
+{
+	size_t k = otab_find(ms, it->id);
+
+	if (k != SIZE_MAX)
+		otab_delete_at(ms, k);
+}
+
+/* ------------------------------------------------------------------ */
+/* queues by name */
+
+/* FNV-1a with a per-store seed (from ASLR'd addresses) and a final mix, so
+ * that queue names picked by clients cannot be aimed at one bucket. */
+static uint64_t
+name_hash(uint64_t seed, const char *name, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)name[i];
+		h *= 0x100000001b3ULL;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static int
+qtab_grow(struct mstore *ms)
+{
+	size_t ncap = ms->qcap != 0 ? ms->qcap * 2 : 16;
+	struct saker_queue **nt;
+	size_t i;
+
+	if (ncap > SIZE_MAX / sizeof(*nt))
+		return SAKER_ENOMEM;
+	nt = calloc(ncap, sizeof(*nt));
+	if (nt == NULL)
+		return SAKER_ENOMEM;
+	for (i = 0; i < ms->qcap; i++) {
+		struct saker_queue *q = ms->qtab[i];
+		size_t k;
+
+		if (q == NULL)
+			continue;
+		for (k = q->hash & (ncap - 1); nt[k] != NULL; k = (k + 1) & (ncap - 1))
+			;
+		nt[k] = q;
+	}
+	free(ms->qtab);
+	ms->qtab = nt;
+	ms->qcap = ncap;
+	return SAKER_OK;
+}
+
+static size_t
+qtab_find(struct mstore *ms, uint64_t h, const char *name, size_t len)
+{
+	size_t k;
+
+	if (ms->qcap == 0)
+		return SIZE_MAX;
+	for (k = h & (ms->qcap - 1); ms->qtab[k] != NULL; k = (k + 1) & (ms->qcap - 1)) {
+		struct saker_queue *q = ms->qtab[k];
+		if (q->hash == h && q->namelen == len && memcmp(q->name, name, len) == 0)
+			return k;
+	}
+	return SIZE_MAX;
+}
+
+static void
+qtab_delete(struct mstore *ms, struct saker_queue *q)
+{
+	size_t mask = ms->qcap - 1, k, j;
+
+	k = qtab_find(ms, q->hash, q->name, q->namelen);
+	if (k == SIZE_MAX)
+		return;
+	ms->qtab[k] = NULL;
+	ms->qcount--;
+	for (j = k;;) {
+		size_t home;
+
+		j = (j + 1) & mask;
+		if (ms->qtab[j] == NULL)
+			return;
+		home = ms->qtab[j]->hash & mask;
+		if (((j - home) & mask) >= ((j - k) & mask)) {
+			ms->qtab[k] = ms->qtab[j];
+			ms->qtab[j] = NULL;
+			k = j;
+		}
+	}
+}
+
+/* Free every item of q and reset its item counters (not total/expired). */
+static void
+queue_clear(struct mstore *ms, struct saker_queue *q)
+{
+	struct mitem *it, *next;
+
+	heap_remove_queue(ms, q);
+	for (it = q->delayed.head; it != NULL; it = next) {
+		next = it->next;
+		item_free(ms, it);
+	}
+	for (it = q->open.head; it != NULL; it = next) {
+		next = it->next;
+		otab_delete(ms, it);
+		item_free(ms, it);
+	}
+	for (it = q->ready.head; it != NULL; it = next) {
+		next = it->next;
+		item_free(ms, it);
+	}
+	memset(&q->ready, 0, sizeof(q->ready));
+	memset(&q->open, 0, sizeof(q->open));
+	memset(&q->delayed, 0, sizeof(q->delayed));
+	q->st.items = 0;
+	q->st.bytes = 0;
+	q->st.delayed_items = 0;
+	q->st.open_items = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* the vtable */
+
+static int
+mem_open(const char *location, const struct saker_store_opts *opts,
+    saker_store **out, char *err, size_t errlen)
+{
+	struct mstore *ms;
+	uintptr_t a;
+
+	*out = NULL;
+	if (location != NULL && *location != '\0') {
+		snprintf(err, errlen, "store type 'memory' takes no location");
+		return SAKER_EINVAL;
+	}
+	ms = calloc(1, sizeof(*ms));
+	if (ms == NULL) {
+		snprintf(err, errlen, "%s", ERR_NOMEM);
+		return SAKER_ENOMEM;
+	}
+	ms->base.driver = &saker_store_memory;
+	if (opts != NULL)
+		ms->opts = *opts;
+	ms->err = "no error";
+	ms->next_id = 1;
+	a = (uintptr_t)ms ^ ((uintptr_t)&a << 16) ^ (uintptr_t)&mem_open;
+	ms->seed = (uint64_t)a * 0x9e3779b97f4a7c15ULL;
+	*out = &ms->base;
+	return SAKER_OK;
+}
+
+static void
+mem_close(saker_store *s)
+{
+	struct mstore *ms = MS(s);
+	size_t i;
+
+	if (ms == NULL)
+		return;
+	for (i = 0; i < ms->qcap; i++) {
+		struct saker_queue *q = ms->qtab[i];
+		struct mitem *it, *next;
+		struct mlist *lists[3];
+		int l;
+
+		if (q == NULL)
+			continue;
+		/* no table bookkeeping: everything goes */
+		lists[0] = &q->ready;
+		lists[1] = &q->open;
+		lists[2] = &q->delayed;
+		for (l = 0; l < 3; l++)
+			for (it = lists[l]->head; it != NULL; it = next) {
+				next = it->next;
+				free(it);
+			}
+		free(q);
+	}
+	free(ms->qtab);
+	free(ms->otab);
+	free(ms->heap);
+	free(ms);
+}
+
+static const char *
+mem_errmsg(saker_store *s)
+{
+	return MS(s)->err;
+}
+
+static int
+mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
+    void *queue_ctx, saker_queue **out)
+{
+	struct mstore *ms = MS(s);
+	struct saker_queue *q;
+	uint64_t h;
+	size_t k;
+
+	if (name == NULL || len == 0)
+		return fail(ms, SAKER_EINVAL, "empty queue name");
+	h = name_hash(ms->seed, name, len);
+	k = qtab_find(ms, h, name, len);
+	if (k != SIZE_MAX) {
+		q = ms->qtab[k];
+		q->ctx = queue_ctx;
+		*out = q;
+		return SAKER_OK;
+	}
+	if (!create)
+		return fail(ms, SAKER_ENOTFOUND, "no such queue");
+	if (ms->opts.read_only)
+		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	if ((ms->qcount + 1) * 4 > ms->qcap * 3 && qtab_grow(ms) != SAKER_OK)
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	if (len > SIZE_MAX - sizeof(*q) - 1)
+		return fail(ms, SAKER_EINVAL, "queue name too long");
+	q = calloc(1, sizeof(*q) + len + 1);
+	if (q == NULL)
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	q->hash = h;
+	q->namelen = len;
+	memcpy(q->name, name, len);
+	q->ctx = queue_ctx;
+	for (k = h & (ms->qcap - 1); ms->qtab[k] != NULL; k = (k + 1) & (ms->qcap - 1))
+		;
+	ms->qtab[k] = q;
+	ms->qcount++;
+	*out = q;
+	return SAKER_OK;
+}
+
+static int
+mem_queue_delete(saker_store *s, saker_queue *q)
+{
+	struct mstore *ms = MS(s);
+
+	if (q == NULL)
+		return fail(ms, SAKER_EINVAL, "no queue");
+	if (ms->opts.read_only)
+		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	queue_clear(ms, q);
+	qtab_delete(ms, q);
+	free(q);
+	return SAKER_OK;
+}
+
+static int
+mem_queue_flush(saker_store *s, saker_queue *q)
+{
+	struct mstore *ms = MS(s);
+
+	if (q == NULL)
+		return fail(ms, SAKER_EINVAL, "no queue");
+	if (ms->opts.read_only)
+		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	queue_clear(ms, q);
+	return SAKER_OK;
+}
+
+static int
+mem_queues(saker_store *s, saker_queue_name_fn fn, void *arg)
+{
+	struct mstore *ms = MS(s);
+	size_t i;
+
+	for (i = 0; i < ms->qcap; i++) {
+		struct saker_queue *q = ms->qtab[i];
+		int rc;
+
+		if (q == NULL)
+			continue;
+		rc = fn(arg, q->name, q->namelen);
+		if (rc != 0)
+			return rc;
+	}
+	return SAKER_OK;
+}
+
+static int
+mem_queue_stats(saker_store *s, saker_queue *q, struct saker_queue_stats *st)
+{
+	if (q == NULL || st == NULL)
+		return fail(MS(s), SAKER_EINVAL, "no queue");
+	*st = q->st;
+	st->head_created_ms = q->ready.head != NULL ? q->ready.head->created_ms : 0;
+	return SAKER_OK;
+}
+
+static int
+mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms)
+{
+	struct mstore *ms = MS(s);
+	struct mitem *it;
+	size_t cost;
+
+	if (ms->opts.read_only)
+		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	if (q == NULL || item == NULL || (item->len > 0 && item->data == NULL))
+		return fail(ms, SAKER_EINVAL, "bad item");
+	if (item->len > SIZE_MAX - sizeof(*it))
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	cost = item_cost(item->len);
+	if (ms->opts.max_memory != 0 && ms->mem_used + cost > ms->opts.max_memory)
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	it = malloc(cost);
+	if (it == NULL)
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	it->q = q;
+	it->id = ms->next_id;
+	it->flags = item->flags;
+	it->expires_ms = item->expires_ms;
+	it->created_ms = item->created_ms != 0 ? item->created_ms : now_ms;
+	it->len = item->len;
+	if (item->len > 0)
+		memcpy(it->data, item->data, item->len);
+
+	if (item->due_ms > now_ms) {
+		it->state = ITEM_DELAYED;
+		it->due_ms = item->due_ms;
+		if (heap_push(ms, it) != SAKER_OK) {
+			free(it);
+			return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+		}
+		list_push_tail(&q->delayed, it);
+		q->st.delayed_items++;
+	} else {
+		ready_push_tail(q, it);
+	}
+	ms->next_id++;
+	ms->mem_used += cost;
+	q->st.total_items++;
+	if (it->state == ITEM_READY && ms->opts.notify != NULL)
+		ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
+	return SAKER_OK;
+}
+
+/*
+ * fn sees the item while it still sits at the head; only when fn accepts
+ * it (returns 0) does the mode take effect.  A non-zero return leaves the
+ * queue unchanged and is passed back.
+ */
+static int
+mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg)
+{
+	struct mstore *ms = MS(s);
+	struct saker_item view;
+	struct mitem *it;
+	int rc;
+
+	if (q == NULL || fn == NULL ||
+	    (mode != SAKER_TAKE_REMOVE && mode != SAKER_TAKE_OPEN &&
+	    mode != SAKER_TAKE_PEEK))
+		return fail(ms, SAKER_EINVAL, "bad take arguments");
+	if (mode != SAKER_TAKE_PEEK && ms->opts.read_only)
+		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	for (;;) {
+		it = q->ready.head;
+		if (it == NULL)
+			return SAKER_EEMPTY;
+		if (!expired(it, now_ms))
+			break;
+		ready_unlink(q, it);
+		q->st.expired_items++;
+		item_free(ms, it);
+	}
+	if (mode == SAKER_TAKE_OPEN && otab_reserve(ms) != SAKER_OK)
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+
+	item_view(it, &view);
+	if (mode == SAKER_TAKE_OPEN)
+		view.state = SAKER_ITEM_OPEN;
+	rc = fn(arg, &view);
+	if (rc != 0)
+		return rc;
+
+	switch (mode) {
+	case SAKER_TAKE_REMOVE:
+		ready_unlink(q, it);
+		item_free(ms, it);
+		break;
+	case SAKER_TAKE_OPEN:
+		ready_unlink(q, it);
+		it->state = ITEM_OPEN;
+		list_insert_sorted(&q->open, it);
+		otab_insert(ms, it);
+		q->st.open_items++;
+		break;
+	default:
+		break;
+	}
+	return SAKER_OK;
+}
+
+/* The open item `id` of queue q, unlinked from the open structures. */
+static struct mitem *
+open_detach(struct mstore *ms, struct saker_queue *q, uint64_t id)
+{
+	struct mitem *it;
+	size_t k;
+
+	k = otab_find(ms, id);
+	if (k == SIZE_MAX || ms->otab[k]->q != q)
+		return NULL;
+	it = ms->otab[k];
+	otab_delete_at(ms, k);
+	list_unlink(&q->open, it);
+	q->st.open_items--;
+	return it;
+}
+
+static int
+mem_confirm(saker_store *s, saker_queue *q, uint64_t id)
+{
+	struct mstore *ms = MS(s);
+	struct mitem *it;
+
+	if (q == NULL)
+		return fail(ms, SAKER_EINVAL, "no queue");
+	if (ms->opts.read_only)
+		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	it = open_detach(ms, q, id);
+	if (it == NULL)
+		return fail(ms, SAKER_ENOTFOUND, "no such open item");
+	item_free(ms, it);
+	return SAKER_OK;
+}
+
+static int
+mem_release(saker_store *s, saker_queue *q, uint64_t id)
+{
+	struct mstore *ms = MS(s);
+	struct mitem *it;
+
+	if (q == NULL)
+		return fail(ms, SAKER_EINVAL, "no queue");
+	if (ms->opts.read_only)
+		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	it = open_detach(ms, q, id);
+	if (it == NULL)
+		return fail(ms, SAKER_ENOTFOUND, "no such open item");
+	ready_push_head(q, it);
+	if (ms->opts.notify != NULL)
+		ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
+	return SAKER_OK;
+}
+
+static int
+mem_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
+{
+	struct mstore *ms = MS(s);
+	struct saker_queue *gained = NULL, *q;
+
+	while (ms->hlen > 0 && ms->heap[0].due_ms <= now_ms) {
+		struct mitem *it = ms->heap[0].it;
+
+		q = it->q;
+		heap_remove(ms, it);
+		list_unlink(&q->delayed, it);
+		q->st.delayed_items--;
+		if (expired(it, now_ms)) {
+			q->st.expired_items++;
+			item_free(ms, it);
+			continue;
+		}
+		ready_push_tail(q, it);
+		if (!q->notify_marked) {
+			q->notify_marked = true;
+			q->notify_next = gained;
+			gained = q;
+		}
+	}
+	if (next_due_ms != NULL)
+		*next_due_ms = ms->hlen > 0 ? ms->heap[0].due_ms : 0;
+
+	/* notify only now that every queue's state is final */
+	while (gained != NULL) {
+		q = gained;
+		gained = q->notify_next;
+		q->notify_next = NULL;
+		q->notify_marked = false;
+		if (ms->opts.notify != NULL)
+			ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
+	}
+	return SAKER_OK;
+}
+
+static int
+mem_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	struct mstore *ms = MS(s);
+	struct mitem *it, *next;
+	uint64_t n = 0;
+
+	if (removed != NULL)
+		*removed = 0;
+	if (q == NULL)
+		return fail(ms, SAKER_EINVAL, "no queue");
+	if (ms->opts.read_only)
+		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	for (it = q->ready.head; it != NULL && (limit == 0 || n < limit); it = next) {
+		next = it->next;
+		if (!expired(it, now_ms))
+			continue;
+		ready_unlink(q, it);
+		item_free(ms, it);
+		n++;
+	}
+	q->st.expired_items += n;
+	if (removed != NULL)
+		*removed = n;
+	return SAKER_OK;
+}
+
+static int
+cmp_due(const void *a, const void *b)
+{
+	const struct mitem *x = *(const struct mitem *const *)a;
+	const struct mitem *y = *(const struct mitem *const *)b;
+
+	if (key_less(x->due_ms, x->id, y->due_ms, y->id))
+		return -1;
+	return key_less(y->due_ms, y->id, x->due_ms, x->id) ? 1 : 0;
+}
+
+static int
+mem_iterate(saker_store *s, saker_queue *q, saker_item_fn fn, void *arg)
+{
+	struct mstore *ms = MS(s);
+	struct saker_item view;
+	struct mitem *it, **sorted;
+	size_t i, n;
+	int rc;
+
+	if (q == NULL || fn == NULL)
+		return fail(ms, SAKER_EINVAL, "bad iterate arguments");
+	for (it = q->open.head; it != NULL; it = it->next) {
+		item_view(it, &view);
+		if ((rc = fn(arg, &view)) != 0)
+			return rc;
+	}
+	for (it = q->ready.head; it != NULL; it = it->next) {
+		item_view(it, &view);
+		if ((rc = fn(arg, &view)) != 0)
+			return rc;
+	}
+	n = (size_t)q->st.delayed_items;
+	if (n == 0)
+		return SAKER_OK;
+	/* the heap is store-wide: sort this queue's share on the side */
+	sorted = calloc(n, sizeof(*sorted));
+	if (sorted == NULL)
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	for (i = 0, it = q->delayed.head; it != NULL && i < n; it = it->next)
+		sorted[i++] = it;
+	qsort(sorted, i, sizeof(*sorted), cmp_due);
+	rc = 0;
+	for (n = i, i = 0; i < n && rc == 0; i++) {
+		item_view(sorted[i], &view);
+		rc = fn(arg, &view);
+	}
+	free(sorted);
+	return rc;
+}
+
+static int
+mem_commit(saker_store *s)
+{
+	(void)s;
+	return SAKER_OK;
+}
+
+const struct saker_store_driver saker_store_memory = {
+	.name = "memory",
+	.location_help = NULL,
+	.durable = false,
+	.open = mem_open,
+	.close = mem_close,
+	.errmsg = mem_errmsg,
+	.queue_open = mem_queue_open,
+	.queue_delete = mem_queue_delete,
+	.queue_flush = mem_queue_flush,
+	.queues = mem_queues,
+	.queue_stats = mem_queue_stats,
+	.put = mem_put,
+	.take = mem_take,
+	.confirm = mem_confirm,
+	.release = mem_release,
+	.promote = mem_promote,
+	.flush_expired = mem_flush_expired,
+	.iterate = mem_iterate,
+	.commit = mem_commit,
+	.sync = NULL,
+	.store_stats = NULL,
+	.watch_fd = NULL,
+	.fd_ready = NULL,
+};

@@ -1,2 +1,1485 @@
-/* placeholder: being written */
-typedef int saker_placeholder_store_conformance;
+/* store_conformance.c -- store interface tests run unchanged against every driver. */
+#include "config.h"
+
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "saker/store.h"
+#include "store_conformance.h"
+
+/* A fixed clock: tests pass times explicitly so expiry and delays are exact. */
+#define BASE ((int64_t)1700000000000LL)
+
+#define MAX_SLOTS 8
+#define MAX_NOTES 256
+
+/* What a take/iterate callback saw, copied out of the driver's view. */
+struct got {
+	uint64_t id;
+	uint32_t flags;
+	int64_t expires_ms;
+	int64_t due_ms;
+	int64_t created_ms;
+	saker_item_state state;
+	size_t len;
+	unsigned char *data;
+};
+
+struct note {
+	saker_queue *q;
+	void *ctx;
+};
+
+/*
+ * The fixture.  Check fixtures take no argument, so the driver under test
+ * reaches the shared setup through one small setup function per slot.
+ */
+static struct {
+	const struct saker_store_driver *drv;
+	char dir[64];
+	char spec[256];
+	struct saker_store_opts opts;
+	saker_store *s;
+	struct got got;     /* last item handed to take_cb */
+	int calls;          /* take_cb invocations */
+	struct note notes[MAX_NOTES];
+	int nnotes;
+} T;
+
+static const struct saker_store_driver *slots[MAX_SLOTS];
+static int nslots;
+
+/* ------------------------------------------------------------------ */
+/* fixture */
+
+static void
+on_notify(void *arg, saker_queue *q, void *ctx)
+{
+	/* plain checks on hot paths: every Check assertion does I/O */
+	if (arg != &T)
+		ck_abort_msg("notify_arg not passed back");
+	if (T.nnotes < MAX_NOTES) {
+		T.notes[T.nnotes].q = q;
+		T.notes[T.nnotes].ctx = ctx;
+	}
+	T.nnotes++;
+}
+
+static void
+open_store(void)
+{
+	char err[256] = "";
+	int rc;
+
+	rc = saker_store_open(T.spec, &T.opts, &T.s, err, sizeof(err));
+	ck_assert_msg(rc == SAKER_OK, "open %s: %d (%s)", T.spec, rc, err);
+	ck_assert_ptr_nonnull(T.s);
+}
+
+static void
+fixture_setup(const struct saker_store_driver *drv)
+{
+	memset(&T, 0, sizeof(T));
+	T.drv = drv;
+	snprintf(T.dir, sizeof(T.dir), "/tmp/saker-conf-XXXXXX");
+	ck_assert_msg(mkdtemp(T.dir) != NULL, "mkdtemp failed");
+	if (drv->location_help == NULL)
+		snprintf(T.spec, sizeof(T.spec), "%s", drv->name);
+	else
+		snprintf(T.spec, sizeof(T.spec), "%s:%s/store", drv->name, T.dir);
+	T.opts.sync = SAKER_SYNC_NEVER;
+	T.opts.create = true;
+	T.opts.notify = on_notify;
+	T.opts.notify_arg = &T;
+	open_store();
+}
+
+static int
+rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)type;
+	(void)ftw;
+	return remove(path);
+}
+
+static void
+fixture_teardown(void)
+{
+	if (T.s != NULL)
+		saker_store_close(T.s);
+	T.s = NULL;
+	free(T.got.data);
+	T.got.data = NULL;
+	if (T.dir[0] != '\0')
+		nftw(T.dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+#define SLOT_SETUP(n) static void setup_##n(void) { fixture_setup(slots[n]); }
+SLOT_SETUP(0)
+SLOT_SETUP(1)
+SLOT_SETUP(2)
+SLOT_SETUP(3)
+SLOT_SETUP(4)
+SLOT_SETUP(5)
+SLOT_SETUP(6)
+SLOT_SETUP(7)
+
+static void (*const slot_setups[MAX_SLOTS])(void) = {
+	setup_0, setup_1, setup_2, setup_3, setup_4, setup_5, setup_6, setup_7
+};
+
+/* ------------------------------------------------------------------ */
+/* helpers: every store call goes through the vtable */
+
+/*
+ * Helpers that assert take the caller's line (through the macros below),
+ * so a failure points at the test step, not at the helper.
+ */
+static saker_queue *
+qopen_at(int line, const char *name, void *ctx)
+{
+	saker_queue *q = NULL;
+	int rc;
+
+	rc = T.drv->queue_open(T.s, name, strlen(name), true, ctx, &q);
+	ck_assert_msg(rc == SAKER_OK && q != NULL,
+	    "line %d: queue_open %s: %d", line, name, rc);
+	return q;
+}
+#define qopen_ctx(name, ctx) qopen_at(__LINE__, (name), (ctx))
+#define qopen(name) qopen_at(__LINE__, (name), NULL)
+
+static int
+put_full(saker_queue *q, const void *data, size_t len, uint32_t flags,
+    int64_t expires_ms, int64_t due_ms, int64_t created_ms, int64_t now)
+{
+	struct saker_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.flags = flags;
+	it.expires_ms = expires_ms;
+	it.due_ms = due_ms;
+	it.created_ms = created_ms;
+	it.len = len;
+	it.data = data;
+	return T.drv->put(T.s, q, &it, now);
+}
+
+/* Put a string item; must succeed. */
+static void
+put_s_at(int line, saker_queue *q, const char *str, int64_t expires_ms,
+    int64_t due_ms, int64_t now)
+{
+	int rc = put_full(q, str, strlen(str), 0, expires_ms, due_ms, 0, now);
+
+	ck_assert_msg(rc == SAKER_OK, "line %d: put %s: %d (%s)", line, str, rc,
+	    T.drv->errmsg(T.s));
+}
+#define put_s(...) put_s_at(__LINE__, __VA_ARGS__)
+
+static void
+got_copy(struct got *g, const struct saker_item *item)
+{
+	free(g->data);
+	g->id = item->id;
+	g->flags = item->flags;
+	g->expires_ms = item->expires_ms;
+	g->due_ms = item->due_ms;
+	g->created_ms = item->created_ms;
+	g->state = item->state;
+	g->len = item->len;
+	g->data = malloc(item->len + 1);
+	if (g->data == NULL)
+		ck_abort_msg("out of memory");
+	if (item->len > 0)
+		memcpy(g->data, item->data, item->len);
+	g->data[item->len] = '\0';
+}
+
+static int
+take_cb(void *arg, const struct saker_item *item)
+{
+	if (arg != &T)
+		ck_abort_msg("take arg not passed back");
+	T.calls++;
+	got_copy(&T.got, item);
+	return 0;
+}
+
+static int
+take(saker_queue *q, int mode, int64_t now)
+{
+	return T.drv->take(T.s, q, mode, now, take_cb, &T);
+}
+
+/* Take in `mode` and expect the string item `want`; returns its id. */
+static uint64_t
+take_s_at(int line, saker_queue *q, int mode, int64_t now, const char *want)
+{
+	int rc = take(q, mode, now);
+
+	ck_assert_msg(rc == SAKER_OK, "line %d: take (want %s): %d", line, want,
+	    rc);
+	ck_assert_msg(T.got.len == strlen(want) &&
+	    memcmp(T.got.data, want, T.got.len) == 0,
+	    "line %d: take: got \"%s\" (len %zu), want \"%s\"", line,
+	    (char *)T.got.data, T.got.len, want);
+	return T.got.id;
+}
+#define take_s(...) take_s_at(__LINE__, __VA_ARGS__)
+
+static void
+take_empty_at(int line, saker_queue *q, int mode, int64_t now)
+{
+	int before = T.calls;
+	int rc = take(q, mode, now);
+
+	ck_assert_msg(rc == SAKER_EEMPTY, "line %d: take: %d (%s), want EEMPTY",
+	    line, rc, rc == SAKER_OK ? (char *)T.got.data : "");
+	ck_assert_msg(T.calls == before, "line %d: callback called on EEMPTY",
+	    line);
+}
+#define take_empty(...) take_empty_at(__LINE__, __VA_ARGS__)
+
+static struct saker_queue_stats
+qstats_at(int line, saker_queue *q)
+{
+	struct saker_queue_stats st;
+	int rc;
+
+	memset(&st, 0xa5, sizeof(st));
+	rc = T.drv->queue_stats(T.s, q, &st);
+	ck_assert_msg(rc == SAKER_OK, "line %d: queue_stats: %d", line, rc);
+	return st;
+}
+#define qstats(q) qstats_at(__LINE__, (q))
+
+static int64_t
+promote_at(int line, int64_t now)
+{
+	int64_t next = -1;
+	int rc = T.drv->promote(T.s, now, &next);
+
+	ck_assert_msg(rc == SAKER_OK && next >= 0,
+	    "line %d: promote: %d, next_due %" PRId64, line, rc, next);
+	return next;
+}
+#define promote(now) promote_at(__LINE__, (now))
+
+static void
+commit_at(int line)
+{
+	int rc = T.drv->commit(T.s);
+
+	ck_assert_msg(rc == SAKER_OK, "line %d: commit: %d (%s)", line, rc,
+	    T.drv->errmsg(T.s));
+}
+#define commit() commit_at(__LINE__)
+
+static void
+reopen(void)
+{
+	saker_store_close(T.s);
+	T.s = NULL;
+	open_store();
+}
+
+static int
+count_notes(saker_queue *q)
+{
+	int i, n = 0;
+
+	for (i = 0; i < T.nnotes && i < MAX_NOTES; i++)
+		if (T.notes[i].q == q)
+			n++;
+	return n;
+}
+
+/* Collects iterate() output. */
+struct itlog {
+	struct got items[16];
+	int n;
+	int stop_at;  /* return non-zero at this call (1-based); 0 = never */
+};
+
+static int
+iter_cb(void *arg, const struct saker_item *item)
+{
+	struct itlog *l = arg;
+
+	ck_assert_int_lt(l->n, 16);
+	memset(&l->items[l->n], 0, sizeof(l->items[l->n]));
+	got_copy(&l->items[l->n], item);
+	l->n++;
+	if (l->stop_at != 0 && l->n == l->stop_at)
+		return 42;
+	return 0;
+}
+
+static void
+itlog_free(struct itlog *l)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->items[i].data);
+	l->n = 0;
+}
+
+/* Collects queues() output. */
+struct qlist {
+	char names[8][32];
+	int n;
+	int stop_at;
+};
+
+static int
+qlist_cb(void *arg, const char *name, size_t len)
+{
+	struct qlist *l = arg;
+
+	ck_assert_uint_lt(len, 32);
+	if (l->n < 8) {
+		memcpy(l->names[l->n], name, len);
+		l->names[l->n][len] = '\0';
+	}
+	l->n++;
+	if (l->stop_at != 0 && l->n == l->stop_at)
+		return 1;
+	return 0;
+}
+
+static bool
+qlist_has(const struct qlist *l, const char *name)
+{
+	int i;
+
+	for (i = 0; i < l->n && i < 8; i++)
+		if (strcmp(l->names[i], name) == 0)
+			return true;
+	return false;
+}
+
+static int
+count_cb(void *arg, const char *name, size_t len)
+{
+	(void)name;
+	(void)len;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* basic FIFO and item fields */
+
+START_TEST(test_fifo_order)
+{
+	saker_queue *q = qopen("fifo");
+	char buf[32];
+	int i;
+
+	for (i = 0; i < 10; i++) {
+		snprintf(buf, sizeof(buf), "item-%d", i);
+		put_s(q, buf, 0, 0, BASE + i);
+	}
+	commit();
+	for (i = 0; i < 10; i++) {
+		snprintf(buf, sizeof(buf), "item-%d", i);
+		take_s(q, SAKER_TAKE_REMOVE, BASE + 100, buf);
+	}
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 100);
+	commit();
+}
+END_TEST
+
+START_TEST(test_roundtrip_fields)
+{
+	saker_queue *q = qopen("fields");
+	static const unsigned char bin[] = { 0, 1, 0, 'a', 0xff, 0, '\r', '\n', 0 };
+	const size_t big = 1024 * 1024;
+	unsigned char *data;
+	size_t i;
+
+	data = malloc(big);
+	ck_assert_ptr_nonnull(data);
+	for (i = 0; i < big; i++)
+		data[i] = (unsigned char)((i * 131 + 7) ^ (i >> 9));
+
+	ck_assert_int_eq(put_full(q, bin, sizeof(bin), 0xffffffffu,
+	    BASE + 86400000, 0, BASE - 5000, BASE), SAKER_OK);
+	ck_assert_int_eq(put_full(q, "", 0, 7, 0, 0, 0, BASE + 1), SAKER_OK);
+	ck_assert_int_eq(put_full(q, data, big, 0x80000001u, 0, 0, BASE - 1,
+	    BASE + 2), SAKER_OK);
+	commit();
+
+	ck_assert_int_eq(take(q, SAKER_TAKE_REMOVE, BASE + 10), SAKER_OK);
+	ck_assert_uint_eq(T.got.flags, 0xffffffffu);
+	ck_assert_int_eq(T.got.expires_ms, BASE + 86400000);
+	ck_assert_int_eq(T.got.created_ms, BASE - 5000);
+	ck_assert_uint_eq(T.got.len, sizeof(bin));
+	ck_assert_mem_eq(T.got.data, bin, sizeof(bin));
+
+	/* created_ms 0 means "now" at put time */
+	ck_assert_int_eq(take(q, SAKER_TAKE_REMOVE, BASE + 10), SAKER_OK);
+	ck_assert_uint_eq(T.got.flags, 7);
+	ck_assert_int_eq(T.got.expires_ms, 0);
+	ck_assert_int_eq(T.got.created_ms, BASE + 1);
+	ck_assert_uint_eq(T.got.len, 0);
+
+	ck_assert_int_eq(take(q, SAKER_TAKE_REMOVE, BASE + 10), SAKER_OK);
+	ck_assert_uint_eq(T.got.flags, 0x80000001u);
+	ck_assert_int_eq(T.got.created_ms, BASE - 1);
+	ck_assert_uint_eq(T.got.len, big);
+	ck_assert_msg(memcmp(T.got.data, data, big) == 0, "1 MiB data differs");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 10);
+	free(data);
+	commit();
+}
+END_TEST
+
+START_TEST(test_peek)
+{
+	saker_queue *q = qopen("peek");
+	struct saker_queue_stats st;
+	uint64_t id1, id2;
+
+	put_s(q, "first", 0, 0, BASE);
+	put_s(q, "second", 0, 0, BASE);
+	id1 = take_s(q, SAKER_TAKE_PEEK, BASE, "first");
+	id2 = take_s(q, SAKER_TAKE_PEEK, BASE, "first");
+	ck_assert_uint_eq(id1, id2);
+	st = qstats(q);
+	ck_assert_uint_eq(st.items, 2);
+	ck_assert_uint_eq(st.open_items, 0);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "first");
+	take_s(q, SAKER_TAKE_PEEK, BASE, "second");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "second");
+	take_empty(q, SAKER_TAKE_PEEK, BASE);
+}
+END_TEST
+
+START_TEST(test_take_empty)
+{
+	saker_queue *q = qopen("empty");
+
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	take_empty(q, SAKER_TAKE_OPEN, BASE);
+	take_empty(q, SAKER_TAKE_PEEK, BASE);
+	put_s(q, "x", 0, 0, BASE);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "x");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	take_empty(q, SAKER_TAKE_OPEN, BASE);
+	take_empty(q, SAKER_TAKE_PEEK, BASE);
+	ck_assert_int_eq(T.calls, 1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* expiry */
+
+START_TEST(test_expiry)
+{
+	saker_queue *q = qopen("exp");
+	struct saker_queue_stats st;
+
+	put_s(q, "short", BASE + 100, 0, BASE);
+	put_s(q, "never", 0, 0, BASE);
+	put_s(q, "long", BASE + 1000, 0, BASE);
+	put_s(q, "short2", BASE + 50, 0, BASE);
+	commit();
+
+	/* items that have not expired yet are returned */
+	take_s(q, SAKER_TAKE_PEEK, BASE + 10, "short");
+
+	/* "short" expired: skipped, removed and counted, by peek too */
+	take_s(q, SAKER_TAKE_PEEK, BASE + 500, "never");
+	st = qstats(q);
+	ck_assert_uint_eq(st.expired_items, 1);
+	ck_assert_uint_eq(st.items, 3);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 500, "never");
+
+	/* "long" expired and so did "short2": both dropped */
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 5000);
+	st = qstats(q);
+	ck_assert_uint_eq(st.expired_items, 3);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.bytes, 0);
+
+	/* expires 0 never expires, however late */
+	put_s(q, "forever", 0, 0, BASE);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 100LL * 365 * 86400000, "forever");
+
+	/* an open take skips expired items as well */
+	put_s(q, "gone", BASE + 1, 0, BASE);
+	put_s(q, "kept", 0, 0, BASE);
+	take_s(q, SAKER_TAKE_OPEN, BASE + 2, "kept");
+	st = qstats(q);
+	ck_assert_uint_eq(st.expired_items, 4);
+	ck_assert_uint_eq(st.open_items, 1);
+	commit();
+}
+END_TEST
+
+START_TEST(test_flush_expired)
+{
+	saker_queue *q = qopen("fexp");
+	struct saker_queue_stats st;
+	uint64_t removed, total;
+	char buf[16];
+	int i, rounds;
+
+	for (i = 0; i < 8; i++) {
+		snprintf(buf, sizeof(buf), "i%d", i);
+		put_s(q, buf, i % 2 == 0 ? BASE + 100 : 0, 0, BASE);
+	}
+	removed = 99;
+	ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 50, 0, &removed),
+	    SAKER_OK);
+	ck_assert_uint_eq(removed, 0);
+	ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 200, 0, &removed),
+	    SAKER_OK);
+	ck_assert_uint_eq(removed, 4);
+	st = qstats(q);
+	ck_assert_uint_eq(st.items, 4);
+	ck_assert_uint_eq(st.expired_items, 4);
+	ck_assert_uint_eq(st.bytes, 8);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 200, "i1");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 200, "i3");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 200, "i5");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 200, "i7");
+
+	/* a limit bounds each call, repeated calls finish the job */
+	for (i = 0; i < 10; i++)
+		put_s(q, "e", BASE + 300, 0, BASE);
+	total = 0;
+	for (rounds = 0; rounds < 100 && total < 10; rounds++) {
+		ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 400, 3,
+		    &removed), SAKER_OK);
+		ck_assert_uint_le(removed, 3);
+		total += removed;
+	}
+	ck_assert_uint_eq(total, 10);
+	st = qstats(q);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.expired_items, 14);
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 400);
+	commit();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* open items */
+
+START_TEST(test_open_confirm)
+{
+	saker_queue *q = qopen("oc");
+	saker_queue *other;
+	struct saker_queue_stats st;
+	uint64_t ida, idb;
+
+	put_s(q, "A", 0, 0, BASE);
+	put_s(q, "BB", 0, 0, BASE);
+	put_s(q, "CCC", 0, 0, BASE);
+	ida = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
+	st = qstats(q);
+	ck_assert_uint_eq(st.open_items, 1);
+	ck_assert_uint_eq(st.items, 2);
+	ck_assert_uint_eq(st.bytes, 5);
+
+	/* an open item is invisible to take */
+	idb = take_s(q, SAKER_TAKE_OPEN, BASE, "BB");
+	ck_assert_uint_ne(ida, idb);
+	st = qstats(q);
+	ck_assert_uint_eq(st.open_items, 2);
+	ck_assert_uint_eq(st.items, 1);
+
+	ck_assert_int_eq(T.drv->confirm(T.s, q, ida), SAKER_OK);
+	ck_assert_int_eq(T.drv->confirm(T.s, q, ida), SAKER_ENOTFOUND);
+	ck_assert_int_eq(T.drv->release(T.s, q, ida), SAKER_ENOTFOUND);
+	ck_assert_int_eq(T.drv->confirm(T.s, q, idb ^ 0x5a5a5a5a00ULL),
+	    SAKER_ENOTFOUND);
+	st = qstats(q);
+	ck_assert_uint_eq(st.open_items, 1);
+
+	/* a ready item's id is not an open id */
+	take_s(q, SAKER_TAKE_PEEK, BASE, "CCC");
+	ck_assert_int_eq(T.drv->confirm(T.s, q, T.got.id), SAKER_ENOTFOUND);
+
+	/* an open id belongs to its queue only */
+	other = qopen("oc-other");
+	ck_assert_int_eq(T.drv->confirm(T.s, other, idb), SAKER_ENOTFOUND);
+	ck_assert_int_eq(T.drv->release(T.s, other, idb), SAKER_ENOTFOUND);
+	ck_assert_uint_eq(qstats(q).open_items, 1);
+	take_empty(other, SAKER_TAKE_REMOVE, BASE);
+
+	ck_assert_int_eq(T.drv->confirm(T.s, q, idb), SAKER_OK);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "CCC");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	st = qstats(q);
+	ck_assert_uint_eq(st.open_items, 0);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.total_items, 3);
+	commit();
+}
+END_TEST
+
+START_TEST(test_release)
+{
+	saker_queue *q = qopen("rel");
+	struct saker_queue_stats st;
+	uint64_t ida, idb, idc;
+
+	ck_assert_int_eq(put_full(q, "A", 1, 42, BASE + 100000, 0, BASE - 7,
+	    BASE), SAKER_OK);
+	put_s(q, "B", 0, 0, BASE);
+	put_s(q, "C", 0, 0, BASE);
+	put_s(q, "D", 0, 0, BASE);
+
+	/* release puts one item back at the head, intact */
+	ida = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
+	ck_assert_int_eq(T.drv->release(T.s, q, ida), SAKER_OK);
+	st = qstats(q);
+	ck_assert_uint_eq(st.open_items, 0);
+	ck_assert_uint_eq(st.items, 4);
+	ck_assert_int_eq(st.head_created_ms, BASE - 7);
+	take_s(q, SAKER_TAKE_PEEK, BASE, "A");
+	ck_assert_uint_eq(T.got.flags, 42);
+	ck_assert_int_eq(T.got.expires_ms, BASE + 100000);
+	ck_assert_int_eq(T.got.created_ms, BASE - 7);
+
+	/* releasing newest first restores the original order */
+	ida = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
+	idb = take_s(q, SAKER_TAKE_OPEN, BASE, "B");
+	idc = take_s(q, SAKER_TAKE_OPEN, BASE, "C");
+	ck_assert_int_eq(T.drv->release(T.s, q, idc), SAKER_OK);
+	ck_assert_int_eq(T.drv->release(T.s, q, idb), SAKER_OK);
+	ck_assert_int_eq(T.drv->release(T.s, q, ida), SAKER_OK);
+	ck_assert_int_eq(T.drv->release(T.s, q, ida), SAKER_ENOTFOUND);
+	commit();
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "A");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "B");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "C");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "D");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+
+	/* a released item goes before items put while it was open */
+	put_s(q, "E", 0, 0, BASE);
+	ida = take_s(q, SAKER_TAKE_OPEN, BASE, "E");
+	put_s(q, "F", 0, 0, BASE);
+	ck_assert_int_eq(T.drv->release(T.s, q, ida), SAKER_OK);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "E");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "F");
+	st = qstats(q);
+	ck_assert_uint_eq(st.total_items, 6);
+	commit();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* delayed items */
+
+START_TEST(test_delayed_basic)
+{
+	saker_queue *q = qopen("delay");
+	struct saker_queue_stats st;
+
+	put_s(q, "later", 0, BASE + 1000, BASE);
+	/* due_ms <= now at put time: ready at once */
+	put_s(q, "now", 0, BASE, BASE);
+	put_s(q, "past", 0, BASE - 10, BASE);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "now");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "past");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	take_empty(q, SAKER_TAKE_PEEK, BASE);
+	take_empty(q, SAKER_TAKE_OPEN, BASE);
+	st = qstats(q);
+	ck_assert_uint_eq(st.delayed_items, 1);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.bytes, 0);
+	ck_assert_uint_eq(st.total_items, 3);
+	ck_assert_int_eq(st.head_created_ms, 0);
+	commit();
+
+	ck_assert_int_eq(promote(BASE + 999), BASE + 1000);
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 999);
+	/* due exactly now is promoted */
+	ck_assert_int_eq(promote(BASE + 1000), 0);
+	st = qstats(q);
+	ck_assert_uint_eq(st.delayed_items, 0);
+	ck_assert_uint_eq(st.items, 1);
+	ck_assert_uint_eq(st.bytes, 5);
+	ck_assert_int_eq(st.head_created_ms, BASE);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 1000, "later");
+	ck_assert_int_eq(promote(BASE + 2000), 0);
+	commit();
+}
+END_TEST
+
+START_TEST(test_delayed_order)
+{
+	saker_queue *q = qopen("dorder");
+	saker_queue *q2 = qopen("dorder2");
+
+	put_s(q, "d1-300", 0, BASE + 300, BASE);
+	put_s(q, "d2-100", 0, BASE + 100, BASE + 1);
+	put_s(q, "d3-300", 0, BASE + 300, BASE + 2);
+	put_s(q, "d4-200", 0, BASE + 200, BASE + 3);
+	put_s(q, "d5-5000", 0, BASE + 5000, BASE + 4);
+	put_s(q2, "x-700", 0, BASE + 700, BASE + 5);
+	put_s(q2, "x-50", 0, BASE + 50, BASE + 6);
+	put_s(q, "ready", 0, 0, BASE + 7);
+	commit();
+
+	/* the earliest due time across all queues */
+	ck_assert_int_eq(promote(BASE + 10), BASE + 50);
+	ck_assert_int_eq(promote(BASE + 50), BASE + 100);
+	take_s(q2, SAKER_TAKE_REMOVE, BASE + 50, "x-50");
+	take_empty(q2, SAKER_TAKE_REMOVE, BASE + 50);
+
+	ck_assert_int_eq(promote(BASE + 300), BASE + 700);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 300, "ready");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 300, "d2-100");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 300, "d4-200");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 300, "d1-300");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 300, "d3-300");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 300);
+
+	/* a new earlier item changes next_due */
+	put_s(q, "d6-400", 0, BASE + 400, BASE + 300);
+	ck_assert_int_eq(promote(BASE + 301), BASE + 400);
+	ck_assert_int_eq(promote(BASE + 400), BASE + 700);
+	ck_assert_int_eq(promote(BASE + 4999), BASE + 5000);
+	take_s(q2, SAKER_TAKE_REMOVE, BASE + 4999, "x-700");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 4999, "d6-400");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 4999);
+	ck_assert_int_eq(promote(BASE + 6000), 0);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 6000, "d5-5000");
+	commit();
+}
+END_TEST
+
+START_TEST(test_delayed_expired)
+{
+	saker_queue *q = qopen("dexp");
+	saker_queue *q2 = qopen_ctx("dexp2", &T.dir);
+	struct saker_queue_stats st;
+
+	put_s(q, "dies", BASE + 500, BASE + 1000, BASE);
+	put_s(q2, "lives", BASE + 5000, BASE + 1000, BASE);
+	st = qstats(q);
+	ck_assert_uint_eq(st.delayed_items, 1);
+	T.nnotes = 0;
+	ck_assert_int_eq(promote(BASE + 1000), 0);
+	st = qstats(q);
+	ck_assert_uint_eq(st.delayed_items, 0);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.expired_items, 1);
+	/* the queue whose only item was dropped gained nothing: no notification */
+	ck_assert_int_eq(count_notes(q), 0);
+	ck_assert_int_eq(count_notes(q2), 1);
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 1000);
+	take_s(q2, SAKER_TAKE_REMOVE, BASE + 1000, "lives");
+	commit();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* notifications */
+
+START_TEST(test_notify)
+{
+	int c1, c2, c3;
+	saker_queue *q1 = qopen_ctx("n1", &c1);
+	saker_queue *q2 = qopen_ctx("n2", &c2);
+	saker_queue *q3 = qopen_ctx("n3", &c3);
+	uint64_t id;
+
+	/* ready put notifies, with the queue's ctx */
+	T.nnotes = 0;
+	put_s(q1, "a", 0, 0, BASE);
+	ck_assert_int_eq(T.nnotes, 1);
+	ck_assert_ptr_eq(T.notes[0].q, q1);
+	ck_assert_ptr_eq(T.notes[0].ctx, &c1);
+
+	/* delayed put, take, confirm, stats do not */
+	T.nnotes = 0;
+	put_s(q1, "d", 0, BASE + 100, BASE);
+	take_s(q1, SAKER_TAKE_PEEK, BASE, "a");
+	id = take_s(q1, SAKER_TAKE_OPEN, BASE, "a");
+	(void)qstats(q1);
+	commit();
+	ck_assert_int_eq(T.nnotes, 0);
+
+	/* release notifies */
+	ck_assert_int_eq(T.drv->release(T.s, q1, id), SAKER_OK);
+	ck_assert_int_eq(T.nnotes, 1);
+	ck_assert_ptr_eq(T.notes[0].q, q1);
+	ck_assert_ptr_eq(T.notes[0].ctx, &c1);
+	id = take_s(q1, SAKER_TAKE_OPEN, BASE, "a");
+	T.nnotes = 0;
+	ck_assert_int_eq(T.drv->confirm(T.s, q1, id), SAKER_OK);
+	ck_assert_int_eq(T.nnotes, 0);
+
+	/* promotion: once per queue that gained items, per call */
+	put_s(q1, "d2", 0, BASE + 100, BASE);
+	put_s(q1, "d3", 0, BASE + 50, BASE);
+	put_s(q2, "e1", 0, BASE + 60, BASE);
+	put_s(q2, "e2", 0, BASE + 70, BASE);
+	put_s(q3, "f1", 0, BASE + 1000, BASE);
+	ck_assert_int_eq(T.nnotes, 0);
+	ck_assert_int_eq(promote(BASE + 10), BASE + 50);
+	ck_assert_int_eq(T.nnotes, 0);
+	ck_assert_int_eq(promote(BASE + 100), BASE + 1000);
+	ck_assert_int_eq(T.nnotes, 2);
+	ck_assert_int_eq(count_notes(q1), 1);
+	ck_assert_int_eq(count_notes(q2), 1);
+	ck_assert_int_eq(count_notes(q3), 0);
+	ck_assert_ptr_eq(T.notes[0].ctx, T.notes[0].q == q1 ? (void *)&c1 : (void *)&c2);
+	ck_assert_ptr_eq(T.notes[1].ctx, T.notes[1].q == q1 ? (void *)&c1 : (void *)&c2);
+
+	/* re-opening a queue replaces its ctx */
+	ck_assert_ptr_eq(qopen_ctx("n3", &c1), q3);
+	T.nnotes = 0;
+	put_s(q3, "g", 0, 0, BASE);
+	ck_assert_int_eq(T.nnotes, 1);
+	ck_assert_ptr_eq(T.notes[0].q, q3);
+	ck_assert_ptr_eq(T.notes[0].ctx, &c1);
+	commit();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* queues */
+
+START_TEST(test_queue_open)
+{
+	saker_queue *q = NULL, *q2 = NULL;
+	struct saker_queue_stats st;
+	struct qlist l;
+
+	ck_assert_int_eq(T.drv->queue_open(T.s, "nope", 4, false, NULL, &q),
+	    SAKER_ENOTFOUND);
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(T.drv->queues(T.s, qlist_cb, &l), SAKER_OK);
+	ck_assert_int_eq(l.n, 0);
+
+	/* names are (pointer, length), not NUL-terminated */
+	ck_assert_int_eq(T.drv->queue_open(T.s, "jobsXYZ", 4, true, NULL, &q),
+	    SAKER_OK);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_int_eq(T.drv->queue_open(T.s, "jobs", 4, false, NULL, &q2),
+	    SAKER_OK);
+	ck_assert_ptr_eq(q, q2);
+	ck_assert_int_eq(T.drv->queue_open(T.s, "jobs", 4, true, NULL, &q2),
+	    SAKER_OK);
+	ck_assert_ptr_eq(q, q2);
+	ck_assert_int_eq(T.drv->queue_open(T.s, "job", 3, false, NULL, &q2),
+	    SAKER_ENOTFOUND);
+	ck_assert_int_eq(T.drv->queue_open(T.s, "jobsX", 5, false, NULL, &q2),
+	    SAKER_ENOTFOUND);
+	st = qstats(q);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.bytes, 0);
+	ck_assert_uint_eq(st.delayed_items, 0);
+	ck_assert_uint_eq(st.open_items, 0);
+	ck_assert_uint_eq(st.total_items, 0);
+	ck_assert_uint_eq(st.expired_items, 0);
+	ck_assert_int_eq(st.head_created_ms, 0);
+	commit();
+}
+END_TEST
+
+START_TEST(test_queues_list)
+{
+	static const char *const names[] = { "a", "bb", "jobs+audit", "x.y", "Q" };
+	struct qlist l;
+	size_t i;
+
+	for (i = 0; i < 5; i++)
+		(void)qopen(names[i]);
+	(void)qopen("a");
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(T.drv->queues(T.s, qlist_cb, &l), SAKER_OK);
+	ck_assert_int_eq(l.n, 5);
+	for (i = 0; i < 5; i++)
+		ck_assert_msg(qlist_has(&l, names[i]), "%s not listed", names[i]);
+
+	/* non-zero from the callback stops the listing */
+	memset(&l, 0, sizeof(l));
+	l.stop_at = 2;
+	(void)T.drv->queues(T.s, qlist_cb, &l);
+	ck_assert_int_eq(l.n, 2);
+	commit();
+}
+END_TEST
+
+START_TEST(test_queue_delete)
+{
+	saker_queue *q = qopen("del");
+	saker_queue *other = qopen("other");
+	struct saker_queue_stats st;
+	struct qlist l;
+
+	put_s(q, "ready1", 0, 0, BASE);
+	put_s(q, "ready2", 0, 0, BASE);
+	put_s(q, "delayed", 0, BASE + 100, BASE);
+	put_s(other, "o-delayed", 0, BASE + 200, BASE);
+	take_s(q, SAKER_TAKE_OPEN, BASE, "ready1");
+	commit();
+
+	ck_assert_int_eq(T.drv->queue_delete(T.s, q), SAKER_OK);
+	commit();
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(T.drv->queues(T.s, qlist_cb, &l), SAKER_OK);
+	ck_assert_int_eq(l.n, 1);
+	ck_assert(qlist_has(&l, "other"));
+	ck_assert_int_eq(T.drv->queue_open(T.s, "del", 3, false, NULL, &q),
+	    SAKER_ENOTFOUND);
+
+	/* its delayed item is gone from the store-wide schedule */
+	T.nnotes = 0;
+	ck_assert_int_eq(promote(BASE + 150), BASE + 200);
+	ck_assert_int_eq(T.nnotes, 0);
+
+	/* a queue of the same name starts from nothing */
+	q = qopen("del");
+	st = qstats(q);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.delayed_items, 0);
+	ck_assert_uint_eq(st.open_items, 0);
+	ck_assert_uint_eq(st.total_items, 0);
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 1000);
+	ck_assert_int_eq(promote(BASE + 1000), 0);
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 1000);
+	take_s(other, SAKER_TAKE_REMOVE, BASE + 1000, "o-delayed");
+
+	/* deleting an empty queue works too */
+	ck_assert_int_eq(T.drv->queue_delete(T.s, q), SAKER_OK);
+	ck_assert_int_eq(T.drv->queue_delete(T.s, other), SAKER_OK);
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(T.drv->queues(T.s, qlist_cb, &l), SAKER_OK);
+	ck_assert_int_eq(l.n, 0);
+	commit();
+}
+END_TEST
+
+START_TEST(test_queue_flush)
+{
+	saker_queue *q = qopen("fl");
+	saker_queue *other = qopen("fl-other");
+	struct saker_queue_stats st;
+	uint64_t id;
+
+	put_s(q, "r1", 0, 0, BASE);
+	put_s(q, "r2", BASE + 10, 0, BASE);
+	put_s(q, "r3", 0, 0, BASE);
+	put_s(q, "d1", 0, BASE + 100, BASE);
+	put_s(other, "od", 0, BASE + 300, BASE);
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "r1");
+	take_s(q, SAKER_TAKE_PEEK, BASE + 20, "r3");  /* r2 expires */
+	commit();
+
+	ck_assert_int_eq(T.drv->queue_flush(T.s, q), SAKER_OK);
+	st = qstats(q);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.bytes, 0);
+	ck_assert_uint_eq(st.delayed_items, 0);
+	ck_assert_uint_eq(st.open_items, 0);
+	ck_assert_uint_eq(st.total_items, 4);
+	ck_assert_uint_eq(st.expired_items, 1);
+	ck_assert_int_eq(st.head_created_ms, 0);
+	ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_ENOTFOUND);
+	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_ENOTFOUND);
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	T.nnotes = 0;
+	ck_assert_int_eq(promote(BASE + 200), BASE + 300);
+	ck_assert_int_eq(T.nnotes, 0);
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 200);
+
+	/* the queue stays usable */
+	put_s(q, "after", 0, 0, BASE + 200);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 200, "after");
+	st = qstats(q);
+	ck_assert_uint_eq(st.total_items, 5);
+	commit();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* iterate and stats */
+
+START_TEST(test_iterate)
+{
+	saker_queue *q = qopen("it");
+	struct itlog l;
+	int i, rc;
+	static const char *const want[] = {
+		"o1", "o2", "r1", "r2", "d-100", "d-200a", "d-200b"
+	};
+	static const saker_item_state wstate[] = {
+		SAKER_ITEM_OPEN, SAKER_ITEM_OPEN, SAKER_ITEM_READY, SAKER_ITEM_READY,
+		SAKER_ITEM_DELAYED, SAKER_ITEM_DELAYED, SAKER_ITEM_DELAYED
+	};
+
+	ck_assert_int_eq(put_full(q, "o1", 2, 11, BASE + 9000, 0, BASE - 1, BASE),
+	    SAKER_OK);
+	put_s(q, "o2", 0, 0, BASE);
+	put_s(q, "d-200a", 0, BASE + 200, BASE);
+	put_s(q, "r1", 0, 0, BASE);
+	ck_assert_int_eq(put_full(q, "d-100", 5, 13, BASE + 8000, BASE + 100,
+	    BASE - 2, BASE), SAKER_OK);
+	put_s(q, "r2", 0, 0, BASE);
+	put_s(q, "d-200b", 0, BASE + 200, BASE);
+	take_s(q, SAKER_TAKE_OPEN, BASE, "o1");
+	take_s(q, SAKER_TAKE_OPEN, BASE, "o2");
+	commit();
+
+	memset(&l, 0, sizeof(l));
+	rc = T.drv->iterate(T.s, q, iter_cb, &l);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(l.n, 7);
+	for (i = 0; i < 7; i++) {
+		ck_assert_str_eq((char *)l.items[i].data, want[i]);
+		ck_assert_int_eq(l.items[i].state, wstate[i]);
+	}
+	ck_assert_uint_eq(l.items[0].flags, 11);
+	ck_assert_int_eq(l.items[0].expires_ms, BASE + 9000);
+	ck_assert_int_eq(l.items[0].created_ms, BASE - 1);
+	ck_assert_uint_eq(l.items[4].flags, 13);
+	ck_assert_int_eq(l.items[4].expires_ms, BASE + 8000);
+	ck_assert_int_eq(l.items[4].due_ms, BASE + 100);
+	ck_assert_int_eq(l.items[4].created_ms, BASE - 2);
+	ck_assert_int_eq(l.items[5].due_ms, BASE + 200);
+	ck_assert_int_eq(l.items[6].due_ms, BASE + 200);
+	ck_assert_int_eq(l.items[2].created_ms, BASE);
+	itlog_free(&l);
+
+	/* non-zero from fn stops and is returned */
+	memset(&l, 0, sizeof(l));
+	l.stop_at = 3;
+	rc = T.drv->iterate(T.s, q, iter_cb, &l);
+	ck_assert_int_eq(rc, 42);
+	ck_assert_int_eq(l.n, 3);
+	itlog_free(&l);
+
+	/* iterate changes nothing */
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "r1");
+	ck_assert_uint_eq(qstats(q).open_items, 2);
+	ck_assert_uint_eq(qstats(q).delayed_items, 3);
+	commit();
+}
+END_TEST
+
+START_TEST(test_stats)
+{
+	saker_queue *q = qopen("st");
+	struct saker_queue_stats st;
+	char ten[10], twenty[20], thirty[30];
+
+	memset(ten, 'a', sizeof(ten));
+	memset(twenty, 'b', sizeof(twenty));
+	memset(thirty, 'c', sizeof(thirty));
+	ck_assert_int_eq(put_full(q, ten, 10, 0, 0, 0, BASE - 300, BASE), SAKER_OK);
+	ck_assert_int_eq(put_full(q, twenty, 20, 0, 0, 0, BASE - 200, BASE), SAKER_OK);
+	ck_assert_int_eq(put_full(q, thirty, 30, 0, 0, 0, 0, BASE + 5), SAKER_OK);
+	ck_assert_int_eq(put_full(q, thirty, 30, 0, 0, BASE + 1000, 0, BASE),
+	    SAKER_OK);
+	st = qstats(q);
+	ck_assert_uint_eq(st.items, 3);
+	ck_assert_uint_eq(st.bytes, 60);
+	ck_assert_uint_eq(st.delayed_items, 1);
+	ck_assert_uint_eq(st.open_items, 0);
+	ck_assert_uint_eq(st.total_items, 4);
+	ck_assert_uint_eq(st.expired_items, 0);
+	ck_assert_int_eq(st.head_created_ms, BASE - 300);
+
+	ck_assert_int_eq(take(q, SAKER_TAKE_OPEN, BASE), SAKER_OK);
+	st = qstats(q);
+	ck_assert_uint_eq(st.items, 2);
+	ck_assert_uint_eq(st.bytes, 50);
+	ck_assert_uint_eq(st.open_items, 1);
+	ck_assert_int_eq(st.head_created_ms, BASE - 200);
+
+	ck_assert_int_eq(take(q, SAKER_TAKE_REMOVE, BASE), SAKER_OK);
+	st = qstats(q);
+	ck_assert_uint_eq(st.items, 1);
+	ck_assert_uint_eq(st.bytes, 30);
+	ck_assert_int_eq(st.head_created_ms, BASE + 5);
+
+	ck_assert_int_eq(take(q, SAKER_TAKE_REMOVE, BASE), SAKER_OK);
+	st = qstats(q);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.bytes, 0);
+	ck_assert_int_eq(st.head_created_ms, 0);
+	ck_assert_uint_eq(st.total_items, 4);
+	ck_assert_uint_eq(st.open_items, 1);
+	ck_assert_uint_eq(st.delayed_items, 1);
+	commit();
+}
+END_TEST
+
+START_TEST(test_commit)
+{
+	saker_queue *q;
+	int i;
+
+	commit();
+	for (i = 0; i < 1000; i++)
+		commit();
+	q = qopen("c");
+	put_s(q, "x", 0, 0, BASE);
+	commit();
+	commit();
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "x");
+	commit();
+	ck_assert_ptr_nonnull(T.drv->errmsg(T.s));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* scale */
+
+START_TEST(test_many_queues)
+{
+	enum { NQ = 1000 };
+	static saker_queue *qs[NQ];
+	char name[32], data[32];
+	int i, n = 0;
+
+	for (i = 0; i < NQ; i++) {
+		snprintf(name, sizeof(name), "queue-%d", i);
+		qs[i] = qopen(name);
+		snprintf(data, sizeof(data), "data-%d", i);
+		put_s(qs[i], data, 0, 0, BASE);
+		if (i % 3 == 0) {
+			snprintf(data, sizeof(data), "more-%d", i);
+			put_s(qs[i], data, 0, 0, BASE);
+		}
+	}
+	commit();
+	ck_assert_int_eq(T.drv->queues(T.s, count_cb, &n), SAKER_OK);
+	ck_assert_int_eq(n, NQ);
+	for (i = NQ - 1; i >= 0; i--) {
+		snprintf(name, sizeof(name), "queue-%d", i);
+		ck_assert_ptr_eq(qopen(name), qs[i]);
+		ck_assert_uint_eq(qstats(qs[i]).items, i % 3 == 0 ? 2 : 1);
+		snprintf(data, sizeof(data), "data-%d", i);
+		take_s(qs[i], SAKER_TAKE_REMOVE, BASE, data);
+		if (i % 3 == 0) {
+			snprintf(data, sizeof(data), "more-%d", i);
+			take_s(qs[i], SAKER_TAKE_REMOVE, BASE, data);
+		}
+		take_empty(qs[i], SAKER_TAKE_REMOVE, BASE);
+	}
+	commit();
+}
+END_TEST
+
+START_TEST(test_bulk)
+{
+	enum { N = 100000 };
+	saker_queue *q = qopen("bulk");
+	char buf[16];
+	int i;
+
+	for (i = 0; i < N; i++) {
+		snprintf(buf, sizeof(buf), "%08d", i);
+		if (put_full(q, buf, 8, (uint32_t)i, 0, 0, 0, BASE) != SAKER_OK)
+			ck_abort_msg("put %d failed", i);
+		if (i % 10000 == 9999)
+			commit();
+	}
+	commit();
+	ck_assert_uint_eq(qstats(q).items, N);
+	ck_assert_uint_eq(qstats(q).bytes, (uint64_t)N * 8);
+	for (i = 0; i < N; i++) {
+		snprintf(buf, sizeof(buf), "%08d", i);
+		if (take(q, SAKER_TAKE_REMOVE, BASE) != SAKER_OK)
+			ck_abort_msg("take %d failed", i);
+		if (T.got.len != 8 || memcmp(T.got.data, buf, 8) != 0 ||
+		    T.got.flags != (uint32_t)i)
+			ck_abort_msg("item %d out of order: got %s", i,
+			    (char *)T.got.data);
+		if (i % 10000 == 9999)
+			commit();
+	}
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	ck_assert_uint_eq(qstats(q).total_items, N);
+	commit();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* durable drivers: reopen */
+
+static saker_queue *
+qfind_at(int line, const char *name)
+{
+	saker_queue *q = NULL;
+	int rc = T.drv->queue_open(T.s, name, strlen(name), false, NULL, &q);
+
+	ck_assert_msg(rc == SAKER_OK, "line %d: queue %s after reopen: %d", line,
+	    name, rc);
+	return q;
+}
+#define qfind(name) qfind_at(__LINE__, (name))
+
+START_TEST(test_reopen_ready)
+{
+	saker_queue *q = qopen("keep");
+	saker_queue *q2 = qopen("keep2");
+	static const unsigned char bin[] = { 'x', 0, 'y', 0 };
+	struct saker_queue_stats st;
+
+	ck_assert_int_eq(put_full(q, bin, sizeof(bin), 0xdeadbeefu,
+	    BASE + 100000, 0, BASE - 9, BASE), SAKER_OK);
+	ck_assert_int_eq(put_full(q, "", 0, 3, 0, 0, 0, BASE + 1), SAKER_OK);
+	put_s(q, "third", 0, 0, BASE + 2);
+	put_s(q, "gone", 0, 0, BASE + 3);
+	put_s(q2, "other", 0, 0, BASE + 4);
+	take_s(q2, SAKER_TAKE_REMOVE, BASE + 5, "other");
+	commit();
+	reopen();
+
+	q = qfind("keep");
+	q2 = qfind("keep2");
+	st = qstats(q);
+	ck_assert_uint_eq(st.items, 4);
+	ck_assert_uint_eq(st.total_items, 4);
+	ck_assert_uint_eq(st.bytes, 4 + 0 + 5 + 4);
+	ck_assert_int_eq(st.head_created_ms, BASE - 9);
+	st = qstats(q2);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.total_items, 1);
+
+	ck_assert_int_eq(take(q, SAKER_TAKE_REMOVE, BASE + 10), SAKER_OK);
+	ck_assert_uint_eq(T.got.flags, 0xdeadbeefu);
+	ck_assert_int_eq(T.got.expires_ms, BASE + 100000);
+	ck_assert_int_eq(T.got.created_ms, BASE - 9);
+	ck_assert_uint_eq(T.got.len, sizeof(bin));
+	ck_assert_mem_eq(T.got.data, bin, sizeof(bin));
+	ck_assert_int_eq(take(q, SAKER_TAKE_REMOVE, BASE + 10), SAKER_OK);
+	ck_assert_uint_eq(T.got.flags, 3);
+	ck_assert_uint_eq(T.got.len, 0);
+	ck_assert_int_eq(T.got.created_ms, BASE + 1);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 10, "third");
+	commit();
+
+	/* what was taken and committed stays taken */
+	reopen();
+	q = qfind("keep");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 10, "gone");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 10);
+	ck_assert_uint_eq(qstats(q).total_items, 4);
+	commit();
+}
+END_TEST
+
+START_TEST(test_reopen_expiry)
+{
+	saker_queue *q = qopen("rexp");
+
+	put_s(q, "short", BASE + 100, 0, BASE);
+	put_s(q, "long", BASE + 10000, 0, BASE);
+	commit();
+	reopen();
+	q = qfind("rexp");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 500, "long");
+	ck_assert_uint_eq(qstats(q).expired_items, 1);
+	commit();
+}
+END_TEST
+
+START_TEST(test_reopen_delayed)
+{
+	saker_queue *q = qopen("rdel");
+	saker_queue *q2 = qopen("rdel2");
+	struct itlog l;
+
+	put_s(q, "d-500", 0, BASE + 500, BASE);
+	put_s(q, "d-100", 0, BASE + 100, BASE);
+	put_s(q2, "e-300", 0, BASE + 300, BASE);
+	put_s(q, "d-500b", 0, BASE + 500, BASE + 1);
+	commit();
+	reopen();
+	q = qfind("rdel");
+	q2 = qfind("rdel2");
+	ck_assert_uint_eq(qstats(q).delayed_items, 3);
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(T.drv->iterate(T.s, q, iter_cb, &l), 0);
+	ck_assert_int_eq(l.n, 3);
+	ck_assert_int_eq(l.items[0].due_ms, BASE + 100);
+	ck_assert_int_eq(l.items[1].due_ms, BASE + 500);
+	ck_assert_str_eq((char *)l.items[1].data, "d-500");
+	ck_assert_int_eq(l.items[2].state, SAKER_ITEM_DELAYED);
+	itlog_free(&l);
+
+	ck_assert_int_eq(promote(BASE), BASE + 100);
+	/* all fell due while "down": promoted in due order */
+	ck_assert_int_eq(promote(BASE + 1000), 0);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 1000, "d-100");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 1000, "d-500");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 1000, "d-500b");
+	take_s(q2, SAKER_TAKE_REMOVE, BASE + 1000, "e-300");
+	commit();
+	reopen();
+	q = qfind("rdel");
+	ck_assert_int_eq(promote(BASE + 2000), 0);
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 2000);
+	ck_assert_uint_eq(qstats(q).total_items, 3);
+}
+END_TEST
+
+START_TEST(test_reopen_open_items)
+{
+	saker_queue *q = qopen("ropen");
+	struct saker_queue_stats st;
+	uint64_t idc;
+
+	put_s(q, "A", 0, 0, BASE);
+	put_s(q, "B", 0, 0, BASE);
+	put_s(q, "C", 0, 0, BASE);
+	put_s(q, "D", 0, 0, BASE);
+	put_s(q, "E", 0, 0, BASE);
+	take_s(q, SAKER_TAKE_OPEN, BASE, "A");
+	take_s(q, SAKER_TAKE_OPEN, BASE, "B");
+	idc = take_s(q, SAKER_TAKE_OPEN, BASE, "C");
+	ck_assert_int_eq(T.drv->confirm(T.s, q, idc), SAKER_OK);
+	commit();
+	reopen();
+
+	q = qfind("ropen");
+	st = qstats(q);
+	ck_assert_uint_eq(st.open_items, 0);
+	ck_assert_uint_eq(st.items, 4);
+	ck_assert_uint_eq(st.total_items, 5);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "A");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "B");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "D");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "E");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	commit();
+}
+END_TEST
+
+START_TEST(test_reopen_deleted_queue)
+{
+	saker_queue *q = qopen("rd-gone");
+	saker_queue *q2 = qopen("rd-kept");
+	struct qlist l;
+
+	put_s(q, "x", 0, 0, BASE);
+	put_s(q, "y", 0, BASE + 100, BASE);
+	put_s(q2, "z", 0, 0, BASE);
+	commit();
+	ck_assert_int_eq(T.drv->queue_delete(T.s, q), SAKER_OK);
+	ck_assert_int_eq(T.drv->queue_flush(T.s, q2), SAKER_OK);
+	commit();
+	reopen();
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(T.drv->queues(T.s, qlist_cb, &l), SAKER_OK);
+	ck_assert_int_eq(l.n, 1);
+	ck_assert(qlist_has(&l, "rd-kept"));
+	q2 = qfind("rd-kept");
+	take_empty(q2, SAKER_TAKE_REMOVE, BASE);
+	ck_assert_uint_eq(qstats(q2).total_items, 1);
+	ck_assert_int_eq(promote(BASE + 1000), 0);
+}
+END_TEST
+
+START_TEST(test_reopen_read_only)
+{
+	saker_queue *q = qopen("ro");
+	struct itlog l;
+
+	put_s(q, "kept", 0, 0, BASE);
+	commit();
+	saker_store_close(T.s);
+	T.s = NULL;
+	T.opts.read_only = true;
+	T.opts.create = false;
+	open_store();
+	q = qfind("ro");
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(T.drv->iterate(T.s, q, iter_cb, &l), 0);
+	ck_assert_int_eq(l.n, 1);
+	ck_assert_str_eq((char *)l.items[0].data, "kept");
+	itlog_free(&l);
+	ck_assert_int_eq(put_full(q, "no", 2, 0, 0, 0, 0, BASE), SAKER_EREADONLY);
+}
+END_TEST
+
+START_TEST(test_locked)
+{
+	saker_store *s2 = NULL;
+	char err[256] = "";
+	int rc;
+
+	rc = saker_store_open(T.spec, &T.opts, &s2, err, sizeof(err));
+	if (rc == SAKER_OK)
+		saker_store_close(s2);
+	ck_assert_int_eq(rc, SAKER_ELOCKED);
+	ck_assert_ptr_null(s2);
+	ck_assert_msg(err[0] != '\0', "no error message");
+
+	/* the first handle is unharmed */
+	put_s(qopen("lk"), "x", 0, 0, BASE);
+	commit();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+
+TCase *
+store_conformance_tcase(const struct saker_store_driver *drv)
+{
+	TCase *tc;
+
+	if (nslots >= MAX_SLOTS)
+		return NULL;
+	slots[nslots] = drv;
+	tc = tcase_create(drv->name);
+	tcase_add_checked_fixture(tc, slot_setups[nslots], fixture_teardown);
+	nslots++;
+	tcase_set_timeout(tc, 120);
+
+	tcase_add_test(tc, test_fifo_order);
+	tcase_add_test(tc, test_roundtrip_fields);
+	tcase_add_test(tc, test_peek);
+	tcase_add_test(tc, test_take_empty);
+	tcase_add_test(tc, test_expiry);
+	tcase_add_test(tc, test_flush_expired);
+	tcase_add_test(tc, test_open_confirm);
+	tcase_add_test(tc, test_release);
+	tcase_add_test(tc, test_delayed_basic);
+	tcase_add_test(tc, test_delayed_order);
+	tcase_add_test(tc, test_delayed_expired);
+	tcase_add_test(tc, test_notify);
+	tcase_add_test(tc, test_queue_open);
+	tcase_add_test(tc, test_queues_list);
+	tcase_add_test(tc, test_queue_delete);
+	tcase_add_test(tc, test_queue_flush);
+	tcase_add_test(tc, test_iterate);
+	tcase_add_test(tc, test_stats);
+	tcase_add_test(tc, test_commit);
+	tcase_add_test(tc, test_many_queues);
+	tcase_add_test(tc, test_bulk);
+	if (drv->durable) {
+		tcase_add_test(tc, test_reopen_ready);
+		tcase_add_test(tc, test_reopen_expiry);
+		tcase_add_test(tc, test_reopen_delayed);
+		tcase_add_test(tc, test_reopen_open_items);
+		tcase_add_test(tc, test_reopen_deleted_queue);
+		tcase_add_test(tc, test_reopen_read_only);
+		tcase_add_test(tc, test_locked);
+	}
+	return tc;
+}
