@@ -1,4 +1,1863 @@
-/* placeholder: being written */
+/* sqlite.c -- the SQLite queue store: one database file in WAL mode. */
 #include "config.h"
+
+#include <sys/file.h>
+#include <sys/queue.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
 #include "saker/store.h"
-const struct saker_store_driver saker_store_sqlite = { .name = "sqlite", .location_help = "FILE", .durable = true };
+#include "clock.h"
+
+/*
+ * Layout (docs/sqlite.md has the full story):
+ *   meta(key, value)            next delayed arrival number
+ *   queues(id, name, ...)       per-queue sequence bounds and counters
+ *   items(qid, seq, ...)        ready and open items, clustered per queue
+ *   delayed(due, seq, ...)      delayed items of every queue, in due order
+ * Per-queue counters live in memory and are written to `queues` by commit()
+ * in the same transaction as the batch, so open() never counts items.
+ */
+
+#define SQ_APPLICATION_ID 0x53414b52	/* "SAKR" */
+#define SQ_FORMAT_VERSION 1
+
+/* Ready items are appended at `tail` counting up from 2^62; released
+ * items go below every existing item at `lo`, counting down.  Neither can
+ * meet the other or overflow in any realistic lifetime. */
+#define SQ_SEQ_BASE ((int64_t)1 << 62)
+
+/* 8 MiB page cache: memory stays bounded whatever the queue sizes. */
+#define SQ_CACHE_KIB 8192
+/* Checkpoint once the WAL holds this many pages (4 MiB at 4 KiB pages). */
+#define SQ_AUTOCHECKPOINT 1000
+/* Truncate a WAL that one huge batch blew up back to this size. */
+#define SQ_JOURNAL_LIMIT (64 * 1024 * 1024)
+/* How long to wait for a transient lock held by an outside reader. */
+#define SQ_BUSY_MS 2000
+/* Expired items are deleted in chunks so no SELECT runs over a table that
+ * is being changed under it. */
+#define SQ_EXPIRE_CHUNK 256
+
+enum {
+	S_BEGIN, S_COMMIT, S_ROLLBACK,
+	S_SP, S_SP_RELEASE, S_SP_ROLLBACK,
+	S_Q_INSERT, S_Q_UPDATE, S_Q_DELETE, S_META_SET,
+	S_I_INSERT, S_I_HEAD, S_I_DELETE, S_I_OPEN, S_I_CONFIRM,
+	S_I_OPENLEN, S_I_RELEASE, S_I_OPENSEQS, S_I_OPENLIST, S_I_READYLIST,
+	S_I_EXPIRED, S_I_DELQ,
+	S_D_INSERT, S_D_DUE, S_D_DELDUE, S_D_FIRST, S_D_LIST, S_D_DELQ,
+	S_COUNT
+};
+
+static const char *const sq_sql[S_COUNT] = {
+	[S_BEGIN] = "BEGIN IMMEDIATE",
+	[S_COMMIT] = "COMMIT",
+	[S_ROLLBACK] = "ROLLBACK",
+	[S_SP] = "SAVEPOINT saker_op",
+	[S_SP_RELEASE] = "RELEASE saker_op",
+	[S_SP_ROLLBACK] = "ROLLBACK TO saker_op",
+	[S_Q_INSERT] = "INSERT INTO queues(id, name, head, tail, lo,"
+	    " items, bytes, delayed_items, open_items, total_items,"
+	    " expired_items) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	/* An UPDATE that leaves the name alone does not touch its index. */
+	[S_Q_UPDATE] = "UPDATE queues SET head = ?3, tail = ?4, lo = ?5,"
+	    " items = ?6, bytes = ?7, delayed_items = ?8, open_items = ?9,"
+	    " total_items = ?10, expired_items = ?11 WHERE id = ?1",
+	[S_Q_DELETE] = "DELETE FROM queues WHERE id = ?1",
+	[S_META_SET] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
+	[S_I_INSERT] = "INSERT INTO items(qid, seq, state, flags, expires,"
+	    " created, data) VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6)",
+	[S_I_HEAD] = "SELECT seq, flags, expires, created, data FROM items"
+	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq LIMIT 1",
+	[S_I_DELETE] = "DELETE FROM items WHERE qid = ?1 AND seq = ?2",
+	[S_I_OPEN] = "UPDATE items SET state = 1 WHERE qid = ?1 AND seq = ?2",
+	[S_I_CONFIRM] = "DELETE FROM items WHERE qid = ?1 AND seq = ?2"
+	    " AND state = 1",
+	[S_I_OPENLEN] = "SELECT length(data) FROM items"
+	    " WHERE qid = ?1 AND seq = ?2 AND state = 1",
+	[S_I_RELEASE] = "UPDATE items SET seq = ?3, state = 0"
+	    " WHERE qid = ?1 AND seq = ?2",
+	[S_I_OPENSEQS] = "SELECT seq, length(data) FROM items"
+	    " WHERE qid = ?1 AND state = 1 ORDER BY seq",
+	[S_I_OPENLIST] = "SELECT seq, flags, expires, created, data FROM items"
+	    " WHERE qid = ?1 AND state = 1 ORDER BY seq",
+	[S_I_READYLIST] = "SELECT seq, flags, expires, created, data FROM items"
+	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq",
+	[S_I_EXPIRED] = "SELECT seq, length(data) FROM items"
+	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0"
+	    " AND expires <> 0 AND expires <= ?3 ORDER BY seq LIMIT ?4",
+	[S_I_DELQ] = "DELETE FROM items WHERE qid = ?1",
+	[S_D_INSERT] = "INSERT INTO delayed(due, seq, qid, flags, expires,"
+	    " created, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[S_D_DUE] = "SELECT due, seq, qid, flags, expires, created, data"
+	    " FROM delayed WHERE due <= ?1 ORDER BY due, seq",
+	[S_D_DELDUE] = "DELETE FROM delayed WHERE due <= ?1",
+	[S_D_FIRST] = "SELECT due FROM delayed ORDER BY due, seq LIMIT 1",
+	[S_D_LIST] = "SELECT due, seq, flags, expires, created, data"
+	    " FROM delayed WHERE qid = ?1 ORDER BY due, seq",
+	[S_D_DELQ] = "DELETE FROM delayed WHERE qid = ?1",
+};
+
+static const char sq_schema[] =
+    "CREATE TABLE meta("
+    " key TEXT PRIMARY KEY,"
+    " value INTEGER NOT NULL"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE queues("
+    " id INTEGER PRIMARY KEY,"
+    " name BLOB NOT NULL UNIQUE,"
+    " head INTEGER NOT NULL,"
+    " tail INTEGER NOT NULL,"
+    " lo INTEGER NOT NULL,"
+    " items INTEGER NOT NULL,"
+    " bytes INTEGER NOT NULL,"
+    " delayed_items INTEGER NOT NULL,"
+    " open_items INTEGER NOT NULL,"
+    " total_items INTEGER NOT NULL,"
+    " expired_items INTEGER NOT NULL"
+    ");"
+    "CREATE TABLE items("
+    " qid INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL,"
+    " state INTEGER NOT NULL,"	/* 0 ready, 1 open */
+    " flags INTEGER NOT NULL,"
+    " expires INTEGER NOT NULL,"
+    " created INTEGER NOT NULL,"
+    " data BLOB NOT NULL,"
+    " PRIMARY KEY(qid, seq)"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE delayed("
+    " due INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL,"
+    " qid INTEGER NOT NULL,"
+    " flags INTEGER NOT NULL,"
+    " expires INTEGER NOT NULL,"
+    " created INTEGER NOT NULL,"
+    " data BLOB NOT NULL,"
+    " PRIMARY KEY(due, seq)"
+    ") WITHOUT ROWID;"
+    "CREATE INDEX delayed_qid ON delayed(qid);";
+
+/* What commit() writes back for a queue; also the undo snapshot. */
+struct sq_state {
+	int64_t head;		/* every ready item has seq >= head */
+	int64_t tail;		/* next seq appended */
+	int64_t lo;		/* next seq released to the head */
+	uint64_t items, bytes, delayed, open, total, expired;
+};
+
+struct saker_queue {
+	int64_t id;
+	char *name;
+	size_t len;
+	void *ctx;
+	struct sq_state cur;	/* live */
+	struct sq_state saved;	/* as of the last commit */
+	bool fresh;		/* created in the current batch */
+	bool dead;		/* deleted, or rolled back out of existence */
+	bool dirty;		/* on the dirty list */
+	enum { SQ_LIST_NONE, SQ_LIST_DIRTY, SQ_LIST_DELETED,
+	    SQ_LIST_ZOMBIE } list;
+	LIST_ENTRY(saker_queue) link;
+	struct saker_queue *name_next, *id_next;
+	/* per-operation undo (promote touches many queues) */
+	unsigned touch_gen;
+	struct sq_state undo;
+	bool gained;
+	struct saker_queue *touch_next;
+};
+
+LIST_HEAD(sq_list, saker_queue);
+
+struct sq_store {
+	saker_store base;
+	sqlite3 *db;
+	char *path;
+	int lockfd;
+	saker_sync_mode sync;
+	bool read_only;
+	saker_notify_fn notify;
+	void *notify_arg;
+	sqlite3_stmt *st[S_COUNT];
+
+	bool in_txn;		/* BEGIN IMMEDIATE done, COMMIT pending */
+	bool lost;		/* SQLite rolled the batch back on an error */
+	int lost_err;
+	bool broken;		/* an fsync failed: refuse writes */
+	bool unsynced;		/* periodic: commits since the last sync() */
+	int changes;		/* sqlite3_total_changes() at BEGIN */
+
+	/* queues by name and by id */
+	struct saker_queue **nb, **ib;
+	size_t nbuckets, nqueues;
+	struct sq_list dirty, deleted, zombies;
+
+	int64_t next_qid;
+	int64_t dseq, dseq_saved;	/* delayed arrival numbers */
+	int64_t next_due;		/* earliest due time, 0 = none; may be early */
+
+	unsigned gen;
+	struct saker_queue *touched;
+
+	uint64_t commits, fsyncs, commit_ns;
+	char err[512];
+};
+
+#define SQ(s) ((struct sq_store *)(void *)(s))
+
+extern const struct saker_store_driver saker_store_sqlite;
+
+static int sq_commit(saker_store *);
+
+/* ------------------------------------------------------------------ */
+/* errors */
+
+static int
+sq_errf(struct sq_store *s, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->err, sizeof(s->err), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static int
+sq_map(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_FULL:
+		return SAKER_EFULL;
+	case SQLITE_NOMEM:
+		return SAKER_ENOMEM;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return SAKER_ECORRUPT;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return SAKER_ELOCKED;
+	case SQLITE_READONLY:
+		return SAKER_EREADONLY;
+	case SQLITE_CONSTRAINT:
+	case SQLITE_MISMATCH:
+	case SQLITE_RANGE:
+	case SQLITE_TOOBIG:
+		return SAKER_EINVAL;
+	default:
+		return SAKER_EIO;
+	}
+}
+
+static void sq_lose_batch(struct sq_store *, int);
+
+/*
+ * Record a failed SQLite call.  SQLite undoes just the failing statement
+ * for most errors, but for some (I/O errors, a full disk while spilling the
+ * cache) it rolls back the whole transaction: then the batch is gone, the
+ * in-memory state goes back to the last commit and the next commit() fails.
+ */
+static int
+sq_fail(struct sq_store *s, int rc, const char *what)
+{
+	int code = sq_map(rc);
+
+	snprintf(s->err, sizeof(s->err), "sqlite %s: %s: %s", s->path, what,
+	    sqlite3_errmsg(s->db));
+	if (s->in_txn && sqlite3_get_autocommit(s->db))
+		sq_lose_batch(s, code);
+	return code;
+}
+
+/* Run a statement that returns no rows and reset it. */
+static int
+sq_exec(struct sq_store *s, int which, const char *what)
+{
+	sqlite3_stmt *st = s->st[which];
+	int rc;
+
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return sq_fail(s, rc, what);
+	return SAKER_OK;
+}
+
+static void
+sq_bind_blob(sqlite3_stmt *st, int i, const void *p, size_t len)
+{
+	/* A NULL pointer would bind SQL NULL; empty items are empty blobs. */
+	sqlite3_bind_blob(st, i, len > 0 ? p : "", (int)len, SQLITE_STATIC);
+}
+
+static void
+sq_reset(sqlite3_stmt *st)
+{
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
+/* ------------------------------------------------------------------ */
+/* queue tables */
+
+static uint64_t
+sq_hash_name(const char *p, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static size_t
+sq_hash_id(int64_t id, size_t n)
+{
+	return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15ULL) >> 17) & (n - 1);
+}
+
+static void
+sq_hash_link(struct sq_store *s, struct saker_queue *q)
+{
+	size_t n = sq_hash_name(q->name, q->len) & (s->nbuckets - 1);
+	size_t i = sq_hash_id(q->id, s->nbuckets);
+
+	q->name_next = s->nb[n];
+	s->nb[n] = q;
+	q->id_next = s->ib[i];
+	s->ib[i] = q;
+}
+
+static int
+sq_hash_grow(struct sq_store *s)
+{
+	struct saker_queue **onb = s->nb, **oib = s->ib, *q, *next;
+	size_t on = s->nbuckets, n = on ? on * 2 : 64, i;
+
+	s->nb = calloc(n, sizeof(*s->nb));
+	s->ib = calloc(n, sizeof(*s->ib));
+	if (s->nb == NULL || s->ib == NULL) {
+		free(s->nb);
+		free(s->ib);
+		s->nb = onb;
+		s->ib = oib;
+		return SAKER_ENOMEM;
+	}
+	s->nbuckets = n;
+	for (i = 0; i < on; i++) {
+		for (q = onb[i]; q != NULL; q = next) {
+			next = q->name_next;
+			sq_hash_link(s, q);
+		}
+	}
+	free(onb);
+	free(oib);
+	return SAKER_OK;
+}
+
+static int
+sq_hash_add(struct sq_store *s, struct saker_queue *q)
+{
+	if (s->nqueues >= s->nbuckets && sq_hash_grow(s) != SAKER_OK &&
+	    s->nbuckets == 0)
+		return SAKER_ENOMEM;
+	sq_hash_link(s, q);
+	s->nqueues++;
+	return SAKER_OK;
+}
+
+static void
+sq_hash_remove(struct sq_store *s, struct saker_queue *q)
+{
+	struct saker_queue **pp;
+
+	pp = &s->nb[sq_hash_name(q->name, q->len) & (s->nbuckets - 1)];
+	while (*pp != NULL && *pp != q)
+		pp = &(*pp)->name_next;
+	if (*pp != NULL)
+		*pp = q->name_next;
+	pp = &s->ib[sq_hash_id(q->id, s->nbuckets)];
+	while (*pp != NULL && *pp != q)
+		pp = &(*pp)->id_next;
+	if (*pp != NULL)
+		*pp = q->id_next;
+	s->nqueues--;
+}
+
+static struct saker_queue *
+sq_find_name(struct sq_store *s, const char *name, size_t len)
+{
+	struct saker_queue *q;
+
+	if (s->nbuckets == 0)
+		return NULL;
+	q = s->nb[sq_hash_name(name, len) & (s->nbuckets - 1)];
+	for (; q != NULL; q = q->name_next)
+		if (q->len == len && memcmp(q->name, name, len) == 0)
+			return q;
+	return NULL;
+}
+
+static struct saker_queue *
+sq_find_id(struct sq_store *s, int64_t id)
+{
+	struct saker_queue *q;
+
+	if (s->nbuckets == 0)
+		return NULL;
+	for (q = s->ib[sq_hash_id(id, s->nbuckets)]; q != NULL; q = q->id_next)
+		if (q->id == id)
+			return q;
+	return NULL;
+}
+
+static struct saker_queue *
+sq_queue_new(const char *name, size_t len, int64_t id)
+{
+	struct saker_queue *q;
+
+	q = calloc(1, sizeof(*q));
+	if (q == NULL)
+		return NULL;
+	q->name = malloc(len > 0 ? len : 1);
+	if (q->name == NULL) {
+		free(q);
+		return NULL;
+	}
+	memcpy(q->name, name, len);
+	q->len = len;
+	q->id = id;
+	q->cur.head = SQ_SEQ_BASE;
+	q->cur.tail = SQ_SEQ_BASE;
+	q->cur.lo = SQ_SEQ_BASE - 1;
+	q->saved = q->cur;
+	return q;
+}
+
+static void
+sq_queue_free(struct saker_queue *q)
+{
+	if (q == NULL)
+		return;
+	free(q->name);
+	free(q);
+}
+
+static void
+sq_unlist(struct saker_queue *q)
+{
+	if (q->list != SQ_LIST_NONE)
+		LIST_REMOVE(q, link);
+	q->list = SQ_LIST_NONE;
+	q->dirty = false;
+}
+
+static void
+sq_mark_dirty(struct sq_store *s, struct saker_queue *q)
+{
+	if (q->dirty)
+		return;
+	sq_unlist(q);
+	LIST_INSERT_HEAD(&s->dirty, q, link);
+	q->list = SQ_LIST_DIRTY;
+	q->dirty = true;
+}
+
+/* Start an operation that may change several queues (promote, delete). */
+static void
+sq_op_begin(struct sq_store *s)
+{
+	s->gen++;
+	s->touched = NULL;
+}
+
+static void
+sq_touch(struct sq_store *s, struct saker_queue *q)
+{
+	if (q->touch_gen == s->gen)
+		return;
+	q->touch_gen = s->gen;
+	q->undo = q->cur;
+	q->gained = false;
+	q->touch_next = s->touched;
+	s->touched = q;
+	sq_mark_dirty(s, q);
+}
+
+static void
+sq_op_undo(struct sq_store *s)
+{
+	struct saker_queue *q;
+
+	for (q = s->touched; q != NULL; q = q->touch_next)
+		q->cur = q->undo;
+	s->touched = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* batches */
+
+static void
+sq_refresh_next_due(struct sq_store *s)
+{
+	sqlite3_stmt *st = s->st[S_D_FIRST];
+	int rc;
+
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		s->next_due = sqlite3_column_int64(st, 0);
+	else if (rc == SQLITE_DONE)
+		s->next_due = 0;
+	else
+		s->next_due = 1;	/* unknown: make the next promote() look */
+	sq_reset(st);
+}
+
+/* Put the in-memory state back to the last commit. */
+static void
+sq_restore(struct sq_store *s)
+{
+	struct saker_queue *q;
+
+	while ((q = LIST_FIRST(&s->dirty)) != NULL) {
+		sq_unlist(q);
+		if (q->fresh) {
+			/* It never existed on disk.  The caller may still hold
+			 * the handle, so keep the memory until close(). */
+			sq_hash_remove(s, q);
+			q->dead = true;
+			q->fresh = false;
+			LIST_INSERT_HEAD(&s->zombies, q, link);
+			q->list = SQ_LIST_ZOMBIE;
+			continue;
+		}
+		q->cur = q->saved;
+	}
+	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
+		sq_unlist(q);
+		q->cur = q->saved;
+		q->dead = false;
+		if (sq_hash_add(s, q) != SAKER_OK) {
+			/* cannot happen: the table had room for it before */
+			q->dead = true;
+			LIST_INSERT_HEAD(&s->zombies, q, link);
+			q->list = SQ_LIST_ZOMBIE;
+		}
+	}
+	s->dseq = s->dseq_saved;
+	s->touched = NULL;
+}
+
+static void
+sq_lose_batch(struct sq_store *s, int code)
+{
+	s->in_txn = false;
+	s->lost = true;
+	s->lost_err = code;
+	sq_restore(s);
+	sq_refresh_next_due(s);
+}
+
+/* Make sure a write transaction is open; every write goes through here. */
+static int
+sq_begin(struct sq_store *s)
+{
+	int rc;
+
+	if (s->read_only)
+		return sq_errf(s, SAKER_EREADONLY, "sqlite %s: opened read-only",
+		    s->path);
+	if (s->broken)
+		return sq_errf(s, SAKER_EREADONLY, "sqlite %s: an fsync failed;"
+		    " refusing writes until restart", s->path);
+	if (s->lost)
+		return sq_errf(s, s->lost_err, "sqlite %s: the batch was rolled"
+		    " back by an earlier error; commit to start again", s->path);
+	if (s->in_txn)
+		return SAKER_OK;
+	rc = sqlite3_step(s->st[S_BEGIN]);
+	sqlite3_reset(s->st[S_BEGIN]);
+	if (rc != SQLITE_DONE)
+		return sq_fail(s, rc, "begin");
+	s->in_txn = true;
+	s->changes = sqlite3_total_changes(s->db);
+	return SAKER_OK;
+}
+
+/* Savepoints make multi-statement operations all-or-nothing. */
+static int
+sq_sp_begin(struct sq_store *s)
+{
+	int err;
+
+	if ((err = sq_begin(s)) != SAKER_OK)
+		return err;
+	sq_op_begin(s);
+	return sq_exec(s, S_SP, "savepoint");
+}
+
+static int
+sq_sp_end(struct sq_store *s, int err)
+{
+	int rc;
+
+	if (err == SAKER_OK) {
+		err = sq_exec(s, S_SP_RELEASE, "release savepoint");
+		if (err == SAKER_OK)
+			return SAKER_OK;
+	}
+	sq_op_undo(s);
+	if (!s->in_txn)
+		return err;	/* sq_fail() already dropped the batch */
+	if (!sqlite3_get_autocommit(s->db)) {
+		rc = sqlite3_step(s->st[S_SP_ROLLBACK]);
+		sqlite3_reset(s->st[S_SP_ROLLBACK]);
+		if (rc == SQLITE_DONE) {
+			rc = sqlite3_step(s->st[S_SP_RELEASE]);
+			sqlite3_reset(s->st[S_SP_RELEASE]);
+		}
+		if (rc != SQLITE_DONE) {
+			/* cannot undo just this operation: drop the batch */
+			sqlite3_step(s->st[S_ROLLBACK]);
+			sqlite3_reset(s->st[S_ROLLBACK]);
+		}
+	}
+	if (sqlite3_get_autocommit(s->db))
+		sq_lose_batch(s, err);
+	return err;
+}
+
+static int
+sq_write_queue(struct sq_store *s, struct saker_queue *q)
+{
+	int which = q->fresh ? S_Q_INSERT : S_Q_UPDATE;
+	sqlite3_stmt *st = s->st[which];
+
+	sqlite3_bind_int64(st, 1, q->id);
+	if (q->fresh)
+		sq_bind_blob(st, 2, q->name, q->len);
+	sqlite3_bind_int64(st, 3, q->cur.head);
+	sqlite3_bind_int64(st, 4, q->cur.tail);
+	sqlite3_bind_int64(st, 5, q->cur.lo);
+	sqlite3_bind_int64(st, 6, (int64_t)q->cur.items);
+	sqlite3_bind_int64(st, 7, (int64_t)q->cur.bytes);
+	sqlite3_bind_int64(st, 8, (int64_t)q->cur.delayed);
+	sqlite3_bind_int64(st, 9, (int64_t)q->cur.open);
+	sqlite3_bind_int64(st, 10, (int64_t)q->cur.total);
+	sqlite3_bind_int64(st, 11, (int64_t)q->cur.expired);
+	return sq_exec(s, which, "write queue");
+}
+
+static int
+sq_commit(saker_store *base)
+{
+	struct sq_store *s = SQ(base);
+	struct saker_queue *q;
+	uint64_t t0;
+	bool wrote;
+	int err, rc;
+
+	if (s->lost) {
+		s->lost = false;
+		return sq_errf(s, s->lost_err, "sqlite %s: batch rolled back by an"
+		    " earlier error", s->path);
+	}
+	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->deleted) &&
+	    s->dseq == s->dseq_saved)
+		return SAKER_OK;
+	t0 = saker_mono_ns();
+	if ((err = sq_begin(s)) != SAKER_OK)
+		goto fail;
+	LIST_FOREACH(q, &s->dirty, link) {
+		if ((err = sq_write_queue(s, q)) != SAKER_OK)
+			goto fail;
+	}
+	if (s->dseq != s->dseq_saved) {
+		sqlite3_bind_text(s->st[S_META_SET], 1, "dseq", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s->st[S_META_SET], 2, s->dseq);
+		if ((err = sq_exec(s, S_META_SET, "write meta")) != SAKER_OK)
+			goto fail;
+	}
+	wrote = sqlite3_total_changes(s->db) != s->changes;
+	rc = sqlite3_step(s->st[S_COMMIT]);
+	sqlite3_reset(s->st[S_COMMIT]);
+	if (rc != SQLITE_DONE) {
+		err = sq_fail(s, rc, "commit");
+		goto fail;
+	}
+	s->in_txn = false;
+	while ((q = LIST_FIRST(&s->dirty)) != NULL) {
+		sq_unlist(q);
+		q->saved = q->cur;
+		q->fresh = false;
+	}
+	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
+		sq_unlist(q);
+		sq_queue_free(q);
+	}
+	s->dseq_saved = s->dseq;
+	if (wrote) {
+		s->commits++;
+		if (s->sync == SAKER_SYNC_ALWAYS)
+			s->fsyncs++;
+		else if (s->sync == SAKER_SYNC_PERIODIC)
+			s->unsynced = true;
+	}
+	s->commit_ns += saker_mono_ns() - t0;
+	return SAKER_OK;
+
+fail:
+	if (s->lost) {
+		/* sq_fail() already rolled everything back */
+		s->lost = false;
+		return err;
+	}
+	if (s->in_txn) {
+		if (!sqlite3_get_autocommit(s->db)) {
+			sqlite3_step(s->st[S_ROLLBACK]);
+			sqlite3_reset(s->st[S_ROLLBACK]);
+		}
+		s->in_txn = false;
+		sq_restore(s);
+		sq_refresh_next_due(s);
+	}
+	return err;
+}
+
+static int
+sq_sync(saker_store *base)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_file *wal = NULL;
+	int rc;
+
+	if (s->sync != SAKER_SYNC_PERIODIC || !s->unsynced || s->read_only)
+		return SAKER_OK;
+	/*
+	 * With synchronous=NORMAL a WAL commit is written but not fsynced;
+	 * checkpoints fsync the WAL before copying it and the database after.
+	 * So everything committed is durable once the WAL file is fsynced.
+	 * A checkpoint would not do: it skips the fsync when an outside
+	 * reader keeps it from copying anything.
+	 */
+	rc = sqlite3_file_control(s->db, "main", SQLITE_FCNTL_JOURNAL_POINTER,
+	    &wal);
+	if (rc != SQLITE_OK || wal == NULL || wal->pMethods == NULL) {
+		rc = sqlite3_wal_checkpoint_v2(s->db, "main",
+		    SQLITE_CHECKPOINT_FULL, NULL, NULL);
+		if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+			goto fail;
+	} else if ((rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL)) !=
+	    SQLITE_OK)
+		goto fail;
+	s->fsyncs++;
+	s->unsynced = false;
+	return SAKER_OK;
+
+fail:
+	/* After a failed fsync the kernel may have dropped the dirty pages:
+	 * what was acknowledged can no longer be vouched for. */
+	s->broken = true;
+	return sq_errf(s, SAKER_EIO, "sqlite %s: fsync of the WAL failed (%d);"
+	    " refusing writes until restart", s->path, rc);
+}
+
+/* ------------------------------------------------------------------ */
+/* queues */
+
+static int
+sq_queue_open(saker_store *base, const char *name, size_t len, bool create,
+    void *queue_ctx, saker_queue **out)
+{
+	struct sq_store *s = SQ(base);
+	struct saker_queue *q;
+
+	*out = NULL;
+	if (name == NULL || len == 0)
+		return sq_errf(s, SAKER_EINVAL, "empty queue name");
+	if ((q = sq_find_name(s, name, len)) != NULL) {
+		q->ctx = queue_ctx;
+		*out = q;
+		return SAKER_OK;
+	}
+	if (!create)
+		return sq_errf(s, SAKER_ENOTFOUND, "no such queue");
+	if (s->read_only)
+		return sq_errf(s, SAKER_EREADONLY, "sqlite %s: opened read-only",
+		    s->path);
+	if (s->lost || s->broken)
+		return sq_begin(s);
+	if ((q = sq_queue_new(name, len, s->next_qid)) == NULL)
+		return sq_errf(s, SAKER_ENOMEM, "out of memory");
+	if (sq_hash_add(s, q) != SAKER_OK) {
+		sq_queue_free(q);
+		return sq_errf(s, SAKER_ENOMEM, "out of memory");
+	}
+	/* The row is written by commit() with the counters. */
+	s->next_qid++;
+	q->fresh = true;
+	q->ctx = queue_ctx;
+	sq_mark_dirty(s, q);
+	*out = q;
+	return SAKER_OK;
+}
+
+static int
+sq_dead(struct sq_store *s, struct saker_queue *q)
+{
+	if (q == NULL || q->dead)
+		return sq_errf(s, SAKER_ENOTFOUND, "no such queue");
+	return SAKER_OK;
+}
+
+/* Delete every item of q (ready, open, delayed) inside a savepoint. */
+static int
+sq_delete_items(struct sq_store *s, struct saker_queue *q)
+{
+	int err;
+
+	sqlite3_bind_int64(s->st[S_I_DELQ], 1, q->id);
+	if ((err = sq_exec(s, S_I_DELQ, "delete items")) != SAKER_OK)
+		return err;
+	if (q->cur.delayed == 0)
+		return SAKER_OK;
+	sqlite3_bind_int64(s->st[S_D_DELQ], 1, q->id);
+	return sq_exec(s, S_D_DELQ, "delete delayed items");
+}
+
+static int
+sq_queue_delete(saker_store *base, saker_queue *q)
+{
+	struct sq_store *s = SQ(base);
+	int err;
+
+	if ((err = sq_dead(s, q)) != SAKER_OK)
+		return err;
+	if ((err = sq_sp_begin(s)) != SAKER_OK)
+		return err;
+	err = sq_delete_items(s, q);
+	if (err == SAKER_OK && !q->fresh) {
+		sqlite3_bind_int64(s->st[S_Q_DELETE], 1, q->id);
+		err = sq_exec(s, S_Q_DELETE, "delete queue");
+	}
+	if ((err = sq_sp_end(s, err)) != SAKER_OK)
+		return err;
+	sq_hash_remove(s, q);
+	sq_unlist(q);
+	q->dead = true;
+	if (q->fresh) {
+		sq_queue_free(q);
+	} else {
+		LIST_INSERT_HEAD(&s->deleted, q, link);
+		q->list = SQ_LIST_DELETED;
+	}
+	return SAKER_OK;
+}
+
+static int
+sq_queue_flush(saker_store *base, saker_queue *q)
+{
+	struct sq_store *s = SQ(base);
+	int err;
+
+	if ((err = sq_dead(s, q)) != SAKER_OK)
+		return err;
+	if ((err = sq_sp_begin(s)) != SAKER_OK)
+		return err;
+	err = sq_delete_items(s, q);
+	if ((err = sq_sp_end(s, err)) != SAKER_OK)
+		return err;
+	sq_mark_dirty(s, q);
+	q->cur.items = q->cur.bytes = q->cur.delayed = q->cur.open = 0;
+	q->cur.head = q->cur.tail;
+	return SAKER_OK;
+}
+
+static int
+sq_queues(saker_store *base, saker_queue_name_fn fn, void *arg)
+{
+	struct sq_store *s = SQ(base);
+	struct saker_queue *q;
+	size_t i;
+	int r;
+
+	for (i = 0; i < s->nbuckets; i++) {
+		for (q = s->nb[i]; q != NULL; q = q->name_next) {
+			if ((r = fn(arg, q->name, q->len)) != 0)
+				return r;
+		}
+	}
+	return SAKER_OK;
+}
+
+static int
+sq_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_stmt *h = s->st[S_I_HEAD];
+	int err, rc;
+
+	memset(st, 0, sizeof(*st));
+	if ((err = sq_dead(s, q)) != SAKER_OK)
+		return err;
+	st->items = q->cur.items;
+	st->bytes = q->cur.bytes;
+	st->delayed_items = q->cur.delayed;
+	st->open_items = q->cur.open;
+	st->total_items = q->cur.total;
+	st->expired_items = q->cur.expired;
+	if (q->cur.items == 0)
+		return SAKER_OK;
+	sqlite3_bind_int64(h, 1, q->id);
+	sqlite3_bind_int64(h, 2, q->cur.head);
+	rc = sqlite3_step(h);
+	if (rc == SQLITE_ROW)
+		st->head_created_ms = sqlite3_column_int64(h, 3);
+	sq_reset(h);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sq_fail(s, rc, "read queue head");
+	return SAKER_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* items */
+
+static void
+sq_notify(struct sq_store *s, struct saker_queue *q)
+{
+	if (s->notify != NULL)
+		s->notify(s->notify_arg, q, q->ctx);
+}
+
+/* Append one ready item at q's tail (caller has begun the batch). */
+static int
+sq_append(struct sq_store *s, struct saker_queue *q, uint32_t flags,
+    int64_t expires, int64_t created, const void *data, size_t len)
+{
+	sqlite3_stmt *st = s->st[S_I_INSERT];
+	int err;
+
+	sqlite3_bind_int64(st, 1, q->id);
+	sqlite3_bind_int64(st, 2, q->cur.tail);
+	sqlite3_bind_int64(st, 3, flags);
+	sqlite3_bind_int64(st, 4, expires);
+	sqlite3_bind_int64(st, 5, created);
+	sq_bind_blob(st, 6, data, len);
+	if ((err = sq_exec(s, S_I_INSERT, "insert item")) != SAKER_OK)
+		return err;
+	sq_mark_dirty(s, q);
+	q->cur.tail++;
+	q->cur.items++;
+	q->cur.bytes += len;
+	return SAKER_OK;
+}
+
+static int
+sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_stmt *st;
+	int64_t created;
+	int err;
+
+	if ((err = sq_dead(s, q)) != SAKER_OK)
+		return err;
+	if (item == NULL || (item->data == NULL && item->len > 0) ||
+	    item->len > INT32_MAX)
+		return sq_errf(s, SAKER_EINVAL, "bad item");
+	if ((err = sq_begin(s)) != SAKER_OK)
+		return err;
+	created = item->created_ms != 0 ? item->created_ms : now_ms;
+	if (item->due_ms <= now_ms) {
+		err = sq_append(s, q, item->flags, item->expires_ms, created,
+		    item->data, item->len);
+		if (err != SAKER_OK)
+			return err;
+		q->cur.total++;
+		sq_notify(s, q);
+		return SAKER_OK;
+	}
+	st = s->st[S_D_INSERT];
+	sqlite3_bind_int64(st, 1, item->due_ms);
+	sqlite3_bind_int64(st, 2, s->dseq);
+	sqlite3_bind_int64(st, 3, q->id);
+	sqlite3_bind_int64(st, 4, item->flags);
+	sqlite3_bind_int64(st, 5, item->expires_ms);
+	sqlite3_bind_int64(st, 6, created);
+	sq_bind_blob(st, 7, item->data, item->len);
+	if ((err = sq_exec(s, S_D_INSERT, "insert delayed item")) != SAKER_OK)
+		return err;
+	s->dseq++;
+	sq_mark_dirty(s, q);
+	q->cur.delayed++;
+	q->cur.total++;
+	if (s->next_due == 0 || item->due_ms < s->next_due)
+		s->next_due = item->due_ms;
+	return SAKER_OK;
+}
+
+/* Remove the item at seq (ready, at the head) and account for it. */
+static int
+sq_remove_ready(struct sq_store *s, struct saker_queue *q, int64_t seq,
+    size_t len, bool expired)
+{
+	sqlite3_stmt *st = s->st[S_I_DELETE];
+	int err;
+
+	sqlite3_bind_int64(st, 1, q->id);
+	sqlite3_bind_int64(st, 2, seq);
+	if ((err = sq_exec(s, S_I_DELETE, "delete item")) != SAKER_OK)
+		return err;
+	sq_mark_dirty(s, q);
+	q->cur.items--;
+	q->cur.bytes -= len;
+	if (expired)
+		q->cur.expired++;
+	return SAKER_OK;
+}
+
+static int
+sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_stmt *h = s->st[S_I_HEAD];
+	struct saker_item it;
+	int64_t from, seq;
+	size_t len;
+	int err, rc, r;
+
+	if ((err = sq_dead(s, q)) != SAKER_OK)
+		return err;
+	if (mode != SAKER_TAKE_REMOVE && mode != SAKER_TAKE_OPEN &&
+	    mode != SAKER_TAKE_PEEK)
+		return sq_errf(s, SAKER_EINVAL, "bad take mode");
+	if (q->cur.items == 0)
+		return SAKER_EEMPTY;
+	if (mode != SAKER_TAKE_PEEK && (err = sq_begin(s)) != SAKER_OK)
+		return err;
+	from = q->cur.head;
+	for (;;) {
+		sqlite3_bind_int64(h, 1, q->id);
+		sqlite3_bind_int64(h, 2, from);
+		rc = sqlite3_step(h);
+		if (rc == SQLITE_DONE) {
+			sq_reset(h);
+			return SAKER_EEMPTY;
+		}
+		if (rc != SQLITE_ROW) {
+			sq_reset(h);
+			return sq_fail(s, rc, "read queue head");
+		}
+		memset(&it, 0, sizeof(it));
+		seq = sqlite3_column_int64(h, 0);
+		it.id = (uint64_t)seq;
+		it.flags = (uint32_t)sqlite3_column_int64(h, 1);
+		it.expires_ms = sqlite3_column_int64(h, 2);
+		it.created_ms = sqlite3_column_int64(h, 3);
+		it.state = SAKER_ITEM_READY;
+		it.data = sqlite3_column_blob(h, 4);
+		len = (size_t)sqlite3_column_bytes(h, 4);
+		it.len = len;
+		if (it.data == NULL)
+			it.data = "";
+		if (it.expires_ms == 0 || it.expires_ms > now_ms)
+			break;
+		/* expired at the head: drop and count it, look again */
+		sq_reset(h);
+		from = seq + 1;
+		if (s->read_only || s->broken || s->lost)
+			continue;	/* cannot write: just skip it */
+		if ((err = sq_begin(s)) != SAKER_OK ||
+		    (err = sq_remove_ready(s, q, seq, len, true)) != SAKER_OK)
+			return err;
+		q->cur.head = from;
+		if (q->cur.items == 0)
+			return SAKER_EEMPTY;
+	}
+	r = fn(arg, &it);
+	sq_reset(h);
+	if (r != 0 || mode == SAKER_TAKE_PEEK)
+		return r;
+	if (mode == SAKER_TAKE_REMOVE) {
+		if ((err = sq_remove_ready(s, q, seq, len, false)) != SAKER_OK)
+			return err;
+	} else {
+		sqlite3_bind_int64(s->st[S_I_OPEN], 1, q->id);
+		sqlite3_bind_int64(s->st[S_I_OPEN], 2, seq);
+		if ((err = sq_exec(s, S_I_OPEN, "open item")) != SAKER_OK)
+			return err;
+		sq_mark_dirty(s, q);
+		q->cur.items--;
+		q->cur.bytes -= len;
+		q->cur.open++;
+	}
+	q->cur.head = seq + 1;
+	return SAKER_OK;
+}
+
+static int
+sq_confirm(saker_store *base, saker_queue *q, uint64_t id)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_stmt *st = s->st[S_I_CONFIRM];
+	int err;
+
+	if ((err = sq_dead(s, q)) != SAKER_OK)
+		return err;
+	if (q->cur.open == 0 || id > (uint64_t)INT64_MAX)
+		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
+	if ((err = sq_begin(s)) != SAKER_OK)
+		return err;
+	sqlite3_bind_int64(st, 1, q->id);
+	sqlite3_bind_int64(st, 2, (int64_t)id);
+	if ((err = sq_exec(s, S_I_CONFIRM, "confirm item")) != SAKER_OK)
+		return err;
+	if (sqlite3_changes(s->db) == 0)
+		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
+	sq_mark_dirty(s, q);
+	q->cur.open--;
+	return SAKER_OK;
+}
+
+static int
+sq_release(saker_store *base, saker_queue *q, uint64_t id)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_stmt *st = s->st[S_I_OPENLEN];
+	size_t len;
+	int err, rc;
+
+	if ((err = sq_dead(s, q)) != SAKER_OK)
+		return err;
+	if (q->cur.open == 0 || id > (uint64_t)INT64_MAX)
+		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
+	if ((err = sq_begin(s)) != SAKER_OK)
+		return err;
+	sqlite3_bind_int64(st, 1, q->id);
+	sqlite3_bind_int64(st, 2, (int64_t)id);
+	rc = sqlite3_step(st);
+	len = rc == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 0) : 0;
+	sq_reset(st);
+	if (rc == SQLITE_DONE)
+		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
+	if (rc != SQLITE_ROW)
+		return sq_fail(s, rc, "find open item");
+	st = s->st[S_I_RELEASE];
+	sqlite3_bind_int64(st, 1, q->id);
+	sqlite3_bind_int64(st, 2, (int64_t)id);
+	sqlite3_bind_int64(st, 3, q->cur.lo);
+	if ((err = sq_exec(s, S_I_RELEASE, "release item")) != SAKER_OK)
+		return err;
+	sq_mark_dirty(s, q);
+	q->cur.head = q->cur.lo;
+	q->cur.lo--;
+	q->cur.open--;
+	q->cur.items++;
+	q->cur.bytes += len;
+	sq_notify(s, q);
+	return SAKER_OK;
+}
+
+static int
+sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
+{
+	sqlite3_stmt *st = s->st[S_D_DUE];
+	struct saker_queue *q;
+	int64_t expires;
+	int err = SAKER_OK, rc;
+
+	sqlite3_bind_int64(st, 1, now_ms);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		(*moved)++;
+		q = sq_find_id(s, sqlite3_column_int64(st, 2));
+		if (q == NULL)
+			continue;	/* orphan row: deleted below */
+		sq_touch(s, q);
+		q->cur.delayed--;
+		expires = sqlite3_column_int64(st, 4);
+		if (expires != 0 && expires <= now_ms) {
+			q->cur.expired++;
+			continue;
+		}
+		err = sq_append(s, q, (uint32_t)sqlite3_column_int64(st, 3),
+		    expires, sqlite3_column_int64(st, 5),
+		    sqlite3_column_blob(st, 6),
+		    (size_t)sqlite3_column_bytes(st, 6));
+		if (err != SAKER_OK)
+			break;
+		q->gained = true;
+	}
+	if (err == SAKER_OK && rc != SQLITE_DONE)
+		err = sq_fail(s, rc, "read delayed items");
+	sq_reset(st);
+	if (err != SAKER_OK)
+		return err;
+	sqlite3_bind_int64(s->st[S_D_DELDUE], 1, now_ms);
+	return sq_exec(s, S_D_DELDUE, "delete promoted items");
+}
+
+static int
+sq_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
+{
+	struct sq_store *s = SQ(base);
+	struct saker_queue *q;
+	uint64_t moved = 0;
+	int err;
+
+	*next_due_ms = s->next_due;
+	/* A read-only store (dump, migrate source) shows items as they are. */
+	if (s->next_due == 0 || s->next_due > now_ms || s->read_only)
+		return SAKER_OK;
+	if ((err = sq_sp_begin(s)) != SAKER_OK)
+		return err;
+	err = sq_promote_rows(s, now_ms, &moved);
+	if ((err = sq_sp_end(s, err)) != SAKER_OK)
+		return err;
+	sq_refresh_next_due(s);
+	*next_due_ms = s->next_due;
+	for (q = s->touched; q != NULL; q = q->touch_next)
+		if (q->gained)
+			sq_notify(s, q);
+	s->touched = NULL;
+	return SAKER_OK;
+}
+
+static int
+sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_stmt *st = s->st[S_I_EXPIRED];
+	int64_t seqs[SQ_EXPIRE_CHUNK], from;
+	size_t lens[SQ_EXPIRE_CHUNK];
+	uint64_t chunk;
+	int err, rc, n, i;
+
+	*removed = 0;
+	if ((err = sq_dead(s, q)) != SAKER_OK)
+		return err;
+	if (q->cur.items == 0)
+		return SAKER_OK;
+	from = q->cur.head;
+	for (;;) {
+		chunk = SQ_EXPIRE_CHUNK;
+		if (limit != 0 && limit - *removed < chunk)
+			chunk = limit - *removed;
+		if (chunk == 0)
+			break;
+		sqlite3_bind_int64(st, 1, q->id);
+		sqlite3_bind_int64(st, 2, from);
+		sqlite3_bind_int64(st, 3, now_ms);
+		sqlite3_bind_int64(st, 4, (int64_t)chunk);
+		n = 0;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			seqs[n] = sqlite3_column_int64(st, 0);
+			lens[n] = (size_t)sqlite3_column_int64(st, 1);
+			n++;
+		}
+		sq_reset(st);
+		if (rc != SQLITE_DONE)
+			return sq_fail(s, rc, "find expired items");
+		if (n > 0 && (err = sq_begin(s)) != SAKER_OK)
+			return err;
+		for (i = 0; i < n; i++) {
+			err = sq_remove_ready(s, q, seqs[i], lens[i], true);
+			if (err != SAKER_OK)
+				return err;
+			(*removed)++;
+		}
+		if ((uint64_t)n < chunk)
+			break;
+		from = seqs[n - 1] + 1;
+	}
+	return SAKER_OK;
+}
+
+/* Feed every row of a prepared item listing to fn. */
+static int
+sq_iter_rows(struct sq_store *s, sqlite3_stmt *st, saker_item_state state,
+    saker_item_fn fn, void *arg)
+{
+	struct saker_item it;
+	int rc, r = 0, c;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(&it, 0, sizeof(it));
+		c = 0;
+		if (state == SAKER_ITEM_DELAYED)
+			it.due_ms = sqlite3_column_int64(st, c++);
+		it.id = (uint64_t)sqlite3_column_int64(st, c++);
+		it.flags = (uint32_t)sqlite3_column_int64(st, c++);
+		it.expires_ms = sqlite3_column_int64(st, c++);
+		it.created_ms = sqlite3_column_int64(st, c++);
+		it.data = sqlite3_column_blob(st, c);
+		it.len = (size_t)sqlite3_column_bytes(st, c);
+		if (it.data == NULL)
+			it.data = "";
+		it.state = state;
+		if ((r = fn(arg, &it)) != 0)
+			break;
+	}
+	sq_reset(st);
+	if (r != 0)
+		return r;
+	if (rc != SQLITE_DONE)
+		return sq_fail(s, rc, "read items");
+	return 0;
+}
+
+static int
+sq_iterate(saker_store *base, saker_queue *q, saker_item_fn fn, void *arg)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_stmt *st;
+	int r;
+
+	if ((r = sq_dead(s, q)) != SAKER_OK)
+		return r;
+	if (q->cur.open > 0) {
+		st = s->st[S_I_OPENLIST];
+		sqlite3_bind_int64(st, 1, q->id);
+		if ((r = sq_iter_rows(s, st, SAKER_ITEM_OPEN, fn, arg)) != 0)
+			return r;
+	}
+	if (q->cur.items > 0) {
+		st = s->st[S_I_READYLIST];
+		sqlite3_bind_int64(st, 1, q->id);
+		sqlite3_bind_int64(st, 2, q->cur.head);
+		if ((r = sq_iter_rows(s, st, SAKER_ITEM_READY, fn, arg)) != 0)
+			return r;
+	}
+	if (q->cur.delayed > 0) {
+		st = s->st[S_D_LIST];
+		sqlite3_bind_int64(st, 1, q->id);
+		if ((r = sq_iter_rows(s, st, SAKER_ITEM_DELAYED, fn, arg)) != 0)
+			return r;
+	}
+	return SAKER_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* store */
+
+static const char *
+sq_errmsg(saker_store *base)
+{
+	struct sq_store *s = SQ(base);
+
+	return s->err[0] != '\0' ? s->err : "no error";
+}
+
+static uint64_t
+sq_file_size(const char *path, const char *suffix)
+{
+	char buf[4096];
+	struct stat sb;
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s%s", path, suffix) >=
+	    sizeof(buf))
+		return 0;
+	if (stat(buf, &sb) != 0)
+		return 0;
+	return (uint64_t)sb.st_size;
+}
+
+static void
+sq_store_stats(saker_store *base, struct saker_store_stats *st)
+{
+	struct sq_store *s = SQ(base);
+
+	memset(st, 0, sizeof(*st));
+	st->commits = s->commits;
+	st->fsyncs = s->fsyncs;
+	st->commit_ns = s->commit_ns;
+	st->disk_bytes = sq_file_size(s->path, "") +
+	    sq_file_size(s->path, "-wal");
+}
+
+static void
+sq_free(struct sq_store *s)
+{
+	struct saker_queue *q, *next;
+	size_t i;
+
+	for (i = 0; i < S_COUNT; i++)
+		sqlite3_finalize(s->st[i]);
+	if (s->db != NULL)
+		sqlite3_close(s->db);
+	for (i = 0; i < s->nbuckets; i++) {
+		for (q = s->nb[i]; q != NULL; q = next) {
+			next = q->name_next;
+			sq_queue_free(q);
+		}
+	}
+	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
+		LIST_REMOVE(q, link);
+		sq_queue_free(q);
+	}
+	while ((q = LIST_FIRST(&s->zombies)) != NULL) {
+		LIST_REMOVE(q, link);
+		sq_queue_free(q);
+	}
+	free(s->nb);
+	free(s->ib);
+	if (s->lockfd >= 0)
+		close(s->lockfd);
+	free(s->path);
+	free(s);
+}
+
+static void
+sq_close(saker_store *base)
+{
+	struct sq_store *s = SQ(base);
+
+	if (s == NULL)
+		return;
+	if (!s->read_only)
+		sq_commit(base);
+	if (s->in_txn) {
+		sqlite3_step(s->st[S_ROLLBACK]);
+		sqlite3_reset(s->st[S_ROLLBACK]);
+	}
+	sq_sync(base);
+	sq_free(s);
+}
+
+/* Run one pragma or statement returning at most one integer. */
+static int
+sq_pragma_int(sqlite3 *db, const char *sql, int64_t *val)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && val != NULL)
+		*val = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int
+sq_open_err(struct sq_store *s, int code, int rc, const char *what)
+{
+	return sq_errf(s, code, "sqlite %s: %s: %s", s->path, what,
+	    s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+}
+
+static int
+sq_lock(struct sq_store *s)
+{
+	char buf[4096];
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s.lock", s->path) >=
+	    sizeof(buf))
+		return sq_errf(s, SAKER_EINVAL, "store path too long");
+	s->lockfd = open(buf, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (s->lockfd < 0 && s->read_only)
+		s->lockfd = open(buf, O_RDONLY | O_CLOEXEC);
+	if (s->lockfd < 0) {
+		if (s->read_only && (errno == EACCES || errno == EROFS))
+			return SAKER_OK;	/* cannot lock a read-only place */
+		return sq_errf(s, SAKER_EIO, "store %s: cannot open lock file"
+		    " %s: %s", s->path, buf, strerror(errno));
+	}
+	if (flock(s->lockfd, (s->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+		if (errno == EWOULDBLOCK)
+			return sq_errf(s, SAKER_ELOCKED, "store %s is in use by"
+			    " another process", s->path);
+		return sq_errf(s, SAKER_EIO, "store %s: cannot lock %s: %s",
+		    s->path, buf, strerror(errno));
+	}
+	return SAKER_OK;
+}
+
+/* Check the application id and format version; create the schema in an
+ * empty file when asked to. */
+static int
+sq_check_format(struct sq_store *s, bool create)
+{
+	int64_t appid = 0, version = 0, tables = 0;
+	char sql[128];
+	int rc;
+
+	rc = sq_pragma_int(s->db, "PRAGMA application_id", &appid);
+	if (rc == SQLITE_OK)
+		rc = sq_pragma_int(s->db, "PRAGMA user_version", &version);
+	if (rc == SQLITE_OK)
+		rc = sq_pragma_int(s->db, "SELECT count(*) FROM sqlite_master",
+		    &tables);
+	if ((rc & 0xff) == SQLITE_NOTADB)
+		return sq_errf(s, SAKER_ECORRUPT, "sqlite %s: not an SQLite"
+		    " database (nor a saker store)", s->path);
+	if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+		return sq_open_err(s, SAKER_ELOCKED, rc, "database is locked");
+	if (rc != SQLITE_OK)
+		return sq_open_err(s, sq_map(rc), rc, "reading the header");
+	if (appid == 0 && version == 0 && tables == 0) {
+		if (!create || s->read_only)
+			return sq_errf(s, SAKER_ECORRUPT, "sqlite %s: empty"
+			    " database, not a saker store", s->path);
+		rc = sqlite3_exec(s->db, "PRAGMA journal_mode=WAL", NULL, NULL,
+		    NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL,
+			    NULL);
+		if (rc == SQLITE_OK) {
+			snprintf(sql, sizeof(sql), "PRAGMA application_id=%d;"
+			    " PRAGMA user_version=%d;", SQ_APPLICATION_ID,
+			    SQ_FORMAT_VERSION);
+			rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+		}
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(s->db, sq_schema, NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+		if (rc != SQLITE_OK) {
+			int err = sq_open_err(s, sq_map(rc), rc,
+			    "creating the schema");
+			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+			return err;
+		}
+		return SAKER_OK;
+	}
+	if (appid != SQ_APPLICATION_ID)
+		return sq_errf(s, SAKER_ECORRUPT, "sqlite %s: an SQLite database"
+		    " but not a saker store (application_id 0x%" PRIx64 ")",
+		    s->path, (uint64_t)appid);
+	if (version > SQ_FORMAT_VERSION)
+		return sq_errf(s, SAKER_EVERSION, "sqlite %s: format version %"
+		    PRId64 " is newer than this build (%d)", s->path, version,
+		    SQ_FORMAT_VERSION);
+	if (version < 1)
+		return sq_errf(s, SAKER_ECORRUPT, "sqlite %s: bad format version"
+		    " %" PRId64, s->path, version);
+	return SAKER_OK;
+}
+
+static int
+sq_settings(struct sq_store *s)
+{
+	char sql[256];
+	const char *sync;
+	char *mode = NULL;
+	int rc;
+
+	if (!s->read_only) {
+		sqlite3_stmt *st;
+
+		/* Persistent, but make sure an old file is in WAL mode. */
+		rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1,
+		    &st, NULL);
+		if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *m = (const char *)sqlite3_column_text(st, 0);
+			mode = m != NULL ? strdup(m) : NULL;
+			rc = SQLITE_OK;
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_OK)
+			return sq_open_err(s, (rc & 0xff) == SQLITE_BUSY ?
+			    SAKER_ELOCKED : sq_map(rc), rc, "setting WAL mode");
+		if (mode == NULL || strcmp(mode, "wal") != 0) {
+			free(mode);
+			return sq_errf(s, SAKER_EIO, "sqlite %s: cannot switch"
+			    " to WAL mode", s->path);
+		}
+		free(mode);
+	}
+	switch (s->sync) {
+	case SAKER_SYNC_ALWAYS:
+		sync = "FULL";
+		break;
+	case SAKER_SYNC_PERIODIC:
+		sync = "NORMAL";
+		break;
+	default:
+		sync = "OFF";
+		break;
+	}
+	snprintf(sql, sizeof(sql), "PRAGMA synchronous=%s;"
+	    " PRAGMA cache_size=-%d; PRAGMA wal_autocheckpoint=%d;"
+	    " PRAGMA journal_size_limit=%d;", sync, SQ_CACHE_KIB,
+	    SQ_AUTOCHECKPOINT, SQ_JOURNAL_LIMIT);
+	rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return sq_open_err(s, sq_map(rc), rc, "setting pragmas");
+	return SAKER_OK;
+}
+
+static int
+sq_prepare(struct sq_store *s)
+{
+	int i, rc;
+
+	for (i = 0; i < S_COUNT; i++) {
+		rc = sqlite3_prepare_v3(s->db, sq_sql[i], -1,
+		    SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL);
+		if (rc == SQLITE_ERROR)
+			return sq_errf(s, SAKER_ECORRUPT, "sqlite %s: saker"
+			    " schema missing or damaged: %s", s->path,
+			    sqlite3_errmsg(s->db));
+		if (rc != SQLITE_OK)
+			return sq_open_err(s, sq_map(rc), rc, "preparing");
+	}
+	return SAKER_OK;
+}
+
+static int
+sq_load(struct sq_store *s)
+{
+	sqlite3_stmt *st;
+	struct saker_queue *q;
+	int64_t maxid = 0;
+	int rc, err = SAKER_OK;
+
+	rc = sqlite3_prepare_v2(s->db, "SELECT id, name, head, tail, lo, items,"
+	    " bytes, delayed_items, open_items, total_items, expired_items"
+	    " FROM queues", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sq_open_err(s, SAKER_ECORRUPT, rc, "reading queues");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const void *name = sqlite3_column_blob(st, 1);
+		size_t len = (size_t)sqlite3_column_bytes(st, 1);
+
+		if (name == NULL || len == 0) {
+			err = sq_errf(s, SAKER_ECORRUPT, "sqlite %s: queue"
+			    " without a name", s->path);
+			break;
+		}
+		q = sq_queue_new(name, len, sqlite3_column_int64(st, 0));
+		if (q == NULL || sq_hash_add(s, q) != SAKER_OK) {
+			sq_queue_free(q);
+			err = sq_errf(s, SAKER_ENOMEM, "out of memory");
+			break;
+		}
+		q->cur.head = sqlite3_column_int64(st, 2);
+		q->cur.tail = sqlite3_column_int64(st, 3);
+		q->cur.lo = sqlite3_column_int64(st, 4);
+		q->cur.items = (uint64_t)sqlite3_column_int64(st, 5);
+		q->cur.bytes = (uint64_t)sqlite3_column_int64(st, 6);
+		q->cur.delayed = (uint64_t)sqlite3_column_int64(st, 7);
+		q->cur.open = (uint64_t)sqlite3_column_int64(st, 8);
+		q->cur.total = (uint64_t)sqlite3_column_int64(st, 9);
+		q->cur.expired = (uint64_t)sqlite3_column_int64(st, 10);
+		q->saved = q->cur;
+		if (q->id > maxid)
+			maxid = q->id;
+	}
+	if (err == SAKER_OK && rc != SQLITE_DONE)
+		err = sq_open_err(s, sq_map(rc), rc, "reading queues");
+	sqlite3_finalize(st);
+	if (err != SAKER_OK)
+		return err;
+	s->next_qid = maxid + 1;
+	rc = sq_pragma_int(s->db, "SELECT value FROM meta WHERE key = 'dseq'",
+	    &s->dseq);
+	if (rc != SQLITE_OK)
+		return sq_open_err(s, sq_map(rc), rc, "reading meta");
+	s->dseq_saved = s->dseq;
+	sq_refresh_next_due(s);
+	return SAKER_OK;
+}
+
+/* After a crash: the open items of q go back to its head, in order. */
+static int
+sq_recover_queue(struct sq_store *s, struct saker_queue *q)
+{
+	sqlite3_stmt *st = s->st[S_I_OPENSEQS];
+	int64_t *seqs = NULL, *tmp;
+	uint64_t *lens = NULL, *tmpl, bytes = 0;
+	size_t n = 0, cap = 0, i;
+	int rc, err;
+
+	sqlite3_bind_int64(st, 1, q->id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			tmp = realloc(seqs, cap * sizeof(*seqs));
+			if (tmp != NULL)
+				seqs = tmp;
+			tmpl = realloc(lens, cap * sizeof(*lens));
+			if (tmpl != NULL)
+				lens = tmpl;
+			if (tmp == NULL || tmpl == NULL) {
+				sq_reset(st);
+				free(seqs);
+				free(lens);
+				return sq_errf(s, SAKER_ENOMEM, "out of memory");
+			}
+		}
+		seqs[n] = sqlite3_column_int64(st, 0);
+		lens[n] = (uint64_t)sqlite3_column_int64(st, 1);
+		n++;
+	}
+	sq_reset(st);
+	if (rc != SQLITE_DONE) {
+		free(seqs);
+		free(lens);
+		return sq_fail(s, rc, "reading open items");
+	}
+	/* Newest first, each to the current head: original order results. */
+	err = SAKER_OK;
+	st = s->st[S_I_RELEASE];
+	for (i = n; i-- > 0;) {
+		sqlite3_bind_int64(st, 1, q->id);
+		sqlite3_bind_int64(st, 2, seqs[i]);
+		sqlite3_bind_int64(st, 3, q->cur.lo);
+		if ((err = sq_exec(s, S_I_RELEASE, "recover open item")) !=
+		    SAKER_OK)
+			break;
+		q->cur.head = q->cur.lo;
+		q->cur.lo--;
+		bytes += lens[i];
+	}
+	free(seqs);
+	free(lens);
+	if (err != SAKER_OK)
+		return err;
+	sq_mark_dirty(s, q);
+	q->cur.items += n;
+	q->cur.bytes += bytes;
+	q->cur.open = 0;
+	return SAKER_OK;
+}
+
+static int
+sq_recover(struct sq_store *s)
+{
+	struct saker_queue *q;
+	size_t i;
+	int err;
+
+	if (s->read_only)
+		return SAKER_OK;
+	for (i = 0; i < s->nbuckets; i++) {
+		for (q = s->nb[i]; q != NULL; q = q->name_next) {
+			if (q->cur.open == 0)
+				continue;
+			if ((err = sq_begin(s)) != SAKER_OK ||
+			    (err = sq_recover_queue(s, q)) != SAKER_OK)
+				return err;
+		}
+	}
+	return sq_commit(&s->base);
+}
+
+static int
+sq_open(const char *location, const struct saker_store_opts *opts,
+    saker_store **out, char *err, size_t errlen)
+{
+	struct sq_store *s;
+	struct stat sb;
+	int flags, rc, e;
+
+	*out = NULL;
+	if (location == NULL || location[0] == '\0') {
+		snprintf(err, errlen, "sqlite store needs a FILE (sqlite:FILE)");
+		return SAKER_EINVAL;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	    (s->path = strdup(location)) == NULL) {
+		free(s);
+		snprintf(err, errlen, "out of memory");
+		return SAKER_ENOMEM;
+	}
+	s->base.driver = &saker_store_sqlite;
+	s->lockfd = -1;
+	s->sync = opts->sync;
+	s->read_only = opts->read_only;
+	s->notify = opts->notify;
+	s->notify_arg = opts->notify_arg;
+	LIST_INIT(&s->dirty);
+	LIST_INIT(&s->deleted);
+	LIST_INIT(&s->zombies);
+
+	if (stat(location, &sb) != 0) {
+		if (errno != ENOENT || !opts->create || opts->read_only) {
+			e = errno == ENOENT ? SAKER_ENOTFOUND : SAKER_EIO;
+			sq_errf(s, e, "sqlite %s: %s", location,
+			    strerror(errno));
+			goto fail;
+		}
+	} else if (!S_ISREG(sb.st_mode)) {
+		e = sq_errf(s, SAKER_EINVAL, "sqlite %s: not a regular file",
+		    location);
+		goto fail;
+	}
+	if ((e = sq_lock(s)) != SAKER_OK)
+		goto fail;
+	flags = SQLITE_OPEN_NOMUTEX | (opts->read_only ? SQLITE_OPEN_READONLY :
+	    SQLITE_OPEN_READWRITE | (opts->create ? SQLITE_OPEN_CREATE : 0));
+	rc = sqlite3_open_v2(location, &s->db, flags, NULL);
+	if (rc != SQLITE_OK) {
+		e = sq_open_err(s, (rc & 0xff) == SQLITE_CANTOPEN ? SAKER_EIO :
+		    sq_map(rc), rc, "cannot open");
+		goto fail;
+	}
+	sqlite3_extended_result_codes(s->db, 1);
+	sqlite3_busy_timeout(s->db, SQ_BUSY_MS);
+	if ((e = sq_check_format(s, opts->create)) != SAKER_OK ||
+	    (e = sq_settings(s)) != SAKER_OK ||
+	    (e = sq_prepare(s)) != SAKER_OK ||
+	    (e = sq_load(s)) != SAKER_OK ||
+	    (e = sq_recover(s)) != SAKER_OK)
+		goto fail;
+	s->err[0] = '\0';
+	*out = &s->base;
+	return SAKER_OK;
+
+fail:
+	snprintf(err, errlen, "%s", s->err);
+	if (s->in_txn) {
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		s->in_txn = false;
+	}
+	sq_free(s);
+	return e;
+}
+
+const struct saker_store_driver saker_store_sqlite = {
+	.name = "sqlite",
+	.location_help = "FILE",
+	.durable = true,
+	.open = sq_open,
+	.close = sq_close,
+	.errmsg = sq_errmsg,
+	.queue_open = sq_queue_open,
+	.queue_delete = sq_queue_delete,
+	.queue_flush = sq_queue_flush,
+	.queues = sq_queues,
+	.queue_stats = sq_queue_stats,
+	.put = sq_put,
+	.take = sq_take,
+	.confirm = sq_confirm,
+	.release = sq_release,
+	.promote = sq_promote,
+	.flush_expired = sq_flush_expired,
+	.iterate = sq_iterate,
+	.commit = sq_commit,
+	.sync = sq_sync,
+	.store_stats = sq_store_stats,
+	.watch_fd = NULL,
+	.fd_ready = NULL,
+};
