@@ -65,6 +65,12 @@ log_set_level(int l)
 }
 
 int
+log_is_stderr(void)
+{
+	return !use_syslog && out == NULL;
+}
+
+int
 log_get_level(void)
 {
 	return level;

@@ -9,6 +9,8 @@ int log_open(const char *target);
 /* Reopen the log file (SIGHUP; after rotation). */
 void log_reopen(void);
 void log_set_level(int level);
+/* 1 when log lines go to stderr. */
+int log_is_stderr(void);
 int log_get_level(void);
 void log_msg(enum log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -30,6 +30,7 @@ static const struct option longopts[] = {
 	{ "enable-shutdown", no_argument, NULL, OPT_SHUTDOWN },
 	{ "daemonize", no_argument, NULL, 'd' },
 	{ "pidfile", required_argument, NULL, 'P' },
+	{ "user", required_argument, NULL, 'u' },
 	{ "log", required_argument, NULL, OPT_LOG },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "config", required_argument, NULL, OPT_CONFIG },
@@ -65,7 +66,9 @@ usage(FILE *f)
 "      --metrics-max-queues N  per-queue series in /metrics (default 1000)\n"
 "      --enable-shutdown     allow the 'shutdown' command\n"
 "  -d, --daemonize           detach and run in the background\n"
-"  -P, --pidfile FILE        write the process id to FILE\n"
+"  -P, --pidfile FILE        write the process id to FILE (refused while a\n"
+"                            running sakerd holds it)\n"
+"  -u, --user USER           run as USER once the sockets are bound\n"
 "      --log TARGET          stderr (default), syslog, or a file path\n"
 "  -v, --verbose             more log output (repeat for debug)\n"
 "      --version             print the version and exit\n"
@@ -159,7 +162,7 @@ options_parse(int argc, char **argv, struct options *o)
 	o->metrics_max_queues = 1000;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "l:p:s:c:t:dP:v", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:p:s:c:t:dP:u:v", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			o->listen = optarg;
@@ -216,6 +219,9 @@ options_parse(int argc, char **argv, struct options *o)
 			break;
 		case 'P':
 			o->pidfile = optarg;
+			break;
+		case 'u':
+			o->user = optarg;
 			break;
 		case OPT_LOG:
 			o->log_target = optarg;

@@ -25,6 +25,7 @@ struct options {
 	bool enable_shutdown;        /* --enable-shutdown */
 	bool daemonize;              /* -d */
 	const char *pidfile;         /* -P */
+	const char *user;            /* -u: run as this user after binding */
 	const char *log_target;      /* --log */
 	const char *config_path;     /* --config */
 	const char *http;            /* --http [ADDR:]PORT */

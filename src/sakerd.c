@@ -1,14 +1,18 @@
-/* sakerd.c -- the server's main(): options, logging, daemon, pidfile. */
+/* sakerd.c -- the server's main(): options, logging, daemonizing, the
+ * pidfile and readiness notification (systemd's sd_notify protocol). */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -16,6 +20,7 @@
 #include "server.h"
 
 static int pidfd = -1;
+static int ready_fd = -1;    /* -d: tells the waiting parent we are up */
 
 /* Create and lock the pidfile; refuse when a live process holds it. */
 static int
@@ -55,16 +60,29 @@ pidfile_write(void)
 		log_warn("cannot write the pidfile: %s", strerror(errno));
 }
 
+/*
+ * Detach.  The parent stays until the child reports that it is serving (or
+ * dies), so `sakerd -d` still fails with status 1 and the reason on the
+ * terminal when, say, the store cannot be opened.
+ */
 static int
-daemonize(void)
+daemonize_start(void)
 {
-	pid_t pid = fork();
-	int fd;
+	int fds[2];
+	pid_t pid;
+	char c;
 
+	if (pipe(fds) != 0)
+		return -1;
+	pid = fork();
 	if (pid < 0)
 		return -1;
-	if (pid > 0)
-		_exit(0);
+	if (pid > 0) {
+		close(fds[1]);
+		_exit(read(fds[0], &c, 1) == 1 ? 0 : 1);
+	}
+	close(fds[0]);
+	ready_fd = fds[1];
 	if (setsid() < 0)
 		return -1;
 	pid = fork();
@@ -72,14 +90,57 @@ daemonize(void)
 		return -1;
 	if (pid > 0)
 		_exit(0);
+	return chdir("/") == 0 ? 0 : -1;
+}
+
+static void
+daemonize_done(void)
+{
+	int fd;
+
+	if (ready_fd < 0)
+		return;
 	fd = open("/dev/null", O_RDWR);
 	if (fd >= 0) {
 		dup2(fd, STDIN_FILENO);
 		dup2(fd, STDOUT_FILENO);
+		if (log_is_stderr() == 0)
+			dup2(fd, STDERR_FILENO);
 		if (fd > STDERR_FILENO)
 			close(fd);
 	}
-	return 0;
+	if (write(ready_fd, "1", 1) != 1)
+		log_warn("cannot notify the parent process");
+	close(ready_fd);
+	ready_fd = -1;
+}
+
+/* systemd Type=notify: one datagram to $NOTIFY_SOCKET. */
+static void
+notify_systemd(const char *msg)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sun;
+	size_t len;
+	int fd;
+
+	if (path == NULL || (path[0] != '/' && path[0] != '@'))
+		return;
+	len = strlen(path);
+	if (len >= sizeof(sun.sun_path))
+		return;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, path, len);
+	if (sun.sun_path[0] == '@')
+		sun.sun_path[0] = '\0';      /* abstract namespace */
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (sendto(fd, msg, strlen(msg), 0, (struct sockaddr *)&sun,
+	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
+		log_warn("sd_notify: %s", strerror(errno));
+	close(fd);
 }
 
 int
@@ -99,18 +160,22 @@ main(int argc, char **argv)
 	}
 	if (opt.pidfile != NULL && pidfile_open(opt.pidfile) != 0)
 		return 1;
-	if (opt.daemonize) {
-		if (opt.log_target == NULL)
-			log_warn("daemonized with logs on stderr; use --log FILE or syslog");
-		if (daemonize() != 0) {
-			fprintf(stderr, "sakerd: cannot daemonize: %s\n", strerror(errno));
-			return 1;
-		}
+	if (opt.daemonize && daemonize_start() != 0) {
+		fprintf(stderr, "sakerd: cannot daemonize: %s\n", strerror(errno));
+		return 1;
 	}
-	pidfile_write();
-	rc = server_run(&opt);
+	rc = server_init(&opt);
+	if (rc == 0) {
+		pidfile_write();
+		daemonize_done();
+		notify_systemd("READY=1\nSTATUS=serving");
+		server_loop();
+		notify_systemd("STOPPING=1");
+	}
+	server_exit();
 	if (pidfd >= 0) {
-		unlink(opt.pidfile);
+		if (rc == 0)
+			unlink(opt.pidfile);
 		close(pidfd);
 	}
 	return rc;

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -477,11 +479,14 @@ shutdown_everything(void)
 			(void)evbuffer_write(c->out, c->fd);
 		conn_close(c);
 	}
-	rc = srv->store->driver->commit(srv->store);
-	if (rc != SAKER_OK)
-		log_error("final commit failed: %s", srv->store->driver->errmsg(srv->store));
-	saker_store_close(srv->store);
-	srv->store = NULL;
+	if (srv->store != NULL) {
+		rc = srv->store->driver->commit(srv->store);
+		if (rc != SAKER_OK)
+			log_error("final commit failed: %s",
+			    srv->store->driver->errmsg(srv->store));
+		saker_store_close(srv->store);
+		srv->store = NULL;
+	}
 	queues_free();
 	for (i = 0; i < 4; i++)
 		if (srv->sig_ev[i] != NULL)
@@ -490,17 +495,48 @@ shutdown_everything(void)
 		event_free(srv->sync_ev);
 	http_stop(srv->http);
 	srv->http = NULL;
-	event_free(srv->sweep_ev);
-	event_free(srv->open_timeout_ev);
 	config_free(srv->config);
 	srv->config = NULL;
+	if (srv->base == NULL)
+		return;
+	event_free(srv->sweep_ev);
+	event_free(srv->open_timeout_ev);
 	event_free(srv->promote_ev);
 	event_free(srv->commit_ev);
 	event_base_free(srv->base);
+	srv->base = NULL;
+}
+
+/* Give up root for `user` once the sockets are bound. */
+static int
+drop_privileges(const char *user)
+{
+	struct passwd *pw;
+
+	if (user == NULL)
+		return 0;
+	pw = getpwnam(user);
+	if (pw == NULL) {
+		log_error("-u %s: no such user", user);
+		return -1;
+	}
+	if (getuid() != 0) {
+		if (getuid() == pw->pw_uid)
+			return 0;
+		log_error("-u %s: only root can switch users", user);
+		return -1;
+	}
+	if (initgroups(pw->pw_name, pw->pw_gid) != 0 || setgid(pw->pw_gid) != 0 ||
+	    setuid(pw->pw_uid) != 0) {
+		log_error("-u %s: cannot switch user: %s", user, strerror(errno));
+		return -1;
+	}
+	log_info("running as user %s", user);
+	return 0;
 }
 
 int
-server_run(struct options *opt)
+server_init(struct options *opt)
 {
 	static const int sigs[4] = { SIGTERM, SIGINT, SIGHUP, 0 };
 	struct saker_store_opts so;
@@ -519,20 +555,9 @@ server_run(struct options *opt)
 		fprintf(stderr, "sakerd: bad --config; see the log above\n");
 		return 1;
 	}
-	memset(&so, 0, sizeof(so));
-	so.sync = opt->sync;
-	so.max_memory = opt->max_memory;
-	so.create = true;
-	so.notify = queues_notify;
-	rc = saker_store_open(opt->store_spec, &so, &srv->store, err, sizeof(err));
-	if (rc != SAKER_OK) {
-		fprintf(stderr, "sakerd: --store %s: %s\n", opt->store_spec, err);
-		return 1;
-	}
 	srv->base = event_base_new();
 	if (srv->base == NULL || event_base_priority_init(srv->base, 2) != 0) {
 		fprintf(stderr, "sakerd: cannot create the event loop\n");
-		saker_store_close(srv->store);
 		return 1;
 	}
 	srv->commit_ev = event_new(srv->base, -1, 0, commit_cb, NULL);
@@ -555,28 +580,51 @@ server_run(struct options *opt)
 		srv->sync_ev = event_new(srv->base, -1, EV_PERSIST, sync_cb, NULL);
 		event_add(srv->sync_ev, &tv);
 	}
+	/* bind first (privileged ports), then drop root, then open the store
+	 * so its files belong to the service user */
+	if (listen_tcp() != 0 || listen_unix() != 0 ||
+	    (opt->http != NULL && (srv->http = http_start(srv->base, opt->http)) == NULL)) {
+		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
+		return 1;
+	}
+	if (drop_privileges(opt->user) != 0) {
+		fprintf(stderr, "sakerd: cannot drop privileges; see the log above\n");
+		return 1;
+	}
+	memset(&so, 0, sizeof(so));
+	so.sync = opt->sync;
+	so.max_memory = opt->max_memory;
+	so.create = true;
+	so.notify = queues_notify;
+	rc = saker_store_open(opt->store_spec, &so, &srv->store, err, sizeof(err));
+	if (rc != SAKER_OK) {
+		fprintf(stderr, "sakerd: --store %s: %s\n", opt->store_spec, err);
+		return 1;
+	}
 	rc = queues_load();
 	if (rc != SAKER_OK) {
 		fprintf(stderr, "sakerd: loading queues: %s\n", saker_strerror(rc));
-		shutdown_everything();
 		return 1;
 	}
 	/* items that fell due while we were down are promoted now, in order */
 	promote_now();
-	if (listen_tcp() != 0 || listen_unix() != 0 ||
-	    (opt->http != NULL && (srv->http = http_start(srv->base, opt->http)) == NULL)) {
-		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
-		close_listeners();
-		shutdown_everything();
-		return 1;
-	}
 	log_info("sakerd %s ready: store %s, sync %s", PACKAGE_VERSION, opt->store_spec,
 	    opt->sync == SAKER_SYNC_ALWAYS ? "always" :
 	    opt->sync == SAKER_SYNC_PERIODIC ? "periodic" : "never");
+	return 0;
+}
+
+void
+server_loop(void)
+{
 	event_base_dispatch(srv->base);
 	log_info("stopping: closing %llu connections and the store",
 	    (unsigned long long)srv->stats.curr_connections);
+}
+
+void
+server_exit(void)
+{
 	close_listeners();
 	shutdown_everything();
-	return 0;
 }

@@ -125,6 +125,11 @@ void server_store_failed(const char *reason);
 /* Arm the open-item timeout timer for `deadline_ms` if earlier. */
 void server_arm_open_timeout(int64_t deadline_ms);
 
-int server_run(struct options *opt);
+/* Bind, drop privileges, open the store, load queues: 0, or 1 after
+ * printing why.  Then server_loop() until stopped, and server_exit() (also
+ * after a failed server_init()). */
+int server_init(struct options *opt);
+void server_loop(void);
+void server_exit(void);
 
 #endif
