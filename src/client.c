@@ -1,2 +1,834 @@
-/* placeholder: being written */
-typedef int saker_placeholder_client;
+/* client.c -- `saker put`, `saker get` and `saker stats`: a tiny blocking client. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "clock.h"
+#include "qname.h"
+
+#define CLIENT_MAX_DATA (1u << 30)
+
+/* A connection with a read buffer and one deadline for the whole exchange. */
+struct conn {
+	int fd;
+	const char *server;
+	uint64_t deadline_ns;
+	char buf[65536];
+	size_t pos, len;
+};
+
+/* ------------------------------------------------------------------ */
+/* connecting */
+
+static int
+wait_fd(int fd, short events, uint64_t deadline_ns)
+{
+	struct pollfd p = { fd, events, 0 };
+
+	for (;;) {
+		uint64_t now = saker_mono_ns();
+		int ms, rc;
+
+		if (now >= deadline_ns) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		ms = (int)((deadline_ns - now + 999999) / 1000000);
+		rc = poll(&p, 1, ms);
+		if (rc > 0)
+			return 0;
+		if (rc == -1 && errno != EINTR)
+			return -1;
+	}
+}
+
+static int
+connect_fd(int fd, const struct sockaddr *sa, socklen_t salen)
+{
+	int flags = fcntl(fd, F_GETFL), err = 0;
+	socklen_t elen = sizeof(err);
+
+	if (flags == -1 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) == -1)
+		return -1;
+	if (connect(fd, sa, salen) == -1) {
+		if (errno != EINPROGRESS)
+			return -1;
+		if (wait_fd(fd, POLLOUT,
+		    saker_mono_ns() + (uint64_t)CLIENT_CONNECT_MS * 1000000u) == -1)
+			return -1;
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) == -1)
+			return -1;
+		if (err != 0) {
+			errno = err;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+client_connect(const char *server, char *err, size_t errlen)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char host[256];
+	const char *port = "22133", *colon;
+	int fd = -1, rc, saved = 0;
+
+	if (strchr(server, '/') != NULL) {
+		struct sockaddr_un sun;
+
+		memset(&sun, 0, sizeof(sun));
+		sun.sun_family = AF_UNIX;
+		if (strlen(server) >= sizeof(sun.sun_path)) {
+			snprintf(err, errlen, "cannot connect to %s: socket path too long", server);
+			return -1;
+		}
+		memcpy(sun.sun_path, server, strlen(server) + 1);
+		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+		    connect_fd(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+			snprintf(err, errlen, "cannot connect to %s: %s", server, strerror(errno));
+			if (fd != -1)
+				close(fd);
+			return -1;
+		}
+		return fd;
+	}
+	if (server[0] == '[') {
+		const char *end = strchr(server, ']');
+		if (end == NULL || (size_t)(end - server - 1) >= sizeof(host) ||
+		    (end[1] != '\0' && end[1] != ':')) {
+			snprintf(err, errlen, "bad server address '%s' (expected HOST:PORT)", server);
+			return -1;
+		}
+		memcpy(host, server + 1, (size_t)(end - server - 1));
+		host[end - server - 1] = '\0';
+		if (end[1] == ':')
+			port = end + 2;
+	} else {
+		colon = strrchr(server, ':');
+		size_t hl = colon != NULL ? (size_t)(colon - server) : strlen(server);
+		if (hl >= sizeof(host) || hl == 0) {
+			snprintf(err, errlen, "bad server address '%s' (expected HOST:PORT)", server);
+			return -1;
+		}
+		memcpy(host, server, hl);
+		host[hl] = '\0';
+		if (colon != NULL)
+			port = colon + 1;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
+		snprintf(err, errlen, "cannot resolve %s: %s", server, gai_strerror(rc));
+		return -1;
+	}
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		if (fd == -1) {
+			saved = errno;
+			continue;
+		}
+		if (connect_fd(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		saved = errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd == -1)
+		snprintf(err, errlen, "cannot connect to %s: %s", server, strerror(saved));
+	return fd;
+}
+
+/* Try each server of a comma-separated list in turn. */
+static int
+conn_open(struct conn *c, const char *servers, char *which, size_t wlen,
+    char *err, size_t errlen)
+{
+	char *list = strdup(servers), *tok, *save = NULL;
+	int fd = -1;
+
+	if (list == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		if ((fd = client_connect(tok, err, errlen)) != -1) {
+			snprintf(which, wlen, "%s", tok);
+			break;
+		}
+	}
+	free(list);
+	if (fd == -1)
+		return -1;
+	memset(c, 0, sizeof(*c));
+	c->fd = fd;
+	c->server = which;
+	return 0;
+}
+
+static void
+conn_close(struct conn *c)
+{
+	if (c->fd != -1)
+		close(c->fd);
+	c->fd = -1;
+}
+
+static int
+conn_write(struct conn *c, const void *p, size_t len)
+{
+	const char *s = p;
+
+	while (len > 0) {
+		ssize_t n = send(c->fd, s, len, MSG_NOSIGNAL);
+		if (n > 0) {
+			s += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (wait_fd(c->fd, POLLOUT, c->deadline_ns) == -1)
+				return -1;
+			continue;
+		}
+		return -1;
+	}
+	return 0;
+}
+
+static int
+conn_fill(struct conn *c)
+{
+	ssize_t n;
+
+	if (c->pos > 0) {
+		memmove(c->buf, c->buf + c->pos, c->len - c->pos);
+		c->len -= c->pos;
+		c->pos = 0;
+	}
+	for (;;) {
+		if (c->len == sizeof(c->buf)) {
+			errno = EMSGSIZE;
+			return -1;
+		}
+		n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
+		if (n > 0) {
+			c->len += (size_t)n;
+			return 0;
+		}
+		if (n == 0) {
+			errno = ECONNRESET;
+			return -1;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -1;
+		if (wait_fd(c->fd, POLLIN, c->deadline_ns) == -1)
+			return -1;
+	}
+}
+
+/* One reply line without its terminator, NUL-terminated in place. */
+static char *
+conn_line(struct conn *c)
+{
+	for (;;) {
+		char *nl = memchr(c->buf + c->pos, '\n', c->len - c->pos);
+		if (nl != NULL) {
+			char *line = c->buf + c->pos;
+			*nl = '\0';
+			if (nl > line && nl[-1] == '\r')
+				nl[-1] = '\0';
+			c->pos = (size_t)(nl - c->buf) + 1;
+			return line;
+		}
+		if (conn_fill(c) == -1)
+			return NULL;
+	}
+}
+
+/* Copy exactly len bytes of reply data to fp. */
+static int
+conn_copy(struct conn *c, size_t len, FILE *fp, bool *out_failed)
+{
+	while (len > 0) {
+		size_t n;
+
+		if (c->pos == c->len && conn_fill(c) == -1)
+			return -1;
+		n = c->len - c->pos < len ? c->len - c->pos : len;
+		if (fwrite(c->buf + c->pos, 1, n, fp) != n)
+			*out_failed = true;
+		c->pos += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static void
+io_error(const char *cmd, struct conn *c)
+{
+	if (errno == ETIMEDOUT)
+		fprintf(stderr, "saker %s: %s did not answer in time\n", cmd, c->server);
+	else if (errno == ECONNRESET)
+		fprintf(stderr, "saker %s: %s closed the connection\n", cmd, c->server);
+	else
+		fprintf(stderr, "saker %s: talking to %s failed: %s\n", cmd, c->server,
+		    strerror(errno));
+}
+
+static bool
+parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* saker put */
+
+static void
+put_usage(FILE *fp)
+{
+	fprintf(fp,
+	    "usage: saker put [-s SERVER] [-f FLAGS] [-e EXPTIME] [-d MS | -a UNIXTIME]\n"
+	    "                 QUEUE [DATA|-]\n"
+	    "\n"
+	    "Enqueue one item: DATA, or standard input when DATA is '-' or absent\n"
+	    "(binary-safe, up to the server's item size limit).\n"
+	    "\n"
+	    "  -s, --server SERVER  HOST:PORT, [V6ADDR]:PORT or a unix socket path;\n"
+	    "                       a comma-separated list is tried in order\n"
+	    "                       (default " CLIENT_DEFAULT_SERVER ")\n"
+	    "  -f, --flags N        32-bit client flags stored with the item (default 0)\n"
+	    "  -e, --expire N       memcache exptime: 0 never, <= 2592000 seconds from\n"
+	    "                       now, else absolute unix seconds (default 0)\n"
+	    "  -d, --delay MS       make the item visible MS milliseconds from now\n"
+	    "  -a, --at UNIXTIME    make the item visible at that time\n"
+	    "  -h, --help           this text\n"
+	    "\n"
+	    "Exit status: 0 STORED, 1 not stored or no server, 2 usage error.\n");
+}
+
+static char *
+read_all(FILE *fp, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap), *nb;
+
+	if (buf == NULL)
+		return NULL;
+	for (;;) {
+		size_t got = fread(buf + n, 1, cap - n, fp);
+		n += got;
+		if (got == 0)
+			break;
+		if (n == cap) {
+			if (cap >= CLIENT_MAX_DATA) {
+				errno = EFBIG;
+				free(buf);
+				return NULL;
+			}
+			if ((nb = realloc(buf, cap * 2)) == NULL) {
+				free(buf);
+				return NULL;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (ferror(fp)) {
+		free(buf);
+		return NULL;
+	}
+	*len = n;
+	return buf;
+}
+
+int
+put_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "server", required_argument, NULL, 's' },
+		{ "flags", required_argument, NULL, 'f' },
+		{ "expire", required_argument, NULL, 'e' },
+		{ "delay", required_argument, NULL, 'd' },
+		{ "at", required_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *servers = CLIENT_DEFAULT_SERVER, *queue, *delay = NULL, *at = NULL;
+	uint64_t flags = 0, exptime = 0, v;
+	char which[512], err[512], head[600], *data = NULL, *line;
+	size_t len;
+	struct conn *c = NULL;
+	int ch, n, rc = 1;
+	bool own = false;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "s:f:e:d:a:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's': servers = optarg; break;
+		case 'f':
+			if (!parse_u64(optarg, UINT32_MAX, &flags)) {
+				fprintf(stderr, "saker put: bad flags '%s' (0..4294967295)\n", optarg);
+				return 2;
+			}
+			break;
+		case 'e':
+			if (!parse_u64(optarg, INT32_MAX, &exptime)) {
+				fprintf(stderr, "saker put: bad exptime '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'd':
+			if (!parse_u64(optarg, 315360000000ULL, &v)) {
+				fprintf(stderr, "saker put: bad delay '%s' (milliseconds)\n", optarg);
+				return 2;
+			}
+			delay = optarg;
+			break;
+		case 'a':
+			if (!parse_u64(optarg, 253402300799ULL, &v)) {
+				fprintf(stderr, "saker put: bad time '%s' (unix seconds)\n", optarg);
+				return 2;
+			}
+			at = optarg;
+			break;
+		case 'h': put_usage(stdout); return 0;
+		default:  put_usage(stderr); return 2;
+		}
+	}
+	if (argc - optind < 1 || argc - optind > 2 || (delay != NULL && at != NULL)) {
+		put_usage(stderr);
+		return 2;
+	}
+	queue = argv[optind];
+	if (!saker_qname_valid(queue, strlen(queue))) {
+		fprintf(stderr, "saker put: bad queue name '%s'\n", queue);
+		return 2;
+	}
+	if (argc - optind == 2 && strcmp(argv[optind + 1], "-") != 0) {
+		data = argv[optind + 1];
+		len = strlen(data);
+	} else {
+		if ((data = read_all(stdin, &len)) == NULL) {
+			fprintf(stderr, "saker put: reading standard input failed: %s\n",
+			    strerror(errno));
+			return 1;
+		}
+		own = true;
+	}
+	n = snprintf(head, sizeof(head), "set %s%s%s %" PRIu64 " %" PRIu64 " %zu\r\n",
+	    queue, delay != NULL ? "/delay=" : at != NULL ? "/at=" : "",
+	    delay != NULL ? delay : at != NULL ? at : "", flags, exptime, len);
+	if ((c = malloc(sizeof(*c))) == NULL) {
+		fprintf(stderr, "saker put: out of memory\n");
+		goto out;
+	}
+	if (conn_open(c, servers, which, sizeof(which), err, sizeof(err)) == -1) {
+		fprintf(stderr, "saker put: %s\n", err);
+		free(c);
+		c = NULL;
+		goto out;
+	}
+	c->deadline_ns = saker_mono_ns() + (uint64_t)CLIENT_REPLY_MS * 1000000u;
+	if (conn_write(c, head, (size_t)n) == -1 || conn_write(c, data, len) == -1 ||
+	    conn_write(c, "\r\n", 2) == -1 || (line = conn_line(c)) == NULL) {
+		io_error("put", c);
+		goto out;
+	}
+	if (strcmp(line, "STORED") == 0)
+		rc = 0;
+	else if (strcmp(line, "NOT_STORED") == 0)
+		fprintf(stderr, "saker put: queue '%s' is full (NOT_STORED)\n", queue);
+	else
+		fprintf(stderr, "saker put: %s replied: %s\n", which, line);
+out:
+	if (c != NULL) {
+		conn_close(c);
+		free(c);
+	}
+	if (own)
+		free(data);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* saker get */
+
+static void
+get_usage(FILE *fp)
+{
+	fprintf(fp,
+	    "usage: saker get [-s SERVER] [-t MS] [-p] QUEUE\n"
+	    "\n"
+	    "Dequeue one item and write its data to standard output, unchanged\n"
+	    "(a newline is added only when standard output is a terminal).\n"
+	    "\n"
+	    "  -s, --server SERVER  HOST:PORT, [V6ADDR]:PORT or a unix socket path;\n"
+	    "                       a comma-separated list is tried in order\n"
+	    "                       (default " CLIENT_DEFAULT_SERVER ")\n"
+	    "  -t, --timeout MS     wait up to MS milliseconds for an item (default 0)\n"
+	    "  -p, --peek           show the head item without removing it\n"
+	    "  -F, --show-flags     print the item's flags to standard error\n"
+	    "  -h, --help           this text\n"
+	    "\n"
+	    "Exit status: 0 an item was written, 1 queue empty (after the timeout)\n"
+	    "or no server, 2 usage error.\n");
+}
+
+int
+get_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "server", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "peek", no_argument, NULL, 'p' },
+		{ "show-flags", no_argument, NULL, 'F' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *servers = CLIENT_DEFAULT_SERVER, *queue;
+	uint64_t timeout = 0;
+	char which[512], err[512], req[600], key[600], *line;
+	struct conn *c = NULL;
+	bool peek = false, show_flags = false, out_failed = false;
+	unsigned long long flags, bytes;
+	int ch, n, rc = 1;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "s:t:pFh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's': servers = optarg; break;
+		case 't':
+			if (!parse_u64(optarg, 315360000000ULL, &timeout)) {
+				fprintf(stderr, "saker get: bad timeout '%s' (milliseconds)\n", optarg);
+				return 2;
+			}
+			break;
+		case 'p': peek = true; break;
+		case 'F': show_flags = true; break;
+		case 'h': get_usage(stdout); return 0;
+		default:  get_usage(stderr); return 2;
+		}
+	}
+	if (argc - optind != 1) {
+		get_usage(stderr);
+		return 2;
+	}
+	queue = argv[optind];
+	if (!saker_qname_valid(queue, strlen(queue))) {
+		fprintf(stderr, "saker get: bad queue name '%s'\n", queue);
+		return 2;
+	}
+	n = snprintf(key, sizeof(key), "%s", queue);
+	if (timeout > 0)
+		n += snprintf(key + n, sizeof(key) - (size_t)n, "/t=%" PRIu64, timeout);
+	if (peek)
+		snprintf(key + n, sizeof(key) - (size_t)n, "/peek");
+	n = snprintf(req, sizeof(req), "get %s\r\n", key);
+	if ((c = malloc(sizeof(*c))) == NULL) {
+		fprintf(stderr, "saker get: out of memory\n");
+		return 1;
+	}
+	if (conn_open(c, servers, which, sizeof(which), err, sizeof(err)) == -1) {
+		fprintf(stderr, "saker get: %s\n", err);
+		free(c);
+		return 1;
+	}
+	c->deadline_ns = saker_mono_ns() +
+	    (timeout + (uint64_t)CLIENT_REPLY_MS) * 1000000u;
+	if (conn_write(c, req, (size_t)n) == -1 || (line = conn_line(c)) == NULL) {
+		io_error("get", c);
+		goto out;
+	}
+	if (strcmp(line, "END") == 0)
+		goto out;   /* empty: status 1, nothing printed (scripts loop on it) */
+	if (strncmp(line, "VALUE ", 6) != 0 ||
+	    sscanf(line + 6, "%*s %llu %llu", &flags, &bytes) != 2) {
+		fprintf(stderr, "saker get: %s replied: %s\n", which, line);
+		goto out;
+	}
+	if (conn_copy(c, (size_t)bytes, stdout, &out_failed) == -1 ||
+	    (line = conn_line(c)) == NULL || (line[0] == '\0' && (line = conn_line(c)) == NULL)) {
+		io_error("get", c);
+		goto out;
+	}
+	if (strcmp(line, "END") != 0) {
+		fprintf(stderr, "saker get: unexpected reply from %s: %s\n", which, line);
+		goto out;
+	}
+	if (isatty(STDOUT_FILENO))
+		fputc('\n', stdout);
+	if (show_flags)
+		fprintf(stderr, "flags %llu\n", flags);
+	if (fflush(stdout) != 0 || out_failed) {
+		fprintf(stderr, "saker get: writing standard output failed: %s\n",
+		    strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	conn_close(c);
+	free(c);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* saker stats */
+
+static void
+stats_usage(FILE *fp)
+{
+	fprintf(fp,
+	    "usage: saker stats [-s SERVER[,SERVER...]] [--raw]\n"
+	    "\n"
+	    "Print the server's statistics as a table: global counters, then one\n"
+	    "row per queue.\n"
+	    "\n"
+	    "  -s, --server LIST  servers (HOST:PORT, [V6ADDR]:PORT or a unix socket\n"
+	    "                     path), comma-separated; each is shown in turn\n"
+	    "                     (default " CLIENT_DEFAULT_SERVER ")\n"
+	    "  -r, --raw          print the STAT lines as the server sent them\n"
+	    "  -h, --help         this text\n"
+	    "\n"
+	    "Exit status: 0 ok, 1 a server could not be reached, 2 usage error.\n");
+}
+
+struct stat_line {
+	char *name;
+	char *value;
+	int qi;                  /* queue index, or -1 for a global stat */
+	int col;
+};
+
+static const char *const stat_qcols[] = {
+	"items", "bytes", "total_items", "expired_items", "age", "discarded",
+	"waiters", "open_transactions", "delayed_items", "open_timeouts"
+};
+static const char *const stat_qheads[] = {
+	"ITEMS", "BYTES", "TOTAL", "EXPIRED", "AGE_MS", "DISCARDED",
+	"WAITERS", "OPEN", "DELAYED", "OPEN_TIMEOUTS"
+};
+#define STAT_NCOLS (sizeof(stat_qcols) / sizeof(stat_qcols[0]))
+
+/* Queue names may contain '_', so "queue_<q>_<k>" is split using the
+ * names learnt from the "_age" keys (no other key ends in "age"). */
+static void
+stats_print(struct stat_line *sl, size_t n)
+{
+	char **qs = NULL;
+	size_t nq = 0, i, j, k, w = 0, qw = 5;
+	size_t cw[STAT_NCOLS];
+
+	for (i = 0; i < n; i++) {
+		size_t len = strlen(sl[i].name);
+		sl[i].qi = -1;
+		if (strncmp(sl[i].name, "queue_", 6) == 0 && len > 10 &&
+		    strcmp(sl[i].name + len - 4, "_age") == 0) {
+			char **nqs = realloc(qs, (nq + 1) * sizeof(*qs));
+			if (nqs == NULL)
+				break;
+			qs = nqs;
+			qs[nq] = strndup(sl[i].name + 6, len - 10);
+			if (qs[nq] == NULL)
+				break;
+			nq++;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		size_t best = 0;
+		if (strncmp(sl[i].name, "queue_", 6) != 0)
+			continue;
+		for (j = 0; j < nq; j++) {
+			size_t ql = strlen(qs[j]);
+			const char *rest = sl[i].name + 6 + ql;
+			if (strncmp(sl[i].name + 6, qs[j], ql) != 0 || *rest != '_' || ql < best)
+				continue;
+			for (k = 0; k < STAT_NCOLS; k++) {
+				if (strcmp(rest + 1, stat_qcols[k]) == 0) {
+					sl[i].qi = (int)j;
+					sl[i].col = (int)k;
+					best = ql;
+				}
+			}
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (sl[i].qi == -1 && strlen(sl[i].name) > w)
+			w = strlen(sl[i].name);
+	for (i = 0; i < n; i++)
+		if (sl[i].qi == -1)
+			printf("%-*s  %s\n", (int)w, sl[i].name, sl[i].value);
+	if (nq > 0) {
+		for (k = 0; k < STAT_NCOLS; k++)
+			cw[k] = strlen(stat_qheads[k]);
+		for (j = 0; j < nq; j++)
+			if (strlen(qs[j]) > qw)
+				qw = strlen(qs[j]);
+		for (i = 0; i < n; i++)
+			if (sl[i].qi >= 0 && strlen(sl[i].value) > cw[sl[i].col])
+				cw[sl[i].col] = strlen(sl[i].value);
+		printf("\n%-*s", (int)qw, "QUEUE");
+		for (k = 0; k < STAT_NCOLS; k++)
+			printf("  %*s", (int)cw[k], stat_qheads[k]);
+		printf("\n");
+		for (j = 0; j < nq; j++) {
+			const char *vals[STAT_NCOLS];
+			for (k = 0; k < STAT_NCOLS; k++)
+				vals[k] = "-";
+			for (i = 0; i < n; i++)
+				if (sl[i].qi == (int)j)
+					vals[sl[i].col] = sl[i].value;
+			printf("%-*s", (int)qw, qs[j]);
+			for (k = 0; k < STAT_NCOLS; k++)
+				printf("  %*s", (int)cw[k], vals[k]);
+			printf("\n");
+		}
+	}
+	for (j = 0; j < nq; j++)
+		free(qs[j]);
+	free(qs);
+}
+
+static int
+stats_one(const char *server, bool raw, bool header)
+{
+	char err[512], *line;
+	struct conn *c;
+	struct stat_line *sl = NULL;
+	size_t n = 0, i;
+	int fd, rc = 1;
+
+	if ((fd = client_connect(server, err, sizeof(err))) == -1) {
+		fprintf(stderr, "saker stats: %s\n", err);
+		return 1;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		close(fd);
+		fprintf(stderr, "saker stats: out of memory\n");
+		return 1;
+	}
+	c->fd = fd;
+	c->server = server;
+	c->deadline_ns = saker_mono_ns() + (uint64_t)CLIENT_REPLY_MS * 1000000u;
+	if (conn_write(c, "stats\r\n", 7) == -1) {
+		io_error("stats", c);
+		goto out;
+	}
+	if (header)
+		printf("== %s\n", server);
+	for (;;) {
+		char *sp;
+		struct stat_line *nsl;
+
+		if ((line = conn_line(c)) == NULL) {
+			io_error("stats", c);
+			goto out;
+		}
+		if (strcmp(line, "END") == 0)
+			break;
+		if (strncmp(line, "STAT ", 5) != 0 || (sp = strchr(line + 5, ' ')) == NULL) {
+			fprintf(stderr, "saker stats: %s replied: %s\n", server, line);
+			goto out;
+		}
+		if (raw) {
+			printf("%s\n", line);
+			continue;
+		}
+		if ((nsl = realloc(sl, (n + 1) * sizeof(*sl))) == NULL)
+			goto oom;
+		sl = nsl;
+		*sp = '\0';
+		sl[n].name = strdup(line + 5);
+		sl[n].value = strdup(sp + 1);
+		n++;
+		if (sl[n - 1].name == NULL || sl[n - 1].value == NULL)
+			goto oom;
+	}
+	if (!raw)
+		stats_print(sl, n);
+	rc = 0;
+	goto out;
+oom:
+	fprintf(stderr, "saker stats: out of memory\n");
+out:
+	for (i = 0; i < n; i++) {
+		free(sl[i].name);
+		free(sl[i].value);
+	}
+	free(sl);
+	conn_close(c);
+	free(c);
+	return rc;
+}
+
+int
+stats_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "server", required_argument, NULL, 's' },
+		{ "raw", no_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *servers = CLIENT_DEFAULT_SERVER;
+	char *list, *tok, *save = NULL;
+	bool raw = false, many;
+	int ch, rc = 0;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "s:rh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's': servers = optarg; break;
+		case 'r': raw = true; break;
+		case 'h': stats_usage(stdout); return 0;
+		default:  stats_usage(stderr); return 2;
+		}
+	}
+	if (argc != optind) {
+		stats_usage(stderr);
+		return 2;
+	}
+	if ((list = strdup(servers)) == NULL)
+		return 1;
+	many = strchr(servers, ',') != NULL;
+	for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		if (stats_one(tok, raw, many) != 0)
+			rc = 1;
+		if (many)
+			printf("\n");
+	}
+	free(list);
+	if (fflush(stdout) != 0)
+		rc = 1;
+	return rc;
+}

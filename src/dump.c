@@ -1,2 +1,711 @@
-/* placeholder: being written */
-typedef int saker_placeholder_dump;
+/* dump.c -- the dump stream format and `saker dump` / `saker load`. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "saker/store.h"
+#include "clock.h"
+#include "dump.h"
+#include "migrate.h"
+#include "qname.h"
+
+static const unsigned char dump_magic[12] = {
+	'S', 'A', 'K', 'E', 'R', 'D', 'M', 'P', 0x0d, 0x0a, 0x1a, 0x0a
+};
+
+#define DUMP_ITEM_HDR 32         /* flags, expires, due, created, len */
+
+static void dump_seterr(struct mig_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+dump_seterr(struct mig_err *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+}
+
+static void
+dump_put16(unsigned char *b, uint16_t v)
+{
+	b[0] = (unsigned char)(v >> 8);
+	b[1] = (unsigned char)v;
+}
+
+static void
+dump_put32(unsigned char *b, uint32_t v)
+{
+	b[0] = (unsigned char)(v >> 24);
+	b[1] = (unsigned char)(v >> 16);
+	b[2] = (unsigned char)(v >> 8);
+	b[3] = (unsigned char)v;
+}
+
+static void
+dump_put64(unsigned char *b, uint64_t v)
+{
+	dump_put32(b, (uint32_t)(v >> 32));
+	dump_put32(b + 4, (uint32_t)v);
+}
+
+static uint32_t
+dump_get32(const unsigned char *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+static uint64_t
+dump_get64(const unsigned char *b)
+{
+	return (uint64_t)dump_get32(b) << 32 | dump_get32(b + 4);
+}
+
+/* ------------------------------------------------------------------ */
+/* writer */
+
+static void
+dump_out(struct dump_writer *w, const void *p, size_t len)
+{
+	if (len == 0)
+		return;
+	w->tsum = mig_fnv(w->tsum, p, len);
+	if (w->in_queue)
+		w->qsum = mig_fnv(w->qsum, p, len);
+	if (!w->failed && fwrite(p, 1, len, w->fp) != len)
+		w->failed = true;
+}
+
+void
+dump_writer_start(struct dump_writer *w, FILE *fp)
+{
+	unsigned char v[4];
+
+	memset(w, 0, sizeof(*w));
+	w->fp = fp;
+	w->tsum = MIG_FNV_INIT;
+	dump_out(w, dump_magic, sizeof(dump_magic));
+	dump_put32(v, DUMP_VERSION);
+	dump_out(w, v, sizeof(v));
+}
+
+void
+dump_write_queue(struct dump_writer *w, const char *name, size_t len)
+{
+	unsigned char b[3];
+
+	b[0] = 'Q';
+	dump_put16(b + 1, (uint16_t)len);
+	w->in_queue = true;
+	w->qsum = MIG_FNV_INIT;
+	w->qitems = 0;
+	dump_out(w, b, sizeof(b));
+	dump_out(w, name, len);
+	w->nqueues++;
+}
+
+void
+dump_write_item(struct dump_writer *w, const struct saker_item *it, int state)
+{
+	unsigned char b[1 + DUMP_ITEM_HDR];
+
+	b[0] = state == MIG_DELAYED ? 'D' : 'R';
+	dump_put32(b + 1, it->flags);
+	dump_put64(b + 5, (uint64_t)it->expires_ms);
+	dump_put64(b + 13, state == MIG_DELAYED ? (uint64_t)it->due_ms : 0);
+	dump_put64(b + 21, (uint64_t)it->created_ms);
+	dump_put32(b + 29, (uint32_t)it->len);
+	dump_out(w, b, sizeof(b));
+	dump_out(w, it->data, it->len);
+	w->qitems++;
+	w->nitems++;
+}
+
+void
+dump_write_queue_end(struct dump_writer *w)
+{
+	unsigned char b[17];
+
+	b[0] = 'E';
+	dump_put64(b + 1, w->qitems);
+	dump_put64(b + 9, w->qsum);
+	w->in_queue = false;
+	dump_out(w, b, sizeof(b));
+}
+
+int
+dump_writer_finish(struct dump_writer *w)
+{
+	unsigned char b[25];
+
+	b[0] = 'Z';
+	dump_put64(b + 1, w->nqueues);
+	dump_put64(b + 9, w->nitems);
+	dump_put64(b + 17, w->tsum);
+	dump_out(w, b, sizeof(b));
+	if (fflush(w->fp) != 0 || ferror(w->fp))
+		w->failed = true;
+	if (w->failed && errno == 0)
+		errno = EIO;
+	return w->failed ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* reader */
+
+/* Read exactly len bytes into p; they count towards the checksums. */
+static int
+dump_in(struct dump_reader *r, void *p, size_t len, const char *what,
+    struct mig_err *e)
+{
+	size_t got;
+
+	if (len == 0)
+		return 0;
+	got = fread(p, 1, len, r->fp);
+	if (got != len) {
+		if (mig_interrupted != 0)
+			dump_seterr(e, "interrupted");
+		else if (ferror(r->fp))
+			dump_seterr(e, "reading the dump failed at byte %" PRIu64 ": %s",
+			    r->off + got, strerror(errno));
+		else
+			dump_seterr(e, "truncated dump: input ends at byte %" PRIu64
+			    " inside %s", r->off + got, what);
+		return -1;
+	}
+	r->off += len;
+	r->tsum = mig_fnv(r->tsum, p, len);
+	if (r->in_queue)
+		r->qsum = mig_fnv(r->qsum, p, len);
+	return 0;
+}
+
+int
+dump_reader_start(struct dump_reader *r, FILE *fp, struct mig_err *e)
+{
+	unsigned char h[DUMP_HEADER_LEN];
+	uint32_t version;
+	size_t got;
+
+	memset(r, 0, sizeof(*r));
+	r->fp = fp;
+	r->tsum = MIG_FNV_INIT;
+	got = fread(h, 1, sizeof(h), fp);
+	if (got >= 8 && memcmp(h, dump_magic, 8) == 0 && got < sizeof(h)) {
+		dump_seterr(e, "truncated dump: input ends at byte %zu inside the header", got);
+		return -1;
+	}
+	if (got < sizeof(h) || memcmp(h, dump_magic, 8) != 0) {
+		dump_seterr(e, "not a saker dump (bad magic)");
+		return -1;
+	}
+	if (memcmp(h + 8, dump_magic + 8, 4) != 0) {
+		dump_seterr(e, "damaged saker dump header (line endings converted? "
+		    "dumps are binary)");
+		return -1;
+	}
+	version = dump_get32(h + 12);
+	if (version != DUMP_VERSION) {
+		dump_seterr(e, "dump format version %" PRIu32 " is not supported by "
+		    "this saker (it reads version %d)", version, DUMP_VERSION);
+		return -1;
+	}
+	r->off = sizeof(h);
+	r->tsum = mig_fnv(r->tsum, h, sizeof(h));
+	return 0;
+}
+
+static int
+dump_read_item(struct dump_reader *r, struct dump_rec *rec, int tag,
+    struct mig_err *e)
+{
+	unsigned char b[DUMP_ITEM_HDR];
+	uint32_t len;
+	size_t have = 0;
+
+	if (!r->in_queue) {
+		dump_seterr(e, "bad dump: item outside a queue at byte %" PRIu64, r->off - 1);
+		return -1;
+	}
+	if (dump_in(r, b, sizeof(b), "an item", e) < 0)
+		return -1;
+	memset(&rec->item, 0, sizeof(rec->item));
+	rec->item.flags = dump_get32(b);
+	rec->item.expires_ms = (int64_t)dump_get64(b + 4);
+	rec->item.due_ms = (int64_t)dump_get64(b + 12);
+	rec->item.created_ms = (int64_t)dump_get64(b + 20);
+	len = dump_get32(b + 28);
+	if (len > DUMP_MAX_ITEM) {
+		dump_seterr(e, "bad dump: item of %" PRIu32 " bytes at byte %" PRIu64
+		    " (limit %u)", len, r->off, DUMP_MAX_ITEM);
+		return -1;
+	}
+	if ((tag == 'R' && rec->item.due_ms != 0) || (tag == 'D' && rec->item.due_ms <= 0)) {
+		dump_seterr(e, "bad dump: bad due time at byte %" PRIu64, r->off);
+		return -1;
+	}
+	/* Grow with the data actually read, so a damaged length on a short
+	 * stream cannot make us allocate a gigabyte. */
+	while (have < len) {
+		size_t chunk = len - have > (1u << 20) ? (1u << 20) : len - have;
+		if (have + chunk > r->cap) {
+			size_t cap = r->cap > 0 ? r->cap : 4096;
+			unsigned char *nb;
+			while (cap < have + chunk)
+				cap *= 2;
+			if ((nb = realloc(r->buf, cap)) == NULL) {
+				dump_seterr(e, "out of memory");
+				return -1;
+			}
+			r->buf = nb;
+			r->cap = cap;
+		}
+		if (dump_in(r, r->buf + have, chunk, "item data", e) < 0)
+			return -1;
+		have += chunk;
+	}
+	rec->item.len = len;
+	rec->item.data = r->buf;
+	rec->state = tag == 'D' ? MIG_DELAYED : MIG_READY;
+	rec->type = DUMP_REC_ITEM;
+	r->qitems++;
+	r->nitems++;
+	return DUMP_REC_ITEM;
+}
+
+int
+dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
+{
+	unsigned char tag, b[24];
+	uint64_t sum;
+
+	if (r->ended) {
+		dump_seterr(e, "read past the end of the dump");
+		return -1;
+	}
+	/* The checksums cover the tag byte, except the 'E'/'Z' that carry them. */
+	if (fread(&tag, 1, 1, r->fp) != 1) {
+		if (mig_interrupted != 0)
+			dump_seterr(e, "interrupted");
+		else if (ferror(r->fp))
+			dump_seterr(e, "reading the dump failed at byte %" PRIu64 ": %s",
+			    r->off, strerror(errno));
+		else
+			dump_seterr(e, "truncated dump: input ends at byte %" PRIu64
+			    " without the end record", r->off);
+		return -1;
+	}
+	r->off++;
+	if (tag == 'R' || tag == 'D' || tag == 'Q') {
+		r->tsum = mig_fnv(r->tsum, &tag, 1);
+		if (r->in_queue || tag == 'Q')
+			r->qsum = mig_fnv(tag == 'Q' ? MIG_FNV_INIT : r->qsum, &tag, 1);
+	}
+	switch (tag) {
+	case 'Q': {
+		size_t len;
+
+		if (r->in_queue) {
+			dump_seterr(e, "bad dump: queue inside a queue at byte %" PRIu64, r->off - 1);
+			return -1;
+		}
+		r->in_queue = true;
+		r->qitems = 0;
+		if (dump_in(r, b, 2, "a queue name", e) < 0)
+			return -1;
+		len = (size_t)b[0] << 8 | b[1];
+		if (len == 0 || len > SAKER_QNAME_MAX) {
+			dump_seterr(e, "bad dump: queue name of %zu bytes at byte %" PRIu64,
+			    len, r->off);
+			return -1;
+		}
+		if (dump_in(r, r->name, len, "a queue name", e) < 0)
+			return -1;
+		if (!saker_qname_valid(r->name, len)) {
+			dump_seterr(e, "bad dump: invalid queue name at byte %" PRIu64, r->off - len);
+			return -1;
+		}
+		r->name_len = len;
+		r->nqueues++;
+		rec->type = DUMP_REC_QUEUE;
+		rec->name = r->name;
+		rec->name_len = len;
+		return DUMP_REC_QUEUE;
+	}
+	case 'R':
+	case 'D':
+		return dump_read_item(r, rec, tag, e);
+	case 'E':
+		if (!r->in_queue) {
+			dump_seterr(e, "bad dump: queue end outside a queue at byte %" PRIu64,
+			    r->off - 1);
+			return -1;
+		}
+		sum = r->qsum;
+		r->in_queue = false;
+		/* The 'E' record goes into the stream sum only. */
+		r->tsum = mig_fnv(r->tsum, &tag, 1);
+		if (dump_in(r, b, 16, "a queue end", e) < 0)
+			return -1;
+		if (dump_get64(b) != r->qitems || dump_get64(b + 8) != sum) {
+			dump_seterr(e, "bad dump: queue '%.*s' is damaged (count or checksum "
+			    "mismatch at byte %" PRIu64 ")", (int)r->name_len, r->name, r->off);
+			return -1;
+		}
+		rec->type = DUMP_REC_QUEUE_END;
+		return DUMP_REC_QUEUE_END;
+	case 'Z': {
+		unsigned char extra;
+
+		if (r->in_queue) {
+			dump_seterr(e, "bad dump: stream ends inside a queue at byte %" PRIu64,
+			    r->off - 1);
+			return -1;
+		}
+		sum = r->tsum;
+		if (dump_in(r, b, 24, "the end record", e) < 0)
+			return -1;
+		if (dump_get64(b) != r->nqueues || dump_get64(b + 8) != r->nitems ||
+		    dump_get64(b + 16) != sum) {
+			dump_seterr(e, "bad dump: end record does not match the stream "
+			    "(count or checksum mismatch)");
+			return -1;
+		}
+		if (fread(&extra, 1, 1, r->fp) == 1) {
+			dump_seterr(e, "bad dump: data after the end record at byte %" PRIu64,
+			    r->off);
+			return -1;
+		}
+		r->ended = true;
+		rec->type = DUMP_REC_END;
+		return DUMP_REC_END;
+	}
+	default:
+		dump_seterr(e, "bad dump: unknown record type 0x%02x at byte %" PRIu64,
+		    tag, r->off - 1);
+		return -1;
+	}
+}
+
+void
+dump_reader_free(struct dump_reader *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+	r->cap = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* saker dump */
+
+struct dump_ctx {
+	struct dump_writer w;
+	struct mig_meter m;
+	struct mig_err *e;
+};
+
+static int
+dump_cb_queue(void *arg, const char *name, size_t len)
+{
+	struct dump_ctx *c = arg;
+
+	dump_write_queue(&c->w, name, len);
+	return 0;
+}
+
+static int
+dump_cb_item(void *arg, const struct saker_item *it, int state, bool was_open)
+{
+	struct dump_ctx *c = arg;
+
+	(void)was_open;
+	if (it->len > DUMP_MAX_ITEM) {
+		dump_seterr(c->e, "an item of %zu bytes is larger than the dump "
+		    "format allows", it->len);
+		return 1;
+	}
+	dump_write_item(&c->w, it, state);
+	mig_meter_add(&c->m, it->len);
+	if (c->w.failed) {
+		dump_seterr(c->e, "writing the dump failed: %s", strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+static int
+dump_cb_queue_end(void *arg)
+{
+	struct dump_ctx *c = arg;
+
+	dump_write_queue_end(&c->w);
+	return 0;
+}
+
+static const struct mig_source_cb dump_cb = {
+	dump_cb_queue, dump_cb_item, dump_cb_queue_end
+};
+
+static void
+dump_usage(FILE *fp)
+{
+	fprintf(fp,
+	    "usage: saker dump [--progress|--quiet] [-o FILE] SPEC > FILE\n"
+	    "\n"
+	    "Write every queue of the store SPEC (TYPE:LOCATION) as a portable,\n"
+	    "versioned binary stream (format: saker(1), DUMP FORMAT) to standard\n"
+	    "output or FILE.  Items are written as a restart would show them.\n"
+	    "Stop sakerd on the store first.\n"
+	    "\n"
+	    "  -o, --output FILE  write FILE (atomically: FILE.tmp-PID, then rename)\n"
+	    "  --progress         progress line on stderr even when not a terminal\n"
+	    "  -q, --quiet        no progress line, no summary\n"
+	    "  -h, --help         this text\n"
+	    "\n"
+	    "Exit status: 0 written, 1 failure, 2 usage error.\n");
+}
+
+int
+dump_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "progress", no_argument, NULL, 'p' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	static char obuf[1 << 20];
+	enum mig_progress_mode mode = MIG_PROGRESS_AUTO;
+	struct dump_ctx c;
+	struct mig_err e;
+	saker_store *src = NULL;
+	const char *output = NULL;
+	char tmp[4096] = "";
+	FILE *fp = stdout;
+	bool quiet = false;
+	int ch, rc = 1;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'o': output = optarg; break;
+		case 'p': mode = MIG_PROGRESS_ON; break;
+		case 'q': quiet = true; mode = MIG_PROGRESS_OFF; break;
+		case 'h': dump_usage(stdout); return 0;
+		default:  dump_usage(stderr); return 2;
+		}
+	}
+	if (argc - optind != 1) {
+		dump_usage(stderr);
+		return 2;
+	}
+	if (output == NULL && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "saker dump: refusing to write a binary dump to a "
+		    "terminal; redirect it to a file or use -o FILE\n");
+		return 1;
+	}
+	mig_signals_install();
+	if (mig_source_open(argv[optind], &src, &e) < 0) {
+		fprintf(stderr, "saker dump: %s\n", e.msg);
+		goto out;
+	}
+	if (output != NULL) {
+		snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", output, (long)getpid());
+		if ((fp = fopen(tmp, "wxe")) == NULL) {
+			fprintf(stderr, "saker dump: cannot create %s: %s\n", tmp, strerror(errno));
+			tmp[0] = '\0';
+			goto out;
+		}
+	}
+	setvbuf(fp, obuf, _IOFBF, sizeof(obuf));
+	memset(&c, 0, sizeof(c));
+	c.e = &e;
+	mig_meter_start(&c.m, mode);
+	mig_source_totals(src, &c.m.total_items, &c.m.total_bytes);
+	dump_writer_start(&c.w, fp);
+	errno = 0;
+	if (mig_source_each(src, saker_now_ms(), &dump_cb, &c, &e) < 0) {
+		mig_meter_end(&c.m);
+		fprintf(stderr, "saker dump: %s\n", e.msg);
+		goto out;
+	}
+	if (dump_writer_finish(&c.w) < 0 || (fp != stdout && fsync(fileno(fp)) != 0)) {
+		mig_meter_end(&c.m);
+		fprintf(stderr, "saker dump: writing the dump failed: %s\n", strerror(errno));
+		goto out;
+	}
+	mig_meter_end(&c.m);
+	if (fp != stdout) {
+		int failed = fclose(fp);
+		fp = stdout;
+		if (failed != 0 || rename(tmp, output) != 0) {
+			fprintf(stderr, "saker dump: cannot write %s: %s\n", output, strerror(errno));
+			goto out;
+		}
+		tmp[0] = '\0';
+	}
+	if (!quiet) {
+		char b[32];
+		mig_human_bytes(b, sizeof(b), c.m.bytes);
+		fprintf(stderr, "dumped %" PRIu64 " items (%s) in %" PRIu64 " queues from %s\n",
+		    c.w.nitems, b, c.w.nqueues, argv[optind]);
+	}
+	rc = 0;
+out:
+	if (fp != stdout)
+		fclose(fp);
+	if (tmp[0] != '\0')
+		unlink(tmp);
+	saker_store_close(src);
+	mig_signals_restore();
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* saker load */
+
+static void
+load_usage(FILE *fp)
+{
+	fprintf(fp,
+	    "usage: saker load [--append] [--progress|--quiet] [-i FILE] SPEC < FILE\n"
+	    "\n"
+	    "Read a stream written by `saker dump` from standard input or FILE into\n"
+	    "the store SPEC (TYPE:LOCATION), created if it does not exist.  The\n"
+	    "store is built beside its final place, verified and renamed into\n"
+	    "place; on bad input, any failure or an interrupt it is left as it was.\n"
+	    "A non-empty store is refused unless --append is given.\n"
+	    "\n"
+	    "  --append          add after the items of a non-empty store\n"
+	    "  -i, --input FILE  read FILE instead of standard input\n"
+	    "  --progress        progress line on stderr even when not a terminal\n"
+	    "  -q, --quiet       no progress line, no summary\n"
+	    "  -h, --help        this text\n"
+	    "\n"
+	    "Exit status: 0 loaded and verified, 1 failure, 2 usage error.\n");
+}
+
+/* Feed every record of r into t; 0 at the end record. */
+static int
+load_records(struct dump_reader *r, struct mig_target *t, int64_t now_ms,
+    struct mig_err *e)
+{
+	struct dump_rec rec;
+
+	for (;;) {
+		switch (dump_read(r, &rec, e)) {
+		case DUMP_REC_QUEUE:
+			if (mig_target_queue(t, rec.name, rec.name_len, e) < 0)
+				return -1;
+			break;
+		case DUMP_REC_ITEM:
+			/* Fell due since the dump: a restart would promote it. */
+			if (rec.state == MIG_DELAYED && rec.item.due_ms <= now_ms) {
+				rec.state = MIG_READY;
+				rec.item.due_ms = 0;
+			}
+			if (mig_target_put(t, &rec.item, rec.state, false, e) < 0)
+				return -1;
+			break;
+		case DUMP_REC_QUEUE_END:
+			break;
+		case DUMP_REC_END:
+			return 0;
+		default:
+			return -1;
+		}
+	}
+}
+
+int
+load_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "append", no_argument, NULL, 'a' },
+		{ "input", required_argument, NULL, 'i' },
+		{ "progress", no_argument, NULL, 'p' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	static char ibuf[1 << 20];
+	struct mig_opts opts;
+	struct mig_err e;
+	struct mig_target *t = NULL;
+	struct dump_reader r;
+	const char *input = NULL;
+	FILE *fp = stdin;
+	int64_t now_ms;
+	int ch, rc = 1;
+
+	memset(&opts, 0, sizeof(opts));
+	memset(&r, 0, sizeof(r));
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "i:qh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'a': opts.append = true; break;
+		case 'i': input = optarg; break;
+		case 'p': opts.progress = MIG_PROGRESS_ON; break;
+		case 'q': opts.quiet = true; opts.progress = MIG_PROGRESS_OFF; break;
+		case 'h': load_usage(stdout); return 0;
+		default:  load_usage(stderr); return 2;
+		}
+	}
+	if (argc - optind != 1) {
+		load_usage(stderr);
+		return 2;
+	}
+	if (mig_spec_driver(argv[optind], "destination", &e) == NULL) {
+		fprintf(stderr, "saker load: %s\n", e.msg);
+		return 1;
+	}
+	if (input != NULL && (fp = fopen(input, "rbe")) == NULL) {
+		fprintf(stderr, "saker load: %s: %s\n", input, strerror(errno));
+		return 1;
+	}
+	if (input == NULL && isatty(STDIN_FILENO)) {
+		fprintf(stderr, "saker load: refusing to read a dump from a terminal; "
+		    "redirect standard input from a file or use -i FILE\n");
+		return 1;
+	}
+	setvbuf(fp, ibuf, _IOFBF, sizeof(ibuf));
+	mig_signals_install();
+	now_ms = saker_now_ms();
+	/* Check the header before touching the destination at all. */
+	if (dump_reader_start(&r, fp, &e) < 0) {
+		fprintf(stderr, "saker load: %s; %s left as it was\n", e.msg, argv[optind]);
+		goto out;
+	}
+	if (mig_target_open(argv[optind], NULL, &opts, now_ms, &t, &e) < 0) {
+		fprintf(stderr, "saker load: %s; %s left as it was\n", e.msg, argv[optind]);
+		goto out;
+	}
+	if (load_records(&r, t, now_ms, &e) < 0 || mig_target_finish(t, &e) < 0) {
+		mig_target_free(t);
+		t = NULL;
+		fprintf(stderr, "saker load: %s; %s left as it was\n", e.msg, argv[optind]);
+		goto out;
+	}
+	if (!opts.quiet)
+		mig_target_summary(t, stdout, "loaded");
+	rc = fflush(stdout) == 0 ? 0 : 1;
+out:
+	mig_target_free(t);
+	dump_reader_free(&r);
+	if (fp != stdin)
+		fclose(fp);
+	mig_signals_restore();
+	return rc;
+}

@@ -1,2 +1,1377 @@
-/* placeholder: being written */
-typedef int saker_placeholder_migrate;
+/* migrate.c -- the generic store-to-store copy engine and `saker migrate`. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "saker/store.h"
+#include "clock.h"
+#include "migrate.h"
+#include "qname.h"
+
+/* Commit at least this often by bytes, too: a batch of 10000 large items
+ * would otherwise hold gigabytes of dirty pages in some drivers. */
+#define MIG_COMMIT_BYTES (16u << 20)
+
+volatile sig_atomic_t mig_interrupted;
+void (*mig_test_item_hook)(uint64_t n);
+
+static struct sigaction mig_old_int, mig_old_term, mig_old_hup, mig_old_pipe;
+static int mig_signals_depth;
+
+static void
+mig_on_signal(int sig)
+{
+	mig_interrupted = sig;
+}
+
+void
+mig_signals_install(void)
+{
+	struct sigaction sa;
+
+	if (mig_signals_depth++ > 0)
+		return;
+	mig_interrupted = 0;
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a blocking read of stdin must return so the loop
+	 * sees the flag. */
+	sa.sa_handler = mig_on_signal;
+	sigaction(SIGINT, &sa, &mig_old_int);
+	sigaction(SIGTERM, &sa, &mig_old_term);
+	sigaction(SIGHUP, &sa, &mig_old_hup);
+	/* A closed pipe is a write error we report, not a silent death. */
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, &mig_old_pipe);
+}
+
+void
+mig_signals_restore(void)
+{
+	if (mig_signals_depth == 0 || --mig_signals_depth > 0)
+		return;
+	sigaction(SIGINT, &mig_old_int, NULL);
+	sigaction(SIGTERM, &mig_old_term, NULL);
+	sigaction(SIGHUP, &mig_old_hup, NULL);
+	sigaction(SIGPIPE, &mig_old_pipe, NULL);
+}
+
+static void mig_seterr(struct mig_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+mig_seterr(struct mig_err *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+}
+
+static const char *
+mig_signame(int sig)
+{
+	switch (sig) {
+	case SIGINT:  return "SIGINT";
+	case SIGTERM: return "SIGTERM";
+	case SIGHUP:  return "SIGHUP";
+	default:      return "a signal";
+	}
+}
+
+static int
+mig_check_interrupt(struct mig_err *e)
+{
+	if (mig_interrupted == 0)
+		return 0;
+	mig_seterr(e, "interrupted by %s", mig_signame(mig_interrupted));
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* checksums */
+
+uint64_t
+mig_fnv(uint64_t h, const void *p, size_t len)
+{
+	const unsigned char *c = p;
+
+	while (len-- > 0) {
+		h ^= *c++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static void
+mig_be32(unsigned char *b, uint32_t v)
+{
+	b[0] = (unsigned char)(v >> 24);
+	b[1] = (unsigned char)(v >> 16);
+	b[2] = (unsigned char)(v >> 8);
+	b[3] = (unsigned char)v;
+}
+
+static void
+mig_be64(unsigned char *b, uint64_t v)
+{
+	mig_be32(b, (uint32_t)(v >> 32));
+	mig_be32(b + 4, (uint32_t)v);
+}
+
+static uint64_t
+mig_item_hash(const struct saker_item *it, int state)
+{
+	unsigned char b[28];
+	uint64_t h;
+
+	mig_be32(b, it->flags);
+	mig_be64(b + 4, (uint64_t)it->expires_ms);
+	mig_be64(b + 12, state == MIG_DELAYED ? (uint64_t)it->due_ms : 0);
+	mig_be64(b + 20, (uint64_t)it->len);
+	h = mig_fnv(MIG_FNV_INIT, b, sizeof(b));
+	return it->len > 0 ? mig_fnv(h, it->data, it->len) : h;
+}
+
+void
+mig_digest_init(struct mig_digest *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->ready_chain = MIG_FNV_INIT;
+	d->delayed_chain = MIG_FNV_INIT;
+}
+
+void
+mig_digest_add(struct mig_digest *d, const struct saker_item *it, int state)
+{
+	unsigned char b[8];
+	uint64_t h = mig_item_hash(it, state);
+
+	mig_be64(b, h);
+	if (state == MIG_DELAYED) {
+		d->delayed++;
+		d->delayed_chain = mig_fnv(d->delayed_chain, b, sizeof(b));
+		d->delayed_sum += h;
+	} else {
+		d->ready++;
+		d->ready_chain = mig_fnv(d->ready_chain, b, sizeof(b));
+	}
+	d->bytes += it->len;
+}
+
+/* ------------------------------------------------------------------ */
+/* progress */
+
+void
+mig_human_bytes(char *buf, size_t len, uint64_t bytes)
+{
+	if (bytes >= (1ULL << 30))
+		snprintf(buf, len, "%.2f GiB", (double)bytes / (double)(1ULL << 30));
+	else if (bytes >= (1ULL << 20))
+		snprintf(buf, len, "%.1f MiB", (double)bytes / (double)(1ULL << 20));
+	else if (bytes >= 1024)
+		snprintf(buf, len, "%.1f KiB", (double)bytes / 1024.0);
+	else
+		snprintf(buf, len, "%" PRIu64 " B", bytes);
+}
+
+void
+mig_meter_start(struct mig_meter *m, enum mig_progress_mode mode)
+{
+	memset(m, 0, sizeof(*m));
+	m->on = mode == MIG_PROGRESS_ON ||
+	    (mode == MIG_PROGRESS_AUTO && isatty(STDERR_FILENO));
+	m->start_ns = saker_mono_ns();
+	m->last_ns = m->start_ns;
+}
+
+static void
+mig_meter_draw(struct mig_meter *m, uint64_t now)
+{
+	char b[32], eta[32] = "";
+	double secs = (double)(now - m->start_ns) / 1e9;
+	double rate = secs > 0 ? (double)m->items / secs : 0;
+
+	mig_human_bytes(b, sizeof(b), m->bytes);
+	if (m->total_items > 0 && rate > 0 && m->items <= m->total_items) {
+		uint64_t left = (uint64_t)((double)(m->total_items - m->items) / rate);
+		snprintf(eta, sizeof(eta), "  ETA %" PRIu64 ":%02" PRIu64,
+		    left / 60, left % 60);
+	}
+	if (m->total_items > 0)
+		fprintf(stderr, "\r%" PRIu64 "/%" PRIu64 " items (%u%%)  %s  %.0f items/s%s\033[K",
+		    m->items, m->total_items,
+		    (unsigned)(m->items * 100 / m->total_items), b, rate, eta);
+	else
+		fprintf(stderr, "\r%" PRIu64 " items  %s  %.0f items/s\033[K",
+		    m->items, b, rate);
+	fflush(stderr);
+	m->drawn = true;
+}
+
+void
+mig_meter_add(struct mig_meter *m, uint64_t bytes)
+{
+	uint64_t now;
+
+	m->items++;
+	m->bytes += bytes;
+	/* Read the clock only now and then: this is the per-item path. */
+	if (!m->on || (m->items & 255) != 0)
+		return;
+	now = saker_mono_ns();
+	if (now - m->last_ns < 200000000u)
+		return;
+	m->last_ns = now;
+	mig_meter_draw(m, now);
+}
+
+void
+mig_meter_end(struct mig_meter *m)
+{
+	if (!m->on)
+		return;
+	if (m->drawn || m->items > 0)
+		mig_meter_draw(m, saker_mono_ns());
+	if (m->drawn)
+		fputc('\n', stderr);
+	m->drawn = false;
+}
+
+/* ------------------------------------------------------------------ */
+/* specs and paths */
+
+static const char *
+mig_spec_location(const char *spec)
+{
+	const char *colon = strchr(spec, ':');
+
+	return colon != NULL ? colon + 1 : NULL;
+}
+
+const struct saker_store_driver *
+mig_spec_driver(const char *spec, const char *role, struct mig_err *e)
+{
+	const struct saker_store_driver *drv;
+	const char *colon = strchr(spec, ':');
+	size_t tlen = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
+
+	drv = saker_store_driver_find(spec, tlen);
+	if (drv == NULL) {
+		mig_seterr(e, "unknown %s store type '%.*s' (compiled-in types: %s)",
+		    role, (int)tlen, spec, saker_store_driver_list());
+		return NULL;
+	}
+	if (drv->open == NULL) {
+		mig_seterr(e, "store type '%s' is not implemented in this build", drv->name);
+		return NULL;
+	}
+	if (!drv->durable) {
+		mig_seterr(e, "the %s store is not durable (its items live only inside "
+		    "a running sakerd), so it cannot be a %s", drv->name, role);
+		return NULL;
+	}
+	if (drv->location_help == NULL || colon == NULL || colon[1] == '\0') {
+		mig_seterr(e, "%s store '%s' needs a location: %s:%s", role, spec,
+		    drv->name, drv->location_help != NULL ? drv->location_help : "PATH");
+		return NULL;
+	}
+	return drv;
+}
+
+/* The canonical absolute path of `path`, which need not exist (its
+ * directory must).  Returns malloc'd or NULL. */
+static char *
+mig_canon(const char *path)
+{
+	char buf[PATH_MAX], *d, *b, *dir, *res = NULL;
+
+	if (realpath(path, buf) != NULL)
+		return strdup(buf);
+	if ((d = strdup(path)) == NULL)
+		return NULL;
+	if ((b = strdup(path)) == NULL) {
+		free(d);
+		return NULL;
+	}
+	dir = dirname(d);
+	if (realpath(dir, buf) != NULL) {
+		size_t n = strlen(buf) + strlen(basename(b)) + 2;
+		if ((res = malloc(n)) != NULL)
+			snprintf(res, n, "%s/%s", buf, basename(b));
+	}
+	free(d);
+	free(b);
+	return res;
+}
+
+bool
+mig_same_location(const char *a, const char *b)
+{
+	const char *la = mig_spec_location(a), *lb = mig_spec_location(b);
+	char *ca, *cb;
+	bool same;
+
+	if (la == NULL || lb == NULL)
+		return strcmp(a, b) == 0;
+	ca = mig_canon(la);
+	cb = mig_canon(lb);
+	same = ca != NULL && cb != NULL ? strcmp(ca, cb) == 0 : strcmp(la, lb) == 0;
+	free(ca);
+	free(cb);
+	return same;
+}
+
+static int
+mig_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
+	return unlink(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* Sidecar files drivers keep next to a FILE store: SQLite's WAL, its
+ * index and rollback journal, and the driver's flock file. */
+static const char *const mig_sidecars[] = { "-wal", "-shm", "-journal", ".lock", NULL };
+
+static void
+mig_remove_store(const char *path, bool is_dir)
+{
+	char side[PATH_MAX];
+	size_t i;
+
+	if (is_dir) {
+		nftw(path, mig_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		return;
+	}
+	unlink(path);
+	for (i = 0; mig_sidecars[i] != NULL; i++) {
+		snprintf(side, sizeof(side), "%s%s", path, mig_sidecars[i]);
+		unlink(side);
+	}
+}
+
+static int
+mig_fsync_path(const char *path)
+{
+	int fd, rc;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	rc = fsync(fd);
+	/* Some filesystems refuse fsync on directories; that is not ours to fix. */
+	if (rc == -1 && (errno == EINVAL || errno == EBADF))
+		rc = 0;
+	close(fd);
+	return rc;
+}
+
+static int
+mig_fsync_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag != FTW_F && flag != FTW_D && flag != FTW_DP)
+		return 0;
+	return mig_fsync_path(path);
+}
+
+static int
+mig_fsync_parent(const char *path)
+{
+	char *d = strdup(path);
+	int rc;
+
+	if (d == NULL)
+		return -1;
+	rc = mig_fsync_path(dirname(d));
+	free(d);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* sources */
+
+int
+mig_source_open(const char *spec, saker_store **out, struct mig_err *e)
+{
+	struct saker_store_opts o;
+	struct stat st;
+	char err[512] = "";
+	int rc;
+
+	*out = NULL;
+	if (mig_spec_driver(spec, "source", e) == NULL)
+		return -1;
+	if (stat(mig_spec_location(spec), &st) == -1) {
+		mig_seterr(e, "source %s: %s", spec, strerror(errno));
+		return -1;
+	}
+	memset(&o, 0, sizeof(o));
+	o.read_only = true;
+	o.create = false;
+	o.sync = SAKER_SYNC_NEVER;
+	rc = saker_store_open(spec, &o, out, err, sizeof(err));
+	if (rc == SAKER_ELOCKED) {
+		mig_seterr(e, "source %s is in use by a running sakerd or another "
+		    "process (%s); stop it first", spec, err);
+		return -1;
+	}
+	if (rc != SAKER_OK || *out == NULL) {
+		mig_seterr(e, "cannot open source %s: %s", spec,
+		    err[0] != '\0' ? err : saker_strerror(rc));
+		*out = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+struct mig_name {
+	char *s;
+	size_t len;
+};
+
+struct mig_names {
+	struct mig_name *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static int
+mig_collect_name(void *arg, const char *name, size_t len)
+{
+	struct mig_names *ns = arg;
+
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap > 0 ? ns->cap * 2 : 16;
+		struct mig_name *v = realloc(ns->v, cap * sizeof(*v));
+		if (v == NULL) {
+			ns->oom = true;
+			return 1;
+		}
+		ns->v = v;
+		ns->cap = cap;
+	}
+	if ((ns->v[ns->n].s = malloc(len > 0 ? len : 1)) == NULL) {
+		ns->oom = true;
+		return 1;
+	}
+	memcpy(ns->v[ns->n].s, name, len);
+	ns->v[ns->n].len = len;
+	ns->n++;
+	return 0;
+}
+
+static int
+mig_name_cmp(const void *a, const void *b)
+{
+	const struct mig_name *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->s, y->s, n);
+
+	if (c != 0)
+		return c;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+static void
+mig_names_free(struct mig_names *ns)
+{
+	size_t i;
+
+	for (i = 0; i < ns->n; i++)
+		free(ns->v[i].s);
+	free(ns->v);
+	memset(ns, 0, sizeof(*ns));
+}
+
+/* Every queue of s, sorted by name bytes: dumps must be reproducible. */
+static int
+mig_list_queues(saker_store *s, struct mig_names *ns, const char *what,
+    struct mig_err *e)
+{
+	int rc;
+
+	memset(ns, 0, sizeof(*ns));
+	rc = s->driver->queues(s, mig_collect_name, ns);
+	if (ns->oom) {
+		mig_seterr(e, "out of memory listing the queues of %s", what);
+		mig_names_free(ns);
+		return -1;
+	}
+	if (rc < 0) {
+		mig_seterr(e, "listing the queues of %s failed: %s", what,
+		    s->driver->errmsg(s));
+		mig_names_free(ns);
+		return -1;
+	}
+	qsort(ns->v, ns->n, sizeof(*ns->v), mig_name_cmp);
+	return 0;
+}
+
+struct mig_walk {
+	const struct mig_source_cb *cb;
+	void *arg;
+	int64_t now_ms;
+	struct mig_err *e;
+	int stop;                /* set when a callback stopped the walk */
+};
+
+static int
+mig_walk_item(void *arg, const struct saker_item *it)
+{
+	struct mig_walk *w = arg;
+	struct saker_item n = *it;
+	int state, rc;
+
+	if (mig_check_interrupt(w->e) < 0)
+		return w->stop = 1;
+	if (it->state == SAKER_ITEM_DELAYED && it->due_ms > w->now_ms) {
+		state = MIG_DELAYED;
+	} else {
+		state = MIG_READY;
+		n.due_ms = 0;
+	}
+	if ((rc = w->cb->item(w->arg, &n, state, it->state == SAKER_ITEM_OPEN)) != 0)
+		w->stop = rc;
+	return rc;
+}
+
+int
+mig_source_each(saker_store *s, int64_t now_ms, const struct mig_source_cb *cb,
+    void *arg, struct mig_err *e)
+{
+	struct mig_names ns;
+	struct mig_walk w = { cb, arg, now_ms, e, 0 };
+	saker_queue *q;
+	size_t i;
+	int rc = 0;
+
+	if (mig_list_queues(s, &ns, "the source", e) < 0)
+		return -1;
+	for (i = 0; i < ns.n && rc == 0; i++) {
+		const char *name = ns.v[i].s;
+		int len = (int)ns.v[i].len;
+
+		if (s->driver->queue_open(s, name, ns.v[i].len, false, NULL, &q) != SAKER_OK) {
+			mig_seterr(e, "cannot open queue '%.*s': %s", len, name,
+			    s->driver->errmsg(s));
+			rc = -1;
+			break;
+		}
+		if (cb->queue_begin != NULL &&
+		    (rc = cb->queue_begin(arg, name, ns.v[i].len)) != 0)
+			break;
+		rc = s->driver->iterate(s, q, mig_walk_item, &w);
+		if (rc != 0) {
+			if (w.stop == 0)
+				mig_seterr(e, "reading queue '%.*s' failed: %s", len,
+				    name, s->driver->errmsg(s));
+			break;
+		}
+		if (cb->queue_end != NULL)
+			rc = cb->queue_end(arg);
+	}
+	mig_names_free(&ns);
+	return rc != 0 ? -1 : 0;
+}
+
+void
+mig_source_totals(saker_store *s, uint64_t *items, uint64_t *bytes)
+{
+	struct mig_names ns;
+	struct mig_err e;
+	struct saker_queue_stats st;
+	saker_queue *q;
+	size_t i;
+
+	*items = *bytes = 0;
+	if (mig_list_queues(s, &ns, "the source", &e) < 0)
+		return;
+	for (i = 0; i < ns.n; i++) {
+		if (s->driver->queue_open(s, ns.v[i].s, ns.v[i].len, false, NULL, &q) != SAKER_OK)
+			continue;
+		memset(&st, 0, sizeof(st));
+		if (s->driver->queue_stats(s, q, &st) != SAKER_OK)
+			continue;
+		*items += st.items + st.delayed_items + st.open_items;
+		*bytes += st.bytes;
+	}
+	mig_names_free(&ns);
+}
+
+/* ------------------------------------------------------------------ */
+/* targets */
+
+struct mig_q {
+	char *name;
+	size_t len;
+	struct mig_digest want;
+	unsigned delayed_inputs;         /* bit per input that added delayed items */
+	bool from_src;
+	uint64_t src_ready, src_delayed, src_open, src_bytes;
+};
+
+struct mig_target {
+	const struct saker_store_driver *drv;
+	struct mig_opts opts;
+	char *spec;                      /* as given */
+	char *path;                      /* its location */
+	char *tmp_path, *tmp_spec;
+	bool is_dir;
+	bool replace;                    /* something is at path and gets swapped out */
+	bool tmp_made, done;
+	saker_store *st;
+	saker_queue *q;
+	size_t cur;                      /* index of the current queue in qs */
+	struct mig_q *qs;
+	size_t nq, capq;
+	int64_t now_ms;
+	unsigned input;                  /* 1 = the existing destination, 2 = source */
+	uint64_t pending, pending_bytes;
+	uint64_t src_items, src_bytes;
+	struct mig_meter meter;
+};
+
+const char *
+mig_target_spec(const struct mig_target *t)
+{
+	return t->spec;
+}
+
+void
+mig_target_set_totals(struct mig_target *t, uint64_t items, uint64_t bytes)
+{
+	t->meter.total_items = items;
+	t->meter.total_bytes = bytes;
+}
+
+/* Find queue `name` in the sorted qs, inserting it when absent. */
+static struct mig_q *
+mig_target_q(struct mig_target *t, const char *name, size_t len, bool insert)
+{
+	struct mig_name key = { (char *)(uintptr_t)name, len };
+	size_t lo = 0, hi = t->nq;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct mig_name m = { t->qs[mid].name, t->qs[mid].len };
+		int c = mig_name_cmp(&key, &m);
+		if (c == 0) {
+			t->cur = mid;
+			return &t->qs[mid];
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (!insert)
+		return NULL;
+	if (t->nq == t->capq) {
+		size_t cap = t->capq > 0 ? t->capq * 2 : 16;
+		struct mig_q *v = realloc(t->qs, cap * sizeof(*v));
+		if (v == NULL)
+			return NULL;
+		t->qs = v;
+		t->capq = cap;
+	}
+	memmove(&t->qs[lo + 1], &t->qs[lo], (t->nq - lo) * sizeof(*t->qs));
+	memset(&t->qs[lo], 0, sizeof(*t->qs));
+	if ((t->qs[lo].name = malloc(len)) == NULL) {
+		memmove(&t->qs[lo], &t->qs[lo + 1], (t->nq - lo) * sizeof(*t->qs));
+		return NULL;
+	}
+	memcpy(t->qs[lo].name, name, len);
+	t->qs[lo].len = len;
+	mig_digest_init(&t->qs[lo].want);
+	t->nq++;
+	t->cur = lo;
+	return &t->qs[lo];
+}
+
+int
+mig_target_queue(struct mig_target *t, const char *name, size_t len,
+    struct mig_err *e)
+{
+	struct mig_q *mq;
+
+	if (!saker_qname_valid(name, len)) {
+		mig_seterr(e, "invalid queue name '%.*s'", (int)(len > 250 ? 250 : len), name);
+		return -1;
+	}
+	if (t->drv->queue_open(t->st, name, len, true, NULL, &t->q) != SAKER_OK) {
+		mig_seterr(e, "creating queue '%.*s' in %s failed: %s", (int)len, name,
+		    t->spec, t->drv->errmsg(t->st));
+		return -1;
+	}
+	if ((mq = mig_target_q(t, name, len, true)) == NULL) {
+		mig_seterr(e, "out of memory");
+		return -1;
+	}
+	if (t->input == 2)
+		mq->from_src = true;
+	return 0;
+}
+
+static int
+mig_target_commit(struct mig_target *t, struct mig_err *e)
+{
+	if (t->drv->commit(t->st) != SAKER_OK) {
+		mig_seterr(e, "writing %s failed: %s", t->spec, t->drv->errmsg(t->st));
+		return -1;
+	}
+	t->pending = t->pending_bytes = 0;
+	return 0;
+}
+
+int
+mig_target_put(struct mig_target *t, const struct saker_item *it, int state,
+    bool was_open, struct mig_err *e)
+{
+	struct saker_item p = *it;
+	struct mig_q *mq = &t->qs[t->cur];
+
+	if (mig_check_interrupt(e) < 0)
+		return -1;
+	if (t->q == NULL) {
+		mig_seterr(e, "item outside any queue");
+		return -1;
+	}
+	if (mig_test_item_hook != NULL) {
+		mig_test_item_hook(t->meter.items + 1);
+		if (mig_check_interrupt(e) < 0)
+			return -1;
+	}
+	p.id = 0;
+	p.state = SAKER_ITEM_READY;
+	if (state != MIG_DELAYED)
+		p.due_ms = 0;
+	else if (p.due_ms <= t->now_ms) {
+		/* Only a corrupt input gets here (sources and the dump reader
+		 * normalise); refuse rather than silently change the state. */
+		mig_seterr(e, "delayed item in queue '%.*s' is not in the future",
+		    (int)mq->len, mq->name);
+		return -1;
+	}
+	if (t->drv->put(t->st, t->q, &p, t->now_ms) != SAKER_OK) {
+		mig_seterr(e, "writing to %s failed: %s (queue '%.*s', item %" PRIu64 ")",
+		    t->spec, t->drv->errmsg(t->st), (int)mq->len, mq->name,
+		    mq->want.ready + mq->want.delayed + 1);
+		return -1;
+	}
+	mig_digest_add(&mq->want, &p, state);
+	if (state == MIG_DELAYED)
+		mq->delayed_inputs |= t->input;
+	if (t->input == 2) {
+		if (state == MIG_DELAYED)
+			mq->src_delayed++;
+		else
+			mq->src_ready++;
+		if (was_open)
+			mq->src_open++;
+		mq->src_bytes += p.len;
+		t->src_items++;
+		t->src_bytes += p.len;
+		mig_meter_add(&t->meter, p.len);
+	}
+	t->pending++;
+	t->pending_bytes += p.len;
+	if (t->pending >= MIG_COMMIT_EVERY || t->pending_bytes >= MIG_COMMIT_BYTES)
+		return mig_target_commit(t, e);
+	return 0;
+}
+
+struct mig_tcb {
+	struct mig_target *t;
+	struct mig_err *e;
+};
+
+static int
+mig_tcb_queue(void *arg, const char *name, size_t len)
+{
+	struct mig_tcb *c = arg;
+
+	return mig_target_queue(c->t, name, len, c->e) < 0 ? 1 : 0;
+}
+
+static int
+mig_tcb_item(void *arg, const struct saker_item *it, int state, bool was_open)
+{
+	struct mig_tcb *c = arg;
+
+	return mig_target_put(c->t, it, state, was_open, c->e) < 0 ? 1 : 0;
+}
+
+static const struct mig_source_cb mig_target_cb = {
+	mig_tcb_queue, mig_tcb_item, NULL
+};
+
+/* Total items in a store, -1 on error. */
+static int64_t
+mig_count_items(saker_store *s, size_t *nqueues, struct mig_err *e)
+{
+	struct mig_names ns;
+	struct saker_queue_stats st;
+	saker_queue *q;
+	int64_t n = 0;
+	size_t i;
+
+	if (mig_list_queues(s, &ns, "the destination", e) < 0)
+		return -1;
+	*nqueues = 0;
+	for (i = 0; i < ns.n; i++) {
+		memset(&st, 0, sizeof(st));
+		if (s->driver->queue_open(s, ns.v[i].s, ns.v[i].len, false, NULL, &q) != SAKER_OK ||
+		    s->driver->queue_stats(s, q, &st) != SAKER_OK) {
+			mig_seterr(e, "reading the destination failed: %s", s->driver->errmsg(s));
+			mig_names_free(&ns);
+			return -1;
+		}
+		if (st.items + st.delayed_items + st.open_items > 0)
+			(*nqueues)++;
+		n += (int64_t)(st.items + st.delayed_items + st.open_items);
+	}
+	mig_names_free(&ns);
+	return n;
+}
+
+/* Is the thing at `path` a placeholder we may replace without reading it:
+ * an empty directory (DIR stores) or an empty file (FILE stores)? */
+static bool
+mig_trivial(const char *path, const struct stat *st, bool is_dir)
+{
+	DIR *d;
+	struct dirent *de;
+	bool empty = true;
+
+	if (!is_dir)
+		return S_ISREG(st->st_mode) && st->st_size == 0;
+	if (!S_ISDIR(st->st_mode) || (d = opendir(path)) == NULL)
+		return false;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+			empty = false;
+			break;
+		}
+	}
+	closedir(d);
+	return empty;
+}
+
+int
+mig_target_open(const char *spec, const char *src_spec,
+    const struct mig_opts *opts, int64_t now_ms, struct mig_target **out,
+    struct mig_err *e)
+{
+	struct mig_target *t;
+	struct saker_store_opts o;
+	saker_store *old = NULL;
+	struct stat st;
+	char err[512] = "";
+	size_t n;
+	int rc;
+
+	*out = NULL;
+	if ((t = calloc(1, sizeof(*t))) == NULL) {
+		mig_seterr(e, "out of memory");
+		return -1;
+	}
+	t->opts = *opts;
+	t->now_ms = now_ms;
+	t->input = 1;
+	mig_meter_start(&t->meter, opts->quiet ? MIG_PROGRESS_OFF : opts->progress);
+	if ((t->drv = mig_spec_driver(spec, "destination", e)) == NULL)
+		goto fail;
+	t->is_dir = strcmp(t->drv->location_help, "DIR") == 0;
+	if (src_spec != NULL && mig_same_location(src_spec, spec)) {
+		mig_seterr(e, "source and destination are the same (%s)", spec);
+		goto fail;
+	}
+	t->spec = strdup(spec);
+	t->path = strdup(mig_spec_location(spec));
+	n = strlen(t->path) + 32;
+	t->tmp_path = malloc(n);
+	t->tmp_spec = malloc(n + strlen(t->drv->name) + 1);
+	if (t->spec == NULL || t->path == NULL || t->tmp_path == NULL || t->tmp_spec == NULL) {
+		mig_seterr(e, "out of memory");
+		goto fail;
+	}
+	/* Strip trailing slashes so DIR/ gets the sibling DIR.tmp-PID. */
+	while (strlen(t->path) > 1 && t->path[strlen(t->path) - 1] == '/')
+		t->path[strlen(t->path) - 1] = '\0';
+	snprintf(t->tmp_path, n, "%s.tmp-%ld", t->path, (long)getpid());
+	snprintf(t->tmp_spec, n + strlen(t->drv->name) + 1, "%s:%s", t->drv->name, t->tmp_path);
+
+	memset(&o, 0, sizeof(o));
+	o.sync = SAKER_SYNC_NEVER;
+	if (stat(t->path, &st) == 0) {
+		t->replace = true;
+		if (t->is_dir && !S_ISDIR(st.st_mode)) {
+			mig_seterr(e, "destination %s exists and is not a directory", t->path);
+			goto fail;
+		}
+		if (!t->is_dir && S_ISDIR(st.st_mode)) {
+			mig_seterr(e, "destination %s is a directory, expected a file", t->path);
+			goto fail;
+		}
+		if (!mig_trivial(t->path, &st, t->is_dir)) {
+			int64_t items;
+			size_t nq;
+
+			o.read_only = true;
+			rc = saker_store_open(spec, &o, &old, err, sizeof(err));
+			if (rc == SAKER_ELOCKED) {
+				mig_seterr(e, "destination %s is in use by a running sakerd "
+				    "or another process (%s); stop it first", spec, err);
+				goto fail;
+			}
+			if (rc != SAKER_OK || old == NULL) {
+				mig_seterr(e, "destination %s exists but cannot be opened "
+				    "as a %s store: %s", spec, t->drv->name,
+				    err[0] != '\0' ? err : saker_strerror(rc));
+				old = NULL;
+				goto fail;
+			}
+			if ((items = mig_count_items(old, &nq, e)) < 0)
+				goto fail;
+			if (items > 0 && !opts->append) {
+				mig_seterr(e, "destination %s is not empty (%" PRId64 " items "
+				    "in %zu queues); use --append to add after them", spec,
+				    items, nq);
+				goto fail;
+			}
+		}
+	} else if (errno != ENOENT) {
+		mig_seterr(e, "destination %s: %s", t->path, strerror(errno));
+		goto fail;
+	}
+	if (lstat(t->tmp_path, &st) == 0) {
+		mig_seterr(e, "temporary %s already exists (left by a killed run?); "
+		    "remove it first", t->tmp_path);
+		goto fail;
+	}
+	o.read_only = false;
+	o.create = true;
+	t->tmp_made = true;
+	if (t->is_dir && mkdir(t->tmp_path, 0700) == -1) {
+		t->tmp_made = false;
+		mig_seterr(e, "cannot create %s: %s", t->tmp_path, strerror(errno));
+		goto fail;
+	}
+	err[0] = '\0';
+	rc = saker_store_open(t->tmp_spec, &o, &t->st, err, sizeof(err));
+	if (rc != SAKER_OK || t->st == NULL) {
+		mig_seterr(e, "cannot create %s: %s", t->tmp_spec,
+		    err[0] != '\0' ? err : saker_strerror(rc));
+		t->st = NULL;
+		goto fail;
+	}
+	if (old != NULL) {
+		/* --append (or an existing empty store): rebuild the old
+		 * contents into the temporary first, so the final rename is
+		 * still all-or-nothing. */
+		struct mig_tcb c = { t, e };
+
+		if (mig_source_each(old, now_ms, &mig_target_cb, &c, e) < 0)
+			goto fail;
+		saker_store_close(old);
+		old = NULL;
+	}
+	t->input = 2;
+	t->q = NULL;
+	*out = t;
+	return 0;
+fail:
+	saker_store_close(old);
+	mig_target_free(t);
+	return -1;
+}
+
+struct mig_vctx {
+	struct mig_target *t;
+	struct mig_err *e;
+	struct mig_digest got;
+	struct mig_q *mq;
+	size_t seen;
+};
+
+static int
+mig_v_queue(void *arg, const char *name, size_t len)
+{
+	struct mig_vctx *v = arg;
+
+	if ((v->mq = mig_target_q(v->t, name, len, false)) == NULL) {
+		mig_seterr(v->e, "verification failed: unexpected queue '%.*s' in %s",
+		    (int)len, name, v->t->tmp_spec);
+		return 1;
+	}
+	mig_digest_init(&v->got);
+	v->seen++;
+	return 0;
+}
+
+static int
+mig_v_item(void *arg, const struct saker_item *it, int state, bool was_open)
+{
+	struct mig_vctx *v = arg;
+
+	(void)was_open;
+	mig_digest_add(&v->got, it, state);
+	return 0;
+}
+
+static int
+mig_v_end(void *arg)
+{
+	struct mig_vctx *v = arg;
+	const struct mig_digest *w = &v->mq->want, *g = &v->got;
+	int len = (int)v->mq->len;
+	const char *name = v->mq->name;
+	bool by_sum = v->mq->delayed_inputs == 3;
+
+	if (w->ready != g->ready || w->delayed != g->delayed) {
+		mig_seterr(v->e, "verification failed: queue '%.*s' should have %" PRIu64
+		    " ready and %" PRIu64 " delayed items, has %" PRIu64 " and %" PRIu64,
+		    len, name, w->ready, w->delayed, g->ready, g->delayed);
+		return 1;
+	}
+	if (w->ready_chain != g->ready_chain || w->bytes != g->bytes) {
+		mig_seterr(v->e, "verification failed: checksum mismatch in the ready "
+		    "items of queue '%.*s'", len, name);
+		return 1;
+	}
+	if (by_sum ? w->delayed_sum != g->delayed_sum : w->delayed_chain != g->delayed_chain) {
+		mig_seterr(v->e, "verification failed: checksum mismatch in the delayed "
+		    "items of queue '%.*s'", len, name);
+		return 1;
+	}
+	return 0;
+}
+
+static const struct mig_source_cb mig_verify_cb = { mig_v_queue, mig_v_item, mig_v_end };
+
+static int
+mig_target_verify(struct mig_target *t, struct mig_err *e)
+{
+	struct saker_store_opts o;
+	struct mig_vctx v;
+	saker_store *s = NULL;
+	char err[512] = "";
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.read_only = true;
+	o.sync = SAKER_SYNC_NEVER;
+	rc = saker_store_open(t->tmp_spec, &o, &s, err, sizeof(err));
+	if (rc != SAKER_OK || s == NULL) {
+		mig_seterr(e, "verification failed: cannot reopen %s: %s", t->tmp_spec,
+		    err[0] != '\0' ? err : saker_strerror(rc));
+		return -1;
+	}
+	memset(&v, 0, sizeof(v));
+	v.t = t;
+	v.e = e;
+	rc = mig_source_each(s, t->now_ms, &mig_verify_cb, &v, e);
+	saker_store_close(s);
+	if (rc < 0) {
+		if (strncmp(e->msg, "verification", 12) != 0 &&
+		    strncmp(e->msg, "interrupted", 11) != 0) {
+			char tmp[sizeof(e->msg)];
+			memcpy(tmp, e->msg, sizeof(tmp));
+			mig_seterr(e, "verification failed: %s", tmp);
+		}
+		return -1;
+	}
+	if (v.seen != t->nq) {
+		mig_seterr(e, "verification failed: %zu queues written, %zu found",
+		    t->nq, v.seen);
+		return -1;
+	}
+	return 0;
+}
+
+/* Move the verified temporary into place. */
+static int
+mig_target_place(struct mig_target *t, struct mig_err *e)
+{
+	char old[PATH_MAX];
+
+	if (!t->replace) {
+#ifdef RENAME_NOREPLACE
+		if (renameat2(AT_FDCWD, t->tmp_path, AT_FDCWD, t->path, RENAME_NOREPLACE) == 0)
+			return 0;
+		if (errno != EINVAL && errno != ENOSYS)
+			goto fail;
+#endif
+		if (rename(t->tmp_path, t->path) == 0)
+			return 0;
+		goto fail;
+	}
+#ifdef RENAME_EXCHANGE
+	/* One atomic swap: readers see the old store or the new one. */
+	if (renameat2(AT_FDCWD, t->tmp_path, AT_FDCWD, t->path, RENAME_EXCHANGE) == 0) {
+		mig_remove_store(t->tmp_path, t->is_dir);
+		return 0;
+	}
+	if (errno != EINVAL && errno != ENOSYS)
+		goto fail;
+#endif
+	/* No exchange: a file is replaced atomically by rename(); a directory
+	 * is moved aside first (a crash in between leaves it at PATH.old-PID). */
+	if (!t->is_dir) {
+		if (rename(t->tmp_path, t->path) == 0)
+			return 0;
+		goto fail;
+	}
+	snprintf(old, sizeof(old), "%s.old-%ld", t->path, (long)getpid());
+	if (rename(t->path, old) == -1)
+		goto fail;
+	if (rename(t->tmp_path, t->path) == -1) {
+		int saved = errno;
+		rename(old, t->path);
+		errno = saved;
+		goto fail;
+	}
+	mig_remove_store(old, true);
+	return 0;
+fail:
+	mig_seterr(e, "cannot move %s to %s: %s", t->tmp_path, t->path, strerror(errno));
+	return -1;
+}
+
+int
+mig_target_finish(struct mig_target *t, struct mig_err *e)
+{
+	char side[PATH_MAX];
+	size_t i;
+	int rc;
+
+	if (t->st == NULL) {
+		mig_seterr(e, "destination not open");
+		return -1;
+	}
+	if (mig_check_interrupt(e) < 0 || mig_target_commit(t, e) < 0)
+		goto fail;
+	saker_store_close(t->st);
+	t->st = NULL;
+	t->q = NULL;
+	/* The store was written with sync=never: make it durable once, now,
+	 * before it becomes visible under its real name. */
+	if (t->is_dir)
+		rc = nftw(t->tmp_path, mig_fsync_one, 16, FTW_PHYS);
+	else
+		rc = mig_fsync_path(t->tmp_path);
+	if (rc != 0) {
+		mig_seterr(e, "syncing %s failed: %s", t->tmp_path, strerror(errno));
+		goto fail;
+	}
+	if (mig_target_verify(t, e) < 0 || mig_check_interrupt(e) < 0)
+		goto fail;
+	/* A write-ahead log with frames next to a FILE destination would be
+	 * replayed onto the new file: never swap under one.  An empty one
+	 * (left by a read-only reader) and its index are just removed. */
+	for (i = 0; !t->is_dir && i < 2; i++) {
+		struct stat st;
+
+		snprintf(side, sizeof(side), "%s%s", t->path, mig_sidecars[i]);
+		if (i == 0 && lstat(side, &st) == 0 && st.st_size > 0) {
+			mig_seterr(e, "%s is not empty (is a sakerd using %s, or did "
+			    "one crash? start and stop it once); not replacing it",
+			    side, t->path);
+			goto fail;
+		}
+	}
+	for (i = 0; !t->is_dir && i < 2; i++) {
+		snprintf(side, sizeof(side), "%s%s", t->path, mig_sidecars[i]);
+		unlink(side);
+	}
+	if (mig_target_place(t, e) < 0)
+		goto fail;
+	/* The temporary's own sidecars (its name is free again). */
+	if (!t->is_dir)
+		mig_remove_store(t->tmp_path, false);
+	t->done = true;
+	mig_meter_end(&t->meter);
+	/* Past the point of no return: the new store is in place. */
+	if (mig_fsync_parent(t->path) < 0)
+		fprintf(stderr, "saker: warning: %s is in place, but syncing its "
+		    "directory failed: %s\n", t->path, strerror(errno));
+	return 0;
+fail:
+	mig_meter_end(&t->meter);
+	return -1;
+}
+
+void
+mig_target_free(struct mig_target *t)
+{
+	size_t i;
+
+	if (t == NULL)
+		return;
+	if (t->meter.drawn)
+		mig_meter_end(&t->meter);
+	if (t->st != NULL)
+		saker_store_close(t->st);
+	if (!t->done && t->tmp_made)
+		mig_remove_store(t->tmp_path, t->is_dir);
+	for (i = 0; i < t->nq; i++)
+		free(t->qs[i].name);
+	free(t->qs);
+	free(t->spec);
+	free(t->path);
+	free(t->tmp_path);
+	free(t->tmp_spec);
+	free(t);
+}
+
+void
+mig_target_summary(struct mig_target *t, FILE *fp, const char *verb)
+{
+	char b[32];
+	double secs = (double)(saker_mono_ns() - t->meter.start_ns) / 1e9;
+	size_t i, nsrc = 0;
+
+	for (i = 0; i < t->nq; i++) {
+		const struct mig_q *q = &t->qs[i];
+
+		if (!q->from_src)
+			continue;
+		nsrc++;
+		mig_human_bytes(b, sizeof(b), q->src_bytes);
+		fprintf(fp, "  %.*s: %" PRIu64 " items (%" PRIu64 " ready, %" PRIu64
+		    " delayed, %" PRIu64 " were open), %s\n", (int)q->len, q->name,
+		    q->src_ready + q->src_delayed, q->src_ready, q->src_delayed,
+		    q->src_open, b);
+	}
+	mig_human_bytes(b, sizeof(b), t->src_bytes);
+	fprintf(fp, "%s %" PRIu64 " items (%s) in %zu queues to %s in %.2f s "
+	    "(%.0f items/s); verified\n", verb, t->src_items, b, nsrc, t->spec,
+	    secs, secs > 0 ? (double)t->src_items / secs : 0.0);
+}
+
+/* ------------------------------------------------------------------ */
+/* saker migrate */
+
+static void
+migrate_usage(FILE *fp)
+{
+	fprintf(fp,
+	    "usage: saker migrate [--append] [--progress|--quiet] SRC_SPEC DST_SPEC\n"
+	    "\n"
+	    "Copy every queue of the store SRC_SPEC into DST_SPEC (TYPE:LOCATION,\n"
+	    "e.g. lmdb:/var/lib/saker or sqlite:/var/lib/saker.db), as a restart\n"
+	    "of the source would show them: ready items in order, delayed items\n"
+	    "with their due times, open items back at the head.  The destination\n"
+	    "is built beside its final place, verified (counts and checksums per\n"
+	    "queue) and renamed into place; on any failure or interrupt it is left\n"
+	    "as it was.  Stop sakerd on both stores first.\n"
+	    "\n"
+	    "  --append     add after the items of a non-empty destination\n"
+	    "  --progress   show the progress line even when stderr is not a terminal\n"
+	    "  -q, --quiet  no progress line, no summary\n"
+	    "  -h, --help   this text\n"
+	    "\n"
+	    "Exit status: 0 copied and verified, 1 failure, 2 usage error.\n");
+}
+
+int
+migrate_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "append", no_argument, NULL, 'a' },
+		{ "progress", no_argument, NULL, 'p' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mig_opts opts;
+	struct mig_err e;
+	struct mig_target *t = NULL;
+	struct mig_tcb c;
+	saker_store *src = NULL;
+	uint64_t items, bytes;
+	int64_t now_ms;
+	int ch, rc = 1;
+
+	memset(&opts, 0, sizeof(opts));
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'a': opts.append = true; break;
+		case 'p': opts.progress = MIG_PROGRESS_ON; break;
+		case 'q': opts.quiet = true; opts.progress = MIG_PROGRESS_OFF; break;
+		case 'h': migrate_usage(stdout); return 0;
+		default:  migrate_usage(stderr); return 2;
+		}
+	}
+	if (argc - optind != 2) {
+		migrate_usage(stderr);
+		return 2;
+	}
+	if (mig_spec_driver(argv[optind], "source", &e) == NULL ||
+	    mig_spec_driver(argv[optind + 1], "destination", &e) == NULL) {
+		fprintf(stderr, "saker migrate: %s\n", e.msg);
+		return 1;
+	}
+	if (mig_same_location(argv[optind], argv[optind + 1])) {
+		fprintf(stderr, "saker migrate: source and destination are the same (%s)\n",
+		    argv[optind + 1]);
+		return 1;
+	}
+	mig_signals_install();
+	now_ms = saker_now_ms();
+	if (mig_source_open(argv[optind], &src, &e) < 0) {
+		fprintf(stderr, "saker migrate: %s\n", e.msg);
+		goto out;
+	}
+	if (mig_target_open(argv[optind + 1], argv[optind], &opts, now_ms, &t, &e) < 0) {
+		fprintf(stderr, "saker migrate: %s; %s left as it was\n", e.msg,
+		    argv[optind + 1]);
+		goto out;
+	}
+	mig_source_totals(src, &items, &bytes);
+	mig_target_set_totals(t, items, bytes);
+	c.t = t;
+	c.e = &e;
+	if (mig_source_each(src, now_ms, &mig_target_cb, &c, &e) == 0) {
+		saker_store_close(src);
+		src = NULL;
+		if (mig_target_finish(t, &e) == 0)
+			rc = 0;
+	}
+	if (rc != 0) {
+		mig_target_free(t);
+		t = NULL;
+		fprintf(stderr, "saker migrate: %s; %s left as it was\n", e.msg,
+		    argv[optind + 1]);
+		goto out;
+	}
+	if (!opts.quiet)
+		mig_target_summary(t, stdout, "migrated");
+	if (fflush(stdout) != 0)
+		rc = 1;
+out:
+	mig_target_free(t);
+	saker_store_close(src);
+	mig_signals_restore();
+	return rc;
+}

@@ -1,1 +1,159 @@
-/* placeholder: being written */
+/*
+ * migrate.h -- copying queues between stores through the driver interface.
+ *
+ * One generic engine serves `saker migrate`, `saker dump` and `saker load`;
+ * it knows no driver by name (Cyrus cyrusdb_convert is the model):
+ *
+ *   source  a store opened read-only, walked queue by queue (sorted by
+ *           name) with iterate(); or a dump stream (dump.c).
+ *   target  a new store built in a temporary sibling (LOCATION.tmp-PID),
+ *           committed every MIG_COMMIT_EVERY items, closed, fsynced,
+ *           reopened and verified, then renamed into place.  Any failure
+ *           or SIGINT/SIGTERM removes the temporary: the destination is
+ *           left exactly as it was.
+ *
+ * NORMALISED ITEMS
+ *   What is copied is what a restart of the source would show.  With T the
+ *   time the operation started:
+ *     - open items become ready items at the head (iterate() lists them
+ *       first, oldest first);
+ *     - delayed items with due <= T become ready (they follow the ready
+ *       ones in due order, exactly where startup promotion puts them);
+ *     - ready items carry due 0; delayed items keep their absolute due.
+ *   Items are put() with now_ms = T, so the target's ready/delayed split
+ *   is deterministic and the checksums below compare equal.
+ *
+ * CHECKSUM (verification)
+ *   Per item: h = FNV-1a-64 over BE32 flags, BE64 expires_ms, BE64 due,
+ *   BE64 len, data.  Per queue: counts of ready and delayed items; a chain
+ *   over ready items in FIFO order (c = FNV-1a-64 continuing from c over
+ *   BE64 h); the same chain over delayed items in (due, arrival) order; and
+ *   the sum mod 2^64 of the delayed items' h.  Delayed items are compared
+ *   by chain, or by sum when the queue's delayed items came from two inputs
+ *   (--append onto a queue that already had delayed items), because the
+ *   target then interleaves them by due time.
+ */
+#ifndef SAKER_MIGRATE_H
+#define SAKER_MIGRATE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "saker/store.h"
+
+#define MIG_COMMIT_EVERY 10000
+
+/* Normalised item states (also the record tags of the dump format). */
+#define MIG_READY 'R'
+#define MIG_DELAYED 'D'
+
+enum mig_progress_mode {
+	MIG_PROGRESS_AUTO = 0,   /* on when stderr is a terminal */
+	MIG_PROGRESS_ON,         /* --progress */
+	MIG_PROGRESS_OFF         /* --quiet */
+};
+
+struct mig_opts {
+	bool append;             /* add after existing items of a non-empty target */
+	enum mig_progress_mode progress;
+	bool quiet;              /* no progress, no summary */
+};
+
+/* Error text of the last failure; filled by every fallible mig_* call. */
+struct mig_err {
+	char msg[1024];
+};
+
+/* Set by the SIGINT/SIGTERM/SIGHUP handler that mig_signals_install()
+ * installs; every loop checks it. */
+extern volatile sig_atomic_t mig_interrupted;
+void mig_signals_install(void);
+void mig_signals_restore(void);
+
+/* Test-only fault injection: when set, called before each item is put into
+ * a target with the 1-based count of items put so far. */
+extern void (*mig_test_item_hook)(uint64_t n);
+
+/* FNV-1a 64: the checksum primitive of migrate and the dump format. */
+#define MIG_FNV_INIT 0xcbf29ce484222325ULL
+uint64_t mig_fnv(uint64_t h, const void *p, size_t len);
+
+/* Per-queue digest, as described above. */
+struct mig_digest {
+	uint64_t ready;
+	uint64_t delayed;
+	uint64_t bytes;
+	uint64_t ready_chain;
+	uint64_t delayed_chain;
+	uint64_t delayed_sum;
+};
+void mig_digest_init(struct mig_digest *d);
+void mig_digest_add(struct mig_digest *d, const struct saker_item *it, int state);
+
+/* Check a spec names a compiled-in, durable driver with a location.
+ * `role` ("source", "destination") is used in the message. */
+const struct saker_store_driver *mig_spec_driver(const char *spec,
+    const char *role, struct mig_err *e);
+
+/* Open a source store read-only; a clear message for a locked store. */
+int mig_source_open(const char *spec, saker_store **out, struct mig_err *e);
+
+/* Walk every queue of a source store, sorted by name, handing normalised
+ * items (see above) to the callbacks.  A non-zero callback return stops
+ * the walk and is returned (the callback has set e). */
+struct mig_source_cb {
+	int (*queue_begin)(void *arg, const char *name, size_t len);
+	int (*item)(void *arg, const struct saker_item *it, int state, bool was_open);
+	int (*queue_end)(void *arg);
+};
+int mig_source_each(saker_store *s, int64_t now_ms, const struct mig_source_cb *cb,
+    void *arg, struct mig_err *e);
+
+/* Source totals for the progress line: items of every state, data bytes. */
+void mig_source_totals(saker_store *s, uint64_t *items, uint64_t *bytes);
+
+/* The target. */
+struct mig_target;
+int mig_target_open(const char *spec, const char *src_spec,
+    const struct mig_opts *opts, int64_t now_ms, struct mig_target **out,
+    struct mig_err *e);
+int mig_target_queue(struct mig_target *t, const char *name, size_t len,
+    struct mig_err *e);
+int mig_target_put(struct mig_target *t, const struct saker_item *it, int state,
+    bool was_open, struct mig_err *e);
+/* Commit, close, fsync, verify, rename into place.  After a failure the
+ * destination is untouched; mig_target_free() removes the temporary. */
+int mig_target_finish(struct mig_target *t, struct mig_err *e);
+/* Free t; when mig_target_finish() did not succeed, first remove the
+ * temporary (the abandon path).  NULL-safe. */
+void mig_target_free(struct mig_target *t);
+/* Progress: expected totals (0 = unknown). */
+void mig_target_set_totals(struct mig_target *t, uint64_t items, uint64_t bytes);
+/* One line per queue copied from the source, then a total line starting
+ * with `verb` ("migrated", "loaded"). */
+void mig_target_summary(struct mig_target *t, FILE *fp, const char *verb);
+/* "lmdb:DIR": where the target is, for messages. */
+const char *mig_target_spec(const struct mig_target *t);
+
+/* Both specs name the same file or directory. */
+bool mig_same_location(const char *a, const char *b);
+
+/* Progress line shared with dump (stderr, redrawn in place). */
+struct mig_meter {
+	bool on;
+	bool drawn;
+	uint64_t items, bytes;
+	uint64_t total_items, total_bytes;
+	uint64_t start_ns, last_ns;
+};
+void mig_meter_start(struct mig_meter *m, enum mig_progress_mode mode);
+void mig_meter_add(struct mig_meter *m, uint64_t bytes);
+void mig_meter_end(struct mig_meter *m);
+void mig_human_bytes(char *buf, size_t len, uint64_t bytes);
+
+int migrate_main(int argc, char **argv);
+
+#endif

@@ -1,3 +1,93 @@
-/* placeholder: being written */
-int main(void);
-int main(void) { return 77; }
+/* saker.c -- the `saker` command-line companion: subcommand dispatch. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "saker/store.h"
+#include "bench.h"
+#include "client.h"
+#include "dump.h"
+#include "migrate.h"
+
+struct subcommand {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *synopsis;
+};
+
+static const struct subcommand subcommands[] = {
+	{ "put", put_main, "put   [-s HOST:PORT] QUEUE [DATA|-]        enqueue (stdin with -)" },
+	{ "get", get_main, "get   [-s HOST:PORT] [-t MS] QUEUE         dequeue one item to stdout" },
+	{ "stats", stats_main, "stats [-s HOST:PORT] [--raw]               print stats" },
+	{ "migrate", migrate_main, "migrate [--append] [--progress|--quiet] SRC_SPEC DST_SPEC" },
+	{ "dump", dump_main, "dump  SPEC > FILE                          portable backup" },
+	{ "load", load_main, "load  [--append] SPEC < FILE               restore a backup" },
+	{ "bench", bench_main, "bench [options]                            load generator" },
+	{ NULL, NULL, NULL }
+};
+
+static void
+usage(FILE *fp)
+{
+	size_t i;
+
+	fprintf(fp, "usage: saker COMMAND [options] [args]\n\n");
+	for (i = 0; subcommands[i].name != NULL; i++)
+		fprintf(fp, "  saker %s\n", subcommands[i].synopsis);
+	fprintf(fp,
+	    "\n"
+	    "SPEC is TYPE:LOCATION (store types built in: %s).\n"
+	    "`saker COMMAND --help` describes a command; saker(1) has the details.\n"
+	    "Exit status: 0 success, 1 failure, 2 usage error.\n",
+	    saker_store_driver_list());
+}
+
+static const struct subcommand *
+find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; subcommands[i].name != NULL; i++)
+		if (strcmp(subcommands[i].name, name) == 0)
+			return &subcommands[i];
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct subcommand *sc;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("saker %s\n", PACKAGE_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "help") == 0) {
+		if (argc == 2) {
+			usage(stdout);
+			return 0;
+		}
+		if ((sc = find(argv[2])) == NULL) {
+			fprintf(stderr, "saker: unknown command '%s'\n", argv[2]);
+			return 2;
+		}
+		{
+			char *hargv[] = { argv[2], (char *)"--help", NULL };
+			return sc->fn(2, hargv);
+		}
+	}
+	if ((sc = find(argv[1])) == NULL) {
+		fprintf(stderr, "saker: unknown command '%s' (try saker --help)\n", argv[1]);
+		return 2;
+	}
+	return sc->fn(argc - 1, argv + 1);
+}

@@ -1,3 +1,901 @@
-/* placeholder: being written */
-int main(void);
-int main(void) { return 77; }
+/* check_cli.c -- tests of `saker`: dump format, migrate, dump/load, put/get/stats. */
+#include "config.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "saker/store.h"
+#include "testlib.h"
+
+/* The engine (in libsaker.a) is tested directly as well as through the
+ * binary. */
+#include "clock.h"
+#include "dump.h"
+#include "migrate.h"
+
+/* ------------------------------------------------------------------ */
+/* helpers */
+
+/* Run the saker binary; stdin from in_path (or /dev/null), stdout and
+ * stderr captured.  Returns the exit status (or 128+signal). */
+static int
+run_saker(const char *dir, const char *in_path, char **out, size_t *outlen,
+    char **err, const char *arg0, ...)
+{
+	const char *argv[16];
+	char *opath = tl_strdupf("%s/run.out", dir), *epath = tl_strdupf("%s/run.err", dir);
+	va_list ap;
+	int n = 1, status;
+	pid_t pid;
+
+	argv[0] = "saker";
+	va_start(ap, arg0);
+	for (const char *a = arg0; a != NULL && n < 15; a = va_arg(ap, const char *))
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		int in = open(in_path != NULL ? in_path : "/dev/null", O_RDONLY);
+		int o = open(opath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int e = open(epath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (in == -1 || o == -1 || e == -1)
+			_exit(126);
+		dup2(in, 0);
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(tl_saker_path(), (char *const *)argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	if (out != NULL)
+		*out = tl_read_file(opath, outlen);
+	if (err != NULL)
+		*err = tl_read_file(epath, NULL);
+	free(opath);
+	free(epath);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static bool
+exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+/* No "*.tmp-*" sibling left in dir. */
+static void
+ck_no_temporaries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL)
+		ck_assert_msg(strstr(de->d_name, ".tmp-") == NULL,
+		    "temporary %s/%s left behind", dir, de->d_name);
+	closedir(d);
+}
+
+static saker_store *
+open_store(const char *spec, bool create, bool read_only)
+{
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	char err[512] = "";
+
+	memset(&o, 0, sizeof(o));
+	o.create = create;
+	o.read_only = read_only;
+	o.sync = SAKER_SYNC_NEVER;
+	ck_assert_msg(saker_store_open(spec, &o, &s, err, sizeof(err)) == SAKER_OK,
+	    "open %s: %s", spec, err);
+	return s;
+}
+
+static void
+put_item(saker_store *s, saker_queue *q, const void *data, size_t len,
+    uint32_t flags, int64_t expires, int64_t due, int64_t now)
+{
+	struct saker_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.data = data;
+	it.len = len;
+	it.flags = flags;
+	it.expires_ms = expires;
+	it.due_ms = due;
+	it.created_ms = now - 1000;
+	ck_assert_int_eq(s->driver->put(s, q, &it, now), SAKER_OK);
+}
+
+static int
+take_cb(void *arg, const struct saker_item *it)
+{
+	(void)arg;
+	(void)it;
+	return 0;
+}
+
+/* The model of one queue after a restart: data strings in order, and
+ * how many of them (from the tail) are still delayed. */
+struct model {
+	const char *name;
+	int n;
+	char data[64][32];
+	size_t len[64];
+	int delayed;
+};
+
+static struct model models[3];
+
+/*
+ * A store with every item state, in three queues:
+ *   ready items (binary data, flags, expiry, an empty item), two of them
+ *   taken open and never confirmed; delayed items whose due time has
+ *   passed (promoted at the next start); delayed items a day ahead.
+ */
+static void
+fill_store(const char *spec)
+{
+	static const char *names[3] = { "alpha", "jobs+audit", "z_q" };
+	saker_store *s = open_store(spec, true, false);
+	int64_t now = saker_now_ms();
+	saker_queue *q;
+	int qi, i;
+
+	for (qi = 0; qi < 3; qi++) {
+		struct model *m = &models[qi];
+		char buf[32];
+		size_t len;
+
+		memset(m, 0, sizeof(*m));
+		m->name = names[qi];
+		ck_assert_int_eq(s->driver->queue_open(s, names[qi], strlen(names[qi]),
+		    true, NULL, &q), SAKER_OK);
+		/* future delayed items first, so arrival differs from due order */
+		for (i = 2; i >= 0; i--) {
+			len = (size_t)snprintf(buf, sizeof(buf), "later-%d", i);
+			put_item(s, q, buf, len, 7, 0, now + 86400000 + i * 1000, now);
+		}
+		/* due in the past by the time of the copy */
+		for (i = 0; i < 2; i++) {
+			len = (size_t)snprintf(buf, sizeof(buf), "due-%d", i);
+			put_item(s, q, buf, len, 0, 0, now - 30000 + i, now - 60000);
+		}
+		for (i = 0; i < 10; i++) {
+			len = (size_t)snprintf(buf, sizeof(buf), "r%d%c\r\nx", i, '\0');
+			put_item(s, q, buf, i == 9 ? 0 : len, (uint32_t)(i * 1000003u),
+			    i % 2 ? now + 86400000 * 30LL : 0, 0, now);
+		}
+		/* Expected restart order: the two open ones (r0, r1) back at the
+		 * head, the other ready ones, the promoted ones, then the
+		 * delayed ones by due time. */
+		for (i = 0; i < 10; i++) {
+			m->len[m->n] = i == 9 ? 0 : (size_t)snprintf(m->data[m->n], 32,
+			    "r%d%c\r\nx", i, '\0');
+			m->n++;
+		}
+		for (i = 0; i < 2; i++, m->n++)
+			m->len[m->n] = (size_t)snprintf(m->data[m->n], 32, "due-%d", i);
+		for (i = 0; i < 3; i++, m->n++)
+			m->len[m->n] = (size_t)snprintf(m->data[m->n], 32, "later-%d", i);
+		m->delayed = 3;
+		ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_OPEN, now, take_cb, NULL), SAKER_OK);
+		ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_OPEN, now, take_cb, NULL), SAKER_OK);
+	}
+	/* an empty queue is copied too */
+	ck_assert_int_eq(s->driver->queue_open(s, "empty", 5, true, NULL, &q), SAKER_OK);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+}
+
+struct check_ctx {
+	const struct model *m;
+	int i;
+};
+
+static int
+check_cb(void *arg, const struct saker_item *it)
+{
+	struct check_ctx *c = arg;
+	const struct model *m = c->m;
+	int i = c->i++;
+
+	ck_assert_int_lt(i, m->n);
+	ck_assert_msg(it->len == m->len[i] && memcmp(it->data, m->data[i], it->len) == 0,
+	    "queue %s item %d differs", m->name, i);
+	if (i >= m->n - m->delayed)
+		ck_assert_int_eq(it->state, SAKER_ITEM_DELAYED);
+	else
+		ck_assert_int_eq(it->state, SAKER_ITEM_READY);
+	return 0;
+}
+
+/* The store at spec holds exactly what a restart of fill_store()'s store
+ * would show. */
+static void
+check_store(const char *spec)
+{
+	saker_store *s = open_store(spec, false, true);
+	saker_queue *q;
+	int qi;
+
+	for (qi = 0; qi < 3; qi++) {
+		struct check_ctx c = { &models[qi], 0 };
+		ck_assert_int_eq(s->driver->queue_open(s, models[qi].name,
+		    strlen(models[qi].name), false, NULL, &q), SAKER_OK);
+		ck_assert_int_eq(s->driver->iterate(s, q, check_cb, &c), 0);
+		ck_assert_int_eq(c.i, models[qi].n);
+	}
+	ck_assert_int_eq(s->driver->queue_open(s, "empty", 5, false, NULL, &q), SAKER_OK);
+	saker_store_close(s);
+}
+
+static char *
+dump_to_string(const char *dir, const char *spec, size_t *len)
+{
+	char *out = NULL, *err = NULL;
+	int rc = run_saker(dir, NULL, &out, len, &err, "dump", "-q", spec, NULL);
+
+	ck_assert_msg(rc == 0, "dump %s: status %d: %s", spec, rc, err);
+	free(err);
+	return out;
+}
+
+/* ------------------------------------------------------------------ */
+/* the dump format, on synthetic streams */
+
+static char *
+synthetic_stream(size_t *len)
+{
+	struct dump_writer w;
+	struct saker_item it;
+	char *buf = NULL;
+	FILE *fp = open_memstream(&buf, len);
+	static const char bin[] = "a\0b\r\n\xff";
+
+	ck_assert_ptr_nonnull(fp);
+	dump_writer_start(&w, fp);
+	dump_write_queue(&w, "a", 1);
+	memset(&it, 0, sizeof(it));
+	it.data = bin;
+	it.len = sizeof(bin);
+	it.flags = 0xdeadbeef;
+	it.expires_ms = 123456789012LL;
+	it.created_ms = 42;
+	dump_write_item(&w, &it, MIG_READY);
+	it.len = 0;
+	it.due_ms = 9000000000000LL;
+	dump_write_item(&w, &it, MIG_DELAYED);
+	dump_write_queue_end(&w);
+	dump_write_queue(&w, "b+c", 3);
+	dump_write_queue_end(&w);
+	ck_assert_int_eq(dump_writer_finish(&w), 0);
+	fclose(fp);
+	return buf;
+}
+
+/* Read a whole stream; 0 on success, -1 with e set. */
+static int
+read_stream(const char *buf, size_t len, int *nitems, struct mig_err *e)
+{
+	struct dump_reader r;
+	struct dump_rec rec;
+	FILE *fp = fmemopen((void *)(uintptr_t)buf, len, "rb");
+	int rc;
+
+	*nitems = 0;
+	if (len == 0)
+		fp = fopen("/dev/null", "rb");
+	ck_assert_ptr_nonnull(fp);
+	if ((rc = dump_reader_start(&r, fp, e)) == 0) {
+		while ((rc = dump_read(&r, &rec, e)) > 0 && rc != DUMP_REC_END)
+			if (rc == DUMP_REC_ITEM)
+				(*nitems)++;
+		rc = rc == DUMP_REC_END ? 0 : -1;
+	}
+	dump_reader_free(&r);
+	fclose(fp);
+	return rc;
+}
+
+START_TEST(dump_format_roundtrip)
+{
+	size_t len;
+	char *buf = synthetic_stream(&len);
+	struct dump_reader r;
+	struct dump_rec rec;
+	struct mig_err e;
+	FILE *fp = fmemopen(buf, len, "rb");
+
+	ck_assert_int_eq(memcmp(buf, "SAKERDMP\r\n\x1a\n\0\0\0\1", 16), 0);
+	ck_assert_int_eq(dump_reader_start(&r, fp, &e), 0);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE);
+	ck_assert_int_eq(rec.name_len, 1);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_ITEM);
+	ck_assert_int_eq(rec.state, MIG_READY);
+	ck_assert_int_eq(rec.item.len, 7);
+	ck_assert_int_eq(memcmp(rec.item.data, "a\0b\r\n\xff", 7), 0);
+	ck_assert_uint_eq(rec.item.flags, 0xdeadbeef);
+	ck_assert_int_eq(rec.item.expires_ms, 123456789012LL);
+	ck_assert_int_eq(rec.item.due_ms, 0);
+	ck_assert_int_eq(rec.item.created_ms, 42);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_ITEM);
+	ck_assert_int_eq(rec.state, MIG_DELAYED);
+	ck_assert_int_eq(rec.item.len, 0);
+	ck_assert_int_eq(rec.item.due_ms, 9000000000000LL);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE_END);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE);
+	ck_assert_int_eq(rec.name_len, 3);
+	ck_assert_int_eq(memcmp(rec.name, "b+c", 3), 0);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE_END);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_END);
+	dump_reader_free(&r);
+	fclose(fp);
+	free(buf);
+}
+END_TEST
+
+START_TEST(dump_format_bad_input)
+{
+	size_t len, i;
+	char *buf = synthetic_stream(&len), *copy = malloc(len + 1);
+	struct mig_err e;
+	int n;
+
+	ck_assert_int_eq(read_stream(buf, len, &n, &e), 0);
+	ck_assert_int_eq(n, 2);
+	/* every proper prefix is refused, as truncated or bad magic */
+	for (i = 0; i < len; i++) {
+		ck_assert_msg(read_stream(buf, i, &n, &e) == -1, "prefix %zu accepted", i);
+		ck_assert_msg(strstr(e.msg, "truncated") != NULL || strstr(e.msg, "magic") != NULL,
+		    "prefix %zu: %s", i, e.msg);
+	}
+	/* any single flipped byte is refused */
+	for (i = 0; i < len; i++) {
+		memcpy(copy, buf, len);
+		copy[i] ^= 0x20;
+		ck_assert_msg(read_stream(copy, len, &n, &e) == -1, "flip at %zu accepted", i);
+	}
+	memcpy(copy, buf, len);
+	copy[0] = 'X';
+	ck_assert_int_eq(read_stream(copy, len, &n, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "not a saker dump"));
+	memcpy(copy, buf, len);
+	copy[15] = 2;
+	ck_assert_int_eq(read_stream(copy, len, &n, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "version 2"));
+	memcpy(copy, buf, len);
+	copy[len] = 'Z';
+	ck_assert_int_eq(read_stream(copy, len + 1, &n, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "after the end"));
+	free(copy);
+	free(buf);
+}
+END_TEST
+
+START_TEST(digest_order_matters)
+{
+	struct mig_digest a, b;
+	struct saker_item x, y;
+
+	memset(&x, 0, sizeof(x));
+	memset(&y, 0, sizeof(y));
+	x.data = "x";
+	x.len = 1;
+	y.data = "y";
+	y.len = 1;
+	mig_digest_init(&a);
+	mig_digest_init(&b);
+	mig_digest_add(&a, &x, MIG_READY);
+	mig_digest_add(&a, &y, MIG_READY);
+	mig_digest_add(&b, &y, MIG_READY);
+	mig_digest_add(&b, &x, MIG_READY);
+	ck_assert_uint_ne(a.ready_chain, b.ready_chain);
+	/* the delayed sum is order-free by design (--append merges) */
+	mig_digest_init(&a);
+	mig_digest_init(&b);
+	x.due_ms = 5;
+	y.due_ms = 6;
+	mig_digest_add(&a, &x, MIG_DELAYED);
+	mig_digest_add(&a, &y, MIG_DELAYED);
+	mig_digest_add(&b, &y, MIG_DELAYED);
+	mig_digest_add(&b, &x, MIG_DELAYED);
+	ck_assert_uint_eq(a.delayed_sum, b.delayed_sum);
+	ck_assert_uint_ne(a.delayed_chain, b.delayed_chain);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* usage and refusals that need no driver */
+
+START_TEST(cli_usage)
+{
+	char *dir = tl_mkdtemp(), *out = NULL, *err = NULL;
+
+	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, &err, "--help", NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "migrate"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, &err, "--version", NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, PACKAGE_VERSION));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "frobnicate", NULL), 2);
+	ck_assert_ptr_nonnull(strstr(err, "unknown command"));
+	free(err);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, NULL), 2);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "migrate", "x", NULL), 2);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "migrate", "--bogus", "a", "b", NULL), 2);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "dump", NULL), 2);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "load", NULL), 2);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "get", "-t", "x", "q", NULL), 2);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "put", "bad/name", "x", NULL), 2);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "stats", "extra", NULL), 2);
+	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "help", "migrate", NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "--append"));
+	free(out);
+	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "dump", "--help", NULL), 0);
+	free(out);
+	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "load", "--help", NULL), 0);
+	free(out);
+	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "put", "--help", NULL), 0);
+	free(out);
+	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "get", "--help", NULL), 0);
+	free(out);
+	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "stats", "--help", NULL), 0);
+	free(out);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(refuse_types)
+{
+	char *dir = tl_mkdtemp(), *err = NULL, *dst = tl_strdupf("lmdb:%s/d", dir);
+
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", "nosuch:x", dst, NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "unknown source store type 'nosuch'"));
+	free(err);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", "memory", dst, NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "not durable"));
+	free(err);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", dst, "memory", NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "not durable"));
+	free(err);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "load", "bogus:x", NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "unknown destination store type"));
+	free(err);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", dst, dst, NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "same"));
+	free(err);
+	ck_assert(!exists(dst + 5));
+	tl_rmrf(dir);
+	free(dst);
+	free(dir);
+}
+END_TEST
+
+#if defined(HAVE_LMDB) && defined(HAVE_SQLITE)
+/* ------------------------------------------------------------------ */
+/* with the durable drivers */
+
+START_TEST(migrate_roundtrip)
+{
+	char *dir = tl_mkdtemp(), *out = NULL, *err = NULL;
+	char *a = tl_strdupf("lmdb:%s/a", dir), *b = tl_strdupf("sqlite:%s/b.db", dir);
+	char *c = tl_strdupf("lmdb:%s/c", dir);
+	char *d1, *d2, *d3;
+	size_t l1, l2, l3;
+	int rc;
+
+	fill_store(a);
+	d1 = dump_to_string(dir, a, &l1);
+	rc = run_saker(dir, NULL, &out, NULL, &err, "migrate", a, b, NULL);
+	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
+	ck_assert_ptr_nonnull(strstr(out, "verified"));
+	ck_assert_ptr_nonnull(strstr(out, "alpha: 15 items (12 ready, 3 delayed, 2 were open)"));
+	free(out);
+	free(err);
+	check_store(b);
+	rc = run_saker(dir, NULL, &out, NULL, &err, "migrate", "-q", b, c, NULL);
+	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+	check_store(c);
+	/* the source is untouched: still has its open items */
+	d2 = dump_to_string(dir, b, &l2);
+	d3 = dump_to_string(dir, c, &l3);
+	ck_assert(l1 == l2 && memcmp(d1, d2, l1) == 0);
+	ck_assert(l1 == l3 && memcmp(d1, d3, l1) == 0);
+	ck_no_temporaries(dir);
+	free(d1);
+	free(d2);
+	free(d3);
+	free(a);
+	free(b);
+	free(c);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(migrate_refusals)
+{
+	char *dir = tl_mkdtemp(), *err = NULL, *out = NULL;
+	char *a = tl_strdupf("lmdb:%s/a", dir), *b = tl_strdupf("sqlite:%s/b.db", dir);
+	char *a2 = tl_strdupf("lmdb:%s/./a/", dir);
+	char *missing = tl_strdupf("lmdb:%s/missing", dir);
+	char *d1, *d2;
+	size_t l1, l2;
+	saker_store *s;
+	int rc;
+
+	fill_store(a);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", a, a2, NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "same"));
+	free(err);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", missing, b, NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "source"));
+	free(err);
+	ck_assert(!exists(b + 7));
+	/* a source held by a running server (its exclusive lock) */
+	s = open_store(a, false, false);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", a, b, NULL), 1);
+	ck_assert_msg(strstr(err, "in use") != NULL, "%s", err);
+	free(err);
+	saker_store_close(s);
+	ck_assert(!exists(b + 7));
+	/* a non-empty destination */
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "migrate", "-q", a, b, NULL), 0);
+	d1 = dump_to_string(dir, b, &l1);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", a, b, NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "not empty"));
+	ck_assert_ptr_nonnull(strstr(err, "--append"));
+	free(err);
+	/* --append: the source's items after the existing ones */
+	rc = run_saker(dir, NULL, &out, NULL, &err, "migrate", "--append", a, b, NULL);
+	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
+	free(out);
+	free(err);
+	{
+		saker_store *t = open_store(b, false, true);
+		struct saker_queue_stats st;
+		saker_queue *q;
+
+		ck_assert_int_eq(t->driver->queue_open(t, "alpha", 5, false, NULL, &q), SAKER_OK);
+		ck_assert_int_eq(t->driver->queue_stats(t, q, &st), SAKER_OK);
+		ck_assert_uint_eq(st.items, 24);
+		ck_assert_uint_eq(st.delayed_items, 6);
+		saker_store_close(t);
+	}
+	d2 = dump_to_string(dir, b, &l2);
+	ck_assert_uint_gt(l2, l1);
+	ck_no_temporaries(dir);
+	free(d1);
+	free(d2);
+	free(a);
+	free(a2);
+	free(b);
+	free(missing);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+static uint64_t hook_at;
+
+static void
+interrupt_hook(uint64_t n)
+{
+	if (n == hook_at)
+		raise(SIGINT);
+}
+
+static void
+fill_many(const char *spec, int n)
+{
+	saker_store *s = open_store(spec, true, false);
+	saker_queue *q;
+	int64_t now = saker_now_ms();
+	char buf[64];
+	int i;
+
+	ck_assert_int_eq(s->driver->queue_open(s, "many", 4, true, NULL, &q), SAKER_OK);
+	memset(buf, 'm', sizeof(buf));
+	for (i = 0; i < n; i++) {
+		snprintf(buf, sizeof(buf), "%08d", i);
+		put_item(s, q, buf, sizeof(buf), 0, 0, 0, now);
+	}
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+}
+
+/* Interrupted after some batches were committed: the destination is left
+ * as it was, new or existing. */
+START_TEST(migrate_interrupted)
+{
+	char *dir = tl_mkdtemp();
+	char *a = tl_strdupf("lmdb:%s/a", dir), *b = tl_strdupf("sqlite:%s/b.db", dir);
+	char *c = tl_strdupf("lmdb:%s/c", dir);
+	char *argv1[] = { "migrate", "-q", a, b, NULL };
+	char *argv2[] = { "migrate", "-q", "--append", a, c, NULL };
+	char *d1, *d2;
+	size_t l1, l2;
+
+	fill_many(a, 25000);
+	mig_test_item_hook = interrupt_hook;
+	hook_at = 21000;
+	ck_assert_int_eq(migrate_main(4, argv1), 1);
+	ck_assert(!exists(b + 7));
+	ck_no_temporaries(dir);
+
+	fill_store(c);
+	d1 = dump_to_string(dir, c, &l1);
+	hook_at = 12000;
+	ck_assert_int_eq(migrate_main(5, argv2), 1);
+	d2 = dump_to_string(dir, c, &l2);
+	ck_assert(l1 == l2 && memcmp(d1, d2, l1) == 0);
+	ck_no_temporaries(dir);
+	mig_test_item_hook = NULL;
+	free(d1);
+	free(d2);
+	free(a);
+	free(b);
+	free(c);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+/* A full disk (here: a file size limit) fails the copy cleanly. */
+START_TEST(migrate_disk_full)
+{
+	char *dir = tl_mkdtemp();
+	char *a = tl_strdupf("lmdb:%s/a", dir);
+	const char *dsts[2];
+	int i;
+
+	dsts[0] = tl_strdupf("sqlite:%s/b.db", dir);
+	dsts[1] = tl_strdupf("lmdb:%s/c", dir);
+	fill_many(a, 40000);
+	for (i = 0; i < 2; i++) {
+		char *errp = tl_strdupf("%s/err", dir), *msg;
+		int status;
+		pid_t pid = fork();
+
+		ck_assert_int_ne(pid, -1);
+		if (pid == 0) {
+			struct rlimit rl = { 1 << 20, 1 << 20 };
+			char *argv[] = { "migrate", "-q", a, (char *)dsts[i], NULL };
+			int fd = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+			dup2(fd, 2);
+			signal(SIGXFSZ, SIG_IGN);
+			setrlimit(RLIMIT_FSIZE, &rl);
+			_exit(migrate_main(4, argv));
+		}
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		msg = tl_read_file(errp, NULL);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+		    "%s: status %d: %s", dsts[i], status, msg);
+		ck_assert_msg(strstr(msg, "left as it was") != NULL, "%s", msg);
+		ck_assert(!exists(strchr(dsts[i], ':') + 1));
+		ck_no_temporaries(dir);
+		free(msg);
+		free(errp);
+		free((char *)dsts[i]);
+	}
+	free(a);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(dump_load_identity)
+{
+	char *dir = tl_mkdtemp(), *err = NULL, *out = NULL;
+	char *a = tl_strdupf("lmdb:%s/a", dir), *b = tl_strdupf("sqlite:%s/b.db", dir);
+	char *c = tl_strdupf("lmdb:%s/c", dir), *f1 = tl_strdupf("%s/one.dump", dir);
+	char *d1, *d2, *d3;
+	size_t l1, l2, l3;
+	int rc;
+
+	fill_store(a);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "dump", "-q", "-o", f1, a, NULL), 0);
+	free(err);
+	d1 = tl_read_file(f1, &l1);
+	rc = run_saker(dir, f1, &out, NULL, &err, "load", b, NULL);
+	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
+	ck_assert_ptr_nonnull(strstr(out, "loaded 45 items"));
+	free(out);
+	free(err);
+	check_store(b);
+	d2 = dump_to_string(dir, b, &l2);
+	ck_assert(l1 == l2 && memcmp(d1, d2, l1) == 0);
+	rc = run_saker(dir, f1, NULL, NULL, &err, "load", "-q", c, NULL);
+	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
+	free(err);
+	d3 = dump_to_string(dir, c, &l3);
+	ck_assert(l1 == l3 && memcmp(d1, d3, l1) == 0);
+	/* loading again refuses the non-empty store */
+	ck_assert_int_eq(run_saker(dir, f1, NULL, NULL, &err, "load", c, NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "not empty"));
+	free(err);
+	ck_no_temporaries(dir);
+	free(d1);
+	free(d2);
+	free(d3);
+	free(a);
+	free(b);
+	free(c);
+	free(f1);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+static void
+write_file(const char *path, const void *p, size_t len)
+{
+	FILE *fp = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(p, 1, len, fp), len);
+	ck_assert_int_eq(fclose(fp), 0);
+}
+
+START_TEST(load_bad_input)
+{
+	char *dir = tl_mkdtemp(), *err = NULL;
+	char *a = tl_strdupf("lmdb:%s/a", dir), *b = tl_strdupf("sqlite:%s/b.db", dir);
+	char *f = tl_strdupf("%s/bad.dump", dir);
+	char *d;
+	size_t l;
+
+	fill_store(a);
+	d = dump_to_string(dir, a, &l);
+	write_file(f, d, l - 30);
+	ck_assert_int_eq(run_saker(dir, f, NULL, NULL, &err, "load", b, NULL), 1);
+	ck_assert_msg(strstr(err, "truncated") != NULL, "%s", err);
+	ck_assert_ptr_nonnull(strstr(err, "left as it was"));
+	free(err);
+	ck_assert(!exists(b + 7));
+	d[0] = 'X';
+	write_file(f, d, l);
+	ck_assert_int_eq(run_saker(dir, f, NULL, NULL, &err, "load", b, NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "not a saker dump"));
+	free(err);
+	d[0] = 'S';
+	d[15] = 9;
+	write_file(f, d, l);
+	ck_assert_int_eq(run_saker(dir, f, NULL, NULL, &err, "load", b, NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "version 9"));
+	free(err);
+	d[15] = 1;
+	d[l / 2] ^= 1;
+	write_file(f, d, l);
+	ck_assert_int_eq(run_saker(dir, f, NULL, NULL, &err, "load", b, NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "bad dump"));
+	free(err);
+	ck_assert(!exists(b + 7));
+	ck_no_temporaries(dir);
+	free(d);
+	free(a);
+	free(b);
+	free(f);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+#endif
+
+/* ------------------------------------------------------------------ */
+/* put / get / stats against a running sakerd */
+
+START_TEST(client_put_get_stats)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	char *dir = tl_mkdtemp(), *srv = tl_strdupf("127.0.0.1:%d", s->port);
+	char *in = tl_strdupf("%s/in", dir), *out = NULL, *err = NULL;
+	static const char bin[] = "bin\0ary\r\n";
+	size_t len;
+
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s", srv, "jobs", "hello", NULL), 0);
+	write_file(in, bin, sizeof(bin));
+	ck_assert_int_eq(run_saker(dir, in, NULL, NULL, NULL, "put", "-s", srv, "-f", "7", "jobs", "-", NULL), 0);
+	ck_assert_int_eq(run_saker(dir, NULL, &out, &len, NULL, "get", "-s", srv, "jobs", NULL), 0);
+	ck_assert(len == 5 && memcmp(out, "hello", 5) == 0);
+	free(out);
+	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "stats", "-s", srv, NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "QUEUE"));
+	ck_assert_ptr_nonnull(strstr(out, "jobs"));
+	free(out);
+	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "stats", "--raw", "-s", srv, NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "STAT queue_jobs_items 1\n"));
+	free(out);
+	ck_assert_int_eq(run_saker(dir, NULL, &out, &len, &err, "get", "-F", "-s", srv, "jobs", NULL), 0);
+	ck_assert(len == sizeof(bin) && memcmp(out, bin, len) == 0);
+	ck_assert_ptr_nonnull(strstr(err, "flags 7"));
+	free(out);
+	free(err);
+	/* empty, then a bounded wait: status 1 */
+	ck_assert_int_eq(run_saker(dir, NULL, &out, &len, NULL, "get", "-s", srv, "jobs", NULL), 1);
+	ck_assert_uint_eq(len, 0);
+	free(out);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "get", "-t", "100", "-s", srv, "jobs", NULL), 1);
+	tl_server_free(s);
+	/* nobody listening: one clear line */
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "put", "-s", srv, "jobs", "x", NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "cannot connect"));
+	ck_assert_ptr_eq(strchr(err, '\n'), err + strlen(err) - 1);
+	free(err);
+	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "stats", "-s", srv, NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "cannot connect"));
+	free(err);
+	free(srv);
+	free(in);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *su = suite_create("cli");
+	TCase *tc;
+	SRunner *sr;
+	int failed;
+
+	tc = tcase_create("format");
+	tcase_add_test(tc, dump_format_roundtrip);
+	tcase_add_test(tc, dump_format_bad_input);
+	tcase_add_test(tc, digest_order_matters);
+	suite_add_tcase(su, tc);
+
+	tc = tcase_create("usage");
+	tcase_add_test(tc, cli_usage);
+	tcase_add_test(tc, refuse_types);
+	suite_add_tcase(su, tc);
+
+#if defined(HAVE_LMDB) && defined(HAVE_SQLITE)
+	tc = tcase_create("stores");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, migrate_roundtrip);
+	tcase_add_test(tc, migrate_refusals);
+	tcase_add_test(tc, migrate_interrupted);
+	tcase_add_test(tc, migrate_disk_full);
+	tcase_add_test(tc, dump_load_identity);
+	tcase_add_test(tc, load_bad_input);
+	suite_add_tcase(su, tc);
+#endif
+
+	tc = tcase_create("client");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, client_put_get_stats);
+	suite_add_tcase(su, tc);
+
+	sr = srunner_create(su);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
