@@ -1,0 +1,359 @@
+/* check_ops.c -- integration tests of what operators use: --config limits
+ * and SIGHUP reload, /metrics and /healthz, status, fanout, the pidfile,
+ * -d, and startup errors. */
+#include "config.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+static char *tmp;
+
+static void
+setup(void)
+{
+	tmp = tl_mkdtemp();
+}
+
+static void
+teardown(void)
+{
+	tl_rmrf(tmp);
+	free(tmp);
+}
+
+static char *
+write_conf(const char *name, const char *text)
+{
+	char *path = tl_strdupf("%s/%s", tmp, name);
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+/* GET path on 127.0.0.1:port; returns the whole response (headers+body). */
+static char *
+http_get(int port, const char *path)
+{
+	char *req = tl_strdupf("GET %s HTTP/1.0\r\nHost: x\r\n\r\n", path);
+	char buf[65536];
+	size_t len = 0;
+	ssize_t n;
+	int fd = tl_connect(port);
+
+	mustsends(fd, req);
+	free(req);
+	while (len < sizeof(buf) - 1 &&
+	    (n = tl_readn(fd, buf + len, 1, 2000)) == 1)
+		len++;
+	buf[len] = '\0';
+	close(fd);
+	return strdup(buf);
+}
+
+/* Run sakerd with args (NULL-terminated); return its exit status and
+ * put its stderr in *err. */
+static int
+run_sakerd(char **err, ...)
+{
+	char *argv[TL_MAX_ARGS];
+	char *logpath = tl_strdupf("%s/run.err", tmp);
+	va_list ap;
+	int argc = 0, status;
+	pid_t pid;
+
+	argv[argc++] = (char *)tl_sakerd_path();
+	va_start(ap, err);
+	while (argc < TL_MAX_ARGS - 1 && (argv[argc] = va_arg(ap, char *)) != NULL)
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		FILE *f = freopen(logpath, "w", stderr);
+		(void)f;
+		dup2(STDERR_FILENO, STDOUT_FILENO);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	*err = tl_read_file(logpath, NULL);
+	free(logpath);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+START_TEST(test_config_limits)
+{
+	char *conf = write_conf("q.conf",
+	    "max_open = 2\n"
+	    "[queue lim]\nmax_items = 2\n"
+	    "[queue ring*]\nmax_items = 2\ndiscard_old_when_full = yes\n"
+	    "[queue small]\nmax_item_size = 4\n"
+	    "[queue ot]\nopen_timeout = 200ms\n");
+	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
+	int c = tl_connect(s->port);
+
+	tl_set(c, "lim", "a");
+	tl_set(c, "lim", "b");
+	mustsends(c, "set lim 0 0 1\r\nc\r\n");
+	ckresp(c, "NOT_STORED\r\n");
+	tl_ckget(c, "lim", "a");
+
+	tl_set(c, "ring1", "a");
+	tl_set(c, "ring1", "b");
+	tl_set(c, "ring1", "c");
+	tl_ckget(c, "ring1", "b");
+	ck_assert_int_eq(tl_stat(c, "queue_ring1_discarded"), 1);
+
+	mustsends(c, "set small 0 0 5\r\nhello\r\n");
+	ckresp(c, "SERVER_ERROR object too large for cache\r\n");
+	tl_set(c, "small", "hey");
+
+	/* max_open = 2 from the defaults */
+	tl_set(c, "two", "1");
+	tl_set(c, "two", "2");
+	tl_set(c, "two", "3");
+	tl_ckget(c, "two/open", "1");
+	tl_ckget(c, "two/open", "2");
+	mustsends(c, "get two/open\r\n");
+	ckresp(c, "CLIENT_ERROR too many open items\r\n");
+
+	/* open_timeout returns the item to the head */
+	tl_set(c, "ot", "x");
+	tl_ckget(c, "ot/open", "x");
+	tl_wait_stat(c, "queue_ot_open_timeouts", 1, 3000);
+	ck_assert_int_eq(tl_stat(c, "queue_ot_items"), 1);
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(conf);
+}
+END_TEST
+
+START_TEST(test_config_reload)
+{
+	char *conf = write_conf("q.conf", "[queue q]\nmax_items = 1\n");
+	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
+	int c = tl_connect(s->port);
+	FILE *f;
+
+	tl_set(c, "q", "a");
+	mustsends(c, "set q 0 0 1\r\nb\r\n");
+	ckresp(c, "NOT_STORED\r\n");
+
+	/* a bad file keeps the old configuration */
+	f = fopen(conf, "w");
+	fputs("[queue q]\nmax_items = lots\n", f);
+	fclose(f);
+	kill(s->pid, SIGHUP);
+	tl_sleep_ms(200);
+	mustsends(c, "set q 0 0 1\r\nb\r\n");
+	ckresp(c, "NOT_STORED\r\n");
+
+	/* a good one applies */
+	f = fopen(conf, "w");
+	fputs("[queue q]\nmax_items = 3\n", f);
+	fclose(f);
+	kill(s->pid, SIGHUP);
+	tl_sleep_ms(200);
+	tl_set(c, "q", "b");
+	close(c);
+	tl_server_stop(s);
+	{
+		char *log = tl_read_file(s->log, NULL);
+		ck_assert_msg(log != NULL && strstr(log, "max_items wants a whole number") != NULL,
+		    "the reload error is not in the log: %s", log ? log : "(none)");
+		free(log);
+	}
+	tl_server_free(s);
+	free(conf);
+}
+END_TEST
+
+START_TEST(test_config_bad_file)
+{
+	char *conf = write_conf("bad.conf", "# ok\n[queue q]\nmax_itemz = 3\n");
+	char *err = NULL;
+	int rc = run_sakerd(&err, "-p", "0", "-s", "/nonexistent/x", "--config", conf, NULL);
+
+	ck_assert_int_eq(rc, 1);
+	ck_assert_msg(strstr(err, "bad.conf:3") != NULL, "stderr: %s", err);
+	free(err);
+	free(conf);
+}
+END_TEST
+
+START_TEST(test_metrics_and_health)
+{
+	int hport = tl_free_port();
+	char *spec = tl_strdupf("127.0.0.1:%d", hport);
+	struct tl_server *s = tl_server_start("memory", "--http", spec, NULL);
+	int c = tl_connect(s->port);
+	char *r;
+
+	tl_set(c, "jobs", "abc");
+	mustsends(c, "set jobs/delay=60000 0 0 1\r\nd\r\n");
+	ckresp(c, "STORED\r\n");
+	r = http_get(hport, "/metrics");
+	ck_assert_msg(strstr(r, "HTTP/1.1 200") != NULL || strstr(r, "HTTP/1.0 200") != NULL, "%s", r);
+	ck_assert_ptr_nonnull(strstr(r, "# TYPE saker_queue_items gauge"));
+	ck_assert_ptr_nonnull(strstr(r, "saker_queue_items{queue=\"jobs\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(r, "saker_queue_delayed_items{queue=\"jobs\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(r, "saker_store_commit_seconds_bucket{le=\"+Inf\"}"));
+	free(r);
+	r = http_get(hport, "/healthz");
+	ck_assert_ptr_nonnull(strstr(r, " 200 "));
+	ck_assert_ptr_nonnull(strstr(r, "\r\n\r\nok\n"));
+	free(r);
+	r = http_get(hport, "/nope");
+	ck_assert_ptr_nonnull(strstr(r, " 404 "));
+	free(r);
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+}
+END_TEST
+
+START_TEST(test_status_modes)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	int c = tl_connect(s->port);
+
+	mustsends(c, "status\r\n");
+	ckresp(c, "UP\r\n");
+	tl_set(c, "q", "a");
+	mustsends(c, "status readonly\r\n");
+	ckresp(c, "END\r\n");
+	mustsends(c, "set q 0 0 1\r\nb\r\n");
+	ckresp(c, "SERVER_ERROR server is read-only\r\n");
+	tl_ckget(c, "q/peek", "a");
+	mustsends(c, "status quiescent\r\nstatus\r\n");
+	ckresp(c, "END\r\nQUIESCENT\r\n");
+	mustsends(c, "get q\r\n");
+	ckresp(c, "SERVER_ERROR server is quiescent\r\n");
+	mustsends(c, "status up\r\n");
+	ckresp(c, "END\r\n");
+	tl_ckget(c, "q", "a");
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
+START_TEST(test_fanout)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	int c = tl_connect(s->port);
+
+	tl_set(c, "jobs", "before");
+	tl_ckget(c, "jobs+audit", NULL);     /* first reference: child exists */
+	tl_set(c, "jobs", "after");
+	tl_ckget(c, "jobs", "before");
+	tl_ckget(c, "jobs", "after");
+	tl_ckget(c, "jobs+audit", "after");
+	tl_ckget(c, "jobs+audit", NULL);
+	mustsends(c, "delete jobs+audit\r\n");
+	ckresp(c, "DELETED\r\n");
+	tl_set(c, "jobs", "later");
+	tl_ckget(c, "jobs", "later");
+	ck_assert_int_eq(tl_stat(c, "queue_jobs+audit_items"), -1);
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
+START_TEST(test_pidfile_and_daemon)
+{
+	char *pidfile = tl_strdupf("%s/sakerd.pid", tmp);
+	char *sock = tl_strdupf("%s/s.sock", tmp);
+	char *sock2 = tl_strdupf("%s/s2.sock", tmp);
+	char *err = NULL, *pidtxt;
+	long pid;
+	int rc;
+
+	rc = run_sakerd(&err, "-d", "-p", "0", "-s", sock, "-P", pidfile, NULL);
+	ck_assert_msg(rc == 0, "sakerd -d exited %d: %s", rc, err);
+	free(err);
+	pidtxt = tl_read_file(pidfile, NULL);
+	ck_assert_ptr_nonnull(pidtxt);
+	pid = strtol(pidtxt, NULL, 10);
+	ck_assert_int_gt(pid, 1);
+	ck_assert_int_eq(kill((pid_t)pid, 0), 0);
+	/* a second server on the same pidfile is refused */
+	rc = run_sakerd(&err, "-p", "0", "-s", sock2, "-P", pidfile, NULL);
+	ck_assert_int_eq(rc, 1);
+	ck_assert_msg(strstr(err, "held by running process") != NULL, "%s", err);
+	free(err);
+	kill((pid_t)pid, SIGTERM);
+	for (rc = 0; rc < 100 && kill((pid_t)pid, 0) == 0; rc++)
+		tl_sleep_ms(20);
+	ck_assert_int_ne(kill((pid_t)pid, 0), 0);
+	ck_assert_int_ne(access(pidfile, F_OK), 0);
+	/* -d with a store that cannot open still fails in the foreground */
+	rc = run_sakerd(&err, "-d", "-p", "0", "-s", sock, "--store", "lmdb:/proc/no/such", NULL);
+	ck_assert_int_eq(rc, 1);
+	free(err);
+	free(pidtxt);
+	free(pidfile);
+	free(sock);
+	free(sock2);
+}
+END_TEST
+
+START_TEST(test_startup_errors)
+{
+	char *err = NULL;
+
+	ck_assert_int_eq(run_sakerd(&err, "--store", "nosuch:x", NULL), 1);
+	ck_assert_msg(strstr(err, "unknown store type 'nosuch'") != NULL &&
+	    strstr(err, "memory") != NULL, "%s", err);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "--sync", "sometimes", NULL), 1);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "-t", "4", NULL), 1);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "--help", NULL), 0);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "--version", NULL), 0);
+	free(err);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("ops");
+	TCase *tc = tcase_create("ops");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_config_limits);
+	tcase_add_test(tc, test_config_reload);
+	tcase_add_test(tc, test_config_bad_file);
+	tcase_add_test(tc, test_metrics_and_health);
+	tcase_add_test(tc, test_status_modes);
+	tcase_add_test(tc, test_fanout);
+	tcase_add_test(tc, test_pidfile_and_daemon);
+	tcase_add_test(tc, test_startup_errors);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
