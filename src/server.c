@@ -269,6 +269,79 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 		queues_walk(sweep_one, NULL);
 }
 
+/* --- drivers shared with other processes -------------------------------- */
+
+static void store_fd_cb(evutil_socket_t fd, short what, void *arg);
+
+/* (Re-)register the driver's descriptor when it changed. */
+static void
+watch_store_fd(void)
+{
+	int fd;
+
+	if (srv->store->driver->watch_fd == NULL)
+		return;
+	fd = srv->store->driver->watch_fd(srv->store);
+	if (fd == srv->store_fd && (fd < 0 || srv->store_fd_ev != NULL))
+		return;
+	if (srv->store_fd_ev != NULL) {
+		event_free(srv->store_fd_ev);
+		srv->store_fd_ev = NULL;
+	}
+	srv->store_fd = fd;
+	if (fd >= 0) {
+		srv->store_fd_ev = event_new(srv->base, fd, EV_READ | EV_PERSIST,
+		    store_fd_cb, NULL);
+		if (srv->store_fd_ev != NULL)
+			event_add(srv->store_fd_ev, NULL);
+	}
+}
+
+static void
+store_fd_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (srv->store->driver->fd_ready(srv->store, saker_now_ms()) != SAKER_OK)
+		log_warn("store notification: %s", srv->store->driver->errmsg(srv->store));
+	server_touch();
+	watch_store_fd();
+	server_drain();
+}
+
+static int
+retry_waiters(void *arg, struct squeue *q)
+{
+	(void)arg;
+	if (q->nwaiters > 0 && !q->ready) {
+		q->ready = true;
+		TAILQ_INSERT_TAIL(&srv->ready, q, ready_link);
+	}
+	return 0;
+}
+
+static void
+tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	int64_t next = 0;
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (srv->store->driver->tick(srv->store, saker_now_ms()) != SAKER_OK)
+		log_warn("store housekeeping: %s", srv->store->driver->errmsg(srv->store));
+	/* other processes may have added items or delayed items we were not
+	 * told about: look again */
+	queues_walk(retry_waiters, NULL);
+	if (srv->store->driver->promote(srv->store, saker_now_ms(), &next) == SAKER_OK &&
+	    next > 0)
+		server_arm_promote(next);
+	server_touch();
+	watch_store_fd();
+	server_drain();
+}
+
 static int
 load_config(void)
 {
@@ -479,6 +552,11 @@ shutdown_everything(void)
 			(void)evbuffer_write(c->out, c->fd);
 		conn_close(c);
 	}
+	/* the driver closes its descriptor: stop watching it first */
+	if (srv->store_fd_ev != NULL) {
+		event_free(srv->store_fd_ev);
+		srv->store_fd_ev = NULL;
+	}
 	if (srv->store != NULL) {
 		rc = srv->store->driver->commit(srv->store);
 		if (rc != SAKER_OK)
@@ -493,6 +571,9 @@ shutdown_everything(void)
 			event_free(srv->sig_ev[i]);
 	if (srv->sync_ev != NULL)
 		event_free(srv->sync_ev);
+	if (srv->tick_ev != NULL)
+		event_free(srv->tick_ev);
+	srv->sync_ev = srv->tick_ev = NULL;
 	http_stop(srv->http);
 	srv->http = NULL;
 	config_free(srv->config);
@@ -608,6 +689,13 @@ server_init(struct options *opt)
 	}
 	/* items that fell due while we were down are promoted now, in order */
 	promote_now();
+	srv->store_fd = -1;
+	watch_store_fd();
+	if (srv->store->driver->tick != NULL) {
+		struct timeval tv = { 1, 0 };
+		srv->tick_ev = event_new(srv->base, -1, EV_PERSIST, tick_cb, NULL);
+		event_add(srv->tick_ev, &tv);
+	}
 	log_info("sakerd %s ready: store %s, sync %s", PACKAGE_VERSION, opt->store_spec,
 	    opt->sync == SAKER_SYNC_ALWAYS ? "always" :
 	    opt->sync == SAKER_SYNC_PERIODIC ? "periodic" : "never");

@@ -82,6 +82,9 @@ struct server {
 	struct event *promote_ev;     /* timer for the earliest due item */
 	int64_t promote_at;           /* when promote_ev fires; 0 = unarmed */
 	struct event *sync_ev;        /* --sync periodic */
+	struct event *store_fd_ev;    /* driver's watch_fd() */
+	int store_fd;
+	struct event *tick_ev;        /* driver's tick(), once a second */
 	struct event *sweep_ev;       /* bounded sweep of expired items */
 	struct event *open_timeout_ev;/* earliest open-item deadline */
 	int64_t open_timeout_at;

@@ -260,10 +260,21 @@ struct saker_store_driver {
 	void (*store_stats)(saker_store *s, struct saker_store_stats *st);
 
 	/* Optional (NULL): a file descriptor the core should watch for
-	 * readability (e.g. a database notification socket), or -1. When it is
-	 * readable the core calls fd_ready(), which may notify queues. */
+	 * readability (e.g. a database notification socket), or -1 when there
+	 * is none right now.  When it is readable the core calls fd_ready(),
+	 * which may notify queues.  The core asks watch_fd() again after every
+	 * fd_ready() and tick() call and re-registers when the descriptor
+	 * changed (a driver that reconnects gets a new socket). */
 	int (*watch_fd)(saker_store *s);
 	int (*fd_ready)(saker_store *s, int64_t now_ms);
+
+	/* Optional (NULL): called by the core about once a second, for
+	 * housekeeping a driver cannot drive itself (reconnecting with backoff,
+	 * returning expired leases).  May notify queues.  A driver that has
+	 * tick() is taken to be shared with other processes: the core then
+	 * also retries every blocked client once a second, because
+	 * notifications from other processes can be lost. */
+	int (*tick)(saker_store *s, int64_t now_ms);
 };
 
 /* take() modes */
