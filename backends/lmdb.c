@@ -1,4 +1,2153 @@
-/* placeholder: being written */
+/* lmdb.c -- the LMDB store driver: all queues of a store in one environment. */
 #include "config.h"
+
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lmdb.h>
+
+#include "clock.h"
 #include "saker/store.h"
-const struct saker_store_driver saker_store_lmdb = { .name = "lmdb", .location_help = "DIR", .durable = true };
+
+/*
+ * On-disk layout (docs/lmdb.md has the long version).  All integers are
+ * big-endian so fixed-width keys sort correctly with LMDB's memcmp order.
+ *
+ *   meta     "format" -> "saker-lmdb", "version" -> u32,
+ *            "next_qid" -> u64, "next_arrival" -> u64
+ *   queues   name -> struct qrec (id, lo, tail and the counters)
+ *   items    (qid, seq) -> header + data        the ready FIFOs
+ *   open     (qid, seq) -> header + data        items handed out, not confirmed
+ *   delayed  (due_ms, arrival) -> qid + header + data
+ *
+ * A queue's ready items are the keys (qid, lo <= seq < tail).  put() appends at
+ * tail, release() inserts at lo - 1; both start at 2^62 so neither end runs
+ * out.  An item's id is its sequence number: sequences are never reused, so
+ * the id of an open item stays unique while it exists.
+ */
+#define LM_FORMAT	"saker-lmdb"
+#define LM_VERSION	1
+#define LM_SEQ_START	((uint64_t)1 << 62)
+#define LM_HDR		24	/* state, pad[3], flags, expires, created */
+#define LM_QREC		72	/* 9 x u64 */
+#define LM_KEY		16
+#define LM_MAXDATA	((size_t)UINT32_MAX - 64)
+#ifndef LM_MAP_INITIAL
+#define LM_MAP_INITIAL	((size_t)1 << 30)
+#endif
+#define LM_GROW_PCT	70	/* grow the map when it is fuller than this */
+#ifndef LM_GUARD_PCT
+#define LM_GUARD_PCT	85	/* beyond this estimated fill, ops run nested */
+#endif
+#define LM_STATE_READY	0
+#define LM_STATE_OPEN	1
+#define LM_EBADVAL	(-29000) /* internal: a malformed record */
+
+struct lq_state {
+	uint64_t lo, tail;	/* ready seqs are in [lo, tail) */
+	uint64_t items, bytes, delayed, open, total, expired;
+	bool exists;		/* the queue has (will have) a record */
+};
+
+struct saker_queue {
+	struct saker_queue *name_next, *id_next, *dirty_next, *gain_next;
+	char *name;
+	size_t len;
+	uint32_t hash;
+	uint64_t id;
+	void *ctx;
+	struct lq_state cur;	/* as of the current batch */
+	struct lq_state saved;	/* as of the last commit (valid when dirty) */
+	bool dirty;
+	bool deleted;		/* deleted in this batch: freed at commit */
+	bool gained;
+};
+
+struct lstore {
+	saker_store base;
+	MDB_env *env;
+	MDB_dbi db_meta, db_queues, db_items, db_open, db_delayed;
+	MDB_txn *txn;		/* the batch (write) or a read txn, or NULL */
+	bool txn_write;
+	bool txn_dirty;		/* the batch wrote something */
+	char *dir;
+	int lockfd;
+	saker_sync_mode sync;
+	bool read_only;
+	bool broken;		/* a write or fsync failed: refuse writes */
+	int lost;		/* batch rolled back under the caller: commit()
+				 * must fail with this code */
+	char broken_msg[256];
+	char err[512];
+	saker_notify_fn notify;
+	void *notify_arg;
+	struct saker_queue **by_name, **by_id;
+	size_t nbuckets, nq;
+	struct saker_queue *dirty;
+	uint64_t next_qid, next_arrival;
+	uint64_t saved_next_qid, saved_next_arrival;
+	uint64_t max_qid;	/* this queue's items may use MDB_APPEND */
+	size_t psize, mapsize;
+	uint64_t base_pages;	/* pages in use when the batch began */
+	uint64_t est_pages;	/* estimate of pages the batch adds */
+	struct saker_store_stats st;
+};
+
+extern const struct saker_store_driver saker_store_lmdb;
+
+/* ---------------------------------------------------------------------
+ * Encoding
+ * --------------------------------------------------------------------- */
+
+static void
+put64(unsigned char *p, uint64_t v)
+{
+	int i;
+
+	for (i = 7; i >= 0; i--) {
+		p[i] = (unsigned char)(v & 0xff);
+		v >>= 8;
+	}
+}
+
+static uint64_t
+get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static void
+put32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+}
+
+static uint32_t
+get32(const unsigned char *p)
+{
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+	    ((uint32_t)p[2] << 8) | p[3];
+}
+
+static void
+mkkey(unsigned char *k, uint64_t a, uint64_t b)
+{
+	put64(k, a);
+	put64(k + 8, b);
+}
+
+/* Is `k` a 16-byte key whose first half is `qid`? */
+static bool
+key_in(const MDB_val *k, uint64_t qid)
+{
+	return k->mv_size == LM_KEY && get64(k->mv_data) == qid;
+}
+
+static void
+hdr_write(unsigned char *p, int state, uint32_t flags, int64_t expires,
+    int64_t created)
+{
+	p[0] = (unsigned char)state;
+	p[1] = p[2] = p[3] = 0;
+	put32(p + 4, flags);
+	put64(p + 8, (uint64_t)expires);
+	put64(p + 16, (uint64_t)created);
+}
+
+/* Fill `it` from a record header + data (the view points into the map). */
+static int
+hdr_read(const void *rec, size_t size, struct saker_item *it)
+{
+	const unsigned char *p = rec;
+
+	if (size < LM_HDR)
+		return LM_EBADVAL;
+	memset(it, 0, sizeof(*it));
+	it->flags = get32(p + 4);
+	it->expires_ms = (int64_t)get64(p + 8);
+	it->created_ms = (int64_t)get64(p + 16);
+	it->len = size - LM_HDR;
+	it->data = p + LM_HDR;
+	return 0;
+}
+
+static bool
+expired(const struct saker_item *it, int64_t now_ms)
+{
+	return it->expires_ms != 0 && it->expires_ms <= now_ms;
+}
+
+static void
+qrec_write(unsigned char *p, const struct saker_queue *q)
+{
+	put64(p, q->id);
+	put64(p + 8, q->cur.lo);
+	put64(p + 16, q->cur.tail);
+	put64(p + 24, q->cur.items);
+	put64(p + 32, q->cur.bytes);
+	put64(p + 40, q->cur.delayed);
+	put64(p + 48, q->cur.open);
+	put64(p + 56, q->cur.total);
+	put64(p + 64, q->cur.expired);
+}
+
+static void
+qrec_read(const unsigned char *p, struct saker_queue *q)
+{
+	q->id = get64(p);
+	q->cur.lo = get64(p + 8);
+	q->cur.tail = get64(p + 16);
+	q->cur.items = get64(p + 24);
+	q->cur.bytes = get64(p + 32);
+	q->cur.delayed = get64(p + 40);
+	q->cur.open = get64(p + 48);
+	q->cur.total = get64(p + 56);
+	q->cur.expired = get64(p + 64);
+	q->cur.exists = true;
+}
+
+/* ---------------------------------------------------------------------
+ * Errors
+ * --------------------------------------------------------------------- */
+
+static int seterr(struct lstore *, int, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int
+seterr(struct lstore *s, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->err, sizeof(s->err), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* Map an LMDB or errno code to a saker_err. */
+static int
+maperr(int rc)
+{
+	switch (rc) {
+	case 0:
+		return SAKER_OK;
+	case MDB_NOTFOUND:
+		return SAKER_ENOTFOUND;
+	case MDB_MAP_FULL:
+	case MDB_TXN_FULL:
+	case ENOSPC:
+	case EDQUOT:
+	case EFBIG:
+		return SAKER_EFULL;
+	case ENOMEM:
+		return SAKER_ENOMEM;
+	case MDB_CORRUPTED:
+	case MDB_PAGE_NOTFOUND:
+	case MDB_INVALID:
+	case LM_EBADVAL:
+		return SAKER_ECORRUPT;
+	case MDB_VERSION_MISMATCH:
+		return SAKER_EVERSION;
+	case MDB_BAD_VALSIZE:
+		return SAKER_EINVAL;
+	case EROFS:
+		return SAKER_EREADONLY;
+	default:
+		return SAKER_EIO;
+	}
+}
+
+static const char *
+lm_strerror(int rc)
+{
+	if (rc == LM_EBADVAL)
+		return "malformed record";
+	return mdb_strerror(rc);
+}
+
+/* Record an LMDB failure of operation `what` and return its saker code. */
+static int
+lm_fail(struct lstore *s, int rc, const char *what)
+{
+	int code = maperr(rc);
+
+	if (code == SAKER_EFULL)
+		return seterr(s, code, "lmdb %s: %s: storage full (%s)", s->dir,
+		    what, lm_strerror(rc));
+	return seterr(s, code, "lmdb %s: %s: %s", s->dir, what,
+	    lm_strerror(rc));
+}
+
+/* ---------------------------------------------------------------------
+ * Queue table: chained hashes by name and by id
+ * --------------------------------------------------------------------- */
+
+static uint32_t
+name_hash(const char *name, size_t len)
+{
+	uint32_t h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)name[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+static size_t
+id_slot(uint64_t id, size_t nbuckets)
+{
+	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & (nbuckets - 1);
+}
+
+static int
+qtab_grow(struct lstore *s)
+{
+	struct saker_queue **bn, **bi, *q, *next;
+	size_t n = s->nbuckets ? s->nbuckets * 2 : 64, i;
+
+	bn = calloc(n, sizeof(*bn));
+	bi = calloc(n, sizeof(*bi));
+	if (bn == NULL || bi == NULL) {
+		free(bn);
+		free(bi);
+		return SAKER_ENOMEM;
+	}
+	for (i = 0; i < s->nbuckets; i++) {
+		for (q = s->by_name[i]; q != NULL; q = next) {
+			next = q->name_next;
+			q->name_next = bn[q->hash & (n - 1)];
+			bn[q->hash & (n - 1)] = q;
+		}
+		for (q = s->by_id[i]; q != NULL; q = next) {
+			next = q->id_next;
+			q->id_next = bi[id_slot(q->id, n)];
+			bi[id_slot(q->id, n)] = q;
+		}
+	}
+	free(s->by_name);
+	free(s->by_id);
+	s->by_name = bn;
+	s->by_id = bi;
+	s->nbuckets = n;
+	return SAKER_OK;
+}
+
+/* A new queue struct in the table (not yet existing in the store). */
+static struct saker_queue *
+qtab_add(struct lstore *s, const char *name, size_t len, uint64_t id)
+{
+	struct saker_queue *q;
+	size_t b;
+
+	if (s->nq + 1 > s->nbuckets && qtab_grow(s) != SAKER_OK)
+		return NULL;
+	q = calloc(1, sizeof(*q));
+	if (q == NULL || (q->name = malloc(len + 1)) == NULL) {
+		free(q);
+		return NULL;
+	}
+	memcpy(q->name, name, len);
+	q->name[len] = '\0';
+	q->len = len;
+	q->hash = name_hash(name, len);
+	q->id = id;
+	q->cur.lo = q->cur.tail = LM_SEQ_START;
+	b = q->hash & (s->nbuckets - 1);
+	q->name_next = s->by_name[b];
+	s->by_name[b] = q;
+	b = id_slot(id, s->nbuckets);
+	q->id_next = s->by_id[b];
+	s->by_id[b] = q;
+	s->nq++;
+	if (id > s->max_qid)
+		s->max_qid = id;
+	return q;
+}
+
+static void
+qtab_remove(struct lstore *s, struct saker_queue *q)
+{
+	struct saker_queue **pp;
+
+	for (pp = &s->by_name[q->hash & (s->nbuckets - 1)]; *pp != NULL;
+	    pp = &(*pp)->name_next) {
+		if (*pp == q) {
+			*pp = q->name_next;
+			break;
+		}
+	}
+	for (pp = &s->by_id[id_slot(q->id, s->nbuckets)]; *pp != NULL;
+	    pp = &(*pp)->id_next) {
+		if (*pp == q) {
+			*pp = q->id_next;
+			break;
+		}
+	}
+	s->nq--;
+	free(q->name);
+	free(q);
+}
+
+static struct saker_queue *
+qtab_by_name(struct lstore *s, const char *name, size_t len)
+{
+	struct saker_queue *q;
+	uint32_t h;
+
+	if (s->nbuckets == 0)
+		return NULL;
+	h = name_hash(name, len);
+	for (q = s->by_name[h & (s->nbuckets - 1)]; q != NULL; q = q->name_next)
+		if (q->hash == h && q->len == len &&
+		    memcmp(q->name, name, len) == 0)
+			return q;
+	return NULL;
+}
+
+/* The existing queue with id `id`, or NULL. */
+static struct saker_queue *
+qtab_by_id(struct lstore *s, uint64_t id)
+{
+	struct saker_queue *q;
+
+	if (s->nbuckets == 0)
+		return NULL;
+	for (q = s->by_id[id_slot(id, s->nbuckets)]; q != NULL; q = q->id_next)
+		if (q->id == id && q->cur.exists)
+			return q;
+	return NULL;
+}
+
+/* About to change q in this batch: remember its committed state. */
+static void
+q_change(struct lstore *s, struct saker_queue *q)
+{
+	if (!q->dirty) {
+		q->saved = q->cur;
+		q->dirty = true;
+		q->dirty_next = s->dirty;
+		s->dirty = q;
+	}
+	q->cur.exists = true;
+}
+
+/* ---------------------------------------------------------------------
+ * Transactions
+ * --------------------------------------------------------------------- */
+
+/* Grow the map while no transaction is open, before it can run full. */
+static void
+lm_grow(struct lstore *s)
+{
+	MDB_envinfo ei;
+	uint64_t used;
+	size_t size;
+
+	if (mdb_env_info(s->env, &ei) != 0)
+		return;
+	used = ((uint64_t)ei.me_last_pgno + 1) * s->psize;
+	size = ei.me_mapsize;
+	while (used * 100 > (uint64_t)size * LM_GROW_PCT && size < SIZE_MAX / 2)
+		size *= 2;
+	if (size != ei.me_mapsize && mdb_env_set_mapsize(s->env, size) != 0)
+		size = ei.me_mapsize;	/* ops run nested, then fail EFULL */
+	s->mapsize = size;
+	s->base_pages = (uint64_t)ei.me_last_pgno + 1;
+}
+
+/* Abort the batch and put every queue back as of the last commit. */
+static void
+lm_rollback(struct lstore *s)
+{
+	struct saker_queue *q, *next;
+
+	if (s->txn != NULL)
+		mdb_txn_abort(s->txn);
+	s->txn = NULL;
+	for (q = s->dirty; q != NULL; q = next) {
+		next = q->dirty_next;
+		q->cur = q->saved;
+		q->dirty = false;
+		q->deleted = false;
+		q->dirty_next = NULL;
+	}
+	s->dirty = NULL;
+}
+
+static int
+lm_refuse(struct lstore *s)
+{
+	if (s->read_only)
+		return seterr(s, SAKER_EREADONLY, "lmdb %s: store opened read-only",
+		    s->dir);
+	if (s->broken)
+		return seterr(s, SAKER_EREADONLY, "lmdb %s: store is read-only "
+		    "after a failed write: %s", s->dir, s->broken_msg);
+	if (s->lost)
+		return seterr(s, s->lost, "lmdb %s: this batch was rolled back "
+		    "(%s); it ends at the next commit", s->dir,
+		    saker_strerror(s->lost));
+	return SAKER_OK;
+}
+
+/* Make sure a transaction is open: the batch's write txn, or a read txn
+ * when the store cannot be written. */
+static int
+lm_begin(struct lstore *s, bool write)
+{
+	bool rdonly = s->read_only || s->broken;
+	int rc;
+
+	if (write && (rc = lm_refuse(s)) != SAKER_OK)
+		return rc;
+	if (s->txn != NULL)
+		return SAKER_OK;
+	if (!rdonly)
+		lm_grow(s);
+	rc = mdb_txn_begin(s->env, NULL, rdonly ? MDB_RDONLY : 0, &s->txn);
+	if (rc != 0) {
+		s->txn = NULL;
+		return lm_fail(s, rc, "begin transaction");
+	}
+	s->txn_write = !rdonly;
+	s->txn_dirty = false;
+	s->est_pages = 0;
+	return SAKER_OK;
+}
+
+static uint64_t
+pages_for(const struct lstore *s, size_t bytes)
+{
+	return (bytes + s->psize - 1) / s->psize + 4;
+}
+
+/*
+ * Begin one write operation expected to add about `bytes` of records.
+ * While the map is comfortably large the operation runs in the batch txn
+ * itself.  Near the guard line it runs in a nested txn, so that a
+ * MDB_MAP_FULL fails only this operation and not the whole batch.
+ */
+static int
+op_begin(struct lstore *s, size_t bytes, MDB_txn **t)
+{
+	int rc;
+
+	*t = NULL;
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	s->est_pages += pages_for(s, bytes);
+	if ((s->base_pages + s->est_pages) * s->psize * 100 <=
+	    (uint64_t)s->mapsize * LM_GUARD_PCT) {
+		*t = s->txn;
+		return SAKER_OK;
+	}
+	rc = mdb_txn_begin(s->env, s->txn, 0, t);
+	if (rc != 0) {
+		*t = NULL;
+		return lm_fail(s, rc, "begin nested transaction");
+	}
+	return SAKER_OK;
+}
+
+/*
+ * End an operation begun by op_begin with LMDB result `rc`; `wrote` says
+ * whether it changed anything.  Returns an LMDB code.  A failure inside a
+ * nested txn leaves the batch intact.  A failure in the batch txn itself
+ * poisons it (LMDB marks it broken), so the whole batch is rolled back and
+ * commit() will report it.
+ */
+static int
+op_end(struct lstore *s, MDB_txn *t, int rc, bool wrote)
+{
+	if (t == NULL)
+		return rc;
+	if (t != s->txn) {
+		if (rc == 0 && wrote)
+			rc = mdb_txn_commit(t);
+		else
+			mdb_txn_abort(t);
+		if (rc == 0 && wrote)
+			s->txn_dirty = true;
+		return rc;
+	}
+	if (rc == 0) {
+		if (wrote)
+			s->txn_dirty = true;
+		return 0;
+	}
+	if (rc == MDB_NOTFOUND || rc == MDB_KEYEXIST || rc == MDB_BAD_VALSIZE)
+		return rc;	/* these leave the txn usable */
+	lm_rollback(s);
+	s->lost = maperr(rc);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------
+ * Commit and sync
+ * --------------------------------------------------------------------- */
+
+static int
+lm_write_state(struct lstore *s)
+{
+	struct saker_queue *q;
+	unsigned char rec[LM_QREC], num[8];
+	MDB_val k, v;
+	int rc;
+
+	for (q = s->dirty; q != NULL; q = q->dirty_next) {
+		k.mv_data = q->name;
+		k.mv_size = q->len;
+		if (q->cur.exists) {
+			qrec_write(rec, q);
+			v.mv_data = rec;
+			v.mv_size = sizeof(rec);
+			rc = mdb_put(s->txn, s->db_queues, &k, &v, 0);
+		} else if (q->saved.exists) {
+			rc = mdb_del(s->txn, s->db_queues, &k, NULL);
+		} else {
+			rc = 0;
+		}
+		if (rc != 0 && rc != MDB_NOTFOUND)
+			return rc;
+	}
+	if (s->next_qid != s->saved_next_qid) {
+		k.mv_data = "next_qid";
+		k.mv_size = 8;
+		put64(num, s->next_qid);
+		v.mv_data = num;
+		v.mv_size = 8;
+		if ((rc = mdb_put(s->txn, s->db_meta, &k, &v, 0)) != 0)
+			return rc;
+	}
+	if (s->next_arrival != s->saved_next_arrival) {
+		k.mv_data = "next_arrival";
+		k.mv_size = 12;
+		put64(num, s->next_arrival);
+		v.mv_data = num;
+		v.mv_size = 8;
+		if ((rc = mdb_put(s->txn, s->db_meta, &k, &v, 0)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Did a commit fail because the disk (or a size limit) is full?  LMDB
+ * reports a short write as EIO, and a full disk usually shows up as one,
+ * so an EIO is examined: little free space or a file size limit close to
+ * the data file's size means "full", which leaves the store writable;
+ * anything else is treated as a real I/O error.
+ */
+static bool
+commit_full(struct lstore *s, int rc)
+{
+	uint64_t need = (s->est_pages + 16) * s->psize + (1u << 20);
+	mdb_filehandle_t fd;
+	struct statvfs vfs;
+	struct rlimit rl;
+	struct stat sb;
+
+	if (maperr(rc) == SAKER_EFULL)
+		return true;
+	if (rc != EIO)
+		return false;
+	if (statvfs(s->dir, &vfs) == 0 &&
+	    (uint64_t)vfs.f_bavail * vfs.f_frsize < need)
+		return true;
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    mdb_env_get_fd(s->env, &fd) == 0 && fstat(fd, &sb) == 0 &&
+	    (uint64_t)sb.st_size + need >= (uint64_t)rl.rlim_cur)
+		return true;
+	return false;
+}
+
+static int
+lm_commit(saker_store *ss)
+{
+	struct lstore *s = (struct lstore *)ss;
+	struct saker_queue *q, *next;
+	uint64_t t0;
+	int rc, code;
+
+	if (s->lost) {
+		code = s->lost;
+		s->lost = 0;
+		lm_rollback(s);
+		return seterr(s, code, "lmdb %s: batch rolled back: %s", s->dir,
+		    saker_strerror(code));
+	}
+	if (s->txn == NULL)
+		return SAKER_OK;
+	if (!s->txn_write || (!s->txn_dirty && s->dirty == NULL &&
+	    s->next_qid == s->saved_next_qid &&
+	    s->next_arrival == s->saved_next_arrival)) {
+		/* Nothing written: no I/O, no fsync. */
+		mdb_txn_abort(s->txn);
+		s->txn = NULL;
+		return SAKER_OK;
+	}
+	t0 = saker_mono_ns();
+	rc = lm_write_state(s);
+	if (rc == 0) {
+		rc = mdb_txn_commit(s->txn);
+		s->txn = NULL;	/* freed by commit, even on failure */
+	}
+	if (rc != 0) {
+		lm_rollback(s);
+		if (commit_full(s, rc))
+			return seterr(s, SAKER_EFULL, "lmdb %s: commit failed, batch "
+			    "rolled back: storage full (%s%s)", s->dir,
+			    rc == EIO ? "disk or file size limit reached, LMDB "
+			    "reports a short write as: " : "", lm_strerror(rc));
+		if (rc == ENOMEM)
+			return seterr(s, SAKER_ENOMEM, "lmdb %s: commit failed, "
+			    "batch rolled back: %s", s->dir, lm_strerror(rc));
+		/* A failed write or fsync leaves the page cache in an unknown
+		 * state: stop writing rather than risk acknowledging data that
+		 * may not be on disk. */
+		s->broken = true;
+		snprintf(s->broken_msg, sizeof(s->broken_msg), "commit: %s",
+		    lm_strerror(rc));
+		return seterr(s, SAKER_EIO, "lmdb %s: commit failed, batch rolled "
+		    "back and store now read-only: %s", s->dir, lm_strerror(rc));
+	}
+	for (q = s->dirty; q != NULL; q = next) {
+		next = q->dirty_next;
+		q->dirty = false;
+		q->dirty_next = NULL;
+		if (q->deleted)
+			qtab_remove(s, q);
+	}
+	s->dirty = NULL;
+	s->saved_next_qid = s->next_qid;
+	s->saved_next_arrival = s->next_arrival;
+	s->st.commits++;
+	if (s->sync == SAKER_SYNC_ALWAYS)
+		s->st.fsyncs++;
+	s->st.commit_ns += saker_mono_ns() - t0;
+	return SAKER_OK;
+}
+
+static int
+lm_sync(saker_store *ss)
+{
+	struct lstore *s = (struct lstore *)ss;
+	int rc;
+
+	if (s->read_only || s->broken || s->sync != SAKER_SYNC_PERIODIC)
+		return SAKER_OK;
+	rc = mdb_env_sync(s->env, 1);
+	s->st.fsyncs++;
+	if (rc != 0) {
+		s->broken = true;
+		snprintf(s->broken_msg, sizeof(s->broken_msg), "fsync: %s",
+		    lm_strerror(rc));
+		return seterr(s, SAKER_EIO, "lmdb %s: fsync failed, store now "
+		    "read-only: %s", s->dir, lm_strerror(rc));
+	}
+	return SAKER_OK;
+}
+
+/* ---------------------------------------------------------------------
+ * Queues
+ * --------------------------------------------------------------------- */
+
+static int
+lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
+    void *queue_ctx, saker_queue **out)
+{
+	struct lstore *s = (struct lstore *)ss;
+	struct saker_queue *q;
+	int rc;
+
+	*out = NULL;
+	if (name == NULL || len == 0 || len > (size_t)mdb_env_get_maxkeysize(s->env))
+		return seterr(s, SAKER_EINVAL, "lmdb: bad queue name length %zu",
+		    len);
+	q = qtab_by_name(s, name, len);
+	if (q != NULL && q->cur.exists && !q->deleted) {
+		q->ctx = queue_ctx;
+		*out = q;
+		return SAKER_OK;
+	}
+	if (!create)
+		return seterr(s, SAKER_ENOTFOUND, "no queue '%.*s'", (int)len, name);
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	if (q == NULL) {
+		q = qtab_add(s, name, len, s->next_qid);
+		if (q == NULL)
+			return seterr(s, SAKER_ENOMEM, "lmdb: out of memory");
+		s->next_qid++;
+	}
+	/* New, or deleted / rolled back in this batch: start empty.  Its
+	 * record is written at commit. */
+	q_change(s, q);
+	memset(&q->cur, 0, sizeof(q->cur));
+	q->cur.lo = q->cur.tail = LM_SEQ_START;
+	q->cur.exists = true;
+	q->deleted = false;
+	q->ctx = queue_ctx;
+	*out = q;
+	return SAKER_OK;
+}
+
+/* Delete every record of queue q from `dbi` (keys (qid, seq)). */
+static int
+del_prefix(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
+{
+	unsigned char kb[LM_KEY];
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = mdb_cursor_open(t, dbi, &c)) != 0)
+		return rc;
+	for (;;) {
+		mkkey(kb, qid, 0);
+		k.mv_data = kb;
+		k.mv_size = LM_KEY;
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		if (rc == MDB_NOTFOUND || (rc == 0 && !key_in(&k, qid))) {
+			rc = 0;
+			break;
+		}
+		if (rc != 0 || (rc = mdb_cursor_del(c, 0)) != 0)
+			break;
+		*wrote = true;
+	}
+	mdb_cursor_close(c);
+	return rc;
+}
+
+/* Delete every delayed item of queue q: a scan, but delete and flush are
+ * rare and the scan is skipped when the queue has none. */
+static int
+del_delayed(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
+{
+	unsigned char kb[LM_KEY];
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = mdb_cursor_open(t, dbi, &c)) != 0)
+		return rc;
+	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	while (rc == 0) {
+		if (v.mv_size < 8 + LM_HDR || k.mv_size != LM_KEY) {
+			rc = LM_EBADVAL;
+			break;
+		}
+		if (get64(v.mv_data) != qid) {
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+			continue;
+		}
+		memcpy(kb, k.mv_data, LM_KEY);
+		if ((rc = mdb_cursor_del(c, 0)) != 0)
+			break;
+		*wrote = true;
+		/* Re-seek rather than trust the cursor position after a delete. */
+		k.mv_data = kb;
+		k.mv_size = LM_KEY;
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int
+empty_queue(struct lstore *s, struct saker_queue *q, const char *what)
+{
+	MDB_txn *t;
+	bool wrote = false;
+	int rc;
+
+	/* Deleting touches about one leaf page per few dozen records. */
+	rc = op_begin(s, (q->cur.items + q->cur.open + q->cur.delayed) * 64, &t);
+	if (rc != SAKER_OK)
+		return rc;
+	rc = del_prefix(t, s->db_items, q->id, &wrote);
+	if (rc == 0)
+		rc = del_prefix(t, s->db_open, q->id, &wrote);
+	if (rc == 0 && q->cur.delayed > 0)
+		rc = del_delayed(t, s->db_delayed, q->id, &wrote);
+	if ((rc = op_end(s, t, rc, wrote)) != 0)
+		return lm_fail(s, rc, what);
+	q_change(s, q);
+	q->cur.items = q->cur.bytes = q->cur.delayed = q->cur.open = 0;
+	return SAKER_OK;
+}
+
+static int
+lm_queue_delete(saker_store *ss, saker_queue *q)
+{
+	struct lstore *s = (struct lstore *)ss;
+	int rc;
+
+	if (q == NULL || !q->cur.exists)
+		return seterr(s, SAKER_ENOTFOUND, "lmdb: no such queue");
+	if ((rc = empty_queue(s, q, "delete queue")) != SAKER_OK)
+		return rc;
+	q->cur.exists = false;
+	q->deleted = true;
+	q->ctx = NULL;
+	return SAKER_OK;
+}
+
+static int
+lm_queue_flush(saker_store *ss, saker_queue *q)
+{
+	struct lstore *s = (struct lstore *)ss;
+
+	if (q == NULL)
+		return seterr(s, SAKER_EINVAL, "lmdb: no queue");
+	if (!q->cur.exists)
+		return SAKER_OK;
+	return empty_queue(s, q, "flush queue");
+}
+
+static int
+lm_queues(saker_store *ss, saker_queue_name_fn fn, void *arg)
+{
+	struct lstore *s = (struct lstore *)ss;
+	struct saker_queue *q;
+	size_t i;
+	int r;
+
+	for (i = 0; i < s->nbuckets; i++) {
+		for (q = s->by_name[i]; q != NULL; q = q->name_next) {
+			if (!q->cur.exists || q->deleted)
+				continue;
+			if ((r = fn(arg, q->name, q->len)) != 0)
+				return r;
+		}
+	}
+	return SAKER_OK;
+}
+
+static int
+lm_queue_stats(saker_store *ss, saker_queue *q, struct saker_queue_stats *st)
+{
+	struct lstore *s = (struct lstore *)ss;
+	struct saker_item it;
+	unsigned char kb[LM_KEY];
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if (q == NULL || !q->cur.exists)
+		return seterr(s, SAKER_ENOTFOUND, "lmdb: no such queue");
+	st->items = q->cur.items;
+	st->bytes = q->cur.bytes;
+	st->delayed_items = q->cur.delayed;
+	st->open_items = q->cur.open;
+	st->total_items = q->cur.total;
+	st->expired_items = q->cur.expired;
+	if (q->cur.items == 0)
+		return SAKER_OK;
+	if ((rc = lm_begin(s, false)) != SAKER_OK)
+		return rc;
+	if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
+		return lm_fail(s, rc, "queue stats");
+	mkkey(kb, q->id, 0);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	if (rc == 0 && key_in(&k, q->id) && hdr_read(v.mv_data, v.mv_size, &it) == 0)
+		st->head_created_ms = it.created_ms;
+	mdb_cursor_close(c);
+	return SAKER_OK;
+}
+
+/* ---------------------------------------------------------------------
+ * Items
+ * --------------------------------------------------------------------- */
+
+/* Insert (qid, seq) -> header + data into items; `src` is read only after
+ * the space is reserved (see move_rec).  Uses MDB_APPEND when the key can
+ * be the largest in the database: keys of the newest queue are. */
+static int
+items_reserve(struct lstore *s, MDB_txn *t, struct saker_queue *q, uint64_t seq,
+    size_t size, bool at_tail, unsigned char **dst)
+{
+	unsigned char kb[LM_KEY];
+	MDB_val k, v;
+	int rc = MDB_KEYEXIST;
+
+	mkkey(kb, q->id, seq);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	v.mv_size = size;
+	if (at_tail && q->id >= s->max_qid)
+		rc = mdb_put(t, s->db_items, &k, &v, MDB_RESERVE | MDB_APPEND);
+	if (rc == MDB_KEYEXIST) {
+		/* not the largest key after all (MDB_APPEND refuses without
+		 * touching the txn): an ordinary insert */
+		v.mv_size = size;
+		rc = mdb_put(t, s->db_items, &k, &v, MDB_RESERVE);
+	}
+	*dst = v.mv_data;
+	return rc;
+}
+
+static int
+lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms)
+{
+	struct lstore *s = (struct lstore *)ss;
+	unsigned char kb[LM_KEY], *dst;
+	int64_t created;
+	bool ready;
+	MDB_txn *t;
+	MDB_val k, v;
+	int rc;
+
+	if (q == NULL || item == NULL || (item->len > 0 && item->data == NULL))
+		return seterr(s, SAKER_EINVAL, "lmdb put: bad argument");
+	if (item->len > LM_MAXDATA)
+		return seterr(s, SAKER_EINVAL, "lmdb put: item of %zu bytes is "
+		    "too large", item->len);
+	created = item->created_ms != 0 ? item->created_ms : now_ms;
+	ready = item->due_ms <= now_ms;
+	if ((rc = op_begin(s, LM_HDR + 8 + item->len, &t)) != SAKER_OK)
+		return rc;
+	if (ready) {
+		rc = items_reserve(s, t, q, q->cur.tail, LM_HDR + item->len, true,
+		    &dst);
+	} else {
+		mkkey(kb, (uint64_t)item->due_ms, s->next_arrival);
+		k.mv_data = kb;
+		k.mv_size = LM_KEY;
+		v.mv_size = 8 + LM_HDR + item->len;
+		rc = mdb_put(t, s->db_delayed, &k, &v, MDB_RESERVE);
+		dst = v.mv_data;
+		if (rc == 0) {
+			put64(dst, q->id);
+			dst += 8;
+		}
+	}
+	if (rc == 0) {
+		hdr_write(dst, LM_STATE_READY, item->flags, item->expires_ms,
+		    created);
+		if (item->len > 0)
+			memcpy(dst + LM_HDR, item->data, item->len);
+	}
+	if ((rc = op_end(s, t, rc, true)) != 0)
+		return lm_fail(s, rc, "put");
+	q_change(s, q);
+	q->cur.total++;
+	if (!ready) {
+		s->next_arrival++;
+		q->cur.delayed++;
+		return SAKER_OK;
+	}
+	q->cur.tail++;
+	q->cur.items++;
+	q->cur.bytes += item->len;
+	if (s->notify != NULL)
+		s->notify(s->notify_arg, q, q->ctx);
+	return SAKER_OK;
+}
+
+/* The size of the head ready item, to size a take(OPEN) (0 when none). */
+static size_t
+head_size(struct lstore *s, struct saker_queue *q)
+{
+	unsigned char kb[LM_KEY];
+	MDB_cursor *c;
+	MDB_val k, v;
+	size_t n = 0;
+
+	if (lm_begin(s, true) != SAKER_OK ||
+	    mdb_cursor_open(s->txn, s->db_items, &c) != 0)
+		return 0;
+	mkkey(kb, q->id, 0);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	if (mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) == 0 && key_in(&k, q->id))
+		n = v.mv_size;
+	mdb_cursor_close(c);
+	return n;
+}
+
+struct take_res {
+	uint64_t nexp, expbytes;
+	bool found, taken;
+	size_t len;
+	int fnret;
+};
+
+/* The body of take(), run in txn t.  Returns an LMDB code; MDB_NOTFOUND
+ * when no visible item was found. */
+static int
+take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
+    int64_t now_ms, bool write, saker_item_fn fn, void *arg,
+    struct take_res *res)
+{
+	unsigned char kb[LM_KEY], okb[LM_KEY], *dst;
+	struct saker_item it;
+	MDB_cursor *c;
+	MDB_val k, v, ok, ov;
+	uint64_t seq = 0;
+	int rc;
+
+	if ((rc = mdb_cursor_open(t, s->db_items, &c)) != 0)
+		return rc;
+	mkkey(kb, q->id, 0);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	for (;;) {
+		if (rc == 0 && !key_in(&k, q->id))
+			rc = MDB_NOTFOUND;
+		if (rc != 0)
+			break;
+		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
+			break;
+		seq = get64((unsigned char *)k.mv_data + 8);
+		if (!expired(&it, now_ms))
+			break;
+		if (!write) {
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+			continue;
+		}
+		memcpy(kb, k.mv_data, LM_KEY);
+		if ((rc = mdb_cursor_del(c, 0)) != 0)
+			break;
+		res->nexp++;
+		res->expbytes += it.len;
+		k.mv_data = kb;
+		k.mv_size = LM_KEY;
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	}
+	if (rc != 0) {
+		mdb_cursor_close(c);
+		return rc;
+	}
+	it.id = seq;
+	it.state = SAKER_ITEM_READY;
+	res->found = true;
+	res->len = it.len;
+	res->fnret = fn(arg, &it);
+	if (res->fnret != 0 || mode == SAKER_TAKE_PEEK) {
+		mdb_cursor_close(c);
+		return 0;
+	}
+	if (mode == SAKER_TAKE_OPEN) {
+		mkkey(okb, q->id, seq);
+		ok.mv_data = okb;
+		ok.mv_size = LM_KEY;
+		ov.mv_size = v.mv_size;
+		rc = mdb_put(t, s->db_open, &ok, &ov, MDB_RESERVE);
+		/* The reservation may have spilled pages: fetch the source
+		 * again before copying from it. */
+		if (rc == 0)
+			rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT);
+		if (rc == 0 && v.mv_size != ov.mv_size)
+			rc = LM_EBADVAL;
+		if (rc == 0) {
+			dst = ov.mv_data;
+			memcpy(dst, v.mv_data, v.mv_size);
+			dst[0] = LM_STATE_OPEN;
+		}
+	}
+	if (rc == 0)
+		rc = mdb_cursor_del(c, 0);
+	if (rc == 0)
+		res->taken = true;
+	mdb_cursor_close(c);
+	return rc;
+}
+
+static int
+lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg)
+{
+	struct lstore *s = (struct lstore *)ss;
+	struct take_res res;
+	MDB_txn *t;
+	bool write;
+	int rc;
+
+	if (q == NULL || fn == NULL || mode < SAKER_TAKE_REMOVE ||
+	    mode > SAKER_TAKE_PEEK)
+		return seterr(s, SAKER_EINVAL, "lmdb take: bad argument");
+	if (q->cur.items == 0)
+		return SAKER_EEMPTY;
+	memset(&res, 0, sizeof(res));
+	/* A read-only (or failed) store can still be peeked at; expired
+	 * items are then skipped rather than removed. */
+	write = !(mode == SAKER_TAKE_PEEK && (s->read_only || s->broken));
+	if (write) {
+		rc = op_begin(s, mode == SAKER_TAKE_OPEN ? head_size(s, q) : 0, &t);
+		if (rc != SAKER_OK)
+			return rc;
+	} else {
+		if ((rc = lm_begin(s, false)) != SAKER_OK)
+			return rc;
+		t = s->txn;
+	}
+	rc = take_in(s, t, q, mode, now_ms, write, fn, arg, &res);
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+	if (write)
+		rc = op_end(s, t, rc, res.nexp > 0 || res.taken);
+	if (rc != 0)
+		return lm_fail(s, rc, "take");
+	if (res.nexp > 0) {
+		q_change(s, q);
+		q->cur.items -= res.nexp;
+		q->cur.bytes -= res.expbytes;
+		q->cur.expired += res.nexp;
+	}
+	if (res.taken) {
+		q_change(s, q);
+		q->cur.items--;
+		q->cur.bytes -= res.len;
+		if (mode == SAKER_TAKE_OPEN)
+			q->cur.open++;
+	}
+	if (!res.found)
+		return SAKER_EEMPTY;
+	return res.fnret;
+}
+
+static int
+lm_confirm(saker_store *ss, saker_queue *q, uint64_t id)
+{
+	struct lstore *s = (struct lstore *)ss;
+	unsigned char kb[LM_KEY];
+	MDB_txn *t;
+	MDB_val k;
+	int rc;
+
+	if (q == NULL)
+		return seterr(s, SAKER_EINVAL, "lmdb confirm: no queue");
+	if (q->cur.open == 0)
+		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
+	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
+		return rc;
+	mkkey(kb, q->id, id);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	rc = mdb_del(t, s->db_open, &k, NULL);
+	rc = op_end(s, t, rc, true);
+	if (rc == MDB_NOTFOUND)
+		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
+	if (rc != 0)
+		return lm_fail(s, rc, "confirm");
+	q_change(s, q);
+	q->cur.open--;
+	return SAKER_OK;
+}
+
+/*
+ * Move the record at cursor `c` (whose value starts `skip` bytes before the
+ * item header) to items at (q, seq), as a ready item, and delete it from
+ * the cursor's database.  Returns an LMDB code.
+ */
+static int
+move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, size_t skip,
+    struct saker_queue *q, uint64_t seq, bool at_tail, size_t *len)
+{
+	unsigned char *dst;
+	MDB_val k, v;
+	size_t size;
+	int rc;
+
+	if ((rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT)) != 0)
+		return rc;
+	if (v.mv_size < skip + LM_HDR)
+		return LM_EBADVAL;
+	size = v.mv_size - skip;
+	if ((rc = items_reserve(s, t, q, seq, size, at_tail, &dst)) != 0)
+		return rc;
+	/* The reservation may have spilled dirty pages to disk, so fetch the
+	 * source again before copying from it. */
+	if ((rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT)) != 0)
+		return rc;
+	if (v.mv_size != size + skip)
+		return LM_EBADVAL;
+	memcpy(dst, (unsigned char *)v.mv_data + skip, size);
+	dst[0] = LM_STATE_READY;
+	*len = size - LM_HDR;
+	return mdb_cursor_del(c, 0);
+}
+
+/* Size of open item (q, id) in the batch, or 0 when it is not open. */
+static int
+open_lookup(struct lstore *s, MDB_txn *t, MDB_cursor **c, uint64_t qid,
+    uint64_t id)
+{
+	unsigned char kb[LM_KEY];
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = mdb_cursor_open(t, s->db_open, c)) != 0) {
+		*c = NULL;
+		return rc;
+	}
+	mkkey(kb, qid, id);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	return mdb_cursor_get(*c, &k, &v, MDB_SET);
+}
+
+static int
+lm_release(saker_store *ss, saker_queue *q, uint64_t id)
+{
+	struct lstore *s = (struct lstore *)ss;
+	unsigned char kb[LM_KEY];
+	MDB_cursor *c;
+	MDB_txn *t;
+	MDB_val k, v;
+	size_t len = 0;
+	int rc;
+
+	if (q == NULL)
+		return seterr(s, SAKER_EINVAL, "lmdb release: no queue");
+	if (q->cur.open == 0)
+		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	/* Look it up in the batch first, to size the operation. */
+	mkkey(kb, q->id, id);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	rc = mdb_get(s->txn, s->db_open, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
+	if (rc != 0)
+		return lm_fail(s, rc, "release");
+	if ((rc = op_begin(s, v.mv_size, &t)) != SAKER_OK)
+		return rc;
+	rc = open_lookup(s, t, &c, q->id, id);
+	if (rc == 0)
+		rc = move_rec(s, t, c, 0, q, q->cur.lo - 1, false, &len);
+	if (c != NULL)
+		mdb_cursor_close(c);
+	if ((rc = op_end(s, t, rc, true)) != 0)
+		return lm_fail(s, rc, "release");
+	q_change(s, q);
+	q->cur.lo--;
+	q->cur.open--;
+	q->cur.items++;
+	q->cur.bytes += len;
+	if (s->notify != NULL)
+		s->notify(s->notify_arg, q, q->ctx);
+	return SAKER_OK;
+}
+
+/* The first delayed record in txn t: its due time and size.  Returns an
+ * LMDB code (MDB_NOTFOUND when there is none). */
+static int
+delayed_first(struct lstore *s, MDB_txn *t, int64_t *due, size_t *size)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = mdb_cursor_open(t, s->db_delayed, &c)) != 0)
+		return rc;
+	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	if (rc == 0 && k.mv_size != LM_KEY)
+		rc = LM_EBADVAL;
+	if (rc == 0) {
+		*due = (int64_t)get64(k.mv_data);
+		*size = v.mv_size;
+	}
+	mdb_cursor_close(c);
+	return rc;
+}
+
+enum { PR_MOVED, PR_EXPIRED, PR_ORPHAN };
+
+/* Promote the first delayed record (known to be due) in txn t. */
+static int
+promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
+    struct saker_queue **qp, int *what, size_t *len)
+{
+	struct saker_item it;
+	struct saker_queue *q;
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	*qp = NULL;
+	if ((rc = mdb_cursor_open(t, s->db_delayed, &c)) != 0)
+		return rc;
+	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	if (rc == 0 && (v.mv_size < 8 + LM_HDR || k.mv_size != LM_KEY)) {
+		/* unreadable: drop it rather than block every later item */
+		*what = PR_ORPHAN;
+		rc = mdb_cursor_del(c, 0);
+		goto out;
+	}
+	if (rc != 0)
+		goto out;
+	q = qtab_by_id(s, get64(v.mv_data));
+	hdr_read((unsigned char *)v.mv_data + 8, v.mv_size - 8, &it);
+	*len = it.len;
+	if (q == NULL || q->deleted) {
+		*what = PR_ORPHAN;
+		rc = mdb_cursor_del(c, 0);
+	} else if (expired(&it, now_ms)) {
+		*what = PR_EXPIRED;
+		rc = mdb_cursor_del(c, 0);
+	} else {
+		*what = PR_MOVED;
+		rc = move_rec(s, t, c, 8, q, q->cur.tail, true, len);
+	}
+	*qp = q;
+out:
+	mdb_cursor_close(c);
+	return rc;
+}
+
+static int
+lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
+{
+	struct lstore *s = (struct lstore *)ss;
+	struct saker_queue *q, *gained = NULL, *next;
+	int64_t due, dummy;
+	size_t size, len;
+	MDB_txn *t;
+	int rc, what = PR_ORPHAN, ret = SAKER_OK;
+
+	if (next_due_ms == NULL)
+		next_due_ms = &dummy;
+	*next_due_ms = 0;
+	if ((rc = lm_begin(s, false)) != SAKER_OK)
+		return rc;
+	for (;;) {
+		rc = delayed_first(s, s->txn, &due, &size);
+		if (rc == MDB_NOTFOUND)
+			break;
+		if (rc != 0) {
+			ret = lm_fail(s, rc, "promote");
+			break;
+		}
+		*next_due_ms = due;
+		if (due > now_ms || !s->txn_write)
+			break;
+		if ((ret = op_begin(s, size, &t)) != SAKER_OK)
+			break;
+		len = 0;
+		rc = promote_one(s, t, now_ms, &q, &what, &len);
+		if ((rc = op_end(s, t, rc, true)) != 0) {
+			ret = lm_fail(s, rc, "promote");
+			break;
+		}
+		*next_due_ms = 0;
+		if (what == PR_ORPHAN)
+			continue;
+		q_change(s, q);
+		q->cur.delayed--;
+		if (what == PR_EXPIRED) {
+			q->cur.expired++;
+			continue;
+		}
+		q->cur.tail++;
+		q->cur.items++;
+		q->cur.bytes += len;
+		if (!q->gained) {
+			q->gained = true;
+			q->gain_next = gained;
+			gained = q;
+		}
+	}
+	/* Queues stay valid even if the batch was rolled back meanwhile. */
+	for (q = gained; q != NULL; q = next) {
+		next = q->gain_next;
+		q->gained = false;
+		q->gain_next = NULL;
+		if (s->notify != NULL && q->cur.exists)
+			s->notify(s->notify_arg, q, q->ctx);
+	}
+	return ret;
+}
+
+static int
+lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	struct lstore *s = (struct lstore *)ss;
+	unsigned char kb[LM_KEY];
+	struct saker_item it;
+	uint64_t n = 0, nbytes = 0, seen = 0;
+	MDB_cursor *c;
+	MDB_txn *t;
+	MDB_val k, v;
+	int rc;
+
+	if (removed != NULL)
+		*removed = 0;
+	if (q == NULL)
+		return seterr(s, SAKER_EINVAL, "lmdb flush_expired: no queue");
+	if (q->cur.items == 0)
+		return SAKER_OK;
+	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
+		return rc;
+	if ((rc = mdb_cursor_open(t, s->db_items, &c)) != 0)
+		goto end;
+	mkkey(kb, q->id, 0);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit)) {
+		seen++;
+		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
+			break;
+		if (!expired(&it, now_ms)) {
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+			continue;
+		}
+		memcpy(kb, k.mv_data, LM_KEY);
+		if ((rc = mdb_cursor_del(c, 0)) != 0)
+			break;
+		n++;
+		nbytes += it.len;
+		k.mv_data = kb;
+		k.mv_size = LM_KEY;
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	}
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+	mdb_cursor_close(c);
+end:
+	if ((rc = op_end(s, t, rc, n > 0)) != 0)
+		return lm_fail(s, rc, "flush expired");
+	if (n > 0) {
+		q_change(s, q);
+		q->cur.items -= n;
+		q->cur.bytes -= nbytes;
+		q->cur.expired += n;
+	}
+	if (removed != NULL)
+		*removed = n;
+	return SAKER_OK;
+}
+
+/* Call fn for every record of q in `dbi` (keys (qid, seq)). */
+static int
+iter_prefix(struct lstore *s, MDB_dbi dbi, struct saker_queue *q,
+    saker_item_state state, saker_item_fn fn, void *arg, int *fnret)
+{
+	unsigned char kb[LM_KEY];
+	struct saker_item it;
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = mdb_cursor_open(s->txn, dbi, &c)) != 0)
+		return rc;
+	mkkey(kb, q->id, 0);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	while (rc == 0 && key_in(&k, q->id)) {
+		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
+			break;
+		it.id = get64((unsigned char *)k.mv_data + 8);
+		it.state = state;
+		if ((*fnret = fn(arg, &it)) != 0)
+			break;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int
+iter_delayed(struct lstore *s, struct saker_queue *q, saker_item_fn fn,
+    void *arg, int *fnret)
+{
+	struct saker_item it;
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = mdb_cursor_open(s->txn, s->db_delayed, &c)) != 0)
+		return rc;
+	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	while (rc == 0) {
+		if (k.mv_size != LM_KEY || v.mv_size < 8) {
+			rc = LM_EBADVAL;
+			break;
+		}
+		if (get64(v.mv_data) == q->id) {
+			rc = hdr_read((unsigned char *)v.mv_data + 8, v.mv_size - 8,
+			    &it);
+			if (rc != 0)
+				break;
+			it.due_ms = (int64_t)get64(k.mv_data);
+			it.id = get64((unsigned char *)k.mv_data + 8);
+			it.state = SAKER_ITEM_DELAYED;
+			if ((*fnret = fn(arg, &it)) != 0)
+				break;
+		}
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int
+lm_iterate(saker_store *ss, saker_queue *q, saker_item_fn fn, void *arg)
+{
+	struct lstore *s = (struct lstore *)ss;
+	int rc, fnret = 0;
+
+	if (q == NULL || fn == NULL)
+		return seterr(s, SAKER_EINVAL, "lmdb iterate: bad argument");
+	if (!q->cur.exists)
+		return seterr(s, SAKER_ENOTFOUND, "lmdb: no such queue");
+	if ((rc = lm_begin(s, false)) != SAKER_OK)
+		return rc;
+	rc = 0;
+	if (q->cur.open > 0)
+		rc = iter_prefix(s, s->db_open, q, SAKER_ITEM_OPEN, fn, arg, &fnret);
+	if (rc == 0 && fnret == 0 && q->cur.items > 0)
+		rc = iter_prefix(s, s->db_items, q, SAKER_ITEM_READY, fn, arg,
+		    &fnret);
+	if (rc == 0 && fnret == 0 && q->cur.delayed > 0)
+		rc = iter_delayed(s, q, fn, arg, &fnret);
+	if (rc != 0)
+		return lm_fail(s, rc, "iterate");
+	return fnret;
+}
+
+/* ---------------------------------------------------------------------
+ * Stats, errmsg
+ * --------------------------------------------------------------------- */
+
+static void
+lm_store_stats(saker_store *ss, struct saker_store_stats *st)
+{
+	struct lstore *s = (struct lstore *)ss;
+	mdb_filehandle_t fd;
+	struct stat sb;
+
+	*st = s->st;
+	if (mdb_env_get_fd(s->env, &fd) == 0 && fstat(fd, &sb) == 0)
+		st->disk_bytes = (uint64_t)sb.st_size;
+}
+
+static const char *
+lm_errmsg(saker_store *ss)
+{
+	struct lstore *s = (struct lstore *)ss;
+
+	if (s == NULL)
+		return "no store";
+	return s->err[0] != '\0' ? s->err : "no error";
+}
+
+/* ---------------------------------------------------------------------
+ * Open and close
+ * --------------------------------------------------------------------- */
+
+static void
+lm_free(struct lstore *s)
+{
+	struct saker_queue *q, *next;
+	size_t i;
+
+	if (s->txn != NULL)
+		mdb_txn_abort(s->txn);
+	if (s->env != NULL)
+		mdb_env_close(s->env);
+	for (i = 0; i < s->nbuckets; i++) {
+		for (q = s->by_name[i]; q != NULL; q = next) {
+			next = q->name_next;
+			free(q->name);
+			free(q);
+		}
+	}
+	free(s->by_name);
+	free(s->by_id);
+	if (s->lockfd >= 0)
+		close(s->lockfd);	/* drops the flock */
+	free(s->dir);
+	free(s);
+}
+
+static void
+lm_close(saker_store *ss)
+{
+	struct lstore *s = (struct lstore *)ss;
+
+	if (s == NULL)
+		return;
+	if (s->txn != NULL)
+		(void)lm_commit(ss);
+	lm_rollback(s);	/* a batch whose commit failed */
+	if (!s->read_only && !s->broken && s->sync != SAKER_SYNC_ALWAYS)
+		(void)mdb_env_sync(s->env, 1);
+	lm_free(s);
+}
+
+/* Take the exclusive (shared, for read-only use) lock on DIR/saker.lock. */
+static int
+lm_lock(struct lstore *s)
+{
+	char path[4096], buf[32];
+	ssize_t n;
+	long pid;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/saker.lock", s->dir) >=
+	    sizeof(path))
+		return seterr(s, SAKER_EINVAL, "store path too long: %s", s->dir);
+	s->lockfd = open(path, (s->read_only ? O_RDONLY : O_RDWR | O_CREAT) |
+	    O_CLOEXEC, 0600);
+	if (s->lockfd < 0 && s->read_only && errno == ENOENT)
+		return SAKER_OK;	/* nobody has ever written here */
+	if (s->lockfd < 0)
+		return seterr(s, errno == EACCES ? SAKER_EREADONLY : SAKER_EIO,
+		    "cannot open %s: %s", path, strerror(errno));
+	if (flock(s->lockfd, (s->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+		if (errno != EWOULDBLOCK)
+			return seterr(s, SAKER_EIO, "cannot lock %s: %s", path,
+			    strerror(errno));
+		n = pread(s->lockfd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		pid = strtol(buf, NULL, 10);
+		if (pid > 0)
+			return seterr(s, SAKER_ELOCKED, "store %s is in use by "
+			    "another process (pid %ld)", s->dir, pid);
+		return seterr(s, SAKER_ELOCKED, "store %s is in use by another "
+		    "process", s->dir);
+	}
+	if (!s->read_only) {
+		n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+		/* The pid is only informative: ignore failures. */
+		if (ftruncate(s->lockfd, 0) == 0)
+			(void)!pwrite(s->lockfd, buf, (size_t)n, 0);
+	}
+	return SAKER_OK;
+}
+
+/* Does DIR hold data.mdb?  When it does not, refuse a directory holding
+ * anything else: it is not ours. */
+static int
+lm_check_dir(struct lstore *s, bool *have_data)
+{
+	char path[4096];
+	struct dirent *de;
+	struct stat sb;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", s->dir);
+	if (stat(path, &sb) == 0) {
+		*have_data = true;
+		return SAKER_OK;
+	}
+	*have_data = false;
+	if ((d = opendir(s->dir)) == NULL)
+		return seterr(s, SAKER_EIO, "cannot read directory %s: %s", s->dir,
+		    strerror(errno));
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    strcmp(de->d_name, "saker.lock") == 0 ||
+		    strcmp(de->d_name, "lock.mdb") == 0)
+			continue;
+		seterr(s, SAKER_ECORRUPT, "%s is not a saker store: it holds "
+		    "files (%s, ...) but no data.mdb", s->dir, de->d_name);
+		closedir(d);
+		return SAKER_ECORRUPT;
+	}
+	closedir(d);
+	return SAKER_OK;
+}
+
+static int
+meta_get64(struct lstore *s, MDB_txn *t, const char *key, uint64_t *out)
+{
+	MDB_val k, v;
+	int rc;
+
+	k.mv_data = (void *)(uintptr_t)key;
+	k.mv_size = strlen(key);
+	rc = mdb_get(t, s->db_meta, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc != 0)
+		return lm_fail(s, rc, "read meta");
+	if (v.mv_size != 8)
+		return seterr(s, SAKER_ECORRUPT, "lmdb %s: bad meta record %s",
+		    s->dir, key);
+	*out = get64(v.mv_data);
+	return SAKER_OK;
+}
+
+/* Write the meta records of a new store. */
+static int
+meta_init(struct lstore *s, MDB_txn *t)
+{
+	unsigned char num[8];
+	MDB_val k, v;
+	int rc;
+
+	k.mv_data = "format";
+	k.mv_size = 6;
+	v.mv_data = LM_FORMAT;
+	v.mv_size = strlen(LM_FORMAT);
+	if ((rc = mdb_put(t, s->db_meta, &k, &v, 0)) != 0)
+		return rc;
+	k.mv_data = "version";
+	k.mv_size = 7;
+	put32(num, LM_VERSION);
+	v.mv_data = num;
+	v.mv_size = 4;
+	return mdb_put(t, s->db_meta, &k, &v, 0);
+}
+
+static int
+meta_check(struct lstore *s, MDB_txn *t)
+{
+	MDB_val k, v;
+	uint32_t version;
+	int rc;
+
+	k.mv_data = "format";
+	k.mv_size = 6;
+	rc = mdb_get(t, s->db_meta, &k, &v);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return lm_fail(s, rc, "read meta");
+	if (rc != 0 || v.mv_size != strlen(LM_FORMAT) ||
+	    memcmp(v.mv_data, LM_FORMAT, v.mv_size) != 0)
+		return seterr(s, SAKER_ECORRUPT, "%s/data.mdb is not a saker store "
+		    "(no \"%s\" format record)", s->dir, LM_FORMAT);
+	k.mv_data = "version";
+	k.mv_size = 7;
+	rc = mdb_get(t, s->db_meta, &k, &v);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return lm_fail(s, rc, "read meta");
+	if (rc != 0 || v.mv_size != 4)
+		return seterr(s, SAKER_ECORRUPT, "lmdb %s: format version record "
+		    "missing or damaged", s->dir);
+	version = get32(v.mv_data);
+	if (version > LM_VERSION)
+		return seterr(s, SAKER_EVERSION, "lmdb %s: store format version %u "
+		    "is newer than this build supports (%d); upgrade saker",
+		    s->dir, version, LM_VERSION);
+	if (version == 0)
+		return seterr(s, SAKER_ECORRUPT, "lmdb %s: bad format version 0",
+		    s->dir);
+	return SAKER_OK;
+}
+
+/* Open the named databases (creating them for a new store: an empty
+ * environment) and check the format. */
+static int
+lm_open_dbs(struct lstore *s, bool create)
+{
+	const struct {
+		const char *name;
+		MDB_dbi *dbi;
+	} dbs[] = {
+		{ "meta", &s->db_meta },
+		{ "queues", &s->db_queues },
+		{ "items", &s->db_items },
+		{ "open", &s->db_open },
+		{ "delayed", &s->db_delayed },
+	};
+	MDB_txn *t;
+	MDB_dbi main;
+	MDB_stat ms;
+	bool fresh;
+	size_t i;
+	int rc, ret;
+
+	rc = mdb_txn_begin(s->env, NULL, s->read_only ? MDB_RDONLY : 0, &t);
+	if (rc != 0)
+		return lm_fail(s, rc, "begin transaction");
+	if ((rc = mdb_dbi_open(t, NULL, 0, &main)) != 0 ||
+	    (rc = mdb_stat(t, main, &ms)) != 0) {
+		mdb_txn_abort(t);
+		return lm_fail(s, rc, "open main database");
+	}
+	fresh = ms.ms_entries == 0;
+	if (fresh && (!create || s->read_only)) {
+		mdb_txn_abort(t);
+		return seterr(s, SAKER_ENOTFOUND, "no saker store in %s (empty "
+		    "database)", s->dir);
+	}
+	for (i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
+		rc = mdb_dbi_open(t, dbs[i].name, fresh ? MDB_CREATE : 0,
+		    dbs[i].dbi);
+		if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
+			mdb_txn_abort(t);
+			return seterr(s, SAKER_ECORRUPT, "%s/data.mdb is an LMDB "
+			    "database but not a saker store (no \"%s\" table)",
+			    s->dir, dbs[i].name);
+		}
+		if (rc != 0) {
+			mdb_txn_abort(t);
+			return lm_fail(s, rc, "open database");
+		}
+	}
+	if (fresh && (rc = meta_init(s, t)) != 0) {
+		mdb_txn_abort(t);
+		return lm_fail(s, rc, "initialise store");
+	}
+	if ((ret = meta_check(s, t)) != SAKER_OK) {
+		mdb_txn_abort(t);
+		return ret;
+	}
+	/* Commit, even a read txn: that keeps the dbi handles open. */
+	if ((rc = mdb_txn_commit(t)) != 0)
+		return lm_fail(s, rc, "initialise store");
+	return SAKER_OK;
+}
+
+static int
+lm_load(struct lstore *s)
+{
+	struct saker_queue *q;
+	MDB_cursor *c;
+	MDB_val k, v;
+	uint64_t id;
+	int rc, ret;
+
+	if ((ret = lm_begin(s, false)) != SAKER_OK)
+		return ret;
+	s->next_qid = 1;
+	s->next_arrival = 1;
+	if ((ret = meta_get64(s, s->txn, "next_qid", &s->next_qid)) != SAKER_OK ||
+	    (ret = meta_get64(s, s->txn, "next_arrival", &s->next_arrival)) !=
+	    SAKER_OK)
+		return ret;
+	s->saved_next_qid = s->next_qid;
+	s->saved_next_arrival = s->next_arrival;
+	if ((rc = mdb_cursor_open(s->txn, s->db_queues, &c)) != 0)
+		return lm_fail(s, rc, "read queues");
+	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (v.mv_size != LM_QREC || k.mv_size == 0) {
+			mdb_cursor_close(c);
+			return seterr(s, SAKER_ECORRUPT, "lmdb %s: damaged queue "
+			    "record", s->dir);
+		}
+		id = get64(v.mv_data);
+		if ((q = qtab_add(s, k.mv_data, k.mv_size, id)) == NULL) {
+			mdb_cursor_close(c);
+			return seterr(s, SAKER_ENOMEM, "lmdb: out of memory");
+		}
+		qrec_read(v.mv_data, q);
+		if (id >= s->next_qid)
+			s->next_qid = id + 1;
+	}
+	mdb_cursor_close(c);
+	if (rc != MDB_NOTFOUND)
+		return lm_fail(s, rc, "read queues");
+	return SAKER_OK;
+}
+
+/*
+ * After a crash, open items go back to the heads of their queues.  Walking
+ * the open items from the last one backwards and inserting each at lo - 1
+ * keeps their original order.
+ */
+static int
+lm_recover(struct lstore *s)
+{
+	struct saker_queue *q;
+	MDB_cursor *c;
+	MDB_stat ms;
+	MDB_val k, v;
+	size_t len;
+	int rc, ret;
+
+	if ((rc = mdb_stat(s->txn, s->db_open, &ms)) != 0)
+		return lm_fail(s, rc, "recover");
+	if (ms.ms_entries == 0)
+		return SAKER_OK;
+	if ((ret = lm_begin(s, true)) != SAKER_OK)
+		return ret;
+	if ((rc = mdb_cursor_open(s->txn, s->db_open, &c)) != 0)
+		return lm_fail(s, rc, "recover");
+	while ((rc = mdb_cursor_get(c, &k, &v, MDB_LAST)) == 0) {
+		q = k.mv_size == LM_KEY ? qtab_by_id(s, get64(k.mv_data)) : NULL;
+		if (q == NULL) {
+			rc = mdb_cursor_del(c, 0);	/* orphan */
+		} else {
+			len = 0;
+			rc = move_rec(s, s->txn, c, 0, q, q->cur.lo - 1, false,
+			    &len);
+			if (rc == 0) {
+				q_change(s, q);
+				q->cur.lo--;
+				if (q->cur.open > 0)
+					q->cur.open--;
+				q->cur.items++;
+				q->cur.bytes += len;
+			}
+		}
+		if (rc != 0)
+			break;
+		s->txn_dirty = true;
+	}
+	mdb_cursor_close(c);
+	if (rc != MDB_NOTFOUND)
+		return lm_fail(s, rc, "recover open items");
+	return lm_commit(&s->base);
+}
+
+static int
+lm_open(const char *location, const struct saker_store_opts *opts,
+    saker_store **out, char *err, size_t errlen)
+{
+	struct lstore *s;
+	struct stat sb;
+	MDB_envinfo ei;
+	MDB_stat ms;
+	unsigned int flags = MDB_NOTLS;
+	bool have_data;
+	int rc, ret;
+
+	*out = NULL;
+	if (location == NULL || *location == '\0') {
+		snprintf(err, errlen, "lmdb store needs a directory: lmdb:DIR");
+		return SAKER_EINVAL;
+	}
+	if (opts == NULL) {
+		snprintf(err, errlen, "lmdb: no options");
+		return SAKER_EINVAL;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	    (s->dir = strdup(location)) == NULL) {
+		free(s);
+		snprintf(err, errlen, "out of memory");
+		return SAKER_ENOMEM;
+	}
+	s->base.driver = &saker_store_lmdb;
+	s->lockfd = -1;
+	s->sync = opts->sync;
+	s->read_only = opts->read_only;
+	s->notify = opts->notify;
+	s->notify_arg = opts->notify_arg;
+
+	if (opts->create && !opts->read_only && mkdir(location, 0700) != 0 &&
+	    errno != EEXIST) {
+		ret = seterr(s, SAKER_EIO, "cannot create store directory %s: %s",
+		    location, strerror(errno));
+		goto fail;
+	}
+	if (stat(location, &sb) != 0) {
+		ret = seterr(s, errno == ENOENT ? SAKER_ENOTFOUND : SAKER_EIO,
+		    "store directory %s: %s", location, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		ret = seterr(s, SAKER_EINVAL, "store location %s is not a directory",
+		    location);
+		goto fail;
+	}
+	if ((ret = lm_lock(s)) != SAKER_OK ||
+	    (ret = lm_check_dir(s, &have_data)) != SAKER_OK)
+		goto fail;
+	if (!have_data && (!opts->create || opts->read_only)) {
+		ret = seterr(s, SAKER_ENOTFOUND, "no saker store in %s", location);
+		goto fail;
+	}
+
+	if (s->read_only)
+		flags |= MDB_RDONLY;
+	else if (s->sync == SAKER_SYNC_PERIODIC)
+		flags |= MDB_NOSYNC;
+	else if (s->sync == SAKER_SYNC_NEVER)
+		flags |= MDB_NOSYNC | MDB_NOMETASYNC;
+	if ((rc = mdb_env_create(&s->env)) != 0) {
+		s->env = NULL;
+		ret = lm_fail(s, rc, "create environment");
+		goto fail;
+	}
+	if ((rc = mdb_env_set_maxdbs(s->env, 8)) != 0 ||
+	    (rc = mdb_env_set_mapsize(s->env, LM_MAP_INITIAL)) != 0) {
+		ret = lm_fail(s, rc, "configure environment");
+		goto fail;
+	}
+	if ((rc = mdb_env_open(s->env, location, flags, 0600)) != 0) {
+		if (rc == MDB_INVALID)
+			ret = seterr(s, SAKER_ECORRUPT, "%s/data.mdb is not an LMDB "
+			    "database (%s)", location, mdb_strerror(rc));
+		else
+			ret = lm_fail(s, rc, "open environment");
+		goto fail;
+	}
+	if ((rc = mdb_env_stat(s->env, &ms)) != 0 ||
+	    (rc = mdb_env_info(s->env, &ei)) != 0) {
+		ret = lm_fail(s, rc, "stat environment");
+		goto fail;
+	}
+	s->psize = ms.ms_psize;
+	s->mapsize = ei.me_mapsize;
+	if ((ret = lm_open_dbs(s, opts->create)) != SAKER_OK ||
+	    (ret = lm_load(s)) != SAKER_OK)
+		goto fail;
+	if (!s->read_only && (ret = lm_recover(s)) != SAKER_OK)
+		goto fail;
+	if (s->txn != NULL) {
+		mdb_txn_abort(s->txn);	/* the loading read */
+		s->txn = NULL;
+	}
+	s->err[0] = '\0';
+	*out = &s->base;
+	return SAKER_OK;
+fail:
+	snprintf(err, errlen, "%s", s->err);
+	lm_rollback(s);
+	lm_free(s);
+	return ret;
+}
+
+const struct saker_store_driver saker_store_lmdb = {
+	.name = "lmdb",
+	.location_help = "DIR",
+	.durable = true,
+	.open = lm_open,
+	.close = lm_close,
+	.errmsg = lm_errmsg,
+	.queue_open = lm_queue_open,
+	.queue_delete = lm_queue_delete,
+	.queue_flush = lm_queue_flush,
+	.queues = lm_queues,
+	.queue_stats = lm_queue_stats,
+	.put = lm_put,
+	.take = lm_take,
+	.confirm = lm_confirm,
+	.release = lm_release,
+	.promote = lm_promote,
+	.flush_expired = lm_flush_expired,
+	.iterate = lm_iterate,
+	.commit = lm_commit,
+	.sync = lm_sync,
+	.store_stats = lm_store_stats,
+	.watch_fd = NULL,
+	.fd_ready = NULL,
+};
