@@ -8,7 +8,12 @@
 #include "saker/store.h"
 
 #define SAKERD_DEFAULT_PORT 22133
+/* Durable by default when the LMDB driver is built (CONTRACT §1). */
+#ifdef HAVE_LMDB
+#define SAKERD_DEFAULT_STORE "lmdb:./saker-data"
+#else
 #define SAKERD_DEFAULT_STORE "memory"
+#endif
 
 struct options {
 	const char *listen;          /* -l; NULL with -s alone = no TCP */
