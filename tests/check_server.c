@@ -604,6 +604,144 @@ START_TEST(test_many_consumers)
 }
 END_TEST
 
+/*
+ * Kestrel's ManyClients -x -k: 200 consumers loop on get q/t=500/close/open
+ * against a trickling producer; one delivery in ten, the consumer drops
+ * the connection instead of closing the item.  Every item must end up
+ * confirmed exactly once (dropped ones are delivered again).
+ */
+#define NREL 1000
+
+START_TEST(test_many_clients_reliable)
+{
+	struct rcons {
+		int fd;
+		size_t len;
+		int holding;            /* item id held open, or -1 */
+		char buf[512];
+	} *cs = calloc(NCONS, sizeof(*cs));
+	struct pollfd *pf = calloc(NCONS + 1, sizeof(*pf));
+	unsigned char *confirmed = calloc(NREL, 1);
+	int prod = tl_connect(srv->port), i, sent = 0, inflight = 0, nconf = 0;
+	int drops = 0, deliveries = 0;
+	unsigned seed = 12345;
+	char pbuf[4096];
+	size_t plen = 0;
+	int64_t deadline = tl_now_ms() + 40000;
+	static const char req[] = "get q/t=500/close/open\r\n";
+
+	touch(c, "q");
+	for (i = 0; i < NCONS; i++) {
+		cs[i].fd = tl_connect(srv->port);
+		cs[i].holding = -1;
+		fcntl(cs[i].fd, F_SETFL, O_NONBLOCK);
+		mustsend(cs[i].fd, req, sizeof(req) - 1);
+	}
+	fcntl(prod, F_SETFL, O_NONBLOCK);
+	while (nconf < NREL) {
+		int left = (int)(deadline - tl_now_ms());
+
+		ck_assert_msg(left > 0, "timed out: %d of %d confirmed, %d sent, "
+		    "%d deliveries, %d drops", nconf, NREL, sent, deliveries, drops);
+		while (sent < NREL && inflight < 4) {
+			char set[64];
+			int n = snprintf(set, sizeof(set), "set q 0 0 6\r\nr%05d\r\n", sent);
+
+			mustsend(prod, set, (size_t)n);
+			sent++;
+			inflight++;
+		}
+		for (i = 0; i < NCONS; i++) {
+			pf[i].fd = cs[i].fd;
+			pf[i].events = POLLIN;
+		}
+		pf[NCONS].fd = prod;
+		pf[NCONS].events = POLLIN;
+		if (poll(pf, NCONS + 1, left < 1000 ? left : 1000) <= 0)
+			continue;
+		if (pf[NCONS].revents) {
+			ssize_t r = recv(prod, pbuf + plen, sizeof(pbuf) - plen, 0);
+			size_t off = 0;
+
+			ck_assert_msg(r > 0, "producer connection lost");
+			plen += (size_t)r;
+			while (plen - off >= 8) {
+				ck_assert_msg(memcmp(pbuf + off, "STORED\r\n", 8) == 0,
+				    "set reply \"%s\"", tl_escape(pbuf + off, plen - off));
+				off += 8;
+				inflight--;
+			}
+			memmove(pbuf, pbuf + off, plen - off);
+			plen -= off;
+		}
+		for (i = 0; i < NCONS; i++) {
+			struct rcons *k = &cs[i];
+			char payload[64];
+			size_t used;
+			ssize_t r;
+			int kind;
+
+			if (pf[i].revents == 0)
+				continue;
+			r = recv(k->fd, k->buf + k->len, sizeof(k->buf) - k->len, 0);
+			if (r == -1 && errno == EAGAIN)
+				continue;
+			ck_assert_msg(r > 0, "consumer %d: connection lost", i);
+			k->len += (size_t)r;
+			while ((kind = parse_reply(k->buf, k->len, &used, payload,
+			    sizeof(payload))) > 0) {
+				int id = -1;
+
+				memmove(k->buf, k->buf + used, k->len - used);
+				k->len -= used;
+				/* this reply means the request's close went through */
+				if (k->holding >= 0) {
+					ck_assert_msg(confirmed[k->holding] == 0,
+					    "item %d confirmed twice", k->holding);
+					confirmed[k->holding] = 1;
+					nconf++;
+					k->holding = -1;
+				}
+				if (kind == 2) {
+					ck_assert_msg(sscanf(payload, "r%d", &id) == 1 &&
+					    id >= 0 && id < NREL, "foreign item \"%s\"", payload);
+					ck_assert_msg(confirmed[id] == 0,
+					    "item %d delivered after it was confirmed", id);
+					k->holding = id;
+					deliveries++;
+					if (rand_r(&seed) % 10 == 0) {
+						/* leave without closing: the item goes back */
+						close(k->fd);
+						k->fd = tl_connect(srv->port);
+						fcntl(k->fd, F_SETFL, O_NONBLOCK);
+						k->holding = -1;
+						k->len = 0;
+						drops++;
+					}
+				}
+				mustsend(k->fd, req, sizeof(req) - 1);
+				if (k->len == 0)
+					break;
+			}
+			ck_assert_msg(kind >= 0, "consumer %d: bad reply \"%s\"", i,
+			    tl_escape(k->buf, k->len));
+		}
+	}
+	for (i = 0; i < NREL; i++)
+		ck_assert_msg(confirmed[i] == 1, "item %d confirmed %d times", i,
+		    confirmed[i]);
+	ck_assert_int_gt(drops, 0);
+	for (i = 0; i < NCONS; i++)
+		close(cs[i].fd);
+	close(prod);
+	tl_wait_stat(c, "queue_q_open_transactions", 0, 5000);
+	ck_assert_int_eq(qstat(c, "q", "items"), 0);
+	free(cs);
+	free(pf);
+	free(confirmed);
+}
+END_TEST
+
 /* -------------------------------------------------- admin commands */
 
 START_TEST(test_delete)
@@ -1504,6 +1642,7 @@ add_protocol_tests(TCase *tc, bool durable)
 	tcase_add_test(tc, test_waiters_fifo);
 	tcase_add_test(tc, test_waiter_disconnect);
 	tcase_add_test(tc, test_many_consumers);
+	tcase_add_test(tc, test_many_clients_reliable);
 	tcase_add_test(tc, test_delete);
 	tcase_add_test(tc, test_flush);
 	tcase_add_test(tc, test_version_verbosity);
