@@ -406,6 +406,16 @@ mig_fsync_parent(const char *path)
 	return rc;
 }
 
+/* Drivers whose location is a file or directory get the temporary-and-
+ * rename treatment; others (a database connection string) are written in
+ * place. */
+static bool
+mig_is_path_store(const struct saker_store_driver *drv)
+{
+	return drv->location_help != NULL && (strcmp(drv->location_help, "DIR") == 0 ||
+	    strcmp(drv->location_help, "FILE") == 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* sources */
 
@@ -417,10 +427,12 @@ mig_source_open(const char *spec, saker_store **out, struct mig_err *e)
 	char err[512] = "";
 	int rc;
 
+	const struct saker_store_driver *drv;
+
 	*out = NULL;
-	if (mig_spec_driver(spec, "source", e) == NULL)
+	if ((drv = mig_spec_driver(spec, "source", e)) == NULL)
 		return -1;
-	if (stat(mig_spec_location(spec), &st) == -1) {
+	if (mig_is_path_store(drv) && stat(mig_spec_location(spec), &st) == -1) {
 		mig_seterr(e, "source %s: %s", spec, strerror(errno));
 		return -1;
 	}
@@ -636,6 +648,8 @@ struct mig_target {
 	char *path;                      /* its location */
 	char *tmp_path, *tmp_spec;
 	bool is_dir;
+	bool direct;                 /* location is not a path (a database):
+	                              * written in place, undone on failure */
 	bool replace;                    /* something is at path and gets swapped out */
 	bool tmp_made, done;
 	saker_store *st;
@@ -876,6 +890,63 @@ mig_trivial(const char *path, const struct stat *st, bool is_dir)
 	return empty;
 }
 
+/*
+ * A destination that is not a path (a shared database) cannot be built
+ * aside and renamed into place.  It must be empty; it is written in place,
+ * and on any failure every queue written is deleted again, so it is left
+ * as it was (empty).  --append is refused: it could not be undone.
+ */
+static int
+mig_target_open_direct(struct mig_target *t, const char *spec,
+    struct mig_target **out, struct mig_err *e)
+{
+	struct saker_store_opts o;
+	char err[512] = "";
+	int64_t items;
+	size_t nq;
+	int rc;
+
+	t->direct = true;
+	t->spec = strdup(spec);
+	t->path = strdup(mig_spec_location(spec));
+	t->tmp_path = strdup(t->path);
+	t->tmp_spec = strdup(spec);
+	if (t->spec == NULL || t->path == NULL || t->tmp_path == NULL || t->tmp_spec == NULL) {
+		mig_seterr(e, "out of memory");
+		goto fail;
+	}
+	if (t->opts.append) {
+		mig_seterr(e, "--append into a %s store is not supported: adding to a "
+		    "shared database cannot be undone atomically", t->drv->name);
+		goto fail;
+	}
+	memset(&o, 0, sizeof(o));
+	o.sync = SAKER_SYNC_ALWAYS;
+	o.create = true;
+	rc = saker_store_open(spec, &o, &t->st, err, sizeof(err));
+	if (rc != SAKER_OK || t->st == NULL) {
+		mig_seterr(e, "cannot open destination %s: %s", spec,
+		    err[0] != '\0' ? err : saker_strerror(rc));
+		t->st = NULL;
+		goto fail;
+	}
+	if ((items = mig_count_items(t->st, &nq, e)) < 0)
+		goto fail;
+	if (items > 0 || nq > 0) {
+		mig_seterr(e, "destination %s is not empty (%" PRId64 " items in %zu "
+		    "queues)", spec, items, nq);
+		goto fail;
+	}
+	t->tmp_made = true;     /* from here on, failure deletes what we wrote */
+	t->input = 2;
+	t->q = NULL;
+	*out = t;
+	return 0;
+fail:
+	mig_target_free(t);
+	return -1;
+}
+
 int
 mig_target_open(const char *spec, const char *src_spec,
     const struct mig_opts *opts, int64_t now_ms, struct mig_target **out,
@@ -905,6 +976,8 @@ mig_target_open(const char *spec, const char *src_spec,
 		mig_seterr(e, "source and destination are the same (%s)", spec);
 		goto fail;
 	}
+	if (!mig_is_path_store(t->drv))
+		return mig_target_open_direct(t, spec, out, e);
 	t->spec = strdup(spec);
 	t->path = strdup(mig_spec_location(spec));
 	n = strlen(t->path) + 32;
@@ -1173,6 +1246,13 @@ mig_target_finish(struct mig_target *t, struct mig_err *e)
 	saker_store_close(t->st);
 	t->st = NULL;
 	t->q = NULL;
+	if (t->direct) {
+		if (mig_target_verify(t, e) < 0)
+			goto fail;
+		t->done = true;
+		mig_meter_end(&t->meter);
+		return 0;
+	}
 	/* The store was written with sync=never: make it durable once, now,
 	 * before it becomes visible under its real name. */
 	if (t->is_dir)
@@ -1220,6 +1300,43 @@ fail:
 	return -1;
 }
 
+/* Delete every queue a failed direct migration wrote (the destination
+ * was empty when it started). */
+static int
+mig_undo_one(void *arg, const char *name, size_t len)
+{
+	saker_store *s = arg;
+	saker_queue *q;
+
+	if (s->driver->queue_open(s, name, len, false, NULL, &q) == SAKER_OK)
+		(void)s->driver->queue_delete(s, q);
+	return 0;
+}
+
+static void
+mig_undo_direct(struct mig_target *t)
+{
+	saker_store *s = t->st;
+	struct saker_store_opts o;
+	char err[512];
+
+	if (s == NULL) {
+		memset(&o, 0, sizeof(o));
+		o.sync = SAKER_SYNC_ALWAYS;
+		if (saker_store_open(t->spec, &o, &s, err, sizeof(err)) != SAKER_OK) {
+			fprintf(stderr, "saker: could not reopen %s to undo a failed "
+			    "migration: %s\n", t->spec, err);
+			return;
+		}
+	}
+	(void)s->driver->queues(s, mig_undo_one, s);
+	if (s->driver->commit(s) != SAKER_OK)
+		fprintf(stderr, "saker: undoing the failed migration into %s failed: "
+		    "%s\n", t->spec, s->driver->errmsg(s));
+	if (s != t->st)
+		saker_store_close(s);
+}
+
 void
 mig_target_free(struct mig_target *t)
 {
@@ -1229,9 +1346,11 @@ mig_target_free(struct mig_target *t)
 		return;
 	if (t->meter.drawn)
 		mig_meter_end(&t->meter);
+	if (t->direct && !t->done && t->tmp_made)
+		mig_undo_direct(t);
 	if (t->st != NULL)
 		saker_store_close(t->st);
-	if (!t->done && t->tmp_made)
+	if (!t->direct && !t->done && t->tmp_made)
 		mig_remove_store(t->tmp_path, t->is_dir);
 	for (i = 0; i < t->nq; i++)
 		free(t->qs[i].name);
