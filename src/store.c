@@ -14,6 +14,9 @@ extern const struct saker_store_driver saker_store_lmdb;
 #ifdef HAVE_SQLITE
 extern const struct saker_store_driver saker_store_sqlite;
 #endif
+#ifdef HAVE_POSTGRES
+extern const struct saker_store_driver saker_store_postgres;
+#endif
 
 const struct saker_store_driver *const saker_store_drivers[] = {
 	&saker_store_memory,
@@ -22,6 +25,9 @@ const struct saker_store_driver *const saker_store_drivers[] = {
 #endif
 #ifdef HAVE_SQLITE
 	&saker_store_sqlite,
+#endif
+#ifdef HAVE_POSTGRES
+	&saker_store_postgres,
 #endif
 	NULL
 };

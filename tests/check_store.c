@@ -17,6 +17,28 @@ extern const struct saker_store_driver saker_store_lmdb;
 #ifdef HAVE_SQLITE
 extern const struct saker_store_driver saker_store_sqlite;
 #endif
+#ifdef HAVE_POSTGRES
+#include <unistd.h>
+#include "pg_cluster.h"
+extern const struct saker_store_driver saker_store_postgres;
+
+/*
+ * PostgreSQL: one throwaway cluster for the whole run (tests/pg_cluster.c);
+ * each test gets a fresh, empty store as its own schema in that cluster
+ * (the driver's schema= option), named after the forked test process.
+ */
+static struct pg_cluster pgc;
+
+static void
+pg_spec(char *buf, size_t len, const char *tmpdir)
+{
+	static int n;
+
+	(void)tmpdir;
+	snprintf(buf, len, "postgres:%s schema=t%d_%d", pgc.conninfo,
+	    (int)getpid(), ++n);
+}
+#endif
 
 /* ------------------------------------------------------------------ */
 /* memory-driver specifics the conformance suite cannot know about */
@@ -172,6 +194,30 @@ main(void)
 #ifdef HAVE_SQLITE
 	add_driver(su, &saker_store_sqlite);
 #endif
+#ifdef HAVE_POSTGRES
+	if (getenv("CK_RUN_CASE") == NULL ||
+	    strcmp(getenv("CK_RUN_CASE"), "postgres") == 0) {
+		char why[256];
+		int rc = pg_cluster_start(&pgc, why, sizeof(why));
+
+		if (rc == 0) {
+			/* several brokers open one database by design */
+			struct store_conformance_opts o = { pg_spec, true };
+			TCase *ptc = store_conformance_tcase_opts(
+			    &saker_store_postgres, &o);
+
+			if (ptc != NULL)
+				suite_add_tcase(su, ptc);
+		} else {
+			printf("check_store: skipping driver 'postgres': %s\n",
+			    why);
+			if (rc < 0) {
+				pg_cluster_destroy(&pgc);
+				return EXIT_FAILURE;
+			}
+		}
+	}
+#endif
 	if (saker_store_memory.open != NULL) {
 		tc = tcase_create("memory-extra");
 		tcase_add_test(tc, test_memory_limit);
@@ -185,5 +231,8 @@ main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+#ifdef HAVE_POSTGRES
+	pg_cluster_destroy(&pgc);
+#endif
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

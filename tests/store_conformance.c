@@ -52,6 +52,7 @@ static struct {
 } T;
 
 static const struct saker_store_driver *slots[MAX_SLOTS];
+static struct store_conformance_opts slot_opts[MAX_SLOTS];
 static int nslots;
 
 /* ------------------------------------------------------------------ */
@@ -82,13 +83,16 @@ open_store(void)
 }
 
 static void
-fixture_setup(const struct saker_store_driver *drv)
+fixture_setup(const struct saker_store_driver *drv,
+    const struct store_conformance_opts *o)
 {
 	memset(&T, 0, sizeof(T));
 	T.drv = drv;
 	snprintf(T.dir, sizeof(T.dir), "/tmp/saker-conf-XXXXXX");
 	ck_assert_msg(mkdtemp(T.dir) != NULL, "mkdtemp failed");
-	if (drv->location_help == NULL)
+	if (o->spec != NULL)
+		o->spec(T.spec, sizeof(T.spec), T.dir);
+	else if (drv->location_help == NULL)
 		snprintf(T.spec, sizeof(T.spec), "%s", drv->name);
 	else
 		snprintf(T.spec, sizeof(T.spec), "%s:%s/store", drv->name, T.dir);
@@ -120,7 +124,7 @@ fixture_teardown(void)
 		nftw(T.dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-#define SLOT_SETUP(n) static void setup_##n(void) { fixture_setup(slots[n]); }
+#define SLOT_SETUP(n) static void setup_##n(void) { fixture_setup(slots[n], &slot_opts[n]); }
 SLOT_SETUP(0)
 SLOT_SETUP(1)
 SLOT_SETUP(2)
@@ -1441,11 +1445,21 @@ END_TEST
 TCase *
 store_conformance_tcase(const struct saker_store_driver *drv)
 {
+	static const struct store_conformance_opts defaults;
+
+	return store_conformance_tcase_opts(drv, &defaults);
+}
+
+TCase *
+store_conformance_tcase_opts(const struct saker_store_driver *drv,
+    const struct store_conformance_opts *opts)
+{
 	TCase *tc;
 
 	if (nslots >= MAX_SLOTS)
 		return NULL;
 	slots[nslots] = drv;
+	slot_opts[nslots] = *opts;
 	tc = tcase_create(drv->name);
 	tcase_add_checked_fixture(tc, slot_setups[nslots], fixture_teardown);
 	nslots++;
@@ -1479,7 +1493,8 @@ store_conformance_tcase(const struct saker_store_driver *drv)
 		tcase_add_test(tc, test_reopen_open_items);
 		tcase_add_test(tc, test_reopen_deleted_queue);
 		tcase_add_test(tc, test_reopen_read_only);
-		tcase_add_test(tc, test_locked);
+		if (!opts->shared)
+			tcase_add_test(tc, test_locked);
 	}
 	return tc;
 }

@@ -15,4 +15,16 @@
  */
 TCase *store_conformance_tcase(const struct saker_store_driver *drv);
 
+/* For drivers whose location is not a path (a database server). */
+struct store_conformance_opts {
+	/* Write the spec of a fresh, empty store into buf; tmpdir is the
+	 * test's temp dir.  NULL: the default spec above. */
+	void (*spec)(char *buf, size_t len, const char *tmpdir);
+	/* Several processes may open the store at once by design: the
+	 * exclusive-open (SAKER_ELOCKED) test does not apply and is skipped. */
+	bool shared;
+};
+TCase *store_conformance_tcase_opts(const struct saker_store_driver *drv,
+    const struct store_conformance_opts *opts);
+
 #endif /* SAKER_STORE_CONFORMANCE_H */

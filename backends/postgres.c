@@ -1,0 +1,2417 @@
+/* postgres.c -- the PostgreSQL queue store: several brokers over one database. */
+#include "config.h"
+
+#include <sys/queue.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "saker/store.h"
+#include "clock.h"
+
+/*
+ * Layout (docs/scaling.md has the full story):
+ *   saker_meta(key, value)          format version
+ *   saker_queues(id, name)          one row per queue
+ *   saker_items(qid, id, ...)       every item: ready, delayed, open
+ *   saker_counts(qid, owner, ...)   total/expired counters, one row per
+ *                                   queue and broker, summed when read
+ *
+ * An item is visible when state = 0 and due <= now (due 0: at once).
+ * Visible items are ordered by (vis, id): vis is the put time of a ready
+ * item and the due time of a delayed one, so a delayed item joins the
+ * tail when it falls due without any promotion step.  An open item has
+ * state 1, a lease owner (this broker's identity, unique per process
+ * start) and a lease expiry on the database clock; live brokers renew
+ * their leases every tick and any broker returns expired ones.
+ *
+ * Statements that change items run inside the batch transaction, so one
+ * COMMIT per loop turn makes a whole batch durable (group commit).  After
+ * any failed statement PostgreSQL refuses the rest of the transaction:
+ * the driver rolls the batch back at once and fails the next commit().
+ */
+
+#define PG_FORMAT_VERSION 1
+#define PG_LEASE_MS 60000
+/* Items put by a broker whose clock runs ahead are still taken if they are
+ * at most this far in the future; the bound keeps a queue full of delayed
+ * items from being scanned by every take. */
+#define PG_SKEW_MS 60000
+/* NOTIFY payloads are limited to 8000 bytes. */
+#define PG_NOTIFY_MAX 7000
+#define PG_RETRY_MIN_MS 1000
+#define PG_RETRY_MAX_MS 16000
+#define PG_MAX_PARAMS 10
+
+#define DBNOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+#define ITEM_COLS "id, flags, expires, created, vis, due, data"
+/* $4, $5: the last item this transaction took from the queue.  Rows a
+ * transaction deleted stay in the index until it ends and every later
+ * scan would step over them again; starting past them keeps a batch of
+ * takes linear. */
+#define HEAD_WHERE "qid = $1::bigint AND state = 0 AND due <= $2::bigint" \
+	" AND vis <= $3::bigint AND (vis, id) > ($4::bigint, $5::bigint)"
+
+enum {
+	P_Q_FIND, P_Q_CREATE, P_Q_LIST, P_Q_DELETE, P_I_DELQ, P_C_DELQ,
+	P_PUT, P_TAKE_REMOVE, P_TAKE_OPEN, P_PEEK, P_REINSERT, P_DEL1,
+	P_CONFIRM, P_RELEASE, P_EXPIRE, P_STATS, P_C_ADD, P_PROMOTE,
+	P_NEXT, P_RENEW, P_SWEEP, P_MINE, P_RELEASE_ALL, P_IT_OPEN,
+	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
+	P_COUNT
+};
+
+static const char *const pg_sql[P_COUNT] = {
+	[P_Q_FIND] = "SELECT id FROM saker_queues WHERE name = $1::bytea",
+	[P_Q_CREATE] = "INSERT INTO saker_queues(name) VALUES ($1::bytea)"
+	    " ON CONFLICT (name) DO NOTHING RETURNING id",
+	[P_Q_LIST] = "SELECT name FROM saker_queues",
+	[P_Q_DELETE] = "DELETE FROM saker_queues WHERE id = $1::bigint",
+	[P_I_DELQ] = "DELETE FROM saker_items WHERE qid = $1::bigint",
+	[P_C_DELQ] = "DELETE FROM saker_counts WHERE qid = $1::bigint",
+	/* FOR KEY SHARE: a concurrent queue delete either waits for this
+	 * batch or makes the insert a no-op the driver notices. */
+	[P_PUT] = "INSERT INTO saker_items(qid, id, vis, due, state, flags,"
+	    " expires, created, len, data) SELECT q.id, nextval('saker_item_id'),"
+	    " $2::bigint, $3::bigint, 0, $4::bigint, $5::bigint, $6::bigint,"
+	    " $7::bigint, $8::bytea FROM saker_queues q WHERE q.id = $1::bigint"
+	    " FOR KEY SHARE",
+	[P_TAKE_REMOVE] = "WITH c AS (SELECT qid, id FROM saker_items WHERE "
+	    HEAD_WHERE " ORDER BY vis, id LIMIT 1 FOR UPDATE SKIP LOCKED)"
+	    " DELETE FROM saker_items i USING c WHERE i.qid = c.qid AND"
+	    " i.id = c.id RETURNING i.id, i.flags, i.expires, i.created, i.vis,"
+	    " i.due, i.data",
+	[P_TAKE_OPEN] = "WITH c AS (SELECT qid, id FROM saker_items WHERE "
+	    HEAD_WHERE " ORDER BY vis, id LIMIT 1 FOR UPDATE SKIP LOCKED)"
+	    " UPDATE saker_items i SET state = 1, owner = $6::text,"
+	    " lease_until = " DBNOW " + $7::bigint FROM c WHERE i.qid = c.qid"
+	    " AND i.id = c.id RETURNING i.id, i.flags, i.expires, i.created,"
+	    " i.vis, i.due, i.data",
+	[P_PEEK] = "SELECT " ITEM_COLS " FROM saker_items WHERE " HEAD_WHERE
+	    " ORDER BY vis, id LIMIT 1",
+	[P_REINSERT] = "INSERT INTO saker_items(qid, id, vis, due, state, flags,"
+	    " expires, created, len, data) VALUES ($1::bigint, $2::bigint,"
+	    " $3::bigint, $4::bigint, 0, $5::bigint, $6::bigint, $7::bigint,"
+	    " $8::bigint, $9::bytea)",
+	[P_DEL1] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
+	    " id = $2::bigint",
+	[P_CONFIRM] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
+	    " id = $2::bigint AND state = 1 AND owner = $3::text",
+	[P_RELEASE] = "UPDATE saker_items SET state = 0, owner = NULL,"
+	    " lease_until = 0 WHERE qid = $1::bigint AND id = $2::bigint AND"
+	    " state = 1 AND owner = $3::text",
+	[P_EXPIRE] = "DELETE FROM saker_items WHERE (qid, id) IN (SELECT qid, id"
+	    " FROM saker_items WHERE qid = $1::bigint AND state = 0 AND"
+	    " due <= $2::bigint AND expires <> 0 AND expires <= $2::bigint"
+	    " ORDER BY vis, id LIMIT $3::bigint FOR UPDATE SKIP LOCKED)",
+	[P_STATS] = "SELECT count(*) FILTER (WHERE state = 0 AND due <= $2::bigint),"
+	    " coalesce(sum(len) FILTER (WHERE state = 0 AND due <= $2::bigint),"
+	    " 0)::bigint, count(*) FILTER (WHERE state = 0 AND due > $2::bigint),"
+	    " count(*) FILTER (WHERE state = 1),"
+	    " (SELECT coalesce(sum(total), 0)::bigint FROM saker_counts"
+	    " WHERE qid = $1::bigint),"
+	    " (SELECT coalesce(sum(expired), 0)::bigint FROM saker_counts"
+	    " WHERE qid = $1::bigint),"
+	    " coalesce((SELECT created FROM saker_items WHERE qid = $1::bigint"
+	    " AND state = 0 AND due <= $2::bigint ORDER BY vis, id LIMIT 1), 0)"
+	    " FROM saker_items WHERE qid = $1::bigint",
+	[P_C_ADD] = "INSERT INTO saker_counts(qid, owner, total, expired) VALUES"
+	    " ($1::bigint, $2::text, $3::bigint, $4::bigint) ON CONFLICT (qid, owner)"
+	    " DO UPDATE SET total = saker_counts.total + excluded.total,"
+	    " expired = saker_counts.expired + excluded.expired",
+	/* Items that fell due in (prev, now]: the expired ones are dropped
+	 * (kind 1), the queues of the others are reported (kind 0). */
+	[P_PROMOTE] = "WITH x AS (DELETE FROM saker_items WHERE state = 0 AND"
+	    " due > $1::bigint AND due <= $2::bigint AND expires <> 0 AND"
+	    " expires <= $2::bigint RETURNING qid)"
+	    " SELECT qid, 1::bigint FROM x UNION ALL"
+	    " SELECT DISTINCT qid, 0::bigint FROM saker_items WHERE state = 0 AND"
+	    " due > $1::bigint AND due <= $2::bigint AND (expires = 0 OR"
+	    " expires > $2::bigint)",
+	[P_NEXT] = "SELECT coalesce(min(due), 0)::bigint FROM saker_items"
+	    " WHERE state = 0 AND due > $1::bigint",
+	[P_RENEW] = "UPDATE saker_items SET lease_until = " DBNOW " + $2::bigint"
+	    " WHERE state = 1 AND owner = $1::text",
+	[P_SWEEP] = "UPDATE saker_items SET state = 0, owner = NULL,"
+	    " lease_until = 0 WHERE (qid, id) IN (SELECT qid, id FROM saker_items"
+	    " WHERE state = 1 AND lease_until < " DBNOW " FOR UPDATE SKIP LOCKED)"
+	    " RETURNING qid",
+	[P_MINE] = "SELECT qid, id FROM saker_items WHERE state = 1 AND"
+	    " owner = $1::text",
+	[P_RELEASE_ALL] = "UPDATE saker_items SET state = 0, owner = NULL,"
+	    " lease_until = 0 WHERE state = 1 AND owner = $1::text RETURNING qid",
+	[P_IT_OPEN] = "SELECT " ITEM_COLS " FROM saker_items WHERE"
+	    " qid = $1::bigint AND state = 1 ORDER BY vis, id",
+	[P_IT_READY] = "SELECT " ITEM_COLS " FROM saker_items WHERE"
+	    " qid = $1::bigint AND state = 0 AND due <= $2::bigint ORDER BY vis, id",
+	[P_IT_DELAYED] = "SELECT " ITEM_COLS " FROM saker_items WHERE"
+	    " qid = $1::bigint AND state = 0 AND due > $2::bigint ORDER BY due, id",
+	[P_NOTIFY] = "SELECT pg_notify($1::text, $2::text)",
+	[P_SIZE] = "SELECT (pg_total_relation_size('saker_items') +"
+	    " pg_total_relation_size('saker_queues') +"
+	    " pg_total_relation_size('saker_counts'))::bigint",
+};
+
+static const char pg_schema_sql[] =
+    "CREATE TABLE saker_meta ("
+    " key text PRIMARY KEY,"
+    " value bigint NOT NULL);"
+    "CREATE TABLE saker_queues ("
+    " id bigserial PRIMARY KEY,"
+    " name bytea NOT NULL UNIQUE);"
+    "CREATE SEQUENCE saker_item_id;"
+    "CREATE TABLE saker_items ("
+    " qid bigint NOT NULL,"
+    " id bigint NOT NULL,"
+    " vis bigint NOT NULL,"		/* ordering time */
+    " due bigint NOT NULL,"		/* visible from; 0 = at once */
+    " state smallint NOT NULL,"		/* 0 ready or delayed, 1 open */
+    " owner text,"			/* lease owner of an open item */
+    " lease_until bigint NOT NULL DEFAULT 0," /* database clock, ms */
+    " flags bigint NOT NULL,"
+    " expires bigint NOT NULL,"
+    " created bigint NOT NULL,"
+    " len bigint NOT NULL,"
+    " data bytea NOT NULL,"
+    " PRIMARY KEY (qid, id))"
+    " WITH (autovacuum_vacuum_scale_factor = 0.01,"
+    " autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 1);"
+    "CREATE INDEX saker_items_head ON saker_items (qid, vis, id)"
+    " WHERE state = 0;"
+    "CREATE INDEX saker_items_due ON saker_items (due)"
+    " WHERE state = 0 AND due > 0;"
+    "CREATE INDEX saker_items_lease ON saker_items (lease_until)"
+    " WHERE state = 1;"
+    "CREATE TABLE saker_counts ("
+    " qid bigint NOT NULL,"
+    " owner text NOT NULL,"
+    " total bigint NOT NULL,"
+    " expired bigint NOT NULL,"
+    " PRIMARY KEY (qid, owner));";
+
+/* Counter rows of earlier broker processes are folded into one row per
+ * queue; additive upserts make this safe while other brokers run. */
+static const char pg_fold_sql[] =
+    "BEGIN;"
+    "DELETE FROM saker_counts c WHERE NOT EXISTS"
+    " (SELECT 1 FROM saker_queues q WHERE q.id = c.qid);"
+    "WITH d AS (DELETE FROM saker_counts WHERE owner <> '' RETURNING qid,"
+    " total, expired) INSERT INTO saker_counts(qid, owner, total, expired)"
+    " SELECT qid, '', sum(total)::bigint, sum(expired)::bigint FROM d"
+    " GROUP BY qid ON CONFLICT (qid, owner) DO UPDATE SET"
+    " total = saker_counts.total + excluded.total,"
+    " expired = saker_counts.expired + excluded.expired;"
+    "COMMIT";
+
+struct saker_queue {
+	int64_t id;
+	char *name;
+	size_t len;
+	void *ctx;
+	bool fresh;		/* created in the current batch */
+	bool dead;		/* deleted or rolled back out of existence */
+	bool dirty;		/* on the counter list */
+	bool pend;		/* on the NOTIFY list */
+	bool deleted;		/* on the deleted list */
+	int64_t d_total, d_expired;	/* uncommitted counter deltas */
+	unsigned hint_gen;	/* hint valid while == the store's txn_gen */
+	int64_t hint_vis, hint_id;	/* see HEAD_WHERE */
+	LIST_ENTRY(saker_queue) dirty_link;
+	LIST_ENTRY(saker_queue) pend_link;
+	LIST_ENTRY(saker_queue) gone_link;	/* deleted or zombie list */
+	struct saker_queue *name_next, *id_next;
+};
+
+LIST_HEAD(pg_qlist, saker_queue);
+
+/* Open items this broker holds: id (unique store-wide) -> queue id. */
+struct pg_oset {
+	uint64_t *ids;
+	int64_t *qids;
+	size_t cap, n;
+};
+
+struct pg_store {
+	saker_store base;
+	PGconn *conn;		/* statements; NULL while down */
+	PGconn *lconn;		/* LISTEN; NULL while down */
+	char *conninfo;		/* as given to libpq */
+	char *schema;		/* or NULL */
+	char *chan;		/* notification channel */
+	char owner[128];	/* lease owner: unique per process start */
+	int64_t lease_ms;
+	saker_sync_mode sync;
+	bool read_only;
+	saker_notify_fn notify;
+	void *notify_arg;
+
+	bool in_txn;
+	unsigned txn_gen;	/* bumped when a transaction ends */
+	bool lost;		/* batch rolled back by a failed statement */
+	int lost_err;
+	char lost_why[256];
+	bool unsynced;
+	int code;		/* of the last failure */
+
+	int64_t retry_at, retry_ms;	/* main connection backoff */
+	int64_t lretry_at;		/* listen connection */
+	char down_why[256];
+
+	int64_t last_now;	/* newest now_ms seen: "delayed" in stats */
+	int64_t last_vis;	/* keeps this broker's puts in order */
+	int64_t promoted_to;	/* promote() reported items due up to here */
+	int64_t renewed_at;
+
+	struct saker_queue **nb, **ib;
+	size_t nbuckets, nqueues;
+	struct pg_qlist dirty, pend, deleted, zombies;
+	struct pg_oset open;
+
+	uint64_t commits, fsyncs, commit_ns;
+	char err[512];
+};
+
+#define PG(s) ((struct pg_store *)(void *)(s))
+
+extern const struct saker_store_driver saker_store_postgres;
+
+static int pg_commit(saker_store *);
+
+/* ------------------------------------------------------------------ */
+/* errors */
+
+static int
+pg_errf(struct pg_store *s, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->err, sizeof(s->err), fmt, ap);
+	va_end(ap);
+	s->code = code;
+	return code;
+}
+
+/* libpq messages end in a newline and may span lines: keep the first. */
+static void
+pg_oneline(char *dst, size_t len, const char *msg)
+{
+	size_t n;
+
+	if (msg == NULL || *msg == '\0')
+		msg = "unknown error";
+	n = strcspn(msg, "\n");
+	if (n >= len)
+		n = len - 1;
+	memcpy(dst, msg, n);
+	dst[n] = '\0';
+}
+
+static int
+pg_map_state(const char *st)
+{
+	if (st == NULL)
+		return SAKER_EIO;
+	if (strcmp(st, "53100") == 0)
+		return SAKER_EFULL;
+	if (strcmp(st, "53200") == 0)
+		return SAKER_ENOMEM;
+	if (strcmp(st, "25006") == 0)
+		return SAKER_EREADONLY;
+	if (strncmp(st, "42", 2) == 0)
+		return SAKER_ECORRUPT;	/* schema missing or damaged */
+	if (strcmp(st, "54000") == 0 || strncmp(st, "22", 2) == 0)
+		return SAKER_EINVAL;
+	return SAKER_EIO;
+}
+
+/* ------------------------------------------------------------------ */
+/* parameters and results: everything binary */
+
+struct pgp {
+	int n;
+	const char *v[PG_MAX_PARAMS];
+	int l[PG_MAX_PARAMS];
+	int f[PG_MAX_PARAMS];
+	unsigned char b[PG_MAX_PARAMS][8];
+};
+
+static void
+pp_i64(struct pgp *p, int64_t x)
+{
+	unsigned char *b = p->b[p->n];
+	int i;
+
+	for (i = 0; i < 8; i++)
+		b[i] = (unsigned char)((uint64_t)x >> (56 - 8 * i));
+	p->v[p->n] = (const char *)b;
+	p->l[p->n] = 8;
+	p->f[p->n] = 1;
+	p->n++;
+}
+
+static void
+pp_bin(struct pgp *p, const void *d, size_t len)
+{
+	p->v[p->n] = len > 0 ? d : "";
+	p->l[p->n] = (int)len;
+	p->f[p->n] = 1;
+	p->n++;
+}
+
+static void
+pp_str(struct pgp *p, const char *str)
+{
+	pp_bin(p, str, strlen(str));
+}
+
+static int64_t
+rv_i64(const PGresult *r, int row, int col)
+{
+	const unsigned char *b;
+	uint64_t x = 0;
+	int i;
+
+	if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8)
+		return 0;
+	b = (const unsigned char *)PQgetvalue(r, row, col);
+	for (i = 0; i < 8; i++)
+		x = x << 8 | b[i];
+	return (int64_t)x;
+}
+
+static uint64_t
+rv_changed(const PGresult *r)
+{
+	const char *t = PQcmdTuples((PGresult *)r);
+
+	return t != NULL && *t != '\0' ? strtoull(t, NULL, 10) : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* queue tables */
+
+static uint64_t
+pg_hash_name(const char *p, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static size_t
+pg_hash_id(int64_t id, size_t n)
+{
+	return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15ULL) >> 17) & (n - 1);
+}
+
+static void
+pg_hash_link(struct pg_store *s, struct saker_queue *q)
+{
+	size_t n = pg_hash_name(q->name, q->len) & (s->nbuckets - 1);
+	size_t i = pg_hash_id(q->id, s->nbuckets);
+
+	q->name_next = s->nb[n];
+	s->nb[n] = q;
+	q->id_next = s->ib[i];
+	s->ib[i] = q;
+}
+
+static int
+pg_hash_grow(struct pg_store *s)
+{
+	struct saker_queue **onb = s->nb, **oib = s->ib, *q, *next;
+	size_t on = s->nbuckets, n = on ? on * 2 : 64, i;
+
+	s->nb = calloc(n, sizeof(*s->nb));
+	s->ib = calloc(n, sizeof(*s->ib));
+	if (s->nb == NULL || s->ib == NULL) {
+		free(s->nb);
+		free(s->ib);
+		s->nb = onb;
+		s->ib = oib;
+		return SAKER_ENOMEM;
+	}
+	free(oib);
+	s->nbuckets = n;
+	for (i = 0; i < on; i++) {
+		for (q = onb[i]; q != NULL; q = next) {
+			next = q->name_next;
+			pg_hash_link(s, q);
+		}
+	}
+	free(onb);
+	return SAKER_OK;
+}
+
+static void
+pg_unlink_id(struct pg_store *s, struct saker_queue *q)
+{
+	struct saker_queue **pp = &s->ib[pg_hash_id(q->id, s->nbuckets)];
+
+	while (*pp != NULL && *pp != q)
+		pp = &(*pp)->id_next;
+	if (*pp != NULL)
+		*pp = q->id_next;
+}
+
+static void
+pg_hash_remove(struct pg_store *s, struct saker_queue *q)
+{
+	struct saker_queue **pp;
+
+	pp = &s->nb[pg_hash_name(q->name, q->len) & (s->nbuckets - 1)];
+	while (*pp != NULL && *pp != q)
+		pp = &(*pp)->name_next;
+	if (*pp != NULL)
+		*pp = q->name_next;
+	pg_unlink_id(s, q);
+	s->nqueues--;
+}
+
+/* The queue got a new id (it was deleted and created again elsewhere). */
+static void
+pg_rehash_id(struct pg_store *s, struct saker_queue *q, int64_t id)
+{
+	size_t i;
+
+	pg_unlink_id(s, q);
+	q->id = id;
+	i = pg_hash_id(q->id, s->nbuckets);
+	q->id_next = s->ib[i];
+	s->ib[i] = q;
+}
+
+static struct saker_queue *
+pg_find_name(struct pg_store *s, const char *name, size_t len)
+{
+	struct saker_queue *q;
+
+	if (s->nbuckets == 0)
+		return NULL;
+	q = s->nb[pg_hash_name(name, len) & (s->nbuckets - 1)];
+	for (; q != NULL; q = q->name_next)
+		if (q->len == len && memcmp(q->name, name, len) == 0)
+			return q;
+	return NULL;
+}
+
+static struct saker_queue *
+pg_find_id(struct pg_store *s, int64_t id)
+{
+	struct saker_queue *q;
+
+	if (s->nbuckets == 0)
+		return NULL;
+	for (q = s->ib[pg_hash_id(id, s->nbuckets)]; q != NULL; q = q->id_next)
+		if (q->id == id)
+			return q;
+	return NULL;
+}
+
+static struct saker_queue *
+pg_queue_new(struct pg_store *s, const char *name, size_t len, int64_t id)
+{
+	struct saker_queue *q;
+
+	if (s->nqueues >= s->nbuckets && pg_hash_grow(s) != SAKER_OK &&
+	    s->nbuckets == 0)
+		return NULL;
+	q = calloc(1, sizeof(*q));
+	if (q == NULL)
+		return NULL;
+	q->name = malloc(len > 0 ? len : 1);
+	if (q->name == NULL) {
+		free(q);
+		return NULL;
+	}
+	memcpy(q->name, name, len);
+	q->len = len;
+	q->id = id;
+	pg_hash_link(s, q);
+	s->nqueues++;
+	return q;
+}
+
+static void
+pg_queue_free(struct saker_queue *q)
+{
+	if (q == NULL)
+		return;
+	free(q->name);
+	free(q);
+}
+
+/* Something may now sit before the hint: scan from the head again. */
+static void
+pg_unhint(struct saker_queue *q)
+{
+	q->hint_gen--;
+}
+
+static void
+pg_mark_dirty(struct pg_store *s, struct saker_queue *q)
+{
+	if (q->dirty)
+		return;
+	LIST_INSERT_HEAD(&s->dirty, q, dirty_link);
+	q->dirty = true;
+}
+
+static void
+pg_unlist(struct saker_queue *q)
+{
+	if (q->dirty)
+		LIST_REMOVE(q, dirty_link);
+	if (q->pend)
+		LIST_REMOVE(q, pend_link);
+	q->dirty = q->pend = false;
+	q->d_total = q->d_expired = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* the set of open items this broker holds */
+
+static size_t
+os_slot(uint64_t id, size_t cap)
+{
+	return (size_t)((id * 0x9e3779b97f4a7c15ULL) >> 20) & (cap - 1);
+}
+
+static int
+os_add(struct pg_oset *o, uint64_t id, int64_t qid)
+{
+	size_t i;
+
+	if ((o->n + 1) * 2 > o->cap) {
+		struct pg_oset no;
+		size_t k;
+
+		no.cap = o->cap ? o->cap * 2 : 64;
+		no.n = 0;
+		no.ids = calloc(no.cap, sizeof(*no.ids));
+		no.qids = calloc(no.cap, sizeof(*no.qids));
+		if (no.ids == NULL || no.qids == NULL) {
+			free(no.ids);
+			free(no.qids);
+			return SAKER_ENOMEM;
+		}
+		for (k = 0; k < o->cap; k++)
+			if (o->ids[k] != 0)
+				(void)os_add(&no, o->ids[k], o->qids[k]);
+		free(o->ids);
+		free(o->qids);
+		*o = no;
+	}
+	for (i = os_slot(id, o->cap); o->ids[i] != 0; i = (i + 1) & (o->cap - 1))
+		if (o->ids[i] == id) {
+			o->qids[i] = qid;
+			return SAKER_OK;
+		}
+	o->ids[i] = id;
+	o->qids[i] = qid;
+	o->n++;
+	return SAKER_OK;
+}
+
+static void
+os_del_at(struct pg_oset *o, size_t i)
+{
+	size_t j, k;
+
+	o->ids[i] = 0;
+	o->n--;
+	/* backward-shift deletion keeps probe chains intact without tombstones */
+	for (j = (i + 1) & (o->cap - 1); o->ids[j] != 0; j = (j + 1) & (o->cap - 1)) {
+		k = os_slot(o->ids[j], o->cap);
+		if ((j > i && (k <= i || k > j)) || (j < i && k <= i && k > j)) {
+			o->ids[i] = o->ids[j];
+			o->qids[i] = o->qids[j];
+			o->ids[j] = 0;
+			i = j;
+		}
+	}
+}
+
+/* Remove id if it is held on queue qid; true if it was. */
+static bool
+os_take(struct pg_oset *o, uint64_t id, int64_t qid)
+{
+	size_t i;
+
+	if (o->cap == 0 || id == 0)
+		return false;
+	for (i = os_slot(id, o->cap); o->ids[i] != 0; i = (i + 1) & (o->cap - 1)) {
+		if (o->ids[i] != id)
+			continue;
+		if (o->qids[i] != qid)
+			return false;
+		os_del_at(o, i);
+		return true;
+	}
+	return false;
+}
+
+static void
+os_drop_queue(struct pg_oset *o, int64_t qid)
+{
+	size_t i = 0;
+
+	while (i < o->cap) {
+		if (o->ids[i] != 0 && o->qids[i] == qid)
+			os_del_at(o, i);	/* slot i may refill: look again */
+		else
+			i++;
+	}
+}
+
+static void
+os_clear(struct pg_oset *o)
+{
+	if (o->cap > 0) {
+		memset(o->ids, 0, o->cap * sizeof(*o->ids));
+		o->n = 0;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* connections */
+
+static void
+pg_conn_lost(struct pg_store *s, const char *why)
+{
+	pg_oneline(s->down_why, sizeof(s->down_why), why);
+	if (s->conn != NULL)
+		PQfinish(s->conn);
+	s->conn = NULL;
+	if (s->lconn != NULL)
+		PQfinish(s->lconn);
+	s->lconn = NULL;
+	s->in_txn = false;
+	if (s->retry_ms == 0)
+		s->retry_ms = PG_RETRY_MIN_MS;
+	s->retry_at = 0;	/* first retry at the next tick */
+	s->lretry_at = 0;
+}
+
+static void pg_lose_batch(struct pg_store *, int);
+
+/* Record a failed statement.  Inside a batch PostgreSQL has aborted the
+ * transaction: roll it back at once and fail the batch. */
+static int
+pg_fail(struct pg_store *s, const PGresult *res, const char *what)
+{
+	const char *msg = res != NULL ? PQresultErrorMessage(res) : NULL;
+	const char *st = res != NULL ? PQresultErrorField(res,
+	    PG_DIAG_SQLSTATE) : NULL;
+	char line[400];
+	int code;
+
+	if (msg == NULL || *msg == '\0')
+		msg = s->conn != NULL ? PQerrorMessage(s->conn) : "not connected";
+	pg_oneline(line, sizeof(line), msg);
+	bool txn = s->in_txn;
+
+	code = pg_map_state(st);
+	if (s->conn == NULL || PQstatus(s->conn) == CONNECTION_BAD) {
+		code = SAKER_EIO;
+		snprintf(s->err, sizeof(s->err), "postgres: connection lost"
+		    " (%s): %s", what, line);
+		pg_conn_lost(s, line);
+	} else {
+		snprintf(s->err, sizeof(s->err), "postgres: %s: %s", what, line);
+	}
+	s->code = code;
+	if (txn)
+		pg_lose_batch(s, code);
+	return code;
+}
+
+static int
+pg_down(struct pg_store *s)
+{
+	return pg_errf(s, SAKER_EIO, "postgres: not connected (%s); retrying",
+	    s->down_why);
+}
+
+/* Run a prepared statement; NULL (and s->code, s->err set) on failure. */
+static PGresult *
+pg_run(struct pg_store *s, int which, const struct pgp *p, const char *what)
+{
+	PGresult *res;
+	ExecStatusType st;
+	char name[16];
+
+	if (s->conn == NULL) {
+		pg_down(s);
+		return NULL;
+	}
+	snprintf(name, sizeof(name), "s%d", which);
+	res = PQexecPrepared(s->conn, name, p != NULL ? p->n : 0,
+	    p != NULL ? p->v : NULL, p != NULL ? p->l : NULL,
+	    p != NULL ? p->f : NULL, 1);
+	st = res != NULL ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		return res;
+	pg_fail(s, res, what);
+	PQclear(res);
+	return NULL;
+}
+
+/* Run plain SQL (no parameters, no rows wanted). */
+static int
+pg_simple(struct pg_store *s, const char *sql, const char *what)
+{
+	PGresult *res;
+	ExecStatusType st;
+
+	if (s->conn == NULL)
+		return pg_down(s);
+	res = PQexec(s->conn, sql);
+	st = res != NULL ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+		PQclear(res);
+		return SAKER_OK;
+	}
+	pg_fail(s, res, what);
+	PQclear(res);
+	return s->code;
+}
+
+/* Rebuild the set of open items from the database (after a rollback or a
+ * reconnect: the database knows which leases are still ours). */
+static void
+pg_reload_open(struct pg_store *s)
+{
+	struct pgp p = { 0 };
+	PGresult *res;
+	int i;
+
+	os_clear(&s->open);
+	if (s->conn == NULL || s->read_only)
+		return;
+	pp_str(&p, s->owner);
+	if ((res = pg_run(s, P_MINE, &p, "reading open items")) == NULL)
+		return;
+	for (i = 0; i < PQntuples(res); i++)
+		(void)os_add(&s->open, (uint64_t)rv_i64(res, i, 1),
+		    rv_i64(res, i, 0));
+	PQclear(res);
+}
+
+/* Undo the in-memory side of a batch that did not commit. */
+static void
+pg_restore(struct pg_store *s)
+{
+	struct saker_queue *q, *next;
+	size_t i;
+
+	while ((q = LIST_FIRST(&s->dirty)) != NULL)
+		pg_unlist(q);
+	while ((q = LIST_FIRST(&s->pend)) != NULL)
+		pg_unlist(q);
+	for (i = 0; i < s->nbuckets; i++) {
+		for (q = s->nb[i]; q != NULL; q = next) {
+			next = q->name_next;
+			if (!q->fresh)
+				continue;
+			/* never existed; the core may still hold the handle
+			 * until it looks every queue up again */
+			pg_hash_remove(s, q);
+			q->dead = true;
+			q->fresh = false;
+			LIST_INSERT_HEAD(&s->zombies, q, gone_link);
+		}
+	}
+	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
+		LIST_REMOVE(q, gone_link);
+		pg_queue_free(q);
+	}
+}
+
+static void
+pg_lose_batch(struct pg_store *s, int code)
+{
+	PGresult *res;
+
+	s->in_txn = false;
+	s->txn_gen++;
+	if (s->conn != NULL) {
+		res = PQexec(s->conn, "ROLLBACK");
+		PQclear(res);
+	}
+	if (!s->lost) {
+		s->lost = true;
+		s->lost_err = code;
+		pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
+	}
+	pg_restore(s);
+	pg_reload_open(s);
+}
+
+static int
+pg_begin(struct pg_store *s)
+{
+	if (s->read_only)
+		return pg_errf(s, SAKER_EREADONLY, "postgres: opened read-only");
+	if (s->lost)
+		return pg_errf(s, s->lost_err, "%s (batch rolled back)",
+		    s->lost_why);
+	if (s->conn == NULL)
+		return pg_down(s);
+	if (s->in_txn)
+		return SAKER_OK;
+	if (pg_simple(s, "BEGIN", "begin") != SAKER_OK)
+		return s->code;
+	s->in_txn = true;
+	s->txn_gen++;
+	return SAKER_OK;
+}
+
+static int
+pg_prepare_all(struct pg_store *s)
+{
+	PGresult *res;
+	char name[16];
+	int i;
+
+	for (i = 0; i < P_COUNT; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		res = PQprepare(s->conn, name, pg_sql[i], 0, NULL);
+		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
+			pg_fail(s, res, "preparing statements (is the saker"
+			    " schema damaged?)");
+			PQclear(res);
+			return s->code;
+		}
+		PQclear(res);
+	}
+	return SAKER_OK;
+}
+
+/* Session settings: schema, durability, read-only. */
+static int
+pg_session(struct pg_store *s, PGconn *c)
+{
+	char sql[256];
+	const char *sc;
+	PGresult *res;
+	ExecStatusType st;
+
+	sc = s->sync == SAKER_SYNC_ALWAYS ? "on" : "off";
+	/* the schema name was checked to need no quoting beyond this */
+	snprintf(sql, sizeof(sql), "SET synchronous_commit = %s;"
+	    " SET default_transaction_read_only = %s%s%s%s", sc,
+	    s->read_only ? "on" : "off", s->schema != NULL ?
+	    "; SET search_path = \"" : "", s->schema != NULL ? s->schema : "",
+	    s->schema != NULL ? "\"" : "");
+	res = PQexec(c, sql);
+	st = res != NULL ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	if (st != PGRES_COMMAND_OK) {
+		char line[300];
+
+		pg_oneline(line, sizeof(line), PQerrorMessage(c));
+		PQclear(res);
+		return pg_errf(s, SAKER_EIO, "postgres: session setup: %s", line);
+	}
+	PQclear(res);
+	return SAKER_OK;
+}
+
+static void
+pg_quiet(void *arg, const char *msg)
+{
+	(void)arg;
+	(void)msg;
+}
+
+static PGconn *
+pg_connect(struct pg_store *s)
+{
+	char line[300];
+	PGconn *c;
+
+	c = PQconnectdb(s->conninfo);
+	if (c == NULL) {
+		pg_errf(s, SAKER_ENOMEM, "postgres: out of memory");
+		return NULL;
+	}
+	if (PQstatus(c) != CONNECTION_OK) {
+		pg_oneline(line, sizeof(line), PQerrorMessage(c));
+		pg_errf(s, SAKER_EIO, "postgres: cannot connect: %s", line);
+		PQfinish(c);
+		return NULL;
+	}
+	/* NOTICEs ("schema exists, skipping") are not for our stderr */
+	PQsetNoticeProcessor(c, pg_quiet, NULL);
+	if (pg_session(s, c) != SAKER_OK) {
+		PQfinish(c);
+		return NULL;
+	}
+	return c;
+}
+
+static int
+pg_listen(struct pg_store *s)
+{
+	char sql[300], *id;
+	PGresult *res;
+	bool ok;
+
+	if (s->read_only || s->lconn != NULL)
+		return SAKER_OK;
+	if ((s->lconn = pg_connect(s)) == NULL)
+		return s->code;
+	id = PQescapeIdentifier(s->lconn, s->chan, strlen(s->chan));
+	if (id == NULL) {
+		PQfinish(s->lconn);
+		s->lconn = NULL;
+		return pg_errf(s, SAKER_ENOMEM, "postgres: out of memory");
+	}
+	snprintf(sql, sizeof(sql), "LISTEN %s", id);
+	PQfreemem(id);
+	res = PQexec(s->lconn, sql);
+	ok = res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK;
+	PQclear(res);
+	/* from here on only the event loop reads it */
+	if (!ok || PQsetnonblocking(s->lconn, 1) != 0) {
+		char line[300];
+
+		pg_oneline(line, sizeof(line), PQerrorMessage(s->lconn));
+		PQfinish(s->lconn);
+		s->lconn = NULL;
+		return pg_errf(s, SAKER_EIO, "postgres: LISTEN: %s", line);
+	}
+	return SAKER_OK;
+}
+
+static void
+pg_notify_local(struct pg_store *s, struct saker_queue *q)
+{
+	if (s->notify != NULL && q != NULL && !q->dead)
+		s->notify(s->notify_arg, q, q->ctx);
+}
+
+/* Tell local waiters and, at commit, the other brokers. */
+static void
+pg_gained(struct pg_store *s, struct saker_queue *q)
+{
+	if (q->hint_gen == s->txn_gen)
+		q->hint_gen--;	/* a released item may sit before the hint */
+	pg_notify_local(s, q);
+	if (!q->pend) {
+		LIST_INSERT_HEAD(&s->pend, q, pend_link);
+		q->pend = true;
+	}
+}
+
+/* After a reconnect notifications may have been missed: look at every
+ * queue again. */
+static void
+pg_notify_all(struct pg_store *s)
+{
+	struct saker_queue *q;
+	size_t i;
+
+	for (i = 0; i < s->nbuckets; i++)
+		for (q = s->nb[i]; q != NULL; q = q->name_next)
+			pg_notify_local(s, q);
+}
+
+static int
+pg_reconnect(struct pg_store *s)
+{
+	if ((s->conn = pg_connect(s)) == NULL)
+		return s->code;
+	if (pg_prepare_all(s) != SAKER_OK) {
+		if (s->conn != NULL)
+			PQfinish(s->conn);
+		s->conn = NULL;
+		return s->code;
+	}
+	s->retry_ms = 0;
+	s->down_why[0] = '\0';
+	pg_reload_open(s);
+	return SAKER_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* batches */
+
+static int
+pg_send_notifies(struct pg_store *s)
+{
+	struct saker_queue *q;
+	char *buf;
+	size_t off = 0;
+	struct pgp p;
+	PGresult *res;
+	int err = SAKER_OK;
+
+	if (LIST_EMPTY(&s->pend) || s->read_only)
+		return SAKER_OK;
+	if ((buf = malloc(PG_NOTIFY_MAX + 1)) == NULL)
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	/* one NOTIFY per batch names every queue that gained items; names
+	 * hold no newline, so it separates them */
+	for (q = LIST_FIRST(&s->pend); q != NULL || off > 0;
+	    q = q != NULL ? LIST_NEXT(q, pend_link) : NULL) {
+		if (q != NULL && q->len >= PG_NOTIFY_MAX)
+			continue;
+		if (q == NULL || off + q->len + 1 > PG_NOTIFY_MAX) {
+			buf[off] = '\0';
+			memset(&p, 0, sizeof(p));
+			pp_str(&p, s->chan);
+			pp_str(&p, buf);
+			off = 0;
+			if ((res = pg_run(s, P_NOTIFY, &p, "notify")) == NULL) {
+				err = s->code;
+				break;
+			}
+			PQclear(res);
+			if (q == NULL)
+				break;
+		}
+		memcpy(buf + off, q->name, q->len);
+		off += q->len;
+		buf[off++] = '\n';
+	}
+	free(buf);
+	return err;
+}
+
+static int
+pg_write_counts(struct pg_store *s)
+{
+	struct saker_queue *q;
+	struct pgp p;
+	PGresult *res;
+
+	LIST_FOREACH(q, &s->dirty, dirty_link) {
+		if (q->d_total == 0 && q->d_expired == 0)
+			continue;
+		memset(&p, 0, sizeof(p));
+		pp_i64(&p, q->id);
+		pp_str(&p, s->owner);
+		pp_i64(&p, q->d_total);
+		pp_i64(&p, q->d_expired);
+		if ((res = pg_run(s, P_C_ADD, &p, "writing counters")) == NULL)
+			return s->code;
+		PQclear(res);
+	}
+	return SAKER_OK;
+}
+
+static int
+pg_commit(saker_store *base)
+{
+	struct pg_store *s = PG(base);
+	struct saker_queue *q;
+	uint64_t t0;
+	int err;
+
+	if (s->lost) {
+		s->lost = false;
+		return pg_errf(s, s->lost_err, "%s (batch rolled back)",
+		    s->lost_why);
+	}
+	if (s->conn == NULL && !s->read_only)
+		return pg_down(s);	/* keeps /healthz at 503 while down */
+	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->pend))
+		return SAKER_OK;
+	t0 = saker_mono_ns();
+	if ((err = pg_begin(s)) != SAKER_OK ||
+	    (err = pg_write_counts(s)) != SAKER_OK ||
+	    (err = pg_send_notifies(s)) != SAKER_OK)
+		goto fail;
+	if ((err = pg_simple(s, "COMMIT", "commit")) != SAKER_OK)
+		goto fail;
+	s->in_txn = false;
+	s->txn_gen++;
+	while ((q = LIST_FIRST(&s->dirty)) != NULL) {
+		q->fresh = false;
+		pg_unlist(q);
+	}
+	while ((q = LIST_FIRST(&s->pend)) != NULL)
+		pg_unlist(q);
+	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
+		LIST_REMOVE(q, gone_link);
+		pg_queue_free(q);
+	}
+	/* queues created in this batch are committed now */
+	{
+		size_t i;
+
+		for (i = 0; i < s->nbuckets; i++)
+			for (q = s->nb[i]; q != NULL; q = q->name_next)
+				q->fresh = false;
+	}
+	s->commits++;
+	if (s->sync == SAKER_SYNC_ALWAYS)
+		s->fsyncs++;
+	else if (s->sync == SAKER_SYNC_PERIODIC)
+		s->unsynced = true;
+	s->commit_ns += saker_mono_ns() - t0;
+	return SAKER_OK;
+
+fail:
+	/* pg_fail() rolled back and recorded it; report it once */
+	if (s->lost) {
+		s->lost = false;
+		return s->lost_err;
+	}
+	if (s->in_txn)
+		pg_lose_batch(s, err);
+	s->lost = false;
+	return err;
+}
+
+static int
+pg_sync(saker_store *base)
+{
+	struct pg_store *s = PG(base);
+
+	if (s->sync != SAKER_SYNC_PERIODIC || !s->unsynced || s->read_only ||
+	    s->in_txn || s->conn == NULL)
+		return SAKER_OK;
+	/* A synchronous commit that writes a commit record flushes the WAL up
+	 * to it, and with it every asynchronous commit before. */
+	if (pg_simple(s, "BEGIN; SET LOCAL synchronous_commit = on;"
+	    " SELECT txid_current(); COMMIT", "sync") != SAKER_OK)
+		return s->code;
+	s->fsyncs++;
+	s->unsynced = false;
+	return SAKER_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* queues */
+
+static int
+pg_dead(struct pg_store *s, struct saker_queue *q)
+{
+	if (q == NULL || q->dead)
+		return pg_errf(s, SAKER_ENOTFOUND, "no such queue");
+	return SAKER_OK;
+}
+
+/* The id of queue `name` in the database, creating it when asked.
+ * *id = 0 when it does not exist. */
+static int
+pg_resolve(struct pg_store *s, const char *name, size_t len, bool create,
+    int64_t *id, bool *created)
+{
+	struct pgp p = { 0 };
+	PGresult *res;
+	int err;
+
+	*id = 0;
+	*created = false;
+	pp_bin(&p, name, len);
+	if ((res = pg_run(s, P_Q_FIND, &p, "looking up queue")) == NULL)
+		return s->code;
+	if (PQntuples(res) > 0)
+		*id = rv_i64(res, 0, 0);
+	PQclear(res);
+	if (*id != 0 || !create)
+		return SAKER_OK;
+	if ((err = pg_begin(s)) != SAKER_OK)
+		return err;
+	if ((res = pg_run(s, P_Q_CREATE, &p, "creating queue")) == NULL)
+		return s->code;
+	if (PQntuples(res) > 0) {
+		*id = rv_i64(res, 0, 0);
+		*created = true;
+	}
+	PQclear(res);
+	if (*id != 0)
+		return SAKER_OK;
+	/* another broker created it meanwhile */
+	if ((res = pg_run(s, P_Q_FIND, &p, "looking up queue")) == NULL)
+		return s->code;
+	if (PQntuples(res) > 0)
+		*id = rv_i64(res, 0, 0);
+	PQclear(res);
+	if (*id == 0)
+		return pg_errf(s, SAKER_EIO, "postgres: queue vanished while"
+		    " being created");
+	return SAKER_OK;
+}
+
+static int
+pg_queue_open(saker_store *base, const char *name, size_t len, bool create,
+    void *queue_ctx, saker_queue **out)
+{
+	struct pg_store *s = PG(base);
+	struct saker_queue *q;
+	int64_t id;
+	bool created;
+	int err;
+
+	*out = NULL;
+	if (name == NULL || len == 0)
+		return pg_errf(s, SAKER_EINVAL, "empty queue name");
+	if ((q = pg_find_name(s, name, len)) != NULL) {
+		q->ctx = queue_ctx;
+		*out = q;
+		return SAKER_OK;
+	}
+	if (create && s->lost)
+		return pg_begin(s);
+	err = pg_resolve(s, name, len, create && !s->read_only, &id, &created);
+	if (err != SAKER_OK)
+		return err;
+	if (id == 0 && create && s->read_only)
+		return pg_errf(s, SAKER_EREADONLY, "postgres: opened read-only");
+	if (id == 0)
+		return pg_errf(s, SAKER_ENOTFOUND, "no such queue");
+	if ((q = pg_queue_new(s, name, len, id)) == NULL)
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	q->fresh = created;
+	q->ctx = queue_ctx;
+	*out = q;
+	return SAKER_OK;
+}
+
+static int
+pg_exec_qid(struct pg_store *s, int which, int64_t qid, const char *what,
+    uint64_t *changed)
+{
+	struct pgp p = { 0 };
+	PGresult *res;
+
+	pp_i64(&p, qid);
+	if ((res = pg_run(s, which, &p, what)) == NULL)
+		return s->code;
+	if (changed != NULL)
+		*changed = rv_changed(res);
+	PQclear(res);
+	return SAKER_OK;
+}
+
+static int
+pg_queue_delete(saker_store *base, saker_queue *q)
+{
+	struct pg_store *s = PG(base);
+	int err;
+
+	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_begin(s)) != SAKER_OK)
+		return err;
+	if ((err = pg_exec_qid(s, P_I_DELQ, q->id, "deleting items", NULL)) !=
+	    SAKER_OK ||
+	    (err = pg_exec_qid(s, P_C_DELQ, q->id, "deleting counters", NULL)) !=
+	    SAKER_OK ||
+	    (err = pg_exec_qid(s, P_Q_DELETE, q->id, "deleting queue", NULL)) !=
+	    SAKER_OK)
+		return err;
+	os_drop_queue(&s->open, q->id);
+	pg_unlist(q);
+	pg_hash_remove(s, q);
+	q->dead = true;
+	q->fresh = false;
+	LIST_INSERT_HEAD(&s->deleted, q, gone_link);
+	return SAKER_OK;
+}
+
+static int
+pg_queue_flush(saker_store *base, saker_queue *q)
+{
+	struct pg_store *s = PG(base);
+	int err;
+
+	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_begin(s)) != SAKER_OK)
+		return err;
+	if ((err = pg_exec_qid(s, P_I_DELQ, q->id, "flushing queue", NULL)) !=
+	    SAKER_OK)
+		return err;
+	os_drop_queue(&s->open, q->id);
+	return SAKER_OK;
+}
+
+static int
+pg_queues(saker_store *base, saker_queue_name_fn fn, void *arg)
+{
+	struct pg_store *s = PG(base);
+	PGresult *res;
+	int i, r = 0;
+
+	if ((res = pg_run(s, P_Q_LIST, NULL, "listing queues")) == NULL)
+		return s->code;
+	for (i = 0; i < PQntuples(res) && r == 0; i++)
+		r = fn(arg, PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0));
+	PQclear(res);
+	return r;
+}
+
+static int
+pg_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
+{
+	struct pg_store *s = PG(base);
+	struct pgp p = { 0 };
+	PGresult *res;
+	int err;
+
+	memset(st, 0, sizeof(*st));
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	pp_i64(&p, q->id);
+	pp_i64(&p, s->last_now);
+	if ((res = pg_run(s, P_STATS, &p, "reading queue stats")) == NULL)
+		return s->code;
+	if (PQntuples(res) > 0) {
+		st->items = (uint64_t)rv_i64(res, 0, 0);
+		st->bytes = (uint64_t)rv_i64(res, 0, 1);
+		st->delayed_items = (uint64_t)rv_i64(res, 0, 2);
+		st->open_items = (uint64_t)rv_i64(res, 0, 3);
+		st->total_items = (uint64_t)(rv_i64(res, 0, 4) + q->d_total);
+		st->expired_items = (uint64_t)(rv_i64(res, 0, 5) + q->d_expired);
+		st->head_created_ms = rv_i64(res, 0, 6);
+	}
+	PQclear(res);
+	return SAKER_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* items */
+
+static void
+pg_saw(struct pg_store *s, int64_t now_ms)
+{
+	if (now_ms > s->last_now)
+		s->last_now = now_ms;
+}
+
+static int
+pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms)
+{
+	struct pg_store *s = PG(base);
+	struct pgp p;
+	PGresult *res;
+	int64_t due, vis, id;
+	bool created;
+	uint64_t n;
+	int err, attempt;
+
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	if (item == NULL || (item->data == NULL && item->len > 0) ||
+	    item->len > INT32_MAX)
+		return pg_errf(s, SAKER_EINVAL, "bad item");
+	if ((err = pg_begin(s)) != SAKER_OK)
+		return err;
+	pg_saw(s, now_ms);
+	due = item->due_ms > now_ms ? item->due_ms : 0;
+	if (due != 0) {
+		vis = due;
+	} else {
+		vis = now_ms > s->last_vis ? now_ms : s->last_vis;
+		s->last_vis = vis;
+	}
+	for (attempt = 0; attempt < 2; attempt++) {
+		memset(&p, 0, sizeof(p));
+		pp_i64(&p, q->id);
+		pp_i64(&p, vis);
+		pp_i64(&p, due);
+		pp_i64(&p, (int64_t)item->flags);
+		pp_i64(&p, item->expires_ms);
+		pp_i64(&p, item->created_ms != 0 ? item->created_ms : now_ms);
+		pp_i64(&p, (int64_t)item->len);
+		pp_bin(&p, item->data, item->len);
+		if ((res = pg_run(s, P_PUT, &p, "inserting item")) == NULL)
+			return s->code;
+		n = rv_changed(res);
+		PQclear(res);
+		if (n > 0)
+			break;
+		/* another broker deleted the queue: it exists again now */
+		err = pg_resolve(s, q->name, q->len, true, &id, &created);
+		if (err != SAKER_OK)
+			return err;
+		pg_rehash_id(s, q, id);
+		if (created)
+			q->fresh = true;
+	}
+	if (n == 0)
+		return pg_errf(s, SAKER_EIO, "postgres: queue keeps vanishing");
+	pg_mark_dirty(s, q);
+	q->d_total++;
+	if (due == 0)
+		pg_gained(s, q);
+	if (q->hint_gen == s->txn_gen && vis <= q->hint_vis)
+		pg_unhint(q);
+	return SAKER_OK;
+}
+
+static void
+pg_row_item(const PGresult *res, int row, struct saker_item *it,
+    saker_item_state state)
+{
+	memset(it, 0, sizeof(*it));
+	it->id = (uint64_t)rv_i64(res, row, 0);
+	it->flags = (uint32_t)rv_i64(res, row, 1);
+	it->expires_ms = rv_i64(res, row, 2);
+	it->created_ms = rv_i64(res, row, 3);
+	if (state == SAKER_ITEM_DELAYED)
+		it->due_ms = rv_i64(res, row, 5);
+	it->state = state;
+	it->data = PQgetvalue(res, row, 6);
+	it->len = (size_t)PQgetlength(res, row, 6);
+}
+
+static int
+pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id)
+{
+	struct pgp p = { 0 };
+	PGresult *res;
+
+	pp_i64(&p, q->id);
+	pp_i64(&p, id);
+	if ((res = pg_run(s, P_DEL1, &p, "dropping expired item")) == NULL)
+		return s->code;
+	if (rv_changed(res) > 0) {
+		pg_mark_dirty(s, q);
+		q->d_expired++;
+	}
+	PQclear(res);
+	return SAKER_OK;
+}
+
+/* Put back a removed item the caller refused, exactly as it was. */
+static int
+pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r)
+{
+	struct pgp p = { 0 };
+	PGresult *res;
+
+	pp_i64(&p, q->id);
+	pp_i64(&p, rv_i64(r, 0, 0));
+	pp_i64(&p, rv_i64(r, 0, 4));
+	pp_i64(&p, rv_i64(r, 0, 5));
+	pp_i64(&p, rv_i64(r, 0, 1));
+	pp_i64(&p, rv_i64(r, 0, 2));
+	pp_i64(&p, rv_i64(r, 0, 3));
+	pp_i64(&p, PQgetlength(r, 0, 6));
+	pp_bin(&p, PQgetvalue(r, 0, 6), (size_t)PQgetlength(r, 0, 6));
+	if ((res = pg_run(s, P_REINSERT, &p, "returning item")) == NULL)
+		return s->code;
+	PQclear(res);
+	return SAKER_OK;
+}
+
+static int pg_release_id(struct pg_store *, struct saker_queue *, uint64_t);
+
+/* The row just taken (or dropped) in this transaction: later takes in the
+ * same transaction start after it. */
+static void
+pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res)
+{
+	if (!s->in_txn)
+		return;
+	q->hint_gen = s->txn_gen;
+	q->hint_vis = rv_i64(res, 0, 4);
+	q->hint_id = rv_i64(res, 0, 0);
+}
+
+
+static int
+pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg)
+{
+	struct pg_store *s = PG(base);
+	struct saker_item it;
+	struct pgp p;
+	PGresult *res;
+	int64_t expires;
+	int err, r, which;
+
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	if (mode != SAKER_TAKE_REMOVE && mode != SAKER_TAKE_OPEN &&
+	    mode != SAKER_TAKE_PEEK)
+		return pg_errf(s, SAKER_EINVAL, "bad take mode");
+	if (mode != SAKER_TAKE_PEEK && (err = pg_begin(s)) != SAKER_OK)
+		return err;
+	pg_saw(s, now_ms);
+	which = mode == SAKER_TAKE_REMOVE ? P_TAKE_REMOVE :
+	    mode == SAKER_TAKE_OPEN ? P_TAKE_OPEN : P_PEEK;
+	for (;;) {
+		memset(&p, 0, sizeof(p));
+		pp_i64(&p, q->id);
+		pp_i64(&p, now_ms);
+		pp_i64(&p, now_ms + PG_SKEW_MS);
+		if (q->hint_gen == s->txn_gen && s->in_txn) {
+			pp_i64(&p, q->hint_vis);
+			pp_i64(&p, q->hint_id);
+		} else {
+			pp_i64(&p, INT64_MIN);
+			pp_i64(&p, 0);
+		}
+		if (mode == SAKER_TAKE_OPEN) {
+			pp_str(&p, s->owner);
+			pp_i64(&p, s->lease_ms);
+		}
+		if ((res = pg_run(s, which, &p, "taking item")) == NULL)
+			return s->code;
+		if (PQntuples(res) == 0) {
+			PQclear(res);
+			return SAKER_EEMPTY;
+		}
+		expires = rv_i64(res, 0, 2);
+		if (mode != SAKER_TAKE_PEEK)
+			pg_hint(s, q, res);
+		if (expires == 0 || expires > now_ms)
+			break;
+		/* expired at the head: drop it, count it, look again */
+		if (mode == SAKER_TAKE_REMOVE) {
+			pg_mark_dirty(s, q);
+			q->d_expired++;
+		} else if (!s->read_only && s->conn != NULL && !s->lost) {
+			if ((err = pg_begin(s)) != SAKER_OK ||
+			    (err = pg_del1(s, q, rv_i64(res, 0, 0))) != SAKER_OK) {
+				PQclear(res);
+				return err;
+			}
+			pg_hint(s, q, res);
+		} else {
+			PQclear(res);
+			return SAKER_EEMPTY;	/* cannot drop it: hide it */
+		}
+		PQclear(res);
+	}
+	pg_row_item(res, 0, &it, SAKER_ITEM_READY);
+	r = fn(arg, &it);
+	if (r != 0 && mode != SAKER_TAKE_PEEK)
+		pg_unhint(q);
+	if (r != 0 && mode == SAKER_TAKE_REMOVE)
+		err = pg_reinsert(s, q, res);
+	else if (r != 0 && mode == SAKER_TAKE_OPEN)
+		err = pg_release_id(s, q, it.id);
+	else if (mode == SAKER_TAKE_OPEN)
+		err = os_add(&s->open, it.id, q->id) == SAKER_OK ? SAKER_OK :
+		    pg_errf(s, SAKER_ENOMEM, "out of memory");
+	else
+		err = SAKER_OK;
+	PQclear(res);
+	if (err != SAKER_OK)
+		return err;
+	return r;
+}
+
+static int
+pg_confirm(saker_store *base, saker_queue *q, uint64_t id)
+{
+	struct pg_store *s = PG(base);
+	struct pgp p = { 0 };
+	PGresult *res;
+	uint64_t n;
+	int err;
+
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	if (id == 0 || id > (uint64_t)INT64_MAX)
+		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
+	if ((err = pg_begin(s)) != SAKER_OK)
+		return err;
+	pp_i64(&p, q->id);
+	pp_i64(&p, (int64_t)id);
+	pp_str(&p, s->owner);
+	if ((res = pg_run(s, P_CONFIRM, &p, "confirming item")) == NULL)
+		return s->code;
+	n = rv_changed(res);
+	PQclear(res);
+	if (os_take(&s->open, id, q->id) && n == 0)
+		return pg_errf(s, SAKER_ELOCKED, "open item %" PRIu64 " is no"
+		    " longer leased to this broker (the lease expired and the"
+		    " item went back to the queue; it may be delivered again)",
+		    id);
+	if (n == 0)
+		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
+	return SAKER_OK;
+}
+
+static int
+pg_release_id(struct pg_store *s, struct saker_queue *q, uint64_t id)
+{
+	struct pgp p = { 0 };
+	PGresult *res;
+	uint64_t n;
+
+	pp_i64(&p, q->id);
+	pp_i64(&p, (int64_t)id);
+	pp_str(&p, s->owner);
+	if ((res = pg_run(s, P_RELEASE, &p, "releasing item")) == NULL)
+		return s->code;
+	n = rv_changed(res);
+	PQclear(res);
+	(void)os_take(&s->open, id, q->id);
+	if (n == 0)
+		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
+	pg_gained(s, q);
+	return SAKER_OK;
+}
+
+static int
+pg_release(saker_store *base, saker_queue *q, uint64_t id)
+{
+	struct pg_store *s = PG(base);
+	int err;
+
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	if (id == 0 || id > (uint64_t)INT64_MAX)
+		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
+	if ((err = pg_begin(s)) != SAKER_OK)
+		return err;
+	return pg_release_id(s, q, id);
+}
+
+static int
+pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
+{
+	struct pg_store *s = PG(base);
+	struct saker_queue *q;
+	struct pgp p = { 0 };
+	PGresult *res;
+	int64_t qid;
+	int err, i;
+
+	*next_due_ms = 0;
+	pg_saw(s, now_ms);
+	if (s->conn == NULL)
+		return SAKER_OK;	/* tick() promotes after the reconnect */
+	if (!s->read_only && !s->lost && now_ms > s->promoted_to) {
+		if ((err = pg_begin(s)) != SAKER_OK)
+			return err;
+		pp_i64(&p, s->promoted_to);
+		pp_i64(&p, now_ms);
+		if ((res = pg_run(s, P_PROMOTE, &p, "promoting")) == NULL)
+			return s->code;
+		for (i = 0; i < PQntuples(res); i++) {
+			qid = rv_i64(res, i, 0);
+			q = pg_find_id(s, qid);
+			if (rv_i64(res, i, 1) == 0) {
+				if (q != NULL)
+					pg_gained(s, q);
+				continue;
+			}
+			if (q != NULL) {
+				pg_mark_dirty(s, q);
+				q->d_expired++;
+				continue;
+			}
+			/* a queue this broker never opened */
+			{
+				struct pgp c = { 0 };
+				PGresult *cr;
+
+				pp_i64(&c, qid);
+				pp_str(&c, s->owner);
+				pp_i64(&c, 0);
+				pp_i64(&c, 1);
+				if ((cr = pg_run(s, P_C_ADD, &c,
+				    "writing counters")) == NULL) {
+					PQclear(res);
+					return s->code;
+				}
+				PQclear(cr);
+			}
+		}
+		PQclear(res);
+		s->promoted_to = now_ms;
+	}
+	memset(&p, 0, sizeof(p));
+	pp_i64(&p, now_ms);
+	if ((res = pg_run(s, P_NEXT, &p, "finding next due item")) == NULL)
+		return s->code;
+	if (PQntuples(res) > 0)
+		*next_due_ms = rv_i64(res, 0, 0);
+	PQclear(res);
+	return SAKER_OK;
+}
+
+static int
+pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	struct pg_store *s = PG(base);
+	struct pgp p = { 0 };
+	PGresult *res;
+	int err;
+
+	*removed = 0;
+	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_begin(s)) != SAKER_OK)
+		return err;
+	pg_saw(s, now_ms);
+	pp_i64(&p, q->id);
+	pp_i64(&p, now_ms);
+	pp_i64(&p, limit == 0 || limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
+	if ((res = pg_run(s, P_EXPIRE, &p, "dropping expired items")) == NULL)
+		return s->code;
+	*removed = rv_changed(res);
+	PQclear(res);
+	if (*removed > 0) {
+		pg_mark_dirty(s, q);
+		q->d_expired += (int64_t)*removed;
+	}
+	return SAKER_OK;
+}
+
+/* Stream one listing to fn, a row at a time (queues can be large). */
+static int
+pg_iter_rows(struct pg_store *s, int which, int64_t qid, saker_item_state state,
+    saker_item_fn fn, void *arg)
+{
+	struct saker_item it;
+	struct pgp p = { 0 };
+	PGresult *res;
+	ExecStatusType st;
+	char name[16];
+	int r = 0, err = SAKER_OK;
+
+	if (s->conn == NULL)
+		return pg_down(s);
+	pp_i64(&p, qid);
+	pp_i64(&p, s->last_now);
+	snprintf(name, sizeof(name), "s%d", which);
+	if (!PQsendQueryPrepared(s->conn, name, which == P_IT_OPEN ? 1 : 2,
+	    p.v, p.l, p.f, 1))
+		return pg_fail(s, NULL, "reading items");
+	(void)PQsetSingleRowMode(s->conn);
+	while ((res = PQgetResult(s->conn)) != NULL) {
+		st = PQresultStatus(res);
+		if (st == PGRES_SINGLE_TUPLE) {
+			if (r == 0) {
+				pg_row_item(res, 0, &it, state);
+				r = fn(arg, &it);
+			}
+		} else if (st != PGRES_TUPLES_OK && err == SAKER_OK) {
+			/* keep the result for the message; drain the rest */
+			bool txn = s->in_txn;
+
+			s->in_txn = false;
+			err = pg_fail(s, res, "reading items");
+			s->in_txn = txn;
+		}
+		PQclear(res);
+		if (s->conn == NULL)
+			break;
+	}
+	if (err != SAKER_OK && s->in_txn)
+		pg_lose_batch(s, err);
+	if (err != SAKER_OK)
+		return err;
+	return r;
+}
+
+static int
+pg_iterate(saker_store *base, saker_queue *q, saker_item_fn fn, void *arg)
+{
+	struct pg_store *s = PG(base);
+	int r;
+
+	if ((r = pg_dead(s, q)) != SAKER_OK)
+		return r;
+	if ((r = pg_iter_rows(s, P_IT_OPEN, q->id, SAKER_ITEM_OPEN, fn, arg)) !=
+	    0)
+		return r;
+	if ((r = pg_iter_rows(s, P_IT_READY, q->id, SAKER_ITEM_READY, fn,
+	    arg)) != 0)
+		return r;
+	return pg_iter_rows(s, P_IT_DELAYED, q->id, SAKER_ITEM_DELAYED, fn, arg);
+}
+
+/* ------------------------------------------------------------------ */
+/* the shared-store hooks */
+
+static int
+pg_watch_fd(saker_store *base)
+{
+	struct pg_store *s = PG(base);
+
+	return s->lconn != NULL ? PQsocket(s->lconn) : -1;
+}
+
+static int
+pg_fd_ready(saker_store *base, int64_t now_ms)
+{
+	struct pg_store *s = PG(base);
+	PGnotify *n;
+	int self;
+	char *p, *end, *nl;
+
+	(void)now_ms;
+	if (s->lconn == NULL)
+		return SAKER_OK;
+	if (!PQconsumeInput(s->lconn) || PQstatus(s->lconn) == CONNECTION_BAD) {
+		char line[300];
+
+		pg_oneline(line, sizeof(line), PQerrorMessage(s->lconn));
+		PQfinish(s->lconn);
+		s->lconn = NULL;
+		s->lretry_at = 0;
+		return pg_errf(s, SAKER_EIO, "postgres: notification connection"
+		    " lost: %s", line);
+	}
+	self = s->conn != NULL ? PQbackendPID(s->conn) : -1;
+	while ((n = PQnotifies(s->lconn)) != NULL) {
+		if (n->be_pid != self && n->extra != NULL) {
+			p = n->extra;
+			end = p + strlen(p);
+			while (p < end) {
+				nl = memchr(p, '\n', (size_t)(end - p));
+				if (nl == NULL)
+					nl = end;
+				if (nl > p)
+					pg_notify_local(s, pg_find_name(s, p,
+					    (size_t)(nl - p)));
+				p = nl + 1;
+			}
+		}
+		PQfreemem(n);
+	}
+	return SAKER_OK;
+}
+
+static int
+pg_tick(saker_store *base, int64_t now_ms)
+{
+	struct pg_store *s = PG(base);
+	struct saker_queue *q;
+	struct pgp p;
+	PGresult *res;
+	int i, err;
+
+	if (s->read_only)
+		return SAKER_OK;
+	if (s->conn == NULL) {
+		if (now_ms < s->retry_at)
+			return pg_down(s);
+		if (pg_reconnect(s) != SAKER_OK) {
+			char why[sizeof(s->down_why)];
+
+			pg_oneline(why, sizeof(why), s->err);
+			snprintf(s->down_why, sizeof(s->down_why), "%s", why);
+			s->retry_at = now_ms + s->retry_ms;
+			s->retry_ms = s->retry_ms * 2 > PG_RETRY_MAX_MS ?
+			    PG_RETRY_MAX_MS : s->retry_ms * 2;
+			return pg_errf(s, SAKER_EIO, "%s; next attempt in"
+			    " %" PRId64 " ms", why, s->retry_at - now_ms);
+		}
+		/* notifications were lost meanwhile */
+		pg_notify_all(s);
+		s->lretry_at = now_ms + PG_RETRY_MIN_MS;
+		return SAKER_OK;
+	}
+	/* a new listen socket only after the core saw -1 once, so it never
+	 * mistakes a reused descriptor number for the old socket */
+	if (s->lconn == NULL) {
+		if (s->lretry_at == 0) {
+			s->lretry_at = now_ms;
+		} else if (now_ms >= s->lretry_at) {
+			if (pg_listen(s) != SAKER_OK) {
+				s->lretry_at = now_ms + PG_RETRY_MIN_MS;
+				return s->code;
+			}
+			pg_notify_all(s);
+		}
+	}
+	if (s->lost)
+		return SAKER_OK;
+	/* renew our leases well before they run out */
+	if (s->open.n > 0 && now_ms - s->renewed_at >= s->lease_ms / 4) {
+		if ((err = pg_begin(s)) != SAKER_OK)
+			return err;
+		memset(&p, 0, sizeof(p));
+		pp_str(&p, s->owner);
+		pp_i64(&p, s->lease_ms);
+		if ((res = pg_run(s, P_RENEW, &p, "renewing leases")) == NULL)
+			return s->code;
+		PQclear(res);
+		s->renewed_at = now_ms;
+	}
+	/* return the leases of brokers that died */
+	if ((err = pg_begin(s)) != SAKER_OK)
+		return err;
+	if ((res = pg_run(s, P_SWEEP, NULL, "returning expired leases")) == NULL)
+		return s->code;
+	for (i = 0; i < PQntuples(res); i++) {
+		q = pg_find_id(s, rv_i64(res, i, 0));
+		if (q != NULL)
+			pg_gained(s, q);
+	}
+	PQclear(res);
+	return SAKER_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* store */
+
+static const char *
+pg_errmsg(saker_store *base)
+{
+	struct pg_store *s = PG(base);
+
+	return s->err[0] != '\0' ? s->err : "no error";
+}
+
+static void
+pg_store_stats(saker_store *base, struct saker_store_stats *st)
+{
+	struct pg_store *s = PG(base);
+	PGresult *res;
+
+	memset(st, 0, sizeof(*st));
+	st->commits = s->commits;
+	st->fsyncs = s->fsyncs;
+	st->commit_ns = s->commit_ns;
+	if (s->conn == NULL || s->lost)
+		return;
+	if ((res = pg_run(s, P_SIZE, NULL, "reading the size")) == NULL)
+		return;
+	if (PQntuples(res) > 0)
+		st->disk_bytes = (uint64_t)rv_i64(res, 0, 0);
+	PQclear(res);
+}
+
+static void
+pg_free(struct pg_store *s)
+{
+	struct saker_queue *q, *next;
+	size_t i;
+
+	if (s->conn != NULL)
+		PQfinish(s->conn);
+	if (s->lconn != NULL)
+		PQfinish(s->lconn);
+	for (i = 0; i < s->nbuckets; i++) {
+		for (q = s->nb[i]; q != NULL; q = next) {
+			next = q->name_next;
+			pg_queue_free(q);
+		}
+	}
+	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
+		LIST_REMOVE(q, gone_link);
+		pg_queue_free(q);
+	}
+	while ((q = LIST_FIRST(&s->zombies)) != NULL) {
+		LIST_REMOVE(q, gone_link);
+		pg_queue_free(q);
+	}
+	free(s->nb);
+	free(s->ib);
+	free(s->open.ids);
+	free(s->open.qids);
+	free(s->conninfo);
+	free(s->schema);
+	free(s->chan);
+	free(s);
+}
+
+static void
+pg_close(saker_store *base)
+{
+	struct pg_store *s = PG(base);
+	struct saker_queue *q;
+	struct pgp p = { 0 };
+	PGresult *res;
+	int i;
+
+	if (s == NULL)
+		return;
+	if (!s->read_only && s->conn != NULL) {
+		(void)pg_commit(base);
+		/* A clean stop hands our open items back at once; only a
+		 * broker that dies leaves them to the lease sweep. */
+		pp_str(&p, s->owner);
+		if (pg_begin(s) == SAKER_OK &&
+		    (res = pg_run(s, P_RELEASE_ALL, &p, "returning open items")) !=
+		    NULL) {
+			for (i = 0; i < PQntuples(res); i++)
+				if ((q = pg_find_id(s, rv_i64(res, i, 0))) != NULL &&
+				    !q->pend) {
+					LIST_INSERT_HEAD(&s->pend, q, pend_link);
+					q->pend = true;
+				}
+			PQclear(res);
+			(void)pg_commit(base);
+		}
+	}
+	if (s->in_txn && s->conn != NULL) {
+		res = PQexec(s->conn, "ROLLBACK");
+		PQclear(res);
+	}
+	pg_free(s);
+}
+
+/* ---- the location: a libpq connection string plus our own keys ---- */
+
+static int
+pg_set_opt(struct pg_store *s, const char *key, const char *val, char *err,
+    size_t errlen)
+{
+	char *end;
+	double d;
+	size_t i;
+
+	if (strcmp(key, "schema") == 0) {
+		for (i = 0; val[i] != '\0'; i++)
+			if (!((val[i] >= 'a' && val[i] <= 'z') || val[i] == '_' ||
+			    (val[i] >= '0' && val[i] <= '9' && i > 0)))
+				break;
+		if (i == 0 || i > 50 || val[i] != '\0') {
+			snprintf(err, errlen, "postgres: schema must be 1-50"
+			    " lower-case letters, digits or '_': %s", val);
+			return SAKER_EINVAL;
+		}
+		free(s->schema);
+		if ((s->schema = strdup(val)) == NULL)
+			return SAKER_ENOMEM;
+		return SAKER_OK;
+	}
+	/* lease=SECONDS (fractions allowed) */
+	errno = 0;
+	d = strtod(val, &end);
+	if (errno != 0 || end == val || *end != '\0' || !(d >= 0.1) ||
+	    d > 86400) {
+		snprintf(err, errlen, "postgres: lease must be 0.1 to 86400"
+		    " seconds: %s", val);
+		return SAKER_EINVAL;
+	}
+	s->lease_ms = (int64_t)(d * 1000 + 0.5);
+	return SAKER_OK;
+}
+
+static bool
+pg_our_key(const char *k, size_t n)
+{
+	return (n == 6 && memcmp(k, "schema", 6) == 0) ||
+	    (n == 5 && memcmp(k, "lease", 5) == 0);
+}
+
+/*
+ * Split `loc` into the connection string passed to libpq and the keys
+ * this driver reads itself (schema=, lease=).  Keyword form: values may
+ * be single-quoted with backslash escapes, as libpq parses them.  URI
+ * form: our keys are query parameters.
+ */
+static int
+pg_parse_location(struct pg_store *s, const char *loc, char *err,
+    size_t errlen)
+{
+	size_t len = strlen(loc), o = 0;
+	bool uri = strncmp(loc, "postgres://", 11) == 0 ||
+	    strncmp(loc, "postgresql://", 13) == 0;
+	char *out, *val;
+	const char *p = loc, *k, *ts;
+	size_t kn, vn;
+	int rc;
+
+	if ((out = malloc(len + 64)) == NULL || (val = malloc(len + 1)) == NULL) {
+		free(out);
+		snprintf(err, errlen, "out of memory");
+		return SAKER_ENOMEM;
+	}
+	if (uri) {
+		const char *q = strchr(loc, '?');
+		bool first = true;
+
+		memcpy(out, loc, q != NULL ? (size_t)(q - loc) : len);
+		o = q != NULL ? (size_t)(q - loc) : len;
+		p = q != NULL ? q + 1 : loc + len;
+		while (*p != '\0') {
+			k = p;
+			ts = p + strcspn(p, "&");
+			kn = strcspn(k, "=&");
+			if (pg_our_key(k, kn) && k[kn] == '=') {
+				vn = (size_t)(ts - (k + kn + 1));
+				memcpy(val, k + kn + 1, vn);
+				val[vn] = '\0';
+				if ((rc = pg_set_opt(s, kn == 6 ? "schema" :
+				    "lease", val, err, errlen)) != SAKER_OK)
+					goto fail;
+			} else if (ts > k) {
+				out[o++] = first ? '?' : '&';
+				memcpy(out + o, k, (size_t)(ts - k));
+				o += (size_t)(ts - k);
+				first = false;
+			}
+			p = *ts != '\0' ? ts + 1 : ts;
+		}
+		if (strstr(out, "connect_timeout=") == NULL) {
+			memcpy(out + o, first ? "?" : "&", 1);
+			o++;
+			memcpy(out + o, "connect_timeout=5", 17);
+			o += 17;
+		}
+		out[o] = '\0';
+		goto done;
+	}
+	while (*p != '\0') {
+		while (*p == ' ' || *p == '\t' || *p == '\n')
+			p++;
+		if (*p == '\0')
+			break;
+		ts = p;
+		k = p;
+		while (*p != '\0' && *p != '=' && *p != ' ' && *p != '\t')
+			p++;
+		kn = (size_t)(p - k);
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p != '=') {
+			snprintf(err, errlen, "postgres: bad connection string"
+			    " near '%.*s' (expected key=value)", (int)kn, k);
+			rc = SAKER_EINVAL;
+			goto fail;
+		}
+		p++;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		vn = 0;
+		if (*p == '\'') {
+			for (p++; *p != '\0' && *p != '\''; p++) {
+				if (*p == '\\' && p[1] != '\0')
+					p++;
+				val[vn++] = *p;
+			}
+			if (*p != '\'') {
+				snprintf(err, errlen, "postgres: unterminated"
+				    " quote in connection string");
+				rc = SAKER_EINVAL;
+				goto fail;
+			}
+			p++;
+		} else {
+			for (; *p != '\0' && *p != ' ' && *p != '\t' &&
+			    *p != '\n'; p++) {
+				if (*p == '\\' && p[1] != '\0')
+					p++;
+				val[vn++] = *p;
+			}
+		}
+		val[vn] = '\0';
+		if (pg_our_key(k, kn)) {
+			if ((rc = pg_set_opt(s, kn == 6 ? "schema" : "lease", val,
+			    err, errlen)) != SAKER_OK)
+				goto fail;
+			continue;
+		}
+		if (o > 0)
+			out[o++] = ' ';
+		memcpy(out + o, ts, (size_t)(p - ts));
+		o += (size_t)(p - ts);
+	}
+	out[o] = '\0';
+	if (strstr(out, "connect_timeout") == NULL) {
+		/* reconnects block the event loop: keep them short */
+		snprintf(out + o, 64, "%sconnect_timeout=5", o > 0 ? " " : "");
+	}
+done:
+	free(val);
+	s->conninfo = out;
+	return SAKER_OK;
+fail:
+	free(val);
+	free(out);
+	return rc;
+}
+
+/* ---- schema ---- */
+
+static int
+pg_check_schema(struct pg_store *s, bool create)
+{
+	char sql[256];
+	PGresult *res;
+	int64_t version = 0;
+	bool exists;
+	int err;
+
+	if (s->schema != NULL && create && !s->read_only) {
+		snprintf(sql, sizeof(sql), "CREATE SCHEMA IF NOT EXISTS \"%s\"",
+		    s->schema);
+		if (pg_simple(s, sql, "creating schema") != SAKER_OK)
+			return s->code;
+	}
+	if ((err = pg_simple(s, "BEGIN", "begin")) != SAKER_OK)
+		return err;
+	/* brokers starting together on an empty database create it once */
+	if (!s->read_only && (err = pg_simple(s, "SELECT pg_advisory_xact_lock("
+	    "7308604707263426418)", "locking the schema")) != SAKER_OK)
+		goto out;
+	res = PQexec(s->conn, "SELECT to_regclass('saker_meta') IS NOT NULL");
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
+		err = pg_fail(s, res, "checking the schema");
+		PQclear(res);
+		goto out;
+	}
+	exists = PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	if (!exists) {
+		if (!create || s->read_only) {
+			err = pg_errf(s, SAKER_ENOTFOUND, "postgres: no saker"
+			    " store in this database%s%s", s->schema != NULL ?
+			    ", schema " : "", s->schema != NULL ? s->schema : "");
+			goto out;
+		}
+		if ((err = pg_simple(s, pg_schema_sql, "creating tables")) !=
+		    SAKER_OK)
+			goto out;
+		snprintf(sql, sizeof(sql), "INSERT INTO saker_meta VALUES"
+		    " ('format', %d)", PG_FORMAT_VERSION);
+		if ((err = pg_simple(s, sql, "creating tables")) != SAKER_OK)
+			goto out;
+		err = pg_simple(s, "COMMIT", "creating tables");
+		return err;
+	}
+	res = PQexec(s->conn, "SELECT value::text FROM saker_meta WHERE"
+	    " key = 'format'");
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
+		err = pg_fail(s, res, "reading the format version");
+		PQclear(res);
+		goto out;
+	}
+	if (PQntuples(res) > 0)
+		version = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	if (version > PG_FORMAT_VERSION)
+		err = pg_errf(s, SAKER_EVERSION, "postgres: store format version"
+		    " %" PRId64 " is newer than this build (%d)", version,
+		    PG_FORMAT_VERSION);
+	else if (version < 1)
+		err = pg_errf(s, SAKER_ECORRUPT, "postgres: bad saker format"
+		    " version %" PRId64, version);
+	else
+		err = SAKER_OK;
+out:
+	res = PQexec(s->conn, err == SAKER_OK ? "COMMIT" : "ROLLBACK");
+	PQclear(res);
+	return err;
+}
+
+static void
+pg_make_owner(struct pg_store *s)
+{
+	char host[64] = "localhost";
+	uint64_t r = 0;
+	int fd;
+
+	(void)gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		r = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
+	if (fd >= 0)
+		close(fd);
+	snprintf(s->owner, sizeof(s->owner), "%s/%d/%016" PRIx64, host,
+	    (int)getpid(), r);
+}
+
+static int
+pg_open(const char *location, const struct saker_store_opts *opts,
+    saker_store **out, char *err, size_t errlen)
+{
+	struct pg_store *s;
+	PGresult *res;
+	int e;
+
+	*out = NULL;
+	if (location == NULL || location[0] == '\0') {
+		snprintf(err, errlen, "postgres store needs a connection string"
+		    " (postgres:'host=... dbname=...')");
+		return SAKER_EINVAL;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return SAKER_ENOMEM;
+	}
+	s->base.driver = &saker_store_postgres;
+	s->sync = opts->sync;
+	s->read_only = opts->read_only;
+	s->notify = opts->notify;
+	s->notify_arg = opts->notify_arg;
+	s->lease_ms = PG_LEASE_MS;
+	LIST_INIT(&s->dirty);
+	LIST_INIT(&s->pend);
+	LIST_INIT(&s->deleted);
+	LIST_INIT(&s->zombies);
+	if ((e = pg_parse_location(s, location, err, errlen)) != SAKER_OK) {
+		pg_free(s);
+		return e;
+	}
+	if (asprintf(&s->chan, "saker%s%s", s->schema != NULL ? "." : "",
+	    s->schema != NULL ? s->schema : "") < 0) {
+		s->chan = NULL;
+		pg_free(s);
+		snprintf(err, errlen, "out of memory");
+		return SAKER_ENOMEM;
+	}
+	pg_make_owner(s);
+	if ((s->conn = pg_connect(s)) == NULL) {
+		e = s->code;
+		goto fail;
+	}
+	if ((e = pg_check_schema(s, opts->create)) != SAKER_OK ||
+	    (e = pg_prepare_all(s)) != SAKER_OK)
+		goto fail;
+	if (!s->read_only) {
+		res = PQexec(s->conn, pg_fold_sql);
+		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
+			PQclear(res);
+			res = PQexec(s->conn, "ROLLBACK");
+		}
+		PQclear(res);
+		if ((e = pg_listen(s)) != SAKER_OK)
+			goto fail;
+	}
+	s->err[0] = '\0';
+	*out = &s->base;
+	return SAKER_OK;
+
+fail:
+	snprintf(err, errlen, "%s", s->err[0] != '\0' ? s->err :
+	    saker_strerror(e));
+	pg_free(s);
+	return e != SAKER_OK ? e : SAKER_EIO;
+}
+
+const struct saker_store_driver saker_store_postgres = {
+	.name = "postgres",
+	.location_help = "'host=... dbname=... [schema=NAME] [lease=SECONDS]'",
+	.durable = true,
+	.open = pg_open,
+	.close = pg_close,
+	.errmsg = pg_errmsg,
+	.queue_open = pg_queue_open,
+	.queue_delete = pg_queue_delete,
+	.queue_flush = pg_queue_flush,
+	.queues = pg_queues,
+	.queue_stats = pg_queue_stats,
+	.put = pg_put,
+	.take = pg_take,
+	.confirm = pg_confirm,
+	.release = pg_release,
+	.promote = pg_promote,
+	.flush_expired = pg_flush_expired,
+	.iterate = pg_iterate,
+	.commit = pg_commit,
+	.sync = pg_sync,
+	.store_stats = pg_store_stats,
+	.watch_fd = pg_watch_fd,
+	.fd_ready = pg_fd_ready,
+	.tick = pg_tick,
+};
