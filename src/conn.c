@@ -1,5 +1,5 @@
-/* conn.c -- a client connection: reading, framing commands and data
- * blocks, batched replies, writing, closing. */
+/* conn.c -- a client connection: reading, choosing the protocol, framing
+ * text commands and data blocks, batched replies, writing, closing. */
 #include "config.h"
 
 #include <errno.h>
@@ -7,11 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "commands.h"
 #include "conn.h"
 #include "log.h"
+#include "proto_binary.h"
+#include "proto_meta.h"
 #include "proto_text.h"
 #include "queues.h"
 
@@ -52,6 +56,8 @@ conn_new(int fd)
 	event_priority_set(c->rev, 0);
 	event_priority_set(c->wev, 0);
 	TAILQ_INIT(&c->opens);
+	/* without --auth-file every connection starts authenticated */
+	c->authed = !auth_active;
 	TAILQ_INSERT_TAIL(&srv->conns, c, link);
 	event_add(c->rev, NULL);
 	c->reading = true;
@@ -68,6 +74,8 @@ conn_free(struct conn *c)
 	evbuffer_free(c->out);
 	event_free(c->rev);
 	event_free(c->wev);
+	gg_free(c);
+	free(c->brecs);
 	free(c);
 }
 
@@ -220,8 +228,11 @@ conn_flush(struct conn *c, bool committed, const char *reason)
 		unsigned i;
 
 		evbuffer_drain(c->pend, evbuffer_get_length(c->pend));
-		for (i = 0; i < c->batch_replies; i++)
-			evbuffer_add_printf(c->pend, "SERVER_ERROR %s\r\n", reason);
+		if (c->proto == CONN_PROTO_BINARY)
+			bin_fail_batch(c, reason);
+		else
+			for (i = 0; i < c->batch_replies; i++)
+				evbuffer_add_printf(c->pend, "SERVER_ERROR %s\r\n", reason);
 		/* the store rolled back the takes of this batch */
 		for (oi = TAILQ_FIRST(&c->opens); oi != NULL; oi = next) {
 			next = TAILQ_NEXT(oi, link);
@@ -230,6 +241,7 @@ conn_flush(struct conn *c, bool committed, const char *reason)
 		}
 	}
 	c->batch_replies = 0;
+	c->nbrecs = 0;
 	evbuffer_add_buffer(c->out, c->pend);
 	conn_write(c);
 }
@@ -322,6 +334,100 @@ conn_end_wait(struct conn *c)
 
 /* --- input -------------------------------------------------------------- */
 
+static inline __attribute__((always_inline)) int
+data_block(struct conn *c, size_t need, size_t bytes, const char **pp)
+{
+	size_t total = need + bytes + 2;
+	const unsigned char *p;
+
+	if (evbuffer_get_length(c->in) < total)
+		return 0;
+	p = evbuffer_pullup(c->in, (ev_ssize_t)total);
+	if (p[need + bytes] != '\r' || p[need + bytes + 1] != '\n') {
+		conn_reply_str(c, PROTO_ERR_CHUNK);
+		conn_close_after_write(c);
+		return -1;
+	}
+	*pp = (const char *)p;
+	return 1;
+}
+
+int
+conn_data_block(struct conn *c, size_t need, size_t bytes, const char **pp)
+{
+	return data_block(c, need, bytes, pp);
+}
+
+void
+conn_protocol_error(struct conn *c, const char *why)
+{
+	/* the replies before the bad packet still go out */
+	log_info("closing a connection: %s", why);
+	conn_close_after_write(c);
+}
+
+/*
+ * Before --auth-file authentication only memcached's ASCII login is
+ * accepted: `set <any> <flags> <exptime> <bytes>` whose data is
+ * "user password".  Returns as conn_one_command does.
+ */
+static bool
+text_auth_command(struct conn *c, const char *line, size_t linelen, size_t need)
+{
+	const char *tok[6] = { NULL }, *p, *sp;
+	size_t toklen[6] = { 0 }, i, ntok = 0, n;
+	uint64_t bytes = 0;
+	int rc;
+
+	/* split as the text parser does, but accept any key */
+	for (i = 0; i < linelen && ntok < 6; ) {
+		while (i < linelen && (line[i] == ' ' || line[i] == '\t'))
+			i++;
+		if (i == linelen)
+			break;
+		tok[ntok] = line + i;
+		while (i < linelen && line[i] != ' ' && line[i] != '\t')
+			i++;
+		toklen[ntok] = (size_t)(line + i - tok[ntok]);
+		ntok++;
+	}
+	for (i = 0; ntok >= 5 && i < toklen[4]; i++) {
+		unsigned d = (unsigned)(unsigned char)tok[4][i] - '0';
+		if (d > 9 || bytes > UINT32_MAX)
+			break;
+		bytes = bytes * 10 + d;
+	}
+	if (ntok < 5 || ntok > 6 || toklen[0] != 3 ||
+	    strncasecmp(tok[0], "set", 3) != 0 || toklen[4] == 0 ||
+	    i != toklen[4] || bytes > 4096) {
+		conn_reply_str(c, "CLIENT_ERROR unauthenticated\r\n");
+		evbuffer_drain(c->in, need);
+		if (ntok >= 5 && toklen[0] == 3 && strncasecmp(tok[0], "set", 3) == 0 &&
+		    toklen[4] > 0 && i == toklen[4]) {
+			/* a set with a readable length: skip its data */
+			c->swallow = (size_t)bytes + 2;
+			c->state = CONN_SWALLOW;
+		}
+		return true;
+	}
+	n = (size_t)bytes;
+	rc = conn_data_block(c, need, n, &p);
+	if (rc <= 0)
+		return false;
+	p += need;
+	sp = memchr(p, ' ', n);
+	if (sp != NULL && auth_check(p, (size_t)(sp - p), sp + 1,
+	    (size_t)(p + n - sp - 1))) {
+		c->authed = true;
+		conn_reply_str(c, "STORED\r\n");
+	} else {
+		log_warn("authentication failed on a connection");
+		conn_reply_str(c, "CLIENT_ERROR authentication failure\r\n");
+	}
+	evbuffer_drain(c->in, need + n + 2);
+	return true;
+}
+
 /* Handle one complete line at the front of c->in, `eol` bytes of line end
  * after `len` bytes of line.  Returns false when more input is needed. */
 static bool
@@ -329,8 +435,8 @@ conn_one_command(struct conn *c, size_t len, size_t eol)
 {
 	static struct proto_cmd cmd;
 	size_t linelen = len, need = len + eol, total;
-	const char *line, *err;
-	unsigned char *p;
+	const char *line, *err, *p;
+	int rc;
 
 	line = (const char *)evbuffer_pullup(c->in, (ev_ssize_t)need);
 	if (linelen > 0 && line[linelen - 1] == '\r')
@@ -339,6 +445,21 @@ conn_one_command(struct conn *c, size_t len, size_t eol)
 		conn_reply_str(c, PROTO_ERR_LINE_TOO_LONG);
 		conn_close_after_write(c);
 		return false;
+	}
+	/* one test keeps logins, meta commands and mg groups off the path of
+	 * plain get and set */
+	if (__builtin_expect((line[0] == 'm') | !c->authed | (c->grp != NULL), 0)) {
+		if (!c->authed)
+			return text_auth_command(c, line, linelen, need);
+		if (line[0] == 'm' && meta_is_command(line, linelen))
+			return meta_command(c, line, linelen, need);
+		if (gg_pending(c)) {
+			/* quiet mg lines end at any other command */
+			meta_run_group(c);
+			if (c->state != CONN_CMD)
+				return false;
+			line = (const char *)evbuffer_pullup(c->in, (ev_ssize_t)need);
+		}
 	}
 	err = proto_parse_line(line, linelen, &cmd);
 	if (err != NULL) {
@@ -364,20 +485,15 @@ conn_one_command(struct conn *c, size_t len, size_t eol)
 		return true;
 	}
 	total = need + cmd.bytes + 2;
-	if (evbuffer_get_length(c->in) < total)
+	rc = data_block(c, need, cmd.bytes, &p);
+	if (rc <= 0)
 		return false;
-	p = evbuffer_pullup(c->in, (ev_ssize_t)total);
-	if ((const char *)p != line) {
+	if (p != line) {
 		/* the pullup moved the line: parse again so pointers are valid */
-		line = (const char *)p;
+		line = p;
 		(void)proto_parse_line(line, linelen, &cmd);
 	}
-	if (p[need + cmd.bytes] != '\r' || p[need + cmd.bytes + 1] != '\n') {
-		conn_reply_str(c, PROTO_ERR_CHUNK);
-		conn_close_after_write(c);
-		return false;
-	}
-	cmd_execute(c, &cmd, line, linelen, (const char *)p + need);
+	cmd_execute(c, &cmd, line, linelen, p + need);
 	if (!c->dead)
 		evbuffer_drain(c->in, total);
 	return true;
@@ -400,6 +516,21 @@ conn_process(struct conn *c)
 			if (c->swallow == 0)
 				c->state = CONN_CMD;
 			continue;
+		}
+		if (c->proto != CONN_PROTO_TEXT) {
+			if (c->proto == CONN_PROTO_UNKNOWN) {
+				/* memcached's rule: a binary client's first byte is 0x80 */
+				unsigned char first;
+				evbuffer_copyout(c->in, &first, 1);
+				c->proto = first == BIN_REQ_MAGIC ? CONN_PROTO_BINARY :
+				    CONN_PROTO_TEXT;
+			}
+			if (c->proto == CONN_PROTO_BINARY) {
+				if (!bin_one(c))
+					break;
+				server_drain();
+				continue;
+			}
 		}
 		pos = evbuffer_search_eol(c->in, NULL, &eol, EVBUFFER_EOL_LF);
 		if (pos.pos < 0) {

@@ -4,12 +4,30 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "server.h"
+
+/* The protocol a connection speaks, decided by its first byte. */
+enum conn_proto {
+	CONN_PROTO_UNKNOWN = 0,
+	CONN_PROTO_TEXT,  /* memcache text, meta commands included */
+	CONN_PROTO_BINARY /* memcached's binary protocol (first byte 0x80) */
+};
+
+struct get_ops;
+struct getgroup;
+
+/* A binary reply of the current batch, kept so a failed commit can answer
+ * each request with an error packet of the same opcode and opaque. */
+struct bin_rec {
+	uint32_t opaque;
+	uint8_t opcode;
+};
 
 enum conn_state {
 	CONN_CMD = 0,     /* reading commands */
@@ -31,6 +49,13 @@ struct conn {
 	struct evbuffer *pend;          /* replies of the current batch */
 	struct evbuffer *out;           /* committed replies not yet written */
 	unsigned batch_replies;         /* replies in pend (for a failed commit) */
+	struct bin_rec *brecs;          /* binary: replies of this batch */
+	size_t nbrecs, brecs_cap;
+
+	uint8_t proto;                  /* enum conn_proto */
+	bool authed;                    /* --auth-file: authenticated */
+	const struct get_ops *gops;     /* how the current get answers */
+	struct getgroup *grp;           /* binary / meta multi-get being collected */
 
 	enum conn_state state;
 	size_t swallow;                 /* CONN_SWALLOW: bytes left to discard */
@@ -40,7 +65,7 @@ struct conn {
 
 	/* CONN_WAITING */
 	char *wait_line;                /* copy of the get line; keys point here */
-	struct waiter *waits;
+	struct waiter *waits;           /* one per key of the get, in order */
 	size_t nwaits;
 	struct event *wait_timer;
 	bool monitoring;                /* the wait is a `monitor`: stream items */
@@ -65,6 +90,18 @@ void conn_reply_str(struct conn *c, const char *s);
 void conn_reply_done(struct conn *c);
 void conn_replyf(struct conn *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/*
+ * For a command followed by a data block: the line ends `need` bytes into
+ * c->in and `bytes` of data plus "\r\n" follow.  Returns 1 with *p at the
+ * start of c->in (line, then data) when all has arrived, 0 when more input
+ * is needed, -1 after answering a bad data chunk (connection closing).
+ */
+int conn_data_block(struct conn *c, size_t need, size_t bytes, const char **p);
+
+/* Close when the first byte of a binary header is wrong: only this
+ * connection is affected. */
+void conn_protocol_error(struct conn *c, const char *why);
 
 /* commit_ev: after a successful commit move pend to out and write; after a
  * failed one replace each pending reply with SERVER_ERROR `reason`. */

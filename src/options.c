@@ -8,12 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "options.h"
 
 enum {
 	OPT_STORE = 256, OPT_SYNC, OPT_MAX_ITEM, OPT_SHUTDOWN, OPT_LOG,
 	OPT_MAX_MEMORY, OPT_MAX_OPEN, OPT_VERSION, OPT_HELP, OPT_CONFIG, OPT_HTTP,
-	OPT_METRICS_MAX
+	OPT_METRICS_MAX, OPT_AUTH_FILE
 };
 
 static const struct option longopts[] = {
@@ -34,6 +35,7 @@ static const struct option longopts[] = {
 	{ "log", required_argument, NULL, OPT_LOG },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "auth-file", required_argument, NULL, OPT_AUTH_FILE },
 	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "metrics-max-queues", required_argument, NULL, OPT_METRICS_MAX },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -46,7 +48,8 @@ usage(FILE *f)
 {
 	fprintf(f,
 "Usage: sakerd [OPTION]...\n"
-"A durable message-queue server speaking the memcache text protocol.\n"
+"A durable message-queue server speaking the memcache protocols (text, meta\n"
+"commands and binary).\n"
 "\n"
 "  -l, --listen ADDR         TCP address to listen on (default 127.0.0.1)\n"
 "  -p, --port PORT           TCP port (default %d; 0 disables TCP when -s is given)\n"
@@ -62,6 +65,9 @@ usage(FILE *f)
 "      --max-open N          open (unconfirmed) items one connection may hold\n"
 "                            per queue (default 1; --config can set it per queue)\n"
 "      --config FILE         per-queue limits (see sakerd(8)); reread on SIGHUP\n"
+"      --auth-file FILE      require a login: lines user:password, memcached's\n"
+"                            ASCII authentication and binary SASL PLAIN; the\n"
+"                            file must not be readable by others; reread on SIGHUP\n"
 "      --http [ADDR:]PORT    serve GET /metrics (Prometheus) and GET /healthz\n"
 "      --metrics-max-queues N  per-queue series in /metrics (default 1000)\n"
 "      --enable-shutdown     allow the 'shutdown' command\n"
@@ -75,7 +81,8 @@ usage(FILE *f)
 "      --help                print this help and exit\n"
 "\n"
 "Signals: SIGTERM/SIGINT stop gracefully (commit, close the store, exit 0);\n"
-"SIGHUP reopens the log file and rereads --config (a bad file keeps the old one).\n"
+"SIGHUP reopens the log file and rereads --config and --auth-file (a bad file\n"
+"keeps the old one).\n"
 "See sakerd(8) and saker-protocol(7).\n",
 	    SAKERD_DEFAULT_PORT, saker_store_driver_list(), SAKERD_DEFAULT_STORE);
 }
@@ -229,6 +236,9 @@ options_parse(int argc, char **argv, struct options *o)
 		case OPT_CONFIG:
 			o->config_path = optarg;
 			break;
+		case OPT_AUTH_FILE:
+			o->auth_file = optarg;
+			break;
 		case OPT_HTTP:
 			o->http = optarg;
 			break;
@@ -259,6 +269,16 @@ options_parse(int argc, char **argv, struct options *o)
 	if (o->port == 0 && o->unix_socket == NULL) {
 		fprintf(stderr, "sakerd: -p 0 needs -s PATH (nothing to listen on)\n");
 		return -1;
+	}
+	if (o->auth_file != NULL) {
+		char err[256];
+
+		/* read now, before privileges are dropped and before detaching,
+		 * so a bad file is a startup error on the terminal */
+		if (auth_init(o->auth_file, err, sizeof(err)) != 0) {
+			fprintf(stderr, "sakerd: --auth-file %s: %s\n", o->auth_file, err);
+			return -1;
+		}
 	}
 	return 0;
 bad:

@@ -33,6 +33,7 @@ struct options {
 	const char *user;            /* -u: run as this user after binding */
 	const char *log_target;      /* --log */
 	const char *config_path;     /* --config */
+	const char *auth_file;       /* --auth-file: user:password lines */
 	const char *http;            /* --http [ADDR:]PORT */
 	unsigned metrics_max_queues; /* --metrics-max-queues */
 	int verbose;                 /* -v count */

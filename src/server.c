@@ -19,6 +19,7 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "commands.h"
 #include "conn.h"
@@ -533,6 +534,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		log_reopen();
 		if (srv->opt->config_path != NULL && load_config() != 0)
 			log_error("keeping the previous configuration");
+		auth_reload();
 		return;
 	}
 	log_info("signal %d: stopping", (int)sig);

@@ -1,0 +1,615 @@
+/* proto_binary.c -- memcached's binary protocol: packet framing, the
+ * commands, and replies written for the shared command layer. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "auth.h"
+#include "commands.h"
+#include "conn.h"
+#include "log.h"
+#include "proto_binary.h"
+#include "qname.h"
+#include "stats.h"
+
+/*
+ * Every request carries a header of 24 bytes: magic 0x80, opcode, key
+ * length, extras length, data type, vbucket, body length, opaque, CAS.  A
+ * header that cannot be trusted (wrong magic, key and extras longer than
+ * the body) means the stream is lost: only this connection is closed.
+ * Anything else wrong with a request is answered with an error packet and
+ * its body skipped, so the connection stays in step.
+ */
+
+/* Bodies of requests other than set are small: key, extras, a SASL blob. */
+#define BIN_MAX_SMALL_BODY 4096
+
+static uint16_t
+be16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t
+be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void
+put16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)(v >> 8);
+	p[1] = (unsigned char)v;
+}
+
+static void
+put32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+}
+
+/* Remember a reply of this batch (for a failed commit). */
+static void
+bin_record(struct conn *c, uint8_t opcode, uint32_t opaque)
+{
+	if (c->nbrecs == c->brecs_cap) {
+		size_t ncap = c->brecs_cap ? c->brecs_cap * 2 : 16;
+		struct bin_rec *nr = realloc(c->brecs, ncap * sizeof(*nr));
+
+		if (nr == NULL) {
+			log_error("out of memory recording a binary reply");
+			return;
+		}
+		c->brecs = nr;
+		c->brecs_cap = ncap;
+	}
+	c->brecs[c->nbrecs].opcode = opcode;
+	c->brecs[c->nbrecs].opaque = opaque;
+	c->nbrecs++;
+	server_schedule_flush(c);
+}
+
+/* One response packet into c->pend; CAS is always zero. */
+static void
+bin_put(struct conn *c, uint8_t opcode, uint16_t status, uint32_t opaque,
+    const void *ext, size_t extlen, const void *key, size_t keylen,
+    const void *val, size_t vallen)
+{
+	unsigned char h[BIN_HEADER];
+
+	memset(h, 0, sizeof(h));
+	h[0] = BIN_RES_MAGIC;
+	h[1] = opcode;
+	put16(h + 2, (uint16_t)keylen);
+	h[4] = (unsigned char)extlen;
+	put16(h + 6, status);
+	put32(h + 8, (uint32_t)(extlen + keylen + vallen));
+	put32(h + 12, opaque);
+	evbuffer_add(c->pend, h, sizeof(h));
+	if (extlen > 0)
+		evbuffer_add(c->pend, ext, extlen);
+	if (keylen > 0)
+		evbuffer_add(c->pend, key, keylen);
+	if (vallen > 0)
+		evbuffer_add(c->pend, val, vallen);
+}
+
+static void
+bin_reply(struct conn *c, uint8_t opcode, uint16_t status, uint32_t opaque,
+    const void *key, size_t keylen, const void *val, size_t vallen)
+{
+	bin_put(c, opcode, status, opaque, NULL, 0, key, keylen, val, vallen);
+	bin_record(c, opcode, opaque);
+}
+
+static void
+bin_error(struct conn *c, uint8_t opcode, uint32_t opaque, uint16_t status,
+    const char *msg)
+{
+	bin_reply(c, opcode, status, opaque, NULL, 0, msg, strlen(msg));
+}
+
+/* A request that succeeded quietly: no reply, but a failed commit must
+ * still tell the client. */
+static void
+bin_quiet_ok(struct conn *c, uint8_t opcode, uint32_t opaque)
+{
+	bin_record(c, opcode, opaque);
+}
+
+/* The status and message for a command-layer result. */
+static uint16_t
+bin_status(int r, const char **msg)
+{
+	switch (r) {
+	case OPR_OK:
+		return BIN_OK;
+	case OPR_NOT_STORED:
+		*msg = "Not stored";
+		return BIN_NOT_STORED;
+	case OPR_NOT_FOUND:
+		*msg = "Not found";
+		return BIN_ENOENT;
+	case OPR_TOO_LARGE:
+		*msg = "object too large for cache";
+		return BIN_E2BIG;
+	case OPR_READONLY:
+		return BIN_ETMPFAIL;
+	case OPR_FORMAT:
+		*msg = "bad command line format";
+		return BIN_EINVAL;
+	case OPR_CLIENT:
+		return BIN_EINVAL;
+	case OPR_NOMEM:
+		return BIN_ENOMEM;
+	default:
+		return BIN_EINTERNAL;
+	}
+}
+
+static void
+bin_result(struct conn *c, uint8_t opcode, uint32_t opaque, int r, const char *msg)
+{
+	uint16_t st = bin_status(r, &msg);
+
+	bin_error(c, opcode, opaque, st, msg != NULL ? msg : "error");
+}
+
+/* A text parser error ("CLIENT_ERROR bad queue name\r\n") as a packet. */
+static void
+bin_text_error(struct conn *c, uint8_t opcode, uint32_t opaque, const char *err)
+{
+	static const char ce[] = "CLIENT_ERROR ";
+	char msg[128];
+	size_t n;
+
+	if (strncmp(err, ce, sizeof(ce) - 1) == 0)
+		err += sizeof(ce) - 1;
+	n = strcspn(err, "\r\n");
+	if (n >= sizeof(msg))
+		n = sizeof(msg) - 1;
+	memcpy(msg, err, n);
+	msg[n] = '\0';
+	bin_error(c, opcode, opaque, BIN_EINVAL, msg);
+}
+
+/* --- gets --------------------------------------------------------------- */
+
+static bool
+op_is_getk(uint8_t opcode)
+{
+	return opcode == BIN_GETK || opcode == BIN_GETKQ;
+}
+
+#define HIT(h, k) (((h)[(k) >> 6] >> ((k) & 63)) & 1)
+
+static int
+bin_hit(void *arg, const struct saker_item *it)
+{
+	struct hit_ctx *hc = arg;
+	struct conn *c = hc->c;
+	const struct gg_key *gk = &c->grp->keys[hc->k];
+	unsigned char flags[4];
+	bool withkey = op_is_getk(gk->opcode);
+
+	hc->id = it->id;
+	put32(flags, it->flags);
+	bin_put(c, gk->opcode, BIN_OK, gk->opaque, flags, 4, withkey ? hc->key : NULL,
+	    withkey ? hc->key_len : 0, it->data, it->len);
+	bin_record(c, gk->opcode, gk->opaque);
+	return 0;
+}
+
+/* Misses of the keys that report them, then the Noop that ended the
+ * group; key `skip` was answered already. */
+static void
+bin_finish(struct conn *c, const uint64_t *hits, size_t nkeys, size_t skip)
+{
+	struct getgroup *g = c->grp;
+	size_t i;
+
+	for (i = 0; i < nkeys; i++) {
+		const struct gg_key *gk = &g->keys[i];
+
+		if (i == skip || gk->quiet || (hits != NULL && HIT(hits, i)))
+			continue;
+		if (op_is_getk(gk->opcode))
+			bin_reply(c, gk->opcode, BIN_ENOENT, gk->opaque, g->buf + gk->off,
+			    gk->len, NULL, 0);
+		else
+			bin_error(c, gk->opcode, gk->opaque, BIN_ENOENT, "Not found");
+	}
+	if (g->end == GG_END_NOOP)
+		bin_reply(c, BIN_NOOP, BIN_OK, g->end_opaque, NULL, 0, NULL, 0);
+	gg_reset(c);
+}
+
+static void
+bin_end(struct conn *c, const uint64_t *hits, size_t nkeys)
+{
+	bin_finish(c, hits, nkeys, (size_t)-1);
+}
+
+static void
+bin_get_error(struct conn *c, size_t k, int r, const char *msg)
+{
+	const struct gg_key *gk = &c->grp->keys[k];
+
+	bin_result(c, gk->opcode, gk->opaque, r, msg);
+	bin_finish(c, NULL, c->grp->nkeys, k);
+}
+
+static const struct get_ops bin_get_ops = {
+	.hit = bin_hit,
+	.end = bin_end,
+	.error = bin_get_error,
+};
+
+static void
+bin_run_group(struct conn *c, int end, uint32_t opaque)
+{
+	gg_run(c, &bin_get_ops, end, opaque);
+}
+
+/* --- the commands ------------------------------------------------------- */
+
+struct bin_req {
+	uint8_t opcode;
+	uint16_t keylen;
+	uint8_t extlen;
+	uint32_t bodylen, opaque;
+	uint64_t cas;
+	const unsigned char *ext;
+	const char *key;
+	const char *val;
+	size_t vallen;
+};
+
+static bool
+is_get(uint8_t op)
+{
+	return op == BIN_GET || op == BIN_GETQ || op == BIN_GETK || op == BIN_GETKQ;
+}
+
+/* Before answering anything else, the gets collected so far run, so the
+ * replies keep the order of the requests.  False when that started a
+ * wait: the request stays in c->in for later. */
+static bool
+bin_settle_group(struct conn *c)
+{
+	if (!gg_pending(c))
+		return true;
+	bin_run_group(c, GG_END_NONE, 0);
+	return c->state == CONN_CMD;
+}
+
+/* Get, GetQ, GetK, GetKQ.  Returns whether the packet was consumed. */
+static bool
+bin_get(struct conn *c, const struct bin_req *r, size_t total)
+{
+	struct proto_key pk;
+	struct gg_key *gk;
+	const char *err = NULL;
+	bool quiet = r->opcode == BIN_GETQ || r->opcode == BIN_GETKQ;
+
+	if (r->extlen != 0 || r->vallen != 0)
+		err = "CLIENT_ERROR bad command line format";
+	else if (r->keylen > BIN_MAX_KEY)
+		err = "CLIENT_ERROR key longer than 250 bytes";
+	else
+		err = cmd_parse_get_key(r->key, r->keylen, &pk);
+	if (err == NULL && !gg_room(c, r->keylen) && !bin_settle_group(c))
+		return false;
+	if (err == NULL && (gk = gg_add(c, &pk, r->key, r->keylen)) != NULL) {
+		gk->opcode = r->opcode;
+		gk->opaque = r->opaque;
+		gk->quiet = quiet;
+		evbuffer_drain(c->in, total);
+		/* a get that answers a miss ends the group */
+		if (!quiet)
+			bin_run_group(c, GG_END_NONE, 0);
+		return true;
+	}
+	if (!bin_settle_group(c))
+		return false;
+	if (err != NULL)
+		bin_text_error(c, r->opcode, r->opaque, err);
+	else
+		bin_error(c, r->opcode, r->opaque, BIN_ENOMEM, "out of memory");
+	evbuffer_drain(c->in, total);
+	return true;
+}
+
+static void
+bin_set(struct conn *c, const struct bin_req *r)
+{
+	bool quiet = r->opcode == BIN_SETQ;
+	int64_t delay_ms, at_s;
+	struct proto_key pk;
+	const char *err, *msg = NULL;
+	int res;
+
+	if (r->extlen != 8 || r->keylen == 0) {
+		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "bad command line format");
+		return;
+	}
+	if (r->keylen > BIN_MAX_KEY) {
+		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "key longer than 250 bytes");
+		return;
+	}
+	if ((err = cmd_parse_set_key(r->key, r->keylen, &pk, &delay_ms, &at_s)) != NULL) {
+		bin_text_error(c, r->opcode, r->opaque, err);
+		return;
+	}
+	if (r->cas != 0) {
+		/* every item's CAS is 0: no other value can match */
+		bin_error(c, r->opcode, r->opaque, BIN_EEXISTS, "Data exists for key");
+		return;
+	}
+	res = op_set(&pk, be32(r->ext), (int64_t)be32(r->ext + 4), delay_ms, at_s,
+	    r->val, r->vallen, &msg);
+	if (res != OPR_OK)
+		bin_result(c, r->opcode, r->opaque, res, msg);
+	else if (quiet)
+		bin_quiet_ok(c, r->opcode, r->opaque);
+	else
+		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, NULL, 0);
+}
+
+static void
+bin_delete(struct conn *c, const struct bin_req *r)
+{
+	const char *msg = NULL;
+	int res;
+
+	if (r->extlen != 0 || r->vallen != 0 || r->keylen > BIN_MAX_KEY ||
+	    !saker_qname_valid(r->key, r->keylen)) {
+		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "bad queue name");
+		return;
+	}
+	res = op_delete(r->key, r->keylen, &msg);
+	if (res != OPR_OK)
+		bin_result(c, r->opcode, r->opaque, res, msg);
+	else if (r->opcode == BIN_DELETEQ)
+		bin_quiet_ok(c, r->opcode, r->opaque);
+	else
+		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, NULL, 0);
+}
+
+static void
+bin_flush(struct conn *c, const struct bin_req *r)
+{
+	const char *msg = NULL;
+	int res;
+
+	/* the optional 4-byte delay is accepted and ignored, as in text */
+	if ((r->extlen != 0 && r->extlen != 4) || r->keylen != 0 || r->vallen != 0) {
+		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "bad command line format");
+		return;
+	}
+	res = op_flush_all(&msg);
+	if (res != OPR_OK)
+		bin_result(c, r->opcode, r->opaque, res, msg);
+	else if (r->opcode == BIN_FLUSHQ)
+		bin_quiet_ok(c, r->opcode, r->opaque);
+	else
+		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, NULL, 0);
+}
+
+/* One packet per "STAT name value" line of the text reply, then an
+ * empty one. */
+static void
+bin_stats(struct conn *c, const struct bin_req *r)
+{
+	struct evbuffer *tmp = evbuffer_new();
+	char *line;
+	size_t n;
+
+	if (tmp == NULL) {
+		bin_error(c, r->opcode, r->opaque, BIN_ENOMEM, "out of memory");
+		return;
+	}
+	stats_write(tmp);
+	while ((line = evbuffer_readln(tmp, &n, EVBUFFER_EOL_CRLF)) != NULL) {
+		char *name, *sp;
+
+		if (n > 5 && strncmp(line, "STAT ", 5) == 0) {
+			name = line + 5;
+			sp = strchr(name, ' ');
+			if (sp != NULL)
+				bin_reply(c, BIN_STAT, BIN_OK, r->opaque, name,
+				    (size_t)(sp - name), sp + 1, strlen(sp + 1));
+		}
+		free(line);
+	}
+	evbuffer_free(tmp);
+	bin_reply(c, BIN_STAT, BIN_OK, r->opaque, NULL, 0, NULL, 0);
+}
+
+/* SASL PLAIN: "[authzid] NUL user NUL password". */
+static void
+bin_sasl_auth(struct conn *c, const struct bin_req *r)
+{
+	const char *v = r->val, *u, *p;
+	size_t n = r->vallen;
+
+	if (r->keylen != 5 || memcmp(r->key, "PLAIN", 5) != 0) {
+		bin_error(c, r->opcode, r->opaque, BIN_AUTH_ERROR, "Auth failure");
+		return;
+	}
+	u = memchr(v, '\0', n);
+	p = u != NULL ? memchr(u + 1, '\0', n - (size_t)(u + 1 - v)) : NULL;
+	if (p != NULL && auth_check(u + 1, (size_t)(p - u - 1), p + 1,
+	    n - (size_t)(p + 1 - v))) {
+		c->authed = true;
+		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, "Authenticated", 13);
+		return;
+	}
+	log_warn("SASL authentication failed on a connection");
+	bin_error(c, r->opcode, r->opaque, BIN_AUTH_ERROR, "Auth failure");
+}
+
+/* Opcodes allowed before authentication. */
+static bool
+bin_open_opcode(uint8_t op)
+{
+	return op == BIN_SASL_LIST || op == BIN_SASL_AUTH || op == BIN_SASL_STEP ||
+	    op == BIN_VERSION || op == BIN_NOOP || op == BIN_QUIT || op == BIN_QUITQ;
+}
+
+bool
+bin_one(struct conn *c)
+{
+	unsigned char h[BIN_HEADER];
+	const unsigned char *p;
+	struct bin_req r;
+	size_t avail = evbuffer_get_length(c->in), total;
+
+	if (avail < BIN_HEADER)
+		return false;
+	evbuffer_copyout(c->in, h, BIN_HEADER);
+	if (h[0] != BIN_REQ_MAGIC) {
+		conn_protocol_error(c, "bad magic byte in a binary request");
+		return false;
+	}
+	memset(&r, 0, sizeof(r));
+	r.opcode = h[1];
+	r.keylen = be16(h + 2);
+	r.extlen = h[4];
+	r.bodylen = be32(h + 8);
+	r.opaque = be32(h + 12);
+	r.cas = (uint64_t)be32(h + 16) << 32 | be32(h + 20);
+	if ((uint32_t)r.keylen + r.extlen > r.bodylen) {
+		conn_protocol_error(c, "binary request with key and extras longer than its body");
+		return false;
+	}
+	r.vallen = r.bodylen - r.keylen - r.extlen;
+	total = BIN_HEADER + (size_t)r.bodylen;
+
+	if (!is_get(r.opcode) && r.opcode != BIN_NOOP && !bin_settle_group(c))
+		return false;
+	if ((r.opcode == BIN_SET || r.opcode == BIN_SETQ) ?
+	    r.vallen > srv->opt->max_item_size || r.keylen + r.extlen > BIN_MAX_SMALL_BODY :
+	    r.bodylen > BIN_MAX_SMALL_BODY) {
+		/* skip the body rather than buffer it */
+		if (!bin_settle_group(c))
+			return false;
+		if (r.opcode == BIN_SET || r.opcode == BIN_SETQ)
+			bin_error(c, r.opcode, r.opaque, BIN_E2BIG, "object too large for cache");
+		else
+			bin_error(c, r.opcode, r.opaque, BIN_EINVAL, "request body too large");
+		evbuffer_drain(c->in, BIN_HEADER);
+		c->swallow = r.bodylen;
+		if (c->swallow > 0)
+			c->state = CONN_SWALLOW;
+		return true;
+	}
+	if (avail < total)
+		return false;
+	p = evbuffer_pullup(c->in, (ev_ssize_t)total);
+	r.ext = p + BIN_HEADER;
+	r.key = (const char *)r.ext + r.extlen;
+	r.val = r.key + r.keylen;
+
+	if (!c->authed && !bin_open_opcode(r.opcode)) {
+		if (!bin_settle_group(c))
+			return false;
+		bin_error(c, r.opcode, r.opaque, BIN_AUTH_ERROR, "Auth failure");
+		evbuffer_drain(c->in, total);
+		return true;
+	}
+	switch (r.opcode) {
+	case BIN_GET:
+	case BIN_GETQ:
+	case BIN_GETK:
+	case BIN_GETKQ:
+		return bin_get(c, &r, total);
+	case BIN_NOOP:
+		evbuffer_drain(c->in, total);
+		if (gg_pending(c))
+			bin_run_group(c, GG_END_NOOP, r.opaque);
+		else
+			bin_reply(c, BIN_NOOP, BIN_OK, r.opaque, NULL, 0, NULL, 0);
+		return true;
+	case BIN_SET:
+	case BIN_SETQ:
+		bin_set(c, &r);
+		break;
+	case BIN_DELETE:
+	case BIN_DELETEQ:
+		bin_delete(c, &r);
+		break;
+	case BIN_FLUSH:
+	case BIN_FLUSHQ:
+		bin_flush(c, &r);
+		break;
+	case BIN_VERSION:
+		bin_reply(c, r.opcode, BIN_OK, r.opaque, NULL, 0, PACKAGE_VERSION,
+		    strlen(PACKAGE_VERSION));
+		break;
+	case BIN_STAT:
+		bin_stats(c, &r);
+		break;
+	case BIN_VERBOSITY:
+		if (r.extlen != 4) {
+			bin_error(c, r.opcode, r.opaque, BIN_EINVAL, "bad command line format");
+			break;
+		}
+		log_set_level((int)(be32(r.ext) > 3 ? 3 : be32(r.ext)));
+		bin_reply(c, r.opcode, BIN_OK, r.opaque, NULL, 0, NULL, 0);
+		break;
+	case BIN_QUIT:
+		bin_reply(c, r.opcode, BIN_OK, r.opaque, NULL, 0, NULL, 0);
+		evbuffer_drain(c->in, total);
+		conn_close_after_write(c);
+		return false;
+	case BIN_QUITQ:
+		conn_close(c);
+		return false;
+	case BIN_SASL_LIST:
+		if (!auth_active)
+			goto unknown;
+		bin_reply(c, r.opcode, BIN_OK, r.opaque, NULL, 0, "PLAIN", 5);
+		break;
+	case BIN_SASL_AUTH:
+		if (!auth_active)
+			goto unknown;
+		bin_sasl_auth(c, &r);
+		break;
+	case BIN_SASL_STEP:
+		if (!auth_active)
+			goto unknown;
+		bin_error(c, r.opcode, r.opaque, BIN_AUTH_ERROR, "Auth failure");
+		break;
+	default:
+unknown:
+		bin_error(c, r.opcode, r.opaque, BIN_UNKNOWN, "Unknown command");
+		break;
+	}
+	if (!c->dead)
+		evbuffer_drain(c->in, total);
+	return true;
+}
+
+void
+bin_fail_batch(struct conn *c, const char *reason)
+{
+	size_t i;
+
+	for (i = 0; i < c->nbrecs; i++) {
+		const struct bin_rec *br = &c->brecs[i];
+
+		if (br->opcode == BIN_NOOP)
+			bin_put(c, BIN_NOOP, BIN_OK, br->opaque, NULL, 0, NULL, 0, NULL, 0);
+		else
+			bin_put(c, br->opcode, BIN_EINTERNAL, br->opaque, NULL, 0, NULL, 0,
+			    reason, strlen(reason));
+	}
+}
