@@ -638,7 +638,18 @@ server_init(struct options *opt)
 		fprintf(stderr, "sakerd: bad --config; see the log above\n");
 		return 1;
 	}
-	srv->base = event_base_new();
+	/* A precise timer (timerfd under epoll) lets delayed items and
+	 * blocking timeouts fire within a millisecond rather than on
+	 * epoll_wait's rounded timeout. */
+	{
+		struct event_config *cfg = event_config_new();
+
+		if (cfg != NULL) {
+			event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+			srv->base = event_base_new_with_config(cfg);
+			event_config_free(cfg);
+		}
+	}
 	if (srv->base == NULL || event_base_priority_init(srv->base, 2) != 0) {
 		fprintf(stderr, "sakerd: cannot create the event loop\n");
 		return 1;
