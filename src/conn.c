@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "clock.h"
 #include "commands.h"
 #include "conn.h"
 #include "log.h"
@@ -29,6 +30,7 @@
 
 static void conn_read_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_write_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_idle_cb(evutil_socket_t fd, short what, void *arg);
 
 struct conn *
 conn_new(int fd)
@@ -61,14 +63,44 @@ conn_new(int fd)
 	TAILQ_INSERT_TAIL(&srv->conns, c, link);
 	event_add(c->rev, NULL);
 	c->reading = true;
+	c->last_cmd_ms = saker_now_ms();
+	if (srv->idle_tv != NULL) {
+		c->idle_ev = evtimer_new(srv->base, conn_idle_cb, c);
+		if (c->idle_ev != NULL)
+			evtimer_add(c->idle_ev, srv->idle_tv);
+	}
 	srv->stats.curr_connections++;
 	srv->stats.total_connections++;
 	return c;
 }
 
+/*
+ * --idle-timeout: a connection that completed no command for that long is
+ * closed, whether it sends nothing (half-open), a byte now and then
+ * (slowloris) or never reads its replies.  A blocked get is not idle.
+ */
+static void
+conn_idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	int64_t idle = saker_now_ms() - c->last_cmd_ms;
+
+	(void)fd;
+	(void)what;
+	if (c->state == CONN_WAITING || idle < (int64_t)srv->opt->idle_timeout_s * 1000) {
+		evtimer_add(c->idle_ev, srv->idle_tv);
+		return;
+	}
+	log_info("closing a connection idle for %lld ms", (long long)idle);
+	conn_close(c);
+	server_drain();
+}
+
 static void
 conn_free(struct conn *c)
 {
+	if (c->idle_ev != NULL)
+		event_free(c->idle_ev);
 	evbuffer_free(c->in);
 	evbuffer_free(c->pend);
 	evbuffer_free(c->out);
@@ -122,6 +154,8 @@ conn_close(struct conn *c)
 	}
 	event_del(c->rev);
 	event_del(c->wev);
+	if (c->idle_ev != NULL)
+		event_del(c->idle_ev);
 	close(c->fd);
 	c->fd = -1;
 	TAILQ_REMOVE(&srv->conns, c, link);
@@ -325,6 +359,8 @@ conn_end_wait(struct conn *c)
 	c->monitoring = false;
 	if (c->state == CONN_WAITING)
 		c->state = CONN_CMD;
+	/* the wait was a command in progress: idleness starts now */
+	c->last_cmd_ms = saker_now_ms();
 	/* pipelined input that arrived meanwhile runs from server_drain() */
 	if (!c->dead && !c->in_resume) {
 		TAILQ_INSERT_TAIL(&srv->resume, c, resume_link);
@@ -528,6 +564,8 @@ conn_process(struct conn *c)
 			if (c->proto == CONN_PROTO_BINARY) {
 				if (!bin_one(c))
 					break;
+				if (srv->idle_tv != NULL)
+					c->last_cmd_ms = saker_now_ms();
 				server_drain();
 				continue;
 			}
@@ -542,6 +580,8 @@ conn_process(struct conn *c)
 		}
 		if (!conn_one_command(c, (size_t)pos.pos, eol))
 			break;
+		if (srv->idle_tv != NULL)
+			c->last_cmd_ms = saker_now_ms();
 		/* hand items made visible by this command to their waiters */
 		server_drain();
 	}

@@ -71,6 +71,9 @@ struct conn {
 	bool monitoring;                /* the wait is a `monitor`: stream items */
 	int64_t monitor_left;           /* items still wanted; -1 = no limit */
 
+	struct event *idle_ev;          /* --idle-timeout */
+	int64_t last_cmd_ms;            /* when a command last completed */
+
 	int busy;                       /* inside conn_process() */
 	bool dead;                      /* closed; free when not busy */
 };

@@ -14,7 +14,7 @@
 enum {
 	OPT_STORE = 256, OPT_SYNC, OPT_MAX_ITEM, OPT_SHUTDOWN, OPT_LOG,
 	OPT_MAX_MEMORY, OPT_MAX_OPEN, OPT_VERSION, OPT_HELP, OPT_CONFIG, OPT_HTTP,
-	OPT_METRICS_MAX, OPT_AUTH_FILE
+	OPT_METRICS_MAX, OPT_AUTH_FILE, OPT_IDLE_TIMEOUT
 };
 
 static const struct option longopts[] = {
@@ -36,6 +36,7 @@ static const struct option longopts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "auth-file", required_argument, NULL, OPT_AUTH_FILE },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "metrics-max-queues", required_argument, NULL, OPT_METRICS_MAX },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -60,6 +61,8 @@ usage(FILE *f)
 "                            when a durable store fsyncs acknowledged writes\n"
 "  -c, --max-connections N   most open client connections (default 4096)\n"
 "  -t, --threads N           event-loop threads (this release runs 1)\n"
+"      --idle-timeout SECS   close connections that complete no command for\n"
+"                            SECS (blocked gets are not idle; default 0: never)\n"
 "      --max-item-size BYTES largest item accepted (default 1m; k/m/g suffixes)\n"
 "      --max-memory BYTES    memory store: item memory limit (default unlimited)\n"
 "      --max-open N          open (unconfirmed) items one connection may hold\n"
@@ -235,6 +238,11 @@ options_parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_CONFIG:
 			o->config_path = optarg;
+			break;
+		case OPT_IDLE_TIMEOUT:
+			if (parse_int(optarg, 0, 86400 * 365, &v) != 0)
+				goto bad;
+			o->idle_timeout_s = (int)v;
 			break;
 		case OPT_AUTH_FILE:
 			o->auth_file = optarg;

@@ -23,6 +23,7 @@ struct options {
 	saker_sync_mode sync;        /* --sync */
 	int sync_period_ms;          /* --sync periodic:MS */
 	int max_conns;               /* -c */
+	int idle_timeout_s;          /* --idle-timeout; 0 = never */
 	int threads;                 /* -t */
 	size_t max_item_size;        /* --max-item-size */
 	uint64_t max_memory;         /* --max-memory (memory store) */

@@ -654,6 +654,11 @@ server_init(struct options *opt)
 		fprintf(stderr, "sakerd: cannot create the event loop\n");
 		return 1;
 	}
+	if (opt->idle_timeout_s > 0) {
+		/* one timeout shared by every connection: O(1) timer queue */
+		struct timeval tv = { opt->idle_timeout_s, 0 };
+		srv->idle_tv = event_base_init_common_timeout(srv->base, &tv);
+	}
 	srv->commit_ev = event_new(srv->base, -1, 0, commit_cb, NULL);
 	event_priority_set(srv->commit_ev, PRIO_COMMIT);
 	srv->promote_ev = evtimer_new(srv->base, promote_cb, NULL);

@@ -86,6 +86,7 @@ struct server {
 	int store_fd;
 	struct event *tick_ev;        /* driver's tick(), once a second */
 	struct event *sweep_ev;       /* bounded sweep of expired items */
+	const struct timeval *idle_tv;/* --idle-timeout as a common timeout */
 	struct event *open_timeout_ev;/* earliest open-item deadline */
 	int64_t open_timeout_at;
 	struct config *config;        /* --config */

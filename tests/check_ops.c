@@ -313,6 +313,39 @@ START_TEST(test_pidfile_and_daemon)
 }
 END_TEST
 
+START_TEST(test_idle_timeout)
+{
+	struct tl_server *s = tl_server_start("memory", "--idle-timeout", "1", NULL);
+	int idle = tl_connect(s->port), slow = tl_connect(s->port);
+	int waiter = tl_connect(s->port), busy = tl_connect(s->port);
+	int64_t t0 = tl_now_ms();
+	int i;
+
+	/* a blocked get is not idle: it gets its END after 2.5 s */
+	mustsends(waiter, "get w/t=2500\r\n");
+	/* slowloris: a byte every 200 ms, never a whole command */
+	for (i = 0; i < 15; i++) {
+		char b = 'g';
+		if (i < 14)
+			(void)write(slow, &b, 1);
+		tl_set(busy, "q", "x");          /* busy completes commands */
+		tl_sleep_ms(200);
+	}
+	tl_expect_closed(idle, 2000);
+	tl_expect_closed(slow, 2000);
+	ckresp(waiter, "END\r\n");
+	ck_assert_int_ge(tl_now_ms() - t0, 2400);
+	mustsends(busy, "version\r\n");
+	ckresp(busy, "VERSION " PACKAGE_VERSION "\r\n");
+	close(idle);
+	close(slow);
+	close(waiter);
+	close(busy);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
 START_TEST(test_startup_errors)
 {
 	char *err = NULL;
@@ -349,6 +382,7 @@ main(void)
 	tcase_add_test(tc, test_status_modes);
 	tcase_add_test(tc, test_fanout);
 	tcase_add_test(tc, test_pidfile_and_daemon);
+	tcase_add_test(tc, test_idle_timeout);
 	tcase_add_test(tc, test_startup_errors);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
