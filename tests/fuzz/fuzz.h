@@ -1,0 +1,43 @@
+/*
+ * fuzz.h -- the fuzz entry points.  Each takes arbitrary bytes and returns
+ * 0; a bug shows up as a crash, a sanitizer report or an abort() from a
+ * failed invariant (FUZZ_CHECK).  libFuzzer, AFL++ and the corpus replay
+ * test (tests/check_fuzz_replay.c) all call these same functions.
+ */
+#ifndef SAKER_FUZZ_H
+#define SAKER_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "saker/store.h"
+
+/* The protocol parser: the input is split into lines as conn.c frames
+ * them, and every line goes through proto_parse_line(). */
+int fuzz_proto(const uint8_t *data, size_t size);
+
+/* The `saker load` reader: the input is a dump stream, loaded into a
+ * memory store as far as it is valid. */
+int fuzz_dump(const uint8_t *data, size_t size);
+
+/* Store operations chosen by the input, over the memory store, checked
+ * against a model of the queues after every step. */
+int fuzz_store(const uint8_t *data, size_t size);
+
+/* The same interpreter over any driver; `location` as for open(). */
+int fuzz_store_driver(const struct saker_store_driver *drv,
+    const char *location, const uint8_t *data, size_t size);
+
+/* An invariant the fuzzers check.  Aborting is right here and only here:
+ * it is how a fuzzer learns it found a bug. */
+#define FUZZ_CHECK(cond) do {						\
+	if (!(cond)) {							\
+		fprintf(stderr, "%s:%d: invariant failed: %s\n",	\
+		    __FILE__, __LINE__, #cond);				\
+		abort();						\
+	}								\
+} while (0)
+
+#endif

@@ -1,0 +1,85 @@
+/* fuzz_dump.c -- fuzz target: the `saker load` dump reader into a memory store. */
+#include "config.h"
+
+#include <string.h>
+
+#include "dump.h"
+#include "fuzz.h"
+#include "migrate.h"
+
+extern const struct saker_store_driver saker_store_memory;
+
+#define NOW_MS ((int64_t)1700000000000LL)
+
+int
+fuzz_dump(const uint8_t *data, size_t size)
+{
+	const struct saker_store_driver *drv = &saker_store_memory;
+	struct saker_store_opts opts;
+	struct dump_reader r;
+	struct dump_rec rec;
+	struct mig_err e;
+	saker_store *s = NULL;
+	saker_queue *q = NULL;
+	char err[256];
+	uint64_t queues = 0, items = 0;
+	FILE *fp;
+
+	if (size == 0)
+		return 0;
+	/* fmemopen does not write to a "rb" buffer; the cast only drops
+	 * const for its prototype. */
+	if ((fp = fmemopen((void *)(uintptr_t)data, size, "rb")) == NULL)
+		return 0;
+	memset(&r, 0, sizeof(r));
+	memset(&opts, 0, sizeof(opts));
+	opts.create = true;
+	opts.max_memory = 64u << 20;
+	FUZZ_CHECK(drv->open(NULL, &opts, &s, err, sizeof(err)) == SAKER_OK);
+	if (dump_reader_start(&r, fp, &e) < 0) {
+		FUZZ_CHECK(e.msg[0] != '\0');
+		goto out;
+	}
+	for (;;) {
+		memset(&rec, 0, sizeof(rec));
+		if (dump_read(&r, &rec, &e) < 0) {
+			FUZZ_CHECK(e.msg[0] != '\0');
+			break;
+		}
+		if (rec.type == DUMP_REC_END) {
+			/* A stream that says it ended checked its counts. */
+			FUZZ_CHECK(r.ended);
+			FUZZ_CHECK(queues == r.nqueues && items == r.nitems);
+			break;
+		}
+		switch (rec.type) {
+		case DUMP_REC_QUEUE:
+			FUZZ_CHECK(rec.name_len >= 1 && rec.name_len <= 250);
+			queues++;
+			if (drv->queue_open(s, rec.name, rec.name_len, true, NULL,
+			    &q) != SAKER_OK)
+				q = NULL;
+			break;
+		case DUMP_REC_ITEM:
+			FUZZ_CHECK(rec.state == MIG_READY ||
+			    rec.state == MIG_DELAYED);
+			FUZZ_CHECK(rec.item.len <= DUMP_MAX_ITEM);
+			FUZZ_CHECK(rec.item.len == 0 || rec.item.data != NULL);
+			items++;
+			if (q != NULL)
+				(void)drv->put(s, q, &rec.item, NOW_MS);
+			break;
+		case DUMP_REC_QUEUE_END:
+			q = NULL;
+			break;
+		default:
+			FUZZ_CHECK(!"unknown record type");
+		}
+	}
+	(void)drv->commit(s);
+out:
+	dump_reader_free(&r);
+	drv->close(s);
+	fclose(fp);
+	return 0;
+}

@@ -1,0 +1,555 @@
+/* fuzz_store.c -- fuzz target: store operations chosen by the input, checked against a model. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "fuzz.h"
+
+extern const struct saker_store_driver saker_store_memory;
+
+/*
+ * The input is a program: each operation is one byte (op % NOPS) followed
+ * by the argument bytes it reads; a missing byte reads as 0.  The model
+ * below is what store.h promises, written as plainly as possible: arrays,
+ * linear scans.  After every operation the driver must agree with it.
+ */
+
+#define NQ		3
+#define MAXITEMS	400	/* live items in the model; more puts are skipped */
+#define MAXOPS		3000
+#define BASE_MS		((int64_t)1700000000000LL)
+
+enum { OP_PUT, OP_TAKE, OP_OPEN, OP_PEEK, OP_CONFIRM, OP_RELEASE,
+	OP_PROMOTE, OP_FLUSH, OP_DELETE, OP_TIME, OP_FLUSH_EXPIRED,
+	OP_COMMIT, OP_CHECK, OP_REOPEN, NOPS };
+
+struct mitem {
+	uint64_t serial;	/* also in the first 8 data bytes */
+	uint64_t arrival;
+	uint64_t id;		/* open items: the id take() gave */
+	uint32_t flags;
+	int64_t expires, due, created;
+	size_t len;
+};
+
+struct mqueue {
+	bool exists;
+	saker_queue *h;
+	struct mitem ready[MAXITEMS], delayed[MAXITEMS], open[MAXITEMS];
+	size_t nready, ndelayed, nopen;
+	uint64_t total, expired;
+	int notified;
+};
+
+struct fz {
+	const struct saker_store_driver *drv;
+	saker_store *s;
+	const uint8_t *p, *end;
+	int64_t now;
+	uint64_t serial, arrival, live;
+	struct mqueue q[NQ];
+	/* take callback */
+	const struct mitem *want;
+	bool reject, seen;
+	uint64_t got_id;
+	/* iterate callback */
+	size_t iter_pos;
+	struct mqueue *iter_q;
+	unsigned char buf[9000];
+};
+
+static const char *const qnames[NQ] = { "q0", "q1", "jobs+audit" };
+
+static unsigned
+next8(struct fz *f)
+{
+	return f->p < f->end ? *f->p++ : 0;
+}
+
+static uint32_t
+next32(struct fz *f)
+{
+	uint32_t v = 0;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		v = v << 8 | next8(f);
+	return v;
+}
+
+static bool
+is_expired(const struct mitem *it, int64_t now)
+{
+	return it->expires != 0 && it->expires <= now;
+}
+
+/* The data of item `serial`: the serial, then bytes derived from it. */
+static void
+fill(unsigned char *b, uint64_t serial, size_t len)
+{
+	size_t i;
+
+	memcpy(b, &serial, 8);
+	for (i = 8; i < len; i++)
+		b[i] = (unsigned char)(serial * 31 + i);
+}
+
+static void
+check_item(struct fz *f, const struct saker_item *got, const struct mitem *m)
+{
+	uint64_t serial;
+
+	fill(f->buf, m->serial, m->len);
+	FUZZ_CHECK(got->len == m->len);
+	FUZZ_CHECK(got->data != NULL);
+	memcpy(&serial, got->data, 8);
+	FUZZ_CHECK(serial == m->serial);
+	FUZZ_CHECK(memcmp(got->data, f->buf, m->len) == 0);
+	FUZZ_CHECK(got->flags == m->flags);
+	FUZZ_CHECK(got->expires_ms == m->expires);
+	FUZZ_CHECK(got->created_ms == m->created);
+}
+
+static void
+notify_cb(void *arg, saker_queue *h, void *ctx)
+{
+	struct mqueue *mq = ctx;
+
+	(void)arg;
+	FUZZ_CHECK(mq != NULL && mq->h == h);
+	mq->notified++;
+}
+
+static void
+clear_notified(struct fz *f)
+{
+	int i;
+
+	for (i = 0; i < NQ; i++)
+		f->q[i].notified = 0;
+}
+
+static void
+insert_delayed(struct mqueue *mq, const struct mitem *it)
+{
+	size_t k = mq->ndelayed;
+
+	/* (due, arrival) order; arrival grows, so after every equal due */
+	while (k > 0 && mq->delayed[k - 1].due > it->due)
+		k--;
+	memmove(&mq->delayed[k + 1], &mq->delayed[k],
+	    (mq->ndelayed - k) * sizeof(*it));
+	mq->delayed[k] = *it;
+	mq->ndelayed++;
+}
+
+static struct mqueue *
+pick_queue(struct fz *f, bool create)
+{
+	struct mqueue *mq = &f->q[next8(f) % NQ];
+	const char *name = qnames[mq - f->q];
+	int rc;
+
+	if (mq->exists || !create)
+		return mq->exists ? mq : NULL;
+	rc = f->drv->queue_open(f->s, name, strlen(name), true, mq, &mq->h);
+	FUZZ_CHECK(rc == SAKER_OK && mq->h != NULL);
+	mq->exists = true;
+	mq->nready = mq->ndelayed = mq->nopen = 0;
+	mq->total = mq->expired = 0;
+	return mq;
+}
+
+static void
+op_put(struct fz *f)
+{
+	struct mqueue *mq = pick_queue(f, true);
+	struct saker_item in;
+	struct mitem m;
+	unsigned b = next8(f), lb = next8(f);
+	int rc;
+
+	memset(&m, 0, sizeof(m));
+	m.flags = next32(f);
+	m.len = 8 + (lb & 0x80 ? (lb & 0x7f) * 67 : lb & 0x3f);
+	if (b & 1)
+		m.due = f->now + (int64_t)next8(f) * 10 - 20;
+	if (b & 2)
+		m.expires = f->now + (int64_t)next8(f) * 10;
+	m.created = (b & 4) ? f->now - 5 : f->now;
+	if (f->live >= MAXITEMS)
+		return;
+	m.serial = ++f->serial;
+	m.arrival = ++f->arrival;
+	fill(f->buf, m.serial, m.len);
+	memset(&in, 0, sizeof(in));
+	in.flags = m.flags;
+	in.expires_ms = m.expires;
+	in.due_ms = m.due;
+	in.created_ms = (b & 4) ? m.created : 0;
+	in.len = m.len;
+	in.data = f->buf;
+	in.id = 12345;		/* ignored on input */
+	in.state = SAKER_ITEM_OPEN;
+	rc = f->drv->put(f->s, mq->h, &in, f->now);
+	FUZZ_CHECK(rc == SAKER_OK);
+	f->live++;
+	mq->total++;
+	if (m.due > f->now) {
+		insert_delayed(mq, &m);
+		FUZZ_CHECK(mq->notified == 0);
+	} else {
+		mq->ready[mq->nready++] = m;
+		FUZZ_CHECK(mq->notified == 1);
+	}
+}
+
+static int
+take_cb(void *arg, const struct saker_item *item)
+{
+	struct fz *f = arg;
+
+	FUZZ_CHECK(!f->seen);
+	FUZZ_CHECK(f->want != NULL);
+	f->seen = true;
+	check_item(f, item, f->want);
+	f->got_id = item->id;
+	return f->reject ? 7 : 0;
+}
+
+static void
+op_take(struct fz *f, int mode)
+{
+	struct mqueue *mq = pick_queue(f, false);
+	int rc;
+
+	f->reject = (next8(f) & 7) == 7;
+	if (mq == NULL)
+		return;
+	/* expired items met at the head are dropped and counted */
+	while (mq->nready > 0 && is_expired(&mq->ready[0], f->now)) {
+		memmove(&mq->ready[0], &mq->ready[1],
+		    --mq->nready * sizeof(mq->ready[0]));
+		mq->expired++;
+		f->live--;
+	}
+	f->want = mq->nready > 0 ? &mq->ready[0] : NULL;
+	f->seen = false;
+	rc = f->drv->take(f->s, mq->h, mode, f->now, take_cb, f);
+	if (f->want == NULL) {
+		FUZZ_CHECK(rc == SAKER_EEMPTY && !f->seen);
+		return;
+	}
+	FUZZ_CHECK(f->seen);
+	if (f->reject) {
+		FUZZ_CHECK(rc == 7);
+		return;
+	}
+	FUZZ_CHECK(rc == SAKER_OK);
+	if (mode == SAKER_TAKE_PEEK)
+		return;
+	if (mode == SAKER_TAKE_OPEN) {
+		struct mitem m = mq->ready[0];
+		size_t k;
+
+		m.id = f->got_id;
+		for (k = 0; k < mq->nopen; k++)
+			FUZZ_CHECK(mq->open[k].id != m.id);
+		/* the open list is kept oldest (smallest id) first */
+		k = mq->nopen;
+		while (k > 0 && mq->open[k - 1].id > m.id)
+			k--;
+		memmove(&mq->open[k + 1], &mq->open[k],
+		    (mq->nopen - k) * sizeof(m));
+		mq->open[k] = m;
+		mq->nopen++;
+	} else
+		f->live--;
+	memmove(&mq->ready[0], &mq->ready[1], --mq->nready * sizeof(mq->ready[0]));
+}
+
+static void
+op_confirm_release(struct fz *f, bool release)
+{
+	struct mqueue *mq = pick_queue(f, false);
+	size_t k = next8(f);
+	uint64_t id;
+	int rc;
+
+	if (mq == NULL)
+		return;
+	k %= mq->nopen + 1;
+	if (k == mq->nopen) {
+		/* an id that is not open in this queue */
+		id = 0;
+		for (k = 0; k < mq->nopen; k++)
+			if (mq->open[k].id >= id)
+				id = mq->open[k].id + 1;
+		id += 1000;
+		rc = release ? f->drv->release(f->s, mq->h, id) :
+		    f->drv->confirm(f->s, mq->h, id);
+		FUZZ_CHECK(rc == SAKER_ENOTFOUND);
+		FUZZ_CHECK(mq->notified == 0);
+		return;
+	}
+	id = mq->open[k].id;
+	rc = release ? f->drv->release(f->s, mq->h, id) :
+	    f->drv->confirm(f->s, mq->h, id);
+	FUZZ_CHECK(rc == SAKER_OK);
+	if (release) {
+		memmove(&mq->ready[1], &mq->ready[0], mq->nready * sizeof(mq->ready[0]));
+		mq->ready[0] = mq->open[k];
+		mq->nready++;
+		FUZZ_CHECK(mq->notified == 1);
+	} else {
+		f->live--;
+		FUZZ_CHECK(mq->notified == 0);
+	}
+	memmove(&mq->open[k], &mq->open[k + 1], (mq->nopen - k - 1) * sizeof(mq->open[0]));
+	mq->nopen--;
+}
+
+static void
+op_promote(struct fz *f)
+{
+	int64_t next_due = -1, want_next = 0;
+	bool gained[NQ] = { false, false, false };
+	int i, rc;
+
+	rc = f->drv->promote(f->s, f->now, &next_due);
+	FUZZ_CHECK(rc == SAKER_OK);
+	for (;;) {
+		struct mqueue *best = NULL;
+
+		/* the globally first due item, by (due, arrival) */
+		for (i = 0; i < NQ; i++) {
+			struct mqueue *mq = &f->q[i];
+
+			if (!mq->exists || mq->ndelayed == 0 ||
+			    mq->delayed[0].due > f->now)
+				continue;
+			if (best == NULL || mq->delayed[0].due < best->delayed[0].due ||
+			    (mq->delayed[0].due == best->delayed[0].due &&
+			    mq->delayed[0].arrival < best->delayed[0].arrival))
+				best = mq;
+		}
+		if (best == NULL)
+			break;
+		if (is_expired(&best->delayed[0], f->now)) {
+			best->expired++;
+			f->live--;
+		} else {
+			best->ready[best->nready++] = best->delayed[0];
+			gained[best - f->q] = true;
+		}
+		memmove(&best->delayed[0], &best->delayed[1],
+		    --best->ndelayed * sizeof(best->delayed[0]));
+	}
+	for (i = 0; i < NQ; i++) {
+		if (f->q[i].exists && f->q[i].ndelayed > 0 &&
+		    (want_next == 0 || f->q[i].delayed[0].due < want_next))
+			want_next = f->q[i].delayed[0].due;
+		FUZZ_CHECK(f->q[i].notified == (gained[i] ? 1 : 0));
+	}
+	FUZZ_CHECK(next_due == want_next);
+}
+
+static void
+op_flush(struct fz *f)
+{
+	struct mqueue *mq = pick_queue(f, false);
+
+	if (mq == NULL)
+		return;
+	FUZZ_CHECK(f->drv->queue_flush(f->s, mq->h) == SAKER_OK);
+	f->live -= mq->nready + mq->ndelayed + mq->nopen;
+	mq->nready = mq->ndelayed = mq->nopen = 0;
+}
+
+static void
+op_delete(struct fz *f)
+{
+	struct mqueue *mq = pick_queue(f, false);
+
+	if (mq == NULL)
+		return;
+	FUZZ_CHECK(f->drv->queue_delete(f->s, mq->h) == SAKER_OK);
+	f->live -= mq->nready + mq->ndelayed + mq->nopen;
+	mq->exists = false;
+	mq->h = NULL;
+}
+
+static void
+op_flush_expired(struct fz *f)
+{
+	struct mqueue *mq = pick_queue(f, false);
+	uint64_t limit = next8(f) % 4, removed = 99, n = 0;
+	size_t k = 0;
+
+	if (mq == NULL)
+		return;
+	FUZZ_CHECK(f->drv->flush_expired(f->s, mq->h, f->now, limit,
+	    &removed) == SAKER_OK);
+	/* store.h: "limit bounds the work".  The memory and SQLite drivers
+	 * count items removed, LMDB counts items looked at; both are
+	 * allowed, so the model follows the driver. */
+	bool by_seen = strcmp(f->drv->name, "lmdb") == 0;
+	uint64_t seen = 0;
+
+	while (k < mq->nready && (limit == 0 || (by_seen ? seen : n) < limit)) {
+		seen++;
+		if (!is_expired(&mq->ready[k], f->now)) {
+			k++;
+			continue;
+		}
+		memmove(&mq->ready[k], &mq->ready[k + 1],
+		    (mq->nready - k - 1) * sizeof(mq->ready[0]));
+		mq->nready--;
+		n++;
+	}
+	mq->expired += n;
+	f->live -= n;
+	FUZZ_CHECK(removed == n);
+}
+
+static int
+iter_cb(void *arg, const struct saker_item *item)
+{
+	struct fz *f = arg;
+	struct mqueue *mq = f->iter_q;
+	size_t i = f->iter_pos++;
+
+	if (i < mq->nopen) {
+		FUZZ_CHECK(item->state == SAKER_ITEM_OPEN);
+		FUZZ_CHECK(item->id == mq->open[i].id);
+		check_item(f, item, &mq->open[i]);
+		return 0;
+	}
+	i -= mq->nopen;
+	if (i < mq->nready) {
+		FUZZ_CHECK(item->state == SAKER_ITEM_READY);
+		check_item(f, item, &mq->ready[i]);
+		return 0;
+	}
+	i -= mq->nready;
+	FUZZ_CHECK(i < mq->ndelayed);
+	FUZZ_CHECK(item->state == SAKER_ITEM_DELAYED);
+	FUZZ_CHECK(item->due_ms == mq->delayed[i].due);
+	check_item(f, item, &mq->delayed[i]);
+	return 0;
+}
+
+static int
+count_queue_cb(void *arg, const char *name, size_t len)
+{
+	int *n = arg;
+
+	(void)name;
+	(void)len;
+	(*n)++;
+	return 0;
+}
+
+static void
+op_check(struct fz *f)
+{
+	struct saker_queue_stats st;
+	int i, nq = 0, want_nq = 0;
+	uint64_t bytes;
+	size_t k;
+
+	for (i = 0; i < NQ; i++) {
+		struct mqueue *mq = &f->q[i];
+
+		if (!mq->exists)
+			continue;
+		want_nq++;
+		FUZZ_CHECK(f->drv->queue_stats(f->s, mq->h, &st) == SAKER_OK);
+		for (bytes = 0, k = 0; k < mq->nready; k++)
+			bytes += mq->ready[k].len;
+		FUZZ_CHECK(st.items == mq->nready);
+		FUZZ_CHECK(st.bytes == bytes);
+		FUZZ_CHECK(st.delayed_items == mq->ndelayed);
+		FUZZ_CHECK(st.open_items == mq->nopen);
+		FUZZ_CHECK(st.total_items == mq->total);
+		FUZZ_CHECK(st.expired_items == mq->expired);
+		FUZZ_CHECK(st.head_created_ms == (mq->nready > 0 ?
+		    mq->ready[0].created : 0));
+		f->iter_q = mq;
+		f->iter_pos = 0;
+		FUZZ_CHECK(f->drv->iterate(f->s, mq->h, iter_cb, f) == 0);
+		FUZZ_CHECK(f->iter_pos == mq->nopen + mq->nready + mq->ndelayed);
+	}
+	FUZZ_CHECK(f->drv->queues(f->s, count_queue_cb, &nq) == 0);
+	FUZZ_CHECK(nq == want_nq);
+}
+
+static void
+op_reopen(struct fz *f)
+{
+	struct mqueue *mq = &f->q[next8(f) % NQ];
+	const char *name = qnames[mq - f->q];
+	saker_queue *h = NULL;
+	int rc;
+
+	rc = f->drv->queue_open(f->s, name, strlen(name), false, mq, &h);
+	if (!mq->exists) {
+		FUZZ_CHECK(rc == SAKER_ENOTFOUND);
+		return;
+	}
+	FUZZ_CHECK(rc == SAKER_OK && h == mq->h);
+}
+
+int
+fuzz_store_driver(const struct saker_store_driver *drv, const char *location,
+    const uint8_t *data, size_t size)
+{
+	struct saker_store_opts opts;
+	struct fz *f;
+	char err[256];
+	int nops = 0;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return 0;
+	f->drv = drv;
+	f->p = data;
+	f->end = data + size;
+	f->now = BASE_MS;
+	memset(&opts, 0, sizeof(opts));
+	opts.create = true;
+	opts.sync = SAKER_SYNC_NEVER;
+	opts.notify = notify_cb;
+	FUZZ_CHECK(drv->open(location, &opts, &f->s, err, sizeof(err)) == SAKER_OK);
+	while (f->p < f->end && nops++ < MAXOPS) {
+		clear_notified(f);
+		switch (next8(f) % NOPS) {
+		case OP_PUT:		op_put(f); break;
+		case OP_TAKE:		op_take(f, SAKER_TAKE_REMOVE); break;
+		case OP_OPEN:		op_take(f, SAKER_TAKE_OPEN); break;
+		case OP_PEEK:		op_take(f, SAKER_TAKE_PEEK); break;
+		case OP_CONFIRM:	op_confirm_release(f, false); break;
+		case OP_RELEASE:	op_confirm_release(f, true); break;
+		case OP_PROMOTE:	op_promote(f); break;
+		case OP_FLUSH:		op_flush(f); break;
+		case OP_DELETE:		op_delete(f); break;
+		case OP_TIME:		f->now += (int64_t)next8(f) * (next8(f) + 1); break;
+		case OP_FLUSH_EXPIRED:	op_flush_expired(f); break;
+		case OP_COMMIT:		FUZZ_CHECK(drv->commit(f->s) == SAKER_OK); break;
+		case OP_CHECK:		op_check(f); break;
+		case OP_REOPEN:		op_reopen(f); break;
+		}
+	}
+	op_check(f);
+	FUZZ_CHECK(drv->commit(f->s) == SAKER_OK);
+	drv->close(f->s);
+	free(f);
+	return 0;
+}
+
+int
+fuzz_store(const uint8_t *data, size_t size)
+{
+	return fuzz_store_driver(&saker_store_memory, NULL, data, size);
+}
