@@ -1452,8 +1452,17 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 			break;
 		}
 		*next_due_ms = due;
-		if (due > now_ms || !s->txn_write)
+		if (due > now_ms)
 			break;
+		if (!s->txn_write) {
+			/* Due but not promotable: the store is read-only or
+			 * broken.  Say so, so the caller backs off instead of
+			 * asking again at once. */
+			if ((ret = lm_refuse(s)) == SAKER_OK)
+				ret = seterr(s, SAKER_EREADONLY, "lmdb %s: "
+				    "store is read-only", s->dir);
+			break;
+		}
 		if ((ret = op_begin(s, size, &t)) != SAKER_OK)
 			break;
 		len = 0;

@@ -1120,6 +1120,7 @@ pg_commit(saker_store *base)
 {
 	struct pg_store *s = PG(base);
 	struct saker_queue *q;
+	bool in_doubt = false;
 	uint64_t t0;
 	int err;
 
@@ -1137,8 +1138,12 @@ pg_commit(saker_store *base)
 	    (err = pg_write_counts(s)) != SAKER_OK ||
 	    (err = pg_send_notifies(s)) != SAKER_OK)
 		goto fail;
-	if ((err = pg_simple(s, "COMMIT", "commit")) != SAKER_OK)
+	if ((err = pg_simple(s, "COMMIT", "commit")) != SAKER_OK) {
+		/* The connection broke during COMMIT: the server may have
+		 * committed it or not, and nobody can tell us which. */
+		in_doubt = s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK;
 		goto fail;
+	}
 	s->in_txn = false;
 	s->txn_gen++;
 	while ((q = LIST_FIRST(&s->dirty)) != NULL) {
@@ -1169,14 +1174,12 @@ pg_commit(saker_store *base)
 
 fail:
 	/* pg_fail() rolled back and recorded it; report it once */
-	if (s->lost) {
-		s->lost = false;
-		return s->lost_err;
-	}
-	if (s->in_txn)
+	if (s->lost)
+		err = s->lost_err;
+	else if (s->in_txn)
 		pg_lose_batch(s, err);
 	s->lost = false;
-	return err;
+	return in_doubt ? SAKER_EINDOUBT : err;
 }
 
 static int

@@ -698,6 +698,16 @@ sq_commit(saker_store *base)
 	sqlite3_reset(s->st[S_COMMIT]);
 	if (rc != SQLITE_DONE) {
 		err = sq_fail(s, rc, "commit");
+		if (rc == SQLITE_IOERR_FSYNC || rc == SQLITE_IOERR_DIR_FSYNC) {
+			/* As in sq_sync(): after a failed fsync the kernel may
+			 * have dropped dirty pages of the WAL, so nothing can
+			 * be vouched for any more (fail-stop). */
+			s->broken = true;
+			snprintf(s->err, sizeof(s->err), "sqlite %s: fsync "
+			    "failed at commit; refusing writes until restart",
+			    s->path);
+			err = SAKER_EINDOUBT;
+		}
 		goto fail;
 	}
 	s->in_txn = false;
@@ -857,6 +867,8 @@ sq_queue_delete(saker_store *base, saker_queue *q)
 	}
 	if ((err = sq_sp_end(s, err)) != SAKER_OK)
 		return err;
+	if (q->cur.delayed != 0)
+		sq_refresh_next_due(s);	/* the earliest may have gone */
 	sq_hash_remove(s, q);
 	sq_unlist(q);
 	q->dead = true;
@@ -882,6 +894,8 @@ sq_queue_flush(saker_store *base, saker_queue *q)
 	err = sq_delete_items(s, q);
 	if ((err = sq_sp_end(s, err)) != SAKER_OK)
 		return err;
+	if (q->cur.delayed != 0)
+		sq_refresh_next_due(s);	/* the earliest may have gone */
 	sq_mark_dirty(s, q);
 	q->cur.items = q->cur.bytes = q->cur.delayed = q->cur.open = 0;
 	q->cur.head = q->cur.tail;

@@ -193,6 +193,8 @@ take_for(struct conn *c, struct squeue *q, unsigned opts, size_t k,
 			q->dequeued++;
 			server_touch();
 		}
+		if (mode == SAKER_TAKE_REMOVE)
+			conn_reply_keep(c, KEEP_IN_DOUBT);
 		if (mode == SAKER_TAKE_OPEN)
 			remember_open(c, q, hc.id);
 		server_schedule_flush(c);
@@ -988,6 +990,7 @@ cmd_execute(struct conn *c, struct proto_cmd *cmd, const char *line,
 		cmd_status(c, cmd);
 		break;
 	case PROTO_CMD_VERSION:
+		conn_reply_keep(c, KEEP_ALWAYS);
 		conn_reply_str(c, "VERSION " PACKAGE_VERSION "\r\n");
 		break;
 	case PROTO_CMD_VERBOSITY:

@@ -108,6 +108,7 @@ conn_free(struct conn *c)
 	event_free(c->wev);
 	gg_free(c);
 	free(c->brecs);
+	free(c->kept);
 	free(c);
 }
 
@@ -199,7 +200,43 @@ conn_reply_str(struct conn *c, const char *s)
 void
 conn_reply_done(struct conn *c)
 {
+	size_t end = evbuffer_get_length(c->pend);
+
+	if (c->reply_keep != KEEP_NEVER) {
+		if (c->nkept == c->kept_cap) {
+			size_t ncap = c->kept_cap ? c->kept_cap * 2 : 8;
+			struct kept_reply *n = realloc(c->kept, ncap * sizeof(*n));
+
+			if (n == NULL) {
+				/* a failed commit answers it with SERVER_ERROR
+				 * like the rest */
+				log_error("out of memory recording a reply");
+				goto done;
+			}
+			c->kept = n;
+			c->kept_cap = ncap;
+		}
+		c->kept[c->nkept].idx = c->batch_replies;
+		c->kept[c->nkept].keep = c->reply_keep;
+		c->kept[c->nkept].start = c->reply_start;
+		c->kept[c->nkept].end = end;
+		c->nkept++;
+	}
+done:
+	c->reply_keep = KEEP_NEVER;
+	c->reply_start = end;
 	c->batch_replies++;
+}
+
+void
+conn_reply_keep(struct conn *c, enum reply_keep keep)
+{
+	if (c->proto == CONN_PROTO_BINARY) {
+		if (c->nbrecs > 0 && c->brecs[c->nbrecs - 1].keep < keep)
+			c->brecs[c->nbrecs - 1].keep = (uint8_t)keep;
+	} else if (c->reply_keep < keep) {
+		c->reply_keep = (uint8_t)keep;
+	}
 }
 
 void
@@ -253,20 +290,50 @@ drained:
 	}
 }
 
+/* Text replies of a failed batch: SERVER_ERROR for each, except those
+ * kept (enum reply_keep), which are sent from `sent` as they were. */
+static void
+text_fail_batch(struct conn *c, struct evbuffer *sent, bool in_doubt,
+    const char *reason)
+{
+	size_t k = 0, pos = 0;
+	unsigned i;
+
+	for (i = 0; i < c->batch_replies; i++) {
+		const struct kept_reply *t = NULL;
+
+		if (k < c->nkept && c->kept[k].idx == i)
+			t = &c->kept[k++];
+		if (t != NULL && sent != NULL && (t->keep == KEEP_ALWAYS ||
+		    (in_doubt && t->keep == KEEP_IN_DOUBT))) {
+			evbuffer_drain(sent, t->start - pos);
+			evbuffer_remove_buffer(sent, c->pend, t->end - t->start);
+			pos = t->end;
+			continue;
+		}
+		evbuffer_add_printf(c->pend, "SERVER_ERROR %s\r\n", reason);
+	}
+}
+
 void
-conn_flush(struct conn *c, bool committed, const char *reason)
+conn_flush(struct conn *c, bool committed, bool in_doubt, const char *reason)
 {
 	struct open_item *oi, *next;
 
 	if (!committed) {
-		unsigned i;
+		struct evbuffer *sent = evbuffer_new();
 
-		evbuffer_drain(c->pend, evbuffer_get_length(c->pend));
+		if (sent == NULL)
+			evbuffer_drain(c->pend, evbuffer_get_length(c->pend));
+		else {
+			evbuffer_add_buffer(sent, c->pend);
+		}
 		if (c->proto == CONN_PROTO_BINARY)
-			bin_fail_batch(c, reason);
+			bin_fail_batch(c, sent, in_doubt, reason);
 		else
-			for (i = 0; i < c->batch_replies; i++)
-				evbuffer_add_printf(c->pend, "SERVER_ERROR %s\r\n", reason);
+			text_fail_batch(c, sent, in_doubt, reason);
+		if (sent != NULL)
+			evbuffer_free(sent);
 		/* the store rolled back the takes of this batch */
 		for (oi = TAILQ_FIRST(&c->opens); oi != NULL; oi = next) {
 			next = TAILQ_NEXT(oi, link);
@@ -276,6 +343,9 @@ conn_flush(struct conn *c, bool committed, const char *reason)
 	}
 	c->batch_replies = 0;
 	c->nbrecs = 0;
+	c->nkept = 0;
+	c->reply_start = 0;
+	c->reply_keep = KEEP_NEVER;
 	evbuffer_add_buffer(c->out, c->pend);
 	conn_write(c);
 }

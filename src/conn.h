@@ -25,8 +25,29 @@ struct getgroup;
 /* A binary reply of the current batch, kept so a failed commit can answer
  * each request with an error packet of the same opcode and opaque. */
 struct bin_rec {
+	size_t end;                     /* where its bytes end in pend */
 	uint32_t opaque;
 	uint8_t opcode;
+	uint8_t keep;                   /* enum reply_keep */
+};
+
+/* Which replies of a failed batch go out as they are. */
+enum reply_keep {
+	KEEP_NEVER = 0,                 /* SERVER_ERROR (the batch rolled back) */
+	KEEP_IN_DOUBT,                  /* it hands out a removed item: when the
+	                                 * commit's outcome is unknown
+	                                 * (SAKER_EINDOUBT) the take may have
+	                                 * reached the disk, and a duplicate
+	                                 * beats a lost item */
+	KEEP_ALWAYS                     /* it does not depend on the store
+	                                 * (version) */
+};
+
+/* A text reply of the current batch that may be kept (enum reply_keep). */
+struct kept_reply {
+	unsigned idx;                   /* its number among the batch's replies */
+	uint8_t keep;
+	size_t start, end;              /* its bytes in pend */
 };
 
 enum conn_state {
@@ -49,6 +70,10 @@ struct conn {
 	struct evbuffer *pend;          /* replies of the current batch */
 	struct evbuffer *out;           /* committed replies not yet written */
 	unsigned batch_replies;         /* replies in pend (for a failed commit) */
+	size_t reply_start;             /* where the reply being built starts */
+	uint8_t reply_keep;             /* ... and whether to keep it */
+	struct kept_reply *kept;        /* text: such replies of this batch */
+	size_t nkept, kept_cap;
 	struct bin_rec *brecs;          /* binary: replies of this batch */
 	size_t nbrecs, brecs_cap;
 
@@ -108,7 +133,13 @@ void conn_protocol_error(struct conn *c, const char *why);
 
 /* commit_ev: after a successful commit move pend to out and write; after a
  * failed one replace each pending reply with SERVER_ERROR `reason`. */
-void conn_flush(struct conn *c, bool committed, const char *reason);
+/* The batch's commit is over: send its replies.  When it failed they become
+ * errors, except that with `in_doubt` (SAKER_EINDOUBT) replies handing out
+ * removed items go out as they are. */
+void conn_flush(struct conn *c, bool committed, bool in_doubt, const char *reason);
+/* The reply being built (binary: the last one recorded) hands out an item
+ * that left its queue, or does not depend on the store at all. */
+void conn_reply_keep(struct conn *c, enum reply_keep keep);
 
 /* The open item `c` holds longest on q, or NULL; and how many it holds. */
 struct open_item *conn_oldest_open(struct conn *c, struct squeue *q);

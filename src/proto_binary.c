@@ -70,8 +70,10 @@ bin_record(struct conn *c, uint8_t opcode, uint32_t opaque)
 		c->brecs = nr;
 		c->brecs_cap = ncap;
 	}
+	c->brecs[c->nbrecs].end = evbuffer_get_length(c->pend);
 	c->brecs[c->nbrecs].opcode = opcode;
 	c->brecs[c->nbrecs].opaque = opaque;
+	c->brecs[c->nbrecs].keep = KEEP_NEVER;
 	c->nbrecs++;
 	server_schedule_flush(c);
 }
@@ -553,6 +555,7 @@ bin_one(struct conn *c)
 	case BIN_VERSION:
 		bin_reply(c, r.opcode, BIN_OK, r.opaque, NULL, 0, PACKAGE_VERSION,
 		    strlen(PACKAGE_VERSION));
+		conn_reply_keep(c, KEEP_ALWAYS);
 		break;
 	case BIN_STAT:
 		bin_stats(c, &r);
@@ -599,17 +602,24 @@ unknown:
 }
 
 void
-bin_fail_batch(struct conn *c, const char *reason)
+bin_fail_batch(struct conn *c, struct evbuffer *sent, bool in_doubt,
+    const char *reason)
 {
-	size_t i;
+	size_t i, pos = 0, start = 0;
 
-	for (i = 0; i < c->nbrecs; i++) {
+	for (i = 0; i < c->nbrecs; start = c->brecs[i].end, i++) {
 		const struct bin_rec *br = &c->brecs[i];
 
-		if (br->opcode == BIN_NOOP)
+		if (sent != NULL && (br->keep == KEEP_ALWAYS ||
+		    (in_doubt && br->keep == KEEP_IN_DOUBT))) {
+			evbuffer_drain(sent, start - pos);
+			evbuffer_remove_buffer(sent, c->pend, br->end - start);
+			pos = br->end;
+		} else if (br->opcode == BIN_NOOP) {
 			bin_put(c, BIN_NOOP, BIN_OK, br->opaque, NULL, 0, NULL, 0, NULL, 0);
-		else
+		} else {
 			bin_put(c, br->opcode, BIN_EINTERNAL, br->opaque, NULL, 0, NULL, 0,
 			    reason, strlen(reason));
+		}
 	}
 }

@@ -39,7 +39,9 @@ bool bin_one(struct conn *c);
 
 /* After a failed commit: answer every request of the batch with an error
  * packet of its opcode and opaque (a Noop still answers plainly, so a
- * multi-get stays framed). */
-void bin_fail_batch(struct conn *c, const char *reason);
+ * multi-get stays framed).  `sent` holds the batch's replies as they were;
+ * those kept (enum reply_keep) are sent from it. */
+void bin_fail_batch(struct conn *c, struct evbuffer *sent, bool in_doubt,
+    const char *reason);
 
 #endif

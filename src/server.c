@@ -98,11 +98,16 @@ reopen_handle(void *arg, const char *key, size_t len, void *value)
 	return 0;
 }
 
+/* Commits the store's completed batch; once it is durable (or failed)
+ * every connection in the batch gets its replies. */
 static void
 commit_cb(evutil_socket_t fd, short what, void *arg)
 {
 	const char *reason = NULL;
-	bool ok = true;
+	char why[sizeof(srv->store_error)];
+	struct saker_store_stats st;
+	uint64_t commits = 0;
+	bool ok = true, in_doubt = false;
 	struct conn *c;
 
 	(void)fd;
@@ -111,27 +116,48 @@ commit_cb(evutil_socket_t fd, short what, void *arg)
 	srv->commit_scheduled = false;
 	if (srv->dirty) {
 		uint64_t t0 = saker_mono_ns();
-		int rc = srv->store->driver->commit(srv->store);
+		int rc;
 
+		if (srv->store_failed) {
+			srv->store->driver->store_stats(srv->store, &st);
+			commits = st.commits;
+		}
+		rc = srv->store->driver->commit(srv->store);
 		stats_commit(&srv->stats, saker_mono_ns() - t0);
 		srv->dirty = false;
 		if (rc != SAKER_OK) {
 			ok = false;
+			in_doubt = rc == SAKER_EINDOUBT;
+			/* Copied: reopening the handles below overwrites the
+			 * driver's message buffer before the replies go out. */
 			reason = srv->store->driver->errmsg(srv->store);
 			if (reason == NULL || *reason == '\0')
 				reason = saker_strerror(rc);
-			log_error("store commit failed, batch rolled back: %s", reason);
+			snprintf(why, sizeof(why), "%s", reason);
+			reason = why;
+			if (in_doubt)
+				log_error("store commit failed, outcome unknown (items "
+				    "taken are handed out, items put may be there "
+				    "after a restart): %s", reason);
+			else
+				log_error("store commit failed, batch rolled back: %s",
+				    reason);
 			server_store_failed(reason);
 			hashmap_walk(srv->queues, reopen_handle, NULL);
-		} else {
-			srv->store_failed = false;
+		} else if (srv->store_failed) {
+			/* Only a commit that wrote something proves the store
+			 * writable again; an empty batch always succeeds, even
+			 * on a store that refuses writes until restart. */
+			srv->store->driver->store_stats(srv->store, &st);
+			if (st.commits > commits)
+				srv->store_failed = false;
 		}
 	}
 	srv->flush_batch = srv->batch++;
 	while ((c = TAILQ_FIRST(&srv->batch_conns)) != NULL) {
 		TAILQ_REMOVE(&srv->batch_conns, c, batch_link);
 		c->in_batch = false;
-		conn_flush(c, ok, reason);
+		conn_flush(c, ok, in_doubt, reason);
 	}
 	server_drain();
 	if (srv->stopping)
@@ -164,17 +190,34 @@ server_arm_promote(int64_t due_ms)
 	evtimer_add(srv->promote_ev, &tv);
 }
 
+/* How soon to try again when due items could not be promoted. */
+#define PROMOTE_RETRY_MS 100
+
 static void
 promote_now(void)
 {
 	int64_t next = 0;
 	int rc;
 
-	rc = srv->store->driver->promote(srv->store, saker_now_ms(), &next);
+	int64_t now = saker_now_ms();
+	rc = srv->store->driver->promote(srv->store, now, &next);
 	if (rc != SAKER_OK) {
-		log_error("promoting delayed items: %s", srv->store->driver->errmsg(srv->store));
-		/* try again shortly rather than lose track of them */
-		next = saker_now_ms() + 100;
+		const char *why = srv->store->driver->errmsg(srv->store);
+
+		/* Logged once per failure streak, not every retry. */
+		if (!srv->promote_failing)
+			log_error("promoting delayed items: %s (retrying every "
+			    "%d ms)", why, PROMOTE_RETRY_MS);
+		srv->promote_failing = true;
+		if (rc == SAKER_EREADONLY || rc == SAKER_EIO)
+			server_store_failed(why);
+		next = now + PROMOTE_RETRY_MS;
+	} else {
+		srv->promote_failing = false;
+		/* A due time already past that the driver did not promote
+		 * would re-arm the timer at 0 ms forever; back off instead. */
+		if (next > 0 && next <= now)
+			next = now + PROMOTE_RETRY_MS;
 	}
 	server_touch();
 	if (next > 0)

@@ -94,6 +94,7 @@ struct server {
 	struct http_server *http;     /* --http */
 	bool store_failed;            /* last commit failed: /healthz says so */
 	char store_error[256];
+	bool promote_failing;         /* promote() failed last time: retrying */
 	struct event *sig_ev[4];
 	struct evconnlistener *listeners[2];
 

@@ -47,6 +47,7 @@ saker_strerror(int err)
 	case SAKER_EVERSION:  return "storage format is newer than this build";
 	case SAKER_ELOCKED:   return "store is in use by another process";
 	case SAKER_EREADONLY: return "store is read-only";
+	case SAKER_EINDOUBT:  return "commit failed; its outcome is unknown";
 	default:              return "unknown error";
 	}
 }

@@ -36,6 +36,14 @@
  *   successful commit, and the caller must treat every call of the batch as
  *   not done.  A failing single call (put on a full disk, say) leaves the rest
  *   of the batch intact and committable.
+ *   One failure is not a clean rollback: when the fsync of a commit fails,
+ *   its data may already be in the file and may or may not be there after a
+ *   restart; likewise when the connection to a database server breaks
+ *   during COMMIT.  commit() then returns SAKER_EINDOUBT: the in-memory state
+ *   is rolled back as above, a local store refuses writes from then on (a
+ *   failed fsync cannot be retried safely), and the caller must treat every
+ *   call of the batch as "maybe done" (an item put may reappear, an item
+ *   taken may be gone: the core hands taken items out rather than lose them).
  *
  * BUFFERS
  *   Items are given to the caller through a saker_item_fn callback.  The view
@@ -71,7 +79,8 @@ typedef enum saker_err {
 	SAKER_ECORRUPT = -7,  /* storage is damaged or not a saker store */
 	SAKER_EVERSION = -8,  /* on-disk format newer than this build */
 	SAKER_ELOCKED = -9,   /* another process has the store open */
-	SAKER_EREADONLY = -10 /* store refuses writes (e.g. after a failed fsync) */
+	SAKER_EREADONLY = -10, /* store refuses writes (e.g. after a failed fsync) */
+	SAKER_EINDOUBT = -11  /* commit(): the outcome is unknown (see top) */
 } saker_err;
 
 /* A fixed, short description of a code ("storage full", ...). Never NULL. */
