@@ -50,6 +50,7 @@ struct saker_queue {
 	struct mlist open;       /* sorted by id: oldest first */
 	struct mlist delayed;    /* unordered; the heap holds the order */
 	struct saker_queue_stats st;
+	uint64_t nexpiring;      /* ready items with an expiry time */
 	void *ctx;
 	struct saker_queue *notify_next; /* promote(): queues that gained items */
 	bool notify_marked;
@@ -172,6 +173,7 @@ ready_push_tail(struct saker_queue *q, struct mitem *it)
 	list_push_tail(&q->ready, it);
 	q->st.items++;
 	q->st.bytes += it->len;
+	q->nexpiring += it->expires_ms != 0;
 }
 
 static void
@@ -181,6 +183,7 @@ ready_push_head(struct saker_queue *q, struct mitem *it)
 	list_push_head(&q->ready, it);
 	q->st.items++;
 	q->st.bytes += it->len;
+	q->nexpiring += it->expires_ms != 0;
 }
 
 static void
@@ -189,6 +192,7 @@ ready_unlink(struct saker_queue *q, struct mitem *it)
 	list_unlink(&q->ready, it);
 	q->st.items--;
 	q->st.bytes -= it->len;
+	q->nexpiring -= it->expires_ms != 0;
 }
 
 static size_t
@@ -575,6 +579,7 @@ queue_clear(struct mstore *ms, struct saker_queue *q)
 	memset(&q->delayed, 0, sizeof(q->delayed));
 	q->st.items = 0;
 	q->st.bytes = 0;
+	q->nexpiring = 0;
 	q->st.delayed_items = 0;
 	q->st.open_items = 0;
 }
@@ -954,7 +959,7 @@ mem_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 {
 	struct mstore *ms = MS(s);
 	struct mitem *it, *next;
-	uint64_t n = 0;
+	uint64_t n = 0, seen = 0;
 
 	if (removed != NULL)
 		*removed = 0;
@@ -962,8 +967,14 @@ mem_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 		return fail(ms, SAKER_EINVAL, "no queue");
 	if (ms->opts.read_only)
 		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	for (it = q->ready.head; it != NULL && (limit == 0 || n < limit); it = next) {
+	/* The sweep calls this for every queue every few seconds: a queue of
+	 * millions of items without expiry times costs nothing. */
+	if (q->nexpiring == 0)
+		return SAKER_OK;
+	for (it = q->ready.head; it != NULL && (limit == 0 || seen < limit);
+	    it = next) {
 		next = it->next;
+		seen++;
 		if (!expired(it, now_ms))
 			continue;
 		ready_unlink(q, it);

@@ -108,10 +108,12 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_RELEASE] = "UPDATE saker_items SET state = 0, owner = NULL,"
 	    " lease_until = 0 WHERE qid = $1::bigint AND id = $2::bigint AND"
 	    " state = 1 AND owner = $3::text",
+	/* looks at no more than $3 ready items from the head (store.h) */
 	[P_EXPIRE] = "DELETE FROM saker_items WHERE (qid, id) IN (SELECT qid, id"
-	    " FROM saker_items WHERE qid = $1::bigint AND state = 0 AND"
-	    " due <= $2::bigint AND expires <> 0 AND expires <= $2::bigint"
-	    " ORDER BY vis, id LIMIT $3::bigint FOR UPDATE SKIP LOCKED)",
+	    " FROM (SELECT qid, id, expires FROM saker_items WHERE"
+	    " qid = $1::bigint AND state = 0 AND due <= $2::bigint"
+	    " ORDER BY vis, id LIMIT $3::bigint FOR UPDATE SKIP LOCKED) AS h"
+	    " WHERE expires <> 0 AND expires <= $2::bigint)",
 	[P_STATS] = "SELECT count(*) FILTER (WHERE state = 0 AND due <= $2::bigint),"
 	    " coalesce(sum(len) FILTER (WHERE state = 0 AND due <= $2::bigint),"
 	    " 0)::bigint, count(*) FILTER (WHERE state = 0 AND due > $2::bigint),"

@@ -94,9 +94,8 @@ static const char *const sq_sql[S_COUNT] = {
 	    " WHERE qid = ?1 AND state = 1 ORDER BY seq",
 	[S_I_READYLIST] = "SELECT seq, flags, expires, created, data FROM items"
 	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq",
-	[S_I_EXPIRED] = "SELECT seq, length(data) FROM items"
-	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0"
-	    " AND expires <> 0 AND expires <= ?3 ORDER BY seq LIMIT ?4",
+	[S_I_EXPIRED] = "SELECT seq, expires, length(data) FROM items"
+	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq LIMIT ?3",
 	[S_I_DELQ] = "DELETE FROM items WHERE qid = ?1",
 	[S_D_INSERT] = "INSERT INTO delayed(due, seq, qid, flags, expires,"
 	    " created, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -1259,9 +1258,9 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 {
 	struct sq_store *s = SQ(base);
 	sqlite3_stmt *st = s->st[S_I_EXPIRED];
-	int64_t seqs[SQ_EXPIRE_CHUNK], from;
+	int64_t seqs[SQ_EXPIRE_CHUNK], from, last = 0, expires;
 	size_t lens[SQ_EXPIRE_CHUNK];
-	uint64_t chunk;
+	uint64_t chunk, seen = 0, got;
 	int err, rc, n, i;
 
 	*removed = 0;
@@ -1269,23 +1268,31 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 		return err;
 	if (q->cur.items == 0)
 		return SAKER_OK;
+	/* At most `limit` ready items are looked at (store.h): no index on
+	 * expiry, so a bound on matches would scan a huge queue whole. */
 	from = q->cur.head;
 	for (;;) {
 		chunk = SQ_EXPIRE_CHUNK;
-		if (limit != 0 && limit - *removed < chunk)
-			chunk = limit - *removed;
+		if (limit != 0 && limit - seen < chunk)
+			chunk = limit - seen;
 		if (chunk == 0)
 			break;
 		sqlite3_bind_int64(st, 1, q->id);
 		sqlite3_bind_int64(st, 2, from);
-		sqlite3_bind_int64(st, 3, now_ms);
-		sqlite3_bind_int64(st, 4, (int64_t)chunk);
+		sqlite3_bind_int64(st, 3, (int64_t)chunk);
 		n = 0;
+		got = 0;
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			seqs[n] = sqlite3_column_int64(st, 0);
-			lens[n] = (size_t)sqlite3_column_int64(st, 1);
+			got++;
+			last = sqlite3_column_int64(st, 0);
+			expires = sqlite3_column_int64(st, 1);
+			if (expires == 0 || expires > now_ms)
+				continue;
+			seqs[n] = last;
+			lens[n] = (size_t)sqlite3_column_int64(st, 2);
 			n++;
 		}
+		seen += got;
 		sq_reset(st);
 		if (rc != SQLITE_DONE)
 			return sq_fail(s, rc, "find expired items");
@@ -1297,9 +1304,9 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 				return err;
 			(*removed)++;
 		}
-		if ((uint64_t)n < chunk)
+		if (got < chunk)
 			break;
-		from = seqs[n - 1] + 1;
+		from = last + 1;
 	}
 	return SAKER_OK;
 }

@@ -573,6 +573,20 @@ START_TEST(test_flush_expired)
 	ck_assert_uint_eq(st.items, 0);
 	ck_assert_uint_eq(st.expired_items, 14);
 	take_empty(q, SAKER_TAKE_REMOVE, BASE + 400);
+
+	/* the limit counts items looked at, not removed: expired items
+	 * behind `limit` live ones are left for a later call */
+	for (i = 0; i < 5; i++)
+		put_s(q, "live", 0, 0, BASE);
+	for (i = 0; i < 3; i++)
+		put_s(q, "old", BASE + 450, 0, BASE);
+	ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 500, 5, &removed),
+	    SAKER_OK);
+	ck_assert_uint_eq(removed, 0);
+	ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 500, 0, &removed),
+	    SAKER_OK);
+	ck_assert_uint_eq(removed, 3);
+	ck_assert_uint_eq(qstats(q).items, 5);
 	commit();
 }
 END_TEST

@@ -244,7 +244,9 @@ struct saker_store_driver {
 	int (*promote)(saker_store *s, int64_t now_ms, int64_t *next_due_ms);
 
 	/* Remove expired ready items of the queue; count in *removed.
-	 * `limit` bounds the work (0 = no bound). */
+	 * `limit` bounds the work: at most that many ready items are looked
+	 * at, from the head (0 = all of them).  The core's background sweep
+	 * relies on it to keep a loop turn short on huge queues. */
 	int (*flush_expired)(saker_store *s, saker_queue *q, int64_t now_ms,
 	    uint64_t limit, uint64_t *removed);
 

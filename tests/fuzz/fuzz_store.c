@@ -392,13 +392,10 @@ op_flush_expired(struct fz *f)
 		return;
 	FUZZ_CHECK(f->drv->flush_expired(f->s, mq->h, f->now, limit,
 	    &removed) == SAKER_OK);
-	/* store.h: "limit bounds the work".  The memory and SQLite drivers
-	 * count items removed, LMDB counts items looked at; both are
-	 * allowed, so the model follows the driver. */
-	bool by_seen = strcmp(f->drv->name, "lmdb") == 0;
+	/* store.h: at most `limit` ready items are looked at, from the head. */
 	uint64_t seen = 0;
 
-	while (k < mq->nready && (limit == 0 || (by_seen ? seen : n) < limit)) {
+	while (k < mq->nready && (limit == 0 || seen < limit)) {
 		seen++;
 		if (!is_expired(&mq->ready[k], f->now)) {
 			k++;
