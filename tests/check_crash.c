@@ -13,150 +13,17 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#include "totalq.h"
 
 /*
- * Jepsen-style accounting: every producer sends unique items one at a time
- * ("as fast as acknowledged") and remembers, per item, whether a STORED
- * came back.  After SIGKILL and restart every queue is drained and each
- * item read back is matched against what was sent:
- *   lost        acknowledged but never read back        must be 0
- *   unexpected  read back but never sent (or refused)   must be 0
- *   duplicated  read back more than once                must be 0
- *   reordered   out of order within one producer/queue  must be 0
- * Items in flight at the kill ("maybe") may or may not come back.
+ * Each round: 50 producers load the server (Jepsen's total-queue check,
+ * totalq.h) while one item is held open and one is delayed; SIGKILL at a
+ * random moment, restart, and then lost, unexpected, duplicated and
+ * reordered must all be 0, the open item must be back at the head and the
+ * delayed one must keep its due time.
  */
 
-#define NPROD 50
-#define NQUEUE 4
 #define NROUNDS 5
-#define MAXSEQ 100000
-
-enum { ST_UNSENT, ST_MAYBE, ST_ACKED, ST_REFUSED };
-
-struct producer {
-	int fd;
-	int next;		/* next sequence number to send */
-	bool waiting;		/* a set is in flight */
-	size_t len;
-	char buf[256];
-	unsigned char *state;	/* ST_* per sequence */
-	unsigned char *seen;	/* times read back per sequence */
-	int last[NQUEUE];	/* last sequence read back per queue */
-};
-
-struct counts {
-	int acked, maybe, read, lost, unexpected, duplicated, reordered;
-};
-
-static int
-queue_of(int p, int seq)
-{
-	return (p + seq) % NQUEUE;
-}
-
-static void
-send_next(struct producer *pr, int p, int round)
-{
-	char req[128];
-	int n;
-
-	ck_assert_int_lt(pr->next, MAXSEQ);
-	n = snprintf(req, sizeof(req), "set crash%d 0 0 %d\r\n",
-	    queue_of(p, pr->next),
-	    snprintf(NULL, 0, "r%d-p%d-%d", round, p, pr->next));
-	n += snprintf(req + n, sizeof(req) - (size_t)n, "r%d-p%d-%d\r\n",
-	    round, p, pr->next);
-	pr->state[pr->next] = ST_MAYBE;
-	pr->waiting = true;
-	mustsend(pr->fd, req, (size_t)n);
-}
-
-/* Consume replies in pr->buf; false if the connection broke. */
-static bool
-take_replies(struct producer *pr)
-{
-	char *nl;
-	size_t used;
-
-	while ((nl = memchr(pr->buf, '\n', pr->len)) != NULL) {
-		used = (size_t)(nl - pr->buf) + 1;
-		if (!pr->waiting)
-			return false;
-		if (used == 8 && memcmp(pr->buf, "STORED\r\n", 8) == 0)
-			pr->state[pr->next] = ST_ACKED;
-		else
-			pr->state[pr->next] = ST_REFUSED;
-		pr->waiting = false;
-		pr->next++;
-		memmove(pr->buf, pr->buf + used, pr->len - used);
-		pr->len -= used;
-	}
-	return true;
-}
-
-/* Read what is there; false on EOF or error. */
-static bool
-read_some(struct producer *pr)
-{
-	ssize_t r = recv(pr->fd, pr->buf + pr->len,
-	    sizeof(pr->buf) - pr->len, MSG_DONTWAIT);
-
-	if (r == -1 && (errno == EAGAIN || errno == EINTR))
-		return true;
-	if (r <= 0)
-		return false;
-	pr->len += (size_t)r;
-	return take_replies(pr);
-}
-
-/* Drain queue q (pipelined gets, 100 at a time) into the producers'
- * bookkeeping. */
-static void
-drain(int fd, int q, struct producer *prs, int round, struct counts *ct)
-{
-	char req[64 * 100];
-	int i, n, got_end = 0;
-
-	while (!got_end) {
-		n = 0;
-		for (i = 0; i < 100; i++)
-			n += snprintf(req + n, sizeof(req) - (size_t)n,
-			    "get crash%d\r\n", q);
-		mustsend(fd, req, (size_t)n);
-		for (i = 0; i < 100; i++) {
-			struct tl_value v;
-			int r, p, seq;
-
-			if (tl_read_value(fd, &v) == 0) {
-				got_end = 1;
-				continue;
-			}
-			ck_assert_msg(!got_end, "crash%d: item after END", q);
-			tl_ckresp_(__FILE__, __LINE__, fd, "END\r\n", 5);
-			ct->read++;
-			if (sscanf(v.data, "r%d-p%d-%d", &r, &p, &seq) != 3 ||
-			    r != round || p < 0 || p >= NPROD || seq < 0 ||
-			    seq >= MAXSEQ || queue_of(p, seq) != q ||
-			    prs[p].state[seq] == ST_UNSENT ||
-			    prs[p].state[seq] == ST_REFUSED) {
-				fprintf(stderr, "unexpected item \"%s\" in "
-				    "crash%d\n", v.data, q);
-				ct->unexpected++;
-			} else {
-				if (prs[p].seen[seq]++ > 0)
-					ct->duplicated++;
-				if (seq <= prs[p].last[q]) {
-					fprintf(stderr, "crash%d: p%d-%d after "
-					    "p%d-%d\n", q, p, seq, p,
-					    prs[p].last[q]);
-					ct->reordered++;
-				}
-				prs[p].last[q] = seq;
-			}
-			tl_value_clear(&v);
-		}
-	}
-}
 
 /*
  * One round: load, kill, restart, check.  `s` is running on entry and on
@@ -165,14 +32,10 @@ drain(int fd, int q, struct producer *prs, int round, struct counts *ct)
 static void
 crash_round(struct tl_server *s, const char *name, int round)
 {
-	struct producer *prs = calloc(NPROD, sizeof(*prs));
-	struct pollfd pf[NPROD];
-	struct counts ct;
-	int p, q, seq, ctl, opener;
-	int64_t kill_at, t_delay, dt;
+	struct tq t;
+	int ctl, opener;
+	int64_t t_delay, dt;
 	char req[128];
-
-	memset(&ct, 0, sizeof(ct));
 
 	/* An open item and a delayed item at the time of the kill. */
 	ctl = tl_connect(s->port);
@@ -196,41 +59,10 @@ crash_round(struct tl_server *s, const char *name, int round)
 	mustsends(ctl, req);
 	ckresp(ctl, "STORED\r\n");
 
-	for (p = 0; p < NPROD; p++) {
-		prs[p].fd = tl_connect(s->port);
-		fcntl(prs[p].fd, F_SETFL, O_NONBLOCK);
-		prs[p].state = calloc(MAXSEQ, 1);
-		prs[p].seen = calloc(MAXSEQ, 1);
-		for (q = 0; q < NQUEUE; q++)
-			prs[p].last[q] = -1;
-		send_next(&prs[p], p, round);
-	}
-	kill_at = tl_now_ms() + 100 + random() % 301;
-	while (tl_now_ms() < kill_at) {
-		int left = (int)(kill_at - tl_now_ms());
-
-		for (p = 0; p < NPROD; p++) {
-			pf[p].fd = prs[p].fd;
-			pf[p].events = POLLIN;
-		}
-		if (poll(pf, NPROD, left > 0 ? left : 0) <= 0)
-			continue;
-		for (p = 0; p < NPROD; p++) {
-			if (pf[p].revents == 0)
-				continue;
-			ck_assert_msg(read_some(&prs[p]), "%s: producer %d: "
-			    "connection broke before the kill", name, p);
-			if (!prs[p].waiting)
-				send_next(&prs[p], p, round);
-		}
-	}
+	tq_start(&t, s->port, "crash", round);
+	tq_run_until(&t, tl_now_ms() + 100 + random() % 301, name);
 	tl_server_kill(s);
-	/* Replies already sent before the kill still count as acks. */
-	for (p = 0; p < NPROD; p++) {
-		while (!tl_quiet(prs[p].fd, 1000) && read_some(&prs[p]))
-			;
-		close(prs[p].fd);
-	}
+	tq_stop(&t);
 	close(opener);
 	close(ctl);
 
@@ -244,22 +76,7 @@ crash_round(struct tl_server *s, const char *name, int round)
 	tl_ckget(ctl, "crashopen", req);
 	tl_ckget(ctl, "crashopen", NULL);
 
-	for (q = 0; q < NQUEUE; q++)
-		drain(ctl, q, prs, round, &ct);
-
-	for (p = 0; p < NPROD; p++) {
-		for (seq = 0; seq < prs[p].next + 1 && seq < MAXSEQ; seq++) {
-			if (prs[p].state[seq] == ST_ACKED) {
-				ct.acked++;
-				if (prs[p].seen[seq] == 0) {
-					fprintf(stderr, "%s: lost r%d-p%d-%d\n",
-					    name, round, p, seq);
-					ct.lost++;
-				}
-			} else if (prs[p].state[seq] == ST_MAYBE)
-				ct.maybe++;
-		}
-	}
+	tq_check(&t, ctl, name);
 
 	/* The delayed item keeps its due time across the crash. */
 	dt = tl_now_ms() - t_delay;
@@ -282,24 +99,20 @@ crash_round(struct tl_server *s, const char *name, int round)
 
 	printf("%s round %d: acknowledged %d maybe %d read %d lost %d "
 	    "unexpected %d duplicated %d reordered %d\n", name, round,
-	    ct.acked, ct.maybe, ct.read, ct.lost, ct.unexpected,
-	    ct.duplicated, ct.reordered);
+	    t.ct.acked, t.ct.maybe, t.ct.read, t.ct.lost, t.ct.unexpected,
+	    t.ct.duplicated, t.ct.reordered);
 	fflush(stdout);
-	ck_assert_msg(ct.lost == 0, "%s round %d: %d acknowledged items lost",
-	    name, round, ct.lost);
-	ck_assert_msg(ct.unexpected == 0, "%s round %d: %d unexpected items",
-	    name, round, ct.unexpected);
-	ck_assert_msg(ct.duplicated == 0, "%s round %d: %d duplicated items",
-	    name, round, ct.duplicated);
-	ck_assert_msg(ct.reordered == 0, "%s round %d: %d items out of "
-	    "producer order", name, round, ct.reordered);
-	ck_assert_msg(ct.acked > 0, "%s round %d: nothing was acknowledged "
+	ck_assert_msg(t.ct.lost == 0, "%s round %d: %d acknowledged items lost",
+	    name, round, t.ct.lost);
+	ck_assert_msg(t.ct.unexpected == 0, "%s round %d: %d unexpected items",
+	    name, round, t.ct.unexpected);
+	ck_assert_msg(t.ct.duplicated == 0, "%s round %d: %d duplicated items",
+	    name, round, t.ct.duplicated);
+	ck_assert_msg(t.ct.reordered == 0, "%s round %d: %d items out of "
+	    "producer order", name, round, t.ct.reordered);
+	ck_assert_msg(t.ct.acked > 0, "%s round %d: nothing was acknowledged "
 	    "in the load phase", name, round);
-	for (p = 0; p < NPROD; p++) {
-		free(prs[p].state);
-		free(prs[p].seen);
-	}
-	free(prs);
+	tq_free(&t);
 }
 
 static void

@@ -130,6 +130,31 @@ START_TEST(test_store)
 }
 END_TEST
 
+/* Whole client sessions through the server; the protocol corpus too, as
+ * sessions written in one piece. */
+static int
+conn_whole(const uint8_t *data, size_t size)
+{
+	uint8_t *buf = malloc(size + 1);
+
+	ck_assert_ptr_nonnull(buf);
+	buf[0] = 0;		/* "in one piece" */
+	memcpy(buf + 1, data, size);
+	fuzz_conn(buf, size + 1);
+	free(buf);
+	return 0;
+}
+
+START_TEST(test_conn)
+{
+	int n = replay("conn", fuzz_conn);
+	int m = replay("proto", conn_whole);
+
+	printf("conn: %d sessions and %d protocol inputs replayed\n", n, m);
+	ck_assert_int_ge(n, 20);
+}
+END_TEST
+
 /* The store programs over the durable drivers too: the same model, so
  * the memory driver and the durable ones are held to one behaviour. */
 static const struct saker_store_driver *durable_drv;
@@ -195,6 +220,7 @@ replay_suite(void)
 	tcase_add_test(tc, test_proto);
 	tcase_add_test(tc, test_dump);
 	tcase_add_test(tc, test_store);
+	tcase_add_test(tc, test_conn);
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, test_store_lmdb);
 #endif

@@ -16,6 +16,7 @@
 
 #include "powerloss/powerloss.h"
 #include "testlib.h"
+#include "totalq.h"
 
 /*
  * sakerd runs with tests/powerloss/libpowerloss.so preloaded, which keeps
@@ -32,27 +33,11 @@
  * same way and only print what they lose (docs/durability.md).
  */
 
-#define NPROD 50
-#define NQUEUE 4
 #define CUTS 20
 #define SURVEY_CUTS 3
-#define MAXSEQ 50000
-
-enum { ST_UNSENT, ST_MAYBE, ST_ACKED, ST_REFUSED };
-
-struct producer {
-	int fd;
-	int next;
-	bool waiting;
-	size_t len;
-	char buf[256];
-	unsigned char *state;
-	unsigned char *seen;
-	int last[NQUEUE];
-};
 
 struct counts {
-	int acked, maybe, read, lost, unexpected, duplicated, reordered;
+	struct tq_counts tq;
 	long undone;		/* writes the power cut took back */
 };
 
@@ -99,150 +84,21 @@ pl_env_clear(void)
 	unsetenv(PL_ENV_JOURNAL);
 }
 
-static int
-queue_of(int p, int seq)
-{
-	return (p + seq) % NQUEUE;
-}
-
-static void
-send_next(struct producer *pr, int p, int cut)
-{
-	char req[160], data[64];
-	int n, dl;
-
-	ck_assert_int_lt(pr->next, MAXSEQ);
-	dl = snprintf(data, sizeof(data), "c%d-p%d-%d", cut, p, pr->next);
-	n = snprintf(req, sizeof(req), "set pl%d 0 0 %d\r\n%s\r\n",
-	    queue_of(p, pr->next), dl, data);
-	pr->state[pr->next] = ST_MAYBE;
-	pr->waiting = true;
-	mustsend(pr->fd, req, (size_t)n);
-}
-
-static bool
-take_replies(struct producer *pr)
-{
-	char *nl;
-	size_t used;
-
-	while ((nl = memchr(pr->buf, '\n', pr->len)) != NULL) {
-		used = (size_t)(nl - pr->buf) + 1;
-		if (!pr->waiting)
-			return false;
-		pr->state[pr->next] = used == 8 &&
-		    memcmp(pr->buf, "STORED\r\n", 8) == 0 ? ST_ACKED : ST_REFUSED;
-		pr->waiting = false;
-		pr->next++;
-		memmove(pr->buf, pr->buf + used, pr->len - used);
-		pr->len -= used;
-	}
-	return true;
-}
-
-static bool
-read_some(struct producer *pr)
-{
-	ssize_t r = recv(pr->fd, pr->buf + pr->len, sizeof(pr->buf) - pr->len,
-	    MSG_DONTWAIT);
-
-	if (r == -1 && (errno == EAGAIN || errno == EINTR))
-		return true;
-	if (r <= 0)
-		return false;
-	pr->len += (size_t)r;
-	return take_replies(pr);
-}
-
-static void
-drain(int fd, int q, struct producer *prs, int cut, struct counts *ct)
-{
-	char req[32 * 100];
-	int i, n, got_end = 0;
-
-	while (!got_end) {
-		for (n = 0, i = 0; i < 100; i++)
-			n += snprintf(req + n, sizeof(req) - (size_t)n,
-			    "get pl%d\r\n", q);
-		mustsend(fd, req, (size_t)n);
-		for (i = 0; i < 100; i++) {
-			struct tl_value v;
-			int c, p, seq;
-
-			if (tl_read_value(fd, &v) == 0) {
-				got_end = 1;
-				continue;
-			}
-			tl_ckresp_(__FILE__, __LINE__, fd, "END\r\n", 5);
-			ct->read++;
-			if (sscanf(v.data, "c%d-p%d-%d", &c, &p, &seq) != 3 ||
-			    c != cut || p < 0 || p >= NPROD || seq < 0 ||
-			    seq >= MAXSEQ || queue_of(p, seq) != q ||
-			    prs[p].state[seq] == ST_UNSENT ||
-			    prs[p].state[seq] == ST_REFUSED) {
-				fprintf(stderr, "unexpected item \"%s\" in pl%d\n",
-				    v.data, q);
-				ct->unexpected++;
-			} else {
-				if (prs[p].seen[seq]++ > 0)
-					ct->duplicated++;
-				if (seq <= prs[p].last[q])
-					ct->reordered++;
-				prs[p].last[q] = seq;
-			}
-			tl_value_clear(&v);
-		}
-	}
-}
-
 /* One cut; the server is running on entry and on return. */
 static void
 cut_once(struct tl_server *s, struct plrun *pr_run, const char *name, int cut,
     struct counts *ct)
 {
-	struct producer *prs = calloc(NPROD, sizeof(*prs));
-	struct pollfd pf[NPROD];
+	struct tq t;
 	char err[512];
-	int64_t kill_at;
 	long undone;
-	int p, q, seq, ctl;
+	int ctl;
 
-	ck_assert_ptr_nonnull(prs);
 	memset(ct, 0, sizeof(*ct));
-	for (p = 0; p < NPROD; p++) {
-		prs[p].fd = tl_connect(s->port);
-		fcntl(prs[p].fd, F_SETFL, O_NONBLOCK);
-		prs[p].state = calloc(MAXSEQ, 1);
-		prs[p].seen = calloc(MAXSEQ, 1);
-		for (q = 0; q < NQUEUE; q++)
-			prs[p].last[q] = -1;
-		send_next(&prs[p], p, cut);
-	}
-	kill_at = tl_now_ms() + 100 + random() % 301;
-	while (tl_now_ms() < kill_at) {
-		int left = (int)(kill_at - tl_now_ms());
-
-		for (p = 0; p < NPROD; p++) {
-			pf[p].fd = prs[p].fd;
-			pf[p].events = POLLIN;
-		}
-		if (poll(pf, NPROD, left > 0 ? left : 0) <= 0)
-			continue;
-		for (p = 0; p < NPROD; p++) {
-			if (pf[p].revents == 0)
-				continue;
-			ck_assert_msg(read_some(&prs[p]), "%s: producer %d: "
-			    "connection broke before the cut", name, p);
-			if (!prs[p].waiting)
-				send_next(&prs[p], p, cut);
-		}
-	}
+	tq_start(&t, s->port, "pl", cut);
+	tq_run_until(&t, tl_now_ms() + 100 + random() % 301, name);
 	tl_server_kill(s);
-	for (p = 0; p < NPROD; p++) {
-		while (!tl_quiet(prs[p].fd, 1000) && read_some(&prs[p]))
-			;
-		close(prs[p].fd);
-	}
+	tq_stop(&t);
 
 	/* The power cut: every write since the last fsync is undone. */
 	undone = pl_restore(pr_run->journal, err, sizeof(err));
@@ -251,26 +107,14 @@ cut_once(struct tl_server *s, struct plrun *pr_run, const char *name, int cut,
 
 	tl_server_restart(s);	/* fails the test unless it opens cleanly */
 	ctl = tl_connect(s->port);
-	for (q = 0; q < NQUEUE; q++)
-		drain(ctl, q, prs, cut, ct);
+	tq_check(&t, ctl, name);
 	close(ctl);
-	for (p = 0; p < NPROD; p++) {
-		for (seq = 0; seq <= prs[p].next && seq < MAXSEQ; seq++) {
-			if (prs[p].state[seq] == ST_ACKED) {
-				ct->acked++;
-				if (prs[p].seen[seq] == 0)
-					ct->lost++;
-			} else if (prs[p].state[seq] == ST_MAYBE)
-				ct->maybe++;
-		}
-		free(prs[p].state);
-		free(prs[p].seen);
-	}
-	free(prs);
+	ct->tq = t.ct;
+	tq_free(&t);
 	printf("%s cut %d: undone writes %ld acknowledged %d maybe %d read %d "
 	    "lost %d unexpected %d duplicated %d reordered %d\n", name, cut,
-	    undone, ct->acked, ct->maybe, ct->read, ct->lost, ct->unexpected,
-	    ct->duplicated, ct->reordered);
+	    undone, t.ct.acked, t.ct.maybe, t.ct.read, t.ct.lost,
+	    t.ct.unexpected, t.ct.duplicated, t.ct.reordered);
 	fflush(stdout);
 }
 
@@ -320,24 +164,24 @@ powerloss_store(const char *store, const char *sync, int cuts, bool strict)
 	printf("%s: cut-time seed %u\n", name, seed);
 	for (cut = 0; cut < cuts; cut++) {
 		cut_once(s, &r, name, cut, &ct);
-		sum.acked += ct.acked;
-		sum.lost += ct.lost;
-		sum.unexpected += ct.unexpected;
+		sum.tq.acked += ct.tq.acked;
+		sum.tq.lost += ct.tq.lost;
+		sum.tq.unexpected += ct.tq.unexpected;
 		sum.undone += ct.undone;
-		ck_assert_msg(ct.unexpected == 0 && ct.duplicated == 0 &&
-		    ct.reordered == 0, "%s cut %d: unexpected %d duplicated %d "
-		    "reordered %d", name, cut, ct.unexpected, ct.duplicated,
-		    ct.reordered);
+		ck_assert_msg(ct.tq.unexpected == 0 && ct.tq.duplicated == 0 &&
+		    ct.tq.reordered == 0, "%s cut %d: unexpected %d duplicated %d "
+		    "reordered %d", name, cut, ct.tq.unexpected,
+		    ct.tq.duplicated, ct.tq.reordered);
 		if (strict) {
-			ck_assert_msg(ct.lost == 0, "%s cut %d: %d acknowledged "
-			    "items lost", name, cut, ct.lost);
-			ck_assert_msg(ct.acked > 0, "%s cut %d: nothing "
+			ck_assert_msg(ct.tq.lost == 0, "%s cut %d: %d acknowledged "
+			    "items lost", name, cut, ct.tq.lost);
+			ck_assert_msg(ct.tq.acked > 0, "%s cut %d: nothing "
 			    "acknowledged", name, cut);
 		}
 	}
 	printf("%s: %d cuts in %lld ms, acknowledged %d, lost %d, unexpected %d\n",
-	    name, cuts, (long long)(tl_now_ms() - t0), sum.acked, sum.lost,
-	    sum.unexpected);
+	    name, cuts, (long long)(tl_now_ms() - t0), sum.tq.acked, sum.tq.lost,
+	    sum.tq.unexpected);
 	/* With --sync never nothing is fsynced during a cut: if nothing was
 	 * undone, the shim is not working and the whole test proves nothing. */
 	if (strcmp(sync, "never") == 0)

@@ -26,6 +26,11 @@ int fuzz_dump(const uint8_t *data, size_t size);
  * against a model of the queues after every step. */
 int fuzz_store(const uint8_t *data, size_t size);
 
+/* A client's bytes through the whole server in-process (conn.c framing,
+ * the text, binary and meta protocols, the command layer) over the memory
+ * store; the first byte chooses how the rest is split into writes. */
+int fuzz_conn(const uint8_t *data, size_t size);
+
 /* The same interpreter over any driver; `location` as for open(). */
 int fuzz_store_driver(const struct saker_store_driver *drv,
     const char *location, const uint8_t *data, size_t size);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gen_seeds.py -- (re)writes the seed corpus under tests/fuzz/corpus/{proto,dump,store}.
+"""gen_seeds.py -- (re)writes the seed corpus under tests/fuzz/corpus/{proto,dump,store,conn}.
 
 Run from anywhere: python3 tests/fuzz/gen_seeds.py.  Deterministic.  Files
 named regress-* are inputs that once found bugs; this script never touches
@@ -89,3 +89,72 @@ for k in range(20):
     prog += bytes([0, k % 3, 1 | 2, k, 0, 0, 0, k, 10 + k, 50])
 prog += bytes([9, 200, 3, 6]) + bytes([2, 0, 0, 2, 1, 0, 5, 0, 0, 4, 1, 1, 12])
 write("store", "seed-lifecycle", prog)
+
+# --- conn: whole client sessions for fuzz_conn.c ------------------------------
+# The first byte picks how the rest is written: < 128 in one piece, else in
+# chunks of (byte & 63) + 1 bytes.
+def sess(name, body, chunk=None):
+    write("conn", name, bytes([0 if chunk is None else 128 | (chunk - 1)]) + body)
+
+TEXT = [
+    b"set jobs 0 0 5\r\nhello\r\nget jobs\r\nget jobs\r\n",
+    b"set jobs 7 0 3\r\nabc\r\nget jobs/open\r\nget jobs/close\r\nget jobs/peek\r\n",
+    b"set jobs 0 0 1\r\nx\r\nget jobs/open\r\nget jobs/abort\r\nget jobs/close/open\r\n",
+    b"set jobs/delay=1 0 0 1\r\nd\r\nget jobs/t=20\r\nstats\r\n",
+    b"set jobs/at=1 0 0 1\r\nd\r\nget jobs\r\n",
+    b"set a 0 0 1\r\n1\r\nset b 0 0 1\r\n2\r\nget a b c a\r\ngets b\r\n",
+    b"get jobs/t=5\r\nset jobs 0 0 1\r\nz\r\n",
+    b"set jobs+audit 0 0 2\r\nfo\r\nget jobs\r\nget jobs+audit\r\ndelete jobs+audit\r\n",
+    b"set jobs 0 0 2 noreply\r\nab\r\nflush jobs\r\nflush_all\r\ndelete jobs\r\nget jobs\r\n",
+    b"set jobs 0 -1 1\r\nx\r\nflush_expired jobs\r\nget jobs\r\n",
+    b"set jobs 0 0 1\r\nx\r\nset jobs 0 0 1\r\ny\r\nmonitor jobs 1 5\r\nconfirm jobs 2\r\n",
+    b"status readonly\r\nset jobs 0 0 1\r\nx\r\nstatus quiescent\r\nget jobs\r\nstatus\r\n",
+    b"set jobs 0 0 70000\r\n" + b"x" * 70000 + b"\r\nget jobs\r\n",
+    b"set jobs 0 0 3\r\nabcdef\r\nget jobs\r\n",
+    b"set jobs 0 0 z\r\nbogus\r\n\r\nget " + b"k" * 300 + b"\r\nversion\r\n",
+    b"verbosity 1\r\nversion\r\nstats\r\nquit\r\nget jobs\r\n",
+    b"get jobs\nset jobs 0 0 1\nx\nget jobs\n",
+    b"get " + b" ".join(b"q%d" % i for i in range(100)) + b"\r\n",
+]
+for i, t in enumerate(TEXT):
+    sess("seed-text-%02d" % i, t)
+    sess("seed-text-%02d-split" % i, t, chunk=1 + i % 7)
+
+def bin_req(op, key=b"", val=b"", extra=b"", opaque=0):
+    body = extra + key + val
+    return struct.pack(">BBHBBHIIQ", 0x80, op, len(key), len(extra), 0, 0,
+                       len(body), opaque, 0) + body
+
+SETX = struct.pack(">II", 5, 0)
+BIN = [
+    bin_req(0x01, b"jobs", b"hello", SETX) + bin_req(0x00, b"jobs"),
+    bin_req(0x11, b"jobs", b"a", SETX, 1) + bin_req(0x11, b"jobs", b"b", SETX, 2)
+    + bin_req(0x0d, b"jobs", opaque=3) + bin_req(0x09, b"none", opaque=4)
+    + bin_req(0x0c, b"jobs", opaque=5) + bin_req(0x0a, opaque=6),
+    bin_req(0x01, b"jobs/open", b"x", SETX) + bin_req(0x00, b"jobs/open")
+    + bin_req(0x00, b"jobs/close"),
+    bin_req(0x04, b"jobs") + bin_req(0x08) + bin_req(0x18) + bin_req(0x14, b"x"),
+    bin_req(0x0b) + bin_req(0x10) + bin_req(0x10, b"items") + bin_req(0x1b, extra=b"\0\0\0\1"),
+    bin_req(0x20) + bin_req(0x21, b"PLAIN", b"\0u\0p") + bin_req(0x22, b"PLAIN", b""),
+    bin_req(0x02, b"jobs", b"x", SETX) + bin_req(0x03, b"jobs", b"x", SETX),
+    bin_req(0x01, b"jobs", b"x", b"\0\0") + bin_req(0x00, b"k" * 251),
+    bin_req(0x55, b"what") + bin_req(0x07),
+    bin_req(0x00, b"jobs")[:30],
+    struct.pack(">BBHBBHIIQ", 0x80, 0x01, 4, 8, 0, 0, 0xffffffff, 0, 0) + b"jobs",
+]
+for i, b in enumerate(BIN):
+    sess("seed-bin-%02d" % i, b)
+    sess("seed-bin-%02d-split" % i, b, chunk=1 + (i * 5) % 24)
+
+META = [
+    b"ms jobs 5 T0 F7\r\nhello\r\nmg jobs v f k s t c\r\n",
+    b"ms jobs 1 q\r\nx\r\nmg jobs v q\r\nmg none v q\r\nmn\r\n",
+    b"ms jobs 2 b\r\nab\r\nmg amobz v b\r\nmg am9icw== v b O123\r\n",
+    b"ms jobs 1 MS\r\nx\r\nms jobs 1 ME\r\ny\r\nmd jobs\r\nmd jobs q\r\nmn\r\n",
+    b"me jobs\r\nmg\r\nms jobs\r\nms jobs abc\r\nmg " + b"k" * 260 + b" v\r\n",
+    b"ms jobs/delay=5 1\r\nx\r\nmg jobs/open v\r\nmg jobs/close v\r\n",
+    b"ms jobs 3 I\r\nabc\r\nmg jobs v N30\r\nmg jobs E5 v\r\nmx\r\n",
+]
+for i, m in enumerate(META):
+    sess("seed-meta-%02d" % i, m)
+    sess("seed-meta-%02d-split" % i, m, chunk=1 + i % 5)

@@ -1,0 +1,143 @@
+/* fuzz_conn.c -- fuzz target: a client's bytes through the whole server (framing, text, binary and meta protocols, command layer) over the memory store. */
+#include "config.h"
+
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "conn.h"
+#include "fuzz.h"
+#include "log.h"
+#include "options.h"
+#include "server.h"
+
+/*
+ * One server (server_init() with no listener, the memory store limited to
+ * 64 MiB) lives for the whole fuzzing process, as sakerd does.  Each input
+ * is one client: a socketpair whose server end becomes a connection, the
+ * input written to the other end in chunks whose size the first byte
+ * chooses (so commands are also split across reads), the event loop run
+ * after each chunk as sakerd would (reads, commits, replies, timers), the
+ * replies read and thrown away.  Then the client hangs up, and a second
+ * connection sends "flush_all" and "status up" so the next input starts
+ * from empty queues.  Afterwards no connection may be left and the loop
+ * must not be stuck in a batch.
+ */
+
+#define TURNS 4			/* loop turns after each chunk */
+
+static struct options opt;
+static bool ready;
+static bool echo;		/* FUZZ_CONN_ECHO=1: replies to stderr */
+
+static void
+setup(void)
+{
+	static char *argv[] = {
+		"sakerd", "-p", "1", "--store", "memory", "--max-memory", "64m",
+		"--log", "/dev/null", "--max-item-size", "65536", NULL
+	};
+
+	FUZZ_CHECK(options_parse(11, argv, &opt) == 0);
+	opt.port = 0;		/* no listener: connections come from socketpair() */
+	FUZZ_CHECK(log_open(opt.log_target) == 0);
+	FUZZ_CHECK(server_init(&opt) == 0);
+	echo = getenv("FUZZ_CONN_ECHO") != NULL;
+	ready = true;
+}
+
+static void
+run_loop(int peer)
+{
+	char sink[16384];
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < TURNS; i++) {
+		event_base_loop(srv->base, EVLOOP_NONBLOCK);
+		/* the client reads its replies, so the server never stalls */
+		while ((n = read(peer, sink, sizeof(sink))) > 0)
+			if (echo)
+				fwrite(sink, 1, (size_t)n, stderr);
+	}
+}
+
+/* Write `len` bytes to the server, running the loop whenever the socket
+ * is full. */
+static void
+send_all(int peer, const uint8_t *p, size_t len)
+{
+	int stuck = 0;
+
+	while (len > 0) {
+		ssize_t n = write(peer, p, len);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			stuck = 0;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return;		/* the server closed the connection */
+		run_loop(peer);
+		if (++stuck > 64)
+			return;		/* it stopped reading (backpressure) */
+	}
+}
+
+/* One client: `data` in chunks of `chunk` bytes (0 = all at once). */
+static void
+client(const uint8_t *data, size_t size, size_t chunk)
+{
+	int sv[2];
+	size_t off, n;
+
+	FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0, sv) == 0);
+	if (conn_new(sv[0]) == NULL) {
+		close(sv[0]);
+		close(sv[1]);
+		return;
+	}
+	for (off = 0; off < size; off += n) {
+		n = chunk == 0 || size - off < chunk ? size - off : chunk;
+		send_all(sv[1], data + off, n);
+		run_loop(sv[1]);
+	}
+	run_loop(sv[1]);
+	close(sv[1]);		/* hang up: the server notices on its next read */
+	run_loop(-1);
+}
+
+int
+fuzz_conn(const uint8_t *data, size_t size)
+{
+	static const uint8_t reset[] = "flush_all\r\nstatus up\r\n";
+	struct conn *c;
+
+	if (!ready)
+		setup();
+	log_set_level(LOG_LVL_ERROR);	/* an input may have sent verbosity */
+	if (size == 0)
+		return 0;
+	client(data + 1, size - 1, data[0] < 128 ? 0 : (size_t)(data[0] & 63) + 1);
+	/* a connection paused for backpressure or blocked in a get with no
+	 * timeout never reads the hang-up: close what is left */
+	while ((c = TAILQ_FIRST(&srv->conns)) != NULL)
+		conn_close(c);
+	server_drain();
+	run_loop(-1);
+	client(reset, sizeof(reset) - 1, 0);
+	while ((c = TAILQ_FIRST(&srv->conns)) != NULL)
+		conn_close(c);
+	run_loop(-1);
+	FUZZ_CHECK(srv->stats.curr_connections == 0);
+	FUZZ_CHECK(TAILQ_EMPTY(&srv->batch_conns));
+	return 0;
+}
