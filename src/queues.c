@@ -90,8 +90,47 @@ queue_delete(struct squeue *q)
 		return rc;
 	q->h = NULL;
 	srv->stats.queue_deletes++;
+	if (!q->in_grave) {
+		q->in_grave = true;
+		q->grave_next = srv->graveyard;
+		srv->graveyard = q;
+	}
 	server_touch();
 	return SAKER_OK;
+}
+
+static void
+squeue_free(struct squeue *q)
+{
+	free(q->children);
+	free(q->name);
+	free(q);
+}
+
+void
+queues_reap(void)
+{
+	struct squeue *q, *p;
+	size_t i;
+
+	while ((q = srv->graveyard) != NULL) {
+		srv->graveyard = q->grave_next;
+		q->grave_next = NULL;
+		q->in_grave = false;
+		/* Open items of a deleted queue were forgotten at the delete;
+		 * waiters and children still point here. */
+		if (q->h != NULL || q->nwaiters > 0 || q->ready || q->nchildren > 0)
+			continue;
+		if ((p = q->parent) != NULL) {
+			for (i = 0; i < p->nchildren; i++)
+				if (p->children[i] == q) {
+					p->children[i] = p->children[--p->nchildren];
+					break;
+				}
+		}
+		hashmap_del(srv->queues, q->name, q->len);
+		squeue_free(q);
+	}
 }
 
 static int
@@ -130,9 +169,7 @@ free_one(void *arg, const char *key, size_t len, void *value)
 	(void)arg;
 	(void)key;
 	(void)len;
-	free(q->children);
-	free(q->name);
-	free(q);
+	squeue_free(q);
 	return 0;
 }
 

@@ -18,6 +18,10 @@ struct squeue *queue_lookup(const char *name, size_t len, bool create, int *err)
 
 /* Delete the queue's items and the queue from the store. */
 int queue_delete(struct squeue *q);
+/* After a successful commit: free the core's record of queues deleted
+ * since, unless they are in use again (recreated, waited on, fanout
+ * parents), so a stream of short-lived queue names does not grow memory. */
+void queues_reap(void);
 
 /* The saker_notify_fn given to the store. */
 void queues_notify(void *arg, saker_queue *h, void *queue_ctx);

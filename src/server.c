@@ -144,7 +144,10 @@ commit_cb(evutil_socket_t fd, short what, void *arg)
 				    reason);
 			server_store_failed(reason);
 			hashmap_walk(srv->queues, reopen_handle, NULL);
-		} else if (srv->store_failed) {
+		} else {
+			queues_reap();
+		}
+		if (ok && srv->store_failed) {
 			/* Only a commit that wrote something proves the store
 			 * writable again; an empty batch always succeeds, even
 			 * on a store that refuses writes until restart. */

@@ -65,6 +65,8 @@ struct squeue {
 	uint64_t enqueued, dequeued;  /* for /metrics */
 	const struct queue_config *qc;  /* cached config_for(); see queue_cfg() */
 	uint64_t qc_gen;
+	struct squeue *grave_next;    /* deleted: srv->graveyard */
+	bool in_grave;
 };
 TAILQ_HEAD(squeue_list, squeue);
 
@@ -104,6 +106,7 @@ struct server {
 	bool dirty;                   /* store written since last commit */
 	struct conn_list batch_conns; /* connections with replies in this batch */
 	struct squeue_list ready;     /* queues that gained items: serve waiters */
+	struct squeue *graveyard;     /* deleted queues, freed after the commit */
 	struct conn_list resume;      /* woken connections with pipelined input */
 	bool draining;
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -275,6 +276,89 @@ START_TEST(test_fanout)
 }
 END_TEST
 
+/* Server RSS in kB, from /proc. */
+static long
+rss_kb(pid_t pid)
+{
+	char path[64], *st, *p;
+	size_t len;
+	long kb = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	st = tl_read_file(path, &len);
+	if (st != NULL && (p = strstr(st, "VmRSS:")) != NULL)
+		kb = strtol(p + 6, NULL, 10);
+	free(st);
+	return kb;
+}
+
+/* `n` short-lived queues (set, get, delete each), in pipelined chunks;
+ * each chunk's replies are read up to its closing VERSION line (no reply
+ * or value of these contains "VERSION"). */
+#define INBUF (1 << 20)
+
+static void
+churn_queues(int c, int round, int n)
+{
+	char *buf = malloc(1 << 16), *in = malloc(INBUF);
+	size_t len = 0, got;
+	int i;
+
+	ck_assert(buf != NULL && in != NULL);
+	for (i = 0; i < n; i++) {
+		len += (size_t)snprintf(buf + len, 256, "set r%d-%d 0 0 1\r\nx\r\n"
+		    "get r%d-%d\r\ndelete r%d-%d\r\n", round, i, round, i,
+		    round, i);
+		if (len < 60000 && i + 1 < n)
+			continue;
+		len += (size_t)snprintf(buf + len, 64, "version\r\n");
+		mustsend(c, buf, len);
+		len = 0;
+		got = 0;
+		do {
+			ssize_t r = tl_readn(c, in + got, 1, 5000);
+
+			ck_assert_int_eq(r, 1);
+			got++;
+			/* then whatever else is there, without waiting */
+			r = recv(c, in + got, INBUF - got, MSG_DONTWAIT);
+			if (r > 0)
+				got += (size_t)r;
+			ck_assert_uint_lt(got, INBUF);
+		} while (got < 10 || memcmp(in + got - 2, "\r\n", 2) != 0 ||
+		    memmem(in, got, "VERSION ", 8) == NULL);
+	}
+	free(in);
+	free(buf);
+}
+
+/* Deleted queues leave nothing behind: a stream of short-lived queue names
+ * (reply queues) must not grow the server. */
+START_TEST(test_queue_churn)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	int c = tl_connect(s->port);
+	long r1, r3;
+
+	churn_queues(c, 0, 30000);
+	r1 = rss_kb(s->pid);
+	churn_queues(c, 1, 30000);
+	churn_queues(c, 2, 30000);
+	r3 = rss_kb(s->pid);
+	ck_assert_int_eq(tl_stat(c, "queue_deletes"), 90000);
+	printf("queue churn: server RSS %ld kB after 30000 queues, %ld kB after "
+	    "90000\n", r1, r3);
+#if !defined(__SANITIZE_ADDRESS__)
+	/* (ASan keeps freed memory in quarantine: only counts there) */
+	ck_assert_msg(r1 > 0 && r3 - r1 < 4096, "RSS grew from %ld to %ld kB",
+	    r1, r3);
+#endif
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
 START_TEST(test_pidfile_and_daemon)
 {
 	char *pidfile = tl_strdupf("%s/sakerd.pid", tmp);
@@ -381,6 +465,7 @@ main(void)
 	tcase_add_test(tc, test_metrics_and_health);
 	tcase_add_test(tc, test_status_modes);
 	tcase_add_test(tc, test_fanout);
+	tcase_add_test(tc, test_queue_churn);
 	tcase_add_test(tc, test_pidfile_and_daemon);
 	tcase_add_test(tc, test_idle_timeout);
 	tcase_add_test(tc, test_startup_errors);
