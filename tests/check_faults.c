@@ -44,7 +44,10 @@
 static int refused_back_total;
 #define TIMEOUT_MS 5000
 
-enum { IT_UNSENT, IT_ACKED, IT_REFUSED, IT_TAKEN };
+/* IT_DELIVERED: the client has the item (an open take) but its close was
+ * answered SERVER_ERROR; whether the close reached the disk is unknown
+ * after an fsync failure, so the item may or may not be back. */
+enum { IT_UNSENT, IT_ACKED, IT_REFUSED, IT_TAKEN, IT_DELIVERED };
 
 struct run {
 	char *top;
@@ -248,8 +251,7 @@ workload(struct run *r)
 		 * an open item that is never closed returns at restart */
 		e0 = r->nerr;
 		(void)do_get(r, "fq0/close");
-		if (r->nerr == e0)
-			r->state[got] = IT_TAKEN;
+		r->state[got] = r->nerr == e0 ? IT_TAKEN : IT_DELIVERED;
 	}
 	/* delayed items: promotion is a write too */
 	for (i = 16; i < 20; i++)
@@ -289,6 +291,8 @@ verify(struct run *r, const char *what)
 			/* A SERVER_ERROR after a failed fsync is "maybe": the
 			 * write may have reached the disk anyway (SQLite's WAL
 			 * frames were written before the fsync failed). */
+			if (r->state[i] == IT_DELIVERED)
+				continue;
 			if (r->state[i] == IT_REFUSED) {
 				r->refused_back++;
 				continue;
@@ -298,9 +302,16 @@ verify(struct run *r, const char *what)
 			    r->state[i] == IT_TAKEN ? "taken" : "never sent");
 		}
 	}
-	for (i = 0; i < NITEMS; i++)
+	for (i = 0; i < NITEMS; i++) {
 		ck_assert_msg(r->state[i] != IT_ACKED || seen[i] == 1,
 		    "%s: acknowledged item %d lost", what, i);
+		/* LMDB rolls a failed commit back cleanly: a failed close
+		 * leaves the item open, and open items return at restart.
+		 * SQLite's outcome is unknown (SAKER_EINDOUBT). */
+		ck_assert_msg(r->state[i] != IT_DELIVERED || seen[i] == 1 ||
+		    strncmp(r->spec, "sqlite:", 7) == 0, "%s: item %d gone "
+		    "although its close failed", what, i);
+	}
 	close(fd);
 }
 

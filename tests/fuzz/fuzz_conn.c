@@ -14,6 +14,7 @@
 #include "fuzz.h"
 #include "log.h"
 #include "options.h"
+#include "queues.h"
 #include "server.h"
 
 /*
@@ -23,10 +24,11 @@
  * input written to the other end in chunks whose size the first byte
  * chooses (so commands are also split across reads), the event loop run
  * after each chunk as sakerd would (reads, commits, replies, timers), the
- * replies read and thrown away.  Then the client hangs up, and a second
- * connection sends "flush_all" and "status up" so the next input starts
- * from empty queues.  Afterwards no connection may be left and the loop
- * must not be stuck in a batch.
+ * replies read and thrown away.  Then the client hangs up, a second
+ * connection sends "status up", and every queue is deleted, so the next
+ * input starts from an empty server (and the process does not grow with
+ * the queue names inputs invent).  Afterwards no connection may be left
+ * and the loop must not be stuck in a batch.
  */
 
 #define TURNS 4			/* loop turns after each chunk */
@@ -115,10 +117,18 @@ client(const uint8_t *data, size_t size, size_t chunk)
 	run_loop(-1);
 }
 
+static int
+delete_one(void *arg, struct squeue *q)
+{
+	(void)arg;
+	FUZZ_CHECK(queue_delete(q) == SAKER_OK);
+	return 0;
+}
+
 int
 fuzz_conn(const uint8_t *data, size_t size)
 {
-	static const uint8_t reset[] = "flush_all\r\nstatus up\r\n";
+	static const uint8_t reset[] = "status up\r\n";
 	struct conn *c;
 
 	if (!ready)
@@ -136,7 +146,8 @@ fuzz_conn(const uint8_t *data, size_t size)
 	client(reset, sizeof(reset) - 1, 0);
 	while ((c = TAILQ_FIRST(&srv->conns)) != NULL)
 		conn_close(c);
-	run_loop(-1);
+	queues_walk(delete_one, NULL);
+	run_loop(-1);		/* the commit reaps the deleted queues */
 	FUZZ_CHECK(srv->stats.curr_connections == 0);
 	FUZZ_CHECK(TAILQ_EMPTY(&srv->batch_conns));
 	return 0;
