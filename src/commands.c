@@ -294,7 +294,10 @@ set_item(const struct proto_key *k, uint32_t flags, int64_t exptime,
 	it.len = len;
 	it.data = data;
 	if (delay_ms > 0) {
-		it.due_ms = now + delay_ms;
+		/* `now` is truncated to the millisecond: +1 makes the item
+		 * never visible before delay_ms have really passed (at most
+		 * 1 ms late instead of up to 1 ms early). */
+		it.due_ms = now + delay_ms + 1;
 	} else if (at_s >= 0) {
 		int64_t at = at_s * 1000;
 		if (at - now > TEN_YEARS_MS)

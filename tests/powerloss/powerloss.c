@@ -361,33 +361,23 @@ do_open(const char *path, int flags, mode_t mode)
 int open(const char *path, int flags, ...);
 int open64(const char *path, int flags, ...);
 
-int
-open(const char *path, int flags, ...)
-{
-	mode_t mode = 0;
-	va_list ap;
-
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_start(ap, flags);
-		mode = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
-	return do_open(path, flags, mode);
+/* open() and open64() read the mode only with O_CREAT or O_TMPFILE. */
+#define OPEN_WRAPPER(name)						\
+int									\
+name(const char *path, int flags, ...)					\
+{									\
+	mode_t mode = 0;						\
+	va_list ap;							\
+									\
+	if (flags & (O_CREAT | O_TMPFILE)) {				\
+		va_start(ap, flags);					\
+		mode = (mode_t)va_arg(ap, int);				\
+		va_end(ap);						\
+	}								\
+	return do_open(path, flags, mode);				\
 }
-
-int
-open64(const char *path, int flags, ...)
-{
-	mode_t mode = 0;
-	va_list ap;
-
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_start(ap, flags);
-		mode = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
-	return do_open(path, flags, mode);
-}
+OPEN_WRAPPER(open)
+OPEN_WRAPPER(open64)
 
 int
 close(int fd)
@@ -441,26 +431,38 @@ dup2(int fd, int to)
 	return r;
 }
 
+/*
+ * Before `len` bytes are written at `off` of fd (-1: at the file
+ * position): fail the call if this is the one (errno set, false), else
+ * journal what it overwrites.  With the lock held.
+ */
+static bool
+before_write(int fd, off_t off, size_t len)
+{
+	struct wfile *w = watched(fd);
+
+	if (w == NULL)
+		return true;
+	if (fault_now(F_WRITE)) {
+		errno = fault_errno;
+		return false;
+	}
+	if (off < 0 && (off = lseek(fd, 0, SEEK_CUR)) < 0)
+		return true;
+	journal(w, fd, off, len);
+	return true;
+}
+
 ssize_t
 write(int fd, const void *buf, size_t len)
 {
-	struct wfile *w;
-	ssize_t r;
-	off_t pos;
+	ssize_t r = -1;
 
 	if (unwatched(fd))
 		return real_write(fd, buf, len);
 	lock();
-	if ((w = watched(fd)) != NULL) {
-		if (fault_now(F_WRITE)) {
-			errno = fault_errno;
-			unlock();
-			return -1;
-		}
-		if ((pos = lseek(fd, 0, SEEK_CUR)) >= 0)
-			journal(w, fd, pos, len);
-	}
-	r = real_write(fd, buf, len);
+	if (before_write(fd, -1, len))
+		r = real_write(fd, buf, len);
 	unlock();
 	return r;
 }
@@ -468,21 +470,13 @@ write(int fd, const void *buf, size_t len)
 ssize_t
 pwrite(int fd, const void *buf, size_t len, off_t off)
 {
-	struct wfile *w;
-	ssize_t r;
+	ssize_t r = -1;
 
 	if (unwatched(fd))
 		return real_pwrite(fd, buf, len, off);
 	lock();
-	if ((w = watched(fd)) != NULL) {
-		if (fault_now(F_WRITE)) {
-			errno = fault_errno;
-			unlock();
-			return -1;
-		}
-		journal(w, fd, off, len);
-	}
-	r = real_pwrite(fd, buf, len, off);
+	if (before_write(fd, off, len))
+		r = real_pwrite(fd, buf, len, off);
 	unlock();
 	return r;
 }
@@ -498,27 +492,17 @@ pwrite64(int fd, const void *buf, size_t len, off_t off)
 ssize_t
 writev(int fd, const struct iovec *iov, int n)
 {
-	struct wfile *w;
 	size_t len = 0;
-	ssize_t r;
-	off_t pos;
+	ssize_t r = -1;
 	int i;
 
 	if (unwatched(fd))
 		return real_writev(fd, iov, n);
+	for (i = 0; i < n; i++)
+		len += iov[i].iov_len;
 	lock();
-	if ((w = watched(fd)) != NULL) {
-		if (fault_now(F_WRITE)) {
-			errno = fault_errno;
-			unlock();
-			return -1;
-		}
-		for (i = 0; i < n; i++)
-			len += iov[i].iov_len;
-		if ((pos = lseek(fd, 0, SEEK_CUR)) >= 0)
-			journal(w, fd, pos, len);
-	}
-	r = real_writev(fd, iov, n);
+	if (before_write(fd, -1, len))
+		r = real_writev(fd, iov, n);
 	unlock();
 	return r;
 }
@@ -526,25 +510,18 @@ writev(int fd, const struct iovec *iov, int n)
 int
 ftruncate(int fd, off_t len)
 {
-	struct wfile *w;
 	struct stat st;
-	int rc;
+	size_t cut = 0;
+	int rc = -1;
 
 	if (unwatched(fd))
 		return real_ftruncate(fd, len);
+	/* shrinking: keep what is cut off; growing: keep the size */
+	if (fstat(fd, &st) == 0 && st.st_size > len)
+		cut = (size_t)(st.st_size - len);
 	lock();
-	if ((w = watched(fd)) != NULL) {
-		if (fault_now(F_WRITE)) {
-			errno = fault_errno;
-			unlock();
-			return -1;
-		}
-		/* shrinking: keep what is cut off; growing: keep the size */
-		if (fstat(fd, &st) == 0)
-			journal(w, fd, len, st.st_size > len ?
-			    (size_t)(st.st_size - len) : 0);
-	}
-	rc = real_ftruncate(fd, len);
+	if (before_write(fd, len, cut))
+		rc = real_ftruncate(fd, len);
 	unlock();
 	return rc;
 }
