@@ -131,7 +131,7 @@ int conn_data_block(struct conn *c, size_t need, size_t bytes, const char **p);
  * connection is affected. */
 void conn_protocol_error(struct conn *c, const char *why);
 
-/* commit_ev: after a successful commit move pend to out and write; after a
+/* The commit: after a successful commit move pend to out and write; after a
  * failed one replace each pending reply with SERVER_ERROR `reason`. */
 /* The batch's commit is over: send its replies.  When it failed they become
  * errors, except that with `in_doubt` (SAKER_EINDOUBT) replies handing out

@@ -33,16 +33,12 @@ static struct server the_server;
 struct server *srv = &the_server;
 
 #define PRIO_IO 0
-#define PRIO_COMMIT 1
 
 void
 server_touch(void)
 {
 	srv->dirty = true;
-	if (!srv->commit_scheduled) {
-		srv->commit_scheduled = true;
-		event_active(srv->commit_ev, EV_TIMEOUT, 0);
-	}
+	srv->commit_scheduled = true;
 }
 
 void
@@ -52,10 +48,7 @@ server_schedule_flush(struct conn *c)
 		c->in_batch = true;
 		TAILQ_INSERT_TAIL(&srv->batch_conns, c, batch_link);
 	}
-	if (!srv->commit_scheduled) {
-		srv->commit_scheduled = true;
-		event_active(srv->commit_ev, EV_TIMEOUT, 0);
-	}
+	srv->commit_scheduled = true;
 }
 
 void
@@ -101,7 +94,7 @@ reopen_handle(void *arg, const char *key, size_t len, void *value)
 /* Commits the store's completed batch; once it is durable (or failed)
  * every connection in the batch gets its replies. */
 static void
-commit_cb(evutil_socket_t fd, short what, void *arg)
+commit_batch(void)
 {
 	const char *reason = NULL;
 	char why[sizeof(srv->store_error)];
@@ -110,9 +103,6 @@ commit_cb(evutil_socket_t fd, short what, void *arg)
 	bool ok = true, in_doubt = false;
 	struct conn *c;
 
-	(void)fd;
-	(void)what;
-	(void)arg;
 	srv->commit_scheduled = false;
 	if (srv->dirty) {
 		uint64_t t0 = saker_mono_ns();
@@ -164,7 +154,7 @@ commit_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	server_drain();
 	if (srv->stopping)
-		event_base_loopbreak(srv->base);
+		srv->loop_done = true;
 }
 
 void
@@ -563,11 +553,8 @@ server_stop(void)
 	close_listeners();
 	http_stop(srv->http);
 	srv->http = NULL;
-	/* commit_ev finishes this turn's work, then breaks the loop */
-	if (!srv->commit_scheduled) {
-		srv->commit_scheduled = true;
-		event_active(srv->commit_ev, EV_TIMEOUT, 0);
-	}
+	/* the commit finishes this turn's work, then ends the loop */
+	srv->commit_scheduled = true;
 }
 
 static void
@@ -631,7 +618,6 @@ shutdown_everything(void)
 	event_free(srv->sweep_ev);
 	event_free(srv->open_timeout_ev);
 	event_free(srv->promote_ev);
-	event_free(srv->commit_ev);
 	event_base_free(srv->base);
 	srv->base = NULL;
 }
@@ -705,8 +691,6 @@ server_init(struct options *opt)
 		struct timeval tv = { opt->idle_timeout_s, 0 };
 		srv->idle_tv = event_base_init_common_timeout(srv->base, &tv);
 	}
-	srv->commit_ev = event_new(srv->base, -1, 0, commit_cb, NULL);
-	event_priority_set(srv->commit_ev, PRIO_COMMIT);
 	srv->promote_ev = evtimer_new(srv->base, promote_cb, NULL);
 	event_priority_set(srv->promote_ev, PRIO_IO);
 	srv->open_timeout_ev = evtimer_new(srv->base, open_timeout_cb, NULL);
@@ -766,10 +750,28 @@ server_init(struct options *opt)
 	return 0;
 }
 
+/*
+ * One turn: wait for events (unless `block` is false or a batch is still
+ * pending), run every callback that is ready -- all the reads of this turn
+ * -- then commit the batch once and send its replies.  libevent has no
+ * "before sleep" hook; returning from the loop after one pass is it, and
+ * costs no extra epoll_wait (a low-priority commit event cost one more
+ * epoll_wait and timerfd_settime per batch).
+ */
+void
+server_turn(bool block)
+{
+	event_base_loop(srv->base, block && !srv->commit_scheduled ?
+	    EVLOOP_ONCE : EVLOOP_NONBLOCK);
+	if (srv->commit_scheduled)
+		commit_batch();
+}
+
 void
 server_loop(void)
 {
-	event_base_dispatch(srv->base);
+	while (!srv->loop_done)
+		server_turn(true);
 	log_info("stopping: closing %llu connections and the store",
 	    (unsigned long long)srv->stats.curr_connections);
 }

@@ -3,10 +3,10 @@
  * connections.  One event loop; every store call happens on it.
  *
  * A loop turn is one batch: read callbacks parse and execute commands and
- * put their replies into each connection's `pend` buffer; the lowest-
- * priority `commit_ev` then commits the store once (one fsync for the whole
- * turn) and moves `pend` to `out` and writes it: no acknowledgement leaves
- * before the write it acknowledges is durable.
+ * put their replies into each connection's `pend` buffer; after the pass
+ * (server_turn()) the store is committed once (one fsync for the whole
+ * turn), and `pend` moves to `out` and is written: no acknowledgement
+ * leaves before the write it acknowledges is durable.
  */
 #ifndef SAKER_SERVER_H
 #define SAKER_SERVER_H
@@ -80,7 +80,6 @@ struct server {
 	saker_store *store;
 	struct hashmap *queues;       /* name -> struct squeue */
 
-	struct event *commit_ev;      /* lowest priority: commit + flush */
 	struct event *promote_ev;     /* timer for the earliest due item */
 	int64_t promote_at;           /* when promote_ev fires; 0 = unarmed */
 	struct event *sync_ev;        /* --sync periodic */
@@ -101,8 +100,9 @@ struct server {
 	struct evconnlistener *listeners[2];
 
 	uint64_t batch;               /* current batch number */
-	uint64_t flush_batch;         /* the batch commit_ev is flushing */
-	bool commit_scheduled;
+	uint64_t flush_batch;         /* the batch the commit is flushing */
+	bool commit_scheduled;        /* commit at the end of this turn */
+	bool loop_done;               /* stopping: the last commit ran */
 	bool dirty;                   /* store written since last commit */
 	struct conn_list batch_conns; /* connections with replies in this batch */
 	struct squeue_list ready;     /* queues that gained items: serve waiters */
@@ -118,9 +118,9 @@ struct server {
 
 extern struct server *srv;
 
-/* Mark the store dirty and make sure commit_ev runs this loop turn. */
+/* Mark the store dirty and make sure the commit runs this loop turn. */
 void server_touch(void);
-/* Have commit_ev flush this connection's pending replies this turn. */
+/* Have the commit flush this connection's pending replies this turn. */
 void server_schedule_flush(struct conn *c);
 /* Serve waiters of every queue that gained items; resume woken connections. */
 void server_drain(void);
@@ -138,6 +138,8 @@ void server_arm_open_timeout(int64_t deadline_ms);
  * after a failed server_init()). */
 int server_init(struct options *opt);
 void server_loop(void);
+/* One loop turn and its commit (server_loop() runs these; tests too). */
+void server_turn(bool block);
 void server_exit(void);
 
 #endif

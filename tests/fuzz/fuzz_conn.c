@@ -61,7 +61,7 @@ run_loop(int peer)
 	int i;
 
 	for (i = 0; i < TURNS; i++) {
-		event_base_loop(srv->base, EVLOOP_NONBLOCK);
+		server_turn(false);
 		/* the client reads its replies, so the server never stalls */
 		while ((n = read(peer, sink, sizeof(sink))) > 0)
 			if (echo)
