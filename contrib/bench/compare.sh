@@ -80,23 +80,7 @@ if [ "$REPORT_ONLY" = 0 ]; then
 : > "$RAW"
 printf 'workload\ttarget\tconns\tdepth\trep\titems_s\tops_s\treq_s\tp50\tp90\tp99\tp999\tmax\tlost\tdups\tsrv_cpu_pct\n' > "$TSV"
 
-port_free() { [ -z "$(ss -Htln "sport = :$1" 2>/dev/null)" ]; }
-free_port() {
-	local p
-	while :; do
-		p=$(( 20000 + RANDOM % 40000 ))
-		port_free "$p" && { echo "$p"; return; }
-	done
-}
-wait_port() {
-	# Bounded: 10 s for the listener to appear.
-	local i
-	for i in $(seq 100); do
-		port_free "$1" || return 0
-		sleep 0.1
-	done
-	return 1
-}
+. "$HERE/ports.sh"
 
 # Targets: name -> "protocol port pid verify"
 declare -A T_PROTO T_PORT T_PID T_VERIFY

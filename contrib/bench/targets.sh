@@ -22,25 +22,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-port_free() { [ -z "$(ss -Htln "sport = :$1" 2>/dev/null)" ]; }
-free_port() {
-	local p
-	while :; do
-		p=$(( 20000 + RANDOM % 40000 ))
-		port_free "$p" && { echo "$p"; return; }
-	done
-}
+. "$(dirname "$0")/ports.sh"
+
 # start NAME COMMAND...: the command gets the port appended as the value of
 # its last option; the port is stored in PORT_<NAME>.
 start() {
-	local name=$1 port i; shift
+	local name=$1 port; shift
 	port=$(free_port)
 	"$@" "$port" >/dev/null 2>&1 &
 	PIDS+=($!)
-	for i in $(seq 100); do
-		port_free "$port" || break
-		sleep 0.1
-	done
+	wait_port "$port"
 	printf -v "PORT_$name" %s "$port"
 }
 
