@@ -176,6 +176,7 @@ take_for(struct conn *c, struct squeue *q, unsigned opts, size_t k,
     const char *key, size_t key_len, int64_t now)
 {
 	struct hit_ctx hc = { c, k, key, key_len, 0 };
+	size_t pend_len = evbuffer_get_length(c->pend), nbrecs = c->nbrecs;
 	int mode = SAKER_TAKE_REMOVE, rc;
 
 	if (opts & PROTO_OPT_OPEN)
@@ -187,6 +188,12 @@ take_for(struct conn *c, struct squeue *q, unsigned opts, size_t k,
 	else
 		srv->stats.cmd_get++;
 	rc = DRV->take(STORE, q->h, mode, now, c->gops->hit, &hc);
+	if (rc != SAKER_OK && rc != SAKER_EEMPTY) {
+		/* It may have failed after handing the item to the callback
+		 * (out of memory marking it open, say): the item is still in
+		 * the queue, so its reply must not go out. */
+		conn_reply_truncate(c, pend_len, nbrecs);
+	}
 	if (rc == SAKER_OK) {
 		srv->stats.get_hits++;
 		if (mode != SAKER_TAKE_PEEK) {
@@ -554,6 +561,12 @@ cmd_get(struct conn *c, const struct get_ops *ops, const struct proto_key *keys,
 			HIT_SET(hits, i);
 		} else if (rc == SAKER_EEMPTY) {
 			misses++;
+		} else if ((hits[0] | hits[1]) == 0) {
+			/* nothing handed out yet: the error is the reply */
+			msg = cmd_store_error(rc, &r);
+			log_error("get from %s: %s", qs[i]->name, msg);
+			ops->error(c, i, r, msg);
+			return;
 		} else {
 			/* replies already written for earlier keys stay valid */
 			log_error("get from %s: %s", qs[i]->name, DRV->errmsg(STORE));

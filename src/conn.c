@@ -229,6 +229,36 @@ done:
 }
 
 void
+conn_reply_truncate(struct conn *c, size_t len, size_t nbrecs)
+{
+	size_t now = evbuffer_get_length(c->pend);
+
+	if (c->nbrecs > nbrecs)
+		c->nbrecs = nbrecs;
+	if (now <= len)
+		return;
+	/* evbuffer cannot cut its tail: move the head aside, drop the rest */
+	{
+		struct evbuffer *head = evbuffer_new();
+
+		if (head != NULL && evbuffer_remove_buffer(c->pend, head, len) ==
+		    (int)len) {
+			evbuffer_drain(c->pend, now - len);
+			evbuffer_add_buffer(c->pend, head);
+			evbuffer_free(head);
+			return;
+		}
+		if (head != NULL)
+			evbuffer_free(head);
+	}
+	/* cannot fix the reply stream: end the connection instead */
+	log_error("out of memory undoing a reply; closing the connection");
+	evbuffer_drain(c->pend, evbuffer_get_length(c->pend));
+	c->nbrecs = 0;
+	conn_close_after_write(c);
+}
+
+void
 conn_reply_keep(struct conn *c, enum reply_keep keep)
 {
 	if (c->proto == CONN_PROTO_BINARY) {

@@ -137,6 +137,9 @@ void conn_protocol_error(struct conn *c, const char *why);
  * errors, except that with `in_doubt` (SAKER_EINDOUBT) replies handing out
  * removed items go out as they are. */
 void conn_flush(struct conn *c, bool committed, bool in_doubt, const char *reason);
+/* Drop what was added to the batch's replies since pend was `len` bytes
+ * long and held `nbrecs` binary records. */
+void conn_reply_truncate(struct conn *c, size_t len, size_t nbrecs);
 /* The reply being built (binary: the last one recorded) hands out an item
  * that left its queue, or does not depend on the store at all. */
 void conn_reply_keep(struct conn *c, enum reply_keep keep);
