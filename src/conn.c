@@ -320,6 +320,19 @@ drained:
 	}
 }
 
+bool
+conn_resend_kept(struct conn *c, struct evbuffer *sent, size_t *pos,
+    size_t start, size_t end, unsigned keep, bool in_doubt)
+{
+	if (sent == NULL || !(keep == KEEP_ALWAYS ||
+	    (in_doubt && keep == KEEP_IN_DOUBT)))
+		return false;
+	evbuffer_drain(sent, start - *pos);
+	evbuffer_remove_buffer(sent, c->pend, end - start);
+	*pos = end;
+	return true;
+}
+
 /* Text replies of a failed batch: SERVER_ERROR for each, except those
  * kept (enum reply_keep), which are sent from `sent` as they were. */
 static void
@@ -330,16 +343,12 @@ text_fail_batch(struct conn *c, struct evbuffer *sent, bool in_doubt,
 	unsigned i;
 
 	for (i = 0; i < c->batch_replies; i++) {
-		const struct kept_reply *t = NULL;
+		if (k < c->nkept && c->kept[k].idx == i) {
+			const struct kept_reply *t = &c->kept[k++];
 
-		if (k < c->nkept && c->kept[k].idx == i)
-			t = &c->kept[k++];
-		if (t != NULL && sent != NULL && (t->keep == KEEP_ALWAYS ||
-		    (in_doubt && t->keep == KEEP_IN_DOUBT))) {
-			evbuffer_drain(sent, t->start - pos);
-			evbuffer_remove_buffer(sent, c->pend, t->end - t->start);
-			pos = t->end;
-			continue;
+			if (conn_resend_kept(c, sent, &pos, t->start, t->end,
+			    t->keep, in_doubt))
+				continue;
 		}
 		evbuffer_add_printf(c->pend, "SERVER_ERROR %s\r\n", reason);
 	}

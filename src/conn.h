@@ -137,6 +137,11 @@ void conn_protocol_error(struct conn *c, const char *why);
  * errors, except that with `in_doubt` (SAKER_EINDOUBT) replies handing out
  * removed items go out as they are. */
 void conn_flush(struct conn *c, bool committed, bool in_doubt, const char *reason);
+/* After a failed commit: when `keep` (enum reply_keep) says so, move the
+ * reply at [start, end) of `sent` (the batch's replies as they were, *pos
+ * bytes of it already consumed) to pend and return true. */
+bool conn_resend_kept(struct conn *c, struct evbuffer *sent, size_t *pos,
+    size_t start, size_t end, unsigned keep, bool in_doubt);
 /* Drop what was added to the batch's replies since pend was `len` bytes
  * long and held `nbrecs` binary records. */
 void conn_reply_truncate(struct conn *c, size_t len, size_t nbrecs);

@@ -610,12 +610,10 @@ bin_fail_batch(struct conn *c, struct evbuffer *sent, bool in_doubt,
 	for (i = 0; i < c->nbrecs; start = c->brecs[i].end, i++) {
 		const struct bin_rec *br = &c->brecs[i];
 
-		if (sent != NULL && (br->keep == KEEP_ALWAYS ||
-		    (in_doubt && br->keep == KEEP_IN_DOUBT))) {
-			evbuffer_drain(sent, start - pos);
-			evbuffer_remove_buffer(sent, c->pend, br->end - start);
-			pos = br->end;
-		} else if (br->opcode == BIN_NOOP) {
+		if (conn_resend_kept(c, sent, &pos, start, br->end, br->keep,
+		    in_doubt))
+			continue;
+		if (br->opcode == BIN_NOOP) {
 			bin_put(c, BIN_NOOP, BIN_OK, br->opaque, NULL, 0, NULL, 0, NULL, 0);
 		} else {
 			bin_put(c, br->opcode, BIN_EINTERNAL, br->opaque, NULL, 0, NULL, 0,

@@ -136,14 +136,14 @@ commit_batch(void)
 			hashmap_walk(srv->queues, reopen_handle, NULL);
 		} else {
 			queues_reap();
-		}
-		if (ok && srv->store_failed) {
 			/* Only a commit that wrote something proves the store
 			 * writable again; an empty batch always succeeds, even
 			 * on a store that refuses writes until restart. */
-			srv->store->driver->store_stats(srv->store, &st);
-			if (st.commits > commits)
-				srv->store_failed = false;
+			if (srv->store_failed) {
+				srv->store->driver->store_stats(srv->store, &st);
+				if (st.commits > commits)
+					srv->store_failed = false;
+			}
 		}
 	}
 	srv->flush_batch = srv->batch++;
@@ -189,10 +189,9 @@ server_arm_promote(int64_t due_ms)
 static void
 promote_now(void)
 {
-	int64_t next = 0;
+	int64_t now = saker_now_ms(), next = 0;
 	int rc;
 
-	int64_t now = saker_now_ms();
 	rc = srv->store->driver->promote(srv->store, now, &next);
 	if (rc != SAKER_OK) {
 		const char *why = srv->store->driver->errmsg(srv->store);
