@@ -20,6 +20,7 @@
 #include <lmdb.h>
 
 #include "clock.h"
+#include "lmdb_journal.h"
 #include "saker/store.h"
 
 /*
@@ -36,10 +37,16 @@
  * A queue's ready items are the keys (qid, lo <= seq < tail).  put() appends at
  * tail, release() inserts at lo - 1; both start at 2^62 so neither end runs
  * out.  An item's id is its sequence number: sequences are never reused, so
- * the id of an open item stays unique while it exists.
+ * the id of an open item stays unique while it exists.  items, open and
+ * delayed each hold a sentinel record that is never deleted (is_sentinel).
+ *
+ * Batches run in one long write transaction; each is made durable by one
+ * record in DIR/saker.journal (lmdb_journal.h), and a checkpoint commits
+ * the long transaction now and then (docs/lmdb.md: "Batches, the journal
+ * and checkpoints").
  */
 #define LM_FORMAT	"saker-lmdb"
-#define LM_VERSION	1
+#define LM_VERSION	2	/* 2: the journal, sentinels, "journal_seq" */
 #define LM_SEQ_START	((uint64_t)1 << 62)
 #define LM_HDR		24	/* state, pad[3], flags, expires, created */
 #define LM_QREC		72	/* 9 x u64 */
@@ -55,6 +62,28 @@
 #define LM_STATE_READY	0
 #define LM_STATE_OPEN	1
 #define LM_EBADVAL	(-29000) /* internal: a malformed record */
+
+/*
+ * Checkpoints (see lmdb_journal.h): the long transaction is committed when
+ * the journal holds this many bytes, when it is this old, or when the map
+ * needs to grow.  Between checkpoints item data waits in LMDB's dirty
+ * pages, so the byte limit also bounds the server's memory.
+ */
+#define LM_CKPT_BYTES	((uint64_t)8 << 20)
+#define LM_CKPT_MS	1000
+#define LM_CKPT_RETRY_MS 1000	/* after a checkpoint failed for want of room */
+
+/* The databases, as named in journal records. */
+enum { LD_META, LD_QUEUES, LD_ITEMS, LD_OPEN, LD_DELAYED, LD_COUNT };
+
+/* Journal operations (one batch's payload is a sequence of them). */
+enum {
+	JR_PUT = 1,	/* db, u16 klen, u32 vlen, key, value */
+	JR_DEL = 2,	/* db, u16 klen, key */
+	JR_MOVE = 3,	/* from, to, skip, state, pad[3], from key, to key */
+	JR_DELQ = 4,	/* db, pad[6], u64 qid: every (qid, *) key of db */
+	JR_DELDQ = 5	/* pad[7], u64 qid: every delayed item of queue qid */
+};
 
 struct lq_state {
 	uint64_t lo, tail;	/* ready seqs are in [lo, tail) */
@@ -80,9 +109,11 @@ struct lstore {
 	saker_store base;
 	MDB_env *env;
 	MDB_dbi db_meta, db_queues, db_items, db_open, db_delayed;
-	MDB_txn *txn;		/* the batch (write) or a read txn, or NULL */
+	MDB_txn *ptxn;		/* the long write txn between checkpoints */
+	MDB_txn *txn;		/* for this batch: ptxn, or a read txn */
 	bool txn_write;
 	bool txn_dirty;		/* the batch wrote something */
+	bool touched;		/* the batch began a write in ptxn */
 	char *dir;
 	int lockfd;
 	saker_sync_mode sync;
@@ -90,8 +121,8 @@ struct lstore {
 	bool broken;		/* a write or fsync failed: refuse writes */
 	int lost;		/* batch rolled back under the caller: commit()
 				 * must fail with this code */
-	char broken_msg[256];
-	char err[512];
+	char broken_msg[640];
+	char err[1024];
 	saker_notify_fn notify;
 	void *notify_arg;
 	struct saker_queue **by_name, **by_id;
@@ -102,7 +133,14 @@ struct lstore {
 	uint64_t max_qid;	/* this queue's items may use MDB_APPEND */
 	size_t psize, mapsize;
 	uint64_t base_pages;	/* pages in use when the batch began */
-	uint64_t est_pages;	/* estimate of pages the batch adds */
+	uint64_t est_pages;	/* estimate of pages ptxn adds */
+	struct lj j;		/* the journal (fd -1 when read-only) */
+	size_t jmark;		/* journal length when a nested op began */
+	uint64_t ckpt_seq;	/* last batch in the data file */
+	int64_t ckpt_ms;	/* monotonic ms of the last checkpoint */
+	int64_t ckpt_retry_ms;	/* no checkpoint before this (after ENOSPC) */
+	uint64_t ckpt_bytes;	/* checkpoint when the journal is this long */
+	bool stale;		/* ptxn was lost: refuse even reads */
 	struct saker_store_stats st;
 };
 
@@ -162,6 +200,55 @@ static bool
 key_in(const MDB_val *k, uint64_t qid)
 {
 	return k->mv_size == LM_KEY && get64(k->mv_data) == qid;
+}
+
+/*
+ * Sentinels.  LMDB cannot reuse, within a transaction, the root page of a
+ * tree that became empty: it goes to the freelist, not back to the
+ * transaction.  A queue store empties its trees all the time, and batches
+ * share one long transaction, so every tree holds one record that is never
+ * deleted: key (0, 0) with an empty value in items and open (queue ids
+ * start at 1), key 0xff.. (after every due time) in delayed, with queue
+ * id 0 in its value.
+ */
+static bool
+is_sentinel(const MDB_val *k, unsigned char fill)
+{
+	const unsigned char *p = k->mv_data;
+	size_t i;
+
+	if (k->mv_size != LM_KEY)
+		return false;
+	for (i = 0; i < LM_KEY; i++)
+		if (p[i] != fill)
+			return false;
+	return true;
+}
+
+/* Put the sentinels in (they are never journalled: every writer puts them
+ * at open, before anything else). */
+static int
+put_sentinels(MDB_txn *t, MDB_dbi items, MDB_dbi open, MDB_dbi delayed)
+{
+	unsigned char k0[LM_KEY], kf[LM_KEY], dv[8 + LM_HDR];
+	MDB_val k, v;
+	int rc;
+
+	memset(k0, 0, sizeof(k0));
+	memset(kf, 0xff, sizeof(kf));
+	memset(dv, 0, sizeof(dv));
+	k.mv_data = k0;
+	k.mv_size = LM_KEY;
+	v.mv_data = dv;
+	v.mv_size = 0;
+	rc = mdb_put(t, items, &k, &v, MDB_NOOVERWRITE);
+	if (rc == 0 || rc == MDB_KEYEXIST)
+		rc = mdb_put(t, open, &k, &v, MDB_NOOVERWRITE);
+	k.mv_data = kf;
+	v.mv_size = sizeof(dv);
+	if (rc == 0 || rc == MDB_KEYEXIST)
+		rc = mdb_put(t, delayed, &k, &v, MDB_NOOVERWRITE);
+	return rc == MDB_KEYEXIST ? 0 : rc;
 }
 
 static void
@@ -455,6 +542,222 @@ q_change(struct lstore *s, struct saker_queue *q)
 }
 
 /* ---------------------------------------------------------------------
+ * The journal: every change to the batch txn is recorded as it is made,
+ * so the batch can be replayed on top of the last checkpoint.  The
+ * recorders return an LMDB-style code; a failure fails the operation.
+ * --------------------------------------------------------------------- */
+
+static MDB_dbi
+ldbi(const struct lstore *s, int db)
+{
+	switch (db) {
+	case LD_META:
+		return s->db_meta;
+	case LD_QUEUES:
+		return s->db_queues;
+	case LD_ITEMS:
+		return s->db_items;
+	case LD_OPEN:
+		return s->db_open;
+	default:
+		return s->db_delayed;
+	}
+}
+
+static int
+jr_put(struct lstore *s, int db, const void *k, size_t klen, const void *v,
+    size_t vlen)
+{
+	unsigned char *p;
+
+	if (klen > UINT16_MAX || vlen > UINT32_MAX)
+		return MDB_BAD_VALSIZE;
+	if (lj_reserve(&s->j, 8 + klen + vlen, &p) != 0)
+		return ENOMEM;
+	p[0] = JR_PUT;
+	p[1] = (unsigned char)db;
+	p[2] = (unsigned char)(klen >> 8);
+	p[3] = (unsigned char)klen;
+	put32(p + 4, (uint32_t)vlen);
+	memcpy(p + 8, k, klen);
+	if (vlen > 0)
+		memcpy(p + 8 + klen, v, vlen);
+	return 0;
+}
+
+static int
+jr_del(struct lstore *s, int db, const void *k, size_t klen)
+{
+	unsigned char *p;
+
+	if (klen > UINT16_MAX)
+		return MDB_BAD_VALSIZE;
+	if (lj_reserve(&s->j, 4 + klen, &p) != 0)
+		return ENOMEM;
+	p[0] = JR_DEL;
+	p[1] = (unsigned char)db;
+	p[2] = (unsigned char)(klen >> 8);
+	p[3] = (unsigned char)klen;
+	memcpy(p + 4, k, klen);
+	return 0;
+}
+
+/* The record at `fk` in db `from` moved to `tk` in db `to`, losing its
+ * first `skip` bytes, with its state byte set to `state`. */
+static int
+jr_move(struct lstore *s, int from, const void *fk, size_t skip, int to,
+    const void *tk, int state)
+{
+	unsigned char *p;
+
+	if (lj_reserve(&s->j, 8 + 2 * LM_KEY, &p) != 0)
+		return ENOMEM;
+	memset(p, 0, 8);
+	p[0] = JR_MOVE;
+	p[1] = (unsigned char)from;
+	p[2] = (unsigned char)to;
+	p[3] = (unsigned char)skip;
+	p[4] = (unsigned char)state;
+	memcpy(p + 8, fk, LM_KEY);
+	memcpy(p + 8 + LM_KEY, tk, LM_KEY);
+	return 0;
+}
+
+static int
+jr_delq(struct lstore *s, int op, int db, uint64_t qid)
+{
+	unsigned char *p;
+
+	if (lj_reserve(&s->j, 16, &p) != 0)
+		return ENOMEM;
+	memset(p, 0, 8);
+	p[0] = (unsigned char)op;
+	p[1] = (unsigned char)db;
+	put64(p + 8, qid);
+	return 0;
+}
+
+/* Delete the record at cursor c (of db `db`) and journal it. */
+static int
+cur_del(struct lstore *s, MDB_cursor *c, int db)
+{
+	unsigned char kb[512];
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT)) != 0)
+		return rc;
+	if (k.mv_size > sizeof(kb))
+		return LM_EBADVAL;
+	memcpy(kb, k.mv_data, k.mv_size);
+	if ((rc = mdb_cursor_del(c, 0)) != 0)
+		return rc;
+	return jr_del(s, db, kb, k.mv_size);
+}
+
+static int del_prefix(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote);
+static int del_delayed(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote);
+
+/* Replay a move: copy, then delete the source. */
+static int
+jr_apply_move(MDB_txn *t, MDB_dbi from, MDB_val *fk, size_t skip, MDB_dbi to,
+    MDB_val *tk, int state)
+{
+	unsigned char *dst;
+	MDB_val v, dv;
+	int rc;
+
+	if ((rc = mdb_get(t, from, fk, &v)) != 0)
+		return rc == MDB_NOTFOUND ? LM_EBADVAL : rc;
+	if (v.mv_size < skip + LM_HDR)
+		return LM_EBADVAL;
+	dv.mv_size = v.mv_size - skip;
+	if ((rc = mdb_put(t, to, tk, &dv, MDB_RESERVE)) != 0)
+		return rc;
+	/* the reservation may have moved the source: fetch it again */
+	if ((rc = mdb_get(t, from, fk, &v)) != 0)
+		return rc == MDB_NOTFOUND ? LM_EBADVAL : rc;
+	dst = dv.mv_data;
+	memcpy(dst, (unsigned char *)v.mv_data + skip, dv.mv_size);
+	dst[0] = (unsigned char)state;
+	return mdb_del(t, from, fk, NULL);
+}
+
+/* Apply one journal record (a batch) to ptxn.  Returns an LMDB code. */
+static int
+jr_apply(void *arg, const unsigned char *p, size_t len)
+{
+	struct lstore *s = arg;
+	const unsigned char *end = p + len;
+	MDB_val k, v, k2;
+	size_t klen, vlen;
+	bool wrote;
+	int rc = 0, db, db2;
+
+	while (rc == 0 && p < end) {
+		if ((size_t)(end - p) < 4)
+			return LM_EBADVAL;
+		db = p[1];
+		if (db >= LD_COUNT)
+			return LM_EBADVAL;
+		switch (p[0]) {
+		case JR_PUT:
+			if ((size_t)(end - p) < 8)
+				return LM_EBADVAL;
+			klen = ((size_t)p[2] << 8) | p[3];
+			vlen = get32(p + 4);
+			if ((size_t)(end - p) - 8 < klen ||
+			    (size_t)(end - p) - 8 - klen < vlen)
+				return LM_EBADVAL;
+			k.mv_data = (void *)(p + 8);
+			k.mv_size = klen;
+			v.mv_data = (void *)(p + 8 + klen);
+			v.mv_size = vlen;
+			rc = mdb_put(s->ptxn, ldbi(s, db), &k, &v, 0);
+			p += 8 + klen + vlen;
+			break;
+		case JR_DEL:
+			klen = ((size_t)p[2] << 8) | p[3];
+			if ((size_t)(end - p) - 4 < klen)
+				return LM_EBADVAL;
+			k.mv_data = (void *)(p + 4);
+			k.mv_size = klen;
+			rc = mdb_del(s->ptxn, ldbi(s, db), &k, NULL);
+			p += 4 + klen;
+			break;
+		case JR_MOVE:
+			if ((size_t)(end - p) < 8 + 2 * LM_KEY ||
+			    (db2 = p[2]) >= LD_COUNT)
+				return LM_EBADVAL;
+			k.mv_data = (void *)(p + 8);
+			k.mv_size = LM_KEY;
+			k2.mv_data = (void *)(p + 8 + LM_KEY);
+			k2.mv_size = LM_KEY;
+			rc = jr_apply_move(s->ptxn, ldbi(s, db), &k, p[3],
+			    ldbi(s, db2), &k2, p[4]);
+			p += 8 + 2 * LM_KEY;
+			break;
+		case JR_DELQ:
+		case JR_DELDQ:
+			if ((size_t)(end - p) < 16)
+				return LM_EBADVAL;
+			wrote = false;
+			if (p[0] == JR_DELQ)
+				rc = del_prefix(s->ptxn, ldbi(s, db), get64(p + 8),
+				    &wrote);
+			else
+				rc = del_delayed(s->ptxn, s->db_delayed,
+				    get64(p + 8), &wrote);
+			p += 16;
+			break;
+		default:
+			return LM_EBADVAL;
+		}
+	}
+	return rc;
+}
+
+/* ---------------------------------------------------------------------
  * Transactions
  * --------------------------------------------------------------------- */
 
@@ -478,15 +781,24 @@ lm_grow(struct lstore *s)
 	s->base_pages = (uint64_t)ei.me_last_pgno + 1;
 }
 
-/* Abort the batch and put every queue back as of the last commit. */
+static void lm_reload(struct lstore *, const char *);
+
+/* Abort the batch and put every queue back as of the last commit.  The
+ * batch ran in the long transaction, so when it wrote anything that
+ * transaction is rebuilt from the last checkpoint and the journal. */
 static void
 lm_rollback(struct lstore *s)
 {
 	struct saker_queue *q, *next;
 
-	if (s->txn != NULL)
-		mdb_txn_abort(s->txn);
+	if (s->txn != NULL && s->txn != s->ptxn)
+		mdb_txn_abort(s->txn);	/* a read txn */
 	s->txn = NULL;
+	lj_cut(&s->j, 0);
+	if (s->touched) {
+		s->touched = false;
+		lm_reload(s, "a batch failed");
+	}
 	for (q = s->dirty; q != NULL; q = next) {
 		next = q->dirty_next;
 		q->cur = q->saved;
@@ -513,35 +825,70 @@ lm_refuse(struct lstore *s)
 	return SAKER_OK;
 }
 
-/* Make sure a transaction is open: the batch's write txn, or a read txn
- * when the store cannot be written. */
-static int
-lm_begin(struct lstore *s, bool write)
-{
-	bool rdonly = s->read_only || s->broken;
-	int rc;
-
-	if (write && (rc = lm_refuse(s)) != SAKER_OK)
-		return rc;
-	if (s->txn != NULL)
-		return SAKER_OK;
-	if (!rdonly)
-		lm_grow(s);
-	rc = mdb_txn_begin(s->env, NULL, rdonly ? MDB_RDONLY : 0, &s->txn);
-	if (rc != 0) {
-		s->txn = NULL;
-		return lm_fail(s, rc, "begin transaction");
-	}
-	s->txn_write = !rdonly;
-	s->txn_dirty = false;
-	s->est_pages = 0;
-	return SAKER_OK;
-}
-
 static uint64_t
 pages_for(const struct lstore *s, size_t bytes)
 {
 	return (bytes + s->psize - 1) / s->psize + 4;
+}
+
+static int64_t
+mono_ms(void)
+{
+	return (int64_t)(saker_mono_ns() / 1000000);
+}
+
+/* Begin the long transaction (no transaction may be open). */
+static int
+lm_begin_long(struct lstore *s)
+{
+	int rc;
+
+	lm_grow(s);
+	rc = mdb_txn_begin(s->env, NULL, 0, &s->ptxn);
+	if (rc != 0) {
+		s->ptxn = NULL;
+		return lm_fail(s, rc, "begin transaction");
+	}
+	s->est_pages = pages_for(s, s->j.off);
+	return SAKER_OK;
+}
+
+/*
+ * Make sure a transaction is open: the long transaction, which every batch
+ * runs in; or a read txn when the store was opened read-only (or failed
+ * before a long transaction existed).  A broken store still reads from its
+ * long transaction, which holds every batch acknowledged before the
+ * failure.
+ */
+static int
+lm_begin(struct lstore *s, bool write)
+{
+	int rc;
+
+	if (write && (rc = lm_refuse(s)) != SAKER_OK)
+		return rc;
+	if (s->stale)
+		return seterr(s, SAKER_EIO, "lmdb %s: store failed and must be "
+		    "reopened: %s", s->dir, s->broken_msg);
+	if (s->txn != NULL)
+		return SAKER_OK;
+	if (s->ptxn == NULL && !s->read_only && !s->broken &&
+	    (rc = lm_begin_long(s)) != SAKER_OK)
+		return rc;
+	if (s->ptxn == NULL) {
+		rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn);
+		if (rc != 0) {
+			s->txn = NULL;
+			return lm_fail(s, rc, "begin transaction");
+		}
+		s->txn_write = false;
+	} else {
+		s->txn = s->ptxn;
+		s->txn_write = !s->read_only && !s->broken;
+	}
+	s->txn_dirty = false;
+	s->touched = false;
+	return SAKER_OK;
 }
 
 /*
@@ -562,6 +909,7 @@ op_begin(struct lstore *s, size_t bytes, MDB_txn **t)
 	if ((s->base_pages + s->est_pages) * s->psize * 100 <=
 	    (uint64_t)s->mapsize * LM_GUARD_PCT) {
 		*t = s->txn;
+		s->touched = true;
 		return SAKER_OK;
 	}
 	rc = mdb_txn_begin(s->env, s->txn, 0, t);
@@ -569,6 +917,7 @@ op_begin(struct lstore *s, size_t bytes, MDB_txn **t)
 		*t = NULL;
 		return lm_fail(s, rc, "begin nested transaction");
 	}
+	s->jmark = s->j.len;
 	return SAKER_OK;
 }
 
@@ -590,7 +939,9 @@ op_end(struct lstore *s, MDB_txn *t, int rc, bool wrote)
 		else
 			mdb_txn_abort(t);
 		if (rc == 0 && wrote)
-			s->txn_dirty = true;
+			s->txn_dirty = s->touched = true;
+		else
+			lj_cut(&s->j, s->jmark);	/* its records too */
 		return rc;
 	}
 	if (rc == 0) {
@@ -609,11 +960,31 @@ op_end(struct lstore *s, MDB_txn *t, int rc, bool wrote)
  * Commit and sync
  * --------------------------------------------------------------------- */
 
+/* Put meta record `key` = v into the batch (journalled) or, with
+ * !journal, straight into the long txn. */
+static int
+meta_put64(struct lstore *s, const char *key, uint64_t val, bool journal)
+{
+	unsigned char num[8];
+	MDB_val k, v;
+	int rc;
+
+	k.mv_data = (void *)(uintptr_t)key;
+	k.mv_size = strlen(key);
+	put64(num, val);
+	v.mv_data = num;
+	v.mv_size = 8;
+	rc = mdb_put(journal ? s->txn : s->ptxn, s->db_meta, &k, &v, 0);
+	if (rc == 0 && journal)
+		rc = jr_put(s, LD_META, k.mv_data, k.mv_size, num, 8);
+	return rc;
+}
+
 static int
 lm_write_state(struct lstore *s)
 {
 	struct saker_queue *q;
-	unsigned char rec[LM_QREC], num[8];
+	unsigned char rec[LM_QREC];
 	MDB_val k, v;
 	int rc;
 
@@ -625,32 +996,25 @@ lm_write_state(struct lstore *s)
 			v.mv_data = rec;
 			v.mv_size = sizeof(rec);
 			rc = mdb_put(s->txn, s->db_queues, &k, &v, 0);
+			if (rc == 0)
+				rc = jr_put(s, LD_QUEUES, k.mv_data, k.mv_size,
+				    rec, sizeof(rec));
 		} else if (q->saved.exists) {
 			rc = mdb_del(s->txn, s->db_queues, &k, NULL);
+			if (rc == 0)
+				rc = jr_del(s, LD_QUEUES, k.mv_data, k.mv_size);
 		} else {
 			rc = 0;
 		}
 		if (rc != 0 && rc != MDB_NOTFOUND)
 			return rc;
 	}
-	if (s->next_qid != s->saved_next_qid) {
-		k.mv_data = "next_qid";
-		k.mv_size = 8;
-		put64(num, s->next_qid);
-		v.mv_data = num;
-		v.mv_size = 8;
-		if ((rc = mdb_put(s->txn, s->db_meta, &k, &v, 0)) != 0)
-			return rc;
-	}
-	if (s->next_arrival != s->saved_next_arrival) {
-		k.mv_data = "next_arrival";
-		k.mv_size = 12;
-		put64(num, s->next_arrival);
-		v.mv_data = num;
-		v.mv_size = 8;
-		if ((rc = mdb_put(s->txn, s->db_meta, &k, &v, 0)) != 0)
-			return rc;
-	}
+	if (s->next_qid != s->saved_next_qid &&
+	    (rc = meta_put64(s, "next_qid", s->next_qid, true)) != 0)
+		return rc;
+	if (s->next_arrival != s->saved_next_arrival &&
+	    (rc = meta_put64(s, "next_arrival", s->next_arrival, true)) != 0)
+		return rc;
 	return 0;
 }
 
@@ -684,11 +1048,126 @@ commit_full(struct lstore *s, int rc)
 	return false;
 }
 
+/*
+ * Rebuild the long transaction from the last checkpoint and the journal's
+ * records up to the last one written: after the long transaction was lost
+ * (a failed checkpoint) or may hold a batch that is not in the journal (a
+ * failed batch commit or journal write).  When even that fails the store
+ * cannot serve what it acknowledged and refuses everything until it is
+ * reopened (which replays the journal again).
+ */
+static void
+lm_reload(struct lstore *s, const char *why)
+{
+	uint64_t seq = s->j.seq, upto = s->j.off;
+	int rc;
+
+	if (s->txn != NULL && s->txn != s->ptxn)
+		mdb_txn_abort(s->txn);
+	s->txn = NULL;
+	if (s->ptxn != NULL)
+		mdb_txn_abort(s->ptxn);
+	s->ptxn = NULL;
+	if (lm_begin_long(s) != SAKER_OK) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	rc = lj_replay(&s->j, s->ckpt_seq, upto, jr_apply, s);
+	if (rc == 0 && s->j.seq == seq)
+		return;
+	mdb_txn_abort(s->ptxn);
+	s->ptxn = NULL;
+	if (rc == 0)
+		rc = EIO;
+fail:
+	s->j.seq = seq;
+	s->j.off = upto;
+	s->broken = true;
+	s->stale = true;
+	snprintf(s->broken_msg, sizeof(s->broken_msg), "%s, then rebuilding "
+	    "the transaction from the journal failed: %s", why,
+	    s->j.err[0] != '\0' ? s->j.err : lm_strerror(rc));
+}
+
+/* Time for a checkpoint? */
+static bool
+ckpt_due(struct lstore *s)
+{
+	int64_t now;
+
+	if (s->ptxn == NULL || s->broken)
+		return false;
+	now = mono_ms();
+	if (now < s->ckpt_retry_ms)
+		return false;
+	return s->j.off >= s->ckpt_bytes || now - s->ckpt_ms >= LM_CKPT_MS ||
+	    (s->base_pages + s->est_pages) * s->psize * 100 >
+	    (uint64_t)s->mapsize * LM_GROW_PCT;
+}
+
+/*
+ * Commit the long transaction with LMDB's own commit (synced, except with
+ * --sync never), recording the last batch it holds; the journal then starts
+ * again.  A failure leaves every acknowledged batch in the journal, so the
+ * long transaction is rebuilt from it: for want of room (disk, map) the
+ * store stays writable and tries again a second later; any other failure
+ * makes it read-only, as a failed commit always did.
+ */
+static int
+lm_checkpoint(struct lstore *s)
+{
+	uint64_t t0;
+	int rc;
+
+	if (s->ptxn == NULL)
+		return SAKER_OK;
+	t0 = saker_mono_ns();
+	if (s->j.seq == s->ckpt_seq) {
+		/* nothing since the last one (reads only) */
+		mdb_txn_abort(s->ptxn);
+		s->ptxn = NULL;
+		s->ckpt_ms = mono_ms();
+		return SAKER_OK;
+	}
+	rc = meta_put64(s, "journal_seq", s->j.seq, false);
+	if (rc == 0) {
+		rc = mdb_txn_commit(s->ptxn);
+	} else {
+		mdb_txn_abort(s->ptxn);
+	}
+	s->ptxn = NULL;
+	s->ckpt_ms = mono_ms();
+	s->st.commit_ns += saker_mono_ns() - t0;
+	if (rc == 0) {
+		s->ckpt_seq = s->j.seq;
+		lj_restart(&s->j);
+		if (s->sync != SAKER_SYNC_NEVER)
+			s->st.fsyncs += 2;	/* data pages, then meta page */
+		return SAKER_OK;
+	}
+	lm_reload(s, "checkpoint failed");
+	if (commit_full(s, rc) || rc == ENOMEM) {
+		s->ckpt_retry_ms = s->ckpt_ms + LM_CKPT_RETRY_MS;
+		return seterr(s, maperr(rc) == SAKER_ENOMEM ? SAKER_ENOMEM :
+		    SAKER_EFULL, "lmdb %s: checkpoint failed (%s); the journal "
+		    "keeps every batch, trying again in %d ms", s->dir,
+		    lm_strerror(rc), LM_CKPT_RETRY_MS);
+	}
+	if (!s->broken) {
+		s->broken = true;
+		snprintf(s->broken_msg, sizeof(s->broken_msg), "checkpoint: %s",
+		    lm_strerror(rc));
+	}
+	return seterr(s, SAKER_EIO, "lmdb %s: checkpoint failed, store now "
+	    "read-only: %s", s->dir, lm_strerror(rc));
+}
+
 static int
 lm_commit(saker_store *ss)
 {
 	struct lstore *s = (struct lstore *)ss;
 	struct saker_queue *q, *next;
+	bool in_doubt;
 	uint64_t t0;
 	int rc, code;
 
@@ -700,39 +1179,58 @@ lm_commit(saker_store *ss)
 		    saker_strerror(code));
 	}
 	if (s->txn == NULL)
-		return SAKER_OK;
+		goto done;
+	if (s->txn != s->ptxn) {
+		/* a read txn (read-only or failed store) */
+		mdb_txn_abort(s->txn);
+		s->txn = NULL;
+		goto done;
+	}
 	if (!s->txn_write || (!s->txn_dirty && s->dirty == NULL &&
 	    s->next_qid == s->saved_next_qid &&
 	    s->next_arrival == s->saved_next_arrival)) {
 		/* Nothing written: no I/O, no fsync. */
-		mdb_txn_abort(s->txn);
 		s->txn = NULL;
-		return SAKER_OK;
+		s->touched = false;
+		lj_cut(&s->j, 0);
+		goto done;
 	}
 	t0 = saker_mono_ns();
-	rc = lm_write_state(s);
-	if (rc == 0) {
-		rc = mdb_txn_commit(s->txn);
-		s->txn = NULL;	/* freed by commit, even on failure */
-	}
-	if (rc != 0) {
+	s->touched = true;
+	if ((rc = lm_write_state(s)) != 0) {
 		lm_rollback(s);
 		if (commit_full(s, rc))
 			return seterr(s, SAKER_EFULL, "lmdb %s: commit failed, batch "
-			    "rolled back: storage full (%s%s)", s->dir,
-			    rc == EIO ? "disk or file size limit reached, LMDB "
-			    "reports a short write as: " : "", lm_strerror(rc));
-		if (rc == ENOMEM)
+			    "rolled back: storage full (%s)", s->dir,
+			    lm_strerror(rc));
+		return seterr(s, maperr(rc) == SAKER_ENOMEM ? SAKER_ENOMEM :
+		    SAKER_EIO, "lmdb %s: commit failed, batch rolled back: %s",
+		    s->dir, lm_strerror(rc));
+	}
+	rc = lj_write(&s->j, s->sync == SAKER_SYNC_ALWAYS, &in_doubt);
+	if (rc != 0) {
+		/* The long txn holds the batch, the journal does not (or may
+		 * not): take it out again (lm_rollback rebuilds the txn). */
+		lm_rollback(s);
+		if (!in_doubt && (rc == ENOSPC || rc == EDQUOT || rc == EFBIG))
+			return seterr(s, SAKER_EFULL, "lmdb %s: commit failed, "
+			    "batch rolled back: storage full (%s)", s->dir,
+			    s->j.err);
+		if (!in_doubt && rc == ENOMEM)
 			return seterr(s, SAKER_ENOMEM, "lmdb %s: commit failed, "
-			    "batch rolled back: %s", s->dir, lm_strerror(rc));
+			    "batch rolled back: %s", s->dir, s->j.err);
 		/* A failed write or fsync leaves the page cache in an unknown
 		 * state: stop writing rather than risk acknowledging data that
 		 * may not be on disk. */
-		s->broken = true;
-		snprintf(s->broken_msg, sizeof(s->broken_msg), "commit: %s",
-		    lm_strerror(rc));
-		return seterr(s, SAKER_EIO, "lmdb %s: commit failed, batch rolled "
-		    "back and store now read-only: %s", s->dir, lm_strerror(rc));
+		if (!s->stale) {
+			s->broken = true;
+			snprintf(s->broken_msg, sizeof(s->broken_msg), "commit: %s",
+			    s->j.err);
+		}
+		return seterr(s, in_doubt ? SAKER_EINDOUBT : SAKER_EIO,
+		    "lmdb %s: commit failed%s, store now read-only: %s", s->dir,
+		    in_doubt ? " and may or may not have reached the disk" :
+		    ", batch rolled back", s->j.err);
 	}
 	for (q = s->dirty; q != NULL; q = next) {
 		next = q->dirty_next;
@@ -745,9 +1243,14 @@ lm_commit(saker_store *ss)
 	s->saved_next_qid = s->next_qid;
 	s->saved_next_arrival = s->next_arrival;
 	s->st.commits++;
-	if (s->sync == SAKER_SYNC_ALWAYS)
-		s->st.fsyncs++;
 	s->st.commit_ns += saker_mono_ns() - t0;
+	s->txn = NULL;
+	s->touched = false;
+done:
+	/* The batch is acknowledged whatever a checkpoint does: its
+	 * failures are reported by the next batches. */
+	if (ckpt_due(s) && s->txn == NULL)
+		(void)lm_checkpoint(s);
 	return SAKER_OK;
 }
 
@@ -755,18 +1258,14 @@ static int
 lm_sync(saker_store *ss)
 {
 	struct lstore *s = (struct lstore *)ss;
-	int rc;
 
 	if (s->read_only || s->broken || s->sync != SAKER_SYNC_PERIODIC)
 		return SAKER_OK;
-	rc = mdb_env_sync(s->env, 1);
-	s->st.fsyncs++;
-	if (rc != 0) {
+	if (lj_sync(&s->j) != 0) {
 		s->broken = true;
-		snprintf(s->broken_msg, sizeof(s->broken_msg), "fsync: %s",
-		    lm_strerror(rc));
+		snprintf(s->broken_msg, sizeof(s->broken_msg), "%s", s->j.err);
 		return seterr(s, SAKER_EIO, "lmdb %s: fsync failed, store now "
-		    "read-only: %s", s->dir, lm_strerror(rc));
+		    "read-only: %s", s->dir, s->j.err);
 	}
 	return SAKER_OK;
 }
@@ -894,6 +1393,12 @@ empty_queue(struct lstore *s, struct saker_queue *q, const char *what)
 		rc = del_prefix(t, s->db_open, q->id, &wrote);
 	if (rc == 0 && q->cur.delayed > 0)
 		rc = del_delayed(t, s->db_delayed, q->id, &wrote);
+	if (rc == 0 && wrote)
+		rc = jr_delq(s, JR_DELQ, LD_ITEMS, q->id);
+	if (rc == 0 && wrote)
+		rc = jr_delq(s, JR_DELQ, LD_OPEN, q->id);
+	if (rc == 0 && wrote && q->cur.delayed > 0)
+		rc = jr_delq(s, JR_DELDQ, LD_DELAYED, q->id);
 	if ((rc = op_end(s, t, rc, wrote)) != 0)
 		return lm_fail(s, rc, what);
 	q_change(s, q);
@@ -1055,6 +1560,14 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 		    created);
 		if (item->len > 0)
 			memcpy(dst + LM_HDR, item->data, item->len);
+		if (ready) {
+			mkkey(kb, q->id, q->cur.tail);
+			rc = jr_put(s, LD_ITEMS, kb, LM_KEY, dst,
+			    LM_HDR + item->len);
+		} else {
+			rc = jr_put(s, LD_DELAYED, kb, LM_KEY, dst - 8,
+			    8 + LM_HDR + item->len);
+		}
 	}
 	if ((rc = op_end(s, t, rc, true)) != 0)
 		return lm_fail(s, rc, "put");
@@ -1136,7 +1649,8 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 			continue;
 		}
 		memcpy(kb, k.mv_data, LM_KEY);
-		if ((rc = mdb_cursor_del(c, 0)) != 0)
+		if ((rc = mdb_cursor_del(c, 0)) != 0 ||
+		    (rc = jr_del(s, LD_ITEMS, kb, LM_KEY)) != 0)
 			break;
 		res->nexp++;
 		res->expbytes += it.len;
@@ -1177,6 +1691,14 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 	}
 	if (rc == 0)
 		rc = mdb_cursor_del(c, 0);
+	if (rc == 0) {
+		mkkey(kb, q->id, seq);
+		if (mode == SAKER_TAKE_OPEN)
+			rc = jr_move(s, LD_ITEMS, kb, 0, LD_OPEN, okb,
+			    LM_STATE_OPEN);
+		else
+			rc = jr_del(s, LD_ITEMS, kb, LM_KEY);
+	}
 	if (rc == 0)
 		res->taken = true;
 	mdb_cursor_close(c);
@@ -1255,6 +1777,8 @@ lm_confirm(saker_store *ss, saker_queue *q, uint64_t id)
 	k.mv_data = kb;
 	k.mv_size = LM_KEY;
 	rc = mdb_del(t, s->db_open, &k, NULL);
+	if (rc == 0)
+		rc = jr_del(s, LD_OPEN, kb, LM_KEY);
 	rc = op_end(s, t, rc, true);
 	if (rc == MDB_NOTFOUND)
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
@@ -1271,18 +1795,19 @@ lm_confirm(saker_store *ss, saker_queue *q, uint64_t id)
  * the cursor's database.  Returns an LMDB code.
  */
 static int
-move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, size_t skip,
+move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, int from, size_t skip,
     struct saker_queue *q, uint64_t seq, bool at_tail, size_t *len)
 {
-	unsigned char *dst;
+	unsigned char *dst, fk[LM_KEY], tk[LM_KEY];
 	MDB_val k, v;
 	size_t size;
 	int rc;
 
 	if ((rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT)) != 0)
 		return rc;
-	if (v.mv_size < skip + LM_HDR)
+	if (v.mv_size < skip + LM_HDR || k.mv_size != LM_KEY)
 		return LM_EBADVAL;
+	memcpy(fk, k.mv_data, LM_KEY);
 	size = v.mv_size - skip;
 	if ((rc = items_reserve(s, t, q, seq, size, at_tail, &dst)) != 0)
 		return rc;
@@ -1295,7 +1820,10 @@ move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, size_t skip,
 	memcpy(dst, (unsigned char *)v.mv_data + skip, size);
 	dst[0] = LM_STATE_READY;
 	*len = size - LM_HDR;
-	return mdb_cursor_del(c, 0);
+	if ((rc = mdb_cursor_del(c, 0)) != 0)
+		return rc;
+	mkkey(tk, q->id, seq);
+	return jr_move(s, from, fk, skip, LD_ITEMS, tk, LM_STATE_READY);
 }
 
 /* Size of open item (q, id) in the batch, or 0 when it is not open. */
@@ -1347,7 +1875,8 @@ lm_release(saker_store *ss, saker_queue *q, uint64_t id)
 		return rc;
 	rc = open_lookup(s, t, &c, q->id, id);
 	if (rc == 0)
-		rc = move_rec(s, t, c, 0, q, q->cur.lo - 1, false, &len);
+		rc = move_rec(s, t, c, LD_OPEN, 0, q, q->cur.lo - 1, false,
+		    &len);
 	if (c != NULL)
 		mdb_cursor_close(c);
 	if ((rc = op_end(s, t, rc, true)) != 0)
@@ -1376,6 +1905,8 @@ delayed_first(struct lstore *s, MDB_txn *t, int64_t *due, size_t *size)
 	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
 	if (rc == 0 && k.mv_size != LM_KEY)
 		rc = LM_EBADVAL;
+	if (rc == 0 && is_sentinel(&k, 0xff))
+		rc = MDB_NOTFOUND;
 	if (rc == 0) {
 		*due = (int64_t)get64(k.mv_data);
 		*size = v.mv_size;
@@ -1404,7 +1935,7 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	if (rc == 0 && (v.mv_size < 8 + LM_HDR || k.mv_size != LM_KEY)) {
 		/* unreadable: drop it rather than block every later item */
 		*what = PR_ORPHAN;
-		rc = mdb_cursor_del(c, 0);
+		rc = cur_del(s, c, LD_DELAYED);
 		goto out;
 	}
 	if (rc != 0)
@@ -1414,13 +1945,14 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	*len = it.len;
 	if (q == NULL || q->deleted) {
 		*what = PR_ORPHAN;
-		rc = mdb_cursor_del(c, 0);
+		rc = cur_del(s, c, LD_DELAYED);
 	} else if (expired(&it, now_ms)) {
 		*what = PR_EXPIRED;
-		rc = mdb_cursor_del(c, 0);
+		rc = cur_del(s, c, LD_DELAYED);
 	} else {
 		*what = PR_MOVED;
-		rc = move_rec(s, t, c, 8, q, q->cur.tail, true, len);
+		rc = move_rec(s, t, c, LD_DELAYED, 8, q, q->cur.tail, true,
+		    len);
 	}
 	*qp = q;
 out:
@@ -1536,7 +2068,8 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 			continue;
 		}
 		memcpy(kb, k.mv_data, LM_KEY);
-		if ((rc = mdb_cursor_del(c, 0)) != 0)
+		if ((rc = mdb_cursor_del(c, 0)) != 0 ||
+		    (rc = jr_del(s, LD_ITEMS, kb, LM_KEY)) != 0)
 			break;
 		n++;
 		nbytes += it.len;
@@ -1662,6 +2195,7 @@ lm_store_stats(saker_store *ss, struct saker_store_stats *st)
 	struct stat sb;
 
 	*st = s->st;
+	st->fsyncs += s->j.fsyncs;
 	if (mdb_env_get_fd(s->env, &fd) == 0 && fstat(fd, &sb) == 0)
 		st->disk_bytes = (uint64_t)sb.st_size;
 }
@@ -1686,10 +2220,14 @@ lm_free(struct lstore *s)
 	struct saker_queue *q, *next;
 	size_t i;
 
-	if (s->txn != NULL)
+	if (s->txn != NULL && s->txn != s->ptxn)
 		mdb_txn_abort(s->txn);
+	if (s->ptxn != NULL)
+		mdb_txn_abort(s->ptxn);
+	s->txn = s->ptxn = NULL;
 	if (s->env != NULL)
 		mdb_env_close(s->env);
+	lj_close(&s->j);
 	for (i = 0; i < s->nbuckets; i++) {
 		for (q = s->by_name[i]; q != NULL; q = next) {
 			next = q->name_next;
@@ -1715,7 +2253,10 @@ lm_close(saker_store *ss)
 	if (s->txn != NULL)
 		(void)lm_commit(ss);
 	lm_rollback(s);	/* a batch whose commit failed */
-	if (!s->read_only && !s->broken && s->sync != SAKER_SYNC_ALWAYS)
+	/* A broken store keeps its journal for the next open to replay. */
+	if (!s->broken)
+		(void)lm_checkpoint(s);
+	if (!s->read_only && !s->broken && s->sync == SAKER_SYNC_NEVER)
 		(void)mdb_env_sync(s->env, 1);
 	lm_free(s);
 }
@@ -1813,11 +2354,31 @@ meta_get64(struct lstore *s, MDB_txn *t, const char *key, uint64_t *out)
 	return SAKER_OK;
 }
 
+/* Record this build's format version (unless already there). */
+static int
+meta_version(struct lstore *s, MDB_txn *t)
+{
+	unsigned char num[4];
+	MDB_val k, v;
+	int rc;
+
+	k.mv_data = "version";
+	k.mv_size = 7;
+	rc = mdb_get(t, s->db_meta, &k, &v);
+	if (rc == 0 && v.mv_size == 4 && get32(v.mv_data) == LM_VERSION)
+		return 0;
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return rc;
+	put32(num, LM_VERSION);
+	v.mv_data = num;
+	v.mv_size = 4;
+	return mdb_put(t, s->db_meta, &k, &v, 0);
+}
+
 /* Write the meta records of a new store. */
 static int
 meta_init(struct lstore *s, MDB_txn *t)
 {
-	unsigned char num[8];
 	MDB_val k, v;
 	int rc;
 
@@ -1827,12 +2388,7 @@ meta_init(struct lstore *s, MDB_txn *t)
 	v.mv_size = strlen(LM_FORMAT);
 	if ((rc = mdb_put(t, s->db_meta, &k, &v, 0)) != 0)
 		return rc;
-	k.mv_data = "version";
-	k.mv_size = 7;
-	put32(num, LM_VERSION);
-	v.mv_data = num;
-	v.mv_size = 4;
-	return mdb_put(t, s->db_meta, &k, &v, 0);
+	return meta_version(s, t);
 }
 
 static int
@@ -1924,13 +2480,74 @@ lm_open_dbs(struct lstore *s, bool create)
 		mdb_txn_abort(t);
 		return lm_fail(s, rc, "initialise store");
 	}
-	if ((ret = meta_check(s, t)) != SAKER_OK) {
+	if ((ret = meta_check(s, t)) != SAKER_OK ||
+	    (ret = meta_get64(s, t, "journal_seq", &s->ckpt_seq)) != SAKER_OK) {
 		mdb_txn_abort(t);
 		return ret;
+	}
+	/* A version 1 store (no journal yet) is upgraded in place: version 2
+	 * only adds to it, and from now on an older build must refuse it, as
+	 * it would ignore the journal. */
+	if (!s->read_only && ((rc = put_sentinels(t, s->db_items, s->db_open,
+	    s->db_delayed)) != 0 || (rc = meta_version(s, t)) != 0)) {
+		mdb_txn_abort(t);
+		return lm_fail(s, rc, "initialise store");
 	}
 	/* Commit, even a read txn: that keeps the dbi handles open. */
 	if ((rc = mdb_txn_commit(t)) != 0)
 		return lm_fail(s, rc, "initialise store");
+	return SAKER_OK;
+}
+
+/*
+ * Open the journal and replay what it holds beyond the last checkpoint
+ * (the batches acknowledged before a crash), then checkpoint them.  A
+ * read-only opener must not write: it only finds out (*pending) whether
+ * there is anything to replay.
+ */
+static int
+lm_journal_open(struct lstore *s, bool *pending)
+{
+	int rc, ret;
+
+	*pending = false;
+	if ((rc = lj_open(&s->j, s->dir, !s->read_only)) != 0)
+		return seterr(s, SAKER_EIO, "lmdb %s: %s", s->dir, s->j.err);
+	s->j.never_sync = s->sync == SAKER_SYNC_NEVER;
+	s->ckpt_ms = mono_ms();
+	if (s->read_only) {
+		rc = lj_pending(&s->j, s->ckpt_seq, pending);
+		lj_close(&s->j);
+		if (rc != 0)
+			return seterr(s, rc == EILSEQ ? SAKER_ECORRUPT : SAKER_EIO,
+			    "lmdb %s: %s", s->dir, s->j.err);
+		return SAKER_OK;
+	}
+	if ((ret = lm_begin_long(s)) != SAKER_OK)
+		return ret;
+	rc = lj_replay(&s->j, s->ckpt_seq, UINT64_MAX, jr_apply, s);
+	if (rc != 0) {
+		mdb_txn_abort(s->ptxn);
+		s->ptxn = NULL;
+		if (s->j.err[0] != '\0')
+			return seterr(s, rc == EILSEQ ? SAKER_ECORRUPT : SAKER_EIO,
+			    "lmdb %s: %s", s->dir, s->j.err);
+		return seterr(s, maperr(rc), "lmdb %s: replaying journal batch "
+		    "%llu: %s", s->dir, (unsigned long long)s->j.seq + 1,
+		    lm_strerror(rc));
+	}
+	if (s->j.seq == s->ckpt_seq) {
+		mdb_txn_abort(s->ptxn);
+		s->ptxn = NULL;
+		return SAKER_OK;
+	}
+	if ((ret = lm_checkpoint(s)) != SAKER_OK)
+		return ret;
+	if (s->ptxn != NULL) {
+		/* the checkpoint failed and left a rebuilt txn */
+		mdb_txn_abort(s->ptxn);
+		s->ptxn = NULL;
+	}
 	return SAKER_OK;
 }
 
@@ -1994,20 +2611,24 @@ lm_recover(struct lstore *s)
 
 	if ((rc = mdb_stat(s->txn, s->db_open, &ms)) != 0)
 		return lm_fail(s, rc, "recover");
-	if (ms.ms_entries == 0)
+	if (ms.ms_entries <= 1)	/* the sentinel */
 		return SAKER_OK;
 	if ((ret = lm_begin(s, true)) != SAKER_OK)
 		return ret;
 	if ((rc = mdb_cursor_open(s->txn, s->db_open, &c)) != 0)
 		return lm_fail(s, rc, "recover");
 	while ((rc = mdb_cursor_get(c, &k, &v, MDB_LAST)) == 0) {
+		if (is_sentinel(&k, 0)) {
+			rc = MDB_NOTFOUND;	/* every open item done */
+			break;
+		}
 		q = k.mv_size == LM_KEY ? qtab_by_id(s, get64(k.mv_data)) : NULL;
 		if (q == NULL) {
-			rc = mdb_cursor_del(c, 0);	/* orphan */
+			rc = cur_del(s, c, LD_OPEN);	/* orphan */
 		} else {
 			len = 0;
-			rc = move_rec(s, s->txn, c, 0, q, q->cur.lo - 1, false,
-			    &len);
+			rc = move_rec(s, s->txn, c, LD_OPEN, 0, q,
+			    q->cur.lo - 1, false, &len);
 			if (rc == 0) {
 				q_change(s, q);
 				q->cur.lo--;
@@ -2027,6 +2648,40 @@ lm_recover(struct lstore *s)
 	return lm_commit(&s->base);
 }
 
+static int lm_open(const char *, const struct saker_store_opts *,
+    saker_store **, char *, size_t);
+
+/*
+ * A read-only opener found batches in the journal that the data file does
+ * not hold yet (a crash).  Recover them as a writer would (that needs the
+ * exclusive lock, so ours is dropped first), then open read-only again.
+ */
+static int
+lm_open_recover(struct lstore *s, const char *location,
+    const struct saker_store_opts *opts, saker_store **out, char *err,
+    size_t errlen)
+{
+	struct saker_store_opts rw;
+	saker_store *tmp;
+	int ret;
+
+	lm_free(s);
+	memset(&rw, 0, sizeof(rw));
+	rw.sync = SAKER_SYNC_ALWAYS;
+	ret = lm_open(location, &rw, &tmp, err, errlen);
+	if (ret != SAKER_OK) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "lmdb %s: the store needs crash recovery "
+		    "(its journal holds batches the data file does not), which "
+		    "needs write access: %s", location, why);
+		return ret;
+	}
+	lm_close(tmp);
+	return lm_open(location, opts, out, err, errlen);
+}
+
 static int
 lm_open(const char *location, const struct saker_store_opts *opts,
     saker_store **out, char *err, size_t errlen)
@@ -2036,7 +2691,7 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 	MDB_envinfo ei;
 	MDB_stat ms;
 	unsigned int flags = MDB_NOTLS;
-	bool have_data;
+	bool have_data, pending;
 	int rc, ret;
 
 	*out = NULL;
@@ -2056,6 +2711,13 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 	}
 	s->base.driver = &saker_store_lmdb;
 	s->lockfd = -1;
+	s->j.fd = -1;
+	/* A knob for tests (1 = a checkpoint after every batch); see
+	 * docs/lmdb.md. */
+	s->ckpt_bytes = LM_CKPT_BYTES;
+	if (getenv("SAKER_LMDB_CHECKPOINT_BYTES") != NULL)
+		s->ckpt_bytes = strtoull(getenv("SAKER_LMDB_CHECKPOINT_BYTES"),
+		    NULL, 10);
 	s->sync = opts->sync;
 	s->read_only = opts->read_only;
 	s->notify = opts->notify;
@@ -2085,10 +2747,10 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 		goto fail;
 	}
 
+	/* always and periodic: checkpoints are LMDB's synced commits (the
+	 * journal is synced per batch or by sync()); never: not even those. */
 	if (s->read_only)
 		flags |= MDB_RDONLY;
-	else if (s->sync == SAKER_SYNC_PERIODIC)
-		flags |= MDB_NOSYNC;
 	else if (s->sync == SAKER_SYNC_NEVER)
 		flags |= MDB_NOSYNC | MDB_NOMETASYNC;
 	if ((rc = mdb_env_create(&s->env)) != 0) {
@@ -2117,14 +2779,17 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 	s->psize = ms.ms_psize;
 	s->mapsize = ei.me_mapsize;
 	if ((ret = lm_open_dbs(s, opts->create)) != SAKER_OK ||
-	    (ret = lm_load(s)) != SAKER_OK)
+	    (ret = lm_journal_open(s, &pending)) != SAKER_OK)
+		goto fail;
+	if (pending)
+		return lm_open_recover(s, location, opts, out, err, errlen);
+	if ((ret = lm_load(s)) != SAKER_OK)
 		goto fail;
 	if (!s->read_only && (ret = lm_recover(s)) != SAKER_OK)
 		goto fail;
-	if (s->txn != NULL) {
+	if (s->txn != NULL && s->txn != s->ptxn)
 		mdb_txn_abort(s->txn);	/* the loading read */
-		s->txn = NULL;
-	}
+	s->txn = NULL;
 	s->err[0] = '\0';
 	*out = &s->base;
 	return SAKER_OK;

@@ -1,0 +1,108 @@
+/*
+ * lmdb_journal.h -- the LMDB driver's redo journal (backends/lmdb_journal.c).
+ *
+ * The LMDB driver keeps one long write transaction open between
+ * checkpoints and makes each batch durable by appending one record to this
+ * journal and fdatasync()ing it: one flush of a preallocated file per
+ * batch, instead of LMDB's two (data pages, then the meta page).  A
+ * checkpoint commits the long transaction with LMDB's own synced commit,
+ * after which the journal starts again at offset 0.
+ *
+ * The journal only frames and stores opaque payloads; what a payload means
+ * (the LMDB puts and deletes of a batch) is the driver's business.
+ *
+ * FILE FORMAT
+ *   Records follow each other from offset 0; the rest of the file is
+ *   zeros or stale records of an earlier round.  A record is
+ *     "SKJ1"  u32 magic
+ *     u32     reserved (0)
+ *     u64     seq       batch number, +1 per record, never reused
+ *     u64     len       payload bytes
+ *     u64     check     hash of seq, len and payload
+ *     payload
+ *   little-endian.  A record is valid when its magic and check match; a
+ *   torn write fails the check.  Records after a checkpoint at seq A have
+ *   seqs A+1, A+2, ... and stale ones have seqs <= A, so a scan stops at
+ *   the first record that is invalid or out of sequence.
+ */
+#ifndef SAKER_LMDB_JOURNAL_H
+#define SAKER_LMDB_JOURNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LJ_HDR		32	/* record header bytes */
+#define LJ_FILE		"saker.journal"
+
+struct lj {
+	int fd;
+	uint64_t size;		/* file size: preallocated, zero-filled */
+	uint64_t off;		/* end of the last record written */
+	uint64_t seq;		/* seq of the last record written */
+	unsigned char *buf;	/* LJ_HDR bytes of header room, then the payload */
+	size_t len;		/* payload bytes in buf */
+	size_t cap;
+	bool unsynced;		/* written since the last fdatasync */
+	bool never_sync;	/* --sync never: not even after growing */
+	uint64_t fsyncs;	/* fdatasync calls made */
+	char err[256];		/* reason for the last failure */
+};
+
+/* Open (creating when `create`) DIR/saker.journal.  Returns 0, or an errno
+ * value with a message in j->err.  A missing file with !create is not an
+ * error: j->fd is then -1 and the journal is empty. */
+int lj_open(struct lj *j, const char *dir, bool create);
+
+void lj_close(struct lj *j);
+
+/* Room for n more payload bytes of the current batch at *p; the caller
+ * fills them.  Returns 0 or ENOMEM. */
+int lj_reserve(struct lj *j, size_t n, unsigned char **p);
+
+/* Drop the current batch's payload from byte `mark` on. */
+static inline void
+lj_cut(struct lj *j, size_t mark)
+{
+	if (mark < j->len)
+		j->len = mark;
+}
+
+/*
+ * Write the current batch as record seq + 1 at off (fdatasync when
+ * `sync`), then empty the batch.  Returns 0, or an errno value with a
+ * message in j->err; *in_doubt then says whether the record may be in
+ * the file and valid (only when fdatasync failed).  Otherwise none of it
+ * counts: a record cut short by a failed write never passes its check, and
+ * the next batch is written over it.
+ */
+int lj_write(struct lj *j, bool sync, bool *in_doubt);
+
+/* fdatasync when something was written since the last one. */
+int lj_sync(struct lj *j);
+
+/* A checkpoint covered every record: start again at offset 0. */
+static inline void
+lj_restart(struct lj *j)
+{
+	j->off = 0;
+}
+
+/*
+ * Read the records after seq `applied`, in order, calling fn with each
+ * payload, until the first invalid or out-of-sequence record, or the end
+ * offset `upto` (UINT64_MAX: the whole file).  On return j->seq and j->off
+ * describe the last record passed to fn (j->seq = applied and j->off = 0
+ * when there was none).  Returns 0, an errno value, or fn's non-zero
+ * result; j->err says why.  A first record with a seq beyond applied + 1
+ * is refused (EILSEQ): the journal does not belong to this data file.
+ */
+int lj_replay(struct lj *j, uint64_t applied, uint64_t upto,
+    int (*fn)(void *arg, const unsigned char *payload, size_t len), void *arg);
+
+/* Is there a valid record after seq `applied` (one that lj_replay would
+ * pass on)?  For read-only openers, which must not replay themselves.
+ * Returns 0 or lj_replay's error. */
+int lj_pending(struct lj *j, uint64_t applied, bool *pending);
+
+#endif
