@@ -137,6 +137,7 @@ struct lstore {
 	struct lj j;		/* the journal (fd -1 when read-only) */
 	size_t jmark;		/* journal length when a nested op began */
 	uint64_t ckpt_seq;	/* last batch in the data file */
+	uint64_t store_id;	/* random, made at creation: seeds the journal */
 	int64_t ckpt_ms;	/* monotonic ms of the last checkpoint */
 	int64_t ckpt_retry_ms;	/* no checkpoint before this (after ENOSPC) */
 	uint64_t ckpt_bytes;	/* checkpoint when the journal is this long */
@@ -2375,6 +2376,37 @@ meta_version(struct lstore *s, MDB_txn *t)
 	return mdb_put(t, s->db_meta, &k, &v, 0);
 }
 
+/* Read the store's id, making one when there is none (a new store, or a
+ * version 1 store being upgraded). */
+static int
+meta_store_id(struct lstore *s, MDB_txn *t)
+{
+	unsigned char num[8];
+	MDB_val k, v;
+	uint64_t id = 0;
+	int fd, rc;
+
+	k.mv_data = "store_id";
+	k.mv_size = 8;
+	rc = mdb_get(t, s->db_meta, &k, &v);
+	if (rc == 0 && v.mv_size == 8) {
+		s->store_id = get64(v.mv_data);
+		return 0;
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return rc;
+	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, &id, sizeof(id)) != (ssize_t)sizeof(id))
+		id = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
+	if (fd >= 0)
+		close(fd);
+	s->store_id = id;
+	put64(num, id);
+	v.mv_data = num;
+	v.mv_size = 8;
+	return mdb_put(t, s->db_meta, &k, &v, 0);
+}
+
 /* Write the meta records of a new store. */
 static int
 meta_init(struct lstore *s, MDB_txn *t)
@@ -2489,9 +2521,15 @@ lm_open_dbs(struct lstore *s, bool create)
 	 * only adds to it, and from now on an older build must refuse it, as
 	 * it would ignore the journal. */
 	if (!s->read_only && ((rc = put_sentinels(t, s->db_items, s->db_open,
-	    s->db_delayed)) != 0 || (rc = meta_version(s, t)) != 0)) {
+	    s->db_delayed)) != 0 || (rc = meta_version(s, t)) != 0 ||
+	    (rc = meta_store_id(s, t)) != 0)) {
 		mdb_txn_abort(t);
 		return lm_fail(s, rc, "initialise store");
+	}
+	if (s->read_only &&
+	    (ret = meta_get64(s, t, "store_id", &s->store_id)) != SAKER_OK) {
+		mdb_txn_abort(t);
+		return ret;
 	}
 	/* Commit, even a read txn: that keeps the dbi handles open. */
 	if ((rc = mdb_txn_commit(t)) != 0)
@@ -2514,6 +2552,7 @@ lm_journal_open(struct lstore *s, bool *pending)
 	if ((rc = lj_open(&s->j, s->dir, !s->read_only)) != 0)
 		return seterr(s, SAKER_EIO, "lmdb %s: %s", s->dir, s->j.err);
 	s->j.never_sync = s->sync == SAKER_SYNC_NEVER;
+	s->j.store_id = s->store_id;
 	s->ckpt_ms = mono_ms();
 	if (s->read_only) {
 		rc = lj_pending(&s->j, s->ckpt_seq, pending);

@@ -72,10 +72,12 @@ lj_hash(uint64_t seed, const unsigned char *p, size_t n)
 }
 
 static uint64_t
-rec_check(const unsigned char *hdr, const unsigned char *payload, size_t len)
+rec_check(const struct lj *j, const unsigned char *hdr,
+    const unsigned char *payload, size_t len)
 {
 	/* covers seq and len (hdr + 8 .. + 24) and the payload */
-	return lj_hash(lj_hash(0x736b6a31u, hdr + 8, 16), payload, len);
+	return lj_hash(lj_hash(0x736b6a31u ^ j->store_id, hdr + 8, 16),
+	    payload, len);
 }
 
 static int
@@ -214,7 +216,7 @@ lj_write(struct lj *j, bool sync, bool *in_doubt)
 	le64_put(h, LJ_MAGIC);	/* magic + reserved */
 	le64_put(h + 8, j->seq + 1);
 	le64_put(h + 16, (uint64_t)j->len);
-	le64_put(h + 24, rec_check(h, h + LJ_HDR, j->len));
+	le64_put(h + 24, rec_check(j, h, h + LJ_HDR, j->len));
 	e = pwrite_all(j->fd, h, n, j->off, &done);
 	if (e != 0)	/* a record cut short never passes its check */
 		return lj_fail(j, e, "write");
@@ -319,7 +321,7 @@ lj_replay(struct lj *j, uint64_t applied, uint64_t upto,
 			p = malloc(le64_get(h + 16) + 1);
 			if (p != NULL && pread_all(j->fd, p, le64_get(h + 16),
 			    LJ_HDR) == 0 && le64_get(h + 24) ==
-			    rec_check(h, p, le64_get(h + 16))) {
+			    rec_check(j, h, p, le64_get(h + 16))) {
 				snprintf(j->err, sizeof(j->err), "journal starts "
 				    "at batch %llu but the data file holds only "
 				    "batches up to %llu: they do not belong "
@@ -341,7 +343,7 @@ lj_replay(struct lj *j, uint64_t applied, uint64_t upto,
 			r = r == EILSEQ ? 0 : lj_fail(j, r, "read");
 			break;
 		}
-		if (le64_get(h + 24) != rec_check(h, p, len))
+		if (le64_get(h + 24) != rec_check(j, h, p, len))
 			break;		/* torn: the batch was never acknowledged */
 		if ((r = fn(arg, p, len)) != 0)
 			break;

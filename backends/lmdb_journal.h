@@ -18,7 +18,8 @@
  *     u32     reserved (0)
  *     u64     seq       batch number, +1 per record, never reused
  *     u64     len       payload bytes
- *     u64     check     hash of seq, len and payload
+ *     u64     check     hash of seq, len and payload, seeded with the
+ *                       store's id (meta "store_id" in data.mdb)
  *     payload
  *   little-endian.  A record is valid when its magic and check match; a
  *   torn write fails the check.  Records after a checkpoint at seq A have
@@ -45,6 +46,8 @@ struct lj {
 	size_t cap;
 	bool unsynced;		/* written since the last fdatasync */
 	bool never_sync;	/* --sync never: not even after growing */
+	uint64_t store_id;	/* seeds every record's check: records of
+				 * another store's journal never pass it */
 	uint64_t fsyncs;	/* fdatasync calls made */
 	char err[256];		/* reason for the last failure */
 };

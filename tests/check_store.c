@@ -159,6 +159,210 @@ START_TEST(test_memory_spec)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* lmdb-driver specifics: its journal (docs/lmdb.md) */
+
+#ifdef HAVE_LMDB
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+static const char *const lm_files[] = { "data.mdb", "lock.mdb", "saker.lock",
+    "saker.journal", NULL };
+
+static void
+lm_rmstore(const char *dir)
+{
+	char path[512];
+	int i;
+
+	for (i = 0; lm_files[i] != NULL; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, lm_files[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+static saker_store *
+lm_open_store(const char *dir, bool read_only)
+{
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	char spec[512], err[1024];
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.sync = SAKER_SYNC_ALWAYS;
+	o.create = !read_only;
+	o.read_only = read_only;
+	snprintf(spec, sizeof(spec), "lmdb:%s", dir);
+	rc = saker_store_open(spec, &o, &s, err, sizeof(err));
+	ck_assert_msg(rc == SAKER_OK, "open %s: %s", spec, err);
+	return s;
+}
+
+static void
+lm_put_str(saker_store *s, saker_queue *q, const char *str)
+{
+	struct saker_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.len = strlen(str);
+	it.data = str;
+	ck_assert_int_eq(s->driver->put(s, q, &it, BASE), SAKER_OK);
+}
+
+static int
+copy_cb(void *arg, const struct saker_item *item)
+{
+	snprintf(arg, 64, "%.*s", (int)item->len, (const char *)item->data);
+	return 0;
+}
+
+/* Take the head of queue "q" into buf ("" when empty). */
+static void
+lm_take_str(saker_store *s, char *buf, int mode)
+{
+	saker_queue *q;
+	int rc;
+
+	buf[0] = '\0';
+	ck_assert_int_eq(s->driver->queue_open(s, "q", 1, false, NULL, &q),
+	    SAKER_OK);
+	rc = s->driver->take(s, q, mode, BASE, copy_cb, buf);
+	ck_assert(rc == SAKER_OK || rc == SAKER_EEMPTY);
+}
+
+/* In a child: make batches that only the journal holds (no checkpoint
+ * yet), then die without closing the store, as a crash would. */
+static void
+lm_crash_after_batches(const char *dir)
+{
+	pid_t pid = fork();
+	int st;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		saker_store *s = lm_open_store(dir, false);
+		saker_queue *q;
+
+		if (s->driver->queue_open(s, "q", 1, true, NULL, &q) != SAKER_OK)
+			_exit(2);
+		lm_put_str(s, q, "one");
+		lm_put_str(s, q, "two");
+		if (s->driver->commit(s) != SAKER_OK)
+			_exit(3);
+		lm_put_str(s, q, "three");
+		if (s->driver->commit(s) != SAKER_OK)
+			_exit(4);
+		_exit(0);	/* no close: no checkpoint */
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: %d", st);
+}
+
+/* A read-only opener (saker dump, migrate source) of a crashed store
+ * sees every acknowledged batch: it recovers the store first. */
+START_TEST(test_lmdb_journal_read_only)
+{
+	char dir[] = "/tmp/saker-lmj-XXXXXX", buf[64];
+	saker_store *s;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	rmdir(dir);
+	lm_crash_after_batches(dir);
+	s = lm_open_store(dir, true);
+	lm_take_str(s, buf, SAKER_TAKE_PEEK);
+	ck_assert_str_eq(buf, "one");
+	saker_store_close(s);
+	/* and a writer finds all three, in order */
+	s = lm_open_store(dir, false);
+	lm_take_str(s, buf, SAKER_TAKE_REMOVE);
+	ck_assert_str_eq(buf, "one");
+	lm_take_str(s, buf, SAKER_TAKE_REMOVE);
+	ck_assert_str_eq(buf, "two");
+	lm_take_str(s, buf, SAKER_TAKE_REMOVE);
+	ck_assert_str_eq(buf, "three");
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+	/* the takes were checkpointed at close: nothing comes back */
+	s = lm_open_store(dir, false);
+	lm_take_str(s, buf, SAKER_TAKE_PEEK);
+	ck_assert_str_eq(buf, "");
+	saker_store_close(s);
+	lm_rmstore(dir);
+}
+END_TEST
+
+/* Another store's journal, copied in by hand, is never replayed. */
+START_TEST(test_lmdb_journal_foreign)
+{
+	char a[] = "/tmp/saker-lmj-XXXXXX", b[] = "/tmp/saker-lmj-XXXXXX";
+	char from[512], to[512];
+	saker_store *s;
+	saker_queue *q;
+
+	ck_assert_ptr_nonnull(mkdtemp(a));
+	ck_assert_ptr_nonnull(mkdtemp(b));
+	rmdir(a);
+	lm_crash_after_batches(a);
+	/* b has applied no batch yet, so a's first record (batch 1) is in
+	 * sequence: only the store id in the record check tells them apart */
+	s = lm_open_store(b, false);
+	saker_store_close(s);
+	snprintf(from, sizeof(from), "%s/saker.journal", a);
+	snprintf(to, sizeof(to), "%s/saker.journal", b);
+	ck_assert_int_eq(rename(from, to), 0);
+	s = lm_open_store(b, false);
+	ck_assert_int_eq(s->driver->queue_open(s, "q", 1, false, NULL, &q),
+	    SAKER_ENOTFOUND);
+	saker_store_close(s);
+	lm_rmstore(a);
+	lm_rmstore(b);
+}
+END_TEST
+
+/* A torn last record (a crash in the middle of writing it) ends the
+ * journal: the batches before it are replayed, it is not. */
+START_TEST(test_lmdb_journal_torn)
+{
+	char dir[] = "/tmp/saker-lmj-XXXXXX", path[512], buf[64];
+	unsigned char hdr[32];
+	saker_store *s;
+	uint64_t len;
+	int fd, i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	rmdir(dir);
+	lm_crash_after_batches(dir);
+	/* the second record starts after the first: flip its last byte */
+	snprintf(path, sizeof(path), "%s/saker.journal", dir);
+	fd = open(path, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, hdr, 32, 0), 32);
+	for (len = 0, i = 7; i >= 0; i--)
+		len = (len << 8) | hdr[16 + i];
+	ck_assert_int_eq(pread(fd, hdr, 32, (off_t)(32 + len)), 32);
+	for (len = 32 + len + 32, i = 7; i >= 0; i--)
+		len += (uint64_t)hdr[16 + i] << (8 * i);
+	ck_assert_int_eq(pread(fd, buf, 1, (off_t)len - 1), 1);
+	buf[0] ^= 0x55;
+	ck_assert_int_eq(pwrite(fd, buf, 1, (off_t)len - 1), 1);
+	close(fd);
+	s = lm_open_store(dir, false);
+	lm_take_str(s, buf, SAKER_TAKE_REMOVE);
+	ck_assert_str_eq(buf, "one");
+	lm_take_str(s, buf, SAKER_TAKE_REMOVE);
+	ck_assert_str_eq(buf, "two");
+	lm_take_str(s, buf, SAKER_TAKE_REMOVE);
+	ck_assert_str_eq(buf, "");
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+	lm_rmstore(dir);
+}
+END_TEST
+#endif
+
+/* ------------------------------------------------------------------ */
 
 static void
 add_driver(Suite *su, const struct saker_store_driver *drv)
@@ -225,6 +429,13 @@ main(void)
 		tcase_add_test(tc, test_memory_spec);
 		suite_add_tcase(su, tc);
 	}
+#ifdef HAVE_LMDB
+	tc = tcase_create("lmdb-journal");
+	tcase_add_test(tc, test_lmdb_journal_read_only);
+	tcase_add_test(tc, test_lmdb_journal_foreign);
+	tcase_add_test(tc, test_lmdb_journal_torn);
+	suite_add_tcase(su, tc);
+#endif
 	fflush(stdout);
 
 	sr = srunner_create(su);
