@@ -7,6 +7,10 @@
  * must survive restarts, are measured on this clock. */
 int64_t saker_now_ms(void);
 
+/* The same wall clock in microseconds: for arming a timer at a due
+ * millisecond without the up-to-1-ms error of a truncated `now`. */
+int64_t saker_now_us(void);
+
 /* Monotonic nanoseconds: for measuring durations (latency, commit time). */
 uint64_t saker_mono_ns(void);
 

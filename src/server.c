@@ -166,21 +166,29 @@ server_store_failed(const char *reason)
 
 /* --- delayed items ------------------------------------------------------ */
 
+/* Arm ev to fire when wall-clock millisecond at_ms begins.  The delay is
+ * taken in microseconds: from a truncated `now` in milliseconds the timer
+ * would fire up to 1 ms after at_ms. */
+static void
+arm_at_ms(struct event *ev, int64_t at_ms)
+{
+	struct timeval tv;
+	int64_t delay = at_ms * 1000 - saker_now_us();
+
+	if (delay < 0)
+		delay = 0;
+	tv.tv_sec = delay / 1000000;
+	tv.tv_usec = delay % 1000000;
+	evtimer_add(ev, &tv);
+}
+
 void
 server_arm_promote(int64_t due_ms)
 {
-	struct timeval tv;
-	int64_t delay;
-
 	if (due_ms <= 0 || (srv->promote_at != 0 && srv->promote_at <= due_ms))
 		return;
 	srv->promote_at = due_ms;
-	delay = due_ms - saker_now_ms();
-	if (delay < 0)
-		delay = 0;
-	tv.tv_sec = delay / 1000;
-	tv.tv_usec = (delay % 1000) * 1000;
-	evtimer_add(srv->promote_ev, &tv);
+	arm_at_ms(srv->promote_ev, due_ms);
 }
 
 /* How soon to try again when due items could not be promoted. */
@@ -230,18 +238,10 @@ promote_cb(evutil_socket_t fd, short what, void *arg)
 void
 server_arm_open_timeout(int64_t deadline_ms)
 {
-	struct timeval tv;
-	int64_t delay;
-
 	if (srv->open_timeout_at != 0 && srv->open_timeout_at <= deadline_ms)
 		return;
 	srv->open_timeout_at = deadline_ms;
-	delay = deadline_ms - saker_now_ms();
-	if (delay < 0)
-		delay = 0;
-	tv.tv_sec = delay / 1000;
-	tv.tv_usec = (delay % 1000) * 1000;
-	evtimer_add(srv->open_timeout_ev, &tv);
+	arm_at_ms(srv->open_timeout_ev, deadline_ms);
 }
 
 /* Return open items held past their queue's open_timeout. */
