@@ -349,9 +349,12 @@ START_TEST(test_queue_churn)
 	printf("queue churn: server RSS %ld kB after 30000 queues, %ld kB after "
 	    "90000\n", r1, r3);
 #if !defined(__SANITIZE_ADDRESS__)
-	/* (ASan keeps freed memory in quarantine: only counts there) */
-	ck_assert_msg(r1 > 0 && r3 - r1 < 4096, "RSS grew from %ld to %ld kB",
-	    r1, r3);
+	/* (ASan keeps freed memory in quarantine, and valgrind's RSS is
+	 * its own shadow memory: only counts there; memcheck reports
+	 * leaks itself) */
+	if (getenv("TL_VALGRIND") == NULL)
+		ck_assert_msg(r1 > 0 && r3 - r1 < 4096,
+		    "RSS grew from %ld to %ld kB", r1, r3);
 #endif
 	close(c);
 	tl_server_stop(s);
@@ -382,7 +385,7 @@ START_TEST(test_pidfile_and_daemon)
 	ck_assert_msg(strstr(err, "held by running process") != NULL, "%s", err);
 	free(err);
 	kill((pid_t)pid, SIGTERM);
-	for (rc = 0; rc < 100 && kill((pid_t)pid, 0) == 0; rc++)
+	for (rc = 0; rc < 500 && kill((pid_t)pid, 0) == 0; rc++)
 		tl_sleep_ms(20);
 	ck_assert_int_ne(kill((pid_t)pid, 0), 0);
 	ck_assert_int_ne(access(pidfile, F_OK), 0);
