@@ -233,6 +233,16 @@ lm_take_str(saker_store *s, char *buf, int mode)
 	ck_assert(rc == SAKER_OK || rc == SAKER_EEMPTY);
 }
 
+/* Take from queue "q" and check what came: want "" for nothing. */
+static void
+lm_expect(saker_store *s, int mode, const char *want)
+{
+	char buf[64];
+
+	lm_take_str(s, buf, mode);
+	ck_assert_str_eq(buf, want);
+}
+
 /* In a child: make batches that only the journal holds (no checkpoint
  * yet), then die without closing the store, as a crash would. */
 static void
@@ -269,30 +279,25 @@ lm_crash_after_batches(const char *dir)
  * sees every acknowledged batch: it recovers the store first. */
 START_TEST(test_lmdb_journal_read_only)
 {
-	char dir[] = "/tmp/saker-lmj-XXXXXX", buf[64];
+	char dir[] = "/tmp/saker-lmj-XXXXXX";
 	saker_store *s;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	rmdir(dir);
 	lm_crash_after_batches(dir);
 	s = lm_open_store(dir, true);
-	lm_take_str(s, buf, SAKER_TAKE_PEEK);
-	ck_assert_str_eq(buf, "one");
+	lm_expect(s, SAKER_TAKE_PEEK, "one");
 	saker_store_close(s);
 	/* and a writer finds all three, in order */
 	s = lm_open_store(dir, false);
-	lm_take_str(s, buf, SAKER_TAKE_REMOVE);
-	ck_assert_str_eq(buf, "one");
-	lm_take_str(s, buf, SAKER_TAKE_REMOVE);
-	ck_assert_str_eq(buf, "two");
-	lm_take_str(s, buf, SAKER_TAKE_REMOVE);
-	ck_assert_str_eq(buf, "three");
+	lm_expect(s, SAKER_TAKE_REMOVE, "one");
+	lm_expect(s, SAKER_TAKE_REMOVE, "two");
+	lm_expect(s, SAKER_TAKE_REMOVE, "three");
 	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
 	saker_store_close(s);
 	/* the takes were checkpointed at close: nothing comes back */
 	s = lm_open_store(dir, false);
-	lm_take_str(s, buf, SAKER_TAKE_PEEK);
-	ck_assert_str_eq(buf, "");
+	lm_expect(s, SAKER_TAKE_PEEK, "");
 	saker_store_close(s);
 	lm_rmstore(dir);
 }
@@ -354,12 +359,9 @@ START_TEST(test_lmdb_journal_torn)
 	ck_assert_int_eq(pwrite(fd, buf, 1, (off_t)len - 1), 1);
 	close(fd);
 	s = lm_open_store(dir, false);
-	lm_take_str(s, buf, SAKER_TAKE_REMOVE);
-	ck_assert_str_eq(buf, "one");
-	lm_take_str(s, buf, SAKER_TAKE_REMOVE);
-	ck_assert_str_eq(buf, "two");
-	lm_take_str(s, buf, SAKER_TAKE_REMOVE);
-	ck_assert_str_eq(buf, "");
+	lm_expect(s, SAKER_TAKE_REMOVE, "one");
+	lm_expect(s, SAKER_TAKE_REMOVE, "two");
+	lm_expect(s, SAKER_TAKE_REMOVE, "");
 	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
 	saker_store_close(s);
 	lm_rmstore(dir);
