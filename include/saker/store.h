@@ -3,7 +3,7 @@
  *
  * Everything the network core knows about storage is in this header.  A
  * storage driver is a `const struct saker_store_driver` with designated
- * initialisers, listed in the registry (src/store_registry.c); a new driver
+ * initialisers, listed in the registry (backends/registry.c); a new driver
  * needs nothing but this file.
  *
  * THE MODEL
@@ -294,7 +294,7 @@ struct saker_store_driver {
 #define SAKER_TAKE_PEEK 2
 
 /* ---------------------------------------------------------------------
- * The registry and thin wrappers (src/store.c).  The core and tools call
+ * The registry and thin wrappers (backends/registry.c).  The core and tools call
  * these rather than the vtable, so optional members are checked once.
  * --------------------------------------------------------------------- */
 

@@ -42,7 +42,7 @@ write("proto", "seed-session",
       b"set jobs 0 0 5\r\nhello\r\nget jobs/open\r\nget jobs/close\r\n"
       b"stats\nversion\r\nquit\r\n")
 
-# --- dump: the stream of src/dump.h ------------------------------------------
+# --- dump: the stream of src/tools/dump.h ------------------------------------------
 def fnv(b, h=0xcbf29ce484222325):
     for x in b:
         h ^= x
