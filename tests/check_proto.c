@@ -55,6 +55,7 @@ struct row {
 #define T_VERB	PROTO_CMD_VERBOSITY
 #define T_QUIT	PROTO_CMD_QUIT
 #define T_SHUT	PROTO_CMD_SHUTDOWN
+#define T_NOST	PROTO_CMD_NOSTORE
 
 static const struct row rows[] = {
 	/* ---- unknown commands and empty lines ---- */
@@ -63,7 +64,6 @@ static const struct row rows[] = {
 	BAD("\t \t", E_UNK, ""),
 	BAD("bogus", E_UNK, ""),
 	BAD("bogus q 0 0 5", E_UNK, ""),
-	BAD("add q 0 0 5", E_UNK, ""),
 	BAD("incr q 1", E_UNK, ""),
 	BAD("ge q", E_UNK, ""),
 	BAD("gett q", E_UNK, ""),
@@ -73,6 +73,23 @@ static const struct row rows[] = {
 	BAD("get\x80 q", E_UNK, ""),
 	BAD("g\x01t q", E_UNK, ""),
 	BAD("get\rq", E_UNK, ""),
+
+	/* ---- add is set; replace, append, prepend, cas are refused (after
+	 * their data block, which the caller skips) ---- */
+	OK("add q 0 0 5", T_SET, "nkeys=1 k0=q flags=0 exp=0 bytes=5"),
+	OK("ADD q/delay=5 1 2 3 noreply", T_SET, "delay=5 flags=1 exp=2 bytes=3 nr=1"),
+	BAD("add q 0 0 5 junk", E_FMT, "sw=7"),
+	OK("replace q 0 0 5", T_NOST, "bytes=5"),
+	OK("append q 0 0 5 noreply", T_NOST, "bytes=5 nr=1"),
+	OK("prepend bad/name 0 0 5", T_NOST, "bytes=5"),
+	OK("cas q 0 0 5 99", T_NOST, "bytes=5"),
+	OK("cas q 0 0 5 18446744073709551615 noreply", T_NOST, "bytes=5 nr=1"),
+	BAD("cas q 0 0 5", E_FMT, "sw=7"),
+	BAD("cas q 0 0 5 x", E_FMT, "sw=7"),
+	BAD("cas q 0 0 5 1 junk", E_FMT, "sw=7"),
+	BAD("append q 0 0 5 1", E_FMT, "sw=7"),
+	BAD("append q 0 0 x", E_FMT, "sw=-1"),
+	BAD("prepend q", E_FMT, "sw=-1"),
 
 	/* ---- set: plain ---- */
 	OK("set q 0 0 5", T_SET,

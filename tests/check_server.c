@@ -210,7 +210,7 @@ START_TEST(test_gets)
 {
 	tl_set(c, "q", "x");
 	mustsends(c, "gets q\r\n");
-	ckresp(c, "VALUE q 0 1\r\nx\r\nEND\r\n");
+	ckresp(c, "VALUE q 0 1 0\r\nx\r\nEND\r\n");
 	mustsends(c, "gets q\r\n");
 	ckresp(c, "END\r\n");
 }

@@ -76,11 +76,12 @@ fmt_u64(char *end, uint64_t v)
 	return end;
 }
 
-/* VALUE <key> <flags> <bytes>, the data, with the key echoed as sent.
- * Written with one reserve/commit into the reply buffer: a multi-get
- * writes a hundred of these per request. */
-static int
-text_hit(void *arg, const struct saker_item *it)
+/* VALUE <key> <flags> <bytes>[ <cas>], the data, with the key echoed as
+ * sent.  Written with one reserve/commit into the reply buffer: a multi-get
+ * writes a hundred of these per request.  A queue item has no version to
+ * compare, so gets answers CAS 0, as the binary and meta replies do. */
+static inline __attribute__((always_inline)) int
+text_value(void *arg, const struct saker_item *it, bool cas)
 {
 	struct hit_ctx *hc = arg;
 	struct evbuffer *b = hc->c->pend;
@@ -93,6 +94,10 @@ text_hit(void *arg, const struct saker_item *it)
 	/* " <flags> <bytes>\r\n" built backwards into num */
 	*--end = '\n';
 	*--end = '\r';
+	if (cas) {
+		*--end = '0';
+		*--end = ' ';
+	}
 	p = fmt_u64(end, it->len);
 	*--p = ' ';
 	p = fmt_u64(p, it->flags);
@@ -125,6 +130,18 @@ text_hit(void *arg, const struct saker_item *it)
 	return 0;
 }
 
+static int
+text_hit(void *arg, const struct saker_item *it)
+{
+	return text_value(arg, it, false);
+}
+
+static int
+text_hit_cas(void *arg, const struct saker_item *it)
+{
+	return text_value(arg, it, true);
+}
+
 static void
 text_end(struct conn *c, const uint64_t *hits, size_t nkeys)
 {
@@ -142,6 +159,12 @@ text_get_error(struct conn *c, size_t k, int r, const char *msg)
 
 static const struct get_ops text_get_ops = {
 	.hit = text_hit,
+	.end = text_end,
+	.error = text_get_error,
+};
+
+static const struct get_ops text_gets_ops = {
+	.hit = text_hit_cas,
 	.end = text_end,
 	.error = text_get_error,
 };
@@ -977,7 +1000,8 @@ cmd_execute(struct conn *c, struct proto_cmd *cmd, const char *line,
 		cmd_set(c, cmd, data);
 		break;
 	case PROTO_CMD_GET:
-		cmd_get(c, &text_get_ops, cmd->keys, cmd->nkeys, line, linelen);
+		cmd_get(c, cmd->cas ? &text_gets_ops : &text_get_ops, cmd->keys,
+		    cmd->nkeys, line, linelen);
 		break;
 	case PROTO_CMD_DELETE:
 		cmd_delete(c, cmd);
@@ -1015,7 +1039,8 @@ cmd_execute(struct conn *c, struct proto_cmd *cmd, const char *line,
 			conn_reply_str(c, "OK\r\n");
 		break;
 	case PROTO_CMD_QUIT:
-		conn_close(c);
+		/* the replies of the commands before it still go out */
+		conn_close_after_write(c);
 		break;
 	case PROTO_CMD_SHUTDOWN:
 		if (!srv->opt->enable_shutdown) {
@@ -1027,6 +1052,7 @@ cmd_execute(struct conn *c, struct proto_cmd *cmd, const char *line,
 		server_stop();
 		break;
 	case PROTO_CMD_NONE:
+	case PROTO_CMD_NOSTORE:		/* answered by conn.c */
 		conn_reply_str(c, PROTO_ERR_UNKNOWN);
 		break;
 	}

@@ -616,6 +616,18 @@ conn_one_command(struct conn *c, size_t len, size_t eol)
 		}
 		return true;
 	}
+	if (cmd.type == PROTO_CMD_NOSTORE) {
+		/* refused, but its data block is still on its way: skip it */
+		if (!cmd.noreply) {
+			conn_replyf(c, "CLIENT_ERROR %.*s not supported on a queue\r\n",
+			    (int)cmd.word_len, cmd.word);
+			conn_reply_done(c);
+		}
+		evbuffer_drain(c->in, need);
+		c->swallow = cmd.bytes + 2;
+		c->state = CONN_SWALLOW;
+		return true;
+	}
 	if (cmd.type != PROTO_CMD_SET) {
 		cmd_execute(c, &cmd, line, linelen, NULL);
 		if (!c->dead)

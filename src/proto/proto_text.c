@@ -378,6 +378,50 @@ parse_set(struct cursor *cur, struct proto_cmd *cmd)
 	return NULL;
 }
 
+static const char *parse_get(struct cursor *cur, struct proto_cmd *cmd);
+
+/*
+ * replace|append|prepend <key> <flags> <exptime> <bytes> [noreply]
+ * cas <key> <flags> <exptime> <bytes> <cas unique> [noreply]
+ *
+ * A queue has no value to replace or extend and no version to compare, so
+ * these are refused -- but only after their data block, which the client
+ * sends whatever we answer: the line is checked just enough to know how
+ * many bytes follow.  The key is not checked: the refusal is the answer.
+ */
+static const char *
+parse_nostore(struct cursor *cur, struct proto_cmd *cmd)
+{
+	bool is_cas = cmd->word_len == 3;
+	size_t want = is_cas ? 5 : 4, n = 0;
+	struct tok a[7];
+	uint64_t bytes, v;
+
+	while (n < 7 && next_tok(cur, &a[n]))
+		n++;
+	if (n < 4 || !parse_uint(a[3].p, a[3].n, SET_BYTES_MAX, &bytes))
+		return PROTO_ERR_FORMAT;
+	cmd->bytes = (size_t)bytes;
+	if (n < want || n > want + 1 ||
+	    !parse_uint(a[1].p, a[1].n, UINT32_MAX, &v) ||
+	    !parse_int(a[2].p, a[2].n, &cmd->exptime) ||
+	    (is_cas && !parse_uint(a[4].p, a[4].n, UINT64_MAX, &v)) ||
+	    (n == want + 1 && !tok_is(&a[want], "noreply", 7))) {
+		cmd->swallow = (int64_t)bytes + 2;
+		return PROTO_ERR_FORMAT;
+	}
+	cmd->noreply = n == want + 1;
+	return NULL;
+}
+
+/* gets <key> [<key> ...]: get, with a CAS field in each VALUE line */
+static const char *
+parse_gets(struct cursor *cur, struct proto_cmd *cmd)
+{
+	cmd->cas = true;
+	return parse_get(cur, cmd);
+}
+
 /* get|gets <key> [<key> ...] */
 static const char *
 parse_get(struct cursor *cur, struct proto_cmd *cmd)
@@ -516,7 +560,7 @@ static const struct command {
 } commands[] = {
 	{ "get",		3,  PROTO_CMD_GET,		parse_get },
 	{ "set",		3,  PROTO_CMD_SET,		parse_set },
-	{ "gets",		4,  PROTO_CMD_GET,		parse_get },
+	{ "gets",		4,  PROTO_CMD_GET,		parse_gets },
 	{ "delete",		6,  PROTO_CMD_DELETE,		parse_queue_noreply },
 	{ "confirm",		7,  PROTO_CMD_CONFIRM,		parse_confirm },
 	{ "monitor",		7,  PROTO_CMD_MONITOR,		parse_monitor },
@@ -529,6 +573,12 @@ static const struct command {
 	{ "verbosity",		9,  PROTO_CMD_VERBOSITY,	parse_verbosity },
 	{ "quit",		4,  PROTO_CMD_QUIT,		parse_no_args },
 	{ "shutdown",		8,  PROTO_CMD_SHUTDOWN,		parse_no_args },
+	/* a queue's "add" is an enqueue like set (docs/protocol.md) */
+	{ "add",		3,  PROTO_CMD_SET,		parse_set },
+	{ "replace",		7,  PROTO_CMD_NOSTORE,		parse_nostore },
+	{ "append",		6,  PROTO_CMD_NOSTORE,		parse_nostore },
+	{ "prepend",		7,  PROTO_CMD_NOSTORE,		parse_nostore },
+	{ "cas",		3,  PROTO_CMD_NOSTORE,		parse_nostore },
 };
 
 const char *
@@ -545,6 +595,7 @@ proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd)
 	 */
 	cmd->type = PROTO_CMD_NONE;
 	cmd->noreply = false;
+	cmd->cas = false;
 	cmd->nkeys = 0;
 	cmd->flags = 0;
 	cmd->exptime = 0;
@@ -572,6 +623,8 @@ proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd)
 		if (!tok_is_ci(word.p, word.n, c->name, c->len))
 			continue;
 		cmd->type = c->type;
+		cmd->word = word.p;
+		cmd->word_len = word.n;
 		err = c->parse(&cur, cmd);
 		if (err != NULL)
 			cmd->noreply = false;

@@ -28,8 +28,10 @@
 
 enum proto_cmd_type {
 	PROTO_CMD_NONE = 0,
-	PROTO_CMD_SET,
+	PROTO_CMD_SET,           /* set and add */
 	PROTO_CMD_GET,           /* get and gets */
+	PROTO_CMD_NOSTORE,       /* replace, append, prepend, cas: refused on a
+	                          * queue after their data block is read */
 	PROTO_CMD_DELETE,
 	PROTO_CMD_FLUSH,
 	PROTO_CMD_FLUSH_ALL,
@@ -70,13 +72,16 @@ enum proto_status_arg {
 struct proto_cmd {
 	enum proto_cmd_type type;
 	bool noreply;
+	bool cas;                /* GET: gets (VALUE lines carry a CAS field) */
+	const char *word;        /* the command word as sent (NOSTORE's reply) */
+	size_t word_len;
 
 	/* SET, DELETE, FLUSH, FLUSH_EXPIRED, MONITOR, CONFIRM: keys[0] is the
 	 * queue.  GET: keys[0..nkeys-1]. */
 	size_t nkeys;
 	struct proto_key keys[PROTO_MAX_KEYS];
 
-	/* SET */
+	/* SET, NOSTORE */
 	uint32_t flags;
 	int64_t exptime;         /* as sent (memcache rules applied by the caller) */
 	size_t bytes;            /* data block length */
