@@ -28,48 +28,6 @@
 /* ------------------------------------------------------------------ */
 /* helpers */
 
-/* Run the saker binary; stdin from in_path (or /dev/null), stdout and
- * stderr captured.  Returns the exit status (or 128+signal). */
-static int
-run_saker(const char *dir, const char *in_path, char **out, size_t *outlen,
-    char **err, const char *arg0, ...)
-{
-	const char *argv[16];
-	char *opath = tl_strdupf("%s/run.out", dir), *epath = tl_strdupf("%s/run.err", dir);
-	va_list ap;
-	int n = 1, status;
-	pid_t pid;
-
-	argv[0] = "saker";
-	va_start(ap, arg0);
-	for (const char *a = arg0; a != NULL && n < 15; a = va_arg(ap, const char *))
-		argv[n++] = a;
-	va_end(ap);
-	argv[n] = NULL;
-	pid = fork();
-	ck_assert_int_ne(pid, -1);
-	if (pid == 0) {
-		int in = open(in_path != NULL ? in_path : "/dev/null", O_RDONLY);
-		int o = open(opath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int e = open(epath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (in == -1 || o == -1 || e == -1)
-			_exit(126);
-		dup2(in, 0);
-		dup2(o, 1);
-		dup2(e, 2);
-		execv(tl_saker_path(), (char *const *)argv);
-		_exit(127);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	if (out != NULL)
-		*out = tl_read_file(opath, outlen);
-	if (err != NULL)
-		*err = tl_read_file(epath, NULL);
-	free(opath);
-	free(epath);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 static bool
 exists(const char *path)
 {
@@ -251,7 +209,7 @@ static char *
 dump_to_string(const char *dir, const char *spec, size_t *len)
 {
 	char *out = NULL, *err = NULL;
-	int rc = run_saker(dir, NULL, &out, len, &err, "dump", "-q", spec, NULL);
+	int rc = tl_run_saker(dir, NULL, &out, len, &err, "dump", "-q", spec, NULL);
 
 	ck_assert_msg(rc == 0, "dump %s: status %d: %s", spec, rc, err);
 	free(err);
@@ -429,37 +387,37 @@ START_TEST(cli_usage)
 {
 	char *dir = tl_mkdtemp(), *out = NULL, *err = NULL;
 
-	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, &err, "--help", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "--help", NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "migrate"));
 	free(out);
 	free(err);
-	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, &err, "--version", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "--version", NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, PACKAGE_VERSION));
 	free(out);
 	free(err);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "frobnicate", NULL), 2);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "frobnicate", NULL), 2);
 	ck_assert_ptr_nonnull(strstr(err, "unknown command"));
 	free(err);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, NULL), 2);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "migrate", "x", NULL), 2);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "migrate", "--bogus", "a", "b", NULL), 2);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "dump", NULL), 2);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "load", NULL), 2);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "get", "-t", "x", "q", NULL), 2);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "put", "bad/name", "x", NULL), 2);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "stats", "extra", NULL), 2);
-	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "help", "migrate", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, NULL), 2);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "migrate", "x", NULL), 2);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "migrate", "--bogus", "a", "b", NULL), 2);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "dump", NULL), 2);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "load", NULL), 2);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "get", "-t", "x", "q", NULL), 2);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "bad/name", "x", NULL), 2);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "stats", "extra", NULL), 2);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "help", "migrate", NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "--append"));
 	free(out);
-	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "dump", "--help", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "dump", "--help", NULL), 0);
 	free(out);
-	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "load", "--help", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "load", "--help", NULL), 0);
 	free(out);
-	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "put", "--help", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "put", "--help", NULL), 0);
 	free(out);
-	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "get", "--help", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "get", "--help", NULL), 0);
 	free(out);
-	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "stats", "--help", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "stats", "--help", NULL), 0);
 	free(out);
 	tl_rmrf(dir);
 	free(dir);
@@ -470,19 +428,19 @@ START_TEST(refuse_types)
 {
 	char *dir = tl_mkdtemp(), *err = NULL, *dst = tl_strdupf("lmdb:%s/d", dir);
 
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", "nosuch:x", dst, NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", "nosuch:x", dst, NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "unknown source store type 'nosuch'"));
 	free(err);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", "memory", dst, NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", "memory", dst, NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "not durable"));
 	free(err);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", dst, "memory", NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", dst, "memory", NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "not durable"));
 	free(err);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "load", "bogus:x", NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "load", "bogus:x", NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "unknown destination store type"));
 	free(err);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", dst, dst, NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", dst, dst, NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "same"));
 	free(err);
 	ck_assert(!exists(dst + 5));
@@ -507,14 +465,14 @@ START_TEST(migrate_roundtrip)
 
 	fill_store(a);
 	d1 = dump_to_string(dir, a, &l1);
-	rc = run_saker(dir, NULL, &out, NULL, &err, "migrate", a, b, NULL);
+	rc = tl_run_saker(dir, NULL, &out, NULL, &err, "migrate", a, b, NULL);
 	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
 	ck_assert_ptr_nonnull(strstr(out, "verified"));
 	ck_assert_ptr_nonnull(strstr(out, "alpha: 15 items (12 ready, 3 delayed, 2 were open)"));
 	free(out);
 	free(err);
 	check_store(b);
-	rc = run_saker(dir, NULL, &out, NULL, &err, "migrate", "-q", b, c, NULL);
+	rc = tl_run_saker(dir, NULL, &out, NULL, &err, "migrate", "-q", b, c, NULL);
 	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
 	ck_assert_str_eq(out, "");
 	free(out);
@@ -549,29 +507,29 @@ START_TEST(migrate_refusals)
 	int rc;
 
 	fill_store(a);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", a, a2, NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", a, a2, NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "same"));
 	free(err);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", missing, b, NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", missing, b, NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "source"));
 	free(err);
 	ck_assert(!exists(b + 7));
 	/* a source held by a running server (its exclusive lock) */
 	s = open_store(a, false, false);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", a, b, NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", a, b, NULL), 1);
 	ck_assert_msg(strstr(err, "in use") != NULL, "%s", err);
 	free(err);
 	saker_store_close(s);
 	ck_assert(!exists(b + 7));
 	/* a non-empty destination */
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "migrate", "-q", a, b, NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "migrate", "-q", a, b, NULL), 0);
 	d1 = dump_to_string(dir, b, &l1);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "migrate", a, b, NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", a, b, NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "not empty"));
 	ck_assert_ptr_nonnull(strstr(err, "--append"));
 	free(err);
 	/* --append: the source's items after the existing ones */
-	rc = run_saker(dir, NULL, &out, NULL, &err, "migrate", "--append", a, b, NULL);
+	rc = tl_run_saker(dir, NULL, &out, NULL, &err, "migrate", "--append", a, b, NULL);
 	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
 	free(out);
 	free(err);
@@ -719,10 +677,10 @@ START_TEST(dump_load_identity)
 	int rc;
 
 	fill_store(a);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "dump", "-q", "-o", f1, a, NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "dump", "-q", "-o", f1, a, NULL), 0);
 	free(err);
 	d1 = tl_read_file(f1, &l1);
-	rc = run_saker(dir, f1, &out, NULL, &err, "load", b, NULL);
+	rc = tl_run_saker(dir, f1, &out, NULL, &err, "load", b, NULL);
 	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
 	ck_assert_ptr_nonnull(strstr(out, "loaded 45 items"));
 	free(out);
@@ -730,13 +688,13 @@ START_TEST(dump_load_identity)
 	check_store(b);
 	d2 = dump_to_string(dir, b, &l2);
 	ck_assert(l1 == l2 && memcmp(d1, d2, l1) == 0);
-	rc = run_saker(dir, f1, NULL, NULL, &err, "load", "-q", c, NULL);
+	rc = tl_run_saker(dir, f1, NULL, NULL, &err, "load", "-q", c, NULL);
 	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
 	free(err);
 	d3 = dump_to_string(dir, c, &l3);
 	ck_assert(l1 == l3 && memcmp(d1, d3, l1) == 0);
 	/* loading again refuses the non-empty store */
-	ck_assert_int_eq(run_saker(dir, f1, NULL, NULL, &err, "load", c, NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, f1, NULL, NULL, &err, "load", c, NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "not empty"));
 	free(err);
 	ck_no_temporaries(dir);
@@ -773,26 +731,26 @@ START_TEST(load_bad_input)
 	fill_store(a);
 	d = dump_to_string(dir, a, &l);
 	write_file(f, d, l - 30);
-	ck_assert_int_eq(run_saker(dir, f, NULL, NULL, &err, "load", b, NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, f, NULL, NULL, &err, "load", b, NULL), 1);
 	ck_assert_msg(strstr(err, "truncated") != NULL, "%s", err);
 	ck_assert_ptr_nonnull(strstr(err, "left as it was"));
 	free(err);
 	ck_assert(!exists(b + 7));
 	d[0] = 'X';
 	write_file(f, d, l);
-	ck_assert_int_eq(run_saker(dir, f, NULL, NULL, &err, "load", b, NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, f, NULL, NULL, &err, "load", b, NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "not a saker dump"));
 	free(err);
 	d[0] = 'S';
 	d[15] = 9;
 	write_file(f, d, l);
-	ck_assert_int_eq(run_saker(dir, f, NULL, NULL, &err, "load", b, NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, f, NULL, NULL, &err, "load", b, NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "version 9"));
 	free(err);
 	d[15] = 1;
 	d[l / 2] ^= 1;
 	write_file(f, d, l);
-	ck_assert_int_eq(run_saker(dir, f, NULL, NULL, &err, "load", b, NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, f, NULL, NULL, &err, "load", b, NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "bad dump"));
 	free(err);
 	ck_assert(!exists(b + 7));
@@ -818,36 +776,36 @@ START_TEST(client_put_get_stats)
 	static const char bin[] = "bin\0ary\r\n";
 	size_t len;
 
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s", srv, "jobs", "hello", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s", srv, "jobs", "hello", NULL), 0);
 	write_file(in, bin, sizeof(bin));
-	ck_assert_int_eq(run_saker(dir, in, NULL, NULL, NULL, "put", "-s", srv, "-f", "7", "jobs", "-", NULL), 0);
-	ck_assert_int_eq(run_saker(dir, NULL, &out, &len, NULL, "get", "-s", srv, "jobs", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, in, NULL, NULL, NULL, "put", "-s", srv, "-f", "7", "jobs", "-", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, NULL, "get", "-s", srv, "jobs", NULL), 0);
 	ck_assert(len == 5 && memcmp(out, "hello", 5) == 0);
 	free(out);
-	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "stats", "-s", srv, NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "stats", "-s", srv, NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "QUEUE"));
 	ck_assert_ptr_nonnull(strstr(out, "jobs"));
 	free(out);
-	ck_assert_int_eq(run_saker(dir, NULL, &out, NULL, NULL, "stats", "--raw", "-s", srv, NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "stats", "--raw", "-s", srv, NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "STAT queue_jobs_items 1\n"));
 	free(out);
-	ck_assert_int_eq(run_saker(dir, NULL, &out, &len, &err, "get", "-F", "-s", srv, "jobs", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, &err, "get", "-F", "-s", srv, "jobs", NULL), 0);
 	ck_assert(len == sizeof(bin) && memcmp(out, bin, len) == 0);
 	ck_assert_ptr_nonnull(strstr(err, "flags 7"));
 	free(out);
 	free(err);
 	/* empty, then a bounded wait: status 1 */
-	ck_assert_int_eq(run_saker(dir, NULL, &out, &len, NULL, "get", "-s", srv, "jobs", NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, NULL, "get", "-s", srv, "jobs", NULL), 1);
 	ck_assert_uint_eq(len, 0);
 	free(out);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, NULL, "get", "-t", "100", "-s", srv, "jobs", NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "get", "-t", "100", "-s", srv, "jobs", NULL), 1);
 	tl_server_free(s);
 	/* nobody listening: one clear line */
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "put", "-s", srv, "jobs", "x", NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s", srv, "jobs", "x", NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "cannot connect"));
 	ck_assert_ptr_eq(strchr(err, '\n'), err + strlen(err) - 1);
 	free(err);
-	ck_assert_int_eq(run_saker(dir, NULL, NULL, NULL, &err, "stats", "-s", srv, NULL), 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "stats", "-s", srv, NULL), 1);
 	ck_assert_ptr_nonnull(strstr(err, "cannot connect"));
 	free(err);
 	free(srv);

@@ -204,6 +204,15 @@ void tl_wait_stat_(const char *file, int line, int fd, const char *name,
  * are cut with "...". */
 char *tl_escape(const void *buf, size_t len);
 
+/*
+ * Run the saker binary with the NULL-terminated arguments; stdin from
+ * in_path (or /dev/null), stdout and stderr captured into files in dir and
+ * returned malloc'd (when out/err are not NULL).  Returns the exit status
+ * (or 128+signal).
+ */
+int tl_run_saker(const char *dir, const char *in_path, char **out,
+    size_t *outlen, char **err, const char *arg0, ...);
+
 /* printf into a malloc'd string. */
 char *tl_strdupf(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));

@@ -1,0 +1,472 @@
+/*
+ * check_bench.c -- tests of `saker bench`, the load generator behind every
+ * speed claim in docs/benchmarks.md.  Each mode runs briefly against the
+ * real sakerd and must verify its items (lost 0, duplicates 0); then a
+ * second client interferes on purpose (steals, re-sends, injects items) and
+ * the verifier must notice; the RESP and beanstalk drivers run against
+ * redis-server and beanstalkd.  Speed itself is never asserted here: that
+ * is what the benchmarks are for.
+ *
+ * redis-server and beanstalkd are optional on a developer machine (the
+ * test says it skipped them), but under CI=true a missing peer fails.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+/* ------------------------------------------------------------ helpers */
+
+/* Value of a numeric field of bench's --json object, or -1 if absent. */
+static double
+json_num(const char *json, const char *name)
+{
+	char *pat = tl_strdupf("\"%s\":", name);
+	const char *p = strstr(json, pat);
+	double v = -1;
+
+	if (p != NULL)
+		v = strtod(p + strlen(pat), NULL);
+	free(pat);
+	return v;
+}
+
+static bool
+json_true(const char *json, const char *name)
+{
+	char *pat = tl_strdupf("\"%s\":true", name);
+	bool v = strstr(json, pat) != NULL;
+
+	free(pat);
+	return v;
+}
+
+/* Run `saker bench` with the NULL-terminated extra arguments against
+ * port in the given mode; returns the exit status and the JSON report in
+ * *json. */
+static int
+bench(const char *dir, int port, char **json, char **err, const char *mode, ...)
+{
+	const char *a[24];
+	char *server = tl_strdupf("127.0.0.1:%d", port);
+	int n = 0, rc;
+	va_list ap;
+
+	a[n++] = "bench";
+	a[n++] = mode;
+	a[n++] = "-s";
+	a[n++] = server;
+	a[n++] = "--json";
+	a[n++] = "--quiet";
+	va_start(ap, mode);
+	for (const char *s = va_arg(ap, const char *); s != NULL && n < 23;
+	    s = va_arg(ap, const char *))
+		a[n++] = s;
+	va_end(ap);
+	while (n < 24)
+		a[n++] = NULL;
+	rc = tl_run_saker(dir, NULL, json, NULL, err, a[0], a[1], a[2], a[3],
+	    a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
+	    a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], NULL);
+	free(server);
+	return rc;
+}
+
+/* A clean run: exit 0, items verified, nothing lost or duplicated. */
+static void
+ck_clean(int rc, const char *json, const char *err)
+{
+	ck_assert_msg(rc == 0, "bench exited %d: %s", rc, err != NULL ? err : "");
+	ck_assert_ptr_nonnull(json);
+	ck_assert_msg(json_true(json, "verified"), "not verified: %s", json);
+	ck_assert_msg(json_num(json, "lost") == 0, "lost: %s", json);
+	ck_assert_msg(json_num(json, "duplicates") == 0, "dups: %s", json);
+	ck_assert_msg(json_num(json, "errors") == 0, "errors: %s", json);
+	ck_assert_msg(json_num(json, "foreign") == 0, "foreign: %s", json);
+	ck_assert_msg(json_num(json, "ops") > 0, "no ops: %s", json);
+	ck_assert_msg(json_num(json, "lat_count") > 0, "no latencies: %s", json);
+	ck_assert_msg(json_num(json, "lat_p50_us") > 0 &&
+	    json_num(json, "lat_p50_us") <= json_num(json, "lat_p99_us") &&
+	    json_num(json, "lat_p99_us") <= json_num(json, "lat_max_us"),
+	    "percentiles out of order: %s", json);
+}
+
+/* A child process that runs fn(fd) on its own connection to port until
+ * the parent kills it. */
+static pid_t
+interferer(int port, void (*fn)(int fd))
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		int fd;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fd = tl_try_connect(port);
+		if (fd == -1)
+			_exit(1);
+		fn(fd);
+		_exit(0);
+	}
+	return pid;
+}
+
+static void
+stop_child(pid_t pid)
+{
+	int status;
+
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+}
+
+/* Take whatever arrives on bench0 and drop it. */
+static void
+steal(int fd)
+{
+	char buf[4096];
+
+	for (int i = 0; i < 2000; i++) {
+		if (write(fd, "get bench0/t=100\r\n", 18) != 18)
+			return;
+		if (tl_readn(fd, buf, 1, 1000) <= 0)
+			return;
+		(void)read(fd, buf, sizeof(buf));
+	}
+}
+
+/* Take one item and put it back twice: bench must count a duplicate. */
+static void
+resend(int fd)
+{
+	for (int i = 0; i < 50; i++) {
+		char *line;
+
+		if (write(fd, "get bench0/t=1000\r\n", 19) != 19)
+			return;
+		line = tl_readline_ms(fd, 2000);
+		if (line == NULL)
+			return;
+		if (strncmp(line, "VALUE ", 6) == 0) {
+			char key[64];
+			unsigned flags;
+			size_t len;
+			char *data;
+
+			if (sscanf(line, "VALUE %63s %u %zu", key, &flags, &len) != 3)
+				return;
+			data = malloc(len + 2);
+			if (data == NULL || tl_readn(fd, data, len + 2, 2000) != (ssize_t)(len + 2))
+				return;
+			free(tl_readline_ms(fd, 2000)); /* END */
+			for (int k = 0; k < 2; k++) {
+				char *hdr = tl_strdupf("set bench0 %u 0 %zu\r\n", flags, len);
+
+				(void)!write(fd, hdr, strlen(hdr));
+				(void)!write(fd, data, len + 2);
+				free(hdr);
+				free(tl_readline_ms(fd, 2000)); /* STORED */
+			}
+			free(data);
+		}
+		free(line);
+	}
+}
+
+/* Items bench never wrote. */
+static void
+inject(int fd)
+{
+	for (int i = 0; i < 20; i++) {
+		(void)!write(fd, "set bench0 0 0 24\r\nxxxxxxxxxxxxxxxxxxxxxxxx\r\n", 45);
+		free(tl_readline_ms(fd, 2000));
+		tl_sleep_ms(20);
+	}
+	pause();
+}
+
+/* Path of a peer server binary, or NULL (a skip, or a failure in CI). */
+static const char *
+peer(const char *path)
+{
+	const char *ci = getenv("CI");
+
+	if (access(path, X_OK) == 0)
+		return path;
+	if (ci != NULL && strcmp(ci, "true") == 0)
+		ck_abort_msg("%s is missing (CI=true: .ci/run must install it)", path);
+	fprintf(stderr, "check_bench: %s not installed, skipping\n", path);
+	return NULL;
+}
+
+/* Start a peer server in dir on a free port; returns its pid. */
+static pid_t
+start_peer(const char *dir, int port, const char *const *argv)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (chdir(dir) != 0)
+			_exit(126);
+		freopen("/dev/null", "w", stdout);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	for (int i = 0; i < 200; i++) {
+		int fd = tl_try_connect(port);
+
+		if (fd != -1) {
+			close(fd);
+			return pid;
+		}
+		tl_sleep_ms(25);
+	}
+	stop_child(pid);
+	ck_abort_msg("%s did not start on port %d", argv[0], port);
+	return -1;
+}
+
+/* -------------------------------------------------------------- tests */
+
+/* Every mode with its own small parameters; run for a second each. */
+static const char *const modes[][8] = {
+	{ "pair", NULL },
+	{ "pair", "-d", "16", "-q", "3", NULL },
+	{ "produce", "--rate", "2000", NULL },
+	{ "consume", "--items", "3000", NULL },
+	{ "mget", "--items", "200", "-k", "10", "-q", "10", NULL },
+	{ "blocking", "--rate", "500", "--timeout", "200", NULL },
+	{ "delayed", "--items", "300", "--window", "500", NULL },
+};
+
+START_TEST(test_modes_verify)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	const char *const *m = modes[_i];
+	char *json = NULL, *err = NULL;
+	int rc = bench(s->dir, s->port, &json, &err, m[0], "-t", "1", "-c", "4",
+	    m[1], m[2], m[3], m[4], m[5], m[6], NULL);
+
+	ck_clean(rc, json, err);
+	ck_assert_msg(strstr(json, m[0]) != NULL, "mode missing: %s", json);
+	if (strcmp(m[0], "blocking") == 0)
+		ck_assert_msg(json_num(json, "deliv_count") > 0, "%s", json);
+	free(json);
+	free(err);
+	tl_server_free(s);
+}
+END_TEST
+
+#ifdef HAVE_LMDB
+/* A durable store too: the same checks through LMDB's commit path. */
+START_TEST(test_pair_lmdb)
+{
+	struct tl_server *s = tl_server_start("lmdb", NULL);
+	char *json = NULL, *err = NULL;
+	int rc = bench(s->dir, s->port, &json, &err, "pair", "-t", "1", "-d", "4", NULL);
+
+	ck_clean(rc, json, err);
+	free(json);
+	free(err);
+	tl_server_free(s);
+}
+END_TEST
+#endif
+
+START_TEST(test_detects_theft)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	pid_t thief = interferer(s->port, steal);
+	char *json = NULL, *err = NULL;
+	int rc = bench(s->dir, s->port, &json, &err, "pair", "-t", "1", "--no-clean", NULL);
+
+	stop_child(thief);
+	ck_assert_msg(rc != 0, "bench passed although items were taken: %s", json);
+	ck_assert_ptr_nonnull(json);
+	ck_assert_msg(json_num(json, "lost") > 0, "no loss reported: %s", json);
+	free(json);
+	free(err);
+	tl_server_free(s);
+}
+END_TEST
+
+START_TEST(test_detects_duplicates)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	pid_t dup = interferer(s->port, resend);
+	char *json = NULL, *err = NULL;
+	int rc = bench(s->dir, s->port, &json, &err, "produce", "-t", "1",
+	    "--rate", "500", "--no-clean", NULL);
+
+	stop_child(dup);
+	ck_assert_msg(rc != 0, "bench passed with duplicates: %s", json);
+	ck_assert_ptr_nonnull(json);
+	ck_assert_msg(json_num(json, "duplicates") > 0, "no duplicate: %s", json);
+	free(json);
+	free(err);
+	tl_server_free(s);
+}
+END_TEST
+
+START_TEST(test_counts_foreign)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	pid_t inj = interferer(s->port, inject);
+	char *json = NULL, *err = NULL;
+
+	(void)bench(s->dir, s->port, &json, &err, "pair", "-t", "1", "--no-clean", NULL);
+	stop_child(inj);
+	ck_assert_ptr_nonnull(json);
+	ck_assert_msg(json_num(json, "foreign") > 0, "foreign items not seen: %s", json);
+	free(json);
+	free(err);
+	tl_server_free(s);
+}
+END_TEST
+
+/* The server dies mid-run: bench says so and exits non-zero, promptly. */
+START_TEST(test_server_dies)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	pid_t pid = fork();
+	int rc;
+	char *err = NULL;
+
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		tl_sleep_ms(500);
+		kill(s->pid, SIGKILL);
+		_exit(0);
+	}
+	rc = bench(s->dir, s->port, NULL, &err, "pair", "-t", "30", NULL);
+	waitpid(pid, NULL, 0);
+	ck_assert_int_ne(rc, 0);
+	ck_assert_msg(err != NULL && strstr(err, "connection") != NULL, "stderr: %s",
+	    err != NULL ? err : "(none)");
+	free(err);
+	tl_server_free(s);
+}
+END_TEST
+
+START_TEST(test_bad_usage)
+{
+	char *dir = tl_mkdtemp(), *err = NULL;
+
+	ck_assert_int_ne(tl_run_saker(dir, NULL, NULL, NULL, &err, "bench",
+	    "--depth", "0", NULL), 0);
+	ck_assert_msg(strstr(err, "bad value") != NULL, "%s", err);
+	free(err);
+	ck_assert_int_ne(tl_run_saker(dir, NULL, NULL, NULL, &err, "bench",
+	    "no-such-mode", NULL), 0);
+	ck_assert_msg(strstr(err, "unknown mode") != NULL, "%s", err);
+	free(err);
+	ck_assert_int_ne(tl_run_saker(dir, NULL, NULL, NULL, &err, "bench",
+	    "-s", "127.0.0.1:1", "-t", "1", "--quiet", NULL), 0);
+	ck_assert_msg(strstr(err, "refused") != NULL, "%s", err);
+	free(err);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_resp_redis)
+{
+	const char *bin = peer("/usr/bin/redis-server");
+	char *dir, *portstr, *json = NULL, *err = NULL;
+	int port, rc;
+	pid_t pid;
+
+	if (bin == NULL)
+		return;
+	dir = tl_mkdtemp();
+	port = tl_free_port();
+	portstr = tl_strdupf("%d", port);
+	{
+		const char *argv[] = { bin, "--port", portstr, "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", NULL };
+		pid = start_peer(dir, port, argv);
+	}
+	rc = bench(dir, port, &json, &err, "pair", "--protocol", "resp", "-t", "1", NULL);
+	ck_clean(rc, json, err);
+	free(json);
+	free(err);
+	rc = bench(dir, port, &json, &err, "blocking", "--protocol", "resp", "-t",
+	    "1", "--rate", "300", NULL);
+	ck_clean(rc, json, err);
+	free(json);
+	free(err);
+	stop_child(pid);
+	free(portstr);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_beanstalkd)
+{
+	const char *bin = peer("/usr/bin/beanstalkd");
+	char *dir, *portstr, *json = NULL, *err = NULL;
+	int port, rc;
+	pid_t pid;
+
+	if (bin == NULL)
+		return;
+	dir = tl_mkdtemp();
+	port = tl_free_port();
+	portstr = tl_strdupf("%d", port);
+	{
+		const char *argv[] = { bin, "-l", "127.0.0.1", "-p", portstr, NULL };
+		pid = start_peer(dir, port, argv);
+	}
+	rc = bench(dir, port, &json, &err, "pair", "--protocol", "beanstalk", "-t", "1", NULL);
+	ck_clean(rc, json, err);
+	free(json);
+	free(err);
+	stop_child(pid);
+	free(portstr);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *su = suite_create("bench");
+	TCase *tc = tcase_create("bench");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_modes_verify, 0, (int)(sizeof(modes) / sizeof(modes[0])));
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, test_pair_lmdb);
+#endif
+	tcase_add_test(tc, test_detects_theft);
+	tcase_add_test(tc, test_detects_duplicates);
+	tcase_add_test(tc, test_counts_foreign);
+	tcase_add_test(tc, test_server_dies);
+	tcase_add_test(tc, test_bad_usage);
+	tcase_add_test(tc, test_resp_redis);
+	tcase_add_test(tc, test_beanstalkd);
+	suite_add_tcase(su, tc);
+	sr = srunner_create(su);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
