@@ -383,59 +383,47 @@ START_TEST(test_bad_usage)
 }
 END_TEST
 
-START_TEST(test_resp_redis)
+/* The other protocols against the real servers they were written for:
+ * each peer's command line ("PORT" stands for the port) and the bench
+ * modes to run on it. */
+static const struct {
+	const char *proto;
+	const char *argv[12];
+	const char *modes[3];
+} peers[] = {
+	{ "resp", { "/usr/bin/redis-server", "--port", "PORT", "--bind",
+	    "127.0.0.1", "--save", "", "--appendonly", "no", NULL },
+	  { "pair", "blocking", NULL } },
+	{ "beanstalk", { "/usr/bin/beanstalkd", "-l", "127.0.0.1", "-p", "PORT",
+	    NULL },
+	  { "pair", NULL } },
+};
+
+START_TEST(test_peers)
 {
-	const char *bin = peer("/usr/bin/redis-server");
-	char *dir, *portstr, *json = NULL, *err = NULL;
-	int port, rc;
+	const char *argv[12];
+	char *dir, *portstr;
+	int port;
 	pid_t pid;
 
-	if (bin == NULL)
+	if (peer(peers[_i].argv[0]) == NULL)
 		return;
 	dir = tl_mkdtemp();
 	port = tl_free_port();
 	portstr = tl_strdupf("%d", port);
-	{
-		const char *argv[] = { bin, "--port", portstr, "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", NULL };
-		pid = start_peer(dir, port, argv);
-	}
-	rc = bench(dir, port, &json, &err, "pair", "--protocol", "resp", "-t", "1", NULL);
-	ck_clean(rc, json, err);
-	free(json);
-	free(err);
-	rc = bench(dir, port, &json, &err, "blocking", "--protocol", "resp", "-t",
-	    "1", "--rate", "300", NULL);
-	ck_clean(rc, json, err);
-	free(json);
-	free(err);
-	stop_child(pid);
-	free(portstr);
-	tl_rmrf(dir);
-	free(dir);
-}
-END_TEST
+	for (int k = 0; k < 12; k++)
+		argv[k] = peers[_i].argv[k] != NULL && strcmp(peers[_i].argv[k],
+		    "PORT") == 0 ? portstr : peers[_i].argv[k];
+	pid = start_peer(dir, port, argv);
+	for (int m = 0; peers[_i].modes[m] != NULL; m++) {
+		char *json = NULL, *err = NULL;
+		int rc = bench(dir, port, &json, &err, peers[_i].modes[m],
+		    "--protocol", peers[_i].proto, "-t", "1", "--rate", "300", NULL);
 
-START_TEST(test_beanstalkd)
-{
-	const char *bin = peer("/usr/bin/beanstalkd");
-	char *dir, *portstr, *json = NULL, *err = NULL;
-	int port, rc;
-	pid_t pid;
-
-	if (bin == NULL)
-		return;
-	dir = tl_mkdtemp();
-	port = tl_free_port();
-	portstr = tl_strdupf("%d", port);
-	{
-		const char *argv[] = { bin, "-l", "127.0.0.1", "-p", portstr, NULL };
-		pid = start_peer(dir, port, argv);
+		ck_clean(rc, json, err);
+		free(json);
+		free(err);
 	}
-	rc = bench(dir, port, &json, &err, "pair", "--protocol", "beanstalk", "-t", "1", NULL);
-	ck_clean(rc, json, err);
-	free(json);
-	free(err);
 	stop_child(pid);
 	free(portstr);
 	tl_rmrf(dir);
@@ -461,8 +449,7 @@ main(void)
 	tcase_add_test(tc, test_counts_foreign);
 	tcase_add_test(tc, test_server_dies);
 	tcase_add_test(tc, test_bad_usage);
-	tcase_add_test(tc, test_resp_redis);
-	tcase_add_test(tc, test_beanstalkd);
+	tcase_add_loop_test(tc, test_peers, 0, (int)(sizeof(peers) / sizeof(peers[0])));
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
