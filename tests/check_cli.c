@@ -794,11 +794,20 @@ START_TEST(client_put_get_stats)
 	ck_assert_ptr_nonnull(strstr(err, "flags 7"));
 	free(out);
 	free(err);
-	/* empty, then a bounded wait: status 1 */
-	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, NULL, "get", "-s", srv, "jobs", NULL), 1);
+	/* empty, then a bounded wait: status 1, stdout empty, why on stderr */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, &err, "get", "-s", srv, "jobs", NULL), 1);
 	ck_assert_uint_eq(len, 0);
+	ck_assert_str_eq(err, "saker get: queue jobs is empty\n");
 	free(out);
-	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "get", "-t", "100", "-s", srv, "jobs", NULL), 1);
+	free(err);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "get", "-t", "100", "-s", srv, "jobs", NULL), 1);
+	ck_assert_str_eq(err, "saker get: queue jobs is empty (waited 100 ms)\n");
+	free(err);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, &err, "get", "-q", "-s", srv, "jobs", NULL), 1);
+	ck_assert_uint_eq(len, 0);
+	ck_assert_str_eq(err, "");
+	free(out);
+	free(err);
 	tl_server_free(s);
 	/* nobody listening: one clear line */
 	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s", srv, "jobs", "x", NULL), 1);

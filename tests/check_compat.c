@@ -124,6 +124,53 @@ START_TEST(test_quit_sends_pipelined_replies)
 }
 END_TEST
 
+/* ----------------------------------------------------------- daemon */
+
+/* One line at the default log level: version, address and port, store. */
+START_TEST(test_startup_line)
+{
+	char *log = tl_read_file(srv->log, NULL);
+	char *want = tl_strdupf("notice: sakerd " PACKAGE_VERSION
+	    " serving 127.0.0.1:%d, store memory, sync always\n", srv->port);
+
+	ck_assert_ptr_nonnull(log);
+	ck_assert_msg(strstr(log, want) != NULL, "no \"%s\" in:\n%s", want, log);
+	free(want);
+	free(log);
+}
+END_TEST
+
+/* --help names only the store forms compiled in. */
+START_TEST(test_help_store_forms)
+{
+	char *cmd = tl_strdupf("'%s' --help", tl_sakerd_path());
+	FILE *p = popen(cmd, "r");
+	char buf[8192];
+	size_t n;
+
+	ck_assert_ptr_nonnull(p);
+	n = fread(buf, 1, sizeof(buf) - 1, p);
+	buf[n] = '\0';
+	ck_assert_int_eq(pclose(p), 0);
+#ifdef HAVE_POSTGRES
+	ck_assert_ptr_nonnull(strstr(buf, "postgres:CONNINFO"));
+#else
+	ck_assert_ptr_null(strstr(buf, "postgres"));
+#endif
+#ifdef HAVE_LMDB
+	ck_assert_ptr_nonnull(strstr(buf, "lmdb:DIR"));
+#else
+	ck_assert_ptr_null(strstr(buf, "lmdb:DIR"));
+#endif
+#ifdef HAVE_SQLITE
+	ck_assert_ptr_nonnull(strstr(buf, "sqlite:FILE"));
+#else
+	ck_assert_ptr_null(strstr(buf, "sqlite:FILE"));
+#endif
+	free(cmd);
+}
+END_TEST
+
 static Suite *
 compat_suite(void)
 {
@@ -136,6 +183,8 @@ compat_suite(void)
 	tcase_add_test(tc, test_add_enqueues);
 	tcase_add_test(tc, test_gets_cas_field);
 	tcase_add_test(tc, test_quit_sends_pipelined_replies);
+	tcase_add_test(tc, test_startup_line);
+	tcase_add_test(tc, test_help_store_forms);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -44,6 +44,24 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+/* The --store forms of the drivers compiled in, and only those. */
+#ifdef HAVE_LMDB
+#define FORM_LMDB " | lmdb:DIR"
+#else
+#define FORM_LMDB ""
+#endif
+#ifdef HAVE_SQLITE
+#define FORM_SQLITE " | sqlite:FILE"
+#else
+#define FORM_SQLITE ""
+#endif
+#ifdef HAVE_POSTGRES
+#define FORM_POSTGRES " |\n                            postgres:CONNINFO"
+#else
+#define FORM_POSTGRES ""
+#endif
+#define STORE_FORMS "memory" FORM_LMDB FORM_SQLITE FORM_POSTGRES
+
 static void
 usage(FILE *f)
 {
@@ -56,8 +74,7 @@ usage(FILE *f)
 "  -p, --port PORT           TCP port (default %d; 0 disables TCP when -s is given)\n"
 "  -s, --unix-socket PATH    also listen on a unix-domain socket\n"
 "      --store TYPE[:LOC]    storage driver; compiled in: %s\n"
-"                            memory | lmdb:DIR | sqlite:FILE |\n"
-"                            postgres:CONNINFO (default %s)\n"
+"                            %s (default %s)\n"
 "      --sync MODE           always | periodic[:MS] | never (default always):\n"
 "                            when a durable store fsyncs acknowledged writes\n"
 "  -c, --max-connections N   most open client connections (default 4096)\n"
@@ -88,7 +105,8 @@ usage(FILE *f)
 "SIGHUP reopens the log file and rereads --config and --auth-file (a bad file\n"
 "keeps the old one).\n"
 "See sakerd(8) and saker-protocol(7).\n",
-	    SAKERD_DEFAULT_PORT, saker_store_driver_list(), SAKERD_DEFAULT_STORE);
+	    SAKERD_DEFAULT_PORT, saker_store_driver_list(), STORE_FORMS,
+	    SAKERD_DEFAULT_STORE);
 }
 
 static int

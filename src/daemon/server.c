@@ -526,6 +526,44 @@ listen_unix(void)
 	return 0;
 }
 
+/*
+ * The one line said at startup at the default log level: what runs, where
+ * clients reach it and which data it serves.  A relative store location is
+ * shown resolved; a PostgreSQL conninfo is not shown (it may hold a
+ * password).
+ */
+static void
+say_ready(const struct options *opt)
+{
+	const char *spec = opt->store_spec, *colon = strchr(spec, ':');
+	char tcp[300] = "", cwd[4096], *where = NULL;
+	const char *sync = opt->sync == SAKER_SYNC_ALWAYS ? "always" :
+	    opt->sync == SAKER_SYNC_PERIODIC ? "periodic" : "never";
+
+	if (opt->port != 0)
+		snprintf(tcp, sizeof(tcp), strchr(opt->listen, ':') != NULL &&
+		    opt->listen[0] != '[' ? "[%s]:%d" : "%s:%d", opt->listen,
+		    opt->port);
+	if (colon != NULL && strncmp(spec, "postgres:", 9) == 0)
+		where = strdup("postgres");
+	else if (colon != NULL && colon[1] != '/' && colon[1] != '\0' &&
+	    getcwd(cwd, sizeof(cwd)) != NULL) {
+		size_t tl = (size_t)(colon - spec), n;
+
+		n = tl + strlen(cwd) + strlen(colon) + 2;
+		where = malloc(n);
+		if (where != NULL)
+			snprintf(where, n, "%.*s:%s/%s", (int)tl, spec, cwd,
+			    colon[1] == '.' && colon[2] == '/' ? colon + 3 : colon + 1);
+	}
+	log_notice("sakerd %s serving %s%s%s%s, store %s, sync %s",
+	    PACKAGE_VERSION, tcp, tcp[0] != '\0' && opt->unix_socket != NULL ?
+	    " and " : "", opt->unix_socket != NULL ? "unix:" : "",
+	    opt->unix_socket != NULL ? opt->unix_socket : "",
+	    where != NULL ? where : spec, sync);
+	free(where);
+}
+
 static void
 close_listeners(void)
 {
@@ -743,9 +781,7 @@ server_init(struct options *opt)
 		srv->tick_ev = event_new(srv->base, -1, EV_PERSIST, tick_cb, NULL);
 		event_add(srv->tick_ev, &tv);
 	}
-	log_info("sakerd %s ready: store %s, sync %s", PACKAGE_VERSION, opt->store_spec,
-	    opt->sync == SAKER_SYNC_ALWAYS ? "always" :
-	    opt->sync == SAKER_SYNC_PERIODIC ? "periodic" : "never");
+	say_ready(opt);
 	return 0;
 }
 

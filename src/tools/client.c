@@ -488,7 +488,7 @@ static void
 get_usage(FILE *fp)
 {
 	fprintf(fp,
-	    "usage: saker get [-s SERVER] [-t MS] [-p] QUEUE\n"
+	    "usage: saker get [-s SERVER] [-t MS] [-p] [-F] [-q] QUEUE\n"
 	    "\n"
 	    "Dequeue one item and write its data to standard output, unchanged\n"
 	    "(a newline is added only when standard output is a terminal).\n"
@@ -499,10 +499,13 @@ get_usage(FILE *fp)
 	    "  -t, --timeout MS     wait up to MS milliseconds for an item (default 0)\n"
 	    "  -p, --peek           show the head item without removing it\n"
 	    "  -F, --show-flags     print the item's flags to standard error\n"
+	    "  -q, --quiet          say nothing on standard error when the queue is empty\n"
 	    "  -h, --help           this text\n"
 	    "\n"
-	    "Exit status: 0 an item was written, 1 queue empty (after the timeout)\n"
-	    "or no server, 2 usage error.\n");
+	    "Standard output is exactly the item's data (plus a newline when it is a\n"
+	    "terminal).  Exit status: 0 an item was written, 1 queue empty (after the\n"
+	    "timeout; \"saker get: queue Q is empty\" on standard error) or no server,\n"
+	    "2 usage error.\n");
 }
 
 int
@@ -513,6 +516,7 @@ get_main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "peek", no_argument, NULL, 'p' },
 		{ "show-flags", no_argument, NULL, 'F' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -520,14 +524,15 @@ get_main(int argc, char **argv)
 	uint64_t timeout = 0;
 	char which[512], err[512], req[600], key[600], *line;
 	struct conn *c = NULL;
-	bool peek = false, show_flags = false, out_failed = false;
+	bool peek = false, show_flags = false, out_failed = false, quiet = false;
 	unsigned long long flags, bytes;
 	int ch, n, rc = 1;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "s:t:pFh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:t:pFqh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': servers = optarg; break;
+		case 'q': quiet = true; break;
 		case 't':
 			if (!parse_u64(optarg, 315360000000ULL, &timeout)) {
 				fprintf(stderr, "saker get: bad timeout '%s' (milliseconds)\n", optarg);
@@ -570,8 +575,18 @@ get_main(int argc, char **argv)
 		io_error("get", c);
 		goto out;
 	}
-	if (strcmp(line, "END") == 0)
-		goto out;   /* empty: status 1, nothing printed (scripts loop on it) */
+	if (strcmp(line, "END") == 0) {
+		/* status 1 and nothing on stdout (scripts loop on it); a person
+		 * is told why on stderr, unless -q */
+		if (!quiet) {
+			if (timeout > 0)
+				fprintf(stderr, "saker get: queue %s is empty "
+				    "(waited %" PRIu64 " ms)\n", queue, timeout);
+			else
+				fprintf(stderr, "saker get: queue %s is empty\n", queue);
+		}
+		goto out;
+	}
 	if (strncmp(line, "VALUE ", 6) != 0 ||
 	    sscanf(line + 6, "%*s %llu %llu", &flags, &bytes) != 2) {
 		fprintf(stderr, "saker get: %s replied: %s\n", which, line);

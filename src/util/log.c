@@ -76,27 +76,46 @@ log_get_level(void)
 	return level;
 }
 
-void
-log_msg(enum log_level lvl, const char *fmt, ...)
+static void
+log_vmsg(int prio, const char *name, const char *fmt, va_list ap)
 {
-	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 	char msg[1024], stamp[32];
 	struct timespec ts;
 	struct tm tm;
-	va_list ap;
 
-	if ((int)lvl > level)
-		return;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	if (use_syslog) {
-		syslog(prio[lvl], "%s", msg);
+		syslog(prio, "%s", msg);
 		return;
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
 	fprintf(out != NULL ? out : stderr, "%s.%03ldZ sakerd[%ld] %s: %s\n", stamp,
-	    ts.tv_nsec / 1000000, (long)getpid(), names[lvl], msg);
+	    ts.tv_nsec / 1000000, (long)getpid(), name, msg);
+}
+
+void
+log_msg(enum log_level lvl, const char *fmt, ...)
+{
+	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+	va_list ap;
+
+	if ((int)lvl > level)
+		return;
+	va_start(ap, fmt);
+	log_vmsg(prio[lvl], names[lvl], fmt, ap);
+	va_end(ap);
+}
+
+void
+log_notice(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level < LOG_LVL_WARN)
+		return;
+	va_start(ap, fmt);
+	log_vmsg(LOG_NOTICE, "notice", fmt, ap);
+	va_end(ap);
 }

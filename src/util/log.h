@@ -15,6 +15,10 @@ int log_get_level(void);
 void log_msg(enum log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Said at the default level (warn) and above, without being a warning:
+ * the one startup line. */
+void log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
 #define log_warn(...)  log_msg(LOG_LVL_WARN, __VA_ARGS__)
 #define log_info(...)  log_msg(LOG_LVL_INFO, __VA_ARGS__)
