@@ -19,7 +19,7 @@
 
 #include <lmdb.h>
 
-#include "clock.h"
+#include "kit.h"
 #include "lmdb_journal.h"
 #include "saker/store.h"
 
@@ -152,55 +152,17 @@ extern const struct saker_store_driver saker_store_lmdb;
  * --------------------------------------------------------------------- */
 
 static void
-put64(unsigned char *p, uint64_t v)
-{
-	int i;
-
-	for (i = 7; i >= 0; i--) {
-		p[i] = (unsigned char)(v & 0xff);
-		v >>= 8;
-	}
-}
-
-static uint64_t
-get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 0; i < 8; i++)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static void
-put32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
-
-static uint32_t
-get32(const unsigned char *p)
-{
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-	    ((uint32_t)p[2] << 8) | p[3];
-}
-
-static void
 mkkey(unsigned char *k, uint64_t a, uint64_t b)
 {
-	put64(k, a);
-	put64(k + 8, b);
+	kit_put_be64(k, a);
+	kit_put_be64(k + 8, b);
 }
 
 /* Is `k` a 16-byte key whose first half is `qid`? */
 static bool
 key_in(const MDB_val *k, uint64_t qid)
 {
-	return k->mv_size == LM_KEY && get64(k->mv_data) == qid;
+	return k->mv_size == LM_KEY && kit_get_be64(k->mv_data) == qid;
 }
 
 /*
@@ -258,9 +220,9 @@ hdr_write(unsigned char *p, int state, uint32_t flags, int64_t expires,
 {
 	p[0] = (unsigned char)state;
 	p[1] = p[2] = p[3] = 0;
-	put32(p + 4, flags);
-	put64(p + 8, (uint64_t)expires);
-	put64(p + 16, (uint64_t)created);
+	kit_put_be32(p + 4, flags);
+	kit_put_be64(p + 8, (uint64_t)expires);
+	kit_put_be64(p + 16, (uint64_t)created);
 }
 
 /* Fill `it` from a record header + data (the view points into the map). */
@@ -272,9 +234,9 @@ hdr_read(const void *rec, size_t size, struct saker_item *it)
 	if (size < LM_HDR)
 		return LM_EBADVAL;
 	memset(it, 0, sizeof(*it));
-	it->flags = get32(p + 4);
-	it->expires_ms = (int64_t)get64(p + 8);
-	it->created_ms = (int64_t)get64(p + 16);
+	it->flags = kit_get_be32(p + 4);
+	it->expires_ms = (int64_t)kit_get_be64(p + 8);
+	it->created_ms = (int64_t)kit_get_be64(p + 16);
 	it->len = size - LM_HDR;
 	it->data = p + LM_HDR;
 	return 0;
@@ -289,29 +251,29 @@ expired(const struct saker_item *it, int64_t now_ms)
 static void
 qrec_write(unsigned char *p, const struct saker_queue *q)
 {
-	put64(p, q->id);
-	put64(p + 8, q->cur.lo);
-	put64(p + 16, q->cur.tail);
-	put64(p + 24, q->cur.items);
-	put64(p + 32, q->cur.bytes);
-	put64(p + 40, q->cur.delayed);
-	put64(p + 48, q->cur.open);
-	put64(p + 56, q->cur.total);
-	put64(p + 64, q->cur.expired);
+	kit_put_be64(p, q->id);
+	kit_put_be64(p + 8, q->cur.lo);
+	kit_put_be64(p + 16, q->cur.tail);
+	kit_put_be64(p + 24, q->cur.items);
+	kit_put_be64(p + 32, q->cur.bytes);
+	kit_put_be64(p + 40, q->cur.delayed);
+	kit_put_be64(p + 48, q->cur.open);
+	kit_put_be64(p + 56, q->cur.total);
+	kit_put_be64(p + 64, q->cur.expired);
 }
 
 static void
 qrec_read(const unsigned char *p, struct saker_queue *q)
 {
-	q->id = get64(p);
-	q->cur.lo = get64(p + 8);
-	q->cur.tail = get64(p + 16);
-	q->cur.items = get64(p + 24);
-	q->cur.bytes = get64(p + 32);
-	q->cur.delayed = get64(p + 40);
-	q->cur.open = get64(p + 48);
-	q->cur.total = get64(p + 56);
-	q->cur.expired = get64(p + 64);
+	q->id = kit_get_be64(p);
+	q->cur.lo = kit_get_be64(p + 8);
+	q->cur.tail = kit_get_be64(p + 16);
+	q->cur.items = kit_get_be64(p + 24);
+	q->cur.bytes = kit_get_be64(p + 32);
+	q->cur.delayed = kit_get_be64(p + 40);
+	q->cur.open = kit_get_be64(p + 48);
+	q->cur.total = kit_get_be64(p + 56);
+	q->cur.expired = kit_get_be64(p + 64);
 	q->cur.exists = true;
 }
 
@@ -394,14 +356,9 @@ lm_fail(struct lstore *s, int rc, const char *what)
 static uint32_t
 name_hash(const char *name, size_t len)
 {
-	uint32_t h = 2166136261u;
-	size_t i;
+	uint64_t h = kit_fnv1a64(KIT_FNV64_INIT, name, len);
 
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)name[i];
-		h *= 16777619u;
-	}
-	return h;
+	return (uint32_t)(h ^ (h >> 32));
 }
 
 static size_t
@@ -579,7 +536,7 @@ jr_put(struct lstore *s, int db, const void *k, size_t klen, const void *v,
 	p[1] = (unsigned char)db;
 	p[2] = (unsigned char)(klen >> 8);
 	p[3] = (unsigned char)klen;
-	put32(p + 4, (uint32_t)vlen);
+	kit_put_be32(p + 4, (uint32_t)vlen);
 	memcpy(p + 8, k, klen);
 	if (vlen > 0)
 		memcpy(p + 8 + klen, v, vlen);
@@ -634,7 +591,7 @@ jr_delq(struct lstore *s, int op, int db, uint64_t qid)
 	memset(p, 0, 8);
 	p[0] = (unsigned char)op;
 	p[1] = (unsigned char)db;
-	put64(p + 8, qid);
+	kit_put_be64(p + 8, qid);
 	return 0;
 }
 
@@ -706,7 +663,7 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 			if ((size_t)(end - p) < 8)
 				return LM_EBADVAL;
 			klen = ((size_t)p[2] << 8) | p[3];
-			vlen = get32(p + 4);
+			vlen = kit_get_be32(p + 4);
 			if ((size_t)(end - p) - 8 < klen ||
 			    (size_t)(end - p) - 8 - klen < vlen)
 				return LM_EBADVAL;
@@ -744,11 +701,11 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 				return LM_EBADVAL;
 			wrote = false;
 			if (p[0] == JR_DELQ)
-				rc = del_prefix(s->ptxn, ldbi(s, db), get64(p + 8),
+				rc = del_prefix(s->ptxn, ldbi(s, db), kit_get_be64(p + 8),
 				    &wrote);
 			else
 				rc = del_delayed(s->ptxn, s->db_delayed,
-				    get64(p + 8), &wrote);
+				    kit_get_be64(p + 8), &wrote);
 			p += 16;
 			break;
 		default:
@@ -835,7 +792,7 @@ pages_for(const struct lstore *s, size_t bytes)
 static int64_t
 mono_ms(void)
 {
-	return (int64_t)(saker_mono_ns() / 1000000);
+	return (int64_t)(kit_mono_ns() / 1000000);
 }
 
 /* Begin the long transaction (no transaction may be open). */
@@ -972,7 +929,7 @@ meta_put64(struct lstore *s, const char *key, uint64_t val, bool journal)
 
 	k.mv_data = (void *)(uintptr_t)key;
 	k.mv_size = strlen(key);
-	put64(num, val);
+	kit_put_be64(num, val);
 	v.mv_data = num;
 	v.mv_size = 8;
 	rc = mdb_put(journal ? s->txn : s->ptxn, s->db_meta, &k, &v, 0);
@@ -1122,7 +1079,7 @@ lm_checkpoint(struct lstore *s)
 
 	if (s->ptxn == NULL)
 		return SAKER_OK;
-	t0 = saker_mono_ns();
+	t0 = kit_mono_ns();
 	if (s->j.seq == s->ckpt_seq) {
 		/* nothing since the last one (reads only) */
 		mdb_txn_abort(s->ptxn);
@@ -1138,7 +1095,7 @@ lm_checkpoint(struct lstore *s)
 	}
 	s->ptxn = NULL;
 	s->ckpt_ms = mono_ms();
-	s->st.commit_ns += saker_mono_ns() - t0;
+	s->st.commit_ns += kit_mono_ns() - t0;
 	if (rc == 0) {
 		s->ckpt_seq = s->j.seq;
 		lj_restart(&s->j);
@@ -1196,7 +1153,7 @@ lm_commit(saker_store *ss)
 		lj_cut(&s->j, 0);
 		goto done;
 	}
-	t0 = saker_mono_ns();
+	t0 = kit_mono_ns();
 	s->touched = true;
 	if ((rc = lm_write_state(s)) != 0) {
 		lm_rollback(s);
@@ -1244,7 +1201,7 @@ lm_commit(saker_store *ss)
 	s->saved_next_qid = s->next_qid;
 	s->saved_next_arrival = s->next_arrival;
 	s->st.commits++;
-	s->st.commit_ns += saker_mono_ns() - t0;
+	s->st.commit_ns += kit_mono_ns() - t0;
 	s->txn = NULL;
 	s->touched = false;
 done:
@@ -1361,7 +1318,7 @@ del_delayed(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
 			rc = LM_EBADVAL;
 			break;
 		}
-		if (get64(v.mv_data) != qid) {
+		if (kit_get_be64(v.mv_data) != qid) {
 			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 			continue;
 		}
@@ -1552,7 +1509,7 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 		rc = mdb_put(t, s->db_delayed, &k, &v, MDB_RESERVE);
 		dst = v.mv_data;
 		if (rc == 0) {
-			put64(dst, q->id);
+			kit_put_be64(dst, q->id);
 			dst += 8;
 		}
 	}
@@ -1642,7 +1599,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 			break;
 		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
 			break;
-		seq = get64((unsigned char *)k.mv_data + 8);
+		seq = kit_get_be64((unsigned char *)k.mv_data + 8);
 		if (!expired(&it, now_ms))
 			break;
 		if (!write) {
@@ -1909,7 +1866,7 @@ delayed_first(struct lstore *s, MDB_txn *t, int64_t *due, size_t *size)
 	if (rc == 0 && is_sentinel(&k, 0xff))
 		rc = MDB_NOTFOUND;
 	if (rc == 0) {
-		*due = (int64_t)get64(k.mv_data);
+		*due = (int64_t)kit_get_be64(k.mv_data);
 		*size = v.mv_size;
 	}
 	mdb_cursor_close(c);
@@ -1941,7 +1898,7 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	}
 	if (rc != 0)
 		goto out;
-	q = qtab_by_id(s, get64(v.mv_data));
+	q = qtab_by_id(s, kit_get_be64(v.mv_data));
 	hdr_read((unsigned char *)v.mv_data + 8, v.mv_size - 8, &it);
 	*len = it.len;
 	if (q == NULL || q->deleted) {
@@ -2115,7 +2072,7 @@ iter_prefix(struct lstore *s, MDB_dbi dbi, struct saker_queue *q,
 	while (rc == 0 && key_in(&k, q->id)) {
 		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
 			break;
-		it.id = get64((unsigned char *)k.mv_data + 8);
+		it.id = kit_get_be64((unsigned char *)k.mv_data + 8);
 		it.state = state;
 		if ((*fnret = fn(arg, &it)) != 0)
 			break;
@@ -2142,13 +2099,13 @@ iter_delayed(struct lstore *s, struct saker_queue *q, saker_item_fn fn,
 			rc = LM_EBADVAL;
 			break;
 		}
-		if (get64(v.mv_data) == q->id) {
+		if (kit_get_be64(v.mv_data) == q->id) {
 			rc = hdr_read((unsigned char *)v.mv_data + 8, v.mv_size - 8,
 			    &it);
 			if (rc != 0)
 				break;
-			it.due_ms = (int64_t)get64(k.mv_data);
-			it.id = get64((unsigned char *)k.mv_data + 8);
+			it.due_ms = (int64_t)kit_get_be64(k.mv_data);
+			it.id = kit_get_be64((unsigned char *)k.mv_data + 8);
 			it.state = SAKER_ITEM_DELAYED;
 			if ((*fnret = fn(arg, &it)) != 0)
 				break;
@@ -2351,7 +2308,7 @@ meta_get64(struct lstore *s, MDB_txn *t, const char *key, uint64_t *out)
 	if (v.mv_size != 8)
 		return seterr(s, SAKER_ECORRUPT, "lmdb %s: bad meta record %s",
 		    s->dir, key);
-	*out = get64(v.mv_data);
+	*out = kit_get_be64(v.mv_data);
 	return SAKER_OK;
 }
 
@@ -2366,11 +2323,11 @@ meta_version(struct lstore *s, MDB_txn *t)
 	k.mv_data = "version";
 	k.mv_size = 7;
 	rc = mdb_get(t, s->db_meta, &k, &v);
-	if (rc == 0 && v.mv_size == 4 && get32(v.mv_data) == LM_VERSION)
+	if (rc == 0 && v.mv_size == 4 && kit_get_be32(v.mv_data) == LM_VERSION)
 		return 0;
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return rc;
-	put32(num, LM_VERSION);
+	kit_put_be32(num, LM_VERSION);
 	v.mv_data = num;
 	v.mv_size = 4;
 	return mdb_put(t, s->db_meta, &k, &v, 0);
@@ -2390,18 +2347,18 @@ meta_store_id(struct lstore *s, MDB_txn *t)
 	k.mv_size = 8;
 	rc = mdb_get(t, s->db_meta, &k, &v);
 	if (rc == 0 && v.mv_size == 8) {
-		s->store_id = get64(v.mv_data);
+		s->store_id = kit_get_be64(v.mv_data);
 		return 0;
 	}
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return rc;
 	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || read(fd, &id, sizeof(id)) != (ssize_t)sizeof(id))
-		id = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
+		id = kit_mono_ns() ^ ((uint64_t)getpid() << 32);
 	if (fd >= 0)
 		close(fd);
 	s->store_id = id;
-	put64(num, id);
+	kit_put_be64(num, id);
 	v.mv_data = num;
 	v.mv_size = 8;
 	return mdb_put(t, s->db_meta, &k, &v, 0);
@@ -2447,7 +2404,7 @@ meta_check(struct lstore *s, MDB_txn *t)
 	if (rc != 0 || v.mv_size != 4)
 		return seterr(s, SAKER_ECORRUPT, "lmdb %s: format version record "
 		    "missing or damaged", s->dir);
-	version = get32(v.mv_data);
+	version = kit_get_be32(v.mv_data);
 	if (version > LM_VERSION)
 		return seterr(s, SAKER_EVERSION, "lmdb %s: store format version %u "
 		    "is newer than this build supports (%d); upgrade saker",
@@ -2618,7 +2575,7 @@ lm_load(struct lstore *s)
 			return seterr(s, SAKER_ECORRUPT, "lmdb %s: damaged queue "
 			    "record", s->dir);
 		}
-		id = get64(v.mv_data);
+		id = kit_get_be64(v.mv_data);
 		if ((q = qtab_add(s, k.mv_data, k.mv_size, id)) == NULL) {
 			mdb_cursor_close(c);
 			return seterr(s, SAKER_ENOMEM, "lmdb: out of memory");
@@ -2661,7 +2618,7 @@ lm_recover(struct lstore *s)
 			rc = MDB_NOTFOUND;	/* every open item done */
 			break;
 		}
-		q = k.mv_size == LM_KEY ? qtab_by_id(s, get64(k.mv_data)) : NULL;
+		q = k.mv_size == LM_KEY ? qtab_by_id(s, kit_get_be64(k.mv_data)) : NULL;
 		if (q == NULL) {
 			rc = cur_del(s, c, LD_OPEN);	/* orphan */
 		} else {

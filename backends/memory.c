@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "saker/store.h"
+#include "kit.h"
 
 /*
  * Layout
@@ -473,13 +474,8 @@ otab_delete(struct mstore *ms, struct mitem *it)
 static uint64_t
 name_hash(uint64_t seed, const char *name, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-	size_t i;
+	uint64_t h = kit_fnv1a64(KIT_FNV64_INIT ^ seed, name, len);
 
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)name[i];
-		h *= 0x100000001b3ULL;
-	}
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdULL;
 	h ^= h >> 33;

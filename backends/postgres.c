@@ -15,7 +15,7 @@
 #include <libpq-fe.h>
 
 #include "saker/store.h"
-#include "clock.h"
+#include "kit.h"
 
 /*
  * Layout (docs/scaling.md has the full story):
@@ -401,30 +401,17 @@ rv_changed(const PGresult *r)
 /* ------------------------------------------------------------------ */
 /* queue tables */
 
-static uint64_t
-pg_hash_name(const char *p, size_t len)
-{
-	uint64_t h = 1469598103934665603ULL;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
 static size_t
-pg_hash_id(int64_t id, size_t n)
+pg_name_slot(const struct pg_store *s, const char *name, size_t len)
 {
-	return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15ULL) >> 17) & (n - 1);
+	return (size_t)kit_fnv1a64(KIT_FNV64_INIT, name, len) & (s->nbuckets - 1);
 }
 
 static void
 pg_hash_link(struct pg_store *s, struct saker_queue *q)
 {
-	size_t n = pg_hash_name(q->name, q->len) & (s->nbuckets - 1);
-	size_t i = pg_hash_id(q->id, s->nbuckets);
+	size_t n = pg_name_slot(s, q->name, q->len);
+	size_t i = kit_hash_id((uint64_t)q->id, s->nbuckets);
 
 	q->name_next = s->nb[n];
 	s->nb[n] = q;
@@ -462,7 +449,7 @@ pg_hash_grow(struct pg_store *s)
 static void
 pg_unlink_id(struct pg_store *s, struct saker_queue *q)
 {
-	struct saker_queue **pp = &s->ib[pg_hash_id(q->id, s->nbuckets)];
+	struct saker_queue **pp = &s->ib[kit_hash_id((uint64_t)q->id, s->nbuckets)];
 
 	while (*pp != NULL && *pp != q)
 		pp = &(*pp)->id_next;
@@ -475,7 +462,7 @@ pg_hash_remove(struct pg_store *s, struct saker_queue *q)
 {
 	struct saker_queue **pp;
 
-	pp = &s->nb[pg_hash_name(q->name, q->len) & (s->nbuckets - 1)];
+	pp = &s->nb[pg_name_slot(s, q->name, q->len)];
 	while (*pp != NULL && *pp != q)
 		pp = &(*pp)->name_next;
 	if (*pp != NULL)
@@ -492,7 +479,7 @@ pg_rehash_id(struct pg_store *s, struct saker_queue *q, int64_t id)
 
 	pg_unlink_id(s, q);
 	q->id = id;
-	i = pg_hash_id(q->id, s->nbuckets);
+	i = kit_hash_id((uint64_t)q->id, s->nbuckets);
 	q->id_next = s->ib[i];
 	s->ib[i] = q;
 }
@@ -504,7 +491,7 @@ pg_find_name(struct pg_store *s, const char *name, size_t len)
 
 	if (s->nbuckets == 0)
 		return NULL;
-	q = s->nb[pg_hash_name(name, len) & (s->nbuckets - 1)];
+	q = s->nb[pg_name_slot(s, name, len)];
 	for (; q != NULL; q = q->name_next)
 		if (q->len == len && memcmp(q->name, name, len) == 0)
 			return q;
@@ -518,7 +505,7 @@ pg_find_id(struct pg_store *s, int64_t id)
 
 	if (s->nbuckets == 0)
 		return NULL;
-	for (q = s->ib[pg_hash_id(id, s->nbuckets)]; q != NULL; q = q->id_next)
+	for (q = s->ib[kit_hash_id((uint64_t)id, s->nbuckets)]; q != NULL; q = q->id_next)
 		if (q->id == id)
 			return q;
 	return NULL;
@@ -1135,7 +1122,7 @@ pg_commit(saker_store *base)
 		return pg_down(s);	/* keeps /healthz at 503 while down */
 	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->pend))
 		return SAKER_OK;
-	t0 = saker_mono_ns();
+	t0 = kit_mono_ns();
 	if ((err = pg_begin(s)) != SAKER_OK ||
 	    (err = pg_write_counts(s)) != SAKER_OK ||
 	    (err = pg_send_notifies(s)) != SAKER_OK)
@@ -1171,7 +1158,7 @@ pg_commit(saker_store *base)
 		s->fsyncs++;
 	else if (s->sync == SAKER_SYNC_PERIODIC)
 		s->unsynced = true;
-	s->commit_ns += saker_mono_ns() - t0;
+	s->commit_ns += kit_mono_ns() - t0;
 	return SAKER_OK;
 
 fail:
@@ -2319,7 +2306,7 @@ pg_make_owner(struct pg_store *s)
 	host[sizeof(host) - 1] = '\0';
 	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || read(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
-		r = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
+		r = kit_mono_ns() ^ ((uint64_t)getpid() << 32);
 	if (fd >= 0)
 		close(fd);
 	snprintf(s->owner, sizeof(s->owner), "%s/%d/%016" PRIx64, host,
@@ -2398,6 +2385,7 @@ const struct saker_store_driver saker_store_postgres = {
 	.name = "postgres",
 	.location_help = "'host=... dbname=... [schema=NAME] [lease=SECONDS]'",
 	.durable = true,
+	.caps = SAKER_CAP_SHARED,
 	.open = pg_open,
 	.close = pg_close,
 	.errmsg = pg_errmsg,

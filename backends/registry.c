@@ -1,4 +1,5 @@
-/* store.c -- the driver registry, spec parsing and error strings. */
+/* registry.c -- the driver registry, spec parsing, error strings and the
+ * checked wrappers of the optional hooks. */
 #include "config.h"
 
 #include <stdio.h>
@@ -124,4 +125,49 @@ saker_store_close(saker_store *s)
 {
 	if (s != NULL)
 		s->driver->close(s);
+}
+
+int
+saker_store_sync(saker_store *s)
+{
+	return s->driver->sync != NULL ? s->driver->sync(s) : SAKER_OK;
+}
+
+void
+saker_store_get_stats(saker_store *s, struct saker_store_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (s->driver->store_stats != NULL)
+		s->driver->store_stats(s, st);
+}
+
+int
+saker_store_watch_fd(saker_store *s)
+{
+	return s->driver->watch_fd != NULL ? s->driver->watch_fd(s) : -1;
+}
+
+int
+saker_store_fd_ready(saker_store *s, int64_t now_ms)
+{
+	return s->driver->fd_ready != NULL ? s->driver->fd_ready(s, now_ms) :
+	    SAKER_OK;
+}
+
+int
+saker_store_tick(saker_store *s, int64_t now_ms)
+{
+	return s->driver->tick != NULL ? s->driver->tick(s, now_ms) : SAKER_OK;
+}
+
+bool
+saker_store_needs_tick(const saker_store *s)
+{
+	return s->driver->tick != NULL || saker_store_shared(s);
+}
+
+bool
+saker_store_shared(const saker_store *s)
+{
+	return (s->driver->caps & SAKER_CAP_SHARED) != 0;
 }

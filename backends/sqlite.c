@@ -17,7 +17,7 @@
 #include <sqlite3.h>
 
 #include "saker/store.h"
-#include "clock.h"
+#include "kit.h"
 
 /*
  * Layout (docs/sqlite.md has the full story):
@@ -311,30 +311,17 @@ sq_reset(sqlite3_stmt *st)
 /* ------------------------------------------------------------------ */
 /* queue tables */
 
-static uint64_t
-sq_hash_name(const char *p, size_t len)
-{
-	uint64_t h = 1469598103934665603ULL;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
 static size_t
-sq_hash_id(int64_t id, size_t n)
+sq_name_slot(const struct sq_store *s, const char *name, size_t len)
 {
-	return (size_t)(((uint64_t)id * 0x9e3779b97f4a7c15ULL) >> 17) & (n - 1);
+	return (size_t)kit_fnv1a64(KIT_FNV64_INIT, name, len) & (s->nbuckets - 1);
 }
 
 static void
 sq_hash_link(struct sq_store *s, struct saker_queue *q)
 {
-	size_t n = sq_hash_name(q->name, q->len) & (s->nbuckets - 1);
-	size_t i = sq_hash_id(q->id, s->nbuckets);
+	size_t n = sq_name_slot(s, q->name, q->len);
+	size_t i = kit_hash_id((uint64_t)q->id, s->nbuckets);
 
 	q->name_next = s->nb[n];
 	s->nb[n] = q;
@@ -385,12 +372,12 @@ sq_hash_remove(struct sq_store *s, struct saker_queue *q)
 {
 	struct saker_queue **pp;
 
-	pp = &s->nb[sq_hash_name(q->name, q->len) & (s->nbuckets - 1)];
+	pp = &s->nb[sq_name_slot(s, q->name, q->len)];
 	while (*pp != NULL && *pp != q)
 		pp = &(*pp)->name_next;
 	if (*pp != NULL)
 		*pp = q->name_next;
-	pp = &s->ib[sq_hash_id(q->id, s->nbuckets)];
+	pp = &s->ib[kit_hash_id((uint64_t)q->id, s->nbuckets)];
 	while (*pp != NULL && *pp != q)
 		pp = &(*pp)->id_next;
 	if (*pp != NULL)
@@ -405,7 +392,7 @@ sq_find_name(struct sq_store *s, const char *name, size_t len)
 
 	if (s->nbuckets == 0)
 		return NULL;
-	q = s->nb[sq_hash_name(name, len) & (s->nbuckets - 1)];
+	q = s->nb[sq_name_slot(s, name, len)];
 	for (; q != NULL; q = q->name_next)
 		if (q->len == len && memcmp(q->name, name, len) == 0)
 			return q;
@@ -419,7 +406,7 @@ sq_find_id(struct sq_store *s, int64_t id)
 
 	if (s->nbuckets == 0)
 		return NULL;
-	for (q = s->ib[sq_hash_id(id, s->nbuckets)]; q != NULL; q = q->id_next)
+	for (q = s->ib[kit_hash_id((uint64_t)id, s->nbuckets)]; q != NULL; q = q->id_next)
 		if (q->id == id)
 			return q;
 	return NULL;
@@ -679,7 +666,7 @@ sq_commit(saker_store *base)
 	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->deleted) &&
 	    s->dseq == s->dseq_saved)
 		return SAKER_OK;
-	t0 = saker_mono_ns();
+	t0 = kit_mono_ns();
 	if ((err = sq_begin(s)) != SAKER_OK)
 		goto fail;
 	LIST_FOREACH(q, &s->dirty, link) {
@@ -727,7 +714,7 @@ sq_commit(saker_store *base)
 		else if (s->sync == SAKER_SYNC_PERIODIC)
 			s->unsynced = true;
 	}
-	s->commit_ns += saker_mono_ns() - t0;
+	s->commit_ns += kit_mono_ns() - t0;
 	return SAKER_OK;
 
 fail:

@@ -1507,7 +1507,7 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 		tcase_add_test(tc, test_reopen_open_items);
 		tcase_add_test(tc, test_reopen_deleted_queue);
 		tcase_add_test(tc, test_reopen_read_only);
-		if (!opts->shared)
+		if ((drv->caps & SAKER_CAP_SHARED) == 0)
 			tcase_add_test(tc, test_locked);
 	}
 	return tc;

@@ -11,7 +11,8 @@
  * the driver through its vtable.  Each test gets a fresh store in a fresh
  * temp dir: spec "memory" for drivers without a location, else
  * "NAME:TMPDIR/store" (opened with opts.create).  Durable drivers also get
- * the reopen/lock tests.  At most 8 TCases can be built per process.
+ * the reopen tests, and the exclusive-open (SAKER_ELOCKED) test unless the
+ * driver has SAKER_CAP_SHARED.  At most 8 TCases can be built per process.
  */
 TCase *store_conformance_tcase(const struct saker_store_driver *drv);
 
@@ -20,9 +21,6 @@ struct store_conformance_opts {
 	/* Write the spec of a fresh, empty store into buf; tmpdir is the
 	 * test's temp dir.  NULL: the default spec above. */
 	void (*spec)(char *buf, size_t len, const char *tmpdir);
-	/* Several processes may open the store at once by design: the
-	 * exclusive-open (SAKER_ELOCKED) test does not apply and is skipped. */
-	bool shared;
 };
 TCase *store_conformance_tcase_opts(const struct saker_store_driver *drv,
     const struct store_conformance_opts *opts);

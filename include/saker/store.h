@@ -4,7 +4,12 @@
  * Everything the network core knows about storage is in this header.  A
  * storage driver is a `const struct saker_store_driver` with designated
  * initialisers, listed in the registry (backends/registry.c); a new driver
- * needs nothing but this file.
+ * needs nothing but this file (docs/drivers.md walks through writing one).
+ *
+ * Drivers are built in-tree: the registry, the drivers and the helpers they
+ * share (backends/kit.h) are compiled into saker itself, and no library is
+ * installed.  A new driver is one file in backends/, one line in the
+ * registry and one --with-NAME switch in configure.ac.
  *
  * THE MODEL
  *   A store holds named queues.  Each queue has
@@ -172,10 +177,23 @@ typedef struct saker_store {
 	const struct saker_store_driver *driver;
 } saker_store;
 
+/*
+ * Capabilities, the `caps` bit field of a driver: what the core may assume
+ * beyond the contract above.
+ *
+ * SAKER_CAP_SHARED  Several processes (brokers) may open the same store at
+ *                   once.  Items put by another process are not announced
+ *                   through notify(), or not reliably, so the core retries
+ *                   every blocked client and promote() about once a second.
+ *                   open() of a shared store never returns SAKER_ELOCKED.
+ */
+#define SAKER_CAP_SHARED (1u << 0)
+
 struct saker_store_driver {
 	const char *name;        /* "memory", "lmdb", ... the TYPE of a spec */
 	const char *location_help; /* "DIR", "FILE", or NULL if no location */
 	bool durable;            /* survives a restart (migrate source/target) */
+	unsigned caps;           /* SAKER_CAP_* bits */
 
 	/* Open (creating per opts->create) the store at `location` (NULL when
 	 * the spec had none).  On failure returns an error, sets *out = NULL and
@@ -263,11 +281,12 @@ struct saker_store_driver {
 	 * and SAKER_OK when nothing is pending. */
 	int (*commit)(saker_store *s);
 
-	/* SAKER_SYNC_PERIODIC: flush committed batches to stable storage.
-	 * May be NULL for drivers with nothing to sync. */
+	/* Optional (NULL): SAKER_SYNC_PERIODIC: flush committed batches to
+	 * stable storage; called on a timer.  NULL for drivers with nothing
+	 * to sync. */
 	int (*sync)(saker_store *s);
 
-	/* Optional (NULL): store-wide counters. */
+	/* Optional (NULL): store-wide counters.  The caller zeroes *st. */
 	void (*store_stats)(saker_store *s, struct saker_store_stats *st);
 
 	/* Optional (NULL): a file descriptor the core should watch for
@@ -281,10 +300,8 @@ struct saker_store_driver {
 
 	/* Optional (NULL): called by the core about once a second, for
 	 * housekeeping a driver cannot drive itself (reconnecting with backoff,
-	 * returning expired leases).  May notify queues.  A driver that has
-	 * tick() is taken to be shared with other processes: the core then
-	 * also retries every blocked client once a second, because
-	 * notifications from other processes can be lost. */
+	 * returning expired leases).  May notify queues.  Having tick() says
+	 * nothing about sharing: that is SAKER_CAP_SHARED. */
 	int (*tick)(saker_store *s, int64_t now_ms);
 };
 
@@ -294,8 +311,10 @@ struct saker_store_driver {
 #define SAKER_TAKE_PEEK 2
 
 /* ---------------------------------------------------------------------
- * The registry and thin wrappers (backends/registry.c).  The core and tools call
- * these rather than the vtable, so optional members are checked once.
+ * The registry and thin wrappers (backends/registry.c).  The core and the
+ * tools call the wrappers below for every optional member, so a NULL hook
+ * is checked in one place; required members are called through the
+ * vtable.
  * --------------------------------------------------------------------- */
 
 /* Compiled-in drivers, NULL-terminated. */
@@ -314,6 +333,21 @@ int saker_store_open(const char *spec, const struct saker_store_opts *opts,
     saker_store **out, char *err, size_t errlen);
 
 void saker_store_close(saker_store *s);
+
+/* Optional hooks, checked: a missing one does nothing and succeeds. */
+int saker_store_sync(saker_store *s);                 /* SAKER_OK if NULL */
+void saker_store_get_stats(saker_store *s, struct saker_store_stats *st);
+                                                      /* zeroes *st first */
+int saker_store_watch_fd(saker_store *s);             /* -1 if NULL */
+int saker_store_fd_ready(saker_store *s, int64_t now_ms); /* SAKER_OK if NULL */
+int saker_store_tick(saker_store *s, int64_t now_ms); /* SAKER_OK if NULL */
+
+/* Does the store need the core's once-a-second timer: tick() or
+ * SAKER_CAP_SHARED? */
+bool saker_store_needs_tick(const saker_store *s);
+
+/* Is the store shared with other processes (SAKER_CAP_SHARED)? */
+bool saker_store_shared(const saker_store *s);
 
 #ifdef __cplusplus
 }

@@ -125,8 +125,7 @@ write_metrics(struct evbuffer *b)
 	uint64_t items = 0, bytes = 0, cum = 0;
 	size_t i;
 
-	if (srv->store->driver->store_stats != NULL)
-		srv->store->driver->store_stats(srv->store, &ss);
+	saker_store_get_stats(srv->store, &ss);
 	queues_walk(collect_one, &qc);
 	for (i = 0; i < qc.n; i++) {
 		items += qc.rows[i].st.items;

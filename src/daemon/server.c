@@ -109,7 +109,7 @@ commit_batch(void)
 		int rc;
 
 		if (srv->store_failed) {
-			srv->store->driver->store_stats(srv->store, &st);
+			saker_store_get_stats(srv->store, &st);
 			commits = st.commits;
 		}
 		rc = srv->store->driver->commit(srv->store);
@@ -140,7 +140,7 @@ commit_batch(void)
 			 * writable again; an empty batch always succeeds, even
 			 * on a store that refuses writes until restart. */
 			if (srv->store_failed) {
-				srv->store->driver->store_stats(srv->store, &st);
+				saker_store_get_stats(srv->store, &st);
 				if (st.commits > commits)
 					srv->store_failed = false;
 			}
@@ -315,9 +315,7 @@ watch_store_fd(void)
 {
 	int fd;
 
-	if (srv->store->driver->watch_fd == NULL)
-		return;
-	fd = srv->store->driver->watch_fd(srv->store);
+	fd = saker_store_watch_fd(srv->store);
 	if (fd == srv->store_fd && (fd < 0 || srv->store_fd_ev != NULL))
 		return;
 	if (srv->store_fd_ev != NULL) {
@@ -339,7 +337,7 @@ store_fd_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	if (srv->store->driver->fd_ready(srv->store, saker_now_ms()) != SAKER_OK)
+	if (saker_store_fd_ready(srv->store, saker_now_ms()) != SAKER_OK)
 		log_warn("store notification: %s", srv->store->driver->errmsg(srv->store));
 	server_touch();
 	watch_store_fd();
@@ -365,11 +363,12 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	if (srv->store->driver->tick(srv->store, saker_now_ms()) != SAKER_OK)
+	if (saker_store_tick(srv->store, saker_now_ms()) != SAKER_OK)
 		log_warn("store housekeeping: %s", srv->store->driver->errmsg(srv->store));
 	/* other processes may have added items or delayed items we were not
 	 * told about: look again */
-	queues_walk(retry_waiters, NULL);
+	if (saker_store_shared(srv->store))
+		queues_walk(retry_waiters, NULL);
 	if (srv->store->driver->promote(srv->store, saker_now_ms(), &next) == SAKER_OK &&
 	    next > 0)
 		server_arm_promote(next);
@@ -407,8 +406,7 @@ sync_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	if (srv->store->driver->sync != NULL &&
-	    srv->store->driver->sync(srv->store) != SAKER_OK)
+	if (saker_store_sync(srv->store) != SAKER_OK)
 		log_error("periodic sync failed: %s", srv->store->driver->errmsg(srv->store));
 }
 
@@ -776,7 +774,7 @@ server_init(struct options *opt)
 	promote_now();
 	srv->store_fd = -1;
 	watch_store_fd();
-	if (srv->store->driver->tick != NULL) {
+	if (saker_store_needs_tick(srv->store)) {
 		struct timeval tv = { 1, 0 };
 		srv->tick_ev = event_new(srv->base, -1, EV_PERSIST, tick_cb, NULL);
 		event_add(srv->tick_ev, &tv);

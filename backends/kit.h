@@ -1,0 +1,45 @@
+/*
+ * kit.h -- small helpers the store drivers share: byte order, hashing, the
+ * item checksum and a monotonic clock for a driver's own timers.
+ *
+ * Backend-local: drivers include this, saker/store.h and config.h, nothing
+ * of the core.  (The core passes wall-clock time in as now_ms; kit_mono_ns()
+ * is only for measuring durations such as commit time.)
+ */
+#ifndef SAKER_BACKENDS_KIT_H
+#define SAKER_BACKENDS_KIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Big-endian integers: keys that sort by memcmp, portable record headers. */
+void kit_put_be32(unsigned char *p, uint32_t v);
+void kit_put_be64(unsigned char *p, uint64_t v);
+uint32_t kit_get_be32(const unsigned char *p);
+uint64_t kit_get_be64(const unsigned char *p);
+
+/* 64-bit FNV-1a: hash tables of queue names.  Start from KIT_FNV64_INIT
+ * (xor a seed into it when the names come from clients). */
+#define KIT_FNV64_INIT 0xcbf29ce484222325ULL
+uint64_t kit_fnv1a64(uint64_t h, const void *p, size_t len);
+
+/* A multiplicative hash of a 64-bit id into a power-of-two table of n
+ * buckets. */
+size_t kit_hash_id(uint64_t id, size_t n);
+
+/*
+ * CRC32C (Castagnoli), the checksum of a durable item.  Start with crc 0;
+ * kit_crc32c(kit_crc32c(0, a, n), b, m) == kit_crc32c(0, ab, n + m).  Uses
+ * the SSE4.2 instruction when the CPU has it, else a table.
+ */
+uint32_t kit_crc32c(uint32_t crc, const void *p, size_t len);
+
+/* For the tests, which check that both ways agree: 1 = use the table,
+ * 2 = the instruction if the CPU has it, 0 = pick.  Returns the way now
+ * in use. */
+int kit_crc32c_force(int force);
+
+/* Monotonic nanoseconds, for timing a driver's own work. */
+uint64_t kit_mono_ns(void);
+
+#endif /* SAKER_BACKENDS_KIT_H */
