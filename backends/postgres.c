@@ -39,7 +39,8 @@
  * the driver rolls the batch back at once and fails the next commit().
  */
 
-#define PG_FORMAT_VERSION 1
+/* 2: state 2 (claimed ahead); the lease index covers it */
+#define PG_FORMAT_VERSION 2
 #define PG_LEASE_MS 60000
 /* Items put by a broker whose clock runs ahead are still taken if they are
  * at most this far in the future; the bound keeps a queue full of delayed
@@ -50,8 +51,14 @@
 #define PG_RETRY_MIN_MS 1000
 #define PG_RETRY_MAX_MS 16000
 #define PG_MAX_PARAMS 10
+/* Most items one take claims ahead (they are held in memory). */
+#define PG_CLAIM_MAX 64
+/* Claimed items not taken for this long go back to the queue. */
+#define PG_HELD_IDLE_MS 1000
 
 #define DBNOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+/* ready for stats and listings: visible, or claimed ahead by a broker */
+#define READY "((state = 0 AND due <= $2::bigint) OR state = 2)"
 #define ITEM_COLS "id, flags, expires, created, vis, due, data"
 /* $4, $5: the last item this transaction took from the queue.  Rows a
  * transaction deleted stay in the index until it ends and every later
@@ -66,6 +73,7 @@ enum {
 	P_CONFIRM, P_RELEASE, P_EXPIRE, P_STATS, P_C_ADD, P_PROMOTE,
 	P_NEXT, P_RENEW, P_SWEEP, P_MINE, P_RELEASE_ALL, P_IT_OPEN,
 	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
+	P_QSYNC, P_PUTS, P_SETSTATE, P_DELS, P_COUNTS, P_CLAIM, P_GIVEBACK,
 	P_COUNT
 };
 
@@ -114,8 +122,8 @@ static const char *const pg_sql[P_COUNT] = {
 	    " qid = $1::bigint AND state = 0 AND due <= $2::bigint"
 	    " ORDER BY vis, id LIMIT $3::bigint FOR UPDATE SKIP LOCKED) AS h"
 	    " WHERE expires <> 0 AND expires <= $2::bigint)",
-	[P_STATS] = "SELECT count(*) FILTER (WHERE state = 0 AND due <= $2::bigint),"
-	    " coalesce(sum(len) FILTER (WHERE state = 0 AND due <= $2::bigint),"
+	[P_STATS] = "SELECT count(*) FILTER (WHERE " READY "),"
+	    " coalesce(sum(len) FILTER (WHERE " READY "),"
 	    " 0)::bigint, count(*) FILTER (WHERE state = 0 AND due > $2::bigint),"
 	    " count(*) FILTER (WHERE state = 1),"
 	    " (SELECT coalesce(sum(total), 0)::bigint FROM saker_counts"
@@ -123,7 +131,7 @@ static const char *const pg_sql[P_COUNT] = {
 	    " (SELECT coalesce(sum(expired), 0)::bigint FROM saker_counts"
 	    " WHERE qid = $1::bigint),"
 	    " coalesce((SELECT created FROM saker_items WHERE qid = $1::bigint"
-	    " AND state = 0 AND due <= $2::bigint ORDER BY vis, id LIMIT 1), 0)"
+	    " AND " READY " ORDER BY vis, id LIMIT 1), 0)"
 	    " FROM saker_items WHERE qid = $1::bigint",
 	[P_C_ADD] = "INSERT INTO saker_counts(qid, owner, total, expired) VALUES"
 	    " ($1::bigint, $2::text, $3::bigint, $4::bigint) ON CONFLICT (qid, owner)"
@@ -141,25 +149,81 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_NEXT] = "SELECT coalesce(min(due), 0)::bigint FROM saker_items"
 	    " WHERE state = 0 AND due > $1::bigint",
 	[P_RENEW] = "UPDATE saker_items SET lease_until = " DBNOW " + $2::bigint"
-	    " WHERE state = 1 AND owner = $1::text",
+	    " WHERE state > 0 AND owner = $1::text",
 	[P_SWEEP] = "UPDATE saker_items SET state = 0, owner = NULL,"
 	    " lease_until = 0 WHERE (qid, id) IN (SELECT qid, id FROM saker_items"
-	    " WHERE state = 1 AND lease_until < " DBNOW " FOR UPDATE SKIP LOCKED)"
+	    " WHERE state > 0 AND lease_until < " DBNOW " FOR UPDATE SKIP LOCKED)"
 	    " RETURNING qid",
 	[P_MINE] = "SELECT qid, id FROM saker_items WHERE state = 1 AND"
 	    " owner = $1::text",
 	[P_RELEASE_ALL] = "UPDATE saker_items SET state = 0, owner = NULL,"
-	    " lease_until = 0 WHERE state = 1 AND owner = $1::text RETURNING qid",
+	    " lease_until = 0 WHERE state > 0 AND owner = $1::text RETURNING qid",
 	[P_IT_OPEN] = "SELECT " ITEM_COLS " FROM saker_items WHERE"
 	    " qid = $1::bigint AND state = 1 ORDER BY vis, id",
 	[P_IT_READY] = "SELECT " ITEM_COLS " FROM saker_items WHERE"
-	    " qid = $1::bigint AND state = 0 AND due <= $2::bigint ORDER BY vis, id",
+	    " qid = $1::bigint AND " READY " ORDER BY vis, id",
 	[P_IT_DELAYED] = "SELECT " ITEM_COLS " FROM saker_items WHERE"
 	    " qid = $1::bigint AND state = 0 AND due > $2::bigint ORDER BY due, id",
-	[P_NOTIFY] = "SELECT pg_notify($1::text, $2::text)",
+	[P_NOTIFY] = "SELECT pg_notify($1::text, unnest($2::text[]))",
 	[P_SIZE] = "SELECT (pg_total_relation_size('saker_items') +"
 	    " pg_total_relation_size('saker_queues') +"
 	    " pg_total_relation_size('saker_counts'))::bigint",
+	/*
+	 * The batched statements: one per kind of write per batch, whatever
+	 * the number of commands, sent in one pipeline with the COMMIT.
+	 * $1 of P_QSYNC and P_PUTS is the same array of queue names, one per
+	 * item.  P_QSYNC re-creates a queue another broker deleted and
+	 * reports every queue's id, so handles follow a delete elsewhere.
+	 */
+	[P_QSYNC] = "WITH n AS (SELECT DISTINCT unnest($1::bytea[]) AS name),"
+	    " c AS (INSERT INTO saker_queues(name) SELECT name FROM n"
+	    " ON CONFLICT (name) DO NOTHING RETURNING id, name)"
+	    " SELECT id, name FROM c UNION ALL"
+	    " SELECT q.id, q.name FROM saker_queues q JOIN n ON q.name = n.name",
+	/* Ids are drawn in put order (volatile functions are evaluated after
+	 * the sort); FOR KEY SHARE makes a concurrent queue delete wait for
+	 * this batch.  A queue deleted between P_QSYNC and here fails the
+	 * statement, and with it the batch, rather than drop an item. */
+	[P_PUTS] = "WITH ins AS (INSERT INTO saker_items(qid, id, vis, due,"
+	    " state, flags, expires, created, len, data)"
+	    " SELECT q.id, u.id, u.vis, u.due, 0, u.flags, u.expires, u.created,"
+	    " length(u.data), u.data FROM (SELECT nextval('saker_item_id') AS id,"
+	    " x.* FROM unnest($1::bytea[], $2::bigint[], $3::bigint[],"
+	    " $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[])"
+	    " WITH ORDINALITY AS x(name, vis, due, flags, expires, created, data,"
+	    " ord) ORDER BY x.ord OFFSET 0) u JOIN saker_queues q"
+	    " ON q.name = u.name FOR KEY SHARE OF q RETURNING 1)"
+	    " SELECT CASE WHEN count(*) = $8::bigint THEN 0 ELSE"
+	    " ('saker: queue deleted by another broker during the batch; stored '"
+	    " || count(*))::int END FROM ins",
+	/* state changes of items this broker holds: 0 gives one back, 1 opens
+	 * a claimed one, 2 claims (never sent: claims are P_CLAIM) */
+	[P_SETSTATE] = "UPDATE saker_items i SET state = u.st,"
+	    " owner = CASE WHEN u.st = 0 THEN NULL ELSE i.owner END,"
+	    " lease_until = CASE WHEN u.st = 0 THEN 0 ELSE i.lease_until END"
+	    " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[])"
+	    " AS u(qid, id, st) WHERE i.qid = u.qid AND i.id = u.id"
+	    " AND i.state > 0 AND i.owner = $4::text",
+	/* confirmed open items and claimed items taken or expired */
+	[P_DELS] = "DELETE FROM saker_items i USING unnest($1::bigint[],"
+	    " $2::bigint[]) AS u(qid, id) WHERE i.qid = u.qid AND i.id = u.id"
+	    " AND i.state > 0 AND i.owner = $3::text",
+	[P_COUNTS] = "INSERT INTO saker_counts(qid, owner, total, expired)"
+	    " SELECT u.qid, $1::text, u.t, u.e FROM unnest($2::bigint[],"
+	    " $3::bigint[], $4::bigint[]) AS u(qid, t, e)"
+	    " ON CONFLICT (qid, owner) DO UPDATE SET"
+	    " total = saker_counts.total + excluded.total,"
+	    " expired = saker_counts.expired + excluded.expired",
+	/* claim ahead: up to $8 of the oldest visible items, leased to this
+	 * broker as state 2 and served from its memory */
+	[P_CLAIM] = "WITH c AS (SELECT qid, id FROM saker_items WHERE "
+	    HEAD_WHERE " ORDER BY vis, id LIMIT $8::bigint FOR UPDATE SKIP LOCKED)"
+	    " UPDATE saker_items i SET state = 2, owner = $6::text,"
+	    " lease_until = " DBNOW " + $7::bigint FROM c WHERE i.qid = c.qid"
+	    " AND i.id = c.id RETURNING i.id, i.flags, i.expires, i.created,"
+	    " i.vis, i.due, i.data",
+	[P_GIVEBACK] = "UPDATE saker_items SET state = 0, owner = NULL,"
+	    " lease_until = 0 WHERE state = 2 AND owner = $1::text RETURNING qid",
 };
 
 static const char pg_schema_sql[] =
@@ -175,7 +239,8 @@ static const char pg_schema_sql[] =
     " id bigint NOT NULL,"
     " vis bigint NOT NULL,"		/* ordering time */
     " due bigint NOT NULL,"		/* visible from; 0 = at once */
-    " state smallint NOT NULL,"		/* 0 ready or delayed, 1 open */
+    " state smallint NOT NULL,"		/* 0 ready or delayed, 1 open,"
+					 * 2 claimed ahead by a broker */
     " owner text,"			/* lease owner of an open item */
     " lease_until bigint NOT NULL DEFAULT 0," /* database clock, ms */
     " flags bigint NOT NULL,"
@@ -191,7 +256,7 @@ static const char pg_schema_sql[] =
     "CREATE INDEX saker_items_due ON saker_items (due)"
     " WHERE state = 0 AND due > 0;"
     "CREATE INDEX saker_items_lease ON saker_items (lease_until)"
-    " WHERE state = 1;"
+    " WHERE state > 0;"
     "CREATE TABLE saker_counts ("
     " qid bigint NOT NULL,"
     " owner text NOT NULL,"
@@ -226,6 +291,19 @@ struct saker_queue {
 	int64_t d_total, d_expired;	/* uncommitted counter deltas */
 	unsigned hint_gen;	/* hint valid while == the store's txn_gen */
 	int64_t hint_vis, hint_id;	/* see HEAD_WHERE */
+	/* Claimed ahead (state 2): rows of `held`, served in (vis, id) order
+	 * from held_rows[held_head] on.  Only claimed when empty. */
+	PGresult *held;
+	int *held_rows;
+	int held_head, held_n;
+	int64_t held_used_ms;	/* last take from it: idle ones go back */
+	/* == the store's txn_gen: a claim in this transaction found nothing
+	 * and nothing was added since, so the next take need not ask */
+	unsigned empty_gen;
+	/* takes per batch, for the claim size */
+	uint64_t take_batch;
+	unsigned takes_cur, takes_prev;
+	LIST_ENTRY(saker_queue) held_link;
 	LIST_ENTRY(saker_queue) dirty_link;
 	LIST_ENTRY(saker_queue) pend_link;
 	LIST_ENTRY(saker_queue) gone_link;	/* deleted or zombie list */
@@ -233,6 +311,14 @@ struct saker_queue {
 };
 
 LIST_HEAD(pg_qlist, saker_queue);
+
+/* A PostgreSQL binary one-dimensional array, built element by element:
+ * the columns of the batched statements. */
+struct pg_arr {
+	unsigned char *p;
+	size_t len, cap;
+	uint32_t n, oid;
+};
 
 /* Open items this broker holds: id (unique store-wide) -> queue id. */
 struct pg_oset {
@@ -274,8 +360,26 @@ struct pg_store {
 
 	struct saker_queue **nb, **ib;
 	size_t nbuckets, nqueues;
-	struct pg_qlist dirty, pend, deleted, zombies;
+	struct pg_qlist dirty, pend, deleted, zombies, holding;
 	struct pg_oset open;
+
+	/*
+	 * Writes of the batch not yet sent: they go out in one pipeline
+	 * ahead of the next statement that must see them, or with the
+	 * COMMIT.  begun: the BEGIN of the batch went out.
+	 */
+	bool begun;
+	struct pg_arr put_name, put_vis, put_due, put_flags, put_exp,
+	    put_created, put_data;
+	size_t put_bytes;
+	struct pg_arr st_qid, st_id, st_st;
+	struct pg_oset st_ids;	/* ids with a state change in st_* */
+	struct pg_arr del_qid, del_id;
+	uint64_t batch_no;	/* commits so far: takes per batch */
+	size_t nheld;		/* items claimed ahead, all queues */
+	int64_t lease_floor;	/* every lease we hold runs at least
+				 * lease_ms from here (local clock) */
+	int64_t renew_at;	/* start of an uncommitted renewal */
 
 	uint64_t commits, fsyncs, commit_ns;
 	char err[512];
@@ -286,6 +390,7 @@ struct pg_store {
 extern const struct saker_store_driver saker_store_postgres;
 
 static int pg_commit(saker_store *);
+static int pg_fail(struct pg_store *, const PGresult *, const char *);
 
 /* ------------------------------------------------------------------ */
 /* errors */
@@ -396,6 +501,245 @@ rv_changed(const PGresult *r)
 	const char *t = PQcmdTuples((PGresult *)r);
 
 	return t != NULL && *t != '\0' ? strtoull(t, NULL, 10) : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* binary arrays: one parameter carries a column of the whole batch */
+
+#define OID_BYTEA 17
+#define OID_INT8 20
+#define OID_TEXT 25
+/* ndim, has-null flag, element type, length and lower bound of dim 1 */
+#define ARR_HDR 20
+
+static void
+be32(unsigned char *b, uint32_t x)
+{
+	b[0] = (unsigned char)(x >> 24);
+	b[1] = (unsigned char)(x >> 16);
+	b[2] = (unsigned char)(x >> 8);
+	b[3] = (unsigned char)x;
+}
+
+static void
+be64(unsigned char *b, uint64_t x)
+{
+	be32(b, (uint32_t)(x >> 32));
+	be32(b + 4, (uint32_t)x);
+}
+
+/* Room for `more` bytes of elements; false when out of memory. */
+static bool
+arr_reserve(struct pg_arr *a, size_t more)
+{
+	size_t need = (a->len > 0 ? a->len : ARR_HDR) + more, cap;
+	unsigned char *p;
+
+	if (need <= a->cap)
+		return true;
+	cap = a->cap > 0 ? a->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	if ((p = realloc(a->p, cap)) == NULL)
+		return false;
+	a->p = p;
+	a->cap = cap;
+	return true;
+}
+
+/* Append; arr_reserve() must have made room. */
+static void
+arr_put(struct pg_arr *a, const void *d, size_t len)
+{
+	if (a->len == 0)
+		a->len = ARR_HDR;
+	be32(a->p + a->len, (uint32_t)len);
+	if (len > 0)
+		memcpy(a->p + a->len + 4, d, len);
+	a->len += 4 + len;
+	a->n++;
+}
+
+static void
+arr_i64(struct pg_arr *a, int64_t x)
+{
+	unsigned char b[8];
+
+	be64(b, (uint64_t)x);
+	arr_put(a, b, 8);
+}
+
+/* Fill in the header; the array is then a parameter value. */
+static void
+arr_done(struct pg_arr *a)
+{
+	be32(a->p, 1);
+	be32(a->p + 4, 0);
+	be32(a->p + 8, a->oid);
+	be32(a->p + 12, a->n);
+	be32(a->p + 16, 1);
+}
+
+static void
+arr_reset(struct pg_arr *a)
+{
+	a->len = 0;
+	a->n = 0;
+}
+
+static void
+arr_free(struct pg_arr *a)
+{
+	free(a->p);
+	a->p = NULL;
+	a->len = a->cap = 0;
+	a->n = 0;
+}
+
+static void
+pp_arr(struct pgp *p, struct pg_arr *a)
+{
+	arr_done(a);
+	pp_bin(p, a->p, a->len);
+}
+
+/* ------------------------------------------------------------------ */
+/* pipelines: several statements, one round trip */
+
+#define PG_PIPE_MAX 12
+
+struct pg_pipe {
+	int n;
+	const char *what[PG_PIPE_MAX];
+	PGresult *res[PG_PIPE_MAX];	/* kept results, by statement */
+	int bad;			/* first failed statement, or -1 */
+	PGresult *bad_res;
+	int qsync;			/* index of P_QSYNC, or -1 */
+	bool sendfail;			/* a statement could not be sent */
+};
+
+static void
+pipe_init(struct pg_pipe *pp)
+{
+	memset(pp, 0, sizeof(*pp));
+	pp->bad = pp->qsync = -1;
+}
+
+static void
+pipe_clear(struct pg_pipe *pp)
+{
+	int i;
+
+	for (i = 0; i < pp->n; i++)
+		PQclear(pp->res[i]);
+	PQclear(pp->bad_res);
+	pipe_init(pp);
+}
+
+/* Queue a prepared statement (sql == NULL) or plain SQL.  After a send
+ * fails nothing more is sent; pipe_wait() then reports it. */
+static bool
+pipe_send(struct pg_store *s, struct pg_pipe *pp, int which, const char *sql,
+    const struct pgp *p, const char *what)
+{
+	char name[16];
+	int ok;
+
+	if (pp->sendfail || pp->n >= PG_PIPE_MAX - 1) {
+		pp->sendfail = true;
+		return false;
+	}
+	pp->what[pp->n] = what;
+	if (pp->n == 0 && PQpipelineStatus(s->conn) == PQ_PIPELINE_OFF &&
+	    !PQenterPipelineMode(s->conn)) {
+		pp->sendfail = true;
+		return false;
+	}
+	if (sql != NULL) {
+		ok = PQsendQueryParams(s->conn, sql, 0, NULL, NULL, NULL, NULL, 1);
+	} else {
+		snprintf(name, sizeof(name), "s%d", which);
+		ok = PQsendQueryPrepared(s->conn, name, p != NULL ? p->n : 0,
+		    p != NULL ? p->v : NULL, p != NULL ? p->l : NULL,
+		    p != NULL ? p->f : NULL, 1);
+	}
+	if (!ok) {
+		pp->sendfail = true;
+		return false;
+	}
+	pp->n++;
+	return true;
+}
+
+/*
+ * Send everything queued and read every result.  The first statement
+ * that fails is recorded in pp->bad / pp->bad_res; PostgreSQL skips the
+ * ones after it.  Returns true when every statement succeeded.
+ */
+static bool
+pipe_wait(struct pg_store *s, struct pg_pipe *pp)
+{
+	PGresult *r;
+	ExecStatusType st;
+	int i = 0, nulls = 0;
+
+	if (pp->n == 0)
+		goto out;
+	if (!PQpipelineSync(s->conn)) {
+		pp->bad = 0;
+		goto out;
+	}
+	for (;;) {
+		r = PQgetResult(s->conn);
+		if (r == NULL) {
+			/* one NULL ends each statement's results; two in a
+			 * row mean the connection is gone */
+			if (++nulls > 1 || PQstatus(s->conn) == CONNECTION_BAD)
+				break;
+			continue;
+		}
+		nulls = 0;
+		st = PQresultStatus(r);
+		if (st == PGRES_PIPELINE_SYNC) {
+			PQclear(r);
+			break;
+		}
+		if (i < pp->n && (st == PGRES_TUPLES_OK ||
+		    st == PGRES_COMMAND_OK)) {
+			pp->res[i++] = r;
+			continue;
+		}
+		if (pp->bad < 0 && st != PGRES_PIPELINE_ABORTED) {
+			pp->bad = i < pp->n ? i : pp->n - 1;
+			pp->bad_res = r;
+		} else {
+			PQclear(r);
+		}
+		if (i < pp->n)
+			i++;
+	}
+	if (i < pp->n && pp->bad < 0)
+		pp->bad = i;
+out:
+	if (s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK &&
+	    PQpipelineStatus(s->conn) != PQ_PIPELINE_OFF)
+		(void)PQexitPipelineMode(s->conn);
+	if (pp->sendfail && pp->bad < 0)
+		pp->bad = pp->n;
+	return pp->bad < 0;
+}
+
+/* pg_fail() for the statement that failed in a pipeline. */
+static int
+pipe_fail(struct pg_store *s, struct pg_pipe *pp)
+{
+	int i = pp->bad >= 0 && pp->bad < PG_PIPE_MAX ? pp->bad : 0;
+	int code;
+
+	code = pg_fail(s, pp->bad_res, pp->what[i] != NULL ? pp->what[i] :
+	    "pipeline");
+	pipe_clear(pp);
+	return code;
 }
 
 /* ------------------------------------------------------------------ */
@@ -679,10 +1023,15 @@ os_clear(struct pg_oset *o)
 /* ------------------------------------------------------------------ */
 /* connections */
 
+static void pg_held_drop_all(struct pg_store *);
+static void pg_held_drop(struct pg_store *, struct saker_queue *);
+
 static void
 pg_conn_lost(struct pg_store *s, const char *why)
 {
 	pg_oneline(s->down_why, sizeof(s->down_why), why);
+	/* after a reconnect the claims are given back: forget them now */
+	pg_held_drop_all(s);
 	if (s->conn != NULL)
 		PQfinish(s->conn);
 	s->conn = NULL;
@@ -736,28 +1085,168 @@ pg_down(struct pg_store *s)
 	    s->down_why);
 }
 
-/* Run a prepared statement; NULL (and s->code, s->err set) on failure. */
+/* ---- writes buffered for the next pipeline ---- */
+
+static bool
+pg_pending(const struct pg_store *s)
+{
+	return s->put_name.n > 0 || s->st_id.n > 0 || s->del_id.n > 0;
+}
+
+static void
+pg_pending_reset(struct pg_store *s)
+{
+	arr_reset(&s->put_name);
+	arr_reset(&s->put_vis);
+	arr_reset(&s->put_due);
+	arr_reset(&s->put_flags);
+	arr_reset(&s->put_exp);
+	arr_reset(&s->put_created);
+	arr_reset(&s->put_data);
+	arr_reset(&s->st_qid);
+	arr_reset(&s->st_id);
+	arr_reset(&s->st_st);
+	arr_reset(&s->del_qid);
+	arr_reset(&s->del_id);
+	os_clear(&s->st_ids);
+	s->put_bytes = 0;
+}
+
+/* A state change of an item this broker holds (see P_SETSTATE). */
+static int
+pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st)
+{
+	if (!arr_reserve(&s->st_qid, 12) || !arr_reserve(&s->st_id, 12) ||
+	    !arr_reserve(&s->st_st, 12) ||
+	    os_add(&s->st_ids, id, qid) != SAKER_OK)
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	arr_i64(&s->st_qid, qid);
+	arr_i64(&s->st_id, (int64_t)id);
+	arr_i64(&s->st_st, st);
+	return SAKER_OK;
+}
+
+static bool
+pg_del_room(struct pg_store *s)
+{
+	return arr_reserve(&s->del_qid, 12) && arr_reserve(&s->del_id, 12);
+}
+
+/* Delete an item this broker holds; pg_del_room() made room. */
+static void
+pg_del_add(struct pg_store *s, int64_t qid, uint64_t id)
+{
+	arr_i64(&s->del_qid, qid);
+	arr_i64(&s->del_id, (int64_t)id);
+}
+
+/* Queue the batch's BEGIN (if not sent yet) and every buffered write
+ * ahead of whatever the caller sends next. */
+static void
+pg_send_pending(struct pg_store *s, struct pg_pipe *pp)
+{
+	struct pgp p;
+
+	if (s->in_txn && !s->begun) {
+		pipe_send(s, pp, 0, "BEGIN", NULL, "begin");
+		s->begun = true;
+	}
+	if (s->put_name.n > 0) {
+		memset(&p, 0, sizeof(p));
+		pp_arr(&p, &s->put_name);
+		pp->qsync = pp->n;
+		pipe_send(s, pp, P_QSYNC, NULL, &p, "creating queues");
+		pp_arr(&p, &s->put_vis);
+		pp_arr(&p, &s->put_due);
+		pp_arr(&p, &s->put_flags);
+		pp_arr(&p, &s->put_exp);
+		pp_arr(&p, &s->put_created);
+		pp_arr(&p, &s->put_data);
+		pp_i64(&p, (int64_t)s->put_name.n);
+		pipe_send(s, pp, P_PUTS, NULL, &p, "inserting items");
+	}
+	if (s->st_id.n > 0) {
+		memset(&p, 0, sizeof(p));
+		pp_arr(&p, &s->st_qid);
+		pp_arr(&p, &s->st_id);
+		pp_arr(&p, &s->st_st);
+		pp_str(&p, s->owner);
+		pipe_send(s, pp, P_SETSTATE, NULL, &p, "changing item states");
+	}
+	if (s->del_id.n > 0) {
+		memset(&p, 0, sizeof(p));
+		pp_arr(&p, &s->del_qid);
+		pp_arr(&p, &s->del_id);
+		pp_str(&p, s->owner);
+		pipe_send(s, pp, P_DELS, NULL, &p, "deleting items");
+	}
+	/* libpq copied the parameters; if the pipeline fails the whole
+	 * batch is rolled back anyway */
+	pg_pending_reset(s);
+}
+
+/* After a pipeline that carried pending writes succeeded: queues that
+ * another broker deleted and this batch re-created have new ids. */
+static void
+pg_pending_done(struct pg_store *s, struct pg_pipe *pp)
+{
+	const PGresult *r;
+	struct saker_queue *q;
+	int64_t id;
+	int i;
+
+	if (pp->qsync < 0 || (r = pp->res[pp->qsync]) == NULL)
+		return;
+	for (i = 0; i < PQntuples(r); i++) {
+		id = rv_i64(r, i, 0);
+		q = pg_find_name(s, PQgetvalue(r, i, 1),
+		    (size_t)PQgetlength(r, i, 1));
+		if (q != NULL && q->id != id && id != 0)
+			pg_rehash_id(s, q, id);
+	}
+}
+
+/* Run a prepared statement after the batch's pending writes, in one
+ * round trip; NULL (and s->code, s->err set) on failure. */
 static PGresult *
 pg_run(struct pg_store *s, int which, const struct pgp *p, const char *what)
 {
+	struct pg_pipe pp;
 	PGresult *res;
-	ExecStatusType st;
-	char name[16];
 
 	if (s->conn == NULL) {
 		pg_down(s);
 		return NULL;
 	}
-	snprintf(name, sizeof(name), "s%d", which);
-	res = PQexecPrepared(s->conn, name, p != NULL ? p->n : 0,
-	    p != NULL ? p->v : NULL, p != NULL ? p->l : NULL,
-	    p != NULL ? p->f : NULL, 1);
-	st = res != NULL ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
-		return res;
-	pg_fail(s, res, what);
-	PQclear(res);
-	return NULL;
+	pipe_init(&pp);
+	pg_send_pending(s, &pp);
+	pipe_send(s, &pp, which, NULL, p, what);
+	if (!pipe_wait(s, &pp)) {
+		pipe_fail(s, &pp);
+		return NULL;
+	}
+	pg_pending_done(s, &pp);
+	res = pp.res[pp.n - 1];
+	pp.res[pp.n - 1] = NULL;
+	pipe_clear(&pp);
+	return res;
+}
+
+/* Send the pending writes now (before a listing that must see them). */
+static int
+pg_flush(struct pg_store *s)
+{
+	struct pg_pipe pp;
+
+	if (s->conn == NULL || (!pg_pending(s) && (s->begun || !s->in_txn)))
+		return SAKER_OK;
+	pipe_init(&pp);
+	pg_send_pending(s, &pp);
+	if (!pipe_wait(s, &pp))
+		return pipe_fail(s, &pp);
+	pg_pending_done(s, &pp);
+	pipe_clear(&pp);
+	return SAKER_OK;
 }
 
 /* Run plain SQL (no parameters, no rows wanted). */
@@ -835,9 +1324,12 @@ static void
 pg_lose_batch(struct pg_store *s, int code)
 {
 	PGresult *res;
+	struct pgp p = { 0 };
 
 	s->in_txn = false;
+	s->begun = false;
 	s->txn_gen++;
+	s->renew_at = 0;
 	if (s->conn != NULL) {
 		res = PQexec(s->conn, "ROLLBACK");
 		PQclear(res);
@@ -846,6 +1338,19 @@ pg_lose_batch(struct pg_store *s, int code)
 		s->lost = true;
 		s->lost_err = code;
 		pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
+	}
+	pg_pending_reset(s);
+	/* Claims of earlier batches are still ours in the database, but
+	 * which of them this batch handed out is unknown now: give them all
+	 * back at once, in their place in the FIFO. */
+	pg_held_drop_all(s);
+	if (s->conn != NULL && !s->read_only) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "s%d", P_GIVEBACK);
+		pp_str(&p, s->owner);
+		res = PQexecPrepared(s->conn, name, p.n, p.v, p.l, p.f, 1);
+		PQclear(res);
 	}
 	pg_restore(s);
 	pg_reload_open(s);
@@ -863,9 +1368,9 @@ pg_begin(struct pg_store *s)
 		return pg_down(s);
 	if (s->in_txn)
 		return SAKER_OK;
-	if (pg_simple(s, "BEGIN", "begin") != SAKER_OK)
-		return s->code;
+	/* the BEGIN goes out with the batch's first statement */
 	s->in_txn = true;
+	s->begun = false;
 	s->txn_gen++;
 	return SAKER_OK;
 }
@@ -990,6 +1495,8 @@ pg_listen(struct pg_store *s)
 static void
 pg_notify_local(struct pg_store *s, struct saker_queue *q)
 {
+	if (q != NULL)
+		q->empty_gen = s->txn_gen - 1;
 	if (s->notify != NULL && q != NULL && !q->dead)
 		s->notify(s->notify_arg, q, q->ctx);
 }
@@ -1033,6 +1540,15 @@ pg_reconnect(struct pg_store *s)
 	}
 	s->retry_ms = 0;
 	s->down_why[0] = '\0';
+	if (!s->read_only) {
+		struct pgp p = { 0 };
+		PGresult *res;
+
+		/* claims from before the break: forgotten here, so back */
+		pp_str(&p, s->owner);
+		if ((res = pg_run(s, P_GIVEBACK, &p, "returning claims")) != NULL)
+			PQclear(res);
+	}
 	pg_reload_open(s);
 	return SAKER_OK;
 }
@@ -1040,37 +1556,30 @@ pg_reconnect(struct pg_store *s)
 /* ------------------------------------------------------------------ */
 /* batches */
 
+/* One array of NOTIFY payloads naming every queue that gained items in
+ * this batch; names hold no newline, so it separates them. */
 static int
-pg_send_notifies(struct pg_store *s)
+pg_notify_arr(struct pg_store *s, struct pg_arr *a)
 {
 	struct saker_queue *q;
 	char *buf;
 	size_t off = 0;
-	struct pgp p;
-	PGresult *res;
-	int err = SAKER_OK;
 
 	if (LIST_EMPTY(&s->pend) || s->read_only)
 		return SAKER_OK;
 	if ((buf = malloc(PG_NOTIFY_MAX + 1)) == NULL)
 		return pg_errf(s, SAKER_ENOMEM, "out of memory");
-	/* one NOTIFY per batch names every queue that gained items; names
-	 * hold no newline, so it separates them */
 	for (q = LIST_FIRST(&s->pend); q != NULL || off > 0;
 	    q = q != NULL ? LIST_NEXT(q, pend_link) : NULL) {
 		if (q != NULL && q->len >= PG_NOTIFY_MAX)
 			continue;
 		if (q == NULL || off + q->len + 1 > PG_NOTIFY_MAX) {
-			buf[off] = '\0';
-			memset(&p, 0, sizeof(p));
-			pp_str(&p, s->chan);
-			pp_str(&p, buf);
-			off = 0;
-			if ((res = pg_run(s, P_NOTIFY, &p, "notify")) == NULL) {
-				err = s->code;
-				break;
+			if (!arr_reserve(a, 4 + off)) {
+				free(buf);
+				return pg_errf(s, SAKER_ENOMEM, "out of memory");
 			}
-			PQclear(res);
+			arr_put(a, buf, off);
+			off = 0;
 			if (q == NULL)
 				break;
 		}
@@ -1079,39 +1588,48 @@ pg_send_notifies(struct pg_store *s)
 		buf[off++] = '\n';
 	}
 	free(buf);
-	return err;
+	return SAKER_OK;
 }
 
+/* The batch's counter deltas, one row per queue. */
 static int
-pg_write_counts(struct pg_store *s)
+pg_counts_arr(struct pg_store *s, struct pg_arr *qid, struct pg_arr *tot,
+    struct pg_arr *exp)
 {
 	struct saker_queue *q;
-	struct pgp p;
-	PGresult *res;
 
 	LIST_FOREACH(q, &s->dirty, dirty_link) {
 		if (q->d_total == 0 && q->d_expired == 0)
 			continue;
-		memset(&p, 0, sizeof(p));
-		pp_i64(&p, q->id);
-		pp_str(&p, s->owner);
-		pp_i64(&p, q->d_total);
-		pp_i64(&p, q->d_expired);
-		if ((res = pg_run(s, P_C_ADD, &p, "writing counters")) == NULL)
-			return s->code;
-		PQclear(res);
+		if (!arr_reserve(qid, 12) || !arr_reserve(tot, 12) ||
+		    !arr_reserve(exp, 12))
+			return pg_errf(s, SAKER_ENOMEM, "out of memory");
+		arr_i64(qid, q->id);
+		arr_i64(tot, q->d_total);
+		arr_i64(exp, q->d_expired);
 	}
 	return SAKER_OK;
 }
 
+/*
+ * The whole batch in one round trip: BEGIN (if no statement went out
+ * yet), the buffered puts, state changes and deletes, the counters, the
+ * NOTIFY and the COMMIT, pipelined.  However many commands the loop turn
+ * ran, that is at most eight statements.
+ */
 static int
 pg_commit(saker_store *base)
 {
 	struct pg_store *s = PG(base);
 	struct saker_queue *q;
+	struct pg_arr cq = { .oid = OID_INT8 }, ct = { .oid = OID_INT8 },
+	    ce = { .oid = OID_INT8 }, nt = { .oid = OID_TEXT };
+	struct pg_pipe pp;
+	struct pgp p;
 	bool in_doubt = false;
+	const char *st;
 	uint64_t t0;
-	int err;
+	int err, commit_ix;
 
 	if (s->lost) {
 		s->lost = false;
@@ -1120,21 +1638,57 @@ pg_commit(saker_store *base)
 	}
 	if (s->conn == NULL && !s->read_only)
 		return pg_down(s);	/* keeps /healthz at 503 while down */
+	s->batch_no++;
 	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->pend))
 		return SAKER_OK;
 	t0 = kit_mono_ns();
 	if ((err = pg_begin(s)) != SAKER_OK ||
-	    (err = pg_write_counts(s)) != SAKER_OK ||
-	    (err = pg_send_notifies(s)) != SAKER_OK)
+	    (err = pg_counts_arr(s, &cq, &ct, &ce)) != SAKER_OK ||
+	    (err = pg_notify_arr(s, &nt)) != SAKER_OK)
 		goto fail;
-	if ((err = pg_simple(s, "COMMIT", "commit")) != SAKER_OK) {
-		/* The connection broke during COMMIT: the server may have
-		 * committed it or not, and nobody can tell us which. */
-		in_doubt = s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK;
+	pipe_init(&pp);
+	pg_send_pending(s, &pp);
+	if (cq.n > 0) {
+		memset(&p, 0, sizeof(p));
+		pp_str(&p, s->owner);
+		pp_arr(&p, &cq);
+		pp_arr(&p, &ct);
+		pp_arr(&p, &ce);
+		pipe_send(s, &pp, P_COUNTS, NULL, &p, "writing counters");
+	}
+	if (nt.n > 0) {
+		memset(&p, 0, sizeof(p));
+		pp_str(&p, s->chan);
+		pp_arr(&p, &nt);
+		pipe_send(s, &pp, P_NOTIFY, NULL, &p, "notify");
+	}
+	commit_ix = pp.n;
+	pipe_send(s, &pp, 0, "COMMIT", NULL, "commit");
+	arr_free(&cq);
+	arr_free(&ct);
+	arr_free(&ce);
+	arr_free(&nt);
+	if (!pipe_wait(s, &pp)) {
+		/* A statement before the COMMIT that PostgreSQL refused aborts
+		 * the transaction (the COMMIT is skipped).  Otherwise, when the
+		 * connection broke, the COMMIT may have happened or not, and
+		 * nobody can tell us which. */
+		st = pp.bad_res != NULL ? PQresultErrorField(pp.bad_res,
+		    PG_DIAG_SQLSTATE) : NULL;
+		in_doubt = PQstatus(s->conn) != CONNECTION_OK &&
+		    !(st != NULL && pp.bad < commit_ix);
+		err = pipe_fail(s, &pp);
 		goto fail;
 	}
+	pg_pending_done(s, &pp);
+	pipe_clear(&pp);
 	s->in_txn = false;
+	s->begun = false;
 	s->txn_gen++;
+	if (s->renew_at != 0) {
+		s->lease_floor = s->renew_at;
+		s->renew_at = 0;
+	}
 	while ((q = LIST_FIRST(&s->dirty)) != NULL) {
 		q->fresh = false;
 		pg_unlist(q);
@@ -1162,6 +1716,10 @@ pg_commit(saker_store *base)
 	return SAKER_OK;
 
 fail:
+	arr_free(&cq);
+	arr_free(&ct);
+	arr_free(&ce);
+	arr_free(&nt);
 	/* pg_fail() rolled back and recorded it; report it once */
 	if (s->lost)
 		err = s->lost_err;
@@ -1310,6 +1868,7 @@ pg_queue_delete(saker_store *base, saker_queue *q)
 	    SAKER_OK)
 		return err;
 	os_drop_queue(&s->open, q->id);
+	pg_held_drop(s, q);
 	pg_unlist(q);
 	pg_hash_remove(s, q);
 	q->dead = true;
@@ -1330,6 +1889,7 @@ pg_queue_flush(saker_store *base, saker_queue *q)
 	    SAKER_OK)
 		return err;
 	os_drop_queue(&s->open, q->id);
+	pg_held_drop(s, q);
 	return SAKER_OK;
 }
 
@@ -1386,17 +1946,17 @@ pg_saw(struct pg_store *s, int64_t now_ms)
 		s->last_now = now_ms;
 }
 
+/* Puts wait in the batch's arrays; beyond this many bytes of data they
+ * are sent ahead of the commit, so no statement grows without bound. */
+#define PG_PUT_FLUSH (8u << 20)
+
 static int
 pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
     int64_t now_ms)
 {
 	struct pg_store *s = PG(base);
-	struct pgp p;
-	PGresult *res;
-	int64_t due, vis, id;
-	bool created;
-	uint64_t n;
-	int err, attempt;
+	int64_t due, vis;
+	int err;
 
 	if ((err = pg_dead(s, q)) != SAKER_OK)
 		return err;
@@ -1405,6 +1965,12 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 		return pg_errf(s, SAKER_EINVAL, "bad item");
 	if ((err = pg_begin(s)) != SAKER_OK)
 		return err;
+	if (!arr_reserve(&s->put_name, 4 + q->len) ||
+	    !arr_reserve(&s->put_vis, 12) || !arr_reserve(&s->put_due, 12) ||
+	    !arr_reserve(&s->put_flags, 12) || !arr_reserve(&s->put_exp, 12) ||
+	    !arr_reserve(&s->put_created, 12) ||
+	    !arr_reserve(&s->put_data, 4 + item->len))
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
 	pg_saw(s, now_ms);
 	due = item->due_ms > now_ms ? item->due_ms : 0;
 	if (due != 0) {
@@ -1413,38 +1979,25 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 		vis = now_ms > s->last_vis ? now_ms : s->last_vis;
 		s->last_vis = vis;
 	}
-	for (attempt = 0; attempt < 2; attempt++) {
-		memset(&p, 0, sizeof(p));
-		pp_i64(&p, q->id);
-		pp_i64(&p, vis);
-		pp_i64(&p, due);
-		pp_i64(&p, (int64_t)item->flags);
-		pp_i64(&p, item->expires_ms);
-		pp_i64(&p, item->created_ms != 0 ? item->created_ms : now_ms);
-		pp_i64(&p, (int64_t)item->len);
-		pp_bin(&p, item->data, item->len);
-		if ((res = pg_run(s, P_PUT, &p, "inserting item")) == NULL)
-			return s->code;
-		n = rv_changed(res);
-		PQclear(res);
-		if (n > 0)
-			break;
-		/* another broker deleted the queue: it exists again now */
-		err = pg_resolve(s, q->name, q->len, true, &id, &created);
-		if (err != SAKER_OK)
-			return err;
-		pg_rehash_id(s, q, id);
-		if (created)
-			q->fresh = true;
-	}
-	if (n == 0)
-		return pg_errf(s, SAKER_EIO, "postgres: queue keeps vanishing");
+	/* the queue goes by name: P_QSYNC re-creates it if another broker
+	 * deleted it meanwhile */
+	arr_put(&s->put_name, q->name, q->len);
+	arr_i64(&s->put_vis, vis);
+	arr_i64(&s->put_due, due);
+	arr_i64(&s->put_flags, (int64_t)item->flags);
+	arr_i64(&s->put_exp, item->expires_ms);
+	arr_i64(&s->put_created, item->created_ms != 0 ? item->created_ms :
+	    now_ms);
+	arr_put(&s->put_data, item->data, item->len);
+	s->put_bytes += item->len;
 	pg_mark_dirty(s, q);
 	q->d_total++;
 	if (due == 0)
 		pg_gained(s, q);
 	if (q->hint_gen == s->txn_gen && vis <= q->hint_vis)
 		pg_unhint(q);
+	if (s->put_bytes >= PG_PUT_FLUSH)
+		return pg_flush(s);
 	return SAKER_OK;
 }
 
@@ -1504,7 +2057,6 @@ pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r)
 	return SAKER_OK;
 }
 
-static int pg_release_id(struct pg_store *, struct saker_queue *, uint64_t);
 
 /* The row just taken (or dropped) in this transaction: later takes in the
  * same transaction start after it. */
@@ -1519,25 +2071,19 @@ pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res)
 }
 
 
+/* One item by one statement: the quiet path (claim size 1) and peek. */
 static int
-pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
-    saker_item_fn fn, void *arg)
+pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
+    int64_t now_ms, saker_item_fn fn, void *arg)
 {
-	struct pg_store *s = PG(base);
 	struct saker_item it;
 	struct pgp p;
 	PGresult *res;
 	int64_t expires;
 	int err, r, which;
 
-	if ((err = pg_dead(s, q)) != SAKER_OK)
-		return err;
-	if (mode != SAKER_TAKE_REMOVE && mode != SAKER_TAKE_OPEN &&
-	    mode != SAKER_TAKE_PEEK)
-		return pg_errf(s, SAKER_EINVAL, "bad take mode");
-	if (mode != SAKER_TAKE_PEEK && (err = pg_begin(s)) != SAKER_OK)
-		return err;
-	pg_saw(s, now_ms);
+	if (mode == SAKER_TAKE_OPEN && s->nheld == 0 && s->open.n == 0)
+		s->lease_floor = now_ms;
 	which = mode == SAKER_TAKE_REMOVE ? P_TAKE_REMOVE :
 	    mode == SAKER_TAKE_OPEN ? P_TAKE_OPEN : P_PEEK;
 	for (;;) {
@@ -1560,6 +2106,8 @@ pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 			return s->code;
 		if (PQntuples(res) == 0) {
 			PQclear(res);
+			if (s->in_txn)
+				q->empty_gen = s->txn_gen;
 			return SAKER_EEMPTY;
 		}
 		expires = rv_i64(res, 0, 2);
@@ -1591,7 +2139,7 @@ pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 	if (r != 0 && mode == SAKER_TAKE_REMOVE)
 		err = pg_reinsert(s, q, res);
 	else if (r != 0 && mode == SAKER_TAKE_OPEN)
-		err = pg_release_id(s, q, it.id);
+		err = pg_st_add(s, q->id, it.id, 0);
 	else if (mode == SAKER_TAKE_OPEN)
 		err = os_add(&s->open, it.id, q->id) == SAKER_OK ? SAKER_OK :
 		    pg_errf(s, SAKER_ENOMEM, "out of memory");
@@ -1601,6 +2149,271 @@ pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 	if (err != SAKER_OK)
 		return err;
 	return r;
+}
+
+/* ---- claim ahead ---- */
+
+/* Items claimed ahead are served only while their lease is surely ours:
+ * renewals run every lease/4, so missing 3/4 of a lease means trouble. */
+static bool
+pg_lease_ok(const struct pg_store *s, int64_t now_ms)
+{
+	return now_ms < s->lease_floor + s->lease_ms - s->lease_ms / 4;
+}
+
+/* Forget the queue's claimed items here (the database is not told). */
+static void
+pg_held_drop(struct pg_store *s, struct saker_queue *q)
+{
+	if (q->held == NULL)
+		return;
+	s->nheld -= (size_t)(q->held_n - q->held_head);
+	PQclear(q->held);
+	free(q->held_rows);
+	q->held = NULL;
+	q->held_rows = NULL;
+	q->held_head = q->held_n = 0;
+	LIST_REMOVE(q, held_link);
+}
+
+static void
+pg_held_drop_all(struct pg_store *s)
+{
+	struct saker_queue *q;
+
+	while ((q = LIST_FIRST(&s->holding)) != NULL)
+		pg_held_drop(s, q);
+}
+
+/* Hand the queue's unserved claimed items back (state 0) in this batch;
+ * they keep their place in the FIFO. */
+static int
+pg_held_return(struct pg_store *s, struct saker_queue *q)
+{
+	int i, err;
+
+	if (q->held == NULL)
+		return SAKER_OK;
+	for (i = q->held_head; i < q->held_n; i++)
+		if ((err = pg_st_add(s, q->id, (uint64_t)rv_i64(q->held,
+		    q->held_rows[i], 0), 0)) != SAKER_OK)
+			return err;
+	pg_held_drop(s, q);
+	pg_gained(s, q);
+	return SAKER_OK;
+}
+
+/*
+ * How many items the next claim of this queue asks for: as many as the
+ * queue had takes in the previous batch, or in this one so far, whichever
+ * is more (so it doubles while a burst lasts).  A queue with one take per
+ * batch claims one item at a time: a single consumer sees strict FIFO and
+ * nothing is held back from other brokers.
+ */
+static int
+pg_claim_size(struct pg_store *s, struct saker_queue *q)
+{
+	unsigned n;
+
+	if (q->take_batch != s->batch_no) {
+		q->takes_prev = q->take_batch + 1 == s->batch_no ?
+		    q->takes_cur : 0;
+		q->takes_cur = 0;
+		q->take_batch = s->batch_no;
+	}
+	if (q->takes_cur < PG_CLAIM_MAX)
+		q->takes_cur++;
+	n = q->takes_prev > q->takes_cur ? q->takes_prev : q->takes_cur;
+	return n > PG_CLAIM_MAX ? PG_CLAIM_MAX : (int)n;
+}
+
+/* Claim up to n of the oldest visible items into q->held. */
+static int
+pg_claim(struct pg_store *s, struct saker_queue *q, int n, int64_t now_ms)
+{
+	struct pgp p = { 0 };
+	PGresult *res;
+	int *rows, k, i, j, t;
+
+	if (s->nheld == 0 && s->open.n == 0)
+		s->lease_floor = now_ms;
+	pp_i64(&p, q->id);
+	pp_i64(&p, now_ms);
+	pp_i64(&p, now_ms + PG_SKEW_MS);
+	if (q->hint_gen == s->txn_gen && s->in_txn) {
+		pp_i64(&p, q->hint_vis);
+		pp_i64(&p, q->hint_id);
+	} else {
+		pp_i64(&p, INT64_MIN);
+		pp_i64(&p, 0);
+	}
+	pp_str(&p, s->owner);
+	pp_i64(&p, s->lease_ms);
+	pp_i64(&p, n);
+	if ((res = pg_run(s, P_CLAIM, &p, "claiming items")) == NULL)
+		return s->code;
+	if ((k = PQntuples(res)) == 0) {
+		PQclear(res);
+		q->empty_gen = s->txn_gen;
+		return SAKER_EEMPTY;
+	}
+	if ((rows = malloc((size_t)k * sizeof(*rows))) == NULL) {
+		PQclear(res);
+		/* still leased to us: the sweep returns them */
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	}
+	/* RETURNING has no order: sort by (vis, id), at most PG_CLAIM_MAX */
+	for (i = 0; i < k; i++) {
+		t = i;
+		for (j = i; j > 0 && (rv_i64(res, rows[j - 1], 4) >
+		    rv_i64(res, t, 4) || (rv_i64(res, rows[j - 1], 4) ==
+		    rv_i64(res, t, 4) && rv_i64(res, rows[j - 1], 0) >
+		    rv_i64(res, t, 0))); j--)
+			rows[j] = rows[j - 1];
+		rows[j] = t;
+	}
+	if (s->in_txn) {
+		q->hint_gen = s->txn_gen;
+		q->hint_vis = rv_i64(res, rows[k - 1], 4);
+		q->hint_id = rv_i64(res, rows[k - 1], 0);
+	}
+	q->held = res;
+	q->held_rows = rows;
+	q->held_head = 0;
+	q->held_n = k;
+	q->held_used_ms = now_ms;
+	s->nheld += (size_t)k;
+	LIST_INSERT_HEAD(&s->holding, q, held_link);
+	return SAKER_OK;
+}
+
+/* Serve a take from the claimed items; SAKER_EEMPTY when they ran out. */
+static int
+pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
+    int64_t now_ms, saker_item_fn fn, void *arg)
+{
+	struct saker_item it;
+	int64_t expires;
+	uint64_t id;
+	int row, r, err;
+
+	while (q->held_head < q->held_n) {
+		row = q->held_rows[q->held_head];
+		id = (uint64_t)rv_i64(q->held, row, 0);
+		expires = rv_i64(q->held, row, 2);
+		if (!pg_del_room(s))
+			return pg_errf(s, SAKER_ENOMEM, "out of memory");
+		if (expires != 0 && expires <= now_ms) {
+			pg_del_add(s, q->id, id);
+			pg_mark_dirty(s, q);
+			q->d_expired++;
+			q->held_head++;
+			s->nheld--;
+			continue;
+		}
+		if (mode == SAKER_TAKE_OPEN && os_add(&s->open, id, q->id) !=
+		    SAKER_OK)
+			return pg_errf(s, SAKER_ENOMEM, "out of memory");
+		pg_row_item(q->held, row, &it, SAKER_ITEM_READY);
+		r = fn(arg, &it);
+		if (r != 0) {
+			/* refused: it stays first in line */
+			if (mode == SAKER_TAKE_OPEN)
+				(void)os_take(&s->open, id, q->id);
+			return r;
+		}
+		if (mode == SAKER_TAKE_REMOVE) {
+			pg_del_add(s, q->id, id);
+		} else if ((err = pg_st_add(s, q->id, id, 1)) != SAKER_OK) {
+			/* the core does not send an item whose take failed */
+			(void)os_take(&s->open, id, q->id);
+			return err;
+		}
+		q->held_head++;
+		s->nheld--;
+		q->held_used_ms = now_ms;
+		if (q->held_head == q->held_n)
+			pg_held_drop(s, q);
+		return SAKER_OK;
+	}
+	pg_held_drop(s, q);
+	return SAKER_EEMPTY;
+}
+
+/* Peek: the first unexpired claimed item, if any, is the head. */
+static int
+pg_peek_held(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
+    saker_item_fn fn, void *arg)
+{
+	struct saker_item it;
+	int64_t expires;
+	int i, row;
+
+	(void)s;
+	for (i = q->held_head; i < q->held_n; i++) {
+		row = q->held_rows[i];
+		expires = rv_i64(q->held, row, 2);
+		if (expires != 0 && expires <= now_ms)
+			continue;
+		pg_row_item(q->held, row, &it, SAKER_ITEM_READY);
+		return fn(arg, &it);
+	}
+	return SAKER_EEMPTY;
+}
+
+static int
+pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg)
+{
+	struct pg_store *s = PG(base);
+	int err, n;
+
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	if (mode != SAKER_TAKE_REMOVE && mode != SAKER_TAKE_OPEN &&
+	    mode != SAKER_TAKE_PEEK)
+		return pg_errf(s, SAKER_EINVAL, "bad take mode");
+	if (mode != SAKER_TAKE_PEEK && (err = pg_begin(s)) != SAKER_OK)
+		return err;
+	pg_saw(s, now_ms);
+	if (mode == SAKER_TAKE_PEEK) {
+		if (q->held != NULL &&
+		    (err = pg_peek_held(s, q, now_ms, fn, arg)) != SAKER_EEMPTY)
+			return err;
+		return pg_take_one(s, q, mode, now_ms, fn, arg);
+	}
+	n = pg_claim_size(s, q);
+	if (q->empty_gen == s->txn_gen && q->held == NULL)
+		return SAKER_EEMPTY;
+	for (;;) {
+		if (q->held != NULL && !pg_lease_ok(s, now_ms) &&
+		    (err = pg_held_return(s, q)) != SAKER_OK)
+			return err;
+		if (q->held != NULL) {
+			err = pg_take_held(s, q, mode, now_ms, fn, arg);
+			if (err != SAKER_EEMPTY)
+				return err;
+			continue;
+		}
+		if (n <= 1)
+			return pg_take_one(s, q, mode, now_ms, fn, arg);
+		if ((err = pg_claim(s, q, n, now_ms)) != SAKER_OK)
+			return err;
+	}
+}
+
+/* Whether id has a state change waiting in the batch's arrays. */
+static bool
+os_has(const struct pg_oset *o, uint64_t id)
+{
+	size_t i;
+
+	if (o->cap == 0 || id == 0)
+		return false;
+	for (i = os_slot(id, o->cap); o->ids[i] != 0; i = (i + 1) & (o->cap - 1))
+		if (o->ids[i] == id)
+			return true;
+	return false;
 }
 
 static int
@@ -1618,6 +2431,17 @@ pg_confirm(saker_store *base, saker_queue *q, uint64_t id)
 		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = pg_begin(s)) != SAKER_OK)
 		return err;
+	if (!pg_del_room(s))
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	/* the set mirrors the database's leases owned by this process */
+	if (!os_take(&s->open, id, q->id))
+		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
+	/* While the lease is surely ours the delete joins the batch's
+	 * statement; otherwise ask now whether it still is. */
+	if (pg_lease_ok(s, s->last_now)) {
+		pg_del_add(s, q->id, id);
+		return SAKER_OK;
+	}
 	pp_i64(&p, q->id);
 	pp_i64(&p, (int64_t)id);
 	pp_str(&p, s->owner);
@@ -1625,33 +2449,32 @@ pg_confirm(saker_store *base, saker_queue *q, uint64_t id)
 		return s->code;
 	n = rv_changed(res);
 	PQclear(res);
-	if (os_take(&s->open, id, q->id) && n == 0)
+	if (n == 0)
 		return pg_errf(s, SAKER_ELOCKED, "open item %" PRIu64 " is no"
 		    " longer leased to this broker (the lease expired and the"
 		    " item went back to the queue; it may be delivered again)",
 		    id);
-	if (n == 0)
-		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
 	return SAKER_OK;
 }
 
 static int
 pg_release_id(struct pg_store *s, struct saker_queue *q, uint64_t id)
 {
-	struct pgp p = { 0 };
-	PGresult *res;
-	uint64_t n;
+	int err;
 
-	pp_i64(&p, q->id);
-	pp_i64(&p, (int64_t)id);
-	pp_str(&p, s->owner);
-	if ((res = pg_run(s, P_RELEASE, &p, "releasing item")) == NULL)
-		return s->code;
-	n = rv_changed(res);
-	PQclear(res);
-	(void)os_take(&s->open, id, q->id);
-	if (n == 0)
+	if (!os_take(&s->open, id, q->id))
 		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
+	/* the released item goes before the claimed ones: all of them go
+	 * back to the database's FIFO in their places */
+	if ((err = pg_held_return(s, q)) != SAKER_OK ||
+	    (os_has(&s->st_ids, id) && (err = pg_flush(s)) != SAKER_OK) ||
+	    (err = pg_st_add(s, q->id, id, 0)) != SAKER_OK) {
+		/* still open, unless the batch was lost (the set was reloaded
+		 * from the database then) */
+		if (!s->lost)
+			(void)os_add(&s->open, id, q->id);
+		return err;
+	}
 	pg_gained(s, q);
 	return SAKER_OK;
 }
@@ -1676,62 +2499,73 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 {
 	struct pg_store *s = PG(base);
 	struct saker_queue *q;
-	struct pgp p = { 0 };
+	struct pg_pipe pp;
+	struct pgp p = { 0 }, pn = { 0 };
 	PGresult *res;
 	int64_t qid;
-	int err, i;
+	int err, i, prom = -1;
 
 	*next_due_ms = 0;
 	pg_saw(s, now_ms);
 	if (s->conn == NULL)
 		return SAKER_OK;	/* tick() promotes after the reconnect */
+	pipe_init(&pp);
+	/* one round trip: pending writes, promotion, next due time */
 	if (!s->read_only && !s->lost && now_ms > s->promoted_to) {
 		if ((err = pg_begin(s)) != SAKER_OK)
 			return err;
+		pg_send_pending(s, &pp);
 		pp_i64(&p, s->promoted_to);
 		pp_i64(&p, now_ms);
-		if ((res = pg_run(s, P_PROMOTE, &p, "promoting")) == NULL)
-			return s->code;
-		for (i = 0; i < PQntuples(res); i++) {
-			qid = rv_i64(res, i, 0);
-			q = pg_find_id(s, qid);
-			if (rv_i64(res, i, 1) == 0) {
-				if (q != NULL)
-					pg_gained(s, q);
-				continue;
-			}
-			if (q != NULL) {
-				pg_mark_dirty(s, q);
-				q->d_expired++;
-				continue;
-			}
-			/* a queue this broker never opened */
-			{
-				struct pgp c = { 0 };
-				PGresult *cr;
-
-				pp_i64(&c, qid);
-				pp_str(&c, s->owner);
-				pp_i64(&c, 0);
-				pp_i64(&c, 1);
-				if ((cr = pg_run(s, P_C_ADD, &c,
-				    "writing counters")) == NULL) {
-					PQclear(res);
-					return s->code;
-				}
-				PQclear(cr);
-			}
-		}
-		PQclear(res);
-		s->promoted_to = now_ms;
+		prom = pp.n;
+		pipe_send(s, &pp, P_PROMOTE, NULL, &p, "promoting");
+	} else {
+		pg_send_pending(s, &pp);
 	}
-	memset(&p, 0, sizeof(p));
-	pp_i64(&p, now_ms);
-	if ((res = pg_run(s, P_NEXT, &p, "finding next due item")) == NULL)
-		return s->code;
-	if (PQntuples(res) > 0)
-		*next_due_ms = rv_i64(res, 0, 0);
-	PQclear(res);
+	pp_i64(&pn, now_ms);
+	pipe_send(s, &pp, P_NEXT, NULL, &pn, "finding next due item");
+	if (!pipe_wait(s, &pp))
+		return pipe_fail(s, &pp);
+	pg_pending_done(s, &pp);
+	if (PQntuples(pp.res[pp.n - 1]) > 0)
+		*next_due_ms = rv_i64(pp.res[pp.n - 1], 0, 0);
+	if (prom < 0) {
+		pipe_clear(&pp);
+		return SAKER_OK;
+	}
+	s->promoted_to = now_ms;
+	res = pp.res[prom];
+	for (i = 0; i < PQntuples(res); i++) {
+		qid = rv_i64(res, i, 0);
+		q = pg_find_id(s, qid);
+		if (rv_i64(res, i, 1) == 0) {
+			if (q != NULL)
+				pg_gained(s, q);
+			continue;
+		}
+		if (q != NULL) {
+			pg_mark_dirty(s, q);
+			q->d_expired++;
+			continue;
+		}
+		/* a queue this broker never opened */
+		{
+			struct pgp c = { 0 };
+			PGresult *cr;
+
+			pp_i64(&c, qid);
+			pp_str(&c, s->owner);
+			pp_i64(&c, 0);
+			pp_i64(&c, 1);
+			if ((cr = pg_run(s, P_C_ADD, &c, "writing counters")) ==
+			    NULL) {
+				pipe_clear(&pp);
+				return s->code;
+			}
+			PQclear(cr);
+		}
+	}
+	pipe_clear(&pp);
 	return SAKER_OK;
 }
 
@@ -1776,6 +2610,8 @@ pg_iter_rows(struct pg_store *s, int which, int64_t qid, saker_item_state state,
 
 	if (s->conn == NULL)
 		return pg_down(s);
+	if ((err = pg_flush(s)) != SAKER_OK)
+		return err;
 	pp_i64(&p, qid);
 	pp_i64(&p, s->last_now);
 	snprintf(name, sizeof(name), "s%d", which);
@@ -1882,7 +2718,7 @@ static int
 pg_tick(saker_store *base, int64_t now_ms)
 {
 	struct pg_store *s = PG(base);
-	struct saker_queue *q;
+	struct saker_queue *q, *next;
 	struct pgp p;
 	PGresult *res;
 	int i, err;
@@ -1923,8 +2759,17 @@ pg_tick(saker_store *base, int64_t now_ms)
 	}
 	if (s->lost)
 		return SAKER_OK;
+	/* claimed items nobody took for a while go back to the queue */
+	for (q = LIST_FIRST(&s->holding); q != NULL; q = next) {
+		next = LIST_NEXT(q, held_link);
+		if (now_ms - q->held_used_ms >= PG_HELD_IDLE_MS &&
+		    ((err = pg_begin(s)) != SAKER_OK ||
+		    (err = pg_held_return(s, q)) != SAKER_OK))
+			return err;
+	}
 	/* renew our leases well before they run out */
-	if (s->open.n > 0 && now_ms - s->renewed_at >= s->lease_ms / 4) {
+	if ((s->open.n > 0 || s->nheld > 0) &&
+	    now_ms - s->renewed_at >= s->lease_ms / 4) {
 		if ((err = pg_begin(s)) != SAKER_OK)
 			return err;
 		memset(&p, 0, sizeof(p));
@@ -1934,6 +2779,8 @@ pg_tick(saker_store *base, int64_t now_ms)
 			return s->code;
 		PQclear(res);
 		s->renewed_at = now_ms;
+		/* counts once the batch commits */
+		s->renew_at = now_ms;
 	}
 	/* return the leases of brokers that died */
 	if ((err = pg_begin(s)) != SAKER_OK)
@@ -1989,6 +2836,22 @@ pg_free(struct pg_store *s)
 		PQfinish(s->conn);
 	if (s->lconn != NULL)
 		PQfinish(s->lconn);
+	s->conn = NULL;
+	pg_held_drop_all(s);
+	arr_free(&s->put_name);
+	arr_free(&s->put_vis);
+	arr_free(&s->put_due);
+	arr_free(&s->put_flags);
+	arr_free(&s->put_exp);
+	arr_free(&s->put_created);
+	arr_free(&s->put_data);
+	arr_free(&s->st_qid);
+	arr_free(&s->st_id);
+	arr_free(&s->st_st);
+	arr_free(&s->del_qid);
+	arr_free(&s->del_id);
+	free(s->st_ids.ids);
+	free(s->st_ids.qids);
 	for (i = 0; i < s->nbuckets; i++) {
 		for (q = s->nb[i]; q != NULL; q = next) {
 			next = q->name_next;
@@ -2280,6 +3143,16 @@ pg_check_schema(struct pg_store *s, bool create)
 	if (PQntuples(res) > 0)
 		version = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 	PQclear(res);
+	if (version == 1 && !s->read_only) {
+		/* format 1 had no claimed items; its brokers must not share a
+		 * store with this one, hence the version bump */
+		if ((err = pg_simple(s, "DROP INDEX saker_items_lease;"
+		    " CREATE INDEX saker_items_lease ON saker_items (lease_until)"
+		    " WHERE state > 0; UPDATE saker_meta SET value = 2"
+		    " WHERE key = 'format'", "upgrading the format")) != SAKER_OK)
+			goto out;
+		version = PG_FORMAT_VERSION;
+	}
 	if (version > PG_FORMAT_VERSION)
 		err = pg_errf(s, SAKER_EVERSION, "postgres: store format version"
 		    " %" PRId64 " is newer than this build (%d)", version,
@@ -2341,6 +3214,12 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	LIST_INIT(&s->pend);
 	LIST_INIT(&s->deleted);
 	LIST_INIT(&s->zombies);
+	LIST_INIT(&s->holding);
+	s->put_name.oid = s->put_data.oid = OID_BYTEA;
+	s->put_vis.oid = s->put_due.oid = s->put_flags.oid = OID_INT8;
+	s->put_exp.oid = s->put_created.oid = OID_INT8;
+	s->st_qid.oid = s->st_id.oid = s->st_st.oid = OID_INT8;
+	s->del_qid.oid = s->del_id.oid = OID_INT8;
 	if ((e = pg_parse_location(s, location, err, errlen)) != SAKER_OK) {
 		pg_free(s);
 		return e;

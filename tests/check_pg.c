@@ -205,6 +205,200 @@ START_TEST(test_open_close_across)
 }
 END_TEST
 
+/* Send n "get q" in one write and read the n answers; each item's data is
+ * recorded in seen[] (items are "i-<number>").  Returns the items got. */
+static int
+pipelined_gets(int fd, const char *q, int n, int *seen, int nseen)
+{
+	struct tl_value v;
+	char *cmd, *p;
+	int i, got = 0, idx;
+	size_t ql = strlen(q);
+
+	cmd = malloc((size_t)n * (ql + 6) + 1);
+	ck_assert_ptr_nonnull(cmd);
+	for (p = cmd, i = 0; i < n; i++)
+		p += sprintf(p, "get %s\r\n", q);
+	mustsends(fd, cmd);
+	free(cmd);
+	for (i = 0; i < n; i++) {
+		if (tl_read_value(fd, &v) == 0)
+			continue;
+		ck_assert_int_eq(sscanf(v.data, "i-%d", &idx), 1);
+		ck_assert_int_ge(idx, 0);
+		ck_assert_int_lt(idx, nseen);
+		seen[idx]++;
+		got++;
+		tl_value_clear(&v);
+		ck_assert_int_eq(tl_read_value(fd, &v), 0);	/* END */
+	}
+	return got;
+}
+
+/* n pipelined sets of items i-<from>..; every one STORED */
+static void
+pipelined_sets(int fd, const char *q, int from, int n)
+{
+	char *cmd, *p, *exp;
+	int i;
+
+	cmd = malloc((size_t)n * 64);
+	exp = malloc((size_t)n * 8 + 1);
+	ck_assert(cmd != NULL && exp != NULL);
+	for (p = cmd, i = 0; i < n; i++) {
+		char d[16];
+		int dl = snprintf(d, sizeof(d), "i-%d", from + i);
+
+		p += sprintf(p, "set %s 0 0 %d\r\n%s\r\n", q, dl, d);
+	}
+	for (p = exp, i = 0; i < n; i++)
+		p += sprintf(p, "STORED\r\n");
+	mustsends(fd, cmd);
+	ckresp(fd, exp);
+	free(cmd);
+	free(exp);
+}
+
+/*
+ * A consumer that asks for many items at once makes its broker claim
+ * ahead; the items it claimed but did not hand out are invisible to the
+ * other broker.  Returns X, the item the other broker got first (items
+ * 5..X-1 are claimed by A).
+ */
+static int
+claim_ahead_setup(int fa, int fb)
+{
+	int seen[10] = { 0 }, i, x;
+	char *v;
+
+	for (i = 0; i < 10; i++) {
+		char d[16];
+
+		snprintf(d, sizeof(d), "i-%d", i);
+		tl_set(fb, "k", d);
+	}
+	/* one consumer on A: strict FIFO whatever A claims */
+	ck_assert_int_eq(pipelined_gets(fa, "k", 5, seen, 10), 5);
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(seen[i], 1);
+	v = tl_get(fb, "k");
+	ck_assert_ptr_nonnull(v);
+	ck_assert_int_eq(sscanf(v, "i-%d", &x), 1);
+	free(v);
+	/* five takes in one batch claim more than five items */
+	ck_assert_msg(x > 5 && x < 10, "broker A claimed no items ahead (B got"
+	    " i-%d)", x);
+	return x;
+}
+
+START_TEST(test_claims_back_after_kill)
+{
+	struct tl_server *a, *b;
+	int fa, fb, x, i, got = 0, seen[10] = { 0 };
+	int64_t t0;
+	struct tl_value v;
+	int idx;
+
+	two("ckill", &a, &b);
+	fa = tl_connect(a->port);
+	fb = tl_connect(b->port);
+	x = claim_ahead_setup(fa, fb);
+	seen[x] = 1;
+	/* A dies holding claims: they come back once the lease runs out,
+	 * each exactly once */
+	tl_server_kill(a);
+	t0 = tl_now_ms();
+	while (got < 4 && tl_now_ms() - t0 < 8000) {
+		mustsends(fb, "get k/t=1000\r\n");
+		if (tl_read_value(fb, &v) == 0)
+			continue;
+		ck_assert_int_eq(sscanf(v.data, "i-%d", &idx), 1);
+		ck_assert(idx >= 5 && idx < 10);
+		seen[idx]++;
+		got++;
+		tl_value_clear(&v);
+		ck_assert_int_eq(tl_read_value(fb, &v), 0);
+	}
+	ck_assert_int_eq(got, 4);
+	for (i = 5; i < 10; i++)
+		ck_assert_int_eq(seen[i], 1);
+	mustsends(fb, "get k/t=3000\r\n");
+	ckresp(fb, "END\r\n");
+	close(fa);
+	close(fb);
+	tl_server_stop(b);
+	tl_server_free(a);
+	tl_server_free(b);
+}
+END_TEST
+
+START_TEST(test_claims_back_on_stop)
+{
+	struct tl_server *a, *b;
+	int fa, fb, x, i;
+	char d[16];
+
+	two("cstop", &a, &b);
+	fa = tl_connect(a->port);
+	fb = tl_connect(b->port);
+	x = claim_ahead_setup(fa, fb);
+	close(fa);
+	/* a clean stop hands the claims back at once, in their places */
+	tl_server_stop(a);
+	for (i = 5; i < 10; i++) {
+		if (i == x)
+			continue;
+		snprintf(d, sizeof(d), "i-%d", i);
+		tl_ckget(fb, "k", d);
+	}
+	tl_ckget(fb, "k", NULL);
+	close(fb);
+	tl_server_stop(b);
+	tl_server_free(a);
+	tl_server_free(b);
+}
+END_TEST
+
+/* Producers and pipelined consumers on both brokers at once: every item
+ * is delivered exactly once. */
+START_TEST(test_two_brokers_once)
+{
+	enum { N = 600, ROUND = 20 };
+	struct tl_server *a, *b;
+	int pa, pb, ca, cb, put = 0, got = 0, rounds = 0, i;
+	static int seen[N];
+
+	memset(seen, 0, sizeof(seen));
+	two("once", &a, &b);
+	pa = tl_connect(a->port);
+	pb = tl_connect(b->port);
+	ca = tl_connect(a->port);
+	cb = tl_connect(b->port);
+	while (got < N && rounds++ < 400) {
+		if (put < N) {
+			pipelined_sets(pa, "m", put, ROUND);
+			pipelined_sets(pb, "m", put + ROUND, ROUND);
+			put += 2 * ROUND;
+		}
+		got += pipelined_gets(ca, "m", 16, seen, N);
+		got += pipelined_gets(cb, "m", 16, seen, N);
+	}
+	ck_assert_int_eq(got, N);
+	for (i = 0; i < N; i++)
+		ck_assert_msg(seen[i] == 1, "item i-%d seen %d times", i, seen[i]);
+	tl_ckget(ca, "m", NULL);
+	tl_ckget(cb, "m", NULL);
+	close(pa);
+	close(pb);
+	close(ca);
+	close(cb);
+	tl_server_stop(a);
+	tl_server_stop(b);
+	tl_server_free(a);
+	tl_server_free(b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -227,6 +421,9 @@ main(void)
 	tcase_add_test(tc, test_open_close_across);
 	tcase_add_test(tc, test_wake_across);
 	tcase_add_test(tc, test_kill_returns_leases);
+	tcase_add_test(tc, test_claims_back_after_kill);
+	tcase_add_test(tc, test_claims_back_on_stop);
+	tcase_add_test(tc, test_two_brokers_once);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
