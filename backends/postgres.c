@@ -512,22 +512,6 @@ rv_changed(const PGresult *r)
 /* ndim, has-null flag, element type, length and lower bound of dim 1 */
 #define ARR_HDR 20
 
-static void
-be32(unsigned char *b, uint32_t x)
-{
-	b[0] = (unsigned char)(x >> 24);
-	b[1] = (unsigned char)(x >> 16);
-	b[2] = (unsigned char)(x >> 8);
-	b[3] = (unsigned char)x;
-}
-
-static void
-be64(unsigned char *b, uint64_t x)
-{
-	be32(b, (uint32_t)(x >> 32));
-	be32(b + 4, (uint32_t)x);
-}
-
 /* Room for `more` bytes of elements; false when out of memory. */
 static bool
 arr_reserve(struct pg_arr *a, size_t more)
@@ -553,7 +537,7 @@ arr_put(struct pg_arr *a, const void *d, size_t len)
 {
 	if (a->len == 0)
 		a->len = ARR_HDR;
-	be32(a->p + a->len, (uint32_t)len);
+	kit_put_be32(a->p + a->len, (uint32_t)len);
 	if (len > 0)
 		memcpy(a->p + a->len + 4, d, len);
 	a->len += 4 + len;
@@ -565,7 +549,7 @@ arr_i64(struct pg_arr *a, int64_t x)
 {
 	unsigned char b[8];
 
-	be64(b, (uint64_t)x);
+	kit_put_be64(b, (uint64_t)x);
 	arr_put(a, b, 8);
 }
 
@@ -573,11 +557,11 @@ arr_i64(struct pg_arr *a, int64_t x)
 static void
 arr_done(struct pg_arr *a)
 {
-	be32(a->p, 1);
-	be32(a->p + 4, 0);
-	be32(a->p + 8, a->oid);
-	be32(a->p + 12, a->n);
-	be32(a->p + 16, 1);
+	kit_put_be32(a->p, 1);
+	kit_put_be32(a->p + 4, 0);
+	kit_put_be32(a->p + 8, a->oid);
+	kit_put_be32(a->p + 12, a->n);
+	kit_put_be32(a->p + 16, 1);
 }
 
 static void
