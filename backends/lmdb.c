@@ -21,6 +21,7 @@
 
 #include "kit.h"
 #include "lmdb_journal.h"
+#include "lmdb_verify.h"
 #include "saker/store.h"
 
 /*
@@ -2292,6 +2293,27 @@ lm_check_dir(struct lstore *s, bool *have_data)
 	return SAKER_OK;
 }
 
+/*
+ * Walk data.mdb's pages before liblmdb maps it: liblmdb trusts its file and
+ * aborts (an assertion) or dies of SIGSEGV/SIGBUS on some damage, where a
+ * store must fail to open with a reason instead (lmdb_verify.h).
+ */
+static int
+lm_verify(struct lstore *s)
+{
+	char path[4096], why[512];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", s->dir);
+	rc = lmv_verify(path, NULL, why, sizeof(why));
+	if (rc > 0)
+		return seterr(s, SAKER_ECORRUPT, "%s; restore it from a backup "
+		    "(docs/lmdb.md)", why);
+	if (rc < 0)
+		return seterr(s, SAKER_EIO, "%s", why);
+	return SAKER_OK;
+}
+
 static int
 meta_get64(struct lstore *s, MDB_txn *t, const char *key, uint64_t *out)
 {
@@ -2742,6 +2764,8 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 		ret = seterr(s, SAKER_ENOTFOUND, "no saker store in %s", location);
 		goto fail;
 	}
+	if (have_data && (ret = lm_verify(s)) != SAKER_OK)
+		goto fail;
 
 	/* always and periodic: checkpoints are LMDB's synced commits (the
 	 * journal is synced per batch or by sync()); never: not even those. */

@@ -208,6 +208,7 @@ END_TEST
 #include <signal.h>
 #include <sys/wait.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const lm_files[] = { "data.mdb", "lock.mdb", "saker.lock",
@@ -410,6 +411,74 @@ START_TEST(test_lmdb_journal_torn)
 	lm_rmstore(dir);
 }
 END_TEST
+
+/* Damage data.mdb of a store with a few queues: `zero` zeroes its last
+ * page (a page in use: the newest root), else 64 bytes of 0xff at its
+ * start.  Both made liblmdb abort or crash; now open() refuses the store
+ * with one line and SAKER_ECORRUPT. */
+static void
+lm_damage(bool zero)
+{
+	char dir[] = "/tmp/saker-lmd-XXXXXX", path[512], spec[600], err[1024];
+	unsigned char page[4096];
+	struct saker_store_opts o;
+	saker_store *s;
+	saker_queue *q;
+	struct stat sb;
+	int fd, i, rc;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	s = lm_open_store(dir, false);
+	for (i = 0; i < 20; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "q%d", i);
+		ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name),
+		    true, NULL, &q), SAKER_OK);
+		lm_put_str(s, q, "some item data, long enough to fill pages");
+	}
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_ge(sb.st_size, 3 * 4096);
+	memset(page, zero ? 0 : 0xff, sizeof(page));
+	fd = open(path, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, page, zero ? 4096 : 64,
+	    (off_t)(sb.st_size - 4096)), zero ? 4096 : 64);
+	close(fd);
+
+	memset(&o, 0, sizeof(o));
+	o.create = true;
+	snprintf(spec, sizeof(spec), "lmdb:%s", dir);
+	err[0] = '\0';
+	s = NULL;
+	rc = saker_store_open(spec, &o, &s, err, sizeof(err));
+	ck_assert_int_eq(rc, SAKER_ECORRUPT);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(err, "damaged") != NULL && strchr(err, '\n') ==
+	    NULL, "err: %s", err);
+	/* a read-only opener (saker dump) is refused the same way */
+	o.create = false;
+	o.read_only = true;
+	ck_assert_int_eq(saker_store_open(spec, &o, &s, err, sizeof(err)),
+	    SAKER_ECORRUPT);
+	lm_rmstore(dir);
+}
+
+START_TEST(test_lmdb_damaged_zero_page)
+{
+	lm_damage(true);
+}
+END_TEST
+
+START_TEST(test_lmdb_damaged_ff_bytes)
+{
+	lm_damage(false);
+}
+END_TEST
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -501,6 +570,10 @@ main(void)
 	tcase_add_test(tc, test_lmdb_journal_read_only);
 	tcase_add_test(tc, test_lmdb_journal_foreign);
 	tcase_add_test(tc, test_lmdb_journal_torn);
+	suite_add_tcase(su, tc);
+	tc = tcase_create("lmdb-damaged");
+	tcase_add_test(tc, test_lmdb_damaged_zero_page);
+	tcase_add_test(tc, test_lmdb_damaged_ff_bytes);
 	suite_add_tcase(su, tc);
 #endif
 	fflush(stdout);
