@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "options.h"
 #include "qconfig.h"
+#include "size.h"
 
 struct section {
 	char *pattern;               /* queue name, or prefix when `prefix` */

@@ -1,20 +1,21 @@
-/* queues.c -- the core's queue registry: names to driver handles,
+/* queues.c -- the broker's queue registry: names to driver handles,
  * wait-lists of blocked clients, fanout children, store notifications. */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
+#include "broker.h"
 #include "hashmap.h"
 #include "log.h"
 #include "qname.h"
 #include "queues.h"
+#include "session.h"
 
 static struct squeue *
-sq_find_or_new(const char *name, size_t len)
+sq_find_or_new(struct broker *b, const char *name, size_t len)
 {
-	struct squeue *q = hashmap_get(srv->queues, name, len);
+	struct squeue *q = hashmap_get(b->queues, name, len);
 	size_t plen;
 
 	if (q != NULL)
@@ -23,7 +24,7 @@ sq_find_or_new(const char *name, size_t len)
 	if (q == NULL)
 		return NULL;
 	q->name = malloc(len + 1);
-	if (q->name == NULL || hashmap_put(srv->queues, name, len, q) != 0) {
+	if (q->name == NULL || hashmap_put(b->queues, name, len, q) != 0) {
 		free(q->name);
 		free(q);
 		return NULL;
@@ -35,7 +36,7 @@ sq_find_or_new(const char *name, size_t len)
 	/* a fanout child registers with its parent, which may not exist yet */
 	plen = saker_qname_parent_len(name, len);
 	if (plen > 0) {
-		struct squeue *p = sq_find_or_new(name, plen);
+		struct squeue *p = sq_find_or_new(b, name, plen);
 		if (p != NULL) {
 			if (p->nchildren == p->children_cap) {
 				size_t ncap = p->children_cap ? p->children_cap * 2 : 4;
@@ -53,9 +54,9 @@ sq_find_or_new(const char *name, size_t len)
 }
 
 struct squeue *
-queue_lookup(const char *name, size_t len, bool create, int *err)
+queue_lookup(struct broker *b, const char *name, size_t len, bool create, int *err)
 {
-	struct squeue *q = hashmap_get(srv->queues, name, len);
+	struct squeue *q = hashmap_get(b->queues, name, len);
 	int rc;
 
 	if (q != NULL && q->h != NULL)
@@ -64,38 +65,38 @@ queue_lookup(const char *name, size_t len, bool create, int *err)
 		*err = SAKER_ENOTFOUND;
 		return NULL;
 	}
-	if (q == NULL && (q = sq_find_or_new(name, len)) == NULL) {
+	if (q == NULL && (q = sq_find_or_new(b, name, len)) == NULL) {
 		*err = SAKER_ENOMEM;
 		return NULL;
 	}
-	rc = srv->store->driver->queue_open(srv->store, name, len, true, q, &q->h);
+	rc = b->store->driver->queue_open(b->store, name, len, true, q, &q->h);
 	if (rc != SAKER_OK) {
 		q->h = NULL;
 		*err = rc;
 		return NULL;
 	}
-	srv->stats.queue_creates++;
-	server_touch();
+	b->stats.queue_creates++;
+	broker_touch(b);
 	return q;
 }
 
 int
-queue_delete(struct squeue *q)
+queue_delete(struct broker *b, struct squeue *q)
 {
 	int rc;
 
-	conns_forget_queue(q);
-	rc = srv->store->driver->queue_delete(srv->store, q->h);
+	sessions_forget_queue(b, q);
+	rc = b->store->driver->queue_delete(b->store, q->h);
 	if (rc != SAKER_OK)
 		return rc;
 	q->h = NULL;
-	srv->stats.queue_deletes++;
+	b->stats.queue_deletes++;
 	if (!q->in_grave) {
 		q->in_grave = true;
-		q->grave_next = srv->graveyard;
-		srv->graveyard = q;
+		q->grave_next = b->graveyard;
+		b->graveyard = q;
 	}
-	server_touch();
+	broker_touch(b);
 	return SAKER_OK;
 }
 
@@ -108,13 +109,13 @@ squeue_free(struct squeue *q)
 }
 
 void
-queues_reap(void)
+queues_reap(struct broker *b)
 {
 	struct squeue *q, *p;
 	size_t i;
 
-	while ((q = srv->graveyard) != NULL) {
-		srv->graveyard = q->grave_next;
+	while ((q = b->graveyard) != NULL) {
+		b->graveyard = q->grave_next;
 		q->grave_next = NULL;
 		q->in_grave = false;
 		/* Open items of a deleted queue were forgotten at the delete;
@@ -128,36 +129,44 @@ queues_reap(void)
 					break;
 				}
 		}
-		hashmap_del(srv->queues, q->name, q->len);
+		hashmap_del(b->queues, q->name, q->len);
 		squeue_free(q);
 	}
 }
 
+struct load_ctx {
+	struct broker *b;
+	int rc;
+};
+
 static int
 load_one(void *arg, const char *name, size_t len)
 {
-	struct squeue *q = sq_find_or_new(name, len);
-	int *rc = arg;
+	struct load_ctx *lc = arg;
+	struct broker *b = lc->b;
+	struct squeue *q = sq_find_or_new(b, name, len);
+	int *rc = &lc->rc;
 
 	if (q == NULL) {
 		*rc = SAKER_ENOMEM;
 		return 1;
 	}
-	*rc = srv->store->driver->queue_open(srv->store, name, len, false, q, &q->h);
+	*rc = b->store->driver->queue_open(b->store, name, len, false, q, &q->h);
 	return *rc != SAKER_OK;
 }
 
 int
-queues_load(void)
+queues_load(struct broker *b)
 {
-	int rc = SAKER_OK, wrc;
+	struct load_ctx lc = { b, SAKER_OK };
+	int wrc;
 
-	srv->queues = hashmap_new();
-	if (srv->queues == NULL)
+	b->queues = hashmap_new();
+	if (b->queues == NULL)
 		return SAKER_ENOMEM;
-	wrc = srv->store->driver->queues(srv->store, load_one, &rc);
-	if (rc != SAKER_OK)
-		return rc;
+	wrc = b->store->driver->queues(b->store, load_one, &lc);
+	if (lc.rc != SAKER_OK)
+		return lc.rc;
 	return wrc < 0 ? wrc : SAKER_OK;
 }
 
@@ -174,13 +183,13 @@ free_one(void *arg, const char *key, size_t len, void *value)
 }
 
 void
-queues_free(void)
+queues_free(struct broker *b)
 {
-	if (srv->queues == NULL)
+	if (b->queues == NULL)
 		return;
-	hashmap_walk(srv->queues, free_one, NULL);
-	hashmap_free(srv->queues);
-	srv->queues = NULL;
+	hashmap_walk(b->queues, free_one, NULL);
+	hashmap_free(b->queues);
+	b->queues = NULL;
 }
 
 void
@@ -188,12 +197,39 @@ queues_notify(void *arg, saker_queue *h, void *queue_ctx)
 {
 	struct squeue *q = queue_ctx;
 
-	(void)arg;
 	(void)h;
-	if (q == NULL || q->ready || q->nwaiters == 0)
+	if (q == NULL || q->nwaiters == 0)
+		return;
+	queue_mark_ready(arg, q);
+}
+
+void
+queue_mark_ready(struct broker *b, struct squeue *q)
+{
+	if (q->ready)
 		return;
 	q->ready = true;
-	TAILQ_INSERT_TAIL(&srv->ready, q, ready_link);
+	TAILQ_INSERT_TAIL(&b->ready, q, ready_link);
+}
+
+/* After a failed commit: queues created in the batch are gone. */
+static int
+reopen_handle(void *arg, const char *key, size_t len, void *value)
+{
+	struct broker *b = arg;
+	struct squeue *q = value;
+
+	if (q->h == NULL)
+		return 0;
+	if (b->store->driver->queue_open(b->store, key, len, false, q, &q->h) != SAKER_OK)
+		q->h = NULL;
+	return 0;
+}
+
+void
+queues_reopen(struct broker *b)
+{
+	hashmap_walk(b->queues, reopen_handle, b);
 }
 
 void
@@ -234,19 +270,19 @@ walk_one(void *arg, const char *key, size_t len, void *value)
 }
 
 int
-queues_walk(int (*fn)(void *arg, struct squeue *q), void *arg)
+queues_walk(struct broker *b, int (*fn)(void *arg, struct squeue *q), void *arg)
 {
 	struct walk_ctx wc = { fn, arg };
 
-	return hashmap_walk(srv->queues, walk_one, &wc);
+	return hashmap_walk(b->queues, walk_one, &wc);
 }
 
 const struct queue_config *
-queue_cfg(struct squeue *q)
+queue_cfg(struct broker *b, struct squeue *q)
 {
-	if (q->qc == NULL || q->qc_gen != srv->config_gen) {
-		q->qc = config_for(srv->config, q->name, q->len);
-		q->qc_gen = srv->config_gen;
+	if (q->qc == NULL || q->qc_gen != b->config_gen) {
+		q->qc = config_for(b->config, q->name, q->len);
+		q->qc_gen = b->config_gen;
 	}
 	return q->qc;
 }

@@ -1,38 +1,85 @@
-/* queues.h -- the core's queue registry: names, driver handles, wait-lists,
- * fanout children, and the driver's "queue gained items" notification. */
+/* queues.h -- the broker's queue registry: names, driver handles,
+ * wait-lists, fanout children, and the driver's "queue gained items"
+ * notification. */
 #ifndef SAKER_QUEUES_H
 #define SAKER_QUEUES_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
 
-#include "server.h"
+#include "saker/store.h"
+
+struct broker;
+struct session;
+
+/* A blocked get on one of its queues. */
+struct waiter {
+	TAILQ_ENTRY(waiter) link;     /* in squeue.waiters */
+	struct session *sess;
+	struct squeue *q;
+	uint16_t raw_off, raw_len;    /* key token in sess->wait_line */
+	unsigned opts;                /* OP_OPT_OPEN / PEEK (CLOSE done already) */
+	bool linked;
+};
+TAILQ_HEAD(waiter_list, waiter);
+
+/* The broker's view of a queue. Never freed while the broker runs (the
+ * driver queue behind it may be deleted and recreated) except by
+ * queues_reap(). */
+struct squeue {
+	char *name;
+	size_t len;
+	saker_queue *h;               /* driver handle; NULL after delete */
+	struct waiter_list waiters;
+	size_t nwaiters;
+	struct squeue *parent;        /* fanout: "a" for "a+b" */
+	struct squeue **children;     /* fanout children (with or without h) */
+	size_t nchildren, children_cap;
+	bool ready;                   /* in broker.ready */
+	TAILQ_ENTRY(squeue) ready_link;
+	uint64_t discarded;
+	uint64_t open_timeouts;
+	uint64_t enqueued, dequeued;  /* for /metrics */
+	const struct queue_config *qc;  /* cached config_for(); see queue_cfg() */
+	uint64_t qc_gen;
+	struct squeue *grave_next;    /* deleted: broker.graveyard */
+	bool in_grave;
+};
+TAILQ_HEAD(squeue_list, squeue);
 
 /* Load every queue the store has. 0, or a saker_err. */
-int queues_load(void);
+int queues_load(struct broker *b);
 /* Free the registry (store still open or already closed: handles unused). */
-void queues_free(void);
+void queues_free(struct broker *b);
 
 /* The queue called name; with `create`, created in the store if missing.
  * Returns NULL with *err set when missing (create=false) or on failure. */
-struct squeue *queue_lookup(const char *name, size_t len, bool create, int *err);
+struct squeue *queue_lookup(struct broker *b, const char *name, size_t len,
+    bool create, int *err);
 
 /* Delete the queue's items and the queue from the store. */
-int queue_delete(struct squeue *q);
-/* After a successful commit: free the core's record of queues deleted
+int queue_delete(struct broker *b, struct squeue *q);
+/* After a successful commit: free the broker's record of queues deleted
  * since, unless they are in use again (recreated, waited on, fanout
  * parents), so a stream of short-lived queue names does not grow memory. */
-void queues_reap(void);
+void queues_reap(struct broker *b);
+/* After a failed commit the store is as after the previous commit: queues
+ * created since then are gone, so look every handle up again. */
+void queues_reopen(struct broker *b);
 
-/* The saker_notify_fn given to the store. */
+/* The saker_notify_fn given to the store (notify_arg: the broker). */
 void queues_notify(void *arg, saker_queue *h, void *queue_ctx);
+/* Mark q as having gained items for its waiters (broker.ready). */
+void queue_mark_ready(struct broker *b, struct squeue *q);
 
 void waiter_link(struct waiter *w, struct squeue *q);
 void waiter_unlink(struct waiter *w);
 
 /* This queue's configuration (cached until the next reload). */
-const struct queue_config *queue_cfg(struct squeue *q);
+const struct queue_config *queue_cfg(struct broker *b, struct squeue *q);
 
 /* Visit every queue that exists in the store. */
-int queues_walk(int (*fn)(void *arg, struct squeue *q), void *arg);
+int queues_walk(struct broker *b, int (*fn)(void *arg, struct squeue *q), void *arg);
 
 #endif

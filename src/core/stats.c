@@ -8,9 +8,9 @@
 
 #include <event2/buffer.h>
 
+#include "broker.h"
 #include "clock.h"
 #include "queues.h"
-#include "server.h"
 #include "stats.h"
 
 const double stats_commit_bounds[STATS_COMMIT_BUCKETS] = {
@@ -31,7 +31,13 @@ stats_commit(struct stats *s, uint64_t ns)
 
 static const char *const sync_names[] = { "always", "periodic", "never" };
 
+struct stats_ctx {
+	struct broker *b;
+	struct evbuffer *out;
+};
+
 struct totals {
+	struct broker *b;
 	uint64_t items, total_items, bytes;
 };
 
@@ -39,9 +45,10 @@ static int
 sum_one(void *arg, struct squeue *q)
 {
 	struct totals *t = arg;
+	struct broker *b = t->b;
 	struct saker_queue_stats st = { 0 };
 
-	if (srv->store->driver->queue_stats(srv->store, q->h, &st) == SAKER_OK) {
+	if (b->store->driver->queue_stats(b->store, q->h, &st) == SAKER_OK) {
 		t->items += st.items;
 		t->total_items += st.total_items;
 		t->bytes += st.bytes;
@@ -52,11 +59,13 @@ sum_one(void *arg, struct squeue *q)
 static int
 queue_one(void *arg, struct squeue *q)
 {
-	struct evbuffer *out = arg;
+	struct stats_ctx *sc = arg;
+	struct broker *b = sc->b;
+	struct evbuffer *out = sc->out;
 	struct saker_queue_stats st = { 0 };
 	int64_t age = 0;
 
-	if (srv->store->driver->queue_stats(srv->store, q->h, &st) != SAKER_OK)
+	if (b->store->driver->queue_stats(b->store, q->h, &st) != SAKER_OK)
 		return 0;
 	if (st.head_created_ms > 0) {
 		age = saker_now_ms() - st.head_created_ms;
@@ -79,20 +88,21 @@ queue_one(void *arg, struct squeue *q)
 }
 
 void
-stats_write(struct evbuffer *out)
+stats_write(struct broker *b, struct evbuffer *out)
 {
-	struct stats *s = &srv->stats;
-	struct totals t = { 0, 0, 0 };
+	struct stats *s = &b->stats;
+	struct stats_ctx sc = { b, out };
+	struct totals t = { b, 0, 0, 0 };
 	time_t now = time(NULL);
 
-	queues_walk(sum_one, &t);
+	queues_walk(b, sum_one, &t);
 #define STAT(k, fmt, v) evbuffer_add_printf(out, "STAT " k " " fmt "\r\n", v)
 	STAT("pid", "%ld", (long)getpid());
 	STAT("uptime", "%lld", (long long)(now - s->started));
 	STAT("time", "%lld", (long long)now);
 	STAT("version", "%s", PACKAGE_VERSION);
-	STAT("store", "%s", srv->store->driver->name);
-	STAT("sync", "%s", sync_names[srv->opt->sync]);
+	STAT("store", "%s", b->store->driver->name);
+	STAT("sync", "%s", sync_names[b->sync]);
 	STAT("curr_connections", "%" PRIu64, s->curr_connections);
 	STAT("total_connections", "%" PRIu64, s->total_connections);
 	STAT("rejected_connections", "%" PRIu64, s->rejected_connections);
@@ -109,6 +119,6 @@ stats_write(struct evbuffer *out)
 	STAT("queue_creates", "%" PRIu64, s->queue_creates);
 	STAT("queue_deletes", "%" PRIu64, s->queue_deletes);
 #undef STAT
-	queues_walk(queue_one, out);
+	queues_walk(b, queue_one, &sc);
 	evbuffer_add(out, "END\r\n", 5);
 }

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <time.h>
 
+struct broker;
 struct evbuffer;
 
 struct stats {
@@ -23,6 +24,6 @@ extern const double stats_commit_bounds[STATS_COMMIT_BUCKETS];
 void stats_commit(struct stats *s, uint64_t ns);
 
 /* Append the STAT lines and END for the `stats` command. */
-void stats_write(struct evbuffer *out);
+void stats_write(struct broker *b, struct evbuffer *out);
 
 #endif

@@ -76,7 +76,7 @@ collect_one(void *arg, struct squeue *q)
 	}
 	memset(&qc->rows[qc->n], 0, sizeof(qc->rows[qc->n]));
 	qc->rows[qc->n].q = q;
-	if (srv->store->driver->queue_stats(srv->store, q->h, &qc->rows[qc->n].st) == SAKER_OK)
+	if (srv->broker.store->driver->queue_stats(srv->broker.store, q->h, &qc->rows[qc->n].st) == SAKER_OK)
 		qc->n++;
 	return 0;
 }
@@ -119,21 +119,21 @@ queue_metric(struct evbuffer *b, struct qcollect *qc, const char *name,
 static void
 write_metrics(struct evbuffer *b)
 {
-	struct stats *s = &srv->stats;
+	struct stats *s = &srv->broker.stats;
 	struct saker_store_stats ss = { 0, 0, 0, 0 };
 	struct qcollect qc = { NULL, 0, 0, srv->opt->metrics_max_queues, 0 };
 	uint64_t items = 0, bytes = 0, cum = 0;
 	size_t i;
 
-	saker_store_get_stats(srv->store, &ss);
-	queues_walk(collect_one, &qc);
+	saker_store_get_stats(srv->broker.store, &ss);
+	queues_walk(&srv->broker, collect_one, &qc);
 	for (i = 0; i < qc.n; i++) {
 		items += qc.rows[i].st.items;
 		bytes += qc.rows[i].st.bytes;
 	}
 	metric_head(b, "saker_info", "gauge", "Build and store of this server.");
 	evbuffer_add_printf(b, "saker_info{version=\"%s\",store=\"%s\"} 1\n",
-	    PACKAGE_VERSION, srv->store->driver->name);
+	    PACKAGE_VERSION, srv->broker.store->driver->name);
 	metric_u64(b, "saker_uptime_seconds", "gauge", "Seconds since the server started.",
 	    (uint64_t)(time(NULL) - s->started));
 	metric_u64(b, "saker_connections", "gauge", "Open client connections.",
@@ -222,8 +222,8 @@ handle(struct evhttp_request *req, void *arg)
 	} else if (strcmp(uri, "/healthz") == 0) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 		    "text/plain; charset=utf-8");
-		if (srv->store_failed) {
-			evbuffer_add_printf(b, "store not writable: %s\n", srv->store_error);
+		if (srv->broker.store_failed) {
+			evbuffer_add_printf(b, "store not writable: %s\n", srv->broker.store_error);
 			evhttp_send_reply(req, 503, "Service Unavailable", b);
 		} else if (srv->stopping) {
 			evbuffer_add_printf(b, "stopping\n");

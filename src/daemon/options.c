@@ -10,6 +10,7 @@
 
 #include "auth.h"
 #include "options.h"
+#include "size.h"
 
 enum {
 	OPT_STORE = 256, OPT_SYNC, OPT_MAX_ITEM, OPT_SHUTDOWN, OPT_LOG,
@@ -120,32 +121,6 @@ parse_int(const char *s, long min, long max, long *out)
 	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
 		return -1;
 	*out = v;
-	return 0;
-}
-
-int
-parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-	uint64_t mul = 1;
-
-	if (s == NULL || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return -1;
-	switch (*end) {
-	case '\0': break;
-	case 'k': case 'K': mul = 1024ull; end++; break;
-	case 'm': case 'M': mul = 1024ull * 1024; end++; break;
-	case 'g': case 'G': mul = 1024ull * 1024 * 1024; end++; break;
-	default: return -1;
-	}
-	if (*end != '\0' || v > UINT64_MAX / mul)
-		return -1;
-	*out = v * mul;
 	return 0;
 }
 

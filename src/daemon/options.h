@@ -44,7 +44,4 @@ struct options {
  * --version was printed (exit 0), -1 after printing an error (exit 1). */
 int options_parse(int argc, char **argv, struct options *o);
 
-/* Parse a byte size like "1048576", "64k", "1m", "2g". -1 on error. */
-int parse_size(const char *s, uint64_t *out);
-
 #endif

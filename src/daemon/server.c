@@ -1,5 +1,6 @@
-/* server.c -- the event loop: listeners, the per-turn commit and flush,
- * the promotion timer, periodic sync, signals, start and stop. */
+/* server.c -- sakerd's event loop around the broker: listeners, the
+ * per-turn commit and flush, the timers the broker asks for, periodic
+ * sync, signals, start and stop. */
 #include "config.h"
 
 #include <errno.h>
@@ -21,9 +22,7 @@
 
 #include "auth.h"
 #include "clock.h"
-#include "commands.h"
 #include "conn.h"
-#include "hashmap.h"
 #include "http.h"
 #include "log.h"
 #include "queues.h"
@@ -34,37 +33,46 @@ struct server *srv = &the_server;
 
 #define PRIO_IO 0
 
-void
-server_touch(void)
+static void
+schedule_commit(struct broker *b)
 {
-	srv->dirty = true;
+	(void)b;
 	srv->commit_scheduled = true;
 }
 
-void
-server_schedule_flush(struct conn *c)
+static void arm_promote(struct broker *b, int64_t due_ms);
+static void arm_open_timeout(struct broker *b, int64_t deadline_ms);
+
+static void
+hook_stop(struct broker *b)
 {
-	if (!c->in_batch && !c->dead) {
-		c->in_batch = true;
-		TAILQ_INSERT_TAIL(&srv->batch_conns, c, batch_link);
-	}
-	srv->commit_scheduled = true;
+	(void)b;
+	server_stop();
 }
+
+static const struct broker_hooks hooks = {
+	.schedule_commit = schedule_commit,
+	.schedule_flush = conn_schedule_flush,
+	.arm_promote = arm_promote,
+	.arm_open_timeout = arm_open_timeout,
+	.wait_start = conn_wait_start,
+	.wait_end = conn_wait_end,
+	.close = conn_hook_close,
+	.close_after_write = conn_hook_close_after_write,
+	.stop = hook_stop,
+};
 
 void
 server_drain(void)
 {
-	struct squeue *q;
 	struct conn *c;
 
 	if (srv->draining)
 		return;
 	srv->draining = true;
 	for (;;) {
-		if ((q = TAILQ_FIRST(&srv->ready)) != NULL) {
-			TAILQ_REMOVE(&srv->ready, q, ready_link);
-			q->ready = false;
-			cmd_serve_waiters(q);
+		if (!TAILQ_EMPTY(&srv->broker.ready)) {
+			broker_serve_ready(&srv->broker);
 		} else if ((c = TAILQ_FIRST(&srv->resume)) != NULL) {
 			TAILQ_REMOVE(&srv->resume, c, resume_link);
 			c->in_resume = false;
@@ -76,92 +84,24 @@ server_drain(void)
 	srv->draining = false;
 }
 
-/* After a failed commit the store is as after the previous commit: queues
- * created since then are gone, so look every handle up again. */
-static int
-reopen_handle(void *arg, const char *key, size_t len, void *value)
-{
-	struct squeue *q = value;
-
-	(void)arg;
-	if (q->h == NULL)
-		return 0;
-	if (srv->store->driver->queue_open(srv->store, key, len, false, q, &q->h) != SAKER_OK)
-		q->h = NULL;
-	return 0;
-}
-
 /* Commits the store's completed batch; once it is durable (or failed)
  * every connection in the batch gets its replies. */
 static void
 commit_batch(void)
 {
-	const char *reason = NULL;
-	char why[sizeof(srv->store_error)];
-	struct saker_store_stats st;
-	uint64_t commits = 0;
-	bool ok = true, in_doubt = false;
+	struct commit_result res;
 	struct conn *c;
 
 	srv->commit_scheduled = false;
-	if (srv->dirty) {
-		uint64_t t0 = saker_mono_ns();
-		int rc;
-
-		if (srv->store_failed) {
-			saker_store_get_stats(srv->store, &st);
-			commits = st.commits;
-		}
-		rc = srv->store->driver->commit(srv->store);
-		stats_commit(&srv->stats, saker_mono_ns() - t0);
-		srv->dirty = false;
-		if (rc != SAKER_OK) {
-			ok = false;
-			in_doubt = rc == SAKER_EINDOUBT;
-			/* Copied: reopening the handles below overwrites the
-			 * driver's message buffer before the replies go out. */
-			reason = srv->store->driver->errmsg(srv->store);
-			if (reason == NULL || *reason == '\0')
-				reason = saker_strerror(rc);
-			snprintf(why, sizeof(why), "%s", reason);
-			reason = why;
-			if (in_doubt)
-				log_error("store commit failed, outcome unknown (items "
-				    "taken are handed out, items put may be there "
-				    "after a restart): %s", reason);
-			else
-				log_error("store commit failed, batch rolled back: %s",
-				    reason);
-			server_store_failed(reason);
-			hashmap_walk(srv->queues, reopen_handle, NULL);
-		} else {
-			queues_reap();
-			/* Only a commit that wrote something proves the store
-			 * writable again; an empty batch always succeeds, even
-			 * on a store that refuses writes until restart. */
-			if (srv->store_failed) {
-				saker_store_get_stats(srv->store, &st);
-				if (st.commits > commits)
-					srv->store_failed = false;
-			}
-		}
-	}
-	srv->flush_batch = srv->batch++;
+	broker_commit(&srv->broker, &res);
 	while ((c = TAILQ_FIRST(&srv->batch_conns)) != NULL) {
 		TAILQ_REMOVE(&srv->batch_conns, c, batch_link);
-		c->in_batch = false;
-		conn_flush(c, ok, in_doubt, reason);
+		c->s.flush_scheduled = false;
+		conn_flush(c, &res);
 	}
 	server_drain();
 	if (srv->stopping)
 		srv->loop_done = true;
-}
-
-void
-server_store_failed(const char *reason)
-{
-	srv->store_failed = true;
-	snprintf(srv->store_error, sizeof(srv->store_error), "%s", reason);
 }
 
 /* --- delayed items ------------------------------------------------------ */
@@ -182,46 +122,14 @@ arm_at_ms(struct event *ev, int64_t at_ms)
 	evtimer_add(ev, &tv);
 }
 
-void
-server_arm_promote(int64_t due_ms)
+static void
+arm_promote(struct broker *b, int64_t due_ms)
 {
+	(void)b;
 	if (due_ms <= 0 || (srv->promote_at != 0 && srv->promote_at <= due_ms))
 		return;
 	srv->promote_at = due_ms;
 	arm_at_ms(srv->promote_ev, due_ms);
-}
-
-/* How soon to try again when due items could not be promoted. */
-#define PROMOTE_RETRY_MS 100
-
-static void
-promote_now(void)
-{
-	int64_t now = saker_now_ms(), next = 0;
-	int rc;
-
-	rc = srv->store->driver->promote(srv->store, now, &next);
-	if (rc != SAKER_OK) {
-		const char *why = srv->store->driver->errmsg(srv->store);
-
-		/* Logged once per failure streak, not every retry. */
-		if (!srv->promote_failing)
-			log_error("promoting delayed items: %s (retrying every "
-			    "%d ms)", why, PROMOTE_RETRY_MS);
-		srv->promote_failing = true;
-		if (rc == SAKER_EREADONLY || rc == SAKER_EIO)
-			server_store_failed(why);
-		next = now + PROMOTE_RETRY_MS;
-	} else {
-		srv->promote_failing = false;
-		/* A due time already past that the driver did not promote
-		 * would re-arm the timer at 0 ms forever; back off instead. */
-		if (next > 0 && next <= now)
-			next = now + PROMOTE_RETRY_MS;
-	}
-	server_touch();
-	if (next > 0)
-		server_arm_promote(next);
 }
 
 static void
@@ -231,13 +139,14 @@ promote_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	(void)arg;
 	srv->promote_at = 0;
-	promote_now();
+	broker_promote(&srv->broker);
 	server_drain();
 }
 
-void
-server_arm_open_timeout(int64_t deadline_ms)
+static void
+arm_open_timeout(struct broker *b, int64_t deadline_ms)
 {
+	(void)b;
 	if (srv->open_timeout_at != 0 && srv->open_timeout_at <= deadline_ms)
 		return;
 	srv->open_timeout_at = deadline_ms;
@@ -248,51 +157,12 @@ server_arm_open_timeout(int64_t deadline_ms)
 static void
 open_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
-	int64_t now = saker_now_ms(), next = 0;
-	struct open_item *oi, *prev;
-	struct conn *c;
-
 	(void)fd;
 	(void)what;
 	(void)arg;
 	srv->open_timeout_at = 0;
-	TAILQ_FOREACH(c, &srv->conns, link) {
-		/* newest first, so several expiring together keep their order */
-		for (oi = TAILQ_LAST(&c->opens, open_list); oi != NULL; oi = prev) {
-			prev = TAILQ_PREV(oi, open_list, link);
-			if (oi->deadline_ms == 0)
-				continue;
-			if (oi->deadline_ms > now) {
-				if (next == 0 || oi->deadline_ms < next)
-					next = oi->deadline_ms;
-				continue;
-			}
-			if (oi->q->h != NULL &&
-			    srv->store->driver->release(srv->store, oi->q->h, oi->id) == SAKER_OK) {
-				oi->q->open_timeouts++;
-				server_touch();
-			}
-			conn_forget_open(c, oi);
-		}
-	}
-	if (next != 0)
-		server_arm_open_timeout(next);
+	broker_expire_opens(&srv->broker);
 	server_drain();
-}
-
-/* Expired items are dropped lazily at the head; this bounded sweep also
- * frees those stuck behind live ones. */
-#define SWEEP_LIMIT 1000
-static int
-sweep_one(void *arg, struct squeue *q)
-{
-	uint64_t removed = 0;
-
-	(void)arg;
-	if (srv->store->driver->flush_expired(srv->store, q->h, saker_now_ms(),
-	    SWEEP_LIMIT, &removed) == SAKER_OK && removed > 0)
-		server_touch();
-	return 0;
 }
 
 static void
@@ -301,8 +171,7 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	if (srv->status != STATUS_QUIESCENT)
-		queues_walk(sweep_one, NULL);
+	broker_sweep(&srv->broker);
 }
 
 /* --- drivers shared with other processes -------------------------------- */
@@ -315,7 +184,7 @@ watch_store_fd(void)
 {
 	int fd;
 
-	fd = saker_store_watch_fd(srv->store);
+	fd = saker_store_watch_fd(srv->broker.store);
 	if (fd == srv->store_fd && (fd < 0 || srv->store_fd_ev != NULL))
 		return;
 	if (srv->store_fd_ev != NULL) {
@@ -337,42 +206,18 @@ store_fd_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	if (saker_store_fd_ready(srv->store, saker_now_ms()) != SAKER_OK)
-		log_warn("store notification: %s", srv->store->driver->errmsg(srv->store));
-	server_touch();
+	broker_store_ready(&srv->broker);
 	watch_store_fd();
 	server_drain();
-}
-
-static int
-retry_waiters(void *arg, struct squeue *q)
-{
-	(void)arg;
-	if (q->nwaiters > 0 && !q->ready) {
-		q->ready = true;
-		TAILQ_INSERT_TAIL(&srv->ready, q, ready_link);
-	}
-	return 0;
 }
 
 static void
 tick_cb(evutil_socket_t fd, short what, void *arg)
 {
-	int64_t next = 0;
-
 	(void)fd;
 	(void)what;
 	(void)arg;
-	if (saker_store_tick(srv->store, saker_now_ms()) != SAKER_OK)
-		log_warn("store housekeeping: %s", srv->store->driver->errmsg(srv->store));
-	/* other processes may have added items or delayed items we were not
-	 * told about: look again */
-	if (saker_store_shared(srv->store))
-		queues_walk(retry_waiters, NULL);
-	if (srv->store->driver->promote(srv->store, saker_now_ms(), &next) == SAKER_OK &&
-	    next > 0)
-		server_arm_promote(next);
-	server_touch();
+	broker_tick(&srv->broker);
 	watch_store_fd();
 	server_drain();
 }
@@ -380,24 +225,8 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 static int
 load_config(void)
 {
-	struct queue_config defaults;
-	struct config *cf;
-	char err[512];
-
-	memset(&defaults, 0, sizeof(defaults));
-	defaults.max_open = srv->opt->max_open;
-	if (srv->opt->config_path == NULL)
-		cf = config_default(&defaults);
-	else
-		cf = config_load(srv->opt->config_path, &defaults, err, sizeof(err));
-	if (cf == NULL) {
-		log_error("config: %s", srv->opt->config_path != NULL ? err : "out of memory");
-		return -1;
-	}
-	config_free(srv->config);
-	srv->config = cf;
-	srv->config_gen++;
-	return 0;
+	return broker_load_config(&srv->broker, srv->opt->config_path,
+	    srv->opt->max_open);
 }
 
 static void
@@ -406,8 +235,8 @@ sync_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	if (saker_store_sync(srv->store) != SAKER_OK)
-		log_error("periodic sync failed: %s", srv->store->driver->errmsg(srv->store));
+	if (saker_store_sync(srv->broker.store) != SAKER_OK)
+		log_error("periodic sync failed: %s", srv->broker.store->driver->errmsg(srv->broker.store));
 }
 
 /* --- listening ---------------------------------------------------------- */
@@ -423,10 +252,10 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	(void)l;
 	(void)salen;
 	(void)arg;
-	if (srv->stopping || srv->stats.curr_connections >= (uint64_t)srv->opt->max_conns) {
+	if (srv->stopping || srv->broker.stats.curr_connections >= (uint64_t)srv->opt->max_conns) {
 		ssize_t w = write(fd, too_many, sizeof(too_many) - 1);
 		(void)w;
-		srv->stats.rejected_connections++;
+		srv->broker.stats.rejected_connections++;
 		close(fd);
 		return;
 	}
@@ -617,7 +446,7 @@ shutdown_everything(void)
 
 	/* last replies, best effort, then close: open items go back */
 	while ((c = TAILQ_FIRST(&srv->conns)) != NULL) {
-		evbuffer_add_buffer(c->out, c->pend);
+		evbuffer_add_buffer(c->out, c->s.pend);
 		if (evbuffer_get_length(c->out) > 0)
 			(void)evbuffer_write(c->out, c->fd);
 		conn_close(c);
@@ -627,15 +456,15 @@ shutdown_everything(void)
 		event_free(srv->store_fd_ev);
 		srv->store_fd_ev = NULL;
 	}
-	if (srv->store != NULL) {
-		rc = srv->store->driver->commit(srv->store);
+	if (srv->broker.store != NULL) {
+		rc = srv->broker.store->driver->commit(srv->broker.store);
 		if (rc != SAKER_OK)
 			log_error("final commit failed: %s",
-			    srv->store->driver->errmsg(srv->store));
-		saker_store_close(srv->store);
-		srv->store = NULL;
+			    srv->broker.store->driver->errmsg(srv->broker.store));
+		saker_store_close(srv->broker.store);
+		srv->broker.store = NULL;
 	}
-	queues_free();
+	queues_free(&srv->broker);
 	for (i = 0; i < 4; i++)
 		if (srv->sig_ev[i] != NULL)
 			event_free(srv->sig_ev[i]);
@@ -646,8 +475,8 @@ shutdown_everything(void)
 	srv->sync_ev = srv->tick_ev = NULL;
 	http_stop(srv->http);
 	srv->http = NULL;
-	config_free(srv->config);
-	srv->config = NULL;
+	config_free(srv->broker.config);
+	srv->broker.config = NULL;
 	if (srv->base == NULL)
 		return;
 	event_free(srv->sweep_ev);
@@ -693,10 +522,12 @@ server_init(struct options *opt)
 	char err[512];
 	int i, rc;
 
+	broker_init(&srv->broker, &hooks);
+	srv->broker.max_item_size = opt->max_item_size;
+	srv->broker.enable_shutdown = opt->enable_shutdown;
+	srv->broker.sync = opt->sync;
 	srv->opt = opt;
-	srv->stats.started = time(NULL);
 	TAILQ_INIT(&srv->batch_conns);
-	TAILQ_INIT(&srv->ready);
 	TAILQ_INIT(&srv->resume);
 	TAILQ_INIT(&srv->conns);
 	signal(SIGPIPE, SIG_IGN);
@@ -760,21 +591,22 @@ server_init(struct options *opt)
 	so.max_memory = opt->max_memory;
 	so.create = true;
 	so.notify = queues_notify;
-	rc = saker_store_open(opt->store_spec, &so, &srv->store, err, sizeof(err));
+	so.notify_arg = &srv->broker;
+	rc = saker_store_open(opt->store_spec, &so, &srv->broker.store, err, sizeof(err));
 	if (rc != SAKER_OK) {
 		fprintf(stderr, "sakerd: --store %s: %s\n", opt->store_spec, err);
 		return 1;
 	}
-	rc = queues_load();
+	rc = queues_load(&srv->broker);
 	if (rc != SAKER_OK) {
 		fprintf(stderr, "sakerd: loading queues: %s\n", saker_strerror(rc));
 		return 1;
 	}
 	/* items that fell due while we were down are promoted now, in order */
-	promote_now();
+	broker_promote(&srv->broker);
 	srv->store_fd = -1;
 	watch_store_fd();
-	if (saker_store_needs_tick(srv->store)) {
+	if (saker_store_needs_tick(srv->broker.store)) {
 		struct timeval tv = { 1, 0 };
 		srv->tick_ev = event_new(srv->base, -1, EV_PERSIST, tick_cb, NULL);
 		event_add(srv->tick_ev, &tv);
@@ -806,7 +638,7 @@ server_loop(void)
 	while (!srv->loop_done)
 		server_turn(true);
 	log_info("stopping: closing %llu connections and the store",
-	    (unsigned long long)srv->stats.curr_connections);
+	    (unsigned long long)srv->broker.stats.curr_connections);
 }
 
 void

@@ -8,12 +8,10 @@
 #include <event2/buffer.h>
 
 #include "auth.h"
-#include "commands.h"
-#include "conn.h"
+#include "getgroup.h"
 #include "log.h"
 #include "proto_binary.h"
 #include "qname.h"
-#include "stats.h"
 
 /*
  * Every request carries a header of 24 bytes: magic 0x80, opcode, key
@@ -55,32 +53,9 @@ put32(unsigned char *p, uint32_t v)
 	p[3] = (unsigned char)v;
 }
 
-/* Remember a reply of this batch (for a failed commit). */
-static void
-bin_record(struct conn *c, uint8_t opcode, uint32_t opaque)
-{
-	if (c->nbrecs == c->brecs_cap) {
-		size_t ncap = c->brecs_cap ? c->brecs_cap * 2 : 16;
-		struct bin_rec *nr = realloc(c->brecs, ncap * sizeof(*nr));
-
-		if (nr == NULL) {
-			log_error("out of memory recording a binary reply");
-			return;
-		}
-		c->brecs = nr;
-		c->brecs_cap = ncap;
-	}
-	c->brecs[c->nbrecs].end = evbuffer_get_length(c->pend);
-	c->brecs[c->nbrecs].opcode = opcode;
-	c->brecs[c->nbrecs].opaque = opaque;
-	c->brecs[c->nbrecs].keep = KEEP_NEVER;
-	c->nbrecs++;
-	server_schedule_flush(c);
-}
-
 /* One response packet into c->pend; CAS is always zero. */
 static void
-bin_put(struct conn *c, uint8_t opcode, uint16_t status, uint32_t opaque,
+bin_put(struct session *c, uint8_t opcode, uint16_t status, uint32_t opaque,
     const void *ext, size_t extlen, const void *key, size_t keylen,
     const void *val, size_t vallen)
 {
@@ -104,15 +79,15 @@ bin_put(struct conn *c, uint8_t opcode, uint16_t status, uint32_t opaque,
 }
 
 static void
-bin_reply(struct conn *c, uint8_t opcode, uint16_t status, uint32_t opaque,
+bin_reply(struct session *c, uint8_t opcode, uint16_t status, uint32_t opaque,
     const void *key, size_t keylen, const void *val, size_t vallen)
 {
 	bin_put(c, opcode, status, opaque, NULL, 0, key, keylen, val, vallen);
-	bin_record(c, opcode, opaque);
+	reply_record(c, opcode, opaque);
 }
 
 static void
-bin_error(struct conn *c, uint8_t opcode, uint32_t opaque, uint16_t status,
+bin_error(struct session *c, uint8_t opcode, uint32_t opaque, uint16_t status,
     const char *msg)
 {
 	bin_reply(c, opcode, status, opaque, NULL, 0, msg, strlen(msg));
@@ -121,9 +96,9 @@ bin_error(struct conn *c, uint8_t opcode, uint32_t opaque, uint16_t status,
 /* A request that succeeded quietly: no reply, but a failed commit must
  * still tell the client. */
 static void
-bin_quiet_ok(struct conn *c, uint8_t opcode, uint32_t opaque)
+bin_quiet_ok(struct session *c, uint8_t opcode, uint32_t opaque)
 {
-	bin_record(c, opcode, opaque);
+	reply_record(c, opcode, opaque);
 }
 
 /* The status and message for a command-layer result. */
@@ -157,7 +132,7 @@ bin_status(int r, const char **msg)
 }
 
 static void
-bin_result(struct conn *c, uint8_t opcode, uint32_t opaque, int r, const char *msg)
+bin_result(struct session *c, uint8_t opcode, uint32_t opaque, int r, const char *msg)
 {
 	uint16_t st = bin_status(r, &msg);
 
@@ -166,7 +141,7 @@ bin_result(struct conn *c, uint8_t opcode, uint32_t opaque, int r, const char *m
 
 /* A text parser error ("CLIENT_ERROR bad queue name\r\n") as a packet. */
 static void
-bin_text_error(struct conn *c, uint8_t opcode, uint32_t opaque, const char *err)
+bin_text_error(struct session *c, uint8_t opcode, uint32_t opaque, const char *err)
 {
 	static const char ce[] = "CLIENT_ERROR ";
 	char msg[128];
@@ -190,13 +165,11 @@ op_is_getk(uint8_t opcode)
 	return opcode == BIN_GETK || opcode == BIN_GETKQ;
 }
 
-#define HIT(h, k) (((h)[(k) >> 6] >> ((k) & 63)) & 1)
-
 static int
 bin_hit(void *arg, const struct saker_item *it)
 {
 	struct hit_ctx *hc = arg;
-	struct conn *c = hc->c;
+	struct session *c = hc->s;
 	const struct gg_key *gk = &c->grp->keys[hc->k];
 	unsigned char flags[4];
 	bool withkey = op_is_getk(gk->opcode);
@@ -205,59 +178,45 @@ bin_hit(void *arg, const struct saker_item *it)
 	put32(flags, it->flags);
 	bin_put(c, gk->opcode, BIN_OK, gk->opaque, flags, 4, withkey ? hc->key : NULL,
 	    withkey ? hc->key_len : 0, it->data, it->len);
-	bin_record(c, gk->opcode, gk->opaque);
+	reply_record(c, gk->opcode, gk->opaque);
 	return 0;
 }
 
-/* Misses of the keys that report them, then the Noop that ended the
- * group; key `skip` was answered already. */
+/* A miss: GetK answers with its key, Get with "Not found". */
 static void
-bin_finish(struct conn *c, const uint64_t *hits, size_t nkeys, size_t skip)
+bin_miss(struct session *c, const struct getgroup *g, const struct gg_key *gk)
 {
-	struct getgroup *g = c->grp;
-	size_t i;
+	if (op_is_getk(gk->opcode))
+		bin_reply(c, gk->opcode, BIN_ENOENT, gk->opaque, g->buf + gk->off,
+		    gk->len, NULL, 0);
+	else
+		bin_error(c, gk->opcode, gk->opaque, BIN_ENOENT, "Not found");
+}
 
-	for (i = 0; i < nkeys; i++) {
-		const struct gg_key *gk = &g->keys[i];
-
-		if (i == skip || gk->quiet || (hits != NULL && HIT(hits, i)))
-			continue;
-		if (op_is_getk(gk->opcode))
-			bin_reply(c, gk->opcode, BIN_ENOENT, gk->opaque, g->buf + gk->off,
-			    gk->len, NULL, 0);
-		else
-			bin_error(c, gk->opcode, gk->opaque, BIN_ENOENT, "Not found");
-	}
-	if (g->end == GG_END_NOOP)
-		bin_reply(c, BIN_NOOP, BIN_OK, g->end_opaque, NULL, 0, NULL, 0);
-	gg_reset(c);
+/* The Noop that ended a group. */
+static void
+bin_end(struct session *c, const struct getgroup *g)
+{
+	bin_reply(c, BIN_NOOP, BIN_OK, g->end_opaque, NULL, 0, NULL, 0);
 }
 
 static void
-bin_end(struct conn *c, const uint64_t *hits, size_t nkeys)
+bin_get_error(struct session *c, const struct gg_key *gk, int r, const char *msg)
 {
-	bin_finish(c, hits, nkeys, (size_t)-1);
-}
-
-static void
-bin_get_error(struct conn *c, size_t k, int r, const char *msg)
-{
-	const struct gg_key *gk = &c->grp->keys[k];
-
 	bin_result(c, gk->opcode, gk->opaque, r, msg);
-	bin_finish(c, NULL, c->grp->nkeys, k);
 }
 
-static const struct get_ops bin_get_ops = {
+static const struct gg_replies bin_replies = {
 	.hit = bin_hit,
+	.miss = bin_miss,
 	.end = bin_end,
 	.error = bin_get_error,
 };
 
 static void
-bin_run_group(struct conn *c, int end, uint32_t opaque)
+bin_run_group(struct session *c, int end, uint32_t opaque)
 {
-	gg_run(c, &bin_get_ops, end, opaque);
+	gg_run(c, &bin_replies, end, opaque);
 }
 
 /* --- the commands ------------------------------------------------------- */
@@ -284,17 +243,17 @@ is_get(uint8_t op)
  * replies keep the order of the requests.  False when that started a
  * wait: the request stays in c->in for later. */
 static bool
-bin_settle_group(struct conn *c)
+bin_settle_group(struct session *c)
 {
 	if (!gg_pending(c))
 		return true;
 	bin_run_group(c, GG_END_NONE, 0);
-	return c->state == CONN_CMD;
+	return c->state == SESSION_CMD;
 }
 
 /* Get, GetQ, GetK, GetKQ.  Returns whether the packet was consumed. */
 static bool
-bin_get(struct conn *c, const struct bin_req *r, size_t total)
+bin_get(struct session *c, const struct bin_req *r, size_t total)
 {
 	struct proto_key pk;
 	struct gg_key *gk;
@@ -306,7 +265,7 @@ bin_get(struct conn *c, const struct bin_req *r, size_t total)
 	else if (r->keylen > BIN_MAX_KEY)
 		err = "CLIENT_ERROR key longer than 250 bytes";
 	else
-		err = cmd_parse_get_key(r->key, r->keylen, &pk);
+		err = proto_parse_get_key(r->key, r->keylen, &pk);
 	if (err == NULL && !gg_room(c, r->keylen) && !bin_settle_group(c))
 		return false;
 	if (err == NULL && (gk = gg_add(c, &pk, r->key, r->keylen)) != NULL) {
@@ -330,7 +289,7 @@ bin_get(struct conn *c, const struct bin_req *r, size_t total)
 }
 
 static void
-bin_set(struct conn *c, const struct bin_req *r)
+bin_set(struct session *c, const struct bin_req *r)
 {
 	bool quiet = r->opcode == BIN_SETQ;
 	int64_t delay_ms, at_s;
@@ -346,7 +305,7 @@ bin_set(struct conn *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "key longer than 250 bytes");
 		return;
 	}
-	if ((err = cmd_parse_set_key(r->key, r->keylen, &pk, &delay_ms, &at_s)) != NULL) {
+	if ((err = proto_parse_set_key(r->key, r->keylen, &pk, &delay_ms, &at_s)) != NULL) {
 		bin_text_error(c, r->opcode, r->opaque, err);
 		return;
 	}
@@ -355,7 +314,7 @@ bin_set(struct conn *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_EEXISTS, "Data exists for key");
 		return;
 	}
-	res = op_set(&pk, be32(r->ext), (int64_t)be32(r->ext + 4), delay_ms, at_s,
+	res = op_set(c->b, &pk, be32(r->ext), (int64_t)be32(r->ext + 4), delay_ms, at_s,
 	    r->val, r->vallen, &msg);
 	if (res != OPR_OK)
 		bin_result(c, r->opcode, r->opaque, res, msg);
@@ -366,7 +325,7 @@ bin_set(struct conn *c, const struct bin_req *r)
 }
 
 static void
-bin_delete(struct conn *c, const struct bin_req *r)
+bin_delete(struct session *c, const struct bin_req *r)
 {
 	const char *msg = NULL;
 	int res;
@@ -376,7 +335,7 @@ bin_delete(struct conn *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "bad queue name");
 		return;
 	}
-	res = op_delete(r->key, r->keylen, &msg);
+	res = op_delete(c->b, r->key, r->keylen, &msg);
 	if (res != OPR_OK)
 		bin_result(c, r->opcode, r->opaque, res, msg);
 	else if (r->opcode == BIN_DELETEQ)
@@ -386,7 +345,7 @@ bin_delete(struct conn *c, const struct bin_req *r)
 }
 
 static void
-bin_flush(struct conn *c, const struct bin_req *r)
+bin_flush(struct session *c, const struct bin_req *r)
 {
 	const char *msg = NULL;
 	int res;
@@ -396,7 +355,7 @@ bin_flush(struct conn *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "bad command line format");
 		return;
 	}
-	res = op_flush_all(&msg);
+	res = op_flush_all(c->b, &msg);
 	if (res != OPR_OK)
 		bin_result(c, r->opcode, r->opaque, res, msg);
 	else if (r->opcode == BIN_FLUSHQ)
@@ -408,7 +367,7 @@ bin_flush(struct conn *c, const struct bin_req *r)
 /* One packet per "STAT name value" line of the text reply, then an
  * empty one. */
 static void
-bin_stats(struct conn *c, const struct bin_req *r)
+bin_stats(struct session *c, const struct bin_req *r)
 {
 	struct evbuffer *tmp = evbuffer_new();
 	char *line;
@@ -418,7 +377,7 @@ bin_stats(struct conn *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_ENOMEM, "out of memory");
 		return;
 	}
-	stats_write(tmp);
+	stats_write(c->b, tmp);
 	while ((line = evbuffer_readln(tmp, &n, EVBUFFER_EOL_CRLF)) != NULL) {
 		char *name, *sp;
 
@@ -437,7 +396,7 @@ bin_stats(struct conn *c, const struct bin_req *r)
 
 /* SASL PLAIN: "[authzid] NUL user NUL password". */
 static void
-bin_sasl_auth(struct conn *c, const struct bin_req *r)
+bin_sasl_auth(struct session *c, const struct bin_req *r)
 {
 	const char *v = r->val, *u, *p;
 	size_t n = r->vallen;
@@ -466,8 +425,8 @@ bin_open_opcode(uint8_t op)
 	    op == BIN_VERSION || op == BIN_NOOP || op == BIN_QUIT || op == BIN_QUITQ;
 }
 
-bool
-bin_one(struct conn *c)
+int
+bin_step(struct session *c)
 {
 	unsigned char h[BIN_HEADER];
 	const unsigned char *p;
@@ -475,11 +434,11 @@ bin_one(struct conn *c)
 	size_t avail = evbuffer_get_length(c->in), total;
 
 	if (avail < BIN_HEADER)
-		return false;
+		return PROTO_STOP;
 	evbuffer_copyout(c->in, h, BIN_HEADER);
 	if (h[0] != BIN_REQ_MAGIC) {
-		conn_protocol_error(c, "bad magic byte in a binary request");
-		return false;
+		proto_protocol_error(c, "bad magic byte in a binary request");
+		return PROTO_STOP;
 	}
 	memset(&r, 0, sizeof(r));
 	r.opcode = h[1];
@@ -489,20 +448,20 @@ bin_one(struct conn *c)
 	r.opaque = be32(h + 12);
 	r.cas = (uint64_t)be32(h + 16) << 32 | be32(h + 20);
 	if ((uint32_t)r.keylen + r.extlen > r.bodylen) {
-		conn_protocol_error(c, "binary request with key and extras longer than its body");
-		return false;
+		proto_protocol_error(c, "binary request with key and extras longer than its body");
+		return PROTO_STOP;
 	}
 	r.vallen = r.bodylen - r.keylen - r.extlen;
 	total = BIN_HEADER + (size_t)r.bodylen;
 
 	if (!is_get(r.opcode) && r.opcode != BIN_NOOP && !bin_settle_group(c))
-		return false;
+		return PROTO_STOP;
 	if ((r.opcode == BIN_SET || r.opcode == BIN_SETQ) ?
-	    r.vallen > srv->opt->max_item_size || r.keylen + r.extlen > BIN_MAX_SMALL_BODY :
+	    r.vallen > c->b->max_item_size || r.keylen + r.extlen > BIN_MAX_SMALL_BODY :
 	    r.bodylen > BIN_MAX_SMALL_BODY) {
 		/* skip the body rather than buffer it */
 		if (!bin_settle_group(c))
-			return false;
+			return PROTO_STOP;
 		if (r.opcode == BIN_SET || r.opcode == BIN_SETQ)
 			bin_error(c, r.opcode, r.opaque, BIN_E2BIG, "object too large for cache");
 		else
@@ -510,11 +469,11 @@ bin_one(struct conn *c)
 		evbuffer_drain(c->in, BIN_HEADER);
 		c->swallow = r.bodylen;
 		if (c->swallow > 0)
-			c->state = CONN_SWALLOW;
-		return true;
+			c->state = SESSION_SWALLOW;
+		return PROTO_COMMAND;
 	}
 	if (avail < total)
-		return false;
+		return PROTO_STOP;
 	p = evbuffer_pullup(c->in, (ev_ssize_t)total);
 	r.ext = p + BIN_HEADER;
 	r.key = (const char *)r.ext + r.extlen;
@@ -522,24 +481,24 @@ bin_one(struct conn *c)
 
 	if (!c->authed && !bin_open_opcode(r.opcode)) {
 		if (!bin_settle_group(c))
-			return false;
+			return PROTO_STOP;
 		bin_error(c, r.opcode, r.opaque, BIN_AUTH_ERROR, "Auth failure");
 		evbuffer_drain(c->in, total);
-		return true;
+		return PROTO_COMMAND;
 	}
 	switch (r.opcode) {
 	case BIN_GET:
 	case BIN_GETQ:
 	case BIN_GETK:
 	case BIN_GETKQ:
-		return bin_get(c, &r, total);
+		return bin_get(c, &r, total) ? PROTO_COMMAND : PROTO_STOP;
 	case BIN_NOOP:
 		evbuffer_drain(c->in, total);
 		if (gg_pending(c))
 			bin_run_group(c, GG_END_NOOP, r.opaque);
 		else
 			bin_reply(c, BIN_NOOP, BIN_OK, r.opaque, NULL, 0, NULL, 0);
-		return true;
+		return PROTO_COMMAND;
 	case BIN_SET:
 	case BIN_SETQ:
 		bin_set(c, &r);
@@ -555,7 +514,7 @@ bin_one(struct conn *c)
 	case BIN_VERSION:
 		bin_reply(c, r.opcode, BIN_OK, r.opaque, NULL, 0, PACKAGE_VERSION,
 		    strlen(PACKAGE_VERSION));
-		conn_reply_keep(c, KEEP_ALWAYS);
+		reply_keep(c, KEEP_ALWAYS);
 		break;
 	case BIN_STAT:
 		bin_stats(c, &r);
@@ -571,11 +530,11 @@ bin_one(struct conn *c)
 	case BIN_QUIT:
 		bin_reply(c, r.opcode, BIN_OK, r.opaque, NULL, 0, NULL, 0);
 		evbuffer_drain(c->in, total);
-		conn_close_after_write(c);
-		return false;
+		c->b->hooks->close_after_write(c);
+		return PROTO_STOP;
 	case BIN_QUITQ:
-		conn_close(c);
-		return false;
+		c->b->hooks->close(c);
+		return PROTO_STOP;
 	case BIN_SASL_LIST:
 		if (!auth_active)
 			goto unknown;
@@ -598,11 +557,11 @@ unknown:
 	}
 	if (!c->dead)
 		evbuffer_drain(c->in, total);
-	return true;
+	return PROTO_COMMAND;
 }
 
 void
-bin_fail_batch(struct conn *c, struct evbuffer *sent, bool in_doubt,
+bin_fail_batch(struct session *c, struct evbuffer *sent, bool in_doubt,
     const char *reason)
 {
 	size_t i, pos = 0, start = 0;
@@ -610,7 +569,7 @@ bin_fail_batch(struct conn *c, struct evbuffer *sent, bool in_doubt,
 	for (i = 0; i < c->nbrecs; start = c->brecs[i].end, i++) {
 		const struct bin_rec *br = &c->brecs[i];
 
-		if (conn_resend_kept(c, sent, &pos, start, br->end, br->keep,
+		if (reply_resend_kept(c, sent, &pos, start, br->end, br->keep,
 		    in_doubt))
 			continue;
 		if (br->opcode == BIN_NOOP) {

@@ -1,6 +1,6 @@
 /*
  * proto_binary.h -- memcached's binary protocol, framed here and run on the
- * shared command layer (commands.h).  A connection speaks it when its
+ * broker's operations (ops.h).  A connection speaks it when its
  * first byte is 0x80, as memcached decides.
  */
 #ifndef SAKER_PROTO_BINARY_H
@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "conn.h"
+#include "proto.h"
 
 #define BIN_REQ_MAGIC 0x80
 #define BIN_RES_MAGIC 0x81
@@ -33,15 +33,14 @@ enum {
 	BIN_EINTERNAL = 0x0084, BIN_ETMPFAIL = 0x0086
 };
 
-/* Handle the packet at the front of c->in.  False when more input is
- * needed or the connection stopped reading commands (waiting, closing). */
-bool bin_one(struct conn *c);
+/* Handle the packet at the front of s->in (struct protocol.step). */
+int bin_step(struct session *s);
 
 /* After a failed commit: answer every request of the batch with an error
  * packet of its opcode and opaque (a Noop still answers plainly, so a
  * multi-get stays framed).  `sent` holds the batch's replies as they were;
  * those kept (enum reply_keep) are sent from it. */
-void bin_fail_batch(struct conn *c, struct evbuffer *sent, bool in_doubt,
+void bin_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
     const char *reason);
 
 #endif

@@ -9,11 +9,11 @@
 #include <event2/buffer.h>
 
 #include "clock.h"
-#include "commands.h"
-#include "conn.h"
+#include "getgroup.h"
 #include "proto_meta.h"
 #include "proto_text.h"
 #include "qname.h"
+#include "text.h"
 
 /*
  * A meta line is "<cmd> <key> [<datalen>] <flag>*", each flag one letter
@@ -137,28 +137,6 @@ meta_is_command(const char *line, size_t len)
 
 /* --- parsing ------------------------------------------------------------ */
 
-struct mtok {
-	const char *p;
-	size_t n;
-};
-
-static bool
-next_tok(const char **pp, const char *end, struct mtok *t)
-{
-	const char *p = *pp;
-
-	while (p < end && (*p == ' ' || *p == '\t'))
-		p++;
-	if (p == end)
-		return false;
-	t->p = p;
-	while (p < end && *p != ' ' && *p != '\t')
-		p++;
-	t->n = (size_t)(p - t->p);
-	*pp = p;
-	return true;
-}
-
 static bool
 parse_u64(const char *p, size_t n, uint64_t max, uint64_t *out)
 {
@@ -199,7 +177,7 @@ parse_i64(const char *p, size_t n, int64_t *out)
 
 /* One flag token of command m->cmd.  NULL, or the error line. */
 static const char *
-meta_flag(struct meta_req *m, const struct mtok *t)
+meta_flag(struct meta_req *m, const struct proto_tok *t)
 {
 	const char *arg = t->p + 1;
 	size_t an = t->n - 1;
@@ -282,33 +260,34 @@ static const char *
 meta_parse(const char *line, size_t len, struct meta_req *m, char *keybuf,
     size_t keycap, int64_t *swallow)
 {
-	const char *p = line, *end = line + len, *err = NULL;
-	struct mtok t;
+	struct proto_cursor cur = { line, line + len };
+	const char *err = NULL;
+	struct proto_tok t;
 	uint64_t u;
 
 	memset(m, 0, sizeof(*m));
 	m->mode = 'S';
 	*swallow = -1;
-	(void)next_tok(&p, end, &t);
+	(void)proto_next_tok(&cur, &t);
 	m->cmd = t.p[1];
 	if (m->cmd == 'n')
 		return NULL;
-	if (!next_tok(&p, end, &t))
+	if (!proto_next_tok(&cur, &t))
 		return E_FORMAT;
 	m->rawkey = m->key = t.p;
 	m->rawkeylen = m->keylen = t.n;
 	if (m->cmd == 's') {
-		const char *save = p;
-		struct mtok lt;
+		struct proto_cursor save = cur;
+		struct proto_tok lt;
 
-		if (next_tok(&p, end, &lt) && parse_u64(lt.p, lt.n, SIZE_MAX - 2, &u)) {
+		if (proto_next_tok(&cur, &lt) && parse_u64(lt.p, lt.n, SIZE_MAX - 2, &u)) {
 			m->datalen = (size_t)u;
 			m->has_len = true;
 		} else {
-			p = save;
+			cur = save;
 		}
 	}
-	while (next_tok(&p, end, &t))
+	while (proto_next_tok(&cur, &t))
 		if (err == NULL)
 			err = meta_flag(m, &t);
 	if (m->cmd == 's') {
@@ -360,45 +339,23 @@ meta_echo(struct evbuffer *b, unsigned mf, const char *key, size_t keylen,
 	}
 }
 
-/* A result of the command layer as a text error line. */
-static void
-meta_error(struct conn *c, int r, const char *msg)
-{
-	switch (r) {
-	case OPR_TOO_LARGE:
-		conn_reply_str(c, PROTO_ERR_TOO_LARGE);
-		break;
-	case OPR_FORMAT:
-		conn_reply_str(c, PROTO_ERR_FORMAT);
-		break;
-	case OPR_CLIENT:
-		conn_replyf(c, "CLIENT_ERROR %s\r\n", msg);
-		conn_reply_done(c);
-		break;
-	default:
-		conn_replyf(c, "SERVER_ERROR %s\r\n", msg != NULL ? msg : "error");
-		conn_reply_done(c);
-		break;
-	}
-}
-
 /* A status line ("HD", "NS", ...) with the echoed flags. */
 static void
-meta_status(struct conn *c, const char *st, const struct meta_req *m)
+meta_status(struct session *c, const char *st, const struct meta_req *m)
 {
 	evbuffer_add(c->pend, st, 2);
 	meta_echo(c->pend, m->mf, m->key, m->keylen, m->opaque, m->olen);
 	if (m->mf & MF_C)
 		evbuffer_add(c->pend, " c0", 3);
-	conn_reply(c, "\r\n", 2);
-	conn_reply_done(c);
+	reply_add(c, "\r\n", 2);
+	reply_done(c);
 }
 
 static int
 meta_hit(void *arg, const struct saker_item *it)
 {
 	struct hit_ctx *hc = arg;
-	struct conn *c = hc->c;
+	struct session *c = hc->s;
 	const struct getgroup *g = c->grp;
 	const struct gg_key *gk = &g->keys[hc->k];
 	struct evbuffer *b = c->pend;
@@ -431,74 +388,63 @@ meta_hit(void *arg, const struct saker_item *it)
 		evbuffer_add(b, it->data, it->len);
 		evbuffer_add(b, "\r\n", 2);
 	}
-	conn_reply_done(c);
+	reply_done(c);
 	return 0;
 }
 
-#define HIT(h, k) (((h)[(k) >> 6] >> ((k) & 63)) & 1)
-
-/* EN for the keys that report misses, then MN if it ended the group. */
+/* A miss: EN with the echoed flags. */
 static void
-meta_finish(struct conn *c, const uint64_t *hits, size_t nkeys, size_t skip)
+meta_miss(struct session *c, const struct getgroup *g, const struct gg_key *gk)
 {
-	struct getgroup *g = c->grp;
-	size_t i;
+	evbuffer_add(c->pend, "EN", 2);
+	meta_echo(c->pend, gk->mflags, g->buf + gk->off, gk->len,
+	    g->buf + gk->ooff, gk->olen);
+	reply_add(c, "\r\n", 2);
+	reply_done(c);
+}
 
-	for (i = 0; i < nkeys; i++) {
-		const struct gg_key *gk = &g->keys[i];
-
-		if (i == skip || (gk->mflags & MF_Q) || (hits != NULL && HIT(hits, i)))
-			continue;
-		evbuffer_add(c->pend, "EN", 2);
-		meta_echo(c->pend, gk->mflags, g->buf + gk->off, gk->len,
-		    g->buf + gk->ooff, gk->olen);
-		conn_reply(c, "\r\n", 2);
-		conn_reply_done(c);
-	}
-	if (g->end == GG_END_MN)
-		conn_reply_str(c, "MN\r\n");
-	gg_reset(c);
+/* The mn that ended a group. */
+static void
+meta_end(struct session *c, const struct getgroup *g)
+{
+	(void)g;
+	reply_str(c, "MN\r\n");
 }
 
 static void
-meta_end(struct conn *c, const uint64_t *hits, size_t nkeys)
+meta_get_error(struct session *c, const struct gg_key *gk, int r, const char *msg)
 {
-	meta_finish(c, hits, nkeys, (size_t)-1);
+	(void)gk;
+	text_reply_result(c, r, msg);
 }
 
-static void
-meta_get_error(struct conn *c, size_t k, int r, const char *msg)
-{
-	meta_error(c, r, msg);
-	meta_finish(c, NULL, c->grp->nkeys, k);
-}
-
-static const struct get_ops meta_get_ops = {
+static const struct gg_replies meta_replies = {
 	.hit = meta_hit,
+	.miss = meta_miss,
 	.end = meta_end,
 	.error = meta_get_error,
 };
 
 void
-meta_run_group(struct conn *c)
+meta_run_group(struct session *c)
 {
-	gg_run(c, &meta_get_ops, GG_END_NONE, 0);
+	gg_run(c, &meta_replies, GG_END_NONE, 0);
 }
 
 /* --- commands ----------------------------------------------------------- */
 
 /* mg: add the key to the group; a non-quiet mg runs it. */
 static bool
-meta_mg(struct conn *c, const struct meta_req *m, size_t need)
+meta_mg(struct session *c, const struct meta_req *m, size_t need)
 {
 	struct proto_key pk;
 	struct gg_key *gk = NULL;
 	const char *err;
 
-	err = cmd_parse_get_key(m->key, m->keylen, &pk);
+	err = proto_parse_get_key(m->key, m->keylen, &pk);
 	if (err == NULL && !gg_room(c, m->keylen + m->olen) && gg_pending(c)) {
 		meta_run_group(c);
-		if (c->state != CONN_CMD)
+		if (c->state != SESSION_CMD)
 			return false;
 	}
 	if (err == NULL && (gk = gg_add(c, &pk, m->key, m->keylen)) != NULL &&
@@ -514,19 +460,19 @@ meta_mg(struct conn *c, const struct meta_req *m, size_t need)
 		c->grp->nkeys--;        /* its opaque did not fit: take it back */
 	if (gg_pending(c)) {
 		meta_run_group(c);
-		if (c->state != CONN_CMD)
+		if (c->state != SESSION_CMD)
 			return false;
 	}
 	if (err != NULL)
-		conn_reply_str(c, err);
+		reply_str(c, err);
 	else
-		conn_reply_str(c, "SERVER_ERROR out of memory\r\n");
+		reply_str(c, "SERVER_ERROR out of memory\r\n");
 	evbuffer_drain(c->in, need);
 	return true;
 }
 
 static void
-meta_ms(struct conn *c, const struct meta_req *m, const char *data)
+meta_ms(struct session *c, const struct meta_req *m, const char *data)
 {
 	struct proto_key pk;
 	int64_t delay_ms, at_s;
@@ -534,13 +480,13 @@ meta_ms(struct conn *c, const struct meta_req *m, const char *data)
 	int r;
 
 	if (m->mode != 'S' && m->mode != 's') {
-		conn_reply_str(c, strchr("EeAaPpRr", m->mode) != NULL ?
+		reply_str(c, strchr("EeAaPpRr", m->mode) != NULL ?
 		    "CLIENT_ERROR mode not supported by a queue\r\n" :
 		    "CLIENT_ERROR invalid mode for ms M token\r\n");
 		return;
 	}
-	if ((err = cmd_parse_set_key(m->key, m->keylen, &pk, &delay_ms, &at_s)) != NULL) {
-		conn_reply_str(c, err);
+	if ((err = proto_parse_set_key(m->key, m->keylen, &pk, &delay_ms, &at_s)) != NULL) {
+		reply_str(c, err);
 		return;
 	}
 	if (m->cas != 0) {
@@ -548,44 +494,44 @@ meta_ms(struct conn *c, const struct meta_req *m, const char *data)
 		meta_status(c, "EX", m);
 		return;
 	}
-	r = op_set(&pk, m->flags, m->ttl, delay_ms, at_s, data, m->datalen, &msg);
+	r = op_set(c->b, &pk, m->flags, m->ttl, delay_ms, at_s, data, m->datalen, &msg);
 	if (r == OPR_OK) {
 		if (!(m->mf & MF_Q))
 			meta_status(c, "HD", m);
 	} else if (r == OPR_NOT_STORED) {
 		meta_status(c, "NS", m);
 	} else {
-		meta_error(c, r, msg);
+		text_reply_result(c, r, msg);
 	}
 }
 
 static void
-meta_md(struct conn *c, const struct meta_req *m)
+meta_md(struct session *c, const struct meta_req *m)
 {
 	const char *msg = NULL;
 	int r;
 
 	if (!saker_qname_valid(m->key, m->keylen)) {
-		conn_reply_str(c, PROTO_ERR_QNAME);
+		reply_str(c, PROTO_ERR_QNAME);
 		return;
 	}
 	if (m->cas != 0) {
 		meta_status(c, "EX", m);
 		return;
 	}
-	r = op_delete(m->key, m->keylen, &msg);
+	r = op_delete(c->b, m->key, m->keylen, &msg);
 	if (r == OPR_OK) {
 		if (!(m->mf & MF_Q))
 			meta_status(c, "HD", m);
 	} else if (r == OPR_NOT_FOUND) {
 		meta_status(c, "NF", m);
 	} else {
-		meta_error(c, r, msg);
+		text_reply_result(c, r, msg);
 	}
 }
 
 bool
-meta_command(struct conn *c, const char *line, size_t linelen, size_t need)
+meta_command(struct session *c, const char *line, size_t linelen, size_t need)
 {
 	static char keybuf[PROTO_MAX_LINE];
 	struct meta_req m;
@@ -596,22 +542,20 @@ meta_command(struct conn *c, const char *line, size_t linelen, size_t need)
 	/* any command but mg and mn first runs the quiet gets before it */
 	if (line[1] != 'g' && line[1] != 'n' && gg_pending(c)) {
 		meta_run_group(c);
-		if (c->state != CONN_CMD)
+		if (c->state != SESSION_CMD)
 			return false;
 	}
 	err = meta_parse(line, linelen, &m, keybuf, sizeof(keybuf), &swallow);
 	if (err != NULL) {
 		if (line[1] == 'g' && gg_pending(c)) {
 			meta_run_group(c);
-			if (c->state != CONN_CMD)
+			if (c->state != SESSION_CMD)
 				return false;
 		}
-		conn_reply_str(c, err);
+		reply_str(c, err);
 		evbuffer_drain(c->in, need);
-		if (swallow >= 0) {
-			c->swallow = (size_t)swallow;
-			c->state = CONN_SWALLOW;
-		}
+		if (swallow >= 0)
+			text_swallow(c, (size_t)swallow);
 		return true;
 	}
 	switch (m.cmd) {
@@ -620,22 +564,21 @@ meta_command(struct conn *c, const char *line, size_t linelen, size_t need)
 	case 'n':
 		evbuffer_drain(c->in, need);
 		if (gg_pending(c))
-			gg_run(c, &meta_get_ops, GG_END_MN, 0);
+			gg_run(c, &meta_replies, GG_END_MN, 0);
 		else
-			conn_reply_str(c, "MN\r\n");
+			reply_str(c, "MN\r\n");
 		return true;
 	case 'd':
 		meta_md(c, &m);
 		break;
 	case 's':
-		if (m.datalen > srv->opt->max_item_size) {
-			conn_reply_str(c, PROTO_ERR_TOO_LARGE);
+		if (m.datalen > c->b->max_item_size) {
+			reply_str(c, PROTO_ERR_TOO_LARGE);
 			evbuffer_drain(c->in, need);
-			c->swallow = m.datalen + 2;
-			c->state = CONN_SWALLOW;
+			text_swallow(c, m.datalen + 2);
 			return true;
 		}
-		rc = conn_data_block(c, need, m.datalen, &p);
+		rc = text_data_block(c, need, m.datalen, &p);
 		if (rc <= 0)
 			return false;
 		if (p != line)
@@ -646,7 +589,7 @@ meta_command(struct conn *c, const char *line, size_t linelen, size_t need)
 		return true;
 	default:
 		/* me (debug) and ma (arithmetic) have no meaning for a queue */
-		conn_reply_str(c, "CLIENT_ERROR unsupported command\r\n");
+		reply_str(c, "CLIENT_ERROR unsupported command\r\n");
 		break;
 	}
 	if (!c->dead)

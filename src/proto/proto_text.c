@@ -1,4 +1,5 @@
-/* proto_text.c -- parse one memcache text-protocol line (CONTRACT §2-4). */
+/* proto_text.c -- parse one memcache text-protocol line (docs/protocol.md:
+ * "Queue names", "Enqueue: set", "Dequeue: get", "Errors"). */
 #include "config.h"
 
 #include <stdbool.h>
@@ -55,6 +56,10 @@ static const unsigned char byte_class[256] = {
 	/* 0x80 */ BAD16, BAD16, BAD16, BAD16, BAD16, BAD16, BAD16, BAD16
 };
 
+#if K_BAD != PROTO_TOK_BAD || K_SLASH != PROTO_TOK_SLASH
+#error "byte classes and PROTO_TOK_* disagree"
+#endif
+
 struct cursor {
 	const char *p;
 	const char *end;
@@ -67,7 +72,7 @@ struct tok {
 };
 
 /* Take the next space/tab-separated token; false at the end of the line. */
-static bool
+static inline bool
 next_tok(struct cursor *cur, struct tok *t)
 {
 	const unsigned char *p = (const unsigned char *)cur->p;
@@ -631,4 +636,86 @@ proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd)
 		return err;
 	}
 	return PROTO_ERR_UNKNOWN;
+}
+
+/* The same tokenizer for the other readers of text lines (text.c's login,
+ * proto_meta.c); the parser above keeps its own inlined copy. */
+bool
+proto_next_tok(struct proto_cursor *pc, struct proto_tok *pt)
+{
+	struct cursor cur = { pc->p, pc->end };
+	struct tok t;
+
+	if (!next_tok(&cur, &t)) {
+		pc->p = pc->end;
+		return false;
+	}
+	pc->p = cur.p;
+	pt->p = t.p;
+	pt->n = t.n;
+	pt->cls = t.cls;
+	return true;
+}
+
+/*
+ * Keys that come without a text line are checked by the text parser itself,
+ * on a line made for the purpose: one definition of what a queue name and
+ * its options may be.  A key with a space or a tab splits into two tokens,
+ * which is a bad queue name for every protocol.
+ */
+static const char *
+parse_as_line(const char *prefix, size_t plen, const char *key, size_t len,
+    const char *suffix, size_t slen, struct proto_cmd *cmd)
+{
+	static char line[PROTO_MAX_LINE];
+	const char *err;
+
+	if (len == 0)
+		return PROTO_ERR_FORMAT;
+	if (memchr(key, ' ', len) != NULL || memchr(key, '\t', len) != NULL)
+		return PROTO_ERR_QNAME;
+	if (plen + len + slen > sizeof(line))
+		return PROTO_ERR_QNAME;
+	memcpy(line, prefix, plen);
+	memcpy(line + plen, key, len);
+	memcpy(line + plen + len, suffix, slen);
+	err = proto_parse_line(line, plen + len + slen, cmd);
+	if (err != NULL)
+		return err;
+	if (cmd->keys[0].raw_len != len || (cmd->type == PROTO_CMD_GET && cmd->nkeys != 1))
+		return PROTO_ERR_QNAME;
+	return NULL;
+}
+
+const char *
+proto_parse_get_key(const char *key, size_t len, struct proto_key *k)
+{
+	static struct proto_cmd cmd;
+	const char *err;
+
+	err = parse_as_line("get ", 4, key, len, "", 0, &cmd);
+	if (err != NULL)
+		return err;
+	*k = cmd.keys[0];
+	k->raw = k->name = key;
+	return NULL;
+}
+
+const char *
+proto_parse_set_key(const char *key, size_t len, struct proto_key *k,
+    int64_t *delay_ms, int64_t *at_s)
+{
+	static struct proto_cmd cmd;
+	const char *err;
+
+	/* a set line with extra tokens is a format error, so a key holding a
+	 * space cannot pass as a shorter key */
+	err = parse_as_line("set ", 4, key, len, " 0 0 0", 6, &cmd);
+	if (err != NULL)
+		return err;
+	*k = cmd.keys[0];
+	k->raw = k->name = key;
+	*delay_ms = cmd.delay_ms;
+	*at_s = cmd.at_s;
+	return NULL;
 }

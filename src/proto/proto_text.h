@@ -2,7 +2,7 @@
  * proto_text.h -- the memcache text protocol: one command line in, one
  * parsed command out.  Pure functions: no I/O, no allocation, no store.
  * Framing (finding line ends, reading data blocks, the 8192-byte line cap)
- * is conn.c's job; this file only understands a single line without its
+ * is text.c's job; this file only understands a single line without its
  * line terminator.
  */
 #ifndef SAKER_PROTO_TEXT_H
@@ -12,8 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ops.h"
+
 #define PROTO_MAX_LINE 8192     /* longest command line, terminator excluded */
-#define PROTO_MAX_KEYS 128      /* most keys in one get */
+#define PROTO_MAX_KEYS OP_MAX_KEYS  /* most keys in one get */
 
 /* Fixed error replies (CONTRACT §4). */
 #define PROTO_ERR_UNKNOWN      "ERROR\r\n"
@@ -47,20 +49,14 @@ enum proto_cmd_type {
 };
 
 /* get options (bits of proto_key.opts) */
-#define PROTO_OPT_OPEN    0x01u
-#define PROTO_OPT_CLOSE   0x02u
-#define PROTO_OPT_ABORT   0x04u
-#define PROTO_OPT_PEEK    0x08u
+#define PROTO_OPT_OPEN    OP_OPT_OPEN
+#define PROTO_OPT_CLOSE   OP_OPT_CLOSE
+#define PROTO_OPT_ABORT   OP_OPT_ABORT
+#define PROTO_OPT_PEEK    OP_OPT_PEEK
 
-/* One key token: "jobs/t=250/open". */
-struct proto_key {
-	const char *raw;         /* the token exactly as sent (echoed in VALUE) */
-	size_t raw_len;
-	const char *name;        /* the queue name: raw up to the first '/' */
-	size_t name_len;
-	unsigned opts;           /* PROTO_OPT_* */
-	int64_t timeout_ms;      /* t=<ms>; -1 when absent */
-};
+/* One key token: "jobs/t=250/open".  It is the broker's struct op_key
+ * (ops.h), so a parsed line runs without copying its keys. */
+#define proto_key op_key
 
 enum proto_status_arg {
 	PROTO_STATUS_QUERY = 0,  /* plain "status" */
@@ -103,6 +99,26 @@ struct proto_cmd {
 };
 
 /*
+ * The one tokenizer of the text protocol (command lines, meta commands,
+ * the ASCII login): tokens are separated by spaces and tabs.  `cls` says
+ * whether a token holds a byte no queue name may hold (PROTO_TOK_BAD: a
+ * control character, DEL, a byte >= 0x80) or a '/' (PROTO_TOK_SLASH).
+ */
+#define PROTO_TOK_BAD   2u
+#define PROTO_TOK_SLASH 4u
+struct proto_cursor {
+	const char *p;
+	const char *end;
+};
+struct proto_tok {
+	const char *p;
+	size_t n;
+	unsigned cls;            /* PROTO_TOK_* of all its bytes */
+};
+/* Take the next token; false at the end of the line. */
+bool proto_next_tok(struct proto_cursor *cur, struct proto_tok *t);
+
+/*
  * Parse one command line (without "\r\n" or "\n").  On success returns NULL
  * and fills *cmd.  On failure returns the reply to send (one of PROTO_ERR_*,
  * "\r\n" included) and sets cmd->swallow as described above.  Pointers in
@@ -116,5 +132,16 @@ struct proto_cmd {
  * at= at most year 9999), the 128-key cap.
  */
 const char *proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd);
+
+/*
+ * Validate a key that came without a text line (binary protocol, meta
+ * commands): as a get key (name plus options) or as a set key (name plus
+ * delay=/at=).  On success returns NULL and fills *k (name_len, opts,
+ * timeout_ms; raw and name point at key) and, for a set key, *delay_ms and
+ * *at_s.  On failure returns the text error (a PROTO_ERR_* string).
+ */
+const char *proto_parse_get_key(const char *key, size_t len, struct proto_key *k);
+const char *proto_parse_set_key(const char *key, size_t len, struct proto_key *k,
+    int64_t *delay_ms, int64_t *at_s);
 
 #endif

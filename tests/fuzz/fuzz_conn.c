@@ -121,7 +121,7 @@ static int
 delete_one(void *arg, struct squeue *q)
 {
 	(void)arg;
-	FUZZ_CHECK(queue_delete(q) == SAKER_OK);
+	FUZZ_CHECK(queue_delete(&srv->broker, q) == SAKER_OK);
 	return 0;
 }
 
@@ -146,9 +146,9 @@ fuzz_conn(const uint8_t *data, size_t size)
 	client(reset, sizeof(reset) - 1, 0);
 	while ((c = TAILQ_FIRST(&srv->conns)) != NULL)
 		conn_close(c);
-	queues_walk(delete_one, NULL);
+	queues_walk(&srv->broker, delete_one, NULL);
 	run_loop(-1);		/* the commit reaps the deleted queues */
-	FUZZ_CHECK(srv->stats.curr_connections == 0);
+	FUZZ_CHECK(srv->broker.stats.curr_connections == 0);
 	FUZZ_CHECK(TAILQ_EMPTY(&srv->batch_conns));
 	return 0;
 }

@@ -1,0 +1,128 @@
+/*
+ * broker.h -- the broker: the store, its queues, configuration, status,
+ * counters and the batch number, in one struct instead of a global.
+ *
+ * The broker knows nothing about sockets, event loops or wire formats.
+ * What it needs from the program that runs it (sakerd's loop, a test, a
+ * fuzz target) it asks through struct broker_hooks: "commit at the end of
+ * this turn", "this session has replies to send", "arm a timer at T",
+ * "wake this session later", "close it".  A loop turn is one batch: every
+ * command of the turn runs against the store, then the owner calls
+ * broker_commit() once and sends the replies the batch held back.
+ */
+#ifndef SAKER_BROKER_H
+#define SAKER_BROKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "saker/store.h"
+#include "hashmap.h"
+#include "qconfig.h"
+#include "queues.h"
+#include "stats.h"
+
+struct session;
+TAILQ_HEAD(session_list, session);
+
+enum broker_status { STATUS_UP = 0, STATUS_READONLY, STATUS_QUIESCENT };
+
+/* What the broker asks of its owner.  Every hook is required. */
+struct broker_hooks {
+	/* A command wrote to the store or has replies waiting: run the
+	 * commit at the end of this loop turn. */
+	void (*schedule_commit)(struct broker *b);
+	/* This session has replies in the current batch: hand them to
+	 * session_flush() after the commit.  Called once per batch (the
+	 * broker remembers it in session.flush_scheduled). */
+	void (*schedule_flush)(struct session *s);
+	/* Call broker_promote() when wall-clock millisecond due_ms begins
+	 * (only ever called with an earlier time than the armed one). */
+	void (*arm_promote)(struct broker *b, int64_t due_ms);
+	/* Call broker_expire_opens() at deadline_ms (same rule). */
+	void (*arm_open_timeout)(struct broker *b, int64_t deadline_ms);
+	/* The session starts a blocking get: call op_wait_timeout() after
+	 * timeout_ms unless wait_end comes first.  False when out of memory. */
+	bool (*wait_start)(struct session *s, int64_t timeout_ms);
+	/* The wait is over (served, timed out, cancelled): stop the timer
+	 * and run the session's pipelined input soon. */
+	void (*wait_end)(struct session *s);
+	/* Close the session now (quit), or after its replies are written. */
+	void (*close)(struct session *s);
+	void (*close_after_write)(struct session *s);
+	/* A client asked for a shutdown (--enable-shutdown). */
+	void (*stop)(struct broker *b);
+};
+
+struct broker {
+	const struct broker_hooks *hooks;
+	saker_store *store;
+	struct hashmap *queues;       /* name -> struct squeue */
+	struct config *config;        /* --config */
+	uint64_t config_gen;          /* bumped on every (re)load */
+	enum broker_status status;
+	struct stats stats;
+
+	/* limits from the command line */
+	size_t max_item_size;         /* --max-item-size */
+	saker_sync_mode sync;         /* --sync (for `stats`) */
+	bool enable_shutdown;         /* --enable-shutdown */
+
+	uint64_t batch;               /* current batch number */
+	uint64_t flush_batch;         /* the batch the commit is flushing */
+	bool dirty;                   /* store written since last commit */
+	struct squeue_list ready;     /* queues that gained items: serve waiters */
+	struct squeue *graveyard;     /* deleted queues, freed after the commit */
+	struct session_list sessions; /* every open session */
+
+	bool store_failed;            /* last commit failed: /healthz says so */
+	char store_error[256];
+	bool promote_failing;         /* promote() failed last time: retrying */
+};
+
+/* Set up an empty broker (no store yet). */
+void broker_init(struct broker *b, const struct broker_hooks *hooks);
+
+/* Mark the store dirty and make sure the commit runs this loop turn. */
+static inline void
+broker_touch(struct broker *b)
+{
+	b->dirty = true;
+	b->hooks->schedule_commit(b);
+}
+
+/* Record that the store refuses writes (for /healthz). */
+void broker_store_failed(struct broker *b, const char *reason);
+
+/* The outcome of a batch's commit. */
+struct commit_result {
+	bool ok;                      /* durable (or nothing to commit) */
+	bool in_doubt;                /* failed with SAKER_EINDOUBT */
+	char reason[256];             /* why it failed */
+};
+
+/* Commit the batch when it wrote anything and start the next batch.  The
+ * owner then gives every session of the batch session_flush() with the
+ * result, and serves the ready queues (broker_serve_ready()). */
+void broker_commit(struct broker *b, struct commit_result *res);
+
+/* Serve the waiters of every queue that gained items. */
+void broker_serve_ready(struct broker *b);
+
+/* Promote the due delayed items; arms the next promotion. */
+void broker_promote(struct broker *b);
+/* Return open items held past their queue's open_timeout; arms the next. */
+void broker_expire_opens(struct broker *b);
+/* A bounded sweep of expired items of every queue. */
+void broker_sweep(struct broker *b);
+/* A driver shared with other processes: its descriptor is readable, or a
+ * second has passed (retries blocked gets, whose wake-ups may be lost). */
+void broker_store_ready(struct broker *b);
+void broker_tick(struct broker *b);
+
+/* Load (or reload) the per-queue configuration: 0, or -1 after logging. */
+int broker_load_config(struct broker *b, const char *path, unsigned max_open);
+
+#endif

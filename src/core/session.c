@@ -1,0 +1,153 @@
+/* session.c -- a client of the broker: its open items, its wait, leaving. */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "log.h"
+#include "queues.h"
+#include "reply.h"
+#include "session.h"
+
+int
+session_init(struct session *s, struct broker *b, bool authed)
+{
+	s->b = b;
+	s->in = evbuffer_new();
+	s->pend = evbuffer_new();
+	if (s->in == NULL || s->pend == NULL) {
+		if (s->in != NULL)
+			evbuffer_free(s->in);
+		if (s->pend != NULL)
+			evbuffer_free(s->pend);
+		s->in = s->pend = NULL;
+		return -1;
+	}
+	TAILQ_INIT(&s->opens);
+	s->authed = authed;
+	TAILQ_INSERT_TAIL(&b->sessions, s, link);
+	return 0;
+}
+
+void
+session_close(struct session *s)
+{
+	struct broker *b = s->b;
+	struct open_item *oi;
+
+	if (s->dead)
+		return;
+	s->dead = true;
+	if (s->state == SESSION_WAITING)
+		session_end_wait(s);
+	/* Return open items newest first, so each lands in front of the
+	 * previous one and the queue head keeps their original order. */
+	while ((oi = TAILQ_LAST(&s->opens, open_list)) != NULL) {
+		if (oi->q->h != NULL) {
+			int rc = b->store->driver->release(b->store, oi->q->h, oi->id);
+			if (rc == SAKER_OK)
+				broker_touch(b);
+			else if (rc != SAKER_ENOTFOUND)
+				log_error("returning an open item to %s: %s", oi->q->name,
+				    b->store->driver->errmsg(b->store));
+		}
+		session_forget_open(s, oi);
+	}
+	TAILQ_REMOVE(&b->sessions, s, link);
+}
+
+void
+session_free(struct session *s)
+{
+	if (s->in != NULL)
+		evbuffer_free(s->in);
+	if (s->pend != NULL)
+		evbuffer_free(s->pend);
+	free(s->brecs);
+	free(s->kept);
+	s->in = s->pend = NULL;
+	s->brecs = NULL;
+	s->kept = NULL;
+}
+
+/* --- open items --------------------------------------------------------- */
+
+struct open_item *
+session_oldest_open(struct session *s, struct squeue *q)
+{
+	struct open_item *oi;
+
+	TAILQ_FOREACH(oi, &s->opens, link)
+		if (oi->q == q)
+			return oi;
+	return NULL;
+}
+
+size_t
+session_count_open(struct session *s, struct squeue *q)
+{
+	struct open_item *oi;
+	size_t n = 0;
+
+	TAILQ_FOREACH(oi, &s->opens, link)
+		if (oi->q == q)
+			n++;
+	return n;
+}
+
+void
+session_forget_open(struct session *s, struct open_item *oi)
+{
+	TAILQ_REMOVE(&s->opens, oi, link);
+	s->nopens--;
+	free(oi);
+}
+
+void
+sessions_forget_queue(struct broker *b, struct squeue *q)
+{
+	struct open_item *oi, *next;
+	struct session *s;
+
+	TAILQ_FOREACH(s, &b->sessions, link) {
+		for (oi = TAILQ_FIRST(&s->opens); oi != NULL; oi = next) {
+			next = TAILQ_NEXT(oi, link);
+			if (oi->q == q)
+				session_forget_open(s, oi);
+		}
+	}
+}
+
+void
+session_batch_done(struct session *s, bool committed)
+{
+	struct open_item *oi, *next;
+
+	if (committed)
+		return;
+	/* the store rolled back the takes of this batch */
+	for (oi = TAILQ_FIRST(&s->opens); oi != NULL; oi = next) {
+		next = TAILQ_NEXT(oi, link);
+		if (oi->batch == s->b->flush_batch)
+			session_forget_open(s, oi);
+	}
+}
+
+/* --- waiting ------------------------------------------------------------ */
+
+void
+session_end_wait(struct session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nwaits; i++)
+		waiter_unlink(&s->waits[i]);
+	free(s->waits);
+	s->waits = NULL;
+	s->nwaits = 0;
+	free(s->wait_line);
+	s->wait_line = NULL;
+	s->monitoring = false;
+	if (s->state == SESSION_WAITING)
+		s->state = SESSION_CMD;
+	s->b->hooks->wait_end(s);
+}

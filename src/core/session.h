@@ -1,0 +1,119 @@
+/*
+ * session.h -- one client of the broker, whatever carries it: its input,
+ * the replies of the current batch, the items it holds open and the get it
+ * is blocked in.  sakerd's struct conn embeds one and adds the socket.
+ */
+#ifndef SAKER_SESSION_H
+#define SAKER_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+
+#include "broker.h"
+
+/* The protocol a session speaks, decided by its first byte. */
+enum session_proto {
+	SESSION_PROTO_UNKNOWN = 0,
+	SESSION_PROTO_TEXT,   /* memcache text, meta commands included */
+	SESSION_PROTO_BINARY  /* memcached's binary protocol (first byte 0x80) */
+};
+
+enum session_state {
+	SESSION_CMD = 0,      /* reading commands */
+	SESSION_SWALLOW,      /* discarding the data block of a refused set */
+	SESSION_WAITING,      /* a blocking get is waiting for an item */
+	SESSION_CLOSING       /* writing the last replies, then close */
+};
+
+/* An item this session holds open (tentative read). */
+struct open_item {
+	TAILQ_ENTRY(open_item) link;  /* in session.opens, oldest first */
+	struct squeue *q;
+	uint64_t id;
+	uint64_t batch;               /* batch number it was taken in */
+	int64_t opened_ms;
+	int64_t deadline_ms;          /* open_timeout; 0 = none */
+};
+TAILQ_HEAD(open_list, open_item);
+
+/* A binary reply of the current batch, kept so a failed commit can answer
+ * each request with an error packet of the same opcode and opaque. */
+struct bin_rec {
+	size_t end;                     /* where its bytes end in pend */
+	uint32_t opaque;
+	uint8_t opcode;
+	uint8_t keep;                   /* enum reply_keep */
+};
+
+/* A text reply of the current batch that may be kept (enum reply_keep). */
+struct kept_reply {
+	unsigned idx;                   /* its number among the batch's replies */
+	uint8_t keep;
+	size_t start, end;              /* its bytes in pend */
+};
+
+struct get_ops;
+struct getgroup;
+
+struct session {
+	struct broker *b;
+	TAILQ_ENTRY(session) link;      /* b->sessions */
+
+	struct evbuffer *in;            /* unparsed input */
+	struct evbuffer *pend;          /* replies of the current batch */
+	bool flush_scheduled;           /* schedule_flush() ran this batch */
+	unsigned batch_replies;         /* replies in pend (for a failed commit) */
+	size_t reply_start;             /* where the reply being built starts */
+	uint8_t reply_keep;             /* ... and whether to keep it */
+	struct kept_reply *kept;        /* text: such replies of this batch */
+	size_t nkept, kept_cap;
+	struct bin_rec *brecs;          /* binary: replies of this batch */
+	size_t nbrecs, brecs_cap;
+
+	uint8_t proto;                  /* enum session_proto */
+	bool authed;                    /* --auth-file: authenticated */
+	const struct get_ops *gops;     /* how the current get answers */
+	struct getgroup *grp;           /* binary / meta multi-get being collected */
+
+	enum session_state state;
+	size_t swallow;                 /* SESSION_SWALLOW: bytes left to discard */
+
+	struct open_list opens;         /* open items, oldest first */
+	size_t nopens;
+
+	/* SESSION_WAITING */
+	char *wait_line;                /* copy of the get's keys; waiters point here */
+	struct waiter *waits;           /* one per key of the get, in order */
+	size_t nwaits;
+	bool monitoring;                /* the wait is a `monitor`: stream items */
+	int64_t monitor_left;           /* items still wanted; -1 = no limit */
+
+	bool dead;                      /* closed: stop reading its input */
+};
+
+/* Set up s for broker b with its buffers; -1 when out of memory. */
+int session_init(struct session *s, struct broker *b, bool authed);
+/* Return its open items, end its wait, leave the broker (s->dead). */
+void session_close(struct session *s);
+/* Free what session_init() allocated (after session_close()). */
+void session_free(struct session *s);
+
+/* The open item s holds longest on q, or NULL; and how many it holds. */
+struct open_item *session_oldest_open(struct session *s, struct squeue *q);
+size_t session_count_open(struct session *s, struct squeue *q);
+void session_forget_open(struct session *s, struct open_item *oi);
+/* Drop every session's records of open items on q (deleted or flushed). */
+void sessions_forget_queue(struct broker *b, struct squeue *q);
+
+/* End a wait: unlink from every queue, tell the owner (hooks->wait_end). */
+void session_end_wait(struct session *s);
+
+/* The batch's commit is over: when it failed, forget the items opened in
+ * it (the store rolled their takes back).  The replies are the owner's. */
+void session_batch_done(struct session *s, bool committed);
+
+#endif

@@ -1,0 +1,542 @@
+/* text.c -- the memcache text protocol on a session: line and data-block
+ * framing, the ASCII login, the commands and their text replies. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "auth.h"
+#include "log.h"
+#include "proto_meta.h"
+#include "proto_text.h"
+#include "getgroup.h"
+#include "text.h"
+
+/* --- replies ------------------------------------------------------------ */
+
+void
+text_reply_result(struct session *s, int r, const char *msg)
+{
+	if (msg == NULL)
+		msg = "error";
+	switch (r) {
+	case OPR_NOT_STORED:
+		reply_str(s, "NOT_STORED\r\n");
+		break;
+	case OPR_NOT_FOUND:
+		reply_str(s, "NOT_FOUND\r\n");
+		break;
+	case OPR_TOO_LARGE:
+		reply_str(s, PROTO_ERR_TOO_LARGE);
+		break;
+	case OPR_FORMAT:
+		reply_str(s, PROTO_ERR_FORMAT);
+		break;
+	case OPR_CLIENT:
+		replyf(s, "CLIENT_ERROR %s\r\n", msg);
+		reply_done(s);
+		break;
+	default:
+		replyf(s, "SERVER_ERROR %s\r\n", msg);
+		reply_done(s);
+		break;
+	}
+}
+
+
+static char *
+fmt_u64(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	return end;
+}
+
+/* VALUE <key> <flags> <bytes>[ <cas>], the data, with the key echoed as
+ * sent.  Written with one reserve/commit into the reply buffer: a multi-get
+ * writes a hundred of these per request.  A queue item has no version to
+ * compare, so gets answers CAS 0, as the binary and meta replies do. */
+static inline __attribute__((always_inline)) int
+text_value(void *arg, const struct saker_item *it, bool cas)
+{
+	struct hit_ctx *hc = arg;
+	struct evbuffer *b = hc->s->pend;
+	char num[48], *end = num + sizeof(num), *p;
+	struct evbuffer_iovec v;
+	size_t nlen, total;
+	char *w;
+
+	hc->id = it->id;
+	/* " <flags> <bytes>\r\n" built backwards into num */
+	*--end = '\n';
+	*--end = '\r';
+	if (cas) {
+		*--end = '0';
+		*--end = ' ';
+	}
+	p = fmt_u64(end, it->len);
+	*--p = ' ';
+	p = fmt_u64(p, it->flags);
+	*--p = ' ';
+	nlen = (size_t)(num + sizeof(num) - p);
+	total = 6 + hc->key_len + nlen + it->len + 2;
+	if (evbuffer_reserve_space(b, (ev_ssize_t)total, &v, 1) != 1 ||
+	    v.iov_len < total) {
+		/* cannot get one piece: fall back to separate appends */
+		evbuffer_add(b, "VALUE ", 6);
+		evbuffer_add(b, hc->key, hc->key_len);
+		evbuffer_add(b, p, nlen);
+		evbuffer_add(b, it->data, it->len);
+		evbuffer_add(b, "\r\n", 2);
+		return 0;
+	}
+	w = v.iov_base;
+	memcpy(w, "VALUE ", 6);
+	w += 6;
+	memcpy(w, hc->key, hc->key_len);
+	w += hc->key_len;
+	memcpy(w, p, nlen);
+	w += nlen;
+	if (it->len > 0)
+		memcpy(w, it->data, it->len);
+	w += it->len;
+	memcpy(w, "\r\n", 2);
+	v.iov_len = total;
+	evbuffer_commit_space(b, &v, 1);
+	return 0;
+}
+
+static int
+text_hit(void *arg, const struct saker_item *it)
+{
+	return text_value(arg, it, false);
+}
+
+static int
+text_hit_cas(void *arg, const struct saker_item *it)
+{
+	return text_value(arg, it, true);
+}
+
+static void
+text_end(struct session *s, const uint64_t *hits, size_t nkeys)
+{
+	(void)hits;
+	(void)nkeys;
+	reply_str(s, "END\r\n");
+}
+
+static void
+text_get_error(struct session *s, size_t k, int r, const char *msg)
+{
+	(void)k;
+	text_reply_result(s, r, msg);
+}
+
+static const struct get_ops text_get_ops = {
+	.hit = text_hit,
+	.end = text_end,
+	.error = text_get_error,
+};
+
+static const struct get_ops text_gets_ops = {
+	.hit = text_hit_cas,
+	.end = text_end,
+	.error = text_get_error,
+};
+
+/* --- commands ----------------------------------------------------------- */
+
+static void
+text_set(struct session *s, struct proto_cmd *cmd, const char *data)
+{
+	const char *msg = NULL;
+	int r;
+
+	r = op_set(s->b, &cmd->keys[0], cmd->flags, cmd->exptime, cmd->delay_ms,
+	    cmd->at_s, data, cmd->bytes, &msg);
+	if (r == OPR_OK) {
+		if (!cmd->noreply)
+			reply_str(s, "STORED\r\n");
+		return;
+	}
+	/* noreply hides the answers about the request; store failures show */
+	if (cmd->noreply && (r == OPR_NOT_STORED || r == OPR_TOO_LARGE ||
+	    r == OPR_READONLY))
+		return;
+	text_reply_result(s, r, msg);
+}
+
+static void
+text_delete(struct session *s, struct proto_cmd *cmd)
+{
+	struct proto_key *k = &cmd->keys[0];
+	const char *msg = NULL;
+	int r = op_delete(s->b, k->name, k->name_len, &msg);
+
+	if (r == OPR_OK) {
+		if (!cmd->noreply)
+			reply_str(s, "DELETED\r\n");
+	} else if (r != OPR_NOT_FOUND || !cmd->noreply) {
+		text_reply_result(s, r, msg);
+	}
+}
+
+static void
+text_flush(struct session *s, struct proto_cmd *cmd)
+{
+	struct proto_key *k = &cmd->keys[0];
+	const char *msg = NULL;
+	int r = op_flush(s->b, k->name, k->name_len, &msg);
+
+	if (r != OPR_OK)
+		text_reply_result(s, r, msg);
+	else if (!cmd->noreply)
+		reply_str(s, "END\r\n");
+}
+
+static void
+text_flush_all(struct session *s, struct proto_cmd *cmd)
+{
+	const char *msg = NULL;
+	int r = op_flush_all(s->b, &msg);
+
+	if (r != OPR_OK)
+		text_reply_result(s, r, msg);
+	else if (!cmd->noreply)
+		reply_str(s, "OK\r\n");
+}
+
+static void
+text_flush_expired(struct session *s, struct proto_cmd *cmd)
+{
+	struct proto_key *k = &cmd->keys[0];
+	uint64_t removed = 0;
+	const char *msg = NULL;
+	int r = op_flush_expired(s->b, k->name, k->name_len, &removed, &msg);
+
+	if (r != OPR_OK) {
+		text_reply_result(s, r, msg);
+		return;
+	}
+	replyf(s, "%llu\r\n", (unsigned long long)removed);
+	reply_done(s);
+}
+
+static void
+text_confirm(struct session *s, struct proto_cmd *cmd)
+{
+	struct proto_key *k = &cmd->keys[0];
+	const char *msg = NULL;
+	int r = op_confirm(s, k->name, k->name_len, cmd->num1, &msg);
+
+	if (r == OPR_OK)
+		reply_str(s, "END\r\n");
+	else if (r == OPR_NOT_FOUND)
+		reply_str(s, "ERROR\r\n");
+	else
+		text_reply_result(s, r, msg);
+}
+
+static void
+text_status(struct session *s, struct proto_cmd *cmd)
+{
+	static const char *const names[] = { "UP", "READONLY", "QUIESCENT" };
+	struct broker *b = s->b;
+
+	switch (cmd->status) {
+	case PROTO_STATUS_QUERY:
+		replyf(s, "%s\r\n", names[b->status]);
+		reply_done(s);
+		return;
+	case PROTO_STATUS_UP:
+		b->status = STATUS_UP;
+		break;
+	case PROTO_STATUS_READONLY:
+		b->status = STATUS_READONLY;
+		break;
+	case PROTO_STATUS_QUIESCENT:
+		b->status = STATUS_QUIESCENT;
+		break;
+	}
+	log_info("server status is now %s", names[b->status]);
+	reply_str(s, "END\r\n");
+}
+
+/* Run one parsed command.  `line` is the command line (keys point into
+ * it); `data` the set's data block (cmd->bytes long) or NULL. */
+static void
+text_execute(struct session *s, struct proto_cmd *cmd, const char *line,
+    size_t linelen, const char *data)
+{
+	switch (cmd->type) {
+	case PROTO_CMD_SET:
+		text_set(s, cmd, data);
+		break;
+	case PROTO_CMD_GET:
+		op_get(s, cmd->cas ? &text_gets_ops : &text_get_ops, cmd->keys,
+		    cmd->nkeys, line, linelen);
+		break;
+	case PROTO_CMD_DELETE:
+		text_delete(s, cmd);
+		break;
+	case PROTO_CMD_FLUSH:
+		text_flush(s, cmd);
+		break;
+	case PROTO_CMD_FLUSH_ALL:
+		text_flush_all(s, cmd);
+		break;
+	case PROTO_CMD_FLUSH_EXPIRED:
+		text_flush_expired(s, cmd);
+		break;
+	case PROTO_CMD_MONITOR:
+		/* monitor <q> <seconds> [max]: items handed out opened; the
+		 * client confirms them with `confirm <q> <n>` */
+		op_monitor(s, &text_get_ops, &cmd->keys[0], cmd->num1, cmd->num2,
+		    line, linelen);
+		break;
+	case PROTO_CMD_CONFIRM:
+		text_confirm(s, cmd);
+		break;
+	case PROTO_CMD_STATS:
+		stats_write(s->b, s->pend);
+		reply_done(s);
+		reply_schedule(s);
+		break;
+	case PROTO_CMD_STATUS:
+		text_status(s, cmd);
+		break;
+	case PROTO_CMD_VERSION:
+		reply_keep(s, KEEP_ALWAYS);
+		reply_str(s, "VERSION " PACKAGE_VERSION "\r\n");
+		break;
+	case PROTO_CMD_VERBOSITY:
+		log_set_level((int)cmd->num1);
+		if (!cmd->noreply)
+			reply_str(s, "OK\r\n");
+		break;
+	case PROTO_CMD_QUIT:
+		/* the replies of the commands before it still go out */
+		s->b->hooks->close_after_write(s);
+		break;
+	case PROTO_CMD_SHUTDOWN:
+		if (!s->b->enable_shutdown) {
+			reply_str(s, "ERROR\r\n");
+			break;
+		}
+		log_info("shutdown requested by a client");
+		s->b->hooks->close(s);
+		s->b->hooks->stop(s->b);
+		break;
+	case PROTO_CMD_NONE:
+	case PROTO_CMD_NOSTORE:		/* answered by text_line() */
+		reply_str(s, PROTO_ERR_UNKNOWN);
+		break;
+	}
+}
+
+/* --- framing ------------------------------------------------------------ */
+
+void
+text_swallow(struct session *s, size_t n)
+{
+	s->swallow = n;
+	s->state = SESSION_SWALLOW;
+}
+
+static inline __attribute__((always_inline)) int
+data_block(struct session *s, size_t need, size_t bytes, const char **pp)
+{
+	size_t total = need + bytes + 2;
+	const unsigned char *p;
+
+	if (evbuffer_get_length(s->in) < total)
+		return 0;
+	p = evbuffer_pullup(s->in, (ev_ssize_t)total);
+	if (p[need + bytes] != '\r' || p[need + bytes + 1] != '\n') {
+		reply_str(s, PROTO_ERR_CHUNK);
+		s->b->hooks->close_after_write(s);
+		return -1;
+	}
+	*pp = (const char *)p;
+	return 1;
+}
+
+int
+text_data_block(struct session *s, size_t need, size_t bytes, const char **pp)
+{
+	return data_block(s, need, bytes, pp);
+}
+
+/*
+ * Before --auth-file authentication only memcached's ASCII login is
+ * accepted: `set <any> <flags> <exptime> <bytes>` whose data is
+ * "user password".  Returns as text_line does.
+ */
+static bool
+text_login(struct session *s, const char *line, size_t linelen, size_t need)
+{
+	struct proto_cursor cur = { line, line + linelen };
+	struct proto_tok tok[6];
+	size_t i, ntok = 0, n;
+	const char *p, *sp;
+	uint64_t bytes = 0;
+	int rc;
+
+	/* split as the text parser does, but accept any key */
+	while (ntok < 6 && proto_next_tok(&cur, &tok[ntok]))
+		ntok++;
+	for (i = 0; ntok >= 5 && i < tok[4].n; i++) {
+		unsigned d = (unsigned)(unsigned char)tok[4].p[i] - '0';
+		if (d > 9 || bytes > UINT32_MAX)
+			break;
+		bytes = bytes * 10 + d;
+	}
+	if (ntok < 5 || ntok > 6 || tok[0].n != 3 ||
+	    strncasecmp(tok[0].p, "set", 3) != 0 || tok[4].n == 0 ||
+	    i != tok[4].n || bytes > 4096) {
+		reply_str(s, "CLIENT_ERROR unauthenticated\r\n");
+		evbuffer_drain(s->in, need);
+		if (ntok >= 5 && tok[0].n == 3 && strncasecmp(tok[0].p, "set", 3) == 0 &&
+		    tok[4].n > 0 && i == tok[4].n) {
+			/* a set with a readable length: skip its data */
+			text_swallow(s, (size_t)bytes + 2);
+		}
+		return true;
+	}
+	n = (size_t)bytes;
+	rc = data_block(s, need, n, &p);
+	if (rc <= 0)
+		return false;
+	p += need;
+	sp = memchr(p, ' ', n);
+	if (sp != NULL && auth_check(p, (size_t)(sp - p), sp + 1,
+	    (size_t)(p + n - sp - 1))) {
+		s->authed = true;
+		reply_str(s, "STORED\r\n");
+	} else {
+		log_warn("authentication failed on a connection");
+		reply_str(s, "CLIENT_ERROR authentication failure\r\n");
+	}
+	evbuffer_drain(s->in, need + n + 2);
+	return true;
+}
+
+/* Handle one complete line at the front of s->in, `eol` bytes of line end
+ * after `len` bytes of line.  Returns false when more input is needed. */
+static bool
+text_line(struct session *s, size_t len, size_t eol)
+{
+	static struct proto_cmd cmd;
+	size_t linelen = len, need = len + eol, total;
+	const char *line, *err, *p;
+	int rc;
+
+	line = (const char *)evbuffer_pullup(s->in, (ev_ssize_t)need);
+	if (linelen > 0 && line[linelen - 1] == '\r')
+		linelen--;
+	if (linelen > PROTO_MAX_LINE) {
+		reply_str(s, PROTO_ERR_LINE_TOO_LONG);
+		s->b->hooks->close_after_write(s);
+		return false;
+	}
+	/* one test keeps logins, meta commands and mg groups off the path of
+	 * plain get and set */
+	if (__builtin_expect((line[0] == 'm') | !s->authed | (s->grp != NULL), 0)) {
+		if (!s->authed)
+			return text_login(s, line, linelen, need);
+		if (line[0] == 'm' && meta_is_command(line, linelen))
+			return meta_command(s, line, linelen, need);
+		if (gg_pending(s)) {
+			/* quiet mg lines end at any other command */
+			meta_run_group(s);
+			if (s->state != SESSION_CMD)
+				return false;
+			line = (const char *)evbuffer_pullup(s->in, (ev_ssize_t)need);
+		}
+	}
+	err = proto_parse_line(line, linelen, &cmd);
+	if (err != NULL) {
+		reply_str(s, err);
+		evbuffer_drain(s->in, need);
+		if (cmd.swallow >= 0)
+			text_swallow(s, (size_t)cmd.swallow);
+		return true;
+	}
+	if (cmd.type == PROTO_CMD_NOSTORE) {
+		/* refused, but its data block is still on its way: skip it */
+		if (!cmd.noreply) {
+			replyf(s, "CLIENT_ERROR %.*s not supported on a queue\r\n",
+			    (int)cmd.word_len, cmd.word);
+			reply_done(s);
+		}
+		evbuffer_drain(s->in, need);
+		text_swallow(s, cmd.bytes + 2);
+		return true;
+	}
+	if (cmd.type != PROTO_CMD_SET) {
+		text_execute(s, &cmd, line, linelen, NULL);
+		if (!s->dead)
+			evbuffer_drain(s->in, need);
+		return true;
+	}
+	if (cmd.bytes > s->b->max_item_size) {
+		reply_str(s, PROTO_ERR_TOO_LARGE);
+		evbuffer_drain(s->in, need);
+		text_swallow(s, cmd.bytes + 2);
+		return true;
+	}
+	total = need + cmd.bytes + 2;
+	rc = data_block(s, need, cmd.bytes, &p);
+	if (rc <= 0)
+		return false;
+	if (p != line) {
+		/* the pullup moved the line: parse again so pointers are valid */
+		line = p;
+		(void)proto_parse_line(line, linelen, &cmd);
+	}
+	text_execute(s, &cmd, line, linelen, p + need);
+	if (!s->dead)
+		evbuffer_drain(s->in, total);
+	return true;
+}
+
+int
+text_step(struct session *s)
+{
+	size_t avail = evbuffer_get_length(s->in), eol = 0;
+	struct evbuffer_ptr pos;
+
+	pos = evbuffer_search_eol(s->in, NULL, &eol, EVBUFFER_EOL_LF);
+	if (pos.pos < 0) {
+		if (avail > PROTO_MAX_LINE + 1) {
+			reply_str(s, PROTO_ERR_LINE_TOO_LONG);
+			s->b->hooks->close_after_write(s);
+		}
+		return PROTO_STOP;
+	}
+	return text_line(s, (size_t)pos.pos, eol) ? PROTO_COMMAND : PROTO_STOP;
+}
+
+void
+text_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
+    const char *reason)
+{
+	size_t k = 0, pos = 0;
+	unsigned i;
+
+	for (i = 0; i < s->batch_replies; i++) {
+		if (k < s->nkept && s->kept[k].idx == i) {
+			const struct kept_reply *t = &s->kept[k++];
+
+			if (reply_resend_kept(s, sent, &pos, t->start, t->end,
+			    t->keep, in_doubt))
+				continue;
+		}
+		evbuffer_add_printf(s->pend, "SERVER_ERROR %s\r\n", reason);
+	}
+}
