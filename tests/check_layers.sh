@@ -1,0 +1,96 @@
+#!/bin/sh
+# check_layers.sh -- the dependency rule, read from the sources.
+#
+# Every #include "..." line under src/ and backends/ is resolved to a file
+# of the tree the way the build resolves it (the including file's own
+# folder first, then the include paths of its layer).  The test fails on
+#   - an upward include: a layer including a header of a layer above it
+#     (daemon -> proto -> core -> include/saker/store.h <- backends; util
+#     below all; tools see util and the store header only), and
+#   - an include circle between files: a.h including b.h including a.h
+#     (directly or through others).
+# config.h (generated) and system headers (<...>) are not files of the tree.
+set -u
+top=${srcdir:-.}
+cd "$top" || exit 1
+
+# layer of a path; rank orders them: a file may include its own rank or lower
+layer() {
+	case $1 in
+	src/util/*) echo util ;;
+	include/saker/*) echo store ;;
+	src/core/*) echo core ;;
+	src/proto/*) echo proto ;;
+	src/daemon/*) echo daemon ;;
+	src/tools/*) echo tools ;;
+	backends/*) echo backends ;;
+	*) echo unknown ;;
+	esac
+}
+
+# the folders a layer's files may include from (its include paths)
+paths() {
+	case $1 in
+	util) echo "src/util" ;;
+	store) echo "include src/util" ;;
+	core) echo "src/core include src/util" ;;
+	proto) echo "src/proto src/core include src/util" ;;
+	daemon) echo "src/daemon src/proto src/core include src/util" ;;
+	tools) echo "src/tools include src/util" ;;
+	backends) echo "backends include src/util" ;;
+	esac
+}
+
+edges=$(mktemp) || exit 1
+trap 'rm -f "$edges"' EXIT
+fail=0
+
+for f in $(find src backends include -name '*.[ch]' | sort); do
+	l=$(layer "$f")
+	dir=$(dirname "$f")
+	for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+		[ "$inc" = config.h ] && continue
+		found=
+		# the including file's own folder first, as the compiler does
+		if [ -f "$dir/$inc" ]; then
+			found="$dir/$inc"
+		else
+			for p in $(paths "$l"); do
+				if [ -f "$p/$inc" ]; then
+					found="$p/$inc"
+					break
+				fi
+			done
+		fi
+		if [ -z "$found" ]; then
+			# not visible to this layer: upward (or a missing file)
+			where=$(find src backends include -name "$(basename "$inc")" | head -n 1)
+			if [ -n "$where" ]; then
+				echo "upward include: $f ($l) includes $inc ($(layer "$where"): $where)"
+			else
+				echo "include of a missing file: $f includes $inc"
+			fi
+			fail=1
+			continue
+		fi
+		echo "$f $found" >> "$edges"
+	done
+done
+
+# circles: tsort reports a cycle on stderr
+if ! sort -u "$edges" | tsort > /dev/null 2> "$edges.err"; then
+	:
+fi
+if [ -s "$edges.err" ]; then
+	echo "include circle:"
+	sed 's/^/  /' "$edges.err"
+	fail=1
+fi
+rm -f "$edges.err"
+
+if [ $fail -ne 0 ]; then
+	echo "FAIL: the dependency rule is broken (docs/design.md, \"Layers\")"
+	exit 1
+fi
+echo "ok: no upward include, no include circle"
+exit 0
