@@ -25,7 +25,6 @@ static const struct option longopts[] = {
 	{ "store", required_argument, NULL, OPT_STORE },
 	{ "sync", required_argument, NULL, OPT_SYNC },
 	{ "max-connections", required_argument, NULL, 'c' },
-	{ "threads", required_argument, NULL, 't' },
 	{ "max-item-size", required_argument, NULL, OPT_MAX_ITEM },
 	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 	{ "max-open", required_argument, NULL, OPT_MAX_OPEN },
@@ -79,7 +78,6 @@ usage(FILE *f)
 "      --sync MODE           always | periodic[:MS] | never (default always):\n"
 "                            when a durable store fsyncs acknowledged writes\n"
 "  -c, --max-connections N   most open client connections (default 4096)\n"
-"  -t, --threads N           event-loop threads (this release runs 1)\n"
 "      --idle-timeout SECS   close connections that complete no command for\n"
 "                            SECS (blocked gets are not idle; default 0: never)\n"
 "      --max-item-size BYTES largest item accepted (default 1m; k/m/g suffixes)\n"
@@ -160,13 +158,12 @@ options_parse(int argc, char **argv, struct options *o)
 	o->sync = SAKER_SYNC_ALWAYS;
 	o->sync_period_ms = 100;
 	o->max_conns = 4096;
-	o->threads = 1;
 	o->max_item_size = 1024 * 1024;
 	o->max_open = 1;
 	o->metrics_max_queues = 1000;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "l:p:s:c:t:dP:u:v", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:p:s:c:dP:u:v", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			o->listen = optarg;
@@ -190,14 +187,6 @@ options_parse(int argc, char **argv, struct options *o)
 			if (parse_int(optarg, 1, 1000000, &v) != 0)
 				goto bad;
 			o->max_conns = (int)v;
-			break;
-		case 't':
-			if (parse_int(optarg, 1, 1, &v) != 0) {
-				fprintf(stderr, "sakerd: -t %s: this release runs exactly one "
-				    "event-loop thread\n", optarg);
-				return -1;
-			}
-			o->threads = (int)v;
 			break;
 		case OPT_MAX_ITEM:
 			if (parse_size(optarg, &size) != 0 || size == 0 ||

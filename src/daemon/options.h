@@ -8,7 +8,8 @@
 #include "saker/store.h"
 
 #define SAKERD_DEFAULT_PORT 22133
-/* Durable by default when the LMDB driver is built (CONTRACT §1). */
+/* Durable by default when the LMDB driver is built (README, "Choosing a
+ * store"; sakerd(8)). */
 #ifdef HAVE_LMDB
 #define SAKERD_DEFAULT_STORE "lmdb:./saker-data"
 #else
@@ -24,7 +25,6 @@ struct options {
 	int sync_period_ms;          /* --sync periodic:MS */
 	int max_conns;               /* -c */
 	int idle_timeout_s;          /* --idle-timeout; 0 = never */
-	int threads;                 /* -t */
 	size_t max_item_size;        /* --max-item-size */
 	uint64_t max_memory;         /* --max-memory (memory store) */
 	unsigned max_open;           /* --max-open: open items per queue per connection */
