@@ -1,4 +1,4 @@
-/* check_server.c -- raw-bytes integration tests of sakerd against CONTRACT.md. */
+/* check_server.c -- raw-bytes integration tests of sakerd against docs/protocol.md. */
 #include "config.h"
 
 #include <sys/socket.h>

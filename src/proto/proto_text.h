@@ -17,7 +17,7 @@
 #define PROTO_MAX_LINE 8192     /* longest command line, terminator excluded */
 #define PROTO_MAX_KEYS OP_MAX_KEYS  /* most keys in one get */
 
-/* Fixed error replies (CONTRACT §4). */
+/* Fixed error replies (docs/protocol.md, "Errors"). */
 #define PROTO_ERR_UNKNOWN      "ERROR\r\n"
 #define PROTO_ERR_FORMAT       "CLIENT_ERROR bad command line format\r\n"
 #define PROTO_ERR_CHUNK        "CLIENT_ERROR bad data chunk\r\n"
@@ -126,7 +126,7 @@ bool proto_next_tok(struct proto_cursor *cur, struct proto_tok *t);
  *
  * Checks done here: command word (case-insensitive), argument count, every
  * number (decimal, in range; flags fit 32 bits; bytes <= SIZE_MAX), queue
- * names (CONTRACT §2), get options (t=, open, close, abort, peek; forbidden
+ * names (docs/protocol.md, "Queue names"), get options (t=, open, close, abort, peek; forbidden
  * combinations; unknown options), set options (delay=, at=; not both; no
  * negative or overflowing values; delay at most 10 years = 315360000000 ms,
  * at= at most year 9999), the 128-key cap.

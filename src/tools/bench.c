@@ -33,7 +33,7 @@
 #define HDR_LEN       16        /* payload header: tag(4) producer(4) seq(8), hex */
 #define MAX_LINE      1024      /* longest reply line we accept */
 #define MAX_CONNS     65535     /* producer id must fit four hex digits */
-#define MAX_KEYS      128       /* CONTRACT §4: most keys in one get */
+#define MAX_KEYS      128       /* docs/protocol.md, "Multi-get": most keys in one get */
 #define GRACE_NS      (2000ull * 1000 * 1000)
 
 /* HDR-style log-linear histogram in nanoseconds: 128 linear sub-buckets per

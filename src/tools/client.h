@@ -1,6 +1,6 @@
 /*
  * client.h -- the small memcache-protocol client behind `saker put`,
- * `saker get` and `saker stats` (CONTRACT §1).
+ * `saker get` and `saker stats` (saker(1)).
  */
 #ifndef SAKER_CLIENT_H
 #define SAKER_CLIENT_H

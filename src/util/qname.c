@@ -1,4 +1,4 @@
-/* qname.c -- queue-name rules (CONTRACT §2). */
+/* qname.c -- queue-name rules (docs/protocol.md, "Queue names"). */
 #include "config.h"
 
 #include <string.h>

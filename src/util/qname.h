@@ -1,4 +1,4 @@
-/* qname.h -- queue-name rules (CONTRACT §2). */
+/* qname.h -- queue-name rules (docs/protocol.md, "Queue names"). */
 #ifndef SAKER_QNAME_H
 #define SAKER_QNAME_H
 #include <stdbool.h>

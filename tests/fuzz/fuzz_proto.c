@@ -29,7 +29,7 @@ check_cmd(const char *line, size_t len, const struct proto_cmd *cmd)
 		FUZZ_CHECK(inside(line, len, k->name, k->name_len));
 		FUZZ_CHECK(k->name == k->raw);
 		FUZZ_CHECK(k->name_len <= k->raw_len);
-		/* CONTRACT §2: the parser only lets valid names through. */
+		/* docs/protocol.md, "Queue names": the parser only lets valid names through. */
 		FUZZ_CHECK(saker_qname_valid(k->name, k->name_len));
 		FUZZ_CHECK(k->timeout_ms >= -1);
 		/* forbidden combinations never come out */

@@ -15,7 +15,7 @@ def write(sub, name, data):
     with open(os.path.join(C, sub, name), "wb") as f:
         f.write(data)
 
-# --- proto: every command form of CONTRACT §3, plus error forms --------------
+# --- proto: every command form of docs/protocol.md, plus error forms ------
 PROTO = [
     b"set jobs 0 0 5", b"set jobs 123 0 5 noreply", b"set jobs 4294967295 60 0",
     b"set jobs 0 2592001 3", b"set jobs 0 -1 3", b"set jobs/delay=250 0 0 5",
