@@ -20,16 +20,22 @@ struct http_server {
 	struct evhttp *http;
 };
 
-/* Prometheus label values escape backslash, double quote and newline. */
-static void
-add_label(struct evbuffer *b, const char *s, size_t len)
+/* Prometheus label values escape backslash, double quote and newline
+ * (the text exposition format): a queue name holding one of them must not
+ * end the label or the line early. */
+void
+http_label_value(struct evbuffer *b, const char *s, size_t len)
 {
 	size_t i;
 
 	for (i = 0; i < len; i++) {
-		if (s[i] == '\\' || s[i] == '"')
+		if (s[i] == '\n')
+			evbuffer_add(b, "\\n", 2);
+		else if (s[i] == '\\' || s[i] == '"') {
 			evbuffer_add(b, "\\", 1);
-		evbuffer_add(b, &s[i], 1);
+			evbuffer_add(b, &s[i], 1);
+		} else
+			evbuffer_add(b, &s[i], 1);
 	}
 }
 
@@ -95,7 +101,7 @@ queue_metric(struct evbuffer *b, struct qcollect *qc, const char *name,
 	for (i = 0; i < qc->n; i++) {
 		struct qrow *r = &qc->rows[i];
 		evbuffer_add_printf(b, "%s{queue=\"", name);
-		add_label(b, r->q->name, r->q->len);
+		http_label_value(b, r->q->name, r->q->len);
 		evbuffer_add(b, "\"} ", 3);
 		switch (f) {
 		case QF_ITEMS: evbuffer_add_printf(b, "%" PRIu64 "\n", r->st.items); break;

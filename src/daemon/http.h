@@ -3,6 +3,8 @@
 #ifndef SAKER_HTTP_H
 #define SAKER_HTTP_H
 
+#include <stddef.h>
+
 #include <event2/event.h>
 
 struct http_server;
@@ -10,5 +12,9 @@ struct http_server;
 /* spec is "[ADDR:]PORT" (ADDR defaults to 127.0.0.1). NULL on error (logged). */
 struct http_server *http_start(struct event_base *base, const char *spec);
 void http_stop(struct http_server *h);
+
+struct evbuffer;
+/* Append s[0..len) as a Prometheus label value (without the quotes). */
+void http_label_value(struct evbuffer *b, const char *s, size_t len);
 
 #endif
