@@ -8,7 +8,7 @@
  * this turn", "this session has replies to send", "arm a timer at T",
  * "wake this session later", "close it".  A loop turn is one batch: every
  * command of the turn runs against the store, then the owner calls
- * broker_commit() once and sends the replies the batch held back.
+ * broker_commit() (batch.h) once and sends the replies the batch held back.
  */
 #ifndef SAKER_BROKER_H
 #define SAKER_BROKER_H
@@ -21,11 +21,13 @@
 #include "saker/store.h"
 #include "hashmap.h"
 #include "qconfig.h"
-#include "queues.h"
 #include "stats.h"
 
+struct broker;
 struct session;
+struct squeue;
 TAILQ_HEAD(session_list, session);
+TAILQ_HEAD(squeue_list, squeue);
 
 enum broker_status { STATUS_UP = 0, STATUS_READONLY, STATUS_QUIESCENT };
 
@@ -38,7 +40,7 @@ struct broker_hooks {
 	 * session_flush() after the commit.  Called once per batch (the
 	 * broker remembers it in session.flush_scheduled). */
 	void (*schedule_flush)(struct session *s);
-	/* Call broker_promote() when wall-clock millisecond due_ms begins
+	/* Call broker_promote() (batch.h) when wall-clock millisecond due_ms begins
 	 * (only ever called with an earlier time than the armed one). */
 	void (*arm_promote)(struct broker *b, int64_t due_ms);
 	/* Call broker_expire_opens() at deadline_ms (same rule). */
@@ -95,32 +97,6 @@ broker_touch(struct broker *b)
 
 /* Record that the store refuses writes (for /healthz). */
 void broker_store_failed(struct broker *b, const char *reason);
-
-/* The outcome of a batch's commit. */
-struct commit_result {
-	bool ok;                      /* durable (or nothing to commit) */
-	bool in_doubt;                /* failed with SAKER_EINDOUBT */
-	char reason[256];             /* why it failed */
-};
-
-/* Commit the batch when it wrote anything and start the next batch.  The
- * owner then gives every session of the batch session_flush() with the
- * result, and serves the ready queues (broker_serve_ready()). */
-void broker_commit(struct broker *b, struct commit_result *res);
-
-/* Serve the waiters of every queue that gained items. */
-void broker_serve_ready(struct broker *b);
-
-/* Promote the due delayed items; arms the next promotion. */
-void broker_promote(struct broker *b);
-/* Return open items held past their queue's open_timeout; arms the next. */
-void broker_expire_opens(struct broker *b);
-/* A bounded sweep of expired items of every queue. */
-void broker_sweep(struct broker *b);
-/* A driver shared with other processes: its descriptor is readable, or a
- * second has passed (retries blocked gets, whose wake-ups may be lost). */
-void broker_store_ready(struct broker *b);
-void broker_tick(struct broker *b);
 
 /* Load (or reload) the per-queue configuration: 0, or -1 after logging. */
 int broker_load_config(struct broker *b, const char *path, unsigned max_open);

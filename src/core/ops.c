@@ -438,6 +438,8 @@ op_delete(struct broker *b, const char *name, size_t len, const char **msg)
 	q = queue_lookup(b, name, len, false, &rc);
 	if (q == NULL)
 		return OPR_NOT_FOUND;
+	/* no session holds items of a deleted queue open */
+	sessions_forget_queue(b, q);
 	rc = queue_delete(b, q);
 	if (rc != SAKER_OK) {
 		*msg = op_store_error(b, rc, &r);

@@ -10,7 +10,6 @@
 #include "log.h"
 #include "qname.h"
 #include "queues.h"
-#include "session.h"
 
 static struct squeue *
 sq_find_or_new(struct broker *b, const char *name, size_t len)
@@ -85,7 +84,6 @@ queue_delete(struct broker *b, struct squeue *q)
 {
 	int rc;
 
-	sessions_forget_queue(b, q);
 	rc = b->store->driver->queue_delete(b->store, q->h);
 	if (rc != SAKER_OK)
 		return rc;

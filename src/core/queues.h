@@ -8,9 +8,8 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-#include "saker/store.h"
+#include "broker.h"
 
-struct broker;
 struct session;
 
 /* A blocked get on one of its queues. */
@@ -46,7 +45,6 @@ struct squeue {
 	struct squeue *grave_next;    /* deleted: broker.graveyard */
 	bool in_grave;
 };
-TAILQ_HEAD(squeue_list, squeue);
 
 /* Load every queue the store has. 0, or a saker_err. */
 int queues_load(struct broker *b);

@@ -5,7 +5,6 @@
 
 #include "log.h"
 #include "queues.h"
-#include "reply.h"
 #include "session.h"
 
 int

@@ -1,16 +1,8 @@
-/* stats.c -- the `stats` reply: global counters, then one block per queue. */
+/* stats.c -- the broker's counters and the commit latency histogram. */
 #include "config.h"
 
-#include <inttypes.h>
-#include <stdio.h>
-#include <time.h>
-#include <unistd.h>
+#include <stddef.h>
 
-#include <event2/buffer.h>
-
-#include "broker.h"
-#include "clock.h"
-#include "queues.h"
 #include "stats.h"
 
 const double stats_commit_bounds[STATS_COMMIT_BUCKETS] = {
@@ -29,96 +21,3 @@ stats_commit(struct stats *s, uint64_t ns)
 	s->commit_ns += ns;
 }
 
-static const char *const sync_names[] = { "always", "periodic", "never" };
-
-struct stats_ctx {
-	struct broker *b;
-	struct evbuffer *out;
-};
-
-struct totals {
-	struct broker *b;
-	uint64_t items, total_items, bytes;
-};
-
-static int
-sum_one(void *arg, struct squeue *q)
-{
-	struct totals *t = arg;
-	struct broker *b = t->b;
-	struct saker_queue_stats st = { 0 };
-
-	if (b->store->driver->queue_stats(b->store, q->h, &st) == SAKER_OK) {
-		t->items += st.items;
-		t->total_items += st.total_items;
-		t->bytes += st.bytes;
-	}
-	return 0;
-}
-
-static int
-queue_one(void *arg, struct squeue *q)
-{
-	struct stats_ctx *sc = arg;
-	struct broker *b = sc->b;
-	struct evbuffer *out = sc->out;
-	struct saker_queue_stats st = { 0 };
-	int64_t age = 0;
-
-	if (b->store->driver->queue_stats(b->store, q->h, &st) != SAKER_OK)
-		return 0;
-	if (st.head_created_ms > 0) {
-		age = saker_now_ms() - st.head_created_ms;
-		if (age < 0)
-			age = 0;
-	}
-#define QSTAT(k, fmt, v) evbuffer_add_printf(out, "STAT queue_%s_" k " " fmt "\r\n", q->name, v)
-	QSTAT("items", "%" PRIu64, st.items);
-	QSTAT("bytes", "%" PRIu64, st.bytes);
-	QSTAT("total_items", "%" PRIu64, st.total_items);
-	QSTAT("expired_items", "%" PRIu64, st.expired_items);
-	QSTAT("age", "%" PRId64, age);
-	QSTAT("discarded", "%" PRIu64, q->discarded);
-	QSTAT("waiters", "%zu", q->nwaiters);
-	QSTAT("open_transactions", "%" PRIu64, st.open_items);
-	QSTAT("delayed_items", "%" PRIu64, st.delayed_items);
-	QSTAT("open_timeouts", "%" PRIu64, q->open_timeouts);
-#undef QSTAT
-	return 0;
-}
-
-void
-stats_write(struct broker *b, struct evbuffer *out)
-{
-	struct stats *s = &b->stats;
-	struct stats_ctx sc = { b, out };
-	struct totals t = { b, 0, 0, 0 };
-	time_t now = time(NULL);
-
-	queues_walk(b, sum_one, &t);
-#define STAT(k, fmt, v) evbuffer_add_printf(out, "STAT " k " " fmt "\r\n", v)
-	STAT("pid", "%ld", (long)getpid());
-	STAT("uptime", "%lld", (long long)(now - s->started));
-	STAT("time", "%lld", (long long)now);
-	STAT("version", "%s", PACKAGE_VERSION);
-	STAT("store", "%s", b->store->driver->name);
-	STAT("sync", "%s", sync_names[b->sync]);
-	STAT("curr_connections", "%" PRIu64, s->curr_connections);
-	STAT("total_connections", "%" PRIu64, s->total_connections);
-	STAT("rejected_connections", "%" PRIu64, s->rejected_connections);
-	STAT("cmd_get", "%" PRIu64, s->cmd_get);
-	STAT("cmd_set", "%" PRIu64, s->cmd_set);
-	STAT("cmd_peek", "%" PRIu64, s->cmd_peek);
-	STAT("get_hits", "%" PRIu64, s->get_hits);
-	STAT("get_misses", "%" PRIu64, s->get_misses);
-	STAT("bytes_read", "%" PRIu64, s->bytes_read);
-	STAT("bytes_written", "%" PRIu64, s->bytes_written);
-	STAT("curr_items", "%" PRIu64, t.items);
-	STAT("total_items", "%" PRIu64, t.total_items);
-	STAT("bytes", "%" PRIu64, t.bytes);
-	STAT("queue_creates", "%" PRIu64, s->queue_creates);
-	STAT("queue_deletes", "%" PRIu64, s->queue_deletes);
-#undef STAT
-	queues_walk(b, queue_one, &sc);
-	evbuffer_add(out, "END\r\n", 5);
-}

@@ -1,11 +1,8 @@
-/* stats.h -- global counters and the `stats` reply. */
+/* stats.h -- the broker's counters (report.h writes the `stats` reply). */
 #ifndef SAKER_STATS_H
 #define SAKER_STATS_H
 #include <stdint.h>
 #include <time.h>
-
-struct broker;
-struct evbuffer;
 
 struct stats {
 	time_t started;
@@ -22,8 +19,5 @@ struct stats {
 extern const double stats_commit_bounds[STATS_COMMIT_BUCKETS];
 /* Count one commit that took `ns` nanoseconds. */
 void stats_commit(struct stats *s, uint64_t ns);
-
-/* Append the STAT lines and END for the `stats` command. */
-void stats_write(struct broker *b, struct evbuffer *out);
 
 #endif

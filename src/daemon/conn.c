@@ -15,6 +15,7 @@
 #include "ops.h"
 #include "proto.h"
 #include "proto_text.h"
+#include "reply.h"
 
 /* Output beyond this stops reading from the client until it drains: a
  * client that pipelines without reading cannot grow our memory unbounded. */
@@ -23,6 +24,16 @@
 #define READ_CHUNK 16384
 /* Input we buffer behind a blocking get before we stop reading. */
 #define IN_HIGH_WATER (1u * 1024 * 1024 + PROTO_MAX_LINE)
+
+TAILQ_HEAD(conn_list, conn);
+
+/* What the loop gave us (conn_setup()), and every connection. */
+static struct conn_env env;
+static struct conn_list conns = TAILQ_HEAD_INITIALIZER(conns);
+/* connections with replies in this batch */
+static struct conn_list batch = TAILQ_HEAD_INITIALIZER(batch);
+/* woken connections with pipelined input */
+static struct conn_list resume = TAILQ_HEAD_INITIALIZER(resume);
 
 static void conn_read_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_write_cb(evutil_socket_t fd, short what, void *arg);
@@ -37,11 +48,11 @@ conn_new(int fd)
 		return NULL;
 	c->fd = fd;
 	c->out = evbuffer_new();
-	c->rev = event_new(srv->base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
-	c->wev = event_new(srv->base, fd, EV_WRITE | EV_PERSIST, conn_write_cb, c);
+	c->rev = event_new(env.base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
+	c->wev = event_new(env.base, fd, EV_WRITE | EV_PERSIST, conn_write_cb, c);
 	/* without --auth-file every connection starts authenticated */
 	if (c->out == NULL || c->rev == NULL || c->wev == NULL ||
-	    session_init(&c->s, &srv->broker, !auth_active) != 0) {
+	    session_init(&c->s, env.broker, !auth_active) != 0) {
 		if (c->out) evbuffer_free(c->out);
 		if (c->rev) event_free(c->rev);
 		if (c->wev) event_free(c->wev);
@@ -50,17 +61,17 @@ conn_new(int fd)
 	}
 	event_priority_set(c->rev, 0);
 	event_priority_set(c->wev, 0);
-	TAILQ_INSERT_TAIL(&srv->conns, c, link);
+	TAILQ_INSERT_TAIL(&conns, c, link);
 	event_add(c->rev, NULL);
 	c->reading = true;
 	c->last_cmd_ms = saker_now_ms();
-	if (srv->idle_tv != NULL) {
-		c->idle_ev = evtimer_new(srv->base, conn_idle_cb, c);
+	if (env.idle_tv != NULL) {
+		c->idle_ev = evtimer_new(env.base, conn_idle_cb, c);
 		if (c->idle_ev != NULL)
-			evtimer_add(c->idle_ev, srv->idle_tv);
+			evtimer_add(c->idle_ev, env.idle_tv);
 	}
-	srv->broker.stats.curr_connections++;
-	srv->broker.stats.total_connections++;
+	env.broker->stats.curr_connections++;
+	env.broker->stats.total_connections++;
 	return c;
 }
 
@@ -78,13 +89,13 @@ conn_idle_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (c->s.state == SESSION_WAITING ||
-	    idle < (int64_t)srv->opt->idle_timeout_s * 1000) {
-		evtimer_add(c->idle_ev, srv->idle_tv);
+	    idle < (int64_t)env.idle_timeout_s * 1000) {
+		evtimer_add(c->idle_ev, env.idle_tv);
 		return;
 	}
 	log_info("closing a connection idle for %lld ms", (long long)idle);
 	conn_close(c);
-	server_drain();
+	env.drain();
 }
 
 static void
@@ -133,16 +144,16 @@ conn_close(struct conn *c)
 		event_del(c->idle_ev);
 	close(c->fd);
 	c->fd = -1;
-	TAILQ_REMOVE(&srv->conns, c, link);
+	TAILQ_REMOVE(&conns, c, link);
 	if (c->s.flush_scheduled) {
-		TAILQ_REMOVE(&srv->batch_conns, c, batch_link);
+		TAILQ_REMOVE(&batch, c, batch_link);
 		c->s.flush_scheduled = false;
 	}
 	if (c->in_resume) {
-		TAILQ_REMOVE(&srv->resume, c, resume_link);
+		TAILQ_REMOVE(&resume, c, resume_link);
 		c->in_resume = false;
 	}
-	srv->broker.stats.curr_connections--;
+	env.broker->stats.curr_connections--;
 	if (c->busy == 0)
 		conn_free(c);
 }
@@ -154,7 +165,64 @@ conn_close_after_write(struct conn *c)
 	pause_reading(c);
 	reply_schedule(&c->s);
 	/* a session already in the batch still needs the commit to run */
-	srv->commit_scheduled = true;
+	c->s.b->hooks->schedule_commit(c->s.b);
+}
+
+void
+conn_setup(const struct conn_env *e)
+{
+	env = *e;
+}
+
+struct conn *
+conn_first(void)
+{
+	return TAILQ_FIRST(&conns);
+}
+
+bool
+conn_batch_empty(void)
+{
+	return TAILQ_EMPTY(&batch);
+}
+
+void
+conn_flush_batch(const struct commit_result *res)
+{
+	struct conn *c;
+
+	while ((c = TAILQ_FIRST(&batch)) != NULL) {
+		TAILQ_REMOVE(&batch, c, batch_link);
+		c->s.flush_scheduled = false;
+		conn_flush(c, res);
+	}
+}
+
+bool
+conn_resume_one(void)
+{
+	struct conn *c = TAILQ_FIRST(&resume);
+
+	if (c == NULL)
+		return false;
+	TAILQ_REMOVE(&resume, c, resume_link);
+	c->in_resume = false;
+	conn_process(c);
+	return true;
+}
+
+void
+conn_close_all(void)
+{
+	struct conn *c;
+
+	/* last replies, best effort, then close: open items go back */
+	while ((c = TAILQ_FIRST(&conns)) != NULL) {
+		evbuffer_add_buffer(c->out, c->s.pend);
+		if (evbuffer_get_length(c->out) > 0)
+			(void)evbuffer_write(c->out, c->fd);
+		conn_close(c);
+	}
 }
 
 /* --- the broker's hooks ------------------------------------------------- */
@@ -164,8 +232,8 @@ conn_schedule_flush(struct session *s)
 {
 	struct conn *c = conn_of(s);
 
-	TAILQ_INSERT_TAIL(&srv->batch_conns, c, batch_link);
-	srv->commit_scheduled = true;
+	TAILQ_INSERT_TAIL(&batch, c, batch_link);
+	s->b->hooks->schedule_commit(s->b);
 }
 
 static void
@@ -176,7 +244,7 @@ wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	op_wait_timeout(&c->s);
-	server_drain();
+	env.drain();
 }
 
 bool
@@ -186,7 +254,7 @@ conn_wait_start(struct session *s, int64_t timeout_ms)
 	struct timeval tv;
 
 	if (c->wait_timer == NULL &&
-	    (c->wait_timer = evtimer_new(srv->base, wait_timeout_cb, c)) == NULL)
+	    (c->wait_timer = evtimer_new(env.base, wait_timeout_cb, c)) == NULL)
 		return false;
 	tv.tv_sec = timeout_ms / 1000;
 	tv.tv_usec = (timeout_ms % 1000) * 1000;
@@ -203,9 +271,9 @@ conn_wait_end(struct session *s)
 		event_del(c->wait_timer);
 	/* the wait was a command in progress: idleness starts now */
 	c->last_cmd_ms = saker_now_ms();
-	/* pipelined input that arrived meanwhile runs from server_drain() */
+	/* pipelined input that arrived meanwhile runs from env.drain() */
 	if (!s->dead && !c->in_resume) {
-		TAILQ_INSERT_TAIL(&srv->resume, c, resume_link);
+		TAILQ_INSERT_TAIL(&resume, c, resume_link);
 		c->in_resume = true;
 	}
 }
@@ -241,7 +309,7 @@ conn_write(struct conn *c)
 		conn_close(c);
 		return;
 	}
-	srv->broker.stats.bytes_written += (uint64_t)n;
+	env.broker->stats.bytes_written += (uint64_t)n;
 	if (evbuffer_get_length(c->out) > 0) {
 		event_add(c->wev, NULL);
 		if (evbuffer_get_length(c->out) > OUT_HIGH_WATER)
@@ -259,7 +327,7 @@ drained:
 		/* input may have piled up while we were not reading */
 		if (evbuffer_get_length(c->s.in) > 0) {
 			conn_process(c);
-			server_drain();
+			env.drain();
 		}
 	}
 }
@@ -311,10 +379,10 @@ conn_process(struct conn *c)
 			break;
 		if (r == PROTO_SKIPPED)
 			continue;
-		if (srv->idle_tv != NULL)
+		if (env.idle_tv != NULL)
 			c->last_cmd_ms = saker_now_ms();
 		/* hand items made visible by this command to their waiters */
-		server_drain();
+		env.drain();
 	}
 	c->busy--;
 	if (s->dead && c->busy == 0)
@@ -349,10 +417,10 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return;
 		conn_close(c);
-		server_drain();
+		env.drain();
 		return;
 	}
-	srv->broker.stats.bytes_read += (uint64_t)n;
+	env.broker->stats.bytes_read += (uint64_t)n;
 	if (c->s.state == SESSION_WAITING) {
 		/* keep reading to notice a disconnect, but not without bound */
 		if (evbuffer_get_length(c->s.in) > IN_HIGH_WATER)
@@ -361,7 +429,7 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	c->busy++;
 	conn_process(c);
-	server_drain();
+	env.drain();
 	if (!c->s.dead && evbuffer_get_length(c->out) > OUT_HIGH_WATER)
 		pause_reading(c);
 	if (--c->busy == 0 && c->s.dead)

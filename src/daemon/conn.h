@@ -11,14 +11,14 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
-#include "server.h"
+#include "batch.h"
 #include "session.h"
 
 struct conn {
 	struct session s;               /* first: conn_of() */
-	TAILQ_ENTRY(conn) link;         /* srv->conns */
-	TAILQ_ENTRY(conn) batch_link;   /* srv->batch_conns */
-	TAILQ_ENTRY(conn) resume_link;  /* srv->resume */
+	TAILQ_ENTRY(conn) link;         /* every connection */
+	TAILQ_ENTRY(conn) batch_link;   /* replies in this batch */
+	TAILQ_ENTRY(conn) resume_link;  /* wait ended: input to run */
 	bool in_resume;
 
 	int fd;
@@ -40,6 +40,18 @@ conn_of(struct session *s)
 	return (struct conn *)s;
 }
 
+/* What connections need of the loop that runs them. */
+struct conn_env {
+	struct event_base *base;
+	struct broker *broker;          /* every connection is its session */
+	const struct timeval *idle_tv;  /* --idle-timeout; NULL = never */
+	int idle_timeout_s;
+	/* Serve the queues that gained items and resume woken connections
+	 * (after each command, and after a callback that may wake some). */
+	void (*drain)(void);
+};
+void conn_setup(const struct conn_env *env);
+
 struct conn *conn_new(int fd);
 /* Close now: cancel waits, return open items to their queues. */
 void conn_close(struct conn *c);
@@ -47,6 +59,18 @@ void conn_close(struct conn *c);
 void conn_close_after_write(struct conn *c);
 /* Parse and run every complete command in the session's input. */
 void conn_process(struct conn *c);
+
+/* The first open connection, or NULL. */
+struct conn *conn_first(void);
+/* Close every connection after a last best-effort write (stopping). */
+void conn_close_all(void);
+/* No connection has replies waiting for a commit. */
+bool conn_batch_empty(void);
+/* The batch's commit is over: conn_flush() every connection of it. */
+void conn_flush_batch(const struct commit_result *res);
+/* Run the pipelined input of one connection whose wait ended; false when
+ * there is none. */
+bool conn_resume_one(void);
 
 /* The batch's commit is over: send its replies.  When it failed they
  * become errors (proto_fail_batch()), except that with `in_doubt`

@@ -14,10 +14,12 @@
 #include "http.h"
 #include "log.h"
 #include "queues.h"
-#include "server.h"
 
 struct http_server {
 	struct evhttp *http;
+	struct broker *b;           /* what /metrics and /healthz report */
+	unsigned max_queues;        /* --metrics-max-queues */
+	const bool *stopping;       /* the server is stopping: /healthz 503 */
 };
 
 /* Prometheus label values escape backslash, double quote and newline
@@ -59,6 +61,7 @@ struct qrow {
 };
 
 struct qcollect {
+	struct broker *b;
 	struct qrow *rows;
 	size_t n, cap, max, skipped;
 };
@@ -82,7 +85,7 @@ collect_one(void *arg, struct squeue *q)
 	}
 	memset(&qc->rows[qc->n], 0, sizeof(qc->rows[qc->n]));
 	qc->rows[qc->n].q = q;
-	if (srv->broker.store->driver->queue_stats(srv->broker.store, q->h, &qc->rows[qc->n].st) == SAKER_OK)
+	if (qc->b->store->driver->queue_stats(qc->b->store, q->h, &qc->rows[qc->n].st) == SAKER_OK)
 		qc->n++;
 	return 0;
 }
@@ -123,23 +126,23 @@ queue_metric(struct evbuffer *b, struct qcollect *qc, const char *name,
 }
 
 static void
-write_metrics(struct evbuffer *b)
+write_metrics(struct http_server *h, struct evbuffer *b)
 {
-	struct stats *s = &srv->broker.stats;
+	struct stats *s = &h->b->stats;
 	struct saker_store_stats ss = { 0, 0, 0, 0 };
-	struct qcollect qc = { NULL, 0, 0, srv->opt->metrics_max_queues, 0 };
+	struct qcollect qc = { h->b, NULL, 0, 0, h->max_queues, 0 };
 	uint64_t items = 0, bytes = 0, cum = 0;
 	size_t i;
 
-	saker_store_get_stats(srv->broker.store, &ss);
-	queues_walk(&srv->broker, collect_one, &qc);
+	saker_store_get_stats(h->b->store, &ss);
+	queues_walk(h->b, collect_one, &qc);
 	for (i = 0; i < qc.n; i++) {
 		items += qc.rows[i].st.items;
 		bytes += qc.rows[i].st.bytes;
 	}
 	metric_head(b, "saker_info", "gauge", "Build and store of this server.");
 	evbuffer_add_printf(b, "saker_info{version=\"%s\",store=\"%s\"} 1\n",
-	    PACKAGE_VERSION, srv->broker.store->driver->name);
+	    PACKAGE_VERSION, h->b->store->driver->name);
 	metric_u64(b, "saker_uptime_seconds", "gauge", "Seconds since the server started.",
 	    (uint64_t)(time(NULL) - s->started));
 	metric_u64(b, "saker_connections", "gauge", "Open client connections.",
@@ -209,10 +212,10 @@ write_metrics(struct evbuffer *b)
 static void
 handle(struct evhttp_request *req, void *arg)
 {
+	struct http_server *h = arg;
 	const char *uri = evhttp_request_get_uri(req);
 	struct evbuffer *b = evbuffer_new();
 
-	(void)arg;
 	if (b == NULL) {
 		evhttp_send_error(req, 500, "out of memory");
 		return;
@@ -221,17 +224,17 @@ handle(struct evhttp_request *req, void *arg)
 	    evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
 		evhttp_send_error(req, 405, "only GET");
 	} else if (strcmp(uri, "/metrics") == 0) {
-		write_metrics(b);
+		write_metrics(h, b);
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 		    "text/plain; version=0.0.4; charset=utf-8");
 		evhttp_send_reply(req, 200, "OK", b);
 	} else if (strcmp(uri, "/healthz") == 0) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 		    "text/plain; charset=utf-8");
-		if (srv->broker.store_failed) {
-			evbuffer_add_printf(b, "store not writable: %s\n", srv->broker.store_error);
+		if (h->b->store_failed) {
+			evbuffer_add_printf(b, "store not writable: %s\n", h->b->store_error);
 			evhttp_send_reply(req, 503, "Service Unavailable", b);
-		} else if (srv->stopping) {
+		} else if (*h->stopping) {
 			evbuffer_add_printf(b, "stopping\n");
 			evhttp_send_reply(req, 503, "Service Unavailable", b);
 		} else {
@@ -245,7 +248,8 @@ handle(struct evhttp_request *req, void *arg)
 }
 
 struct http_server *
-http_start(struct event_base *base, const char *spec)
+http_start(struct event_base *base, const char *spec, struct broker *b,
+    unsigned max_queues, const bool *stopping)
 {
 	struct http_server *h;
 	char addr[256];
@@ -276,6 +280,9 @@ http_start(struct event_base *base, const char *spec)
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)
 		return NULL;
+	h->b = b;
+	h->max_queues = max_queues;
+	h->stopping = stopping;
 	h->http = evhttp_new(base);
 	if (h->http == NULL || evhttp_bind_socket(h->http, addr, (uint16_t)port) != 0) {
 		log_error("--http: cannot listen on %s:%ld", addr, port);
@@ -286,7 +293,7 @@ http_start(struct event_base *base, const char *spec)
 	}
 	evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
 	    EVHTTP_REQ_POST);
-	evhttp_set_gencb(h->http, handle, NULL);
+	evhttp_set_gencb(h->http, handle, h);
 	log_info("metrics on http://%s:%ld/metrics", addr, port);
 	return h;
 }

@@ -3,14 +3,19 @@
 #ifndef SAKER_HTTP_H
 #define SAKER_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <event2/event.h>
 
+struct broker;
 struct http_server;
 
-/* spec is "[ADDR:]PORT" (ADDR defaults to 127.0.0.1). NULL on error (logged). */
-struct http_server *http_start(struct event_base *base, const char *spec);
+/* spec is "[ADDR:]PORT" (ADDR defaults to 127.0.0.1); /metrics reports
+ * broker b (at most max_queues queues), /healthz also *stopping.  NULL on
+ * error (logged). */
+struct http_server *http_start(struct event_base *base, const char *spec,
+    struct broker *b, unsigned max_queues, const bool *stopping);
 void http_stop(struct http_server *h);
 
 struct evbuffer;

@@ -21,6 +21,7 @@
 #include <event2/util.h>
 
 #include "auth.h"
+#include "batch.h"
 #include "clock.h"
 #include "conn.h"
 #include "http.h"
@@ -65,21 +66,14 @@ static const struct broker_hooks hooks = {
 void
 server_drain(void)
 {
-	struct conn *c;
-
 	if (srv->draining)
 		return;
 	srv->draining = true;
 	for (;;) {
-		if (!TAILQ_EMPTY(&srv->broker.ready)) {
+		if (!TAILQ_EMPTY(&srv->broker.ready))
 			broker_serve_ready(&srv->broker);
-		} else if ((c = TAILQ_FIRST(&srv->resume)) != NULL) {
-			TAILQ_REMOVE(&srv->resume, c, resume_link);
-			c->in_resume = false;
-			conn_process(c);
-		} else {
+		else if (!conn_resume_one())
 			break;
-		}
 	}
 	srv->draining = false;
 }
@@ -90,15 +84,10 @@ static void
 commit_batch(void)
 {
 	struct commit_result res;
-	struct conn *c;
 
 	srv->commit_scheduled = false;
 	broker_commit(&srv->broker, &res);
-	while ((c = TAILQ_FIRST(&srv->batch_conns)) != NULL) {
-		TAILQ_REMOVE(&srv->batch_conns, c, batch_link);
-		c->s.flush_scheduled = false;
-		conn_flush(c, &res);
-	}
+	conn_flush_batch(&res);
 	server_drain();
 	if (srv->stopping)
 		srv->loop_done = true;
@@ -441,16 +430,10 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 static void
 shutdown_everything(void)
 {
-	struct conn *c;
 	int i, rc;
 
 	/* last replies, best effort, then close: open items go back */
-	while ((c = TAILQ_FIRST(&srv->conns)) != NULL) {
-		evbuffer_add_buffer(c->out, c->s.pend);
-		if (evbuffer_get_length(c->out) > 0)
-			(void)evbuffer_write(c->out, c->fd);
-		conn_close(c);
-	}
+	conn_close_all();
 	/* the driver closes its descriptor: stop watching it first */
 	if (srv->store_fd_ev != NULL) {
 		event_free(srv->store_fd_ev);
@@ -527,9 +510,6 @@ server_init(struct options *opt)
 	srv->broker.enable_shutdown = opt->enable_shutdown;
 	srv->broker.sync = opt->sync;
 	srv->opt = opt;
-	TAILQ_INIT(&srv->batch_conns);
-	TAILQ_INIT(&srv->resume);
-	TAILQ_INIT(&srv->conns);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (load_config() != 0) {
@@ -552,10 +532,17 @@ server_init(struct options *opt)
 		fprintf(stderr, "sakerd: cannot create the event loop\n");
 		return 1;
 	}
-	if (opt->idle_timeout_s > 0) {
-		/* one timeout shared by every connection: O(1) timer queue */
-		struct timeval tv = { opt->idle_timeout_s, 0 };
-		srv->idle_tv = event_base_init_common_timeout(srv->base, &tv);
+	{
+		struct conn_env env = { srv->base, &srv->broker, NULL,
+		    opt->idle_timeout_s, server_drain };
+
+		if (opt->idle_timeout_s > 0) {
+			/* one timeout shared by every connection: O(1) timer
+			 * queue */
+			struct timeval tv = { opt->idle_timeout_s, 0 };
+			env.idle_tv = event_base_init_common_timeout(srv->base, &tv);
+		}
+		conn_setup(&env);
 	}
 	srv->promote_ev = evtimer_new(srv->base, promote_cb, NULL);
 	event_priority_set(srv->promote_ev, PRIO_IO);
@@ -578,7 +565,8 @@ server_init(struct options *opt)
 	/* bind first (privileged ports), then drop root, then open the store
 	 * so its files belong to the service user */
 	if (listen_tcp() != 0 || listen_unix() != 0 ||
-	    (opt->http != NULL && (srv->http = http_start(srv->base, opt->http)) == NULL)) {
+	    (opt->http != NULL && (srv->http = http_start(srv->base, opt->http, &srv->broker,
+	    opt->metrics_max_queues, &srv->stopping)) == NULL)) {
 		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
 		return 1;
 	}

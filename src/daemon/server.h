@@ -21,9 +21,6 @@
 #include "broker.h"
 #include "options.h"
 
-struct conn;
-TAILQ_HEAD(conn_list, conn);
-
 struct server {
 	struct broker broker;         /* the queues and the store */
 	struct options *opt;
@@ -36,7 +33,6 @@ struct server {
 	int store_fd;
 	struct event *tick_ev;        /* driver's tick(), once a second */
 	struct event *sweep_ev;       /* bounded sweep of expired items */
-	const struct timeval *idle_tv;/* --idle-timeout as a common timeout */
 	struct event *open_timeout_ev;/* earliest open-item deadline */
 	int64_t open_timeout_at;
 	struct http_server *http;     /* --http */
@@ -45,11 +41,7 @@ struct server {
 
 	bool commit_scheduled;        /* commit at the end of this turn */
 	bool loop_done;               /* stopping: the last commit ran */
-	struct conn_list batch_conns; /* connections with replies in this batch */
-	struct conn_list resume;      /* woken connections with pipelined input */
 	bool draining;
-
-	struct conn_list conns;
 	bool stopping;
 };
 

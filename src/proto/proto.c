@@ -3,7 +3,6 @@
 #include "config.h"
 
 #include "getgroup.h"
-#include "log.h"
 #include "proto.h"
 #include "proto_binary.h"
 #include "text.h"
@@ -54,12 +53,4 @@ void
 proto_session_free(struct session *s)
 {
 	gg_free(s);
-}
-
-void
-proto_protocol_error(struct session *s, const char *why)
-{
-	/* the replies before the bad packet still go out */
-	log_info("closing a connection: %s", why);
-	s->b->hooks->close_after_write(s);
 }

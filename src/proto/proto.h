@@ -12,16 +12,8 @@
 
 #include <stdbool.h>
 
-#include "ops.h"
-#include "reply.h"
 #include "session.h"
-
-enum proto_step_result {
-	PROTO_STOP = 0,     /* more input is needed, or the session stopped
-	                     * reading commands (waiting, closing) */
-	PROTO_COMMAND,      /* one command ran */
-	PROTO_SKIPPED       /* input of a refused request was discarded */
-};
+#include "step.h"
 
 struct protocol {
 	const char *name;
@@ -41,9 +33,5 @@ void proto_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
     const char *reason);
 /* Free what the protocols keep per session. */
 void proto_session_free(struct session *s);
-
-/* The stream cannot be trusted (binary header): close after the replies
- * already queued; only this session is affected. */
-void proto_protocol_error(struct session *s, const char *why);
 
 #endif

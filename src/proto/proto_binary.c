@@ -12,6 +12,8 @@
 #include "log.h"
 #include "proto_binary.h"
 #include "qname.h"
+#include "reply.h"
+#include "report.h"
 
 /*
  * Every request carries a header of 24 bytes: magic 0x80, opcode, key

@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "proto.h"
+#include "step.h"
 
 #define BIN_REQ_MAGIC 0x80
 #define BIN_RES_MAGIC 0x81

@@ -13,7 +13,7 @@
 #include "proto_meta.h"
 #include "proto_text.h"
 #include "qname.h"
-#include "text.h"
+#include "textio.h"
 
 /*
  * A meta line is "<cmd> <key> [<datalen>] <flag>*", each flag one letter

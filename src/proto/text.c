@@ -8,43 +8,15 @@
 #include <strings.h>
 
 #include "auth.h"
+#include "report.h"
 #include "log.h"
 #include "proto_meta.h"
 #include "proto_text.h"
 #include "getgroup.h"
 #include "text.h"
+#include "textio.h"
 
 /* --- replies ------------------------------------------------------------ */
-
-void
-text_reply_result(struct session *s, int r, const char *msg)
-{
-	if (msg == NULL)
-		msg = "error";
-	switch (r) {
-	case OPR_NOT_STORED:
-		reply_str(s, "NOT_STORED\r\n");
-		break;
-	case OPR_NOT_FOUND:
-		reply_str(s, "NOT_FOUND\r\n");
-		break;
-	case OPR_TOO_LARGE:
-		reply_str(s, PROTO_ERR_TOO_LARGE);
-		break;
-	case OPR_FORMAT:
-		reply_str(s, PROTO_ERR_FORMAT);
-		break;
-	case OPR_CLIENT:
-		replyf(s, "CLIENT_ERROR %s\r\n", msg);
-		reply_done(s);
-		break;
-	default:
-		replyf(s, "SERVER_ERROR %s\r\n", msg);
-		reply_done(s);
-		break;
-	}
-}
-
 
 static char *
 fmt_u64(char *end, uint64_t v)
@@ -341,37 +313,6 @@ text_execute(struct session *s, struct proto_cmd *cmd, const char *line,
 
 /* --- framing ------------------------------------------------------------ */
 
-void
-text_swallow(struct session *s, size_t n)
-{
-	s->swallow = n;
-	s->state = SESSION_SWALLOW;
-}
-
-static inline __attribute__((always_inline)) int
-data_block(struct session *s, size_t need, size_t bytes, const char **pp)
-{
-	size_t total = need + bytes + 2;
-	const unsigned char *p;
-
-	if (evbuffer_get_length(s->in) < total)
-		return 0;
-	p = evbuffer_pullup(s->in, (ev_ssize_t)total);
-	if (p[need + bytes] != '\r' || p[need + bytes + 1] != '\n') {
-		reply_str(s, PROTO_ERR_CHUNK);
-		s->b->hooks->close_after_write(s);
-		return -1;
-	}
-	*pp = (const char *)p;
-	return 1;
-}
-
-int
-text_data_block(struct session *s, size_t need, size_t bytes, const char **pp)
-{
-	return data_block(s, need, bytes, pp);
-}
-
 /*
  * Before --auth-file authentication only memcached's ASCII login is
  * accepted: `set <any> <flags> <exptime> <bytes>` whose data is
@@ -409,7 +350,7 @@ text_login(struct session *s, const char *line, size_t linelen, size_t need)
 		return true;
 	}
 	n = (size_t)bytes;
-	rc = data_block(s, need, n, &p);
+	rc = text_data_block(s, need, n, &p);
 	if (rc <= 0)
 		return false;
 	p += need;
@@ -491,7 +432,7 @@ text_line(struct session *s, size_t len, size_t eol)
 		return true;
 	}
 	total = need + cmd.bytes + 2;
-	rc = data_block(s, need, cmd.bytes, &p);
+	rc = text_data_block(s, need, cmd.bytes, &p);
 	if (rc <= 0)
 		return false;
 	if (p != line) {

@@ -139,16 +139,16 @@ fuzz_conn(const uint8_t *data, size_t size)
 	client(data + 1, size - 1, data[0] < 128 ? 0 : (size_t)(data[0] & 63) + 1);
 	/* a connection paused for backpressure or blocked in a get with no
 	 * timeout never reads the hang-up: close what is left */
-	while ((c = TAILQ_FIRST(&srv->conns)) != NULL)
+	while ((c = conn_first()) != NULL)
 		conn_close(c);
 	server_drain();
 	run_loop(-1);
 	client(reset, sizeof(reset) - 1, 0);
-	while ((c = TAILQ_FIRST(&srv->conns)) != NULL)
+	while ((c = conn_first()) != NULL)
 		conn_close(c);
 	queues_walk(&srv->broker, delete_one, NULL);
 	run_loop(-1);		/* the commit reaps the deleted queues */
 	FUZZ_CHECK(srv->broker.stats.curr_connections == 0);
-	FUZZ_CHECK(TAILQ_EMPTY(&srv->batch_conns));
+	FUZZ_CHECK(conn_batch_empty());
 	return 0;
 }

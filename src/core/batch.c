@@ -1,0 +1,212 @@
+/* batch.c -- the broker's batch cycle: the commit and what follows it,
+ * promotion of delayed items, open-item timeouts, sweeps, the ticks of a
+ * driver shared with other processes.  The loop that calls these is the
+ * owner's (sakerd's server.c); the timers they ask for go through
+ * broker_hooks. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "batch.h"
+#include "clock.h"
+#include "log.h"
+#include "ops.h"
+#include "queues.h"
+#include "session.h"
+
+#define DRV(b) ((b)->store->driver)
+
+void
+broker_commit(struct broker *b, struct commit_result *res)
+{
+	struct saker_store_stats st;
+	uint64_t commits = 0;
+
+	res->ok = true;
+	res->in_doubt = false;
+	res->reason[0] = '\0';
+	if (b->dirty) {
+		uint64_t t0 = saker_mono_ns();
+		int rc;
+
+		if (b->store_failed) {
+			saker_store_get_stats(b->store, &st);
+			commits = st.commits;
+		}
+		rc = DRV(b)->commit(b->store);
+		stats_commit(&b->stats, saker_mono_ns() - t0);
+		b->dirty = false;
+		if (rc != SAKER_OK) {
+			const char *reason;
+
+			res->ok = false;
+			res->in_doubt = rc == SAKER_EINDOUBT;
+			/* Copied: reopening the handles below overwrites the
+			 * driver's message buffer before the replies go out. */
+			reason = DRV(b)->errmsg(b->store);
+			if (reason == NULL || *reason == '\0')
+				reason = saker_strerror(rc);
+			snprintf(res->reason, sizeof(res->reason), "%s", reason);
+			if (res->in_doubt)
+				log_error("store commit failed, outcome unknown (items "
+				    "taken are handed out, items put may be there "
+				    "after a restart): %s", res->reason);
+			else
+				log_error("store commit failed, batch rolled back: %s",
+				    res->reason);
+			broker_store_failed(b, res->reason);
+			queues_reopen(b);
+		} else {
+			queues_reap(b);
+			/* Only a commit that wrote something proves the store
+			 * writable again; an empty batch always succeeds, even
+			 * on a store that refuses writes until restart. */
+			if (b->store_failed) {
+				saker_store_get_stats(b->store, &st);
+				if (st.commits > commits)
+					b->store_failed = false;
+			}
+		}
+	}
+	b->flush_batch = b->batch++;
+}
+
+void
+broker_serve_ready(struct broker *b)
+{
+	struct squeue *q;
+
+	while ((q = TAILQ_FIRST(&b->ready)) != NULL) {
+		TAILQ_REMOVE(&b->ready, q, ready_link);
+		q->ready = false;
+		op_serve_waiters(b, q);
+	}
+}
+
+/* --- delayed items ------------------------------------------------------ */
+
+/* How soon to try again when due items could not be promoted. */
+#define PROMOTE_RETRY_MS 100
+
+void
+broker_promote(struct broker *b)
+{
+	int64_t now = saker_now_ms(), next = 0;
+	int rc;
+
+	rc = DRV(b)->promote(b->store, now, &next);
+	if (rc != SAKER_OK) {
+		const char *why = DRV(b)->errmsg(b->store);
+
+		/* Logged once per failure streak, not every retry. */
+		if (!b->promote_failing)
+			log_error("promoting delayed items: %s (retrying every "
+			    "%d ms)", why, PROMOTE_RETRY_MS);
+		b->promote_failing = true;
+		if (rc == SAKER_EREADONLY || rc == SAKER_EIO)
+			broker_store_failed(b, why);
+		next = now + PROMOTE_RETRY_MS;
+	} else {
+		b->promote_failing = false;
+		/* A due time already past that the driver did not promote
+		 * would re-arm the timer at 0 ms forever; back off instead. */
+		if (next > 0 && next <= now)
+			next = now + PROMOTE_RETRY_MS;
+	}
+	broker_touch(b);
+	if (next > 0)
+		b->hooks->arm_promote(b, next);
+}
+
+/* --- open items --------------------------------------------------------- */
+
+void
+broker_expire_opens(struct broker *b)
+{
+	int64_t now = saker_now_ms(), next = 0;
+	struct open_item *oi, *prev;
+	struct session *s;
+
+	TAILQ_FOREACH(s, &b->sessions, link) {
+		/* newest first, so several expiring together keep their order */
+		for (oi = TAILQ_LAST(&s->opens, open_list); oi != NULL; oi = prev) {
+			prev = TAILQ_PREV(oi, open_list, link);
+			if (oi->deadline_ms == 0)
+				continue;
+			if (oi->deadline_ms > now) {
+				if (next == 0 || oi->deadline_ms < next)
+					next = oi->deadline_ms;
+				continue;
+			}
+			if (oi->q->h != NULL &&
+			    DRV(b)->release(b->store, oi->q->h, oi->id) == SAKER_OK) {
+				oi->q->open_timeouts++;
+				broker_touch(b);
+			}
+			session_forget_open(s, oi);
+		}
+	}
+	if (next != 0)
+		b->hooks->arm_open_timeout(b, next);
+}
+
+/* --- housekeeping ------------------------------------------------------- */
+
+/* Expired items are dropped lazily at the head; this bounded sweep also
+ * frees those stuck behind live ones. */
+#define SWEEP_LIMIT 1000
+static int
+sweep_one(void *arg, struct squeue *q)
+{
+	struct broker *b = arg;
+	uint64_t removed = 0;
+
+	if (DRV(b)->flush_expired(b->store, q->h, saker_now_ms(),
+	    SWEEP_LIMIT, &removed) == SAKER_OK && removed > 0)
+		broker_touch(b);
+	return 0;
+}
+
+void
+broker_sweep(struct broker *b)
+{
+	if (b->status != STATUS_QUIESCENT)
+		queues_walk(b, sweep_one, b);
+}
+
+void
+broker_store_ready(struct broker *b)
+{
+	if (saker_store_fd_ready(b->store, saker_now_ms()) != SAKER_OK)
+		log_warn("store notification: %s", DRV(b)->errmsg(b->store));
+	broker_touch(b);
+}
+
+static int
+retry_waiters(void *arg, struct squeue *q)
+{
+	struct broker *b = arg;
+
+	if (q->nwaiters > 0)
+		queue_mark_ready(b, q);
+	return 0;
+}
+
+void
+broker_tick(struct broker *b)
+{
+	int64_t next = 0;
+
+	if (saker_store_tick(b->store, saker_now_ms()) != SAKER_OK)
+		log_warn("store housekeeping: %s", DRV(b)->errmsg(b->store));
+	/* other processes may have added items or delayed items we were not
+	 * told about: look again */
+	if (saker_store_shared(b->store))
+		queues_walk(b, retry_waiters, b);
+	if (DRV(b)->promote(b->store, saker_now_ms(), &next) == SAKER_OK &&
+	    next > 0)
+		b->hooks->arm_promote(b, next);
+	broker_touch(b);
+}
+
