@@ -1,0 +1,215 @@
+/* bench_int.h -- what the parts of `saker bench` share: constants, the
+ * run's state and the functions one part calls in another.  bench.c runs
+ * the phases; bench_opts.c, bench_load.c, bench_wire.c, bench_reply.c,
+ * bench_report.c and bench_util.c are the parts. */
+#ifndef SAKER_BENCH_INT_H
+#define SAKER_BENCH_INT_H
+
+#include <sys/types.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+/* ------------------------------------------------------------ constants */
+
+#define HDR_LEN       16        /* payload header: tag(4) producer(4) seq(8), hex */
+#define MAX_LINE      1024      /* longest reply line we accept */
+#define MAX_CONNS     65535     /* producer id must fit four hex digits */
+#define MAX_KEYS      128       /* docs/protocol.md, "Multi-get": most keys in one get */
+#define GRACE_NS      (2000ull * 1000 * 1000)
+
+/* HDR-style log-linear histogram in nanoseconds: 128 linear sub-buckets per
+ * power of two gives < 0.8% error from 256 ns up to 2^38 ns (~275 s). */
+#define HIST_SUB_BITS 7
+#define HIST_SUB      (1u << HIST_SUB_BITS)
+#define HIST_SHIFTS   31
+#define HIST_BUCKETS  (2 * HIST_SUB + HIST_SHIFTS * HIST_SUB)
+
+enum mode { M_PAIR, M_PRODUCE, M_CONSUME, M_MGET, M_BLOCKING, M_DELAYED };
+enum proto { P_MC, P_RESP, P_BS };
+enum phase {
+	PH_CONNECT, PH_SETUP, PH_PREFILL, PH_WARMUP, PH_MEASURE, PH_STOP,
+	PH_DRAIN, PH_DONE
+};
+enum rtype {
+	R_SETUP,        /* clean-up and beanstalk tube selection: reply ignored */
+	R_SET,          /* enqueue one item (set / LPUSH / put) */
+	R_GET,          /* non-blocking dequeue (get / RPOP / reserve-with-timeout 0) */
+	R_BGET,         /* blocking dequeue (get q/t= / BRPOP) */
+	R_MGET,         /* multi-key get */
+	R_DRAIN,        /* dequeue after the run, to count what is left */
+	R_BSDEL         /* beanstalk: delete a reserved job */
+};
+enum role { ROLE_WORKER, ROLE_PRODUCER, ROLE_CONSUMER };
+
+extern const char *const mode_names[M_DELAYED + 1];
+extern const char *const proto_names[P_BS + 1];
+extern const char *const phase_names[PH_DONE + 1];
+
+/* ---------------------------------------------------------------- types */
+
+struct hist {
+	uint64_t b[HIST_BUCKETS];
+	uint64_t n, max, sum;
+};
+
+struct bits {
+	uint64_t *w;
+	size_t nw;
+};
+
+struct req {
+	enum rtype type;
+	int queue;              /* queue index, or -1 */
+	uint64_t t_ns;          /* when sent */
+	uint64_t seq;           /* R_SET: sequence number of the item */
+};
+
+struct bench;
+
+struct conn {
+	struct bench *b;
+	int id;
+	enum role role;
+	int queue;              /* the queue this connection works on */
+	struct bufferevent *bev;
+
+	struct req *ring;
+	unsigned rhead, rcount, rcap;
+
+	unsigned setup_step;
+	bool setup_done;
+	unsigned pair_next;     /* 0: set next, 1: get next */
+	uint64_t seq;           /* next sequence number this producer uses */
+
+	/* Drain: this connection empties queues drain_q, drain_q + stride... */
+	int drain_q;
+	bool drain_done;
+
+	/* Reply parser. */
+	bool in_data;           /* reading a data block */
+	size_t need;            /* bytes of the block still to come, CRLF included */
+	size_t blen;            /* length of the block proper */
+	int nhits;              /* items in the reply being parsed */
+	int arr_left;           /* RESP: array elements still to come */
+	uint64_t bs_id;         /* beanstalk: id of the job being reserved */
+
+	/* Verification, for items this connection produced. */
+	struct bits acked;      /* seq acknowledged as stored */
+	struct bits seen;       /* seq received by some consumer */
+	uint64_t *t_ns;         /* blocking: STORED time; delayed: due time */
+	size_t t_cap;
+
+	char *out;              /* scratch for one request */
+	size_t out_cap;
+	char *payload;          /* the item being sent: header, then filler */
+	int drain_stride;
+	bool drain_dup;         /* the drain read an item twice: not a queue */
+};
+
+struct opts {
+	const char *server;
+	enum proto proto;
+	enum mode mode;
+	int conns, depth, size, queues, keys;
+	double seconds, warmup, rate;
+	long items;
+	long window_ms, timeout_ms;
+	const char *prefix;
+	bool json, verify, clean, quiet;
+	long server_pid;
+	bool items_set;
+};
+
+struct bench {
+	struct opts o;
+	struct event_base *base;
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	struct conn *conns;
+	int nconns;             /* o.conns plus a producer in blocking/delayed */
+	int nqueues;            /* queues actually used */
+	char **qnames;
+	size_t *qlens;
+	char *pad;              /* o.size bytes of filler */
+	uint16_t tag;           /* per run: tells our items from others' */
+
+	enum phase phase;
+	int nconnected, nsetup, ndrain_done;
+	struct event *phase_ev, *tick_ev, *progress_ev, *sig_ev;
+	uint64_t t_start, t_measure, t_measure_end, t_stop;
+	bool failed, interrupted, drain_timeout;
+	char errmsg[256];
+
+	/* Work budgets. */
+	long prefill_left;      /* prefill sets still to send */
+	uint64_t prefill_total;
+	long mget_left;         /* mget requests still to send */
+	long delayed_left;      /* delayed sets still to send */
+	uint64_t rate_sent;     /* sets sent under --rate since rate_t0 */
+	uint64_t rate_t0;
+	uint64_t last_due;      /* delayed: latest due time handed over */
+
+	/* Counters for the measured window. */
+	uint64_t m_ops, m_items, m_reqs, m_sets, m_gets, m_misses;
+	uint64_t prog_items, prog_ops;
+	struct hist lat;        /* request round trip */
+	struct hist dlat;       /* blocking: STORED -> receipt; delayed: lateness */
+	struct hist elat;       /* blocking: set sent -> receipt */
+
+	/* Whole-run counters. */
+	uint64_t acked_total, received, dups, foreign, leftover, errors;
+	uint64_t early, before_ack;
+	char first_error[128];
+
+	double srv_cpu0;
+	struct rusage ru0;
+};
+
+/* bench.c */
+void check_progress(struct bench *b);
+double server_cpu(const struct bench *b);
+
+/* bench_opts.c */
+int parse_opts(struct opts *o, int argc, char **argv);
+
+/* bench_load.c */
+void pump(struct conn *c);
+void pump_all(struct bench *b);
+
+/* bench_wire.c */
+bool get_hex(const char *p, int n, uint64_t *v);
+struct req * ring_push(struct conn *c, enum rtype t, int q);
+void send_bytes(struct conn *c, const void *p, size_t n);
+void send_resp(struct conn *c, int argc, const char *const *argv,
+    const size_t *lens);
+void send_set(struct conn *c, int q, long delay_ms);
+void send_get(struct conn *c, enum rtype t, int q);
+void send_mget(struct conn *c);
+void send_line(struct conn *c, enum rtype t, const char *fmt, ...);
+
+/* bench_reply.c */
+bool measuring(const struct bench *b);
+bool starts(const char *line, size_t len, const char *word);
+void on_read(struct bufferevent *bev, void *arg);
+
+/* bench_report.c */
+int report(struct bench *b);
+
+/* bench_util.c */
+uint64_t mono_ns(void);
+void fail(struct bench *b, const char *fmt, ...);
+void * xrealloc(void *p, size_t n);
+bool bits_test_set(struct bits *bs, uint64_t i);
+void times_put(struct conn *c, uint64_t seq, uint64_t t);
+uint64_t times_get(const struct conn *c, uint64_t seq);
+void hist_add(struct hist *h, uint64_t v);
+uint64_t hist_quantile(const struct hist *h, uint64_t ppm);
+
+#endif

@@ -1,0 +1,192 @@
+/* bench_load.c -- `saker bench`: the workloads: what each connection of each mode sends next, and when. */
+#include "config.h"
+
+#include <sys/types.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "bench_int.h"
+
+/* ------------------------------------------------------------ the pump */
+
+/* Queue that item number i of a spread-out workload goes to. */
+static int
+spread_queue(const struct bench *b, uint64_t i)
+{
+	return (int)(i % (uint64_t)b->nqueues);
+}
+
+/* One setup request for connection c, or false when it has no more. */
+static bool
+setup_next(struct conn *c)
+{
+	struct bench *b = c->b;
+	unsigned s = c->setup_step;
+
+	if (b->o.proto == P_BS) {
+		/* Each connection uses and watches its own tube only. */
+		const char *t = b->qnames[c->queue];
+
+		c->setup_step++;
+		switch (s) {
+		case 0: send_line(c, R_SETUP, "use %s\r\n", t); return true;
+		case 1: send_line(c, R_SETUP, "watch %s\r\n", t); return true;
+		case 2: send_line(c, R_SETUP, "ignore default\r\n"); return true;
+		default: return false;
+		}
+	}
+	/* Connection 0 deletes every queue so the run starts empty. */
+	if (c->id != 0 || !b->o.clean || s >= (unsigned)b->nqueues)
+		return false;
+	c->setup_step++;
+	if (b->o.proto == P_RESP) {
+		const char *argv[2] = { "DEL", b->qnames[s] };
+		size_t lens[2] = { 3, b->qlens[s] };
+
+		ring_push(c, R_SETUP, -1);
+		send_resp(c, 2, argv, lens);
+	} else
+		send_line(c, R_SETUP, "delete %s\r\n", b->qnames[s]);
+	return true;
+}
+
+/* Issue the connection's next request in the current phase, if any. */
+static bool
+issue_next(struct conn *c)
+{
+	struct bench *b = c->b;
+	bool running = b->phase == PH_WARMUP || b->phase == PH_MEASURE;
+
+	switch (b->phase) {
+	case PH_SETUP:
+		return setup_next(c);
+	case PH_PREFILL:
+		if (b->prefill_left <= 0)
+			return false;
+		b->prefill_left--;
+		send_set(c, b->o.mode == M_MGET ?
+		    spread_queue(b, (uint64_t)b->prefill_left) : c->queue, -1);
+		return true;
+	case PH_DRAIN:
+		if (c->drain_done)
+			return false;
+		send_get(c, R_DRAIN, c->drain_q);
+		return true;
+	case PH_STOP:
+		/* Blocked consumers keep listening until everything arrives. */
+		if (c->role == ROLE_CONSUMER) {
+			send_get(c, R_BGET, c->queue);
+			return true;
+		}
+		return false;
+	default:
+		break;
+	}
+	if (!running)
+		return false;
+	switch (b->o.mode) {
+	case M_PAIR:
+		c->pair_next ^= 1;
+		if (c->pair_next)
+			send_set(c, c->queue, -1);
+		else
+			send_get(c, R_GET, c->queue);
+		return true;
+	case M_PRODUCE:
+		if (b->o.rate > 0) {
+			double el = (double)(mono_ns() - b->rate_t0) / 1e9;
+
+			if ((double)b->rate_sent >= el * b->o.rate)
+				return false;
+			b->rate_sent++;
+		}
+		send_set(c, c->queue, -1);
+		return true;
+	case M_CONSUME:
+		send_get(c, R_GET, c->queue);
+		return true;
+	case M_MGET:
+		if (b->mget_left <= 0)
+			return false;
+		b->mget_left--;
+		send_mget(c);
+		return true;
+	case M_BLOCKING:
+		if (c->role == ROLE_CONSUMER) {
+			send_get(c, R_BGET, c->queue);
+			return true;
+		}
+		if (b->o.rate <= 0)
+			return false;
+		{
+			double el = (double)(mono_ns() - b->rate_t0) / 1e9;
+
+			if ((double)b->rate_sent >= el * b->o.rate)
+				return false;
+			b->rate_sent++;
+			times_put(c, 2 * c->seq, mono_ns());
+			send_set(c, spread_queue(b, c->seq), -1);
+		}
+		return true;
+	case M_DELAYED:
+		if (c->role == ROLE_CONSUMER) {
+			send_get(c, R_BGET, c->queue);
+			return true;
+		}
+		if (b->delayed_left <= 0)
+			return false;
+		{
+			/* Item i (1-based) falls due at i/N of the window. */
+			long i = b->o.items - b->delayed_left + 1;
+			long d = (long)((int64_t)b->o.window_ms * i / b->o.items);
+			uint64_t seq = c->seq;
+
+			uint64_t due = mono_ns() + (uint64_t)d * 1000000ull;
+
+			b->delayed_left--;
+			send_set(c, spread_queue(b, seq), d);
+			times_put(c, 2 * seq, due);
+			if (due > b->last_due)
+				b->last_due = due;
+		}
+		return true;
+	}
+	return false;
+}
+
+static unsigned
+conn_depth(const struct conn *c)
+{
+	/* A consumer blocks in one get at a time, as a real worker does. */
+	if (c->role == ROLE_CONSUMER)
+		return 1;
+	/* Filling and emptying are not measured: pipeline them deeply so a
+	 * store that fsyncs per turn spends one fsync on many items. */
+	if ((c->b->phase == PH_PREFILL || c->b->phase == PH_DRAIN) &&
+	    c->b->o.depth < 64)
+		return 64;
+	/* The delayed producer must hand all items over early in the window,
+	 * or late sends would stretch the run past its deadline. */
+	if (c->b->o.mode == M_DELAYED && c->role == ROLE_PRODUCER &&
+	    c->b->o.depth < 64)
+		return 64;
+	return (unsigned)c->b->o.depth;
+}
+
+void
+pump(struct conn *c)
+{
+	while (!c->b->failed && c->rcount < conn_depth(c))
+		if (!issue_next(c))
+			break;
+}
+
+void
+pump_all(struct bench *b)
+{
+	int i;
+
+	for (i = 0; i < b->nconns && !b->failed; i++)
+		pump(&b->conns[i]);
+}

@@ -1,0 +1,241 @@
+/* bench_opts.c -- `saker bench`: the command line of `saker bench`. */
+#include "config.h"
+
+#include <sys/types.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_int.h"
+
+/* ------------------------------------------------------------- options */
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: saker bench [MODE] [options]\n"
+"modes: pair (default), produce, consume, mget, blocking, delayed\n"
+"  -s, --server HOST:PORT   server (default 127.0.0.1:22133)\n"
+"      --protocol P         memcache (default), resp (Redis), beanstalk\n"
+"  -m, --mode MODE          the workload (or give it as the first argument)\n"
+"  -c, --conns N            connections (consumers in blocking/delayed) [4]\n"
+"  -d, --depth D            requests in flight per connection [1]\n"
+"      --size B             item size in bytes, >= 16 when verifying [64]\n"
+"  -q, --queues Q           queues, connections spread over them [1]\n"
+"  -t, --seconds S          measured duration [10]\n"
+"      --warmup S           unmeasured run before measuring [0]\n"
+"  -k, --keys K             mget: keys per request [100]\n"
+"      --items N            consume: items prefilled; mget: requests (and\n"
+"                           items per queue); delayed: items [see mode]\n"
+"      --rate R             produce/blocking: items/s in total [blocking 1000]\n"
+"      --window MS          delayed: items fall due over this window [5000]\n"
+"      --timeout MS         blocking get timeout (get q/t=MS) [1000]\n"
+"      --queue-prefix P     queue names are P0, P1, ... [bench]\n"
+"      --server-pid PID     also report that process's CPU use\n"
+"      --no-verify          do not check items (needed for memcached)\n"
+"      --no-clean           do not delete the queues first\n"
+"      --json               one JSON object on stdout\n"
+"      --quiet              no progress display\n");
+}
+
+static int
+parse_mode(const char *s, enum mode *m)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++)
+		if (strcmp(s, mode_names[i]) == 0) {
+			*m = (enum mode)i;
+			return 0;
+		}
+	return -1;
+}
+
+static bool
+num(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+int
+parse_opts(struct opts *o, int argc, char **argv)
+{
+	enum { O_PROTO = 256, O_SIZE, O_WARMUP, O_ITEMS, O_RATE, O_WINDOW,
+	    O_TIMEOUT, O_PREFIX, O_PID, O_NOVERIFY, O_NOCLEAN, O_JSON,
+	    O_QUIET };
+	static const struct option lo[] = {
+		{ "server", required_argument, NULL, 's' },
+		{ "protocol", required_argument, NULL, O_PROTO },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "conns", required_argument, NULL, 'c' },
+		{ "depth", required_argument, NULL, 'd' },
+		{ "size", required_argument, NULL, O_SIZE },
+		{ "queues", required_argument, NULL, 'q' },
+		{ "seconds", required_argument, NULL, 't' },
+		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "keys", required_argument, NULL, 'k' },
+		{ "items", required_argument, NULL, O_ITEMS },
+		{ "rate", required_argument, NULL, O_RATE },
+		{ "window", required_argument, NULL, O_WINDOW },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "queue-prefix", required_argument, NULL, O_PREFIX },
+		{ "server-pid", required_argument, NULL, O_PID },
+		{ "no-verify", no_argument, NULL, O_NOVERIFY },
+		{ "no-clean", no_argument, NULL, O_NOCLEAN },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "quiet", no_argument, NULL, O_QUIET },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int ch;
+	double v;
+	bool rate_set = false;
+
+	memset(o, 0, sizeof(*o));
+	o->server = "127.0.0.1:22133";
+	o->proto = P_MC;
+	o->mode = M_PAIR;
+	o->conns = 4;
+	o->depth = 1;
+	o->size = 64;
+	o->queues = 1;
+	o->keys = 100;
+	o->seconds = 10;
+	o->window_ms = 5000;
+	o->timeout_ms = 1000;
+	o->prefix = "bench";
+	o->verify = o->clean = true;
+
+	if (argc > 1 && argv[1][0] != '-') {
+		if (parse_mode(argv[1], &o->mode) != 0) {
+			fprintf(stderr, "saker bench: unknown mode '%s'\n",
+			    argv[1]);
+			return -1;
+		}
+		argv++;
+		argc--;
+	}
+#ifdef __GLIBC__
+	optind = 0;
+#else
+	optind = 1;
+#endif
+	while ((ch = getopt_long(argc, argv, "s:m:c:d:q:t:k:h", lo, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case 's': o->server = optarg; break;
+		case O_PROTO:
+			if (strcmp(optarg, "memcache") == 0)
+				o->proto = P_MC;
+			else if (strcmp(optarg, "resp") == 0)
+				o->proto = P_RESP;
+			else if (strcmp(optarg, "beanstalk") == 0)
+				o->proto = P_BS;
+			else
+				goto bad;
+			break;
+		case 'm':
+			if (parse_mode(optarg, &o->mode) != 0)
+				goto bad;
+			break;
+		case 'c':
+			if (!num(optarg, 1, MAX_CONNS - 1, &v)) goto bad;
+			o->conns = (int)v;
+			break;
+		case 'd':
+			if (!num(optarg, 1, 100000, &v)) goto bad;
+			o->depth = (int)v;
+			break;
+		case O_SIZE:
+			if (!num(optarg, 1, 64 << 20, &v)) goto bad;
+			o->size = (int)v;
+			break;
+		case 'q':
+			if (!num(optarg, 1, 100000, &v)) goto bad;
+			o->queues = (int)v;
+			break;
+		case 't':
+			if (!num(optarg, 0.001, 1e6, &o->seconds)) goto bad;
+			break;
+		case O_WARMUP:
+			if (!num(optarg, 0, 1e6, &o->warmup)) goto bad;
+			break;
+		case 'k':
+			if (!num(optarg, 1, MAX_KEYS, &v)) goto bad;
+			o->keys = (int)v;
+			break;
+		case O_ITEMS:
+			if (!num(optarg, 1, 1e10, &v)) goto bad;
+			o->items = (long)v;
+			o->items_set = true;
+			break;
+		case O_RATE:
+			if (!num(optarg, 0, 1e9, &o->rate)) goto bad;
+			rate_set = true;
+			break;
+		case O_WINDOW:
+			if (!num(optarg, 1, 1e9, &v)) goto bad;
+			o->window_ms = (long)v;
+			break;
+		case O_TIMEOUT:
+			if (!num(optarg, 1, 1e9, &v)) goto bad;
+			o->timeout_ms = (long)v;
+			break;
+		case O_PREFIX: o->prefix = optarg; break;
+		case O_PID:
+			if (!num(optarg, 1, 1e9, &v)) goto bad;
+			o->server_pid = (long)v;
+			break;
+		case O_NOVERIFY: o->verify = false; break;
+		case O_NOCLEAN: o->clean = false; break;
+		case O_JSON: o->json = true; break;
+		case O_QUIET: o->quiet = true; break;
+		case 'h': usage(stdout); return 1;
+		default: usage(stderr); return -1;
+		}
+		continue;
+bad:
+		fprintf(stderr, "saker bench: bad value for option: %s\n",
+		    optarg);
+		return -1;
+	}
+	if (optind != argc) {
+		fprintf(stderr, "saker bench: unexpected argument '%s'\n",
+		    argv[optind]);
+		return -1;
+	}
+	if (!o->items_set)
+		o->items = o->mode == M_CONSUME ? 100000 :
+		    o->mode == M_MGET ? 5000 : 1000;
+	if (o->mode == M_BLOCKING && !rate_set)
+		o->rate = 1000;
+	if (o->verify && o->size < HDR_LEN) {
+		fprintf(stderr, "saker bench: --size must be at least %d to "
+		    "verify items (or use --no-verify)\n", HDR_LEN);
+		return -1;
+	}
+	if (o->proto == P_RESP && (o->mode == M_MGET || o->mode == M_DELAYED)) {
+		fprintf(stderr, "saker bench: mode %s needs the memcache "
+		    "protocol\n", mode_names[o->mode]);
+		return -1;
+	}
+	if (o->proto == P_BS && o->mode != M_PAIR && o->mode != M_PRODUCE &&
+	    o->mode != M_CONSUME && o->mode != M_BLOCKING) {
+		fprintf(stderr, "saker bench: mode %s is not available with "
+		    "beanstalk\n", mode_names[o->mode]);
+		return -1;
+	}
+	return 0;
+}

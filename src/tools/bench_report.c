@@ -1,0 +1,184 @@
+/* bench_report.c -- `saker bench`: the report: throughput, latency percentiles, verification counts, text or JSON. */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/resource.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "bench_int.h"
+
+/* ----------------------------------------------------------- reporting */
+
+static double
+tv_s(const struct timeval *tv)
+{
+	return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
+static void
+lost_counts(const struct bench *b, uint64_t *lost, uint64_t *unacked)
+{
+	int i;
+	size_t w;
+
+	*lost = *unacked = 0;
+	for (i = 0; i < b->nconns; i++) {
+		const struct conn *c = &b->conns[i];
+		size_t n = c->acked.nw > c->seen.nw ? c->acked.nw : c->seen.nw;
+
+		for (w = 0; w < n; w++) {
+			uint64_t a = w < c->acked.nw ? c->acked.w[w] : 0;
+			uint64_t s = w < c->seen.nw ? c->seen.w[w] : 0;
+
+			*lost += (uint64_t)__builtin_popcountll(a & ~s);
+			*unacked += (uint64_t)__builtin_popcountll(s & ~a);
+		}
+	}
+}
+
+static void
+print_hist(const struct hist *h, const char *pre, bool json)
+{
+	static const struct { const char *name; uint64_t ppm; } qs[] = {
+		{ "p50", 500000 }, { "p90", 900000 }, { "p99", 990000 },
+		{ "p999", 999000 }
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+		double us = (double)hist_quantile(h, qs[i].ppm) / 1000.0;
+
+		if (json)
+			printf(",\"%s_%s_us\":%.1f", pre, qs[i].name, us);
+		else
+			printf(" %s=%.1f", qs[i].name, us);
+	}
+	if (json)
+		printf(",\"%s_max_us\":%.1f,\"%s_mean_us\":%.1f,\"%s_count\":%"
+		    PRIu64, pre, (double)h->max / 1000.0, pre,
+		    h->n ? (double)h->sum / (double)h->n / 1000.0 : 0.0, pre,
+		    h->n);
+	else
+		printf(" max=%.1f mean=%.1f (us, n=%" PRIu64 ")\n",
+		    (double)h->max / 1000.0,
+		    h->n ? (double)h->sum / (double)h->n / 1000.0 : 0.0, h->n);
+}
+
+int
+report(struct bench *b)
+{
+	struct rusage ru;
+	double secs = (double)(b->t_measure_end - b->t_measure) / 1e9;
+	double cpu, scpu1, scpu = -1;
+	uint64_t lost = 0, unacked = 0;
+	const struct opts *o = &b->o;
+	bool bad;
+
+	getrusage(RUSAGE_SELF, &ru);
+	cpu = tv_s(&ru.ru_utime) + tv_s(&ru.ru_stime) -
+	    tv_s(&b->ru0.ru_utime) - tv_s(&b->ru0.ru_stime);
+	scpu1 = server_cpu(b);
+	if (scpu1 >= 0 && b->srv_cpu0 >= 0)
+		scpu = scpu1 - b->srv_cpu0;
+	if (secs <= 0)
+		secs = 1e-9;
+	if (o->verify)
+		lost_counts(b, &lost, &unacked);
+	bad = o->verify && (lost > 0 || b->dups > 0);
+
+	if (o->json) {
+		printf("{\"mode\":\"%s\",\"protocol\":\"%s\",\"server\":\"%s\","
+		    "\"conns\":%d,\"depth\":%d,\"size\":%d,\"queues\":%d",
+		    mode_names[o->mode], proto_names[o->proto], o->server,
+		    o->conns, o->depth, o->size, b->nqueues);
+		if (o->mode == M_MGET)
+			printf(",\"keys\":%d", b->nqueues);
+		if (o->mode == M_BLOCKING || o->mode == M_PRODUCE)
+			printf(",\"rate\":%.0f", o->rate);
+		printf(",\"seconds\":%.3f,\"ops\":%" PRIu64 ",\"ops_per_s\":%.0f,"
+		    "\"items\":%" PRIu64 ",\"items_per_s\":%.0f,\"sets\":%"
+		    PRIu64 ",\"gets\":%" PRIu64 ",\"misses\":%" PRIu64,
+		    secs, b->m_ops, (double)b->m_ops / secs, b->m_items,
+		    (double)b->m_items / secs, b->m_sets, b->m_gets,
+		    b->m_misses);
+		if (o->mode == M_MGET)
+			printf(",\"requests\":%" PRIu64 ",\"requests_per_s\":%.0f",
+			    b->m_reqs, (double)b->m_reqs / secs);
+		print_hist(&b->lat, "lat", true);
+		if (o->mode == M_BLOCKING || o->mode == M_DELAYED)
+			print_hist(&b->dlat, o->mode == M_DELAYED ? "late" :
+			    "deliv", true);
+		if (o->mode == M_BLOCKING)
+			print_hist(&b->elat, "e2e", true);
+		printf(",\"errors\":%" PRIu64 ",\"verified\":%s",
+		    b->errors, o->verify && !b->drain_timeout ? "true" : "false");
+		if (o->verify)
+			printf(",\"in\":%" PRIu64 ",\"out\":%" PRIu64
+			    ",\"leftover\":%" PRIu64 ",\"lost\":%" PRIu64
+			    ",\"duplicates\":%" PRIu64 ",\"unacked_seen\":%" PRIu64
+			    ",\"foreign\":%" PRIu64, b->acked_total,
+			    b->received, b->leftover, lost, b->dups, unacked,
+			    b->foreign);
+		if (o->mode == M_DELAYED)
+			printf(",\"early\":%" PRIu64, b->early);
+		printf(",\"client_cpu_s\":%.3f", cpu);
+		if (scpu >= 0)
+			printf(",\"server_cpu_s\":%.3f,\"server_cpu_pct\":%.2f",
+			    scpu, 100.0 * scpu / secs);
+		printf(",\"interrupted\":%s}\n",
+		    b->interrupted ? "true" : "false");
+		return bad ? 2 : 0;
+	}
+	printf("saker bench %s: %s %s, %d conns, depth %d, %d-byte items, "
+	    "%d queue%s\n", mode_names[o->mode], proto_names[o->proto],
+	    o->server, o->conns, o->depth, o->size, b->nqueues,
+	    b->nqueues == 1 ? "" : "s");
+	printf("  measured %.2f s: %" PRIu64 " items (%.0f items/s), %" PRIu64
+	    " ops (%.0f ops/s), %" PRIu64 " empty gets\n", secs, b->m_items,
+	    (double)b->m_items / secs, b->m_ops, (double)b->m_ops / secs,
+	    b->m_misses);
+	if (o->mode == M_MGET)
+		printf("  %" PRIu64 " multi-gets of %d keys: %.0f requests/s\n",
+		    b->m_reqs, b->nqueues, (double)b->m_reqs / secs);
+	printf("  request latency:");
+	print_hist(&b->lat, "lat", false);
+	if (o->mode == M_BLOCKING) {
+		printf("  delivery latency (STORED to receipt):");
+		print_hist(&b->dlat, "deliv", false);
+		printf("  delivery latency (set sent to receipt):");
+		print_hist(&b->elat, "e2e", false);
+		if (b->before_ack > 0)
+			printf("  %" PRIu64 " items arrived before their STORED "
+			    "was read (counted as 0)\n", b->before_ack);
+	}
+	if (o->mode == M_DELAYED) {
+		printf("  promotion lateness (receipt - due):");
+		print_hist(&b->dlat, "late", false);
+		printf("  %" PRIu64 " items arrived more than 1 ms early\n",
+		    b->early);
+	}
+	if (b->errors > 0)
+		printf("  %" PRIu64 " error replies, first: %s\n", b->errors,
+		    b->first_error);
+	if (o->verify)
+		printf("  verify: in %" PRIu64 ", out %" PRIu64 " (%" PRIu64
+		    " left after the run), lost %" PRIu64 ", duplicates %"
+		    PRIu64 ", unacknowledged %" PRIu64 ", foreign %" PRIu64
+		    "  => %s\n", b->acked_total, b->received, b->leftover,
+		    lost, b->dups, unacked, b->foreign, bad ? "FAILED" : "ok");
+	else
+		printf("  verify: off\n");
+	if (b->drain_timeout)
+		printf("  the drain after the run timed out: loss counts are "
+		    "upper bounds\n");
+	printf("  client cpu %.2f s", cpu);
+	if (scpu >= 0)
+		printf(", server cpu %.3f s (%.2f%% of one core)", scpu,
+		    100.0 * scpu / secs);
+	printf("\n");
+	return bad ? 2 : 0;
+}

@@ -1,0 +1,233 @@
+/* bench_wire.c -- `saker bench`: item payloads and the requests of each protocol (memcache, RESP, beanstalk). */
+#include "config.h"
+
+#include <sys/types.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <event2/bufferevent.h>
+
+#include <event2/bufferevent.h>
+
+#include "bench_int.h"
+
+/* -------------------------------------------------------------- payload */
+
+static const char hexd[] = "0123456789abcdef";
+
+static void
+put_hex(char *p, uint64_t v, int n)
+{
+	while (n-- > 0) {
+		p[n] = hexd[v & 15];
+		v >>= 4;
+	}
+}
+
+bool
+get_hex(const char *p, int n, uint64_t *v)
+{
+	uint64_t r = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		char ch = p[i];
+		unsigned d;
+
+		if (ch >= '0' && ch <= '9')
+			d = (unsigned)(ch - '0');
+		else if (ch >= 'a' && ch <= 'f')
+			d = (unsigned)(ch - 'a' + 10);
+		else
+			return false;
+		r = r << 4 | d;
+	}
+	*v = r;
+	return true;
+}
+
+/* -------------------------------------------------------------- sending */
+
+static void
+out_reserve(struct conn *c, size_t n)
+{
+	if (n <= c->out_cap)
+		return;
+	c->out = xrealloc(c->out, n);
+	c->out_cap = n;
+}
+
+struct req *
+ring_push(struct conn *c, enum rtype t, int q)
+{
+	struct req *r;
+
+	if (c->rcount == c->rcap) {
+		/* Only beanstalk deletes go past depth; grow rather than drop. */
+		unsigned ncap = c->rcap * 2, i;
+		struct req *nr = xrealloc(NULL, ncap * sizeof(*nr));
+
+		for (i = 0; i < c->rcount; i++)
+			nr[i] = c->ring[(c->rhead + i) % c->rcap];
+		free(c->ring);
+		c->ring = nr;
+		c->rhead = 0;
+		c->rcap = ncap;
+	}
+	r = &c->ring[(c->rhead + c->rcount) % c->rcap];
+	c->rcount++;
+	r->type = t;
+	r->queue = q;
+	r->seq = 0;
+	r->t_ns = mono_ns();
+	return r;
+}
+
+void
+send_bytes(struct conn *c, const void *p, size_t n)
+{
+	if (bufferevent_write(c->bev, p, n) != 0)
+		fail(c->b, "connection %d: write failed", c->id);
+}
+
+/* A RESP command from up to four arguments. */
+void
+send_resp(struct conn *c, int argc, const char *const *argv,
+    const size_t *lens)
+{
+	size_t need = 32, off;
+	int i;
+
+	for (i = 0; i < argc; i++)
+		need += lens[i] + 32;
+	out_reserve(c, need);
+	off = (size_t)snprintf(c->out, c->out_cap, "*%d\r\n", argc);
+	for (i = 0; i < argc; i++) {
+		off += (size_t)snprintf(c->out + off, c->out_cap - off,
+		    "$%zu\r\n", lens[i]);
+		memcpy(c->out + off, argv[i], lens[i]);
+		off += lens[i];
+		c->out[off++] = '\r';
+		c->out[off++] = '\n';
+	}
+	send_bytes(c, c->out, off);
+}
+
+/* Enqueue one item on queue q, delayed by delay_ms when >= 0. */
+void
+send_set(struct conn *c, int q, long delay_ms)
+{
+	struct bench *b = c->b;
+	struct req *r = ring_push(c, R_SET, q);
+	size_t size = (size_t)b->o.size, off;
+
+	r->seq = c->seq++;
+	if (b->o.verify) {
+		put_hex(c->payload, b->tag, 4);
+		put_hex(c->payload + 4, (uint64_t)c->id, 4);
+		put_hex(c->payload + 8, r->seq, 8);
+	}
+	if (b->o.proto == P_RESP) {
+		const char *argv[3] = { "LPUSH", b->qnames[q], c->payload };
+		size_t lens[3] = { 5, b->qlens[q], size };
+
+		send_resp(c, 3, argv, lens);
+		return;
+	}
+	out_reserve(c, size + b->qlens[q] + 128);
+	if (b->o.proto == P_BS)
+		off = (size_t)snprintf(c->out, c->out_cap, "put 0 0 60 %zu\r\n",
+		    size);
+	else if (delay_ms >= 0)
+		off = (size_t)snprintf(c->out, c->out_cap,
+		    "set %s/delay=%ld 0 0 %zu\r\n", b->qnames[q], delay_ms, size);
+	else
+		off = (size_t)snprintf(c->out, c->out_cap, "set %s 0 0 %zu\r\n",
+		    b->qnames[q], size);
+	memcpy(c->out + off, c->payload, size);
+	off += size;
+	c->out[off++] = '\r';
+	c->out[off++] = '\n';
+	send_bytes(c, c->out, off);
+}
+
+void
+send_get(struct conn *c, enum rtype t, int q)
+{
+	struct bench *b = c->b;
+	size_t off;
+
+	ring_push(c, t, q);
+	out_reserve(c, b->qlens[q] + 64);
+	if (b->o.proto == P_RESP) {
+		char tbuf[32];
+		const char *argv[3];
+		size_t lens[3];
+
+		if (t == R_BGET) {
+			snprintf(tbuf, sizeof(tbuf), "%.3f",
+			    (double)b->o.timeout_ms / 1000.0);
+			argv[0] = "BRPOP"; lens[0] = 5;
+			argv[2] = tbuf; lens[2] = strlen(tbuf);
+		} else {
+			argv[0] = "RPOP"; lens[0] = 4;
+		}
+		argv[1] = b->qnames[q];
+		lens[1] = b->qlens[q];
+		send_resp(c, t == R_BGET ? 3 : 2, argv, lens);
+		return;
+	}
+	if (b->o.proto == P_BS)
+		off = (size_t)snprintf(c->out, c->out_cap,
+		    "reserve-with-timeout %ld\r\n",
+		    t == R_BGET ? (b->o.timeout_ms + 999) / 1000 : 0L);
+	else if (t == R_BGET)
+		off = (size_t)snprintf(c->out, c->out_cap, "get %s/t=%ld\r\n",
+		    b->qnames[q], b->o.timeout_ms);
+	else
+		off = (size_t)snprintf(c->out, c->out_cap, "get %s\r\n",
+		    b->qnames[q]);
+	send_bytes(c, c->out, off);
+}
+
+void
+send_mget(struct conn *c)
+{
+	struct bench *b = c->b;
+	size_t off = 3;
+	int i;
+
+	ring_push(c, R_MGET, -1);
+	out_reserve(c, (size_t)b->nqueues * 256 + 16);
+	memcpy(c->out, "get", 3);
+	for (i = 0; i < b->nqueues; i++) {
+		c->out[off++] = ' ';
+		memcpy(c->out + off, b->qnames[i], b->qlens[i]);
+		off += b->qlens[i];
+	}
+	c->out[off++] = '\r';
+	c->out[off++] = '\n';
+	send_bytes(c, c->out, off);
+}
+
+void
+send_line(struct conn *c, enum rtype t, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(buf)) {
+		fail(c->b, "request line too long");
+		return;
+	}
+	ring_push(c, t, -1);
+	send_bytes(c, buf, (size_t)n);
+}
