@@ -6,7 +6,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <event2/util.h>
 
 #include "auth.h"
 #include "clock.h"
@@ -16,6 +19,7 @@
 #include "proto.h"
 #include "proto_text.h"
 #include "reply.h"
+#include "tls.h"
 
 /* Output beyond this stops reading from the client until it drains: a
  * client that pipelines without reading cannot grow our memory unbounded. */
@@ -40,12 +44,16 @@ static void conn_write_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_idle_cb(evutil_socket_t fd, short what, void *arg);
 
 struct conn *
-conn_new(int fd)
+conn_new(int fd, bool tls)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 
 	if (c == NULL)
 		return NULL;
+	if (tls && (c->tls = tls_new()) == NULL) {
+		free(c);
+		return NULL;
+	}
 	c->fd = fd;
 	c->out = evbuffer_new();
 	c->rev = event_new(env.base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
@@ -56,6 +64,7 @@ conn_new(int fd)
 		if (c->out) evbuffer_free(c->out);
 		if (c->rev) event_free(c->rev);
 		if (c->wev) event_free(c->wev);
+		tls_free(c->tls);
 		free(c);
 		return NULL;
 	}
@@ -108,6 +117,7 @@ conn_free(struct conn *c)
 	evbuffer_free(c->out);
 	event_free(c->rev);
 	event_free(c->wev);
+	tls_free(c->tls);
 	proto_session_free(&c->s);
 	session_free(&c->s);
 	free(c);
@@ -142,6 +152,12 @@ conn_close(struct conn *c)
 	event_del(c->wev);
 	if (c->idle_ev != NULL)
 		event_del(c->idle_ev);
+	if (c->tls != NULL) {
+		/* tell a TLS client this is an orderly end (best effort) */
+		tls_close_notify(c->tls);
+		if (evbuffer_get_length(tls_wire(c->tls)) > 0)
+			(void)evbuffer_write(tls_wire(c->tls), c->fd);
+	}
 	close(c->fd);
 	c->fd = -1;
 	TAILQ_REMOVE(&conns, c, link);
@@ -219,8 +235,13 @@ conn_close_all(void)
 	/* last replies, best effort, then close: open items go back */
 	while ((c = TAILQ_FIRST(&conns)) != NULL) {
 		evbuffer_add_buffer(c->out, c->s.pend);
-		if (evbuffer_get_length(c->out) > 0)
+		if (c->tls != NULL) {
+			if (tls_output(c->tls, c->out) == TLS_OK &&
+			    evbuffer_get_length(tls_wire(c->tls)) > 0)
+				(void)evbuffer_write(tls_wire(c->tls), c->fd);
+		} else if (evbuffer_get_length(c->out) > 0) {
 			(void)evbuffer_write(c->out, c->fd);
+		}
 		conn_close(c);
 	}
 }
@@ -292,15 +313,74 @@ conn_hook_close_after_write(struct session *s)
 
 /* --- output ------------------------------------------------------------- */
 
+/* Bytes waiting for the socket: replies, and their ciphertext on TLS. */
+static size_t
+out_pending(const struct conn *c)
+{
+	size_t n = evbuffer_get_length(c->out);
+
+	if (c->tls != NULL)
+		n += evbuffer_get_length(tls_wire(c->tls));
+	return n;
+}
+
+size_t
+conn_memory(const struct conn *c)
+{
+	size_t n = evbuffer_get_length(c->s.in) + evbuffer_get_length(c->s.pend) +
+	    evbuffer_get_length(c->out);
+
+	if (c->tls != NULL)
+		n += tls_memory(c->tls);
+	return n;
+}
+
+/* Peer address for a log line. */
+static const char *
+peer_name(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[128];
+
+	buf[0] = '\0';
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
+		return "unknown peer";
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+		if (evutil_inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host)) != NULL)
+			snprintf(buf, len, "%s:%u", host, (unsigned)ntohs(in->sin_port));
+	} else if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+		if (evutil_inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host)) != NULL)
+			snprintf(buf, len, "[%s]:%u", host, (unsigned)ntohs(in6->sin6_port));
+	}
+	return buf[0] != '\0' ? buf : "unknown peer";
+}
+
 static void
 conn_write(struct conn *c)
 {
-	size_t before = evbuffer_get_length(c->out);
+	struct evbuffer *wire = c->out;
+	size_t before;
 	int n;
 
+	if (c->tls != NULL) {
+		/* encrypt what is committed; the ciphertext goes out below */
+		if (tls_output(c->tls, c->out) != TLS_OK &&
+		    c->s.state != SESSION_CLOSING) {
+			char peer[160];
+			log_info("closing a TLS connection from %s: %s",
+			    peer_name(c->fd, peer, sizeof(peer)), tls_error(c->tls));
+			conn_close(c);
+			return;
+		}
+		wire = tls_wire(c->tls);
+	}
+	before = evbuffer_get_length(wire);
 	if (before == 0)
 		goto drained;
-	n = evbuffer_write(c->out, c->fd);
+	n = evbuffer_write(wire, c->fd);
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
 			event_add(c->wev, NULL);
@@ -310,13 +390,19 @@ conn_write(struct conn *c)
 		return;
 	}
 	env.broker->stats.bytes_written += (uint64_t)n;
-	if (evbuffer_get_length(c->out) > 0) {
+	if (evbuffer_get_length(wire) > 0) {
 		event_add(c->wev, NULL);
-		if (evbuffer_get_length(c->out) > OUT_HIGH_WATER)
+		if (out_pending(c) > OUT_HIGH_WATER)
 			pause_reading(c);
 		return;
 	}
 drained:
+	if (c->tls != NULL && evbuffer_get_length(c->out) > 0 &&
+	    c->s.state != SESSION_CLOSING) {
+		/* replies wait for the handshake, which reading drives */
+		event_del(c->wev);
+		return;
+	}
 	event_del(c->wev);
 	if (c->s.state == SESSION_CLOSING) {
 		conn_close(c);
@@ -405,6 +491,47 @@ conn_read(struct conn *c, evutil_socket_t fd)
 	return n;
 }
 
+/* The TLS read path: ciphertext in, plaintext into the session's input.
+ * Returns the plaintext bytes added (maybe 0 during the handshake), or -1
+ * when the connection was closed. */
+static ssize_t
+conn_read_tls(struct conn *c, evutil_socket_t fd)
+{
+	char peer[160];
+	size_t n = 0;
+
+	switch (tls_input(c->tls, fd, c->s.in, &n)) {
+	case TLS_OK:
+		break;
+	case TLS_AGAIN:
+		return 0;
+	case TLS_EOF:
+		if (n > 0)
+			break;
+		conn_close(c);
+		return -1;
+	case TLS_PLAIN:
+		/* one line for the operator, nothing for the client */
+		log_warn("closing a connection from %s: plain text on the TLS port",
+		    peer_name(c->fd, peer, sizeof(peer)));
+		conn_close(c);
+		return -1;
+	case TLS_FAIL:
+		log_warn("closing a TLS connection from %s: %s",
+		    peer_name(c->fd, peer, sizeof(peer)), tls_error(c->tls));
+		/* the alert OpenSSL queued goes out, then we close */
+		c->s.state = SESSION_CLOSING;
+		pause_reading(c);
+		conn_write(c);
+		return -1;
+	}
+	/* handshake messages to send, or replies held until it finished */
+	if (evbuffer_get_length(tls_wire(c->tls)) > 0 ||
+	    evbuffer_get_length(c->out) > 0)
+		conn_write(c);
+	return c->s.dead ? -1 : (ssize_t)n;
+}
+
 static void
 conn_read_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -412,13 +539,28 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	ssize_t n;
 
 	(void)what;
-	n = conn_read(c, fd);
-	if (n <= 0) {
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+	if (c->tls != NULL) {
+		c->busy++;
+		n = conn_read_tls(c, fd);
+		c->busy--;
+		if (n <= 0) {
+			if (c->s.dead) {
+				if (c->busy == 0)
+					conn_free(c);
+				env.drain();
+			}
 			return;
-		conn_close(c);
-		env.drain();
-		return;
+		}
+	} else {
+		n = conn_read(c, fd);
+		if (n <= 0) {
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+			    errno == EINTR))
+				return;
+			conn_close(c);
+			env.drain();
+			return;
+		}
 	}
 	env.broker->stats.bytes_read += (uint64_t)n;
 	if (c->s.state == SESSION_WAITING) {
@@ -430,7 +572,7 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	c->busy++;
 	conn_process(c);
 	env.drain();
-	if (!c->s.dead && evbuffer_get_length(c->out) > OUT_HIGH_WATER)
+	if (!c->s.dead && out_pending(c) > OUT_HIGH_WATER)
 		pause_reading(c);
 	if (--c->busy == 0 && c->s.dead)
 		conn_free(c);

@@ -22,6 +22,7 @@ struct conn {
 	bool in_resume;
 
 	int fd;
+	struct tls *tls;                /* --tls-cert on a TCP listener, else NULL */
 	struct event *rev, *wev;
 	bool reading;                   /* rev is added */
 	struct evbuffer *out;           /* committed replies not yet written */
@@ -52,7 +53,11 @@ struct conn_env {
 };
 void conn_setup(const struct conn_env *env);
 
-struct conn *conn_new(int fd);
+/* A connection on an accepted socket; `tls` makes it speak TLS. */
+struct conn *conn_new(int fd, bool tls);
+/* Bytes this connection holds in its buffers (TLS state included): what a
+ * per-connection memory budget counts. */
+size_t conn_memory(const struct conn *c);
 /* Close now: cancel waits, return open items to their queues. */
 void conn_close(struct conn *c);
 /* Close after the replies already queued have been written. */

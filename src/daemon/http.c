@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "http.h"
+#include "tls.h"
 #include "log.h"
 #include "queues.h"
 
@@ -247,6 +248,13 @@ handle(struct evhttp_request *req, void *arg)
 	evbuffer_free(b);
 }
 
+static struct bufferevent *
+http_bev(struct event_base *base, void *arg)
+{
+	(void)arg;
+	return tls_http_bev(base);
+}
+
 struct http_server *
 http_start(struct event_base *base, const char *spec, struct broker *b,
     unsigned max_queues, const bool *stopping)
@@ -294,7 +302,10 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
 	    EVHTTP_REQ_POST);
 	evhttp_set_gencb(h->http, handle, h);
-	log_info("metrics on http://%s:%ld/metrics", addr, port);
+	/* --tls-cert: the same certificate serves HTTPS */
+	if (tls_on())
+		evhttp_set_bevcb(h->http, http_bev, NULL);
+	log_info("metrics on %s://%s:%ld/metrics", tls_on() ? "https" : "http", addr, port);
 	return h;
 }
 

@@ -15,7 +15,8 @@
 enum {
 	OPT_STORE = 256, OPT_SYNC, OPT_MAX_ITEM, OPT_SHUTDOWN, OPT_LOG,
 	OPT_MAX_MEMORY, OPT_MAX_OPEN, OPT_VERSION, OPT_HELP, OPT_CONFIG, OPT_HTTP,
-	OPT_METRICS_MAX, OPT_AUTH_FILE, OPT_IDLE_TIMEOUT
+	OPT_METRICS_MAX, OPT_AUTH_FILE, OPT_IDLE_TIMEOUT, OPT_TLS_CERT, OPT_TLS_KEY,
+	OPT_TLS_CA
 };
 
 static const struct option longopts[] = {
@@ -39,6 +40,9 @@ static const struct option longopts[] = {
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "metrics-max-queues", required_argument, NULL, OPT_METRICS_MAX },
+	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 }
@@ -90,6 +94,11 @@ usage(FILE *f)
 "                            file must not be readable by others; reread on SIGHUP\n"
 "      --http [ADDR:]PORT    serve GET /metrics (Prometheus) and GET /healthz\n"
 "      --metrics-max-queues N  per-queue series in /metrics (default 1000)\n"
+"      --tls-cert FILE       TLS 1.2/1.3 on the TCP listener and --http with this\n"
+"                            PEM certificate chain (needs --tls-key; the Unix\n"
+"                            socket stays plain); reread on SIGHUP\n"
+"      --tls-key FILE        the certificate's PEM private key\n"
+"      --tls-ca FILE         require client certificates signed by these CAs\n"
 "      --enable-shutdown     allow the 'shutdown' command\n"
 "  -d, --daemonize           detach and run in the background\n"
 "  -P, --pidfile FILE        write the process id to FILE (refused while a\n"
@@ -101,8 +110,8 @@ usage(FILE *f)
 "      --help                print this help and exit\n"
 "\n"
 "Signals: SIGTERM/SIGINT stop gracefully (commit, close the store, exit 0);\n"
-"SIGHUP reopens the log file and rereads --config and --auth-file (a bad file\n"
-"keeps the old one).\n"
+"SIGHUP reopens the log file and rereads --config, --auth-file and the TLS\n"
+"certificate and key (a bad file keeps the old one).\n"
 "See sakerd(8) and saker-protocol(7).\n",
 	    SAKERD_DEFAULT_PORT, saker_store_driver_list(), STORE_FORMS,
 	    SAKERD_DEFAULT_STORE);
@@ -233,6 +242,15 @@ options_parse(int argc, char **argv, struct options *o)
 		case OPT_HTTP:
 			o->http = optarg;
 			break;
+		case OPT_TLS_CERT:
+			o->tls_cert = optarg;
+			break;
+		case OPT_TLS_KEY:
+			o->tls_key = optarg;
+			break;
+		case OPT_TLS_CA:
+			o->tls_ca = optarg;
+			break;
 		case OPT_METRICS_MAX:
 			if (parse_int(optarg, 0, 1000000, &v) != 0)
 				goto bad;
@@ -261,6 +279,19 @@ options_parse(int argc, char **argv, struct options *o)
 		fprintf(stderr, "sakerd: -p 0 needs -s PATH (nothing to listen on)\n");
 		return -1;
 	}
+	if ((o->tls_cert != NULL) != (o->tls_key != NULL) ||
+	    (o->tls_ca != NULL && o->tls_cert == NULL)) {
+		fprintf(stderr, "sakerd: --tls-cert and --tls-key go together "
+		    "(and --tls-ca needs both)\n");
+		return -1;
+	}
+#ifndef HAVE_OPENSSL
+	if (o->tls_cert != NULL) {
+		fprintf(stderr, "sakerd: --tls-cert: this sakerd was built without "
+		    "OpenSSL (./configure --with-openssl)\n");
+		return -1;
+	}
+#endif
 	if (o->auth_file != NULL) {
 		char err[256];
 

@@ -36,6 +36,9 @@ struct options {
 	const char *config_path;     /* --config */
 	const char *auth_file;       /* --auth-file: user:password lines */
 	const char *http;            /* --http [ADDR:]PORT */
+	const char *tls_cert;        /* --tls-cert: TCP listeners and --http speak TLS */
+	const char *tls_key;         /* --tls-key */
+	const char *tls_ca;          /* --tls-ca: require verified client certificates */
 	unsigned metrics_max_queues; /* --metrics-max-queues */
 	int verbose;                 /* -v count */
 };

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "queues.h"
 #include "server.h"
+#include "tls.h"
 
 static struct server the_server;
 struct server *srv = &the_server;
@@ -237,21 +238,27 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	static const char too_many[] = "SERVER_ERROR too many open connections\r\n";
 	struct conn *c;
 	int one = 1;
+	bool tcp = sa->sa_family == AF_INET || sa->sa_family == AF_INET6;
 
 	(void)l;
 	(void)salen;
 	(void)arg;
 	if (srv->stopping || srv->broker.stats.curr_connections >= (uint64_t)srv->opt->max_conns) {
-		ssize_t w = write(fd, too_many, sizeof(too_many) - 1);
-		(void)w;
+		/* a TLS client could not read the plain-text line */
+		if (!(tcp && tls_on())) {
+			ssize_t w = write(fd, too_many, sizeof(too_many) - 1);
+			(void)w;
+		}
 		srv->broker.stats.rejected_connections++;
 		close(fd);
 		return;
 	}
-	if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)
+	if (tcp)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	evutil_make_socket_nonblocking(fd);
-	c = conn_new(fd);
+	/* --tls-cert covers the TCP listener; the Unix socket stays plain
+	 * (its file permissions guard it) */
+	c = conn_new(fd, tcp && tls_on());
 	if (c == NULL) {
 		log_error("out of memory accepting a connection");
 		close(fd);
@@ -421,6 +428,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		if (srv->opt->config_path != NULL && load_config() != 0)
 			log_error("keeping the previous configuration");
 		auth_reload();
+		tls_reload();
 		return;
 	}
 	log_info("signal %d: stopping", (int)sig);
@@ -458,6 +466,7 @@ shutdown_everything(void)
 	srv->sync_ev = srv->tick_ev = NULL;
 	http_stop(srv->http);
 	srv->http = NULL;
+	tls_teardown();
 	config_free(srv->broker.config);
 	srv->broker.config = NULL;
 	if (srv->base == NULL)
@@ -564,6 +573,11 @@ server_init(struct options *opt)
 	}
 	/* bind first (privileged ports), then drop root, then open the store
 	 * so its files belong to the service user */
+	if (opt->tls_cert != NULL &&
+	    tls_setup(opt->tls_cert, opt->tls_key, opt->tls_ca) != 0) {
+		fprintf(stderr, "sakerd: cannot set up TLS; see the log above\n");
+		return 1;
+	}
 	if (listen_tcp() != 0 || listen_unix() != 0 ||
 	    (opt->http != NULL && (srv->http = http_start(srv->base, opt->http, &srv->broker,
 	    opt->metrics_max_queues, &srv->stopping)) == NULL)) {

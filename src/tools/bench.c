@@ -26,8 +26,15 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#ifdef HAVE_OPENSSL
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <event2/bufferevent_ssl.h>
+#endif
+
 #include "bench.h"
 #include "bench_int.h"
+#include "tls_client.h"
 
 const char *const mode_names[M_DELAYED + 1] = {
 	"pair", "produce", "consume", "mget", "blocking", "delayed"
@@ -293,6 +300,18 @@ on_event(struct bufferevent *bev, short what, void *arg)
 		}
 		return;
 	}
+#ifdef HAVE_OPENSSL
+	if ((what & BEV_EVENT_ERROR) && tls_client.on) {
+		unsigned long e = bufferevent_get_openssl_error(bev);
+		char buf[256];
+
+		if (e != 0) {
+			ERR_error_string_n(e, buf, sizeof(buf));
+			fail(b, "connection %d to %s: TLS: %s", c->id, b->o.server, buf);
+			return;
+		}
+	}
+#endif
 	if (what & BEV_EVENT_ERROR)
 		fail(b, "connection %d to %s: %s", c->id, b->o.server,
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
@@ -376,6 +395,31 @@ resolve(struct bench *b)
 	return 0;
 }
 
+/* A connection's bufferevent: plain, or TLS with --tls (the handshake runs
+ * inside the connect; BEV_EVENT_CONNECTED comes after it). */
+static struct bufferevent *
+new_bev(struct bench *b)
+{
+#ifdef HAVE_OPENSSL
+	if (tls_client.on) {
+		struct bufferevent *bev;
+		char err[512];
+		SSL *ssl = tls_client_new(b->o.server, err, sizeof(err));
+
+		if (ssl == NULL) {
+			fprintf(stderr, "saker bench: %s\n", err);
+			return NULL;
+		}
+		bev = bufferevent_openssl_socket_new(b->base, -1, ssl,
+		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+		if (bev == NULL)
+			SSL_free(ssl);
+		return bev;
+	}
+#endif
+	return bufferevent_socket_new(b->base, -1, BEV_OPT_CLOSE_ON_FREE);
+}
+
 static int
 setup_conns(struct bench *b)
 {
@@ -404,8 +448,7 @@ setup_conns(struct bench *b)
 			c->role = ROLE_WORKER;
 			c->queue = i % b->nqueues;
 		}
-		c->bev = bufferevent_socket_new(b->base, -1,
-		    BEV_OPT_CLOSE_ON_FREE);
+		c->bev = new_bev(b);
 		if (c->bev == NULL)
 			return -1;
 		bufferevent_setcb(c->bev, on_read, NULL, on_event, c);

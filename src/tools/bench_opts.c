@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bench_int.h"
+#include "tls_client.h"
 
 /* ------------------------------------------------------------- options */
 
@@ -37,6 +38,7 @@ usage(FILE *f)
 "      --queue-prefix P     queue names are P0, P1, ... [bench]\n"
 "      --server-pid PID     also report that process's CPU use\n"
 "      --no-verify          do not check items (needed for memcached)\n"
+TLS_CLIENT_HELP
 "      --no-clean           do not delete the queues first\n"
 "      --json               one JSON object on stdout\n"
 "      --quiet              no progress display\n");

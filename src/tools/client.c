@@ -15,15 +15,24 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#ifdef HAVE_OPENSSL
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#endif
+
 #include "client.h"
 #include "clock.h"
 #include "qname.h"
+#include "tls_client.h"
 
 #define CLIENT_MAX_DATA (1u << 30)
 
 /* A connection with a read buffer and one deadline for the whole exchange. */
 struct conn {
 	int fd;
+#ifdef HAVE_OPENSSL
+	SSL *ssl;                       /* --tls */
+#endif
 	const char *server;
 	uint64_t deadline_ns;
 	char buf[65536];
@@ -154,6 +163,79 @@ client_connect(const char *server, char *err, size_t errlen)
 	return fd;
 }
 
+static void conn_close(struct conn *c);
+
+#ifdef HAVE_OPENSSL
+/* Wait for what OpenSSL asked for after a call returned `rc`.  Returns 0
+ * to retry, -1 with errno set (EPROTO: a TLS error, see the queue). */
+static int
+tls_wait(struct conn *c, int rc, uint64_t deadline_ns)
+{
+	switch (SSL_get_error(c->ssl, rc)) {
+	case SSL_ERROR_WANT_READ:
+		return wait_fd(c->fd, POLLIN, deadline_ns);
+	case SSL_ERROR_WANT_WRITE:
+		return wait_fd(c->fd, POLLOUT, deadline_ns);
+	case SSL_ERROR_ZERO_RETURN:
+		errno = ECONNRESET;
+		return -1;
+	case SSL_ERROR_SYSCALL:
+		if (errno == 0)
+			errno = ECONNRESET;
+		return -1;
+	default:
+		errno = EPROTO;
+		return -1;
+	}
+}
+#endif
+
+/* --tls: the handshake on c->fd, the certificate checked for `server`. */
+static int
+conn_start_tls(struct conn *c, const char *server, char *err, size_t errlen)
+{
+#ifdef HAVE_OPENSSL
+	uint64_t deadline = saker_mono_ns() + (uint64_t)CLIENT_CONNECT_MS * 1000000u;
+	char e[256];
+	int rc;
+
+	if (!tls_client.on)
+		return 0;
+	if ((c->ssl = tls_client_new(server, err, errlen)) == NULL)
+		return -1;
+	if (!SSL_set_fd(c->ssl, c->fd)) {
+		snprintf(err, errlen, "TLS: %s", tls_client_error(e, sizeof(e)));
+		return -1;
+	}
+	for (;;) {
+		ERR_clear_error();
+		if ((rc = SSL_connect(c->ssl)) == 1)
+			return 0;
+		if (tls_wait(c, rc, deadline) == -1)
+			break;
+	}
+	if (errno == EPROTO) {
+		long v = SSL_get_verify_result(c->ssl);
+
+		if (v != X509_V_OK)
+			snprintf(err, errlen, "TLS handshake with %s: certificate: %s",
+			    server, X509_verify_cert_error_string(v));
+		else
+			snprintf(err, errlen, "TLS handshake with %s: %s", server,
+			    tls_client_error(e, sizeof(e)));
+	} else {
+		snprintf(err, errlen, "TLS handshake with %s: %s", server, strerror(errno));
+	}
+	return -1;
+#else
+	(void)c;
+	(void)server;
+	(void)err;
+	(void)errlen;
+	return 0;
+#endif
+}
+
 /* Try each server of a comma-separated list in turn. */
 static int
 conn_open(struct conn *c, const char *servers, char *which, size_t wlen,
@@ -167,16 +249,20 @@ conn_open(struct conn *c, const char *servers, char *which, size_t wlen,
 		return -1;
 	}
 	for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-		if ((fd = client_connect(tok, err, errlen)) != -1) {
+		if ((fd = client_connect(tok, err, errlen)) == -1)
+			continue;
+		memset(c, 0, sizeof(*c));
+		c->fd = fd;
+		if (conn_start_tls(c, tok, err, errlen) == 0) {
 			snprintf(which, wlen, "%s", tok);
 			break;
 		}
+		conn_close(c);
+		fd = -1;
 	}
 	free(list);
 	if (fd == -1)
 		return -1;
-	memset(c, 0, sizeof(*c));
-	c->fd = fd;
 	c->server = which;
 	return 0;
 }
@@ -184,6 +270,12 @@ conn_open(struct conn *c, const char *servers, char *which, size_t wlen,
 static void
 conn_close(struct conn *c)
 {
+#ifdef HAVE_OPENSSL
+	if (c->ssl != NULL) {
+		SSL_free(c->ssl);
+		c->ssl = NULL;
+	}
+#endif
 	if (c->fd != -1)
 		close(c->fd);
 	c->fd = -1;
@@ -194,6 +286,20 @@ conn_write(struct conn *c, const void *p, size_t len)
 {
 	const char *s = p;
 
+#ifdef HAVE_OPENSSL
+	while (c->ssl != NULL && len > 0) {
+		size_t w = 0;
+		int rc;
+
+		ERR_clear_error();
+		if ((rc = SSL_write_ex(c->ssl, s, len, &w)) == 1) {
+			s += w;
+			len -= w;
+		} else if (tls_wait(c, rc, c->deadline_ns) == -1) {
+			return -1;
+		}
+	}
+#endif
 	while (len > 0) {
 		ssize_t n = send(c->fd, s, len, MSG_NOSIGNAL);
 		if (n > 0) {
@@ -228,6 +334,22 @@ conn_fill(struct conn *c)
 			errno = EMSGSIZE;
 			return -1;
 		}
+#ifdef HAVE_OPENSSL
+		if (c->ssl != NULL) {
+			size_t got = 0;
+			int rc;
+
+			ERR_clear_error();
+			rc = SSL_read_ex(c->ssl, c->buf + c->len, sizeof(c->buf) - c->len, &got);
+			if (rc == 1) {
+				c->len += got;
+				return 0;
+			}
+			if (tls_wait(c, rc, c->deadline_ns) == -1)
+				return -1;
+			continue;
+		}
+#endif
 		n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
 		if (n > 0) {
 			c->len += (size_t)n;
@@ -332,6 +454,7 @@ put_usage(FILE *fp)
 	    "                       now, else absolute unix seconds (default 0)\n"
 	    "  -d, --delay MS       make the item visible MS milliseconds from now\n"
 	    "  -a, --at UNIXTIME    make the item visible at that time\n"
+	    TLS_CLIENT_HELP
 	    "  -h, --help           this text\n"
 	    "\n"
 	    "Exit status: 0 STORED, 1 not stored or no server, 2 usage error.\n");
@@ -500,6 +623,7 @@ get_usage(FILE *fp)
 	    "  -p, --peek           show the head item without removing it\n"
 	    "  -F, --show-flags     print the item's flags to standard error\n"
 	    "  -q, --quiet          say nothing on standard error when the queue is empty\n"
+	    TLS_CLIENT_HELP
 	    "  -h, --help           this text\n"
 	    "\n"
 	    "Standard output is exactly the item's data (plus a newline when it is a\n"
@@ -633,6 +757,7 @@ stats_usage(FILE *fp)
 	    "                     path), comma-separated; each is shown in turn\n"
 	    "                     (default " CLIENT_DEFAULT_SERVER ")\n"
 	    "  -r, --raw          print the STAT lines as the server sent them\n"
+	    TLS_CLIENT_HELP
 	    "  -h, --help         this text\n"
 	    "\n"
 	    "Exit status: 0 ok, 1 a server could not be reached, 2 usage error.\n");
@@ -754,6 +879,10 @@ stats_one(const char *server, bool raw, bool header)
 	}
 	c->fd = fd;
 	c->server = server;
+	if (conn_start_tls(c, server, err, sizeof(err)) == -1) {
+		fprintf(stderr, "saker stats: %s\n", err);
+		goto out;
+	}
 	c->deadline_ns = saker_mono_ns() + (uint64_t)CLIENT_REPLY_MS * 1000000u;
 	if (conn_write(c, "stats\r\n", 7) == -1) {
 		io_error("stats", c);

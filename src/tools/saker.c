@@ -9,6 +9,7 @@
 #include "client.h"
 #include "dump.h"
 #include "migrate.h"
+#include "tls_client.h"
 
 struct subcommand {
 	const char *name;
@@ -39,6 +40,8 @@ usage(FILE *fp)
 	    "\n"
 	    "SPEC is TYPE:LOCATION (store types built in: %s).\n"
 	    "`saker COMMAND --help` describes a command; saker(1) has the details.\n"
+	    "put, get, stats and bench take --tls [--tls-ca FILE] [--tls-cert FILE\n"
+	    "--tls-key FILE] to talk to a server started with --tls-cert.\n"
 	    "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	    saker_store_driver_list());
 }
@@ -59,6 +62,8 @@ main(int argc, char **argv)
 {
 	const struct subcommand *sc;
 
+	if (tls_client_take_options(&argc, argv) != 0)
+		return 2;
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -102,7 +102,7 @@ client(const uint8_t *data, size_t size, size_t chunk)
 
 	FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0, sv) == 0);
-	if (conn_new(sv[0]) == NULL) {
+	if (conn_new(sv[0], false) == NULL) {
 		close(sv[0]);
 		close(sv[1]);
 		return;
