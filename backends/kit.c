@@ -174,6 +174,18 @@ kit_crc32c(uint32_t crc, const void *p, size_t len)
 	return ~crc_sw(c, p, len);
 }
 
+uint32_t
+kit_item_crc(uint32_t flags, int64_t expires_ms, int64_t created_ms,
+    const void *data, size_t len)
+{
+	unsigned char h[20];
+
+	kit_put_be32(h, flags);
+	kit_put_be64(h + 4, (uint64_t)expires_ms);
+	kit_put_be64(h + 12, (uint64_t)created_ms);
+	return kit_crc32c(kit_crc32c(0, h, sizeof(h)), data, len);
+}
+
 uint64_t
 kit_mono_ns(void)
 {

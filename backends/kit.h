@@ -34,6 +34,13 @@ size_t kit_hash_id(uint64_t id, size_t n);
  */
 uint32_t kit_crc32c(uint32_t crc, const void *p, size_t len);
 
+/* The checksum of a durable item whose store keeps the fields in columns
+ * (SQLite, PostgreSQL): CRC32C over flags (be32), expires and created
+ * (be64 each), then the data.  Position fields (queue, sequence, state,
+ * due time) are left out: a move or a release changes them. */
+uint32_t kit_item_crc(uint32_t flags, int64_t expires_ms, int64_t created_ms,
+    const void *data, size_t len);
+
 /* For the tests, which check that both ways agree: 1 = use the table,
  * 2 = the instruction if the CPU has it, 0 = pick.  Returns the way now
  * in use. */

@@ -47,9 +47,15 @@
  * and checkpoints").
  */
 #define LM_FORMAT	"saker-lmdb"
-#define LM_VERSION	2	/* 2: the journal, sentinels, "journal_seq" */
+#define LM_VERSION	3	/* 2: the journal, sentinels, "journal_seq";
+				 * 3: items may carry a checksum (LM_HF_CRC) */
 #define LM_SEQ_START	((uint64_t)1 << 62)
-#define LM_HDR		24	/* state, pad[3], flags, expires, created */
+#define LM_HDR		24	/* state, hflags, pad[2], flags, expires, created */
+#define LM_HF_CRC	0x01	/* hflags: a CRC32C trailer follows the data */
+#define LM_CRC		4	/* the trailer: CRC32C of bytes 1.. of the
+				 * header and of the data, big-endian */
+#define LM_DAMAGED	"_damaged"	/* suffix of the queue damaged items
+					 * are moved to */
 #define LM_QREC		72	/* 9 x u64 */
 #define LM_KEY		16
 #define LM_MAXDATA	((size_t)UINT32_MAX - 64)
@@ -220,7 +226,8 @@ hdr_write(unsigned char *p, int state, uint32_t flags, int64_t expires,
     int64_t created)
 {
 	p[0] = (unsigned char)state;
-	p[1] = p[2] = p[3] = 0;
+	p[1] = LM_HF_CRC;
+	p[2] = p[3] = 0;
 	kit_put_be32(p + 4, flags);
 	kit_put_be64(p + 8, (uint64_t)expires);
 	kit_put_be64(p + 16, (uint64_t)created);
@@ -232,15 +239,57 @@ hdr_read(const void *rec, size_t size, struct saker_item *it)
 {
 	const unsigned char *p = rec;
 
-	if (size < LM_HDR)
+	if (size < LM_HDR || ((p[1] & LM_HF_CRC) && size < LM_HDR + LM_CRC))
 		return LM_EBADVAL;
 	memset(it, 0, sizeof(*it));
 	it->flags = kit_get_be32(p + 4);
 	it->expires_ms = (int64_t)kit_get_be64(p + 8);
 	it->created_ms = (int64_t)kit_get_be64(p + 16);
-	it->len = size - LM_HDR;
+	it->len = size - LM_HDR - ((p[1] & LM_HF_CRC) ? LM_CRC : 0);
 	it->data = p + LM_HDR;
 	return 0;
+}
+
+/* The checksum of a record: everything but the state byte (a take with
+ * open and a release rewrite it) and the trailer. */
+static uint32_t
+rec_crc(const unsigned char *p, size_t datalen)
+{
+	return kit_crc32c(0, p + 1, LM_HDR - 1 + datalen);
+}
+
+/* Write the trailer of a record whose header and data are in place. */
+static void
+rec_seal(unsigned char *p, size_t datalen)
+{
+	kit_put_be32(p + LM_HDR + datalen, rec_crc(p, datalen));
+}
+
+/* Is the record sound?  Records written before format 3 have no
+ * checksum (hflags 0) and pass; any other hflags bit is damage. */
+static bool
+rec_sound(const void *rec, size_t size)
+{
+	const unsigned char *p = rec;
+	size_t len;
+
+	if (size < LM_HDR || (p[1] & ~LM_HF_CRC) != 0 || p[2] != 0 || p[3] != 0)
+		return false;
+	if ((p[1] & LM_HF_CRC) == 0)
+		return true;
+	if (size < LM_HDR + LM_CRC)
+		return false;
+	len = size - LM_HDR - LM_CRC;
+	return kit_get_be32(p + LM_HDR + len) == rec_crc(p, len);
+}
+
+/* Data bytes of a record of `size` bytes (header and trailer excluded). */
+static size_t
+rec_datalen(const unsigned char *p, size_t size)
+{
+	size_t extra = LM_HDR + ((p[1] & LM_HF_CRC) ? LM_CRC : 0);
+
+	return size >= extra ? size - extra : 0;
 }
 
 static bool
@@ -1497,16 +1546,16 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 		    "too large", item->len);
 	created = item->created_ms != 0 ? item->created_ms : now_ms;
 	ready = item->due_ms <= now_ms;
-	if ((rc = op_begin(s, LM_HDR + 8 + item->len, &t)) != SAKER_OK)
+	if ((rc = op_begin(s, LM_HDR + LM_CRC + 8 + item->len, &t)) != SAKER_OK)
 		return rc;
 	if (ready) {
-		rc = items_reserve(s, t, q, q->cur.tail, LM_HDR + item->len, true,
-		    &dst);
+		rc = items_reserve(s, t, q, q->cur.tail,
+		    LM_HDR + item->len + LM_CRC, true, &dst);
 	} else {
 		mkkey(kb, (uint64_t)item->due_ms, s->next_arrival);
 		k.mv_data = kb;
 		k.mv_size = LM_KEY;
-		v.mv_size = 8 + LM_HDR + item->len;
+		v.mv_size = 8 + LM_HDR + item->len + LM_CRC;
 		rc = mdb_put(t, s->db_delayed, &k, &v, MDB_RESERVE);
 		dst = v.mv_data;
 		if (rc == 0) {
@@ -1519,13 +1568,14 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 		    created);
 		if (item->len > 0)
 			memcpy(dst + LM_HDR, item->data, item->len);
+		rec_seal(dst, item->len);
 		if (ready) {
 			mkkey(kb, q->id, q->cur.tail);
 			rc = jr_put(s, LD_ITEMS, kb, LM_KEY, dst,
-			    LM_HDR + item->len);
+			    LM_HDR + item->len + LM_CRC);
 		} else {
 			rc = jr_put(s, LD_DELAYED, kb, LM_KEY, dst - 8,
-			    8 + LM_HDR + item->len);
+			    8 + LM_HDR + item->len + LM_CRC);
 		}
 	}
 	if ((rc = op_end(s, t, rc, true)) != 0)
@@ -1571,6 +1621,10 @@ struct take_res {
 	bool found, taken;
 	size_t len;
 	int fnret;
+	/* the head failed its checksum: a copy of it, to move aside */
+	unsigned char *bad;
+	size_t badsize;
+	uint64_t badseq;
 };
 
 /* The body of take(), run in txn t.  Returns an LMDB code; MDB_NOTFOUND
@@ -1621,6 +1675,16 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		mdb_cursor_close(c);
 		return rc;
 	}
+	if (!rec_sound(v.mv_data, v.mv_size)) {
+		/* never served: lm_take moves it aside */
+		mdb_cursor_close(c);
+		if ((res->bad = malloc(v.mv_size)) == NULL)
+			return ENOMEM;
+		memcpy(res->bad, v.mv_data, v.mv_size);
+		res->badsize = v.mv_size;
+		res->badseq = seq;
+		return 0;
+	}
 	it.id = seq;
 	it.state = SAKER_ITEM_READY;
 	res->found = true;
@@ -1664,6 +1728,84 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 	return rc;
 }
 
+static int lm_put(saker_store *, saker_queue *, const struct saker_item *,
+    int64_t);
+
+/*
+ * The head of q failed its checksum (res->bad is a copy of the record).
+ * Put the bytes, as they are, into queue "<q>_damaged" (created when
+ * needed; with a fresh checksum, so they can be fetched for a look) and
+ * delete the record from q, in the current batch: it is not lost and
+ * not served, and the next take sees the next item.  Returns
+ * SAKER_ECORRUPT with a message naming both queues.
+ */
+static int
+move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
+    bool write, int64_t now_ms)
+{
+	char name[256];
+	unsigned char kb[LM_KEY];
+	struct saker_queue *dq;
+	struct saker_item it;
+	size_t base, len;
+	MDB_txn *t;
+	MDB_val k;
+	int rc;
+
+	base = q->len + strlen(LM_DAMAGED) < 250 ? q->len :
+	    250 - strlen(LM_DAMAGED);
+	snprintf(name, sizeof(name), "%.*s%s", (int)base, q->name, LM_DAMAGED);
+	if (!write) {
+		free(res->bad);
+		return seterr(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRIu64
+		    " failed its checksum (the store is read-only: left in "
+		    "place)", (int)q->len, q->name, res->badseq);
+	}
+	/* its header may be what is damaged: keep the flags and the age,
+	 * not the expiry (a moved item must not vanish) */
+	memset(&it, 0, sizeof(it));
+	len = res->badsize;
+	it.data = res->bad;
+	if (res->badsize >= LM_HDR) {
+		it.flags = kit_get_be32(res->bad + 4);
+		it.created_ms = (int64_t)kit_get_be64(res->bad + 16);
+		len = rec_datalen(res->bad, res->badsize);
+		it.data = res->bad + LM_HDR;
+	}
+	it.len = len;
+	dq = qtab_by_name(s, name, strlen(name));
+	rc = SAKER_OK;
+	if (dq == NULL || !dq->cur.exists || dq->deleted)
+		rc = lm_queue_open(&s->base, name, strlen(name), true, NULL, &dq);
+	if (rc == SAKER_OK && dq == q)
+		rc = SAKER_EINVAL;
+	if (rc == SAKER_OK)
+		rc = lm_put(&s->base, dq, &it, now_ms);
+	free(res->bad);
+	res->bad = NULL;
+	if (rc != SAKER_OK)
+		return seterr(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRIu64
+		    " failed its checksum and could not be moved to '%s' (%s)",
+		    (int)q->len, q->name, res->badseq, name,
+		    saker_strerror(rc));
+	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
+		return rc;
+	mkkey(kb, q->id, res->badseq);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	rc = mdb_del(t, s->db_items, &k, NULL);
+	if (rc == 0)
+		rc = jr_del(s, LD_ITEMS, kb, LM_KEY);
+	if ((rc = op_end(s, t, rc, true)) != 0)
+		return lm_fail(s, rc, "take");
+	q_change(s, q);
+	q->cur.items--;
+	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
+	return seterr(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRIu64 " failed "
+	    "its checksum; moved to queue '%s'", (int)q->len, q->name,
+	    res->badseq, name);
+}
+
 static int
 lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
     saker_item_fn fn, void *arg)
@@ -1697,14 +1839,18 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 		rc = 0;
 	if (write)
 		rc = op_end(s, t, rc, res.nexp > 0 || res.taken);
-	if (rc != 0)
+	if (rc != 0) {
+		free(res.bad);
 		return lm_fail(s, rc, "take");
+	}
 	if (res.nexp > 0) {
 		q_change(s, q);
 		q->cur.items -= res.nexp;
 		q->cur.bytes -= res.expbytes;
 		q->cur.expired += res.nexp;
 	}
+	if (res.bad != NULL)
+		return move_damaged(s, q, &res, write, now_ms);
 	if (res.taken) {
 		q_change(s, q);
 		q->cur.items--;
@@ -1778,7 +1924,7 @@ move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, int from, size_t skip,
 		return LM_EBADVAL;
 	memcpy(dst, (unsigned char *)v.mv_data + skip, size);
 	dst[0] = LM_STATE_READY;
-	*len = size - LM_HDR;
+	*len = rec_datalen(dst, size);
 	if ((rc = mdb_cursor_del(c, 0)) != 0)
 		return rc;
 	mkkey(tk, q->id, seq);
@@ -2496,9 +2642,10 @@ lm_open_dbs(struct lstore *s, bool create)
 		mdb_txn_abort(t);
 		return ret;
 	}
-	/* A version 1 store (no journal yet) is upgraded in place: version 2
-	 * only adds to it, and from now on an older build must refuse it, as
-	 * it would ignore the journal. */
+	/* Older stores are upgraded in place: version 2 (the journal) and 3
+	 * (item checksums; records without one still read) only add to them,
+	 * and from now on an older build must refuse the store, as it would
+	 * ignore the journal or read a checksum as data. */
 	if (!s->read_only && ((rc = put_sentinels(t, s->db_items, s->db_open,
 	    s->db_delayed)) != 0 || (rc = meta_version(s, t)) != 0 ||
 	    (rc = meta_store_id(s, t)) != 0)) {

@@ -30,7 +30,11 @@
  */
 
 #define SQ_APPLICATION_ID 0x53414b52	/* "SAKR" */
-#define SQ_FORMAT_VERSION 1
+/* 1: saker 1.0.0; 2: items carry a CRC32C (kit_item_crc) in column crc,
+ * NULL in rows written before (not checked).  Opening a version 1 store
+ * for writing upgrades it in place. */
+#define SQ_FORMAT_VERSION 2
+#define SQ_DAMAGED "_damaged"	/* where damaged items are moved to */
 
 /* Ready items are appended at `tail` counting up from 2^62; released
  * items go below every existing item at `lo`, counting down.  Neither can
@@ -77,8 +81,10 @@ static const char *const sq_sql[S_COUNT] = {
 	[S_Q_DELETE] = "DELETE FROM queues WHERE id = ?1",
 	[S_META_SET] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
 	[S_I_INSERT] = "INSERT INTO items(qid, seq, state, flags, expires,"
-	    " created, data) VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6)",
-	[S_I_HEAD] = "SELECT seq, flags, expires, created, data FROM items"
+	    " created, data, crc) VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7)",
+	/* @CRC@: the crc column, or NULL on a version 1 store opened
+	 * read-only (sq_prepare) */
+	[S_I_HEAD] = "SELECT seq, flags, expires, created, data, @CRC@ FROM items"
 	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq LIMIT 1",
 	[S_I_DELETE] = "DELETE FROM items WHERE qid = ?1 AND seq = ?2",
 	[S_I_OPEN] = "UPDATE items SET state = 1 WHERE qid = ?1 AND seq = ?2",
@@ -90,20 +96,20 @@ static const char *const sq_sql[S_COUNT] = {
 	    " WHERE qid = ?1 AND seq = ?2",
 	[S_I_OPENSEQS] = "SELECT seq, length(data) FROM items"
 	    " WHERE qid = ?1 AND state = 1 ORDER BY seq",
-	[S_I_OPENLIST] = "SELECT seq, flags, expires, created, data FROM items"
+	[S_I_OPENLIST] = "SELECT seq, flags, expires, created, data, @CRC@ FROM items"
 	    " WHERE qid = ?1 AND state = 1 ORDER BY seq",
-	[S_I_READYLIST] = "SELECT seq, flags, expires, created, data FROM items"
+	[S_I_READYLIST] = "SELECT seq, flags, expires, created, data, @CRC@ FROM items"
 	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq",
 	[S_I_EXPIRED] = "SELECT seq, expires, length(data) FROM items"
 	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq LIMIT ?3",
 	[S_I_DELQ] = "DELETE FROM items WHERE qid = ?1",
 	[S_D_INSERT] = "INSERT INTO delayed(due, seq, qid, flags, expires,"
-	    " created, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-	[S_D_DUE] = "SELECT due, seq, qid, flags, expires, created, data"
+	    " created, data, crc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	[S_D_DUE] = "SELECT due, seq, qid, flags, expires, created, data, @CRC@"
 	    " FROM delayed WHERE due <= ?1 ORDER BY due, seq",
 	[S_D_DELDUE] = "DELETE FROM delayed WHERE due <= ?1",
 	[S_D_FIRST] = "SELECT due FROM delayed ORDER BY due, seq LIMIT 1",
-	[S_D_LIST] = "SELECT due, seq, flags, expires, created, data"
+	[S_D_LIST] = "SELECT due, seq, flags, expires, created, data, @CRC@"
 	    " FROM delayed WHERE qid = ?1 ORDER BY due, seq",
 	[S_D_DELQ] = "DELETE FROM delayed WHERE qid = ?1",
 };
@@ -134,6 +140,7 @@ static const char sq_schema[] =
     " expires INTEGER NOT NULL,"
     " created INTEGER NOT NULL,"
     " data BLOB NOT NULL,"
+    " crc INTEGER,"
     " PRIMARY KEY(qid, seq)"
     ") WITHOUT ROWID;"
     "CREATE TABLE delayed("
@@ -144,6 +151,7 @@ static const char sq_schema[] =
     " expires INTEGER NOT NULL,"
     " created INTEGER NOT NULL,"
     " data BLOB NOT NULL,"
+    " crc INTEGER,"
     " PRIMARY KEY(due, seq)"
     ") WITHOUT ROWID;"
     "CREATE INDEX delayed_qid ON delayed(qid);";
@@ -186,6 +194,7 @@ struct sq_store {
 	int lockfd;
 	saker_sync_mode sync;
 	bool read_only;
+	int64_t version;	/* the file's format version */
 	saker_notify_fn notify;
 	void *notify_arg;
 	sqlite3_stmt *st[S_COUNT];
@@ -294,11 +303,27 @@ sq_exec(struct sq_store *s, int which, const char *what)
 	return SAKER_OK;
 }
 
-static void
-sq_bind_blob(sqlite3_stmt *st, int i, const void *p, size_t len)
+/* Bind a blob; a failure (SQLITE_TOOBIG beyond SQLITE_LIMIT_LENGTH) is
+ * reported, never left to bind NULL and fail later as a misleading
+ * "NOT NULL constraint failed". */
+static int
+sq_bind_blob(struct sq_store *s, sqlite3_stmt *st, int i, const void *p,
+    size_t len)
 {
+	int rc, limit = sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH, -1);
+
+	if (len > (size_t)limit)
+		return sq_errf(s, SAKER_EINVAL, "sqlite: an item of %zu bytes is"
+		    " larger than SQLite's limit of %d bytes", len, limit);
 	/* A NULL pointer would bind SQL NULL; empty items are empty blobs. */
-	sqlite3_bind_blob(st, i, len > 0 ? p : "", (int)len, SQLITE_STATIC);
+	rc = sqlite3_bind_blob(st, i, len > 0 ? p : "", (int)len, SQLITE_STATIC);
+	if (rc != SQLITE_OK) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+		return sq_errf(s, rc == SQLITE_TOOBIG ? SAKER_EINVAL : SAKER_EIO,
+		    "sqlite: cannot bind %zu bytes: %s", len, sqlite3_errstr(rc));
+	}
+	return SAKER_OK;
 }
 
 static void
@@ -634,9 +659,12 @@ sq_write_queue(struct sq_store *s, struct saker_queue *q)
 	int which = q->fresh ? S_Q_INSERT : S_Q_UPDATE;
 	sqlite3_stmt *st = s->st[which];
 
+	int err;
+
 	sqlite3_bind_int64(st, 1, q->id);
-	if (q->fresh)
-		sq_bind_blob(st, 2, q->name, q->len);
+	if (q->fresh && (err = sq_bind_blob(s, st, 2, q->name, q->len)) !=
+	    SAKER_OK)
+		return err;
 	sqlite3_bind_int64(st, 3, q->cur.head);
 	sqlite3_bind_int64(st, 4, q->cur.tail);
 	sqlite3_bind_int64(st, 5, q->cur.lo);
@@ -944,10 +972,22 @@ sq_notify(struct sq_store *s, struct saker_queue *q)
 		s->notify(s->notify_arg, q, q->ctx);
 }
 
+/* Does the item read from column `c` of st's row hold its checksum?
+ * Rows from before format 2 (NULL) pass. */
+static bool
+sq_row_sound(sqlite3_stmt *st, int c, const struct saker_item *it)
+{
+	if (sqlite3_column_type(st, c) == SQLITE_NULL)
+		return true;
+	return sqlite3_column_int64(st, c) == (int64_t)kit_item_crc(it->flags,
+	    it->expires_ms, it->created_ms, it->data, it->len);
+}
+
 /* Append one ready item at q's tail (caller has begun the batch). */
 static int
 sq_append(struct sq_store *s, struct saker_queue *q, uint32_t flags,
-    int64_t expires, int64_t created, const void *data, size_t len)
+    int64_t expires, int64_t created, const void *data, size_t len,
+    const int64_t *crc)
 {
 	sqlite3_stmt *st = s->st[S_I_INSERT];
 	int err;
@@ -957,7 +997,11 @@ sq_append(struct sq_store *s, struct saker_queue *q, uint32_t flags,
 	sqlite3_bind_int64(st, 3, flags);
 	sqlite3_bind_int64(st, 4, expires);
 	sqlite3_bind_int64(st, 5, created);
-	sq_bind_blob(st, 6, data, len);
+	if ((err = sq_bind_blob(s, st, 6, data, len)) != SAKER_OK)
+		return err;
+	/* NULL: a row moved from before format 2 stays unchecked */
+	if (crc != NULL)
+		sqlite3_bind_int64(st, 7, *crc);
 	if ((err = sq_exec(s, S_I_INSERT, "insert item")) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
@@ -973,20 +1017,21 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 {
 	struct sq_store *s = SQ(base);
 	sqlite3_stmt *st;
-	int64_t created;
+	int64_t created, crc;
 	int err;
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
-	if (item == NULL || (item->data == NULL && item->len > 0) ||
-	    item->len > INT32_MAX)
+	if (item == NULL || (item->data == NULL && item->len > 0))
 		return sq_errf(s, SAKER_EINVAL, "bad item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
 	created = item->created_ms != 0 ? item->created_ms : now_ms;
+	crc = kit_item_crc(item->flags, item->expires_ms, created, item->data,
+	    item->len);
 	if (item->due_ms <= now_ms) {
 		err = sq_append(s, q, item->flags, item->expires_ms, created,
-		    item->data, item->len);
+		    item->data, item->len, &crc);
 		if (err != SAKER_OK)
 			return err;
 		q->cur.total++;
@@ -1000,7 +1045,9 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	sqlite3_bind_int64(st, 4, item->flags);
 	sqlite3_bind_int64(st, 5, item->expires_ms);
 	sqlite3_bind_int64(st, 6, created);
-	sq_bind_blob(st, 7, item->data, item->len);
+	if ((err = sq_bind_blob(s, st, 7, item->data, item->len)) != SAKER_OK)
+		return err;
+	sqlite3_bind_int64(st, 8, crc);
 	if ((err = sq_exec(s, S_D_INSERT, "insert delayed item")) != SAKER_OK)
 		return err;
 	s->dseq++;
@@ -1030,6 +1077,64 @@ sq_remove_ready(struct sq_store *s, struct saker_queue *q, int64_t seq,
 	if (expired)
 		q->cur.expired++;
 	return SAKER_OK;
+}
+
+/*
+ * The head of q (row of statement h, viewed by it) failed its checksum:
+ * put its bytes, as they are, into queue "<q>_damaged" (with a fresh
+ * checksum, so they can be fetched for a look) and delete the row, in the
+ * current batch.  Never served, not lost (store.h, take()).
+ */
+static int
+sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
+    int64_t seq, const struct saker_item *bad, int64_t now_ms)
+{
+	char name[256];
+	struct saker_item it = *bad;
+	struct saker_queue *dq;
+	void *copy = NULL;
+	size_t base;
+	int err;
+
+	base = q->len + strlen(SQ_DAMAGED) < 250 ? q->len :
+	    250 - strlen(SQ_DAMAGED);
+	snprintf(name, sizeof(name), "%.*s%s", (int)base, q->name, SQ_DAMAGED);
+	if (s->read_only || s->broken || s->lost) {
+		sq_reset(h);
+		return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64
+		    " failed its checksum (left in place: the store takes no"
+		    " writes)", (int)q->len, q->name, seq);
+	}
+	if (it.len > 0 && (copy = malloc(it.len)) == NULL) {
+		sq_reset(h);
+		return sq_errf(s, SAKER_ENOMEM, "out of memory");
+	}
+	if (it.len > 0)
+		memcpy(copy, it.data, it.len);
+	it.data = copy != NULL ? copy : "";
+	it.expires_ms = 0;	/* a moved item must not vanish */
+	it.due_ms = 0;
+	sq_reset(h);
+	dq = sq_find_name(s, name, strlen(name));
+	err = SAKER_OK;
+	if (dq == NULL || dq->dead)
+		err = sq_queue_open(&s->base, name, strlen(name), true, NULL, &dq);
+	if (err == SAKER_OK && dq == q)
+		err = SAKER_EINVAL;
+	if (err == SAKER_OK)
+		err = sq_put(&s->base, dq, &it, now_ms);
+	if (err == SAKER_OK)
+		err = sq_remove_ready(s, q, seq, bad->len, false);
+	free(copy);
+	if (err != SAKER_OK)
+		return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64
+		    " failed its checksum and could not be moved to '%s' (%s)",
+		    (int)q->len, q->name, seq, name, saker_strerror(err));
+	if (q->cur.head == seq)
+		q->cur.head = seq + 1;
+	return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64 " failed"
+	    " its checksum; moved to queue '%s'", (int)q->len, q->name, seq,
+	    name);
 }
 
 static int
@@ -1077,6 +1182,8 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		it.len = len;
 		if (it.data == NULL)
 			it.data = "";
+		if (!sq_row_sound(h, 5, &it))
+			return sq_move_damaged(s, q, h, seq, &it, now_ms);
 		if (it.expires_ms == 0 || it.expires_ms > now_ms)
 			break;
 		/* expired at the head: drop and count it, look again */
@@ -1180,7 +1287,7 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 {
 	sqlite3_stmt *st = s->st[S_D_DUE];
 	struct saker_queue *q;
-	int64_t expires;
+	int64_t expires, crc;
 	int err = SAKER_OK, rc;
 
 	sqlite3_bind_int64(st, 1, now_ms);
@@ -1196,10 +1303,12 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 			q->cur.expired++;
 			continue;
 		}
+		crc = sqlite3_column_int64(st, 7);
 		err = sq_append(s, q, (uint32_t)sqlite3_column_int64(st, 3),
 		    expires, sqlite3_column_int64(st, 5),
 		    sqlite3_column_blob(st, 6),
-		    (size_t)sqlite3_column_bytes(st, 6));
+		    (size_t)sqlite3_column_bytes(st, 6),
+		    sqlite3_column_type(st, 7) == SQLITE_NULL ? NULL : &crc);
 		if (err != SAKER_OK)
 			break;
 		q->gained = true;
@@ -1300,8 +1409,8 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 
 /* Feed every row of a prepared item listing to fn. */
 static int
-sq_iter_rows(struct sq_store *s, sqlite3_stmt *st, saker_item_state state,
-    saker_item_fn fn, void *arg)
+sq_iter_rows(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *st,
+    saker_item_state state, saker_item_fn fn, void *arg)
 {
 	struct saker_item it;
 	int rc, r = 0, c;
@@ -1320,6 +1429,12 @@ sq_iter_rows(struct sq_store *s, sqlite3_stmt *st, saker_item_state state,
 		if (it.data == NULL)
 			it.data = "";
 		it.state = state;
+		if (!sq_row_sound(st, c + 1, &it)) {
+			sq_reset(st);
+			return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %"
+			    PRIu64 " failed its checksum", (int)q->len, q->name,
+			    it.id);
+		}
 		if ((r = fn(arg, &it)) != 0)
 			break;
 	}
@@ -1343,20 +1458,20 @@ sq_iterate(saker_store *base, saker_queue *q, saker_item_fn fn, void *arg)
 	if (q->cur.open > 0) {
 		st = s->st[S_I_OPENLIST];
 		sqlite3_bind_int64(st, 1, q->id);
-		if ((r = sq_iter_rows(s, st, SAKER_ITEM_OPEN, fn, arg)) != 0)
+		if ((r = sq_iter_rows(s, q, st, SAKER_ITEM_OPEN, fn, arg)) != 0)
 			return r;
 	}
 	if (q->cur.items > 0) {
 		st = s->st[S_I_READYLIST];
 		sqlite3_bind_int64(st, 1, q->id);
 		sqlite3_bind_int64(st, 2, q->cur.head);
-		if ((r = sq_iter_rows(s, st, SAKER_ITEM_READY, fn, arg)) != 0)
+		if ((r = sq_iter_rows(s, q, st, SAKER_ITEM_READY, fn, arg)) != 0)
 			return r;
 	}
 	if (q->cur.delayed > 0) {
 		st = s->st[S_D_LIST];
 		sqlite3_bind_int64(st, 1, q->id);
-		if ((r = sq_iter_rows(s, st, SAKER_ITEM_DELAYED, fn, arg)) != 0)
+		if ((r = sq_iter_rows(s, q, st, SAKER_ITEM_DELAYED, fn, arg)) != 0)
 			return r;
 	}
 	return SAKER_OK;
@@ -1506,7 +1621,7 @@ static int
 sq_check_format(struct sq_store *s, bool create)
 {
 	int64_t appid = 0, version = 0, tables = 0;
-	char sql[128];
+	char sql[256];
 	int rc;
 
 	rc = sq_pragma_int(s->db, "PRAGMA application_id", &appid);
@@ -1547,6 +1662,7 @@ sq_check_format(struct sq_store *s, bool create)
 			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 			return err;
 		}
+		s->version = SQ_FORMAT_VERSION;
 		return SAKER_OK;
 	}
 	if (appid != SQ_APPLICATION_ID)
@@ -1560,6 +1676,22 @@ sq_check_format(struct sq_store *s, bool create)
 	if (version < 1)
 		return sq_errf(s, SAKER_ECORRUPT, "sqlite %s: bad format version"
 		    " %" PRId64, s->path, version);
+	s->version = version;
+	if (version < 2 && !s->read_only) {
+		/* 1 -> 2: the checksum column; old rows keep NULL there */
+		snprintf(sql, sizeof(sql), "BEGIN IMMEDIATE;"
+		    " ALTER TABLE items ADD COLUMN crc INTEGER;"
+		    " ALTER TABLE delayed ADD COLUMN crc INTEGER;"
+		    " PRAGMA user_version=%d; COMMIT", SQ_FORMAT_VERSION);
+		rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+		if (rc != SQLITE_OK) {
+			int err = sq_open_err(s, sq_map(rc), rc,
+			    "upgrading the format to version 2");
+			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+			return err;
+		}
+		s->version = SQ_FORMAT_VERSION;
+	}
 	return SAKER_OK;
 }
 
@@ -1617,10 +1749,19 @@ sq_settings(struct sq_store *s)
 static int
 sq_prepare(struct sq_store *s)
 {
+	char sql[512];
+	const char *at, *crc = s->version >= 2 ? "crc" : "NULL";
 	int i, rc;
 
 	for (i = 0; i < S_COUNT; i++) {
-		rc = sqlite3_prepare_v3(s->db, sq_sql[i], -1,
+		if ((at = strstr(sq_sql[i], "@CRC@")) != NULL)
+			snprintf(sql, sizeof(sql), "%.*s%s%s", (int)(at - sq_sql[i]),
+			    sq_sql[i], crc, at + 5);
+		else if (s->version < 2 && strstr(sq_sql[i], "crc") != NULL)
+			continue;	/* a write; a read-only v1 store never writes */
+		else
+			snprintf(sql, sizeof(sql), "%s", sq_sql[i]);
+		rc = sqlite3_prepare_v3(s->db, sql, -1,
 		    SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL);
 		if (rc == SQLITE_ERROR)
 			return sq_errf(s, SAKER_ECORRUPT, "sqlite %s: saker"

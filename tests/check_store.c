@@ -84,6 +84,135 @@ START_TEST(test_kit_be)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* stores written by saker 1.0.0 (no item checksums) open and serve:
+ * tests/data holds one per durable file driver, made by 1.0.0's sakerd
+ * with: set q1 first, set q1 second, set q1/delay=1000 delayed,
+ * set q2 other, get q2/open, then SIGTERM (q2's item is open). */
+
+#if defined(HAVE_LMDB) || defined(HAVE_SQLITE)
+#include <fcntl.h>
+#include <unistd.h>
+
+static void
+copy_file(const char *from, const char *to)
+{
+	char buf[8192];
+	ssize_t n;
+	int in, out;
+
+	in = open(from, O_RDONLY);
+	ck_assert_msg(in >= 0, "open %s", from);
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_msg(out >= 0, "create %s", to);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+static int
+compat_cb(void *arg, const struct saker_item *item)
+{
+	snprintf(arg, 64, "%.*s", (int)item->len, (const char *)item->data);
+	return 0;
+}
+
+static void
+compat_take(saker_store *s, const char *qname, const char *want)
+{
+	saker_queue *q;
+	char buf[64] = "";
+
+	ck_assert_int_eq(s->driver->queue_open(s, qname, strlen(qname), false,
+	    NULL, &q), SAKER_OK);
+	ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_REMOVE, INT64_MAX / 2,
+	    compat_cb, buf), SAKER_OK);
+	ck_assert_str_eq(buf, want);
+}
+
+static void
+compat_check(const char *spec)
+{
+	struct saker_store_opts o;
+	struct saker_item it;
+	saker_store *s = NULL;
+	saker_queue *q;
+	char err[512];
+	int64_t next;
+
+	memset(&o, 0, sizeof(o));
+	o.create = true;
+	ck_assert_msg(saker_store_open(spec, &o, &s, err, sizeof(err)) ==
+	    SAKER_OK, "open %s: %s", spec, err);
+	compat_take(s, "q2", "other");	/* the open item, back at the head */
+	compat_take(s, "q1", "first");
+	compat_take(s, "q1", "second");
+	ck_assert_int_eq(s->driver->promote(s, INT64_MAX / 2, &next), SAKER_OK);
+	compat_take(s, "q1", "delayed");
+	/* new items (with a checksum) next to the old ones */
+	ck_assert_int_eq(s->driver->queue_open(s, "q3", 2, true, NULL, &q),
+	    SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	it.data = "new";
+	it.len = 3;
+	ck_assert_int_eq(s->driver->put(s, q, &it, 1700000000000LL), SAKER_OK);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+	ck_assert_int_eq(saker_store_open(spec, &o, &s, err, sizeof(err)),
+	    SAKER_OK);
+	compat_take(s, "q3", "new");
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+}
+
+static const char *
+data_dir(void)
+{
+	const char *d = getenv("srcdir");	/* set by automake's harness */
+
+	return d != NULL ? d : ".";
+}
+#endif
+
+#ifdef HAVE_LMDB
+START_TEST(test_compat_lmdb)
+{
+	char dir[] = "/tmp/saker-compat-XXXXXX", from[1024], to[1024],
+	    spec[1100];
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(from, sizeof(from), "%s/tests/data/store-1.0.0-lmdb/data.mdb",
+	    data_dir());
+	snprintf(to, sizeof(to), "%s/data.mdb", dir);
+	copy_file(from, to);
+	snprintf(spec, sizeof(spec), "lmdb:%s", dir);
+	compat_check(spec);
+	snprintf(to, sizeof(to), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(to), 0);
+}
+END_TEST
+#endif
+
+#ifdef HAVE_SQLITE
+START_TEST(test_compat_sqlite)
+{
+	char dir[] = "/tmp/saker-compat-XXXXXX", from[1024], to[1024],
+	    spec[1100];
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(from, sizeof(from), "%s/tests/data/store-1.0.0.sqlite",
+	    data_dir());
+	snprintf(to, sizeof(to), "%s/s.db", dir);
+	copy_file(from, to);
+	snprintf(spec, sizeof(spec), "sqlite:%s", to);
+	compat_check(spec);
+	snprintf(to, sizeof(to), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(to), 0);
+}
+END_TEST
+#endif
+
+/* ------------------------------------------------------------------ */
 /* memory-driver specifics the conformance suite cannot know about */
 
 #define BASE ((int64_t)1700000000000LL)
@@ -554,6 +683,14 @@ main(void)
 #endif
 		add_driver(su, drv);
 	}
+	tc = tcase_create("compat-1.0.0");
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, test_compat_lmdb);
+#endif
+#ifdef HAVE_SQLITE
+	tcase_add_test(tc, test_compat_sqlite);
+#endif
+	suite_add_tcase(su, tc);
 	tc = tcase_create("kit");
 	tcase_add_test(tc, test_kit_crc32c);
 	tcase_add_test(tc, test_kit_be);

@@ -1,11 +1,13 @@
 /* store_conformance.c -- store interface tests run unchanged against every driver. */
 #include "config.h"
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <check.h>
 
@@ -1248,6 +1250,80 @@ qfind_at(int line, const char *name)
 }
 #define qfind(name) qfind_at(__LINE__, (name))
 
+/*
+ * A damaged item: flip a byte of its data wherever the store's files hold
+ * it (data file, log, journal).  Needs a store made of files under T.dir.
+ */
+static const char dmg_marker[] = "damage-me: a marker the store keeps verbatim";
+static int dmg_hits;
+
+static int
+dmg_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	size_t mlen = sizeof(dmg_marker) - 1, n, i;
+	unsigned char *buf;
+	int fd;
+
+	(void)ftw;
+	if (type != FTW_F || sb->st_size <= 0 || sb->st_size > (64 << 20))
+		return 0;
+	if ((fd = open(path, O_RDWR)) < 0)
+		return 0;
+	buf = malloc((size_t)sb->st_size);
+	ck_assert_ptr_nonnull(buf);
+	n = (size_t)pread(fd, buf, (size_t)sb->st_size, 0);
+	for (i = 0; n >= mlen && i <= n - mlen; i++) {
+		if (memcmp(buf + i, dmg_marker, mlen) != 0)
+			continue;
+		buf[i + 3] ^= 0x20;
+		ck_assert_int_eq(pwrite(fd, buf + i + 3, 1, (off_t)(i + 3)), 1);
+		dmg_hits++;
+	}
+	free(buf);
+	close(fd);
+	return 0;
+}
+
+/* Damaged items are never served: take answers SAKER_ECORRUPT naming the
+ * queue, the item moves to "<queue>_damaged", and the queue goes on. */
+START_TEST(test_damaged_item)
+{
+	saker_queue *q = qopen("dq"), *other = qopen("fine"), *dq;
+	const char *msg;
+
+	put_s(q, dmg_marker, 0, 0, BASE);
+	put_s(q, "after", 0, 0, BASE);
+	put_s(other, "untouched", 0, 0, BASE);
+	commit();
+	saker_store_close(T.s);
+	T.s = NULL;
+	dmg_hits = 0;
+	ck_assert_int_eq(nftw(T.dir, dmg_entry, 16, FTW_PHYS), 0);
+	ck_assert_int_gt(dmg_hits, 0);
+	open_store();
+	q = qfind("dq");
+	ck_assert_int_eq(take(q, SAKER_TAKE_REMOVE, BASE + 1), SAKER_ECORRUPT);
+	ck_assert_int_eq(T.calls, 0);
+	msg = T.drv->errmsg(T.s);
+	ck_assert_msg(strstr(msg, "'dq'") != NULL &&
+	    strstr(msg, "dq_damaged") != NULL, "errmsg: %s", msg);
+	commit();
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 1, "after");
+	take_s(qfind("fine"), SAKER_TAKE_PEEK, BASE + 1, "untouched");
+	commit();
+	/* kept, not lost: the bytes as they are, in dq_damaged */
+	reopen();
+	dq = qfind("dq_damaged");
+	ck_assert_int_eq(take(dq, SAKER_TAKE_REMOVE, BASE + 2), SAKER_OK);
+	ck_assert_uint_eq(T.got.len, sizeof(dmg_marker) - 1);
+	ck_assert(memcmp(T.got.data, dmg_marker, T.got.len) != 0);
+	ck_assert_int_eq(take(qfind("dq"), SAKER_TAKE_REMOVE, BASE + 2),
+	    SAKER_EEMPTY);
+	commit();
+	(void)other;
+}
+END_TEST
+
 START_TEST(test_reopen_ready)
 {
 	saker_queue *q = qopen("keep");
@@ -1509,6 +1585,9 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 		tcase_add_test(tc, test_reopen_read_only);
 		if ((drv->caps & SAKER_CAP_SHARED) == 0)
 			tcase_add_test(tc, test_locked);
+		/* the store's bytes are in files under its location */
+		if (opts->spec == NULL)
+			tcase_add_test(tc, test_damaged_item);
 	}
 	return tc;
 }

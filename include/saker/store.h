@@ -243,7 +243,13 @@ struct saker_store_driver {
 	 *   SAKER_TAKE_REMOVE  it leaves the queue;
 	 *   SAKER_TAKE_OPEN    it becomes an open item (id valid for confirm);
 	 *   SAKER_TAKE_PEEK    it stays at the head.
-	 * Returns SAKER_EEMPTY (fn not called) when nothing is visible. */
+	 * Returns SAKER_EEMPTY (fn not called) when nothing is visible.
+	 * A durable driver verifies the item's checksum first: an item that
+	 * fails it is never handed to fn; the driver moves it, bytes as they
+	 * are, to the tail of queue "<name>_damaged" (created as needed,
+	 * the name cut to fit 250 bytes) in the current batch and returns
+	 * SAKER_ECORRUPT with an errmsg() naming both queues.  The caller
+	 * commits as after any write; the next take sees the next item. */
 	int (*take)(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	    saker_item_fn fn, void *arg);
 

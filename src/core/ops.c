@@ -81,6 +81,11 @@ take_for(struct session *s, struct squeue *q, unsigned opts, size_t k,
 		 * the queue, so its reply must not go out. */
 		reply_truncate(s, pend_len, nbrecs);
 	}
+	if (rc == SAKER_ECORRUPT) {
+		/* the driver moved a damaged item aside in this batch
+		 * (store.h, take()): commit that */
+		broker_touch(b);
+	}
 	if (rc == SAKER_OK) {
 		b->stats.get_hits++;
 		if (mode != SAKER_TAKE_PEEK) {
