@@ -29,7 +29,7 @@ if [ ! -x ./sakerd ] || [ ! -x ./saker ]; then
 	exit 2
 fi
 
-IN_PROCESS="check_proto check_store check_fuzz_replay"
+IN_PROCESS="check_proto check_store check_fuzz_replay check_http"
 SERVER="check_server check_ops check_binary check_cli check_clients check_compat check_bench"
 progs=${*:-"$IN_PROCESS $SERVER"}
 
