@@ -612,7 +612,7 @@ proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd)
 	cmd->status = PROTO_STATUS_QUERY;
 	cmd->swallow = -1;
 
-	/* conn.c enforces the cap; this only keeps a caller's slip harmless */
+	/* text.c enforces the cap; this only keeps a caller's slip harmless */
 	if (len > PROTO_MAX_LINE)
 		return PROTO_ERR_LINE_TOO_LONG;
 	if (line == NULL)
