@@ -53,6 +53,8 @@
 #define PG_MAX_PARAMS 10
 /* Most items one take claims ahead (they are held in memory). */
 #define PG_CLAIM_MAX 64
+/* Most queues a commit claims for the next turn (pg_commit). */
+#define PG_PRECLAIM_MAX 4
 /* Claimed items not taken for this long go back to the queue. */
 #define PG_HELD_IDLE_MS 1000
 
@@ -303,7 +305,9 @@ struct saker_queue {
 	/* takes per batch, for the claim size */
 	uint64_t take_batch;
 	unsigned takes_cur, takes_prev;
+	bool took;		/* on the store's took list */
 	LIST_ENTRY(saker_queue) held_link;
+	LIST_ENTRY(saker_queue) took_link;
 	LIST_ENTRY(saker_queue) dirty_link;
 	LIST_ENTRY(saker_queue) pend_link;
 	LIST_ENTRY(saker_queue) gone_link;	/* deleted or zombie list */
@@ -360,7 +364,7 @@ struct pg_store {
 
 	struct saker_queue **nb, **ib;
 	size_t nbuckets, nqueues;
-	struct pg_qlist dirty, pend, deleted, zombies, holding;
+	struct pg_qlist dirty, pend, deleted, zombies, holding, took;
 	struct pg_oset open;
 
 	/*
@@ -590,7 +594,7 @@ pp_arr(struct pgp *p, struct pg_arr *a)
 /* ------------------------------------------------------------------ */
 /* pipelines: several statements, one round trip */
 
-#define PG_PIPE_MAX 12
+#define PG_PIPE_MAX 16
 
 struct pg_pipe {
 	int n;
@@ -895,7 +899,9 @@ pg_unlist(struct saker_queue *q)
 		LIST_REMOVE(q, dirty_link);
 	if (q->pend)
 		LIST_REMOVE(q, pend_link);
-	q->dirty = q->pend = false;
+	if (q->took)
+		LIST_REMOVE(q, took_link);
+	q->dirty = q->pend = q->took = false;
 	q->d_total = q->d_expired = 0;
 }
 
@@ -1009,6 +1015,8 @@ os_clear(struct pg_oset *o)
 
 static void pg_held_drop_all(struct pg_store *);
 static void pg_held_drop(struct pg_store *, struct saker_queue *);
+static int pg_held_install(struct pg_store *, struct saker_queue *, PGresult *,
+    int64_t);
 
 static void
 pg_conn_lost(struct pg_store *s, const char *why)
@@ -1307,6 +1315,7 @@ pg_restore(struct pg_store *s)
 static void
 pg_lose_batch(struct pg_store *s, int code)
 {
+	struct saker_queue *q;
 	PGresult *res;
 	struct pgp p = { 0 };
 
@@ -1324,6 +1333,10 @@ pg_lose_batch(struct pg_store *s, int code)
 		pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
 	}
 	pg_pending_reset(s);
+	while ((q = LIST_FIRST(&s->took)) != NULL) {
+		LIST_REMOVE(q, took_link);
+		q->took = false;
+	}
 	/* Claims of earlier batches are still ours in the database, but
 	 * which of them this batch handed out is unknown now: give them all
 	 * back at once, in their place in the FIFO. */
@@ -1610,9 +1623,11 @@ pg_commit(saker_store *base)
 	    ce = { .oid = OID_INT8 }, nt = { .oid = OID_TEXT };
 	struct pg_pipe pp;
 	struct pgp p;
+	struct saker_queue *pre[PG_PRECLAIM_MAX];
+	int pre_ix[PG_PRECLAIM_MAX], npre = 0, k;
 	bool in_doubt = false;
 	const char *st;
-	uint64_t t0;
+	uint64_t t0, bno;
 	int err, commit_ix;
 
 	if (s->lost) {
@@ -1622,7 +1637,7 @@ pg_commit(saker_store *base)
 	}
 	if (s->conn == NULL && !s->read_only)
 		return pg_down(s);	/* keeps /healthz at 503 while down */
-	s->batch_no++;
+	bno = s->batch_no++;
 	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->pend))
 		return SAKER_OK;
 	t0 = kit_mono_ns();
@@ -1646,6 +1661,31 @@ pg_commit(saker_store *base)
 		pp_arr(&p, &nt);
 		pipe_send(s, &pp, P_NOTIFY, NULL, &p, "notify");
 	}
+	/* Busy queues claim for the next turn in this round trip: the items
+	 * this batch put are there already, so the next turn's takes need
+	 * none (a pair workload costs one round trip per turn). */
+	LIST_FOREACH(q, &s->took, took_link) {
+		if (npre == PG_PRECLAIM_MAX || pp.n >= PG_PIPE_MAX - 2)
+			break;
+		if (q->dead || q->held != NULL || q->take_batch != bno ||
+		    q->takes_cur < 2 || q->empty_gen == s->txn_gen)
+			continue;
+		if (s->nheld == 0 && s->open.n == 0 && npre == 0)
+			s->lease_floor = s->last_now;
+		memset(&p, 0, sizeof(p));
+		pp_i64(&p, q->id);
+		pp_i64(&p, s->last_now);
+		pp_i64(&p, s->last_now + PG_SKEW_MS);
+		pp_i64(&p, INT64_MIN);
+		pp_i64(&p, 0);
+		pp_str(&p, s->owner);
+		pp_i64(&p, s->lease_ms);
+		pp_i64(&p, q->takes_cur > PG_CLAIM_MAX ? PG_CLAIM_MAX :
+		    q->takes_cur);
+		pre_ix[npre] = pp.n;
+		pre[npre++] = q;
+		pipe_send(s, &pp, P_CLAIM, NULL, &p, "claiming items");
+	}
 	commit_ix = pp.n;
 	pipe_send(s, &pp, 0, "COMMIT", NULL, "commit");
 	arr_free(&cq);
@@ -1665,7 +1705,15 @@ pg_commit(saker_store *base)
 		goto fail;
 	}
 	pg_pending_done(s, &pp);
+	for (k = 0; k < npre; k++) {
+		(void)pg_held_install(s, pre[k], pp.res[pre_ix[k]], s->last_now);
+		pp.res[pre_ix[k]] = NULL;
+	}
 	pipe_clear(&pp);
+	while ((q = LIST_FIRST(&s->took)) != NULL) {
+		LIST_REMOVE(q, took_link);
+		q->took = false;
+	}
 	s->in_txn = false;
 	s->begun = false;
 	s->txn_gen++;
@@ -1704,6 +1752,10 @@ fail:
 	arr_free(&ct);
 	arr_free(&ce);
 	arr_free(&nt);
+	while ((q = LIST_FIRST(&s->took)) != NULL) {
+		LIST_REMOVE(q, took_link);
+		q->took = false;
+	}
 	/* pg_fail() rolled back and recorded it; report it once */
 	if (s->lost)
 		err = s->lost_err;
@@ -2217,7 +2269,6 @@ pg_claim(struct pg_store *s, struct saker_queue *q, int n, int64_t now_ms)
 {
 	struct pgp p = { 0 };
 	PGresult *res;
-	int *rows, k, i, j, t;
 
 	if (s->nheld == 0 && s->open.n == 0)
 		s->lease_floor = now_ms;
@@ -2236,9 +2287,23 @@ pg_claim(struct pg_store *s, struct saker_queue *q, int n, int64_t now_ms)
 	pp_i64(&p, n);
 	if ((res = pg_run(s, P_CLAIM, &p, "claiming items")) == NULL)
 		return s->code;
-	if ((k = PQntuples(res)) == 0) {
+	if (PQntuples(res) == 0) {
 		PQclear(res);
 		q->empty_gen = s->txn_gen;
+		return SAKER_EEMPTY;
+	}
+	return pg_held_install(s, q, res, now_ms);
+}
+
+/* Serve the claimed rows of res (P_CLAIM's) from q->held; takes res. */
+static int
+pg_held_install(struct pg_store *s, struct saker_queue *q, PGresult *res,
+    int64_t now_ms)
+{
+	int *rows, k = PQntuples(res), i, j, t;
+
+	if (k == 0) {
+		PQclear(res);
 		return SAKER_EEMPTY;
 	}
 	if ((rows = malloc((size_t)k * sizeof(*rows))) == NULL) {
@@ -2367,6 +2432,10 @@ pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		return pg_take_one(s, q, mode, now_ms, fn, arg);
 	}
 	n = pg_claim_size(s, q);
+	if (!q->took) {
+		LIST_INSERT_HEAD(&s->took, q, took_link);
+		q->took = true;
+	}
 	if (q->empty_gen == s->txn_gen && q->held == NULL)
 		return SAKER_EEMPTY;
 	for (;;) {
@@ -3199,6 +3268,7 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	LIST_INIT(&s->deleted);
 	LIST_INIT(&s->zombies);
 	LIST_INIT(&s->holding);
+	LIST_INIT(&s->took);
 	s->put_name.oid = s->put_data.oid = OID_BYTEA;
 	s->put_vis.oid = s->put_due.oid = s->put_flags.oid = OID_INT8;
 	s->put_exp.oid = s->put_created.oid = OID_INT8;

@@ -265,20 +265,22 @@ pipelined_sets(int fd, const char *q, int from, int n)
  * other broker.  Returns X, the item the other broker got first (items
  * 5..X-1 are claimed by A).
  */
+enum { CLAIM_N = 30 };
+
 static int
 claim_ahead_setup(int fa, int fb)
 {
-	int seen[10] = { 0 }, i, x;
+	int seen[CLAIM_N] = { 0 }, i, x;
 	char *v;
 
-	for (i = 0; i < 10; i++) {
+	for (i = 0; i < CLAIM_N; i++) {
 		char d[16];
 
 		snprintf(d, sizeof(d), "i-%d", i);
 		tl_set(fb, "k", d);
 	}
 	/* one consumer on A: strict FIFO whatever A claims */
-	ck_assert_int_eq(pipelined_gets(fa, "k", 5, seen, 10), 5);
+	ck_assert_int_eq(pipelined_gets(fa, "k", 5, seen, CLAIM_N), 5);
 	for (i = 0; i < 5; i++)
 		ck_assert_int_eq(seen[i], 1);
 	v = tl_get(fb, "k");
@@ -286,7 +288,7 @@ claim_ahead_setup(int fa, int fb)
 	ck_assert_int_eq(sscanf(v, "i-%d", &x), 1);
 	free(v);
 	/* five takes in one batch claim more than five items */
-	ck_assert_msg(x > 5 && x < 10, "broker A claimed no items ahead (B got"
+	ck_assert_msg(x > 5 && x < CLAIM_N, "broker A claimed no items ahead (B got"
 	    " i-%d)", x);
 	return x;
 }
@@ -294,7 +296,7 @@ claim_ahead_setup(int fa, int fb)
 START_TEST(test_claims_back_after_kill)
 {
 	struct tl_server *a, *b;
-	int fa, fb, x, i, got = 0, seen[10] = { 0 };
+	int fa, fb, x, i, got = 0, seen[CLAIM_N] = { 0 };
 	int64_t t0;
 	struct tl_value v;
 	int idx;
@@ -308,19 +310,19 @@ START_TEST(test_claims_back_after_kill)
 	 * each exactly once */
 	tl_server_kill(a);
 	t0 = tl_now_ms();
-	while (got < 4 && tl_now_ms() - t0 < 8000) {
+	while (got < CLAIM_N - 6 && tl_now_ms() - t0 < 8000) {
 		mustsends(fb, "get k/t=1000\r\n");
 		if (tl_read_value(fb, &v) == 0)
 			continue;
 		ck_assert_int_eq(sscanf(v.data, "i-%d", &idx), 1);
-		ck_assert(idx >= 5 && idx < 10);
+		ck_assert(idx >= 5 && idx < CLAIM_N);
 		seen[idx]++;
 		got++;
 		tl_value_clear(&v);
 		ck_assert_int_eq(tl_read_value(fb, &v), 0);
 	}
-	ck_assert_int_eq(got, 4);
-	for (i = 5; i < 10; i++)
+	ck_assert_int_eq(got, CLAIM_N - 6);
+	for (i = 5; i < CLAIM_N; i++)
 		ck_assert_int_eq(seen[i], 1);
 	mustsends(fb, "get k/t=3000\r\n");
 	ckresp(fb, "END\r\n");
@@ -345,7 +347,7 @@ START_TEST(test_claims_back_on_stop)
 	close(fa);
 	/* a clean stop hands the claims back at once, in their places */
 	tl_server_stop(a);
-	for (i = 5; i < 10; i++) {
+	for (i = 5; i < CLAIM_N; i++) {
 		if (i == x)
 			continue;
 		snprintf(d, sizeof(d), "i-%d", i);

@@ -167,8 +167,8 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		evutil_closesocket(fd);
 		return;
 	}
-	p->up.from = bufferevent_socket_new(base, fd, 0);
-	p->up.to = bufferevent_socket_new(base, -1, 0);
+	p->up.from = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	p->up.to = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	p->down.from = p->up.to;
 	p->down.to = p->up.from;
 	p->up.pair = p->down.pair = p;
