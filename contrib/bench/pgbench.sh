@@ -51,12 +51,16 @@ cc -O2 -o "$TMP/delayproxy" "$HERE/delayproxy.c" -levent || exit 1
 
 # --- the database -----------------------------------------------------
 [ ${#RUNAS[@]} -gt 0 ] && chown nobody "$TMP"
-PGPORT=$(free_port)
 "${RUNAS[@]}" "$PGBIN/initdb" -D "$TMP/data" -A trust -U saker -E UTF8 \
     >"$TMP/initdb.log" 2>&1 || { cat "$TMP/initdb.log"; exit 1; }
-"${RUNAS[@]}" "$PGBIN/pg_ctl" -D "$TMP/data" -l "$TMP/server.log" -w -o \
-    "-c listen_addresses=127.0.0.1 -p $PGPORT -k $TMP -c max_connections=200" \
-    start >/dev/null || { cat "$TMP/server.log"; exit 1; }
+# a free port may be taken by an outgoing connection meanwhile: try three
+for try in 1 2 3; do
+	PGPORT=$(free_port)
+	"${RUNAS[@]}" "$PGBIN/pg_ctl" -D "$TMP/data" -l "$TMP/server.log" -w -o \
+	    "-c listen_addresses=127.0.0.1 -p $PGPORT -k $TMP -c max_connections=300" \
+	    start >/dev/null && break
+	[ "$try" = 3 ] && { cat "$TMP/server.log"; exit 1; }
+done
 DB="host=127.0.0.1 port=$PGPORT dbname=postgres user=saker"
 psql "$DB" -qX -c "CREATE TABLE bench_q (id bigserial PRIMARY KEY, data text NOT NULL)" || exit 1
 PAYLOAD=$(printf 'x%.0s' $(seq 64))
