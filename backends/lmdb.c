@@ -2220,6 +2220,12 @@ iter_prefix(struct lstore *s, MDB_dbi dbi, struct saker_queue *q,
 		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
 			break;
 		it.id = kit_get_be64((unsigned char *)k.mv_data + 8);
+		if (!rec_sound(v.mv_data, v.mv_size)) {
+			*fnret = seterr(s, SAKER_ECORRUPT, "queue '%.*s': item %"
+			    PRIu64 " failed its checksum", (int)q->len, q->name,
+			    it.id);
+			break;
+		}
 		it.state = state;
 		if ((*fnret = fn(arg, &it)) != 0)
 			break;
@@ -2253,6 +2259,13 @@ iter_delayed(struct lstore *s, struct saker_queue *q, saker_item_fn fn,
 				break;
 			it.due_ms = (int64_t)kit_get_be64(k.mv_data);
 			it.id = kit_get_be64((unsigned char *)k.mv_data + 8);
+			if (!rec_sound((unsigned char *)v.mv_data + 8,
+			    v.mv_size - 8)) {
+				*fnret = seterr(s, SAKER_ECORRUPT, "queue '%.*s': "
+				    "delayed item %" PRIu64 " failed its checksum",
+				    (int)q->len, q->name, it.id);
+				break;
+			}
 			it.state = SAKER_ITEM_DELAYED;
 			if ((*fnret = fn(arg, &it)) != 0)
 				break;

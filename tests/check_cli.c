@@ -383,6 +383,101 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* usage and refusals that need no driver */
 
+#ifdef HAVE_LMDB
+/* Flip one byte of `marker` in every file of dir/sub that holds it. */
+static int
+flip_marker(const char *dir, const char *marker)
+{
+	static const char *const files[] = { "data.mdb", "saker.journal", NULL };
+	size_t mlen = strlen(marker), i, k, n;
+	char path[1024];
+	unsigned char *buf;
+	struct stat sb;
+	int fd, hits = 0;
+
+	for (k = 0; files[k] != NULL; k++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[k]);
+		if (stat(path, &sb) != 0 || sb.st_size == 0)
+			continue;
+		fd = open(path, O_RDWR);
+		ck_assert_int_ge(fd, 0);
+		buf = malloc((size_t)sb.st_size);
+		ck_assert_ptr_nonnull(buf);
+		n = (size_t)pread(fd, buf, (size_t)sb.st_size, 0);
+		for (i = 0; n >= mlen && i <= n - mlen; i++)
+			if (memcmp(buf + i, marker, mlen) == 0) {
+				buf[i + 2] ^= 0x01;
+				ck_assert_int_eq(pwrite(fd, buf + i + 2, 1,
+				    (off_t)(i + 2)), 1);
+				hits++;
+			}
+		free(buf);
+		close(fd);
+	}
+	return hits;
+}
+
+/* saker check: 0 on a sound store; 1 and a line naming the queue on a
+ * damaged item; 1 and one line on a damaged page. */
+START_TEST(check_store_cmd)
+{
+	char *dir = tl_mkdtemp(), *sdir = tl_strdupf("%s/s", dir);
+	char *spec = tl_strdupf("lmdb:%s", sdir), *out = NULL, *err = NULL;
+	unsigned char page[4096];
+	saker_store *s;
+	saker_queue *q;
+	struct stat sb;
+	char path[1024];
+	int fd;
+
+	s = open_store(spec, true, false);
+	ck_assert_int_eq(s->driver->queue_open(s, "good", 4, true, NULL, &q),
+	    SAKER_OK);
+	put_item(s, q, "fine", 4, 0, 0, 0, 1700000000000LL);
+	ck_assert_int_eq(s->driver->queue_open(s, "hurt", 4, true, NULL, &q),
+	    SAKER_OK);
+	put_item(s, q, "a marker to flip", 16, 0, 0, 0, 1700000000000LL);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "check",
+	    spec, NULL), 0);
+	ck_assert_msg(strstr(out, "2 queues, 2 items read; no damage found") !=
+	    NULL, "out: %s", out);
+	free(out);
+	free(err);
+
+	ck_assert_int_gt(flip_marker(sdir, "a marker to flip"), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "check",
+	    spec, NULL), 1);
+	ck_assert_msg(strstr(out, "damaged: queue 'hurt'") != NULL &&
+	    strstr(out, "'good'") == NULL && strstr(out, "DAMAGED") != NULL,
+	    "out: %s", out);
+	free(out);
+	free(err);
+
+	/* a zeroed page: the walk says which, one line on stderr */
+	snprintf(path, sizeof(path), "%s/data.mdb", sdir);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	memset(page, 0, sizeof(page));
+	fd = open(path, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, page, sizeof(page),
+	    (off_t)(sb.st_size - 4096)), 4096);
+	close(fd);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "check",
+	    spec, NULL), 1);
+	ck_assert_msg(strstr(err, "is damaged: page") != NULL &&
+	    strchr(err, '\n') == err + strlen(err) - 1, "err: %s", err);
+	free(out);
+	free(err);
+	free(spec);
+	free(sdir);
+	tl_rmrf(dir);
+}
+END_TEST
+#endif
+
 START_TEST(cli_usage)
 {
 	char *dir = tl_mkdtemp(), *out = NULL, *err = NULL;
@@ -841,6 +936,9 @@ main(void)
 	tc = tcase_create("usage");
 	tcase_add_test(tc, cli_usage);
 	tcase_add_test(tc, refuse_types);
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, check_store_cmd);
+#endif
 	suite_add_tcase(su, tc);
 
 #if defined(HAVE_LMDB) && defined(HAVE_SQLITE)

@@ -6,6 +6,7 @@
 
 #include "saker/store.h"
 #include "bench.h"
+#include "check_cmd.h"
 #include "client.h"
 #include "dump.h"
 #include "migrate.h"
@@ -24,6 +25,7 @@ static const struct subcommand subcommands[] = {
 	{ "migrate", migrate_main, "migrate [--append] [--progress|--quiet] SRC_SPEC DST_SPEC" },
 	{ "dump", dump_main, "dump  SPEC > FILE                          portable backup" },
 	{ "load", load_main, "load  [--append] SPEC < FILE               restore a backup" },
+	{ "check", check_main, "check [-q] SPEC                            verify a store offline" },
 	{ "bench", bench_main, "bench [options]                            load generator" },
 	{ NULL, NULL, NULL }
 };

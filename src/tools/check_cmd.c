@@ -1,0 +1,146 @@
+/*
+ * check_cmd.c -- `saker check SPEC`: verify a store offline, read-only.
+ *
+ * Opening the store runs the driver's own checks (LMDB walks its whole
+ * B-tree first, SQLite and LMDB check their format records); then every
+ * item of every queue is read through iterate(), which verifies each
+ * item's checksum.  Each damaged queue gets one line naming the item; the
+ * walk goes on with the next queue.  Nothing is written or moved: a
+ * damaged item is moved aside only when sakerd serves it.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "saker/store.h"
+#include "check_cmd.h"
+
+struct names {
+	char **v;
+	size_t n, cap;
+};
+
+static int
+add_name(void *arg, const char *name, size_t len)
+{
+	struct names *ns = arg;
+	char *copy;
+
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? ns->cap * 2 : 64;
+		char **v = realloc(ns->v, cap * sizeof(*v));
+
+		if (v == NULL)
+			return SAKER_ENOMEM;
+		ns->v = v;
+		ns->cap = cap;
+	}
+	if ((copy = malloc(len + 1)) == NULL)
+		return SAKER_ENOMEM;
+	memcpy(copy, name, len);
+	copy[len] = '\0';
+	ns->v[ns->n++] = copy;
+	return 0;
+}
+
+static int
+count_item(void *arg, const struct saker_item *item)
+{
+	(void)item;
+	(*(unsigned long long *)arg)++;
+	return 0;
+}
+
+static int
+cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+check_usage(FILE *fp)
+{
+	fprintf(fp,
+	    "usage: saker check [-q] SPEC\n"
+	    "Verify the store at SPEC (TYPE:LOCATION) without changing it: its\n"
+	    "structure (LMDB: every page of its B-trees) and the checksum of every\n"
+	    "item. Prints one line per damaged queue, then a summary.\n"
+	    "  -q, --quiet   print only the damage\n"
+	    "Exit status: 0 sound, 1 damaged or cannot be read, 2 usage error.\n"
+	    "Stop sakerd first: a store in use is refused.\n");
+}
+
+int
+check_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct saker_store_opts o;
+	struct names ns = { NULL, 0, 0 };
+	unsigned long long items = 0, n;
+	saker_store *s = NULL;
+	saker_queue *q;
+	char err[1024];
+	size_t i, bad = 0;
+	bool quiet = false;
+	int ch, rc;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'q': quiet = true; break;
+		case 'h': check_usage(stdout); return 0;
+		default:  check_usage(stderr); return 2;
+		}
+	}
+	if (argc - optind != 1) {
+		check_usage(stderr);
+		return 2;
+	}
+	memset(&o, 0, sizeof(o));
+	o.read_only = true;
+	rc = saker_store_open(argv[optind], &o, &s, err, sizeof(err));
+	if (rc != SAKER_OK) {
+		fprintf(stderr, "saker check: %s: %s\n", argv[optind], err);
+		return 1;
+	}
+	rc = s->driver->queues(s, add_name, &ns);
+	if (rc != SAKER_OK) {
+		fprintf(stderr, "saker check: %s: listing queues: %s\n",
+		    argv[optind], rc == SAKER_ENOMEM ? "out of memory" :
+		    s->driver->errmsg(s));
+		bad++;
+	}
+	if (ns.n > 0)
+		qsort(ns.v, ns.n, sizeof(*ns.v), cmp_names);
+	for (i = 0; i < ns.n; i++) {
+		n = 0;
+		rc = s->driver->queue_open(s, ns.v[i], strlen(ns.v[i]), false,
+		    NULL, &q);
+		if (rc == SAKER_OK)
+			rc = s->driver->iterate(s, q, count_item, &n);
+		items += n;
+		if (rc != SAKER_OK) {
+			const char *why = s->driver->errmsg(s);
+
+			printf("damaged: queue '%s': %s (after %llu sound items)\n",
+			    ns.v[i], why != NULL && *why != '\0' ? why :
+			    saker_strerror(rc), n);
+			bad++;
+		}
+	}
+	if (!quiet || bad > 0)
+		printf("%s: %zu queues, %llu items read; %s\n", argv[optind],
+		    ns.n, items, bad == 0 ? "no damage found" : "DAMAGED");
+	for (i = 0; i < ns.n; i++)
+		free(ns.v[i]);
+	free(ns.v);
+	saker_store_close(s);
+	return bad == 0 ? 0 : 1;
+}
