@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <check.h>
+#include <crypt.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -858,6 +859,114 @@ START_TEST(test_auth_file_checked)
 }
 END_TEST
 
+/* A crypt(3) hash of pass with a fresh salt of `method` ($y$, $6$). */
+static char *
+hash_of(const char *method, const char *pass)
+{
+	char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+	struct crypt_data cd;
+	const char *h;
+
+	ck_assert_ptr_nonnull(crypt_gensalt_rn(method, 0, NULL, 0, salt, sizeof(salt)));
+	memset(&cd, 0, sizeof(cd));
+	h = crypt_r(pass, salt, &cd);
+	ck_assert_msg(h != NULL && h[0] == '$', "crypt_r(%s) failed", method);
+	return strdup(h);
+}
+
+/* Wait (bounded) for `what` in the server's log. */
+static void
+ck_log(struct tl_server *s, const char *what)
+{
+	int64_t deadline = tl_now_ms() + 3000;
+
+	for (;;) {
+		char *log = tl_read_file(s->log, NULL);
+		bool seen = log != NULL && strstr(log, what) != NULL;
+
+		free(log);
+		if (seen)
+			return;
+		ck_assert_msg(tl_now_ms() < deadline, "no log line \"%s\"", what);
+		tl_sleep_ms(10);
+	}
+}
+
+START_TEST(test_auth_hashed)
+{
+	char *y = hash_of("$y$", "yes pw"), *six = hash_of("$6$", "sha pw");
+	char *text = tl_strdupf("yuser:%s\nsuser:%s\nplain:pw\n", y, six);
+	char *path = write_auth(text, 0600);
+	struct tl_server *s = tl_server_start("memory", "--auth-file", path, NULL);
+	int fd;
+
+	ck_assert(text_login(s->port, "yuser", "yes pw"));
+	ck_assert(!text_login(s->port, "yuser", "yes pW"));
+	ck_assert(!text_login(s->port, "yuser", y));
+	ck_assert(text_login(s->port, "suser", "sha pw"));
+	ck_assert(!text_login(s->port, "suser", "yes pw"));
+	ck_assert(!text_login(s->port, "plain", "yes pw"));
+	ck_assert(text_login(s->port, "plain", "pw"));
+	/* SASL PLAIN against a hash */
+	fd = tl_connect(s->port);
+	breq(fd, OP_SASL_AUTH, "PLAIN", NULL, 0, "\0suser\0sha pX", 13, 1);
+	bexpect(fd, OP_SASL_AUTH, 0x20, 1, NULL, NULL);
+	breq(fd, OP_SASL_AUTH, "PLAIN", NULL, 0, "\0suser\0sha pw", 13, 2);
+	bexpect(fd, OP_SASL_AUTH, 0, 2, NULL, NULL);
+	close(fd);
+	/* the clear-text user is reported at startup */
+	ck_log(s, "1 of 3 users have a clear-text password");
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(path);
+	free(text);
+	free(y);
+	free(six);
+}
+END_TEST
+
+START_TEST(test_auth_bad_hashes)
+{
+	char *six = hash_of("$6$", "pw");
+	char *cut = tl_strdupf("alice:%.*s\n", (int)strlen(six) - 3, six);
+	char *perms = tl_strdupf("alice:%s:queues=jobs*\n", six);
+	const char *bad[] = { "alice:$zz$nosuchmethod\n", cut, perms };
+	const char *want[] = { "crypt(3) cannot use", "crypt(3) cannot use",
+	    "not supported" };
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		char *path = write_auth(bad[i], 0600);
+		char *errpath = tl_strdupf("%s/err", auth_dir);
+		char *out;
+		int st;
+		pid_t pid = fork();
+
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+			dup2(fd, 2);
+			execl(tl_sakerd_path(), "sakerd", "-p", "0", "-s",
+			    "/nonexistent/sock", "--auth-file", path, (char *)NULL);
+			_exit(127);
+		}
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "case %zu: status %#x",
+		    i, st);
+		out = tl_read_file(errpath, NULL);
+		ck_assert_ptr_nonnull(out);
+		ck_assert_msg(strstr(out, "line 1") != NULL && strstr(out, want[i]) != NULL,
+		    "case %zu: stderr \"%s\"", i, out);
+		free(out);
+		free(errpath);
+		free(path);
+	}
+	free(cut);
+	free(perms);
+	free(six);
+}
+END_TEST
+
 START_TEST(test_auth_reload)
 {
 	char *path = write_auth("alice:one\n", 0600);
@@ -935,6 +1044,8 @@ binary_suite(void)
 	tcase_add_test(tc, test_auth_binary_sasl);
 	tcase_add_test(tc, test_auth_file_checked);
 	tcase_add_test(tc, test_auth_reload);
+	tcase_add_test(tc, test_auth_hashed);
+	tcase_add_test(tc, test_auth_bad_hashes);
 	suite_add_tcase(s, tc);
 	return s;
 }

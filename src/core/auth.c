@@ -1,7 +1,9 @@
 /* auth.c -- --auth-file: loading, checking permissions, reloading on
- * SIGHUP, and comparing passwords in constant time. */
+ * SIGHUP, and comparing passwords in constant time, or through crypt(3)
+ * when the file holds a hash. */
 #include "config.h"
 
+#include <crypt.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,16 +16,23 @@
 #include "log.h"
 
 #define AUTH_MAX_FILE (1024 * 1024)
+/* Longest password a login may carry (text logins are capped at 4096
+ * bytes of "user password" anyway). */
+#define AUTH_MAX_PASS 4096
 
 struct user {
-	char *name, *pass;
+	char *name, *pass;              /* pass: the secret, or its crypt(3) hash */
 	size_t nlen, plen;
+	bool hashed;
 };
 
 struct userdb {
 	struct user *u;
-	size_t n;
+	size_t n, nplain;               /* nplain: users with a clear-text secret */
 };
+
+/* crypt_r's work area is 32 KiB: one, as the server is one thread. */
+static struct crypt_data crypt_area;
 
 bool auth_active;
 static struct userdb db;
@@ -43,6 +52,22 @@ db_free(struct userdb *d)
 	free(d->u);
 	d->u = NULL;
 	d->n = 0;
+	d->nplain = 0;
+}
+
+/*
+ * A secret starting with '$' is a crypt(3) hash: "$y$" yescrypt, "$6$"
+ * sha512-crypt, or any other method libcrypt knows.  It must hash: an
+ * unknown method or a damaged hash makes crypt_r fail or answer a string
+ * starting with '*', and such a line is refused at load rather than
+ * locking the user out later.
+ */
+static bool
+hash_usable(const char *hash)
+{
+	const char *h = crypt_r("", hash, &crypt_area);
+
+	return h != NULL && h[0] == '$' && strlen(h) == strlen(hash);
 }
 
 static char *
@@ -79,6 +104,17 @@ db_parse(const char *text, size_t len, struct userdb *d, char *err, size_t errle
 			snprintf(err, errlen, "line %zu: expected user:password", lineno);
 			return -1;
 		}
+		if (colon + 1 < le && colon[1] == '$') {
+			/* user:HASH[:permissions]; a hash has no ':' */
+			const char *c2 = memchr(colon + 1, ':', (size_t)(le - colon - 1));
+
+			if (c2 != NULL) {
+				snprintf(err, errlen, "line %zu: per-user permissions "
+				    "(user:hash:permissions) are not supported by this "
+				    "version", lineno);
+				return -1;
+			}
+		}
 		if (d->n == cap) {
 			size_t ncap = cap ? cap * 2 : 8;
 			struct user *nu = realloc(d->u, ncap * sizeof(*nu));
@@ -97,6 +133,16 @@ db_parse(const char *text, size_t len, struct userdb *d, char *err, size_t errle
 			free(u->pass);
 			goto nomem;
 		}
+		u->hashed = u->pass[0] == '$';
+		if (u->hashed && (strlen(u->pass) != u->plen || !hash_usable(u->pass))) {
+			snprintf(err, errlen, "line %zu: a hash crypt(3) cannot use "
+			    "(write $y$... or $6$...)", lineno);
+			free(u->name);
+			free(u->pass);
+			return -1;
+		}
+		if (!u->hashed)
+			d->nplain++;
 		d->n++;
 next:
 		p = nl != NULL ? nl + 1 : end;
@@ -180,6 +226,10 @@ auth_init(const char *path, char *err, size_t errlen)
 	db_free(&db);
 	db = nd;
 	auth_active = true;
+	if (db.nplain > 0)
+		log_warn("--auth-file %s: %zu of %zu users have a clear-text password; "
+		    "store crypt(3) hashes instead (mkpasswd -m yescrypt, or openssl "
+		    "passwd -6)", path, db.nplain, db.n);
 	return 0;
 }
 
@@ -198,6 +248,9 @@ auth_reload(void)
 	db_free(&db);
 	db = nd;
 	log_info("--auth-file %s: %zu users", auth_path, db.n);
+	if (db.nplain > 0)
+		log_warn("--auth-file %s: %zu of %zu users have a clear-text password",
+		    auth_path, db.nplain, db.n);
 }
 
 /* Nonzero when a differs from the stored b.  Runs over all of b whatever
@@ -213,16 +266,41 @@ ct_diff(const char *a, size_t alen, const char *b, size_t blen)
 	return d;
 }
 
+/* Does `pass` hash to u's stored hash?  (crypt_r's own time depends
+ * only on the hash's method and cost, not on the password.) */
+static bool
+hash_matches(const struct user *u, const char *pass, size_t plen)
+{
+	static char buf[AUTH_MAX_PASS + 1];
+	const char *h;
+	bool ok;
+
+	if (plen > AUTH_MAX_PASS || memchr(pass, '\0', plen) != NULL)
+		return false;
+	memcpy(buf, pass, plen);
+	buf[plen] = '\0';
+	h = crypt_r(buf, u->pass, &crypt_area);
+	ok = h != NULL && ct_diff(h, strlen(h), u->pass, u->plen) == 0;
+	memset(buf, 0, plen);
+	return ok;
+}
+
 bool
 auth_check(const char *user, size_t ulen, const char *pass, size_t plen)
 {
 	unsigned ok = 0;
 	size_t i;
 
-	/* every entry is compared: no early exit on the matching user */
+	/* every entry is compared: no early exit on the matching user; a
+	 * hash is computed only for the user named (it costs milliseconds) */
 	for (i = 0; i < db.n; i++) {
-		unsigned d = ct_diff(user, ulen, db.u[i].name, db.u[i].nlen) |
-		    ct_diff(pass, plen, db.u[i].pass, db.u[i].plen);
+		const struct user *u = &db.u[i];
+		unsigned d = ct_diff(user, ulen, u->name, u->nlen);
+
+		if (u->hashed)
+			d |= d == 0 && !hash_matches(u, pass, plen);
+		else
+			d |= ct_diff(pass, plen, u->pass, u->plen);
 		ok |= d == 0;
 	}
 	return ok != 0;

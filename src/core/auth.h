@@ -10,9 +10,13 @@
 extern bool auth_active;
 
 /*
- * Load FILE (lines "user:password"; blank lines and lines starting with
- * '#' are skipped).  Refuses a file that others may read or write, one
- * without users and a malformed line.  0, or -1 with the reason in err.
+ * Load FILE (lines "user:password" or "user:HASH", HASH a crypt(3) hash
+ * such as $y$... (yescrypt) or $6$... (sha512-crypt); blank lines and
+ * lines starting with '#' are skipped).  A clear-text password is
+ * everything after the first ':' (colons included) and is accepted with a
+ * warning.  Refuses a file that others may read or write, one without
+ * users, a malformed line and a hash crypt(3) cannot use.  0, or -1 with
+ * the reason in err.
  */
 int auth_init(const char *path, char *err, size_t errlen);
 /* Reread the file (SIGHUP); a bad file keeps the users loaded before. */
