@@ -1706,7 +1706,10 @@ pg_commit(saker_store *base)
 	}
 	pg_pending_done(s, &pp);
 	for (k = 0; k < npre; k++) {
-		(void)pg_held_install(s, pre[k], pp.res[pre_ix[k]], s->last_now);
+		/* blocked clients of this broker are served from them now */
+		if (pg_held_install(s, pre[k], pp.res[pre_ix[k]], s->last_now) ==
+		    SAKER_OK)
+			pg_notify_local(s, pre[k]);
 		pp.res[pre_ix[k]] = NULL;
 	}
 	pipe_clear(&pp);
