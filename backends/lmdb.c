@@ -2457,6 +2457,23 @@ lm_check_dir(struct lstore *s, bool *have_data)
  * aborts (an assertion) or dies of SIGSEGV/SIGBUS on some damage, where a
  * store must fail to open with a reason instead (lmdb_verify.h).
  */
+/*
+ * The map an item must fit into: LMDB cannot grow the map while the long
+ * transaction is open, and an item put in a fresh 1 GiB map of which 85 %
+ * may be used (LM_GUARD_PCT) fails as "full" well below 1 GiB.  So the
+ * map starts at four times the largest item the caller will put (it is
+ * address space, not disk: the file grows only as pages are written).
+ */
+static size_t
+lm_initial_map(uint64_t max_item)
+{
+	size_t size = LM_MAP_INITIAL;
+
+	while ((uint64_t)size / 4 < max_item && size < SIZE_MAX / 4)
+		size *= 2;
+	return size;
+}
+
 static int
 lm_verify(struct lstore *s)
 {
@@ -2939,7 +2956,8 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 		goto fail;
 	}
 	if ((rc = mdb_env_set_maxdbs(s->env, 8)) != 0 ||
-	    (rc = mdb_env_set_mapsize(s->env, LM_MAP_INITIAL)) != 0) {
+	    (rc = mdb_env_set_mapsize(s->env, lm_initial_map(opts->max_item)))
+	    != 0) {
 		ret = lm_fail(s, rc, "configure environment");
 		goto fail;
 	}

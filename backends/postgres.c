@@ -40,6 +40,9 @@
  */
 
 /* 2: state 2 (claimed ahead); the lease index covers it */
+/* PostgreSQL's largest field value is 1 GB less one byte (MaxAllocSize)
+ * including its 4-byte header; keep a little more aside for the wire. */
+#define PG_MAX_ITEM ((uint64_t)0x3fffffff - 64)
 #define PG_FORMAT_VERSION 2
 #define PG_LEASE_MS 60000
 /* Items put by a broker whose clock runs ahead are still taken if they are
@@ -3254,6 +3257,12 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	if (location == NULL || location[0] == '\0') {
 		snprintf(err, errlen, "postgres store needs a connection string"
 		    " (postgres:'host=... dbname=...')");
+		return SAKER_EINVAL;
+	}
+	if (opts->max_item > PG_MAX_ITEM) {
+		snprintf(err, errlen, "postgres holds items up to %llu bytes (a "
+		    "bytea value is at most 1 GB); lower --max-item-size",
+		    (unsigned long long)PG_MAX_ITEM);
 		return SAKER_EINVAL;
 	}
 	if ((s = calloc(1, sizeof(*s))) == NULL) {

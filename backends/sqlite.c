@@ -35,6 +35,9 @@
  * for writing upgrades it in place. */
 #define SQ_FORMAT_VERSION 2
 #define SQ_DAMAGED "_damaged"	/* where damaged items are moved to */
+/* A row holds the item and a few integers: keep this much of SQLite's
+ * length limit for them. */
+#define SQ_ROW_SLACK 1024
 
 /* Ready items are appended at `tail` counting up from 2^62; released
  * items go below every existing item at `lo`, counting down.  Neither can
@@ -1965,6 +1968,16 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 	}
 	sqlite3_extended_result_codes(s->db, 1);
 	sqlite3_busy_timeout(s->db, SQ_BUSY_MS);
+	/* as large as this build of SQLite allows (SQLITE_MAX_LENGTH) */
+	sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH, INT32_MAX);
+	if (opts->max_item > (uint64_t)sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH,
+	    -1) - SQ_ROW_SLACK) {
+		e = sq_errf(s, SAKER_EINVAL, "sqlite holds items up to %d bytes"
+		    " (SQLite's SQLITE_MAX_LENGTH less a row's other columns);"
+		    " lower --max-item-size", sqlite3_limit(s->db,
+		    SQLITE_LIMIT_LENGTH, -1) - SQ_ROW_SLACK);
+		goto fail;
+	}
 	if ((e = sq_check_format(s, opts->create)) != SAKER_OK ||
 	    (e = sq_settings(s)) != SAKER_OK ||
 	    (e = sq_prepare(s)) != SAKER_OK ||

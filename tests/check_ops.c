@@ -452,6 +452,88 @@ START_TEST(test_startup_errors)
 }
 END_TEST
 
+/* --max-item-size beyond what the store can hold is refused at startup
+ * with the reason (SQLite once answered a 1 GiB set with a misleading
+ * "NOT NULL constraint failed"). */
+START_TEST(test_max_item_refused)
+{
+#ifdef HAVE_SQLITE
+	char *err = NULL, *spec = tl_strdupf("sqlite:%s/big.db", tmp);
+
+	ck_assert_int_eq(run_sakerd(&err, "--store", spec, "--max-item-size",
+	    "1g", NULL), 1);
+	ck_assert_msg(strstr(err, "sqlite holds items up to") != NULL &&
+	    strstr(err, "--max-item-size") != NULL, "%s", err);
+	free(err);
+	free(spec);
+#endif
+}
+END_TEST
+
+#ifdef HAVE_LMDB
+#include <fcntl.h>
+#include <sys/stat.h>
+#include "saker/store.h"
+
+/* A store whose data.mdb has a zeroed page in use, or 64 bytes of 0xff
+ * at its start: exit status 1 and one line, never an abort (liblmdb
+ * asserted) or a segfault. */
+static void
+damaged_start(bool zero)
+{
+	char *dir = tl_strdupf("%s/dmg%d", tmp, zero), *err = NULL;
+	char *spec = tl_strdupf("lmdb:%s", dir), *path;
+	unsigned char page[4096];
+	struct saker_store_opts o;
+	saker_store *st = NULL;
+	saker_queue *q;
+	struct saker_item it;
+	char why[512];
+	struct stat sb;
+	int fd, i;
+
+	memset(&o, 0, sizeof(o));
+	o.create = true;
+	ck_assert_int_eq(saker_store_open(spec, &o, &st, why, sizeof(why)),
+	    SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	it.data = "some item data";
+	it.len = 14;
+	for (i = 0; i < 20; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "q%d", i);
+		ck_assert_int_eq(st->driver->queue_open(st, name, strlen(name),
+		    true, NULL, &q), SAKER_OK);
+		ck_assert_int_eq(st->driver->put(st, q, &it, 1700000000000LL),
+		    SAKER_OK);
+	}
+	ck_assert_int_eq(st->driver->commit(st), SAKER_OK);
+	saker_store_close(st);
+	path = tl_strdupf("%s/data.mdb", dir);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	memset(page, zero ? 0 : 0xff, sizeof(page));
+	fd = open(path, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, page, zero ? 4096 : 64,
+	    (off_t)(sb.st_size - 4096)), zero ? 4096 : 64);
+	close(fd);
+	ck_assert_int_eq(run_sakerd(&err, "--store", spec, NULL), 1);
+	ck_assert_msg(strstr(err, "is damaged: page") != NULL, "%s", err);
+	free(err);
+	free(path);
+	free(spec);
+	free(dir);
+}
+
+START_TEST(test_damaged_lmdb_start)
+{
+	damaged_start(true);
+	damaged_start(false);
+}
+END_TEST
+#endif
+
 int
 main(void)
 {
@@ -472,6 +554,10 @@ main(void)
 	tcase_add_test(tc, test_pidfile_and_daemon);
 	tcase_add_test(tc, test_idle_timeout);
 	tcase_add_test(tc, test_startup_errors);
+	tcase_add_test(tc, test_max_item_refused);
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, test_damaged_lmdb_start);
+#endif
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

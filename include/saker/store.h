@@ -167,6 +167,11 @@ struct saker_store_opts {
 	uint64_t max_memory;     /* memory driver: byte limit for item data
 	                          * (0 = unlimited); ENOMEM beyond it */
 	bool read_only;          /* open for reading only (dump, migrate source) */
+	uint64_t max_item;       /* the largest item the caller will put (its
+	                          * --max-item-size); 0 = not said.  A driver
+	                          * that cannot hold an item that large fails
+	                          * open() with SAKER_EINVAL and the limit, so
+	                          * no put fails later for its size alone */
 	bool create;             /* create the store if it does not exist */
 	saker_notify_fn notify;  /* may be NULL */
 	void *notify_arg;

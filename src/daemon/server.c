@@ -591,6 +591,7 @@ server_init(struct options *opt)
 	memset(&so, 0, sizeof(so));
 	so.sync = opt->sync;
 	so.max_memory = opt->max_memory;
+	so.max_item = opt->max_item_size;
 	so.create = true;
 	so.notify = queues_notify;
 	so.notify_arg = &srv->broker;
