@@ -335,6 +335,14 @@ static const struct row rows[] = {
 	OK("STATS", T_STATS, ""),
 	OK("stats  ", T_STATS, ""),
 	BAD("stats items", E_FMT, ""),
+	OK("stats queues", T_STATS, "nkeys=0"),
+	OK("stats queues jo", T_STATS, "nkeys=1 k0=jo"),
+	OK("stats queue jobs", T_STATS, "nkeys=1 k0=jobs"),
+	BAD("stats queue", E_FMT, ""),
+	BAD("stats queue a/b", E_FMT, ""),
+	BAD("stats queue a b", E_FMT, ""),
+	BAD("stats queues a b", E_FMT, ""),
+	BAD("stats queues a/", E_QN, ""),
 	OK("status", T_STAT, "st=q"),
 	OK("status up", T_STAT, "st=up"),
 	OK("status UP", T_STAT, "st=up"),
@@ -789,15 +797,16 @@ build_get(char *buf, size_t size, int nkeys, const char *suffix)
 
 START_TEST(test_key_count)
 {
-	char line[PROTO_MAX_LINE + 1];
-	struct proto_cmd cmd;
+	static char line[PROTO_MAX_GET_LINE + 1];
+	static struct proto_cmd cmd;
 	size_t len;
 	int i;
 
-	len = build_get(line, sizeof(line), PROTO_MAX_KEYS, "");
+	len = build_get(line, sizeof(line), PROTO_MAX_GET_KEYS, "");
+	ck_assert_uint_gt(len, PROTO_MAX_LINE);
 	ck_assert_ptr_null(proto_parse_line(line, len, &cmd));
-	ck_assert_uint_eq(cmd.nkeys, PROTO_MAX_KEYS);
-	for (i = 0; i < PROTO_MAX_KEYS; i++) {
+	ck_assert_uint_eq(cmd.nkeys, PROTO_MAX_GET_KEYS);
+	for (i = 0; i < PROTO_MAX_GET_KEYS; i++) {
 		char want[8];
 		int n = snprintf(want, sizeof(want), "q%d", i);
 
@@ -807,35 +816,51 @@ START_TEST(test_key_count)
 		ck_assert(cmd.keys[i].raw + cmd.keys[i].raw_len <= line + len);
 	}
 
-	len = build_get(line, sizeof(line), PROTO_MAX_KEYS + 1, "");
+	len = build_get(line, sizeof(line), PROTO_MAX_GET_KEYS + 1, "");
 	ck_assert_str_eq(proto_parse_line(line, len, &cmd),
 	    PROTO_ERR_TOO_MANY_KEYS);
+	/* "getsq0 ...": not a get, so over the short cap */
+	memcpy(line, "gets", 4);
+	ck_assert_str_eq(proto_parse_line(line, len, &cmd),
+	    PROTO_ERR_LINE_TOO_LONG);
 
-	/* 128 keys with options, trailing blanks do not count as keys */
-	len = build_get(line, sizeof(line), PROTO_MAX_KEYS, "/t=100/open");
+	/* all keys with options, trailing blanks do not count as keys */
+	len = build_get(line, sizeof(line), PROTO_MAX_GET_KEYS, "/t=100/open");
 	memcpy(line + len, "   ", 3);
 	ck_assert_ptr_null(proto_parse_line(line, len + 3, &cmd));
-	ck_assert_uint_eq(cmd.nkeys, PROTO_MAX_KEYS);
-	ck_assert_int_eq(cmd.keys[PROTO_MAX_KEYS - 1].timeout_ms, 100);
-	ck_assert_uint_eq(cmd.keys[PROTO_MAX_KEYS - 1].opts, PROTO_OPT_OPEN);
+	ck_assert_uint_eq(cmd.nkeys, PROTO_MAX_GET_KEYS);
+	ck_assert_int_eq(cmd.keys[PROTO_MAX_GET_KEYS - 1].timeout_ms, 100);
+	ck_assert_uint_eq(cmd.keys[PROTO_MAX_GET_KEYS - 1].opts, PROTO_OPT_OPEN);
 
 	/* a bad key before the cap is reported as such */
-	len = build_get(line, sizeof(line), PROTO_MAX_KEYS + 5, "/bogus");
+	len = build_get(line, sizeof(line), PROTO_MAX_GET_KEYS + 5, "/bogus");
 	ck_assert_str_eq(proto_parse_line(line, len, &cmd), PROTO_ERR_OPTION);
 }
 END_TEST
 
 START_TEST(test_line_length)
 {
-	static char line[PROTO_MAX_LINE + 2];
-	struct proto_cmd cmd;
+	static char line[PROTO_MAX_GET_LINE + 2];
+	static struct proto_cmd cmd;
 
+	/* get and gets lines may be long ... */
 	memset(line, ' ', sizeof(line));
 	memcpy(line, "get q", 5);
 	ck_assert_ptr_null(proto_parse_line(line, PROTO_MAX_LINE, &cmd));
 	ck_assert_uint_eq(cmd.nkeys, 1);
+	ck_assert_ptr_null(proto_parse_line(line, PROTO_MAX_GET_LINE, &cmd));
+	ck_assert_str_eq(proto_parse_line(line, PROTO_MAX_GET_LINE + 1, &cmd),
+	    PROTO_ERR_LINE_TOO_LONG);
+	memcpy(line, "GETS q", 6);
+	ck_assert_ptr_null(proto_parse_line(line, PROTO_MAX_GET_LINE, &cmd));
+	ck_assert(proto_is_get_line(line, 6));
+	ck_assert(!proto_is_get_line(line, 4));	/* "GETS" may go on */
+	/* ... every other line keeps the short cap */
+	memcpy(line, "version", 7);
+	ck_assert_ptr_null(proto_parse_line(line, PROTO_MAX_LINE, &cmd));
 	ck_assert_str_eq(proto_parse_line(line, PROTO_MAX_LINE + 1, &cmd),
 	    PROTO_ERR_LINE_TOO_LONG);
+	ck_assert(!proto_is_get_line(line, 64));
 }
 END_TEST
 

@@ -249,6 +249,20 @@ key_fetches(const struct op_key *k)
 }
 
 #define HIT_SET(h, k) ((h)[(k) >> 6] |= (uint64_t)1 << ((k) & 63))
+#define HIT_WORDS ((OP_MAX_GET_KEYS + 63) / 64)
+
+/* One get runs at a time (one event loop): its key bitmap and queues live
+ * here rather than in 80 KB of stack. */
+static uint64_t hit_bits[HIT_WORDS];
+static struct squeue *get_qs[OP_MAX_GET_KEYS];
+
+/* A cleared bitmap for nkeys keys. */
+static uint64_t *
+hits_clear(size_t nkeys)
+{
+	memset(hit_bits, 0, ((nkeys + 63) / 64) * sizeof(hit_bits[0]));
+	return hit_bits;
+}
 
 /* Wait on every fetching key's queue at once.  The keys' raw bytes are
  * copied (base), so the reply can echo them however late it comes. */
@@ -277,8 +291,8 @@ start_wait(struct session *s, const struct op_key *keys, size_t nkeys,
 
 		/* waits[i] belongs to key i, so a wake knows which key it answers */
 		w->sess = s;
-		w->raw_off = (uint16_t)(k->raw - base);
-		w->raw_len = (uint16_t)k->raw_len;
+		w->raw_off = (uint32_t)(k->raw - base);
+		w->raw_len = (uint32_t)k->raw_len;
 		w->opts = take_opts(k->opts);
 		if (key_fetches(k))
 			waiter_link(w, qs[i]);
@@ -290,13 +304,12 @@ start_wait(struct session *s, const struct op_key *keys, size_t nkeys,
 void
 op_wait_timeout(struct session *s)
 {
-	static const uint64_t none[2] = { 0, 0 };
 	const struct get_ops *ops = s->gops;
 	size_t n = s->nwaits;
 
 	s->b->stats.get_misses++;
 	session_end_wait(s);
-	ops->end(s, none, n);
+	ops->end(s, hits_clear(n), n);
 }
 
 void
@@ -309,7 +322,7 @@ op_serve_waiters(struct broker *b, struct squeue *q)
 		struct session *s = w->sess;
 		const struct get_ops *ops = s->gops;
 		size_t k = (size_t)(w - s->waits), n = s->nwaits;
-		uint64_t hits[2] = { 0, 0 };
+		uint64_t *hits;
 		const char *msg;
 		int rc, r;
 
@@ -331,6 +344,7 @@ op_serve_waiters(struct broker *b, struct squeue *q)
 			continue;
 		}
 		session_end_wait(s);
+		hits = hits_clear(n);
 		HIT_SET(hits, k);
 		ops->end(s, hits, n);
 	}
@@ -340,8 +354,9 @@ void
 op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
     size_t nkeys, const char *base, size_t baselen)
 {
-	struct squeue *qs[OP_MAX_KEYS];
-	uint64_t hits[2] = { 0, 0 };
+	struct squeue **qs = get_qs;
+	uint64_t *hits = hits_clear(nkeys);
+	size_t nhits = 0;
 	int64_t now = saker_now_ms(), timeout = -1;
 	size_t i, misses = 0;
 	bool fetches = false;
@@ -410,9 +425,10 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 		rc = take_for(s, qs[i], take_opts(k->opts), i, k->raw, k->raw_len, now);
 		if (rc == SAKER_OK) {
 			HIT_SET(hits, i);
+			nhits++;
 		} else if (rc == SAKER_EEMPTY) {
 			misses++;
-		} else if ((hits[0] | hits[1]) == 0) {
+		} else if (nhits == 0) {
 			/* nothing handed out yet: the error is the reply */
 			msg = op_store_error(b, rc, &r);
 			log_error("get from %s: %s", qs[i]->name, msg);
@@ -423,7 +439,7 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 			log_error("get from %s: %s", qs[i]->name, DRV(b)->errmsg(b->store));
 		}
 	}
-	if ((hits[0] | hits[1]) == 0 && fetches && timeout > 0) {
+	if (nhits == 0 && fetches && timeout > 0) {
 		/* counted as a miss only if the wait times out */
 		start_wait(s, keys, nkeys, qs, base, baselen, timeout);
 		return;

@@ -17,7 +17,7 @@ struct waiter {
 	TAILQ_ENTRY(waiter) link;     /* in squeue.waiters */
 	struct session *sess;
 	struct squeue *q;
-	uint16_t raw_off, raw_len;    /* key token in sess->wait_line */
+	uint32_t raw_off, raw_len;    /* key token in sess->wait_line */
 	unsigned opts;                /* OP_OPT_OPEN / PEEK (CLOSE done already) */
 	bool linked;
 };

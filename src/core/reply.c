@@ -135,3 +135,40 @@ reply_reset(struct session *s)
 	s->reply_start = 0;
 	s->reply_keep = KEEP_NEVER;
 }
+
+void
+reply_held_begin(struct session *s, struct held_save *sv)
+{
+	sv->pend = s->pend;
+	sv->replies = s->batch_replies;
+	sv->nkept = s->nkept;
+	sv->start = s->reply_start;
+	sv->keep = s->reply_keep;
+	sv->nbrecs = s->nbrecs;
+	s->pend = s->held;
+	s->reply_start = evbuffer_get_length(s->held);
+}
+
+void
+reply_held_end(struct session *s, const struct held_save *sv)
+{
+	s->pend = sv->pend;
+	s->batch_replies = sv->replies;
+	s->nkept = sv->nkept;
+	s->reply_start = sv->start;
+	s->reply_keep = sv->keep;
+	s->nbrecs = sv->nbrecs;
+	s->held_in_batch = true;
+	reply_schedule(s);
+}
+
+void
+reply_release_held(struct session *s)
+{
+	if (evbuffer_get_length(s->held) == 0)
+		return;
+	evbuffer_add_buffer(s->pend, s->held);
+	s->reply_start = evbuffer_get_length(s->pend);
+	s->held_in_batch = true;
+	reply_schedule(s);
+}

@@ -3,7 +3,11 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,13 +75,99 @@ queue_one(void *arg, struct squeue *q)
 	return 0;
 }
 
+/* Every queue (whose name starts with prefix), to be sorted by name. */
+struct qlist {
+	struct squeue **v;
+	size_t n, cap;
+	const char *prefix;
+	size_t plen;
+	bool oom;
+};
+
+static int
+collect_one(void *arg, struct squeue *q)
+{
+	struct qlist *l = arg;
+
+	if (l->plen > 0 && strncmp(q->name, l->prefix, l->plen) != 0)
+		return 0;
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 64;
+		struct squeue **nv = realloc(l->v, ncap * sizeof(*nv));
+
+		if (nv == NULL) {
+			l->oom = true;
+			return 1;
+		}
+		l->v = nv;
+		l->cap = ncap;
+	}
+	l->v[l->n++] = q;
+	return 0;
+}
+
+static int
+by_name(const void *a, const void *b)
+{
+	const struct squeue *const *x = a, *const *y = b;
+
+	return strcmp((*x)->name, (*y)->name);
+}
+
+/* Per-queue lines of at most `max` queues in name order; returns how many
+ * matching queues were left out. */
+static size_t
+write_queues(struct broker *b, struct evbuffer *out, const char *prefix,
+    size_t plen, size_t max)
+{
+	struct stats_ctx sc = { b, out };
+	struct qlist l = { NULL, 0, 0, prefix, plen, false };
+	size_t i, shown;
+
+	queues_walk(b, collect_one, &l);
+	if (l.oom) {
+		/* out of memory: say what we can, unsorted */
+		free(l.v);
+		evbuffer_add_printf(out, "STAT error out of memory sorting queues\r\n");
+		return 0;
+	}
+	qsort(l.v, l.n, sizeof(l.v[0]), by_name);
+	shown = l.n < max ? l.n : max;
+	for (i = 0; i < shown; i++)
+		queue_one(&sc, l.v[i]);
+	free(l.v);
+	return l.n - shown;
+}
+
+void
+stats_write_queues(struct broker *b, struct evbuffer *out, const char *prefix,
+    size_t plen)
+{
+	write_queues(b, out, prefix, plen, SIZE_MAX);
+	evbuffer_add(out, "END\r\n", 5);
+}
+
+void
+stats_write_queue(struct broker *b, struct evbuffer *out, const char *name,
+    size_t len)
+{
+	struct stats_ctx sc = { b, out };
+	struct squeue *q;
+	int rc;
+
+	q = queue_lookup(b, name, len, false, &rc);
+	if (q != NULL)
+		queue_one(&sc, q);
+	evbuffer_add(out, "END\r\n", 5);
+}
+
 void
 stats_write(struct broker *b, struct evbuffer *out)
 {
 	struct stats *s = &b->stats;
-	struct stats_ctx sc = { b, out };
 	struct totals t = { b, 0, 0, 0 };
 	time_t now = time(NULL);
+	size_t omitted;
 
 	queues_walk(b, sum_one, &t);
 #define STAT(k, fmt, v) evbuffer_add_printf(out, "STAT " k " " fmt "\r\n", v)
@@ -102,7 +192,11 @@ stats_write(struct broker *b, struct evbuffer *out)
 	STAT("bytes", "%" PRIu64, t.bytes);
 	STAT("queue_creates", "%" PRIu64, s->queue_creates);
 	STAT("queue_deletes", "%" PRIu64, s->queue_deletes);
+	/* Kestrel's per-queue lines, for the first STATS_MAX_QUEUES queues by
+	 * name: a server with thousands of queues must not answer a plain
+	 * stats with megabytes (clients read it into one string) */
+	omitted = write_queues(b, out, NULL, 0, STATS_MAX_QUEUES);
+	STAT("queues_omitted", "%zu", omitted);
 #undef STAT
-	queues_walk(b, queue_one, &sc);
 	evbuffer_add(out, "END\r\n", 5);
 }

@@ -13,12 +13,15 @@ session_init(struct session *s, struct broker *b, bool authed)
 	s->b = b;
 	s->in = evbuffer_new();
 	s->pend = evbuffer_new();
-	if (s->in == NULL || s->pend == NULL) {
+	s->held = evbuffer_new();
+	if (s->in == NULL || s->pend == NULL || s->held == NULL) {
 		if (s->in != NULL)
 			evbuffer_free(s->in);
 		if (s->pend != NULL)
 			evbuffer_free(s->pend);
-		s->in = s->pend = NULL;
+		if (s->held != NULL)
+			evbuffer_free(s->held);
+		s->in = s->pend = s->held = NULL;
 		return -1;
 	}
 	TAILQ_INIT(&s->opens);
@@ -61,9 +64,11 @@ session_free(struct session *s)
 		evbuffer_free(s->in);
 	if (s->pend != NULL)
 		evbuffer_free(s->pend);
+	if (s->held != NULL)
+		evbuffer_free(s->held);
 	free(s->brecs);
 	free(s->kept);
-	s->in = s->pend = NULL;
+	s->in = s->pend = s->held = NULL;
 	s->brecs = NULL;
 	s->kept = NULL;
 }

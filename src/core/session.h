@@ -86,6 +86,9 @@ struct session {
 	size_t nopens;
 
 	/* SESSION_WAITING */
+	struct evbuffer *held;          /* replies of commands run behind the
+	                                 * waiting get: they follow its reply */
+	bool held_in_batch;             /* this batch ran or sent such commands */
 	char *wait_line;                /* copy of the get's keys; waiters point here */
 	struct waiter *waits;           /* one per key of the get, in order */
 	size_t nwaits;

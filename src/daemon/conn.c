@@ -27,7 +27,7 @@
 /* Bytes asked of one read(). */
 #define READ_CHUNK 16384
 /* Input we buffer behind a blocking get before we stop reading. */
-#define IN_HIGH_WATER (1u * 1024 * 1024 + PROTO_MAX_LINE)
+#define IN_HIGH_WATER (1u * 1024 * 1024 + PROTO_MAX_GET_LINE)
 
 TAILQ_HEAD(conn_list, conn);
 
@@ -437,6 +437,21 @@ conn_flush(struct conn *c, const struct commit_result *res)
 	session_batch_done(s, res->ok);
 	reply_reset(s);
 	evbuffer_add_buffer(c->out, s->pend);
+	if (s->held_in_batch && !res->ok) {
+		/*
+		 * Commands run behind a waiting get were part of the failed
+		 * batch, or their replies were: they are not in the batch's
+		 * records and cannot be answered in order now.  Drop them and
+		 * close, so the client never takes a STORED for an item the
+		 * store rolled back.
+		 */
+		log_warn("commit failed with replies held behind a get; closing the connection");
+		evbuffer_drain(s->held, evbuffer_get_length(s->held));
+		if (s->state == SESSION_WAITING)
+			session_end_wait(s);
+		conn_close_after_write(c);
+	}
+	s->held_in_batch = false;
 	conn_write(c);
 }
 
@@ -458,7 +473,9 @@ conn_process(struct conn *c)
 	struct session *s = &c->s;
 
 	c->busy++;
-	while (!s->dead && (s->state == SESSION_CMD || s->state == SESSION_SWALLOW)) {
+	/* a waiting get lets some commands behind it run (proto_step) */
+	while (!s->dead && (s->state == SESSION_CMD || s->state == SESSION_SWALLOW ||
+	    (s->state == SESSION_WAITING && !s->monitoring))) {
 		int r = proto_step(s);
 
 		if (r == PROTO_STOP)
@@ -563,7 +580,7 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		}
 	}
 	env.broker->stats.bytes_read += (uint64_t)n;
-	if (c->s.state == SESSION_WAITING) {
+	if (c->s.state == SESSION_WAITING && c->s.monitoring) {
 		/* keep reading to notice a disconnect, but not without bound */
 		if (evbuffer_get_length(c->s.in) > IN_HIGH_WATER)
 			pause_reading(c);
@@ -572,7 +589,12 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	c->busy++;
 	conn_process(c);
 	env.drain();
-	if (!c->s.dead && out_pending(c) > OUT_HIGH_WATER)
+	/* input behind a waiting get and the replies held for it are bounded
+	 * like other input and output */
+	if (!c->s.dead && (out_pending(c) > OUT_HIGH_WATER ||
+	    (c->s.state == SESSION_WAITING &&
+	    (evbuffer_get_length(c->s.in) > IN_HIGH_WATER ||
+	    evbuffer_get_length(c->s.held) > OUT_HIGH_WATER))))
 		pause_reading(c);
 	if (--c->busy == 0 && c->s.dead)
 		conn_free(c);

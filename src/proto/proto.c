@@ -5,6 +5,7 @@
 #include "getgroup.h"
 #include "proto.h"
 #include "proto_binary.h"
+#include "reply.h"
 #include "text.h"
 
 static const struct protocol protocols[] = {
@@ -12,13 +13,41 @@ static const struct protocol protocols[] = {
 	[SESSION_PROTO_BINARY] = { "binary", bin_step, bin_fail_batch },
 };
 
+/*
+ * While a get waits, the commands behind it that cannot depend on its
+ * outcome run at once -- a set may even wake that very get -- and their
+ * replies are held until the get has answered: one client object that sets
+ * while its own blocking get waits must not deadlock itself.  Gets (they
+ * keep their turn), commands touching open items, quit, meta and anything
+ * refused wait for the get to end as before; so does everything behind a
+ * monitor.
+ */
+static int
+step_behind_wait(struct session *s)
+{
+	struct held_save sv;
+	int r;
+
+	if (s->monitoring || !(s->proto == SESSION_PROTO_BINARY ?
+	    bin_runs_behind_wait(s) : text_runs_behind_wait(s)))
+		return PROTO_STOP;
+	reply_held_begin(s, &sv);
+	r = protocols[s->proto].step(s);
+	reply_held_end(s, &sv);
+	return r;
+}
+
 int
 proto_step(struct session *s)
 {
 	size_t avail = evbuffer_get_length(s->in);
 
+	if (s->state != SESSION_WAITING)
+		reply_release_held(s);
 	if (avail == 0)
 		return PROTO_STOP;
+	if (s->state == SESSION_WAITING)
+		return step_behind_wait(s);
 	if (s->state == SESSION_SWALLOW) {
 		size_t n = avail < s->swallow ? avail : s->swallow;
 

@@ -2,6 +2,7 @@
  * commands, and replies written for the shared command layer. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -247,7 +248,9 @@ is_get(uint8_t op)
 static bool
 bin_settle_group(struct session *c)
 {
-	if (!gg_pending(c))
+	/* while waiting, the group is the waiting get: a request run behind
+	 * it (bin_runs_behind_wait) answers after it by other means */
+	if (!gg_pending(c) || c->state == SESSION_WAITING)
 		return true;
 	bin_run_group(c, GG_END_NONE, 0);
 	return c->state == SESSION_CMD;
@@ -293,7 +296,7 @@ bin_get(struct session *c, const struct bin_req *r, size_t total)
 static void
 bin_set(struct session *c, const struct bin_req *r)
 {
-	bool quiet = r->opcode == BIN_SETQ;
+	bool quiet = r->opcode == BIN_SETQ || r->opcode == BIN_ADDQ;
 	int64_t delay_ms, at_s;
 	struct proto_key pk;
 	const char *err, *msg = NULL;
@@ -427,6 +430,43 @@ bin_open_opcode(uint8_t op)
 	    op == BIN_VERSION || op == BIN_NOOP || op == BIN_QUIT || op == BIN_QUITQ;
 }
 
+bool
+bin_runs_behind_wait(struct session *c)
+{
+	unsigned char h[BIN_HEADER];
+	uint32_t bodylen;
+	uint16_t keylen;
+	uint8_t extlen;
+
+	if (!c->authed || evbuffer_get_length(c->in) < BIN_HEADER)
+		return false;
+	evbuffer_copyout(c->in, h, BIN_HEADER);
+	keylen = be16(h + 2);
+	extlen = h[4];
+	bodylen = be32(h + 8);
+	if (h[0] != BIN_REQ_MAGIC || (uint32_t)keylen + extlen > bodylen ||
+	    evbuffer_get_length(c->in) < BIN_HEADER + (size_t)bodylen)
+		return false;
+	switch (h[1]) {
+	case BIN_SET:
+	case BIN_SETQ:
+	case BIN_ADD:
+	case BIN_ADDQ:
+		return bodylen - keylen - extlen <= c->b->max_item_size &&
+		    (size_t)keylen + extlen <= BIN_MAX_SMALL_BODY;
+	case BIN_DELETE:
+	case BIN_DELETEQ:
+	case BIN_FLUSH:
+	case BIN_FLUSHQ:
+	case BIN_STAT:
+	case BIN_VERSION:
+	case BIN_VERBOSITY:
+		return bodylen <= BIN_MAX_SMALL_BODY;
+	default:
+		return false;
+	}
+}
+
 int
 bin_step(struct session *c)
 {
@@ -458,13 +498,15 @@ bin_step(struct session *c)
 
 	if (!is_get(r.opcode) && r.opcode != BIN_NOOP && !bin_settle_group(c))
 		return PROTO_STOP;
-	if ((r.opcode == BIN_SET || r.opcode == BIN_SETQ) ?
+	if ((r.opcode == BIN_SET || r.opcode == BIN_SETQ ||
+	    r.opcode == BIN_ADD || r.opcode == BIN_ADDQ) ?
 	    r.vallen > c->b->max_item_size || r.keylen + r.extlen > BIN_MAX_SMALL_BODY :
 	    r.bodylen > BIN_MAX_SMALL_BODY) {
 		/* skip the body rather than buffer it */
 		if (!bin_settle_group(c))
 			return PROTO_STOP;
-		if (r.opcode == BIN_SET || r.opcode == BIN_SETQ)
+		if (r.opcode == BIN_SET || r.opcode == BIN_SETQ ||
+		    r.opcode == BIN_ADD || r.opcode == BIN_ADDQ)
 			bin_error(c, r.opcode, r.opaque, BIN_E2BIG, "object too large for cache");
 		else
 			bin_error(c, r.opcode, r.opaque, BIN_EINVAL, "request body too large");
@@ -503,8 +545,27 @@ bin_step(struct session *c)
 		return PROTO_COMMAND;
 	case BIN_SET:
 	case BIN_SETQ:
+	case BIN_ADD:		/* on a queue every item is added */
+	case BIN_ADDQ:
 		bin_set(c, &r);
 		break;
+	case BIN_REPLACE:
+	case BIN_REPLACEQ:
+	case BIN_APPEND:
+	case BIN_APPENDQ:
+	case BIN_PREPEND:
+	case BIN_PREPENDQ: {
+		/* as in text: nothing to replace or extend in a queue */
+		static const char *const names[] = { "replace", "append", "prepend" };
+		const char *what = names[r.opcode == BIN_REPLACE ||
+		    r.opcode == BIN_REPLACEQ ? 0 : r.opcode == BIN_APPEND ||
+		    r.opcode == BIN_APPENDQ ? 1 : 2];
+		char msg[64];
+
+		snprintf(msg, sizeof(msg), "%s not supported on a queue", what);
+		bin_error(c, r.opcode, r.opaque, BIN_ENOTSUP, msg);
+		break;
+	}
 	case BIN_DELETE:
 	case BIN_DELETEQ:
 		bin_delete(c, &r);

@@ -22,6 +22,8 @@ enum {
 	BIN_NOOP = 0x0a, BIN_VERSION = 0x0b, BIN_GETK = 0x0c, BIN_GETKQ = 0x0d,
 	BIN_STAT = 0x10, BIN_SETQ = 0x11, BIN_DELETEQ = 0x14, BIN_QUITQ = 0x17,
 	BIN_FLUSHQ = 0x18, BIN_VERBOSITY = 0x1b,
+	BIN_APPEND = 0x0e, BIN_PREPEND = 0x0f, BIN_ADDQ = 0x12,
+	BIN_REPLACEQ = 0x13, BIN_APPENDQ = 0x19, BIN_PREPENDQ = 0x1a,
 	BIN_SASL_LIST = 0x20, BIN_SASL_AUTH = 0x21, BIN_SASL_STEP = 0x22
 };
 
@@ -30,11 +32,16 @@ enum {
 	BIN_OK = 0x0000, BIN_ENOENT = 0x0001, BIN_EEXISTS = 0x0002,
 	BIN_E2BIG = 0x0003, BIN_EINVAL = 0x0004, BIN_NOT_STORED = 0x0005,
 	BIN_AUTH_ERROR = 0x0020, BIN_UNKNOWN = 0x0081, BIN_ENOMEM = 0x0082,
+	BIN_ENOTSUP = 0x0083,
 	BIN_EINTERNAL = 0x0084, BIN_ETMPFAIL = 0x0086
 };
 
 /* Handle the packet at the front of s->in (struct protocol.step). */
 int bin_step(struct session *s);
+/* While a get waits: is the next packet complete and one that runs at once
+ * behind it (Set, Add, Delete, Flush, Stat, Version, Verbosity and their
+ * quiet forms; proto.c)? */
+bool bin_runs_behind_wait(struct session *s);
 
 /* After a failed commit: answer every request of the batch with an error
  * packet of its opcode and opaque (a Noop still answers plainly, so a

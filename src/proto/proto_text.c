@@ -436,7 +436,7 @@ parse_get(struct cursor *cur, struct proto_cmd *cmd)
 	size_t n = 0;
 
 	while (next_tok(cur, &t)) {
-		if (n == PROTO_MAX_KEYS)
+		if (n == PROTO_MAX_GET_KEYS)
 			return PROTO_ERR_TOO_MANY_KEYS;
 		if ((err = parse_get_key(&t, &cmd->keys[n])) != NULL)
 			return err;
@@ -546,6 +546,34 @@ parse_status(struct cursor *cur, struct proto_cmd *cmd)
 	return at_end(cur) ? NULL : PROTO_ERR_FORMAT;
 }
 
+/* stats [queues [PREFIX] | queue NAME] */
+static const char *
+parse_stats(struct cursor *cur, struct proto_cmd *cmd)
+{
+	struct tok t;
+
+	if (!next_tok(cur, &t))
+		return NULL;
+	if (tok_is(&t, "queues", 6)) {
+		cmd->stats = PROTO_STATS_QUEUES;
+		if (next_tok(cur, &t)) {
+			/* any prefix of a name: the name's bytes, no '/' */
+			if ((t.cls & (K_BAD | K_SLASH)) != 0 || t.n > 250)
+				return PROTO_ERR_QNAME;
+			key_init(&cmd->keys[0], &t, t.n);
+			cmd->nkeys = 1;
+		}
+		return at_end(cur) ? NULL : PROTO_ERR_FORMAT;
+	}
+	if (tok_is(&t, "queue", 5)) {
+		cmd->stats = PROTO_STATS_QUEUE;
+		if (take_plain_queue(cur, cmd) != NULL)
+			return PROTO_ERR_FORMAT;
+		return at_end(cur) ? NULL : PROTO_ERR_FORMAT;
+	}
+	return PROTO_ERR_FORMAT;
+}
+
 /* stats, version, quit, shutdown */
 static const char *
 parse_no_args(struct cursor *cur, struct proto_cmd *cmd)
@@ -572,7 +600,7 @@ static const struct command {
 	{ "flush",		5,  PROTO_CMD_FLUSH,		parse_queue_noreply },
 	{ "flush_all",		9,  PROTO_CMD_FLUSH_ALL,	parse_flush_all },
 	{ "flush_expired",	13, PROTO_CMD_FLUSH_EXPIRED,	parse_queue_only },
-	{ "stats",		5,  PROTO_CMD_STATS,		parse_no_args },
+	{ "stats",		5,  PROTO_CMD_STATS,		parse_stats },
 	{ "status",		6,  PROTO_CMD_STATUS,		parse_status },
 	{ "version",		7,  PROTO_CMD_VERSION,		parse_no_args },
 	{ "verbosity",		9,  PROTO_CMD_VERBOSITY,	parse_verbosity },
@@ -586,6 +614,19 @@ static const struct command {
 	{ "cas",		3,  PROTO_CMD_NOSTORE,		parse_nostore },
 };
 
+bool
+proto_is_get_line(const char *line, size_t len)
+{
+	struct cursor cur = { line, line + len };
+	struct tok word;
+
+	/* the word must be complete: "get" alone may yet become "getx" */
+	if (!next_tok(&cur, &word) || cur.p == cur.end)
+		return false;
+	return tok_is_ci(word.p, word.n, "get", 3) ||
+	    tok_is_ci(word.p, word.n, "gets", 4);
+}
+
 const char *
 proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd)
 {
@@ -595,8 +636,8 @@ proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd)
 	size_t i;
 
 	/*
-	 * Scalars only: clearing the 128-entry key array would cost more than
-	 * parsing a typical line.
+	 * Scalars only: clearing the key array would cost more than parsing a
+	 * typical line.
 	 */
 	cmd->type = PROTO_CMD_NONE;
 	cmd->noreply = false;
@@ -610,13 +651,15 @@ proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd)
 	cmd->num1 = -1;
 	cmd->num2 = -1;
 	cmd->status = PROTO_STATUS_QUERY;
+	cmd->stats = PROTO_STATS_ALL;
 	cmd->swallow = -1;
 
-	/* text.c enforces the cap; this only keeps a caller's slip harmless */
-	if (len > PROTO_MAX_LINE)
-		return PROTO_ERR_LINE_TOO_LONG;
+	/* text.c enforces the caps; this only keeps a caller's slip harmless */
 	if (line == NULL)
 		return PROTO_ERR_UNKNOWN;
+	if (len > PROTO_MAX_LINE &&
+	    (len > PROTO_MAX_GET_LINE || !proto_is_get_line(line, len)))
+		return PROTO_ERR_LINE_TOO_LONG;
 
 	cur.p = line;
 	cur.end = line + len;

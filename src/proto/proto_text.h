@@ -15,7 +15,15 @@
 #include "ops.h"
 
 #define PROTO_MAX_LINE 8192     /* longest command line, terminator excluded */
-#define PROTO_MAX_KEYS OP_MAX_KEYS  /* most keys in one get */
+/*
+ * A text get or gets line may be longer and name more keys, as memcached
+ * allows: clients send a get_many of a few hundred or thousand keys as one
+ * line.  Bounded so one connection's line buffer, its parsed keys and a
+ * waiting get's copy stay a few MB at most (docs/protocol.md).
+ */
+#define PROTO_MAX_GET_LINE (1024 * 1024)
+#define PROTO_MAX_GET_KEYS OP_MAX_GET_KEYS
+#define PROTO_MAX_KEYS OP_MAX_KEYS  /* most keys in one binary or meta get group */
 
 /* Fixed error replies (docs/protocol.md, "Errors"). */
 #define PROTO_ERR_UNKNOWN      "ERROR\r\n"
@@ -58,6 +66,13 @@ enum proto_cmd_type {
  * (ops.h), so a parsed line runs without copying its keys. */
 #define proto_key op_key
 
+enum proto_stats_arg {
+	PROTO_STATS_ALL = 0,     /* plain "stats" */
+	PROTO_STATS_QUEUES,      /* "stats queues [PREFIX]": keys[0] the prefix
+	                          * when nkeys is 1 */
+	PROTO_STATS_QUEUE        /* "stats queue NAME": keys[0] */
+};
+
 enum proto_status_arg {
 	PROTO_STATUS_QUERY = 0,  /* plain "status" */
 	PROTO_STATUS_UP,
@@ -75,7 +90,7 @@ struct proto_cmd {
 	/* SET, DELETE, FLUSH, FLUSH_EXPIRED, MONITOR, CONFIRM: keys[0] is the
 	 * queue.  GET: keys[0..nkeys-1]. */
 	size_t nkeys;
-	struct proto_key keys[PROTO_MAX_KEYS];
+	struct proto_key keys[PROTO_MAX_GET_KEYS];
 
 	/* SET, NOSTORE */
 	uint32_t flags;
@@ -90,6 +105,7 @@ struct proto_cmd {
 	int64_t num2;
 
 	enum proto_status_arg status;
+	enum proto_stats_arg stats;
 
 	/* When parsing failed on a "set" line whose <bytes> field was valid,
 	 * the number of data bytes (plus the 2-byte terminator) the client
@@ -119,6 +135,12 @@ struct proto_tok {
 bool proto_next_tok(struct proto_cursor *cur, struct proto_tok *t);
 
 /*
+ * Is this (possibly incomplete) line a get or gets?  Those may be up to
+ * PROTO_MAX_GET_LINE bytes long, every other line PROTO_MAX_LINE.
+ */
+bool proto_is_get_line(const char *line, size_t len);
+
+/*
  * Parse one command line (without "\r\n" or "\n").  On success returns NULL
  * and fills *cmd.  On failure returns the reply to send (one of PROTO_ERR_*,
  * "\r\n" included) and sets cmd->swallow as described above.  Pointers in
@@ -129,7 +151,8 @@ bool proto_next_tok(struct proto_cursor *cur, struct proto_tok *t);
  * names (docs/protocol.md, "Queue names"), get options (t=, open, close, abort, peek; forbidden
  * combinations; unknown options), set options (delay=, at=; not both; no
  * negative or overflowing values; delay at most 10 years = 315360000000 ms,
- * at= at most year 9999), the 128-key cap.
+ * at= at most year 9999), the get key cap (PROTO_MAX_GET_KEYS) and the
+ * line caps (PROTO_MAX_GET_LINE for get and gets, else PROTO_MAX_LINE).
  */
 const char *proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd);
 

@@ -275,7 +275,15 @@ text_execute(struct session *s, struct proto_cmd *cmd, const char *line,
 		text_confirm(s, cmd);
 		break;
 	case PROTO_CMD_STATS:
-		stats_write(s->b, s->pend);
+		if (cmd->stats == PROTO_STATS_QUEUES)
+			stats_write_queues(s->b, s->pend, cmd->nkeys > 0 ?
+			    cmd->keys[0].name : NULL, cmd->nkeys > 0 ?
+			    cmd->keys[0].name_len : 0);
+		else if (cmd->stats == PROTO_STATS_QUEUE)
+			stats_write_queue(s->b, s->pend, cmd->keys[0].name,
+			    cmd->keys[0].name_len);
+		else
+			stats_write(s->b, s->pend);
 		reply_done(s);
 		reply_schedule(s);
 		break;
@@ -380,7 +388,8 @@ text_line(struct session *s, size_t len, size_t eol)
 	line = (const char *)evbuffer_pullup(s->in, (ev_ssize_t)need);
 	if (linelen > 0 && line[linelen - 1] == '\r')
 		linelen--;
-	if (linelen > PROTO_MAX_LINE) {
+	if (linelen > PROTO_MAX_LINE && (linelen > PROTO_MAX_GET_LINE ||
+	    !proto_is_get_line(line, linelen))) {
 		reply_str(s, PROTO_ERR_LINE_TOO_LONG);
 		s->b->hooks->close_after_write(s);
 		return false;
@@ -446,6 +455,64 @@ text_line(struct session *s, size_t len, size_t eol)
 	return true;
 }
 
+bool
+text_runs_behind_wait(struct session *s)
+{
+	static struct proto_cmd cmd;
+	size_t eol = 0, linelen, need, total;
+	struct evbuffer_ptr pos;
+	const char *line;
+
+	if (!s->authed || s->grp != NULL)
+		return false;
+	pos = evbuffer_search_eol(s->in, NULL, &eol, EVBUFFER_EOL_LF);
+	if (pos.pos < 0 || (size_t)pos.pos > PROTO_MAX_LINE + 1)
+		return false;
+	linelen = (size_t)pos.pos;
+	need = linelen + eol;
+	line = (const char *)evbuffer_pullup(s->in, (ev_ssize_t)need);
+	if (linelen > 0 && line[linelen - 1] == '\r')
+		linelen--;
+	if (linelen > PROTO_MAX_LINE || line[0] == 'm' ||
+	    proto_parse_line(line, linelen, &cmd) != NULL)
+		return false;
+	switch (cmd.type) {
+	case PROTO_CMD_SET:
+		if (cmd.bytes > s->b->max_item_size)
+			return false;
+		/* all of the data, well terminated: a bad chunk closes the
+		 * connection, after the get */
+		total = need + cmd.bytes + 2;
+		if (evbuffer_get_length(s->in) < total)
+			return false;
+		line = (const char *)evbuffer_pullup(s->in, (ev_ssize_t)total);
+		return line[total - 2] == '\r' && line[total - 1] == '\n';
+	case PROTO_CMD_DELETE:
+	case PROTO_CMD_FLUSH:
+	case PROTO_CMD_FLUSH_ALL:
+	case PROTO_CMD_FLUSH_EXPIRED:
+	case PROTO_CMD_STATS:
+	case PROTO_CMD_VERSION:
+	case PROTO_CMD_VERBOSITY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* No line end in the `avail` bytes of input: more than any line may be?
+ * A get line may be long (PROTO_MAX_GET_LINE); its first word tells. */
+static bool
+line_too_long(struct session *s, size_t avail)
+{
+	char head[64];
+
+	if (avail > PROTO_MAX_GET_LINE + 1)
+		return true;
+	evbuffer_copyout(s->in, head, sizeof(head));
+	return !proto_is_get_line(head, sizeof(head));
+}
+
 int
 text_step(struct session *s)
 {
@@ -454,7 +521,7 @@ text_step(struct session *s)
 
 	pos = evbuffer_search_eol(s->in, NULL, &eol, EVBUFFER_EOL_LF);
 	if (pos.pos < 0) {
-		if (avail > PROTO_MAX_LINE + 1) {
+		if (avail > PROTO_MAX_LINE + 1 && line_too_long(s, avail)) {
 			reply_str(s, PROTO_ERR_LINE_TOO_LONG);
 			s->b->hooks->close_after_write(s);
 		}

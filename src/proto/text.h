@@ -15,6 +15,10 @@
 
 /* One step of a text session (struct protocol.step). */
 int text_step(struct session *s);
+/* While a get waits: is the next command complete and one that runs at
+ * once behind it (set, add, delete, flush, flush_all, flush_expired,
+ * stats, version, verbosity; proto.c)? */
+bool text_runs_behind_wait(struct session *s);
 
 /* After a failed commit: SERVER_ERROR for each reply of the batch, except
  * those kept (enum reply_keep), sent from `sent` as they were. */

@@ -21,7 +21,7 @@ check_cmd(const char *line, size_t len, const struct proto_cmd *cmd)
 	size_t i;
 
 	FUZZ_CHECK(cmd->type != PROTO_CMD_NONE);
-	FUZZ_CHECK(cmd->nkeys <= PROTO_MAX_KEYS);
+	FUZZ_CHECK(cmd->nkeys <= PROTO_MAX_GET_KEYS);
 	for (i = 0; i < cmd->nkeys; i++) {
 		const struct proto_key *k = &cmd->keys[i];
 
@@ -65,7 +65,7 @@ check_cmd(const char *line, size_t len, const struct proto_cmd *cmd)
 static void
 one_line(const char *line, size_t len)
 {
-	struct proto_cmd cmd;
+	static struct proto_cmd cmd;
 	const char *err;
 
 	memset(&cmd, 0xa5, sizeof(cmd));
@@ -96,7 +96,8 @@ fuzz_proto(const uint8_t *data, size_t size)
 		len = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
 		if (nl != NULL && len > 0 && p[len - 1] == '\r')
 			len--;
-		if (len <= PROTO_MAX_LINE && (copy = malloc(len > 0 ? len : 1)) != NULL) {
+		if ((len <= PROTO_MAX_LINE || (len <= PROTO_MAX_GET_LINE &&
+		    proto_is_get_line(p, len))) && (copy = malloc(len > 0 ? len : 1)) != NULL) {
 			memcpy(copy, p, len);
 			one_line(copy, len);
 			free(copy);
