@@ -413,7 +413,7 @@ bin_req(unsigned char *b, unsigned op, const char *key, const char *val,
     uint32_t opaque)
 {
 	size_t kl = strlen(key), vl = val != NULL ? strlen(val) : 0;
-	size_t el = op == 0x01 ? 8 : 0, body = el + kl + vl;
+	size_t el = op <= 0x03 && op >= 0x01 ? 8 : 0, body = el + kl + vl;
 
 	memset(b, 0, 24 + el);
 	b[0] = 0x80;
@@ -474,6 +474,28 @@ START_TEST(test_binary_set_wakes_own_get)
 	bin_expect(c, 0x01, 0, 2, NULL);
 	bin_expect(c, 0x0b, 0, 3, PACKAGE_VERSION);
 	bin_expect(c, 0x00, 1, 4, NULL);			/* not found */
+}
+END_TEST
+
+/* Binary Add enqueues; Replace, Append, Prepend answer Not supported. */
+START_TEST(test_binary_storage_commands)
+{
+	unsigned char b[512];
+	size_t n;
+
+	n = bin_req(b, 0x02, "ba", "one", 1);		/* add */
+	n += bin_req(b + n, 0x03, "ba", "two", 2);	/* replace */
+	n += bin_req(b + n, 0x0e, "ba", "three", 3);	/* append */
+	n += bin_req(b + n, 0x0f, "ba", "four", 4);	/* prepend */
+	n += bin_req(b + n, 0x00, "ba", NULL, 5);
+	n += bin_req(b + n, 0x00, "ba", NULL, 6);
+	mustsend(c, b, n);
+	bin_expect(c, 0x02, 0, 1, NULL);
+	bin_expect(c, 0x03, 0x83, 2, "replace not supported on a queue");
+	bin_expect(c, 0x0e, 0x83, 3, "append not supported on a queue");
+	bin_expect(c, 0x0f, 0x83, 4, "prepend not supported on a queue");
+	bin_expect(c, 0x00, 0, 5, "one");
+	bin_expect(c, 0x00, 1, 6, NULL);
 }
 END_TEST
 
@@ -562,6 +584,7 @@ compat_suite(void)
 	tcase_add_test(tc, test_get_behind_wait_keeps_turn);
 	tcase_add_test(tc, test_wait_timeout_then_held);
 	tcase_add_test(tc, test_binary_set_wakes_own_get);
+	tcase_add_test(tc, test_binary_storage_commands);
 	tcase_add_test(tc, test_quit_sends_pipelined_replies);
 	tcase_add_test(tc, test_startup_line);
 	tcase_add_test(tc, test_help_store_forms);
