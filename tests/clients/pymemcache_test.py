@@ -1,0 +1,69 @@
+"""pymemcache (text protocol) against sakerd: run by tests/check_clients.
+
+Usage: python3 pymemcache_test.py PORT.  Prints "ok <step>" per step and
+exits 1 at the first mismatch.
+"""
+import sys
+import time
+
+from pymemcache.client.base import Client
+from pymemcache.exceptions import MemcacheClientError
+
+port = int(sys.argv[1])
+# default_noreply=False: a queue client wants STORED (docs/clients.md);
+# timeout above the longest t= used below
+c = Client(("127.0.0.1", port), default_noreply=False, timeout=20,
+           connect_timeout=20)
+
+
+def check(what, got, want):
+    if got != want:
+        sys.stderr.write("FAIL %s: got %r, want %r\n" % (what, got, want))
+        sys.exit(1)
+    print("ok " + what)
+
+
+check("set", c.set("pq", b"hello"), True)
+check("get", c.get("pq"), b"hello")
+check("get empty", c.get("pq"), None)
+# add enqueues; replace/append/prepend/cas are refused with one line
+check("add", c.add("pq", b"added"), True)
+for name, call in (("replace", lambda: c.replace("pq", b"x")),
+                   ("append", lambda: c.append("pq", b"x")),
+                   ("prepend", lambda: c.prepend("pq", b"x")),
+                   ("cas", lambda: c.cas("pq", b"x", b"1"))):
+    try:
+        call()
+        check(name + " refused", "accepted", "refused")
+    except MemcacheClientError as e:
+        check(name + " refused", "not supported on a queue" in str(e), True)
+# gets: value and a CAS token; the connection stays in step
+check("gets", c.gets("pq"), (b"added", b"0"))
+check("gets empty", c.gets("pq"), (None, None))
+# a 200-key and a 10,000-key get_many
+c.set("m7", b"seven")
+c.set("m199", b"last")
+check("get_many 200", c.get_many(["m%d" % i for i in range(200)]),
+      {"m7": b"seven", "m199": b"last"})
+c.set("m9999", b"far")
+check("get_many 10000", c.get_many(["m%d" % i for i in range(10000)]),
+      {"m9999": b"far"})
+# blocking get and reliable read
+t0 = time.time()
+check("blocking get timeout", c.get("pw/t=300"), None)
+check("waited", 0.25 <= time.time() - t0 < 5, True)
+c.set("pr", b"item")
+check("open", c.get("pr/open"), b"item")
+check("close", c.get("pr/close"), None)
+check("gone", c.get("pr"), None)
+# stats: bounded, and the per-queue forms
+st = c.stats()
+check("stats", int(st[b"curr_connections"]) >= 1, True)
+# 10,000 queues exist now (the get_many made them): the reply is bounded
+check("stats bounded", int(st[b"queues_omitted"]) > 9000, True)
+check("stats queue", c.stats("queue", "pq").get(b"queue_pq_items"), 0)
+check("delete", c.delete("pq"), True)
+check("version", c.version().startswith(b"1."), True)
+c.quit()
+check("quit", True, True)
+print("done")
