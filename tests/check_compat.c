@@ -523,11 +523,20 @@ END_TEST
 /* One line at the default log level: version, address and port, store. */
 START_TEST(test_startup_line)
 {
-	char *log = tl_read_file(srv->log, NULL);
 	char *want = tl_strdupf("notice: sakerd " PACKAGE_VERSION
 	    " serving 127.0.0.1:%d, store memory, sync always\n", srv->port);
+	int64_t deadline = tl_now_ms() + 10000;
+	char *log;
 
-	ck_assert_ptr_nonnull(log);
+	/* the line follows the listen by a moment: wait for it (bounded) */
+	for (;;) {
+		log = tl_read_file(srv->log, NULL);
+		ck_assert_ptr_nonnull(log);
+		if (strstr(log, want) != NULL || tl_now_ms() > deadline)
+			break;
+		free(log);
+		tl_sleep_ms(20);
+	}
 	ck_assert_msg(strstr(log, want) != NULL, "no \"%s\" in:\n%s", want, log);
 	free(want);
 	free(log);
