@@ -77,6 +77,22 @@ for f in $(find src backends include -name '*.[ch]' | sort); do
 			fail=1
 			continue
 		fi
+		# "../daemon/conn.h" from src/core resolves, but is as upward as
+		# "conn.h": the file found must be in a folder the layer sees
+		found=$(realpath -m --relative-to=. "$found")
+		fdir=$(dirname "$found")
+		ok=
+		[ "$fdir" = "$dir" ] && ok=1
+		for p in $(paths "$l"); do
+			case $fdir in
+			"$p"|"$p"/*) ok=1 ;;
+			esac
+		done
+		if [ -z "$ok" ]; then
+			echo "upward include: $f ($l) includes $inc ($(layer "$found"): $found)"
+			fail=1
+			continue
+		fi
 		a=${f%.[ch]}
 		b=${found%.[ch]}
 		[ "$a" = "$b" ] && continue
