@@ -8,7 +8,9 @@
  * installed is skipped, except under CI=true, where it fails. */
 #include "config.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <check.h>
@@ -263,6 +265,39 @@ START_TEST(test_plain_text_client)
 }
 END_TEST
 
+START_TEST(test_stalled_handshake)
+{
+	/* half a ClientHello: that connection waits, the loop serves others */
+	static const unsigned char part[] = { 0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00 };
+	char *out, *sock = path("s.sock");
+	struct sockaddr_un sun;
+	int fd, ufd;
+
+	start_tls("-s", sock, NULL, NULL);
+	fd = tl_connect(srv->port);
+	mustsend(fd, part, sizeof(part));
+	ck_assert_int_eq(s_client(srv->port, "", "set h 0 0 2\\r\\nok\\r\\nget h\\r\\nquit\\r\\n",
+	    &out), 0);
+	ck_assert_msg(strstr(out, "STORED\r\nVALUE h 0 2\r\nok\r\nEND\r\n") != NULL, "%s", out);
+	free(out);
+	ck_assert(tl_quiet(fd, 100));
+	close(fd);
+	/* the Unix socket stays plain text */
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock);
+	ufd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_ge(ufd, 0);
+	ck_assert_int_eq(connect(ufd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	mustsends(ufd, "version\r\n");
+	out = tl_mustreadline(ufd);
+	ck_assert_msg(strncmp(out, "VERSION ", 8) == 0, "%s", out);
+	free(out);
+	close(ufd);
+	free(sock);
+}
+END_TEST
+
 START_TEST(test_pymemcache)
 {
 	char *out, *cmd;
@@ -461,6 +496,7 @@ main(void)
 	tcase_add_test(tc, test_s_client);
 	tcase_add_test(tc, test_big_items);
 	tcase_add_test(tc, test_plain_text_client);
+	tcase_add_test(tc, test_stalled_handshake);
 	tcase_add_test(tc, test_pymemcache);
 	tcase_add_test(tc, test_dalli);
 	tcase_add_test(tc, test_client_certificates);
