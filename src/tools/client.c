@@ -195,7 +195,9 @@ static int
 conn_start_tls(struct conn *c, const char *server, char *err, size_t errlen)
 {
 #ifdef HAVE_OPENSSL
-	uint64_t deadline = saker_mono_ns() + (uint64_t)CLIENT_CONNECT_MS * 1000000u;
+	/* a handshake is a round trip or two and the server's signature:
+	 * allow it what a reply gets */
+	uint64_t deadline = saker_mono_ns() + (uint64_t)CLIENT_REPLY_MS * 1000000u;
 	char e[256];
 	int rc;
 
