@@ -85,6 +85,9 @@ run_sakerd(char **err, ...)
 		FILE *f = freopen(logpath, "w", stderr);
 		(void)f;
 		dup2(STDERR_FILENO, STDOUT_FILENO);
+		/* relative paths (the default store) land in the test's dir */
+		if (chdir(tmp) != 0)
+			_exit(126);
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -371,7 +374,8 @@ START_TEST(test_pidfile_and_daemon)
 	long pid;
 	int rc;
 
-	rc = run_sakerd(&err, "-d", "-p", "0", "-s", sock, "-P", pidfile, NULL);
+	/* relative paths mean the start directory, though a daemon runs in / */
+	rc = run_sakerd(&err, "-d", "-p", "0", "-s", sock, "-P", "sakerd.pid", NULL);
 	ck_assert_msg(rc == 0, "sakerd -d exited %d: %s", rc, err);
 	free(err);
 	pidtxt = tl_read_file(pidfile, NULL);
@@ -388,7 +392,16 @@ START_TEST(test_pidfile_and_daemon)
 	for (rc = 0; rc < 500 && kill((pid_t)pid, 0) == 0; rc++)
 		tl_sleep_ms(20);
 	ck_assert_int_ne(kill((pid_t)pid, 0), 0);
-	ck_assert_int_ne(access(pidfile, F_OK), 0);
+	ck_assert_int_ne(access(pidfile, F_OK), 0);	/* removed at exit */
+#ifdef HAVE_LMDB
+	{
+		char *data = tl_strdupf("%s/saker-data/data.mdb", tmp);
+
+		ck_assert_msg(access(data, F_OK) == 0, "the default store is not in "
+		    "the start directory");
+		free(data);
+	}
+#endif
 	/* -d with a store that cannot open still fails in the foreground */
 	rc = run_sakerd(&err, "-d", "-p", "0", "-s", sock, "--store", "lmdb:/proc/no/such", NULL);
 	ck_assert_int_eq(rc, 1);

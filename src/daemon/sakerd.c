@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -90,7 +91,9 @@ daemonize_start(void)
 		return -1;
 	if (pid > 0)
 		_exit(0);
-	return chdir("/") == 0 ? 0 : -1;
+	/* the working directory stays until the store is open (daemonize_done):
+	 * a relative --store location means the directory sakerd was started in */
+	return 0;
 }
 
 static void
@@ -100,6 +103,9 @@ daemonize_done(void)
 
 	if (ready_fd < 0)
 		return;
+	/* do not hold the start directory's file system busy */
+	if (chdir("/") != 0)
+		log_warn("cannot change to /: %s", strerror(errno));
 	fd = open("/dev/null", O_RDWR);
 	if (fd >= 0) {
 		dup2(fd, STDIN_FILENO);
@@ -143,6 +149,51 @@ notify_systemd(const char *msg)
 	close(fd);
 }
 
+/*
+ * A daemon runs in "/", but files named relative to the start directory are
+ * opened again later (the log and the configuration on SIGHUP, the pidfile
+ * at exit, the certificate on reload): make those paths absolute first.
+ */
+static int
+absolute_path(const char **path)
+{
+	char cwd[PATH_MAX], *abs;
+	size_t n;
+
+	if (*path == NULL || (*path)[0] == '/')
+		return 0;
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		return -1;
+	n = strlen(cwd) + 1 + strlen(*path) + 1;
+	abs = malloc(n);
+	if (abs == NULL)
+		return -1;
+	snprintf(abs, n, "%s/%s", cwd, *path);
+	*path = abs;                 /* kept for the life of the process */
+	return 0;
+}
+
+static int
+absolute_paths(struct options *o)
+{
+	const char **paths[] = { &o->pidfile, &o->config_path,
+		&o->auth_file, &o->tls_cert, &o->tls_key, &o->tls_ca,
+		&o->unix_socket };
+
+	/* --log names a file unless it is one of the two words */
+	if (o->log_target != NULL && strcmp(o->log_target, "stderr") != 0 &&
+	    strcmp(o->log_target, "syslog") != 0 && absolute_path(&o->log_target) != 0) {
+		fprintf(stderr, "sakerd: %s: %s\n", o->log_target, strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (absolute_path(paths[i]) != 0) {
+			fprintf(stderr, "sakerd: %s: %s\n", *paths[i], strerror(errno));
+			return -1;
+		}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -153,6 +204,8 @@ main(int argc, char **argv)
 	if (rc != 0)
 		return rc > 0 ? 0 : 1;
 	log_set_level(LOG_LVL_WARN + opt.verbose);
+	if (opt.daemonize && absolute_paths(&opt) != 0)
+		return 1;
 	if (log_open(opt.log_target) != 0) {
 		fprintf(stderr, "sakerd: cannot open log %s: %s\n", opt.log_target,
 		    strerror(errno));
