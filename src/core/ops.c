@@ -350,6 +350,16 @@ op_serve_waiters(struct broker *b, struct squeue *q)
 	}
 }
 
+/* Clear pass 1's per-request counts on the queues of a get. */
+static void
+req_count_reset(struct squeue **qs, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		qs[i]->req_counted = false;
+}
+
 void
 op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
     size_t nkeys, const char *base, size_t baselen)
@@ -379,21 +389,29 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 		if (qs[i] == NULL) {
 			msg = op_store_error(b, rc, &r);
 			ops->error(s, i, r, msg);
-			return;
+			goto refused;
 		}
 		held = session_count_open(s, qs[i]);
 		if (k->opts == 0 && held > 0) {
 			ops->error(s, i, OPR_CLIENT, "close or abort the open item first");
-			return;
+			goto refused;
 		}
+		/* max_open counts the items the earlier keys of this request
+		 * open or close on the same queue (req_held), not only those
+		 * held before it */
+		if (!qs[i]->req_counted) {
+			qs[i]->req_counted = true;
+			qs[i]->req_held = held;
+		}
+		if ((k->opts & (OP_OPT_CLOSE | OP_OPT_ABORT)) != 0 &&
+		    qs[i]->req_held > 0)
+			qs[i]->req_held--;
 		if ((k->opts & OP_OPT_OPEN) != 0) {
-			size_t after = held;
-			if ((k->opts & OP_OPT_CLOSE) != 0 && after > 0)
-				after--;
-			if (after >= queue_cfg(b, qs[i])->max_open) {
+			if (qs[i]->req_held >= queue_cfg(b, qs[i])->max_open) {
 				ops->error(s, i, OPR_CLIENT, "too many open items");
-				return;
+				goto refused;
 			}
+			qs[i]->req_held++;
 		}
 		if (key_fetches(k)) {
 			fetches = true;
@@ -401,6 +419,7 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 				timeout = k->timeout_ms;
 		}
 	}
+	req_count_reset(qs, nkeys);
 	/* Pass 2: close/abort, then fetch. */
 	for (i = 0; i < nkeys; i++) {
 		const struct op_key *k = &keys[i];
@@ -446,6 +465,10 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 	}
 	b->stats.get_misses += misses;
 	ops->end(s, hits, nkeys);
+	return;
+refused:
+	/* qs[i] may be NULL: the keys up to it were looked up */
+	req_count_reset(qs, qs[i] != NULL ? i + 1 : i);
 }
 
 /* --- queue administration ----------------------------------------------- */

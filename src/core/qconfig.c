@@ -77,6 +77,8 @@ parse_bool(const char *v, bool *out)
 	return 0;
 }
 
+#define DURATION_MAX_MS 315360000000LL       /* 10 years */
+
 /* Durations: plain milliseconds, or with a ms/s/m/h suffix. */
 static int
 parse_duration(const char *v, int64_t *out)
@@ -101,7 +103,8 @@ parse_duration(const char *v, int64_t *out)
 		mul = 3600000;
 	else
 		return -1;
-	if (n > (unsigned long long)(INT64_MAX / mul))
+	/* at most 10 years, so now + duration cannot overflow int64_t */
+	if (n > (unsigned long long)(DURATION_MAX_MS / mul))
 		return -1;
 	*out = (int64_t)n * mul;
 	return 0;

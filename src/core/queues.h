@@ -42,6 +42,9 @@ struct squeue {
 	uint64_t enqueued, dequeued;  /* for /metrics */
 	const struct queue_config *qc;  /* cached config_for(); see queue_cfg() */
 	uint64_t qc_gen;
+	size_t req_held;              /* op_get: items the session would hold
+	                               * after the request's keys so far */
+	bool req_counted;             /* req_held is set (only inside op_get) */
 	struct squeue *grave_next;    /* deleted: broker.graveyard */
 	bool in_grave;
 };

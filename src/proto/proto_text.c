@@ -30,6 +30,8 @@
 #endif
 
 #define GET_TIMEOUT_MAX	((uint64_t)1 << 31)		/* t=<ms> */
+/* monitor <q> <seconds>: the same bound as t=, so seconds * 1000 fits */
+#define MONITOR_SECONDS_MAX (GET_TIMEOUT_MAX / 1000)
 #define SET_DELAY_MAX	UINT64_C(315360000000)		/* 10 years in ms */
 #define SET_AT_MAX	UINT64_C(253402300799)		/* 9999-12-31T23:59:59Z */
 
@@ -495,7 +497,8 @@ parse_monitor(struct cursor *cur, struct proto_cmd *cmd)
 
 	if ((err = take_plain_queue(cur, cmd)) != NULL)
 		return err;
-	if (!next_tok(cur, &t) || !parse_count(&t, &cmd->num1))
+	if (!next_tok(cur, &t) || !parse_count(&t, &cmd->num1) ||
+	    (uint64_t)cmd->num1 > MONITOR_SECONDS_MAX)
 		return PROTO_ERR_FORMAT;
 	if (next_tok(cur, &t) && !parse_count(&t, &cmd->num2))
 		return PROTO_ERR_FORMAT;

@@ -295,7 +295,8 @@ text_execute(struct session *s, struct proto_cmd *cmd, const char *line,
 		reply_str(s, "VERSION " PACKAGE_VERSION "\r\n");
 		break;
 	case PROTO_CMD_VERBOSITY:
-		log_set_level((int)cmd->num1);
+		/* clamped before the cast: a level of 2^63 is just "debug" */
+		log_set_level(cmd->num1 > LOG_LVL_DEBUG ? LOG_LVL_DEBUG : (int)cmd->num1);
 		if (!cmd->noreply)
 			reply_str(s, "OK\r\n");
 		break;
@@ -348,10 +349,15 @@ text_login(struct session *s, const char *line, size_t linelen, size_t need)
 	if (ntok < 5 || ntok > 6 || tok[0].n != 3 ||
 	    strncasecmp(tok[0].p, "set", 3) != 0 || tok[4].n == 0 ||
 	    i != tok[4].n || bytes > 4096) {
+		/* decide from the tokens before draining: they point into
+		 * s->in, which the drain may free */
+		bool skip = ntok >= 5 && tok[0].n == 3 &&
+		    strncasecmp(tok[0].p, "set", 3) == 0 && tok[4].n > 0 &&
+		    i == tok[4].n;
+
 		reply_str(s, "CLIENT_ERROR unauthenticated\r\n");
 		evbuffer_drain(s->in, need);
-		if (ntok >= 5 && tok[0].n == 3 && strncasecmp(tok[0].p, "set", 3) == 0 &&
-		    tok[4].n > 0 && i == tok[4].n) {
+		if (skip) {
 			/* a set with a readable length: skip its data */
 			text_swallow(s, (size_t)bytes + 2);
 		}
