@@ -474,6 +474,7 @@ START_TEST(check_store_cmd)
 	free(spec);
 	free(sdir);
 	tl_rmrf(dir);
+	free(dir);
 }
 END_TEST
 #endif
