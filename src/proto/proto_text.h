@@ -1,8 +1,8 @@
 /*
  * proto_text.h -- the memcache text protocol: one command line in, one
  * parsed command out.  Pure functions: no I/O, no allocation, no store.
- * Framing (finding line ends, reading data blocks, the 8192-byte line cap)
- * is text.c's job; this file only understands a single line without its
+ * Framing (finding line ends, reading data blocks, the line caps: 8192
+ * bytes, a get or gets line 1 MiB) is text.c's job; this file only understands a single line without its
  * line terminator.
  */
 #ifndef SAKER_PROTO_TEXT_H
