@@ -151,6 +151,188 @@ START_TEST(test_max_open_in_one_request)
 }
 END_TEST
 
+/* sakerd's resident set in KiB, from /proc/PID/status. */
+static long
+rss_kib(struct tl_server *s)
+{
+	char path[64], *text, *p;
+	long kib = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)s->pid);
+	text = tl_read_file(path, NULL);
+	ck_assert_ptr_nonnull(text);
+	p = strstr(text, "VmRSS:");
+	ck_assert_ptr_nonnull(p);
+	kib = strtol(p + 6, NULL, 10);
+	free(text);
+	return kib;
+}
+
+/* A connection that will never read: a small receive buffer, so the
+ * server's replies stay with the server. */
+static int
+deaf_connect(int port)
+{
+	int fd = tl_connect(port), small = 4096;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	return fd;
+}
+
+/* 16 KB of `get big/peek big/peek ...` lines, 128 keys each. */
+static void
+send_peek_flood(int fd)
+{
+	char *buf = malloc(17000);
+	size_t n = 0;
+	int k;
+
+	ck_assert_ptr_nonnull(buf);
+	while (n < 16000) {
+		n += (size_t)sprintf(buf + n, "get");
+		for (k = 0; k < 128 && n < 16900; k++)
+			n += (size_t)sprintf(buf + n, " big/peek");
+		n += (size_t)sprintf(buf + n, "\r\n");
+	}
+	mustsend(fd, buf, n);
+	free(buf);
+}
+
+/* Item 2: replies piled up in the pending buffer of one read before the
+ * output cap was looked at: 811 MB RSS from one connection peeking a 1 MB
+ * item 128 times a line without reading.  Now each connection holds at
+ * most --max-conn-memory (default 4 MiB) plus one item. */
+START_TEST(test_budget_peek_flood)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	int fd = tl_connect(s->port), bad[2], i;
+	size_t big = 1024 * 1024 - 512;
+	char *data = malloc(big);
+	long before, after;
+
+	ck_assert_ptr_nonnull(data);
+	memset(data, 'b', big);
+	tl_setn(fd, "big", 0, 0, data, big);
+	free(data);
+	before = rss_kib(s);
+	for (i = 0; i < 2; i++) {
+		bad[i] = deaf_connect(s->port);
+		send_peek_flood(bad[i]);
+	}
+	/* a well-behaved client still gets answers */
+	for (i = 0; i < 20; i++) {
+		mustsends(fd, "version\r\n");
+		free(tl_mustreadline(fd));
+		tl_set(fd, "small", "x");
+		tl_ckget(fd, "small", "x");
+	}
+	after = rss_kib(s);
+	/* two connections of 4 MiB plus an item each, and the kernel's
+	 * copies: 64 MiB is generous; before the budget it was 1.58 GB */
+	ck_assert_msg(after - before < 64 * 1024, "RSS grew from %ld to %ld KiB",
+	    before, after);
+	for (i = 0; i < 2; i++)
+		close(bad[i]);
+	close(fd);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
+/* A connection that stays over its budget and never reads is closed
+ * after --drain-timeout. */
+START_TEST(test_budget_drain_timeout)
+{
+	struct tl_server *s = tl_server_start("memory", "--drain-timeout", "1", NULL);
+	int fd = tl_connect(s->port), bad;
+	size_t big = 1024 * 1024 - 512;
+	char *data = malloc(big);
+
+	ck_assert_ptr_nonnull(data);
+	memset(data, 'b', big);
+	tl_setn(fd, "big", 0, 0, data, big);
+	free(data);
+	bad = deaf_connect(s->port);
+	send_peek_flood(bad);
+	tl_wait_stat(fd, "curr_connections", 2, 5000);
+	tl_wait_stat(fd, "curr_connections", 1, 10000);
+	close(bad);
+	close(fd);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
+/* 100,000 queues, then `stats` pipelined 20 times without reading: 905 MB
+ * RSS and every other client waited 5 s for `version`. */
+START_TEST(test_budget_stats_flood)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	int fd = tl_connect(s->port), bad, i, j;
+	char *buf = malloc(1000 * 32);
+	long before, after;
+
+	ck_assert_ptr_nonnull(buf);
+	/* 100,000 sets and one stats of 100,000 queues take seconds under
+	 * ASan on a busy machine: this test is about memory, not speed */
+	tl_timeout_ms = 60000;
+	for (i = 0; i < 100; i++) {
+		size_t n = 0;
+
+		for (j = 0; j < 1000; j++)
+			n += (size_t)sprintf(buf + n, "set q%d 0 0 1 noreply\r\nx\r\n",
+			    i * 1000 + j);
+		mustsend(fd, buf, n);
+	}
+	mustsends(fd, "version\r\n");
+	free(tl_mustreadline(fd));
+	free(buf);
+	before = rss_kib(s);
+	bad = deaf_connect(s->port);
+	for (i = 0; i < 20; i++)
+		mustsends(bad, "stats\r\n");
+	for (i = 0; i < 5; i++) {
+		mustsends(fd, "version\r\n");
+		free(tl_mustreadline(fd));
+	}
+	after = rss_kib(s);
+	/* one stats reply of about 40 MB is let through, not twenty */
+	ck_assert_msg(after - before < 200 * 1024, "RSS grew from %ld to %ld KiB",
+	    before, after);
+	close(bad);
+	close(fd);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
+/* Item 4: binary bodies before login were buffered up to
+ * --max-item-size; now only the header is read, then refused. */
+START_TEST(test_prelogin_binary_body)
+{
+	char *auth = write_file("users", "alice:secret\n");
+	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
+	int fd = tl_connect(s->port);
+	unsigned char h[24] = { 0x80, 0x01, 0, 1, 8 }, r[24];
+	uint32_t body = 1000000;
+
+	h[8] = (unsigned char)(body >> 24);
+	h[9] = (unsigned char)(body >> 16);
+	h[10] = (unsigned char)(body >> 8);
+	h[11] = (unsigned char)body;
+	mustsend(fd, h, sizeof(h));
+	/* refused at once, before the million bytes are sent */
+	ck_assert_int_eq(tl_readn(fd, r, sizeof(r), 5000), (ssize_t)sizeof(r));
+	ck_assert_int_eq(r[0], 0x81);
+	ck_assert_int_eq(r[7], 0x20);	/* Auth error */
+	close(fd);
+	still_serving(s);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(auth);
+}
+END_TEST
+
 /* Durations in the config file were multiplied into int64_t and then
  * added to the clock: max_age = 9223372036854775807 overflowed on every
  * set.  Now at most 10 years, else a startup error. */
@@ -193,6 +375,10 @@ main(void)
 	tcase_add_test(tc, test_prelogin_refused_set);
 	tcase_add_test(tc, test_monitor_huge_seconds);
 	tcase_add_test(tc, test_max_open_in_one_request);
+	tcase_add_test(tc, test_budget_peek_flood);
+	tcase_add_test(tc, test_budget_drain_timeout);
+	tcase_add_test(tc, test_budget_stats_flood);
+	tcase_add_test(tc, test_prelogin_binary_body);
 	tcase_add_test(tc, test_config_duration_overflow);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);

@@ -337,7 +337,10 @@ op_serve_waiters(struct broker *b, struct squeue *q)
 			ops->error(s, k, r, msg);
 			continue;
 		}
-		if (s->monitoring && (s->monitor_left < 0 || --s->monitor_left > 0)) {
+		if (s->monitoring && (s->monitor_left < 0 || --s->monitor_left > 0) &&
+		    !session_over_budget(s)) {
+			/* (a monitor whose client does not read ends at the
+			 * memory budget) */
 			/* a monitor goes on: to the back of the line, per item */
 			waiter_unlink(w);
 			waiter_link(w, q);
@@ -441,6 +444,12 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 		}
 		if (!key_fetches(k))
 			continue;
+		if (session_over_budget(s)) {
+			/* the reply reached the connection's memory budget: the
+			 * remaining keys miss and their items stay queued */
+			misses++;
+			continue;
+		}
 		rc = take_for(s, qs[i], take_opts(k->opts), i, k->raw, k->raw_len, now);
 		if (rc == SAKER_OK) {
 			HIT_SET(hits, i);
@@ -593,11 +602,13 @@ op_monitor(struct session *s, const struct get_ops *ops,
 		return;
 	}
 	for (n = 0; max < 0 || n < max; n++) {
+		if (session_over_budget(s))
+			break;          /* the rest another time (memory budget) */
 		rc = take_for(s, q, OP_OPT_OPEN, 0, k->raw, k->raw_len, now);
 		if (rc != SAKER_OK)
 			break;
 	}
-	if ((max < 0 || n < max) && seconds > 0) {
+	if ((max < 0 || n < max) && seconds > 0 && !session_over_budget(s)) {
 		/* stream items that arrive during the monitor period */
 		start_wait(s, k, 1, &q, base, baselen, seconds * 1000);
 		if (s->state == SESSION_WAITING) {

@@ -65,6 +65,9 @@ struct session {
 
 	struct evbuffer *in;            /* unparsed input */
 	struct evbuffer *pend;          /* replies of the current batch */
+	size_t mem_budget;              /* --max-conn-memory (0: none) */
+	size_t out_len;                 /* replies committed, not yet written
+	                                 * (kept by the carrier: conn.c) */
 	bool flush_scheduled;           /* schedule_flush() ran this batch */
 	unsigned batch_replies;         /* replies in pend (for a failed commit) */
 	size_t reply_start;             /* where the reply being built starts */
@@ -99,6 +102,17 @@ struct session {
 };
 
 /* Set up s for broker b with its buffers; -1 when out of memory. */
+/* Do the session's replies (this batch's and those not yet written)
+ * exceed its memory budget?  Then a multi-get hands out no further item,
+ * a monitor stops, and the carrier runs no further command. */
+static inline bool
+session_over_budget(const struct session *s)
+{
+	return s->mem_budget > 0 &&
+	    evbuffer_get_length(s->pend) + evbuffer_get_length(s->held) +
+	    s->out_len > s->mem_budget;
+}
+
 int session_init(struct session *s, struct broker *b, bool authed);
 /* Return its open items, end its wait, leave the broker (s->dead). */
 void session_close(struct session *s);

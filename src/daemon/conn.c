@@ -21,13 +21,20 @@
 #include "reply.h"
 #include "tls.h"
 
-/* Output beyond this stops reading from the client until it drains: a
- * client that pipelines without reading cannot grow our memory unbounded. */
-#define OUT_HIGH_WATER (4u * 1024 * 1024)
 /* Bytes asked of one read(). */
 #define READ_CHUNK 16384
 /* Input we buffer behind a blocking get before we stop reading. */
 #define IN_HIGH_WATER (1u * 1024 * 1024 + PROTO_MAX_GET_LINE)
+
+/*
+ * The memory budget (--max-conn-memory).  Everything a connection makes
+ * us hold counts (conn_memory()): unread input (pre-login bodies
+ * included), the replies of the current batch (pend) and those not yet
+ * written (out, TLS state).  Past the budget the server stops reading the
+ * connection and runs no further command of it until its replies drain;
+ * a multi-get stops handing out items (session_over_budget()).  A
+ * connection whose replies do not move for --drain-timeout is closed.
+ */
 
 TAILQ_HEAD(conn_list, conn);
 
@@ -42,6 +49,7 @@ static struct conn_list resume = TAILQ_HEAD_INITIALIZER(resume);
 static void conn_read_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_write_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_idle_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_drain_cb(evutil_socket_t fd, short what, void *arg);
 
 struct conn *
 conn_new(int fd, bool tls)
@@ -70,6 +78,7 @@ conn_new(int fd, bool tls)
 	}
 	event_priority_set(c->rev, 0);
 	event_priority_set(c->wev, 0);
+	c->s.mem_budget = env.max_conn_memory;
 	TAILQ_INSERT_TAIL(&conns, c, link);
 	event_add(c->rev, NULL);
 	c->reading = true;
@@ -112,6 +121,8 @@ conn_free(struct conn *c)
 {
 	if (c->idle_ev != NULL)
 		event_free(c->idle_ev);
+	if (c->drain_ev != NULL)
+		event_free(c->drain_ev);
 	if (c->wait_timer != NULL)
 		event_free(c->wait_timer);
 	evbuffer_free(c->out);
@@ -139,6 +150,48 @@ resume_reading(struct conn *c)
 		event_add(c->rev, NULL);
 		c->reading = true;
 	}
+	if (c->drain_ev != NULL)
+		event_del(c->drain_ev);
+}
+
+/* Over the budget: stop reading until the replies drain, and give them
+ * --drain-timeout to start moving. */
+static void
+pause_for_budget(struct conn *c)
+{
+	struct timeval tv = { env.drain_timeout_s, 0 };
+
+	pause_reading(c);
+	if (c->drain_ev == NULL &&
+	    (c->drain_ev = evtimer_new(env.base, conn_drain_cb, c)) == NULL)
+		return;
+	if (!evtimer_pending(c->drain_ev, NULL)) {
+		c->drain_mark = c->written;
+		evtimer_add(c->drain_ev, &tv);
+	}
+}
+
+static void
+conn_drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	struct timeval tv = { env.drain_timeout_s, 0 };
+
+	(void)fd;
+	(void)what;
+	if (c->reading || c->s.dead)
+		return;
+	if (c->written != c->drain_mark) {
+		/* a slow reader, but a reader: wait on */
+		c->drain_mark = c->written;
+		evtimer_add(c->drain_ev, &tv);
+		return;
+	}
+	log_info("closing a connection over its memory budget (%zu bytes held) "
+	    "whose replies did not move for %d s", conn_memory(c),
+	    env.drain_timeout_s);
+	conn_close(c);
+	env.drain();
 }
 
 void
@@ -152,6 +205,8 @@ conn_close(struct conn *c)
 	event_del(c->wev);
 	if (c->idle_ev != NULL)
 		event_del(c->idle_ev);
+	if (c->drain_ev != NULL)
+		event_del(c->drain_ev);
 	if (c->tls != NULL) {
 		/* tell a TLS client this is an orderly end (best effort) */
 		tls_close_notify(c->tls);
@@ -328,7 +383,7 @@ size_t
 conn_memory(const struct conn *c)
 {
 	size_t n = evbuffer_get_length(c->s.in) + evbuffer_get_length(c->s.pend) +
-	    evbuffer_get_length(c->out);
+	    evbuffer_get_length(c->s.held) + evbuffer_get_length(c->out);
 
 	if (c->tls != NULL)
 		n += tls_memory(c->tls);
@@ -390,10 +445,12 @@ conn_write(struct conn *c)
 		return;
 	}
 	env.broker->stats.bytes_written += (uint64_t)n;
+	c->written += (uint64_t)n;
+	c->s.out_len = out_pending(c);
 	if (evbuffer_get_length(wire) > 0) {
 		event_add(c->wev, NULL);
-		if (out_pending(c) > OUT_HIGH_WATER)
-			pause_reading(c);
+		if (conn_memory(c) > env.max_conn_memory)
+			pause_for_budget(c);
 		return;
 	}
 drained:
@@ -404,6 +461,7 @@ drained:
 		return;
 	}
 	event_del(c->wev);
+	c->s.out_len = out_pending(c);
 	if (c->s.state == SESSION_CLOSING) {
 		conn_close(c);
 		return;
@@ -452,6 +510,7 @@ conn_flush(struct conn *c, const struct commit_result *res)
 		conn_close_after_write(c);
 	}
 	s->held_in_batch = false;
+	s->out_len = out_pending(c);
 	conn_write(c);
 }
 
@@ -476,7 +535,15 @@ conn_process(struct conn *c)
 	/* a waiting get lets some commands behind it run (proto_step) */
 	while (!s->dead && (s->state == SESSION_CMD || s->state == SESSION_SWALLOW ||
 	    (s->state == SESSION_WAITING && !s->monitoring))) {
-		int r = proto_step(s);
+		int r;
+
+		if (s->state == SESSION_CMD && evbuffer_get_length(s->in) > 0 &&
+		    session_over_budget(s)) {
+			/* the next command waits until the replies drain */
+			pause_for_budget(c);
+			break;
+		}
+		r = proto_step(s);
 
 		if (r == PROTO_STOP)
 			break;
@@ -581,21 +648,24 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	env.broker->stats.bytes_read += (uint64_t)n;
 	if (c->s.state == SESSION_WAITING && c->s.monitoring) {
-		/* keep reading to notice a disconnect, but not without bound */
-		if (evbuffer_get_length(c->s.in) > IN_HIGH_WATER)
+		/* keep reading to notice a disconnect, but not without bound;
+		 * the wait's reply resumes reading when it is written */
+		if (conn_memory(c) > env.max_conn_memory)
 			pause_reading(c);
 		return;
 	}
 	c->busy++;
 	conn_process(c);
 	env.drain();
-	/* input behind a waiting get and the replies held for it are bounded
-	 * like other input and output */
-	if (!c->s.dead && (out_pending(c) > OUT_HIGH_WATER ||
-	    (c->s.state == SESSION_WAITING &&
-	    (evbuffer_get_length(c->s.in) > IN_HIGH_WATER ||
-	    evbuffer_get_length(c->s.held) > OUT_HIGH_WATER))))
-		pause_reading(c);
+	/* input behind a waiting get and the replies held for it count
+	 * against the budget like other input and output; a waiting get is
+	 * not closed for it (its reply comes when an item does) */
+	if (!c->s.dead && c->reading && conn_memory(c) > env.max_conn_memory) {
+		if (c->s.state == SESSION_WAITING)
+			pause_reading(c);
+		else
+			pause_for_budget(c);
+	}
 	if (--c->busy == 0 && c->s.dead)
 		conn_free(c);
 }

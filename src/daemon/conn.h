@@ -29,6 +29,9 @@ struct conn {
 
 	struct event *wait_timer;       /* a blocking get's timeout */
 	struct event *idle_ev;          /* --idle-timeout */
+	struct event *drain_ev;         /* --drain-timeout, over the budget */
+	uint64_t written;               /* bytes written to it */
+	uint64_t drain_mark;            /* `written` when drain_ev was armed */
 	int64_t last_cmd_ms;            /* when a command last completed */
 
 	int busy;                       /* inside conn_process() */
@@ -47,6 +50,8 @@ struct conn_env {
 	struct broker *broker;          /* every connection is its session */
 	const struct timeval *idle_tv;  /* --idle-timeout; NULL = never */
 	int idle_timeout_s;
+	size_t max_conn_memory;         /* --max-conn-memory */
+	int drain_timeout_s;            /* --drain-timeout */
 	/* Serve the queues that gained items and resume woken connections
 	 * (after each command, and after a callback that may wake some). */
 	void (*drain)(void);

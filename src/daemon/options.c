@@ -16,7 +16,7 @@ enum {
 	OPT_STORE = 256, OPT_SYNC, OPT_MAX_ITEM, OPT_SHUTDOWN, OPT_LOG,
 	OPT_MAX_MEMORY, OPT_MAX_OPEN, OPT_VERSION, OPT_HELP, OPT_CONFIG, OPT_HTTP,
 	OPT_METRICS_MAX, OPT_AUTH_FILE, OPT_IDLE_TIMEOUT, OPT_TLS_CERT, OPT_TLS_KEY,
-	OPT_TLS_CA
+	OPT_TLS_CA, OPT_CONN_MEMORY, OPT_DRAIN_TIMEOUT
 };
 
 static const struct option longopts[] = {
@@ -40,6 +40,8 @@ static const struct option longopts[] = {
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "metrics-max-queues", required_argument, NULL, OPT_METRICS_MAX },
+	{ "max-conn-memory", required_argument, NULL, OPT_CONN_MEMORY },
+	{ "drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
@@ -85,6 +87,12 @@ usage(FILE *f)
 "      --idle-timeout SECS   close connections that complete no command for\n"
 "                            SECS (blocked gets are not idle; default 0: never)\n"
 "      --max-item-size BYTES largest item accepted (default 1m; k/m/g suffixes)\n"
+"      --max-conn-memory BYTES  memory one connection may hold in unread input,\n"
+"                            replies and pre-login bodies; past it the server\n"
+"                            stops reading it until its replies drain\n"
+"                            (default 4m, or max-item-size + 1m if larger)\n"
+"      --drain-timeout SECS  close a connection over that budget whose replies\n"
+"                            do not move for SECS (default %d)\n"
 "      --max-memory BYTES    memory store: item memory limit (default unlimited)\n"
 "      --max-open N          open (unconfirmed) items one connection may hold\n"
 "                            per queue (default 1; --config can set it per queue)\n"
@@ -115,7 +123,7 @@ usage(FILE *f)
 "certificate and key (a bad file keeps the old one).\n"
 "See sakerd(8) and saker-protocol(7).\n",
 	    SAKERD_DEFAULT_PORT, saker_store_driver_list(), STORE_FORMS,
-	    SAKERD_DEFAULT_STORE);
+	    SAKERD_DEFAULT_STORE, SAKERD_DEFAULT_DRAIN_TIMEOUT);
 }
 
 static int
@@ -171,6 +179,7 @@ options_parse(int argc, char **argv, struct options *o)
 	o->max_item_size = 1024 * 1024;
 	o->max_open = 1;
 	o->metrics_max_queues = 1000;
+	o->drain_timeout_s = SAKERD_DEFAULT_DRAIN_TIMEOUT;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "l:p:s:c:dP:u:v", longopts, NULL)) != -1) {
@@ -237,6 +246,20 @@ options_parse(int argc, char **argv, struct options *o)
 				goto bad;
 			o->idle_timeout_s = (int)v;
 			break;
+		case OPT_CONN_MEMORY:
+			if (parse_size(optarg, &size) != 0 || size == 0 ||
+			    size > (uint64_t)SIZE_MAX / 2)
+				goto bad;
+			o->max_conn_memory = (size_t)size;
+			break;
+		case OPT_DRAIN_TIMEOUT:
+			if (parse_int(optarg, 1, 86400, &v) != 0)
+				goto bad;
+			o->drain_timeout_s = (int)v;
+			break;
+			if (parse_int(optarg, 0, 100000000, &v) != 0)
+				goto bad;
+			break;
 		case OPT_AUTH_FILE:
 			o->auth_file = optarg;
 			break;
@@ -293,6 +316,17 @@ options_parse(int argc, char **argv, struct options *o)
 		return -1;
 	}
 #endif
+	if (o->max_conn_memory == 0) {
+		o->max_conn_memory = SAKERD_DEFAULT_CONN_MEMORY;
+		if (o->max_item_size + SAKERD_CONN_MEMORY_SLACK > o->max_conn_memory)
+			o->max_conn_memory = o->max_item_size + SAKERD_CONN_MEMORY_SLACK;
+	} else if (o->max_conn_memory < o->max_item_size + SAKERD_CONN_MEMORY_SLACK) {
+		/* a connection must be able to hold one whole set */
+		fprintf(stderr, "sakerd: --max-conn-memory %zu is less than "
+		    "--max-item-size + 1m (%zu)\n", o->max_conn_memory,
+		    o->max_item_size + (size_t)SAKERD_CONN_MEMORY_SLACK);
+		return -1;
+	}
 	if (o->auth_file != NULL) {
 		char err[256];
 

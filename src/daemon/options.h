@@ -8,6 +8,11 @@
 #include "saker/store.h"
 
 #define SAKERD_DEFAULT_PORT 22133
+/* --max-conn-memory by default: this, or --max-item-size + 1 MiB when that
+ * is larger (a connection must hold one whole set and its replies). */
+#define SAKERD_DEFAULT_CONN_MEMORY (4u * 1024 * 1024)
+#define SAKERD_CONN_MEMORY_SLACK (1024u * 1024)
+#define SAKERD_DEFAULT_DRAIN_TIMEOUT 30
 /* Durable by default when the LMDB driver is built (README, "Choosing a
  * store"; sakerd(8)). */
 #ifdef HAVE_LMDB
@@ -40,6 +45,10 @@ struct options {
 	const char *tls_key;         /* --tls-key */
 	const char *tls_ca;          /* --tls-ca: require verified client certificates */
 	unsigned metrics_max_queues; /* --metrics-max-queues */
+	size_t max_conn_memory;      /* --max-conn-memory: input, replies and
+	                              * pre-login bodies of one connection */
+	int drain_timeout_s;         /* --drain-timeout: close a connection over
+	                              * its memory budget that reads nothing */
 	int verbose;                 /* -v count */
 };
 

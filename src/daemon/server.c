@@ -543,7 +543,8 @@ server_init(struct options *opt)
 	}
 	{
 		struct conn_env env = { srv->base, &srv->broker, NULL,
-		    opt->idle_timeout_s, server_drain };
+		    opt->idle_timeout_s, opt->max_conn_memory, opt->drain_timeout_s,
+		    server_drain };
 
 		if (opt->idle_timeout_s > 0) {
 			/* one timeout shared by every connection: O(1) timer

@@ -498,6 +498,18 @@ bin_step(struct session *c)
 
 	if (!is_get(r.opcode) && r.opcode != BIN_NOOP && !bin_settle_group(c))
 		return PROTO_STOP;
+	if (!c->authed && !bin_open_opcode(r.opcode)) {
+		/* refused before its body is read: a client that has not
+		 * logged in makes us buffer nothing but the header */
+		if (!bin_settle_group(c))
+			return PROTO_STOP;
+		bin_error(c, r.opcode, r.opaque, BIN_AUTH_ERROR, "Auth failure");
+		evbuffer_drain(c->in, BIN_HEADER);
+		c->swallow = r.bodylen;
+		if (c->swallow > 0)
+			c->state = SESSION_SWALLOW;
+		return PROTO_COMMAND;
+	}
 	if ((r.opcode == BIN_SET || r.opcode == BIN_SETQ ||
 	    r.opcode == BIN_ADD || r.opcode == BIN_ADDQ) ?
 	    r.vallen > c->b->max_item_size || r.keylen + r.extlen > BIN_MAX_SMALL_BODY :
@@ -523,13 +535,6 @@ bin_step(struct session *c)
 	r.key = (const char *)r.ext + r.extlen;
 	r.val = r.key + r.keylen;
 
-	if (!c->authed && !bin_open_opcode(r.opcode)) {
-		if (!bin_settle_group(c))
-			return PROTO_STOP;
-		bin_error(c, r.opcode, r.opaque, BIN_AUTH_ERROR, "Auth failure");
-		evbuffer_drain(c->in, total);
-		return PROTO_COMMAND;
-	}
 	switch (r.opcode) {
 	case BIN_GET:
 	case BIN_GETQ:
