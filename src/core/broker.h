@@ -56,6 +56,14 @@ struct broker_hooks {
 	void (*close_after_write)(struct session *s);
 	/* A client asked for a shutdown (--enable-shutdown). */
 	void (*stop)(struct broker *b);
+	/* A login failed (`how`: "text" or "SASL"): log it with the peer,
+	 * count it, and have `answer` send the refusal now or after the
+	 * peer's delay (nothing else of the session runs meanwhile); enough
+	 * failures close the session after the answer. */
+	void (*login_failed)(struct session *s, const char *how,
+	    void (*answer)(struct session *s));
+	/* A login succeeded (s->authed is set by the caller). */
+	void (*login_ok)(struct session *s);
 };
 
 struct broker {

@@ -65,6 +65,8 @@ struct session {
 
 	struct evbuffer *in;            /* unparsed input */
 	struct evbuffer *pend;          /* replies of the current batch */
+	uint32_t login_opaque;          /* binary: the SASL request a delayed */
+	uint8_t login_opcode;           /* refusal answers */
 	size_t mem_budget;              /* --max-conn-memory (0: none) */
 	size_t out_len;                 /* replies committed, not yet written
 	                                 * (kept by the carrier: conn.c) */

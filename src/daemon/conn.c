@@ -3,7 +3,11 @@
  * committed replies, waits' timers, idleness, closing. */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,6 +19,7 @@
 #include "clock.h"
 #include "conn.h"
 #include "log.h"
+#include "login.h"
 #include "ops.h"
 #include "proto.h"
 #include "proto_text.h"
@@ -50,6 +55,10 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_write_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_idle_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_drain_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_login_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_throttle_cb(evutil_socket_t fd, short what, void *arg);
+static const char *peer_name(int fd, char *buf, size_t len);
+static void peer_host(int fd, char *buf, size_t len);
 
 struct conn *
 conn_new(int fd, bool tls)
@@ -79,6 +88,14 @@ conn_new(int fd, bool tls)
 	event_priority_set(c->rev, 0);
 	event_priority_set(c->wev, 0);
 	c->s.mem_budget = env.max_conn_memory;
+	peer_host(fd, c->peer, sizeof(c->peer));
+	if (!c->s.authed) {
+		struct timeval tv = { LOGIN_TIMEOUT_S, 0 };
+
+		c->login_ev = evtimer_new(env.base, conn_login_cb, c);
+		if (c->login_ev != NULL)
+			evtimer_add(c->login_ev, &tv);
+	}
 	TAILQ_INSERT_TAIL(&conns, c, link);
 	event_add(c->rev, NULL);
 	c->reading = true;
@@ -123,6 +140,10 @@ conn_free(struct conn *c)
 		event_free(c->idle_ev);
 	if (c->drain_ev != NULL)
 		event_free(c->drain_ev);
+	if (c->login_ev != NULL)
+		event_free(c->login_ev);
+	if (c->throttle_ev != NULL)
+		event_free(c->throttle_ev);
 	if (c->wait_timer != NULL)
 		event_free(c->wait_timer);
 	evbuffer_free(c->out);
@@ -207,6 +228,10 @@ conn_close(struct conn *c)
 		event_del(c->idle_ev);
 	if (c->drain_ev != NULL)
 		event_del(c->drain_ev);
+	if (c->login_ev != NULL)
+		event_del(c->login_ev);
+	if (c->throttle_ev != NULL)
+		event_del(c->throttle_ev);
 	if (c->tls != NULL) {
 		/* tell a TLS client this is an orderly end (best effort) */
 		tls_close_notify(c->tls);
@@ -524,6 +549,113 @@ conn_write_cb(evutil_socket_t fd, short what, void *arg)
 	conn_write(c);
 }
 
+/* --- logins ------------------------------------------------------------- */
+
+/* The peer's address without the port: the key of login throttling, so
+ * one host's connections share it ("unix" for -s). */
+static void
+peer_host(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	snprintf(buf, len, "unknown");
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
+		return;
+	if (ss.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, buf,
+		    (socklen_t)len);
+	else if (ss.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, buf,
+		    (socklen_t)len);
+	else if (ss.ss_family == AF_UNIX)
+		snprintf(buf, len, "unix");
+}
+
+static void
+conn_login_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->s.authed || c->s.dead)
+		return;
+	log_info("closing a connection from %s that did not log in within %d s",
+	    c->peer, LOGIN_TIMEOUT_S);
+	conn_close(c);
+	env.drain();
+}
+
+void
+conn_login_ok(struct session *s)
+{
+	struct conn *c = conn_of(s);
+
+	login_ok(c->peer);
+	if (c->login_ev != NULL)
+		event_del(c->login_ev);
+}
+
+/* The failed login's answer, and what follows it. */
+static void
+login_answer(struct conn *c)
+{
+	c->login_answer(&c->s);
+	if (c->login_fails >= LOGIN_CONN_TRIES) {
+		log_warn("closing the connection from %s after %u failed logins",
+		    c->peer, c->login_fails);
+		conn_close_after_write(c);
+	}
+}
+
+static void
+conn_throttle_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->s.dead || !c->throttled)
+		return;
+	c->throttled = false;
+	c->busy++;
+	login_answer(c);
+	if (!c->s.dead && c->s.state != SESSION_CLOSING) {
+		resume_reading(c);
+		conn_process(c);
+	}
+	env.drain();
+	if (--c->busy == 0 && c->s.dead)
+		conn_free(c);
+}
+
+void
+conn_login_failed(struct session *s, const char *how,
+    void (*answer)(struct session *s))
+{
+	struct conn *c = conn_of(s);
+	unsigned fails;
+	int64_t delay = login_failed(c->peer, saker_now_ms(), &fails);
+	struct timeval tv;
+
+	c->login_fails++;
+	c->login_answer = answer;
+	log_warn("%s authentication failed from %s (%u failed from that address "
+	    "lately)", how, c->peer, fails);
+	if (delay <= 0 || (c->throttle_ev == NULL &&
+	    (c->throttle_ev = evtimer_new(env.base, conn_throttle_cb, c)) == NULL)) {
+		login_answer(c);
+		return;
+	}
+	/* the answer waits, and so does everything after it */
+	c->throttled = true;
+	pause_reading(c);
+	tv.tv_sec = delay / 1000;
+	tv.tv_usec = (delay % 1000) * 1000;
+	evtimer_add(c->throttle_ev, &tv);
+}
+
 /* --- input -------------------------------------------------------------- */
 
 void
@@ -537,6 +669,8 @@ conn_process(struct conn *c)
 	    (s->state == SESSION_WAITING && !s->monitoring))) {
 		int r;
 
+		if (c->throttled)
+			break;          /* a failed login's answer is due first */
 		if (s->state == SESSION_CMD && evbuffer_get_length(s->in) > 0 &&
 		    session_over_budget(s)) {
 			/* the next command waits until the replies drain */

@@ -28,6 +28,13 @@ struct conn {
 	struct evbuffer *out;           /* committed replies not yet written */
 
 	struct event *wait_timer;       /* a blocking get's timeout */
+	char peer[64];                  /* the client's address, for logs and
+	                                 * login throttling ("unix" for -s) */
+	struct event *login_ev;         /* --auth-file: LOGIN_TIMEOUT_S */
+	struct event *throttle_ev;      /* a failed login's delayed answer */
+	void (*login_answer)(struct session *s);  /* ... which it sends */
+	bool throttled;                 /* no command runs until it fires */
+	unsigned login_fails;           /* failed logins on this connection */
 	struct event *idle_ev;          /* --idle-timeout */
 	struct event *drain_ev;         /* --drain-timeout, over the budget */
 	uint64_t written;               /* bytes written to it */
@@ -63,6 +70,10 @@ struct conn *conn_new(int fd, bool tls);
 /* Bytes this connection holds in its buffers (TLS state included): what a
  * per-connection memory budget counts. */
 size_t conn_memory(const struct conn *c);
+/* The broker's login hooks (login.h has the policy). */
+void conn_login_failed(struct session *s, const char *how,
+    void (*answer)(struct session *s));
+void conn_login_ok(struct session *s);
 /* Close now: cancel waits, return open items to their queues. */
 void conn_close(struct conn *c);
 /* Close after the replies already queued have been written. */

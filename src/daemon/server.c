@@ -62,6 +62,8 @@ static const struct broker_hooks hooks = {
 	.close = conn_hook_close,
 	.close_after_write = conn_hook_close_after_write,
 	.stop = hook_stop,
+	.login_failed = conn_login_failed,
+	.login_ok = conn_login_ok,
 };
 
 void

@@ -399,6 +399,13 @@ bin_stats(struct session *c, const struct bin_req *r)
 	bin_reply(c, BIN_STAT, BIN_OK, r->opaque, NULL, 0, NULL, 0);
 }
 
+/* The answer to a failed SASL login (maybe sent after a delay). */
+static void
+bin_login_failure(struct session *c)
+{
+	bin_error(c, c->login_opcode, c->login_opaque, BIN_AUTH_ERROR, "Auth failure");
+}
+
 /* SASL PLAIN: "[authzid] NUL user NUL password". */
 static void
 bin_sasl_auth(struct session *c, const struct bin_req *r)
@@ -415,11 +422,13 @@ bin_sasl_auth(struct session *c, const struct bin_req *r)
 	if (p != NULL && auth_check(u + 1, (size_t)(p - u - 1), p + 1,
 	    n - (size_t)(p + 1 - v))) {
 		c->authed = true;
+		c->b->hooks->login_ok(c);
 		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, "Authenticated", 13);
 		return;
 	}
-	log_warn("SASL authentication failed on a connection");
-	bin_error(c, r->opcode, r->opaque, BIN_AUTH_ERROR, "Auth failure");
+	c->login_opcode = r->opcode;
+	c->login_opaque = r->opaque;
+	c->b->hooks->login_failed(c, "SASL", bin_login_failure);
 }
 
 /* Opcodes allowed before authentication. */

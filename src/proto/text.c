@@ -322,6 +322,13 @@ text_execute(struct session *s, struct proto_cmd *cmd, const char *line,
 
 /* --- framing ------------------------------------------------------------ */
 
+/* The answer to a failed text login (maybe sent after a delay). */
+static void
+text_login_failure(struct session *s)
+{
+	reply_str(s, "CLIENT_ERROR authentication failure\r\n");
+}
+
 /*
  * Before --auth-file authentication only memcached's ASCII login is
  * accepted: `set <any> <flags> <exptime> <bytes>` whose data is
@@ -335,6 +342,7 @@ text_login(struct session *s, const char *line, size_t linelen, size_t need)
 	size_t i, ntok = 0, n;
 	const char *p, *sp;
 	uint64_t bytes = 0;
+	bool ok;
 	int rc;
 
 	/* split as the text parser does, but accept any key */
@@ -369,15 +377,16 @@ text_login(struct session *s, const char *line, size_t linelen, size_t need)
 		return false;
 	p += need;
 	sp = memchr(p, ' ', n);
-	if (sp != NULL && auth_check(p, (size_t)(sp - p), sp + 1,
-	    (size_t)(p + n - sp - 1))) {
+	ok = sp != NULL && auth_check(p, (size_t)(sp - p), sp + 1,
+	    (size_t)(p + n - sp - 1));
+	evbuffer_drain(s->in, need + n + 2);
+	if (ok) {
 		s->authed = true;
+		s->b->hooks->login_ok(s);
 		reply_str(s, "STORED\r\n");
 	} else {
-		log_warn("authentication failed on a connection");
-		reply_str(s, "CLIENT_ERROR authentication failure\r\n");
+		s->b->hooks->login_failed(s, "text", text_login_failure);
 	}
-	evbuffer_drain(s->in, need + n + 2);
 	return true;
 }
 
