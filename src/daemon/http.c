@@ -1,6 +1,7 @@
 /* http.c -- /metrics and /healthz for operators, on the main event loop. */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 
 #include "clock.h"
 #include "http.h"
@@ -21,7 +23,14 @@ struct http_server {
 	struct broker *b;           /* what /metrics and /healthz report */
 	unsigned max_queues;        /* --metrics-max-queues */
 	const bool *stopping;       /* the server is stopping: /healthz 503 */
+	struct event_base *base;
 };
+
+/* Request line and headers together; no request we serve has a body. */
+#define HTTP_MAX_HEADERS 8192
+#define HTTP_MAX_BODY 1024
+/* A connection that sends or reads nothing for this long is closed. */
+#define HTTP_TIMEOUT_S 10
 
 /* Prometheus label values escape backslash, double quote and newline
  * (the text exposition format): a queue name holding one of them must not
@@ -255,11 +264,47 @@ http_bev(struct event_base *base, void *arg)
 	return tls_http_bev(base);
 }
 
+static void
+http_reenable(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(arg);
+}
+
+/* Out of descriptors: libevent would retry the accept at once, forever
+ * (99 % CPU, a log line each time, the memcache port starved).  Pause
+ * 100 ms at a time instead, and say so once per shortage. */
+static void
+http_accept_error(struct evconnlistener *l, void *arg)
+{
+	static int64_t last_log_ms;
+	int err = EVUTIL_SOCKET_ERROR();
+	int64_t now = saker_now_ms();
+
+	(void)arg;
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		struct timeval tv = { 0, 100000 };
+
+		if (now - last_log_ms > 60000) {
+			last_log_ms = now;
+			log_warn("--http accept: %s; pausing accepts 100 ms at a time "
+			    "(logged once a minute)", evutil_socket_error_to_string(err));
+		}
+		evconnlistener_disable(l);
+		event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT,
+		    http_reenable, l, &tv);
+		return;
+	}
+	log_warn("--http accept: %s", evutil_socket_error_to_string(err));
+}
+
 struct http_server *
 http_start(struct event_base *base, const char *spec, struct broker *b,
     unsigned max_queues, const bool *stopping)
 {
 	struct http_server *h;
+	struct evhttp_bound_socket *bound = NULL;
 	char addr[256];
 	const char *colon = strrchr(spec, ':');
 	long port;
@@ -292,7 +337,8 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	h->max_queues = max_queues;
 	h->stopping = stopping;
 	h->http = evhttp_new(base);
-	if (h->http == NULL || evhttp_bind_socket(h->http, addr, (uint16_t)port) != 0) {
+	if (h->http == NULL || (bound = evhttp_bind_socket_with_handle(h->http, addr,
+	    (uint16_t)port)) == NULL) {
 		log_error("--http: cannot listen on %s:%ld", addr, port);
 		if (h->http != NULL)
 			evhttp_free(h->http);
@@ -301,6 +347,14 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	}
 	evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
 	    EVHTTP_REQ_POST);
+	/* bounded requests: a client may not make us hold more than a few
+	 * KiB, nor hold a connection open by sending slowly */
+	evhttp_set_max_headers_size(h->http, HTTP_MAX_HEADERS);
+	evhttp_set_max_body_size(h->http, HTTP_MAX_BODY);
+	evhttp_set_timeout(h->http, HTTP_TIMEOUT_S);
+	h->base = base;
+	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(bound),
+	    http_accept_error);
 	evhttp_set_gencb(h->http, handle, h);
 	/* --tls-cert: the same certificate serves HTTPS */
 	if (tls_on())
