@@ -145,12 +145,29 @@ conn_whole(const uint8_t *data, size_t size)
 	return 0;
 }
 
+/* The same before login (--auth-file): every line must be refused
+ * cleanly, whatever it is. */
+static int
+conn_whole_prelogin(const uint8_t *data, size_t size)
+{
+	uint8_t *buf = malloc(size + 1);
+
+	ck_assert_ptr_nonnull(buf);
+	buf[0] = 0x40;		/* in one piece, not logged in */
+	memcpy(buf + 1, data, size);
+	fuzz_conn(buf, size + 1);
+	free(buf);
+	return 0;
+}
+
 START_TEST(test_conn)
 {
 	int n = replay("conn", fuzz_conn);
 	int m = replay("proto", conn_whole);
+	int l = replay("proto", conn_whole_prelogin);
 
-	printf("conn: %d sessions and %d protocol inputs replayed\n", n, m);
+	printf("conn: %d sessions and %d protocol inputs replayed (%d before login)\n",
+	    n, m, l);
 	ck_assert_int_ge(n, 20);
 }
 END_TEST

@@ -10,7 +10,9 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "auth.h"
 #include "conn.h"
+#include "login.h"
 #include "fuzz.h"
 #include "log.h"
 #include "options.h"
@@ -45,9 +47,20 @@ setup(void)
 		"--log", "/dev/null", "--max-item-size", "65536", NULL
 	};
 
+	char path[] = "/tmp/fuzz_conn_auth.XXXXXX", err[256];
+	int fd;
+
 	FUZZ_CHECK(options_parse(11, argv, &opt) == 0);
 	opt.port = 0;		/* no listener: connections come from socketpair() */
 	FUZZ_CHECK(log_open(opt.log_target) == 0);
+	/* an --auth-file (user u, password p): bit 0x40 of the first byte
+	 * starts the client logged out, so the pre-login state is fuzzed */
+	fd = mkstemp(path);
+	FUZZ_CHECK(fd >= 0);
+	FUZZ_CHECK(write(fd, "u:p\n", 4) == 4);
+	close(fd);
+	FUZZ_CHECK(auth_init(path, err, sizeof(err)) == 0);
+	unlink(path);
 	FUZZ_CHECK(server_init(&opt) == 0);
 	echo = getenv("FUZZ_CONN_ECHO") != NULL;
 	ready = true;
@@ -95,18 +108,20 @@ send_all(int peer, const uint8_t *p, size_t len)
 
 /* One client: `data` in chunks of `chunk` bytes (0 = all at once). */
 static void
-client(const uint8_t *data, size_t size, size_t chunk)
+client(const uint8_t *data, size_t size, size_t chunk, bool authed)
 {
+	struct conn *c;
 	int sv[2];
 	size_t off, n;
 
 	FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0, sv) == 0);
-	if (conn_new(sv[0], false) == NULL) {
+	if ((c = conn_new(sv[0], false)) == NULL) {
 		close(sv[0]);
 		close(sv[1]);
 		return;
 	}
+	c->s.authed = authed;
 	for (off = 0; off < size; off += n) {
 		n = chunk == 0 || size - off < chunk ? size - off : chunk;
 		send_all(sv[1], data + off, n);
@@ -136,14 +151,17 @@ fuzz_conn(const uint8_t *data, size_t size)
 	log_set_level(LOG_LVL_ERROR);	/* an input may have sent verbosity */
 	if (size == 0)
 		return 0;
-	client(data + 1, size - 1, data[0] < 128 ? 0 : (size_t)(data[0] & 63) + 1);
+	client(data + 1, size - 1, data[0] < 128 ? 0 : (size_t)(data[0] & 63) + 1,
+	    (data[0] & 0x40) == 0);
 	/* a connection paused for backpressure or blocked in a get with no
 	 * timeout never reads the hang-up: close what is left */
 	while ((c = conn_first()) != NULL)
 		conn_close(c);
 	server_drain();
 	run_loop(-1);
-	client(reset, sizeof(reset) - 1, 0);
+	client(reset, sizeof(reset) - 1, 0, true);
+	/* failed logins of this input do not slow the next one down */
+	login_ok("unix");
 	while ((c = conn_first()) != NULL)
 		conn_close(c);
 	queues_walk(&srv->broker, delete_one, NULL);
