@@ -153,7 +153,11 @@ notify_systemd(const char *msg)
  * A daemon runs in "/", but files named relative to the start directory are
  * opened again later (the log and the configuration on SIGHUP, the pidfile
  * at exit, the certificate on reload): make those paths absolute first.
+ * The absolute copies live until main() returns (abs_paths[]).
  */
+static char *abs_paths[9];
+static size_t n_abs_paths;
+
 static int
 absolute_path(const char **path)
 {
@@ -162,6 +166,10 @@ absolute_path(const char **path)
 
 	if (*path == NULL || (*path)[0] == '/')
 		return 0;
+	if (n_abs_paths == sizeof(abs_paths) / sizeof(abs_paths[0])) {
+		errno = ENOMEM;
+		return -1;
+	}
 	if (getcwd(cwd, sizeof(cwd)) == NULL)
 		return -1;
 	n = strlen(cwd) + 1 + strlen(*path) + 1;
@@ -169,8 +177,16 @@ absolute_path(const char **path)
 	if (abs == NULL)
 		return -1;
 	snprintf(abs, n, "%s/%s", cwd, *path);
-	*path = abs;                 /* kept for the life of the process */
+	abs_paths[n_abs_paths++] = abs;
+	*path = abs;
 	return 0;
+}
+
+static void
+free_absolute_paths(void)
+{
+	while (n_abs_paths > 0)
+		free(abs_paths[--n_abs_paths]);
 }
 
 static int
@@ -231,5 +247,6 @@ main(int argc, char **argv)
 			unlink(opt.pidfile);
 		close(pidfd);
 	}
+	free_absolute_paths();
 	return rc;
 }
