@@ -131,7 +131,8 @@ write_queues(struct broker *b, struct evbuffer *out, const char *prefix,
 		evbuffer_add_printf(out, "STAT error out of memory sorting queues\r\n");
 		return 0;
 	}
-	qsort(l.v, l.n, sizeof(l.v[0]), by_name);
+	if (l.n > 1)		/* l.v is NULL with no queues; qsort wants an array */
+		qsort(l.v, l.n, sizeof(l.v[0]), by_name);
 	shown = l.n < max ? l.n : max;
 	for (i = 0; i < shown; i++)
 		queue_one(&sc, l.v[i]);
