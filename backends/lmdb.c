@@ -80,6 +80,16 @@
 #define LM_CKPT_MS	1000
 #define LM_CKPT_RETRY_MS 1000	/* after a checkpoint failed for want of room */
 
+/* Driver options (store.h, DRIVER OPTIONS): checkpoint-bytes=1 makes a
+ * checkpoint after every batch (the crash tests use it); docs/lmdb.md. */
+enum { LM_OPT_CHECKPOINT_BYTES };
+static const struct saker_store_option lm_options[] = {
+	[LM_OPT_CHECKPOINT_BYTES] = { "checkpoint-bytes", SAKER_OPT_SIZE, 1,
+	    (uint64_t)1 << 40, "journal bytes between checkpoints, 1 to 1t,"
+	    " default 8m" },
+	{ NULL, SAKER_OPT_STRING, 0, 0, NULL }
+};
+
 /* The databases, as named in journal records. */
 enum { LD_META, LD_QUEUES, LD_ITEMS, LD_OPEN, LD_DELAYED, LD_COUNT };
 
@@ -2907,12 +2917,10 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 	s->base.driver = &saker_store_lmdb;
 	s->lockfd = -1;
 	s->j.fd = -1;
-	/* A knob for tests (1 = a checkpoint after every batch); see
-	 * docs/lmdb.md. */
 	s->ckpt_bytes = LM_CKPT_BYTES;
-	if (getenv("SAKER_LMDB_CHECKPOINT_BYTES") != NULL)
-		s->ckpt_bytes = strtoull(getenv("SAKER_LMDB_CHECKPOINT_BYTES"),
-		    NULL, 10);
+	if (saker_store_optval(opts, LM_OPT_CHECKPOINT_BYTES) != NULL)
+		s->ckpt_bytes = saker_store_optval(opts,
+		    LM_OPT_CHECKPOINT_BYTES)->u;
 	s->sync = opts->sync;
 	s->read_only = opts->read_only;
 	s->notify = opts->notify;
@@ -3002,6 +3010,7 @@ const struct saker_store_driver saker_store_lmdb = {
 	.name = "lmdb",
 	.location_help = "DIR",
 	.durable = true,
+	.options = lm_options,
 	.open = lm_open,
 	.close = lm_close,
 	.errmsg = lm_errmsg,

@@ -69,7 +69,8 @@ struct hent {
 
 struct mstore {
 	saker_store base;
-	struct saker_store_opts opts;
+	struct saker_store_opts opts; /* optvals, driver_opts cleared */
+	uint64_t max_memory;         /* max-memory=; 0 = unlimited */
 	const char *err;
 
 	struct saker_queue **qtab;   /* open addressing, linear probing */
@@ -583,6 +584,14 @@ queue_clear(struct mstore *ms, struct saker_queue *q)
 /* ------------------------------------------------------------------ */
 /* the vtable */
 
+enum { MEM_OPT_MAX_MEMORY };
+
+static const struct saker_store_option mem_options[] = {
+	[MEM_OPT_MAX_MEMORY] = { "max-memory", SAKER_OPT_SIZE, 0, UINT64_MAX,
+	    "byte limit for item data, 0 = unlimited; puts beyond it fail" },
+	{ NULL, SAKER_OPT_STRING, 0, 0, NULL }
+};
+
 static int
 mem_open(const char *location, const struct saker_store_opts *opts,
     saker_store **out, char *err, size_t errlen)
@@ -601,8 +610,15 @@ mem_open(const char *location, const struct saker_store_opts *opts,
 		return SAKER_ENOMEM;
 	}
 	ms->base.driver = &saker_store_memory;
-	if (opts != NULL)
+	if (opts != NULL) {
+		const struct saker_store_optval *v = saker_store_optval(opts,
+		    MEM_OPT_MAX_MEMORY);
+
 		ms->opts = *opts;
+		ms->opts.optvals = NULL;    /* valid during open() only */
+		ms->opts.driver_opts = NULL;
+		ms->max_memory = v != NULL ? v->u : 0;
+	}
 	ms->err = "no error";
 	ms->next_id = 1;
 	a = (uintptr_t)ms ^ ((uintptr_t)&a << 16) ^ (uintptr_t)&mem_open;
@@ -764,7 +780,7 @@ mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 	if (item->len > SIZE_MAX - sizeof(*it))
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 	cost = item_cost(item->len);
-	if (ms->opts.max_memory != 0 && ms->mem_used + cost > ms->opts.max_memory)
+	if (ms->max_memory != 0 && ms->mem_used + cost > ms->max_memory)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 	it = malloc(cost);
 	if (it == NULL)
@@ -1045,6 +1061,7 @@ const struct saker_store_driver saker_store_memory = {
 	.name = "memory",
 	.location_help = NULL,
 	.durable = false,
+	.options = mem_options,
 	.open = mem_open,
 	.close = mem_close,
 	.errmsg = mem_errmsg,

@@ -2973,6 +2973,19 @@ pg_close(saker_store *base)
 
 /* ---- the location: a libpq connection string plus our own keys ---- */
 
+/* Driver options (store.h, DRIVER OPTIONS): "postgres,schema=q,lease=30:
+ * host=db dbname=saker".  The same keys inside the connection string
+ * (1.0's form) still work; the options win when both are given. */
+enum { PG_OPT_SCHEMA, PG_OPT_LEASE };
+static const struct saker_store_option pg_options[] = {
+	[PG_OPT_SCHEMA] = { "schema", SAKER_OPT_STRING, 0, 0,
+	    "schema to keep the tables in: 1-50 of a-z, 0-9, _" },
+	[PG_OPT_LEASE] = { "lease", SAKER_OPT_SECONDS, 100, 86400000,
+	    "seconds before another broker may take over this broker's open"
+	    " items, 0.1 to 86400" },
+	{ NULL, SAKER_OPT_STRING, 0, 0, NULL }
+};
+
 static int
 pg_set_opt(struct pg_store *s, const char *key, const char *val, char *err,
     size_t errlen)
@@ -3006,6 +3019,21 @@ pg_set_opt(struct pg_store *s, const char *key, const char *val, char *err,
 		return SAKER_EINVAL;
 	}
 	s->lease_ms = (int64_t)(d * 1000 + 0.5);
+	return SAKER_OK;
+}
+
+static int
+pg_channel_opts(struct pg_store *s, const struct saker_store_opts *opts,
+    char *err, size_t errlen)
+{
+	const struct saker_store_optval *v;
+	int e;
+
+	if ((v = saker_store_optval(opts, PG_OPT_SCHEMA)) != NULL &&
+	    (e = pg_set_opt(s, "schema", v->s, err, errlen)) != SAKER_OK)
+		return e;
+	if ((v = saker_store_optval(opts, PG_OPT_LEASE)) != NULL)
+		s->lease_ms = (int64_t)v->u;
 	return SAKER_OK;
 }
 
@@ -3286,7 +3314,8 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	s->put_exp.oid = s->put_created.oid = OID_INT8;
 	s->st_qid.oid = s->st_id.oid = s->st_st.oid = OID_INT8;
 	s->del_qid.oid = s->del_id.oid = OID_INT8;
-	if ((e = pg_parse_location(s, location, err, errlen)) != SAKER_OK) {
+	if ((e = pg_parse_location(s, location, err, errlen)) != SAKER_OK ||
+	    (e = pg_channel_opts(s, opts, err, errlen)) != SAKER_OK) {
 		pg_free(s);
 		return e;
 	}
@@ -3328,8 +3357,9 @@ fail:
 
 const struct saker_store_driver saker_store_postgres = {
 	.name = "postgres",
-	.location_help = "'host=... dbname=... [schema=NAME] [lease=SECONDS]'",
+	.location_help = "'host=... dbname=...'",
 	.durable = true,
+	.options = pg_options,
 	.caps = SAKER_CAP_SHARED,
 	.open = pg_open,
 	.close = pg_close,

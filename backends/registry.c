@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "saker/store.h"
+#include "size.h"
 
 extern const struct saker_store_driver saker_store_memory;
 #ifdef HAVE_LMDB
@@ -84,13 +85,142 @@ saker_store_driver_list(void)
 	return list;
 }
 
+/* "checkpoint-bytes, max-memory" -- the keys a driver takes. */
+static void
+option_names(const struct saker_store_driver *drv, char *buf, size_t len)
+{
+	size_t i, off = 0;
+
+	buf[0] = '\0';
+	for (i = 0; drv->options != NULL && drv->options[i].name != NULL; i++) {
+		int n = snprintf(buf + off, len - off, "%s%s", i > 0 ? ", " : "",
+		    drv->options[i].name);
+		if (n < 0 || (size_t)n >= len - off)
+			break;
+		off += (size_t)n;
+	}
+}
+
+/* Decimal seconds with at most three decimals, in milliseconds. */
+static int
+parse_seconds_ms(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	unsigned frac = 0, scale = 1000;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (v > (UINT64_MAX / 1000 - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (*s == '.') {
+		s++;
+		if (*s < '0' || *s > '9')
+			return -1;
+		for (; *s >= '0' && *s <= '9'; s++) {
+			if (scale == 1)
+				return -1;      /* finer than a millisecond */
+			scale /= 10;
+			frac += (unsigned)(*s - '0') * scale;
+		}
+	}
+	if (*s != '\0')
+		return -1;
+	*out = v * 1000 + frac;
+	return 0;
+}
+
+/*
+ * One "KEY=VALUE" (len bytes at kv; copied into `text`, which must live
+ * until open() returns) checked against the driver's table and parsed
+ * into vals[].
+ */
+static int
+parse_option(const struct saker_store_driver *drv, const char *kv, size_t len,
+    char *text, struct saker_store_optval *vals, char *err, size_t errlen)
+{
+	const struct saker_store_option *o = NULL;
+	const char *eq = memchr(kv, '=', len);
+	size_t i, kn = eq != NULL ? (size_t)(eq - kv) : len;
+	char names[256];
+	const char *val;
+	uint64_t u = 0;
+	int bad = 0;
+
+	for (i = 0; drv->options != NULL && drv->options[i].name != NULL; i++)
+		if (strlen(drv->options[i].name) == kn &&
+		    memcmp(drv->options[i].name, kv, kn) == 0) {
+			o = &drv->options[i];
+			break;
+		}
+	if (o == NULL) {
+		option_names(drv, names, sizeof(names));
+		if (names[0] == '\0')
+			snprintf(err, errlen, "store type '%s' takes no options"
+			    " (got '%.*s')", drv->name, (int)kn, kv);
+		else
+			snprintf(err, errlen, "store type '%s' has no option"
+			    " '%.*s' (options: %s)", drv->name, (int)kn, kv,
+			    names);
+		return SAKER_EINVAL;
+	}
+	if (eq == NULL) {
+		snprintf(err, errlen, "store option %s.%s needs a value: %s=VALUE"
+		    " (%s)", drv->name, o->name, o->name, o->help);
+		return SAKER_EINVAL;
+	}
+	memcpy(text, eq + 1, len - kn - 1);
+	text[len - kn - 1] = '\0';
+	val = text;
+	switch (o->type) {
+	case SAKER_OPT_SIZE:
+		bad = parse_size(val, &u) != 0;
+		break;
+	case SAKER_OPT_UINT: {
+		const char *p = val;
+
+		bad = *p == '\0';
+		for (; *p != '\0' && !bad; p++) {
+			if (*p < '0' || *p > '9' || u > (UINT64_MAX - 9) / 10)
+				bad = 1;
+			else
+				u = u * 10 + (uint64_t)(*p - '0');
+		}
+		break;
+	}
+	case SAKER_OPT_SECONDS:
+		bad = parse_seconds_ms(val, &u) != 0;
+		break;
+	case SAKER_OPT_STRING:
+		bad = *val == '\0';
+		break;
+	}
+	if (!bad && o->type != SAKER_OPT_STRING && (u < o->min || u > o->max))
+		bad = 1;
+	if (bad) {
+		snprintf(err, errlen, "store option %s.%s: bad value '%s' (%s)",
+		    drv->name, o->name, val, o->help);
+		return SAKER_EINVAL;
+	}
+	vals[i].given = true;
+	vals[i].u = u;
+	vals[i].s = val;
+	return SAKER_OK;
+}
+
 int
 saker_store_open(const char *spec, const struct saker_store_opts *opts,
     saker_store **out, char *err, size_t errlen)
 {
 	const struct saker_store_driver *drv;
-	const char *colon, *location = NULL;
-	size_t tlen;
+	const char *colon, *location = NULL, *p;
+	struct saker_store_opts o = *opts;
+	struct saker_store_optval *vals = NULL;
+	size_t tlen, nopt = 0, i;
+	char *text = NULL, *t;
+	int rc;
 
 	*out = NULL;
 	if (spec == NULL || *spec == '\0') {
@@ -99,7 +229,7 @@ saker_store_open(const char *spec, const struct saker_store_opts *opts,
 		return SAKER_EINVAL;
 	}
 	colon = strchr(spec, ':');
-	tlen = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
+	tlen = strcspn(spec, ",:");
 	drv = saker_store_driver_find(spec, tlen);
 	if (drv == NULL) {
 		snprintf(err, errlen, "unknown store type '%.*s' (compiled-in types: %s)",
@@ -117,7 +247,48 @@ saker_store_open(const char *spec, const struct saker_store_opts *opts,
 		snprintf(err, errlen, "store type '%s' takes no location", drv->name);
 		return SAKER_EINVAL;
 	}
-	return drv->open(location, opts, out, err, errlen);
+
+	/* the options: the caller's first, then the spec's, so a key in the
+	 * spec wins; every value is copied into one buffer `text` */
+	while (drv->options != NULL && drv->options[nopt].name != NULL)
+		nopt++;
+	{
+		size_t need = (colon != NULL ? (size_t)(colon - spec) : strlen(spec)) + 1;
+
+		for (i = 0; opts->driver_opts != NULL && opts->driver_opts[i] != NULL; i++)
+			need += strlen(opts->driver_opts[i]) + 1;
+		if ((text = malloc(need)) == NULL ||
+		    (vals = calloc(nopt + 1, sizeof(*vals))) == NULL) {
+			free(text);
+			snprintf(err, errlen, "out of memory");
+			return SAKER_ENOMEM;
+		}
+	}
+	t = text;
+	for (i = 0; opts->driver_opts != NULL && opts->driver_opts[i] != NULL; i++) {
+		size_t n = strlen(opts->driver_opts[i]);
+
+		if ((rc = parse_option(drv, opts->driver_opts[i], n, t, vals,
+		    err, errlen)) != SAKER_OK)
+			goto out;
+		t += n + 1;
+	}
+	for (p = spec + tlen; *p == ','; ) {
+		size_t n;
+
+		p++;
+		n = strcspn(p, ",:");
+		if ((rc = parse_option(drv, p, n, t, vals, err, errlen)) != SAKER_OK)
+			goto out;
+		t += n + 1;
+		p += n;
+	}
+	o.optvals = vals;
+	rc = drv->open(location, &o, out, err, errlen);
+out:
+	free(vals);
+	free(text);
+	return rc;
 }
 
 void

@@ -92,8 +92,6 @@ env_set(const struct run *r, const char *fault)
 	unsetenv(PL_ENV_JOURNAL);
 	setenv(PL_ENV_FAULT, fault, 1);
 	setenv(PL_ENV_ARM, r->arm, 1);
-	if (r->ckpt_each)
-		setenv("SAKER_LMDB_CHECKPOINT_BYTES", "1", 1);
 }
 
 static void
@@ -103,7 +101,6 @@ env_clear(void)
 	unsetenv(PL_ENV_DIR);
 	unsetenv(PL_ENV_FAULT);
 	unsetenv(PL_ENV_ARM);
-	unsetenv("SAKER_LMDB_CHECKPOINT_BYTES");
 }
 
 static bool
@@ -338,7 +335,10 @@ fault_run(const char *store, const char *op, unsigned long n, const char *mode)
 	snprintf(r.hit, sizeof(r.hit), "%s/arm.hit", r.top);
 	ck_assert_int_eq(mkdir(r.data, 0700), 0);
 	r.ckpt_each = strcmp(store, "lmdb-ckpt") == 0;
-	snprintf(r.spec, sizeof(r.spec), strncmp(store, "lmdb", 4) == 0 ?
+	/* lmdb-ckpt: a checkpoint after every batch, through the driver's
+	 * option channel */
+	snprintf(r.spec, sizeof(r.spec), r.ckpt_each ?
+	    "lmdb,checkpoint-bytes=1:%s/store" : strncmp(store, "lmdb", 4) == 0 ?
 	    "lmdb:%s/store" : "sqlite:%s/store.db", r.data);
 	snprintf(fault, sizeof(fault), "%s:%lu:%s", op, n, mode);
 	snprintf(what, sizeof(what), "%s %s", store, fault);

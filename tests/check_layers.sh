@@ -41,7 +41,7 @@ paths() {
 	proto) echo "src/proto src/core include src/util" ;;
 	daemon) echo "src/daemon src/proto src/core include src/util" ;;
 	tools) echo "src/tools include src/util" ;;
-	backends) echo "backends include" ;;
+	backends) echo "backends include src/util" ;;
 	esac
 }
 

@@ -1577,11 +1577,63 @@ START_TEST(test_max_item_size)
 }
 END_TEST
 
+/* The memory store's limit, given as a driver option in the spec or as
+ * 1.0's --max-memory flag: the same limit either way. */
+START_TEST(test_memory_store_limit)
+{
+	static const char *const how[2] = { "spec", "flag" };
+	char *data = malloc(3001);
+	int i, k, fd;
+
+	ck_assert_ptr_nonnull(data);
+	memset(data, 'x', 3000);
+	data[3000] = '\0';
+	for (k = 0; k < 2; k++) {
+		struct tl_server *s = k == 0 ?
+		    tl_server_start("memory,max-memory=8k", NULL) :
+		    tl_server_start("memory", "--max-memory", "8k", NULL);
+		char *line = NULL;
+
+		fd = tl_connect(s->port);
+		for (i = 0; i < 10; i++) {
+			char hdr[64];
+
+			snprintf(hdr, sizeof(hdr), "set m 0 0 3000\r\n");
+			mustsend(fd, hdr, strlen(hdr));
+			mustsend(fd, data, 3000);
+			mustsend(fd, "\r\n", 2);
+			free(line);
+			line = tl_mustreadline(fd);
+			if (strcmp(line, "STORED") != 0)
+				break;
+		}
+		ck_assert_msg(i >= 1 && i < 3, "%s: %d sets of 3000 bytes fit in"
+		    " 8k", how[k], i);
+		ck_assert_str_eq(line, "SERVER_ERROR out of memory");
+		free(line);
+		/* the connection is in sync and a get frees room */
+		tl_ckget(fd, "m", data);
+		tl_set(fd, "m", data);
+		close(fd);
+		tl_server_stop(s);
+		tl_server_free(s);
+	}
+	free(data);
+}
+END_TEST
+
 START_TEST(test_bad_store_spec)
 {
 	char *dir = tl_mkdtemp(), *log = tl_strdupf("%s/log", dir);
+	/* a bad spec, then what stderr must say (NULL: anything) */
 	static const char *const specs[] = { "nosuchdriver", "sqlite:/proc/nonexistent/x.db",
-	    "lmdb:/proc/nonexistent/dir", NULL };
+	    "lmdb:/proc/nonexistent/dir", "memory,max-memory=lots",
+	    "lmdb,nope=1:/proc/nonexistent/dir", "max-memory-with-lmdb", NULL };
+	static const char *const want[] = { "unknown store type 'nosuchdriver'",
+	    NULL, NULL, "store option memory.max-memory: bad value 'lots'",
+	    "store type 'lmdb' has no option 'nope' (options: checkpoint-bytes)",
+	    "--max-memory is an option of the memory store only", NULL };
+	char port[16];
 	int i;
 
 	for (i = 0; specs[i] != NULL; i++) {
@@ -1596,8 +1648,18 @@ START_TEST(test_bad_store_spec)
 
 			dup2(fd, 1);
 			dup2(fd, 2);
-			execl(tl_sakerd_path(), "sakerd", "-l", "127.0.0.1",
-			    "-p", "0", "--store", specs[i], (char *)NULL);
+			/* a real port: "-p 0" alone fails before the store is
+			 * looked at */
+			snprintf(port, sizeof(port), "%d", tl_free_port());
+			if (strcmp(specs[i], "max-memory-with-lmdb") == 0)
+				execl(tl_sakerd_path(), "sakerd", "-l",
+				    "127.0.0.1", "-p", port, "--store",
+				    "lmdb:/proc/nonexistent/dir", "--max-memory",
+				    "1m", (char *)NULL);
+			else
+				execl(tl_sakerd_path(), "sakerd", "-l",
+				    "127.0.0.1", "-p", port, "--store", specs[i],
+				    (char *)NULL);
 			_exit(127);
 		}
 		while ((r = waitpid(pid, &st, WNOHANG)) == 0 &&
@@ -1616,6 +1678,9 @@ START_TEST(test_bad_store_spec)
 
 			ck_assert_msg(out != NULL && strlen(out) > 0,
 			    "--store %s: nothing on stderr", specs[i]);
+			ck_assert_msg(want[i] == NULL || strstr(out, want[i]) !=
+			    NULL, "--store %s: stderr says '%s', not '%s'",
+			    specs[i], out, want[i]);
 			free(out);
 		}
 	}
@@ -1716,6 +1781,7 @@ server_suite(void)
 	tcase_add_test(tc, test_shutdown_enabled);
 	tcase_add_test(tc, test_max_item_size);
 	tcase_add_test(tc, test_bad_store_spec);
+	tcase_add_test(tc, test_memory_store_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -247,9 +247,8 @@ START_TEST(test_memory_limit)
 	int i, rc = SAKER_OK;
 
 	memset(&opts, 0, sizeof(opts));
-	opts.max_memory = 4096;
-	ck_assert_int_eq(saker_store_open("memory", &opts, &s, err, sizeof(err)),
-	    SAKER_OK);
+	ck_assert_int_eq(saker_store_open("memory,max-memory=4k", &opts, &s, err,
+	    sizeof(err)), SAKER_OK);
 	ck_assert_int_eq(d->queue_open(s, "m", 1, true, NULL, &q), SAKER_OK);
 
 	/* one item above the limit never fits */
@@ -327,6 +326,102 @@ START_TEST(test_memory_spec)
 	ck_assert(err[0] != '\0');
 	/* close is NULL-safe */
 	saker_store_memory.close(NULL);
+}
+END_TEST
+
+/* The driver-option channel (store.h, DRIVER OPTIONS): keys checked
+ * against each driver's table and values parsed by the registry, with one
+ * wording for every driver. */
+static int
+open_err(const char *spec, const char *const *extra, char *err, size_t len)
+{
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.driver_opts = extra;
+	err[0] = '\0';
+	rc = saker_store_open(spec, &o, &s, err, len);
+	if (rc == SAKER_OK)
+		saker_store_close(s);
+	else
+		ck_assert_ptr_null(s);
+	return rc;
+}
+
+START_TEST(test_store_options)
+{
+	static const char *const big[] = { "max-memory=1g", NULL };
+	static const char *const bad[] = { "max-memory=lots", NULL };
+	const struct saker_store_driver *d = &saker_store_memory;
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	saker_queue *q = NULL;
+	char err[256], spec[64];
+	size_t i;
+
+	ck_assert_int_eq(open_err("memory,max-memory=64k", NULL, err,
+	    sizeof(err)), SAKER_OK);
+	ck_assert_int_eq(open_err("memory,bogus=1", NULL, err, sizeof(err)),
+	    SAKER_EINVAL);
+	ck_assert_str_eq(err, "store type 'memory' has no option 'bogus'"
+	    " (options: max-memory)");
+	ck_assert_int_eq(open_err("memory,max-memory=12q", NULL, err,
+	    sizeof(err)), SAKER_EINVAL);
+	ck_assert_msg(strncmp(err, "store option memory.max-memory: bad value"
+	    " '12q' (", 41) == 0, "%s", err);
+	ck_assert_int_eq(open_err("memory,max-memory=99999999999999999999999",
+	    NULL, err, sizeof(err)), SAKER_EINVAL);
+	ck_assert_int_eq(open_err("memory,max-memory", NULL, err, sizeof(err)),
+	    SAKER_EINVAL);
+	ck_assert_msg(strstr(err, "needs a value") != NULL, "%s", err);
+	ck_assert_int_eq(open_err("memory,", NULL, err, sizeof(err)),
+	    SAKER_EINVAL);
+	ck_assert_int_eq(open_err("memory", bad, err, sizeof(err)),
+	    SAKER_EINVAL);
+	ck_assert_msg(strstr(err, "'lots'") != NULL, "%s", err);
+
+	/* every driver answers an unknown key the same way, before open() */
+	for (i = 0; saker_store_drivers[i] != NULL; i++) {
+		snprintf(spec, sizeof(spec), "%s,nope=1%s",
+		    saker_store_drivers[i]->name,
+		    saker_store_drivers[i]->location_help != NULL ?
+		    ":/nonexistent/x" : "");
+		ck_assert_int_eq(open_err(spec, NULL, err, sizeof(err)),
+		    SAKER_EINVAL);
+		ck_assert_msg(strstr(err, "no option 'nope'") != NULL ||
+		    strstr(err, "takes no options") != NULL, "%s: %s", spec, err);
+	}
+#ifdef HAVE_LMDB
+	ck_assert_int_eq(open_err("lmdb,checkpoint-bytes=0:/nonexistent/x",
+	    NULL, err, sizeof(err)), SAKER_EINVAL);
+	ck_assert_msg(strstr(err, "lmdb.checkpoint-bytes: bad value '0'") !=
+	    NULL, "%s", err);
+#endif
+#ifdef HAVE_POSTGRES
+	/* seconds, bounded; refused before any connection is tried */
+	ck_assert_int_eq(open_err("postgres,lease=0.01:host=/nonexistent",
+	    NULL, err, sizeof(err)), SAKER_EINVAL);
+	ck_assert_msg(strstr(err, "postgres.lease: bad value '0.01'") != NULL,
+	    "%s", err);
+	ck_assert_int_eq(open_err("postgres,lease=1.0005:host=/nonexistent",
+	    NULL, err, sizeof(err)), SAKER_EINVAL);
+#endif
+
+	/* the value reaches the driver, and the spec wins over driver_opts */
+	memset(&o, 0, sizeof(o));
+	o.driver_opts = big;
+	ck_assert_int_eq(saker_store_open("memory,max-memory=4k", &o, &s, err,
+	    sizeof(err)), SAKER_OK);
+	ck_assert_int_eq(d->queue_open(s, "m", 1, true, NULL, &q), SAKER_OK);
+	ck_assert_int_eq(mem_put(s, q, 4097), SAKER_ENOMEM);
+	saker_store_close(s);
+	ck_assert_int_eq(saker_store_open("memory", &o, &s, err, sizeof(err)),
+	    SAKER_OK);
+	ck_assert_int_eq(d->queue_open(s, "m", 1, true, NULL, &q), SAKER_OK);
+	ck_assert_int_eq(mem_put(s, q, 4097), SAKER_OK);
+	saker_store_close(s);
 }
 END_TEST
 
@@ -700,6 +795,7 @@ main(void)
 		tcase_add_test(tc, test_memory_limit);
 		tcase_add_test(tc, test_memory_read_only);
 		tcase_add_test(tc, test_memory_spec);
+		tcase_add_test(tc, test_store_options);
 		suite_add_tcase(su, tc);
 	}
 #ifdef HAVE_LMDB

@@ -161,11 +161,48 @@ typedef struct saker_queue saker_queue;
  */
 typedef void (*saker_notify_fn)(void *notify_arg, saker_queue *q, void *queue_ctx);
 
+/*
+ * DRIVER OPTIONS
+ *   Settings of one driver travel in one channel: the spec
+ *   "TYPE[,KEY=VALUE...][:LOCATION]" ("lmdb,checkpoint-bytes=1m:/var/lib/saker",
+ *   "memory,max-memory=64m"), plus "KEY=VALUE" strings a caller adds in
+ *   opts->driver_opts (sakerd's --max-memory, for one).  A driver lists the
+ *   keys it takes in its `options` table; saker_store_open() checks every key
+ *   against that table and parses every value once, with the same error
+ *   messages for every driver, before open() is called.  open() finds the
+ *   value of its i-th table entry with saker_store_optval(opts, i): NULL when
+ *   not given.  Values are valid during open() only; copy what you keep.
+ */
+typedef enum {
+	SAKER_OPT_SIZE,    /* bytes, "64k", "1m", "2g" (powers of 1024): .u */
+	SAKER_OPT_UINT,    /* a decimal integer: .u */
+	SAKER_OPT_SECONDS, /* decimal seconds ("30", "0.5"): .u, in milliseconds */
+	SAKER_OPT_STRING   /* any text without ',' or ':': .s */
+} saker_opt_type;
+
+struct saker_store_option {
+	const char *name;        /* "checkpoint-bytes"; NULL ends the table */
+	saker_opt_type type;
+	uint64_t min, max;       /* bounds of .u (milliseconds for SECONDS);
+	                          * ignored for STRING */
+	const char *help;        /* one line, for --help and error messages */
+};
+
+struct saker_store_optval {
+	bool given;
+	uint64_t u;
+	const char *s;           /* STRING: the text (NUL-terminated) */
+};
+
 /* Options passed to open(). Zero-initialise, then set what you need. */
 struct saker_store_opts {
 	saker_sync_mode sync;
-	uint64_t max_memory;     /* memory driver: byte limit for item data
-	                          * (0 = unlimited); ENOMEM beyond it */
+	/* Extra "KEY=VALUE" driver options, NULL-terminated (may be NULL);
+	 * checked and parsed like those in the spec, which win on a repeat. */
+	const char *const *driver_opts;
+	/* Filled by saker_store_open() for open(): one entry per row of the
+	 * driver's options table.  Read it with saker_store_optval(). */
+	const struct saker_store_optval *optvals;
 	bool read_only;          /* open for reading only (dump, migrate source) */
 	uint64_t max_item;       /* the largest item the caller will put (its
 	                          * --max-item-size); 0 = not said.  A driver
@@ -199,6 +236,8 @@ struct saker_store_driver {
 	const char *location_help; /* "DIR", "FILE", or NULL if no location */
 	bool durable;            /* survives a restart (migrate source/target) */
 	unsigned caps;           /* SAKER_CAP_* bits */
+	const struct saker_store_option *options; /* the keys it takes (see
+	                          * DRIVER OPTIONS); NULL = none */
 
 	/* Open (creating per opts->create) the store at `location` (NULL when
 	 * the spec had none).  On failure returns an error, sets *out = NULL and
@@ -337,13 +376,23 @@ const struct saker_store_driver *saker_store_driver_find(const char *name, size_
 /* "memory, lmdb, sqlite" -- the compiled-in types, for error messages. */
 const char *saker_store_driver_list(void);
 
-/* Open a store from a spec "TYPE[:LOCATION]", split at the first ':'.
- * Unknown types give SAKER_EINVAL and a message listing the compiled-in
- * types. */
+/* Open a store from a spec "TYPE[,KEY=VALUE...][:LOCATION]", split at the
+ * first ':'.  Unknown types, unknown option keys and bad option values give
+ * SAKER_EINVAL and a one-line message (listing the compiled-in types, or
+ * the keys the driver takes). */
 int saker_store_open(const char *spec, const struct saker_store_opts *opts,
     saker_store **out, char *err, size_t errlen);
 
 void saker_store_close(saker_store *s);
+
+/* In open(): the value of row `i` of the driver's options table, or NULL
+ * when it was not given. */
+static inline const struct saker_store_optval *
+saker_store_optval(const struct saker_store_opts *opts, size_t i)
+{
+	return opts->optvals != NULL && opts->optvals[i].given ?
+	    &opts->optvals[i] : NULL;
+}
 
 /* Optional hooks, checked: a missing one does nothing and succeeds. */
 int saker_store_sync(saker_store *s);                 /* SAKER_OK if NULL */

@@ -79,7 +79,8 @@ usage(FILE *f)
 "  -l, --listen ADDR         TCP address to listen on (default 127.0.0.1)\n"
 "  -p, --port PORT           TCP port (default %d; 0 disables TCP when -s is given)\n"
 "  -s, --unix-socket PATH    also listen on a unix-domain socket\n"
-"      --store TYPE[:LOC]    storage driver; compiled in: %s\n"
+"      --store TYPE[,KEY=VAL...][:LOC]  storage driver and its options\n"
+"                            (sakerd(8)); compiled in: %s\n"
 "                            %s (default %s)\n"
 "      --sync MODE           always | periodic[:MS] | never (default always):\n"
 "                            when a durable store fsyncs acknowledged writes\n"
@@ -93,7 +94,8 @@ usage(FILE *f)
 "                            (default 4m, or max-item-size + 1m if larger)\n"
 "      --drain-timeout SECS  close a connection over that budget whose replies\n"
 "                            do not move for SECS (default %d)\n"
-"      --max-memory BYTES    memory store: item memory limit (default unlimited)\n"
+"      --max-memory BYTES    memory store: item memory limit (default unlimited;\n"
+"                            the same as --store memory,max-memory=BYTES)\n"
 "      --max-open N          open (unconfirmed) items one connection may hold\n"
 "                            per queue (default 1; --config can set it per queue)\n"
 "      --config FILE         per-queue limits (see sakerd(8)); reread on SIGHUP\n"
@@ -217,6 +219,7 @@ options_parse(int argc, char **argv, struct options *o)
 			if (parse_size(optarg, &size) != 0)
 				goto bad;
 			o->max_memory = size;
+			o->max_memory_set = true;
 			break;
 		case OPT_MAX_OPEN:
 			if (parse_int(optarg, 1, 1000000, &v) != 0)
@@ -316,6 +319,13 @@ options_parse(int argc, char **argv, struct options *o)
 		return -1;
 	}
 #endif
+	if (o->max_memory_set && (strncmp(o->store_spec, "memory", 6) != 0 ||
+	    (o->store_spec[6] != '\0' && o->store_spec[6] != ','))) {
+		/* 1.0 ignored it there; say so instead */
+		fprintf(stderr, "sakerd: --max-memory is an option of the memory "
+		    "store only, not of --store %s\n", o->store_spec);
+		return -1;
+	}
 	if (o->max_conn_memory == 0) {
 		o->max_conn_memory = SAKERD_DEFAULT_CONN_MEMORY;
 		if (o->max_item_size + SAKERD_CONN_MEMORY_SLACK > o->max_conn_memory)

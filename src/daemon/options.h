@@ -32,6 +32,7 @@ struct options {
 	int idle_timeout_s;          /* --idle-timeout; 0 = never */
 	size_t max_item_size;        /* --max-item-size */
 	uint64_t max_memory;         /* --max-memory (memory store) */
+	bool max_memory_set;
 	unsigned max_open;           /* --max-open: open items per queue per connection */
 	bool enable_shutdown;        /* --enable-shutdown */
 	bool daemonize;              /* -d */

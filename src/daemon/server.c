@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <grp.h>
@@ -513,7 +514,8 @@ server_init(struct options *opt)
 {
 	static const int sigs[4] = { SIGTERM, SIGINT, SIGHUP, 0 };
 	struct saker_store_opts so;
-	char err[512];
+	char err[512], maxmem[48];
+	const char *drvopts[2] = { NULL, NULL };
 	int i, rc;
 
 	broker_init(&srv->broker, &hooks);
@@ -593,7 +595,14 @@ server_init(struct options *opt)
 	}
 	memset(&so, 0, sizeof(so));
 	so.sync = opt->sync;
-	so.max_memory = opt->max_memory;
+	/* --max-memory is the memory driver's max-memory option (1.0 had it
+	 * as a flag); a "memory,max-memory=" in the spec wins over it */
+	if (opt->max_memory_set) {
+		snprintf(maxmem, sizeof(maxmem), "max-memory=%" PRIu64,
+		    opt->max_memory);
+		drvopts[0] = maxmem;
+		so.driver_opts = drvopts;
+	}
 	so.max_item = opt->max_item_size;
 	so.create = true;
 	so.notify = queues_notify;

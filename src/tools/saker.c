@@ -40,7 +40,8 @@ usage(FILE *fp)
 		fprintf(fp, "  saker %s\n", subcommands[i].synopsis);
 	fprintf(fp,
 	    "\n"
-	    "SPEC is TYPE:LOCATION (store types built in: %s).\n"
+	    "SPEC is TYPE[,KEY=VALUE...]:LOCATION (store types built in: %s;\n"
+	    "the KEY=VALUE driver options are in sakerd(8)).\n"
 	    "`saker COMMAND --help` describes a command; saker(1) has the details.\n"
 	    "put, get, stats and bench take --tls [--tls-ca FILE] [--tls-cert FILE\n"
 	    "--tls-key FILE] to talk to a server started with --tls-cert.\n"

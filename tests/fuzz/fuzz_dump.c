@@ -34,8 +34,8 @@ fuzz_dump(const uint8_t *data, size_t size)
 	memset(&r, 0, sizeof(r));
 	memset(&opts, 0, sizeof(opts));
 	opts.create = true;
-	opts.max_memory = 64u << 20;
-	FUZZ_CHECK(drv->open(NULL, &opts, &s, err, sizeof(err)) == SAKER_OK);
+	FUZZ_CHECK(saker_store_open("memory,max-memory=64m", &opts, &s, err,
+	    sizeof(err)) == SAKER_OK);
 	if (dump_reader_start(&r, fp, &e) < 0) {
 		FUZZ_CHECK(e.msg[0] != '\0');
 		goto out;
