@@ -14,6 +14,7 @@
 
 #include "auth.h"
 #include "log.h"
+#include "session.h"
 
 #define AUTH_MAX_FILE (1024 * 1024)
 /* Longest password a login may carry (text logins are capped at 4096
@@ -24,6 +25,7 @@ struct user {
 	char *name, *pass;              /* pass: the secret, or its crypt(3) hash */
 	size_t nlen, plen;
 	bool hashed;
+	struct perms perms;             /* perms.user is name */
 };
 
 struct userdb {
@@ -48,6 +50,7 @@ db_free(struct userdb *d)
 		memset(d->u[i].pass, 0, d->u[i].plen);
 		free(d->u[i].name);
 		free(d->u[i].pass);
+		perms_free(&d->u[i].perms);
 	}
 	free(d->u);
 	d->u = NULL;
@@ -82,17 +85,24 @@ dup_n(const char *p, size_t n)
 	return s;
 }
 
-/* Parse the file's text into *d. */
+/*
+ * Parse the file's text into *d.  A line is "user:secret[:permissions]":
+ * the user ends at the first ':', the permissions start after the last
+ * one when there are two or more.  So a clear-text secret may hold ':'
+ * only when a permissions field follows it (empty for the defaults:
+ * "alice:pa:ss:"); a crypt(3) hash never holds one.
+ */
 static int
 db_parse(const char *text, size_t len, struct userdb *d, char *err, size_t errlen)
 {
 	const char *p = text, *end = text + len;
-	size_t lineno = 0, cap = 0;
+	size_t lineno = 0, cap = 0, i;
+	struct user *u = NULL;
+	char why[256];
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl != NULL ? nl : end, *colon;
-		struct user *u;
+		const char *le = nl != NULL ? nl : end, *colon, *last;
 
 		lineno++;
 		if (le > p && le[-1] == '\r')
@@ -104,14 +114,15 @@ db_parse(const char *text, size_t len, struct userdb *d, char *err, size_t errle
 			snprintf(err, errlen, "line %zu: expected user:password", lineno);
 			return -1;
 		}
-		if (colon + 1 < le && colon[1] == '$') {
-			/* user:HASH[:permissions]; a hash has no ':' */
-			const char *c2 = memchr(colon + 1, ':', (size_t)(le - colon - 1));
-
-			if (c2 != NULL) {
-				snprintf(err, errlen, "line %zu: per-user permissions "
-				    "(user:hash:permissions) are not supported by this "
-				    "version", lineno);
+		for (last = le - 1; *last != ':'; last--)
+			;
+		if (last == colon)
+			last = le;              /* no permissions field */
+		for (i = 0; i < d->n; i++) {
+			if (d->u[i].nlen == (size_t)(colon - p) &&
+			    memcmp(d->u[i].name, p, d->u[i].nlen) == 0) {
+				snprintf(err, errlen, "line %zu: user \"%s\" is listed twice",
+				    lineno, d->u[i].name);
 				return -1;
 			}
 		}
@@ -124,8 +135,9 @@ db_parse(const char *text, size_t len, struct userdb *d, char *err, size_t errle
 			cap = ncap;
 		}
 		u = &d->u[d->n];
+		memset(u, 0, sizeof(*u));
 		u->nlen = (size_t)(colon - p);
-		u->plen = (size_t)(le - colon - 1);
+		u->plen = (size_t)(last - colon - 1);
 		u->name = dup_n(p, u->nlen);
 		u->pass = dup_n(colon + 1, u->plen);
 		if (u->name == NULL || u->pass == NULL) {
@@ -137,10 +149,18 @@ db_parse(const char *text, size_t len, struct userdb *d, char *err, size_t errle
 		if (u->hashed && (strlen(u->pass) != u->plen || !hash_usable(u->pass))) {
 			snprintf(err, errlen, "line %zu: a hash crypt(3) cannot use "
 			    "(write $y$... or $6$...)", lineno);
-			free(u->name);
-			free(u->pass);
-			return -1;
+			goto bad_user;
 		}
+		if (last < le && perms_parse(last + 1, (size_t)(le - last - 1),
+		    &u->perms, why, sizeof(why)) != 0) {
+			snprintf(err, errlen, "line %zu: %s%s", lineno, why, u->hashed ? "" :
+			    "; a clear-text password holding ':' needs a permissions "
+			    "field after it, empty for the defaults (user:pa:ss:)");
+			goto bad_user;
+		}
+		if (last == le)
+			(void)perms_parse("", 0, &u->perms, why, sizeof(why));
+		u->perms.user = u->name;
 		if (!u->hashed)
 			d->nplain++;
 		d->n++;
@@ -152,6 +172,12 @@ next:
 		return -1;
 	}
 	return 0;
+bad_user:
+	memset(u->pass, 0, u->plen);
+	free(u->name);
+	free(u->pass);
+	perms_free(&u->perms);
+	return -1;
 nomem:
 	snprintf(err, errlen, "out of memory");
 	return -1;
@@ -233,10 +259,24 @@ auth_init(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/* The rights of user `name` in d, or NULL when d has no such user. */
+static const struct perms *
+db_perms(const struct userdb *d, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < d->n; i++)
+		if (strcmp(d->u[i].name, name) == 0)
+			return &d->u[i].perms;
+	return NULL;
+}
+
 void
-auth_reload(void)
+auth_reload(struct broker *b)
 {
 	struct userdb nd;
+	struct session *s;
+	size_t revoked = 0;
 	char err[256];
 
 	if (auth_path == NULL)
@@ -245,9 +285,26 @@ auth_reload(void)
 		log_error("--auth-file %s: %s; keeping the previous users", auth_path, err);
 		return;
 	}
+	/* sessions logged in get their user's new rights; a user no longer
+	 * in the file keeps its connections but may do nothing with them */
+	TAILQ_FOREACH(s, &b->sessions, link) {
+		const struct perms *np;
+
+		if (s->perms == NULL || s->perms == &perms_revoked)
+			continue;
+		np = db_perms(&nd, s->perms->user);
+		if (np == NULL) {
+			np = &perms_revoked;
+			revoked++;
+		}
+		s->perms = np;
+	}
 	db_free(&db);
 	db = nd;
 	log_info("--auth-file %s: %zu users", auth_path, db.n);
+	if (revoked > 0)
+		log_warn("--auth-file %s: %zu connections of users no longer in the "
+		    "file may do nothing more", auth_path, revoked);
 	if (db.nplain > 0)
 		log_warn("--auth-file %s: %zu of %zu users have a clear-text password",
 		    auth_path, db.nplain, db.n);
@@ -285,10 +342,10 @@ hash_matches(const struct user *u, const char *pass, size_t plen)
 	return ok;
 }
 
-bool
+const struct perms *
 auth_check(const char *user, size_t ulen, const char *pass, size_t plen)
 {
-	unsigned ok = 0;
+	const struct perms *who = NULL;
 	size_t i;
 
 	/* every entry is compared: no early exit on the matching user; a
@@ -301,9 +358,10 @@ auth_check(const char *user, size_t ulen, const char *pass, size_t plen)
 			d |= d == 0 && !hash_matches(u, pass, plen);
 		else
 			d |= ct_diff(pass, plen, u->pass, u->plen);
-		ok |= d == 0;
+		if (d == 0)
+			who = &u->perms;
 	}
-	return ok != 0;
+	return who;
 }
 
 void

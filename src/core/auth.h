@@ -6,24 +6,34 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "perms.h"
+
+struct broker;
+
 /* True once an --auth-file is loaded: connections must authenticate. */
 extern bool auth_active;
 
 /*
- * Load FILE (lines "user:password" or "user:HASH", HASH a crypt(3) hash
- * such as $y$... (yescrypt) or $6$... (sha512-crypt); blank lines and
- * lines starting with '#' are skipped).  A clear-text password is
- * everything after the first ':' (colons included) and is accepted with a
- * warning.  Refuses a file that others may read or write, one without
- * users, a malformed line and a hash crypt(3) cannot use.  0, or -1 with
- * the reason in err.
+ * Load FILE (lines "user:password[:permissions]" or
+ * "user:HASH[:permissions]", HASH a crypt(3) hash such as $y$...
+ * (yescrypt) or $6$... (sha512-crypt); blank lines and lines starting
+ * with '#' are skipped).  The permissions (perms.h) follow the last ':'
+ * when a line has two or more; a clear-text password is what lies
+ * between the first ':' and that one, and is accepted with a warning.
+ * Refuses a file that others may read or write, one without users, a
+ * malformed line, a user listed twice, a hash crypt(3) cannot use and a
+ * bad permissions field.  0, or -1 with the reason (and line) in err.
  */
 int auth_init(const char *path, char *err, size_t errlen);
-/* Reread the file (SIGHUP); a bad file keeps the users loaded before. */
-void auth_reload(void);
-/* Is user/password in the file?  The time taken does not depend on how
- * much of a password matched. */
-bool auth_check(const char *user, size_t ulen, const char *pass, size_t plen);
+/* Reread the file (SIGHUP); a bad file keeps the users loaded before.
+ * The logged-in sessions of b get their user's new rights (none when the
+ * user is gone). */
+void auth_reload(struct broker *b);
+/* Is user/password in the file?  Its rights (valid until the next
+ * reload, which updates the sessions holding them), or NULL.  The time
+ * taken does not depend on how much of a password matched. */
+const struct perms *auth_check(const char *user, size_t ulen, const char *pass,
+    size_t plen);
 /* Forget every user. */
 void auth_free(void);
 

@@ -64,6 +64,8 @@ struct broker_hooks {
 	    void (*answer)(struct session *s));
 	/* A login succeeded (s->authed is set by the caller). */
 	void (*login_ok)(struct session *s);
+	/* The peer's address as text, for log lines. */
+	const char *(*peer)(struct session *s);
 };
 
 struct broker {

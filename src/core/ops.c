@@ -167,11 +167,22 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it, int64_t n
 	return rc;
 }
 
+/* The refusal of `what` on queue name: logged, OPR_DENIED. */
+static int
+denied(struct session *s, const char *what, const char *name, size_t len,
+    const char **msg)
+{
+	session_denied(s, what, name, len);
+	*msg = "permission denied";
+	return OPR_DENIED;
+}
+
 int
-op_set(struct broker *b, const struct op_key *k, uint32_t flags,
+op_set(struct session *s, const struct op_key *k, uint32_t flags,
     int64_t exptime, int64_t delay_ms, int64_t at_s, const void *data,
     size_t len, const char **msg)
 {
+	struct broker *b = s->b;
 	const struct queue_config *qc;
 	struct saker_item it;
 	struct squeue *q;
@@ -180,6 +191,8 @@ op_set(struct broker *b, const struct op_key *k, uint32_t flags,
 	int rc, r;
 
 	b->stats.cmd_set++;
+	if (!session_may(s, k->name, k->name_len, PERM_WRITE))
+		return denied(s, "set", k->name, k->name_len, msg);
 	if (b->status != STATUS_UP) {
 		*msg = "server is read-only";
 		return OPR_READONLY;
@@ -378,6 +391,15 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 	int rc, r;
 
 	s->gops = ops;
+	/* Pass 0: the rights, before any queue is even created.  A get
+	 * with one key the user may not read is refused as a whole. */
+	for (i = 0; s->perms != NULL && i < nkeys; i++) {
+		if (!perms_allow(s->perms, keys[i].name, keys[i].name_len, PERM_READ)) {
+			session_denied(s, "get", keys[i].name, keys[i].name_len);
+			ops->error(s, i, OPR_DENIED, "permission denied");
+			return;
+		}
+	}
 	if (b->status == STATUS_QUIESCENT) {
 		ops->error(s, 0, OPR_READONLY, "server is quiescent");
 		return;
@@ -483,11 +505,14 @@ refused:
 /* --- queue administration ----------------------------------------------- */
 
 int
-op_delete(struct broker *b, const char *name, size_t len, const char **msg)
+op_delete(struct session *s, const char *name, size_t len, const char **msg)
 {
+	struct broker *b = s->b;
 	struct squeue *q;
 	int rc, r;
 
+	if (!session_may(s, name, len, PERM_WRITE))
+		return denied(s, "delete", name, len, msg);
 	q = queue_lookup(b, name, len, false, &rc);
 	if (q == NULL)
 		return OPR_NOT_FOUND;
@@ -514,11 +539,14 @@ flush_one(struct broker *b, struct squeue *q)
 }
 
 int
-op_flush(struct broker *b, const char *name, size_t len, const char **msg)
+op_flush(struct session *s, const char *name, size_t len, const char **msg)
 {
+	struct broker *b = s->b;
 	struct squeue *q;
 	int rc = SAKER_OK, r;
 
+	if (!session_may(s, name, len, PERM_WRITE))
+		return denied(s, "flush", name, len, msg);
 	q = queue_lookup(b, name, len, false, &rc);
 	if (q != NULL)
 		rc = flush_one(b, q);
@@ -544,11 +572,14 @@ flush_all_cb(void *arg, struct squeue *q)
 }
 
 int
-op_flush_all(struct broker *b, const char **msg)
+op_flush_all(struct session *s, const char **msg)
 {
-	struct flush_all_ctx fa = { b, SAKER_OK };
+	struct flush_all_ctx fa = { s->b, SAKER_OK };
+	struct broker *b = s->b;
 	int r;
 
+	if (!session_admin(s))
+		return denied(s, "flush_all", NULL, 0, msg);
 	(void)queues_walk(b, flush_all_cb, &fa);
 	if (fa.rc != SAKER_OK) {
 		*msg = op_store_error(b, fa.rc, &r);
@@ -558,13 +589,16 @@ op_flush_all(struct broker *b, const char **msg)
 }
 
 int
-op_flush_expired(struct broker *b, const char *name, size_t len,
+op_flush_expired(struct session *s, const char *name, size_t len,
     uint64_t *removed, const char **msg)
 {
+	struct broker *b = s->b;
 	struct squeue *q;
 	int rc, r;
 
 	*removed = 0;
+	if (!session_may(s, name, len, PERM_WRITE))
+		return denied(s, "flush_expired", name, len, msg);
 	q = queue_lookup(b, name, len, false, &rc);
 	if (q == NULL)
 		return OPR_OK;
@@ -591,6 +625,11 @@ op_monitor(struct session *s, const struct get_ops *ops,
 	int rc, r;
 
 	s->gops = ops;
+	if (!session_may(s, k->name, k->name_len, PERM_READ)) {
+		session_denied(s, "monitor", k->name, k->name_len);
+		ops->error(s, 0, OPR_DENIED, "permission denied");
+		return;
+	}
 	if (b->status == STATUS_QUIESCENT) {
 		ops->error(s, 0, OPR_READONLY, "server is quiescent");
 		return;
@@ -630,6 +669,8 @@ op_confirm(struct session *s, const char *name, size_t len, int64_t n,
 	int64_t i;
 	int rc, r;
 
+	if (!session_may(s, name, len, PERM_READ))
+		return denied(s, "confirm", name, len, msg);
 	q = queue_lookup(b, name, len, false, &rc);
 	if (q == NULL || (int64_t)session_count_open(s, q) < n)
 		return OPR_NOT_FOUND;

@@ -46,7 +46,8 @@ enum op_result {
 	OPR_FORMAT,         /* CLIENT_ERROR bad command line format */
 	OPR_CLIENT,         /* CLIENT_ERROR msg */
 	OPR_SERVER,         /* SERVER_ERROR msg (store failure) */
-	OPR_NOMEM           /* SERVER_ERROR msg (out of memory, storage full) */
+	OPR_NOMEM,          /* SERVER_ERROR msg (out of memory, storage full) */
+	OPR_DENIED          /* CLIENT_ERROR permission denied (--auth-file) */
 };
 
 /* What a get's hit callback is given (as the saker_item_fn argument). */
@@ -83,19 +84,25 @@ struct get_ops {
 void op_get(struct session *s, const struct get_ops *ops,
     const struct op_key *keys, size_t nkeys, const char *base, size_t baselen);
 
+/*
+ * Every operation that names a queue first checks the session's rights
+ * (session_may): a refusal is OPR_DENIED (for a get, through ops->error),
+ * logged, and changes nothing -- not even creating the queue.
+ */
+
 /* Set one item on k's queue (k carries no get options); delay_ms / at_s
  * are -1 when absent.  *msg is set for OPR_READONLY, OPR_SERVER, OPR_NOMEM. */
-int op_set(struct broker *b, const struct op_key *k, uint32_t flags,
+int op_set(struct session *s, const struct op_key *k, uint32_t flags,
     int64_t exptime, int64_t delay_ms, int64_t at_s, const void *data,
     size_t len, const char **msg);
 /* Delete a queue and its items. */
-int op_delete(struct broker *b, const char *name, size_t len, const char **msg);
+int op_delete(struct session *s, const char *name, size_t len, const char **msg);
 /* Empty one queue (a missing queue is fine). */
-int op_flush(struct broker *b, const char *name, size_t len, const char **msg);
-/* Flush every queue. */
-int op_flush_all(struct broker *b, const char **msg);
+int op_flush(struct session *s, const char *name, size_t len, const char **msg);
+/* Flush every queue (PERM_ADMIN). */
+int op_flush_all(struct session *s, const char **msg);
 /* Drop q's expired items; *removed says how many. */
-int op_flush_expired(struct broker *b, const char *name, size_t len,
+int op_flush_expired(struct session *s, const char *name, size_t len,
     uint64_t *removed, const char **msg);
 /* monitor: hand out, opened, the items of k's queue ready now and those
  * arriving in the next `seconds` (up to max, -1 = no max), through ops. */

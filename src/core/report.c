@@ -81,6 +81,7 @@ struct qlist {
 	size_t n, cap;
 	const char *prefix;
 	size_t plen;
+	const struct perms *who;
 	bool oom;
 };
 
@@ -90,6 +91,8 @@ collect_one(void *arg, struct squeue *q)
 	struct qlist *l = arg;
 
 	if (l->plen > 0 && strncmp(q->name, l->prefix, l->plen) != 0)
+		return 0;
+	if (!perms_sees(l->who, q->name, strlen(q->name)))
 		return 0;
 	if (l->n == l->cap) {
 		size_t ncap = l->cap ? l->cap * 2 : 64;
@@ -118,10 +121,10 @@ by_name(const void *a, const void *b)
  * matching queues were left out. */
 static size_t
 write_queues(struct broker *b, struct evbuffer *out, const char *prefix,
-    size_t plen, size_t max)
+    size_t plen, size_t max, const struct perms *who)
 {
 	struct stats_ctx sc = { b, out };
-	struct qlist l = { NULL, 0, 0, prefix, plen, false };
+	struct qlist l = { NULL, 0, 0, prefix, plen, who, false };
 	size_t i, shown;
 
 	queues_walk(b, collect_one, &l);
@@ -142,9 +145,9 @@ write_queues(struct broker *b, struct evbuffer *out, const char *prefix,
 
 void
 stats_write_queues(struct broker *b, struct evbuffer *out, const char *prefix,
-    size_t plen)
+    size_t plen, const struct perms *who)
 {
-	write_queues(b, out, prefix, plen, SIZE_MAX);
+	write_queues(b, out, prefix, plen, SIZE_MAX, who);
 	evbuffer_add(out, "END\r\n", 5);
 }
 
@@ -163,7 +166,7 @@ stats_write_queue(struct broker *b, struct evbuffer *out, const char *name,
 }
 
 void
-stats_write(struct broker *b, struct evbuffer *out)
+stats_write(struct broker *b, struct evbuffer *out, const struct perms *who)
 {
 	struct stats *s = &b->stats;
 	struct totals t = { b, 0, 0, 0 };
@@ -193,10 +196,11 @@ stats_write(struct broker *b, struct evbuffer *out)
 	STAT("bytes", "%" PRIu64, t.bytes);
 	STAT("queue_creates", "%" PRIu64, s->queue_creates);
 	STAT("queue_deletes", "%" PRIu64, s->queue_deletes);
+	STAT("permission_denied", "%" PRIu64, s->permission_denied);
 	/* Kestrel's per-queue lines, for the first STATS_MAX_QUEUES queues by
 	 * name: a server with thousands of queues must not answer a plain
 	 * stats with megabytes (clients read it into one string) */
-	omitted = write_queues(b, out, NULL, 0, STATS_MAX_QUEUES);
+	omitted = write_queues(b, out, NULL, 0, STATS_MAX_QUEUES, who);
 	STAT("queues_omitted", "%zu", omitted);
 #undef STAT
 	evbuffer_add(out, "END\r\n", 5);

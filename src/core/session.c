@@ -1,8 +1,10 @@
 /* session.c -- a client of the broker: its open items, its wait, leaving. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "clock.h"
 #include "log.h"
 #include "queues.h"
 #include "session.h"
@@ -39,6 +41,8 @@ session_close(struct session *s)
 	if (s->dead)
 		return;
 	s->dead = true;
+	if (s->perms != NULL)
+		s->perms = &perms_revoked;      /* its user may be reloaded away */
 	if (s->state == SESSION_WAITING)
 		session_end_wait(s);
 	/* Return open items newest first, so each lands in front of the
@@ -134,6 +138,32 @@ session_batch_done(struct session *s, bool committed)
 		if (oi->batch == s->b->flush_batch)
 			session_forget_open(s, oi);
 	}
+}
+
+/* --- permissions -------------------------------------------------------- */
+
+void
+session_denied(struct session *s, const char *what, const char *name,
+    size_t len)
+{
+	int64_t now = saker_now_ms();
+	char more[64] = "";
+
+	s->b->stats.permission_denied++;
+	if (s->denied_log_ms != 0 && now - s->denied_log_ms < 1000) {
+		s->denied_unlogged++;
+		return;
+	}
+	if (len > 250)
+		len = 250;      /* queue names are at most 250 bytes anyway */
+	if (s->denied_unlogged > 0)
+		snprintf(more, sizeof(more), " (and %llu more not logged)",
+		    (unsigned long long)s->denied_unlogged);
+	log_warn("permission denied: user %s from %s: %s%s%.*s%s", s->perms != NULL ?
+	    s->perms->user : "-", s->b->hooks->peer(s), what, len > 0 ? " " : "",
+	    (int)len, name != NULL ? name : "", more);
+	s->denied_log_ms = now;
+	s->denied_unlogged = 0;
 }
 
 /* --- waiting ------------------------------------------------------------ */

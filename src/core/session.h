@@ -14,6 +14,7 @@
 #include <event2/buffer.h>
 
 #include "broker.h"
+#include "perms.h"
 
 /* The protocol a session speaks, decided by its first byte. */
 enum session_proto {
@@ -81,6 +82,10 @@ struct session {
 
 	uint8_t proto;                  /* enum session_proto */
 	bool authed;                    /* --auth-file: authenticated */
+	const struct perms *perms;      /* --auth-file: the user's rights, set
+	                                 * at login; NULL: no --auth-file */
+	int64_t denied_log_ms;          /* last "permission denied" log line */
+	uint64_t denied_unlogged;       /* refusals since, not logged */
 	const struct get_ops *gops;     /* how the current get answers */
 	struct getgroup *grp;           /* binary / meta multi-get being collected */
 
@@ -127,6 +132,27 @@ size_t session_count_open(struct session *s, struct squeue *q);
 void session_forget_open(struct session *s, struct open_item *oi);
 /* Drop every session's records of open items on q (deleted or flushed). */
 void sessions_forget_queue(struct broker *b, struct squeue *q);
+
+/* May s do `need` (PERM_READ, PERM_WRITE) on queue name?  One branch
+ * without --auth-file. */
+static inline bool
+session_may(const struct session *s, const char *name, size_t len, unsigned need)
+{
+	return s->perms == NULL || perms_allow(s->perms, name, len, need);
+}
+
+/* May s run the server-wide commands (PERM_ADMIN)? */
+static inline bool
+session_admin(const struct session *s)
+{
+	return s->perms == NULL || (s->perms->rights & PERM_ADMIN) != 0;
+}
+
+/* s was refused `what` (a command word) on queue name (len 0: none):
+ * counted, and logged with the user and peer at most once a second per
+ * session. */
+void session_denied(struct session *s, const char *what, const char *name,
+    size_t len);
 
 /* End a wait: unlink from every queue, tell the owner (hooks->wait_end). */
 void session_end_wait(struct session *s);

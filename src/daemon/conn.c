@@ -587,6 +587,12 @@ conn_login_cb(evutil_socket_t fd, short what, void *arg)
 	env.drain();
 }
 
+const char *
+conn_peer(struct session *s)
+{
+	return conn_of(s)->peer;
+}
+
 void
 conn_login_ok(struct session *s)
 {

@@ -74,6 +74,8 @@ size_t conn_memory(const struct conn *c);
 void conn_login_failed(struct session *s, const char *how,
     void (*answer)(struct session *s));
 void conn_login_ok(struct session *s);
+/* The session's peer address as text. */
+const char *conn_peer(struct session *s);
 /* Close now: cancel waits, return open items to their queues. */
 void conn_close(struct conn *c);
 /* Close after the replies already queued have been written. */

@@ -65,6 +65,7 @@ static const struct broker_hooks hooks = {
 	.stop = hook_stop,
 	.login_failed = conn_login_failed,
 	.login_ok = conn_login_ok,
+	.peer = conn_peer,
 };
 
 void
@@ -430,7 +431,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		log_reopen();
 		if (srv->opt->config_path != NULL && load_config() != 0)
 			log_error("keeping the previous configuration");
-		auth_reload();
+		auth_reload(&srv->broker);
 		tls_reload();
 		return;
 	}

@@ -129,6 +129,9 @@ bin_status(int r, const char **msg)
 		return BIN_EINVAL;
 	case OPR_NOMEM:
 		return BIN_ENOMEM;
+	case OPR_DENIED:
+		*msg = "permission denied";
+		return BIN_AUTH_ERROR;
 	default:
 		return BIN_EINTERNAL;
 	}
@@ -319,7 +322,7 @@ bin_set(struct session *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_EEXISTS, "Data exists for key");
 		return;
 	}
-	res = op_set(c->b, &pk, be32(r->ext), (int64_t)be32(r->ext + 4), delay_ms, at_s,
+	res = op_set(c, &pk, be32(r->ext), (int64_t)be32(r->ext + 4), delay_ms, at_s,
 	    r->val, r->vallen, &msg);
 	if (res != OPR_OK)
 		bin_result(c, r->opcode, r->opaque, res, msg);
@@ -340,7 +343,7 @@ bin_delete(struct session *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "bad queue name");
 		return;
 	}
-	res = op_delete(c->b, r->key, r->keylen, &msg);
+	res = op_delete(c, r->key, r->keylen, &msg);
 	if (res != OPR_OK)
 		bin_result(c, r->opcode, r->opaque, res, msg);
 	else if (r->opcode == BIN_DELETEQ)
@@ -360,7 +363,7 @@ bin_flush(struct session *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "bad command line format");
 		return;
 	}
-	res = op_flush_all(c->b, &msg);
+	res = op_flush_all(c, &msg);
 	if (res != OPR_OK)
 		bin_result(c, r->opcode, r->opaque, res, msg);
 	else if (r->opcode == BIN_FLUSHQ)
@@ -382,7 +385,7 @@ bin_stats(struct session *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_ENOMEM, "out of memory");
 		return;
 	}
-	stats_write(c->b, tmp);
+	stats_write(c->b, tmp, c->perms);
 	while ((line = evbuffer_readln(tmp, &n, EVBUFFER_EOL_CRLF)) != NULL) {
 		char *name, *sp;
 
@@ -411,6 +414,7 @@ static void
 bin_sasl_auth(struct session *c, const struct bin_req *r)
 {
 	const char *v = r->val, *u, *p;
+	const struct perms *who;
 	size_t n = r->vallen;
 
 	if (r->keylen != 5 || memcmp(r->key, "PLAIN", 5) != 0) {
@@ -419,9 +423,10 @@ bin_sasl_auth(struct session *c, const struct bin_req *r)
 	}
 	u = memchr(v, '\0', n);
 	p = u != NULL ? memchr(u + 1, '\0', n - (size_t)(u + 1 - v)) : NULL;
-	if (p != NULL && auth_check(u + 1, (size_t)(p - u - 1), p + 1,
-	    n - (size_t)(p + 1 - v))) {
+	if (p != NULL && (who = auth_check(u + 1, (size_t)(p - u - 1), p + 1,
+	    n - (size_t)(p + 1 - v))) != NULL) {
 		c->authed = true;
+		c->perms = who;
 		c->b->hooks->login_ok(c);
 		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, "Authenticated", 13);
 		return;
@@ -597,6 +602,11 @@ bin_step(struct session *c)
 		bin_stats(c, &r);
 		break;
 	case BIN_VERBOSITY:
+		if (!session_admin(c)) {
+			session_denied(c, "verbosity", NULL, 0);
+			bin_error(c, r.opcode, r.opaque, BIN_AUTH_ERROR, "permission denied");
+			break;
+		}
 		if (r.extlen != 4) {
 			bin_error(c, r.opcode, r.opaque, BIN_EINVAL, "bad command line format");
 			break;

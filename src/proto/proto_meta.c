@@ -494,7 +494,7 @@ meta_ms(struct session *c, const struct meta_req *m, const char *data)
 		meta_status(c, "EX", m);
 		return;
 	}
-	r = op_set(c->b, &pk, m->flags, m->ttl, delay_ms, at_s, data, m->datalen, &msg);
+	r = op_set(c, &pk, m->flags, m->ttl, delay_ms, at_s, data, m->datalen, &msg);
 	if (r == OPR_OK) {
 		if (!(m->mf & MF_Q))
 			meta_status(c, "HD", m);
@@ -519,7 +519,7 @@ meta_md(struct session *c, const struct meta_req *m)
 		meta_status(c, "EX", m);
 		return;
 	}
-	r = op_delete(c->b, m->key, m->keylen, &msg);
+	r = op_delete(c, m->key, m->keylen, &msg);
 	if (r == OPR_OK) {
 		if (!(m->mf & MF_Q))
 			meta_status(c, "HD", m);

@@ -35,6 +35,7 @@
 #define PROTO_ERR_QNAME        "CLIENT_ERROR bad queue name\r\n"
 #define PROTO_ERR_COMBINATION  "CLIENT_ERROR bad option combination\r\n"
 #define PROTO_ERR_OPTION       "CLIENT_ERROR unknown option\r\n"
+#define PROTO_ERR_DENIED       "CLIENT_ERROR permission denied\r\n"
 
 enum proto_cmd_type {
 	PROTO_CMD_NONE = 0,

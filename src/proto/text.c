@@ -129,7 +129,7 @@ text_set(struct session *s, struct proto_cmd *cmd, const char *data)
 	const char *msg = NULL;
 	int r;
 
-	r = op_set(s->b, &cmd->keys[0], cmd->flags, cmd->exptime, cmd->delay_ms,
+	r = op_set(s, &cmd->keys[0], cmd->flags, cmd->exptime, cmd->delay_ms,
 	    cmd->at_s, data, cmd->bytes, &msg);
 	if (r == OPR_OK) {
 		if (!cmd->noreply)
@@ -138,7 +138,7 @@ text_set(struct session *s, struct proto_cmd *cmd, const char *data)
 	}
 	/* noreply hides the answers about the request; store failures show */
 	if (cmd->noreply && (r == OPR_NOT_STORED || r == OPR_TOO_LARGE ||
-	    r == OPR_READONLY))
+	    r == OPR_READONLY || r == OPR_DENIED))
 		return;
 	text_reply_result(s, r, msg);
 }
@@ -148,12 +148,12 @@ text_delete(struct session *s, struct proto_cmd *cmd)
 {
 	struct proto_key *k = &cmd->keys[0];
 	const char *msg = NULL;
-	int r = op_delete(s->b, k->name, k->name_len, &msg);
+	int r = op_delete(s, k->name, k->name_len, &msg);
 
 	if (r == OPR_OK) {
 		if (!cmd->noreply)
 			reply_str(s, "DELETED\r\n");
-	} else if (r != OPR_NOT_FOUND || !cmd->noreply) {
+	} else if ((r != OPR_NOT_FOUND && r != OPR_DENIED) || !cmd->noreply) {
 		text_reply_result(s, r, msg);
 	}
 }
@@ -163,9 +163,9 @@ text_flush(struct session *s, struct proto_cmd *cmd)
 {
 	struct proto_key *k = &cmd->keys[0];
 	const char *msg = NULL;
-	int r = op_flush(s->b, k->name, k->name_len, &msg);
+	int r = op_flush(s, k->name, k->name_len, &msg);
 
-	if (r != OPR_OK)
+	if (r != OPR_OK && (r != OPR_DENIED || !cmd->noreply))
 		text_reply_result(s, r, msg);
 	else if (!cmd->noreply)
 		reply_str(s, "END\r\n");
@@ -175,9 +175,9 @@ static void
 text_flush_all(struct session *s, struct proto_cmd *cmd)
 {
 	const char *msg = NULL;
-	int r = op_flush_all(s->b, &msg);
+	int r = op_flush_all(s, &msg);
 
-	if (r != OPR_OK)
+	if (r != OPR_OK && (r != OPR_DENIED || !cmd->noreply))
 		text_reply_result(s, r, msg);
 	else if (!cmd->noreply)
 		reply_str(s, "OK\r\n");
@@ -189,7 +189,7 @@ text_flush_expired(struct session *s, struct proto_cmd *cmd)
 	struct proto_key *k = &cmd->keys[0];
 	uint64_t removed = 0;
 	const char *msg = NULL;
-	int r = op_flush_expired(s->b, k->name, k->name_len, &removed, &msg);
+	int r = op_flush_expired(s, k->name, k->name_len, &removed, &msg);
 
 	if (r != OPR_OK) {
 		text_reply_result(s, r, msg);
@@ -220,6 +220,11 @@ text_status(struct session *s, struct proto_cmd *cmd)
 	static const char *const names[] = { "UP", "READONLY", "QUIESCENT" };
 	struct broker *b = s->b;
 
+	if (cmd->status != PROTO_STATUS_QUERY && !session_admin(s)) {
+		session_denied(s, "status", NULL, 0);
+		reply_str(s, PROTO_ERR_DENIED);
+		return;
+	}
 	switch (cmd->status) {
 	case PROTO_STATUS_QUERY:
 		replyf(s, "%s\r\n", names[b->status]);
@@ -275,15 +280,22 @@ text_execute(struct session *s, struct proto_cmd *cmd, const char *line,
 		text_confirm(s, cmd);
 		break;
 	case PROTO_CMD_STATS:
+		if (cmd->stats == PROTO_STATS_QUEUE &&
+		    !perms_sees(s->perms, cmd->keys[0].name, cmd->keys[0].name_len)) {
+			session_denied(s, "stats queue", cmd->keys[0].name,
+			    cmd->keys[0].name_len);
+			reply_str(s, PROTO_ERR_DENIED);
+			break;
+		}
 		if (cmd->stats == PROTO_STATS_QUEUES)
 			stats_write_queues(s->b, s->pend, cmd->nkeys > 0 ?
 			    cmd->keys[0].name : NULL, cmd->nkeys > 0 ?
-			    cmd->keys[0].name_len : 0);
+			    cmd->keys[0].name_len : 0, s->perms);
 		else if (cmd->stats == PROTO_STATS_QUEUE)
 			stats_write_queue(s->b, s->pend, cmd->keys[0].name,
 			    cmd->keys[0].name_len);
 		else
-			stats_write(s->b, s->pend);
+			stats_write(s->b, s->pend, s->perms);
 		reply_done(s);
 		reply_schedule(s);
 		break;
@@ -295,6 +307,12 @@ text_execute(struct session *s, struct proto_cmd *cmd, const char *line,
 		reply_str(s, "VERSION " PACKAGE_VERSION "\r\n");
 		break;
 	case PROTO_CMD_VERBOSITY:
+		if (!session_admin(s)) {
+			session_denied(s, "verbosity", NULL, 0);
+			if (!cmd->noreply)
+				reply_str(s, PROTO_ERR_DENIED);
+			break;
+		}
 		/* clamped before the cast: a level of 2^63 is just "debug" */
 		log_set_level(cmd->num1 > LOG_LVL_DEBUG ? LOG_LVL_DEBUG : (int)cmd->num1);
 		if (!cmd->noreply)
@@ -305,6 +323,11 @@ text_execute(struct session *s, struct proto_cmd *cmd, const char *line,
 		s->b->hooks->close_after_write(s);
 		break;
 	case PROTO_CMD_SHUTDOWN:
+		if (!session_admin(s)) {
+			session_denied(s, "shutdown", NULL, 0);
+			reply_str(s, PROTO_ERR_DENIED);
+			break;
+		}
 		if (!s->b->enable_shutdown) {
 			reply_str(s, "ERROR\r\n");
 			break;
@@ -341,8 +364,8 @@ text_login(struct session *s, const char *line, size_t linelen, size_t need)
 	struct proto_tok tok[6];
 	size_t i, ntok = 0, n;
 	const char *p, *sp;
+	const struct perms *who;
 	uint64_t bytes = 0;
-	bool ok;
 	int rc;
 
 	/* split as the text parser does, but accept any key */
@@ -377,11 +400,12 @@ text_login(struct session *s, const char *line, size_t linelen, size_t need)
 		return false;
 	p += need;
 	sp = memchr(p, ' ', n);
-	ok = sp != NULL && auth_check(p, (size_t)(sp - p), sp + 1,
-	    (size_t)(p + n - sp - 1));
+	who = sp != NULL ? auth_check(p, (size_t)(sp - p), sp + 1,
+	    (size_t)(p + n - sp - 1)) : NULL;
 	evbuffer_drain(s->in, need + n + 2);
-	if (ok) {
+	if (who != NULL) {
 		s->authed = true;
+		s->perms = who;
 		s->b->hooks->login_ok(s);
 		reply_str(s, "STORED\r\n");
 	} else {

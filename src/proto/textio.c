@@ -25,6 +25,9 @@ text_reply_result(struct session *s, int r, const char *msg)
 	case OPR_FORMAT:
 		reply_str(s, PROTO_ERR_FORMAT);
 		break;
+	case OPR_DENIED:
+		reply_str(s, PROTO_ERR_DENIED);
+		break;
 	case OPR_CLIENT:
 		replyf(s, "CLIENT_ERROR %s\r\n", msg);
 		reply_done(s);

@@ -53,11 +53,12 @@ setup(void)
 	FUZZ_CHECK(options_parse(11, argv, &opt) == 0);
 	opt.port = 0;		/* no listener: connections come from socketpair() */
 	FUZZ_CHECK(log_open(opt.log_target) == 0);
-	/* an --auth-file (user u, password p): bit 0x40 of the first byte
+	/* an --auth-file (users u and a, password p): bit 0x40 of the first byte
 	 * starts the client logged out, so the pre-login state is fuzzed */
 	fd = mkstemp(path);
 	FUZZ_CHECK(fd >= 0);
-	FUZZ_CHECK(write(fd, "u:p\n", 4) == 4);
+	/* u is limited (perms.h): logins as u fuzz the refusals too */
+	FUZZ_CHECK(write(fd, "u:p:queues=q*,read\na:p:admin\n", 29) == 29);
 	close(fd);
 	FUZZ_CHECK(auth_init(path, err, sizeof(err)) == 0);
 	unlink(path);
