@@ -16,6 +16,7 @@
 
 #include "saker/store.h"
 #include "kit.h"
+#include "qtab.h"
 
 /*
  * Layout (docs/scaling.md has the full story):
@@ -314,7 +315,7 @@ struct saker_queue {
 	LIST_ENTRY(saker_queue) dirty_link;
 	LIST_ENTRY(saker_queue) pend_link;
 	LIST_ENTRY(saker_queue) gone_link;	/* deleted or zombie list */
-	struct saker_queue *name_next, *id_next;
+	struct kit_qent qe;	/* in s->qt while live (qtab.h) */
 };
 
 LIST_HEAD(pg_qlist, saker_queue);
@@ -365,8 +366,7 @@ struct pg_store {
 	int64_t promoted_to;	/* promote() reported items due up to here */
 	int64_t renewed_at;
 
-	struct saker_queue **nb, **ib;
-	size_t nbuckets, nqueues;
+	struct kit_qtab qt;	/* the live queues by name and id */
 	struct pg_qlist dirty, pend, deleted, zombies, holding, took;
 	struct pg_oset open;
 
@@ -736,114 +736,36 @@ pipe_fail(struct pg_store *s, struct pg_pipe *pp)
 /* ------------------------------------------------------------------ */
 /* queue tables */
 
-static size_t
-pg_name_slot(const struct pg_store *s, const char *name, size_t len)
-{
-	return (size_t)kit_fnv1a64(KIT_FNV64_INIT, name, len) & (s->nbuckets - 1);
-}
-
-static void
-pg_hash_link(struct pg_store *s, struct saker_queue *q)
-{
-	size_t n = pg_name_slot(s, q->name, q->len);
-	size_t i = kit_hash_id((uint64_t)q->id, s->nbuckets);
-
-	q->name_next = s->nb[n];
-	s->nb[n] = q;
-	q->id_next = s->ib[i];
-	s->ib[i] = q;
-}
-
-static int
-pg_hash_grow(struct pg_store *s)
-{
-	struct saker_queue **onb = s->nb, **oib = s->ib, *q, *next;
-	size_t on = s->nbuckets, n = on ? on * 2 : 64, i;
-
-	s->nb = calloc(n, sizeof(*s->nb));
-	s->ib = calloc(n, sizeof(*s->ib));
-	if (s->nb == NULL || s->ib == NULL) {
-		free(s->nb);
-		free(s->ib);
-		s->nb = onb;
-		s->ib = oib;
-		return SAKER_ENOMEM;
-	}
-	free(oib);
-	s->nbuckets = n;
-	for (i = 0; i < on; i++) {
-		for (q = onb[i]; q != NULL; q = next) {
-			next = q->name_next;
-			pg_hash_link(s, q);
-		}
-	}
-	free(onb);
-	return SAKER_OK;
-}
-
-static void
-pg_unlink_id(struct pg_store *s, struct saker_queue *q)
-{
-	struct saker_queue **pp = &s->ib[kit_hash_id((uint64_t)q->id, s->nbuckets)];
-
-	while (*pp != NULL && *pp != q)
-		pp = &(*pp)->id_next;
-	if (*pp != NULL)
-		*pp = q->id_next;
-}
+#define PG_Q(e) KIT_QENT_QUEUE(e, struct saker_queue, qe)
 
 static void
 pg_hash_remove(struct pg_store *s, struct saker_queue *q)
 {
-	struct saker_queue **pp;
-
-	pp = &s->nb[pg_name_slot(s, q->name, q->len)];
-	while (*pp != NULL && *pp != q)
-		pp = &(*pp)->name_next;
-	if (*pp != NULL)
-		*pp = q->name_next;
-	pg_unlink_id(s, q);
-	s->nqueues--;
+	kit_qtab_remove(&s->qt, &q->qe);
 }
 
 /* The queue got a new id (it was deleted and created again elsewhere). */
 static void
 pg_rehash_id(struct pg_store *s, struct saker_queue *q, int64_t id)
 {
-	size_t i;
-
-	pg_unlink_id(s, q);
+	kit_qtab_set_id(&s->qt, &q->qe, id);
 	q->id = id;
-	i = kit_hash_id((uint64_t)q->id, s->nbuckets);
-	q->id_next = s->ib[i];
-	s->ib[i] = q;
 }
 
 static struct saker_queue *
 pg_find_name(struct pg_store *s, const char *name, size_t len)
 {
-	struct saker_queue *q;
+	struct kit_qent *e = kit_qtab_by_name(&s->qt, name, len);
 
-	if (s->nbuckets == 0)
-		return NULL;
-	q = s->nb[pg_name_slot(s, name, len)];
-	for (; q != NULL; q = q->name_next)
-		if (q->len == len && memcmp(q->name, name, len) == 0)
-			return q;
-	return NULL;
+	return e != NULL ? PG_Q(e) : NULL;
 }
 
 static struct saker_queue *
 pg_find_id(struct pg_store *s, int64_t id)
 {
-	struct saker_queue *q;
+	struct kit_qent *e = kit_qtab_by_id(&s->qt, id);
 
-	if (s->nbuckets == 0)
-		return NULL;
-	for (q = s->ib[kit_hash_id((uint64_t)id, s->nbuckets)]; q != NULL; q = q->id_next)
-		if (q->id == id)
-			return q;
-	return NULL;
+	return e != NULL ? PG_Q(e) : NULL;
 }
 
 static struct saker_queue *
@@ -851,9 +773,6 @@ pg_queue_new(struct pg_store *s, const char *name, size_t len, int64_t id)
 {
 	struct saker_queue *q;
 
-	if (s->nqueues >= s->nbuckets && pg_hash_grow(s) != SAKER_OK &&
-	    s->nbuckets == 0)
-		return NULL;
 	q = calloc(1, sizeof(*q));
 	if (q == NULL)
 		return NULL;
@@ -865,8 +784,14 @@ pg_queue_new(struct pg_store *s, const char *name, size_t len, int64_t id)
 	memcpy(q->name, name, len);
 	q->len = len;
 	q->id = id;
-	pg_hash_link(s, q);
-	s->nqueues++;
+	q->qe.name = q->name;
+	q->qe.len = len;
+	q->qe.id = id;
+	if (kit_qtab_add(&s->qt, &q->qe) != 0) {
+		free(q->name);
+		free(q);
+		return NULL;
+	}
 	return q;
 }
 
@@ -1289,25 +1214,25 @@ pg_reload_open(struct pg_store *s)
 static void
 pg_restore(struct pg_store *s)
 {
-	struct saker_queue *q, *next;
-	size_t i;
+	struct saker_queue *q;
+	struct kit_qent *e, *next;
+	size_t i = 0;
 
 	while ((q = LIST_FIRST(&s->dirty)) != NULL)
 		pg_unlist(q);
 	while ((q = LIST_FIRST(&s->pend)) != NULL)
 		pg_unlist(q);
-	for (i = 0; i < s->nbuckets; i++) {
-		for (q = s->nb[i]; q != NULL; q = next) {
-			next = q->name_next;
-			if (!q->fresh)
-				continue;
-			/* never existed; the core may still hold the handle
-			 * until it looks every queue up again */
-			pg_hash_remove(s, q);
-			q->dead = true;
-			q->fresh = false;
-			LIST_INSERT_HEAD(&s->zombies, q, gone_link);
-		}
+	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
+		next = kit_qtab_next(&s->qt, &i, e);
+		q = PG_Q(e);
+		if (!q->fresh)
+			continue;
+		/* never existed; the core may still hold the handle until
+		 * it looks every queue up again */
+		pg_hash_remove(s, q);
+		q->dead = true;
+		q->fresh = false;
+		LIST_INSERT_HEAD(&s->zombies, q, gone_link);
 	}
 	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
 		LIST_REMOVE(q, gone_link);
@@ -1519,12 +1444,12 @@ pg_gained(struct pg_store *s, struct saker_queue *q)
 static void
 pg_notify_all(struct pg_store *s)
 {
-	struct saker_queue *q;
-	size_t i;
+	struct kit_qent *e;
+	size_t i = 0;
 
-	for (i = 0; i < s->nbuckets; i++)
-		for (q = s->nb[i]; q != NULL; q = q->name_next)
-			pg_notify_local(s, q);
+	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
+	    e = kit_qtab_next(&s->qt, &i, e))
+		pg_notify_local(s, PG_Q(e));
 }
 
 static int
@@ -1739,11 +1664,12 @@ pg_commit(saker_store *base)
 	}
 	/* queues created in this batch are committed now */
 	{
-		size_t i;
+		struct kit_qent *e;
+		size_t i = 0;
 
-		for (i = 0; i < s->nbuckets; i++)
-			for (q = s->nb[i]; q != NULL; q = q->name_next)
-				q->fresh = false;
+		for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
+		    e = kit_qtab_next(&s->qt, &i, e))
+			PG_Q(e)->fresh = false;
 	}
 	s->commits++;
 	if (s->sync == SAKER_SYNC_ALWAYS)
@@ -2888,7 +2814,8 @@ pg_store_stats(saker_store *base, struct saker_store_stats *st)
 static void
 pg_free(struct pg_store *s)
 {
-	struct saker_queue *q, *next;
+	struct saker_queue *q;
+	struct kit_qent *e, *next;
 	size_t i;
 
 	if (s->conn != NULL)
@@ -2911,11 +2838,10 @@ pg_free(struct pg_store *s)
 	arr_free(&s->del_id);
 	free(s->st_ids.ids);
 	free(s->st_ids.qids);
-	for (i = 0; i < s->nbuckets; i++) {
-		for (q = s->nb[i]; q != NULL; q = next) {
-			next = q->name_next;
-			pg_queue_free(q);
-		}
+	i = 0;
+	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
+		next = kit_qtab_next(&s->qt, &i, e);
+		pg_queue_free(PG_Q(e));
 	}
 	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
 		LIST_REMOVE(q, gone_link);
@@ -2925,8 +2851,7 @@ pg_free(struct pg_store *s)
 		LIST_REMOVE(q, gone_link);
 		pg_queue_free(q);
 	}
-	free(s->nb);
-	free(s->ib);
+	kit_qtab_free(&s->qt);
 	free(s->open.ids);
 	free(s->open.qids);
 	free(s->conninfo);

@@ -18,6 +18,7 @@
 
 #include "saker/store.h"
 #include "kit.h"
+#include "qtab.h"
 
 /*
  * Layout (docs/sqlite.md has the full story):
@@ -180,7 +181,7 @@ struct saker_queue {
 	enum { SQ_LIST_NONE, SQ_LIST_DIRTY, SQ_LIST_DELETED,
 	    SQ_LIST_ZOMBIE } list;
 	LIST_ENTRY(saker_queue) link;
-	struct saker_queue *name_next, *id_next;
+	struct kit_qent qe;	/* in s->qt while live (qtab.h) */
 	/* per-operation undo (promote touches many queues) */
 	unsigned touch_gen;
 	struct sq_state undo;
@@ -210,8 +211,7 @@ struct sq_store {
 	int changes;		/* sqlite3_total_changes() at BEGIN */
 
 	/* queues by name and by id */
-	struct saker_queue **nb, **ib;
-	size_t nbuckets, nqueues;
+	struct kit_qtab qt;	/* the live queues by name and id */
 	struct sq_list dirty, deleted, zombies;
 
 	int64_t next_qid;
@@ -339,105 +339,34 @@ sq_reset(sqlite3_stmt *st)
 /* ------------------------------------------------------------------ */
 /* queue tables */
 
-static size_t
-sq_name_slot(const struct sq_store *s, const char *name, size_t len)
-{
-	return (size_t)kit_fnv1a64(KIT_FNV64_INIT, name, len) & (s->nbuckets - 1);
-}
-
-static void
-sq_hash_link(struct sq_store *s, struct saker_queue *q)
-{
-	size_t n = sq_name_slot(s, q->name, q->len);
-	size_t i = kit_hash_id((uint64_t)q->id, s->nbuckets);
-
-	q->name_next = s->nb[n];
-	s->nb[n] = q;
-	q->id_next = s->ib[i];
-	s->ib[i] = q;
-}
-
-static int
-sq_hash_grow(struct sq_store *s)
-{
-	struct saker_queue **onb = s->nb, **oib = s->ib, *q, *next;
-	size_t on = s->nbuckets, n = on ? on * 2 : 64, i;
-
-	s->nb = calloc(n, sizeof(*s->nb));
-	s->ib = calloc(n, sizeof(*s->ib));
-	if (s->nb == NULL || s->ib == NULL) {
-		free(s->nb);
-		free(s->ib);
-		s->nb = onb;
-		s->ib = oib;
-		return SAKER_ENOMEM;
-	}
-	s->nbuckets = n;
-	for (i = 0; i < on; i++) {
-		for (q = onb[i]; q != NULL; q = next) {
-			next = q->name_next;
-			sq_hash_link(s, q);
-		}
-	}
-	free(onb);
-	free(oib);
-	return SAKER_OK;
-}
+#define SQ_Q(e) KIT_QENT_QUEUE(e, struct saker_queue, qe)
 
 static int
 sq_hash_add(struct sq_store *s, struct saker_queue *q)
 {
-	if (s->nqueues >= s->nbuckets && sq_hash_grow(s) != SAKER_OK &&
-	    s->nbuckets == 0)
-		return SAKER_ENOMEM;
-	sq_hash_link(s, q);
-	s->nqueues++;
-	return SAKER_OK;
+	return kit_qtab_add(&s->qt, &q->qe) == 0 ? SAKER_OK : SAKER_ENOMEM;
 }
 
 static void
 sq_hash_remove(struct sq_store *s, struct saker_queue *q)
 {
-	struct saker_queue **pp;
-
-	pp = &s->nb[sq_name_slot(s, q->name, q->len)];
-	while (*pp != NULL && *pp != q)
-		pp = &(*pp)->name_next;
-	if (*pp != NULL)
-		*pp = q->name_next;
-	pp = &s->ib[kit_hash_id((uint64_t)q->id, s->nbuckets)];
-	while (*pp != NULL && *pp != q)
-		pp = &(*pp)->id_next;
-	if (*pp != NULL)
-		*pp = q->id_next;
-	s->nqueues--;
+	kit_qtab_remove(&s->qt, &q->qe);
 }
 
 static struct saker_queue *
 sq_find_name(struct sq_store *s, const char *name, size_t len)
 {
-	struct saker_queue *q;
+	struct kit_qent *e = kit_qtab_by_name(&s->qt, name, len);
 
-	if (s->nbuckets == 0)
-		return NULL;
-	q = s->nb[sq_name_slot(s, name, len)];
-	for (; q != NULL; q = q->name_next)
-		if (q->len == len && memcmp(q->name, name, len) == 0)
-			return q;
-	return NULL;
+	return e != NULL ? SQ_Q(e) : NULL;
 }
 
 static struct saker_queue *
 sq_find_id(struct sq_store *s, int64_t id)
 {
-	struct saker_queue *q;
+	struct kit_qent *e = kit_qtab_by_id(&s->qt, id);
 
-	if (s->nbuckets == 0)
-		return NULL;
-	for (q = s->ib[kit_hash_id((uint64_t)id, s->nbuckets)]; q != NULL; q = q->id_next)
-		if (q->id == id)
-			return q;
-	return NULL;
+	return e != NULL ? SQ_Q(e) : NULL;
 }
 
 static struct saker_queue *
@@ -456,6 +385,9 @@ sq_queue_new(const char *name, size_t len, int64_t id)
 	memcpy(q->name, name, len);
 	q->len = len;
 	q->id = id;
+	q->qe.name = q->name;
+	q->qe.len = len;
+	q->qe.id = id;
 	q->cur.head = SQ_SEQ_BASE;
 	q->cur.tail = SQ_SEQ_BASE;
 	q->cur.lo = SQ_SEQ_BASE - 1;
@@ -924,14 +856,15 @@ sq_queues(saker_store *base, saker_queue_name_fn fn, void *arg)
 {
 	struct sq_store *s = SQ(base);
 	struct saker_queue *q;
-	size_t i;
+	struct kit_qent *e;
+	size_t i = 0;
 	int r;
 
-	for (i = 0; i < s->nbuckets; i++) {
-		for (q = s->nb[i]; q != NULL; q = q->name_next) {
-			if ((r = fn(arg, q->name, q->len)) != 0)
-				return r;
-		}
+	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
+	    e = kit_qtab_next(&s->qt, &i, e)) {
+		q = SQ_Q(e);
+		if ((r = fn(arg, q->name, q->len)) != 0)
+			return r;
 	}
 	return SAKER_OK;
 }
@@ -1521,18 +1454,17 @@ sq_store_stats(saker_store *base, struct saker_store_stats *st)
 static void
 sq_free(struct sq_store *s)
 {
-	struct saker_queue *q, *next;
-	size_t i;
+	struct saker_queue *q;
+	struct kit_qent *e, *next;
+	size_t i = 0;
 
 	for (i = 0; i < S_COUNT; i++)
 		sqlite3_finalize(s->st[i]);
 	if (s->db != NULL)
 		sqlite3_close(s->db);
-	for (i = 0; i < s->nbuckets; i++) {
-		for (q = s->nb[i]; q != NULL; q = next) {
-			next = q->name_next;
-			sq_queue_free(q);
-		}
+	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
+		next = kit_qtab_next(&s->qt, &i, e);
+		sq_queue_free(SQ_Q(e));
 	}
 	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
 		LIST_REMOVE(q, link);
@@ -1542,8 +1474,7 @@ sq_free(struct sq_store *s)
 		LIST_REMOVE(q, link);
 		sq_queue_free(q);
 	}
-	free(s->nb);
-	free(s->ib);
+	kit_qtab_free(&s->qt);
 	if (s->lockfd >= 0)
 		close(s->lockfd);
 	free(s->path);
@@ -1898,19 +1829,20 @@ static int
 sq_recover(struct sq_store *s)
 {
 	struct saker_queue *q;
-	size_t i;
+	struct kit_qent *e;
+	size_t i = 0;
 	int err;
 
 	if (s->read_only)
 		return SAKER_OK;
-	for (i = 0; i < s->nbuckets; i++) {
-		for (q = s->nb[i]; q != NULL; q = q->name_next) {
-			if (q->cur.open == 0)
-				continue;
-			if ((err = sq_begin(s)) != SAKER_OK ||
-			    (err = sq_recover_queue(s, q)) != SAKER_OK)
-				return err;
-		}
+	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
+	    e = kit_qtab_next(&s->qt, &i, e)) {
+		q = SQ_Q(e);
+		if (q->cur.open == 0)
+			continue;
+		if ((err = sq_begin(s)) != SAKER_OK ||
+		    (err = sq_recover_queue(s, q)) != SAKER_OK)
+			return err;
 	}
 	return sq_commit(&s->base);
 }

@@ -41,6 +41,7 @@ pg_spec(char *buf, size_t len, const char *tmpdir)
 /* the drivers' shared kit */
 
 #include "../backends/kit.h"
+#include "../backends/qtab.h"
 
 START_TEST(test_kit_crc32c)
 {
@@ -80,6 +81,71 @@ START_TEST(test_kit_be)
 	kit_put_be32(b, 0xa1b2c3d4u);
 	ck_assert_int_eq(b[0], 0xa1);
 	ck_assert_uint_eq(kit_get_be32(b), 0xa1b2c3d4u);
+}
+END_TEST
+
+/* The drivers' queue table: 5,000 entries through several doublings,
+ * found by name and id, renumbered, removed, iterated exactly once. */
+struct tq {
+	int tag;
+	struct kit_qent qe;
+	char name[16];
+};
+
+START_TEST(test_kit_qtab)
+{
+	enum { N = 5000 };
+	struct kit_qtab t;
+	struct tq *v = calloc(N, sizeof(*v));
+	struct kit_qent *e;
+	unsigned char *seen = calloc(N, 1);
+	size_t b = 0, n = 0;
+	int i;
+
+	ck_assert_ptr_nonnull(v);
+	ck_assert_ptr_nonnull(seen);
+	memset(&t, 0, sizeof(t));
+	ck_assert_ptr_null(kit_qtab_by_name(&t, "x", 1));
+	ck_assert_ptr_null(kit_qtab_by_id(&t, 1));
+	ck_assert_ptr_null(kit_qtab_next(&t, &b, NULL));
+	for (i = 0; i < N; i++) {
+		v[i].tag = i;
+		snprintf(v[i].name, sizeof(v[i].name), "q%d", i);
+		v[i].qe.name = v[i].name;
+		v[i].qe.len = strlen(v[i].name);
+		v[i].qe.id = 1000 + i;
+		ck_assert_int_eq(kit_qtab_add(&t, &v[i].qe), 0);
+	}
+	ck_assert_uint_eq(t.count, N);
+	for (i = 0; i < N; i += 7) {
+		e = kit_qtab_by_name(&t, v[i].name, strlen(v[i].name));
+		ck_assert_ptr_eq(e, &v[i].qe);
+		ck_assert_int_eq(KIT_QENT_QUEUE(e, struct tq, qe)->tag, i);
+		ck_assert_ptr_eq(kit_qtab_by_id(&t, 1000 + i), &v[i].qe);
+	}
+	/* a prefix of a name is another name */
+	ck_assert_ptr_null(kit_qtab_by_name(&t, "q1", 1));
+	kit_qtab_set_id(&t, &v[3].qe, 99999);
+	ck_assert_ptr_null(kit_qtab_by_id(&t, 1003));
+	ck_assert_ptr_eq(kit_qtab_by_id(&t, 99999), &v[3].qe);
+	for (i = 0; i < N; i += 2)
+		kit_qtab_remove(&t, &v[i].qe);
+	kit_qtab_remove(&t, &v[0].qe);       /* twice: a no-op */
+	ck_assert_uint_eq(t.count, N / 2);
+	ck_assert_ptr_null(kit_qtab_by_name(&t, "q10", 3));
+	ck_assert_ptr_null(kit_qtab_by_id(&t, 1010));
+	for (e = kit_qtab_next(&t, &b, NULL); e != NULL;
+	    e = kit_qtab_next(&t, &b, e)) {
+		i = KIT_QENT_QUEUE(e, struct tq, qe)->tag;
+		ck_assert_int_eq(i % 2, 1);
+		ck_assert_int_eq(seen[i], 0);
+		seen[i] = 1;
+		n++;
+	}
+	ck_assert_uint_eq(n, N / 2);
+	kit_qtab_free(&t);
+	free(seen);
+	free(v);
 }
 END_TEST
 
@@ -789,6 +855,7 @@ main(void)
 	tc = tcase_create("kit");
 	tcase_add_test(tc, test_kit_crc32c);
 	tcase_add_test(tc, test_kit_be);
+	tcase_add_test(tc, test_kit_qtab);
 	suite_add_tcase(su, tc);
 	if (saker_store_memory.open != NULL) {
 		tc = tcase_create("memory-extra");
