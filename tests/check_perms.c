@@ -478,6 +478,29 @@ START_TEST(test_reload)
 }
 END_TEST
 
+START_TEST(test_reload_waiting)
+{
+	char *path;
+	int a, root;
+
+	start(users, NULL);
+	a = login("alice", "apw");
+	root = login("root", "rpw");
+	mustsends(a, "get jobs1/t=10000\r\n");
+	tl_wait_stat(root, "queue_jobs1_waiters", 1, 3000);
+	/* alice loses jobs* while she waits: the item that arrives is not hers */
+	path = write_users("alice:apw:queues=mail,read\nroot:rpw:admin\n");
+	kill(srv->pid, SIGHUP);
+	ck_log_count("users have a clear-text password", 2);  /* start, reload */
+	tl_set(root, "jobs1", "secret");
+	ckresp(a, DENIED);
+	tl_ckget(root, "jobs1", "secret");
+	free(path);
+	close(a);
+	close(root);
+}
+END_TEST
+
 START_TEST(test_log_rate_limited)
 {
 	char req[64 * 16];
@@ -503,6 +526,161 @@ START_TEST(test_log_rate_limited)
 	a = login("root", "rpw");
 	ck_assert_int_eq(tl_stat(a, "permission_denied"), 65);
 	close(a);
+}
+END_TEST
+
+/* -------------------------------------------------------------- HTTP */
+
+static int http_port;
+
+static void
+start_http(const char *text, const char *extra)
+{
+	char *path = write_users(text), *port;
+
+	http_port = tl_free_port();
+	port = tl_strdupf("127.0.0.1:%d", http_port);
+	srv = tl_server_start("memory", "--auth-file", path, "--http", port, extra, NULL);
+	free(port);
+	free(path);
+}
+
+/* "user:pass" in base64 (RFC 4648), malloc'd. */
+static char *
+b64(const char *s)
+{
+	static const char t[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = strlen(s), i, o = 0;
+	char *out = malloc(n / 3 * 4 + 5);
+
+	for (i = 0; i + 2 < n; i += 3) {
+		unsigned v = (unsigned char)s[i] << 16 | (unsigned char)s[i + 1] << 8 |
+		    (unsigned char)s[i + 2];
+		out[o++] = t[v >> 18];
+		out[o++] = t[v >> 12 & 63];
+		out[o++] = t[v >> 6 & 63];
+		out[o++] = t[v & 63];
+	}
+	if (i < n) {
+		unsigned v = (unsigned char)s[i] << 16 |
+		    (i + 1 < n ? (unsigned char)s[i + 1] << 8 : 0);
+		out[o++] = t[v >> 18];
+		out[o++] = t[v >> 12 & 63];
+		out[o++] = i + 1 < n ? t[v >> 6 & 63] : '=';
+		out[o++] = '=';
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* GET path with these credentials ("user:pass", or NULL for none); the
+ * whole response, malloc'd. */
+static char *
+http_get(const char *path, const char *cred)
+{
+	char *enc = cred != NULL ? b64(cred) : NULL;
+	char *req = tl_strdupf("GET %s HTTP/1.0\r\n%s%s%s\r\n", path,
+	    enc != NULL ? "Authorization: Basic " : "", enc != NULL ? enc : "",
+	    enc != NULL ? "\r\n" : "");
+	char *buf = malloc(1 << 20);
+	size_t len = 0;
+	ssize_t n;
+	int fd = tl_connect(http_port);
+
+	mustsends(fd, req);
+	while ((n = tl_readn(fd, buf + len, (1 << 20) - 1 - len, 3000)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	close(fd);
+	free(req);
+	free(enc);
+	return buf;
+}
+
+/* The response's status code. */
+static int
+http_status(const char *resp)
+{
+	int code = 0;
+
+	ck_assert_msg(sscanf(resp, "HTTP/1.%*d %d", &code) == 1, "response \"%s\"", resp);
+	return code;
+}
+
+START_TEST(test_metrics_auth)
+{
+	char *r;
+	int fd;
+
+	start_http(users, NULL);
+	fd = login("root", "rpw");
+	tl_set(fd, "jobs1", "a");
+	close(fd);
+
+	r = http_get("/metrics", NULL);
+	ck_assert_int_eq(http_status(r), 401);
+	ck_assert_msg(strstr(r, "\r\nWWW-Authenticate: Basic realm=\"saker\"\r\n") != NULL, "%s", r);
+	ck_assert_msg(strstr(r, "jobs1") == NULL, "%s", r);
+	free(r);
+	r = http_get("/metrics", "root:rpw");
+	ck_assert_int_eq(http_status(r), 200);
+	ck_assert_msg(strstr(r, "saker_queue_items{queue=\"jobs1\"} 1\n") != NULL, "%s", r);
+	free(r);
+	/* a good login without admin, a wrong password, a malformed header */
+	r = http_get("/metrics", "alice:apw");
+	ck_assert_int_eq(http_status(r), 401);
+	ck_assert_msg(strstr(r, "jobs1") == NULL, "%s", r);
+	free(r);
+	ck_log_count("/metrics: user alice from 127.0.0.1 is not an admin", 1);
+	r = http_get("/metrics", "root:wrong");
+	ck_assert_int_eq(http_status(r), 401);
+	free(r);
+	ck_log_count("HTTP authentication failed from 127.0.0.1", 1);
+	r = http_get("/metrics", "rootrpw");
+	ck_assert_int_eq(http_status(r), 401);
+	free(r);
+	/* /healthz stays open */
+	r = http_get("/healthz", NULL);
+	ck_assert_int_eq(http_status(r), 200);
+	ck_assert_msg(strstr(r, "\r\n\r\nok\n") != NULL, "%s", r);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_metrics_throttled)
+{
+	char *r;
+	int i;
+
+	start_http(users, NULL);
+	/* 3 failures are free; the 4th owes 250 ms, during which even the
+	 * right password is not checked */
+	for (i = 0; i < 4; i++) {
+		r = http_get("/metrics", "root:guess");
+		ck_assert_int_eq(http_status(r), 401);
+		free(r);
+	}
+	r = http_get("/metrics", "root:rpw");
+	ck_assert_int_eq(http_status(r), 429);
+	ck_assert_msg(strstr(r, "\r\nRetry-After: 1\r\n") != NULL, "%s", r);
+	free(r);
+	tl_sleep_ms(300);
+	r = http_get("/metrics", "root:rpw");
+	ck_assert_int_eq(http_status(r), 200);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_metrics_public)
+{
+	char *r;
+
+	start_http(users, "--http-public");
+	r = http_get("/metrics", NULL);
+	ck_assert_int_eq(http_status(r), 200);
+	ck_assert_msg(strstr(r, "saker_connections ") != NULL, "%s", r);
+	free(r);
 }
 END_TEST
 
@@ -604,7 +782,11 @@ suite(void)
 	tcase_add_test(tc, test_bad_lines);
 	tcase_add_test(tc, test_line_forms);
 	tcase_add_test(tc, test_reload);
+	tcase_add_test(tc, test_reload_waiting);
 	tcase_add_test(tc, test_log_rate_limited);
+	tcase_add_test(tc, test_metrics_auth);
+	tcase_add_test(tc, test_metrics_throttled);
+	tcase_add_test(tc, test_metrics_public);
 	tcase_add_test(tc, test_pymemcache);
 	suite_add_tcase(s, tc);
 	return s;

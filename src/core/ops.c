@@ -339,6 +339,13 @@ op_serve_waiters(struct broker *b, struct squeue *q)
 		const char *msg;
 		int rc, r;
 
+		if (!session_may(s, q->name, q->len, PERM_READ)) {
+			/* a SIGHUP took the right away while it waited */
+			session_denied(s, "get", q->name, q->len);
+			session_end_wait(s);
+			ops->error(s, k, OPR_DENIED, "permission denied");
+			continue;
+		}
 		rc = take_for(s, q, w->opts, k, s->wait_line + w->raw_off, w->raw_len, now);
 		if (rc == SAKER_EEMPTY)
 			break;

@@ -6,14 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/listener.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "http.h"
+#include "login.h"
+#include "proto_meta.h"
 #include "tls.h"
 #include "log.h"
 #include "queues.h"
@@ -23,6 +27,7 @@ struct http_server {
 	struct broker *b;           /* what /metrics and /healthz report */
 	unsigned max_queues;        /* --metrics-max-queues */
 	const bool *stopping;       /* the server is stopping: /healthz 503 */
+	bool need_admin;            /* /metrics: Basic auth of an admin user */
 	struct event_base *base;
 };
 
@@ -219,6 +224,78 @@ write_metrics(struct http_server *h, struct evbuffer *b)
 	free(qc.rows);
 }
 
+/* Longest Authorization header we decode ("Basic " + base64 of
+ * "user:password"); longer is simply refused. */
+#define HTTP_MAX_CREDENTIALS 1024
+
+/*
+ * /metrics with --auth-file: "Authorization: Basic base64(user:password)"
+ * of a user with admin rights.  True to serve it; otherwise the reply was
+ * sent: 401 with a WWW-Authenticate challenge, or 429 while the peer owes
+ * a delay for its failed logins (checked before any crypt(3) runs, so
+ * guessing over HTTP is as slow as over memcache).
+ */
+static bool
+metrics_authorized(struct evhttp_request *req, struct evbuffer *b)
+{
+	struct evkeyvalq *hdrs = evhttp_request_get_input_headers(req);
+	const char *auth = evhttp_find_header(hdrs, "Authorization");
+	char *addr = NULL, dec[HTTP_MAX_CREDENTIALS], peer[64];
+	const struct perms *who = NULL;
+	ev_uint16_t port;
+	int64_t wait;
+	long n = -1;
+	char *colon;
+	unsigned fails;
+
+	evhttp_connection_get_peer(evhttp_request_get_connection(req), &addr, &port);
+	snprintf(peer, sizeof(peer), "%s", addr != NULL ? addr : "unknown");
+	if ((wait = login_wait(peer, saker_now_ms())) > 0) {
+		char retry[32];
+
+		snprintf(retry, sizeof(retry), "%lld", (long long)(wait + 999) / 1000);
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", retry);
+		evbuffer_add_printf(b, "too many failed logins from %s; retry later\n", peer);
+		evhttp_send_reply(req, 429, "Too Many Requests", b);
+		return false;
+	}
+	if (auth != NULL && strncasecmp(auth, "Basic ", 6) == 0) {
+		const char *p = auth + 6;
+		size_t len;
+
+		while (*p == ' ')
+			p++;
+		len = strlen(p);
+		while (len > 0 && p[len - 1] == ' ')
+			len--;
+		if (len < sizeof(dec))
+			n = meta_b64_decode(p, len, dec, sizeof(dec));
+	}
+	if (n > 0 && (colon = memchr(dec, ':', (size_t)n)) != NULL)
+		who = auth_check(dec, (size_t)(colon - dec), colon + 1,
+		    (size_t)(dec + n - colon - 1));
+	memset(dec, 0, sizeof(dec));
+	if (who != NULL && (who->rights & PERM_ADMIN) != 0) {
+		login_ok(peer);
+		return true;
+	}
+	if (who != NULL) {
+		log_warn("/metrics: user %s from %s is not an admin", who->user, peer);
+	} else if (auth != NULL) {
+		(void)login_failed(peer, saker_now_ms(), &fails);
+		log_warn("HTTP authentication failed from %s (%u failed from that "
+		    "address lately)", peer, fails);
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+	    "Basic realm=\"saker\"");
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+	    "text/plain; charset=utf-8");
+	evbuffer_add_printf(b, "/metrics needs the login of an admin user "
+	    "(--auth-file); /healthz is open\n");
+	evhttp_send_reply(req, 401, "Unauthorized", b);
+	return false;
+}
+
 static void
 handle(struct evhttp_request *req, void *arg)
 {
@@ -234,6 +311,10 @@ handle(struct evhttp_request *req, void *arg)
 	    evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
 		evhttp_send_error(req, 405, "only GET");
 	} else if (strcmp(uri, "/metrics") == 0) {
+		if (h->need_admin && !metrics_authorized(req, b)) {
+			evbuffer_free(b);
+			return;
+		}
 		write_metrics(h, b);
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 		    "text/plain; version=0.0.4; charset=utf-8");
@@ -301,7 +382,7 @@ http_accept_error(struct evconnlistener *l, void *arg)
 
 struct http_server *
 http_start(struct event_base *base, const char *spec, struct broker *b,
-    unsigned max_queues, const bool *stopping)
+    unsigned max_queues, const bool *stopping, bool need_admin)
 {
 	struct http_server *h;
 	struct evhttp_bound_socket *bound = NULL;
@@ -336,6 +417,7 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	h->b = b;
 	h->max_queues = max_queues;
 	h->stopping = stopping;
+	h->need_admin = need_admin;
 	h->http = evhttp_new(base);
 	if (h->http == NULL || (bound = evhttp_bind_socket_with_handle(h->http, addr,
 	    (uint16_t)port)) == NULL) {

@@ -12,10 +12,12 @@ struct broker;
 struct http_server;
 
 /* spec is "[ADDR:]PORT" (ADDR defaults to 127.0.0.1); /metrics reports
- * broker b (at most max_queues queues), /healthz also *stopping.  NULL on
- * error (logged). */
+ * broker b (at most max_queues queues), /healthz also *stopping.  With
+ * need_admin, /metrics answers only HTTP Basic auth of an --auth-file
+ * user with admin rights (401 otherwise).  NULL on error (logged). */
 struct http_server *http_start(struct event_base *base, const char *spec,
-    struct broker *b, unsigned max_queues, const bool *stopping);
+    struct broker *b, unsigned max_queues, const bool *stopping,
+    bool need_admin);
 void http_stop(struct http_server *h);
 
 struct evbuffer;

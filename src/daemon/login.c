@@ -55,25 +55,45 @@ find(const char *addr, bool add, int64_t now_ms)
 	return old;
 }
 
+/* The delay owed after `fails` failures. */
+static int64_t
+delay_for(unsigned fails)
+{
+	unsigned extra;
+	int64_t delay;
+
+	if (fails <= LOGIN_FREE_TRIES)
+		return 0;
+	/* 250 ms, 500 ms, 1 s, ... up to the cap; the shift stays small */
+	extra = fails - LOGIN_FREE_TRIES - 1;
+	if (extra > 8)
+		return LOGIN_MAX_DELAY_MS;
+	delay = (int64_t)250 << extra;
+	return delay < LOGIN_MAX_DELAY_MS ? delay : LOGIN_MAX_DELAY_MS;
+}
+
 int64_t
 login_failed(const char *peer, int64_t now_ms, unsigned *fails)
 {
 	struct peer *p = find(peer, true, now_ms);
-	int64_t delay;
-	unsigned extra;
 
 	if (p->fails < UINT32_MAX)
 		p->fails++;
 	p->last_ms = now_ms;
 	*fails = p->fails;
-	if (p->fails <= LOGIN_FREE_TRIES)
+	return delay_for(p->fails);
+}
+
+int64_t
+login_wait(const char *peer, int64_t now_ms)
+{
+	struct peer *p = find(peer, false, now_ms);
+	int64_t left;
+
+	if (p == NULL)
 		return 0;
-	/* 250 ms, 500 ms, 1 s, ... up to the cap; the shift stays small */
-	extra = p->fails - LOGIN_FREE_TRIES - 1;
-	if (extra > 8)
-		return LOGIN_MAX_DELAY_MS;
-	delay = (int64_t)250 << extra;
-	return delay < LOGIN_MAX_DELAY_MS ? delay : LOGIN_MAX_DELAY_MS;
+	left = p->last_ms + delay_for(p->fails) - now_ms;
+	return left > 0 ? left : 0;
 }
 
 void

@@ -22,6 +22,11 @@
  * the connection must wait before it is answered (ms), and the peer's
  * failures so far in *fails. */
 int64_t login_failed(const char *peer, int64_t now_ms, unsigned *fails);
+/* How long `peer` must still wait (ms) before its next attempt is worth
+ * checking: its delay after its last failure (0 when none).  For logins
+ * that cannot be held back, such as HTTP Basic auth, which are refused
+ * meanwhile without spending a crypt(3) on them. */
+int64_t login_wait(const char *peer, int64_t now_ms);
 /* A successful login: the peer's failures are forgotten. */
 void login_ok(const char *peer);
 

@@ -16,7 +16,7 @@ enum {
 	OPT_STORE = 256, OPT_SYNC, OPT_MAX_ITEM, OPT_SHUTDOWN, OPT_LOG,
 	OPT_MAX_MEMORY, OPT_MAX_OPEN, OPT_VERSION, OPT_HELP, OPT_CONFIG, OPT_HTTP,
 	OPT_METRICS_MAX, OPT_AUTH_FILE, OPT_IDLE_TIMEOUT, OPT_TLS_CERT, OPT_TLS_KEY,
-	OPT_TLS_CA, OPT_CONN_MEMORY, OPT_DRAIN_TIMEOUT
+	OPT_TLS_CA, OPT_CONN_MEMORY, OPT_DRAIN_TIMEOUT, OPT_HTTP_PUBLIC
 };
 
 static const struct option longopts[] = {
@@ -39,6 +39,7 @@ static const struct option longopts[] = {
 	{ "auth-file", required_argument, NULL, OPT_AUTH_FILE },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "http-public", no_argument, NULL, OPT_HTTP_PUBLIC },
 	{ "metrics-max-queues", required_argument, NULL, OPT_METRICS_MAX },
 	{ "max-conn-memory", required_argument, NULL, OPT_CONN_MEMORY },
 	{ "drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT },
@@ -105,7 +106,10 @@ usage(FILE *f)
 "                            PLAIN; PERMS: queues=PATTERN[*] (repeatable), read,\n"
 "                            write, admin; the file must not be readable by\n"
 "                            others; reread on SIGHUP\n"
-"      --http [ADDR:]PORT    serve GET /metrics (Prometheus) and GET /healthz\n"
+"      --http [ADDR:]PORT    serve GET /metrics (Prometheus) and GET /healthz;\n"
+"                            with --auth-file /metrics asks for HTTP Basic auth\n"
+"                            of an admin user (/healthz stays open)\n"
+"      --http-public         /metrics without a login even with --auth-file\n"
 "      --metrics-max-queues N  per-queue series in /metrics (default 1000)\n"
 "      --tls-cert FILE       TLS 1.2/1.3 on the TCP listener and --http with this\n"
 "                            PEM certificate chain (needs --tls-key; the Unix\n"
@@ -270,6 +274,9 @@ options_parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_HTTP:
 			o->http = optarg;
+			break;
+		case OPT_HTTP_PUBLIC:
+			o->http_public = true;
 			break;
 		case OPT_TLS_CERT:
 			o->tls_cert = optarg;

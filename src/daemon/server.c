@@ -586,7 +586,8 @@ server_init(struct options *opt)
 	}
 	if (listen_tcp() != 0 || listen_unix() != 0 ||
 	    (opt->http != NULL && (srv->http = http_start(srv->base, opt->http, &srv->broker,
-	    opt->metrics_max_queues, &srv->stopping)) == NULL)) {
+	    opt->metrics_max_queues, &srv->stopping,
+	    auth_active && !opt->http_public)) == NULL)) {
 		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
 		return 1;
 	}
