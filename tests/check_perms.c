@@ -308,7 +308,7 @@ bexpect_(const char *file, int line, int fd, uint8_t op, uint16_t status,
 }
 
 enum { OP_GET = 0x00, OP_SET = 0x01, OP_DELETE = 0x04, OP_FLUSH = 0x08,
-	OP_NOOP = 0x0a, OP_GETK = 0x0c, OP_GETKQ = 0x0d, OP_VERBOSITY = 0x1b,
+	OP_NOOP = 0x0a, OP_GETK = 0x0c, OP_GETKQ = 0x0d, OP_STAT = 0x10, OP_VERBOSITY = 0x1b,
 	OP_SASL_AUTH = 0x21 };
 
 START_TEST(test_binary_denied)
@@ -344,6 +344,33 @@ START_TEST(test_binary_denied)
 	/* and what it may read, it reads */
 	breq(fd, OP_GETK, "jobs1", NULL, 0, NULL, 0, 10);
 	bexpect(fd, OP_GETK, 0, 10, "a");
+	/* Stat: the global counters and its own queues' lines only */
+	breq(fd, OP_STAT, NULL, NULL, 0, NULL, 0, 11);
+	{
+		bool jobs = false, total = false;
+
+		for (;;) {
+			unsigned char h[24];
+			uint32_t body;
+			char *b;
+
+			ck_assert_int_eq(tl_readn(fd, h, 24, tl_timeout_ms), 24);
+			ck_assert_int_eq(h[1], OP_STAT);
+			body = (uint32_t)h[8] << 24 | (uint32_t)h[9] << 16 |
+			    (uint32_t)h[10] << 8 | h[11];
+			b = calloc(1, body + 1);
+			ck_assert(body == 0 || tl_readn(fd, b, body, tl_timeout_ms) == (ssize_t)body);
+			if (body == 0) {
+				free(b);
+				break;
+			}
+			ck_assert_msg(strstr(b, "other") == NULL, "%s", b);
+			jobs |= strncmp(b, "queue_jobs1_items", 17) == 0;
+			total |= strncmp(b, "curr_items", 10) == 0;
+			free(b);
+		}
+		ck_assert(jobs && total);
+	}
 	close(fd);
 	close(root);
 }
@@ -537,10 +564,19 @@ static void
 start_http(const char *text, const char *extra)
 {
 	char *path = write_users(text), *port;
+	int64_t deadline;
+	int fd;
 
 	http_port = tl_free_port();
 	port = tl_strdupf("127.0.0.1:%d", http_port);
 	srv = tl_server_start("memory", "--auth-file", path, "--http", port, extra, NULL);
+	deadline = tl_now_ms() + 10000;
+	/* the memcache port may accept before --http is bound */
+	while ((fd = tl_try_connect(http_port)) < 0) {
+		ck_assert_msg(tl_now_ms() < deadline, "--http %s never listened", port);
+		tl_sleep_ms(20);
+	}
+	close(fd);
 	free(port);
 	free(path);
 }
