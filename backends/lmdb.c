@@ -47,10 +47,13 @@
  * and checkpoints").
  */
 #define LM_FORMAT	"saker-lmdb"
-#define LM_VERSION	3	/* 2: the journal, sentinels, "journal_seq";
-				 * 3: items may carry a checksum (LM_HF_CRC) */
+#define LM_VERSION	4	/* 2: the journal, sentinels, "journal_seq";
+				 * 3: items may carry a checksum (LM_HF_CRC);
+				 * 4: header bytes 2-3 hold the delivery
+				 * count (0 in records written before) */
 #define LM_SEQ_START	((uint64_t)1 << 62)
-#define LM_HDR		24	/* state, hflags, pad[2], flags, expires, created */
+#define LM_HDR		24	/* state, hflags, deliveries u16, flags,
+				 * expires, created */
 #define LM_HF_CRC	0x01	/* hflags: a CRC32C trailer follows the data */
 #define LM_CRC		4	/* the trailer: CRC32C of bytes 1.. of the
 				 * header and of the data, big-endian */
@@ -231,13 +234,35 @@ put_sentinels(MDB_txn *t, MDB_dbi items, MDB_dbi open, MDB_dbi delayed)
 	return rc == MDB_KEYEXIST ? 0 : rc;
 }
 
+/* The delivery count of a record (bytes 2-3 of the header). */
+static uint32_t
+hdr_deliveries(const unsigned char *p)
+{
+	return ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* Count one more delivery, in place (it is not under the checksum). */
+static void
+hdr_bump(unsigned char *p)
+{
+	uint32_t n = hdr_deliveries(p);
+
+	if (n < SAKER_DELIVERIES_MAX)
+		n++;
+	p[2] = (unsigned char)(n >> 8);
+	p[3] = (unsigned char)n;
+}
+
 static void
 hdr_write(unsigned char *p, int state, uint32_t flags, int64_t expires,
-    int64_t created)
+    int64_t created, uint32_t deliveries)
 {
+	if (deliveries > SAKER_DELIVERIES_MAX)
+		deliveries = SAKER_DELIVERIES_MAX;
 	p[0] = (unsigned char)state;
 	p[1] = LM_HF_CRC;
-	p[2] = p[3] = 0;
+	p[2] = (unsigned char)(deliveries >> 8);
+	p[3] = (unsigned char)deliveries;
 	kit_put_be32(p + 4, flags);
 	kit_put_be64(p + 8, (uint64_t)expires);
 	kit_put_be64(p + 16, (uint64_t)created);
@@ -255,17 +280,25 @@ hdr_read(const void *rec, size_t size, struct saker_item *it)
 	it->flags = kit_get_be32(p + 4);
 	it->expires_ms = (int64_t)kit_get_be64(p + 8);
 	it->created_ms = (int64_t)kit_get_be64(p + 16);
+	it->deliveries = hdr_deliveries(p);
 	it->len = size - LM_HDR - ((p[1] & LM_HF_CRC) ? LM_CRC : 0);
 	it->data = p + LM_HDR;
 	return 0;
 }
 
-/* The checksum of a record: everything but the state byte (a take with
- * open and a release rewrite it) and the trailer. */
+/* The checksum of a record: everything but the state byte and the
+ * delivery count (a take with open and a release rewrite them in place;
+ * the count is summed as zeros, as written before format 4) and the
+ * trailer. */
 static uint32_t
 rec_crc(const unsigned char *p, size_t datalen)
 {
-	return kit_crc32c(0, p + 1, LM_HDR - 1 + datalen);
+	static const unsigned char zero[2];
+	uint32_t crc;
+
+	crc = kit_crc32c(0, p + 1, 1);
+	crc = kit_crc32c(crc, zero, 2);
+	return kit_crc32c(crc, p + 4, LM_HDR - 4 + datalen);
 }
 
 /* Write the trailer of a record whose header and data are in place. */
@@ -276,14 +309,15 @@ rec_seal(unsigned char *p, size_t datalen)
 }
 
 /* Is the record sound?  Records written before format 3 have no
- * checksum (hflags 0) and pass; any other hflags bit is damage. */
+ * checksum (hflags 0) and pass; any other hflags bit is damage.  Bytes
+ * 2-3 (zero before format 4) are the delivery count: any value goes. */
 static bool
 rec_sound(const void *rec, size_t size)
 {
 	const unsigned char *p = rec;
 	size_t len;
 
-	if (size < LM_HDR || (p[1] & ~LM_HF_CRC) != 0 || p[2] != 0 || p[3] != 0)
+	if (size < LM_HDR || (p[1] & ~LM_HF_CRC) != 0)
 		return false;
 	if ((p[1] & LM_HF_CRC) == 0)
 		return true;
@@ -621,10 +655,12 @@ jr_del(struct lstore *s, int db, const void *k, size_t klen)
 }
 
 /* The record at `fk` in db `from` moved to `tk` in db `to`, losing its
- * first `skip` bytes, with its state byte set to `state`. */
+ * first `skip` bytes, with its state byte set to `state` and, when `bump`,
+ * one more delivery counted (byte 5: journals written before format 4
+ * have 0 there). */
 static int
 jr_move(struct lstore *s, int from, const void *fk, size_t skip, int to,
-    const void *tk, int state)
+    const void *tk, int state, bool bump)
 {
 	unsigned char *p;
 
@@ -636,6 +672,7 @@ jr_move(struct lstore *s, int from, const void *fk, size_t skip, int to,
 	p[2] = (unsigned char)to;
 	p[3] = (unsigned char)skip;
 	p[4] = (unsigned char)state;
+	p[5] = bump ? 1 : 0;
 	memcpy(p + 8, fk, LM_KEY);
 	memcpy(p + 8 + LM_KEY, tk, LM_KEY);
 	return 0;
@@ -679,7 +716,7 @@ static int del_delayed(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote);
 /* Replay a move: copy, then delete the source. */
 static int
 jr_apply_move(MDB_txn *t, MDB_dbi from, MDB_val *fk, size_t skip, MDB_dbi to,
-    MDB_val *tk, int state)
+    MDB_val *tk, int state, bool bump)
 {
 	unsigned char *dst;
 	MDB_val v, dv;
@@ -698,6 +735,8 @@ jr_apply_move(MDB_txn *t, MDB_dbi from, MDB_val *fk, size_t skip, MDB_dbi to,
 	dst = dv.mv_data;
 	memcpy(dst, (unsigned char *)v.mv_data + skip, dv.mv_size);
 	dst[0] = (unsigned char)state;
+	if (bump)
+		hdr_bump(dst);
 	return mdb_del(t, from, fk, NULL);
 }
 
@@ -751,8 +790,10 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 			k.mv_size = LM_KEY;
 			k2.mv_data = (void *)(p + 8 + LM_KEY);
 			k2.mv_size = LM_KEY;
+			if (p[5] > 1)
+				return LM_EBADVAL;
 			rc = jr_apply_move(s->ptxn, ldbi(s, db), &k, p[3],
-			    ldbi(s, db2), &k2, p[4]);
+			    ldbi(s, db2), &k2, p[4], p[5] == 1);
 			p += 8 + 2 * LM_KEY;
 			break;
 		case JR_DELQ:
@@ -1575,7 +1616,7 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 	}
 	if (rc == 0) {
 		hdr_write(dst, LM_STATE_READY, item->flags, item->expires_ms,
-		    created);
+		    created, item->deliveries);
 		if (item->len > 0)
 			memcpy(dst + LM_HDR, item->data, item->len);
 		rec_seal(dst, item->len);
@@ -1697,6 +1738,11 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 	}
 	it.id = seq;
 	it.state = SAKER_ITEM_READY;
+	if (mode == SAKER_TAKE_OPEN) {
+		/* fn sees the count with this hand-out */
+		if (it.deliveries < SAKER_DELIVERIES_MAX)
+			it.deliveries++;
+	}
 	res->found = true;
 	res->len = it.len;
 	res->fnret = fn(arg, &it);
@@ -1720,6 +1766,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 			dst = ov.mv_data;
 			memcpy(dst, v.mv_data, v.mv_size);
 			dst[0] = LM_STATE_OPEN;
+			hdr_bump(dst);
 		}
 	}
 	if (rc == 0)
@@ -1728,7 +1775,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		mkkey(kb, q->id, seq);
 		if (mode == SAKER_TAKE_OPEN)
 			rc = jr_move(s, LD_ITEMS, kb, 0, LD_OPEN, okb,
-			    LM_STATE_OPEN);
+			    LM_STATE_OPEN, true);
 		else
 			rc = jr_del(s, LD_ITEMS, kb, LM_KEY);
 	}
@@ -1938,7 +1985,7 @@ move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, int from, size_t skip,
 	if ((rc = mdb_cursor_del(c, 0)) != 0)
 		return rc;
 	mkkey(tk, q->id, seq);
-	return jr_move(s, from, fk, skip, LD_ITEMS, tk, LM_STATE_READY);
+	return jr_move(s, from, fk, skip, LD_ITEMS, tk, LM_STATE_READY, false);
 }
 
 /* Size of open item (q, id) in the batch, or 0 when it is not open. */
@@ -2003,6 +2050,52 @@ lm_release(saker_store *ss, saker_queue *q, uint64_t id)
 	q->cur.bytes += len;
 	if (s->notify != NULL)
 		s->notify(s->notify_arg, q, q->ctx);
+	return SAKER_OK;
+}
+
+static int
+lm_move(saker_store *ss, saker_queue *q, uint64_t id, saker_queue *to)
+{
+	struct lstore *s = (struct lstore *)ss;
+	unsigned char kb[LM_KEY];
+	MDB_cursor *c;
+	MDB_txn *t;
+	MDB_val k, v;
+	size_t len = 0;
+	int rc;
+
+	if (q == NULL || to == NULL || to == q || !to->cur.exists || to->deleted)
+		return seterr(s, SAKER_EINVAL, "lmdb move: bad argument");
+	if (q->cur.open == 0)
+		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	mkkey(kb, q->id, id);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	rc = mdb_get(s->txn, s->db_open, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
+	if (rc != 0)
+		return lm_fail(s, rc, "move");
+	if ((rc = op_begin(s, v.mv_size, &t)) != SAKER_OK)
+		return rc;
+	rc = open_lookup(s, t, &c, q->id, id);
+	if (rc == 0)
+		rc = move_rec(s, t, c, LD_OPEN, 0, to, to->cur.tail, true, &len);
+	if (c != NULL)
+		mdb_cursor_close(c);
+	if ((rc = op_end(s, t, rc, true)) != 0)
+		return lm_fail(s, rc, "move");
+	q_change(s, q);
+	q->cur.open--;
+	q_change(s, to);
+	to->cur.tail++;
+	to->cur.items++;
+	to->cur.bytes += len;
+	to->cur.total++;
+	if (s->notify != NULL)
+		s->notify(s->notify_arg, to, to->ctx);
 	return SAKER_OK;
 }
 
@@ -3010,6 +3103,7 @@ const struct saker_store_driver saker_store_lmdb = {
 	.name = "lmdb",
 	.location_help = "DIR",
 	.durable = true,
+	.caps = SAKER_CAP_DELIVERIES,
 	.options = lm_options,
 	.open = lm_open,
 	.close = lm_close,
@@ -3023,6 +3117,7 @@ const struct saker_store_driver saker_store_lmdb = {
 	.take = lm_take,
 	.confirm = lm_confirm,
 	.release = lm_release,
+	.move = lm_move,
 	.promote = lm_promote,
 	.flush_expired = lm_flush_expired,
 	.iterate = lm_iterate,

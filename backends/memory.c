@@ -38,6 +38,7 @@ struct mitem {
 	size_t heap_idx;         /* position in the delay heap while delayed */
 	uint32_t flags;
 	uint32_t state;
+	uint32_t deliveries;     /* take(OPEN) hand-outs (store.h) */
 	unsigned char data[];
 };
 
@@ -226,6 +227,7 @@ item_view(const struct mitem *it, struct saker_item *v)
 	v->created_ms = it->created_ms;
 	v->state = it->state == ITEM_OPEN ? SAKER_ITEM_OPEN :
 	    it->state == ITEM_DELAYED ? SAKER_ITEM_DELAYED : SAKER_ITEM_READY;
+	v->deliveries = it->deliveries;
 	v->len = it->len;
 	v->data = it->data;
 }
@@ -790,6 +792,8 @@ mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 	it->flags = item->flags;
 	it->expires_ms = item->expires_ms;
 	it->created_ms = item->created_ms != 0 ? item->created_ms : now_ms;
+	it->deliveries = item->deliveries < SAKER_DELIVERIES_MAX ?
+	    item->deliveries : SAKER_DELIVERIES_MAX;
 	it->len = item->len;
 	if (item->len > 0)
 		memcpy(it->data, item->data, item->len);
@@ -848,8 +852,11 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 
 	item_view(it, &view);
-	if (mode == SAKER_TAKE_OPEN)
+	if (mode == SAKER_TAKE_OPEN) {
 		view.state = SAKER_ITEM_OPEN;
+		if (view.deliveries < SAKER_DELIVERIES_MAX)
+			view.deliveries++;
+	}
 	rc = fn(arg, &view);
 	if (rc != 0)
 		return rc;
@@ -862,6 +869,7 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	case SAKER_TAKE_OPEN:
 		ready_unlink(q, it);
 		it->state = ITEM_OPEN;
+		it->deliveries = view.deliveries;
 		list_insert_sorted(&q->open, it);
 		otab_insert(ms, it);
 		q->st.open_items++;
@@ -922,6 +930,27 @@ mem_release(saker_store *s, saker_queue *q, uint64_t id)
 	ready_push_head(q, it);
 	if (ms->opts.notify != NULL)
 		ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
+	return SAKER_OK;
+}
+
+static int
+mem_move(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to)
+{
+	struct mstore *ms = MS(s);
+	struct mitem *it;
+
+	if (q == NULL || to == NULL || to == q)
+		return fail(ms, SAKER_EINVAL, "bad move arguments");
+	if (ms->opts.read_only)
+		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	it = open_detach(ms, q, id);
+	if (it == NULL)
+		return fail(ms, SAKER_ENOTFOUND, "no such open item");
+	it->q = to;
+	ready_push_tail(to, it);
+	to->st.total_items++;
+	if (ms->opts.notify != NULL)
+		ms->opts.notify(ms->opts.notify_arg, to, to->ctx);
 	return SAKER_OK;
 }
 
@@ -1061,6 +1090,7 @@ const struct saker_store_driver saker_store_memory = {
 	.name = "memory",
 	.location_help = NULL,
 	.durable = false,
+	.caps = SAKER_CAP_DELIVERIES,
 	.options = mem_options,
 	.open = mem_open,
 	.close = mem_close,
@@ -1074,6 +1104,7 @@ const struct saker_store_driver saker_store_memory = {
 	.take = mem_take,
 	.confirm = mem_confirm,
 	.release = mem_release,
+	.move = mem_move,
 	.promote = mem_promote,
 	.flush_expired = mem_flush_expired,
 	.iterate = mem_iterate,

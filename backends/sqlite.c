@@ -32,9 +32,10 @@
 
 #define SQ_APPLICATION_ID 0x53414b52	/* "SAKR" */
 /* 1: saker 1.0.0; 2: items carry a CRC32C (kit_item_crc) in column crc,
- * NULL in rows written before (not checked).  Opening a version 1 store
- * for writing upgrades it in place. */
-#define SQ_FORMAT_VERSION 2
+ * NULL in rows written before (not checked); 3: items carry their
+ * delivery count in column deliveries (0 in rows written before).
+ * Opening an older store for writing upgrades it in place. */
+#define SQ_FORMAT_VERSION 3
 #define SQ_DAMAGED "_damaged"	/* where damaged items are moved to */
 /* A row holds the item and a few integers: keep this much of SQLite's
  * length limit for them. */
@@ -62,7 +63,7 @@ enum {
 	S_SP, S_SP_RELEASE, S_SP_ROLLBACK,
 	S_Q_INSERT, S_Q_UPDATE, S_Q_DELETE, S_META_SET,
 	S_I_INSERT, S_I_HEAD, S_I_DELETE, S_I_OPEN, S_I_CONFIRM,
-	S_I_OPENLEN, S_I_RELEASE, S_I_OPENSEQS, S_I_OPENLIST, S_I_READYLIST,
+	S_I_OPENLEN, S_I_RELEASE, S_I_MOVE, S_I_OPENSEQS, S_I_OPENLIST, S_I_READYLIST,
 	S_I_EXPIRED, S_I_DELQ,
 	S_D_INSERT, S_D_DUE, S_D_DELDUE, S_D_FIRST, S_D_LIST, S_D_DELQ,
 	S_COUNT
@@ -85,13 +86,17 @@ static const char *const sq_sql[S_COUNT] = {
 	[S_Q_DELETE] = "DELETE FROM queues WHERE id = ?1",
 	[S_META_SET] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
 	[S_I_INSERT] = "INSERT INTO items(qid, seq, state, flags, expires,"
-	    " created, data, crc) VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7)",
+	    " created, data, crc, deliveries)"
+	    " VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7, ?8)",
 	/* @CRC@: the crc column, or NULL on a version 1 store opened
-	 * read-only (sq_prepare) */
-	[S_I_HEAD] = "SELECT seq, flags, expires, created, data, @CRC@ FROM items"
-	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq LIMIT 1",
+	 * read-only; @DLV@: the deliveries column, or 0 on a store older
+	 * than version 3 opened read-only (sq_prepare) */
+	[S_I_HEAD] = "SELECT seq, flags, expires, created, data, @CRC@, @DLV@"
+	    " FROM items WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq LIMIT 1",
 	[S_I_DELETE] = "DELETE FROM items WHERE qid = ?1 AND seq = ?2",
-	[S_I_OPEN] = "UPDATE items SET state = 1 WHERE qid = ?1 AND seq = ?2",
+	[S_I_OPEN] = "UPDATE items SET state = 1,"
+	    " deliveries = min(deliveries + 1, 65535)"
+	    " WHERE qid = ?1 AND seq = ?2",
 	[S_I_CONFIRM] = "DELETE FROM items WHERE qid = ?1 AND seq = ?2"
 	    " AND state = 1",
 	[S_I_OPENLEN] = "SELECT length(data) FROM items"
@@ -100,21 +105,24 @@ static const char *const sq_sql[S_COUNT] = {
 	    " WHERE qid = ?1 AND seq = ?2",
 	[S_I_OPENSEQS] = "SELECT seq, length(data) FROM items"
 	    " WHERE qid = ?1 AND state = 1 ORDER BY seq",
-	[S_I_OPENLIST] = "SELECT seq, flags, expires, created, data, @CRC@ FROM items"
-	    " WHERE qid = ?1 AND state = 1 ORDER BY seq",
-	[S_I_READYLIST] = "SELECT seq, flags, expires, created, data, @CRC@ FROM items"
-	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq",
+	[S_I_MOVE] = "UPDATE items SET qid = ?3, seq = ?4, state = 0"
+	    " WHERE qid = ?1 AND seq = ?2 AND state = 1",
+	[S_I_OPENLIST] = "SELECT seq, flags, expires, created, data, @CRC@, @DLV@"
+	    " FROM items WHERE qid = ?1 AND state = 1 ORDER BY seq",
+	[S_I_READYLIST] = "SELECT seq, flags, expires, created, data, @CRC@, @DLV@"
+	    " FROM items WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq",
 	[S_I_EXPIRED] = "SELECT seq, expires, length(data) FROM items"
 	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq LIMIT ?3",
 	[S_I_DELQ] = "DELETE FROM items WHERE qid = ?1",
 	[S_D_INSERT] = "INSERT INTO delayed(due, seq, qid, flags, expires,"
-	    " created, data, crc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-	[S_D_DUE] = "SELECT due, seq, qid, flags, expires, created, data, @CRC@"
-	    " FROM delayed WHERE due <= ?1 ORDER BY due, seq",
+	    " created, data, crc, deliveries)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	[S_D_DUE] = "SELECT due, seq, qid, flags, expires, created, data, @CRC@,"
+	    " @DLV@ FROM delayed WHERE due <= ?1 ORDER BY due, seq",
 	[S_D_DELDUE] = "DELETE FROM delayed WHERE due <= ?1",
 	[S_D_FIRST] = "SELECT due FROM delayed ORDER BY due, seq LIMIT 1",
-	[S_D_LIST] = "SELECT due, seq, flags, expires, created, data, @CRC@"
-	    " FROM delayed WHERE qid = ?1 ORDER BY due, seq",
+	[S_D_LIST] = "SELECT due, seq, flags, expires, created, data, @CRC@,"
+	    " @DLV@ FROM delayed WHERE qid = ?1 ORDER BY due, seq",
 	[S_D_DELQ] = "DELETE FROM delayed WHERE qid = ?1",
 };
 
@@ -145,6 +153,7 @@ static const char sq_schema[] =
     " created INTEGER NOT NULL,"
     " data BLOB NOT NULL,"
     " crc INTEGER,"
+    " deliveries INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY(qid, seq)"
     ") WITHOUT ROWID;"
     "CREATE TABLE delayed("
@@ -156,6 +165,7 @@ static const char sq_schema[] =
     " created INTEGER NOT NULL,"
     " data BLOB NOT NULL,"
     " crc INTEGER,"
+    " deliveries INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY(due, seq)"
     ") WITHOUT ROWID;"
     "CREATE INDEX delayed_qid ON delayed(qid);";
@@ -923,7 +933,7 @@ sq_row_sound(sqlite3_stmt *st, int c, const struct saker_item *it)
 static int
 sq_append(struct sq_store *s, struct saker_queue *q, uint32_t flags,
     int64_t expires, int64_t created, const void *data, size_t len,
-    const int64_t *crc)
+    const int64_t *crc, uint32_t deliveries)
 {
 	sqlite3_stmt *st = s->st[S_I_INSERT];
 	int err;
@@ -938,6 +948,8 @@ sq_append(struct sq_store *s, struct saker_queue *q, uint32_t flags,
 	/* NULL: a row moved from before format 2 stays unchecked */
 	if (crc != NULL)
 		sqlite3_bind_int64(st, 7, *crc);
+	sqlite3_bind_int64(st, 8, deliveries < SAKER_DELIVERIES_MAX ?
+	    deliveries : SAKER_DELIVERIES_MAX);
 	if ((err = sq_exec(s, S_I_INSERT, "insert item")) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
@@ -967,7 +979,7 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	    item->len);
 	if (item->due_ms <= now_ms) {
 		err = sq_append(s, q, item->flags, item->expires_ms, created,
-		    item->data, item->len, &crc);
+		    item->data, item->len, &crc, item->deliveries);
 		if (err != SAKER_OK)
 			return err;
 		q->cur.total++;
@@ -984,6 +996,8 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	if ((err = sq_bind_blob(s, st, 7, item->data, item->len)) != SAKER_OK)
 		return err;
 	sqlite3_bind_int64(st, 8, crc);
+	sqlite3_bind_int64(st, 9, item->deliveries < SAKER_DELIVERIES_MAX ?
+	    item->deliveries : SAKER_DELIVERIES_MAX);
 	if ((err = sq_exec(s, S_D_INSERT, "insert delayed item")) != SAKER_OK)
 		return err;
 	s->dseq++;
@@ -1116,6 +1130,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		it.data = sqlite3_column_blob(h, 4);
 		len = (size_t)sqlite3_column_bytes(h, 4);
 		it.len = len;
+		it.deliveries = (uint32_t)sqlite3_column_int64(h, 6);
 		if (it.data == NULL)
 			it.data = "";
 		if (!sq_row_sound(h, 5, &it))
@@ -1134,6 +1149,8 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		if (q->cur.items == 0)
 			return SAKER_EEMPTY;
 	}
+	if (mode == SAKER_TAKE_OPEN && it.deliveries < SAKER_DELIVERIES_MAX)
+		it.deliveries++;	/* fn sees the count with this hand-out */
 	r = fn(arg, &it);
 	sq_reset(h);
 	if (r != 0 || mode == SAKER_TAKE_PEEK)
@@ -1219,6 +1236,49 @@ sq_release(saker_store *base, saker_queue *q, uint64_t id)
 }
 
 static int
+sq_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_stmt *st = s->st[S_I_OPENLEN];
+	size_t len;
+	int err, rc;
+
+	if ((err = sq_dead(s, q)) != SAKER_OK || (err = sq_dead(s, to)) != SAKER_OK)
+		return err;
+	if (to == q)
+		return sq_errf(s, SAKER_EINVAL, "move: same queue");
+	if (q->cur.open == 0 || id > (uint64_t)INT64_MAX)
+		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
+	if ((err = sq_begin(s)) != SAKER_OK)
+		return err;
+	sqlite3_bind_int64(st, 1, q->id);
+	sqlite3_bind_int64(st, 2, (int64_t)id);
+	rc = sqlite3_step(st);
+	len = rc == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 0) : 0;
+	sq_reset(st);
+	if (rc == SQLITE_DONE)
+		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
+	if (rc != SQLITE_ROW)
+		return sq_fail(s, rc, "find open item");
+	st = s->st[S_I_MOVE];
+	sqlite3_bind_int64(st, 1, q->id);
+	sqlite3_bind_int64(st, 2, (int64_t)id);
+	sqlite3_bind_int64(st, 3, to->id);
+	sqlite3_bind_int64(st, 4, to->cur.tail);
+	if ((err = sq_exec(s, S_I_MOVE, "move item")) != SAKER_OK)
+		return err;
+	sq_mark_dirty(s, q);
+	q->cur.open--;
+	sq_mark_dirty(s, to);
+	to->cur.tail++;
+	to->cur.items++;
+	to->cur.bytes += len;
+	to->cur.total++;
+	sq_notify(s, to);
+	return SAKER_OK;
+}
+
+static int
 sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 {
 	sqlite3_stmt *st = s->st[S_D_DUE];
@@ -1244,7 +1304,8 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 		    expires, sqlite3_column_int64(st, 5),
 		    sqlite3_column_blob(st, 6),
 		    (size_t)sqlite3_column_bytes(st, 6),
-		    sqlite3_column_type(st, 7) == SQLITE_NULL ? NULL : &crc);
+		    sqlite3_column_type(st, 7) == SQLITE_NULL ? NULL : &crc,
+		    (uint32_t)sqlite3_column_int64(st, 8));
 		if (err != SAKER_OK)
 			break;
 		q->gained = true;
@@ -1365,6 +1426,7 @@ sq_iter_rows(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *st,
 		if (it.data == NULL)
 			it.data = "";
 		it.state = state;
+		it.deliveries = (uint32_t)sqlite3_column_int64(st, c + 2);
 		if (!sq_row_sound(st, c + 1, &it)) {
 			sq_reset(st);
 			return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %"
@@ -1555,7 +1617,7 @@ static int
 sq_check_format(struct sq_store *s, bool create)
 {
 	int64_t appid = 0, version = 0, tables = 0;
-	char sql[256];
+	char sql[512];
 	int rc;
 
 	rc = sq_pragma_int(s->db, "PRAGMA application_id", &appid);
@@ -1611,16 +1673,22 @@ sq_check_format(struct sq_store *s, bool create)
 		return sq_errf(s, SAKER_ECORRUPT, "sqlite %s: bad format version"
 		    " %" PRId64, s->path, version);
 	s->version = version;
-	if (version < 2 && !s->read_only) {
-		/* 1 -> 2: the checksum column; old rows keep NULL there */
-		snprintf(sql, sizeof(sql), "BEGIN IMMEDIATE;"
+	if (version < SQ_FORMAT_VERSION && !s->read_only) {
+		/* 1 -> 2: the checksum column; old rows keep NULL there.
+		 * 2 -> 3: the delivery count; old rows count 0. */
+		snprintf(sql, sizeof(sql), "BEGIN IMMEDIATE;%s"
+		    " ALTER TABLE items ADD COLUMN deliveries INTEGER NOT NULL"
+		    " DEFAULT 0;"
+		    " ALTER TABLE delayed ADD COLUMN deliveries INTEGER NOT NULL"
+		    " DEFAULT 0;"
+		    " PRAGMA user_version=%d; COMMIT", version < 2 ?
 		    " ALTER TABLE items ADD COLUMN crc INTEGER;"
-		    " ALTER TABLE delayed ADD COLUMN crc INTEGER;"
-		    " PRAGMA user_version=%d; COMMIT", SQ_FORMAT_VERSION);
+		    " ALTER TABLE delayed ADD COLUMN crc INTEGER;" : "",
+		    SQ_FORMAT_VERSION);
 		rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 		if (rc != SQLITE_OK) {
 			int err = sq_open_err(s, sq_map(rc), rc,
-			    "upgrading the format to version 2");
+			    "upgrading the format to version 3");
 			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 			return err;
 		}
@@ -1683,18 +1751,29 @@ sq_settings(struct sq_store *s)
 static int
 sq_prepare(struct sq_store *s)
 {
-	char sql[512];
+	char sql[512], tmp[512];
 	const char *at, *crc = s->version >= 2 ? "crc" : "NULL";
+	const char *dlv = s->version >= 3 ? "deliveries" : "0";
 	int i, rc;
 
 	for (i = 0; i < S_COUNT; i++) {
-		if ((at = strstr(sq_sql[i], "@CRC@")) != NULL)
-			snprintf(sql, sizeof(sql), "%.*s%s%s", (int)(at - sq_sql[i]),
-			    sq_sql[i], crc, at + 5);
-		else if (s->version < 2 && strstr(sq_sql[i], "crc") != NULL)
-			continue;	/* a write; a read-only v1 store never writes */
-		else
-			snprintf(sql, sizeof(sql), "%s", sq_sql[i]);
+		snprintf(sql, sizeof(sql), "%s", sq_sql[i]);
+		if ((at = strstr(sql, "@CRC@")) != NULL) {
+			snprintf(tmp, sizeof(tmp), "%.*s%s%s", (int)(at - sql),
+			    sql, crc, at + 5);
+			snprintf(sql, sizeof(sql), "%s", tmp);
+		}
+		if ((at = strstr(sql, "@DLV@")) != NULL) {
+			snprintf(tmp, sizeof(tmp), "%.*s%s%s", (int)(at - sql),
+			    sql, dlv, at + 5);
+			snprintf(sql, sizeof(sql), "%s", tmp);
+		}
+		/* writes of newer columns: a read-only old store never
+		 * writes */
+		if ((s->version < 2 && strstr(sq_sql[i], "crc") != NULL &&
+		    strstr(sq_sql[i], "@CRC@") == NULL) ||
+		    (s->version < 3 && strstr(sq_sql[i], "deliveries") != NULL))
+			continue;
 		rc = sqlite3_prepare_v3(s->db, sql, -1,
 		    SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL);
 		if (rc == SQLITE_ERROR)
@@ -1934,6 +2013,7 @@ const struct saker_store_driver saker_store_sqlite = {
 	.name = "sqlite",
 	.location_help = "FILE",
 	.durable = true,
+	.caps = SAKER_CAP_DELIVERIES,
 	.open = sq_open,
 	.close = sq_close,
 	.errmsg = sq_errmsg,
@@ -1946,6 +2026,7 @@ const struct saker_store_driver saker_store_sqlite = {
 	.take = sq_take,
 	.confirm = sq_confirm,
 	.release = sq_release,
+	.move = sq_move,
 	.promote = sq_promote,
 	.flush_expired = sq_flush_expired,
 	.iterate = sq_iterate,

@@ -176,26 +176,48 @@ copy_file(const char *from, const char *to)
 	close(out);
 }
 
+struct compat_got {
+	char data[64];
+	uint32_t deliveries;
+	uint64_t id;
+};
+
 static int
 compat_cb(void *arg, const struct saker_item *item)
 {
-	snprintf(arg, 64, "%.*s", (int)item->len, (const char *)item->data);
+	struct compat_got *g = arg;
+
+	snprintf(g->data, sizeof(g->data), "%.*s", (int)item->len,
+	    (const char *)item->data);
+	g->deliveries = item->deliveries;
+	g->id = item->id;
 	return 0;
 }
 
+/* Take the head of qname in `mode`: it must be `want` with `dlv`
+ * deliveries; an open one is released again. */
 static void
-compat_take(saker_store *s, const char *qname, const char *want)
+compat_take_mode(saker_store *s, const char *qname, int mode, const char *want,
+    uint32_t dlv)
 {
+	struct compat_got g;
 	saker_queue *q;
-	char buf[64] = "";
 
+	memset(&g, 0, sizeof(g));
 	ck_assert_int_eq(s->driver->queue_open(s, qname, strlen(qname), false,
 	    NULL, &q), SAKER_OK);
-	ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_REMOVE, INT64_MAX / 2,
-	    compat_cb, buf), SAKER_OK);
-	ck_assert_str_eq(buf, want);
+	ck_assert_int_eq(s->driver->take(s, q, mode, INT64_MAX / 2,
+	    compat_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, want);
+	ck_assert_uint_eq(g.deliveries, dlv);
+	if (mode == SAKER_TAKE_OPEN)
+		ck_assert_int_eq(s->driver->release(s, q, g.id), SAKER_OK);
 }
+#define compat_take(s, qn, want, dlv) \
+	compat_take_mode((s), (qn), SAKER_TAKE_REMOVE, (want), (dlv))
 
+/* Items from before delivery counts read 0 and are counted from then on,
+ * durably. */
 static void
 compat_check(const char *spec)
 {
@@ -210,11 +232,14 @@ compat_check(const char *spec)
 	o.create = true;
 	ck_assert_msg(saker_store_open(spec, &o, &s, err, sizeof(err)) ==
 	    SAKER_OK, "open %s: %s", spec, err);
-	compat_take(s, "q2", "other");	/* the open item, back at the head */
-	compat_take(s, "q1", "first");
-	compat_take(s, "q1", "second");
+	/* the open item, back at the head */
+	compat_take(s, "q2", "other", 0);
+	compat_take_mode(s, "q1", SAKER_TAKE_OPEN, "first", 1);
+	compat_take(s, "q1", "first", 1);
+	compat_take(s, "q1", "second", 0);
 	ck_assert_int_eq(s->driver->promote(s, INT64_MAX / 2, &next), SAKER_OK);
-	compat_take(s, "q1", "delayed");
+	compat_take_mode(s, "q1", SAKER_TAKE_OPEN, "delayed", 1);
+	compat_take_mode(s, "q1", SAKER_TAKE_OPEN, "delayed", 2);
 	/* new items (with a checksum) next to the old ones */
 	ck_assert_int_eq(s->driver->queue_open(s, "q3", 2, true, NULL, &q),
 	    SAKER_OK);
@@ -226,7 +251,8 @@ compat_check(const char *spec)
 	saker_store_close(s);
 	ck_assert_int_eq(saker_store_open(spec, &o, &s, err, sizeof(err)),
 	    SAKER_OK);
-	compat_take(s, "q3", "new");
+	compat_take(s, "q3", "new", 0);
+	compat_take(s, "q1", "delayed", 2);
 	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
 	saker_store_close(s);
 }

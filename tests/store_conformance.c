@@ -27,6 +27,7 @@ struct got {
 	int64_t expires_ms;
 	int64_t due_ms;
 	int64_t created_ms;
+	uint32_t deliveries;
 	saker_item_state state;
 	size_t len;
 	unsigned char *data;
@@ -198,6 +199,7 @@ got_copy(struct got *g, const struct saker_item *item)
 	g->expires_ms = item->expires_ms;
 	g->due_ms = item->due_ms;
 	g->created_ms = item->created_ms;
+	g->deliveries = item->deliveries;
 	g->state = item->state;
 	g->len = item->len;
 	g->data = malloc(item->len + 1);
@@ -1236,6 +1238,130 @@ START_TEST(test_bulk)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* delivery counts and move (SAKER_CAP_DELIVERIES) */
+
+/* Put a string item with a delivery count (load, migrate). */
+static void
+put_dlv(saker_queue *q, const char *str, uint32_t deliveries, int64_t due_ms)
+{
+	struct saker_item it;
+	int rc;
+
+	memset(&it, 0, sizeof(it));
+	it.data = str;
+	it.len = strlen(str);
+	it.flags = 77;
+	it.due_ms = due_ms;
+	it.deliveries = deliveries;
+	rc = T.drv->put(T.s, q, &it, BASE);
+	ck_assert_msg(rc == SAKER_OK, "put %s: %d (%s)", str, rc,
+	    T.drv->errmsg(T.s));
+}
+
+/* take(OPEN) counts a delivery and shows it; release keeps it; REMOVE,
+ * PEEK and iterate show the stored count; put stores the count given. */
+START_TEST(test_deliveries)
+{
+	saker_queue *q = qopen("dlv");
+	struct itlog l;
+	uint64_t id;
+
+	memset(&l, 0, sizeof(l));
+	put_s(q, "A", 0, 0, BASE);
+	put_s(q, "B", 0, 0, BASE);
+	take_s(q, SAKER_TAKE_PEEK, BASE, "A");
+	ck_assert_uint_eq(T.got.deliveries, 0);
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
+	ck_assert_uint_eq(T.got.deliveries, 1);
+	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_OK);
+	take_s(q, SAKER_TAKE_PEEK, BASE, "A");
+	ck_assert_uint_eq(T.got.deliveries, 1);
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
+	ck_assert_uint_eq(T.got.deliveries, 2);
+	/* open items show their count in iterate too */
+	ck_assert_int_eq(T.drv->iterate(T.s, q, iter_cb, &l), 0);
+	ck_assert_int_eq(l.n, 2);
+	ck_assert_uint_eq(l.items[0].deliveries, 2);
+	ck_assert_uint_eq(l.items[1].deliveries, 0);
+	itlog_free(&l);
+	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_OK);
+	commit();
+	/* a plain take does not count: it shows what is stored */
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "A");
+	ck_assert_uint_eq(T.got.deliveries, 2);
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "B");
+	ck_assert_uint_eq(T.got.deliveries, 1);
+	ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_OK);
+	take_empty(q, SAKER_TAKE_OPEN, BASE);
+
+	/* put keeps a count (ready or delayed), and stops at the maximum */
+	put_dlv(q, "C", 7, 0);
+	put_dlv(q, "D", 9, BASE + 100);
+	put_dlv(q, "E", SAKER_DELIVERIES_MAX, 0);
+	take_s(q, SAKER_TAKE_PEEK, BASE, "C");
+	ck_assert_uint_eq(T.got.deliveries, 7);
+	ck_assert_uint_eq(T.got.flags, 77);
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "C");
+	ck_assert_uint_eq(T.got.deliveries, 8);
+	ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_OK);
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "E");
+	ck_assert_uint_eq(T.got.deliveries, SAKER_DELIVERIES_MAX);
+	ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_OK);
+	promote(BASE + 100);
+	take_s(q, SAKER_TAKE_PEEK, BASE + 100, "D");
+	ck_assert_uint_eq(T.got.deliveries, 9);
+	commit();
+}
+END_TEST
+
+/* move(): an open item goes to the tail of another queue with its data,
+ * flags, expiry, age and count, in the batch. */
+START_TEST(test_move)
+{
+	saker_queue *q = qopen("mv");
+	saker_queue *dq = qopen_ctx("mv_dead", (void *)&T);
+	struct saker_queue_stats st;
+	uint64_t id, idb;
+	int n0;
+
+	ck_assert_int_eq(put_full(q, "A", 1, 5, BASE + 5000, 0, BASE - 7, BASE),
+	    SAKER_OK);
+	put_s(q, "B", 0, 0, BASE);
+	put_s(dq, "Z", 0, 0, BASE);
+	commit();
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
+	ck_assert_uint_eq(T.got.deliveries, 1);
+	n0 = count_notes(dq);
+	ck_assert_int_eq(T.drv->move(T.s, q, id, dq), SAKER_OK);
+	ck_assert_int_eq(count_notes(dq), n0 + 1);
+	/* gone from q for good: not open, not ready */
+	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_ENOTFOUND);
+	ck_assert_int_eq(T.drv->move(T.s, q, id, dq), SAKER_ENOTFOUND);
+	ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_ENOTFOUND);
+	idb = take_s(q, SAKER_TAKE_OPEN, BASE, "B");
+	ck_assert_int_eq(T.drv->move(T.s, q, idb, q), SAKER_EINVAL);
+	ck_assert_int_eq(T.drv->release(T.s, q, idb), SAKER_OK);
+	commit();
+	st = qstats(q);
+	ck_assert_uint_eq(st.open_items, 0);
+	ck_assert_uint_eq(st.items, 1);
+	st = qstats(dq);
+	ck_assert_uint_eq(st.items, 2);
+	ck_assert_uint_eq(st.bytes, 2);
+	ck_assert_uint_eq(st.total_items, 2);
+	/* at the tail, everything kept */
+	take_s(dq, SAKER_TAKE_REMOVE, BASE, "Z");
+	take_s(dq, SAKER_TAKE_REMOVE, BASE, "A");
+	ck_assert_uint_eq(T.got.flags, 5);
+	ck_assert_int_eq(T.got.expires_ms, BASE + 5000);
+	ck_assert_int_eq(T.got.created_ms, BASE - 7);
+	ck_assert_uint_eq(T.got.deliveries, 1);
+	take_empty(dq, SAKER_TAKE_REMOVE, BASE);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "B");
+	commit();
+}
+END_TEST
+
 /* durable drivers: reopen */
 
 static saker_queue *
@@ -1464,6 +1590,56 @@ START_TEST(test_reopen_open_items)
 }
 END_TEST
 
+/* Counts are stored: a released item and an item open at the crash come
+ * back with theirs; a moved item is in the target after a reopen. */
+START_TEST(test_reopen_deliveries)
+{
+	saker_queue *q = qopen("rdlv");
+	saker_queue *dq = qopen("rdlv_dead");
+	uint64_t id;
+
+	put_s(q, "A", 0, 0, BASE);
+	put_s(q, "B", 0, 0, BASE);
+	put_s(q, "C", 0, 0, BASE);
+	put_dlv(q, "D", 40, BASE + 100);
+	commit();
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
+	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_OK);
+	commit();
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
+	ck_assert_int_eq(T.drv->move(T.s, q, id, dq), SAKER_OK);
+	commit();
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "B");
+	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_OK);
+	commit();
+	take_s(q, SAKER_TAKE_OPEN, BASE, "B");
+	commit();
+	reopen();	/* B open: back at the head, counted twice */
+
+	q = qfind("rdlv");
+	dq = qfind("rdlv_dead");
+	ck_assert_uint_eq(qstats(q).open_items, 0);
+	take_s(q, SAKER_TAKE_PEEK, BASE, "B");
+	ck_assert_uint_eq(T.got.deliveries, 2);
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "B");
+	ck_assert_uint_eq(T.got.deliveries, 3);
+	ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_OK);
+	take_s(q, SAKER_TAKE_PEEK, BASE, "C");
+	ck_assert_uint_eq(T.got.deliveries, 0);
+	take_s(dq, SAKER_TAKE_PEEK, BASE, "A");
+	ck_assert_uint_eq(T.got.deliveries, 2);
+	ck_assert_uint_eq(qstats(dq).items, 1);
+	commit();
+	reopen();
+	q = qfind("rdlv");
+	promote(BASE + 100);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 100, "C");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 100, "D");
+	ck_assert_uint_eq(T.got.deliveries, 40);
+	commit();
+}
+END_TEST
+
 START_TEST(test_reopen_deleted_queue)
 {
 	saker_queue *q = qopen("rd-gone");
@@ -1576,12 +1752,18 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_commit);
 	tcase_add_test(tc, test_many_queues);
 	tcase_add_test(tc, test_bulk);
+	if (drv->caps & SAKER_CAP_DELIVERIES) {
+		tcase_add_test(tc, test_deliveries);
+		tcase_add_test(tc, test_move);
+	}
 	if (drv->durable) {
 		tcase_add_test(tc, test_reopen_ready);
 		tcase_add_test(tc, test_reopen_expiry);
 		tcase_add_test(tc, test_reopen_delayed);
 		tcase_add_test(tc, test_reopen_open_items);
 		tcase_add_test(tc, test_reopen_deleted_queue);
+		if (drv->caps & SAKER_CAP_DELIVERIES)
+			tcase_add_test(tc, test_reopen_deliveries);
 		tcase_add_test(tc, test_reopen_read_only);
 		if ((drv->caps & SAKER_CAP_SHARED) == 0)
 			tcase_add_test(tc, test_locked);

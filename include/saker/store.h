@@ -56,6 +56,17 @@
  *   valid only until the callback returns; copy what you keep.  Strings and
  *   items passed *into* a driver are copied by it if it keeps them.
  *
+ * DELIVERY COUNTS (drivers with SAKER_CAP_DELIVERIES)
+ *   Every item carries the number of times it was handed out by a
+ *   take(SAKER_TAKE_OPEN), stored with the item.  That take counts the
+ *   hand-out in the same batch as the take itself (durable with it) and
+ *   gives fn the item with the new count; release() and a crash (open
+ *   items back to the head at open()) keep the count; confirm() deletes
+ *   the item.  REMOVE, PEEK and iterate() show the stored count; put()
+ *   stores item->deliveries as given.  Counts stop at
+ *   SAKER_DELIVERIES_MAX.  move() hands an open item to another queue
+ *   with its count.
+ *
  * ERRORS
  *   Every fallible call returns a saker_err.  Driver-native codes (MDB_*,
  *   SQLITE_*) never cross this interface; the driver maps them and keeps a
@@ -116,6 +127,9 @@ struct saker_item {
 	                          * at put() time = ready at once */
 	int64_t created_ms;      /* when it was put (age, max_age); put() stores
 	                          * this value, 0 meaning now_ms */
+	uint32_t deliveries;     /* times handed out by take(OPEN): see
+	                          * DELIVERY COUNTS; put() stores this value
+	                          * (0 for a new item; load/migrate carry it) */
 	saker_item_state state;  /* output of iterate() only */
 	size_t len;              /* data length in bytes (may be 0) */
 	const void *data;        /* binary-safe payload */
@@ -230,6 +244,15 @@ typedef struct saker_store {
  *                   open() of a shared store never returns SAKER_ELOCKED.
  */
 #define SAKER_CAP_SHARED (1u << 0)
+/*
+ * SAKER_CAP_DELIVERIES  Items carry a delivery count (DELIVERY COUNTS, at
+ *                   the top) and move() is implemented.  Without it every
+ *                   count reads 0 and move is NULL.
+ */
+#define SAKER_CAP_DELIVERIES (1u << 1)
+
+/* Delivery counts stop here (they fit 16 bits on every driver). */
+#define SAKER_DELIVERIES_MAX 65535u
 
 struct saker_store_driver {
 	const char *name;        /* "memory", "lmdb", ... the TYPE of a spec */
@@ -303,6 +326,14 @@ struct saker_store_driver {
 	/* Put open item `id` back at the head of the ready FIFO; notifies.
 	 * Releasing several items newest first restores their original order. */
 	int (*release)(saker_store *s, saker_queue *q, uint64_t id);
+
+	/* SAKER_CAP_DELIVERIES only (else NULL): append open item `id` of q
+	 * to the ready tail of queue `to` (another queue), keeping its data,
+	 * flags, expiry, age and delivery count, in the current batch: after
+	 * commit() it is in `to` and not in q, after a failed commit it is
+	 * still open in q.  Notifies `to`.  SAKER_ENOTFOUND if not open,
+	 * SAKER_EINVAL if to == q.  The dead-letter and expire-to moves. */
+	int (*move)(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to);
 
 	/* Move every delayed item with due_ms <= now_ms, in (due, arrival)
 	 * order, to the tail of its queue's ready FIFO; notify each queue that
