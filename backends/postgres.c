@@ -2623,6 +2623,12 @@ pg_iter_rows(struct pg_store *s, int which, int64_t qid, saker_item_state state,
 		if (s->conn == NULL)
 			break;
 	}
+	/* libpq keeps single-row mode on until the next query that is not
+	 * pipelined: the first statement of the next pipeline would get its
+	 * rows one by one (and be taken for a failure).  An empty query
+	 * ends it. */
+	if (s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK)
+		PQclear(PQexec(s->conn, ""));
 	if (err != SAKER_OK && s->in_txn)
 		pg_lose_batch(s, err);
 	if (err != SAKER_OK)
