@@ -40,11 +40,14 @@
  * the driver rolls the batch back at once and fails the next commit().
  */
 
-/* 2: state 2 (claimed ahead); the lease index covers it */
+/* 2: state 2 (claimed ahead); the lease index covers it.
+ * 3: saker_items.crc, the item's CRC32C (kit_item_crc); NULL in rows
+ * written before format 3, which are not checked. */
 /* PostgreSQL's largest field value is 1 GB less one byte (MaxAllocSize)
  * including its 4-byte header; keep a little more aside for the wire. */
 #define PG_MAX_ITEM ((uint64_t)0x3fffffff - 64)
-#define PG_FORMAT_VERSION 2
+#define PG_FORMAT_VERSION 3
+#define PG_DAMAGED "_damaged"	/* where damaged items are moved to */
 #define PG_LEASE_MS 60000
 /* Items put by a broker whose clock runs ahead are still taken if they are
  * at most this far in the future; the bound keeps a queue full of delayed
@@ -65,7 +68,11 @@
 #define DBNOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 /* ready for stats and listings: visible, or claimed ahead by a broker */
 #define READY "((state = 0 AND due <= $2::bigint) OR state = 2)"
-#define ITEM_COLS "id, flags, expires, created, vis, due, data"
+/* @CRC@ stands for the crc column, or NULL::bigint while a read-only
+ * open reads a store from before format 3 (pg_prepare_all()). */
+#define ITEM_COLS "id, flags, expires, created, vis, due, data, @CRC@"
+/* the columns of ITEM_COLS, by number */
+enum { C_ID, C_FLAGS, C_EXPIRES, C_CREATED, C_VIS, C_DUE, C_DATA, C_CRC };
 /* $4, $5: the last item this transaction took from the queue.  Rows a
  * transaction deleted stay in the index until it ends and every later
  * scan would step over them again; starting past them keeps a batch of
@@ -75,7 +82,7 @@
 
 enum {
 	P_Q_FIND, P_Q_CREATE, P_Q_LIST, P_Q_DELETE, P_I_DELQ, P_C_DELQ,
-	P_PUT, P_TAKE_REMOVE, P_TAKE_OPEN, P_PEEK, P_REINSERT, P_DEL1,
+	P_TAKE_REMOVE, P_TAKE_OPEN, P_PEEK, P_REINSERT, P_DEL1, P_DEL_READY,
 	P_CONFIRM, P_RELEASE, P_EXPIRE, P_STATS, P_C_ADD, P_PROMOTE,
 	P_NEXT, P_RENEW, P_SWEEP, P_MINE, P_RELEASE_ALL, P_IT_OPEN,
 	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
@@ -91,32 +98,28 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_Q_DELETE] = "DELETE FROM saker_queues WHERE id = $1::bigint",
 	[P_I_DELQ] = "DELETE FROM saker_items WHERE qid = $1::bigint",
 	[P_C_DELQ] = "DELETE FROM saker_counts WHERE qid = $1::bigint",
-	/* FOR KEY SHARE: a concurrent queue delete either waits for this
-	 * batch or makes the insert a no-op the driver notices. */
-	[P_PUT] = "INSERT INTO saker_items(qid, id, vis, due, state, flags,"
-	    " expires, created, len, data) SELECT q.id, nextval('saker_item_id'),"
-	    " $2::bigint, $3::bigint, 0, $4::bigint, $5::bigint, $6::bigint,"
-	    " $7::bigint, $8::bytea FROM saker_queues q WHERE q.id = $1::bigint"
-	    " FOR KEY SHARE",
 	[P_TAKE_REMOVE] = "WITH c AS (SELECT qid, id FROM saker_items WHERE "
 	    HEAD_WHERE " ORDER BY vis, id LIMIT 1 FOR UPDATE SKIP LOCKED)"
 	    " DELETE FROM saker_items i USING c WHERE i.qid = c.qid AND"
 	    " i.id = c.id RETURNING i.id, i.flags, i.expires, i.created, i.vis,"
-	    " i.due, i.data",
+	    " i.due, i.data, @CRC@",
 	[P_TAKE_OPEN] = "WITH c AS (SELECT qid, id FROM saker_items WHERE "
 	    HEAD_WHERE " ORDER BY vis, id LIMIT 1 FOR UPDATE SKIP LOCKED)"
 	    " UPDATE saker_items i SET state = 1, owner = $6::text,"
 	    " lease_until = " DBNOW " + $7::bigint FROM c WHERE i.qid = c.qid"
 	    " AND i.id = c.id RETURNING i.id, i.flags, i.expires, i.created,"
-	    " i.vis, i.due, i.data",
+	    " i.vis, i.due, i.data, @CRC@",
 	[P_PEEK] = "SELECT " ITEM_COLS " FROM saker_items WHERE " HEAD_WHERE
 	    " ORDER BY vis, id LIMIT 1",
 	[P_REINSERT] = "INSERT INTO saker_items(qid, id, vis, due, state, flags,"
-	    " expires, created, len, data) VALUES ($1::bigint, $2::bigint,"
+	    " expires, created, len, data, crc) VALUES ($1::bigint, $2::bigint,"
 	    " $3::bigint, $4::bigint, 0, $5::bigint, $6::bigint, $7::bigint,"
-	    " $8::bigint, $9::bytea)",
+	    " $8::bigint, $9::bytea, $10::bigint)",
 	[P_DEL1] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
 	    " id = $2::bigint",
+	/* a damaged item seen by a peek: only while nobody has taken it */
+	[P_DEL_READY] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
+	    " id = $2::bigint AND state = 0",
 	[P_CONFIRM] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
 	    " id = $2::bigint AND state = 1 AND owner = $3::text",
 	[P_RELEASE] = "UPDATE saker_items SET state = 0, owner = NULL,"
@@ -191,15 +194,16 @@ static const char *const pg_sql[P_COUNT] = {
 	 * this batch.  A queue deleted between P_QSYNC and here fails the
 	 * statement, and with it the batch, rather than drop an item. */
 	[P_PUTS] = "WITH ins AS (INSERT INTO saker_items(qid, id, vis, due,"
-	    " state, flags, expires, created, len, data)"
+	    " state, flags, expires, created, len, data, crc)"
 	    " SELECT q.id, u.id, u.vis, u.due, 0, u.flags, u.expires, u.created,"
-	    " length(u.data), u.data FROM (SELECT nextval('saker_item_id') AS id,"
+	    " length(u.data), u.data, u.crc FROM (SELECT"
+	    " nextval('saker_item_id') AS id,"
 	    " x.* FROM unnest($1::bytea[], $2::bigint[], $3::bigint[],"
-	    " $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[])"
-	    " WITH ORDINALITY AS x(name, vis, due, flags, expires, created, data,"
-	    " ord) ORDER BY x.ord OFFSET 0) u JOIN saker_queues q"
-	    " ON q.name = u.name FOR KEY SHARE OF q RETURNING 1)"
-	    " SELECT CASE WHEN count(*) = $8::bigint THEN 0 ELSE"
+	    " $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[],"
+	    " $8::bigint[]) WITH ORDINALITY AS x(name, vis, due, flags, expires,"
+	    " created, data, crc, ord) ORDER BY x.ord OFFSET 0) u JOIN"
+	    " saker_queues q ON q.name = u.name FOR KEY SHARE OF q RETURNING 1)"
+	    " SELECT CASE WHEN count(*) = $9::bigint THEN 0 ELSE"
 	    " ('saker: queue deleted by another broker during the batch; stored '"
 	    " || count(*))::int END FROM ins",
 	/* state changes of items this broker holds: 0 gives one back, 1 opens
@@ -227,7 +231,7 @@ static const char *const pg_sql[P_COUNT] = {
 	    " UPDATE saker_items i SET state = 2, owner = $6::text,"
 	    " lease_until = " DBNOW " + $7::bigint FROM c WHERE i.qid = c.qid"
 	    " AND i.id = c.id RETURNING i.id, i.flags, i.expires, i.created,"
-	    " i.vis, i.due, i.data",
+	    " i.vis, i.due, i.data, @CRC@",
 	[P_GIVEBACK] = "UPDATE saker_items SET state = 0, owner = NULL,"
 	    " lease_until = 0 WHERE state = 2 AND owner = $1::text RETURNING qid",
 };
@@ -254,6 +258,7 @@ static const char pg_schema_sql[] =
     " created bigint NOT NULL,"
     " len bigint NOT NULL,"
     " data bytea NOT NULL,"
+    " crc bigint,"			/* kit_item_crc(); NULL: unchecked */
     " PRIMARY KEY (qid, id))"
     " WITH (autovacuum_vacuum_scale_factor = 0.01,"
     " autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 1);"
@@ -346,6 +351,7 @@ struct pg_store {
 	int64_t lease_ms;
 	saker_sync_mode sync;
 	bool read_only;
+	int64_t version;	/* the store's format (pg_check_schema()) */
 	saker_notify_fn notify;
 	void *notify_arg;
 
@@ -377,7 +383,7 @@ struct pg_store {
 	 */
 	bool begun;
 	struct pg_arr put_name, put_vis, put_due, put_flags, put_exp,
-	    put_created, put_data;
+	    put_created, put_data, put_crc;
 	size_t put_bytes;
 	struct pg_arr st_qid, st_id, st_st;
 	struct pg_oset st_ids;	/* ids with a state change in st_* */
@@ -477,6 +483,15 @@ pp_bin(struct pgp *p, const void *d, size_t len)
 {
 	p->v[p->n] = len > 0 ? d : "";
 	p->l[p->n] = (int)len;
+	p->f[p->n] = 1;
+	p->n++;
+}
+
+static void
+pp_null(struct pgp *p)
+{
+	p->v[p->n] = NULL;
+	p->l[p->n] = 0;
 	p->f[p->n] = 1;
 	p->n++;
 }
@@ -1023,6 +1038,7 @@ pg_pending_reset(struct pg_store *s)
 	arr_reset(&s->put_exp);
 	arr_reset(&s->put_created);
 	arr_reset(&s->put_data);
+	arr_reset(&s->put_crc);
 	arr_reset(&s->st_qid);
 	arr_reset(&s->st_id);
 	arr_reset(&s->st_st);
@@ -1082,6 +1098,7 @@ pg_send_pending(struct pg_store *s, struct pg_pipe *pp)
 		pp_arr(&p, &s->put_exp);
 		pp_arr(&p, &s->put_created);
 		pp_arr(&p, &s->put_data);
+		pp_arr(&p, &s->put_crc);
 		pp_i64(&p, (int64_t)s->put_name.n);
 		pipe_send(s, pp, P_PUTS, NULL, &p, "inserting items");
 	}
@@ -1300,16 +1317,48 @@ pg_begin(struct pg_store *s)
 	return SAKER_OK;
 }
 
+/* pg_sql[i] with @CRC@ replaced by `crc`; NULL when out of memory. */
+static char *
+pg_sql_for(const char *sql, const char *crc)
+{
+	const char *at;
+	char *out;
+	size_t n;
+
+	n = strlen(sql) + 1;
+	for (at = sql; (at = strstr(at, "@CRC@")) != NULL; at += 5)
+		n += strlen(crc);
+	if ((out = malloc(n)) == NULL)
+		return NULL;
+	out[0] = '\0';
+	while ((at = strstr(sql, "@CRC@")) != NULL) {
+		strncat(out, sql, (size_t)(at - sql));
+		strcat(out, crc);
+		sql = at + 5;
+	}
+	strcat(out, sql);
+	return out;
+}
+
 static int
 pg_prepare_all(struct pg_store *s)
 {
 	PGresult *res;
-	char name[16];
+	char name[16], *sql;
 	int i;
 
 	for (i = 0; i < P_COUNT; i++) {
+		/* a read-only open of a format 2 store (dump, migrate, check)
+		 * reads it as it is: no crc column, nothing to check, and no
+		 * inserts */
+		if (s->version < 3 && (i == P_PUTS || i == P_REINSERT))
+			continue;
 		snprintf(name, sizeof(name), "s%d", i);
-		res = PQprepare(s->conn, name, pg_sql[i], 0, NULL);
+		if ((sql = pg_sql_for(pg_sql[i], s->version < 3 ?
+		    "NULL::bigint" : "crc")) == NULL)
+			return pg_errf(s, SAKER_ENOMEM, "out of memory");
+		res = PQprepare(s->conn, name, sql, 0, NULL);
+		free(sql);
 		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
 			pg_fail(s, res, "preparing statements (is the saker"
 			    " schema damaged?)");
@@ -1923,7 +1972,7 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
     int64_t now_ms)
 {
 	struct pg_store *s = PG(base);
-	int64_t due, vis;
+	int64_t due, vis, created;
 	int err;
 
 	if ((err = pg_dead(s, q)) != SAKER_OK)
@@ -1937,6 +1986,7 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	    !arr_reserve(&s->put_vis, 12) || !arr_reserve(&s->put_due, 12) ||
 	    !arr_reserve(&s->put_flags, 12) || !arr_reserve(&s->put_exp, 12) ||
 	    !arr_reserve(&s->put_created, 12) ||
+	    !arr_reserve(&s->put_crc, 12) ||
 	    !arr_reserve(&s->put_data, 4 + item->len))
 		return pg_errf(s, SAKER_ENOMEM, "out of memory");
 	pg_saw(s, now_ms);
@@ -1954,9 +2004,11 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	arr_i64(&s->put_due, due);
 	arr_i64(&s->put_flags, (int64_t)item->flags);
 	arr_i64(&s->put_exp, item->expires_ms);
-	arr_i64(&s->put_created, item->created_ms != 0 ? item->created_ms :
-	    now_ms);
+	created = item->created_ms != 0 ? item->created_ms : now_ms;
+	arr_i64(&s->put_created, created);
 	arr_put(&s->put_data, item->data, item->len);
+	arr_i64(&s->put_crc, kit_item_crc(item->flags, item->expires_ms,
+	    created, item->data, item->len));
 	s->put_bytes += item->len;
 	pg_mark_dirty(s, q);
 	q->d_total++;
@@ -1974,15 +2026,36 @@ pg_row_item(const PGresult *res, int row, struct saker_item *it,
     saker_item_state state)
 {
 	memset(it, 0, sizeof(*it));
-	it->id = (uint64_t)rv_i64(res, row, 0);
-	it->flags = (uint32_t)rv_i64(res, row, 1);
-	it->expires_ms = rv_i64(res, row, 2);
-	it->created_ms = rv_i64(res, row, 3);
+	it->id = (uint64_t)rv_i64(res, row, C_ID);
+	it->flags = (uint32_t)rv_i64(res, row, C_FLAGS);
+	it->expires_ms = rv_i64(res, row, C_EXPIRES);
+	it->created_ms = rv_i64(res, row, C_CREATED);
 	if (state == SAKER_ITEM_DELAYED)
-		it->due_ms = rv_i64(res, row, 5);
+		it->due_ms = rv_i64(res, row, C_DUE);
 	it->state = state;
-	it->data = PQgetvalue(res, row, 6);
-	it->len = (size_t)PQgetlength(res, row, 6);
+	it->data = PQgetvalue(res, row, C_DATA);
+	it->len = (size_t)PQgetlength(res, row, C_DATA);
+}
+
+/* Does the item of this row (ITEM_COLS) hold its checksum?  Rows from
+ * before format 3 (NULL) pass. */
+static bool
+pg_row_sound(const PGresult *res, int row)
+{
+	uint32_t flags;
+
+	if (PQgetisnull(res, row, C_CRC))
+		return true;
+	if (PQgetlength(res, row, C_CRC) != 8 ||
+	    PQgetlength(res, row, C_FLAGS) != 8)
+		return false;
+	flags = (uint32_t)rv_i64(res, row, C_FLAGS);
+	/* flags are a u32 stored in a bigint: anything else is damage */
+	if (rv_i64(res, row, C_FLAGS) != (int64_t)flags)
+		return false;
+	return rv_i64(res, row, C_CRC) == (int64_t)kit_item_crc(flags,
+	    rv_i64(res, row, C_EXPIRES), rv_i64(res, row, C_CREATED),
+	    PQgetvalue(res, row, C_DATA), (size_t)PQgetlength(res, row, C_DATA));
 }
 
 static int
@@ -2019,6 +2092,10 @@ pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r)
 	pp_i64(&p, rv_i64(r, 0, 3));
 	pp_i64(&p, PQgetlength(r, 0, 6));
 	pp_bin(&p, PQgetvalue(r, 0, 6), (size_t)PQgetlength(r, 0, 6));
+	if (PQgetisnull(r, 0, C_CRC))
+		pp_null(&p);	/* from before format 3: stays unchecked */
+	else
+		pp_i64(&p, rv_i64(r, 0, C_CRC));
 	if ((res = pg_run(s, P_REINSERT, &p, "returning item")) == NULL)
 		return s->code;
 	PQclear(res);
@@ -2038,6 +2115,151 @@ pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res)
 	q->hint_id = rv_i64(res, 0, 0);
 }
 
+
+/* ---- damaged items ---- */
+
+/* Whether a damaged item can be moved aside now. */
+static bool
+pg_can_move(const struct pg_store *s)
+{
+	return !s->read_only && !s->lost && s->conn != NULL;
+}
+
+static int
+pg_left_in_place(struct pg_store *s, const struct saker_queue *q, int64_t id)
+{
+	return pg_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64
+	    " failed its checksum (left in place: the store takes no writes)",
+	    (int)q->len, q->name, id);
+}
+
+/* "<q>_damaged", the name cut to fit 250 bytes (store.h, take()). */
+static void
+pg_damaged_name(const struct saker_queue *q, char *name, size_t namelen)
+{
+	size_t base, dlen = sizeof(PG_DAMAGED) - 1;
+
+	base = q->len + dlen < 250 ? q->len : 250 - dlen;
+	snprintf(name, namelen, "%.*s%s", (int)base, q->name, PG_DAMAGED);
+}
+
+/*
+ * The item of row `row` of res (ITEM_COLS) failed its checksum: put its
+ * bytes, as they are, at the tail of queue `name` (pg_damaged_name();
+ * created as needed, with a fresh checksum so they can be fetched for a
+ * look) in the current batch (store.h, take()).  The caller removes the
+ * original once this succeeded, in the same batch.
+ */
+static int
+pg_put_damaged(struct pg_store *s, struct saker_queue *q, const PGresult *res,
+    int row, int64_t now_ms, const char *name)
+{
+	struct saker_item it;
+	struct saker_queue *dq;
+	void *copy = NULL;
+	int err;
+
+	memset(&it, 0, sizeof(it));
+	it.flags = (uint32_t)rv_i64(res, row, C_FLAGS);
+	it.created_ms = rv_i64(res, row, C_CREATED);
+	it.expires_ms = 0;	/* a moved item must not vanish */
+	it.len = (size_t)PQgetlength(res, row, C_DATA);
+	/* res may be freed if a statement below fails (the batch is lost) */
+	if (it.len > 0 && (copy = malloc(it.len)) == NULL)
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	if (it.len > 0)
+		memcpy(copy, PQgetvalue(res, row, C_DATA), it.len);
+	it.data = copy != NULL ? copy : "";
+	err = pg_begin(s);
+	/* an existing handle keeps the core's context */
+	if (err == SAKER_OK && (dq = pg_find_name(s, name, strlen(name))) ==
+	    NULL)
+		err = pg_queue_open(&s->base, name, strlen(name), true, NULL,
+		    &dq);
+	if (err == SAKER_OK && dq == q)
+		err = pg_errf(s, SAKER_EINVAL, "the queue is its own damaged"
+		    " queue");
+	if (err == SAKER_OK)
+		err = pg_put(&s->base, dq, &it, now_ms);
+	free(copy);
+	return err;
+}
+
+static int
+pg_damaged_err(struct pg_store *s, const struct saker_queue *q, int64_t id,
+    const char *name, int err)
+{
+	char why[300];
+
+	if (err == SAKER_OK)
+		return pg_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64
+		    " failed its checksum; moved to queue '%s'", (int)q->len,
+		    q->name, id, name);
+	pg_oneline(why, sizeof(why), s->err[0] != '\0' ? s->err :
+	    saker_strerror(err));
+	return pg_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64
+	    " failed its checksum and could not be moved to '%s' (%s)",
+	    (int)q->len, q->name, id, name, why);
+}
+
+/* pg_take_one() met a damaged item (the only row of res, which this
+ * takes): in the batch, move it aside and remove it from q. */
+static int
+pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,
+    PGresult *res, int64_t now_ms)
+{
+	struct pgp p = { 0 };
+	PGresult *dr;
+	char name[256];
+	int64_t id = rv_i64(res, 0, C_ID);
+	uint64_t n;
+	int err;
+
+	pg_damaged_name(q, name, sizeof(name));
+	if (mode == SAKER_TAKE_PEEK) {
+		/* a peek changed nothing yet: delete it first, unless another
+		 * broker has taken it meanwhile (it meets the damage then) */
+		if (!pg_can_move(s)) {
+			PQclear(res);
+			return pg_left_in_place(s, q, id);
+		}
+		pp_i64(&p, q->id);
+		pp_i64(&p, id);
+		if ((err = pg_begin(s)) != SAKER_OK ||
+		    (dr = pg_run(s, P_DEL_READY, &p, "moving a damaged item")) ==
+		    NULL) {
+			PQclear(res);
+			return err != SAKER_OK ? err : s->code;
+		}
+		n = rv_changed(dr);
+		PQclear(dr);
+		if (n == 0) {
+			PQclear(res);
+			return pg_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %"
+			    PRId64 " failed its checksum (taken meanwhile by"
+			    " another broker)", (int)q->len, q->name, id);
+		}
+	}
+	/* REMOVE deleted it, OPEN leased it to us (state 1), PEEK above */
+	if (mode == SAKER_TAKE_OPEN && !pg_del_room(s))
+		err = pg_errf(s, SAKER_ENOMEM, "out of memory");
+	else
+		err = pg_put_damaged(s, q, res, 0, now_ms, name);
+	if (err == SAKER_OK && mode == SAKER_TAKE_OPEN)
+		pg_del_add(s, q->id, (uint64_t)id);
+	if (err != SAKER_OK && !s->lost) {
+		/* not moved: put it back as it was (it stays damaged) */
+		int e2;
+
+		err = pg_damaged_err(s, q, id, name, err);
+		e2 = mode == SAKER_TAKE_OPEN ? pg_st_add(s, q->id,
+		    (uint64_t)id, 0) : pg_reinsert(s, q, res);
+		PQclear(res);
+		return e2 != SAKER_OK ? e2 : err;
+	}
+	PQclear(res);
+	return pg_damaged_err(s, q, id, name, err);
+}
 
 /* One item by one statement: the quiet path (claim size 1) and peek. */
 static int
@@ -2081,6 +2303,9 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 		expires = rv_i64(res, 0, 2);
 		if (mode != SAKER_TAKE_PEEK)
 			pg_hint(s, q, res);
+		/* checked before the expiry: damage there must not drop it */
+		if (!pg_row_sound(res, 0))
+			return pg_take_damaged(s, q, mode, res, now_ms);
 		if (expires == 0 || expires > now_ms)
 			break;
 		/* expired at the head: drop it, count it, look again */
@@ -2268,6 +2493,37 @@ pg_held_install(struct pg_store *s, struct saker_queue *q, PGresult *res,
 	return SAKER_OK;
 }
 
+/* Claimed item held_rows[i] failed its checksum: move it aside and delete
+ * it in the batch, and serve the others as before. */
+static int
+pg_held_damaged(struct pg_store *s, struct saker_queue *q, int i,
+    int64_t now_ms)
+{
+	int row = q->held_rows[i], err;
+	int64_t id = rv_i64(q->held, row, C_ID);
+	char name[256];
+
+	pg_damaged_name(q, name, sizeof(name));
+	if (!pg_can_move(s))
+		return pg_left_in_place(s, q, id);
+	if ((err = pg_begin(s)) != SAKER_OK)
+		return err;
+	if (!pg_del_room(s))
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	/* a failed statement loses the batch, and with it q->held */
+	if ((err = pg_put_damaged(s, q, q->held, row, now_ms, name)) !=
+	    SAKER_OK)
+		return pg_damaged_err(s, q, id, name, err);
+	pg_del_add(s, q->id, (uint64_t)id);
+	memmove(q->held_rows + q->held_head + 1, q->held_rows + q->held_head,
+	    (size_t)(i - q->held_head) * sizeof(*q->held_rows));
+	q->held_head++;
+	s->nheld--;
+	if (q->held_head == q->held_n)
+		pg_held_drop(s, q);
+	return pg_damaged_err(s, q, id, name, SAKER_OK);
+}
+
 /* Serve a take from the claimed items; SAKER_EEMPTY when they ran out. */
 static int
 pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
@@ -2280,6 +2536,8 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 
 	while (q->held_head < q->held_n) {
 		row = q->held_rows[q->held_head];
+		if (!pg_row_sound(q->held, row))
+			return pg_held_damaged(s, q, q->held_head, now_ms);
 		id = (uint64_t)rv_i64(q->held, row, 0);
 		expires = rv_i64(q->held, row, 2);
 		if (!pg_del_room(s))
@@ -2330,9 +2588,10 @@ pg_peek_held(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
 	int64_t expires;
 	int i, row;
 
-	(void)s;
 	for (i = q->held_head; i < q->held_n; i++) {
 		row = q->held_rows[i];
+		if (!pg_row_sound(q->held, row))
+			return pg_held_damaged(s, q, i, now_ms);
 		expires = rv_i64(q->held, row, 2);
 		if (expires != 0 && expires <= now_ms)
 			continue;
@@ -2583,8 +2842,8 @@ pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 
 /* Stream one listing to fn, a row at a time (queues can be large). */
 static int
-pg_iter_rows(struct pg_store *s, int which, int64_t qid, saker_item_state state,
-    saker_item_fn fn, void *arg)
+pg_iter_rows(struct pg_store *s, int which, struct saker_queue *q,
+    saker_item_state state, saker_item_fn fn, void *arg)
 {
 	struct saker_item it;
 	struct pgp p = { 0 };
@@ -2597,7 +2856,7 @@ pg_iter_rows(struct pg_store *s, int which, int64_t qid, saker_item_state state,
 		return pg_down(s);
 	if ((err = pg_flush(s)) != SAKER_OK)
 		return err;
-	pp_i64(&p, qid);
+	pp_i64(&p, q->id);
 	pp_i64(&p, s->last_now);
 	snprintf(name, sizeof(name), "s%d", which);
 	if (!PQsendQueryPrepared(s->conn, name, which == P_IT_OPEN ? 1 : 2,
@@ -2607,7 +2866,12 @@ pg_iter_rows(struct pg_store *s, int which, int64_t qid, saker_item_state state,
 	while ((res = PQgetResult(s->conn)) != NULL) {
 		st = PQresultStatus(res);
 		if (st == PGRES_SINGLE_TUPLE) {
-			if (r == 0) {
+			if (r == 0 && !pg_row_sound(res, 0)) {
+				/* never handed out; the rest is drained */
+				r = pg_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %"
+				    PRId64 " failed its checksum", (int)q->len,
+				    q->name, rv_i64(res, 0, C_ID));
+			} else if (r == 0) {
 				pg_row_item(res, 0, &it, state);
 				r = fn(arg, &it);
 			}
@@ -2644,13 +2908,11 @@ pg_iterate(saker_store *base, saker_queue *q, saker_item_fn fn, void *arg)
 
 	if ((r = pg_dead(s, q)) != SAKER_OK)
 		return r;
-	if ((r = pg_iter_rows(s, P_IT_OPEN, q->id, SAKER_ITEM_OPEN, fn, arg)) !=
-	    0)
+	if ((r = pg_iter_rows(s, P_IT_OPEN, q, SAKER_ITEM_OPEN, fn, arg)) != 0)
 		return r;
-	if ((r = pg_iter_rows(s, P_IT_READY, q->id, SAKER_ITEM_READY, fn,
-	    arg)) != 0)
+	if ((r = pg_iter_rows(s, P_IT_READY, q, SAKER_ITEM_READY, fn, arg)) != 0)
 		return r;
-	return pg_iter_rows(s, P_IT_DELAYED, q->id, SAKER_ITEM_DELAYED, fn, arg);
+	return pg_iter_rows(s, P_IT_DELAYED, q, SAKER_ITEM_DELAYED, fn, arg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2837,6 +3099,7 @@ pg_free(struct pg_store *s)
 	arr_free(&s->put_exp);
 	arr_free(&s->put_created);
 	arr_free(&s->put_data);
+	arr_free(&s->put_crc);
 	arr_free(&s->st_qid);
 	arr_free(&s->st_id);
 	arr_free(&s->st_st);
@@ -3149,6 +3412,7 @@ pg_check_schema(struct pg_store *s, bool create)
 		if ((err = pg_simple(s, sql, "creating tables")) != SAKER_OK)
 			goto out;
 		err = pg_simple(s, "COMMIT", "creating tables");
+		s->version = PG_FORMAT_VERSION;
 		return err;
 	}
 	res = PQexec(s->conn, "SELECT value::text FROM saker_meta WHERE"
@@ -3169,7 +3433,20 @@ pg_check_schema(struct pg_store *s, bool create)
 		    " WHERE state > 0; UPDATE saker_meta SET value = 2"
 		    " WHERE key = 'format'", "upgrading the format")) != SAKER_OK)
 			goto out;
-		version = PG_FORMAT_VERSION;
+		version = 2;
+	}
+	if (version == 2 && !s->read_only) {
+		/* format 3: items carry a checksum.  Adding a nullable column
+		 * rewrites no rows; old rows keep NULL and are not checked.
+		 * Under the schema lock, so brokers starting together do it
+		 * once; committed durably whatever the sync mode.  Brokers
+		 * of the previous release refuse the store from now on. */
+		if ((err = pg_simple(s, "SET LOCAL synchronous_commit = on;"
+		    " ALTER TABLE saker_items ADD COLUMN IF NOT EXISTS crc bigint;"
+		    " UPDATE saker_meta SET value = 3 WHERE key = 'format'",
+		    "upgrading the format")) != SAKER_OK)
+			goto out;
+		version = 3;
 	}
 	if (version > PG_FORMAT_VERSION)
 		err = pg_errf(s, SAKER_EVERSION, "postgres: store format version"
@@ -3180,6 +3457,7 @@ pg_check_schema(struct pg_store *s, bool create)
 		    " version %" PRId64, version);
 	else
 		err = SAKER_OK;
+	s->version = version;
 out:
 	res = PQexec(s->conn, err == SAKER_OK ? "COMMIT" : "ROLLBACK");
 	PQclear(res);
@@ -3242,7 +3520,7 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	LIST_INIT(&s->took);
 	s->put_name.oid = s->put_data.oid = OID_BYTEA;
 	s->put_vis.oid = s->put_due.oid = s->put_flags.oid = OID_INT8;
-	s->put_exp.oid = s->put_created.oid = OID_INT8;
+	s->put_exp.oid = s->put_created.oid = s->put_crc.oid = OID_INT8;
 	s->st_qid.oid = s->st_id.oid = s->st_st.oid = OID_INT8;
 	s->del_qid.oid = s->del_id.oid = OID_INT8;
 	if ((e = pg_parse_location(s, location, err, errlen)) != SAKER_OK ||

@@ -35,6 +35,86 @@ pg_spec(char *buf, size_t len, const char *tmpdir)
 	snprintf(buf, len, "postgres:%s schema=t%d_%d", pgc.conninfo,
 	    (int)getpid(), ++n);
 }
+
+#include <libpq-fe.h>
+
+/* A plain libpq connection to the tables of `schema` (as the driver's
+ * schema= option sets them up), to look at or damage them. */
+static PGconn *
+px_conn(const char *schema)
+{
+	PGconn *c = PQconnectdb(pgc.conninfo);
+	char sql[128];
+	PGresult *r;
+
+	ck_assert_msg(PQstatus(c) == CONNECTION_OK, "connect: %s",
+	    PQerrorMessage(c));
+	snprintf(sql, sizeof(sql), "SET search_path = \"%s\"", schema);
+	r = PQexec(c, sql);
+	ck_assert_int_eq(PQresultStatus(r), PGRES_COMMAND_OK);
+	PQclear(r);
+	return c;
+}
+
+static void
+px_exec(PGconn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+
+	ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK ||
+	    PQresultStatus(r) == PGRES_TUPLES_OK, "%s: %s", sql,
+	    PQresultErrorMessage(r));
+	PQclear(r);
+}
+
+/* The first column of the first row as text ("" for none or NULL). */
+static void
+px_val(PGconn *c, const char *sql, char *out, size_t len)
+{
+	PGresult *r = PQexec(c, sql);
+
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s: %s", sql,
+	    PQresultErrorMessage(r));
+	snprintf(out, len, "%s", PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
+	PQclear(r);
+}
+
+/* Flip bit 5 of the 4th byte of `marker` in every item holding it. */
+static int
+px_damage_items(PGconn *c, const char *marker, size_t len)
+{
+	const char *v[1] = { marker };
+	int l[1] = { (int)len }, f[1] = { 1 }, n;
+	PGresult *r;
+
+	r = PQexecParams(c, "UPDATE saker_items SET data = set_byte(data,"
+	    " position($1::bytea IN data) + 2,"
+	    " get_byte(data, position($1::bytea IN data) + 2) # 32)"
+	    " WHERE position($1::bytea IN data) > 0", 1, NULL, v, l, f, 0);
+	ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK, "damage: %s",
+	    PQresultErrorMessage(r));
+	n = atoi(PQcmdTuples(r));
+	PQclear(r);
+	return n;
+}
+
+/* store_conformance_opts.damage: the schema is the spec's schema=. */
+static int
+pg_damage(const char *spec, const char *marker, size_t len)
+{
+	const char *at = strstr(spec, "schema=");
+	char schema[64];
+	PGconn *c;
+	int n;
+
+	ck_assert_ptr_nonnull(at);
+	snprintf(schema, sizeof(schema), "%.*s", (int)strcspn(at + 7, " "),
+	    at + 7);
+	c = px_conn(schema);
+	n = px_damage_items(c, marker, len);
+	PQfinish(c);
+	return n;
+}
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -818,6 +898,353 @@ add_driver(Suite *su, const struct saker_store_driver *drv)
 }
 
 #ifdef HAVE_POSTGRES
+/* ------------------------------------------------------------------ */
+/* postgres-driver specifics: item checksums, the format 3 upgrade */
+
+struct px_got {
+	char data[64];
+	uint32_t flags;
+	int calls;
+	int refuse;	/* answer this from the callback */
+};
+
+static int
+px_cb(void *arg, const struct saker_item *it)
+{
+	struct px_got *g = arg;
+
+	snprintf(g->data, sizeof(g->data), "%.*s", (int)it->len,
+	    (const char *)it->data);
+	g->flags = it->flags;
+	g->calls++;
+	return g->refuse;
+}
+
+static saker_store *
+px_open(const char *schema, bool read_only, int want)
+{
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	char spec[512], err[512] = "";
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.create = !read_only;
+	o.read_only = read_only;
+	o.sync = SAKER_SYNC_NEVER;
+	snprintf(spec, sizeof(spec), "postgres:%s schema=%s", pgc.conninfo,
+	    schema);
+	rc = saker_store_open(spec, &o, &s, err, sizeof(err));
+	ck_assert_msg(rc == want, "open %s: %d (%s)", spec, rc, err);
+	return s;
+}
+
+static saker_queue *
+px_q(saker_store *s, const char *name)
+{
+	saker_queue *q = NULL;
+
+	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), true,
+	    NULL, &q), SAKER_OK);
+	return q;
+}
+
+static void
+px_put(saker_store *s, const char *qname, const char *data, int64_t expires)
+{
+	struct saker_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.data = data;
+	it.len = strlen(data);
+	it.flags = 5;
+	it.expires_ms = expires;
+	ck_assert_int_eq(s->driver->put(s, px_q(s, qname), &it, BASE),
+	    SAKER_OK);
+}
+
+/* take and expect `want` (NULL: SAKER_EEMPTY) */
+static void
+px_take_at(int line, saker_store *s, const char *qname, int mode,
+    const char *want)
+{
+	struct px_got g = { .calls = 0 };
+	int rc = s->driver->take(s, px_q(s, qname), mode, BASE + 100, px_cb, &g);
+
+	if (want == NULL) {
+		ck_assert_msg(rc == SAKER_EEMPTY, "line %d: %s: %d %s", line,
+		    qname, rc, s->driver->errmsg(s));
+		return;
+	}
+	ck_assert_msg(rc == SAKER_OK, "line %d: %s: %d %s", line, qname, rc,
+	    s->driver->errmsg(s));
+	ck_assert_str_eq(g.data, want);
+}
+#define px_take(s, q, m, w) px_take_at(__LINE__, (s), (q), (m), (w))
+
+/* a take meets the damaged item: SAKER_ECORRUPT naming both queues, and
+ * nothing handed out */
+static void
+px_corrupt_at(int line, saker_store *s, const char *qname, int mode,
+    const char *moved_to)
+{
+	struct px_got g = { .calls = 0 };
+	char want[128];
+	const char *msg;
+	int rc = s->driver->take(s, px_q(s, qname), mode, BASE + 100, px_cb, &g);
+
+	msg = s->driver->errmsg(s);
+	ck_assert_msg(rc == SAKER_ECORRUPT, "line %d: %s: %d %s", line, qname,
+	    rc, msg);
+	ck_assert_int_eq(g.calls, 0);
+	snprintf(want, sizeof(want), "queue '%s'", qname);
+	ck_assert_msg(strstr(msg, want) != NULL, "line %d: %s", line, msg);
+	ck_assert_msg(strstr(msg, moved_to) != NULL, "line %d: %s", line, msg);
+}
+#define px_corrupt(s, q, m, t) px_corrupt_at(__LINE__, (s), (q), (m), (t))
+
+static const char px_marker[] = "damage-me";
+
+/* the damaged bytes, kept: the marker with bit 5 of byte 3 flipped */
+static void
+px_check_moved(saker_store *s, const char *dq)
+{
+	char want[sizeof(px_marker)];
+
+	memcpy(want, px_marker, sizeof(want));
+	want[3] ^= 0x20;
+	px_take(s, dq, SAKER_TAKE_REMOVE, want);
+	px_take(s, dq, SAKER_TAKE_REMOVE, NULL);
+}
+
+static int
+px_count_cb(void *arg, const struct saker_item *it)
+{
+	(void)it;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* Every way an item is handed out checks it: a take of one item (open,
+ * peek), items claimed ahead (take, peek past an expired one), iterate;
+ * a read-only store leaves it in place. */
+START_TEST(test_pg_damaged_paths)
+{
+	char schema[32];
+	saker_store *s, *ro;
+	PGconn *c;
+	int n = 0;
+
+	snprintf(schema, sizeof(schema), "dmg_%d", (int)getpid());
+	s = px_open(schema, false, SAKER_OK);
+	px_put(s, "one", px_marker, 0);
+	px_put(s, "one", "one-ok", 0);
+	px_put(s, "pk", px_marker, 0);
+	px_put(s, "pk", "pk-ok", 0);
+	px_put(s, "held", "held-1", 0);
+	px_put(s, "held", px_marker, 0);
+	px_put(s, "held", "held-2", 0);
+	px_put(s, "hp", "hp-1", 0);
+	px_put(s, "hp", "hp-2", 0);
+	px_put(s, "hp", "hp-3", 0);
+	px_put(s, "hp", "hp-expiring", BASE + 50);
+	px_put(s, "hp", px_marker, 0);
+	px_put(s, "hp", "hp-4", 0);
+	px_put(s, "it", "it-1", 0);
+	px_put(s, "it", px_marker, 0);
+	px_put(s, "it", "it-2", 0);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	c = px_conn(schema);
+	ck_assert_int_eq(px_damage_items(c, px_marker, strlen(px_marker)), 5);
+
+	/* read-only: reported, left where it is */
+	ro = px_open(schema, true, SAKER_OK);
+	px_corrupt(ro, "pk", SAKER_TAKE_PEEK, "left in place");
+	px_corrupt(ro, "pk", SAKER_TAKE_PEEK, "left in place");
+	saker_store_close(ro);
+
+	/* one item by one statement: open, peek */
+	px_corrupt(s, "one", SAKER_TAKE_OPEN, "moved to queue 'one_damaged'");
+	px_corrupt(s, "pk", SAKER_TAKE_PEEK, "moved to queue 'pk_damaged'");
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	px_take(s, "one", SAKER_TAKE_OPEN, "one-ok");
+	px_take(s, "pk", SAKER_TAKE_PEEK, "pk-ok");
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+
+	/* claimed ahead: the 2nd take of a batch claims 2 items */
+	px_take(s, "held", SAKER_TAKE_REMOVE, "held-1");
+	px_corrupt(s, "held", SAKER_TAKE_REMOVE, "'held_damaged'");
+	px_take(s, "held", SAKER_TAKE_REMOVE, "held-2");
+	px_take(s, "held", SAKER_TAKE_REMOVE, NULL);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+
+	/* the 4th take claims 4: hp-3, expiring, damaged, hp-4; a peek
+	 * steps over the expired one to the damaged one */
+	px_take(s, "hp", SAKER_TAKE_REMOVE, "hp-1");
+	px_take(s, "hp", SAKER_TAKE_REMOVE, "hp-2");
+	px_take(s, "hp", SAKER_TAKE_REMOVE, "hp-3");
+	px_corrupt(s, "hp", SAKER_TAKE_PEEK, "'hp_damaged'");
+	px_take(s, "hp", SAKER_TAKE_PEEK, "hp-4");
+	px_take(s, "hp", SAKER_TAKE_REMOVE, "hp-4");
+	px_take(s, "hp", SAKER_TAKE_REMOVE, NULL);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+
+	/* iterate (saker check) names it and hands out only what is sound */
+	ck_assert_int_eq(s->driver->iterate(s, px_q(s, "it"), px_count_cb, &n),
+	    SAKER_ECORRUPT);
+	ck_assert_int_eq(n, 1);
+	ck_assert_msg(strstr(s->driver->errmsg(s), "queue 'it'") != NULL, "%s",
+	    s->driver->errmsg(s));
+	saker_store_close(s);
+
+	/* the moves were committed: kept, with the damaged bytes, and each
+	 * queue went on; the one still open from "one" came back */
+	s = px_open(schema, false, SAKER_OK);
+	px_check_moved(s, "one_damaged");
+	px_check_moved(s, "pk_damaged");
+	px_check_moved(s, "held_damaged");
+	px_check_moved(s, "hp_damaged");
+	px_take(s, "one", SAKER_TAKE_REMOVE, "one-ok");
+	px_take(s, "one", SAKER_TAKE_REMOVE, NULL);
+	px_take(s, "pk", SAKER_TAKE_REMOVE, "pk-ok");
+	px_take(s, "pk", SAKER_TAKE_REMOVE, NULL);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+	PQfinish(c);
+}
+END_TEST
+
+/* A take the caller refuses puts the item back with its checksum. */
+START_TEST(test_pg_refused_keeps_crc)
+{
+	struct px_got g = { .refuse = 1 };
+	char schema[32], v[64];
+	saker_store *s;
+	PGconn *c;
+
+	snprintf(schema, sizeof(schema), "ref_%d", (int)getpid());
+	s = px_open(schema, false, SAKER_OK);
+	px_put(s, "r", "kept", 0);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(s->driver->take(s, px_q(s, "r"), SAKER_TAKE_REMOVE,
+	    BASE + 100, px_cb, &g), 1);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	c = px_conn(schema);
+	px_val(c, "SELECT count(*) FROM saker_items WHERE crc IS NOT NULL",
+	    v, sizeof(v));
+	ck_assert_str_eq(v, "1");
+	/* and it is checked: damaged now, it is not served */
+	ck_assert_int_eq(px_damage_items(c, "kept", 4), 1);
+	px_corrupt(s, "r", SAKER_TAKE_REMOVE, "'r_damaged'");
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	PQfinish(c);
+	saker_store_close(s);
+}
+END_TEST
+
+/* The format 2 schema (saker 1.1): as that release created it. */
+static const char px_format2_sql[] =
+    "CREATE TABLE saker_meta (key text PRIMARY KEY, value bigint NOT NULL);"
+    "CREATE TABLE saker_queues (id bigserial PRIMARY KEY,"
+    " name bytea NOT NULL UNIQUE);"
+    "CREATE SEQUENCE saker_item_id;"
+    "CREATE TABLE saker_items (qid bigint NOT NULL, id bigint NOT NULL,"
+    " vis bigint NOT NULL, due bigint NOT NULL, state smallint NOT NULL,"
+    " owner text, lease_until bigint NOT NULL DEFAULT 0,"
+    " flags bigint NOT NULL, expires bigint NOT NULL,"
+    " created bigint NOT NULL, len bigint NOT NULL, data bytea NOT NULL,"
+    " PRIMARY KEY (qid, id));"
+    "CREATE INDEX saker_items_head ON saker_items (qid, vis, id)"
+    " WHERE state = 0;"
+    "CREATE INDEX saker_items_due ON saker_items (due)"
+    " WHERE state = 0 AND due > 0;"
+    "CREATE INDEX saker_items_lease ON saker_items (lease_until)"
+    " WHERE state > 0;"
+    "CREATE TABLE saker_counts (qid bigint NOT NULL, owner text NOT NULL,"
+    " total bigint NOT NULL, expired bigint NOT NULL,"
+    " PRIMARY KEY (qid, owner));"
+    "INSERT INTO saker_meta VALUES ('format', 2);"
+    "INSERT INTO saker_queues(name) VALUES ('q1'::bytea), ('q2'::bytea);"
+    /* q1: first (flags 7), second; q2: other, open by a broker gone */
+    "INSERT INTO saker_items(qid, id, vis, due, state, flags, expires,"
+    " created, len, data) SELECT q.id, nextval('saker_item_id'), v.vis, 0,"
+    " 0, v.flags, 0, 1700000000000, length(v.data), v.data FROM"
+    " (VALUES ('q1'::bytea, 1700000000001, 7, 'first'::bytea),"
+    " ('q1', 1700000000002, 0, 'second'), ('q2', 1700000000003, 0, 'other'))"
+    " AS v(name, vis, flags, data) JOIN saker_queues q ON q.name = v.name"
+    " ORDER BY v.vis;"
+    "UPDATE saker_items SET state = 1, owner = 'gone/1/0', lease_until = 0"
+    " WHERE data = 'other'::bytea;";
+
+START_TEST(test_pg_upgrade_format2)
+{
+	char schema[32], sql[128], v[64];
+	struct px_got g = { .calls = 0 };
+	saker_store *s;
+	PGconn *c;
+	int n = 0;
+
+	snprintf(schema, sizeof(schema), "up_%d", (int)getpid());
+	c = PQconnectdb(pgc.conninfo);
+	ck_assert_int_eq(PQstatus(c), CONNECTION_OK);
+	snprintf(sql, sizeof(sql), "CREATE SCHEMA \"%s\"", schema);
+	px_exec(c, sql);
+	PQfinish(c);
+	c = px_conn(schema);
+	px_exec(c, px_format2_sql);
+
+	/* read-only (dump, migrate, check): read as it is, not upgraded */
+	s = px_open(schema, true, SAKER_OK);
+	ck_assert_int_eq(s->driver->iterate(s, px_q(s, "q1"), px_count_cb, &n),
+	    SAKER_OK);
+	ck_assert_int_eq(n, 2);
+	px_take(s, "q1", SAKER_TAKE_PEEK, "first");
+	saker_store_close(s);
+	px_val(c, "SELECT value FROM saker_meta WHERE key = 'format'", v,
+	    sizeof(v));
+	ck_assert_str_eq(v, "2");
+
+	/* a writable open upgrades it; the old items come out intact */
+	s = px_open(schema, false, SAKER_OK);
+	px_val(c, "SELECT value FROM saker_meta WHERE key = 'format'", v,
+	    sizeof(v));
+	ck_assert_str_eq(v, "3");
+	ck_assert_int_eq(s->driver->take(s, px_q(s, "q1"), SAKER_TAKE_REMOVE,
+	    BASE + 100, px_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, "first");
+	ck_assert_uint_eq(g.flags, 7);
+	px_put(s, "q3", "new", 0);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	/* the new item has a checksum, the old ones none */
+	px_val(c, "SELECT count(*) FROM saker_items WHERE crc IS NOT NULL", v,
+	    sizeof(v));
+	ck_assert_str_eq(v, "1");
+	px_val(c, "SELECT count(*) FROM saker_items WHERE crc IS NULL", v,
+	    sizeof(v));
+	ck_assert_str_eq(v, "2");
+	saker_store_close(s);
+
+	/* a second broker finds format 3 and upgrades nothing */
+	s = px_open(schema, false, SAKER_OK);
+	px_take(s, "q1", SAKER_TAKE_REMOVE, "second");
+	px_take(s, "q3", SAKER_TAKE_REMOVE, "new");
+	/* the open item of the broker that is gone: its lease ran out */
+	ck_assert_int_eq(s->driver->tick(s, BASE), SAKER_OK);
+	px_take(s, "q2", SAKER_TAKE_REMOVE, "other");
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+
+	/* a newer format is refused */
+	px_exec(c, "UPDATE saker_meta SET value = 4 WHERE key = 'format'");
+	s = px_open(schema, false, SAKER_EVERSION);
+	ck_assert_ptr_null(s);
+	PQfinish(c);
+}
+END_TEST
+
 /* One throwaway cluster for the run; skipped (not failed) when the
  * PostgreSQL server binaries are missing. */
 static int
@@ -831,11 +1258,15 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 		return 0;
 	rc = pg_cluster_start(&pgc, why, sizeof(why));
 	if (rc == 0) {
-		struct store_conformance_opts o = { pg_spec };
+		struct store_conformance_opts o = { pg_spec, pg_damage };
 		TCase *ptc = store_conformance_tcase_opts(drv, &o);
 
-		if (ptc != NULL)
+		if (ptc != NULL) {
+			tcase_add_test(ptc, test_pg_damaged_paths);
+			tcase_add_test(ptc, test_pg_refused_keeps_crc);
+			tcase_add_test(ptc, test_pg_upgrade_format2);
 			suite_add_tcase(su, ptc);
+		}
 		return 0;
 	}
 	printf("check_store: skipping driver '%s': %s\n", drv->name, why);

@@ -21,6 +21,12 @@ struct store_conformance_opts {
 	/* Write the spec of a fresh, empty store into buf; tmpdir is the
 	 * test's temp dir.  NULL: the default spec above. */
 	void (*spec)(char *buf, size_t len, const char *tmpdir);
+	/* Damage every stored item of the (closed) store at spec whose data
+	 * holds `marker`: flip bit 5 of the marker's fourth byte, as
+	 * test_damaged_item does in the files of a file-based store.  Returns
+	 * how many items it damaged.  NULL: only stores made of files under
+	 * the temp dir get that test. */
+	int (*damage)(const char *spec, const char *marker, size_t len);
 };
 TCase *store_conformance_tcase_opts(const struct saker_store_driver *drv,
     const struct store_conformance_opts *opts);
