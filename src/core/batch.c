@@ -10,6 +10,7 @@
 
 #include "batch.h"
 #include "clock.h"
+#include "deadletter.h"
 #include "log.h"
 #include "ops.h"
 #include "queues.h"
@@ -140,10 +141,9 @@ broker_expire_opens(struct broker *b)
 				continue;
 			}
 			if (oi->q->h != NULL &&
-			    DRV(b)->release(b->store, oi->q->h, oi->id) == SAKER_OK) {
+			    dl_give_back(b, oi->q, oi->id, oi->deliveries) ==
+			    SAKER_OK)
 				oi->q->open_timeouts++;
-				broker_touch(b);
-			}
 			session_forget_open(s, oi);
 		}
 	}

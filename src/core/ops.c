@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "deadletter.h"
 #include "log.h"
 #include "ops.h"
 #include "queues.h"
@@ -32,19 +33,21 @@ op_store_error(struct broker *b, int rc, int *result)
 }
 
 static void
-remember_open(struct session *s, struct squeue *q, uint64_t id)
+remember_open(struct session *s, struct squeue *q, uint64_t id,
+    uint32_t deliveries)
 {
 	struct broker *b = s->b;
 	struct open_item *oi = calloc(1, sizeof(*oi));
 
 	if (oi == NULL) {
 		/* cannot track it: put it straight back rather than lose it */
-		(void)DRV(b)->release(b->store, q->h, id);
+		(void)dl_give_back(b, q, id, deliveries);
 		log_error("out of memory tracking an open item on %s", q->name);
 		return;
 	}
 	oi->q = q;
 	oi->id = id;
+	oi->deliveries = deliveries;
 	oi->batch = b->batch;
 	oi->opened_ms = saker_now_ms();
 	if (queue_cfg(b, q)->open_timeout_ms > 0) {
@@ -55,6 +58,46 @@ remember_open(struct session *s, struct squeue *q, uint64_t id)
 	s->nopens++;
 }
 
+/*
+ * The take callback: an item already handed out max_deliveries times (it
+ * came back by a restart, a swept lease or a lowered limit, not through
+ * dl_give_back) is not served.  An open take accepts it unseen (the caller
+ * moves it to the dead-letter queue); a plain take leaves it (TAKE_SPENT)
+ * for the caller to open and move.
+ */
+#define TAKE_SPENT 0x5350	/* not a saker_err */
+
+struct take_ctx {
+	struct hit_ctx *hc;
+	saker_item_fn hit;
+	struct broker *b;
+	struct squeue *q;
+	int mode;
+	bool spent;
+	uint64_t id;
+	uint32_t deliveries;
+};
+
+static int
+take_cb(void *arg, const struct saker_item *it)
+{
+	struct take_ctx *tc = arg;
+	uint32_t before = it->deliveries;
+
+	if (tc->mode == SAKER_TAKE_OPEN && before > 0)
+		before--;	/* the view counts this hand-out */
+	tc->id = it->id;
+	tc->deliveries = it->deliveries;
+	if (tc->mode != SAKER_TAKE_PEEK && dl_spent(tc->b, tc->q, before)) {
+		tc->spent = true;
+		return tc->mode == SAKER_TAKE_OPEN ? 0 : TAKE_SPENT;
+	}
+	return tc->hit(tc->hc, it);
+}
+
+/* Spent items met at the head: at most this many are moved per take. */
+#define SPENT_MAX 64
+
 /* Take one item from q for s with `opts`; s->gops writes it as the reply
  * for key k.  Returns SAKER_OK (hit), SAKER_EEMPTY, or an error. */
 static int
@@ -63,8 +106,9 @@ take_for(struct session *s, struct squeue *q, unsigned opts, size_t k,
 {
 	struct broker *b = s->b;
 	struct hit_ctx hc = { s, k, key, key_len, 0 };
+	struct take_ctx tc = { &hc, s->gops->hit, b, q, 0, false, 0, 0 };
 	size_t pend_len = evbuffer_get_length(s->pend), nbrecs = s->nbrecs;
-	int mode = SAKER_TAKE_REMOVE, rc;
+	int mode = SAKER_TAKE_REMOVE, rc, spent = 0;
 
 	if (opts & OP_OPT_OPEN)
 		mode = SAKER_TAKE_OPEN;
@@ -74,7 +118,38 @@ take_for(struct session *s, struct squeue *q, unsigned opts, size_t k,
 		b->stats.cmd_peek++;
 	else
 		b->stats.cmd_get++;
-	rc = DRV(b)->take(b->store, q->h, mode, now, s->gops->hit, &hc);
+	for (;;) {
+		tc.mode = mode;
+		tc.spent = false;
+		rc = DRV(b)->take(b->store, q->h, mode, now, take_cb, &tc);
+		if (rc == TAKE_SPENT) {
+			/* open it, unseen, to move it */
+			tc.mode = SAKER_TAKE_OPEN;
+			tc.spent = false;
+			rc = DRV(b)->take(b->store, q->h, SAKER_TAKE_OPEN, now,
+			    take_cb, &tc);
+			if (rc == SAKER_OK && !tc.spent) {
+				/* another item came first (a shared store):
+				 * give it back untouched by a consumer */
+				(void)DRV(b)->release(b->store, q->h, tc.id);
+				broker_touch(b);
+				continue;
+			}
+		}
+		if (rc != SAKER_OK || !tc.spent)
+			break;
+		broker_touch(b);
+		if (dl_move(b, q, tc.id, tc.deliveries) != SAKER_OK) {
+			/* cannot move it: back to the head, and no item */
+			(void)DRV(b)->release(b->store, q->h, tc.id);
+			rc = SAKER_EEMPTY;
+			break;
+		}
+		if (++spent >= SPENT_MAX) {
+			rc = SAKER_EEMPTY;
+			break;
+		}
+	}
 	if (rc != SAKER_OK && rc != SAKER_EEMPTY) {
 		/* It may have failed after handing the item to the callback
 		 * (out of memory marking it open, say): the item is still in
@@ -95,7 +170,7 @@ take_for(struct session *s, struct squeue *q, unsigned opts, size_t k,
 		if (mode == SAKER_TAKE_REMOVE)
 			reply_keep(s, KEEP_IN_DOUBT);
 		if (mode == SAKER_TAKE_OPEN)
-			remember_open(s, q, hc.id);
+			remember_open(s, q, hc.id, tc.deliveries);
 		reply_schedule(s);
 	}
 	return rc;
@@ -462,7 +537,8 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 			if (k->opts & OP_OPT_CLOSE)
 				rc = DRV(b)->confirm(b->store, qs[i]->h, oi->id);
 			else
-				rc = DRV(b)->release(b->store, qs[i]->h, oi->id);
+				rc = dl_give_back(b, qs[i], oi->id,
+				    oi->deliveries);
 			if (rc != SAKER_OK && rc != SAKER_ENOTFOUND) {
 				msg = op_store_error(b, rc, &r);
 				ops->error(s, i, r, msg);

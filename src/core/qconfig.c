@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "saker/store.h"
 #include "qconfig.h"
 #include "size.h"
 
@@ -140,9 +141,18 @@ set_key(struct queue_config *qc, const char *key, const char *val)
 	} else if (strcmp(key, "open_timeout") == 0) {
 		if (parse_duration(val, &qc->open_timeout_ms) != 0)
 			return "open_timeout wants a duration (e.g. 30s)";
+	} else if (strcmp(key, "max_deliveries") == 0) {
+		if (parse_size(val, &u) != 0 || u > SAKER_DELIVERIES_MAX)
+			return "max_deliveries wants a number from 0 to 65535";
+		qc->max_deliveries = (uint32_t)u;
+	} else if (strcmp(key, "dead_letter") == 0) {
+		if (!saker_qname_valid(val, strlen(val)))
+			return "dead_letter wants a queue name";
+		memcpy(qc->dead_letter, val, strlen(val) + 1);
 	} else {
 		return "unknown setting (known: max_items, max_bytes, max_item_size, "
-		    "max_age, discard_old_when_full, max_open, open_timeout)";
+		    "max_age, discard_old_when_full, max_open, open_timeout, "
+		    "max_deliveries, dead_letter)";
 	}
 	return NULL;
 }

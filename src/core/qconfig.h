@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qname.h"
+
 /* Limits for one queue; 0 means "no limit" for every field but max_open. */
 struct queue_config {
 	uint64_t max_items;          /* ready + delayed items */
@@ -14,6 +16,10 @@ struct queue_config {
 	bool discard_old_when_full;  /* drop the oldest instead of NOT_STORED */
 	unsigned max_open;           /* open items per connection (>= 1) */
 	int64_t open_timeout_ms;     /* open items held longer go back */
+	uint32_t max_deliveries;     /* an item opened this many times goes to
+	                              * the dead-letter queue when it comes
+	                              * back; 0 = unlimited */
+	char dead_letter[SAKER_QNAME_MAX + 1]; /* "" = "<name>_dead" */
 };
 
 struct config;

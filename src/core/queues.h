@@ -39,6 +39,7 @@ struct squeue {
 	TAILQ_ENTRY(squeue) ready_link;
 	uint64_t discarded;
 	uint64_t open_timeouts;
+	uint64_t dead_lettered;       /* items moved to the dead-letter queue */
 	uint64_t enqueued, dequeued;  /* for /metrics */
 	const struct queue_config *qc;  /* cached config_for(); see queue_cfg() */
 	uint64_t qc_gen;

@@ -71,6 +71,7 @@ queue_one(void *arg, struct squeue *q)
 	QSTAT("open_transactions", "%" PRIu64, st.open_items);
 	QSTAT("delayed_items", "%" PRIu64, st.delayed_items);
 	QSTAT("open_timeouts", "%" PRIu64, q->open_timeouts);
+	QSTAT("dead_lettered", "%" PRIu64, q->dead_lettered);
 #undef QSTAT
 	return 0;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "clock.h"
+#include "deadletter.h"
 #include "log.h"
 #include "queues.h"
 #include "session.h"
@@ -49,10 +50,8 @@ session_close(struct session *s)
 	 * previous one and the queue head keeps their original order. */
 	while ((oi = TAILQ_LAST(&s->opens, open_list)) != NULL) {
 		if (oi->q->h != NULL) {
-			int rc = b->store->driver->release(b->store, oi->q->h, oi->id);
-			if (rc == SAKER_OK)
-				broker_touch(b);
-			else if (rc != SAKER_ENOTFOUND)
+			int rc = dl_give_back(b, oi->q, oi->id, oi->deliveries);
+			if (rc != SAKER_OK && rc != SAKER_ENOTFOUND)
 				log_error("returning an open item to %s: %s", oi->q->name,
 				    b->store->driver->errmsg(b->store));
 		}

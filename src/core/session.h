@@ -35,6 +35,7 @@ struct open_item {
 	TAILQ_ENTRY(open_item) link;  /* in session.opens, oldest first */
 	struct squeue *q;
 	uint64_t id;
+	uint32_t deliveries;          /* hand-outs, this one included */
 	uint64_t batch;               /* batch number it was taken in */
 	int64_t opened_ms;
 	int64_t deadline_ms;          /* open_timeout; 0 = none */

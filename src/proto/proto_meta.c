@@ -32,6 +32,7 @@
 #define MF_O 0x040u     /* opaque */
 #define MF_Q 0x080u     /* quiet: no EN (mg), no HD (ms, md) */
 #define MF_B 0x100u     /* key is base64 */
+#define MF_D 0x200u     /* delivery count (saker's own) */
 
 #define META_MAX_OPAQUE 32
 
@@ -204,6 +205,7 @@ meta_flag(struct meta_req *m, const struct proto_tok *t)
 		case 'f': m->mf |= MF_F; return NULL;
 		case 's': m->mf |= MF_S; return NULL;
 		case 't': m->mf |= MF_T; return NULL;
+		case 'd': m->mf |= MF_D; return an == 0 ? NULL : E_FLAG;
 		/* accepted and ignored: LRU hints, vivify, recache, touch */
 		case 'h': case 'l': case 'u': case 'E': case 'N': case 'R': case 'T':
 			return NULL;
@@ -382,6 +384,8 @@ meta_hit(void *arg, const struct saker_item *it)
 	}
 	if (mf & MF_C)
 		evbuffer_add(b, " c0", 3);
+	if (mf & MF_D)
+		evbuffer_add_printf(b, " d%lu", (unsigned long)it->deliveries);
 	meta_echo(b, mf, hc->key, hc->key_len, g->buf + gk->ooff, gk->olen);
 	evbuffer_add(b, "\r\n", 2);
 	if (mf & MF_V) {

@@ -1,0 +1,87 @@
+/* deadletter.c -- poison items to the dead-letter queue (deadletter.h). */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "deadletter.h"
+#include "log.h"
+#include "qname.h"
+#include "queues.h"
+
+#define DL_SUFFIX "_dead"
+
+void
+dl_name(struct broker *b, struct squeue *q, char *buf, size_t len)
+{
+	const struct queue_config *qc = queue_cfg(b, q);
+	size_t base;
+
+	if (qc->dead_letter[0] != '\0') {
+		snprintf(buf, len, "%s", qc->dead_letter);
+		return;
+	}
+	/* the queue's name, cut so that the suffix fits the name limit */
+	base = q->len + strlen(DL_SUFFIX) <= SAKER_QNAME_MAX ? q->len :
+	    SAKER_QNAME_MAX - strlen(DL_SUFFIX);
+	snprintf(buf, len, "%.*s%s", (int)base, q->name, DL_SUFFIX);
+}
+
+bool
+dl_spent(struct broker *b, struct squeue *q, uint32_t before)
+{
+	uint32_t max = queue_cfg(b, q)->max_deliveries;
+
+	return max > 0 && before >= max &&
+	    (b->store->driver->caps & SAKER_CAP_DELIVERIES) != 0;
+}
+
+int
+dl_move(struct broker *b, struct squeue *q, uint64_t id, uint32_t deliveries)
+{
+	char name[SAKER_QNAME_MAX + 1];
+	struct squeue *dq;
+	int rc = SAKER_OK;
+
+	dl_name(b, q, name, sizeof(name));
+	dq = queue_lookup(b, name, strlen(name), true, &rc);
+	if (dq == NULL || dq == q) {
+		log_error("queue %s: cannot open its dead-letter queue %s: %s",
+		    q->name, name, dq == q ? "it is the queue itself" :
+		    saker_strerror(rc));
+		return dq == q ? SAKER_EINVAL : rc;
+	}
+	rc = b->store->driver->move(b->store, q->h, id, dq->h);
+	if (rc != SAKER_OK) {
+		if (rc != SAKER_ENOTFOUND)
+			log_error("queue %s: moving an item to %s: %s", q->name,
+			    name, b->store->driver->errmsg(b->store));
+		return rc;
+	}
+	q->dead_lettered++;
+	broker_touch(b);
+	log_info("queue %s: an item delivered %" PRIu32 " times moved to "
+	    "dead-letter queue %s (%" PRIu64 " so far)", q->name, deliveries,
+	    name, q->dead_lettered);
+	return SAKER_OK;
+}
+
+int
+dl_give_back(struct broker *b, struct squeue *q, uint64_t id,
+    uint32_t deliveries)
+{
+	int rc;
+
+	if (q->h == NULL)
+		return SAKER_ENOTFOUND;
+	if (dl_spent(b, q, deliveries) &&
+	    dl_move(b, q, id, deliveries) == SAKER_OK)
+		return SAKER_OK;
+	/* below the limit, or the move failed: back to the head rather than
+	 * lost (it is caught again at its next hand-out) */
+	rc = b->store->driver->release(b->store, q->h, id);
+	if (rc == SAKER_OK)
+		broker_touch(b);
+	return rc;
+}
