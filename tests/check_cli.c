@@ -220,7 +220,7 @@ dump_to_string(const char *dir, const char *spec, size_t *len)
 /* the dump format, on synthetic streams */
 
 static char *
-synthetic_stream(size_t *len)
+synthetic_stream_version(size_t *len, uint32_t version)
 {
 	struct dump_writer w;
 	struct saker_item it;
@@ -229,7 +229,7 @@ synthetic_stream(size_t *len)
 	static const char bin[] = "a\0b\r\n\xff";
 
 	ck_assert_ptr_nonnull(fp);
-	dump_writer_start(&w, fp);
+	dump_writer_start_version(&w, fp, version);
 	dump_write_queue(&w, "a", 1);
 	memset(&it, 0, sizeof(it));
 	it.data = bin;
@@ -237,6 +237,7 @@ synthetic_stream(size_t *len)
 	it.flags = 0xdeadbeef;
 	it.expires_ms = 123456789012LL;
 	it.created_ms = 42;
+	it.deliveries = 70000;
 	dump_write_item(&w, &it, MIG_READY);
 	it.len = 0;
 	it.due_ms = 9000000000000LL;
@@ -247,6 +248,12 @@ synthetic_stream(size_t *len)
 	ck_assert_int_eq(dump_writer_finish(&w), 0);
 	fclose(fp);
 	return buf;
+}
+
+static char *
+synthetic_stream(size_t *len)
+{
+	return synthetic_stream_version(len, DUMP_VERSION);
 }
 
 /* Read a whole stream; 0 on success, -1 with e set. */
@@ -282,7 +289,7 @@ START_TEST(dump_format_roundtrip)
 	struct mig_err e;
 	FILE *fp = fmemopen(buf, len, "rb");
 
-	ck_assert_int_eq(memcmp(buf, "SAKERDMP\r\n\x1a\n\0\0\0\1", 16), 0);
+	ck_assert_int_eq(memcmp(buf, "SAKERDMP\r\n\x1a\n\0\0\0\2", 16), 0);
 	ck_assert_int_eq(dump_reader_start(&r, fp, &e), 0);
 	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE);
 	ck_assert_int_eq(rec.name_len, 1);
@@ -294,6 +301,7 @@ START_TEST(dump_format_roundtrip)
 	ck_assert_int_eq(rec.item.expires_ms, 123456789012LL);
 	ck_assert_int_eq(rec.item.due_ms, 0);
 	ck_assert_int_eq(rec.item.created_ms, 42);
+	ck_assert_uint_eq(rec.item.deliveries, 70000);
 	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_ITEM);
 	ck_assert_int_eq(rec.state, MIG_DELAYED);
 	ck_assert_int_eq(rec.item.len, 0);
@@ -307,6 +315,46 @@ START_TEST(dump_format_roundtrip)
 	dump_reader_free(&r);
 	fclose(fp);
 	free(buf);
+}
+END_TEST
+
+/* Version 1 streams (saker 1.0.0, no delivery counts) are still read. */
+START_TEST(dump_format_v1)
+{
+	size_t len, len2;
+	char *buf = synthetic_stream_version(&len, 1);
+	char *buf2 = synthetic_stream(&len2);
+	struct dump_reader r;
+	struct dump_rec rec;
+	struct mig_err e;
+	FILE *fp = fmemopen(buf, len, "rb");
+
+	ck_assert_int_eq(memcmp(buf, "SAKERDMP\r\n\x1a\n\0\0\0\1", 16), 0);
+	ck_assert_uint_eq(len + 8, len2);	/* 4 bytes per item */
+	ck_assert_int_eq(dump_reader_start(&r, fp, &e), 0);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_ITEM);
+	ck_assert_int_eq(rec.item.len, 7);
+	ck_assert_uint_eq(rec.item.flags, 0xdeadbeef);
+	ck_assert_int_eq(rec.item.created_ms, 42);
+	ck_assert_uint_eq(rec.item.deliveries, 0);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_ITEM);
+	ck_assert_int_eq(rec.item.due_ms, 9000000000000LL);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE_END);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE_END);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_END);
+	dump_reader_free(&r);
+	fclose(fp);
+	/* version 3 is refused with the versions this build reads */
+	buf[15] = 3;
+	fp = fmemopen(buf, len, "rb");
+	ck_assert_int_eq(dump_reader_start(&r, fp, &e), -1);
+	ck_assert_msg(strstr(e.msg, "versions 1 to 2") != NULL, "%s", e.msg);
+	dump_reader_free(&r);
+	fclose(fp);
+	free(buf);
+	free(buf2);
 }
 END_TEST
 
@@ -336,9 +384,9 @@ START_TEST(dump_format_bad_input)
 	ck_assert_int_eq(read_stream(copy, len, &n, &e), -1);
 	ck_assert_ptr_nonnull(strstr(e.msg, "not a saker dump"));
 	memcpy(copy, buf, len);
-	copy[15] = 2;
+	copy[15] = 3;
 	ck_assert_int_eq(read_stream(copy, len, &n, &e), -1);
-	ck_assert_ptr_nonnull(strstr(e.msg, "version 2"));
+	ck_assert_ptr_nonnull(strstr(e.msg, "version 3"));
 	memcpy(copy, buf, len);
 	copy[len] = 'Z';
 	ck_assert_int_eq(read_stream(copy, len + 1, &n, &e), -1);
@@ -930,6 +978,7 @@ main(void)
 
 	tc = tcase_create("format");
 	tcase_add_test(tc, dump_format_roundtrip);
+	tcase_add_test(tc, dump_format_v1);
 	tcase_add_test(tc, dump_format_bad_input);
 	tcase_add_test(tc, digest_order_matters);
 	suite_add_tcase(su, tc);

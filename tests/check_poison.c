@@ -239,6 +239,133 @@ START_TEST(test_dead_letter_reload)
 }
 END_TEST
 
+/* saker requeue moves items back in batches of one commit each, counts
+ * reset; --max bounds it; the server command refuses bad arguments. */
+START_TEST(test_requeue)
+{
+	char *conf = write_conf("[queue jobs]\nmax_deliveries = 1\n");
+	struct tl_server *s = tl_server_start("sqlite", "--config", conf, NULL);
+	int c = tl_connect(s->port);
+	char *srv = tl_strdupf("127.0.0.1:%d", s->port), *out = NULL, *err = NULL;
+	char *buf;
+	size_t off = 0, cap = 2500 * 32;
+	int i, rc;
+
+	/* 2500 items in one write: pipelined, a few commits */
+	buf = malloc(cap);
+	ck_assert_ptr_nonnull(buf);
+	for (i = 0; i < 2500; i++)
+		off += (size_t)snprintf(buf + off, cap - off,
+		    "set dq 0 0 5 noreply\r\n%05d\r\n", i);
+	mustsend(c, buf, off);
+	free(buf);
+	tl_wait_stat(c, "queue_dq_items", 2500, 10000);
+
+	rc = tl_run_saker(tmp, NULL, &out, NULL, &err, "requeue", "-s", srv,
+	    "--max", "2200", "dq", "t", NULL);
+	ck_assert_msg(rc == 0, "requeue: %d %s %s", rc, out, err);
+	ck_assert_str_eq(out, "requeued 2200 items from dq to t\n");
+	free(out);
+	free(err);
+	ck_assert_int_eq(tl_stat(c, "queue_t_items"), 2200);
+	ck_assert_int_eq(tl_stat(c, "queue_dq_items"), 300);
+	tl_ckget(c, "t", "00000");	/* in order */
+	rc = tl_run_saker(tmp, NULL, &out, NULL, &err, "requeue", "-s", srv,
+	    "dq", "t", NULL);
+	ck_assert_msg(rc == 0, "requeue: %d %s %s", rc, out, err);
+	ck_assert_str_eq(out, "requeued 300 items from dq to t\n");
+	free(out);
+	free(err);
+	ck_assert_int_eq(tl_stat(c, "queue_t_items"), 2499);
+	ck_assert_int_eq(tl_stat(c, "queue_dq_items"), 0);
+
+	/* a dead-lettered item goes back with its count reset */
+	tl_setn(c, "jobs", 7, 0, "p", 1);
+	mustsends(c, "mg jobs/open v d\r\n");
+	ckresp(c, "VA 1 d1\r\np\r\n");
+	mustsends(c, "get jobs/abort\r\n");
+	ckresp(c, "END\r\n");
+	ck_assert_int_eq(tl_stat(c, "queue_jobs_dead_items"), 1);
+	mustsends(c, "requeue jobs_dead jobs 10\r\n");
+	ckresp(c, "1\r\n");
+	mustsends(c, "mg jobs/open v d f\r\n");
+	ckresp(c, "VA 1 f7 d1\r\np\r\n");
+
+	/* bad requests */
+	mustsends(c, "requeue jobs jobs 1\r\n");
+	ckresp(c, "CLIENT_ERROR requeue to the same queue\r\n");
+	mustsends(c, "requeue a b 0\r\nrequeue a b 1001\r\nrequeue a/x b 1\r\n");
+	ckresp(c, "CLIENT_ERROR bad command line format\r\n"
+	    "CLIENT_ERROR bad command line format\r\n"
+	    "CLIENT_ERROR bad queue name\r\n");
+	mustsends(c, "requeue nosuch b 5\r\n");
+	ckresp(c, "0\r\n");
+	rc = tl_run_saker(tmp, NULL, NULL, NULL, NULL, "requeue", "-s", srv,
+	    "--max", "0", "a", "b", NULL);
+	ck_assert_int_eq(rc, 2);
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(srv);
+	free(conf);
+}
+END_TEST
+
+#if defined(HAVE_LMDB) && defined(HAVE_SQLITE)
+/* dump, load and migrate carry delivery counts across drivers. */
+START_TEST(test_counts_dump_load_migrate)
+{
+	struct tl_server *s = tl_server_start("lmdb", NULL);
+	char *src = tl_strdupf("lmdb:%s/store", s->dir);
+	char *mid = tl_strdupf("sqlite:%s/mid.db", tmp);
+	char *dst = tl_strdupf("lmdb:%s/dst", tmp);
+	char *dumpf = tl_strdupf("%s/dump", tmp), *out = NULL, *err = NULL;
+	size_t outlen = 0;
+	FILE *f;
+	int c = tl_connect(s->port), i, rc;
+
+	tl_set(c, "q", "x");
+	tl_set(c, "q", "y");
+	for (i = 0; i < 2; i++) {
+		tl_ckget(c, "q/open", "x");
+		mustsends(c, "get q/abort\r\n");
+		ckresp(c, "END\r\n");
+	}
+	close(c);
+	tl_server_stop(s);
+
+	rc = tl_run_saker(tmp, NULL, &out, &outlen, &err, "dump", src, NULL);
+	ck_assert_msg(rc == 0, "dump: %d %s", rc, err);
+	f = fopen(dumpf, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(out, 1, outlen, f), outlen);
+	fclose(f);
+	free(out);
+	free(err);
+	rc = tl_run_saker(tmp, dumpf, NULL, NULL, &err, "load", mid, NULL);
+	ck_assert_msg(rc == 0, "load: %d %s", rc, err);
+	free(err);
+	rc = tl_run_saker(tmp, NULL, NULL, NULL, &err, "migrate", "--quiet",
+	    mid, dst, NULL);
+	ck_assert_msg(rc == 0, "migrate: %d %s", rc, err);
+	free(err);
+
+	free(s->spec);
+	s->spec = dst;
+	tl_server_restart(s);
+	c = tl_connect(s->port);
+	mustsends(c, "mg q v d\r\nmg q v d\r\n");
+	ckresp(c, "VA 1 d2\r\nx\r\nVA 1 d0\r\ny\r\n");
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(src);
+	free(mid);
+	free(dumpf);
+}
+END_TEST
+#endif
+
 int
 main(void)
 {
@@ -257,6 +384,12 @@ main(void)
 	tcase_add_test(tc, test_dead_letter_sqlite);
 #endif
 	tcase_add_test(tc, test_dead_letter_reload);
+#ifdef HAVE_SQLITE
+	tcase_add_test(tc, test_requeue);
+#endif
+#if defined(HAVE_LMDB) && defined(HAVE_SQLITE)
+	tcase_add_test(tc, test_counts_dump_load_migrate);
+#endif
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

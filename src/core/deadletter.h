@@ -3,7 +3,7 @@
  * max_deliveries times (the queue's --config) that comes back (abort,
  * disconnect, open_timeout) goes to the queue's dead-letter queue instead
  * of the head, in the same batch (the store's move()), and never reaches a
- * consumer of its queue again.
+ * consumer of its queue again.  The way back is requeue.h.
  */
 #ifndef SAKER_DEADLETTER_H
 #define SAKER_DEADLETTER_H

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "requeue.h"
 #include "proto_text.h"
 #include "qname.h"
 
@@ -519,6 +520,27 @@ parse_confirm(struct cursor *cur, struct proto_cmd *cmd)
 	return at_end(cur) ? NULL : PROTO_ERR_FORMAT;
 }
 
+/* requeue <from> <to> <max> */
+static const char *
+parse_requeue(struct cursor *cur, struct proto_cmd *cmd)
+{
+	struct tok t;
+	const char *err;
+
+	if ((err = take_plain_queue(cur, cmd)) != NULL)
+		return err;
+	if (!next_tok(cur, &t))
+		return PROTO_ERR_FORMAT;
+	if (!saker_qname_valid(t.p, t.n))
+		return PROTO_ERR_QNAME;
+	key_init(&cmd->keys[1], &t, t.n);
+	cmd->nkeys = 2;
+	if (!next_tok(cur, &t) || !parse_count(&t, &cmd->num1) ||
+	    cmd->num1 < 1 || cmd->num1 > REQUEUE_MAX)
+		return PROTO_ERR_FORMAT;
+	return at_end(cur) ? NULL : PROTO_ERR_FORMAT;
+}
+
 /* verbosity <n> [noreply] */
 static const char *
 parse_verbosity(struct cursor *cur, struct proto_cmd *cmd)
@@ -603,6 +625,7 @@ static const struct command {
 	{ "flush",		5,  PROTO_CMD_FLUSH,		parse_queue_noreply },
 	{ "flush_all",		9,  PROTO_CMD_FLUSH_ALL,	parse_flush_all },
 	{ "flush_expired",	13, PROTO_CMD_FLUSH_EXPIRED,	parse_queue_only },
+	{ "requeue",		7,  PROTO_CMD_REQUEUE,		parse_requeue },
 	{ "stats",		5,  PROTO_CMD_STATS,		parse_stats },
 	{ "status",		6,  PROTO_CMD_STATUS,		parse_status },
 	{ "version",		7,  PROTO_CMD_VERSION,		parse_no_args },

@@ -49,6 +49,7 @@ enum proto_cmd_type {
 	PROTO_CMD_FLUSH_EXPIRED,
 	PROTO_CMD_MONITOR,
 	PROTO_CMD_CONFIRM,
+	PROTO_CMD_REQUEUE,       /* requeue <from> <to> <max>: keys[0], keys[1] */
 	PROTO_CMD_STATS,
 	PROTO_CMD_STATUS,
 	PROTO_CMD_VERSION,

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "auth.h"
+#include "requeue.h"
 #include "report.h"
 #include "log.h"
 #include "proto_meta.h"
@@ -184,6 +185,23 @@ text_flush_all(struct session *s, struct proto_cmd *cmd)
 }
 
 static void
+text_requeue(struct session *s, struct proto_cmd *cmd)
+{
+	uint64_t moved = 0;
+	const char *msg = NULL;
+	int r = op_requeue(s, cmd->keys[0].name, cmd->keys[0].name_len,
+	    cmd->keys[1].name, cmd->keys[1].name_len, (uint64_t)cmd->num1,
+	    &moved, &msg);
+
+	if (r != OPR_OK) {
+		text_reply_result(s, r, msg);
+		return;
+	}
+	replyf(s, "%llu\r\n", (unsigned long long)moved);
+	reply_done(s);
+}
+
+static void
 text_flush_expired(struct session *s, struct proto_cmd *cmd)
 {
 	struct proto_key *k = &cmd->keys[0];
@@ -269,6 +287,9 @@ text_execute(struct session *s, struct proto_cmd *cmd, const char *line,
 		break;
 	case PROTO_CMD_FLUSH_EXPIRED:
 		text_flush_expired(s, cmd);
+		break;
+	case PROTO_CMD_REQUEUE:
+		text_requeue(s, cmd);
 		break;
 	case PROTO_CMD_MONITOR:
 		/* monitor <q> <seconds> [max]: items handed out opened; the

@@ -979,3 +979,122 @@ stats_main(int argc, char **argv)
 		rc = 1;
 	return rc;
 }
+
+/* ------------------------------------------------------------------ */
+/* saker requeue */
+
+#define REQUEUE_BATCH 1000	/* the server's limit per request (one commit) */
+
+static void
+requeue_usage(FILE *fp)
+{
+	fprintf(fp,
+	    "usage: saker requeue [-s SERVER] [--max N] FROM TO\n"
+	    "\n"
+	    "Move items from the head of queue FROM (a dead-letter queue, say) to\n"
+	    "the tail of queue TO, with their delivery counts reset, in batches of\n"
+	    "up to %d items, each one transaction of the server: after a crash\n"
+	    "every item is in exactly one of the two queues.  Progress goes to\n"
+	    "standard error when it is a terminal.\n"
+	    "\n"
+	    "  -s, --server SERVER  HOST:PORT, [V6ADDR]:PORT or a unix socket path\n"
+	    "                       (default " CLIENT_DEFAULT_SERVER ")\n"
+	    "  -m, --max N          move at most N items (default: until FROM is empty)\n"
+	    TLS_CLIENT_HELP
+	    "  -h, --help           this text\n"
+	    "\n"
+	    "Standard output says how many items moved.  Exit status: 0 done,\n"
+	    "1 refused or no server (items moved before stay moved), 2 usage error.\n",
+	    REQUEUE_BATCH);
+}
+
+int
+requeue_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "server", required_argument, NULL, 's' },
+		{ "max", required_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *servers = CLIENT_DEFAULT_SERVER, *from, *to;
+	uint64_t max = UINT64_MAX, total = 0, want;
+	unsigned long long n;
+	char which[512], err[512], req[600], *line, *end;
+	struct conn *c = NULL;
+	bool tty = isatty(STDERR_FILENO) != 0;
+	int ch, len, rc = 1;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "s:m:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's': servers = optarg; break;
+		case 'm':
+			if (!parse_u64(optarg, UINT64_MAX - 1, &max) || max == 0) {
+				fprintf(stderr, "saker requeue: bad --max '%s' (a "
+				    "number of items, at least 1)\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h': requeue_usage(stdout); return 0;
+		default:  requeue_usage(stderr); return 2;
+		}
+	}
+	if (argc - optind != 2) {
+		requeue_usage(stderr);
+		return 2;
+	}
+	from = argv[optind];
+	to = argv[optind + 1];
+	if (!saker_qname_valid(from, strlen(from)) ||
+	    !saker_qname_valid(to, strlen(to))) {
+		fprintf(stderr, "saker requeue: bad queue name '%s'\n",
+		    saker_qname_valid(from, strlen(from)) ? to : from);
+		return 2;
+	}
+	if (strcmp(from, to) == 0) {
+		fprintf(stderr, "saker requeue: FROM and TO are the same queue\n");
+		return 2;
+	}
+	if ((c = malloc(sizeof(*c))) == NULL) {
+		fprintf(stderr, "saker requeue: out of memory\n");
+		return 1;
+	}
+	if (conn_open(c, servers, which, sizeof(which), err, sizeof(err)) == -1) {
+		fprintf(stderr, "saker requeue: %s\n", err);
+		free(c);
+		return 1;
+	}
+	for (;;) {
+		want = max - total < REQUEUE_BATCH ? max - total : REQUEUE_BATCH;
+		len = snprintf(req, sizeof(req), "requeue %s %s %" PRIu64 "\r\n",
+		    from, to, want);
+		c->deadline_ns = saker_mono_ns() +
+		    (uint64_t)CLIENT_REPLY_MS * 1000000u;
+		if (conn_write(c, req, (size_t)len) == -1 ||
+		    (line = conn_line(c)) == NULL) {
+			io_error("requeue", c);
+			goto out;
+		}
+		errno = 0;
+		n = strtoull(line, &end, 10);
+		if (line[0] < '0' || line[0] > '9' || *end != '\0' || errno != 0 ||
+		    n > want) {
+			fprintf(stderr, "saker requeue: %s replied: %s\n", which, line);
+			goto out;
+		}
+		total += n;
+		if (tty)
+			fprintf(stderr, "\rrequeued %" PRIu64 " items", total);
+		if (n < want || total >= max)
+			break;
+	}
+	rc = 0;
+out:
+	if (tty && total > 0)
+		fputc('\n', stderr);
+	printf("requeued %" PRIu64 " items from %s to %s\n", total, from, to);
+	conn_close(c);
+	free(c);
+	return rc;
+}

@@ -20,5 +20,6 @@ int client_connect(const char *server, char *err, size_t errlen);
 int put_main(int argc, char **argv);
 int get_main(int argc, char **argv);
 int stats_main(int argc, char **argv);
+int requeue_main(int argc, char **argv);
 
 #endif

@@ -21,7 +21,9 @@ static const unsigned char dump_magic[12] = {
 	'S', 'A', 'K', 'E', 'R', 'D', 'M', 'P', 0x0d, 0x0a, 0x1a, 0x0a
 };
 
-#define DUMP_ITEM_HDR 32         /* flags, expires, due, created, len */
+#define DUMP_ITEM_HDR 36         /* flags, expires, due, created,
+                                  * deliveries (version 2), len */
+#define DUMP_ITEM_HDR_V1 32
 
 static void dump_seterr(struct mig_err *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -89,13 +91,20 @@ dump_out(struct dump_writer *w, const void *p, size_t len)
 void
 dump_writer_start(struct dump_writer *w, FILE *fp)
 {
+	dump_writer_start_version(w, fp, DUMP_VERSION);
+}
+
+void
+dump_writer_start_version(struct dump_writer *w, FILE *fp, uint32_t version)
+{
 	unsigned char v[4];
 
 	memset(w, 0, sizeof(*w));
 	w->fp = fp;
+	w->version = version;
 	w->tsum = MIG_FNV_INIT;
 	dump_out(w, dump_magic, sizeof(dump_magic));
-	dump_put32(v, DUMP_VERSION);
+	dump_put32(v, version);
 	dump_out(w, v, sizeof(v));
 }
 
@@ -118,14 +127,19 @@ void
 dump_write_item(struct dump_writer *w, const struct saker_item *it, int state)
 {
 	unsigned char b[1 + DUMP_ITEM_HDR];
+	size_t n = 29;
 
 	b[0] = state == MIG_DELAYED ? 'D' : 'R';
 	dump_put32(b + 1, it->flags);
 	dump_put64(b + 5, (uint64_t)it->expires_ms);
 	dump_put64(b + 13, state == MIG_DELAYED ? (uint64_t)it->due_ms : 0);
 	dump_put64(b + 21, (uint64_t)it->created_ms);
-	dump_put32(b + 29, (uint32_t)it->len);
-	dump_out(w, b, sizeof(b));
+	if (w->version >= 2) {
+		dump_put32(b + n, it->deliveries);
+		n += 4;
+	}
+	dump_put32(b + n, (uint32_t)it->len);
+	dump_out(w, b, n + 4);
 	dump_out(w, it->data, it->len);
 	w->qitems++;
 	w->nitems++;
@@ -216,11 +230,13 @@ dump_reader_start(struct dump_reader *r, FILE *fp, struct mig_err *e)
 		return -1;
 	}
 	version = dump_get32(h + 12);
-	if (version != DUMP_VERSION) {
+	if (version < DUMP_VERSION_MIN || version > DUMP_VERSION) {
 		dump_seterr(e, "dump format version %" PRIu32 " is not supported by "
-		    "this saker (it reads version %d)", version, DUMP_VERSION);
+		    "this saker (it reads versions %d to %d)", version,
+		    DUMP_VERSION_MIN, DUMP_VERSION);
 		return -1;
 	}
+	r->version = version;
 	r->off = sizeof(h);
 	r->tsum = mig_fnv(r->tsum, h, sizeof(h));
 	return 0;
@@ -231,6 +247,7 @@ dump_read_item(struct dump_reader *r, struct dump_rec *rec, int tag,
     struct mig_err *e)
 {
 	unsigned char b[DUMP_ITEM_HDR];
+	size_t hlen = r->version >= 2 ? DUMP_ITEM_HDR : DUMP_ITEM_HDR_V1;
 	uint32_t len;
 	size_t have = 0;
 
@@ -238,14 +255,16 @@ dump_read_item(struct dump_reader *r, struct dump_rec *rec, int tag,
 		dump_seterr(e, "bad dump: item outside a queue at byte %" PRIu64, r->off - 1);
 		return -1;
 	}
-	if (dump_in(r, b, sizeof(b), "an item", e) < 0)
+	if (dump_in(r, b, hlen, "an item", e) < 0)
 		return -1;
 	memset(&rec->item, 0, sizeof(rec->item));
 	rec->item.flags = dump_get32(b);
 	rec->item.expires_ms = (int64_t)dump_get64(b + 4);
 	rec->item.due_ms = (int64_t)dump_get64(b + 12);
 	rec->item.created_ms = (int64_t)dump_get64(b + 20);
-	len = dump_get32(b + 28);
+	if (r->version >= 2)
+		rec->item.deliveries = dump_get32(b + 28);
+	len = dump_get32(b + hlen - 4);
 	if (len > DUMP_MAX_ITEM) {
 		dump_seterr(e, "bad dump: item of %" PRIu32 " bytes at byte %" PRIu64
 		    " (limit %u)", len, r->off, DUMP_MAX_ITEM);

@@ -1,15 +1,16 @@
 /*
  * dump.h -- the portable dump stream (`saker dump` / `saker load`).
  *
- * FORMAT, version 1.  Binary-safe; every integer is big-endian.
+ * FORMAT, version 2.  Binary-safe; every integer is big-endian.
  *
  *   header  8 bytes "SAKERDMP", 4 bytes 0d 0a 1a 0a (catches text-mode
- *           and line-ending damage), BE32 version = 1.
+ *           and line-ending damage), BE32 version = 2.
  *   then records, each starting with a one-byte tag:
  *   'Q'     queue start: BE16 name length (1..250), the name.
  *   'R'     ready item   } BE32 flags, BE64 expires_ms (0 = never),
  *   'D'     delayed item } BE64 due_ms (0 for 'R'), BE64 created_ms,
- *                          BE32 data length, the data.
+ *                          BE32 deliveries (version 2 only: the item's
+ *                          delivery count), BE32 data length, the data.
  *   'E'     queue end: BE64 items in the queue, BE64 FNV-1a-64 of every
  *           byte of the queue's records from its 'Q' up to this 'E'.
  *   'Z'     stream end: BE64 queues, BE64 items, BE64 FNV-1a-64 of every
@@ -17,6 +18,8 @@
  *
  * Queues appear sorted by name bytes; items in a queue in restart order
  * (ready FIFO, then delayed by due time): see migrate.h, NORMALISED ITEMS.
+ * Version 1 (saker 1.0.0) is version 2 without the deliveries field; a
+ * reader takes both (version 1 items count 0 deliveries).
  * A reader refuses an unknown version, a bad tag, a bad checksum or count,
  * and a stream that ends before 'Z'.  Loading a stream into an empty store
  * and dumping it again gives the same bytes, unless a delayed item fell due
@@ -32,12 +35,14 @@
 #include "saker/store.h"
 #include "migrate.h"
 
-#define DUMP_VERSION 1
+#define DUMP_VERSION 2
+#define DUMP_VERSION_MIN 1
 #define DUMP_HEADER_LEN 16
 #define DUMP_MAX_ITEM (1u << 30)   /* a reader refuses longer data */
 
 struct dump_writer {
 	FILE *fp;
+	uint32_t version;
 	uint64_t qsum, tsum;
 	uint64_t qitems, nqueues, nitems;
 	bool in_queue;
@@ -45,6 +50,10 @@ struct dump_writer {
 };
 
 void dump_writer_start(struct dump_writer *w, FILE *fp);
+/* The same, writing format `version` (DUMP_VERSION_MIN..DUMP_VERSION):
+ * version 1 leaves the delivery counts out, for saker 1.0.0. */
+void dump_writer_start_version(struct dump_writer *w, FILE *fp,
+    uint32_t version);
 void dump_write_queue(struct dump_writer *w, const char *name, size_t len);
 /* state: MIG_READY or MIG_DELAYED */
 void dump_write_item(struct dump_writer *w, const struct saker_item *it, int state);
@@ -69,6 +78,7 @@ struct dump_rec {
 
 struct dump_reader {
 	FILE *fp;
+	uint32_t version;
 	uint64_t off;
 	uint64_t qsum, tsum;
 	uint64_t qitems, nqueues, nitems;

@@ -22,6 +22,7 @@ static const struct subcommand subcommands[] = {
 	{ "put", put_main, "put   [-s HOST:PORT] QUEUE [DATA|-]        enqueue (stdin with -)" },
 	{ "get", get_main, "get   [-s HOST:PORT] [-t MS] QUEUE         dequeue one item to stdout" },
 	{ "stats", stats_main, "stats [-s HOST:PORT] [--raw]               print stats" },
+	{ "requeue", requeue_main, "requeue [-s HOST:PORT] [--max N] FROM TO   move items back, counts reset" },
 	{ "migrate", migrate_main, "migrate [--append] [--progress|--quiet] SRC_SPEC DST_SPEC" },
 	{ "dump", dump_main, "dump  SPEC > FILE                          portable backup" },
 	{ "load", load_main, "load  [--append] SPEC < FILE               restore a backup" },
@@ -43,7 +44,7 @@ usage(FILE *fp)
 	    "SPEC is TYPE[,KEY=VALUE...]:LOCATION (store types built in: %s;\n"
 	    "the KEY=VALUE driver options are in sakerd(8)).\n"
 	    "`saker COMMAND --help` describes a command; saker(1) has the details.\n"
-	    "put, get, stats and bench take --tls [--tls-ca FILE] [--tls-cert FILE\n"
+	    "put, get, stats, requeue and bench take --tls [--tls-ca FILE] [--tls-cert FILE\n"
 	    "--tls-key FILE] to talk to a server started with --tls-cert.\n"
 	    "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	    saker_store_driver_list());
