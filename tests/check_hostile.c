@@ -618,6 +618,285 @@ START_TEST(test_config_duration_overflow)
 }
 END_TEST
 
+/* --------------------------------------------- item 10: queues by writes */
+
+/* One binary request (magic 0x80): extras, key, value. */
+static void
+bin_send(int fd, uint8_t opcode, const void *extras, size_t elen,
+    const char *key, const void *val, size_t vlen)
+{
+	unsigned char h[24] = { 0x80, opcode };
+	size_t klen = strlen(key), body = elen + klen + vlen;
+
+	h[2] = (unsigned char)(klen >> 8);
+	h[3] = (unsigned char)klen;
+	h[4] = (unsigned char)elen;
+	h[8] = (unsigned char)(body >> 24);
+	h[9] = (unsigned char)(body >> 16);
+	h[10] = (unsigned char)(body >> 8);
+	h[11] = (unsigned char)body;
+	mustsend(fd, h, sizeof(h));
+	if (elen > 0)
+		mustsend(fd, extras, elen);
+	mustsend(fd, key, klen);
+	if (vlen > 0)
+		mustsend(fd, val, vlen);
+}
+
+/* Read one binary response: its opcode and status; the body (malloc'd,
+ * NUL-terminated) if body is not NULL. */
+static void
+bin_recv(int fd, uint8_t *opcode, uint16_t *status, char **body)
+{
+	unsigned char h[24];
+	uint32_t blen;
+	char *b;
+
+	ck_assert_int_eq(tl_readn(fd, h, sizeof(h), 5000), (ssize_t)sizeof(h));
+	ck_assert_int_eq(h[0], 0x81);
+	*opcode = h[1];
+	*status = (uint16_t)(h[6] << 8 | h[7]);
+	blen = (uint32_t)h[8] << 24 | (uint32_t)h[9] << 16 | (uint32_t)h[10] << 8 | h[11];
+	ck_assert_uint_lt(blen, 1 << 20);
+	b = malloc(blen + 1);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(tl_readn(fd, b, blen, 5000), (ssize_t)blen);
+	b[blen] = '\0';
+	if (body != NULL)
+		*body = b;
+	else
+		free(b);
+}
+
+/* No per-queue line in `stats` and `stats queues`. */
+static void
+no_queue_stats(int fd)
+{
+	char *st = tl_stats(fd);
+
+	/* every queue's block has a queue_<q>_waiters line */
+	ck_assert_msg(strstr(st, "_waiters ") == NULL, "%s", st);
+	ck_assert_int_eq(tl_stat_value(st, "queues_omitted"), 0);
+	ck_assert_int_eq(tl_stat_value(st, "queue_creates"), 0);
+	free(st);
+	mustsends(fd, "stats queues\r\n");
+	ckresp(fd, "END\r\n");
+}
+
+/* Item 10: a plain get created a durable queue: 100,000 of them in 0.5 s,
+ * all there after a restart.  Gets of every kind on 1,000 missing queues
+ * now leave nothing, in stats or in the store. */
+START_TEST(test_gets_create_nothing)
+{
+	struct tl_server *s = tl_server_start("lmdb", NULL);
+	int fd = tl_connect(s->port), i, rc;
+	char line[256], *err = NULL;
+	uint8_t op;
+	uint16_t st;
+
+	/* text: 200 gets of every form (t=1 waits and times out) */
+	for (i = 0; i < 200; i++) {
+		static const char *const opt[] = { "", "/open", "/peek", "/t=1",
+		    "/close", "/abort", "/t=1/open" };
+
+		snprintf(line, sizeof(line), "%s t%d%s\r\n", i % 2 ? "gets" : "get",
+		    i, opt[i % 7]);
+		mustsends(fd, line);
+		ckresp(fd, "END\r\n");
+	}
+	/* one multi-get of 200 more */
+	mustsends(fd, "get");
+	for (i = 0; i < 200; i++) {
+		snprintf(line, sizeof(line), " mg%d%s", i, i % 3 ? "" : "/open");
+		mustsends(fd, line);
+	}
+	mustsends(fd, "\r\n");
+	ckresp(fd, "END\r\n");
+	/* monitor with a short wait */
+	mustsends(fd, "monitor mon 1 1\r\n");
+	ckresp(fd, "END\r\n");
+	/* meta: 200 mg, some quiet, some with a wait in the key */
+	for (i = 0; i < 200; i++) {
+		snprintf(line, sizeof(line), "mg m%d%s v%s\r\n", i,
+		    i % 5 == 0 ? "/t=1" : "", i % 2 ? " q" : "");
+		mustsends(fd, line);
+		if (i % 2 == 0)
+			ckresp(fd, "EN\r\n");
+	}
+	mustsends(fd, "mn\r\n");
+	ckresp(fd, "MN\r\n");
+	/* binary (a connection speaks the protocol of its first byte): 400
+	 * of GET, GETK, GETQ, GETKQ, then a NOOP */
+	close(fd);
+	fd = tl_connect(s->port);
+	for (i = 0; i < 400; i++) {
+		static const uint8_t ops[] = { 0x00, 0x0c, 0x09, 0x0d };
+
+		snprintf(line, sizeof(line), "b%d%s", i, i % 8 == 0 ? "/peek" : "");
+		bin_send(fd, ops[i % 4], NULL, 0, line, NULL, 0);
+		if (ops[i % 4] == 0x00 || ops[i % 4] == 0x0c) {
+			bin_recv(fd, &op, &st, NULL);
+			ck_assert_int_eq(op, ops[i % 4]);
+			ck_assert_int_eq(st, 0x01);     /* not found */
+		}
+	}
+	bin_send(fd, 0x0a, NULL, 0, "", NULL, 0);
+	bin_recv(fd, &op, &st, NULL);
+	ck_assert_int_eq(op, 0x0a);
+	close(fd);
+	fd = tl_connect(s->port);
+	no_queue_stats(fd);
+	mustsends(fd, "stats queue t0\r\n");
+	ckresp(fd, "END\r\n");
+	close(fd);
+
+	/* nothing in the store after a restart either */
+	tl_server_stop(s);
+	tl_server_restart(s);
+	fd = tl_connect(s->port);
+	no_queue_stats(fd);
+	close(fd);
+	tl_server_stop(s);
+	rc = tl_run_saker(s->dir, NULL, NULL, NULL, &err, "dump", s->spec, NULL);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_msg(strstr(err, " in 0 queues ") != NULL, "%s", err);
+	free(err);
+	tl_server_free(s);
+}
+END_TEST
+
+/* Item 10: nothing capped the number of queues.  --max-queues 3: the
+ * 4th is refused in every protocol, the connection stays in step, the
+ * three keep working, and a delete makes room. */
+START_TEST(test_max_queues)
+{
+	struct tl_server *s = tl_server_start("memory", "--max-queues", "3", NULL);
+	int fd = tl_connect(s->port);
+	unsigned char extras[8] = { 0 };
+	char *body;
+	uint8_t op;
+	uint16_t st;
+
+	tl_set(fd, "q1", "a");
+	mustsends(fd, "ms q2 1\r\nb\r\n");
+	ckresp(fd, "HD\r\n");
+	mustsends(fd, "flush q3\r\n");
+	ckresp(fd, "END\r\n");
+	/* the data block of the refused set is read, not run */
+	mustsends(fd, "set q4 0 0 9\r\nversion\r\n\r\n");
+	ckresp(fd, "SERVER_ERROR too many queues\r\n");
+	mustsends(fd, "add q4 0 0 1 noreply\r\nx\r\n");
+	ckresp(fd, "SERVER_ERROR too many queues\r\n");
+	mustsends(fd, "set q4/delay=10 0 0 1\r\nx\r\n");
+	ckresp(fd, "SERVER_ERROR too many queues\r\n");
+	mustsends(fd, "ms q4 1\r\nx\r\n");
+	ckresp(fd, "SERVER_ERROR too many queues\r\n");
+	mustsends(fd, "flush q4\r\n");
+	ckresp(fd, "SERVER_ERROR too many queues\r\n");
+	mustsends(fd, "set q1+child 0 0 1\r\nx\r\n");
+	ckresp(fd, "SERVER_ERROR too many queues\r\n");
+	{
+		int b = tl_connect(s->port);
+
+		bin_send(b, 0x01, extras, sizeof(extras), "q4", "xyz", 3);
+		bin_recv(b, &op, &st, &body);
+		ck_assert_int_eq(op, 0x01);
+		ck_assert_int_eq(st, 0x82);
+		ck_assert_str_eq(body, "too many queues");
+		free(body);
+		/* the connection goes on */
+		bin_send(b, 0x0a, NULL, 0, "", NULL, 0);
+		bin_recv(b, &op, &st, NULL);
+		ck_assert_int_eq(op, 0x0a);
+		close(b);
+	}
+	/* a get of the refused queue is a plain miss */
+	tl_ckget(fd, "q4", NULL);
+	mustsends(fd, "version\r\n");
+	ckresp(fd, "VERSION " PACKAGE_VERSION "\r\n");
+	/* the queues that exist work at the cap */
+	tl_set(fd, "q1", "c");
+	tl_set(fd, "q3", "d");
+	tl_ckget(fd, "q1", "a");
+	tl_ckget(fd, "q2", "b");
+	tl_ckget(fd, "q3", "d");
+	ck_assert_int_eq(tl_stat(fd, "queue_q4_items"), -1);
+	/* a deleted queue makes room */
+	mustsends(fd, "delete q2\r\n");
+	ckresp(fd, "DELETED\r\n");
+	tl_set(fd, "q4", "e");
+	tl_ckget(fd, "q4", "e");
+	/* flush creates a queue only while writes are accepted */
+	mustsends(fd, "delete q4\r\nstatus readonly\r\nflush q4\r\n"
+	    "stats queue q4\r\nstatus up\r\n");
+	ckresp(fd, "DELETED\r\nEND\r\nEND\r\nEND\r\nEND\r\n");
+	close(fd);
+	still_serving(s);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
+/* Item 10: a get waiting on a missing queue holds it in memory only (its
+ * waiters show in stats meanwhile); a set wakes it; after a timeout
+ * nothing is left. */
+START_TEST(test_wait_on_missing_queue)
+{
+	struct tl_server *s = tl_server_start("lmdb", NULL);
+	int c = tl_connect(s->port), p = tl_connect(s->port);
+	char *st;
+
+	mustsends(c, "get w/t=5000\r\n");
+	tl_wait_stat(p, "queue_w_waiters", 1, 5000);
+	ck_assert_int_eq(tl_stat(p, "queue_w_items"), 0);
+	ck_assert_int_eq(tl_stat(p, "queue_creates"), 0);
+	tl_set(p, "w", "wake");
+	ckresp(c, "VALUE w/t=5000 0 4\r\nwake\r\nEND\r\n");
+	ck_assert_int_eq(tl_stat(p, "queue_w_waiters"), 0);
+	ck_assert_int_eq(tl_stat(p, "queue_creates"), 1);
+
+	/* meta and several keys: woken by a set on the second */
+	mustsends(c, "get x/t=5000 y/t=5000\r\n");
+	tl_wait_stat(p, "queue_y_waiters", 1, 5000);
+	mustsends(p, "ms y 2\r\nhi\r\n");
+	ckresp(p, "HD\r\n");
+	ckresp(c, "VALUE y/t=5000 0 2\r\nhi\r\nEND\r\n");
+	st = tl_stats(p);
+	ck_assert_int_eq(tl_stat_value(st, "queue_x_waiters"), -1);
+	free(st);
+
+	/* timed out: nothing left behind */
+	mustsends(c, "get gone/t=200\r\n");
+	tl_wait_stat(p, "queue_gone_waiters", 1, 5000);
+	ckresp(c, "END\r\n");
+	ck_assert_int_eq(tl_stat(p, "queue_gone_waiters"), -1);
+	mustsends(p, "stats queue gone\r\n");
+	ckresp(p, "END\r\n");
+	/* a waiter that disconnects leaves nothing either */
+	mustsends(c, "get left/t=20000\r\n");
+	tl_wait_stat(p, "queue_left_waiters", 1, 5000);
+	close(c);
+	for (int i = 0; i < 100 && tl_stat(p, "queue_left_waiters") != -1; i++)
+		tl_sleep_ms(20);
+	ck_assert_int_eq(tl_stat(p, "queue_left_waiters"), -1);
+	ck_assert_int_eq(tl_stat(p, "queue_creates"), 2);
+	close(p);
+	tl_server_stop(s);
+	tl_server_restart(s);
+	p = tl_connect(s->port);
+	st = tl_stats(p);
+	ck_assert_int_eq(tl_stat_value(st, "queue_w_items"), 0);
+	ck_assert_int_eq(tl_stat_value(st, "queue_y_items"), 0);
+	ck_assert_int_eq(tl_stat_value(st, "queue_x_items"), -1);
+	ck_assert_int_eq(tl_stat_value(st, "queue_gone_items"), -1);
+	ck_assert_int_eq(tl_stat_value(st, "queue_left_items"), -1);
+	free(st);
+	close(p);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -641,6 +920,14 @@ main(void)
 	tcase_add_test(tc, test_login_throttle);
 	tcase_add_test(tc, test_login_throttle_sasl);
 	tcase_add_test(tc, test_config_duration_overflow);
+	suite_add_tcase(su, tc);
+	/* item 10, a case of its own (CK_RUN_CASE=queues) */
+	tc = tcase_create("queues");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_gets_create_nothing);
+	tcase_add_test(tc, test_max_queues);
+	tcase_add_test(tc, test_wait_on_missing_queue);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

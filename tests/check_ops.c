@@ -262,7 +262,11 @@ START_TEST(test_fanout)
 	int c = tl_connect(s->port);
 
 	tl_set(c, "jobs", "before");
-	tl_ckget(c, "jobs+audit", NULL);     /* first reference: child exists */
+	/* a write creates the child (flush: empty); a get does not */
+	tl_ckget(c, "jobs+audit", NULL);
+	ck_assert_int_eq(tl_stat(c, "queue_jobs+audit_items"), -1);
+	mustsends(c, "flush jobs+audit\r\n");
+	ckresp(c, "END\r\n");
 	tl_set(c, "jobs", "after");
 	tl_ckget(c, "jobs", "before");
 	tl_ckget(c, "jobs", "after");

@@ -1361,13 +1361,17 @@ END_TEST
 START_TEST(test_fanout)
 {
 	tl_set(c, "jobs", "before");
-	/* First reference creates the child; it sees only later items. */
-	tl_ckget(c, "jobs+audit", NULL);
+	/* A write creates the child (flush: empty); it sees only later
+	 * items.  A get does not create one. */
+	mustsends(c, "flush jobs+audit\r\n");
+	ckresp(c, "END\r\n");
+	tl_ckget(c, "jobs+other", NULL);
 	tl_set(c, "jobs", "after");
 	tl_ckget(c, "jobs", "before");
 	tl_ckget(c, "jobs", "after");
 	tl_ckget(c, "jobs+audit", "after");
 	tl_ckget(c, "jobs+audit", NULL);
+	tl_ckget(c, "jobs+other", NULL);
 	/* Setting a child directly does not reach the parent. */
 	tl_set(c, "jobs+audit", "direct");
 	tl_ckget(c, "jobs", NULL);

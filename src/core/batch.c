@@ -188,7 +188,9 @@ retry_waiters(void *arg, struct squeue *q)
 {
 	struct broker *b = arg;
 
-	if (q->nwaiters > 0)
+	/* a get may wait on a queue another process has created since */
+	queue_retry_shared(b, q);
+	if (q->nwaiters > 0 && q->h != NULL)
 		queue_mark_ready(b, q);
 	return 0;
 }
@@ -203,7 +205,7 @@ broker_tick(struct broker *b)
 	/* other processes may have added items or delayed items we were not
 	 * told about: look again */
 	if (saker_store_shared(b->store))
-		queues_walk(b, retry_waiters, b);
+		queues_walk_waited(b, retry_waiters, b);
 	if (DRV(b)->promote(b->store, saker_now_ms(), &next) == SAKER_OK &&
 	    next > 0)
 		b->hooks->arm_promote(b, next);

@@ -81,12 +81,15 @@ struct broker {
 	size_t max_item_size;         /* --max-item-size */
 	saker_sync_mode sync;         /* --sync (for `stats`) */
 	bool enable_shutdown;         /* --enable-shutdown */
+	size_t max_queues;            /* --max-queues; 0: no limit */
+	size_t nqueues;               /* queues the store has */
 
 	uint64_t batch;               /* current batch number */
 	uint64_t flush_batch;         /* the batch the commit is flushing */
 	bool dirty;                   /* store written since last commit */
 	struct squeue_list ready;     /* queues that gained items: serve waiters */
 	struct squeue *graveyard;     /* deleted queues, freed after the commit */
+	struct squeue *stubs;         /* in-memory-only queues gets named */
 	struct session_list sessions; /* every open session */
 
 	bool store_failed;            /* last commit failed: /healthz says so */

@@ -49,6 +49,7 @@ dl_move(struct broker *b, struct squeue *q, uint64_t id, uint32_t deliveries)
 	if (dq == NULL || dq == q) {
 		log_error("queue %s: cannot open its dead-letter queue %s: %s",
 		    q->name, name, dq == q ? "it is the queue itself" :
+		    rc == QUEUE_ETOOMANY ? "too many queues (--max-queues)" :
 		    saker_strerror(rc));
 		return dq == q ? SAKER_EINVAL : rc;
 	}

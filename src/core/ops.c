@@ -32,6 +32,20 @@ op_store_error(struct broker *b, int rc, int *result)
 	return why;
 }
 
+/* Why queue_lookup(..., create) failed, as a result and message. */
+static int
+lookup_error(struct broker *b, int rc, const char **msg)
+{
+	int r;
+
+	if (rc == QUEUE_ETOOMANY) {
+		*msg = "too many queues";
+		return OPR_NOMEM;
+	}
+	*msg = op_store_error(b, rc, &r);
+	return r;
+}
+
 static void
 remember_open(struct session *s, struct squeue *q, uint64_t id,
     uint32_t deliveries)
@@ -98,6 +112,16 @@ take_cb(void *arg, const struct saker_item *it)
 /* Spent items met at the head: at most this many are moved per take. */
 #define SPENT_MAX 64
 
+/* Count a get (cmd_get) or a peek (cmd_peek) with these options. */
+static void
+count_get(struct broker *b, unsigned opts)
+{
+	if ((opts & OP_OPT_OPEN) == 0 && (opts & OP_OPT_PEEK) != 0)
+		b->stats.cmd_peek++;
+	else
+		b->stats.cmd_get++;
+}
+
 /* Take one item from q for s with `opts`; s->gops writes it as the reply
  * for key k.  Returns SAKER_OK (hit), SAKER_EEMPTY, or an error. */
 static int
@@ -114,10 +138,7 @@ take_for(struct session *s, struct squeue *q, unsigned opts, size_t k,
 		mode = SAKER_TAKE_OPEN;
 	else if (opts & OP_OPT_PEEK)
 		mode = SAKER_TAKE_PEEK;
-	if (mode == SAKER_TAKE_PEEK)
-		b->stats.cmd_peek++;
-	else
-		b->stats.cmd_get++;
+	count_get(b, opts);
 	for (;;) {
 		tc.mode = mode;
 		tc.spent = false;
@@ -290,10 +311,8 @@ op_set(struct session *s, const struct op_key *k, uint32_t flags,
 		it.due_ms = at > now ? at : 0;
 	}
 	q = queue_lookup(b, k->name, k->name_len, true, &rc);
-	if (q == NULL) {
-		*msg = op_store_error(b, rc, &r);
-		return r;
-	}
+	if (q == NULL)
+		return lookup_error(b, rc, msg);
 	qc = queue_cfg(b, q);
 	if (qc->max_item_size > 0 && len > qc->max_item_size)
 		return OPR_TOO_LARGE;
@@ -437,7 +456,7 @@ op_serve_waiters(struct broker *b, struct squeue *q)
 			/* (a monitor whose client does not read ends at the
 			 * memory budget) */
 			/* a monitor goes on: to the back of the line, per item */
-			waiter_unlink(w);
+			waiter_unlink(b, w);
 			waiter_link(w, q);
 			continue;
 		}
@@ -458,8 +477,8 @@ req_count_reset(struct squeue **qs, size_t n)
 		qs[i]->req_counted = false;
 }
 
-void
-op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
+static void
+get_run(struct session *s, const struct get_ops *ops, const struct op_key *keys,
     size_t nkeys, const char *base, size_t baselen)
 {
 	struct squeue **qs = get_qs;
@@ -492,10 +511,11 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 		const struct op_key *k = &keys[i];
 		size_t held;
 
-		qs[i] = queue_lookup(b, k->name, k->name_len, true, &rc);
+		/* a read never creates a queue: a missing one is only in
+		 * memory, for a wait, until the get is over */
+		qs[i] = queue_for_read(b, k->name, k->name_len);
 		if (qs[i] == NULL) {
-			msg = op_store_error(b, rc, &r);
-			ops->error(s, i, r, msg);
+			ops->error(s, i, OPR_NOMEM, "out of memory");
 			goto refused;
 		}
 		held = session_count_open(s, qs[i]);
@@ -533,6 +553,7 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 		struct open_item *oi;
 
 		if ((k->opts & (OP_OPT_CLOSE | OP_OPT_ABORT)) != 0 &&
+		    qs[i]->h != NULL &&
 		    (oi = session_oldest_open(s, qs[i])) != NULL) {
 			if (k->opts & OP_OPT_CLOSE)
 				rc = DRV(b)->confirm(b->store, qs[i]->h, oi->id);
@@ -552,6 +573,12 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 		if (session_over_budget(s)) {
 			/* the reply reached the connection's memory budget: the
 			 * remaining keys miss and their items stay queued */
+			misses++;
+			continue;
+		}
+		if (qs[i]->h == NULL) {
+			/* no such queue: a miss, counted as take_for() would */
+			count_get(b, k->opts);
 			misses++;
 			continue;
 		}
@@ -583,6 +610,15 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 refused:
 	/* qs[i] may be NULL: the keys up to it were looked up */
 	req_count_reset(qs, qs[i] != NULL ? i + 1 : i);
+}
+
+void
+op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
+    size_t nkeys, const char *base, size_t baselen)
+{
+	get_run(s, ops, keys, nkeys, base, baselen);
+	/* the missing queues it named, unless it waits on them */
+	queues_drop_stubs(s->b);
 }
 
 /* --- queue administration ----------------------------------------------- */
@@ -630,7 +666,12 @@ op_flush(struct session *s, const char *name, size_t len, const char **msg)
 
 	if (!session_may(s, name, len, PERM_WRITE))
 		return denied(s, "flush", name, len, msg);
-	q = queue_lookup(b, name, len, false, &rc);
+	/* flush is a write: a missing queue is created, empty (how a fanout
+	 * child starts its feed without an item); not while writes are
+	 * refused */
+	q = queue_lookup(b, name, len, b->status == STATUS_UP, &rc);
+	if (q == NULL && rc != SAKER_ENOTFOUND)
+		return lookup_error(b, rc, msg);
 	if (q != NULL)
 		rc = flush_one(b, q);
 	if (rc != SAKER_OK && rc != SAKER_ENOTFOUND) {
@@ -695,8 +736,8 @@ op_flush_expired(struct session *s, const char *name, size_t len,
 	return OPR_OK;
 }
 
-void
-op_monitor(struct session *s, const struct get_ops *ops,
+static void
+monitor_run(struct session *s, const struct get_ops *ops,
     const struct op_key *k, int64_t seconds, int64_t max, const char *base,
     size_t baselen)
 {
@@ -704,8 +745,7 @@ op_monitor(struct session *s, const struct get_ops *ops,
 	struct broker *b = s->b;
 	struct squeue *q;
 	int64_t now = saker_now_ms(), n;
-	const char *msg;
-	int rc, r;
+	int rc;
 
 	s->gops = ops;
 	if (!session_may(s, k->name, k->name_len, PERM_READ)) {
@@ -717,13 +757,15 @@ op_monitor(struct session *s, const struct get_ops *ops,
 		ops->error(s, 0, OPR_READONLY, "server is quiescent");
 		return;
 	}
-	q = queue_lookup(b, k->name, k->name_len, true, &rc);
+	/* a read: a missing queue is waited on in memory only */
+	q = queue_for_read(b, k->name, k->name_len);
 	if (q == NULL) {
-		msg = op_store_error(b, rc, &r);
-		ops->error(s, 0, r, msg);
+		ops->error(s, 0, OPR_NOMEM, "out of memory");
 		return;
 	}
-	for (n = 0; max < 0 || n < max; n++) {
+	if (q->h == NULL)
+		count_get(b, OP_OPT_OPEN);      /* a miss, as take_for() counts */
+	for (n = 0; q->h != NULL && (max < 0 || n < max); n++) {
 		if (session_over_budget(s))
 			break;          /* the rest another time (memory budget) */
 		rc = take_for(s, q, OP_OPT_OPEN, 0, k->raw, k->raw_len, now);
@@ -741,6 +783,15 @@ op_monitor(struct session *s, const struct get_ops *ops,
 		return;
 	}
 	ops->end(s, none, 1);
+}
+
+void
+op_monitor(struct session *s, const struct get_ops *ops,
+    const struct op_key *k, int64_t seconds, int64_t max, const char *base,
+    size_t baselen)
+{
+	monitor_run(s, ops, k, seconds, max, base, baselen);
+	queues_drop_stubs(s->b);
 }
 
 int

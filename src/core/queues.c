@@ -11,6 +11,48 @@
 #include "qname.h"
 #include "queues.h"
 
+static void squeue_free(struct squeue *q);
+
+/* Nothing refers to q but the registry: no store queue, no waiter, not in
+ * the ready list, no fanout child. */
+static bool
+sq_unused(const struct squeue *q)
+{
+	return q->h == NULL && q->nwaiters == 0 && !q->ready && q->nchildren == 0;
+}
+
+/* Mark q (in memory only) for queues_drop_stubs(). */
+static void
+stub_push(struct broker *b, struct squeue *q)
+{
+	if (q->stub_listed || q->in_grave)
+		return;
+	q->stub_listed = true;
+	q->stub_next = b->stubs;
+	b->stubs = q;
+}
+
+/* Take q out of the registry and free it; a parent left unused (in memory
+ * only, no other child) follows with the next stubs. */
+static void
+sq_remove(struct broker *b, struct squeue *q)
+{
+	struct squeue *p = q->parent;
+	size_t i;
+
+	if (p != NULL) {
+		for (i = 0; i < p->nchildren; i++)
+			if (p->children[i] == q) {
+				p->children[i] = p->children[--p->nchildren];
+				break;
+			}
+		if (sq_unused(p))
+			stub_push(b, p);
+	}
+	hashmap_del(b->queues, q->name, q->len);
+	squeue_free(q);
+}
+
 static struct squeue *
 sq_find_or_new(struct broker *b, const char *name, size_t len)
 {
@@ -53,6 +95,12 @@ sq_find_or_new(struct broker *b, const char *name, size_t len)
 }
 
 struct squeue *
+queue_find(struct broker *b, const char *name, size_t len)
+{
+	return hashmap_get(b->queues, name, len);
+}
+
+struct squeue *
 queue_lookup(struct broker *b, const char *name, size_t len, bool create, int *err)
 {
 	struct squeue *q = hashmap_get(b->queues, name, len);
@@ -64,6 +112,10 @@ queue_lookup(struct broker *b, const char *name, size_t len, bool create, int *e
 		*err = SAKER_ENOTFOUND;
 		return NULL;
 	}
+	if (b->max_queues > 0 && b->nqueues >= b->max_queues) {
+		*err = QUEUE_ETOOMANY;
+		return NULL;
+	}
 	if (q == NULL && (q = sq_find_or_new(b, name, len)) == NULL) {
 		*err = SAKER_ENOMEM;
 		return NULL;
@@ -72,11 +124,70 @@ queue_lookup(struct broker *b, const char *name, size_t len, bool create, int *e
 	if (rc != SAKER_OK) {
 		q->h = NULL;
 		*err = rc;
+		/* a new entry is in memory only: freed with the next stubs */
+		if (sq_unused(q))
+			stub_push(b, q);
 		return NULL;
 	}
+	b->nqueues++;
 	b->stats.queue_creates++;
 	broker_touch(b);
 	return q;
+}
+
+/* A store shared with other processes may have gained the queue since we
+ * loaded the list: open it if it is there (never create it). */
+static void
+try_open_shared(struct broker *b, struct squeue *q)
+{
+	if (q->h != NULL || !saker_store_shared(b->store))
+		return;
+	if (b->store->driver->queue_open(b->store, q->name, q->len, false, q,
+	    &q->h) == SAKER_OK)
+		b->nqueues++;
+	else
+		q->h = NULL;
+}
+
+struct squeue *
+queue_for_read(struct broker *b, const char *name, size_t len)
+{
+	struct squeue *q = hashmap_get(b->queues, name, len);
+
+	if (q == NULL) {
+		q = sq_find_or_new(b, name, len);
+		if (q == NULL)
+			return NULL;
+		try_open_shared(b, q);
+		if (sq_unused(q))
+			stub_push(b, q);
+	} else {
+		try_open_shared(b, q);
+	}
+	return q;
+}
+
+void
+queue_retry_shared(struct broker *b, struct squeue *q)
+{
+	try_open_shared(b, q);
+}
+
+void
+queues_drop_stubs(struct broker *b)
+{
+	struct squeue *q;
+
+	while ((q = b->stubs) != NULL) {
+		b->stubs = q->stub_next;
+		q->stub_next = NULL;
+		q->stub_listed = false;
+		/* in use again: a set created it, a get waits on it, a child
+		 * names it, or a delete put it in the graveyard */
+		if (!sq_unused(q) || q->in_grave)
+			continue;
+		sq_remove(b, q);
+	}
 }
 
 int
@@ -88,6 +199,7 @@ queue_delete(struct broker *b, struct squeue *q)
 	if (rc != SAKER_OK)
 		return rc;
 	q->h = NULL;
+	b->nqueues--;
 	b->stats.queue_deletes++;
 	if (!q->in_grave) {
 		q->in_grave = true;
@@ -109,8 +221,7 @@ squeue_free(struct squeue *q)
 void
 queues_reap(struct broker *b)
 {
-	struct squeue *q, *p;
-	size_t i;
+	struct squeue *q;
 
 	while ((q = b->graveyard) != NULL) {
 		b->graveyard = q->grave_next;
@@ -118,17 +229,13 @@ queues_reap(struct broker *b)
 		q->in_grave = false;
 		/* Open items of a deleted queue were forgotten at the delete;
 		 * waiters and children still point here. */
-		if (q->h != NULL || q->nwaiters > 0 || q->ready || q->nchildren > 0)
+		if (!sq_unused(q))
 			continue;
-		if ((p = q->parent) != NULL) {
-			for (i = 0; i < p->nchildren; i++)
-				if (p->children[i] == q) {
-					p->children[i] = p->children[--p->nchildren];
-					break;
-				}
+		if (q->stub_listed) {
+			/* a get named it after the delete: the stubs free it */
+			continue;
 		}
-		hashmap_del(b->queues, q->name, q->len);
-		squeue_free(q);
+		sq_remove(b, q);
 	}
 }
 
@@ -150,6 +257,8 @@ load_one(void *arg, const char *name, size_t len)
 		return 1;
 	}
 	*rc = b->store->driver->queue_open(b->store, name, len, false, q, &q->h);
+	if (*rc == SAKER_OK)
+		b->nqueues++;
 	return *rc != SAKER_OK;
 }
 
@@ -162,6 +271,8 @@ queues_load(struct broker *b)
 	b->queues = hashmap_new();
 	if (b->queues == NULL)
 		return SAKER_ENOMEM;
+	b->nqueues = 0;
+	b->stubs = NULL;
 	wrc = b->store->driver->queues(b->store, load_one, &lc);
 	if (lc.rc != SAKER_OK)
 		return lc.rc;
@@ -188,6 +299,8 @@ queues_free(struct broker *b)
 	hashmap_walk(b->queues, free_one, NULL);
 	hashmap_free(b->queues);
 	b->queues = NULL;
+	b->stubs = NULL;
+	b->graveyard = NULL;
 }
 
 void
@@ -219,8 +332,10 @@ reopen_handle(void *arg, const char *key, size_t len, void *value)
 
 	if (q->h == NULL)
 		return 0;
-	if (b->store->driver->queue_open(b->store, key, len, false, q, &q->h) != SAKER_OK)
+	if (b->store->driver->queue_open(b->store, key, len, false, q, &q->h) != SAKER_OK) {
 		q->h = NULL;
+		b->nqueues--;
+	}
 	return 0;
 }
 
@@ -240,13 +355,16 @@ waiter_link(struct waiter *w, struct squeue *q)
 }
 
 void
-waiter_unlink(struct waiter *w)
+waiter_unlink(struct broker *b, struct waiter *w)
 {
 	if (!w->linked)
 		return;
 	TAILQ_REMOVE(&w->q->waiters, w, link);
 	w->q->nwaiters--;
 	w->linked = false;
+	/* the last waiter of a queue the store does not have */
+	if (sq_unused(w->q))
+		stub_push(b, w->q);
 }
 
 struct walk_ctx {
@@ -273,6 +391,28 @@ queues_walk(struct broker *b, int (*fn)(void *arg, struct squeue *q), void *arg)
 	struct walk_ctx wc = { fn, arg };
 
 	return hashmap_walk(b->queues, walk_one, &wc);
+}
+
+static int
+walk_waited_one(void *arg, const char *key, size_t len, void *value)
+{
+	struct walk_ctx *wc = arg;
+	struct squeue *q = value;
+
+	(void)key;
+	(void)len;
+	if (q->h == NULL && q->nwaiters == 0)
+		return 0;
+	return wc->fn(wc->arg, q);
+}
+
+int
+queues_walk_waited(struct broker *b, int (*fn)(void *arg, struct squeue *q),
+    void *arg)
+{
+	struct walk_ctx wc = { fn, arg };
+
+	return hashmap_walk(b->queues, walk_waited_one, &wc);
 }
 
 const struct queue_config *

@@ -48,17 +48,41 @@ struct squeue {
 	bool req_counted;             /* req_held is set (only inside op_get) */
 	struct squeue *grave_next;    /* deleted: broker.graveyard */
 	bool in_grave;
+	struct squeue *stub_next;     /* broker.stubs */
+	bool stub_listed;
 };
+
+/* queue_lookup(): creating the queue would pass --max-queues (not a
+ * saker_err: the store is fine). */
+#define QUEUE_ETOOMANY (-1000)
 
 /* Load every queue the store has. 0, or a saker_err. */
 int queues_load(struct broker *b);
 /* Free the registry (store still open or already closed: handles unused). */
 void queues_free(struct broker *b);
 
-/* The queue called name; with `create`, created in the store if missing.
- * Returns NULL with *err set when missing (create=false) or on failure. */
+/* The queue called name; with `create` (writes only), created in the store
+ * if missing, unless that would make more than b->max_queues
+ * (QUEUE_ETOOMANY).  Returns NULL with *err set when missing
+ * (create=false) or on failure. */
 struct squeue *queue_lookup(struct broker *b, const char *name, size_t len,
     bool create, int *err);
+
+/* For a read (get, monitor): the queue called name, which may exist only
+ * in memory (h == NULL: the store has no such queue), so that a get can
+ * wait on it and a set can wake it.  Such an entry never reaches the store
+ * and is freed by queues_drop_stubs() once nothing refers to it.  NULL
+ * only when out of memory. */
+struct squeue *queue_for_read(struct broker *b, const char *name, size_t len);
+/* Free the in-memory-only entries that no waiter, ready list or fanout
+ * child refers to any more.  Call when no squeue pointer is held across it
+ * (end of a get, end of a wait). */
+void queues_drop_stubs(struct broker *b);
+/* A waited-on queue only in memory: open it if a store shared with other
+ * processes has it now (never creates it). */
+void queue_retry_shared(struct broker *b, struct squeue *q);
+/* The registry's entry for name, in the store or not (NULL if none). */
+struct squeue *queue_find(struct broker *b, const char *name, size_t len);
 
 /* Delete the queue's items and the queue from the store. */
 int queue_delete(struct broker *b, struct squeue *q);
@@ -76,12 +100,18 @@ void queues_notify(void *arg, saker_queue *h, void *queue_ctx);
 void queue_mark_ready(struct broker *b, struct squeue *q);
 
 void waiter_link(struct waiter *w, struct squeue *q);
-void waiter_unlink(struct waiter *w);
+/* (b: a queue only in memory whose last waiter leaves is marked for
+ * queues_drop_stubs()) */
+void waiter_unlink(struct broker *b, struct waiter *w);
 
 /* This queue's configuration (cached until the next reload). */
 const struct queue_config *queue_cfg(struct broker *b, struct squeue *q);
 
 /* Visit every queue that exists in the store. */
 int queues_walk(struct broker *b, int (*fn)(void *arg, struct squeue *q), void *arg);
+/* The same, and the in-memory-only queues that gets are waiting on (for
+ * stats: their waiters show while they wait). */
+int queues_walk_waited(struct broker *b, int (*fn)(void *arg, struct squeue *q),
+    void *arg);
 
 #endif

@@ -53,7 +53,9 @@ queue_one(void *arg, struct squeue *q)
 	struct saker_queue_stats st = { 0 };
 	int64_t age = 0;
 
-	if (b->store->driver->queue_stats(b->store, q->h, &st) != SAKER_OK)
+	/* (a queue only in memory, waited on by a get, has no items) */
+	if (q->h != NULL &&
+	    b->store->driver->queue_stats(b->store, q->h, &st) != SAKER_OK)
 		return 0;
 	if (st.head_created_ms > 0) {
 		age = saker_now_ms() - st.head_created_ms;
@@ -128,7 +130,8 @@ write_queues(struct broker *b, struct evbuffer *out, const char *prefix,
 	struct qlist l = { NULL, 0, 0, prefix, plen, who, false };
 	size_t i, shown;
 
-	queues_walk(b, collect_one, &l);
+	/* with the queues gets wait on that the store does not have */
+	queues_walk_waited(b, collect_one, &l);
 	if (l.oom) {
 		/* out of memory: say what we can, unsorted */
 		free(l.v);
@@ -158,10 +161,9 @@ stats_write_queue(struct broker *b, struct evbuffer *out, const char *name,
 {
 	struct stats_ctx sc = { b, out };
 	struct squeue *q;
-	int rc;
 
-	q = queue_lookup(b, name, len, false, &rc);
-	if (q != NULL)
+	q = queue_find(b, name, len);
+	if (q != NULL && (q->h != NULL || q->nwaiters > 0))
 		queue_one(&sc, q);
 	evbuffer_add(out, "END\r\n", 5);
 }

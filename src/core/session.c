@@ -173,7 +173,7 @@ session_end_wait(struct session *s)
 	size_t i;
 
 	for (i = 0; i < s->nwaits; i++)
-		waiter_unlink(&s->waits[i]);
+		waiter_unlink(s->b, &s->waits[i]);
 	free(s->waits);
 	s->waits = NULL;
 	s->nwaits = 0;
@@ -182,5 +182,7 @@ session_end_wait(struct session *s)
 	s->monitoring = false;
 	if (s->state == SESSION_WAITING)
 		s->state = SESSION_CMD;
+	/* a queue waited on that never got an item leaves nothing behind */
+	queues_drop_stubs(s->b);
 	s->b->hooks->wait_end(s);
 }

@@ -16,7 +16,8 @@ enum {
 	OPT_STORE = 256, OPT_SYNC, OPT_MAX_ITEM, OPT_SHUTDOWN, OPT_LOG,
 	OPT_MAX_MEMORY, OPT_MAX_OPEN, OPT_VERSION, OPT_HELP, OPT_CONFIG, OPT_HTTP,
 	OPT_METRICS_MAX, OPT_AUTH_FILE, OPT_IDLE_TIMEOUT, OPT_TLS_CERT, OPT_TLS_KEY,
-	OPT_TLS_CA, OPT_CONN_MEMORY, OPT_DRAIN_TIMEOUT, OPT_HTTP_PUBLIC
+	OPT_TLS_CA, OPT_CONN_MEMORY, OPT_DRAIN_TIMEOUT, OPT_HTTP_PUBLIC,
+	OPT_MAX_QUEUES
 };
 
 static const struct option longopts[] = {
@@ -29,6 +30,7 @@ static const struct option longopts[] = {
 	{ "max-item-size", required_argument, NULL, OPT_MAX_ITEM },
 	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 	{ "max-open", required_argument, NULL, OPT_MAX_OPEN },
+	{ "max-queues", required_argument, NULL, OPT_MAX_QUEUES },
 	{ "enable-shutdown", no_argument, NULL, OPT_SHUTDOWN },
 	{ "daemonize", no_argument, NULL, 'd' },
 	{ "pidfile", required_argument, NULL, 'P' },
@@ -99,6 +101,9 @@ usage(FILE *f)
 "                            the same as --store memory,max-memory=BYTES)\n"
 "      --max-open N          open (unconfirmed) items one connection may hold\n"
 "                            per queue (default 1; --config can set it per queue)\n"
+"      --max-queues N        most queues; a write that would create one more\n"
+"                            answers SERVER_ERROR too many queues (default %d,\n"
+"                            0: no limit); gets never create queues\n"
 "      --config FILE         per-queue limits (see sakerd(8)); reread on SIGHUP\n"
 "      --auth-file FILE      require a login: lines user:HASH[:PERMS] (crypt(3):\n"
 "                            $y$, $6$) or user:password[:PERMS] (warned),\n"
@@ -131,7 +136,8 @@ usage(FILE *f)
 "certificate and key (a bad file keeps the old one).\n"
 "See sakerd(8) and saker-protocol(7).\n",
 	    SAKERD_DEFAULT_PORT, saker_store_driver_list(), STORE_FORMS,
-	    SAKERD_DEFAULT_STORE, SAKERD_DEFAULT_DRAIN_TIMEOUT);
+	    SAKERD_DEFAULT_STORE, SAKERD_DEFAULT_DRAIN_TIMEOUT,
+	    SAKERD_DEFAULT_MAX_QUEUES);
 }
 
 static int
@@ -186,6 +192,7 @@ options_parse(int argc, char **argv, struct options *o)
 	o->max_conns = 4096;
 	o->max_item_size = 1024 * 1024;
 	o->max_open = 1;
+	o->max_queues = SAKERD_DEFAULT_MAX_QUEUES;
 	o->metrics_max_queues = 1000;
 	o->drain_timeout_s = SAKERD_DEFAULT_DRAIN_TIMEOUT;
 
@@ -231,6 +238,11 @@ options_parse(int argc, char **argv, struct options *o)
 			if (parse_int(optarg, 1, 1000000, &v) != 0)
 				goto bad;
 			o->max_open = (unsigned)v;
+			break;
+		case OPT_MAX_QUEUES:
+			if (parse_int(optarg, 0, 100000000, &v) != 0)
+				goto bad;
+			o->max_queues = (size_t)v;
 			break;
 		case OPT_SHUTDOWN:
 			o->enable_shutdown = true;

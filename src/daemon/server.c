@@ -522,6 +522,7 @@ server_init(struct options *opt)
 	broker_init(&srv->broker, &hooks);
 	srv->broker.max_item_size = opt->max_item_size;
 	srv->broker.enable_shutdown = opt->enable_shutdown;
+	srv->broker.max_queues = opt->max_queues;
 	srv->broker.sync = opt->sync;
 	srv->opt = opt;
 	signal(SIGPIPE, SIG_IGN);
@@ -619,6 +620,10 @@ server_init(struct options *opt)
 		fprintf(stderr, "sakerd: loading queues: %s\n", saker_strerror(rc));
 		return 1;
 	}
+	if (opt->max_queues > 0 && srv->broker.nqueues > opt->max_queues)
+		log_warn("the store has %zu queues, more than --max-queues %zu: "
+		    "they all work, new ones are refused", srv->broker.nqueues,
+		    opt->max_queues);
 	/* items that fell due while we were down are promoted now, in order */
 	broker_promote(&srv->broker);
 	srv->store_fd = -1;

@@ -73,10 +73,14 @@ check("open 2", $m->get("pr/open"), "again");
 check("abort", $m->get("pr/abort"), false);
 check("back", $m->get("pr"), "again");
 check("delete", $m->delete("pr"), true);
+for ($i = 0; $i < 150; $i++) $m->set("s$i", "x");
 $st = $m->getStats();
 $st = reset($st);
 check("stats", $st !== false && (int)$st["curr_connections"] >= 1, true);
-check("stats bounded", (int)$st["queues_omitted"] > 9000, true);
+// 150 and a few queues exist now (the sets made them; the getMulti of
+// missing queues made none): the reply lists 100
+$om = (int)$st["queues_omitted"];
+check("stats bounded", $om >= 50 && $om < 150, true);
 check("version", is_array($m->getVersion()), true);
 $pid = pcntl_fork();
 if ($pid == 0) {
