@@ -431,6 +431,156 @@ START_TEST(test_http_slow_clients)
 }
 END_TEST
 
+/* A connection to the --http port, which sakerd binds a moment after the
+ * memcache port that tl_server_start() waited for: retried for 5 s. */
+static int
+http_connect(int hport)
+{
+	int64_t deadline = tl_now_ms() + 5000;
+	int fd;
+
+	while ((fd = tl_try_connect(hport)) < 0) {
+		ck_assert_msg(tl_now_ms() < deadline, "--http port %d never listened",
+		    hport);
+		tl_sleep_ms(10);
+	}
+	return fd;
+}
+
+/* One keep-alive HTTP/1.1 request on fd and its whole response (headers
+ * and Content-Length body), which must be a 200: proves the server has
+ * accepted (and counted) the connection, which stays open. */
+static void
+http_keepalive_ok(int fd)
+{
+	char buf[65536], *end, *cl;
+	size_t len = 0, want = 0;
+
+	mustsends(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+	for (;;) {
+		ck_assert_uint_lt(len, sizeof(buf) - 1);
+		ck_assert_int_eq(tl_readn(fd, buf + len, 1, 5000), 1);
+		buf[++len] = '\0';
+		if ((end = strstr(buf, "\r\n\r\n")) != NULL)
+			break;
+	}
+	ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "%s", buf);
+	cl = strstr(buf, "Content-Length: ");
+	ck_assert_ptr_nonnull(cl);
+	want = strtoul(cl + 16, NULL, 10);
+	ck_assert_uint_lt(want, sizeof(buf));
+	ck_assert_int_eq(tl_readn(fd, buf, want, 5000), (ssize_t)want);
+}
+
+/* Item 3: HTTP connections were not counted against -c (300 half-sent
+ * requests held open, more accepted without end).  They share -c with the
+ * memcache connections now: past it an HTTP connection is closed at once,
+ * and everything works again when they go. */
+START_TEST(test_http_counts_against_max_conns)
+{
+	int hport = tl_free_port(), fd[4], more[20], m[4], i;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport), *r;
+	struct tl_server *s = tl_server_start("memory", "--http", spec, "-c", "4",
+	    NULL);
+
+	/* four connections, each served once and then holding a half-sent
+	 * request, take every slot */
+	for (i = 0; i < 4; i++) {
+		fd[i] = http_connect(hport);
+		http_keepalive_ok(fd[i]);
+		mustsends(fd[i], "GET /metrics HTTP/1.1\r\nHost:");
+	}
+	m[0] = tl_connect(s->port);
+	ckresp(m[0], "SERVER_ERROR too many open connections\r\n");
+	tl_expect_closed(m[0], 2000);
+	close(m[0]);
+	/* more HTTP connections are closed at once (not after the 10 s
+	 * request timeout), without a byte */
+	for (i = 0; i < 20; i++)
+		more[i] = tl_connect(hport);
+	for (i = 0; i < 20; i++) {
+		mustsends(more[i], "GET /healthz HTTP/1.0\r\n\r\n");
+		r = read_all(more[i], 3000);
+		ck_assert_str_eq(r, "");
+		free(r);
+		tl_expect_closed(more[i], 100);
+		close(more[i]);
+	}
+	/* the held ones still work */
+	mustsends(fd[0], " x\r\n\r\n");
+	r = read_all(fd[0], 5000);
+	ck_assert_msg(strncmp(r, "HTTP/1.1 200", 12) == 0, "%s", r);
+	free(r);
+	for (i = 0; i < 4; i++)
+		close(fd[i]);
+	/* slots free again: memcache and HTTP are served */
+	{
+		int64_t deadline = tl_now_ms() + 5000;
+		char *l;
+
+		for (;;) {
+			m[0] = tl_connect(s->port);
+			mustsends(m[0], "version\r\n");
+			l = tl_mustreadline(m[0]);
+			if (strncmp(l, "VERSION ", 8) == 0) {
+				free(l);
+				break;
+			}
+			free(l);
+			close(m[0]);
+			ck_assert_msg(tl_now_ms() < deadline, "slots never freed");
+			tl_sleep_ms(20);
+		}
+	}
+	ck_assert_int_ge(tl_stat(m[0], "rejected_connections"), 21);
+	close(m[0]);
+	fd[0] = tl_connect(hport);
+	mustsends(fd[0], "GET /healthz HTTP/1.0\r\n\r\n");
+	r = read_all(fd[0], 5000);
+	ck_assert_msg(strstr(r, " 200 ") != NULL, "%s", r);
+	free(r);
+	close(fd[0]);
+
+	/* memcache connections count for HTTP too */
+	for (i = 0; i < 4; i++) {
+		m[i] = tl_connect(s->port);
+		mustsends(m[i], "version\r\n");
+		free(tl_mustreadline(m[i]));
+	}
+	fd[0] = tl_connect(hport);
+	mustsends(fd[0], "GET /healthz HTTP/1.0\r\n\r\n");
+	r = read_all(fd[0], 3000);
+	ck_assert_str_eq(r, "");
+	free(r);
+	close(fd[0]);
+	close(m[3]);
+	/* one slot back: HTTP is served */
+	{
+		int64_t deadline = tl_now_ms() + 5000;
+
+		for (;;) {
+			fd[0] = tl_connect(hport);
+			mustsends(fd[0], "GET /healthz HTTP/1.0\r\n\r\n");
+			r = read_all(fd[0], 3000);
+			close(fd[0]);
+			if (strstr(r, " 200 ") != NULL) {
+				free(r);
+				break;
+			}
+			free(r);
+			ck_assert_msg(tl_now_ms() < deadline, "HTTP never served");
+			tl_sleep_ms(20);
+		}
+	}
+	for (i = 0; i < 3; i++)
+		close(m[i]);
+	still_serving(s);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+}
+END_TEST
+
 /* CPU time (user + system) of a process, in clock ticks. */
 static long
 cpu_ticks(pid_t pid)
@@ -920,6 +1070,12 @@ main(void)
 	tcase_add_test(tc, test_login_throttle);
 	tcase_add_test(tc, test_login_throttle_sasl);
 	tcase_add_test(tc, test_config_duration_overflow);
+	suite_add_tcase(su, tc);
+	/* HTTP connections under -c (CK_RUN_CASE=conns) */
+	tc = tcase_create("conns");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_http_counts_against_max_conns);
 	suite_add_tcase(su, tc);
 	/* item 10, a case of its own (CK_RUN_CASE=queues) */
 	tc = tcase_create("queues");

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/listener.h>
 
@@ -36,6 +37,22 @@ struct http_server {
 #define HTTP_MAX_BODY 1024
 /* A connection that sends or reads nothing for this long is closed. */
 #define HTTP_TIMEOUT_S 10
+
+/* Open HTTP connections, counted against -c together with the memcache
+ * ones.  File-level, not in struct http_server: a connection's bufferevent
+ * is finalized by libevent after evhttp_free() too (at event_base_free). */
+static struct {
+	unsigned open;               /* HTTP connections open */
+	const uint64_t *others;      /* memcache connections open */
+	uint64_t *rejected;          /* stats.rejected_connections */
+	uint64_t max;                /* -c */
+} hconn;
+
+unsigned
+http_connections(void)
+{
+	return hconn.open;
+}
 
 /* Prometheus label values escape backslash, double quote and newline
  * (the text exposition format): a queue name holding one of them must not
@@ -342,11 +359,88 @@ handle(struct evhttp_request *req, void *arg)
 	evbuffer_free(b);
 }
 
+/* An HTTP connection is gone (evhttp freed it). */
+static void
+http_conn_closed(struct evhttp_connection *evcon, void *arg)
+{
+	(void)evcon;
+	(void)arg;
+	hconn.open--;
+}
+
+/* A connection http_bev() counted, looked at once evhttp has set it up. */
+struct http_new_conn {
+	struct bufferevent *bev;
+	bool over;                   /* one past -c when it was accepted */
+};
+
+/*
+ * Right after the accept: evhttp has made the connection's evhttp_connection
+ * and given it to the bufferevent as the callbacks' argument (if the
+ * connection already ended, bufferevent_free() has cleared it).  Watch
+ * for its end, or end it now if it was one past -c: closed, nothing sent,
+ * the way evhttp ends a request that timed out.
+ */
+static void
+http_conn_adopt(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_new_conn *nc = arg;
+	struct evhttp_connection *evcon;
+	void *cbarg = NULL;
+
+	(void)fd;
+	(void)what;
+	bufferevent_getcb(nc->bev, NULL, NULL, NULL, &cbarg);
+	evcon = cbarg;
+	if (evcon == NULL || evhttp_connection_get_bufferevent(evcon) != nc->bev) {
+		hconn.open--;           /* gone already */
+	} else {
+		evhttp_connection_set_closecb(evcon, http_conn_closed, NULL);
+		if (nc->over)
+			evhttp_connection_free(evcon);
+	}
+	bufferevent_decref(nc->bev);
+	free(nc);
+}
+
+/*
+ * evhttp asks for the bufferevent of each connection it accepts, once per
+ * connection: the only notice libevent 2.1 gives of a new incoming
+ * connection (evhttp_set_newreqcb and evhttp_set_max_connections came in
+ * 2.2).  It is counted here, and its end is watched from the next loop
+ * pass (http_conn_adopt), when evhttp has set it up.
+ */
 static struct bufferevent *
 http_bev(struct event_base *base, void *arg)
 {
+	static const struct timeval now = { 0, 0 };
+	struct http_new_conn *nc;
+	struct bufferevent *bev;
+
 	(void)arg;
-	return tls_http_bev(base);
+	/* --tls-cert: the same certificate serves HTTPS */
+	bev = tls_on() ? tls_http_bev(base) :
+	    bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL)
+		return NULL;
+	nc = malloc(sizeof(*nc));
+	if (nc == NULL) {
+		bufferevent_free(bev);
+		return NULL;
+	}
+	nc->bev = bev;
+	hconn.open++;
+	nc->over = *hconn.others + hconn.open > hconn.max;
+	if (nc->over)
+		(*hconn.rejected)++;
+	bufferevent_incref(bev);
+	if (event_base_once(base, -1, EV_TIMEOUT, http_conn_adopt, nc, &now) != 0) {
+		/* cannot watch it: not counted (out of memory only) */
+		hconn.open--;
+		bufferevent_decref(bev);
+		free(nc);
+	}
+	return bev;
 }
 
 static void
@@ -386,7 +480,7 @@ http_accept_error(struct evconnlistener *l, void *arg)
 
 struct http_server *
 http_start(struct event_base *base, const char *spec, struct broker *b,
-    unsigned max_queues, const bool *stopping, bool need_admin)
+    unsigned max_queues, const bool *stopping, bool need_admin, int max_conns)
 {
 	struct http_server *h;
 	struct evhttp_bound_socket *bound = NULL;
@@ -442,9 +536,12 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(bound),
 	    http_accept_error);
 	evhttp_set_gencb(h->http, handle, h);
-	/* --tls-cert: the same certificate serves HTTPS */
-	if (tls_on())
-		evhttp_set_bevcb(h->http, http_bev, NULL);
+	/* every connection's bufferevent is ours, to count it against -c
+	 * (and, with --tls-cert, to serve HTTPS with the same certificate) */
+	hconn.others = &b->stats.curr_connections;
+	hconn.rejected = &b->stats.rejected_connections;
+	hconn.max = max_conns > 0 ? (uint64_t)max_conns : 0;
+	evhttp_set_bevcb(h->http, http_bev, NULL);
 	log_info("metrics on %s://%s:%ld/metrics", tls_on() ? "https" : "http", addr, port);
 	return h;
 }

@@ -14,10 +14,15 @@ struct http_server;
 /* spec is "[ADDR:]PORT" (ADDR defaults to 127.0.0.1); /metrics reports
  * broker b (at most max_queues queues), /healthz also *stopping.  With
  * need_admin, /metrics answers only HTTP Basic auth of an --auth-file
- * user with admin rights (401 otherwise).  NULL on error (logged). */
+ * user with admin rights (401 otherwise).  HTTP connections count against
+ * max_conns (-c) together with b's memcache connections
+ * (stats.curr_connections); one past it is closed at once.  NULL on error
+ * (logged). */
 struct http_server *http_start(struct event_base *base, const char *spec,
     struct broker *b, unsigned max_queues, const bool *stopping,
-    bool need_admin);
+    bool need_admin, int max_conns);
+/* HTTP connections open now (for the memcache listener's -c check). */
+unsigned http_connections(void);
 void http_stop(struct http_server *h);
 
 struct evbuffer;

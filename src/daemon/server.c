@@ -247,7 +247,9 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	(void)l;
 	(void)salen;
 	(void)arg;
-	if (srv->stopping || srv->broker.stats.curr_connections >= (uint64_t)srv->opt->max_conns) {
+	/* -c counts the --http connections too */
+	if (srv->stopping || srv->broker.stats.curr_connections + http_connections() >=
+	    (uint64_t)srv->opt->max_conns) {
 		/* a TLS client could not read the plain-text line */
 		if (!(tcp && tls_on())) {
 			ssize_t w = write(fd, too_many, sizeof(too_many) - 1);
@@ -588,7 +590,7 @@ server_init(struct options *opt)
 	if (listen_tcp() != 0 || listen_unix() != 0 ||
 	    (opt->http != NULL && (srv->http = http_start(srv->base, opt->http, &srv->broker,
 	    opt->metrics_max_queues, &srv->stopping,
-	    auth_active && !opt->http_public)) == NULL)) {
+	    auth_active && !opt->http_public, opt->max_conns)) == NULL)) {
 		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
 		return 1;
 	}
