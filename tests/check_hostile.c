@@ -945,6 +945,8 @@ START_TEST(test_max_queues)
 	ckresp(fd, "SERVER_ERROR too many queues\r\n");
 	mustsends(fd, "set q1+child 0 0 1\r\nx\r\n");
 	ckresp(fd, "SERVER_ERROR too many queues\r\n");
+	mustsends(fd, "requeue q1 q4 1\r\n");
+	ckresp(fd, "SERVER_ERROR too many queues\r\n");
 	{
 		int b = tl_connect(s->port);
 

@@ -22,8 +22,14 @@
 const char *
 op_store_error(struct broker *b, int rc, int *result)
 {
-	const char *why = DRV(b)->errmsg(b->store);
+	const char *why;
 
+	if (rc == QUEUE_ETOOMANY) {
+		/* queue_lookup(..., create): --max-queues, not the store */
+		*result = OPR_NOMEM;
+		return "too many queues";
+	}
+	why = DRV(b)->errmsg(b->store);
 	if (why == NULL || *why == '\0')
 		why = saker_strerror(rc);
 	if (rc == SAKER_EREADONLY || rc == SAKER_EIO || rc == SAKER_EFULL)
@@ -38,10 +44,6 @@ lookup_error(struct broker *b, int rc, const char **msg)
 {
 	int r;
 
-	if (rc == QUEUE_ETOOMANY) {
-		*msg = "too many queues";
-		return OPR_NOMEM;
-	}
 	*msg = op_store_error(b, rc, &r);
 	return r;
 }

@@ -120,7 +120,8 @@ void op_wait_timeout(struct session *s);
 void op_serve_waiters(struct broker *b, struct squeue *q);
 
 /* The reason for a store failure, and which result it is (OPR_NOMEM or
- * OPR_SERVER); records a failure that makes the store refuse writes. */
+ * OPR_SERVER); records a failure that makes the store refuse writes.
+ * queue_lookup()'s QUEUE_ETOOMANY is "too many queues" (OPR_NOMEM). */
 const char *op_store_error(struct broker *b, int rc, int *result);
 
 #endif
