@@ -42,11 +42,13 @@
 
 /* 2: state 2 (claimed ahead); the lease index covers it.
  * 3: saker_items.crc, the item's CRC32C (kit_item_crc); NULL in rows
- * written before format 3, which are not checked. */
+ * written before format 3, which are not checked.
+ * 4: saker_items.deliveries, the delivery count (store.h); 0 in rows
+ * written before. */
 /* PostgreSQL's largest field value is 1 GB less one byte (MaxAllocSize)
  * including its 4-byte header; keep a little more aside for the wire. */
 #define PG_MAX_ITEM ((uint64_t)0x3fffffff - 64)
-#define PG_FORMAT_VERSION 3
+#define PG_FORMAT_VERSION 4
 #define PG_DAMAGED "_damaged"	/* where damaged items are moved to */
 #define PG_LEASE_MS 60000
 /* Items put by a broker whose clock runs ahead are still taken if they are
@@ -57,7 +59,7 @@
 #define PG_NOTIFY_MAX 7000
 #define PG_RETRY_MIN_MS 1000
 #define PG_RETRY_MAX_MS 16000
-#define PG_MAX_PARAMS 10
+#define PG_MAX_PARAMS 12
 /* Most items one take claims ahead (they are held in memory). */
 #define PG_CLAIM_MAX 64
 /* Most queues a commit claims for the next turn (pg_commit). */
@@ -69,10 +71,13 @@
 /* ready for stats and listings: visible, or claimed ahead by a broker */
 #define READY "((state = 0 AND due <= $2::bigint) OR state = 2)"
 /* @CRC@ stands for the crc column, or NULL::bigint while a read-only
- * open reads a store from before format 3 (pg_prepare_all()). */
-#define ITEM_COLS "id, flags, expires, created, vis, due, data, @CRC@"
+ * open reads a store from before format 3; @DLV@ for the deliveries
+ * column, or 0::bigint before format 4 (pg_prepare_all()). */
+#define ITEM_COLS "id, flags, expires, created, vis, due, data, @CRC@, @DLV@"
 /* the columns of ITEM_COLS, by number */
-enum { C_ID, C_FLAGS, C_EXPIRES, C_CREATED, C_VIS, C_DUE, C_DATA, C_CRC };
+enum { C_ID, C_FLAGS, C_EXPIRES, C_CREATED, C_VIS, C_DUE, C_DATA, C_CRC,
+    C_DLV };
+#define PG_DLV_MAX "65535"	/* SAKER_DELIVERIES_MAX */
 /* $4, $5: the last item this transaction took from the queue.  Rows a
  * transaction deleted stay in the index until it ends and every later
  * scan would step over them again; starting past them keeps a batch of
@@ -87,7 +92,7 @@ enum {
 	P_NEXT, P_RENEW, P_SWEEP, P_MINE, P_RELEASE_ALL, P_IT_OPEN,
 	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
 	P_QSYNC, P_PUTS, P_SETSTATE, P_DELS, P_COUNTS, P_CLAIM, P_GIVEBACK,
-	P_COUNT
+	P_MOVE, P_COUNT
 };
 
 static const char *const pg_sql[P_COUNT] = {
@@ -102,19 +107,21 @@ static const char *const pg_sql[P_COUNT] = {
 	    HEAD_WHERE " ORDER BY vis, id LIMIT 1 FOR UPDATE SKIP LOCKED)"
 	    " DELETE FROM saker_items i USING c WHERE i.qid = c.qid AND"
 	    " i.id = c.id RETURNING i.id, i.flags, i.expires, i.created, i.vis,"
-	    " i.due, i.data, @CRC@",
+	    " i.due, i.data, @CRC@, @DLV@",
 	[P_TAKE_OPEN] = "WITH c AS (SELECT qid, id FROM saker_items WHERE "
 	    HEAD_WHERE " ORDER BY vis, id LIMIT 1 FOR UPDATE SKIP LOCKED)"
 	    " UPDATE saker_items i SET state = 1, owner = $6::text,"
-	    " lease_until = " DBNOW " + $7::bigint FROM c WHERE i.qid = c.qid"
+	    " lease_until = " DBNOW " + $7::bigint,"
+	    " deliveries = least(i.deliveries + 1, " PG_DLV_MAX ")"
+	    " FROM c WHERE i.qid = c.qid"
 	    " AND i.id = c.id RETURNING i.id, i.flags, i.expires, i.created,"
-	    " i.vis, i.due, i.data, @CRC@",
+	    " i.vis, i.due, i.data, @CRC@, @DLV@",
 	[P_PEEK] = "SELECT " ITEM_COLS " FROM saker_items WHERE " HEAD_WHERE
 	    " ORDER BY vis, id LIMIT 1",
 	[P_REINSERT] = "INSERT INTO saker_items(qid, id, vis, due, state, flags,"
-	    " expires, created, len, data, crc) VALUES ($1::bigint, $2::bigint,"
-	    " $3::bigint, $4::bigint, 0, $5::bigint, $6::bigint, $7::bigint,"
-	    " $8::bigint, $9::bytea, $10::bigint)",
+	    " expires, created, len, data, crc, deliveries) VALUES ($1::bigint,"
+	    " $2::bigint, $3::bigint, $4::bigint, 0, $5::bigint, $6::bigint,"
+	    " $7::bigint, $8::bigint, $9::bytea, $10::bigint, $11::bigint)",
 	[P_DEL1] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
 	    " id = $2::bigint",
 	/* a damaged item seen by a peek: only while nobody has taken it */
@@ -194,14 +201,15 @@ static const char *const pg_sql[P_COUNT] = {
 	 * this batch.  A queue deleted between P_QSYNC and here fails the
 	 * statement, and with it the batch, rather than drop an item. */
 	[P_PUTS] = "WITH ins AS (INSERT INTO saker_items(qid, id, vis, due,"
-	    " state, flags, expires, created, len, data, crc)"
+	    " state, flags, expires, created, len, data, crc, deliveries)"
 	    " SELECT q.id, u.id, u.vis, u.due, 0, u.flags, u.expires, u.created,"
-	    " length(u.data), u.data, u.crc FROM (SELECT"
+	    " length(u.data), u.data, u.crc, u.dlv FROM (SELECT"
 	    " nextval('saker_item_id') AS id,"
 	    " x.* FROM unnest($1::bytea[], $2::bigint[], $3::bigint[],"
 	    " $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[],"
-	    " $8::bigint[]) WITH ORDINALITY AS x(name, vis, due, flags, expires,"
-	    " created, data, crc, ord) ORDER BY x.ord OFFSET 0) u JOIN"
+	    " $8::bigint[], $10::bigint[]) WITH ORDINALITY AS x(name, vis, due,"
+	    " flags, expires, created, data, crc, dlv, ord) ORDER BY x.ord"
+	    " OFFSET 0) u JOIN"
 	    " saker_queues q ON q.name = u.name FOR KEY SHARE OF q RETURNING 1)"
 	    " SELECT CASE WHEN count(*) = $9::bigint THEN 0 ELSE"
 	    " ('saker: queue deleted by another broker during the batch; stored '"
@@ -209,6 +217,8 @@ static const char *const pg_sql[P_COUNT] = {
 	/* state changes of items this broker holds: 0 gives one back, 1 opens
 	 * a claimed one, 2 claims (never sent: claims are P_CLAIM) */
 	[P_SETSTATE] = "UPDATE saker_items i SET state = u.st,"
+	    " deliveries = CASE WHEN u.st = 1 THEN least(i.deliveries + 1, "
+	    PG_DLV_MAX ") ELSE i.deliveries END,"
 	    " owner = CASE WHEN u.st = 0 THEN NULL ELSE i.owner END,"
 	    " lease_until = CASE WHEN u.st = 0 THEN 0 ELSE i.lease_until END"
 	    " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[])"
@@ -231,9 +241,17 @@ static const char *const pg_sql[P_COUNT] = {
 	    " UPDATE saker_items i SET state = 2, owner = $6::text,"
 	    " lease_until = " DBNOW " + $7::bigint FROM c WHERE i.qid = c.qid"
 	    " AND i.id = c.id RETURNING i.id, i.flags, i.expires, i.created,"
-	    " i.vis, i.due, i.data, @CRC@",
+	    " i.vis, i.due, i.data, @CRC@, @DLV@",
 	[P_GIVEBACK] = "UPDATE saker_items SET state = 0, owner = NULL,"
 	    " lease_until = 0 WHERE state = 2 AND owner = $1::text RETURNING qid",
+	/* an open item of this broker to the tail of another queue, with
+	 * its count (the dead-letter move); a new id puts it after the
+	 * items already there with the same vis */
+	[P_MOVE] = "UPDATE saker_items SET qid = $4::bigint, vis = $5::bigint,"
+	    " id = nextval('saker_item_id'),"
+	    " due = 0, state = 0, owner = NULL, lease_until = 0"
+	    " WHERE qid = $1::bigint AND id = $2::bigint AND state = 1"
+	    " AND owner = $3::text",
 };
 
 static const char pg_schema_sql[] =
@@ -259,6 +277,7 @@ static const char pg_schema_sql[] =
     " len bigint NOT NULL,"
     " data bytea NOT NULL,"
     " crc bigint,"			/* kit_item_crc(); NULL: unchecked */
+    " deliveries bigint NOT NULL DEFAULT 0," /* take(OPEN) hand-outs */
     " PRIMARY KEY (qid, id))"
     " WITH (autovacuum_vacuum_scale_factor = 0.01,"
     " autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 1);"
@@ -383,7 +402,7 @@ struct pg_store {
 	 */
 	bool begun;
 	struct pg_arr put_name, put_vis, put_due, put_flags, put_exp,
-	    put_created, put_data, put_crc;
+	    put_created, put_data, put_crc, put_dlv;
 	size_t put_bytes;
 	struct pg_arr st_qid, st_id, st_st;
 	struct pg_oset st_ids;	/* ids with a state change in st_* */
@@ -1039,6 +1058,7 @@ pg_pending_reset(struct pg_store *s)
 	arr_reset(&s->put_created);
 	arr_reset(&s->put_data);
 	arr_reset(&s->put_crc);
+	arr_reset(&s->put_dlv);
 	arr_reset(&s->st_qid);
 	arr_reset(&s->st_id);
 	arr_reset(&s->st_st);
@@ -1100,6 +1120,7 @@ pg_send_pending(struct pg_store *s, struct pg_pipe *pp)
 		pp_arr(&p, &s->put_data);
 		pp_arr(&p, &s->put_crc);
 		pp_i64(&p, (int64_t)s->put_name.n);
+		pp_arr(&p, &s->put_dlv);
 		pipe_send(s, pp, P_PUTS, NULL, &p, "inserting items");
 	}
 	if (s->st_id.n > 0) {
@@ -1317,27 +1338,41 @@ pg_begin(struct pg_store *s)
 	return SAKER_OK;
 }
 
-/* pg_sql[i] with @CRC@ replaced by `crc`; NULL when out of memory. */
+/* sql with every `mark` (5 bytes) replaced by `by`; NULL when out of
+ * memory. */
 static char *
-pg_sql_for(const char *sql, const char *crc)
+pg_sql_sub(const char *sql, const char *mark, const char *by)
 {
 	const char *at;
 	char *out;
 	size_t n;
 
 	n = strlen(sql) + 1;
-	for (at = sql; (at = strstr(at, "@CRC@")) != NULL; at += 5)
-		n += strlen(crc);
+	for (at = sql; (at = strstr(at, mark)) != NULL; at += 5)
+		n += strlen(by);
 	if ((out = malloc(n)) == NULL)
 		return NULL;
 	out[0] = '\0';
-	while ((at = strstr(sql, "@CRC@")) != NULL) {
+	while ((at = strstr(sql, mark)) != NULL) {
 		strncat(out, sql, (size_t)(at - sql));
-		strcat(out, crc);
+		strcat(out, by);
 		sql = at + 5;
 	}
 	strcat(out, sql);
 	return out;
+}
+
+/* pg_sql[i] with @CRC@ replaced by `crc` and @DLV@ by `dlv`. */
+static char *
+pg_sql_for(const char *sql, const char *crc, const char *dlv)
+{
+	char *a, *b;
+
+	if ((a = pg_sql_sub(sql, "@CRC@", crc)) == NULL)
+		return NULL;
+	b = pg_sql_sub(a, "@DLV@", dlv);
+	free(a);
+	return b;
 }
 
 static int
@@ -1353,9 +1388,15 @@ pg_prepare_all(struct pg_store *s)
 		 * inserts */
 		if (s->version < 3 && (i == P_PUTS || i == P_REINSERT))
 			continue;
+		/* ... and before format 4 no delivery counts: no writes of
+		 * them */
+		if (s->version < 4 && (i == P_PUTS || i == P_REINSERT ||
+		    i == P_TAKE_OPEN || i == P_SETSTATE || i == P_MOVE))
+			continue;
 		snprintf(name, sizeof(name), "s%d", i);
 		if ((sql = pg_sql_for(pg_sql[i], s->version < 3 ?
-		    "NULL::bigint" : "crc")) == NULL)
+		    "NULL::bigint" : "crc", s->version < 4 ? "0::bigint" :
+		    "deliveries")) == NULL)
 			return pg_errf(s, SAKER_ENOMEM, "out of memory");
 		res = PQprepare(s->conn, name, sql, 0, NULL);
 		free(sql);
@@ -1986,7 +2027,7 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	    !arr_reserve(&s->put_vis, 12) || !arr_reserve(&s->put_due, 12) ||
 	    !arr_reserve(&s->put_flags, 12) || !arr_reserve(&s->put_exp, 12) ||
 	    !arr_reserve(&s->put_created, 12) ||
-	    !arr_reserve(&s->put_crc, 12) ||
+	    !arr_reserve(&s->put_crc, 12) || !arr_reserve(&s->put_dlv, 12) ||
 	    !arr_reserve(&s->put_data, 4 + item->len))
 		return pg_errf(s, SAKER_ENOMEM, "out of memory");
 	pg_saw(s, now_ms);
@@ -2007,6 +2048,8 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	created = item->created_ms != 0 ? item->created_ms : now_ms;
 	arr_i64(&s->put_created, created);
 	arr_put(&s->put_data, item->data, item->len);
+	arr_i64(&s->put_dlv, item->deliveries < SAKER_DELIVERIES_MAX ?
+	    (int64_t)item->deliveries : (int64_t)SAKER_DELIVERIES_MAX);
 	arr_i64(&s->put_crc, kit_item_crc(item->flags, item->expires_ms,
 	    created, item->data, item->len));
 	s->put_bytes += item->len;
@@ -2035,6 +2078,12 @@ pg_row_item(const PGresult *res, int row, struct saker_item *it,
 	it->state = state;
 	it->data = PQgetvalue(res, row, C_DATA);
 	it->len = (size_t)PQgetlength(res, row, C_DATA);
+	if (PQnfields(res) > C_DLV && !PQgetisnull(res, row, C_DLV)) {
+		int64_t d = rv_i64(res, row, C_DLV);
+
+		it->deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
+		    SAKER_DELIVERIES_MAX : (uint32_t)d;
+	}
 }
 
 /* Does the item of this row (ITEM_COLS) hold its checksum?  Rows from
@@ -2096,6 +2145,7 @@ pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r)
 		pp_null(&p);	/* from before format 3: stays unchecked */
 	else
 		pp_i64(&p, rv_i64(r, 0, C_CRC));
+	pp_i64(&p, rv_i64(r, 0, C_DLV));
 	if ((res = pg_run(s, P_REINSERT, &p, "returning item")) == NULL)
 		return s->code;
 	PQclear(res);
@@ -2554,6 +2604,10 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 		    SAKER_OK)
 			return pg_errf(s, SAKER_ENOMEM, "out of memory");
 		pg_row_item(q->held, row, &it, SAKER_ITEM_READY);
+		/* P_SETSTATE counts the delivery of a claimed item it opens */
+		if (mode == SAKER_TAKE_OPEN &&
+		    it.deliveries < SAKER_DELIVERIES_MAX)
+			it.deliveries++;
 		r = fn(arg, &it);
 		if (r != 0) {
 			/* refused: it stays first in line */
@@ -2736,6 +2790,56 @@ pg_release(saker_store *base, saker_queue *q, uint64_t id)
 	if ((err = pg_begin(s)) != SAKER_OK)
 		return err;
 	return pg_release_id(s, q, id);
+}
+
+static int
+pg_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
+{
+	struct pg_store *s = PG(base);
+	struct pgp p = { 0 };
+	PGresult *res;
+	int64_t vis;
+	uint64_t n;
+	int err;
+
+	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_dead(s, to)) !=
+	    SAKER_OK)
+		return err;
+	if (to == q)
+		return pg_errf(s, SAKER_EINVAL, "move: same queue");
+	if (id == 0 || id > (uint64_t)INT64_MAX)
+		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
+	if ((err = pg_begin(s)) != SAKER_OK)
+		return err;
+	if (!os_take(&s->open, id, q->id))
+		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
+	/* a state change of it still in the arrays goes first */
+	if (os_has(&s->st_ids, id) && (err = pg_flush(s)) != SAKER_OK) {
+		if (!s->lost)
+			(void)os_add(&s->open, id, q->id);
+		return err;
+	}
+	vis = s->last_now > s->last_vis ? s->last_now : s->last_vis;
+	s->last_vis = vis;
+	pp_i64(&p, q->id);
+	pp_i64(&p, (int64_t)id);
+	pp_str(&p, s->owner);
+	pp_i64(&p, to->id);
+	pp_i64(&p, vis);
+	if ((res = pg_run(s, P_MOVE, &p, "moving item")) == NULL)
+		return s->code;
+	n = rv_changed(res);
+	PQclear(res);
+	if (n == 0)
+		return pg_errf(s, SAKER_ELOCKED, "open item %" PRIu64 " is no"
+		    " longer leased to this broker (the lease expired and the"
+		    " item went back to the queue)", id);
+	pg_mark_dirty(s, to);
+	to->d_total++;
+	pg_gained(s, to);
+	if (to->hint_gen == s->txn_gen && vis <= to->hint_vis)
+		pg_unhint(to);
+	return SAKER_OK;
 }
 
 static int
@@ -3100,6 +3204,7 @@ pg_free(struct pg_store *s)
 	arr_free(&s->put_created);
 	arr_free(&s->put_data);
 	arr_free(&s->put_crc);
+	arr_free(&s->put_dlv);
 	arr_free(&s->st_qid);
 	arr_free(&s->st_id);
 	arr_free(&s->st_st);
@@ -3448,6 +3553,17 @@ pg_check_schema(struct pg_store *s, bool create)
 			goto out;
 		version = 3;
 	}
+	if (version == 3 && !s->read_only) {
+		/* format 4: delivery counts.  A constant default adds the
+		 * column without rewriting rows (PostgreSQL 11 and later). */
+		if ((err = pg_simple(s, "SET LOCAL synchronous_commit = on;"
+		    " ALTER TABLE saker_items ADD COLUMN IF NOT EXISTS"
+		    " deliveries bigint NOT NULL DEFAULT 0;"
+		    " UPDATE saker_meta SET value = 4 WHERE key = 'format'",
+		    "upgrading the format")) != SAKER_OK)
+			goto out;
+		version = 4;
+	}
 	if (version > PG_FORMAT_VERSION)
 		err = pg_errf(s, SAKER_EVERSION, "postgres: store format version"
 		    " %" PRId64 " is newer than this build (%d)", version,
@@ -3521,6 +3637,7 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	s->put_name.oid = s->put_data.oid = OID_BYTEA;
 	s->put_vis.oid = s->put_due.oid = s->put_flags.oid = OID_INT8;
 	s->put_exp.oid = s->put_created.oid = s->put_crc.oid = OID_INT8;
+	s->put_dlv.oid = OID_INT8;
 	s->st_qid.oid = s->st_id.oid = s->st_st.oid = OID_INT8;
 	s->del_qid.oid = s->del_id.oid = OID_INT8;
 	if ((e = pg_parse_location(s, location, err, errlen)) != SAKER_OK ||
@@ -3569,7 +3686,7 @@ const struct saker_store_driver saker_store_postgres = {
 	.location_help = "'host=... dbname=...'",
 	.durable = true,
 	.options = pg_options,
-	.caps = SAKER_CAP_SHARED,
+	.caps = SAKER_CAP_SHARED | SAKER_CAP_DELIVERIES,
 	.open = pg_open,
 	.close = pg_close,
 	.errmsg = pg_errmsg,
@@ -3582,6 +3699,7 @@ const struct saker_store_driver saker_store_postgres = {
 	.take = pg_take,
 	.confirm = pg_confirm,
 	.release = pg_release,
+	.move = pg_move,
 	.promote = pg_promote,
 	.flush_expired = pg_flush_expired,
 	.iterate = pg_iterate,

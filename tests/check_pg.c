@@ -454,6 +454,69 @@ START_TEST(test_two_brokers_once)
 }
 END_TEST
 
+/* Delivery counts are shared by the brokers: an item handed out by A
+ * then by B reaches the dead-letter queue after max_deliveries in total;
+ * an item whose broker died holding it for its last delivery comes back
+ * by the lease sweep and is moved at its next take, not served. */
+START_TEST(test_dead_letter_across)
+{
+	char *conf = tl_strdupf("%s/dl.conf", pgc.dir), *sp = spec("dl");
+	struct tl_server *a, *b;
+	int fa, fb, w, i;
+	int64_t t0;
+	FILE *f;
+
+	f = fopen(conf, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("[queue p]\nmax_deliveries = 2\n[queue s]\nmax_deliveries = 1\n", f);
+	fclose(f);
+	a = tl_server_start(sp, "--config", conf, NULL);
+	b = tl_server_start(sp, "--config", conf, NULL);
+	fa = tl_connect(a->port);
+	fb = tl_connect(b->port);
+	tl_set(fb, "p", "bad");
+	tl_set(fb, "p", "good");
+	/* a worker on A, then one on B, each dies holding it */
+	w = tl_connect(a->port);
+	mustsends(w, "mg p/open v d\r\n");
+	ckresp(w, "VA 3 d1\r\nbad\r\n");
+	close(w);
+	tl_wait_stat(fa, "queue_p_open_transactions", 0, 5000);
+	w = tl_connect(b->port);
+	mustsends(w, "mg p/open v d\r\n");
+	ckresp(w, "VA 3 d2\r\nbad\r\n");
+	close(w);
+	tl_wait_stat(fb, "queue_p_dead_lettered", 1, 5000);
+	mustsends(fa, "mg p v d\r\n");
+	ckresp(fa, "VA 4 d0\r\ngood\r\n");
+	mustsends(fa, "mg p_dead v d\r\n");
+	ckresp(fa, "VA 3 d2\r\nbad\r\n");
+
+	/* A dies holding the last delivery; B's sweep returns it */
+	tl_set(fb, "s", "x");
+	w = tl_connect(a->port);
+	mustsends(w, "mg s/open v d\r\n");
+	ckresp(w, "VA 1 d1\r\nx\r\n");
+	tl_server_kill(a);
+	close(w);
+	close(fa);
+	t0 = tl_now_ms();
+	for (i = 0; tl_stat(fb, "queue_s_dead_lettered") == 0; i++) {
+		ck_assert_msg(tl_now_ms() - t0 < 10000, "never dead-lettered");
+		mustsends(fb, "get s/t=1000\r\n");
+		ckresp(fb, "END\r\n");	/* never served */
+	}
+	mustsends(fb, "mg s_dead v d\r\n");
+	ckresp(fb, "VA 1 d2\r\nx\r\n");
+	close(fb);
+	tl_server_stop(b);
+	tl_server_free(a);
+	tl_server_free(b);
+	free(sp);
+	free(conf);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -480,6 +543,7 @@ main(void)
 	tcase_add_test(tc, test_claims_back_on_stop);
 	tcase_add_test(tc, test_two_brokers_once);
 	tcase_add_test(tc, test_damaged_item_across);
+	tcase_add_test(tc, test_dead_letter_across);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
