@@ -534,7 +534,8 @@ mig_list_queues(saker_store *s, struct mig_names *ns, const char *what,
 		mig_names_free(ns);
 		return -1;
 	}
-	qsort(ns->v, ns->n, sizeof(*ns->v), mig_name_cmp);
+	if (ns->n > 1)	/* ns->v is NULL with no queues; qsort wants an array */
+		qsort(ns->v, ns->n, sizeof(*ns->v), mig_name_cmp);
 	return 0;
 }
 
