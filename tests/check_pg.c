@@ -118,6 +118,42 @@ START_TEST(test_wake_across)
 }
 END_TEST
 
+/* A get on broker B waits on a queue that exists nowhere (a get creates
+ * none, issue 18); broker A's set creates it in the shared store, and B's
+ * once-a-second look opens it and wakes the get.  Afterwards B has the
+ * queue, and a timed-out wait on another missing name leaves nothing. */
+START_TEST(test_wait_for_queue_across)
+{
+	struct tl_server *a, *b;
+	int fa, fb, fs;
+	char *st;
+
+	two("waitnew", &a, &b);
+	fa = tl_connect(a->port);
+	fb = tl_connect(b->port);
+	fs = tl_connect(b->port);
+	mustsends(fb, "get fresh/t=10000\r\n");
+	tl_wait_stat(fs, "queue_fresh_waiters", 1, 3000);
+	ck_assert_int_eq(tl_stat(fs, "queue_creates"), 0);
+	tl_set(fa, "fresh", "hello");
+	ckresp(fb, "VALUE fresh/t=10000 0 5\r\nhello\r\nEND\r\n");
+	ck_assert_int_eq(tl_stat(fs, "queue_fresh_items"), 0);
+	mustsends(fb, "get none/t=300\r\n");
+	ckresp(fb, "END\r\n");
+	st = tl_stats(fs);
+	ck_assert_int_eq(tl_stat_value(st, "queue_none_items"), -1);
+	ck_assert_int_eq(tl_stat_value(st, "queue_creates"), 0);
+	free(st);
+	close(fa);
+	close(fb);
+	close(fs);
+	tl_server_stop(a);
+	tl_server_stop(b);
+	tl_server_free(a);
+	tl_server_free(b);
+}
+END_TEST
+
 START_TEST(test_kill_returns_leases)
 {
 	enum { N = 3 };
@@ -538,6 +574,7 @@ main(void)
 	tcase_add_test(tc, test_set_a_get_b);
 	tcase_add_test(tc, test_open_close_across);
 	tcase_add_test(tc, test_wake_across);
+	tcase_add_test(tc, test_wait_for_queue_across);
 	tcase_add_test(tc, test_kill_returns_leases);
 	tcase_add_test(tc, test_claims_back_after_kill);
 	tcase_add_test(tc, test_claims_back_on_stop);
