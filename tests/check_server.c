@@ -1348,7 +1348,10 @@ START_TEST(test_expiry)
 	tl_sleep_ms(1200);
 	mustsends(c, "flush_expired r\r\n");
 	l = tl_mustreadline(c);
-	ck_assert_msg(strcmp(l, "2") == 0, "flush_expired -> \"%s\"", l);
+	/* the background sweep (every 5 s) may have dropped them first: it
+	 * counts in expired_items too, checked below */
+	ck_assert_msg(strcmp(l, "2") == 0 || strcmp(l, "1") == 0 ||
+	    strcmp(l, "0") == 0, "flush_expired -> \"%s\"", l);
 	free(l);
 	ck_assert_int_eq(qstat(c, "r", "items"), 1);
 	ck_assert_int_eq(qstat(c, "r", "expired_items"), 2);
@@ -1464,8 +1467,8 @@ START_TEST(test_durable_delayed)
 	mustsends(c, "get d/t=4000\r\n");
 	ckresp(c, "VALUE d/t=4000 0 4\r\nlate\r\nEND\r\n");
 	dt = tl_now_ms() - t0;
-	ck_assert_msg(dt >= 2990 && dt < 4500, "late (3000 ms) came after "
-	    "%lld ms", (long long)dt);
+	ck_assert_msg(dt >= 2990 && dt < 3000 + tl_slow(1500), "late (3000 ms)"
+	    " came after %lld ms", (long long)dt);
 }
 END_TEST
 
@@ -1643,7 +1646,7 @@ START_TEST(test_bad_store_spec)
 	for (i = 0; specs[i] != NULL; i++) {
 		pid_t pid = fork();
 		int st = 0;
-		int64_t deadline = tl_now_ms() + 5000;
+		int64_t deadline = tl_now_ms() + tl_slow(5000);
 		pid_t r;
 
 		ck_assert_int_ne(pid, -1);
@@ -1672,8 +1675,8 @@ START_TEST(test_bad_store_spec)
 		if (r == 0) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
-			ck_abort_msg("--store %s: still running after 5 s",
-			    specs[i]);
+			ck_abort_msg("--store %s: still running after %d ms",
+			    specs[i], tl_slow(5000));
 		}
 		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1,
 		    "--store %s: wait status %#x (want exit 1)", specs[i], st);

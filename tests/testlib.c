@@ -29,6 +29,20 @@
 
 int tl_timeout_ms = 5000;
 
+int
+tl_slow(int ms)
+{
+	return getenv("TL_VALGRIND") != NULL ? 6 * ms : ms;
+}
+
+/* Stretch the default read deadline for memcheck before any test runs
+ * (a test that sets tl_timeout_ms itself keeps its own value). */
+__attribute__((constructor)) static void
+tl_timeout_init(void)
+{
+	tl_timeout_ms = tl_slow(tl_timeout_ms);
+}
+
 /* How long a started server may take to accept its first connection. */
 #define TL_READY_MS 5000
 /* How long a server may take to exit after SIGTERM. */
@@ -506,8 +520,7 @@ static bool
 wait_ready(struct tl_server *s)
 {
 	/* memcheck starts sakerd many times slower, more so on a loaded box */
-	int64_t deadline = tl_now_ms() +
-	    (getenv("TL_VALGRIND") != NULL ? 6 * TL_READY_MS : TL_READY_MS);
+	int64_t deadline = tl_now_ms() + tl_slow(TL_READY_MS);
 	int fd;
 
 	while (tl_now_ms() < deadline) {

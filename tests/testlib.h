@@ -3,7 +3,8 @@
  *
  * It starts the real sakerd on 127.0.0.1 and a free port, each server in
  * its own temporary directory, and talks raw bytes to it.  Every read is
- * bounded by a deadline (tl_timeout_ms, default 5000 ms), so a broken
+ * bounded by a deadline (tl_timeout_ms, default 5000 ms, 30000 under
+ * TL_VALGRIND), so a broken
  * server fails a test instead of hanging it.
  *
  * Failures go through Check (_ck_assert_failed) and name the caller's file
@@ -28,6 +29,12 @@
 
 /* Deadline for every single read or connect wait, in milliseconds. */
 extern int tl_timeout_ms;
+
+/* A deadline for something the server must do, stretched sixfold when
+ * the server runs under memcheck (TL_VALGRIND, set by tests/valgrind.sh),
+ * which runs it twenty times slower.  Only for upper bounds: never for
+ * "must not happen before" checks. */
+int tl_slow(int ms);
 
 /* ---------------------------------------------------------------- time */
 
