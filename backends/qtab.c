@@ -151,9 +151,11 @@ struct kit_qent *
 kit_qtab_next(const struct kit_qtab *t, size_t *bucket,
     const struct kit_qent *e)
 {
-	if (e != NULL && e->name_next != NULL)
+	if (e == NULL)
+		*bucket = 0;            /* a new walk */
+	else if (e->name_next != NULL)
 		return e->name_next;
-	if (e != NULL)
+	else
 		(*bucket)++;
 	for (; *bucket < t->nbuckets; (*bucket)++)
 		if (t->nb[*bucket] != NULL)

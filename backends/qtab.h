@@ -47,9 +47,9 @@ struct kit_qent *kit_qtab_by_name(const struct kit_qtab *t, const char *name,
     size_t len);
 struct kit_qent *kit_qtab_by_id(const struct kit_qtab *t, int64_t id);
 
-/* Every entry once, in no order: start with e = NULL and *bucket = 0; the
- * next one after e, or NULL at the end.  Fetch the next entry before
- * freeing e. */
+/* Every entry once, in no order: e = NULL starts a walk (and resets
+ * *bucket); then the next one after e, or NULL at the end.  Fetch the
+ * next entry before freeing e. */
 struct kit_qent *kit_qtab_next(const struct kit_qtab *t, size_t *bucket,
     const struct kit_qent *e);
 
