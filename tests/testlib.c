@@ -371,10 +371,37 @@ log_tail(const struct tl_server *s)
 int
 tl_free_port(void)
 {
+	static unsigned next;
 	struct sockaddr_in sin;
 	socklen_t slen = sizeof(sin);
-	int fd, port;
+	int fd, port, tries;
 
+	/*
+	 * Below the kernel's ephemeral range (32768-60999 here): a port the
+	 * kernel picked by bind(0) can be handed out again as the local port
+	 * of some test's client connection before sakerd binds it, and then
+	 * sakerd's bind fails (the client socket has no SO_REUSEADDR).  Seen
+	 * as --http listeners that never came up while the suite ran two
+	 * programs at once.  Start at a per-process random point so
+	 * concurrent test programs do not walk the same ports.
+	 */
+	if (next == 0)
+		next = (unsigned)getpid() * 7919u + (unsigned)tl_now_ms();
+	for (tries = 0; tries < 200; tries++) {
+		port = 20000 + (int)(next++ % 12000);
+		if ((fd = socket(AF_INET, SOCK_STREAM, 0)) == -1)
+			ck_abort_msg("socket: %s", strerror(errno));
+		memset(&sin, 0, sizeof(sin));
+		sin.sin_family = AF_INET;
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sin.sin_port = htons((uint16_t)port);
+		if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0) {
+			close(fd);
+			return port;
+		}
+		close(fd);
+	}
+	/* all taken (unlikely): let the kernel choose */
 	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) == -1)
 		ck_abort_msg("socket: %s", strerror(errno));
 	memset(&sin, 0, sizeof(sin));

@@ -587,10 +587,12 @@ server_init(struct options *opt)
 		fprintf(stderr, "sakerd: cannot set up TLS; see the log above\n");
 		return 1;
 	}
-	if (listen_tcp() != 0 || listen_unix() != 0 ||
-	    (opt->http != NULL && (srv->http = http_start(srv->base, opt->http, &srv->broker,
+	/* --http first: once the memcache port accepts, every listener is
+	 * up (a supervisor or test that waits for it may then use /metrics) */
+	if ((opt->http != NULL && (srv->http = http_start(srv->base, opt->http, &srv->broker,
 	    opt->metrics_max_queues, &srv->stopping,
-	    auth_active && !opt->http_public, opt->max_conns)) == NULL)) {
+	    auth_active && !opt->http_public, opt->max_conns)) == NULL) ||
+	    listen_tcp() != 0 || listen_unix() != 0) {
 		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
 		return 1;
 	}
