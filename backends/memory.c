@@ -57,6 +57,8 @@ struct saker_queue {
 	struct saker_queue *notify_next; /* promote(): queues that gained items */
 	bool notify_marked;
 	uint64_t hash;
+	size_t xtolen;           /* expire_to: where expired items go; 0 = */
+	char xto[256];           /* dropped (store.h) */
 	size_t namelen;
 	char name[];
 };
@@ -710,6 +712,84 @@ mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
 	return SAKER_OK;
 }
 
+/* The expire_to queue of q (created when missing), or NULL: drop. */
+static struct saker_queue *
+xto_queue(struct mstore *ms, struct saker_queue *q)
+{
+	struct saker_queue *t = NULL;
+	size_t k;
+
+	if (q->xtolen == 0)
+		return NULL;
+	/* an existing queue keeps the caller's context */
+	k = qtab_find(ms, name_hash(ms->seed, q->xto, q->xtolen), q->xto,
+	    q->xtolen);
+	if (k != SIZE_MAX)
+		t = ms->qtab[k];
+	else if (mem_queue_open(&ms->base, q->xto, q->xtolen, true, NULL, &t) !=
+	    SAKER_OK)
+		t = NULL;
+	return t == q ? NULL : t;
+}
+
+/* Queue t gained ready items in this call: notify it at the end. */
+static void
+gain(struct saker_queue *t, struct saker_queue **gained)
+{
+	if (!t->notify_marked) {
+		t->notify_marked = true;
+		t->notify_next = *gained;
+		*gained = t;
+	}
+}
+
+static void
+notify_gained(struct mstore *ms, struct saker_queue *gained)
+{
+	struct saker_queue *q;
+
+	while (gained != NULL) {
+		q = gained;
+		gained = q->notify_next;
+		q->notify_next = NULL;
+		q->notify_marked = false;
+		if (ms->opts.notify != NULL)
+			ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
+	}
+}
+
+/* Item `it` of q (unlinked from every list) expired: to q's expire_to
+ * queue with its expiry cleared, or dropped. */
+static void
+expire_item(struct mstore *ms, struct saker_queue *q, struct mitem *it,
+    struct saker_queue **gained)
+{
+	struct saker_queue *t = xto_queue(ms, q);
+
+	if (t == NULL) {
+		q->st.expired_items++;
+		item_free(ms, it);
+		return;
+	}
+	it->expires_ms = 0;
+	it->q = t;
+	ready_push_tail(t, it);
+	t->st.total_items++;
+	q->st.expired_to++;
+	gain(t, gained);
+}
+
+static int
+mem_expire_to(saker_store *s, saker_queue *q, const char *name, size_t len)
+{
+	if (q == NULL || len >= sizeof(q->xto) || (len > 0 && name == NULL))
+		return fail(MS(s), SAKER_EINVAL, "bad expire_to queue");
+	q->xtolen = name != NULL ? len : 0;
+	if (q->xtolen > 0)
+		memcpy(q->xto, name, len);
+	return SAKER_OK;
+}
+
 static int
 mem_queue_delete(saker_store *s, saker_queue *q)
 {
@@ -828,6 +908,7 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
     saker_item_fn fn, void *arg)
 {
 	struct mstore *ms = MS(s);
+	struct saker_queue *gained = NULL;
 	struct saker_item view;
 	struct mitem *it;
 	int rc;
@@ -840,14 +921,14 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
 	for (;;) {
 		it = q->ready.head;
-		if (it == NULL)
-			return SAKER_EEMPTY;
-		if (!expired(it, now_ms))
+		if (it == NULL || !expired(it, now_ms))
 			break;
 		ready_unlink(q, it);
-		q->st.expired_items++;
-		item_free(ms, it);
+		expire_item(ms, q, it, &gained);
 	}
+	notify_gained(ms, gained);
+	if (it == NULL)
+		return SAKER_EEMPTY;
 	if (mode == SAKER_TAKE_OPEN && otab_reserve(ms) != SAKER_OK)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 
@@ -968,29 +1049,17 @@ mem_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 		list_unlink(&q->delayed, it);
 		q->st.delayed_items--;
 		if (expired(it, now_ms)) {
-			q->st.expired_items++;
-			item_free(ms, it);
+			expire_item(ms, q, it, &gained);
 			continue;
 		}
 		ready_push_tail(q, it);
-		if (!q->notify_marked) {
-			q->notify_marked = true;
-			q->notify_next = gained;
-			gained = q;
-		}
+		gain(q, &gained);
 	}
 	if (next_due_ms != NULL)
 		*next_due_ms = ms->hlen > 0 ? ms->heap[0].due_ms : 0;
 
 	/* notify only now that every queue's state is final */
-	while (gained != NULL) {
-		q = gained;
-		gained = q->notify_next;
-		q->notify_next = NULL;
-		q->notify_marked = false;
-		if (ms->opts.notify != NULL)
-			ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
-	}
+	notify_gained(ms, gained);
 	return SAKER_OK;
 }
 
@@ -999,6 +1068,7 @@ mem_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
 	struct mstore *ms = MS(s);
+	struct saker_queue *gained = NULL;
 	struct mitem *it, *next;
 	uint64_t n = 0, seen = 0;
 
@@ -1019,10 +1089,10 @@ mem_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 		if (!expired(it, now_ms))
 			continue;
 		ready_unlink(q, it);
-		item_free(ms, it);
+		expire_item(ms, q, it, &gained);
 		n++;
 	}
-	q->st.expired_items += n;
+	notify_gained(ms, gained);
 	if (removed != NULL)
 		*removed = n;
 	return SAKER_OK;
@@ -1105,6 +1175,7 @@ const struct saker_store_driver saker_store_memory = {
 	.confirm = mem_confirm,
 	.release = mem_release,
 	.move = mem_move,
+	.expire_to = mem_expire_to,
 	.promote = mem_promote,
 	.flush_expired = mem_flush_expired,
 	.iterate = mem_iterate,

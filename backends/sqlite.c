@@ -64,7 +64,7 @@ enum {
 	S_Q_INSERT, S_Q_UPDATE, S_Q_DELETE, S_META_SET,
 	S_I_INSERT, S_I_HEAD, S_I_DELETE, S_I_OPEN, S_I_CONFIRM,
 	S_I_OPENLEN, S_I_RELEASE, S_I_MOVE, S_I_OPENSEQS, S_I_OPENLIST, S_I_READYLIST,
-	S_I_EXPIRED, S_I_DELQ,
+	S_I_EXPIRED, S_I_GET, S_I_DELQ,
 	S_D_INSERT, S_D_DUE, S_D_DELDUE, S_D_FIRST, S_D_LIST, S_D_DELQ,
 	S_COUNT
 };
@@ -113,6 +113,8 @@ static const char *const sq_sql[S_COUNT] = {
 	    " FROM items WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq",
 	[S_I_EXPIRED] = "SELECT seq, expires, length(data) FROM items"
 	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq LIMIT ?3",
+	[S_I_GET] = "SELECT seq, flags, expires, created, data, @CRC@, @DLV@"
+	    " FROM items WHERE qid = ?1 AND seq = ?2",
 	[S_I_DELQ] = "DELETE FROM items WHERE qid = ?1",
 	[S_D_INSERT] = "INSERT INTO delayed(due, seq, qid, flags, expires,"
 	    " created, data, crc, deliveries)"
@@ -197,6 +199,10 @@ struct saker_queue {
 	struct sq_state undo;
 	bool gained;
 	struct saker_queue *touch_next;
+	/* expire_to (store.h): not stored */
+	char xto[256];
+	size_t xtolen;
+	uint64_t expired_to;
 };
 
 LIST_HEAD(sq_list, saker_queue);
@@ -895,6 +901,7 @@ sq_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 	st->open_items = q->cur.open;
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
+	st->expired_to = q->expired_to;
 	if (q->cur.items == 0)
 		return SAKER_OK;
 	sqlite3_bind_int64(h, 1, q->id);
@@ -1087,6 +1094,68 @@ sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
 	    name);
 }
 
+/*
+ * Expired item `src` (a view) of q: a copy goes to q's expire_to queue
+ * with its expiry cleared (store.h, expire_to); the caller deletes the
+ * original.  *moved is false when q has no expire_to (or it is q): the
+ * caller drops the item then.  `touch`: inside promote's undo scope.
+ */
+static int
+sq_expire_copy(struct sq_store *s, struct saker_queue *q,
+    const struct saker_item *src, int64_t now_ms, bool touch, bool *moved)
+{
+	struct saker_item it = *src;
+	struct saker_queue *t;
+	void *copy = NULL;
+	int err;
+
+	*moved = false;
+	if (q->xtolen == 0)
+		return SAKER_OK;
+	/* an existing handle keeps the caller's context */
+	t = sq_find_name(s, q->xto, q->xtolen);
+	if ((t == NULL || t->dead) && (err = sq_queue_open(&s->base, q->xto,
+	    q->xtolen, true, NULL, &t)) != SAKER_OK)
+		return err;
+	if (t == q)
+		return SAKER_OK;
+	if (it.len > 0) {
+		if ((copy = malloc(it.len)) == NULL)
+			return sq_errf(s, SAKER_ENOMEM, "out of memory");
+		memcpy(copy, it.data, it.len);
+		it.data = copy;
+	}
+	it.expires_ms = 0;	/* it must not expire again at once */
+	it.due_ms = 0;
+	if (touch)
+		sq_touch(s, t);
+	err = sq_put(&s->base, t, &it, now_ms);
+	free(copy);
+	if (err == SAKER_OK) {
+		*moved = true;
+		q->expired_to++;
+		if (touch)
+			t->gained = true;
+	}
+	return err;
+}
+
+static int
+sq_expire_to(saker_store *base, saker_queue *q, const char *name, size_t len)
+{
+	struct sq_store *s = SQ(base);
+	int err;
+
+	if ((err = sq_dead(s, q)) != SAKER_OK)
+		return err;
+	if (len >= sizeof(q->xto) || (len > 0 && name == NULL))
+		return sq_errf(s, SAKER_EINVAL, "bad expire_to queue");
+	q->xtolen = name != NULL ? len : 0;
+	if (q->xtolen > 0)
+		memcpy(q->xto, name, len);
+	return SAKER_OK;
+}
+
 static int
 sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
     saker_item_fn fn, void *arg)
@@ -1096,6 +1165,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 	struct saker_item it;
 	int64_t from, seq;
 	size_t len;
+	bool moved;
 	int err, rc, r;
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
@@ -1137,13 +1207,21 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 			return sq_move_damaged(s, q, h, seq, &it, now_ms);
 		if (it.expires_ms == 0 || it.expires_ms > now_ms)
 			break;
-		/* expired at the head: drop and count it, look again */
-		sq_reset(h);
+		/* expired at the head: drop and count it (or move it to the
+		 * expire_to queue), look again */
 		from = seq + 1;
-		if (s->read_only || s->broken || s->lost)
+		if (s->read_only || s->broken || s->lost) {
+			sq_reset(h);
 			continue;	/* cannot write: just skip it */
-		if ((err = sq_begin(s)) != SAKER_OK ||
-		    (err = sq_remove_ready(s, q, seq, len, true)) != SAKER_OK)
+		}
+		if ((err = sq_begin(s)) != SAKER_OK) {
+			sq_reset(h);
+			return err;
+		}
+		err = sq_expire_copy(s, q, &it, now_ms, false, &moved);
+		sq_reset(h);
+		if (err != SAKER_OK ||
+		    (err = sq_remove_ready(s, q, seq, len, !moved)) != SAKER_OK)
 			return err;
 		q->cur.head = from;
 		if (q->cur.items == 0)
@@ -1283,7 +1361,9 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 {
 	sqlite3_stmt *st = s->st[S_D_DUE];
 	struct saker_queue *q;
+	struct saker_item it;
 	int64_t expires, crc;
+	bool xmoved;
 	int err = SAKER_OK, rc;
 
 	sqlite3_bind_int64(st, 1, now_ms);
@@ -1296,7 +1376,19 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 		q->cur.delayed--;
 		expires = sqlite3_column_int64(st, 4);
 		if (expires != 0 && expires <= now_ms) {
-			q->cur.expired++;
+			memset(&it, 0, sizeof(it));
+			it.flags = (uint32_t)sqlite3_column_int64(st, 3);
+			it.created_ms = sqlite3_column_int64(st, 5);
+			it.data = sqlite3_column_blob(st, 6);
+			it.len = (size_t)sqlite3_column_bytes(st, 6);
+			it.deliveries = (uint32_t)sqlite3_column_int64(st, 8);
+			if (it.data == NULL)
+				it.data = "";
+			err = sq_expire_copy(s, q, &it, now_ms, true, &xmoved);
+			if (err != SAKER_OK)
+				break;
+			if (!xmoved)
+				q->cur.expired++;
 			continue;
 		}
 		crc = sqlite3_column_int64(st, 7);
@@ -1345,6 +1437,40 @@ sq_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 	return SAKER_OK;
 }
 
+/* Expired ready item `seq` of q to q's expire_to queue (flush_expired). */
+static int
+sq_expire_seq(struct sq_store *s, struct saker_queue *q, int64_t seq,
+    int64_t now_ms, bool *moved)
+{
+	sqlite3_stmt *g = s->st[S_I_GET];
+	struct saker_item it;
+	int err, rc;
+
+	*moved = false;
+	sqlite3_bind_int64(g, 1, q->id);
+	sqlite3_bind_int64(g, 2, seq);
+	rc = sqlite3_step(g);
+	if (rc == SQLITE_DONE) {
+		sq_reset(g);
+		return SAKER_OK;
+	}
+	if (rc != SQLITE_ROW) {
+		sq_reset(g);
+		return sq_fail(s, rc, "read expired item");
+	}
+	memset(&it, 0, sizeof(it));
+	it.flags = (uint32_t)sqlite3_column_int64(g, 1);
+	it.created_ms = sqlite3_column_int64(g, 3);
+	it.data = sqlite3_column_blob(g, 4);
+	it.len = (size_t)sqlite3_column_bytes(g, 4);
+	it.deliveries = (uint32_t)sqlite3_column_int64(g, 6);
+	if (it.data == NULL)
+		it.data = "";
+	err = sq_expire_copy(s, q, &it, now_ms, false, moved);
+	sq_reset(g);
+	return err;
+}
+
 static int
 sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
@@ -1354,6 +1480,7 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 	int64_t seqs[SQ_EXPIRE_CHUNK], from, last = 0, expires;
 	size_t lens[SQ_EXPIRE_CHUNK];
 	uint64_t chunk, seen = 0, got;
+	bool moved;
 	int err, rc, n, i;
 
 	*removed = 0;
@@ -1392,7 +1519,12 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 		if (n > 0 && (err = sq_begin(s)) != SAKER_OK)
 			return err;
 		for (i = 0; i < n; i++) {
-			err = sq_remove_ready(s, q, seqs[i], lens[i], true);
+			moved = false;
+			if (q->xtolen > 0 &&
+			    (err = sq_expire_seq(s, q, seqs[i], now_ms, &moved)) !=
+			    SAKER_OK)
+				return err;
+			err = sq_remove_ready(s, q, seqs[i], lens[i], !moved);
 			if (err != SAKER_OK)
 				return err;
 			(*removed)++;
@@ -2027,6 +2159,7 @@ const struct saker_store_driver saker_store_sqlite = {
 	.confirm = sq_confirm,
 	.release = sq_release,
 	.move = sq_move,
+	.expire_to = sq_expire_to,
 	.promote = sq_promote,
 	.flush_expired = sq_flush_expired,
 	.iterate = sq_iterate,

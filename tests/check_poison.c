@@ -366,6 +366,72 @@ START_TEST(test_counts_dump_load_migrate)
 END_TEST
 #endif
 
+/* expire_to: items that expire in a queue move to another one, expiry
+ * cleared, whether a get meets them at the head, a delayed one expires
+ * before it is due, or the sweep finds them; counted and logged. */
+static void
+expire_to_on(const char *store)
+{
+	char *conf = write_conf("[queue ex]\nmax_age = 300ms\nexpire_to = ex_late\n"
+	    "[queue ex_late]\nmax_age = 1h\n");
+	struct tl_server *s = tl_server_start(store, "--config", conf, "-v",
+	    NULL);
+	int c = tl_connect(s->port);
+	char *log = NULL;
+	int64_t t0;
+
+	tl_setn(c, "ex", 9, 0, "old", 3);
+	mustsends(c, "set ex/delay=500 0 0 7\r\ndelayed\r\n");
+	ckresp(c, "STORED\r\n");
+	tl_sleep_ms(400);
+	tl_set(c, "ex", "fresh");
+	/* the head expired: moved, and the get goes on with the next */
+	tl_ckget(c, "ex", "fresh");
+	ck_assert_int_eq(tl_stat(c, "queue_ex_expired_to"), 1);
+	ck_assert_int_eq(tl_stat(c, "queue_ex_expired_items"), 0);
+	/* the delayed one expired before it fell due */
+	tl_wait_stat(c, "queue_ex_expired_to", 2, 3000);
+	ck_assert_int_eq(tl_stat(c, "queue_ex_delayed_items"), 0);
+	/* the sweep moves one no get meets */
+	tl_set(c, "ex", "swept");
+	tl_wait_stat(c, "queue_ex_expired_to", 3, 12000);
+	ck_assert_int_eq(tl_stat(c, "queue_ex_items"), 0);
+	mustsends(c, "mg ex_late v f t\r\nmg ex_late v\r\nmg ex_late v\r\n");
+	ckresp(c, "VA 3 f9 t-1\r\nold\r\nVA 7\r\ndelayed\r\n"
+	    "VA 5\r\nswept\r\n");
+	close(c);
+	/* and the log says so (the sweep writes the line) */
+	t0 = tl_now_ms();
+	do {
+		free(log);
+		tl_sleep_ms(200);
+		log = tl_read_file(s->log, NULL);
+	} while ((log == NULL || strstr(log, "so far)") == NULL ||
+	    strstr(log, "expired items moved to ex_late") == NULL) &&
+	    tl_now_ms() - t0 < 8000);
+	ck_assert_msg(log != NULL && strstr(log, "queue ex: ") != NULL &&
+	    strstr(log, "expired items moved to ex_late") != NULL,
+	    "no expire_to line in the log: %s", log != NULL ? log : "(none)");
+	free(log);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(conf);
+}
+
+START_TEST(test_expire_to_memory)
+{
+	expire_to_on("memory");
+}
+END_TEST
+
+#ifdef HAVE_SQLITE
+START_TEST(test_expire_to_sqlite)
+{
+	expire_to_on("sqlite");
+}
+END_TEST
+#endif
+
 int
 main(void)
 {
@@ -384,6 +450,10 @@ main(void)
 	tcase_add_test(tc, test_dead_letter_sqlite);
 #endif
 	tcase_add_test(tc, test_dead_letter_reload);
+	tcase_add_test(tc, test_expire_to_memory);
+#ifdef HAVE_SQLITE
+	tcase_add_test(tc, test_expire_to_sqlite);
+#endif
 #ifdef HAVE_SQLITE
 	tcase_add_test(tc, test_requeue);
 #endif

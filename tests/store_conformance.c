@@ -1364,6 +1364,78 @@ START_TEST(test_move)
 }
 END_TEST
 
+static saker_queue *qfind_at(int line, const char *name);
+
+/* expire_to(): expired items go to another queue, expiry cleared, from
+ * every place a driver finds them (take, flush_expired, promote). */
+START_TEST(test_expire_to)
+{
+	saker_queue *q = qopen("xq");
+	saker_queue *t = qopen_ctx("xq_exp", (void *)&T);
+	saker_queue *q2 = qopen("xq2"), *nq;
+	struct saker_queue_stats st;
+	uint64_t removed = 0;
+	int n0;
+
+	ck_assert_int_eq(T.drv->expire_to(T.s, q, "xq_exp", 6), SAKER_OK);
+	ck_assert_int_eq(put_full(q, "A", 1, 3, BASE + 10, 0, BASE - 5, BASE),
+	    SAKER_OK);
+	put_s(q, "B", 0, 0, BASE);
+	put_s(q, "E", BASE + 10, 0, BASE);
+	put_s(q, "D", BASE + 15, BASE + 20, BASE);
+	commit();
+	n0 = count_notes(t);
+	/* at the head, met by a take */
+	take_s(q, SAKER_TAKE_PEEK, BASE + 50, "B");
+	st = qstats(q);
+	ck_assert_uint_eq(st.expired_to, 1);
+	ck_assert_uint_eq(st.expired_items, 0);
+	ck_assert_int_gt(count_notes(t), n0);
+	/* behind a live item, met by the sweep */
+	ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 50, 0, &removed),
+	    SAKER_OK);
+	ck_assert_uint_eq(removed, 1);
+	/* expired while delayed, met by promote */
+	promote(BASE + 50);
+	st = qstats(q);
+	ck_assert_uint_eq(st.expired_to, 3);
+	ck_assert_uint_eq(st.expired_items, 0);
+	ck_assert_uint_eq(st.items, 1);
+	ck_assert_uint_eq(st.delayed_items, 0);
+	commit();
+	st = qstats(t);
+	ck_assert_uint_eq(st.items, 3);
+	ck_assert_uint_eq(st.total_items, 3);
+	take_s(t, SAKER_TAKE_REMOVE, BASE + 50, "A");
+	ck_assert_int_eq(T.got.expires_ms, 0);
+	ck_assert_uint_eq(T.got.flags, 3);
+	ck_assert_int_eq(T.got.created_ms, BASE - 5);
+	take_s(t, SAKER_TAKE_REMOVE, BASE + 50, "E");
+	take_s(t, SAKER_TAKE_REMOVE, BASE + 50, "D");
+	ck_assert_int_eq(T.got.expires_ms, 0);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 50, "B");
+
+	/* cleared: dropped again */
+	ck_assert_int_eq(T.drv->expire_to(T.s, q, NULL, 0), SAKER_OK);
+	put_s(q, "F", BASE + 10, 0, BASE);
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 50);
+	ck_assert_uint_eq(qstats(q).expired_items, 1);
+	/* a queue that does not exist yet is created */
+	ck_assert_int_eq(T.drv->expire_to(T.s, q2, "xq_new", 6), SAKER_OK);
+	put_s(q2, "G", BASE + 10, 0, BASE);
+	take_empty(q2, SAKER_TAKE_OPEN, BASE + 50);
+	commit();
+	nq = qfind_at(__LINE__, "xq_new");
+	take_s(nq, SAKER_TAKE_REMOVE, BASE + 50, "G");
+	/* its own name: dropped */
+	ck_assert_int_eq(T.drv->expire_to(T.s, q2, "xq2", 3), SAKER_OK);
+	put_s(q2, "H", BASE + 10, 0, BASE);
+	take_empty(q2, SAKER_TAKE_OPEN, BASE + 50);
+	ck_assert_uint_eq(qstats(q2).expired_items, 1);
+	commit();
+}
+END_TEST
+
 /* durable drivers: reopen */
 
 static saker_queue *
@@ -1761,6 +1833,8 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 		tcase_add_test(tc, test_deliveries);
 		tcase_add_test(tc, test_move);
 	}
+	if (drv->expire_to != NULL)
+		tcase_add_test(tc, test_expire_to);
 	if (drv->durable) {
 		tcase_add_test(tc, test_reopen_ready);
 		tcase_add_test(tc, test_reopen_expiry);

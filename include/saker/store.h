@@ -150,6 +150,8 @@ struct saker_queue_stats {
 	uint64_t open_items;    /* items handed out and not yet confirmed/released */
 	uint64_t total_items;   /* items ever put into this queue */
 	uint64_t expired_items; /* items dropped because they expired */
+	uint64_t expired_to;    /* items that expired and went to the queue's
+	                         * expire_to queue, since open() (not stored) */
 	int64_t head_created_ms;/* created_ms of the head ready item; 0 if none */
 };
 
@@ -334,6 +336,18 @@ struct saker_store_driver {
 	 * still open in q.  Notifies `to`.  SAKER_ENOTFOUND if not open,
 	 * SAKER_EINVAL if to == q.  The dead-letter and expire-to moves. */
 	int (*move)(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to);
+
+	/* Optional (NULL): where the items of q that expire go: queue
+	 * `name` (len bytes), or NULL to drop them (the default).  Not
+	 * stored: the caller says it again after open() and after a failed
+	 * commit.  An item found expired (by take at the head, promote or
+	 * flush_expired) is appended to that queue, created when missing,
+	 * with its expiry cleared (it must not expire again at once) and its
+	 * data, flags, age and delivery count kept, in the current batch
+	 * instead of being dropped; counted in q's expired_to, not in
+	 * expired_items.  A name equal to q's own drops them. */
+	int (*expire_to)(saker_store *s, saker_queue *q, const char *name,
+	    size_t len);
 
 	/* Move every delayed item with due_ms <= now_ms, in (due, arrival)
 	 * order, to the tail of its queue's ready FIFO; notify each queue that

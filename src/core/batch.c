@@ -5,6 +5,7 @@
  * broker_hooks. */
 #include "config.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -160,11 +161,24 @@ static int
 sweep_one(void *arg, struct squeue *q)
 {
 	struct broker *b = arg;
+	const struct queue_config *qc = queue_cfg(b, q);
+	struct saker_queue_stats st;
 	uint64_t removed = 0;
 
 	if (DRV(b)->flush_expired(b->store, q->h, saker_now_ms(),
 	    SWEEP_LIMIT, &removed) == SAKER_OK && removed > 0)
 		broker_touch(b);
+	/* expired items moved by the store since the last sweep (here, by
+	 * takes, by promotion): one log line */
+	memset(&st, 0, sizeof(st));
+	if (qc->expire_to[0] != '\0' &&
+	    DRV(b)->queue_stats(b->store, q->h, &st) == SAKER_OK &&
+	    st.expired_to > q->expired_to_seen) {
+		log_info("queue %s: %" PRIu64 " expired items moved to %s (%"
+		    PRIu64 " so far)", q->name, st.expired_to -
+		    q->expired_to_seen, qc->expire_to, st.expired_to);
+		q->expired_to_seen = st.expired_to;
+	}
 	return 0;
 }
 

@@ -149,10 +149,14 @@ set_key(struct queue_config *qc, const char *key, const char *val)
 		if (!saker_qname_valid(val, strlen(val)))
 			return "dead_letter wants a queue name";
 		memcpy(qc->dead_letter, val, strlen(val) + 1);
+	} else if (strcmp(key, "expire_to") == 0) {
+		if (!saker_qname_valid(val, strlen(val)))
+			return "expire_to wants a queue name";
+		memcpy(qc->expire_to, val, strlen(val) + 1);
 	} else {
 		return "unknown setting (known: max_items, max_bytes, max_item_size, "
 		    "max_age, discard_old_when_full, max_open, open_timeout, "
-		    "max_deliveries, dead_letter)";
+		    "max_deliveries, dead_letter, expire_to)";
 	}
 	return NULL;
 }

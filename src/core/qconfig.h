@@ -20,6 +20,8 @@ struct queue_config {
 	                              * the dead-letter queue when it comes
 	                              * back; 0 = unlimited */
 	char dead_letter[SAKER_QNAME_MAX + 1]; /* "" = "<name>_dead" */
+	char expire_to[SAKER_QNAME_MAX + 1];   /* where expired items go;
+	                              * "" = dropped */
 };
 
 struct config;

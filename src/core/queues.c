@@ -132,15 +132,18 @@ queue_lookup(struct broker *b, const char *name, size_t len, bool create, int *e
 	b->nqueues++;
 	b->stats.queue_creates++;
 	broker_touch(b);
+	q->qc = NULL;	/* a new handle: the store learns its settings */
+	(void)queue_cfg(b, q);
 	return q;
 }
 
 /* A store shared with other processes may have gained the queue since we
- * loaded the list: open it if it is there (never create it). */
+ * loaded the list, and any store makes queues of its own (<q>_damaged,
+ * expire_to targets): open it if it is there (never create it). */
 static void
 try_open_shared(struct broker *b, struct squeue *q)
 {
-	if (q->h != NULL || !saker_store_shared(b->store))
+	if (q->h != NULL)
 		return;
 	if (b->store->driver->queue_open(b->store, q->name, q->len, false, q,
 	    &q->h) == SAKER_OK)
@@ -276,7 +279,10 @@ queues_load(struct broker *b)
 	wrc = b->store->driver->queues(b->store, load_one, &lc);
 	if (lc.rc != SAKER_OK)
 		return lc.rc;
-	return wrc < 0 ? wrc : SAKER_OK;
+	if (wrc < 0)
+		return wrc;
+	queues_apply_config(b);
+	return SAKER_OK;
 }
 
 static int
@@ -343,6 +349,7 @@ void
 queues_reopen(struct broker *b)
 {
 	hashmap_walk(b->queues, reopen_handle, b);
+	queues_apply_config(b);
 }
 
 void
@@ -415,12 +422,93 @@ queues_walk_waited(struct broker *b, int (*fn)(void *arg, struct squeue *q),
 	return hashmap_walk(b->queues, walk_waited_one, &wc);
 }
 
+/* Tell the store where q's expired items go (store.h, expire_to). */
+static void
+apply_expire_to(struct broker *b, struct squeue *q)
+{
+	const char *to = q->qc->expire_to;
+
+	if (q->h == NULL)
+		return;
+	if (b->store->driver->expire_to == NULL) {
+		if (to[0] != '\0')
+			log_warn("queue %s: expire_to %s: the %s store cannot move"
+			    " expired items; they are dropped", q->name, to,
+			    b->store->driver->name);
+		return;
+	}
+	if (b->store->driver->expire_to(b->store, q->h, to[0] != '\0' ? to :
+	    NULL, strlen(to)) != SAKER_OK)
+		log_error("queue %s: expire_to %s: %s", q->name, to,
+		    b->store->driver->errmsg(b->store));
+}
+
+/* Make sure queue `name` exists in the store and the broker. */
+static void
+queue_attach(struct broker *b, const char *name)
+{
+	int rc = SAKER_OK;
+
+	/* the target exists for the broker too (reads never create), with
+	 * the broker's context in the store, so its waiters are woken */
+	if (name[0] != '\0' && queue_lookup(b, name, strlen(name), true, &rc) ==
+	    NULL)
+		log_error("expire_to queue %s: %s", name, rc == QUEUE_ETOOMANY ?
+		    "too many queues (--max-queues)" : saker_strerror(rc));
+}
+
 const struct queue_config *
 queue_cfg(struct broker *b, struct squeue *q)
 {
 	if (q->qc == NULL || q->qc_gen != b->config_gen) {
 		q->qc = config_for(b->config, q->name, q->len);
 		q->qc_gen = b->config_gen;
+		apply_expire_to(b, q);
 	}
 	return q->qc;
+}
+
+struct apply_ctx {
+	struct broker *b;
+	struct squeue **xto;	/* queues with an expire_to */
+	size_t n, cap;
+};
+
+static int
+apply_one(void *arg, const char *key, size_t len, void *value)
+{
+	struct apply_ctx *ac = arg;
+	struct squeue *q = value;
+
+	(void)key;
+	(void)len;
+	q->qc = NULL;
+	if (q->h == NULL || queue_cfg(ac->b, q)->expire_to[0] == '\0')
+		return 0;
+	if (ac->n == ac->cap) {
+		size_t ncap = ac->cap > 0 ? ac->cap * 2 : 16;
+		struct squeue **nv = realloc(ac->xto, ncap * sizeof(*nv));
+
+		if (nv == NULL)
+			return 0;	/* its target is opened when used */
+		ac->xto = nv;
+		ac->cap = ncap;
+	}
+	ac->xto[ac->n++] = q;
+	return 0;
+}
+
+void
+queues_apply_config(struct broker *b)
+{
+	struct apply_ctx ac = { b, NULL, 0, 0 };
+	size_t i;
+
+	if (b->queues == NULL || b->config == NULL || b->store == NULL)
+		return;
+	hashmap_walk(b->queues, apply_one, &ac);
+	/* after the walk: creating queues changes the table */
+	for (i = 0; i < ac.n; i++)
+		queue_attach(b, queue_cfg(b, ac.xto[i])->expire_to);
+	free(ac.xto);
 }

@@ -40,6 +40,7 @@ struct squeue {
 	uint64_t discarded;
 	uint64_t open_timeouts;
 	uint64_t dead_lettered;       /* items moved to the dead-letter queue */
+	uint64_t expired_to_seen;     /* the store's expired_to, last logged */
 	uint64_t enqueued, dequeued;  /* for /metrics */
 	const struct queue_config *qc;  /* cached config_for(); see queue_cfg() */
 	uint64_t qc_gen;
@@ -104,8 +105,13 @@ void waiter_link(struct waiter *w, struct squeue *q);
  * queues_drop_stubs()) */
 void waiter_unlink(struct broker *b, struct waiter *w);
 
-/* This queue's configuration (cached until the next reload). */
+/* This queue's configuration (cached until the next reload); a fresh
+ * one is handed to the store (expire_to). */
 const struct queue_config *queue_cfg(struct broker *b, struct squeue *q);
+/* Apply the configuration to every queue now (after loading the queues,
+ * a reload, a failed commit): the store must know every expire_to before
+ * it promotes or sweeps. */
+void queues_apply_config(struct broker *b);
 
 /* Visit every queue that exists in the store. */
 int queues_walk(struct broker *b, int (*fn)(void *arg, struct squeue *q), void *arg);

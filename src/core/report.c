@@ -74,6 +74,7 @@ queue_one(void *arg, struct squeue *q)
 	QSTAT("delayed_items", "%" PRIu64, st.delayed_items);
 	QSTAT("open_timeouts", "%" PRIu64, q->open_timeouts);
 	QSTAT("dead_lettered", "%" PRIu64, q->dead_lettered);
+	QSTAT("expired_to", "%" PRIu64, st.expired_to);
 #undef QSTAT
 	return 0;
 }

@@ -219,8 +219,12 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 static int
 load_config(void)
 {
-	return broker_load_config(&srv->broker, srv->opt->config_path,
-	    srv->opt->max_open);
+	if (broker_load_config(&srv->broker, srv->opt->config_path,
+	    srv->opt->max_open) != 0)
+		return -1;
+	/* the store learns every queue's expire_to before the next sweep */
+	queues_apply_config(&srv->broker);
+	return 0;
 }
 
 static void
