@@ -123,6 +123,10 @@ struct saker_queue {
 	bool dirty;
 	bool deleted;		/* deleted in this batch: freed at commit */
 	bool gained;
+	/* expire_to (store.h): not stored */
+	char xto[256];
+	size_t xtolen;
+	uint64_t expired_to;
 };
 
 struct lstore {
@@ -1531,6 +1535,7 @@ lm_queue_stats(saker_store *ss, saker_queue *q, struct saker_queue_stats *st)
 	st->open_items = q->cur.open;
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
+	st->expired_to = q->expired_to;
 	if (q->cur.items == 0)
 		return SAKER_OK;
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
@@ -1864,6 +1869,146 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 }
 
 static int
+lm_expire_to(saker_store *ss, saker_queue *q, const char *name, size_t len)
+{
+	struct lstore *s = (struct lstore *)ss;
+
+	if (q == NULL || len >= sizeof(q->xto) || (len > 0 && name == NULL))
+		return seterr(s, SAKER_EINVAL, "lmdb expire_to: bad argument");
+	q->xtolen = name != NULL ? len : 0;
+	if (q->xtolen > 0)
+		memcpy(q->xto, name, len);
+	return SAKER_OK;
+}
+
+/* q's expire_to queue (created when missing), or NULL: drop. */
+static struct saker_queue *
+xto_target(struct lstore *s, struct saker_queue *q)
+{
+	struct saker_queue *t;
+
+	if (q->xtolen == 0)
+		return NULL;
+	/* an existing handle keeps the caller's context */
+	t = qtab_by_name(s, q->xto, q->xtolen);
+	if ((t == NULL || !t->cur.exists || t->deleted) &&
+	    lm_queue_open(&s->base, q->xto, q->xtolen, true, NULL, &t) !=
+	    SAKER_OK)
+		return NULL;
+	return t == q ? NULL : t;
+}
+
+/* Append a copy of record `rec` (header + data, `size` bytes) to t with
+ * its expiry cleared.  A saker_err. */
+static int
+xto_put(struct lstore *s, struct saker_queue *t, const unsigned char *rec,
+    size_t size, int64_t now_ms)
+{
+	struct saker_item it;
+
+	if (hdr_read(rec, size, &it) != 0)
+		return seterr(s, SAKER_ECORRUPT, "lmdb: bad expired record");
+	it.expires_ms = 0;	/* it must not expire again at once */
+	it.due_ms = 0;
+	return lm_put(&s->base, t, &it, now_ms);
+}
+
+/*
+ * Ready item `seq` of q has expired and q has an expire_to queue: a copy
+ * goes there, then the record is deleted, both in the batch.  *moved is
+ * false when there is nothing to do (no target, not there, damaged: the
+ * caller's usual path handles it).
+ */
+static int
+xto_move_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
+    int64_t now_ms, bool *moved)
+{
+	struct saker_queue *t;
+	unsigned char kb[LM_KEY], *copy;
+	MDB_txn *tx;
+	MDB_val k, v;
+	size_t len, size;
+	int rc;
+
+	*moved = false;
+	if ((t = xto_target(s, q)) == NULL)
+		return SAKER_OK;
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	mkkey(kb, q->id, seq);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	rc = mdb_get(s->txn, s->db_items, &k, &v);
+	if (rc == MDB_NOTFOUND || (rc == 0 && !rec_sound(v.mv_data, v.mv_size)))
+		return SAKER_OK;
+	if (rc != 0)
+		return lm_fail(s, rc, "expire");
+	size = v.mv_size;
+	if ((copy = malloc(size)) == NULL)
+		return seterr(s, SAKER_ENOMEM, "out of memory");
+	memcpy(copy, v.mv_data, size);
+	len = rec_datalen(copy, size);
+	rc = xto_put(s, t, copy, size, now_ms);
+	free(copy);
+	if (rc != SAKER_OK)
+		return rc;
+	if ((rc = op_begin(s, 0, &tx)) != SAKER_OK)
+		return rc;
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	rc = mdb_del(tx, s->db_items, &k, NULL);
+	if (rc == 0)
+		rc = jr_del(s, LD_ITEMS, kb, LM_KEY);
+	if ((rc = op_end(s, tx, rc, true)) != 0)
+		return lm_fail(s, rc, "expire");
+	q_change(s, q);
+	q->cur.items--;
+	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
+	q->expired_to++;
+	*moved = true;
+	return SAKER_OK;
+}
+
+/* Expired items at the head of q go to its expire_to queue (take). */
+static int
+xto_head(struct lstore *s, struct saker_queue *q, int64_t now_ms)
+{
+	unsigned char kb[LM_KEY];
+	struct saker_item it;
+	MDB_cursor *c;
+	MDB_val k, v;
+	uint64_t seq;
+	bool moved;
+	int rc, n;
+
+	for (n = 0; n < 1000 && q->cur.items > 0; n++) {
+		if ((rc = lm_begin(s, true)) != SAKER_OK)
+			return rc;
+		if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
+			return lm_fail(s, rc, "expire");
+		mkkey(kb, q->id, 0);
+		k.mv_data = kb;
+		k.mv_size = LM_KEY;
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		if (rc == 0 && (!key_in(&k, q->id) ||
+		    hdr_read(v.mv_data, v.mv_size, &it) != 0 ||
+		    !expired(&it, now_ms)))
+			rc = MDB_NOTFOUND;
+		seq = rc == 0 ? kit_get_be64((unsigned char *)k.mv_data + 8) : 0;
+		mdb_cursor_close(c);
+		if (rc == MDB_NOTFOUND)
+			return SAKER_OK;
+		if (rc != 0)
+			return lm_fail(s, rc, "expire");
+		if ((rc = xto_move_ready(s, q, seq, now_ms, &moved)) != SAKER_OK)
+			return rc;
+		if (!moved)
+			return SAKER_OK;
+	}
+	return SAKER_OK;
+}
+
+static int
 lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
     saker_item_fn fn, void *arg)
 {
@@ -1882,6 +2027,11 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 	/* A read-only (or failed) store can still be peeked at; expired
 	 * items are then skipped rather than removed. */
 	write = !(mode == SAKER_TAKE_PEEK && (s->read_only || s->broken));
+	if (write && q->xtolen > 0 && !s->read_only && !s->broken &&
+	    (rc = xto_head(s, q, now_ms)) != SAKER_OK)
+		return rc;
+	if (q->cur.items == 0)
+		return SAKER_EEMPTY;
 	if (write) {
 		rc = op_begin(s, mode == SAKER_TAKE_OPEN ? head_size(s, q) : 0, &t);
 		if (rc != SAKER_OK)
@@ -2123,12 +2273,19 @@ delayed_first(struct lstore *s, MDB_txn *t, int64_t *due, size_t *size)
 	return rc;
 }
 
-enum { PR_MOVED, PR_EXPIRED, PR_ORPHAN };
+enum { PR_MOVED, PR_EXPIRED, PR_ORPHAN, PR_XTO };
+
+/* PR_XTO: the expired record to move (promote_one leaves it in place). */
+struct pr_xto {
+	unsigned char key[LM_KEY];
+	unsigned char *rec;	/* header + data, malloc'd */
+	size_t size;
+};
 
 /* Promote the first delayed record (known to be due) in txn t. */
 static int
 promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
-    struct saker_queue **qp, int *what, size_t *len)
+    struct saker_queue **qp, int *what, size_t *len, struct pr_xto *x)
 {
 	struct saker_item it;
 	struct saker_queue *q;
@@ -2154,6 +2311,17 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	if (q == NULL || q->deleted) {
 		*what = PR_ORPHAN;
 		rc = cur_del(s, c, LD_DELAYED);
+	} else if (expired(&it, now_ms) && q->xtolen > 0 &&
+	    rec_sound((unsigned char *)v.mv_data + 8, v.mv_size - 8)) {
+		/* to the expire_to queue: the caller moves it, outside this
+		 * operation (it may create the queue) */
+		*what = PR_XTO;
+		memcpy(x->key, k.mv_data, LM_KEY);
+		x->size = v.mv_size - 8;
+		if ((x->rec = malloc(x->size)) == NULL)
+			rc = ENOMEM;
+		else
+			memcpy(x->rec, (unsigned char *)v.mv_data + 8, x->size);
 	} else if (expired(&it, now_ms)) {
 		*what = PR_EXPIRED;
 		rc = cur_del(s, c, LD_DELAYED);
@@ -2168,11 +2336,44 @@ out:
 	return rc;
 }
 
+/* The delayed record x of q expired: a copy to q's expire_to queue (or
+ * none, if it cannot be had: then dropped), then the record deleted. */
+static int
+xto_promoted(struct lstore *s, struct saker_queue *q, struct pr_xto *x,
+    int64_t now_ms)
+{
+	struct saker_queue *t = xto_target(s, q);
+	MDB_txn *tx;
+	MDB_val k;
+	int rc;
+
+	if (t != NULL && (rc = xto_put(s, t, x->rec, x->size, now_ms)) !=
+	    SAKER_OK)
+		return rc;
+	if ((rc = op_begin(s, 0, &tx)) != SAKER_OK)
+		return rc;
+	k.mv_data = x->key;
+	k.mv_size = LM_KEY;
+	rc = mdb_del(tx, s->db_delayed, &k, NULL);
+	if (rc == 0)
+		rc = jr_del(s, LD_DELAYED, x->key, LM_KEY);
+	if ((rc = op_end(s, tx, rc, true)) != 0)
+		return lm_fail(s, rc, "promote");
+	q_change(s, q);
+	q->cur.delayed--;
+	if (t != NULL)
+		q->expired_to++;
+	else
+		q->cur.expired++;
+	return SAKER_OK;
+}
+
 static int
 lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 {
 	struct lstore *s = (struct lstore *)ss;
 	struct saker_queue *q, *gained = NULL, *next;
+	struct pr_xto x;
 	int64_t due, dummy;
 	size_t size, len;
 	MDB_txn *t;
@@ -2206,12 +2407,21 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 		if ((ret = op_begin(s, size, &t)) != SAKER_OK)
 			break;
 		len = 0;
-		rc = promote_one(s, t, now_ms, &q, &what, &len);
-		if ((rc = op_end(s, t, rc, true)) != 0) {
+		memset(&x, 0, sizeof(x));
+		rc = promote_one(s, t, now_ms, &q, &what, &len, &x);
+		if ((rc = op_end(s, t, rc, what != PR_XTO)) != 0) {
+			free(x.rec);
 			ret = lm_fail(s, rc, "promote");
 			break;
 		}
 		*next_due_ms = 0;
+		if (what == PR_XTO) {
+			ret = xto_promoted(s, q, &x, now_ms);
+			free(x.rec);
+			if (ret != SAKER_OK)
+				break;
+			continue;
+		}
 		if (what == PR_ORPHAN)
 			continue;
 		q_change(s, q);
@@ -2240,6 +2450,50 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 	return ret;
 }
 
+/* flush_expired with an expire_to queue: the expired items among the
+ * first `limit` go there (at most 256 a call: the sweep comes back). */
+static int
+xto_flush(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	uint64_t seqs[256], seen = 0;
+	unsigned char kb[LM_KEY];
+	struct saker_item it;
+	MDB_cursor *c;
+	MDB_val k, v;
+	size_t n = 0, i;
+	bool moved;
+	int rc;
+
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
+		return lm_fail(s, rc, "flush expired");
+	mkkey(kb, q->id, 0);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit) &&
+	    n < sizeof(seqs) / sizeof(seqs[0])) {
+		seen++;
+		if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
+		    expired(&it, now_ms))
+			seqs[n++] = kit_get_be64((unsigned char *)k.mv_data + 8);
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return lm_fail(s, rc, "flush expired");
+	for (i = 0; i < n; i++) {
+		if ((rc = xto_move_ready(s, q, seqs[i], now_ms, &moved)) !=
+		    SAKER_OK)
+			return rc;
+		if (moved && removed != NULL)
+			(*removed)++;
+	}
+	return SAKER_OK;
+}
+
 static int
 lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
@@ -2259,6 +2513,8 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		return seterr(s, SAKER_EINVAL, "lmdb flush_expired: no queue");
 	if (q->cur.items == 0)
 		return SAKER_OK;
+	if (q->xtolen > 0 && !s->read_only && xto_target(s, q) != NULL)
+		return xto_flush(s, q, now_ms, limit, removed);
 	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 		return rc;
 	if ((rc = mdb_cursor_open(t, s->db_items, &c)) != 0)
@@ -3118,6 +3374,7 @@ const struct saker_store_driver saker_store_lmdb = {
 	.confirm = lm_confirm,
 	.release = lm_release,
 	.move = lm_move,
+	.expire_to = lm_expire_to,
 	.promote = lm_promote,
 	.flush_expired = lm_flush_expired,
 	.iterate = lm_iterate,

@@ -424,6 +424,14 @@ START_TEST(test_expire_to_memory)
 }
 END_TEST
 
+#ifdef HAVE_LMDB
+START_TEST(test_expire_to_lmdb)
+{
+	expire_to_on("lmdb");
+}
+END_TEST
+#endif
+
 #ifdef HAVE_SQLITE
 START_TEST(test_expire_to_sqlite)
 {
@@ -451,6 +459,9 @@ main(void)
 #endif
 	tcase_add_test(tc, test_dead_letter_reload);
 	tcase_add_test(tc, test_expire_to_memory);
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, test_expire_to_lmdb);
+#endif
 #ifdef HAVE_SQLITE
 	tcase_add_test(tc, test_expire_to_sqlite);
 #endif
