@@ -172,6 +172,33 @@ START_TEST(test_conn)
 }
 END_TEST
 
+/* HTTP requests through the --http endpoint: every input whole and in
+ * 7-byte writes. */
+static int
+http_split(const uint8_t *data, size_t size)
+{
+	uint8_t *buf = malloc(size + 1);
+
+	ck_assert_ptr_nonnull(buf);
+	buf[0] = 128 + 6;	/* 7-byte writes, instead of the file's choice */
+	if (size > 1)
+		memcpy(buf + 1, data + 1, size - 1);
+	fuzz_http(buf, size > 0 ? size : 1);
+	free(buf);
+	return 0;
+}
+
+START_TEST(test_http)
+{
+	int n = replay("http", fuzz_http);
+	int m = replay("http", http_split);
+
+	printf("http: %d requests replayed, and again in 7-byte writes\n", n);
+	ck_assert_int_ge(n, 10);
+	ck_assert_int_eq(m, n);
+}
+END_TEST
+
 /* The store programs over the durable drivers too: the same model, so
  * the memory driver and the durable ones are held to one behaviour. */
 static const struct saker_store_driver *durable_drv;
@@ -238,6 +265,7 @@ replay_suite(void)
 	tcase_add_test(tc, test_dump);
 	tcase_add_test(tc, test_store);
 	tcase_add_test(tc, test_conn);
+	tcase_add_test(tc, test_http);
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, test_store_lmdb);
 #endif

@@ -488,12 +488,14 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 {
 	struct http_server *h;
 	struct evhttp_bound_socket *bound = NULL;
-	char addr[256];
-	const char *colon = strrchr(spec, ':');
-	long port;
-	char *end;
+	char addr[256] = "";
+	const char *colon = spec != NULL ? strrchr(spec, ':') : NULL;
+	long port = 0;
+	char *end = NULL;
 
-	if (colon == NULL) {
+	if (spec == NULL) {
+		/* no listener yet: see http_listen_fd() */
+	} else if (colon == NULL) {
 		snprintf(addr, sizeof(addr), "127.0.0.1");
 		port = strtol(spec, &end, 10);
 	} else {
@@ -509,7 +511,7 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 		}
 		port = strtol(colon + 1, &end, 10);
 	}
-	if (*end != '\0' || port <= 0 || port > 65535) {
+	if (spec != NULL && (*end != '\0' || port <= 0 || port > 65535)) {
 		log_error("--http %s: expected [ADDR:]PORT", spec);
 		return NULL;
 	}
@@ -521,8 +523,8 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	h->stopping = stopping;
 	h->need_admin = need_admin;
 	h->http = evhttp_new(base);
-	if (h->http == NULL || (bound = evhttp_bind_socket_with_handle(h->http, addr,
-	    (uint16_t)port)) == NULL) {
+	if (h->http == NULL || (spec != NULL && (bound =
+	    evhttp_bind_socket_with_handle(h->http, addr, (uint16_t)port)) == NULL)) {
 		log_error("--http: cannot listen on %s:%ld", addr, port);
 		if (h->http != NULL)
 			evhttp_free(h->http);
@@ -537,8 +539,9 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	evhttp_set_max_body_size(h->http, HTTP_MAX_BODY);
 	evhttp_set_timeout(h->http, HTTP_TIMEOUT_S);
 	h->base = base;
-	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(bound),
-	    http_accept_error);
+	if (bound != NULL)
+		evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(bound),
+		    http_accept_error);
 	evhttp_set_gencb(h->http, handle, h);
 	/* every connection's bufferevent is ours, to count it against -c
 	 * (and, with --tls-cert, to serve HTTPS with the same certificate) */
@@ -546,8 +549,22 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	hconn.rejected = &b->stats.rejected_connections;
 	hconn.max = max_conns > 0 ? (uint64_t)max_conns : 0;
 	evhttp_set_bevcb(h->http, http_bev, NULL);
-	log_info("metrics on %s://%s:%ld/metrics", tls_on() ? "https" : "http", addr, port);
+	if (spec != NULL)
+		log_info("metrics on %s://%s:%ld/metrics", tls_on() ? "https" :
+		    "http", addr, port);
 	return h;
+}
+
+int
+http_listen_fd(struct http_server *h, evutil_socket_t fd)
+{
+	struct evhttp_bound_socket *bound;
+
+	if ((bound = evhttp_accept_socket_with_handle(h->http, fd)) == NULL)
+		return -1;
+	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(bound),
+	    http_accept_error);
+	return 0;
 }
 
 void

@@ -11,7 +11,8 @@
 struct broker;
 struct http_server;
 
-/* spec is "[ADDR:]PORT" (ADDR defaults to 127.0.0.1); /metrics reports
+/* spec is "[ADDR:]PORT" (ADDR defaults to 127.0.0.1), or NULL for no
+ * listener (see http_listen_fd); /metrics reports
  * broker b (at most max_queues queues), /healthz also *stopping.  With
  * need_admin, /metrics answers only HTTP Basic auth of an --auth-file
  * user with admin rights (401 otherwise).  HTTP connections count against
@@ -21,6 +22,10 @@ struct http_server;
 struct http_server *http_start(struct event_base *base, const char *spec,
     struct broker *b, unsigned max_queues, const bool *stopping,
     bool need_admin, int max_conns);
+/* Serve the connections of fd, a socket already listening (the
+ * in-process fuzzer's way in: http_start with spec NULL makes a server
+ * without a listener).  -1 on error. */
+int http_listen_fd(struct http_server *h, evutil_socket_t fd);
 /* HTTP connections open now (for the memcache listener's -c check). */
 unsigned http_connections(void);
 void http_stop(struct http_server *h);

@@ -31,6 +31,15 @@ int fuzz_store(const uint8_t *data, size_t size);
  * store; the first byte chooses how the rest is split into writes. */
 int fuzz_conn(const uint8_t *data, size_t size);
 
+/* An HTTP client's bytes through the --http endpoint in-process
+ * (libevent's request parser, the routes, Basic auth and its throttling,
+ * the connection count), on the server fuzz_conn runs; the first byte
+ * chooses how the rest is split into writes. */
+int fuzz_http(const uint8_t *data, size_t size);
+
+/* The in-process server fuzz_conn and fuzz_http share (set up once). */
+void fuzz_server_setup(void);
+
 /* The same interpreter over any driver; `location` as for open(). */
 int fuzz_store_driver(const struct saker_store_driver *drv,
     const char *location, const uint8_t *data, size_t size);

@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "login.h"
 #include "fuzz.h"
+#include "http.h"
 #include "log.h"
 #include "options.h"
 #include "queues.h"
@@ -63,8 +64,20 @@ setup(void)
 	FUZZ_CHECK(auth_init(path, err, sizeof(err)) == 0);
 	unlink(path);
 	FUZZ_CHECK(server_init(&opt) == 0);
+	/* an HTTP server without a listener, for fuzz_http (admin login
+	 * required, as with --auth-file) */
+	srv->http = http_start(srv->base, NULL, &srv->broker, 1000,
+	    &srv->stopping, true, opt.max_conns);
+	FUZZ_CHECK(srv->http != NULL);
 	echo = getenv("FUZZ_CONN_ECHO") != NULL;
 	ready = true;
+}
+
+void
+fuzz_server_setup(void)
+{
+	if (!ready)
+		setup();
 }
 
 static void

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gen_seeds.py -- (re)writes the seed corpus under tests/fuzz/corpus/{proto,dump,store,conn}.
+"""gen_seeds.py -- (re)writes the seed corpus under tests/fuzz/corpus/{proto,dump,store,conn,http}.
 
 Run from anywhere: python3 tests/fuzz/gen_seeds.py.  Deterministic.  Files
 named regress-* are inputs that once found bugs; this script never touches
@@ -158,3 +158,37 @@ META = [
 for i, m in enumerate(META):
     sess("seed-meta-%02d" % i, m)
     sess("seed-meta-%02d-split" % i, m, chunk=1 + i % 5)
+
+# --- http: requests to --http (first byte: 0 = written whole) -------------
+import base64
+def b64(s):
+    return base64.b64encode(s)
+HTTP = [
+    b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic " + b64(b"a:p") + b"\r\n\r\n",
+    b"GET /metrics HTTP/1.1\r\nAuthorization: Basic " + b64(b"u:p") + b"\r\n\r\n",
+    b"GET /metrics HTTP/1.1\r\nAuthorization: Basic " + b64(b"a:wrong") + b"\r\n\r\n",
+    b"GET /metrics HTTP/1.1\r\nAuthorization: Basic !!!!\r\n\r\n",
+    b"GET /metrics HTTP/1.1\r\nAuthorization: Basic " + b64(b"nocolon") + b"\r\n\r\n",
+    b"GET /metrics HTTP/1.1\r\nAuthorization: Bearer x\r\n\r\n",
+    b"GET /metrics HTTP/1.1\r\nAuthorization: Basic " + b64(b"a:" + b"p" * 600) + b"\r\n\r\n",
+    b"GET /healthz HTTP/1.1\r\n\r\n",
+    b"HEAD /healthz HTTP/1.0\r\n\r\n",
+    b"GET /healthz HTTP/1.1\r\nConnection: keep-alive\r\n\r\nGET /metrics HTTP/1.1\r\nAuthorization: Basic " + b64(b"a:p") + b"\r\n\r\n",
+    b"POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+    b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    b"POST /x HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
+    b"DELETE /metrics HTTP/1.1\r\n\r\n",
+    b"GET /nope?x=%00%zz HTTP/1.1\r\n\r\n",
+    b"GET /metrics?x=1#frag HTTP/1.1\r\n\r\n",
+    b"GET http://h/metrics HTTP/1.1\r\n\r\n",
+    b"GET /metrics HTTP/9.9\r\n\r\n",
+    b"GET /metrics\r\n\r\n",
+    b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"a" * 9000 + b"\r\n\r\n",
+    b"GET /metrics HTTP/1.1\r\n" + b"".join(b"H%d: v\r\n" % i for i in range(200)) + b"\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\n",
+    b"\r\n\r\n",
+    b"GET /api/queues HTTP/1.1\r\n\r\n",
+]
+for i, req in enumerate(HTTP):
+    write("http", "seed-%03d" % i, b"\x00" + req)
