@@ -440,6 +440,127 @@ START_TEST(test_expire_to_sqlite)
 END_TEST
 #endif
 
+/*
+ * SIGKILL while poison items move: every item is put once into "dl"
+ * (max_deliveries = 1), workers open items and disconnect holding them,
+ * so each comes back once and moves to "dl_dead" in the commit of the
+ * disconnect; the server is killed at a random moment.  After the
+ * restart every acknowledged item is in exactly one of the two queues:
+ * lost = 0, duplicated = 0 (the total-queue count of check_crash).
+ */
+#define KL_ROUNDS 4
+#define KL_ITEMS 300
+#define KL_WORKERS 8
+
+static void
+kill_loop_round(struct tl_server *s, const char *store, int round)
+{
+	char *v, *line;
+	int seen[KL_ITEMS], w[KL_WORKERS], c, i, k, n, lost = 0, dup = 0;
+	int read = 0, in_dead = 0;
+	size_t off = 0;
+	char *buf = malloc(KL_ITEMS * 64);
+	int64_t until;
+
+	ck_assert_ptr_nonnull(buf);
+	c = tl_connect(s->port);
+	for (i = 0; i < KL_ITEMS; i++)
+		off += (size_t)snprintf(buf + off, KL_ITEMS * 64 - off,
+		    "set dl 0 0 %d\r\nr%d-%05d\r\n", 8 + (round > 9), round, i);
+	mustsend(c, buf, off);
+	for (i = 0; i < KL_ITEMS; i++) {
+		line = tl_mustreadline(c);
+		ck_assert_str_eq(line, "STORED");
+		free(line);
+	}
+	free(buf);
+	until = tl_now_ms() + 100 + random() % 400;
+	while (tl_now_ms() < until) {
+		for (k = 0; k < KL_WORKERS; k++) {
+			w[k] = tl_connect(s->port);
+			mustsends(w[k], "get dl/open\r\n");
+		}
+		for (k = 0; k < KL_WORKERS; k++) {
+			/* a VALUE line, data and END, or END: either way die
+			 * holding whatever was handed out */
+			line = tl_readline_ms(w[k], 2000);
+			free(line);
+			close(w[k]);
+		}
+	}
+	tl_server_kill(s);
+	close(c);
+	tl_server_restart(s);
+	c = tl_connect(s->port);
+	memset(seen, 0, sizeof(seen));
+	/* dl first: spent items met there move to dl_dead, not returned */
+	for (n = 0; n < 2; n++) {
+		const char *q = n == 0 ? "dl" : "dl_dead";
+
+		while ((v = tl_get(c, q)) != NULL) {
+			int r = -1, idx = -1;
+
+			ck_assert_msg(sscanf(v, "r%d-%d", &r, &idx) == 2 &&
+			    r == round && idx >= 0 && idx < KL_ITEMS,
+			    "%s round %d: unexpected item %s in %s", store,
+			    round, v, q);
+			if (seen[idx]++ > 0)
+				dup++;
+			read++;
+			in_dead += n;
+			free(v);
+		}
+	}
+	for (i = 0; i < KL_ITEMS; i++)
+		if (seen[i] == 0)
+			lost++;
+	printf("%s kill loop round %d: items %d read %d (%d from dl_dead) "
+	    "lost %d duplicated %d\n", store, round, KL_ITEMS, read, in_dead,
+	    lost, dup);
+	fflush(stdout);
+	ck_assert_msg(lost == 0, "%s round %d: %d items lost", store, round,
+	    lost);
+	ck_assert_msg(dup == 0, "%s round %d: %d items duplicated", store,
+	    round, dup);
+	ck_assert_msg(in_dead > 0, "%s round %d: nothing was dead-lettered "
+	    "before the kill", store, round);
+	close(c);
+}
+
+static void
+kill_loop(const char *store)
+{
+	char *conf = write_conf("[queue dl]\nmax_deliveries = 1\n");
+	struct tl_server *s = tl_server_start(store, "--config", conf,
+	    "--sync", "always", NULL);
+	unsigned seed = (unsigned)getpid();
+	int round;
+
+	srandom(seed);
+	printf("%s kill loop: seed %u\n", store, seed);
+	for (round = 0; round < KL_ROUNDS; round++)
+		kill_loop_round(s, store, round);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(conf);
+}
+
+#ifdef HAVE_LMDB
+START_TEST(test_kill_loop_lmdb)
+{
+	kill_loop("lmdb");
+}
+END_TEST
+#endif
+
+#ifdef HAVE_SQLITE
+START_TEST(test_kill_loop_sqlite)
+{
+	kill_loop("sqlite");
+}
+END_TEST
+#endif
+
 int
 main(void)
 {
@@ -470,6 +591,12 @@ main(void)
 #endif
 #if defined(HAVE_LMDB) && defined(HAVE_SQLITE)
 	tcase_add_test(tc, test_counts_dump_load_migrate);
+#endif
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, test_kill_loop_lmdb);
+#endif
+#ifdef HAVE_SQLITE
+	tcase_add_test(tc, test_kill_loop_sqlite);
 #endif
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
