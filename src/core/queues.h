@@ -42,6 +42,11 @@ struct squeue {
 	uint64_t dead_lettered;       /* items moved to the dead-letter queue */
 	uint64_t expired_to_seen;     /* the store's expired_to, last logged */
 	uint64_t enqueued, dequeued;  /* for /metrics */
+	/* the console's rates (console.c): counters at the last sample, and
+	 * items per second between the two samples before */
+	int64_t rate_ms;
+	uint64_t rate_enq, rate_deq;
+	double enq_rate, deq_rate;
 	const struct queue_config *qc;  /* cached config_for(); see queue_cfg() */
 	uint64_t qc_gen;
 	size_t req_held;              /* op_get: items the session would hold

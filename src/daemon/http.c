@@ -16,6 +16,7 @@
 
 #include "auth.h"
 #include "clock.h"
+#include "console.h"
 #include "http.h"
 #include "login.h"
 #include "proto_meta.h"
@@ -29,10 +30,11 @@ struct http_server {
 	unsigned max_queues;        /* --metrics-max-queues */
 	const bool *stopping;       /* the server is stopping: /healthz 503 */
 	bool need_admin;            /* /metrics: Basic auth of an admin user */
+	struct console_env console; /* the web console (console.h) */
 	struct event_base *base;
 };
 
-/* Request line and headers together; no request we serve has a body. */
+/* Request line and headers together; no request we serve reads a body. */
 #define HTTP_MAX_HEADERS 8192
 #define HTTP_MAX_BODY 1024
 /* A connection that sends or reads nothing for this long is closed. */
@@ -261,7 +263,7 @@ write_metrics(struct http_server *h, struct evbuffer *b)
  * guessing over HTTP is as slow as over memcache).
  */
 static bool
-metrics_authorized(struct evhttp_request *req, struct evbuffer *b)
+admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *what)
 {
 	struct evkeyvalq *hdrs = evhttp_request_get_input_headers(req);
 	const char *auth = evhttp_find_header(hdrs, "Authorization");
@@ -305,7 +307,7 @@ metrics_authorized(struct evhttp_request *req, struct evbuffer *b)
 		return true;
 	}
 	if (who != NULL) {
-		log_warn("/metrics: user %s from %s is not an admin", who->user, peer);
+		log_warn("%s: user %s from %s is not an admin", what, who->user, peer);
 	} else if (auth != NULL) {
 		(void)login_failed(peer, saker_now_ms(), &fails);
 		log_warn("HTTP authentication failed from %s (%u failed from that "
@@ -315,8 +317,8 @@ metrics_authorized(struct evhttp_request *req, struct evbuffer *b)
 	    "Basic realm=\"saker\"");
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 	    "text/plain; charset=utf-8");
-	evbuffer_add_printf(b, "/metrics needs the login of an admin user "
-	    "(--auth-file); /healthz is open\n");
+	evbuffer_add_printf(b, "/metrics and the console need the login of an "
+	    "admin user (--auth-file); /healthz is open\n");
 	evhttp_send_reply(req, 401, "Unauthorized", b);
 	return false;
 }
@@ -326,17 +328,23 @@ handle(struct evhttp_request *req, void *arg)
 {
 	struct http_server *h = arg;
 	const char *uri = evhttp_request_get_uri(req);
+	const struct evhttp_uri *parsed = evhttp_request_get_evhttp_uri(req);
+	const char *path = parsed != NULL ? evhttp_uri_get_path(parsed) : NULL;
 	struct evbuffer *b = evbuffer_new();
 
 	if (b == NULL) {
 		evhttp_send_error(req, 500, "out of memory");
 		return;
 	}
-	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
+	if (path != NULL && console_path(path)) {
+		/* the console and its API: the same login as /metrics */
+		if (!h->need_admin || admin_authorized(req, b, "console"))
+			console_handle(&h->console, req);
+	} else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
 	    evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
 		evhttp_send_error(req, 405, "only GET");
 	} else if (strcmp(uri, "/metrics") == 0) {
-		if (h->need_admin && !metrics_authorized(req, b)) {
+		if (h->need_admin && !admin_authorized(req, b, "/metrics")) {
 			evbuffer_free(b);
 			return;
 		}
@@ -358,7 +366,7 @@ handle(struct evhttp_request *req, void *arg)
 			evhttp_send_reply(req, 200, "OK", b);
 		}
 	} else {
-		evhttp_send_error(req, 404, "try /metrics or /healthz");
+		evhttp_send_error(req, 404, "try /, /metrics or /healthz");
 	}
 	evbuffer_free(b);
 }
@@ -484,7 +492,8 @@ http_accept_error(struct evconnlistener *l, void *arg)
 
 struct http_server *
 http_start(struct event_base *base, const char *spec, struct broker *b,
-    unsigned max_queues, const bool *stopping, bool need_admin, int max_conns)
+    unsigned max_queues, const bool *stopping, bool need_admin, int max_conns,
+    bool (*commit)(char *why, size_t len))
 {
 	struct http_server *h;
 	struct evhttp_bound_socket *bound = NULL;
@@ -522,6 +531,18 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	h->max_queues = max_queues;
 	h->stopping = stopping;
 	h->need_admin = need_admin;
+	h->console.b = b;
+	h->console.login_required = need_admin;
+	/* without a login, changes only from this host */
+	h->console.writes_allowed = need_admin || strncmp(addr, "127.", 4) == 0 ||
+	    strcmp(addr, "::1") == 0 || strcmp(addr, "localhost") == 0;
+	h->console.commit = commit;
+	h->console.http_connections = http_connections;
+	if (console_init() != 0) {
+		log_error("--http: no random bytes for the console's CSRF token");
+		free(h);
+		return NULL;
+	}
 	h->http = evhttp_new(base);
 	if (h->http == NULL || (spec != NULL && (bound =
 	    evhttp_bind_socket_with_handle(h->http, addr, (uint16_t)port)) == NULL)) {
@@ -550,8 +571,10 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	hconn.max = max_conns > 0 ? (uint64_t)max_conns : 0;
 	evhttp_set_bevcb(h->http, http_bev, NULL);
 	if (spec != NULL)
-		log_info("metrics on %s://%s:%ld/metrics", tls_on() ? "https" :
-		    "http", addr, port);
+		log_info("console on %s://%s:%ld/, metrics on /metrics%s",
+		    tls_on() ? "https" : "http", addr, port,
+		    h->console.writes_allowed ? "" : " (console read-only: no "
+		    "--auth-file login and not on loopback)");
 	return h;
 }
 

@@ -12,16 +12,18 @@ struct broker;
 struct http_server;
 
 /* spec is "[ADDR:]PORT" (ADDR defaults to 127.0.0.1), or NULL for no
- * listener (see http_listen_fd); /metrics reports
+ * listener (see http_listen_fd); / is the web console and /api/ its JSON
+ * API (console.h); /metrics reports
  * broker b (at most max_queues queues), /healthz also *stopping.  With
- * need_admin, /metrics answers only HTTP Basic auth of an --auth-file
- * user with admin rights (401 otherwise).  HTTP connections count against
- * max_conns (-c) together with b's memcache connections
- * (stats.curr_connections); one past it is closed at once.  NULL on error
+ * need_admin, /metrics and the console answer only HTTP Basic auth of an
+ * --auth-file user with admin rights (401 otherwise).  commit() commits
+ * the current batch at once (the console's POSTs answer its
+ * outcome).  HTTP connections count against max_conns (-c) together with
+ * b's memcache connections (stats.curr_connections); one past it is closed at once.  NULL on error
  * (logged). */
 struct http_server *http_start(struct event_base *base, const char *spec,
     struct broker *b, unsigned max_queues, const bool *stopping,
-    bool need_admin, int max_conns);
+    bool need_admin, int max_conns, bool (*commit)(char *why, size_t len));
 /* Serve the connections of fd, a socket already listening (the
  * in-process fuzzer's way in: http_start with spec NULL makes a server
  * without a listener).  -1 on error. */

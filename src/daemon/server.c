@@ -98,6 +98,24 @@ commit_batch(void)
 		srv->loop_done = true;
 }
 
+/* The console's POSTs: commit now, so the reply tells the outcome (the
+ * same commit as at the end of this turn, only earlier). */
+bool
+server_commit_now(char *why, size_t len)
+{
+	struct commit_result res;
+
+	srv->commit_scheduled = false;
+	broker_commit(&srv->broker, &res);
+	conn_flush_batch(&res);
+	server_drain();
+	if (srv->stopping)
+		srv->loop_done = true;
+	if (!res.ok)
+		snprintf(why, len, "commit failed: %s", res.reason);
+	return res.ok;
+}
+
 /* --- delayed items ------------------------------------------------------ */
 
 /* Arm ev to fire when wall-clock millisecond at_ms begins.  The delay is
@@ -595,7 +613,7 @@ server_init(struct options *opt)
 	 * up (a supervisor or test that waits for it may then use /metrics) */
 	if ((opt->http != NULL && (srv->http = http_start(srv->base, opt->http, &srv->broker,
 	    opt->metrics_max_queues, &srv->stopping,
-	    auth_active && !opt->http_public, opt->max_conns)) == NULL) ||
+	    auth_active && !opt->http_public, opt->max_conns, server_commit_now)) == NULL) ||
 	    listen_tcp() != 0 || listen_unix() != 0) {
 		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
 		return 1;

@@ -49,6 +49,9 @@ extern struct server *srv;
 
 /* Serve waiters of every queue that gained items; resume woken connections. */
 void server_drain(void);
+/* Commit the batch now and send its replies (the console's POSTs answer
+ * the outcome); false with the reason in why when it failed. */
+bool server_commit_now(char *why, size_t len);
 /* Begin a graceful stop (shutdown command, signals). */
 void server_stop(void);
 

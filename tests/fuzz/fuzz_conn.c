@@ -67,7 +67,7 @@ setup(void)
 	/* an HTTP server without a listener, for fuzz_http (admin login
 	 * required, as with --auth-file) */
 	srv->http = http_start(srv->base, NULL, &srv->broker, 1000,
-	    &srv->stopping, true, opt.max_conns);
+	    &srv->stopping, true, opt.max_conns, server_commit_now);
 	FUZZ_CHECK(srv->http != NULL);
 	echo = getenv("FUZZ_CONN_ECHO") != NULL;
 	ready = true;

@@ -1,0 +1,741 @@
+/* console.c -- the web console's page and JSON API (console.h,
+ * docs/console.md). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "clock.h"
+#include "console.h"
+#include "console_assets.h"
+#include "deadletter.h"
+#include "log.h"
+#include "ops.h"
+#include "qname.h"
+#include "queues.h"
+#include "requeue.h"
+#include "session.h"
+
+/* GET /api/queues: queues per page by default, and at most */
+#define API_LIMIT_DEFAULT 100
+#define API_LIMIT_MAX 1000
+/* peek: items by default, and at most */
+#define PEEK_DEFAULT 10
+#define PEEK_MAX 100
+/* preview of an item's data: text bytes, or bytes shown as hex */
+#define PREVIEW_TEXT 200
+#define PREVIEW_HEX 64
+/* requeue without n: batches of REQUEUE_MAX, each its own commit, up to */
+#define REQUEUE_ALL_MAX 100000
+/* rates are recomputed when the last sample is at least this old */
+#define RATE_MIN_MS 500
+
+static char csrf[33];
+
+static const char *const sync_names[] = { "always", "periodic", "never" };
+
+int
+console_init(void)
+{
+	unsigned char r[16];
+	size_t got = 0;
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	size_t i;
+
+	if (fd < 0)
+		return -1;
+	while (got < sizeof(r)) {
+		ssize_t n = read(fd, r + got, sizeof(r) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	for (i = 0; i < sizeof(r); i++)
+		snprintf(csrf + 2 * i, 3, "%02x", r[i]);
+	return 0;
+}
+
+void
+console_json_str(struct evbuffer *out, const char *s, size_t len)
+{
+	size_t i, run = 0;
+
+	evbuffer_add(out, "\"", 1);
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '<' &&
+		    c != '>' && c != '&') {
+			run++;
+			continue;
+		}
+		if (run > 0)
+			evbuffer_add(out, s + i - run, run);
+		run = 0;
+		if (c == '"' || c == '\\')
+			evbuffer_add_printf(out, "\\%c", c);
+		else
+			evbuffer_add_printf(out, "\\u%04x", c);
+	}
+	if (run > 0)
+		evbuffer_add(out, s + len - run, run);
+	evbuffer_add(out, "\"", 1);
+}
+
+/* ------------------------------------------------------------ replies */
+
+static void
+security_headers(struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+	evhttp_add_header(h, "Content-Security-Policy",
+	    "default-src 'self'; base-uri 'none'; form-action 'none'; "
+	    "frame-ancestors 'none'");
+	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+	evhttp_add_header(h, "X-Frame-Options", "DENY");
+	evhttp_add_header(h, "Referrer-Policy", "no-referrer");
+	evhttp_add_header(h, "Cache-Control", "no-store");
+}
+
+static void
+send_json(struct evhttp_request *req, int code, const char *reason,
+    struct evbuffer *out)
+{
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+	    "application/json");
+	evhttp_send_reply(req, code, reason, out);
+}
+
+/* {"error": msg} with that status. */
+static void
+send_error(struct evhttp_request *req, int code, const char *reason,
+    const char *msg)
+{
+	struct evbuffer *out = evbuffer_new();
+
+	if (out == NULL) {
+		evhttp_send_error(req, 500, "out of memory");
+		return;
+	}
+	evbuffer_add_printf(out, "{\"error\":");
+	console_json_str(out, msg, strlen(msg));
+	evbuffer_add_printf(out, "}\n");
+	send_json(req, code, reason, out);
+	evbuffer_free(out);
+}
+
+/* A decimal parameter: absent leaves *v; false when malformed or over max. */
+static bool
+param_u64(struct evkeyvalq *q, const char *key, uint64_t max, uint64_t *v)
+{
+	const char *s = evhttp_find_header(q, key);
+	uint64_t n = 0;
+
+	if (s == NULL)
+		return true;
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		if (n > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+			return false;
+		n = n * 10 + (uint64_t)(*s - '0');
+	}
+	if (n > max)
+		return false;
+	*v = n;
+	return true;
+}
+
+/* ------------------------------------------------------------- assets */
+
+bool
+console_path(const char *path)
+{
+	return strcmp(path, "/") == 0 || strncmp(path, "/api/", 5) == 0 ||
+	    console_asset(path) != NULL;
+}
+
+static void
+serve_asset(struct evhttp_request *req, const struct console_asset *a)
+{
+	struct evbuffer *out = evbuffer_new();
+
+	if (out == NULL) {
+		evhttp_send_error(req, 500, "out of memory");
+		return;
+	}
+	evbuffer_add_reference(out, a->data, a->len, NULL, NULL);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+	    a->type);
+	evhttp_send_reply(req, 200, "OK", out);
+	evbuffer_free(out);
+}
+
+/* ------------------------------------------------------- /api/server */
+
+static void
+api_server(const struct console_env *env, struct evhttp_request *req)
+{
+	struct broker *b = env->b;
+	struct stats *s = &b->stats;
+	struct evbuffer *out = evbuffer_new();
+	uint64_t commits = 0;
+	size_t i;
+
+	if (out == NULL) {
+		evhttp_send_error(req, 500, "out of memory");
+		return;
+	}
+	for (i = 0; i <= STATS_COMMIT_BUCKETS; i++)
+		commits += s->commit_hist[i];
+	evbuffer_add_printf(out, "{\"version\":");
+	console_json_str(out, PACKAGE_VERSION, strlen(PACKAGE_VERSION));
+	evbuffer_add_printf(out, ",\"store\":");
+	console_json_str(out, b->store->driver->name, strlen(b->store->driver->name));
+	evbuffer_add_printf(out, ",\"sync\":\"%s\",\"status\":\"%s\","
+	    "\"uptime\":%lld,\"pid\":%ld,"
+	    "\"connections\":%" PRIu64 ",\"http_connections\":%u,"
+	    "\"total_connections\":%" PRIu64 ",\"queues\":%zu,"
+	    "\"commits\":%" PRIu64 ",\"commit_mean_ms\":%.3f,"
+	    "\"cmd_get\":%" PRIu64 ",\"cmd_set\":%" PRIu64 ","
+	    "\"store_failed\":%s,\"writes_allowed\":%s,\"login_required\":%s,"
+	    "\"csrf_token\":\"%s\"}\n",
+	    sync_names[b->sync],
+	    b->status == STATUS_UP ? "up" : b->status == STATUS_READONLY ?
+	    "readonly" : "quiescent",
+	    (long long)(time(NULL) - s->started), (long)getpid(),
+	    s->curr_connections, env->http_connections(), s->total_connections,
+	    b->nqueues, commits,
+	    commits > 0 ? (double)s->commit_ns / (double)commits / 1e6 : 0.0,
+	    s->cmd_get, s->cmd_set, b->store_failed ? "true" : "false",
+	    env->writes_allowed ? "true" : "false",
+	    env->login_required ? "true" : "false", csrf);
+	send_json(req, 200, "OK", out);
+	evbuffer_free(out);
+}
+
+/* ------------------------------------------------------- /api/queues */
+
+enum sort_key { SK_NAME, SK_ITEMS, SK_BYTES, SK_DELAYED, SK_OPEN, SK_WAITERS,
+    SK_DEAD, SK_EXPIRED, SK_AGE, SK_ENQ_RATE, SK_DEQ_RATE };
+
+static const char *const sort_names[] = { "name", "items", "bytes", "delayed",
+    "open", "waiters", "dead_lettered", "expired", "age", "enqueue_rate",
+    "dequeue_rate", NULL };
+
+struct row {
+	struct squeue *q;
+	struct saker_queue_stats st;
+	int64_t age_ms;
+};
+
+struct rows {
+	struct broker *b;
+	struct row *v;
+	size_t n, cap;
+	const char *prefix;
+	size_t plen;
+	int64_t now;
+	bool oom;
+};
+
+/* The queue's rates: recomputed from its counters when the last sample
+ * is old enough, so they cost nothing while nobody asks. */
+static void
+sample_rates(struct squeue *q, int64_t now)
+{
+	if (q->rate_ms == 0) {
+		q->rate_ms = now;
+		q->rate_enq = q->enqueued;
+		q->rate_deq = q->dequeued;
+		return;
+	}
+	if (now - q->rate_ms < RATE_MIN_MS)
+		return;
+	/* a queue not sampled for a minute starts again */
+	if (now - q->rate_ms > 60000) {
+		q->enq_rate = q->deq_rate = 0;
+	} else {
+		double dt = (double)(now - q->rate_ms) / 1000.0;
+
+		q->enq_rate = (double)(q->enqueued - q->rate_enq) / dt;
+		q->deq_rate = (double)(q->dequeued - q->rate_deq) / dt;
+	}
+	q->rate_ms = now;
+	q->rate_enq = q->enqueued;
+	q->rate_deq = q->dequeued;
+}
+
+static int
+row_one(void *arg, struct squeue *q)
+{
+	struct rows *r = arg;
+	struct row *w;
+
+	if (r->plen > 0 && (q->len < r->plen || memcmp(q->name, r->prefix, r->plen) != 0))
+		return 0;
+	if (r->n == r->cap) {
+		size_t ncap = r->cap ? r->cap * 2 : 64;
+		struct row *nv = realloc(r->v, ncap * sizeof(*nv));
+
+		if (nv == NULL) {
+			r->oom = true;
+			return 1;
+		}
+		r->v = nv;
+		r->cap = ncap;
+	}
+	w = &r->v[r->n];
+	memset(w, 0, sizeof(*w));
+	w->q = q;
+	if (q->h != NULL &&
+	    r->b->store->driver->queue_stats(r->b->store, q->h, &w->st) != SAKER_OK)
+		return 0;
+	if (w->st.head_created_ms > 0 && r->now > w->st.head_created_ms)
+		w->age_ms = r->now - w->st.head_created_ms;
+	sample_rates(q, r->now);
+	r->n++;
+	return 0;
+}
+
+static enum sort_key sort_by;
+static bool sort_desc;
+
+#define CMP(a, b) ((a) < (b) ? -1 : (a) > (b) ? 1 : 0)
+
+static int
+row_cmp(const void *pa, const void *pb)
+{
+	const struct row *a = pa, *b = pb;
+	int c = 0;
+
+	switch (sort_by) {
+	case SK_NAME: break;
+	case SK_ITEMS: c = CMP(a->st.items, b->st.items); break;
+	case SK_BYTES: c = CMP(a->st.bytes, b->st.bytes); break;
+	case SK_DELAYED: c = CMP(a->st.delayed_items, b->st.delayed_items); break;
+	case SK_OPEN: c = CMP(a->st.open_items, b->st.open_items); break;
+	case SK_WAITERS: c = CMP(a->q->nwaiters, b->q->nwaiters); break;
+	case SK_DEAD: c = CMP(a->q->dead_lettered, b->q->dead_lettered); break;
+	case SK_EXPIRED: c = CMP(a->st.expired_items, b->st.expired_items); break;
+	case SK_AGE: c = CMP(a->age_ms, b->age_ms); break;
+	case SK_ENQ_RATE: c = CMP(a->q->enq_rate, b->q->enq_rate); break;
+	case SK_DEQ_RATE: c = CMP(a->q->deq_rate, b->q->deq_rate); break;
+	}
+	if (c == 0)
+		c = strcmp(a->q->name, b->q->name);
+	return sort_desc ? -c : c;
+}
+
+static void
+row_json(struct evbuffer *out, const struct row *w)
+{
+	evbuffer_add_printf(out, "{\"name\":");
+	console_json_str(out, w->q->name, w->q->len);
+	evbuffer_add_printf(out, ",\"items\":%" PRIu64 ",\"bytes\":%" PRIu64
+	    ",\"delayed\":%" PRIu64 ",\"open\":%" PRIu64 ",\"waiters\":%zu"
+	    ",\"dead_lettered\":%" PRIu64 ",\"expired\":%" PRIu64
+	    ",\"discarded\":%" PRIu64 ",\"total_items\":%" PRIu64
+	    ",\"age_ms\":%" PRId64 ",\"enqueue_rate\":%.2f,\"dequeue_rate\":%.2f}",
+	    w->st.items, w->st.bytes, w->st.delayed_items, w->st.open_items,
+	    w->q->nwaiters, w->q->dead_lettered, w->st.expired_items,
+	    w->q->discarded, w->st.total_items, w->age_ms, w->q->enq_rate,
+	    w->q->deq_rate);
+}
+
+static void
+api_queues(const struct console_env *env, struct evhttp_request *req,
+    struct evkeyvalq *qs)
+{
+	struct rows r;
+	const char *prefix = evhttp_find_header(qs, "prefix");
+	const char *sort = evhttp_find_header(qs, "sort");
+	uint64_t offset = 0, limit = API_LIMIT_DEFAULT, items = 0, bytes = 0;
+	uint64_t delayed = 0, open = 0;
+	struct evbuffer *out;
+	size_t i, end;
+
+	if (!param_u64(qs, "offset", UINT64_MAX, &offset) ||
+	    !param_u64(qs, "limit", API_LIMIT_MAX, &limit)) {
+		send_error(req, 400, "Bad Request", "offset and limit are numbers "
+		    "(limit 0..1000)");
+		return;
+	}
+	sort_by = SK_NAME;
+	sort_desc = false;
+	if (sort != NULL) {
+		if (*sort == '-') {
+			sort_desc = true;
+			sort++;
+		}
+		for (i = 0; sort_names[i] != NULL; i++)
+			if (strcmp(sort, sort_names[i]) == 0)
+				break;
+		if (sort_names[i] == NULL) {
+			send_error(req, 400, "Bad Request", "unknown sort key");
+			return;
+		}
+		sort_by = (enum sort_key)i;
+	}
+	memset(&r, 0, sizeof(r));
+	r.b = env->b;
+	r.prefix = prefix;
+	r.plen = prefix != NULL ? strlen(prefix) : 0;
+	r.now = saker_now_ms();
+	queues_walk_waited(env->b, row_one, &r);
+	if (r.oom || (out = evbuffer_new()) == NULL) {
+		free(r.v);
+		send_error(req, 500, "Internal Server Error", "out of memory");
+		return;
+	}
+	if (r.n > 1)
+		qsort(r.v, r.n, sizeof(r.v[0]), row_cmp);
+	for (i = 0; i < r.n; i++) {
+		items += r.v[i].st.items;
+		bytes += r.v[i].st.bytes;
+		delayed += r.v[i].st.delayed_items;
+		open += r.v[i].st.open_items;
+	}
+	evbuffer_add_printf(out, "{\"total\":%zu,\"offset\":%" PRIu64 ",\"limit\":%"
+	    PRIu64 ",\"totals\":{\"items\":%" PRIu64 ",\"bytes\":%" PRIu64
+	    ",\"delayed\":%" PRIu64 ",\"open\":%" PRIu64 "},\"queues\":[",
+	    r.n, offset, limit, items, bytes, delayed, open);
+	end = offset < r.n ? (size_t)offset + (size_t)limit : 0;
+	if (end > r.n)
+		end = r.n;
+	for (i = offset < r.n ? (size_t)offset : 0; i < end; i++) {
+		if (i > offset)
+			evbuffer_add(out, ",", 1);
+		row_json(out, &r.v[i]);
+	}
+	evbuffer_add_printf(out, "]}\n");
+	free(r.v);
+	send_json(req, 200, "OK", out);
+	evbuffer_free(out);
+}
+
+/* ------------------------------------------------- /api/queues/NAME/peek */
+
+struct peek_ctx {
+	struct evbuffer *out;
+	uint64_t n, max;
+	int64_t now;
+};
+
+static const char *const state_names[] = { "ready", "delayed", "open" };
+
+static int
+peek_one(void *arg, const struct saker_item *it)
+{
+	struct peek_ctx *p = arg;
+	const unsigned char *d = it->data;
+	bool text = true;
+	size_t i, show;
+
+	for (i = 0; i < it->len; i++)
+		if ((d[i] < 0x20 && d[i] != '\t' && d[i] != '\n' && d[i] != '\r') ||
+		    d[i] >= 0x7f) {
+			text = false;
+			break;
+		}
+	if (p->n > 0)
+		evbuffer_add(p->out, ",", 1);
+	evbuffer_add_printf(p->out, "{\"id\":%" PRIu64 ",\"state\":\"%s\","
+	    "\"age_ms\":%" PRId64 ",\"flags\":%" PRIu32 ",\"deliveries\":%" PRIu32
+	    ",\"size\":%zu,\"due_ms\":%" PRId64 ",\"expires_ms\":%" PRId64 ",",
+	    it->id, (unsigned)it->state < 3 ? state_names[it->state] : "?",
+	    it->created_ms > 0 && p->now > it->created_ms ? p->now - it->created_ms : 0,
+	    it->flags, it->deliveries, it->len,
+	    it->state == SAKER_ITEM_DELAYED ? it->due_ms : 0, it->expires_ms);
+	if (text) {
+		show = it->len < PREVIEW_TEXT ? it->len : PREVIEW_TEXT;
+		evbuffer_add_printf(p->out, "\"encoding\":\"text\",\"preview\":");
+		console_json_str(p->out, (const char *)d, show);
+	} else {
+		show = it->len < PREVIEW_HEX ? it->len : PREVIEW_HEX;
+		evbuffer_add_printf(p->out, "\"encoding\":\"hex\",\"preview\":\"");
+		for (i = 0; i < show; i++)
+			evbuffer_add_printf(p->out, "%02x", d[i]);
+		evbuffer_add(p->out, "\"", 1);
+	}
+	evbuffer_add_printf(p->out, ",\"truncated\":%s}", show < it->len ? "true" : "false");
+	return ++p->n >= p->max;
+}
+
+static void
+api_peek(const struct console_env *env, struct evhttp_request *req,
+    struct squeue *q, struct evkeyvalq *qs)
+{
+	struct peek_ctx p;
+	uint64_t n = PEEK_DEFAULT;
+	int rc;
+
+	if (!param_u64(qs, "n", PEEK_MAX, &n) || n == 0) {
+		send_error(req, 400, "Bad Request", "n is a number 1..100");
+		return;
+	}
+	if ((p.out = evbuffer_new()) == NULL) {
+		send_error(req, 500, "Internal Server Error", "out of memory");
+		return;
+	}
+	p.n = 0;
+	p.max = n;
+	p.now = saker_now_ms();
+	evbuffer_add_printf(p.out, "{\"name\":");
+	console_json_str(p.out, q->name, q->len);
+	evbuffer_add_printf(p.out, ",\"items\":[");
+	rc = q->h != NULL ? env->b->store->driver->iterate(env->b->store, q->h,
+	    peek_one, &p) : 0;
+	if (rc < 0) {
+		evbuffer_free(p.out);
+		send_error(req, 500, "Internal Server Error", saker_strerror(rc));
+		return;
+	}
+	evbuffer_add_printf(p.out, "]}\n");
+	send_json(req, 200, "OK", p.out);
+	evbuffer_free(p.out);
+}
+
+/* ------------------------------------------------------------ POSTs */
+
+/* The queue whose dead-letter queue is called name. */
+struct origin_ctx {
+	struct broker *b;
+	const char *name;
+	struct squeue *found;
+};
+
+static int
+origin_one(void *arg, struct squeue *q)
+{
+	struct origin_ctx *o = arg;
+	char dl[SAKER_QNAME_MAX + 1];
+
+	dl_name(o->b, q, dl, sizeof(dl));
+	if (strcmp(dl, o->name) == 0 && strcmp(q->name, o->name) != 0) {
+		o->found = q;
+		return 1;
+	}
+	return 0;
+}
+
+static bool
+csrf_ok(struct evhttp_request *req)
+{
+	const char *t = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    "X-CSRF-Token");
+	unsigned char diff = 0;
+	size_t i;
+
+	if (t == NULL || strlen(t) != sizeof(csrf) - 1)
+		return false;
+	for (i = 0; i < sizeof(csrf) - 1; i++)
+		diff |= (unsigned char)(t[i] ^ csrf[i]);
+	return diff == 0;
+}
+
+static void
+op_failed(struct evhttp_request *req, int r, const char *msg)
+{
+	if (r == OPR_READONLY || r == OPR_SERVER || r == OPR_NOMEM)
+		send_error(req, 503, "Service Unavailable", msg != NULL ? msg : "store error");
+	else if (r == OPR_DENIED)
+		send_error(req, 403, "Forbidden", "permission denied");
+	else
+		send_error(req, 400, "Bad Request", msg != NULL ? msg : "refused");
+}
+
+static void
+api_post(const struct console_env *env, struct evhttp_request *req,
+    const char *name, size_t len, const char *action, struct evkeyvalq *qs)
+{
+	struct session s;
+	const char *msg = NULL;
+	char why[256];
+	int r = OPR_OK;
+
+	memset(&s, 0, sizeof(s));
+	if (session_init(&s, env->b, true) != 0) {
+		send_error(req, 500, "Internal Server Error", "out of memory");
+		return;
+	}
+	if (strcmp(action, "flush") == 0) {
+		r = op_flush(&s, name, len, &msg);
+		if (r != OPR_OK)
+			op_failed(req, r, msg);
+		else if (!env->commit(why, sizeof(why)))
+			send_error(req, 503, "Service Unavailable", why);
+		else {
+			struct evbuffer *out = evbuffer_new();
+
+			if (out != NULL) {
+				evbuffer_add_printf(out, "{\"flushed\":true}\n");
+				send_json(req, 200, "OK", out);
+				evbuffer_free(out);
+			} else
+				evhttp_send_error(req, 500, "out of memory");
+			log_info("console: flushed %s", name);
+		}
+	} else {
+		/* requeue */
+		const char *to = evhttp_find_header(qs, "to");
+		struct origin_ctx o = { env->b, name, NULL };
+		uint64_t want = REQUEUE_ALL_MAX, moved = 0, m;
+		bool all = evhttp_find_header(qs, "n") == NULL;
+		struct evbuffer *out;
+
+		if (!param_u64(qs, "n", REQUEUE_ALL_MAX, &want) || want == 0) {
+			send_error(req, 400, "Bad Request", "n is a number 1..100000");
+			goto done;
+		}
+		if (to == NULL) {
+			queues_walk(env->b, origin_one, &o);
+			if (o.found == NULL) {
+				send_error(req, 400, "Bad Request", "not the dead-letter "
+				    "queue of any queue: say where with ?to=QUEUE");
+				goto done;
+			}
+			to = o.found->name;
+		} else if (!saker_qname_valid(to, strlen(to))) {
+			send_error(req, 400, "Bad Request", "bad queue name in to");
+			goto done;
+		}
+		/* batches of REQUEUE_MAX, each committed before the next */
+		while (moved < want) {
+			uint64_t ask = want - moved < REQUEUE_MAX ? want - moved : REQUEUE_MAX;
+
+			r = op_requeue(&s, name, len, to, strlen(to), ask, &m, &msg);
+			if (r != OPR_OK)
+				break;
+			if (m > 0 && !env->commit(why, sizeof(why))) {
+				send_error(req, 503, "Service Unavailable", why);
+				goto done;
+			}
+			moved += m;
+			if (m < ask)
+				break;
+		}
+		if (r != OPR_OK && moved == 0) {
+			op_failed(req, r, msg);
+			goto done;
+		}
+		if ((out = evbuffer_new()) == NULL) {
+			evhttp_send_error(req, 500, "out of memory");
+			goto done;
+		}
+		evbuffer_add_printf(out, "{\"moved\":%" PRIu64 ",\"to\":", moved);
+		console_json_str(out, to, strlen(to));
+		evbuffer_add_printf(out, ",\"all\":%s}\n", all ? "true" : "false");
+		send_json(req, 200, "OK", out);
+		evbuffer_free(out);
+	}
+done:
+	session_close(&s);
+	session_free(&s);
+}
+
+/* ----------------------------------------------------------- dispatch */
+
+void
+console_handle(const struct console_env *env, struct evhttp_request *req)
+{
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+	const char *query = uri != NULL ? evhttp_uri_get_query(uri) : NULL;
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	bool get = cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD;
+	const struct console_asset *a;
+	struct evkeyvalq qs;
+
+	security_headers(req);
+	if (path == NULL) {
+		evhttp_send_error(req, 400, "bad request");
+		return;
+	}
+	if ((a = console_asset(strcmp(path, "/") == 0 ? "/index.html" : path)) != NULL) {
+		if (get)
+			serve_asset(req, a);
+		else
+			evhttp_send_error(req, 405, "only GET");
+		return;
+	}
+	TAILQ_INIT(&qs);
+	if (query != NULL && evhttp_parse_query_str(query, &qs) != 0) {
+		send_error(req, 400, "Bad Request", "bad query string");
+		return;
+	}
+	if (env->b->store == NULL) {
+		send_error(req, 503, "Service Unavailable", "starting");
+	} else if (strcmp(path, "/api/server") == 0) {
+		if (get)
+			api_server(env, req);
+		else
+			send_error(req, 405, "Method Not Allowed", "only GET");
+	} else if (strcmp(path, "/api/queues") == 0) {
+		if (get)
+			api_queues(env, req, &qs);
+		else
+			send_error(req, 405, "Method Not Allowed", "only GET");
+	} else if (strncmp(path, "/api/queues/", 12) == 0) {
+		/* /api/queues/NAME/ACTION, NAME percent-encoded (a '/' in it,
+		 * encoded or not, makes it an invalid name) */
+		const char *p = path + 12, *slash = strchr(p, '/');
+		char raw[3 * SAKER_QNAME_MAX + 1], *name = NULL;
+		const char *action = slash != NULL ? slash + 1 : "";
+		size_t rlen = slash != NULL ? (size_t)(slash - p) : 0, nlen = 0;
+		struct squeue *q;
+
+		if (rlen > 0 && rlen < sizeof(raw)) {
+			memcpy(raw, p, rlen);
+			raw[rlen] = '\0';
+			name = evhttp_uridecode(raw, 0, &nlen);
+		}
+		if (name == NULL || !saker_qname_valid(name, nlen)) {
+			send_error(req, 400, "Bad Request", "bad queue name");
+		} else if (strcmp(action, "peek") == 0) {
+			if (!get)
+				send_error(req, 405, "Method Not Allowed", "only GET");
+			else if ((q = queue_find(env->b, name, nlen)) == NULL ||
+			    (q->h == NULL && q->nwaiters == 0))
+				send_error(req, 404, "Not Found", "no such queue");
+			else
+				api_peek(env, req, q, &qs);
+		} else if (strcmp(action, "requeue") == 0 || strcmp(action, "flush") == 0) {
+			if (cmd != EVHTTP_REQ_POST)
+				send_error(req, 405, "Method Not Allowed", "only POST");
+			else if (!env->writes_allowed)
+				send_error(req, 403, "Forbidden", "changes need an admin "
+				    "login (--auth-file) or --http on a loopback address");
+			else if (!csrf_ok(req))
+				send_error(req, 403, "Forbidden", "missing or wrong X-CSRF-Token "
+				    "(GET /api/server has it)");
+			else
+				api_post(env, req, name, nlen, action, &qs);
+		} else {
+			send_error(req, 404, "Not Found", "no such API");
+		}
+		free(name);
+	} else {
+		send_error(req, 404, "Not Found", "no such API");
+	}
+	evhttp_clear_headers(&qs);
+}

@@ -1,0 +1,40 @@
+/*
+ * console.h -- the web console on --http: the page and its JSON API under
+ * /api/ (docs/console.md).  http.c authenticates a request, then hands
+ * it here.
+ */
+#ifndef SAKER_CONSOLE_H
+#define SAKER_CONSOLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct broker;
+struct evhttp_request;
+
+struct console_env {
+	struct broker *b;
+	/* the POSTs (requeue, flush) are allowed: an admin login is required
+	 * (--auth-file without --http-public) or --http listens on loopback */
+	bool writes_allowed;
+	bool login_required;          /* for /api/server */
+	/* commit the batch now (the POST answers its outcome): true when
+	 * durable, else why in `why` */
+	bool (*commit)(char *why, size_t len);
+	/* open HTTP connections (for /api/server) */
+	unsigned (*http_connections)(void);
+};
+
+/* Make the per-process CSRF token; -1 when no randomness is available. */
+int console_init(void);
+/* Is path the console's ("/", its assets, "/api/...")? */
+bool console_path(const char *path);
+/* Serve req (a console path, already authorized). */
+void console_handle(const struct console_env *env, struct evhttp_request *req);
+
+/* Append s[0..len) as a JSON string, quotes included: every byte outside
+ * printable ASCII, and " \ < > &, escaped as \uXXXX or \" \\. */
+struct evbuffer;
+void console_json_str(struct evbuffer *out, const char *s, size_t len);
+
+#endif

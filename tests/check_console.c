@@ -1,0 +1,557 @@
+/* check_console.c -- the web console's JSON API and page over a real
+ * sakerd (docs/console.md): shapes, escaping of hostile names and data,
+ * security headers, CSRF, the admin login, peek, requeue and flush. */
+#include "config.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+static char *dir;
+static struct tl_server *srv;
+static int http_port;
+
+/* Every byte a queue name may hold that HTML or JSON treat specially. */
+#define HOSTILE_Q "<img_src=x_onerror=alert(1)>\"\\&'%"
+/* ... and the same as JSON (console_json_str's escapes). */
+#define HOSTILE_Q_JSON "\\u003cimg_src=x_onerror=alert(1)\\u003e\\\"\\\\\\u0026'%"
+/* ... percent-encoded for a URL path */
+#define HOSTILE_Q_URL "%3Cimg_src%3Dx_onerror%3Dalert(1)%3E%22%5C%26'%25"
+#define HOSTILE_DATA "<script>alert(\"x\")</script>\\"
+#define HOSTILE_DATA_JSON "\\u003cscript\\u003ealert(\\\"x\\\")\\u003c/script\\u003e\\\\"
+
+static void
+setup(void)
+{
+	dir = tl_mkdtemp();
+}
+
+static void
+teardown(void)
+{
+	if (srv != NULL && srv->pid > 0)
+		tl_server_kill(srv);
+	tl_server_free(srv);
+	srv = NULL;
+	tl_rmrf(dir);
+	free(dir);
+}
+
+/* sakerd with --http on addr (NULL: 127.0.0.1) and the extra arguments
+ * (up to two, NULL-terminated). */
+static void
+start(const char *addr, const char *a1, const char *a2)
+{
+	char *port;
+	int64_t deadline;
+	int fd;
+
+	http_port = tl_free_port();
+	port = tl_strdupf("%s:%d", addr != NULL ? addr : "127.0.0.1", http_port);
+	srv = tl_server_start("memory", "--http", port, a1, a2, NULL);
+	deadline = tl_now_ms() + 10000;
+	while ((fd = tl_try_connect(http_port)) < 0) {
+		ck_assert_msg(tl_now_ms() < deadline, "--http %s never listened", port);
+		tl_sleep_ms(20);
+	}
+	close(fd);
+	free(port);
+}
+
+static char *
+b64(const char *s)
+{
+	static const char t[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = strlen(s), i, o = 0;
+	char *out = malloc(n / 3 * 4 + 5);
+
+	for (i = 0; i + 2 < n; i += 3) {
+		unsigned v = (unsigned char)s[i] << 16 | (unsigned char)s[i + 1] << 8 |
+		    (unsigned char)s[i + 2];
+		out[o++] = t[v >> 18];
+		out[o++] = t[v >> 12 & 63];
+		out[o++] = t[v >> 6 & 63];
+		out[o++] = t[v & 63];
+	}
+	if (i < n) {
+		unsigned v = (unsigned char)s[i] << 16 |
+		    (i + 1 < n ? (unsigned char)s[i + 1] << 8 : 0);
+		out[o++] = t[v >> 18];
+		out[o++] = t[v >> 12 & 63];
+		out[o++] = i + 1 < n ? t[v >> 6 & 63] : '=';
+		out[o++] = '=';
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* METHOD path with credentials ("user:pass" or NULL) and a CSRF token (or
+ * NULL); the whole response, malloc'd. */
+static char *
+http_req(const char *method, const char *path, const char *cred, const char *token)
+{
+	char *enc = cred != NULL ? b64(cred) : NULL;
+	char *auth = enc != NULL ? tl_strdupf("Authorization: Basic %s\r\n", enc) :
+	    tl_strdupf("%s", "");
+	char *tok = token != NULL ? tl_strdupf("X-CSRF-Token: %s\r\n", token) :
+	    tl_strdupf("%s", "");
+	char *req = tl_strdupf("%s %s HTTP/1.0\r\n%s%s%s\r\n", method, path, auth,
+	    tok, strcmp(method, "POST") == 0 ? "Content-Length: 0\r\n" : "");
+	char *buf = malloc(1 << 20);
+	size_t len = 0;
+	ssize_t n;
+	int fd = tl_connect(http_port);
+
+	mustsends(fd, req);
+	while ((n = tl_readn(fd, buf + len, (1 << 20) - 1 - len, tl_slow(3000))) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	close(fd);
+	free(req);
+	free(auth);
+	free(tok);
+	free(enc);
+	return buf;
+}
+
+#define get(path) http_req("GET", (path), NULL, NULL)
+
+static int
+status(const char *resp)
+{
+	int code = 0;
+
+	ck_assert_msg(sscanf(resp, "HTTP/1.%*d %d", &code) == 1, "response \"%s\"", resp);
+	return code;
+}
+
+static const char *
+body(const char *resp)
+{
+	const char *b = strstr(resp, "\r\n\r\n");
+
+	ck_assert_msg(b != NULL, "no body in \"%s\"", resp);
+	return b + 4;
+}
+
+#define ck_has(resp, s) ck_assert_msg(strstr((resp), (s)) != NULL, \
+	"\"%s\" not in:\n%s", (s), (resp))
+#define ck_hasnt(resp, s) ck_assert_msg(strstr((resp), (s)) == NULL, \
+	"\"%s\" in:\n%s", (s), (resp))
+
+/* The CSRF token of GET /api/server, malloc'd. */
+static char *
+csrf_token(const char *cred)
+{
+	char *r = http_req("GET", "/api/server", cred, NULL), *t;
+	const char *p;
+
+	ck_assert_int_eq(status(r), 200);
+	p = strstr(r, "\"csrf_token\":\"");
+	ck_assert_msg(p != NULL, "%s", r);
+	p += 14;
+	t = strndup(p, strcspn(p, "\""));
+	ck_assert_uint_eq(strlen(t), 32);
+	free(r);
+	return t;
+}
+
+/* The number after "key": in the object of queue name (as JSON) in a
+ * /api/queues body; -1 when the queue is not there. */
+static long long
+queue_field(const char *resp, const char *json_name, const char *key)
+{
+	char *needle = tl_strdupf("{\"name\":\"%s\",", json_name);
+	char *k = tl_strdupf("\"%s\":", key);
+	const char *p = strstr(resp, needle), *end;
+	long long v = -1;
+
+	if (p != NULL) {
+		end = strchr(p, '}');
+		p = strstr(p, k);
+		ck_assert_msg(p != NULL && p < end, "%s has no %s: %s", json_name, key, resp);
+		v = atoll(p + strlen(k));
+	}
+	free(needle);
+	free(k);
+	return v;
+}
+
+START_TEST(test_queues_json)
+{
+	char *r;
+	int fd;
+
+	start(NULL, NULL, NULL);
+	fd = tl_connect(srv->port);
+	tl_set(fd, HOSTILE_Q, HOSTILE_DATA);
+	tl_set(fd, HOSTILE_Q, "two");
+	tl_set(fd, "plain", "x");
+	r = get("/api/queues");
+	ck_assert_int_eq(status(r), 200);
+	ck_has(r, "\r\nContent-Type: application/json\r\n");
+	ck_has(r, "{\"total\":2,\"offset\":0,\"limit\":100,");
+	ck_has(r, "\"totals\":{\"items\":3,");
+	ck_assert_int_eq(queue_field(r, HOSTILE_Q_JSON, "items"), 2);
+	ck_assert_int_eq(queue_field(r, HOSTILE_Q_JSON, "bytes"),
+	    (long long)strlen(HOSTILE_DATA) + 3);
+	ck_assert_int_eq(queue_field(r, "plain", "items"), 1);
+	ck_assert_int_ge(queue_field(r, "plain", "age_ms"), 0);
+	ck_assert_int_eq(queue_field(r, "plain", "dead_lettered"), 0);
+	ck_has(r, "\"enqueue_rate\":");
+	ck_has(r, "\"dequeue_rate\":");
+	/* nothing of the name reaches the body unescaped */
+	ck_hasnt(body(r), "<");
+	ck_hasnt(body(r), ">");
+	ck_hasnt(body(r), "&");
+	free(r);
+
+	/* the count follows a set */
+	tl_set(fd, "plain", "y");
+	r = get("/api/queues?prefix=pl");
+	ck_assert_int_eq(queue_field(r, "plain", "items"), 2);
+	ck_assert_int_eq(queue_field(r, HOSTILE_Q_JSON, "items"), -1);
+	ck_has(r, "{\"total\":1,");
+	free(r);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_queues_pages)
+{
+	char *r, name[16];
+	int fd, i;
+
+	start(NULL, NULL, NULL);
+	fd = tl_connect(srv->port);
+	for (i = 0; i < 5; i++) {
+		int j;
+
+		snprintf(name, sizeof(name), "q%d", i);
+		for (j = 0; j <= i; j++)
+			tl_set(fd, name, "x");
+	}
+	r = get("/api/queues?offset=1&limit=2");
+	ck_has(r, "{\"total\":5,\"offset\":1,\"limit\":2,");
+	ck_assert_int_eq(queue_field(r, "q0", "items"), -1);
+	ck_assert_int_eq(queue_field(r, "q1", "items"), 2);
+	ck_assert_int_eq(queue_field(r, "q2", "items"), 3);
+	ck_assert_int_eq(queue_field(r, "q3", "items"), -1);
+	free(r);
+	/* by items, most first */
+	r = get("/api/queues?sort=-items&limit=1");
+	ck_assert_int_eq(queue_field(r, "q4", "items"), 5);
+	ck_assert_int_eq(queue_field(r, "q3", "items"), -1);
+	free(r);
+	r = get("/api/queues?sort=items&limit=1");
+	ck_assert_int_eq(queue_field(r, "q0", "items"), 1);
+	free(r);
+	/* past the end: an empty page */
+	r = get("/api/queues?offset=99");
+	ck_has(r, "\"queues\":[]}");
+	free(r);
+	/* bounded */
+	r = get("/api/queues?limit=1001");
+	ck_assert_int_eq(status(r), 400);
+	free(r);
+	r = get("/api/queues?offset=99999999999999999999999");
+	ck_assert_int_eq(status(r), 400);
+	free(r);
+	r = get("/api/queues?sort=pid");
+	ck_assert_int_eq(status(r), 400);
+	free(r);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_peek_does_not_take)
+{
+	char *r, *v;
+	int fd;
+
+	start(NULL, NULL, NULL);
+	fd = tl_connect(srv->port);
+	tl_setn(fd, HOSTILE_Q, 42, 0, HOSTILE_DATA, strlen(HOSTILE_DATA));
+	tl_setn(fd, HOSTILE_Q, 0, 0, "\x01\x02\xff", 3);
+	r = get("/api/queues/" HOSTILE_Q_URL "/peek?n=5");
+	ck_assert_int_eq(status(r), 200);
+	ck_has(r, "{\"name\":\"" HOSTILE_Q_JSON "\",\"items\":[");
+	ck_has(r, "\"state\":\"ready\"");
+	v = tl_strdupf("\"flags\":42,\"deliveries\":0,\"size\":%zu,",
+	    strlen(HOSTILE_DATA));
+	ck_has(r, v);
+	free(v);
+	ck_has(r, "\"encoding\":\"text\",\"preview\":\"" HOSTILE_DATA_JSON "\","
+	    "\"truncated\":false}");
+	ck_has(r, "\"encoding\":\"hex\",\"preview\":\"0102ff\"");
+	ck_hasnt(body(r), "<");
+	free(r);
+	/* n bounds the answer */
+	r = get("/api/queues/" HOSTILE_Q_URL "/peek?n=1");
+	ck_hasnt(r, "0102ff");
+	free(r);
+	/* still there, in order */
+	tl_ckget(fd, HOSTILE_Q, HOSTILE_DATA);
+	v = tl_get(fd, HOSTILE_Q);
+	ck_assert_ptr_nonnull(v);
+	ck_assert_int_eq(memcmp(v, "\x01\x02\xff", 3), 0);
+	free(v);
+	close(fd);
+
+	/* names are checked as the protocol does */
+	r = get("/api/queues/a%2Fb/peek");
+	ck_assert_int_eq(status(r), 400);
+	free(r);
+	r = get("/api/queues/.x/peek");
+	ck_assert_int_eq(status(r), 400);
+	free(r);
+	r = get("/api/queues/a%00b/peek");
+	ck_assert_int_eq(status(r), 400);
+	free(r);
+	r = get("/api/queues/nosuch/peek");
+	ck_assert_int_eq(status(r), 404);
+	free(r);
+	r = get("/api/queues/" HOSTILE_Q_URL "/peek?n=101");
+	ck_assert_int_eq(status(r), 400);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_headers)
+{
+	static const char *const paths[] = { "/", "/console.js", "/console.css",
+	    "/api/server", "/api/queues", NULL };
+	char *r;
+	int i;
+
+	start(NULL, NULL, NULL);
+	for (i = 0; paths[i] != NULL; i++) {
+		r = get(paths[i]);
+		ck_assert_int_eq(status(r), 200);
+		ck_has(r, "\r\nContent-Security-Policy: default-src 'self'; ");
+		ck_has(r, "\r\nX-Content-Type-Options: nosniff\r\n");
+		free(r);
+	}
+	r = get("/");
+	ck_has(r, "\r\nContent-Type: text/html; charset=utf-8\r\n");
+	ck_has(r, "<script src=\"/console.js\"");
+	free(r);
+	r = get("/console.js");
+	ck_has(r, "\r\nContent-Type: text/javascript; charset=utf-8\r\n");
+	free(r);
+	r = get("/api/server");
+	ck_has(r, "\"version\":\"" PACKAGE_VERSION "\",\"store\":\"memory\","
+	    "\"sync\":\"always\",");
+	ck_has(r, "\"uptime\":");
+	ck_has(r, "\"commit_mean_ms\":");
+	ck_has(r, "\"writes_allowed\":true,\"login_required\":false,");
+	free(r);
+	r = get("/api/nothing");
+	ck_assert_int_eq(status(r), 404);
+	free(r);
+	/* /metrics and /healthz as before */
+	r = get("/healthz");
+	ck_assert_int_eq(status(r), 200);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_csrf)
+{
+	char *r, *t;
+	int fd;
+
+	start(NULL, NULL, NULL);
+	fd = tl_connect(srv->port);
+	tl_set(fd, "jobs", "a");
+	t = csrf_token(NULL);
+	r = http_req("POST", "/api/queues/jobs/flush", NULL, NULL);
+	ck_assert_int_eq(status(r), 403);
+	free(r);
+	r = http_req("POST", "/api/queues/jobs/flush", NULL,
+	    "00000000000000000000000000000000");
+	ck_assert_int_eq(status(r), 403);
+	free(r);
+	r = get("/api/queues/jobs/flush");
+	ck_assert_int_eq(status(r), 405);
+	free(r);
+	ck_assert_int_eq(tl_stat(fd, "curr_items"), 1);
+	r = http_req("POST", "/api/queues/jobs/flush", NULL, t);
+	ck_assert_int_eq(status(r), 200);
+	ck_has(r, "{\"flushed\":true}");
+	free(r);
+	ck_assert_int_eq(tl_stat(fd, "curr_items"), 0);
+	free(t);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_requeue)
+{
+	char *r, *t;
+	int fd, i;
+
+	start(NULL, NULL, NULL);
+	fd = tl_connect(srv->port);
+	/* jobs exists (empty); its dead-letter queue jobs_dead has 5 */
+	tl_set(fd, "jobs", "a");
+	tl_ckget(fd, "jobs", "a");
+	for (i = 0; i < 5; i++) {
+		char d[8];
+
+		snprintf(d, sizeof(d), "d%d", i);
+		tl_set(fd, "jobs_dead", d);
+	}
+	t = csrf_token(NULL);
+	r = http_req("POST", "/api/queues/jobs_dead/requeue?n=2", NULL, t);
+	ck_assert_int_eq(status(r), 200);
+	ck_has(r, "{\"moved\":2,\"to\":\"jobs\",\"all\":false}");
+	free(r);
+	r = get("/api/queues");
+	ck_assert_int_eq(queue_field(r, "jobs", "items"), 2);
+	ck_assert_int_eq(queue_field(r, "jobs_dead", "items"), 3);
+	free(r);
+	/* the rest; the oldest first */
+	r = http_req("POST", "/api/queues/jobs_dead/requeue", NULL, t);
+	ck_has(r, "{\"moved\":3,\"to\":\"jobs\",\"all\":true}");
+	free(r);
+	for (i = 0; i < 5; i++) {
+		char d[8];
+
+		snprintf(d, sizeof(d), "d%d", i);
+		tl_ckget(fd, "jobs", d);
+	}
+	/* elsewhere with ?to= */
+	tl_set(fd, "jobs_dead", "z");
+	r = http_req("POST", "/api/queues/jobs_dead/requeue?to=other", NULL, t);
+	ck_has(r, "{\"moved\":1,\"to\":\"other\",\"all\":true}");
+	free(r);
+	tl_ckget(fd, "other", "z");
+	/* not a dead-letter queue of anything, no ?to= */
+	tl_set(fd, "lonely", "z");
+	r = http_req("POST", "/api/queues/lonely/requeue", NULL, t);
+	ck_assert_int_eq(status(r), 400);
+	free(r);
+	r = http_req("POST", "/api/queues/lonely/requeue?to=a/b", NULL, t);
+	ck_assert_int_eq(status(r), 400);
+	free(r);
+	r = http_req("POST", "/api/queues/lonely/requeue?to=lonely", NULL, t);
+	ck_assert_int_eq(status(r), 400);
+	free(r);
+	tl_ckget(fd, "lonely", "z");
+	free(t);
+	close(fd);
+}
+END_TEST
+
+/* No login and not on loopback: the console only looks. */
+START_TEST(test_public_read_only)
+{
+	char *r, *t;
+
+	start("0.0.0.0", NULL, NULL);
+	t = csrf_token(NULL);
+	r = get("/api/server");
+	ck_has(r, "\"writes_allowed\":false,");
+	free(r);
+	r = http_req("POST", "/api/queues/jobs/flush", NULL, t);
+	ck_assert_int_eq(status(r), 403);
+	free(r);
+	free(t);
+}
+END_TEST
+
+static char *
+write_users(const char *text)
+{
+	char *path = tl_strdupf("%s/users", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+START_TEST(test_admin_login)
+{
+	char *path = write_users("alice:apw:queues=jobs*,read,write\nroot:rpw:admin\n");
+	char *r, *t;
+	int fd;
+
+	start("0.0.0.0", "--auth-file", path);
+	fd = tl_connect(srv->port);
+	mustsends(fd, "set auth 0 0 8\r\nroot rpw\r\n");
+	ckresp(fd, "STORED\r\n");
+	tl_set(fd, "jobs", "a");
+	r = get("/api/queues");
+	ck_assert_int_eq(status(r), 401);
+	ck_hasnt(r, "jobs");
+	free(r);
+	r = http_req("GET", "/", "alice:apw", NULL);
+	ck_assert_int_eq(status(r), 401);
+	free(r);
+	r = http_req("GET", "/api/queues/jobs/peek", "alice:apw", NULL);
+	ck_assert_int_eq(status(r), 401);
+	ck_hasnt(r, "\"preview\"");
+	free(r);
+	r = http_req("GET", "/api/queues", "root:rpw", NULL);
+	ck_assert_int_eq(status(r), 200);
+	ck_assert_int_eq(queue_field(r, "jobs", "items"), 1);
+	free(r);
+	t = csrf_token("root:rpw");
+	r = http_req("POST", "/api/queues/jobs/flush", "alice:apw", t);
+	ck_assert_int_eq(status(r), 401);
+	free(r);
+	ck_assert_int_eq(tl_stat(fd, "curr_items"), 1);
+	/* an admin login may change things from anywhere */
+	r = http_req("POST", "/api/queues/jobs/flush", "root:rpw", t);
+	ck_assert_int_eq(status(r), 200);
+	free(r);
+	ck_assert_int_eq(tl_stat(fd, "curr_items"), 0);
+	r = get("/healthz");
+	ck_assert_int_eq(status(r), 200);
+	free(r);
+	free(t);
+	free(path);
+	close(fd);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("console");
+	TCase *tc = tcase_create("console");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_queues_json);
+	tcase_add_test(tc, test_queues_pages);
+	tcase_add_test(tc, test_peek_does_not_take);
+	tcase_add_test(tc, test_headers);
+	tcase_add_test(tc, test_csrf);
+	tcase_add_test(tc, test_requeue);
+	tcase_add_test(tc, test_public_read_only);
+	tcase_add_test(tc, test_admin_login);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
