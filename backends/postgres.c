@@ -92,7 +92,7 @@ enum {
 	P_NEXT, P_RENEW, P_SWEEP, P_MINE, P_RELEASE_ALL, P_IT_OPEN,
 	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
 	P_QSYNC, P_PUTS, P_SETSTATE, P_DELS, P_COUNTS, P_CLAIM, P_GIVEBACK,
-	P_MOVE, P_COUNT
+	P_MOVE, P_EXPIRE_GET, P_COUNT
 };
 
 static const char *const pg_sql[P_COUNT] = {
@@ -157,11 +157,21 @@ static const char *const pg_sql[P_COUNT] = {
 	 * (kind 1), the queues of the others are reported (kind 0). */
 	[P_PROMOTE] = "WITH x AS (DELETE FROM saker_items WHERE state = 0 AND"
 	    " due > $1::bigint AND due <= $2::bigint AND expires <> 0 AND"
-	    " expires <= $2::bigint RETURNING qid)"
-	    " SELECT qid, 1::bigint FROM x UNION ALL"
-	    " SELECT DISTINCT qid, 0::bigint FROM saker_items WHERE state = 0 AND"
+	    " expires <= $2::bigint RETURNING qid, flags, created, data,"
+	    " @DLV@ AS dlv)"
+	    " SELECT qid, 1::bigint, flags, created, data, dlv FROM x UNION ALL"
+	    " SELECT DISTINCT qid, 0::bigint, 0::bigint, 0::bigint, ''::bytea,"
+	    " 0::bigint FROM saker_items WHERE state = 0 AND"
 	    " due > $1::bigint AND due <= $2::bigint AND (expires = 0 OR"
 	    " expires > $2::bigint)",
+	/* P_EXPIRE for a queue with expire_to: the rows come back to be
+	 * moved (flags, created, data, deliveries) */
+	[P_EXPIRE_GET] = "DELETE FROM saker_items WHERE (qid, id) IN (SELECT"
+	    " qid, id FROM (SELECT qid, id, expires FROM saker_items WHERE"
+	    " qid = $1::bigint AND state = 0 AND due <= $2::bigint"
+	    " ORDER BY vis, id LIMIT $3::bigint FOR UPDATE SKIP LOCKED) AS h"
+	    " WHERE expires <> 0 AND expires <= $2::bigint)"
+	    " RETURNING flags, created, data, @DLV@",
 	[P_NEXT] = "SELECT coalesce(min(due), 0)::bigint FROM saker_items"
 	    " WHERE state = 0 AND due > $1::bigint",
 	[P_RENEW] = "UPDATE saker_items SET lease_until = " DBNOW " + $2::bigint"
@@ -339,6 +349,10 @@ struct saker_queue {
 	LIST_ENTRY(saker_queue) dirty_link;
 	LIST_ENTRY(saker_queue) pend_link;
 	LIST_ENTRY(saker_queue) gone_link;	/* deleted or zombie list */
+	/* expire_to (store.h): this broker's setting, not stored */
+	char xto[256];
+	size_t xtolen;
+	uint64_t expired_to;
 	struct kit_qent qe;	/* in s->qt while live (qtab.h) */
 };
 
@@ -1988,6 +2002,7 @@ pg_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 		st->open_items = (uint64_t)rv_i64(res, 0, 3);
 		st->total_items = (uint64_t)(rv_i64(res, 0, 4) + q->d_total);
 		st->expired_items = (uint64_t)(rv_i64(res, 0, 5) + q->d_expired);
+		st->expired_to = q->expired_to;
 		st->head_created_ms = rv_i64(res, 0, 6);
 	}
 	PQclear(res);
@@ -2108,7 +2123,7 @@ pg_row_sound(const PGresult *res, int row)
 }
 
 static int
-pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id)
+pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id, bool count)
 {
 	struct pgp p = { 0 };
 	PGresult *res;
@@ -2117,11 +2132,77 @@ pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id)
 	pp_i64(&p, id);
 	if ((res = pg_run(s, P_DEL1, &p, "dropping expired item")) == NULL)
 		return s->code;
-	if (rv_changed(res) > 0) {
+	if (rv_changed(res) > 0 && count) {
 		pg_mark_dirty(s, q);
 		q->d_expired++;
 	}
 	PQclear(res);
+	return SAKER_OK;
+}
+
+/*
+ * An expired item of q (row `row` of res; its flags, created, data and
+ * deliveries in columns cf, cc, cd, cn) goes to q's expire_to queue, with
+ * its expiry cleared, in the batch; the caller deletes the original.
+ * *moved false: q has no expire_to (or it is q): the caller drops it.
+ */
+static int
+pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
+    int row, const int col[4], int64_t now_ms, bool *moved)
+{
+	struct saker_item it;
+	struct saker_queue *t;
+	void *copy = NULL;
+	int64_t d;
+	int err;
+
+	*moved = false;
+	if (q->xtolen == 0)
+		return SAKER_OK;
+	/* an existing handle keeps the core's context */
+	if ((t = pg_find_name(s, q->xto, q->xtolen)) == NULL &&
+	    (err = pg_queue_open(&s->base, q->xto, q->xtolen, true, NULL, &t)) !=
+	    SAKER_OK)
+		return err;
+	if (t == q)
+		return SAKER_OK;
+	memset(&it, 0, sizeof(it));
+	it.flags = (uint32_t)rv_i64(res, row, col[0]);
+	it.created_ms = rv_i64(res, row, col[1]);
+	d = rv_i64(res, row, col[3]);
+	it.deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
+	    SAKER_DELIVERIES_MAX : (uint32_t)d;
+	it.len = (size_t)PQgetlength(res, row, col[2]);
+	/* res may be freed if a statement below fails (the batch is lost) */
+	if (it.len > 0 && (copy = malloc(it.len)) == NULL)
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	if (it.len > 0)
+		memcpy(copy, PQgetvalue(res, row, col[2]), it.len);
+	it.data = copy != NULL ? copy : "";
+	err = pg_put(&s->base, t, &it, now_ms);
+	free(copy);
+	if (err == SAKER_OK) {
+		*moved = true;
+		q->expired_to++;
+	}
+	return err;
+}
+
+static const int pg_item_cols[4] = { C_FLAGS, C_CREATED, C_DATA, C_DLV };
+
+static int
+pg_expire_to(saker_store *base, saker_queue *q, const char *name, size_t len)
+{
+	struct pg_store *s = PG(base);
+	int err;
+
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	if (len >= sizeof(q->xto) || (len > 0 && name == NULL))
+		return pg_errf(s, SAKER_EINVAL, "bad expire_to queue");
+	q->xtolen = name != NULL ? len : 0;
+	if (q->xtolen > 0)
+		memcpy(q->xto, name, len);
 	return SAKER_OK;
 }
 
@@ -2320,6 +2401,7 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 	struct pgp p;
 	PGresult *res;
 	int64_t expires;
+	bool moved;
 	int err, r, which;
 
 	if (mode == SAKER_TAKE_OPEN && s->nheld == 0 && s->open.n == 0)
@@ -2358,13 +2440,24 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 			return pg_take_damaged(s, q, mode, res, now_ms);
 		if (expires == 0 || expires > now_ms)
 			break;
-		/* expired at the head: drop it, count it, look again */
+		/* expired at the head: drop it, count it (or move it to the
+		 * expire_to queue), look again */
 		if (mode == SAKER_TAKE_REMOVE) {
-			pg_mark_dirty(s, q);
-			q->d_expired++;
+			if ((err = pg_xto_put(s, q, res, 0, pg_item_cols, now_ms,
+			    &moved)) != SAKER_OK) {
+				PQclear(res);
+				return err;
+			}
+			if (!moved) {
+				pg_mark_dirty(s, q);
+				q->d_expired++;
+			}
 		} else if (!s->read_only && s->conn != NULL && !s->lost) {
 			if ((err = pg_begin(s)) != SAKER_OK ||
-			    (err = pg_del1(s, q, rv_i64(res, 0, 0))) != SAKER_OK) {
+			    (err = pg_xto_put(s, q, res, 0, pg_item_cols, now_ms,
+			    &moved)) != SAKER_OK ||
+			    (err = pg_del1(s, q, rv_i64(res, 0, 0), !moved)) !=
+			    SAKER_OK) {
 				PQclear(res);
 				return err;
 			}
@@ -2582,6 +2675,7 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 	struct saker_item it;
 	int64_t expires;
 	uint64_t id;
+	bool moved;
 	int row, r, err;
 
 	while (q->held_head < q->held_n) {
@@ -2593,9 +2687,14 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 		if (!pg_del_room(s))
 			return pg_errf(s, SAKER_ENOMEM, "out of memory");
 		if (expires != 0 && expires <= now_ms) {
+			if ((err = pg_xto_put(s, q, q->held, row, pg_item_cols,
+			    now_ms, &moved)) != SAKER_OK)
+				return err;
 			pg_del_add(s, q->id, id);
-			pg_mark_dirty(s, q);
-			q->d_expired++;
+			if (!moved) {
+				pg_mark_dirty(s, q);
+				q->d_expired++;
+			}
 			q->held_head++;
 			s->nheld--;
 			continue;
@@ -2892,8 +2991,18 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 			continue;
 		}
 		if (q != NULL) {
-			pg_mark_dirty(s, q);
-			q->d_expired++;
+			static const int cols[4] = { 2, 3, 4, 5 };
+			bool moved = false;
+
+			if (q->xtolen > 0 && (err = pg_xto_put(s, q, res, i, cols,
+			    now_ms, &moved)) != SAKER_OK) {
+				pipe_clear(&pp);
+				return err;
+			}
+			if (!moved) {
+				pg_mark_dirty(s, q);
+				q->d_expired++;
+			}
 			continue;
 		}
 		/* a queue this broker never opened */
@@ -2933,6 +3042,32 @@ pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 	pp_i64(&p, q->id);
 	pp_i64(&p, now_ms);
 	pp_i64(&p, limit == 0 || limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
+	if (q->xtolen > 0 && s->version >= 4) {
+		static const int cols[4] = { 0, 1, 2, 3 };
+		uint64_t dropped = 0;
+		bool moved;
+		int i;
+
+		if ((res = pg_run(s, P_EXPIRE_GET, &p, "moving expired items")) ==
+		    NULL)
+			return s->code;
+		for (i = 0; i < PQntuples(res); i++) {
+			if ((err = pg_xto_put(s, q, res, i, cols, now_ms, &moved)) !=
+			    SAKER_OK) {
+				PQclear(res);
+				return err;
+			}
+			if (!moved)
+				dropped++;
+		}
+		*removed = (uint64_t)PQntuples(res);
+		PQclear(res);
+		if (dropped > 0) {
+			pg_mark_dirty(s, q);
+			q->d_expired += (int64_t)dropped;
+		}
+		return SAKER_OK;
+	}
 	if ((res = pg_run(s, P_EXPIRE, &p, "dropping expired items")) == NULL)
 		return s->code;
 	*removed = rv_changed(res);
@@ -3700,6 +3835,7 @@ const struct saker_store_driver saker_store_postgres = {
 	.confirm = pg_confirm,
 	.release = pg_release,
 	.move = pg_move,
+	.expire_to = pg_expire_to,
 	.promote = pg_promote,
 	.flush_expired = pg_flush_expired,
 	.iterate = pg_iterate,

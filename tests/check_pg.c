@@ -553,6 +553,44 @@ START_TEST(test_dead_letter_across)
 }
 END_TEST
 
+/* expire_to on a shared store: the expired head is moved once, by the
+ * broker that meets it, and served from the target. */
+START_TEST(test_expire_to_across)
+{
+	char *conf = tl_strdupf("%s/xto.conf", pgc.dir), *sp = spec("xto");
+	struct tl_server *a, *b;
+	int fa, fb;
+	FILE *f;
+
+	f = fopen(conf, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("[queue ex]\nmax_age = 300ms\nexpire_to = ex_late\n", f);
+	fclose(f);
+	a = tl_server_start(sp, "--config", conf, NULL);
+	b = tl_server_start(sp, "--config", conf, NULL);
+	fa = tl_connect(a->port);
+	fb = tl_connect(b->port);
+	tl_setn(fb, "ex", 5, 0, "old", 3);
+	tl_sleep_ms(400);
+	tl_set(fb, "ex", "new");
+	tl_ckget(fa, "ex", "new");
+	/* moved once, by whichever broker met it first (B may have claimed
+	 * it ahead at its commit) */
+	ck_assert_int_eq(tl_stat(fa, "queue_ex_expired_to") +
+	    tl_stat(fb, "queue_ex_expired_to"), 1);
+	mustsends(fb, "mg ex_late v f t\r\n");
+	ckresp(fb, "VA 3 f5 t-1\r\nold\r\n");
+	close(fa);
+	close(fb);
+	tl_server_stop(a);
+	tl_server_stop(b);
+	tl_server_free(a);
+	tl_server_free(b);
+	free(sp);
+	free(conf);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -581,6 +619,7 @@ main(void)
 	tcase_add_test(tc, test_two_brokers_once);
 	tcase_add_test(tc, test_damaged_item_across);
 	tcase_add_test(tc, test_dead_letter_across);
+	tcase_add_test(tc, test_expire_to_across);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1391,12 +1391,13 @@ START_TEST(test_expire_to)
 	ck_assert_uint_eq(st.expired_to, 1);
 	ck_assert_uint_eq(st.expired_items, 0);
 	ck_assert_int_gt(count_notes(t), n0);
+	/* expired while delayed, met by promote */
+	promote(BASE + 50);
+	ck_assert_uint_eq(qstats(q).expired_to, 2);
 	/* behind a live item, met by the sweep */
 	ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 50, 0, &removed),
 	    SAKER_OK);
 	ck_assert_uint_eq(removed, 1);
-	/* expired while delayed, met by promote */
-	promote(BASE + 50);
 	st = qstats(q);
 	ck_assert_uint_eq(st.expired_to, 3);
 	ck_assert_uint_eq(st.expired_items, 0);
@@ -1410,9 +1411,9 @@ START_TEST(test_expire_to)
 	ck_assert_int_eq(T.got.expires_ms, 0);
 	ck_assert_uint_eq(T.got.flags, 3);
 	ck_assert_int_eq(T.got.created_ms, BASE - 5);
-	take_s(t, SAKER_TAKE_REMOVE, BASE + 50, "E");
 	take_s(t, SAKER_TAKE_REMOVE, BASE + 50, "D");
 	ck_assert_int_eq(T.got.expires_ms, 0);
+	take_s(t, SAKER_TAKE_REMOVE, BASE + 50, "E");
 	take_s(q, SAKER_TAKE_REMOVE, BASE + 50, "B");
 
 	/* cleared: dropped again */

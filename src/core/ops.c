@@ -141,6 +141,9 @@ take_for(struct session *s, struct squeue *q, unsigned opts, size_t k,
 	else if (opts & OP_OPT_PEEK)
 		mode = SAKER_TAKE_PEEK;
 	count_get(b, opts);
+	/* a handle opened since the last reload learns its expire_to before
+	 * the store meets an expired head */
+	(void)queue_cfg(b, q);
 	for (;;) {
 		tc.mode = mode;
 		tc.spent = false;

@@ -146,10 +146,12 @@ try_open_shared(struct broker *b, struct squeue *q)
 	if (q->h != NULL)
 		return;
 	if (b->store->driver->queue_open(b->store, q->name, q->len, false, q,
-	    &q->h) == SAKER_OK)
+	    &q->h) == SAKER_OK) {
 		b->nqueues++;
-	else
+		q->qc = NULL;	/* a new handle: the store learns its settings */
+	} else {
 		q->h = NULL;
+	}
 }
 
 struct squeue *

@@ -775,11 +775,12 @@ struct stat_line {
 static const char *const stat_qcols[] = {
 	"items", "bytes", "total_items", "expired_items", "age", "discarded",
 	"waiters", "open_transactions", "delayed_items", "open_timeouts",
-	"dead_lettered"
+	"dead_lettered", "expired_to"
 };
 static const char *const stat_qheads[] = {
 	"ITEMS", "BYTES", "TOTAL", "EXPIRED", "AGE_MS", "DISCARDED",
-	"WAITERS", "OPEN", "DELAYED", "OPEN_TIMEOUTS", "DEAD_LETTERED"
+	"WAITERS", "OPEN", "DELAYED", "OPEN_TIMEOUTS", "DEAD_LETTERED",
+	"EXPIRED_TO"
 };
 #define STAT_NCOLS (sizeof(stat_qcols) / sizeof(stat_qcols[0]))
 
