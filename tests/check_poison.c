@@ -561,6 +561,45 @@ START_TEST(test_kill_loop_sqlite)
 END_TEST
 #endif
 
+/* saker get -D shows the delivery count (with -p, without taking). */
+START_TEST(test_cli_shows_deliveries)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	char *srv = tl_strdupf("127.0.0.1:%d", s->port), *out = NULL, *err = NULL;
+	int c = tl_connect(s->port), i, rc;
+
+	tl_set(c, "q", "x");
+	for (i = 0; i < 2; i++) {
+		tl_ckget(c, "q/open", "x");
+		mustsends(c, "get q/abort\r\n");
+		ckresp(c, "END\r\n");
+	}
+	rc = tl_run_saker(tmp, NULL, &out, NULL, &err, "get", "-s", srv, "-p",
+	    "-D", "q", NULL);
+	ck_assert_msg(rc == 0, "saker get: %d %s", rc, err);
+	ck_assert_str_eq(out, "x");
+	ck_assert_str_eq(err, "deliveries 2\n");
+	free(out);
+	free(err);
+	ck_assert_int_eq(tl_stat(c, "queue_q_items"), 1);
+	rc = tl_run_saker(tmp, NULL, &out, NULL, &err, "get", "-s", srv, "-D",
+	    "-q", "q", NULL);
+	ck_assert_int_eq(rc, 0);
+	free(out);
+	free(err);
+	rc = tl_run_saker(tmp, NULL, &out, NULL, &err, "get", "-s", srv, "-D",
+	    "-q", "q", NULL);
+	ck_assert_int_eq(rc, 1);
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(srv);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -579,6 +618,7 @@ main(void)
 	tcase_add_test(tc, test_dead_letter_sqlite);
 #endif
 	tcase_add_test(tc, test_dead_letter_reload);
+	tcase_add_test(tc, test_cli_shows_deliveries);
 	tcase_add_test(tc, test_expire_to_memory);
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, test_expire_to_lmdb);

@@ -613,7 +613,7 @@ static void
 get_usage(FILE *fp)
 {
 	fprintf(fp,
-	    "usage: saker get [-s SERVER] [-t MS] [-p] [-F] [-q] QUEUE\n"
+	    "usage: saker get [-s SERVER] [-t MS] [-p] [-F] [-D] [-q] QUEUE\n"
 	    "\n"
 	    "Dequeue one item and write its data to standard output, unchanged\n"
 	    "(a newline is added only when standard output is a terminal).\n"
@@ -624,6 +624,8 @@ get_usage(FILE *fp)
 	    "  -t, --timeout MS     wait up to MS milliseconds for an item (default 0)\n"
 	    "  -p, --peek           show the head item without removing it\n"
 	    "  -F, --show-flags     print the item's flags to standard error\n"
+	    "  -D, --show-deliveries  print the item's delivery count (times it was\n"
+	    "                       handed out by /open) to standard error\n"
 	    "  -q, --quiet          say nothing on standard error when the queue is empty\n"
 	    TLS_CLIENT_HELP
 	    "  -h, --help           this text\n"
@@ -642,6 +644,7 @@ get_main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "peek", no_argument, NULL, 'p' },
 		{ "show-flags", no_argument, NULL, 'F' },
+		{ "show-deliveries", no_argument, NULL, 'D' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -651,11 +654,12 @@ get_main(int argc, char **argv)
 	char which[512], err[512], req[600], key[600], *line;
 	struct conn *c = NULL;
 	bool peek = false, show_flags = false, out_failed = false, quiet = false;
-	unsigned long long flags, bytes;
+	bool show_dlv = false;
+	unsigned long long flags, bytes, dlv = 0;
 	int ch, n, rc = 1;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "s:t:pFqh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:t:pFDqh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': servers = optarg; break;
 		case 'q': quiet = true; break;
@@ -667,6 +671,7 @@ get_main(int argc, char **argv)
 			break;
 		case 'p': peek = true; break;
 		case 'F': show_flags = true; break;
+		case 'D': show_dlv = true; break;
 		case 'h': get_usage(stdout); return 0;
 		default:  get_usage(stderr); return 2;
 		}
@@ -685,7 +690,9 @@ get_main(int argc, char **argv)
 		n += snprintf(key + n, sizeof(key) - (size_t)n, "/t=%" PRIu64, timeout);
 	if (peek)
 		snprintf(key + n, sizeof(key) - (size_t)n, "/peek");
-	n = snprintf(req, sizeof(req), "get %s\r\n", key);
+	/* the count comes with the meta get (its flag d) */
+	n = show_dlv ? snprintf(req, sizeof(req), "mg %s v f d\r\n", key) :
+	    snprintf(req, sizeof(req), "get %s\r\n", key);
 	if ((c = malloc(sizeof(*c))) == NULL) {
 		fprintf(stderr, "saker get: out of memory\n");
 		return 1;
@@ -701,7 +708,7 @@ get_main(int argc, char **argv)
 		io_error("get", c);
 		goto out;
 	}
-	if (strcmp(line, "END") == 0) {
+	if (strcmp(line, "END") == 0 || (show_dlv && strcmp(line, "EN") == 0)) {
 		/* status 1 and nothing on stdout (scripts loop on it); a person
 		 * is told why on stderr, unless -q */
 		if (!quiet) {
@@ -713,17 +720,20 @@ get_main(int argc, char **argv)
 		}
 		goto out;
 	}
-	if (strncmp(line, "VALUE ", 6) != 0 ||
+	if (show_dlv ? strncmp(line, "VA ", 3) != 0 ||
+	    sscanf(line + 3, "%llu f%llu d%llu", &bytes, &flags, &dlv) != 3 :
+	    strncmp(line, "VALUE ", 6) != 0 ||
 	    sscanf(line + 6, "%*s %llu %llu", &flags, &bytes) != 2) {
 		fprintf(stderr, "saker get: %s replied: %s\n", which, line);
 		goto out;
 	}
 	if (conn_copy(c, (size_t)bytes, stdout, &out_failed) == -1 ||
-	    (line = conn_line(c)) == NULL || (line[0] == '\0' && (line = conn_line(c)) == NULL)) {
+	    (line = conn_line(c)) == NULL || (line[0] == '\0' && !show_dlv &&
+	    (line = conn_line(c)) == NULL)) {
 		io_error("get", c);
 		goto out;
 	}
-	if (strcmp(line, "END") != 0) {
+	if (!show_dlv && strcmp(line, "END") != 0) {
 		fprintf(stderr, "saker get: unexpected reply from %s: %s\n", which, line);
 		goto out;
 	}
@@ -731,6 +741,8 @@ get_main(int argc, char **argv)
 		fputc('\n', stdout);
 	if (show_flags)
 		fprintf(stderr, "flags %llu\n", flags);
+	if (show_dlv)
+		fprintf(stderr, "deliveries %llu\n", dlv);
 	if (fflush(stdout) != 0 || out_failed) {
 		fprintf(stderr, "saker get: writing standard output failed: %s\n",
 		    strerror(errno));
