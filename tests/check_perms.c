@@ -273,9 +273,13 @@ breq(int fd, uint8_t op, const char *key, const void *ext, size_t extlen,
 	p[4] = (unsigned char)extlen;
 	put32(p + 8, (uint32_t)body);
 	put32(p + 12, opaque);
-	memcpy(p + 24, ext, extlen);
-	memcpy(p + 24 + extlen, key, keylen);
-	memcpy(p + 24 + extlen + keylen, val, vallen);
+	/* memcpy's pointers must not be NULL even for 0 bytes (UBSan) */
+	if (extlen > 0)
+		memcpy(p + 24, ext, extlen);
+	if (keylen > 0)
+		memcpy(p + 24 + extlen, key, keylen);
+	if (vallen > 0)
+		memcpy(p + 24 + extlen + keylen, val, vallen);
 	mustsend(fd, p, 24 + body);
 	free(p);
 }

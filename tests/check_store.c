@@ -591,15 +591,15 @@ START_TEST(test_store_options)
 	/* the value reaches the driver, and the spec wins over driver_opts */
 	memset(&o, 0, sizeof(o));
 	o.driver_opts = big;
-	ck_assert_int_eq(saker_store_open("memory,max-memory=4k", &o, &s, err,
+	ck_assert_int_eq(saker_store_open("memory,max-memory=2k", &o, &s, err,
 	    sizeof(err)), SAKER_OK);
 	ck_assert_int_eq(d->queue_open(s, "m", 1, true, NULL, &q), SAKER_OK);
-	ck_assert_int_eq(mem_put(s, q, 4097), SAKER_ENOMEM);
+	ck_assert_int_eq(mem_put(s, q, 3000), SAKER_ENOMEM);
 	saker_store_close(s);
 	ck_assert_int_eq(saker_store_open("memory", &o, &s, err, sizeof(err)),
 	    SAKER_OK);
 	ck_assert_int_eq(d->queue_open(s, "m", 1, true, NULL, &q), SAKER_OK);
-	ck_assert_int_eq(mem_put(s, q, 4097), SAKER_OK);
+	ck_assert_int_eq(mem_put(s, q, 3000), SAKER_OK);
 	saker_store_close(s);
 }
 END_TEST
