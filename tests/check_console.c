@@ -1,6 +1,7 @@
 /* check_console.c -- the web console's JSON API and page over a real
  * sakerd (docs/console.md): shapes, escaping of hostile names and data,
- * security headers, CSRF, the admin login, peek, requeue and flush. */
+ * security headers, CSRF, the admin login, peek, requeue, flush and
+ * delete. */
 #include "config.h"
 
 #include <check.h>
@@ -450,6 +451,39 @@ START_TEST(test_requeue)
 }
 END_TEST
 
+START_TEST(test_delete)
+{
+	char *r, *t;
+	int fd;
+
+	start(NULL, NULL, NULL);
+	fd = tl_connect(srv->port);
+	tl_set(fd, "jobs_dead", "a");
+	tl_set(fd, "keep", "b");
+	t = csrf_token(NULL);
+	r = http_req("POST", "/api/queues/jobs_dead/delete", NULL, NULL);
+	ck_assert_int_eq(status(r), 403);
+	free(r);
+	r = http_req("POST", "/api/queues/jobs_dead/delete", NULL, t);
+	ck_assert_int_eq(status(r), 200);
+	ck_has(r, "{\"deleted\":true}");
+	free(r);
+	r = get("/api/queues");
+	ck_assert_int_eq(queue_field(r, "jobs_dead", "items"), -1);
+	ck_assert_int_eq(queue_field(r, "keep", "items"), 1);
+	ck_has(r, "{\"total\":1,");
+	free(r);
+	r = http_req("POST", "/api/queues/jobs_dead/delete", NULL, t);
+	ck_assert_int_eq(status(r), 404);
+	free(r);
+	r = get("/api/queues/jobs_dead/peek");
+	ck_assert_int_eq(status(r), 404);
+	free(r);
+	free(t);
+	close(fd);
+}
+END_TEST
+
 /* No login and not on loopback: the console only looks. */
 START_TEST(test_public_read_only)
 {
@@ -538,6 +572,7 @@ suite(void)
 	tcase_add_test(tc, test_headers);
 	tcase_add_test(tc, test_csrf);
 	tcase_add_test(tc, test_requeue);
+	tcase_add_test(tc, test_delete);
 	tcase_add_test(tc, test_public_read_only);
 	tcase_add_test(tc, test_admin_login);
 	suite_add_tcase(s, tc);

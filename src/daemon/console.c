@@ -578,9 +578,13 @@ api_post(const struct console_env *env, struct evhttp_request *req,
 		send_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
-	if (strcmp(action, "flush") == 0) {
-		r = op_flush(&s, name, len, &msg);
-		if (r != OPR_OK)
+	if (strcmp(action, "flush") == 0 || strcmp(action, "delete") == 0) {
+		bool flush = action[0] == 'f';
+
+		r = flush ? op_flush(&s, name, len, &msg) : op_delete(&s, name, len, &msg);
+		if (r == OPR_NOT_FOUND)
+			send_error(req, 404, "Not Found", "no such queue");
+		else if (r != OPR_OK)
 			op_failed(req, r, msg);
 		else if (!env->commit(why, sizeof(why)))
 			send_error(req, 503, "Service Unavailable", why);
@@ -588,12 +592,13 @@ api_post(const struct console_env *env, struct evhttp_request *req,
 			struct evbuffer *out = evbuffer_new();
 
 			if (out != NULL) {
-				evbuffer_add_printf(out, "{\"flushed\":true}\n");
+				evbuffer_add_printf(out, "{\"%s\":true}\n",
+				    flush ? "flushed" : "deleted");
 				send_json(req, 200, "OK", out);
 				evbuffer_free(out);
 			} else
 				evhttp_send_error(req, 500, "out of memory");
-			log_info("console: flushed %s", name);
+			log_info("console: %s %s", flush ? "flushed" : "deleted", name);
 		}
 	} else {
 		/* requeue */
@@ -719,7 +724,8 @@ console_handle(const struct console_env *env, struct evhttp_request *req)
 				send_error(req, 404, "Not Found", "no such queue");
 			else
 				api_peek(env, req, q, &qs);
-		} else if (strcmp(action, "requeue") == 0 || strcmp(action, "flush") == 0) {
+		} else if (strcmp(action, "requeue") == 0 || strcmp(action, "flush") == 0 ||
+		    strcmp(action, "delete") == 0) {
 			if (cmd != EVHTTP_REQ_POST)
 				send_error(req, 405, "Method Not Allowed", "only POST");
 			else if (!env->writes_allowed)

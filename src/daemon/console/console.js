@@ -219,6 +219,10 @@
       const r = await api("/api/queues/" + encodeURIComponent(name) + "/" + action +
         (qs ? "?" + qs : ""), { method: "POST",
         headers: { "X-CSRF-Token": state.server.csrf_token } });
+      if (action === "delete") {
+        location.hash = "#/";
+        return;
+      }
       $("result").textContent = action === "flush" ? "flushed" :
         "moved " + r.moved + " to " + r.to;
     } catch (e) {
@@ -269,6 +273,9 @@
     });
     $("flush").addEventListener("click", () => {
       post("flush", {}, "Delete every item of " + currentQueue() + "?");
+    });
+    $("delete").addEventListener("click", () => {
+      post("delete", {}, "Delete the queue " + currentQueue() + " and every item in it?");
     });
     window.addEventListener("hashchange", () => {
       $("result").textContent = "";
