@@ -3617,18 +3617,20 @@ pg_check_schema(struct pg_store *s, bool create)
 	bool exists;
 	int err;
 
-	if (s->schema != NULL && create && !s->read_only) {
-		snprintf(sql, sizeof(sql), "CREATE SCHEMA IF NOT EXISTS \"%s\"",
-		    s->schema);
-		if (pg_simple(s, sql, "creating schema") != SAKER_OK)
-			return s->code;
-	}
 	if ((err = pg_simple(s, "BEGIN", "begin")) != SAKER_OK)
 		return err;
-	/* brokers starting together on an empty database create it once */
+	/* brokers starting together on an empty database create it once;
+	 * CREATE SCHEMA IF NOT EXISTS too, under the lock: two at once can
+	 * fail one with a unique violation on pg_namespace */
 	if (!s->read_only && (err = pg_simple(s, "SELECT pg_advisory_xact_lock("
 	    "7308604707263426418)", "locking the schema")) != SAKER_OK)
 		goto out;
+	if (s->schema != NULL && create && !s->read_only) {
+		snprintf(sql, sizeof(sql), "CREATE SCHEMA IF NOT EXISTS \"%s\"",
+		    s->schema);
+		if ((err = pg_simple(s, sql, "creating schema")) != SAKER_OK)
+			goto out;
+	}
 	res = PQexec(s->conn, "SELECT to_regclass('saker_meta') IS NOT NULL");
 	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
 		err = pg_fail(s, res, "checking the schema");
