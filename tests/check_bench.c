@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testlib.h"
@@ -287,6 +288,78 @@ START_TEST(test_pair_lmdb)
 END_TEST
 #endif
 
+/* Sum of the JSON array field `name` (the coarse histogram), or -1. */
+static double
+json_sum(const char *json, const char *name)
+{
+	char *pat = tl_strdupf("\"%s\":[", name);
+	const char *p = strstr(json, pat);
+	double sum = 0;
+	char *end;
+
+	free(pat);
+	if (p == NULL)
+		return -1;
+	p = strchr(p, '[') + 1;
+	while (*p != ']' && *p != '\0') {
+		sum += strtod(p, &end);
+		if (end == p)
+			return -1;
+		p = end;
+		if (*p == ',')
+			p++;
+	}
+	return sum;
+}
+
+/*
+ * The soak's evidence (contrib/bench/soak.sh): the coarse histogram holds
+ * every sample, and a pause of the server (SIGSTOP for 300 ms) shows up as
+ * a slow sample of at least that length with its wall-clock time, within
+ * the run.
+ */
+START_TEST(test_hist_and_slow_samples)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	char *json = NULL, *err = NULL;
+	struct timespec t0, t1;
+	pid_t pauser;
+	const char *p;
+	double at;
+	int rc;
+
+	pauser = fork();
+	ck_assert_int_ne(pauser, -1);
+	if (pauser == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		usleep(800 * 1000);
+		kill(s->pid, SIGSTOP);
+		usleep(300 * 1000);
+		kill(s->pid, SIGCONT);
+		_exit(0);
+	}
+	clock_gettime(CLOCK_REALTIME, &t0);
+	rc = bench(s->dir, s->port, &json, &err, "pair", "-t", "2", "-d", "4",
+	    NULL);
+	clock_gettime(CLOCK_REALTIME, &t1);
+	waitpid(pauser, NULL, 0);
+	ck_clean(rc, json, err);
+	ck_assert_msg(json_sum(json, "lat_hist") == json_num(json, "lat_count"),
+	    "histogram does not add up: %s", json);
+	ck_assert_msg(json_num(json, "lat_max_us") >= 250000, "no pause: %s",
+	    json);
+	p = strstr(json, "\"lat_slow\":[[");
+	ck_assert_msg(p != NULL, "no slow samples: %s", json);
+	at = strtod(p + strlen("\"lat_slow\":[["), NULL);
+	ck_assert_msg(at >= (double)t0.tv_sec * 1000 &&
+	    at <= (double)t1.tv_sec * 1000 + 1000, "slow sample time %.0f "
+	    "outside the run: %s", at, json);
+	free(json);
+	free(err);
+	tl_server_free(s);
+}
+END_TEST
+
 START_TEST(test_detects_theft)
 {
 	struct tl_server *s = tl_server_start("memory", NULL);
@@ -444,6 +517,7 @@ main(void)
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, test_pair_lmdb);
 #endif
+	tcase_add_test(tc, test_hist_and_slow_samples);
 	tcase_add_test(tc, test_detects_theft);
 	tcase_add_test(tc, test_detects_duplicates);
 	tcase_add_test(tc, test_counts_foreign);

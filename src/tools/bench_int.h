@@ -54,9 +54,24 @@ extern const char *const phase_names[PH_DONE + 1];
 
 /* ---------------------------------------------------------------- types */
 
+/* Samples of at least HIST_SLOW_NS are remembered with the wall-clock
+ * time they were taken (one entry per HIST_SLOW_GAP_MS window, holding
+ * its largest), so a pause can be matched with the server's debug log. */
+#define HIST_SLOW_NS     (10ull * 1000 * 1000)
+#define HIST_SLOW_GAP_MS 100
+#define HIST_SLOW_MAX    256
+
+struct hist_slow {
+	int64_t at_ms;          /* CLOCK_REALTIME, ms */
+	uint64_t v;             /* ns */
+};
+
 struct hist {
 	uint64_t b[HIST_BUCKETS];
 	uint64_t n, max, sum;
+	struct hist_slow slow[HIST_SLOW_MAX];
+	size_t nslow;
+	uint64_t slow_dropped;  /* slow windows past HIST_SLOW_MAX */
 };
 
 struct bits {
@@ -211,5 +226,7 @@ void times_put(struct conn *c, uint64_t seq, uint64_t t);
 uint64_t times_get(const struct conn *c, uint64_t seq);
 void hist_add(struct hist *h, uint64_t v);
 uint64_t hist_quantile(const struct hist *h, uint64_t ppm);
+/* Samples below `ns` (the histogram's resolution: < 0.8 %). */
+uint64_t hist_count_below(const struct hist *h, uint64_t ns);
 
 #endif

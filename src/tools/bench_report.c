@@ -57,6 +57,28 @@ print_hist(const struct hist *h, const char *pre, bool json)
 		else
 			printf(" %s=%.1f", qs[i].name, us);
 	}
+	if (json) {
+		/* a coarse histogram: samples per bucket, the last one
+		 * open-ended; and the slow samples with their times */
+		static const uint64_t edges_us[] = { 100, 200, 500, 1000, 2000,
+		    5000, 10000, 20000, 50000, 100000, 200000, 500000 };
+		uint64_t below = 0, c;
+
+		printf(",\"%s_hist_edges_us\":[", pre);
+		for (i = 0; i < sizeof(edges_us) / sizeof(edges_us[0]); i++)
+			printf("%s%" PRIu64, i ? "," : "", edges_us[i]);
+		printf("],\"%s_hist\":[", pre);
+		for (i = 0; i < sizeof(edges_us) / sizeof(edges_us[0]); i++) {
+			c = hist_count_below(h, edges_us[i] * 1000);
+			printf("%s%" PRIu64, i ? "," : "", c - below);
+			below = c;
+		}
+		printf(",%" PRIu64 "],\"%s_slow\":[", h->n - below, pre);
+		for (i = 0; i < h->nslow; i++)
+			printf("%s[%" PRId64 ",%.1f]", i ? "," : "",
+			    h->slow[i].at_ms, (double)h->slow[i].v / 1000.0);
+		printf("],\"%s_slow_dropped\":%" PRIu64, pre, h->slow_dropped);
+	}
 	if (json)
 		printf(",\"%s_max_us\":%.1f,\"%s_mean_us\":%.1f,\"%s_count\":%"
 		    PRIu64, pre, (double)h->max / 1000.0, pre,

@@ -135,6 +135,36 @@ hist_add(struct hist *h, uint64_t v)
 	h->sum += v;
 	if (v > h->max)
 		h->max = v;
+	if (v >= HIST_SLOW_NS) {
+		struct timespec ts;
+		int64_t now;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		if (h->nslow > 0 &&
+		    now - h->slow[h->nslow - 1].at_ms < HIST_SLOW_GAP_MS) {
+			if (v > h->slow[h->nslow - 1].v)
+				h->slow[h->nslow - 1].v = v;
+		} else if (h->nslow < HIST_SLOW_MAX) {
+			h->slow[h->nslow].at_ms = now;
+			h->slow[h->nslow].v = v;
+			h->nslow++;
+		} else {
+			h->slow_dropped++;
+		}
+	}
+}
+
+uint64_t
+hist_count_below(const struct hist *h, uint64_t ns)
+{
+	uint64_t acc = 0;
+	unsigned i;
+
+	for (i = 0; i < HIST_BUCKETS; i++)
+		if (hist_value(i) < ns)
+			acc += h->b[i];
+	return acc;
 }
 
 /* Value at quantile ppm (parts per million), in ns. */
