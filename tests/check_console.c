@@ -44,9 +44,10 @@ teardown(void)
 }
 
 /* sakerd with --http on addr (NULL: 127.0.0.1) and the extra arguments
- * (up to two, NULL-terminated). */
+ * (up to four, NULL-terminated). */
 static void
-start(const char *addr, const char *a1, const char *a2)
+start4(const char *addr, const char *a1, const char *a2, const char *a3,
+    const char *a4)
 {
 	char *port;
 	int64_t deadline;
@@ -54,7 +55,7 @@ start(const char *addr, const char *a1, const char *a2)
 
 	http_port = tl_free_port();
 	port = tl_strdupf("%s:%d", addr != NULL ? addr : "127.0.0.1", http_port);
-	srv = tl_server_start("memory", "--http", port, a1, a2, NULL);
+	srv = tl_server_start("memory", "--http", port, a1, a2, a3, a4, NULL);
 	deadline = tl_now_ms() + 10000;
 	while ((fd = tl_try_connect(http_port)) < 0) {
 		ck_assert_msg(tl_now_ms() < deadline, "--http %s never listened", port);
@@ -62,6 +63,12 @@ start(const char *addr, const char *a1, const char *a2)
 	}
 	close(fd);
 	free(port);
+}
+
+static void
+start(const char *addr, const char *a1, const char *a2)
+{
+	start4(addr, a1, a2, NULL, NULL);
 }
 
 static char *
@@ -558,6 +565,328 @@ START_TEST(test_admin_login)
 }
 END_TEST
 
+/* The "depth" array of a history body: how many samples, the last one,
+ * and the largest; false when there is none. */
+static bool
+depth_of(const char *resp, int *n, long long *last, long long *max)
+{
+	const char *p = strstr(resp, "\"depth\":[");
+
+	*n = 0;
+	*last = *max = -1;
+	if (p == NULL)
+		return false;
+	p += 9;
+	while (*p != ']' && *p != '\0') {
+		char *end;
+		long long v = strtoll(p, &end, 10);
+
+		ck_assert_msg(end != p, "bad depth array: %s", resp);
+		(*n)++;
+		*last = v;
+		if (v > *max)
+			*max = v;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return *p == ']';
+}
+
+/* Poll path until its depth array ends with want (within a few seconds). */
+static char *
+wait_last(const char *path, long long want)
+{
+	int64_t deadline = tl_now_ms() + tl_slow(5000);
+	long long last, max;
+	int n;
+	char *r;
+
+	for (;;) {
+		r = get(path);
+		ck_assert_int_eq(status(r), 200);
+		if (depth_of(r, &n, &last, &max) && n > 0 && last == want)
+			return r;
+		ck_assert_msg(tl_now_ms() < deadline, "last sample never %lld: %s",
+		    want, r);
+		free(r);
+		tl_sleep_ms(10);
+	}
+}
+
+#define HIST_PATH "/api/queues/" HOSTILE_Q_URL "/history"
+#define HISTORY_NONE "\"history_queues\":0,"
+
+/* Poll /api/server until it holds s. */
+static void
+wait_server(const char *s)
+{
+	int64_t deadline = tl_now_ms() + tl_slow(5000);
+	char *r;
+
+	while (r = get("/api/server"), strstr(r, s) == NULL) {
+		ck_assert_msg(tl_now_ms() < deadline, "never %s: %s", s, r);
+		free(r);
+		tl_sleep_ms(10);
+	}
+	free(r);
+}
+
+/* Depth over time: sampled by a timer (here every 20 ms), at most 60
+ * samples a queue, gone with the queue. */
+START_TEST(test_history)
+{
+	char *r, *t;
+	long long last, max;
+	int64_t deadline;
+	int fd, n;
+
+	start(NULL, "--http-history", "0.02");
+	fd = tl_connect(srv->port);
+	tl_set(fd, HOSTILE_Q, "a");
+	tl_set(fd, HOSTILE_Q, "b");
+	tl_set(fd, HOSTILE_Q, "c");
+	r = wait_last(HIST_PATH, 3);
+	ck_has(r, "\r\nContent-Type: application/json\r\n");
+	ck_has(r, "{\"name\":\"" HOSTILE_Q_JSON "\",\"interval_ms\":20,"
+	    "\"samples\":60,");
+	ck_has(r, "\"last_ms\":");
+	ck_hasnt(body(r), "<");
+	free(r);
+	/* after 60 sweeps: 60 samples, and no more after further ones */
+	deadline = tl_now_ms() + tl_slow(10000);
+	while (r = get(HIST_PATH), depth_of(r, &n, &last, &max) && n < 60) {
+		ck_assert_msg(tl_now_ms() < deadline, "never 60 samples: %s", r);
+		free(r);
+		tl_sleep_ms(20);
+	}
+	free(r);
+	tl_sleep_ms(200);
+	r = get(HIST_PATH);
+	ck_assert(depth_of(r, &n, &last, &max));
+	ck_assert_int_eq(n, 60);
+	ck_assert_int_eq(last, 3);
+	ck_assert_int_eq(max, 3);
+	free(r);
+	/* it follows a get */
+	tl_ckget(fd, HOSTILE_Q, "a");
+	free(wait_last(HIST_PATH, 2));
+	/* in the overview only when asked for */
+	r = get("/api/queues");
+	ck_hasnt(r, "\"depth\":");
+	free(r);
+	r = get("/api/queues?history=1");
+	ck_has(r, "\"depth\":[");
+	ck_assert(depth_of(r, &n, &last, &max));
+	ck_assert_int_eq(n, 60);
+	free(r);
+	r = get("/api/server");
+	ck_has(r, "\"history_interval_ms\":20,\"history_samples\":60,"
+	    "\"history_queues\":1,");
+	free(r);
+
+	/* bad names, no such queue, only GET */
+	r = get("/api/queues/a%2Fb/history");
+	ck_assert_int_eq(status(r), 400);
+	free(r);
+	r = get("/api/queues/nosuch/history");
+	ck_assert_int_eq(status(r), 404);
+	free(r);
+	t = csrf_token(NULL);
+	r = http_req("POST", HIST_PATH, NULL, t);
+	ck_assert_int_eq(status(r), 405);
+	free(r);
+
+	/* deleted: its history goes with it, and a new queue of that name
+	 * starts from nothing */
+	r = http_req("POST", "/api/queues/" HOSTILE_Q_URL "/delete", NULL, t);
+	ck_assert_int_eq(status(r), 200);
+	free(r);
+	r = get(HIST_PATH);
+	ck_assert_int_eq(status(r), 404);
+	free(r);
+	wait_server(HISTORY_NONE);
+	tl_set(fd, HOSTILE_Q, "new");
+	r = wait_last(HIST_PATH, 1);
+	ck_assert(depth_of(r, &n, &last, &max));
+	ck_assert_int_eq(max, 1);
+	free(r);
+
+	/* a queue empty for the whole window keeps no ring */
+	tl_ckget(fd, HOSTILE_Q, "new");
+	free(wait_last(HIST_PATH, 0));
+	wait_server(HISTORY_NONE);
+	r = get(HIST_PATH);
+	ck_assert(depth_of(r, &n, &last, &max));
+	ck_assert_int_eq(n, 60);
+	ck_assert_int_eq(max, 0);
+	free(r);
+	free(t);
+	close(fd);
+}
+END_TEST
+
+/* Many queues: a sweep runs in slices of ~2 ms (one per loop turn) and
+ * still samples every queue once. */
+START_TEST(test_history_slices)
+{
+	enum { NQ = 30000 };
+	char *req, *r, *p;
+	size_t len = 0, cap = (size_t)NQ * 40;
+	long long last, max;
+	int64_t deadline;
+	int fd, i, n;
+
+	start(NULL, "--http-history", "0.05");
+	fd = tl_connect(srv->port);
+	req = malloc(cap);
+	for (i = 0; i < NQ; i++)
+		len += (size_t)snprintf(req + len, cap - len, "set s%05d 0 0 1 noreply\r\nx\r\n", i);
+	mustsend(fd, req, len);
+	free(req);
+	tl_set(fd, "s99999", "x");
+	deadline = tl_now_ms() + tl_slow(20000);
+	for (;;) {
+		long long slices = -1;
+
+		r = get("/api/server");
+		if ((p = strstr(r, "\"history_walk_slices\":")) != NULL)
+			slices = atoll(p + 22);
+		if (strstr(r, "\"history_queues\":30001,") != NULL && slices > 1)
+			break;
+		ck_assert_msg(tl_now_ms() < deadline, "not every queue sampled, or "
+		    "in one slice: %s", r);
+		free(r);
+		tl_sleep_ms(20);
+	}
+	free(r);
+	r = get("/api/queues/s29999/history");
+	ck_assert(depth_of(r, &n, &last, &max));
+	ck_assert_int_ge(n, 1);
+	ck_assert_int_eq(last, 1);
+	free(r);
+	close(fd);
+}
+END_TEST
+
+/* --http-history 0: no sampling, an empty history. */
+START_TEST(test_history_off)
+{
+	char *r;
+	long long last, max;
+	int fd, n;
+
+	start(NULL, "--http-history", "0");
+	fd = tl_connect(srv->port);
+	tl_set(fd, "jobs", "a");
+	tl_sleep_ms(100);
+	r = get("/api/queues/jobs/history");
+	ck_assert_int_eq(status(r), 200);
+	ck_has(r, "\"interval_ms\":0,");
+	ck_assert(depth_of(r, &n, &last, &max));
+	ck_assert_int_eq(n, 0);
+	free(r);
+	close(fd);
+}
+END_TEST
+
+/* Open items (reliable reads) with who holds them and for how long. */
+START_TEST(test_open_holders)
+{
+	char *path = write_users("alice:apw:queues=jobs*,read,write\nroot:rpw:admin\n");
+	char *r, *v;
+	int64_t deadline;
+	int a, b;
+
+	start4("127.0.0.1", "--auth-file", path, "--http-history", "0");
+	a = tl_connect(srv->port);
+	mustsends(a, "set auth 0 0 9\r\nalice apw\r\n");
+	ckresp(a, "STORED\r\n");
+	tl_set(a, "jobs", "one");
+	tl_set(a, "jobs", "two");
+	tl_set(a, "jobs2", "other");
+	mustsends(a, "get jobs/open\r\n");
+	ckresp(a, "VALUE jobs/open 0 3\r\none\r\nEND\r\n");
+	mustsends(a, "get jobs2/open\r\n");
+	ckresp(a, "VALUE jobs2/open 0 5\r\nother\r\nEND\r\n");
+	tl_sleep_ms(50);
+
+	/* the console's login, as every /api route */
+	r = get("/api/queues/jobs/open");
+	ck_assert_int_eq(status(r), 401);
+	ck_hasnt(r, "alice");
+	free(r);
+	r = http_req("GET", "/api/queues/jobs/open", "alice:apw", NULL);
+	ck_assert_int_eq(status(r), 401);
+	free(r);
+
+	r = http_req("GET", "/api/queues/jobs/open", "root:rpw", NULL);
+	ck_assert_int_eq(status(r), 200);
+	ck_has(r, "{\"name\":\"jobs\",\"total\":1,\"open\":[{\"id\":");
+	ck_has(r, "\"holder\":\"127.0.0.1\",\"user\":\"alice\",\"age_ms\":");
+	ck_has(r, "\"deliveries\":1,");
+	v = strstr(r, "\"age_ms\":");
+	ck_assert_int_ge(atoll(v + 9), 50);
+	ck_hasnt(r, "jobs2");
+	free(r);
+
+	/* no login: user null */
+	b = tl_connect(srv->port);
+	mustsends(b, "set auth 0 0 8\r\nroot rpw\r\n");
+	ckresp(b, "STORED\r\n");
+	mustsends(b, "get jobs/open\r\n");
+	ckresp(b, "VALUE jobs/open 0 3\r\ntwo\r\nEND\r\n");
+	r = http_req("GET", "/api/queues/jobs/open?n=1", "root:rpw", NULL);
+	ck_has(r, "{\"name\":\"jobs\",\"total\":2,\"open\":[{\"id\":");
+	ck_assert_ptr_null(strstr(strstr(r, "\"id\":") + 1, "\"id\":"));
+	free(r);
+	r = http_req("GET", "/api/queues/jobs/open", "root:rpw", NULL);
+	ck_has(r, "\"user\":\"alice\"");
+	ck_has(r, "\"user\":\"root\"");
+	free(r);
+
+	/* held no more once the holder leaves */
+	close(a);
+	close(b);
+	deadline = tl_now_ms() + tl_slow(5000);
+	for (;;) {
+		r = http_req("GET", "/api/queues/jobs/open", "root:rpw", NULL);
+		if (strstr(r, "\"total\":0,\"open\":[]}") != NULL)
+			break;
+		ck_assert_msg(tl_now_ms() < deadline, "still held: %s", r);
+		free(r);
+		tl_sleep_ms(10);
+	}
+	free(r);
+	r = http_req("GET", "/api/queues/jobs/open?n=0", "root:rpw", NULL);
+	ck_assert_int_eq(status(r), 400);
+	free(r);
+	r = http_req("GET", "/api/queues/nosuch/open", "root:rpw", NULL);
+	ck_assert_int_eq(status(r), 404);
+	free(r);
+	free(path);
+}
+END_TEST
+
+/* A holder without a login: user null. */
+START_TEST(test_open_anonymous)
+{
+	char *r;
+	int fd;
+
+	start(NULL, NULL, NULL);
+	fd = tl_connect(srv->port);
+	tl_set(fd, HOSTILE_Q, "x");
+	mustsends(fd, "get " HOSTILE_Q "/open\r\n");
+	ckresp(fd, "VALUE " HOSTILE_Q "/open 0 1\r\nx\r\nEND\r\n");
+	r = get("/api/queues/" HOSTILE_Q_URL "/open");
+	ck_assert_int_eq(status(r), 200);
+	ck_has(r, "{\"name\":\"" HOSTILE_Q_JSON "\",\"total\":1,");
+	ck_has(r, "\"holder\":\"127.0.0.1\",\"user\":null,");
+	ck_hasnt(body(r), "<");
+	free(r);
+	close(fd);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -575,6 +904,11 @@ suite(void)
 	tcase_add_test(tc, test_delete);
 	tcase_add_test(tc, test_public_read_only);
 	tcase_add_test(tc, test_admin_login);
+	tcase_add_test(tc, test_history);
+	tcase_add_test(tc, test_history_off);
+	tcase_add_test(tc, test_history_slices);
+	tcase_add_test(tc, test_open_holders);
+	tcase_add_test(tc, test_open_anonymous);
 	suite_add_tcase(s, tc);
 	return s;
 }

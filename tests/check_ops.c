@@ -462,6 +462,17 @@ START_TEST(test_startup_errors)
 	free(err);
 	ck_assert_int_eq(run_sakerd(&err, "-t", "4", NULL), 1);
 	free(err);
+	/* --http-history: 0, or 0.01 .. 3600 seconds */
+	ck_assert_int_eq(run_sakerd(&err, "--http-history", "0.005", NULL), 1);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "--http-history", "3601", NULL), 1);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "--http-history", "1.2345", NULL), 1);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "--http-history", "", NULL), 1);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "--http-history", "x", NULL), 1);
+	free(err);
 	ck_assert_int_eq(run_sakerd(&err, "--help", NULL), 0);
 	free(err);
 	ck_assert_int_eq(run_sakerd(&err, "--version", NULL), 0);

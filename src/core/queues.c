@@ -204,6 +204,8 @@ queue_delete(struct broker *b, struct squeue *q)
 	if (rc != SAKER_OK)
 		return rc;
 	q->h = NULL;
+	free(q->hist);          /* a queue made again starts a new chart */
+	q->hist = NULL;
 	b->nqueues--;
 	b->stats.queue_deletes++;
 	if (!q->in_grave) {
@@ -219,6 +221,7 @@ static void
 squeue_free(struct squeue *q)
 {
 	free(q->children);
+	free(q->hist);
 	free(q->name);
 	free(q);
 }
@@ -400,6 +403,15 @@ queues_walk(struct broker *b, int (*fn)(void *arg, struct squeue *q), void *arg)
 	struct walk_ctx wc = { fn, arg };
 
 	return hashmap_walk(b->queues, walk_one, &wc);
+}
+
+int
+queues_walk_from(struct broker *b, size_t *pos,
+    int (*fn)(void *arg, struct squeue *q), void *arg)
+{
+	struct walk_ctx wc = { fn, arg };
+
+	return hashmap_walk_from(b->queues, pos, walk_one, &wc);
 }
 
 static int

@@ -11,6 +11,7 @@
 #include "broker.h"
 
 struct session;
+struct depth_history;
 
 /* A blocked get on one of its queues. */
 struct waiter {
@@ -47,6 +48,9 @@ struct squeue {
 	int64_t rate_ms;
 	uint64_t rate_enq, rate_deq;
 	double enq_rate, deq_rate;
+	/* the console's depth samples (src/daemon/history.h): one malloc'd
+	 * block or NULL, freed here when the queue is deleted or freed */
+	struct depth_history *hist;
 	const struct queue_config *qc;  /* cached config_for(); see queue_cfg() */
 	uint64_t qc_gen;
 	size_t req_held;              /* op_get: items the session would hold
@@ -120,6 +124,10 @@ void queues_apply_config(struct broker *b);
 
 /* Visit every queue that exists in the store. */
 int queues_walk(struct broker *b, int (*fn)(void *arg, struct squeue *q), void *arg);
+/* The same a piece at a time (hashmap_walk_from): *pos is 0 at the start
+ * and again at the end. */
+int queues_walk_from(struct broker *b, size_t *pos,
+    int (*fn)(void *arg, struct squeue *q), void *arg);
 /* The same, and the in-memory-only queues that gets are waiting on (for
  * stats: their waiters show while they wait). */
 int queues_walk_waited(struct broker *b, int (*fn)(void *arg, struct squeue *q),

@@ -19,6 +19,7 @@
 #include "console.h"
 #include "console_assets.h"
 #include "deadletter.h"
+#include "history.h"
 #include "log.h"
 #include "ops.h"
 #include "qname.h"
@@ -35,6 +36,9 @@
 /* preview of an item's data: text bytes, or bytes shown as hex */
 #define PREVIEW_TEXT 200
 #define PREVIEW_HEX 64
+/* open items listed: by default, and at most */
+#define OPEN_DEFAULT 100
+#define OPEN_MAX 1000
 /* requeue without n: batches of REQUEUE_MAX, each its own commit, up to */
 #define REQUEUE_ALL_MAX 100000
 /* rates are recomputed when the last sample is at least this old */
@@ -218,6 +222,9 @@ api_server(const struct console_env *env, struct evhttp_request *req)
 	    "\"commits\":%" PRIu64 ",\"commit_mean_ms\":%.3f,"
 	    "\"cmd_get\":%" PRIu64 ",\"cmd_set\":%" PRIu64 ","
 	    "\"store_failed\":%s,\"writes_allowed\":%s,\"login_required\":%s,"
+	    "\"history_interval_ms\":%u,\"history_samples\":%d,"
+	    "\"history_queues\":%" PRIu64 ",\"history_bytes\":%" PRIu64 ","
+	    "\"history_walk_us\":%" PRIu64 ",\"history_walk_slices\":%" PRIu64 ","
 	    "\"csrf_token\":\"%s\"}\n",
 	    sync_names[b->sync],
 	    b->status == STATUS_UP ? "up" : b->status == STATUS_READONLY ?
@@ -228,7 +235,10 @@ api_server(const struct console_env *env, struct evhttp_request *req)
 	    commits > 0 ? (double)s->commit_ns / (double)commits / 1e6 : 0.0,
 	    s->cmd_get, s->cmd_set, b->store_failed ? "true" : "false",
 	    env->writes_allowed ? "true" : "false",
-	    env->login_required ? "true" : "false", csrf);
+	    env->login_required ? "true" : "false", history_interval_ms(),
+	    HISTORY_SAMPLES, history_rings(),
+	    history_rings() * (uint64_t)sizeof(struct depth_history),
+	    history_walk_us(), history_walk_slices(), csrf);
 	send_json(req, 200, "OK", out);
 	evbuffer_free(out);
 }
@@ -347,7 +357,7 @@ row_cmp(const void *pa, const void *pb)
 }
 
 static void
-row_json(struct evbuffer *out, const struct row *w)
+row_json(struct evbuffer *out, const struct row *w, bool history)
 {
 	evbuffer_add_printf(out, "{\"name\":");
 	console_json_str(out, w->q->name, w->q->len);
@@ -355,11 +365,16 @@ row_json(struct evbuffer *out, const struct row *w)
 	    ",\"delayed\":%" PRIu64 ",\"open\":%" PRIu64 ",\"waiters\":%zu"
 	    ",\"dead_lettered\":%" PRIu64 ",\"expired\":%" PRIu64
 	    ",\"discarded\":%" PRIu64 ",\"total_items\":%" PRIu64
-	    ",\"age_ms\":%" PRId64 ",\"enqueue_rate\":%.2f,\"dequeue_rate\":%.2f}",
+	    ",\"age_ms\":%" PRId64 ",\"enqueue_rate\":%.2f,\"dequeue_rate\":%.2f",
 	    w->st.items, w->st.bytes, w->st.delayed_items, w->st.open_items,
 	    w->q->nwaiters, w->q->dead_lettered, w->st.expired_items,
 	    w->q->discarded, w->st.total_items, w->age_ms, w->q->enq_rate,
 	    w->q->deq_rate);
+	if (history) {
+		evbuffer_add_printf(out, ",\"depth\":");
+		history_json(out, w->q);
+	}
+	evbuffer_add(out, "}", 1);
 }
 
 static void
@@ -370,14 +385,15 @@ api_queues(const struct console_env *env, struct evhttp_request *req,
 	const char *prefix = evhttp_find_header(qs, "prefix");
 	const char *sort = evhttp_find_header(qs, "sort");
 	uint64_t offset = 0, limit = API_LIMIT_DEFAULT, items = 0, bytes = 0;
-	uint64_t delayed = 0, open = 0;
+	uint64_t delayed = 0, open = 0, history = 0;
 	struct evbuffer *out;
 	size_t i, end;
 
 	if (!param_u64(qs, "offset", UINT64_MAX, &offset) ||
-	    !param_u64(qs, "limit", API_LIMIT_MAX, &limit)) {
+	    !param_u64(qs, "limit", API_LIMIT_MAX, &limit) ||
+	    !param_u64(qs, "history", 1, &history)) {
 		send_error(req, 400, "Bad Request", "offset and limit are numbers "
-		    "(limit 0..1000)");
+		    "(limit 0..1000), history 0 or 1");
 		return;
 	}
 	sort_by = SK_NAME;
@@ -425,7 +441,7 @@ api_queues(const struct console_env *env, struct evhttp_request *req,
 	for (i = offset < r.n ? (size_t)offset : 0; i < end; i++) {
 		if (i > offset)
 			evbuffer_add(out, ",", 1);
-		row_json(out, &r.v[i]);
+		row_json(out, &r.v[i], history == 1);
 	}
 	evbuffer_add_printf(out, "]}\n");
 	free(r.v);
@@ -513,6 +529,98 @@ api_peek(const struct console_env *env, struct evhttp_request *req,
 	evbuffer_add_printf(p.out, "]}\n");
 	send_json(req, 200, "OK", p.out);
 	evbuffer_free(p.out);
+}
+
+/* ---------------------------------------------- /api/queues/NAME/history */
+
+static void
+api_history(struct evhttp_request *req, struct squeue *q)
+{
+	struct evbuffer *out = evbuffer_new();
+
+	if (out == NULL) {
+		send_error(req, 500, "Internal Server Error", "out of memory");
+		return;
+	}
+	evbuffer_add_printf(out, "{\"name\":");
+	console_json_str(out, q->name, q->len);
+	evbuffer_add_printf(out, ",\"interval_ms\":%u,\"samples\":%d,"
+	    "\"last_ms\":%" PRId64 ",\"depth\":", history_interval_ms(),
+	    HISTORY_SAMPLES, history_last_ms());
+	history_json(out, q);
+	evbuffer_add_printf(out, "}\n");
+	send_json(req, 200, "OK", out);
+	evbuffer_free(out);
+}
+
+/* ------------------------------------------------- /api/queues/NAME/open */
+
+/* Every open item of q with its holder: the sessions' records (session.h),
+ * oldest first within a session.  O(open items of every session). */
+static void
+api_open(const struct console_env *env, struct evhttp_request *req,
+    struct squeue *q, struct evkeyvalq *qs)
+{
+	struct broker *b = env->b;
+	uint64_t n = OPEN_DEFAULT, total = 0;
+	int64_t now = saker_now_ms();
+	struct session *s;
+	struct open_item *oi;
+	struct evbuffer *out, *items;
+
+	if (!param_u64(qs, "n", OPEN_MAX, &n) || n == 0) {
+		send_error(req, 400, "Bad Request", "n is a number 1..1000");
+		return;
+	}
+	out = evbuffer_new();
+	items = evbuffer_new();
+	if (out == NULL || items == NULL) {
+		if (out != NULL)
+			evbuffer_free(out);
+		if (items != NULL)
+			evbuffer_free(items);
+		send_error(req, 500, "Internal Server Error", "out of memory");
+		return;
+	}
+	TAILQ_FOREACH(s, &b->sessions, link) {
+		const char *peer;
+
+		/* the console's own sessions hold nothing between requests */
+		if (s->dead || s->nopens == 0)
+			continue;
+		peer = NULL;
+		TAILQ_FOREACH(oi, &s->opens, link) {
+			if (oi->q != q)
+				continue;
+			if (total++ >= n)
+				continue;
+			if (peer == NULL)
+				peer = b->hooks->peer(s);
+			if (total > 1)
+				evbuffer_add(items, ",", 1);
+			evbuffer_add_printf(items, "{\"id\":%" PRIu64 ",\"holder\":",
+			    oi->id);
+			console_json_str(items, peer, strlen(peer));
+			evbuffer_add_printf(items, ",\"user\":");
+			if (s->perms != NULL && s->authed)
+				console_json_str(items, s->perms->user,
+				    strlen(s->perms->user));
+			else
+				evbuffer_add_printf(items, "null");
+			evbuffer_add_printf(items, ",\"age_ms\":%" PRId64
+			    ",\"deliveries\":%" PRIu32 ",\"deadline_ms\":%" PRId64 "}",
+			    now > oi->opened_ms ? now - oi->opened_ms : 0,
+			    oi->deliveries, oi->deadline_ms);
+		}
+	}
+	evbuffer_add_printf(out, "{\"name\":");
+	console_json_str(out, q->name, q->len);
+	evbuffer_add_printf(out, ",\"total\":%" PRIu64 ",\"open\":[", total);
+	evbuffer_add_buffer(out, items);
+	evbuffer_add_printf(out, "]}\n");
+	send_json(req, 200, "OK", out);
+	evbuffer_free(items);
+	evbuffer_free(out);
 }
 
 /* ------------------------------------------------------------ POSTs */
@@ -716,14 +824,19 @@ console_handle(const struct console_env *env, struct evhttp_request *req)
 		}
 		if (name == NULL || !saker_qname_valid(name, nlen)) {
 			send_error(req, 400, "Bad Request", "bad queue name");
-		} else if (strcmp(action, "peek") == 0) {
+		} else if (strcmp(action, "peek") == 0 ||
+		    strcmp(action, "history") == 0 || strcmp(action, "open") == 0) {
 			if (!get)
 				send_error(req, 405, "Method Not Allowed", "only GET");
 			else if ((q = queue_find(env->b, name, nlen)) == NULL ||
 			    (q->h == NULL && q->nwaiters == 0))
 				send_error(req, 404, "Not Found", "no such queue");
-			else
+			else if (action[0] == 'p')
 				api_peek(env, req, q, &qs);
+			else if (action[0] == 'h')
+				api_history(req, q);
+			else
+				api_open(env, req, q, &qs);
 		} else if (strcmp(action, "requeue") == 0 || strcmp(action, "flush") == 0 ||
 		    strcmp(action, "delete") == 0) {
 			if (cmd != EVHTTP_REQ_POST)

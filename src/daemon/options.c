@@ -17,7 +17,7 @@ enum {
 	OPT_MAX_MEMORY, OPT_MAX_OPEN, OPT_VERSION, OPT_HELP, OPT_CONFIG, OPT_HTTP,
 	OPT_METRICS_MAX, OPT_AUTH_FILE, OPT_IDLE_TIMEOUT, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_TLS_CA, OPT_CONN_MEMORY, OPT_DRAIN_TIMEOUT, OPT_HTTP_PUBLIC,
-	OPT_MAX_QUEUES
+	OPT_MAX_QUEUES, OPT_HTTP_HISTORY
 };
 
 static const struct option longopts[] = {
@@ -42,6 +42,7 @@ static const struct option longopts[] = {
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "http-public", no_argument, NULL, OPT_HTTP_PUBLIC },
+	{ "http-history", required_argument, NULL, OPT_HTTP_HISTORY },
 	{ "metrics-max-queues", required_argument, NULL, OPT_METRICS_MAX },
 	{ "max-conn-memory", required_argument, NULL, OPT_CONN_MEMORY },
 	{ "drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT },
@@ -119,6 +120,9 @@ usage(FILE *f)
 "                            console changes nothing unless ADDR is loopback\n"
 "      --http-public         /metrics and the console without a login even\n"
 "                            with --auth-file\n"
+"      --http-history SECONDS  sample every queue's depth this often for the\n"
+"                            console's chart of the last 60 samples (default\n"
+"                            60: the last hour; 0: no sampling; down to 0.01)\n"
 "      --metrics-max-queues N  per-queue series in /metrics (default 1000)\n"
 "      --tls-cert FILE       TLS 1.2/1.3 on the TCP listener and --http with this\n"
 "                            PEM certificate chain (needs --tls-key; the Unix\n"
@@ -155,6 +159,35 @@ parse_int(const char *s, long min, long max, long *out)
 	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
 		return -1;
 	*out = v;
+	return 0;
+}
+
+/* Seconds with up to three decimals ("60", "0.05") as milliseconds:
+ * 0, or 10 ms .. 3600 s. */
+static int
+parse_secs_ms(const char *s, unsigned *out)
+{
+	unsigned long ms = 0;
+	int frac = -1;
+
+	if (*s == '\0')
+		return -1;
+	for (; *s != '\0'; s++) {
+		if (*s == '.' && frac < 0) {
+			frac = 0;
+			continue;
+		}
+		if (*s < '0' || *s > '9' || frac >= 3 || ms > 3600000)
+			return -1;
+		ms = ms * 10 + (unsigned long)(*s - '0');
+		if (frac >= 0)
+			frac++;
+	}
+	for (frac = frac < 0 ? 0 : frac; frac < 3; frac++)
+		ms *= 10;
+	if ((ms != 0 && ms < 10) || ms > 3600000)
+		return -1;
+	*out = (unsigned)ms;
 	return 0;
 }
 
@@ -198,6 +231,7 @@ options_parse(int argc, char **argv, struct options *o)
 	o->max_open = 1;
 	o->max_queues = SAKERD_DEFAULT_MAX_QUEUES;
 	o->metrics_max_queues = 1000;
+	o->http_history_ms = 60000;
 	o->drain_timeout_s = SAKERD_DEFAULT_DRAIN_TIMEOUT;
 
 	optind = 1;
@@ -302,6 +336,10 @@ options_parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_TLS_CA:
 			o->tls_ca = optarg;
+			break;
+		case OPT_HTTP_HISTORY:
+			if (parse_secs_ms(optarg, &o->http_history_ms) != 0)
+				goto bad;
 			break;
 		case OPT_METRICS_MAX:
 			if (parse_int(optarg, 0, 1000000, &v) != 0)

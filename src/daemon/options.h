@@ -48,6 +48,7 @@ struct options {
 	const char *auth_file;       /* --auth-file: user:password lines */
 	const char *http;            /* --http [ADDR:]PORT */
 	bool http_public;            /* --http-public: /metrics needs no login */
+	unsigned http_history_ms;    /* --http-history: depth sampling; 0 none */
 	const char *tls_cert;        /* --tls-cert: TCP listeners and --http speak TLS */
 	const char *tls_key;         /* --tls-key */
 	const char *tls_ca;          /* --tls-ca: require verified client certificates */

@@ -25,6 +25,7 @@
 #include "batch.h"
 #include "clock.h"
 #include "conn.h"
+#include "history.h"
 #include "http.h"
 #include "log.h"
 #include "queues.h"
@@ -494,6 +495,7 @@ shutdown_everything(void)
 	srv->sync_ev = srv->tick_ev = NULL;
 	http_stop(srv->http);
 	srv->http = NULL;
+	history_stop();
 	tls_teardown();
 	config_free(srv->broker.config);
 	srv->broker.config = NULL;
@@ -616,6 +618,11 @@ server_init(struct options *opt)
 	    auth_active && !opt->http_public, opt->max_conns, server_commit_now)) == NULL) ||
 	    listen_tcp() != 0 || listen_unix() != 0) {
 		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
+		return 1;
+	}
+	if (srv->http != NULL &&
+	    history_start(srv->base, &srv->broker, opt->http_history_ms) != 0) {
+		fprintf(stderr, "sakerd: out of memory\n");
 		return 1;
 	}
 	if (drop_privileges(opt->user) != 0) {

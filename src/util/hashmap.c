@@ -190,3 +190,23 @@ hashmap_walk(const struct hashmap *m,
 	}
 	return 0;
 }
+
+int
+hashmap_walk_from(const struct hashmap *m, size_t *pos,
+    int (*fn)(void *arg, const char *key, size_t len, void *value), void *arg)
+{
+	size_t i;
+	int rc;
+
+	for (i = *pos; i < m->cap; i++) {
+		struct slot *s = &m->slots[i];
+		if (s->key == NULL || s->key == TOMB)
+			continue;
+		if ((rc = fn(arg, s->key, s->len, s->value)) != 0) {
+			*pos = i + 1;
+			return rc;
+		}
+	}
+	*pos = 0;
+	return 0;
+}

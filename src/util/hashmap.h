@@ -20,6 +20,13 @@ size_t hashmap_count(const struct hashmap *m);
  * The map must not be modified during the walk. */
 int hashmap_walk(const struct hashmap *m,
     int (*fn)(void *arg, const char *key, size_t len, void *value), void *arg);
+/* The same from slot *pos on (0: the start), to walk a big map a piece at
+ * a time: when fn stops the walk, *pos is where the next piece starts;
+ * at the end *pos is 0.  Between pieces the map may change: an entry
+ * added, or all of them after a resize, may then be visited twice or
+ * missed. */
+int hashmap_walk_from(const struct hashmap *m, size_t *pos,
+    int (*fn)(void *arg, const char *key, size_t len, void *value), void *arg);
 
 uint64_t hash_bytes(const void *p, size_t len);
 

@@ -1,0 +1,59 @@
+/*
+ * history.h -- the console's depth-over-time chart: one timer for the
+ * whole server samples every queue's ready items (queue_stats, as a
+ * `stats` does) every interval (--http-history, default 60 s) and keeps
+ * the last HISTORY_SAMPLES of each queue in a ring hung on its struct
+ * squeue (docs/console.md has the memory bound).  A sweep over the queues
+ * runs in slices of at most HISTORY_SLICE_US each, one per loop turn, so
+ * 100k queues in a store whose queue_stats reads the disk never stall the
+ * loop for long.
+ *
+ * A queue gets a ring at its first non-empty sample and loses it when it
+ * has been empty for a whole window or is deleted (queues.c frees
+ * squeue.hist with free()): idle queues cost nothing.
+ */
+#ifndef SAKER_HISTORY_H
+#define SAKER_HISTORY_H
+
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#define HISTORY_SAMPLES 60
+#define HISTORY_SLICE_US 2000
+
+struct broker;
+struct evbuffer;
+struct squeue;
+
+/* One queue's samples: depth[t % (HISTORY_SAMPLES + 1)] is sweep t's, for
+ * the sweeps first..last (one malloc'd block); the extra slot holds the
+ * sample of the sweep under way. */
+struct depth_history {
+	uint64_t first, last;
+	uint32_t zeros;                  /* empty samples in a row up to last */
+	uint32_t depth[HISTORY_SAMPLES + 1]; /* items (saturated at UINT32_MAX) */
+};
+
+/* Sample b's queues every interval_ms on base (0: never).  -1 when out of
+ * memory. */
+int history_start(struct event_base *base, struct broker *b, unsigned interval_ms);
+/* Stop the timer (before the event base is freed). */
+void history_stop(void);
+
+unsigned history_interval_ms(void);
+/* Queues holding a ring now, and their bytes. */
+uint64_t history_rings(void);
+/* The last complete sweep: loop time spent in it in microseconds, and
+ * the slices it took. */
+uint64_t history_walk_us(void);
+uint64_t history_walk_slices(void);
+/* Wall-clock ms of the last sample (0: none yet). */
+int64_t history_last_ms(void);
+
+/* Append q's samples as a JSON array, oldest first: one per complete
+ * sweep in the window (at most HISTORY_SAMPLES), 0 where q had no items or
+ * no ring. */
+void history_json(struct evbuffer *out, const struct squeue *q);
+
+#endif
