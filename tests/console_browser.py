@@ -3,8 +3,10 @@
 sakerd (docs/console.md).  Standard library only: it speaks the W3C
 WebDriver protocol to chromedriver over HTTP.
 
-Checks: the overview lists a queue and its count follows a set; the queue
-page peeks an item without taking it; a dead-letter requeue from the page
+Checks: the overview lists a queue and its count follows a set, and its
+depth sparkline (sampled every 0.2 s here) follows too; the queue page
+peeks an item without taking it, draws the depth chart, and lists an open
+item with its holder until the holder disconnects; a dead-letter requeue from the page
 (confirm() accepted) moves the items back; a queue name and item data
 made of HTML stay text (no element, no script runs); a non-admin login
 gets no console while an admin's login gets it.
@@ -248,7 +250,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="saker-browser-")
     srv = b = None
     try:
-        srv = Sakerd(tmp)
+        srv = Sakerd(tmp, ["--http-history", "0.2"])
         # a few queues to look at
         srv.set("jobs", "first job")
         for i in range(3):
@@ -262,6 +264,22 @@ def main():
         row_count(b, "jobs", "1")
         srv.set("jobs", "second job")
         row_count(b, "jobs", "2")
+
+        # its sparkline: an SVG made with DOM calls, following the depth
+        b.until("the jobs row has a sparkline that reached 2",
+                "const r = [...document.querySelectorAll('#queues tbody tr')]"
+                ".find(r => r.dataset.queue === 'jobs');"
+                "const s = r && r.querySelector('td.spark svg.sparkline');"
+                "return s && s.dataset.last === '2' && Number(s.dataset.samples) > 1 && "
+                "s.querySelector('polyline') !== null;")
+        n0 = b.js("const r = [...document.querySelectorAll('#queues tbody tr')]"
+                  ".find(r => r.dataset.queue === 'jobs');"
+                  "return Number(r.querySelector('svg.sparkline').dataset.samples);")
+        b.until("the sparkline gains samples",
+                "const r = [...document.querySelectorAll('#queues tbody tr')]"
+                ".find(r => r.dataset.queue === 'jobs');"
+                "return Number(r.querySelector('svg.sparkline').dataset.samples) > arguments[0];",
+                n0)
 
         # the hostile name is a row whose text is the name: no element made
         row_count(b, HOSTILE_Q, "1")
@@ -296,6 +314,29 @@ def main():
             fail("the queue page took items: %r" % srv.items("jobs"))
         if srv.get("jobs") != "first job":
             fail("jobs lost its head")
+
+        # the queue page's chart, and an open item with its holder
+        b.until("the queue page draws jobs' depth chart",
+                "const s = document.querySelector('#qchart svg.big');"
+                "return s && s.dataset.last === '1' && s.querySelector('polyline') !== null;")
+        holder = socket.create_connection(("127.0.0.1", srv.port), 5)
+        holder.sendall(b"get jobs/open\r\n")
+        got = b""
+        while not got.endswith(b"END\r\n"):
+            d = holder.recv(65536)
+            if not d:
+                fail("holder: connection closed")
+            got += d
+        if b"second job" not in got:
+            fail("holder got %r" % got)
+        b.until("the open item shows with its holder",
+                "const r = [...document.querySelectorAll('#open tbody tr')];"
+                "return r.length === 1 && r[0].querySelector('td.holder').textContent === "
+                "'127.0.0.1' && r[0].querySelector('td.user').textContent === '-';")
+        holder.close()
+        b.until("the open item is gone with its holder",
+                "return document.querySelectorAll('#open tbody tr').length === 0 && "
+                "!document.getElementById('noopen').hidden;")
 
         # hostile data on its queue page stays text, and no script ran
         b.go(base + "#/q/" + urllib.request.quote(HOSTILE_Q, safe=""))

@@ -40,6 +40,46 @@
     return Math.floor(s / 86400) + " d " + Math.floor(s % 86400 / 3600) + " h";
   }
 
+  // The depth samples as a small SVG line chart, built with DOM calls
+  // (no markup from strings); data-samples and data-last say what it shows.
+  const SVG = "http://www.w3.org/2000/svg";
+
+  function svgEl(tag, attrs) {
+    const e = document.createElementNS(SVG, tag);
+    for (const k in attrs) e.setAttribute(k, String(attrs[k]));
+    return e;
+  }
+
+  function chart(depth, w, h, cls, intervalMs) {
+    depth = Array.isArray(depth) ? depth : [];
+    const svg = svgEl("svg", { width: w, height: h, viewBox: "0 0 " + w + " " + h,
+      class: "chart " + cls, role: "img" });
+    const max = depth.reduce((m, v) => Math.max(m, Number(v)), 0);
+    const last = depth.length ? Number(depth[depth.length - 1]) : 0;
+    svg.dataset.samples = String(depth.length);
+    svg.dataset.last = String(last);
+    svg.dataset.max = String(max);
+    const span = intervalMs ? fmtAge(depth.length * intervalMs) : "";
+    const title = svgEl("title", {});
+    title.textContent = depth.length === 0 ? "no samples yet" :
+      "depth over the last " + span + ": now " + fmtNum(last) + ", max " + fmtNum(max);
+    svg.append(title);
+    svg.append(svgEl("line", { x1: 0, y1: h - 0.5, x2: w, y2: h - 0.5, class: "base" }));
+    if (depth.length === 0) return svg;
+    // the newest sample at the right edge; a full window fills the width
+    const slots = Math.max(depth.length, Number(state.server && state.server.history_samples) || 60);
+    const dx = w / Math.max(slots - 1, 1);
+    const x0 = w - (depth.length - 1) * dx;
+    const pad = 2;
+    const pts = depth.map((v, i) => {
+      const y = max > 0 ? h - pad - (Number(v) / max) * (h - 2 * pad) : h - pad;
+      return (x0 + i * dx).toFixed(1) + "," + y.toFixed(1);
+    });
+    if (pts.length === 1) pts.push((w).toFixed(1) + "," + pts[0].split(",")[1]);
+    svg.append(svgEl("polyline", { points: pts.join(" "), class: "line" }));
+    return svg;
+  }
+
   function fmtRate(r) {
     r = Number(r);
     return r === 0 ? "0" : r < 10 ? r.toFixed(2) : r.toFixed(0);
@@ -83,6 +123,9 @@
       ["commits", fmtNum(s.commits)], ["commit", s.commit_mean_ms.toFixed(3) + " ms"],
     ]);
     $("actions").hidden = !s.writes_allowed;
+    const span = s.history_interval_ms * s.history_samples;
+    $("hist-head").textContent = s.history_interval_ms === 0 ? "depth (off)" :
+      span === 3600000 ? "last hour" : "last " + fmtAge(span);
   }
 
   // ---------------------------------------------------------- overview
@@ -102,8 +145,12 @@
       if (q.dead_lettered > 0) tr.className = "hot";
       const name = el("td", null, "name");
       name.append(queueLink(q.name));
+      const spark = el("td", null, "spark");
+      spark.append(chart(q.depth, 120, 22, "sparkline",
+        state.server && state.server.history_interval_ms));
       tr.append(name,
         el("td", fmtNum(q.items), "n items"),
+        spark,
         el("td", fmtBytes(q.bytes), "n"),
         el("td", fmtNum(q.delayed), "n"),
         el("td", fmtNum(q.open), "n"),
@@ -137,6 +184,7 @@
     p.set("sort", (state.desc ? "-" : "") + state.sort);
     p.set("offset", String(state.offset));
     p.set("limit", String(PAGE));
+    p.set("history", "1");
     return "/api/queues?" + p.toString();
   }
 
@@ -146,6 +194,34 @@
     const h = location.hash;
     if (!h.startsWith("#/q/")) return null;
     try { return decodeURIComponent(h.slice(4)); } catch (e) { return null; }
+  }
+
+  function showHistory(hist) {
+    const box = $("qchart");
+    const iv = hist ? hist.interval_ms : 0;
+    box.replaceChildren(chart(hist ? hist.depth : [], 600, 120, "big", iv));
+    const n = hist ? hist.depth.length : 0;
+    $("qchart-note").textContent = !hist ? "" : iv === 0 ?
+      "sampling is off (--http-history 0)" :
+      n + " samples, one every " + fmtAge(iv) + (n ? ", max " +
+      fmtNum(box.firstChild.dataset.max) + ", now " +
+      fmtNum(box.firstChild.dataset.last) : "");
+  }
+
+  function showOpen(open) {
+    const rows = [];
+    for (const o of open ? open.open : []) {
+      const tr = el("tr");
+      tr.append(el("td", o.id, "n"), el("td", o.holder, "holder"),
+        el("td", o.user === null ? "-" : o.user, "user"),
+        el("td", fmtAge(o.age_ms), "n"), el("td", o.deliveries, "n"),
+        el("td", o.deadline_ms ? new Date(o.deadline_ms).toISOString() : ""));
+      rows.push(tr);
+    }
+    $("open").tBodies[0].replaceChildren(...rows);
+    $("noopen").hidden = rows.length > 0;
+    $("open-more").textContent = open && open.total > rows.length ?
+      "and " + fmtNum(open.total - rows.length) + " more" : "";
   }
 
   function showQueue(name, q, peek) {
@@ -192,9 +268,15 @@
         const enc = encodeURIComponent(name);
         const list = await api("/api/queues?limit=1&prefix=" + enc);
         const q = list.queues.find((x) => x.name === name) || null;
-        let peek = null;
-        if (q) peek = await api("/api/queues/" + enc + "/peek?n=20");
+        let peek = null, hist = null, open = null;
+        if (q) {
+          peek = await api("/api/queues/" + enc + "/peek?n=20");
+          hist = await api("/api/queues/" + enc + "/history");
+          open = await api("/api/queues/" + enc + "/open?n=100");
+        }
         showQueue(name, q, peek);
+        showHistory(hist);
+        showOpen(open);
       }
       setStatus("updated " + new Date().toLocaleTimeString("en-GB"), false);
     } catch (e) {
