@@ -104,7 +104,10 @@ take_cb(void *arg, const struct saker_item *it)
 		before--;	/* the view counts this hand-out */
 	tc->id = it->id;
 	tc->deliveries = it->deliveries;
-	if (tc->mode != SAKER_TAKE_PEEK && dl_spent(tc->b, tc->q, before)) {
+	/* (an item never handed out is never spent: most takes stop at
+	 * before > 0) */
+	if (tc->mode != SAKER_TAKE_PEEK && before > 0 &&
+	    dl_spent(tc->b, tc->q, before)) {
 		tc->spent = true;
 		return tc->mode == SAKER_TAKE_OPEN ? 0 : TAKE_SPENT;
 	}
@@ -372,7 +375,10 @@ static struct squeue *get_qs[OP_MAX_GET_KEYS];
 static uint64_t *
 hits_clear(size_t nkeys)
 {
-	memset(hit_bits, 0, ((nkeys + 63) / 64) * sizeof(hit_bits[0]));
+	if (nkeys <= 64)
+		hit_bits[0] = 0;	/* most gets: no memset call */
+	else
+		memset(hit_bits, 0, ((nkeys + 63) / 64) * sizeof(hit_bits[0]));
 	return hit_bits;
 }
 
@@ -575,9 +581,11 @@ get_run(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 		}
 		if (!key_fetches(k))
 			continue;
-		if (session_over_budget(s)) {
+		if (nhits > 0 && session_over_budget(s)) {
 			/* the reply reached the connection's memory budget: the
-			 * remaining keys miss and their items stay queued */
+			 * remaining keys miss and their items stay queued (the
+			 * first hit needs no look: the carrier looked before
+			 * running the command) */
 			misses++;
 			continue;
 		}

@@ -472,13 +472,11 @@ queue_attach(struct broker *b, const char *name)
 }
 
 const struct queue_config *
-queue_cfg(struct broker *b, struct squeue *q)
+queue_cfg_load(struct broker *b, struct squeue *q)
 {
-	if (q->qc == NULL || q->qc_gen != b->config_gen) {
-		q->qc = config_for(b->config, q->name, q->len);
-		q->qc_gen = b->config_gen;
-		apply_expire_to(b, q);
-	}
+	q->qc = config_for(b->config, q->name, q->len);
+	q->qc_gen = b->config_gen;
+	apply_expire_to(b, q);
 	return q->qc;
 }
 

@@ -115,8 +115,16 @@ void waiter_link(struct waiter *w, struct squeue *q);
 void waiter_unlink(struct broker *b, struct waiter *w);
 
 /* This queue's configuration (cached until the next reload); a fresh
- * one is handed to the store (expire_to). */
-const struct queue_config *queue_cfg(struct broker *b, struct squeue *q);
+ * one is handed to the store (expire_to).  Inline: every set and get asks,
+ * and the cache almost always answers. */
+const struct queue_config *queue_cfg_load(struct broker *b, struct squeue *q);
+static inline const struct queue_config *
+queue_cfg(struct broker *b, struct squeue *q)
+{
+	if (__builtin_expect(q->qc != NULL && q->qc_gen == b->config_gen, 1))
+		return q->qc;
+	return queue_cfg_load(b, q);
+}
 /* Apply the configuration to every queue now (after loading the queues,
  * a reload, a failed commit): the store must know every expire_to before
  * it promotes or sweeps. */

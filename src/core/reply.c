@@ -159,12 +159,16 @@ reply_held_end(struct session *s, const struct held_save *sv)
 	s->reply_keep = sv->keep;
 	s->nbrecs = sv->nbrecs;
 	s->held_in_batch = true;
+	s->held_some = true;
 	reply_schedule(s);
 }
 
 void
 reply_release_held(struct session *s)
 {
+	if (!s->held_some)
+		return;
+	s->held_some = false;
 	if (evbuffer_get_length(s->held) == 0)
 		return;
 	evbuffer_add_buffer(s->pend, s->held);

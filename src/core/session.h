@@ -100,6 +100,8 @@ struct session {
 	struct evbuffer *held;          /* replies of commands run behind the
 	                                 * waiting get: they follow its reply */
 	bool held_in_batch;             /* this batch ran or sent such commands */
+	bool held_some;                 /* held may be non-empty (spares a
+	                                 * length call per command) */
 	char *wait_line;                /* copy of the get's keys; waiters point here */
 	struct waiter *waits;           /* one per key of the get, in order */
 	size_t nwaits;
@@ -117,7 +119,8 @@ static inline bool
 session_over_budget(const struct session *s)
 {
 	return s->mem_budget > 0 &&
-	    evbuffer_get_length(s->pend) + evbuffer_get_length(s->held) +
+	    evbuffer_get_length(s->pend) +
+	    (s->held_some ? evbuffer_get_length(s->held) : 0) +
 	    s->out_len > s->mem_budget;
 }
 

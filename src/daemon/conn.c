@@ -530,6 +530,7 @@ conn_flush(struct conn *c, const struct commit_result *res)
 		 */
 		log_warn("commit failed with replies held behind a get; closing the connection");
 		evbuffer_drain(s->held, evbuffer_get_length(s->held));
+		s->held_some = false;
 		if (s->state == SESSION_WAITING)
 			session_end_wait(s);
 		conn_close_after_write(c);
@@ -677,8 +678,8 @@ conn_process(struct conn *c)
 
 		if (c->throttled)
 			break;          /* a failed login's answer is due first */
-		if (s->state == SESSION_CMD && evbuffer_get_length(s->in) > 0 &&
-		    session_over_budget(s)) {
+		if (s->state == SESSION_CMD && session_over_budget(s) &&
+		    evbuffer_get_length(s->in) > 0) {
 			/* the next command waits until the replies drain */
 			pause_for_budget(c);
 			break;
