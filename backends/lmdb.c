@@ -21,6 +21,7 @@
 
 #include "kit.h"
 #include "lmdb_journal.h"
+#include "log.h"
 #include "lmdb_verify.h"
 #include "saker/store.h"
 
@@ -1201,6 +1202,18 @@ lm_checkpoint(struct lstore *s)
 	s->ptxn = NULL;
 	s->ckpt_ms = mono_ms();
 	s->st.commit_ns += kit_mono_ns() - t0;
+	if (log_get_level() >= LOG_LVL_DEBUG) {
+		MDB_envinfo ei;
+
+		if (mdb_env_info(s->env, &ei) != 0)
+			ei.me_last_pgno = 0;
+		log_debug("lmdb checkpoint: %" PRIu64 " us (%s), journal %" PRIu64
+		    " bytes, batches %" PRIu64 "..%" PRIu64 ", data.mdb pages "
+		    "%zu, rc %d", (kit_mono_ns() - t0) / 1000,
+		    s->sync != SAKER_SYNC_NEVER ? "synced" : "not synced",
+		    s->j.off, s->ckpt_seq + 1, s->j.seq,
+		    (size_t)ei.me_last_pgno + 1, rc);
+	}
 	if (rc == 0) {
 		s->ckpt_seq = s->j.seq;
 		lj_restart(&s->j);
@@ -1271,6 +1284,11 @@ lm_commit(saker_store *ss)
 		    s->dir, lm_strerror(rc));
 	}
 	rc = lj_write(&s->j, s->sync == SAKER_SYNC_ALWAYS, &in_doubt);
+	if (log_get_level() >= LOG_LVL_DEBUG &&
+	    kit_mono_ns() - t0 >= 1000000)
+		log_debug("lmdb journal record %" PRIu64 " (%s): %" PRIu64 " us",
+		    s->j.seq, s->sync == SAKER_SYNC_ALWAYS ? "fdatasync" :
+		    "no sync", (kit_mono_ns() - t0) / 1000);
 	if (rc != 0) {
 		/* The long txn holds the batch, the journal does not (or may
 		 * not): take it out again (lm_rollback rebuilds the txn). */

@@ -18,6 +18,7 @@
 
 #include "saker/store.h"
 #include "kit.h"
+#include "log.h"
 #include "qtab.h"
 
 /*
@@ -1829,6 +1830,28 @@ sq_check_format(struct sq_store *s, bool create)
 	return SAKER_OK;
 }
 
+/*
+ * With -vv the WAL's automatic checkpoint runs here instead of in SQLite's
+ * default hook (sqlite3_wal_autocheckpoint), with the same trigger and the
+ * same passive checkpoint, so that its duration is logged (issue 25).
+ */
+static int
+sq_wal_hook_debug(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	uint64_t t0;
+	int rc, logged = 0, done = 0;
+
+	(void)arg;
+	if (frames < SQ_AUTOCHECKPOINT)
+		return SQLITE_OK;
+	t0 = kit_mono_ns();
+	rc = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
+	    &logged, &done);
+	log_debug("sqlite checkpoint: %" PRIu64 " us, %d of %d WAL frames "
+	    "copied, rc %d", (kit_mono_ns() - t0) / 1000, done, logged, rc);
+	return SQLITE_OK;
+}
+
 static int
 sq_settings(struct sq_store *s)
 {
@@ -1877,6 +1900,9 @@ sq_settings(struct sq_store *s)
 	rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
 		return sq_open_err(s, sq_map(rc), rc, "setting pragmas");
+	/* -vv: the same automatic checkpoint, timed */
+	if (log_get_level() >= LOG_LVL_DEBUG)
+		sqlite3_wal_hook(s->db, sq_wal_hook_debug, NULL);
 	return SAKER_OK;
 }
 

@@ -1769,6 +1769,60 @@ store_tcase(const char *name, void (*setup)(void), bool durable)
 	return tc;
 }
 
+/*
+ * -vv logs what held the event loop, with durations (issue 25): LMDB's
+ * checkpoint (after 1 s with batches in the journal), SQLite's WAL
+ * checkpoint (after 1000 WAL frames); none of it at the default level.
+ */
+static void
+debug_timings(const char *store, const char *what, int sets, int pause_ms,
+    bool debug)
+{
+	struct tl_server *s = debug ? tl_server_start(store, "-vv", NULL) :
+	    tl_server_start(store, NULL);
+	int fd = tl_connect(s->port), i;
+	char key[32], *log;
+
+	for (i = 0; i < sets; i++) {
+		snprintf(key, sizeof(key), "dbg%d", i % 3);
+		tl_set(fd, key, "some bytes to journal");
+	}
+	usleep((useconds_t)pause_ms * 1000);
+	tl_set(fd, "dbg0", "one more batch");
+	close(fd);
+	tl_server_stop(s);
+	log = tl_read_file(s->log, NULL);
+	ck_assert_ptr_nonnull(log);
+	if (debug) {
+		ck_assert_msg(strstr(log, what) != NULL, "no '%s' in: %s",
+		    what, log);
+		ck_assert_msg(strstr(strstr(log, what), " us") != NULL,
+		    "no duration: %s", log);
+	} else {
+		ck_assert_msg(strstr(log, "debug:") == NULL,
+		    "debug lines at the default level: %s", log);
+	}
+	free(log);
+	tl_server_free(s);
+}
+
+#ifdef HAVE_LMDB
+START_TEST(test_debug_lmdb_checkpoint)
+{
+	debug_timings("lmdb", "debug: lmdb checkpoint: ", 3, 1100, true);
+	debug_timings("lmdb", "", 3, 1100, false);
+}
+END_TEST
+#endif
+
+#ifdef HAVE_SQLITE
+START_TEST(test_debug_sqlite_checkpoint)
+{
+	debug_timings("sqlite", "debug: sqlite checkpoint: ", 600, 0, true);
+}
+END_TEST
+#endif
+
 static Suite *
 server_suite(void)
 {
@@ -1789,6 +1843,12 @@ server_suite(void)
 	tcase_add_test(tc, test_max_item_size);
 	tcase_add_test(tc, test_bad_store_spec);
 	tcase_add_test(tc, test_memory_store_limit);
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, test_debug_lmdb_checkpoint);
+#endif
+#ifdef HAVE_SQLITE
+	tcase_add_test(tc, test_debug_sqlite_checkpoint);
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2,12 +2,14 @@
 # soak.sh -- issue 25's soak mix against one running server, all at once:
 #   pair      set+get pairs, 8 connections at depth 4
 #   blocking  100 consumers blocked in get q/t=1000, fed 1,000 items/s
-#   delayed   30,000 delayed items falling due over the run, 4 consumers
+#   delayed   delayed items falling due over the run, 4 consumers (100 a
+#             second: 30,000 in the 5 minutes of the issue)
 # every workload with verification on (lost 0, duplicated 0), and the
 # server's RSS sampled once a second from /proc/PID/status.
 #
 #   SAKER=./saker contrib/bench/soak.sh -s 127.0.0.1:22133 --pid PID \
-#       [-t SECONDS (300)] [--protocol memcache|resp] [--out DIR]
+#       [-t SECONDS (300)] [--items N (100 a second)] [--protocol memcache|resp]
+#       [--out DIR]
 #
 # With --protocol resp (Redis) the delayed workload is left out: Redis has
 # no delayed items.  Writes DIR/{pair,blocking,delayed}.json (saker bench
@@ -22,10 +24,10 @@ pid=
 secs=300
 proto=memcache
 out=
-items=30000
+items=
 
 usage() {
-	sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
 	exit "$1"
 }
 
@@ -42,6 +44,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case $secs in ''|*[!0-9]*|0) echo "soak.sh: -t wants whole seconds > 0" >&2; exit 1 ;; esac
+# the issue's rate: 30,000 over 5 minutes, 100 a second
+[ -n "$items" ] || items=$((secs * 100))
 command -v jq >/dev/null 2>&1 || { echo "soak.sh: needs jq" >&2; exit 1; }
 if [ -z "$out" ]; then
 	out=$(mktemp -d "${TMPDIR:-/tmp}/soak.XXXXXX") || exit 1

@@ -19,6 +19,10 @@
 
 #define DRV(b) ((b)->store->driver)
 
+/* With -vv, commits, promotions and sweeps that hold the loop at least
+ * this long are logged with their duration. */
+#define DEBUG_SLOW_NS 1000000u
+
 void
 broker_commit(struct broker *b, struct commit_result *res)
 {
@@ -37,7 +41,12 @@ broker_commit(struct broker *b, struct commit_result *res)
 			commits = st.commits;
 		}
 		rc = DRV(b)->commit(b->store);
-		stats_commit(&b->stats, saker_mono_ns() - t0);
+		t0 = saker_mono_ns() - t0;
+		stats_commit(&b->stats, t0);
+		/* issue 25's evidence: what held the loop, when (-vv) */
+		if (t0 >= DEBUG_SLOW_NS && log_get_level() >= LOG_LVL_DEBUG)
+			log_debug("commit of batch %" PRIu64 ": %" PRIu64 " us",
+			    b->batch, t0 / 1000);
 		b->dirty = false;
 		if (rc != SAKER_OK) {
 			const char *reason;
@@ -95,9 +104,15 @@ void
 broker_promote(struct broker *b)
 {
 	int64_t now = saker_now_ms(), next = 0;
+	uint64_t t0 = 0;
 	int rc;
 
+	if (log_get_level() >= LOG_LVL_DEBUG)
+		t0 = saker_mono_ns();
 	rc = DRV(b)->promote(b->store, now, &next);
+	if (t0 != 0 && saker_mono_ns() - t0 >= DEBUG_SLOW_NS)
+		log_debug("promote: %" PRIu64 " us",
+		    (saker_mono_ns() - t0) / 1000);
 	if (rc != SAKER_OK) {
 		const char *why = DRV(b)->errmsg(b->store);
 
@@ -185,8 +200,13 @@ sweep_one(void *arg, struct squeue *q)
 void
 broker_sweep(struct broker *b)
 {
+	uint64_t t0 = saker_mono_ns();
+
 	if (b->status != STATUS_QUIESCENT)
 		queues_walk(b, sweep_one, b);
+	if (log_get_level() >= LOG_LVL_DEBUG)
+		log_debug("sweep of %zu queues: %" PRIu64 " us", b->nqueues,
+		    (saker_mono_ns() - t0) / 1000);
 }
 
 void

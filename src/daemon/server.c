@@ -681,10 +681,29 @@ server_init(struct options *opt)
 void
 server_turn(bool block)
 {
+	uint64_t t0 = 0, cpu0 = 0, wait0 = 0;
+
+	/* -vv: a turn that ran, or waited for a CPU, 10 ms or more is logged
+	 * with the two apart (issue 25's evidence; time asleep, in epoll or
+	 * in I/O such as a commit's fsync, is not counted: commits are logged
+	 * by the core) */
+	if (log_get_level() >= LOG_LVL_DEBUG &&
+	    saker_thread_sched(&cpu0, &wait0) == 0)
+		t0 = saker_mono_ns();
 	event_base_loop(srv->base, block && !srv->commit_scheduled ?
 	    EVLOOP_ONCE : EVLOOP_NONBLOCK);
 	if (srv->commit_scheduled)
 		commit_batch();
+	if (t0 != 0) {
+		uint64_t cpu, wait;
+
+		if (saker_thread_sched(&cpu, &wait) == 0 &&
+		    (cpu - cpu0) + (wait - wait0) >= 10000000u)
+			log_debug("slow turn: %" PRIu64 " us on the CPU, %" PRIu64
+			    " us waiting for a CPU (turn %" PRIu64 " us)",
+			    (cpu - cpu0) / 1000, (wait - wait0) / 1000,
+			    (saker_mono_ns() - t0) / 1000);
+	}
 }
 
 void

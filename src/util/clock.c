@@ -1,7 +1,11 @@
 /* clock.c -- wall and monotonic clocks. */
 #include "config.h"
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 
@@ -30,4 +34,24 @@ saker_mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int
+saker_thread_sched(uint64_t *cpu_ns, uint64_t *wait_ns)
+{
+	static __thread int fd = -2;
+	char buf[128], *end;
+	ssize_t n;
+
+	if (fd == -2)
+		fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	*cpu_ns = strtoull(buf, &end, 10);
+	*wait_ns = strtoull(end, NULL, 10);
+	return 0;
 }
