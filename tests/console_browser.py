@@ -329,10 +329,11 @@ def main():
             got += d
         if b"second job" not in got:
             fail("holder got %r" % got)
-        b.until("the open item shows with its holder",
+        addr = "%s:%d" % holder.getsockname()
+        b.until("the open item shows with its holder (%s)" % addr,
                 "const r = [...document.querySelectorAll('#open tbody tr')];"
                 "return r.length === 1 && r[0].querySelector('td.holder').textContent === "
-                "'127.0.0.1' && r[0].querySelector('td.user').textContent === '-';")
+                "'%s' && r[0].querySelector('td.user').textContent === '-';" % addr)
         holder.close()
         b.until("the open item is gone with its holder",
                 "return document.querySelectorAll('#open tbody tr').length === 0 && "

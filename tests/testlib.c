@@ -174,6 +174,19 @@ tl_strdupf(const char *fmt, ...)
 	return s;
 }
 
+char *
+tl_local_addr(int fd)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	char host[INET_ADDRSTRLEN];
+
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	ck_assert_ptr_nonnull(inet_ntop(AF_INET, &sin.sin_addr, host,
+	    sizeof(host)));
+	return tl_strdupf("%s:%u", host, (unsigned)ntohs(sin.sin_port));
+}
+
 int64_t
 tl_now_ms(void)
 {

@@ -220,6 +220,10 @@ char *tl_escape(const void *buf, size_t len);
 int tl_run_saker(const char *dir, const char *in_path, char **out,
     size_t *outlen, char **err, const char *arg0, ...);
 
+/* This end of a loopback TCP connection as sakerd names its peer
+ * ("127.0.0.1:PORT"), malloc'd. */
+char *tl_local_addr(int fd);
+
 /* printf into a malloc'd string. */
 char *tl_strdupf(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));

@@ -64,7 +64,7 @@ struct broker_hooks {
 	    void (*answer)(struct session *s));
 	/* A login succeeded (s->authed is set by the caller). */
 	void (*login_ok)(struct session *s);
-	/* The peer's address as text, for log lines. */
+	/* The peer's address and port as text (log lines, the console). */
 	const char *(*peer)(struct session *s);
 };
 

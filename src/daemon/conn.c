@@ -89,6 +89,14 @@ conn_new(int fd, bool tls)
 	event_priority_set(c->wev, 0);
 	c->s.mem_budget = env.max_conn_memory;
 	peer_host(fd, c->peer, sizeof(c->peer));
+	if (strcmp(c->peer, "unix") == 0) {
+		snprintf(c->addr, sizeof(c->addr), "unix");
+	} else {
+		char a[sizeof(c->addr)];
+
+		snprintf(c->addr, sizeof(c->addr), "%s",
+		    peer_name(fd, a, sizeof(a)));
+	}
 	if (!c->s.authed) {
 		struct timeval tv = { LOGIN_TIMEOUT_S, 0 };
 
@@ -591,7 +599,7 @@ conn_login_cb(evutil_socket_t fd, short what, void *arg)
 const char *
 conn_peer(struct session *s)
 {
-	return conn_of(s)->peer;
+	return conn_of(s)->addr;
 }
 
 void

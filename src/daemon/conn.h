@@ -28,8 +28,10 @@ struct conn {
 	struct evbuffer *out;           /* committed replies not yet written */
 
 	struct event *wait_timer;       /* a blocking get's timeout */
-	char peer[64];                  /* the client's address, for logs and
-	                                 * login throttling ("unix" for -s) */
+	char peer[64];                  /* the client's host: the key of login
+	                                 * throttling ("unix" for -s) */
+	char addr[72];                  /* host and port, which tell connections
+	                                 * apart: logs, the console's holders */
 	struct event *login_ev;         /* --auth-file: LOGIN_TIMEOUT_S */
 	struct event *throttle_ev;      /* a failed login's delayed answer */
 	void (*login_answer)(struct session *s);  /* ... which it sends */
