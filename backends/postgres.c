@@ -2813,13 +2813,32 @@ os_has(const struct pg_oset *o, uint64_t id)
 	return false;
 }
 
+/* Run a statement on open item `id` that changes its row only while this
+ * broker holds its lease: SAKER_ELOCKED when it changed nothing.  `after`
+ * ends the message (what became of the item). */
+static int
+pg_run_leased(struct pg_store *s, int which, const struct pgp *p,
+    const char *what, uint64_t id, const char *after)
+{
+	PGresult *res;
+	uint64_t n;
+
+	if ((res = pg_run(s, which, p, what)) == NULL)
+		return s->code;
+	n = rv_changed(res);
+	PQclear(res);
+	if (n == 0)
+		return pg_errf(s, SAKER_ELOCKED, "open item %" PRIu64 " is no"
+		    " longer leased to this broker (the lease expired and the"
+		    " item went back to the queue%s)", id, after);
+	return SAKER_OK;
+}
+
 static int
 pg_confirm(saker_store *base, saker_queue *q, uint64_t id)
 {
 	struct pg_store *s = PG(base);
 	struct pgp p = { 0 };
-	PGresult *res;
-	uint64_t n;
 	int err;
 
 	if ((err = pg_dead(s, q)) != SAKER_OK)
@@ -2842,16 +2861,8 @@ pg_confirm(saker_store *base, saker_queue *q, uint64_t id)
 	pp_i64(&p, q->id);
 	pp_i64(&p, (int64_t)id);
 	pp_str(&p, s->owner);
-	if ((res = pg_run(s, P_CONFIRM, &p, "confirming item")) == NULL)
-		return s->code;
-	n = rv_changed(res);
-	PQclear(res);
-	if (n == 0)
-		return pg_errf(s, SAKER_ELOCKED, "open item %" PRIu64 " is no"
-		    " longer leased to this broker (the lease expired and the"
-		    " item went back to the queue; it may be delivered again)",
-		    id);
-	return SAKER_OK;
+	return pg_run_leased(s, P_CONFIRM, &p, "confirming item", id,
+	    "; it may be delivered again");
 }
 
 static int
@@ -2896,9 +2907,7 @@ pg_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 {
 	struct pg_store *s = PG(base);
 	struct pgp p = { 0 };
-	PGresult *res;
 	int64_t vis;
-	uint64_t n;
 	int err;
 
 	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_dead(s, to)) !=
@@ -2925,14 +2934,9 @@ pg_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 	pp_str(&p, s->owner);
 	pp_i64(&p, to->id);
 	pp_i64(&p, vis);
-	if ((res = pg_run(s, P_MOVE, &p, "moving item")) == NULL)
-		return s->code;
-	n = rv_changed(res);
-	PQclear(res);
-	if (n == 0)
-		return pg_errf(s, SAKER_ELOCKED, "open item %" PRIu64 " is no"
-		    " longer leased to this broker (the lease expired and the"
-		    " item went back to the queue)", id);
+	if ((err = pg_run_leased(s, P_MOVE, &p, "moving item", id, "")) !=
+	    SAKER_OK)
+		return err;
 	pg_mark_dirty(s, to);
 	to->d_total++;
 	pg_gained(s, to);

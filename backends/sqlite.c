@@ -1275,16 +1275,14 @@ sq_confirm(saker_store *base, saker_queue *q, uint64_t id)
 	return SAKER_OK;
 }
 
+/* Begin the batch and find open item `id` of q: its data's length in
+ * *len.  (release and move change its row; the counters need the length.) */
 static int
-sq_release(saker_store *base, saker_queue *q, uint64_t id)
+sq_open_item(struct sq_store *s, saker_queue *q, uint64_t id, size_t *len)
 {
-	struct sq_store *s = SQ(base);
 	sqlite3_stmt *st = s->st[S_I_OPENLEN];
-	size_t len;
 	int err, rc;
 
-	if ((err = sq_dead(s, q)) != SAKER_OK)
-		return err;
 	if (q->cur.open == 0 || id > (uint64_t)INT64_MAX)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = sq_begin(s)) != SAKER_OK)
@@ -1292,12 +1290,26 @@ sq_release(saker_store *base, saker_queue *q, uint64_t id)
 	sqlite3_bind_int64(st, 1, q->id);
 	sqlite3_bind_int64(st, 2, (int64_t)id);
 	rc = sqlite3_step(st);
-	len = rc == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 0) : 0;
+	*len = rc == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 0) : 0;
 	sq_reset(st);
 	if (rc == SQLITE_DONE)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if (rc != SQLITE_ROW)
 		return sq_fail(s, rc, "find open item");
+	return SAKER_OK;
+}
+
+static int
+sq_release(saker_store *base, saker_queue *q, uint64_t id)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_stmt *st;
+	size_t len;
+	int err;
+
+	if ((err = sq_dead(s, q)) != SAKER_OK ||
+	    (err = sq_open_item(s, q, id, &len)) != SAKER_OK)
+		return err;
 	st = s->st[S_I_RELEASE];
 	sqlite3_bind_int64(st, 1, q->id);
 	sqlite3_bind_int64(st, 2, (int64_t)id);
@@ -1318,27 +1330,16 @@ static int
 sq_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 {
 	struct sq_store *s = SQ(base);
-	sqlite3_stmt *st = s->st[S_I_OPENLEN];
+	sqlite3_stmt *st;
 	size_t len;
-	int err, rc;
+	int err;
 
 	if ((err = sq_dead(s, q)) != SAKER_OK || (err = sq_dead(s, to)) != SAKER_OK)
 		return err;
 	if (to == q)
 		return sq_errf(s, SAKER_EINVAL, "move: same queue");
-	if (q->cur.open == 0 || id > (uint64_t)INT64_MAX)
-		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
-	if ((err = sq_begin(s)) != SAKER_OK)
+	if ((err = sq_open_item(s, q, id, &len)) != SAKER_OK)
 		return err;
-	sqlite3_bind_int64(st, 1, q->id);
-	sqlite3_bind_int64(st, 2, (int64_t)id);
-	rc = sqlite3_step(st);
-	len = rc == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 0) : 0;
-	sq_reset(st);
-	if (rc == SQLITE_DONE)
-		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
-	if (rc != SQLITE_ROW)
-		return sq_fail(s, rc, "find open item");
 	st = s->st[S_I_MOVE];
 	sqlite3_bind_int64(st, 1, q->id);
 	sqlite3_bind_int64(st, 2, (int64_t)id);
