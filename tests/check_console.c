@@ -71,73 +71,21 @@ start(const char *addr, const char *a1, const char *a2)
 	start4(addr, a1, a2, NULL, NULL);
 }
 
-static char *
-b64(const char *s)
-{
-	static const char t[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t n = strlen(s), i, o = 0;
-	char *out = malloc(n / 3 * 4 + 5);
-
-	for (i = 0; i + 2 < n; i += 3) {
-		unsigned v = (unsigned char)s[i] << 16 | (unsigned char)s[i + 1] << 8 |
-		    (unsigned char)s[i + 2];
-		out[o++] = t[v >> 18];
-		out[o++] = t[v >> 12 & 63];
-		out[o++] = t[v >> 6 & 63];
-		out[o++] = t[v & 63];
-	}
-	if (i < n) {
-		unsigned v = (unsigned char)s[i] << 16 |
-		    (i + 1 < n ? (unsigned char)s[i + 1] << 8 : 0);
-		out[o++] = t[v >> 18];
-		out[o++] = t[v >> 12 & 63];
-		out[o++] = i + 1 < n ? t[v >> 6 & 63] : '=';
-		out[o++] = '=';
-	}
-	out[o] = '\0';
-	return out;
-}
-
 /* METHOD path with credentials ("user:pass" or NULL) and a CSRF token (or
  * NULL); the whole response, malloc'd. */
 static char *
 http_req(const char *method, const char *path, const char *cred, const char *token)
 {
-	char *enc = cred != NULL ? b64(cred) : NULL;
-	char *auth = enc != NULL ? tl_strdupf("Authorization: Basic %s\r\n", enc) :
-	    tl_strdupf("%s", "");
-	char *tok = token != NULL ? tl_strdupf("X-CSRF-Token: %s\r\n", token) :
-	    tl_strdupf("%s", "");
-	char *req = tl_strdupf("%s %s HTTP/1.0\r\n%s%s%s\r\n", method, path, auth,
-	    tok, strcmp(method, "POST") == 0 ? "Content-Length: 0\r\n" : "");
-	char *buf = malloc(1 << 20);
-	size_t len = 0;
-	ssize_t n;
-	int fd = tl_connect(http_port);
+	char *tok = token != NULL ? tl_strdupf("X-CSRF-Token: %s\r\n", token) : NULL;
+	char *resp = tl_http(http_port, method, path, cred, tok);
 
-	mustsends(fd, req);
-	while ((n = tl_readn(fd, buf + len, (1 << 20) - 1 - len, tl_slow(3000))) > 0)
-		len += (size_t)n;
-	buf[len] = '\0';
-	close(fd);
-	free(req);
-	free(auth);
 	free(tok);
-	free(enc);
-	return buf;
+	return resp;
 }
 
 #define get(path) http_req("GET", (path), NULL, NULL)
 
-static int
-status(const char *resp)
-{
-	int code = 0;
-
-	ck_assert_msg(sscanf(resp, "HTTP/1.%*d %d", &code) == 1, "response \"%s\"", resp);
-	return code;
-}
+#define status(resp) tl_http_status(resp)
 
 static const char *
 body(const char *resp)

@@ -111,25 +111,7 @@ exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
-/* GET path on the HTTP port; the whole response, malloc'd. */
-static char *
-http_get(int port, const char *path)
-{
-	char req[256], *buf = malloc(65536);
-	ssize_t n;
-	size_t len = 0;
-	int fd = tl_connect(port);
-
-	ck_assert_ptr_nonnull(buf);
-	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: x\r\n\r\n", path);
-	mustsends(fd, req);
-	while (len < 65535 && (n = tl_readn(fd, buf + len, 65535 - len,
-	    TIMEOUT_MS)) > 0)
-		len += (size_t)n;
-	buf[len] = '\0';
-	close(fd);
-	return buf;
-}
+#define http_get(port, path) tl_http((port), "GET", (path), NULL, NULL)
 
 /* One reply line, malloc'd. */
 static char *

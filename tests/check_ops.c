@@ -42,25 +42,7 @@ write_conf(const char *name, const char *text)
 	return path;
 }
 
-/* GET path on 127.0.0.1:port; returns the whole response (headers+body). */
-static char *
-http_get(int port, const char *path)
-{
-	char *req = tl_strdupf("GET %s HTTP/1.0\r\nHost: x\r\n\r\n", path);
-	char buf[65536];
-	size_t len = 0;
-	ssize_t n;
-	int fd = tl_connect(port);
-
-	mustsends(fd, req);
-	free(req);
-	while (len < sizeof(buf) - 1 &&
-	    (n = tl_readn(fd, buf + len, 1, 2000)) == 1)
-		len++;
-	buf[len] = '\0';
-	close(fd);
-	return strdup(buf);
-}
+#define http_get(port, path) tl_http((port), "GET", (path), NULL, NULL)
 
 /* Run sakerd with args (NULL-terminated); return its exit status and
  * put its stderr in *err. */
@@ -150,27 +132,18 @@ START_TEST(test_config_reload)
 	char *conf = write_conf("q.conf", "[queue q]\nmax_items = 1\n");
 	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
 	int c = tl_connect(s->port);
-	FILE *f;
 
 	tl_set(c, "q", "a");
 	mustsends(c, "set q 0 0 1\r\nb\r\n");
 	ckresp(c, "NOT_STORED\r\n");
 
 	/* a bad file keeps the old configuration */
-	f = fopen(conf, "w");
-	fputs("[queue q]\nmax_items = lots\n", f);
-	fclose(f);
-	kill(s->pid, SIGHUP);
-	tl_sleep_ms(200);
+	tl_reload(s, conf, "[queue q]\nmax_items = lots\n");
 	mustsends(c, "set q 0 0 1\r\nb\r\n");
 	ckresp(c, "NOT_STORED\r\n");
 
 	/* a good one applies */
-	f = fopen(conf, "w");
-	fputs("[queue q]\nmax_items = 3\n", f);
-	fclose(f);
-	kill(s->pid, SIGHUP);
-	tl_sleep_ms(200);
+	tl_reload(s, conf, "[queue q]\nmax_items = 3\n");
 	tl_set(c, "q", "b");
 	close(c);
 	tl_server_stop(s);

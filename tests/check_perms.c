@@ -592,68 +592,10 @@ start_http(const char *text, const char *extra)
 	free(path);
 }
 
-/* "user:pass" in base64 (RFC 4648), malloc'd. */
-static char *
-b64(const char *s)
-{
-	static const char t[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t n = strlen(s), i, o = 0;
-	char *out = malloc(n / 3 * 4 + 5);
-
-	for (i = 0; i + 2 < n; i += 3) {
-		unsigned v = (unsigned char)s[i] << 16 | (unsigned char)s[i + 1] << 8 |
-		    (unsigned char)s[i + 2];
-		out[o++] = t[v >> 18];
-		out[o++] = t[v >> 12 & 63];
-		out[o++] = t[v >> 6 & 63];
-		out[o++] = t[v & 63];
-	}
-	if (i < n) {
-		unsigned v = (unsigned char)s[i] << 16 |
-		    (i + 1 < n ? (unsigned char)s[i + 1] << 8 : 0);
-		out[o++] = t[v >> 18];
-		out[o++] = t[v >> 12 & 63];
-		out[o++] = i + 1 < n ? t[v >> 6 & 63] : '=';
-		out[o++] = '=';
-	}
-	out[o] = '\0';
-	return out;
-}
-
 /* GET path with these credentials ("user:pass", or NULL for none); the
  * whole response, malloc'd. */
-static char *
-http_get(const char *path, const char *cred)
-{
-	char *enc = cred != NULL ? b64(cred) : NULL;
-	char *req = tl_strdupf("GET %s HTTP/1.0\r\n%s%s%s\r\n", path,
-	    enc != NULL ? "Authorization: Basic " : "", enc != NULL ? enc : "",
-	    enc != NULL ? "\r\n" : "");
-	char *buf = malloc(1 << 20);
-	size_t len = 0;
-	ssize_t n;
-	int fd = tl_connect(http_port);
-
-	mustsends(fd, req);
-	while ((n = tl_readn(fd, buf + len, (1 << 20) - 1 - len, 3000)) > 0)
-		len += (size_t)n;
-	buf[len] = '\0';
-	close(fd);
-	free(req);
-	free(enc);
-	return buf;
-}
-
-/* The response's status code. */
-static int
-http_status(const char *resp)
-{
-	int code = 0;
-
-	ck_assert_msg(sscanf(resp, "HTTP/1.%*d %d", &code) == 1, "response \"%s\"", resp);
-	return code;
-}
+#define http_get(path, cred) tl_http(http_port, "GET", (path), (cred), NULL)
+#define http_status(resp) tl_http_status(resp)
 
 START_TEST(test_metrics_auth)
 {

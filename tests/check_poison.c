@@ -194,7 +194,6 @@ START_TEST(test_dead_letter_reload)
 	    NULL);
 	int c = tl_connect(s->port);
 	char *log;
-	FILE *f;
 
 	tl_set(c, "q", "x");
 	tl_set(c, "q", "y");
@@ -205,19 +204,11 @@ START_TEST(test_dead_letter_reload)
 	mustsends(c, "get q/abort\r\n");
 	ckresp(c, "END\r\n");
 
-	f = fopen(conf, "w");
-	fputs("[queue q]\nmax_deliveries = 70000\n", f);
-	fclose(f);
-	kill(s->pid, SIGHUP);
-	tl_sleep_ms(200);
+	tl_reload(s, conf, "[queue q]\nmax_deliveries = 70000\n");
 	mustsends(c, "mg q/peek v d\r\n");
 	ckresp(c, "VA 1 d2\r\nx\r\n");
 
-	f = fopen(conf, "w");
-	fputs("[queue q]\nmax_deliveries = 2\ndead_letter = spent\n", f);
-	fclose(f);
-	kill(s->pid, SIGHUP);
-	tl_sleep_ms(200);
+	tl_reload(s, conf, "[queue q]\nmax_deliveries = 2\ndead_letter = spent\n");
 	/* a plain get skips (moves) the spent head */
 	mustsends(c, "mg q v d\r\n");
 	ckresp(c, "VA 1 d0\r\ny\r\n");

@@ -187,6 +187,94 @@ tl_local_addr(int fd)
 	return tl_strdupf("%s:%u", host, (unsigned)ntohs(sin.sin_port));
 }
 
+void
+tl_reload(struct tl_server *s, const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int fd = tl_connect(s->port);
+	long long before = tl_stat(fd, "reloads");
+
+	if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
+		ck_abort_msg("cannot write %s", path);
+	ck_assert_int_eq(kill(s->pid, SIGHUP), 0);
+	tl_wait_stat(fd, "reloads", before + 1, tl_slow(5000));
+	close(fd);
+}
+
+char *
+tl_base64(const char *s)
+{
+	static const char t[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = strlen(s), i, o = 0;
+	char *out = malloc(n / 3 * 4 + 5);
+
+	if (out == NULL)
+		ck_abort_msg("out of memory");
+	for (i = 0; i + 2 < n; i += 3) {
+		unsigned v = (unsigned char)s[i] << 16 |
+		    (unsigned char)s[i + 1] << 8 | (unsigned char)s[i + 2];
+
+		out[o++] = t[v >> 18];
+		out[o++] = t[v >> 12 & 63];
+		out[o++] = t[v >> 6 & 63];
+		out[o++] = t[v & 63];
+	}
+	if (i < n) {
+		unsigned v = (unsigned char)s[i] << 16 |
+		    (i + 1 < n ? (unsigned char)s[i + 1] << 8 : 0);
+
+		out[o++] = t[v >> 18];
+		out[o++] = t[v >> 12 & 63];
+		out[o++] = i + 1 < n ? t[v >> 6 & 63] : '=';
+		out[o++] = '=';
+	}
+	out[o] = '\0';
+	return out;
+}
+
+#define TL_HTTP_MAX (1 << 20)
+
+char *
+tl_http(int port, const char *method, const char *path, const char *cred,
+    const char *headers)
+{
+	char *enc = cred != NULL ? tl_base64(cred) : NULL;
+	char *auth = enc != NULL ?
+	    tl_strdupf("Authorization: Basic %s\r\n", enc) : NULL;
+	char *req = tl_strdupf("%s %s HTTP/1.0\r\nHost: x\r\n%s%s%s\r\n",
+	    method, path, auth != NULL ? auth : "",
+	    headers != NULL ? headers : "",
+	    strcmp(method, "POST") == 0 ? "Content-Length: 0\r\n" : "");
+	char *buf = malloc(TL_HTTP_MAX);
+	size_t len = 0;
+	ssize_t n;
+	int fd = tl_connect(port);
+
+	if (buf == NULL)
+		ck_abort_msg("out of memory");
+	mustsends(fd, req);
+	while (len < TL_HTTP_MAX - 1 && (n = tl_readn(fd, buf + len,
+	    TL_HTTP_MAX - 1 - len, tl_slow(3000))) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	close(fd);
+	free(req);
+	free(auth);
+	free(enc);
+	return buf;
+}
+
+int
+tl_http_status_(const char *file, int line, const char *resp)
+{
+	int code = 0;
+
+	if (sscanf(resp, "HTTP/1.%*d %d", &code) != 1)
+		tl_fail(file, line, "not an HTTP response: \"%.200s\"", resp);
+	return code;
+}
+
 int64_t
 tl_now_ms(void)
 {

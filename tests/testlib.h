@@ -224,6 +224,26 @@ int tl_run_saker(const char *dir, const char *in_path, char **out,
  * ("127.0.0.1:PORT"), malloc'd. */
 char *tl_local_addr(int fd);
 
+/* Write `text` to the config file `path` and SIGHUP s; returns once
+ * sakerd's `reloads` stat shows it has reread it. */
+void tl_reload(struct tl_server *s, const char *path, const char *text);
+
+/* "user:pass" in base64 (RFC 4648), malloc'd. */
+char *tl_base64(const char *s);
+
+/*
+ * One HTTP/1.0 request to 127.0.0.1:port: METHOD path with Basic
+ * credentials ("user:pass", or NULL for none) and extra header lines
+ * (each ending in \r\n, or NULL).  Returns the whole response, headers and
+ * body, malloc'd (up to 1 MiB, read until the server closes).
+ */
+char *tl_http(int port, const char *method, const char *path,
+    const char *cred, const char *headers);
+/* The status code of a response tl_http() returned (fails the test when
+ * it has none). */
+#define tl_http_status(resp) tl_http_status_(__FILE__, __LINE__, (resp))
+int tl_http_status_(const char *file, int line, const char *resp);
+
 /* printf into a malloc'd string. */
 char *tl_strdupf(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));

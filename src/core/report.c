@@ -201,6 +201,7 @@ stats_write(struct broker *b, struct evbuffer *out, const struct perms *who)
 	STAT("queue_creates", "%" PRIu64, s->queue_creates);
 	STAT("queue_deletes", "%" PRIu64, s->queue_deletes);
 	STAT("permission_denied", "%" PRIu64, s->permission_denied);
+	STAT("reloads", "%" PRIu64, s->reloads);
 	/* Kestrel's per-queue lines, for the first STATS_MAX_QUEUES queues by
 	 * name: a server with thousands of queues must not answer a plain
 	 * stats with megabytes (clients read it into one string) */

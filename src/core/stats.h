@@ -11,6 +11,7 @@ struct stats {
 	uint64_t bytes_read, bytes_written;
 	uint64_t queue_creates, queue_deletes;
 	uint64_t permission_denied;     /* --auth-file refusals (perms.h) */
+	uint64_t reloads;               /* SIGHUPs handled (config, users, TLS) */
 	/* store commit latency histogram (seconds); last bucket is +Inf */
 	uint64_t commit_hist[12 + 1];
 	uint64_t commit_ns;

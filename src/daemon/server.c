@@ -458,6 +458,8 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 			log_error("keeping the previous configuration");
 		auth_reload(&srv->broker);
 		tls_reload();
+		/* counted last: a script that saw it grow sees the new files */
+		srv->broker.stats.reloads++;
 		return;
 	}
 	log_info("signal %d: stopping", (int)sig);
