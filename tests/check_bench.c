@@ -323,6 +323,7 @@ START_TEST(test_hist_and_slow_samples)
 	struct tl_server *s = tl_server_start("memory", NULL);
 	char *json = NULL, *err = NULL;
 	struct timespec t0, t1;
+	char secs[16];
 	pid_t pauser;
 	const char *p;
 	double at;
@@ -332,14 +333,16 @@ START_TEST(test_hist_and_slow_samples)
 	ck_assert_int_ne(pauser, -1);
 	if (pauser == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		usleep(800 * 1000);
+		/* (memcheck: the bench starts later and runs longer) */
+		usleep((useconds_t)tl_slow(800) * 1000);
 		kill(s->pid, SIGSTOP);
 		usleep(300 * 1000);
 		kill(s->pid, SIGCONT);
 		_exit(0);
 	}
 	clock_gettime(CLOCK_REALTIME, &t0);
-	rc = bench(s->dir, s->port, &json, &err, "pair", "-t", "2", "-d", "4",
+	snprintf(secs, sizeof(secs), "%d", tl_slow(2000) / 1000);
+	rc = bench(s->dir, s->port, &json, &err, "pair", "-t", secs, "-d", "4",
 	    NULL);
 	clock_gettime(CLOCK_REALTIME, &t1);
 	waitpid(pauser, NULL, 0);
