@@ -40,6 +40,14 @@ int fuzz_http(const uint8_t *data, size_t size);
 /* The in-process server fuzz_conn and fuzz_http share (set up once). */
 void fuzz_server_setup(void);
 
+/* Turn that server's loop until it is idle, reading and dropping what
+ * arrives on `peer` (a client's socket; -1 for none). */
+void fuzz_turns(int peer);
+
+/* How many bytes each write of an input carries, from its first byte:
+ * 0 = all at once, else 1-64, raised so there are at most a few dozen. */
+size_t fuzz_chunk(uint8_t first, size_t size);
+
 /* The same interpreter over any driver; `location` as for open(). */
 int fuzz_store_driver(const struct saker_store_driver *drv,
     const char *location, const uint8_t *data, size_t size);

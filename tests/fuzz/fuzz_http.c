@@ -28,8 +28,6 @@
  * open, and the failed logins of one input do not throttle the next.
  */
 
-#define TURNS 4
-
 static struct sockaddr_in addr;
 
 static void
@@ -51,23 +49,6 @@ listen_once(void)
 	FUZZ_CHECK(http_listen_fd(srv->http, fd) == 0);
 }
 
-static void
-drain(int peer)
-{
-	char sink[16384];
-	ssize_t n;
-	int i;
-
-	for (i = 0; i < TURNS; i++) {
-		server_turn(false);
-		if (peer < 0)
-			continue;
-		while ((n = read(peer, sink, sizeof(sink))) > 0)
-			if (getenv("FUZZ_CONN_ECHO") != NULL)
-				fwrite(sink, 1, (size_t)n, stderr);
-	}
-}
-
 int
 fuzz_http(const uint8_t *data, size_t size)
 {
@@ -79,7 +60,7 @@ fuzz_http(const uint8_t *data, size_t size)
 	log_set_level(LOG_LVL_ERROR);
 	if (size == 0)
 		return 0;
-	chunk = data[0] < 128 ? 0 : (size_t)(data[0] & 63) + 1;
+	chunk = fuzz_chunk(data[0], size - 1);
 	data++;
 	size--;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -87,7 +68,7 @@ fuzz_http(const uint8_t *data, size_t size)
 	/* loopback: the connection is made at once (the backlog holds it) */
 	FUZZ_CHECK(connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0);
 	FUZZ_CHECK(fcntl(fd, F_SETFL, O_NONBLOCK) == 0);
-	drain(fd);
+	fuzz_turns(fd);
 	for (off = 0; off < size; off += n) {
 		ssize_t w;
 
@@ -103,12 +84,12 @@ fuzz_http(const uint8_t *data, size_t size)
 			if (++stuck > 64)
 				break;  /* it stopped reading */
 		}
-		drain(fd);
+		fuzz_turns(fd);
 	}
-	drain(fd);
+	fuzz_turns(fd);
 	close(fd);
 	for (turns = 0; turns < 64 && http_connections() > 0; turns++)
-		drain(-1);
+		fuzz_turns(-1);
 	FUZZ_CHECK(http_connections() == 0);
 	login_ok("127.0.0.1");
 	return 0;
