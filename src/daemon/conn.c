@@ -57,8 +57,8 @@ static void conn_idle_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_drain_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_login_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_throttle_cb(evutil_socket_t fd, short what, void *arg);
-static const char *peer_name(int fd, char *buf, size_t len);
-static void peer_host(int fd, char *buf, size_t len);
+static void peer_names(int fd, char *host, size_t hlen, char *addr,
+    size_t alen);
 
 struct conn *
 conn_new(int fd, bool tls)
@@ -88,15 +88,7 @@ conn_new(int fd, bool tls)
 	event_priority_set(c->rev, 0);
 	event_priority_set(c->wev, 0);
 	c->s.mem_budget = env.max_conn_memory;
-	peer_host(fd, c->peer, sizeof(c->peer));
-	if (strcmp(c->peer, "unix") == 0) {
-		snprintf(c->addr, sizeof(c->addr), "unix");
-	} else {
-		char a[sizeof(c->addr)];
-
-		snprintf(c->addr, sizeof(c->addr), "%s",
-		    peer_name(fd, a, sizeof(a)));
-	}
+	peer_names(fd, c->peer, sizeof(c->peer), c->addr, sizeof(c->addr));
 	if (!c->s.authed) {
 		struct timeval tv = { LOGIN_TIMEOUT_S, 0 };
 
@@ -423,29 +415,6 @@ conn_memory(const struct conn *c)
 	return n;
 }
 
-/* Peer address for a log line. */
-static const char *
-peer_name(int fd, char *buf, size_t len)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	char host[128];
-
-	buf[0] = '\0';
-	if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
-		return "unknown peer";
-	if (ss.ss_family == AF_INET) {
-		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-		if (evutil_inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host)) != NULL)
-			snprintf(buf, len, "%s:%u", host, (unsigned)ntohs(in->sin_port));
-	} else if (ss.ss_family == AF_INET6) {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-		if (evutil_inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host)) != NULL)
-			snprintf(buf, len, "[%s]:%u", host, (unsigned)ntohs(in6->sin6_port));
-	}
-	return buf[0] != '\0' ? buf : "unknown peer";
-}
-
 static void
 conn_write(struct conn *c)
 {
@@ -457,9 +426,8 @@ conn_write(struct conn *c)
 		/* encrypt what is committed; the ciphertext goes out below */
 		if (tls_output(c->tls, c->out) != TLS_OK &&
 		    c->s.state != SESSION_CLOSING) {
-			char peer[160];
 			log_info("closing a TLS connection from %s: %s",
-			    peer_name(c->fd, peer, sizeof(peer)), tls_error(c->tls));
+			    c->addr, tls_error(c->tls));
 			conn_close(c);
 			return;
 		}
@@ -560,25 +528,40 @@ conn_write_cb(evutil_socket_t fd, short what, void *arg)
 
 /* --- logins ------------------------------------------------------------- */
 
-/* The peer's address without the port: the key of login throttling, so
- * one host's connections share it ("unix" for -s). */
+/* One getpeername() for both names of the peer: `host`, the address
+ * without the port, is the key of login throttling, so one host's
+ * connections share it; `addr`, with the port, tells connections apart in
+ * log lines.  Both are "unix" for -s. */
 static void
-peer_host(int fd, char *buf, size_t len)
+peer_names(int fd, char *host, size_t hlen, char *addr, size_t alen)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
+	char ip[INET6_ADDRSTRLEN];
 
-	snprintf(buf, len, "unknown");
+	snprintf(host, hlen, "unknown");
+	snprintf(addr, alen, "unknown peer");
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
 		return;
-	if (ss.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, buf,
-		    (socklen_t)len);
-	else if (ss.ss_family == AF_INET6)
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, buf,
-		    (socklen_t)len);
-	else if (ss.ss_family == AF_UNIX)
-		snprintf(buf, len, "unix");
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+
+		if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip)) != NULL) {
+			snprintf(host, hlen, "%s", ip);
+			snprintf(addr, alen, "%s:%u", ip, (unsigned)ntohs(in->sin_port));
+		}
+	} else if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+		if (inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip)) != NULL) {
+			snprintf(host, hlen, "%s", ip);
+			snprintf(addr, alen, "[%s]:%u", ip,
+			    (unsigned)ntohs(in6->sin6_port));
+		}
+	} else if (ss.ss_family == AF_UNIX) {
+		snprintf(host, hlen, "unix");
+		snprintf(addr, alen, "unix");
+	}
 }
 
 static void
@@ -730,7 +713,6 @@ conn_read(struct conn *c, evutil_socket_t fd)
 static ssize_t
 conn_read_tls(struct conn *c, evutil_socket_t fd)
 {
-	char peer[160];
 	size_t n = 0;
 
 	switch (tls_input(c->tls, fd, c->s.in, &n)) {
@@ -746,12 +728,12 @@ conn_read_tls(struct conn *c, evutil_socket_t fd)
 	case TLS_PLAIN:
 		/* one line for the operator, nothing for the client */
 		log_warn("closing a connection from %s: plain text on the TLS port",
-		    peer_name(c->fd, peer, sizeof(peer)));
+		    c->addr);
 		conn_close(c);
 		return -1;
 	case TLS_FAIL:
 		log_warn("closing a TLS connection from %s: %s",
-		    peer_name(c->fd, peer, sizeof(peer)), tls_error(c->tls));
+		    c->addr, tls_error(c->tls));
 		/* the alert OpenSSL queued goes out, then we close */
 		c->s.state = SESSION_CLOSING;
 		pause_reading(c);
