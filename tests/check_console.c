@@ -101,6 +101,19 @@ body(const char *resp)
 #define ck_hasnt(resp, s) ck_assert_msg(strstr((resp), (s)) == NULL, \
 	"\"%s\" in:\n%s", (s), (resp))
 
+/* One request whose status, or one string in whose reply, is all a check
+ * needs; macros, so a failure names the caller's line. */
+#define ck_status(want, req) do {					\
+	char *r_ = (req);						\
+	ck_assert_int_eq(tl_http_status(r_), (want));			\
+	free(r_);							\
+} while (0)
+#define ck_reply_has(req, s) do {					\
+	char *r_ = (req);						\
+	ck_has(r_, (s));						\
+	free(r_);							\
+} while (0)
+
 /* The CSRF token of GET /api/server, malloc'd. */
 static char *
 csrf_token(const char *cred)
@@ -209,19 +222,11 @@ START_TEST(test_queues_pages)
 	ck_assert_int_eq(queue_field(r, "q0", "items"), 1);
 	free(r);
 	/* past the end: an empty page */
-	r = get("/api/queues?offset=99");
-	ck_has(r, "\"queues\":[]}");
-	free(r);
+	ck_reply_has(get("/api/queues?offset=99"), "\"queues\":[]}");
 	/* bounded */
-	r = get("/api/queues?limit=1001");
-	ck_assert_int_eq(status(r), 400);
-	free(r);
-	r = get("/api/queues?offset=99999999999999999999999");
-	ck_assert_int_eq(status(r), 400);
-	free(r);
-	r = get("/api/queues?sort=pid");
-	ck_assert_int_eq(status(r), 400);
-	free(r);
+	ck_status(400, get("/api/queues?limit=1001"));
+	ck_status(400, get("/api/queues?offset=99999999999999999999999"));
+	ck_status(400, get("/api/queues?sort=pid"));
 	close(fd);
 }
 END_TEST
@@ -261,21 +266,11 @@ START_TEST(test_peek_does_not_take)
 	close(fd);
 
 	/* names are checked as the protocol does */
-	r = get("/api/queues/a%2Fb/peek");
-	ck_assert_int_eq(status(r), 400);
-	free(r);
-	r = get("/api/queues/.x/peek");
-	ck_assert_int_eq(status(r), 400);
-	free(r);
-	r = get("/api/queues/a%00b/peek");
-	ck_assert_int_eq(status(r), 400);
-	free(r);
-	r = get("/api/queues/nosuch/peek");
-	ck_assert_int_eq(status(r), 404);
-	free(r);
-	r = get("/api/queues/" HOSTILE_Q_URL "/peek?n=101");
-	ck_assert_int_eq(status(r), 400);
-	free(r);
+	ck_status(400, get("/api/queues/a%2Fb/peek"));
+	ck_status(400, get("/api/queues/.x/peek"));
+	ck_status(400, get("/api/queues/a%00b/peek"));
+	ck_status(404, get("/api/queues/nosuch/peek"));
+	ck_status(400, get("/api/queues/" HOSTILE_Q_URL "/peek?n=101"));
 }
 END_TEST
 
@@ -308,13 +303,9 @@ START_TEST(test_headers)
 	ck_has(r, "\"commit_mean_ms\":");
 	ck_has(r, "\"writes_allowed\":true,\"login_required\":false,");
 	free(r);
-	r = get("/api/nothing");
-	ck_assert_int_eq(status(r), 404);
-	free(r);
+	ck_status(404, get("/api/nothing"));
 	/* /metrics and /healthz as before */
-	r = get("/healthz");
-	ck_assert_int_eq(status(r), 200);
-	free(r);
+	ck_status(200, get("/healthz"));
 }
 END_TEST
 
@@ -327,16 +318,10 @@ START_TEST(test_csrf)
 	fd = tl_connect(srv->port);
 	tl_set(fd, "jobs", "a");
 	t = csrf_token(NULL);
-	r = http_req("POST", "/api/queues/jobs/flush", NULL, NULL);
-	ck_assert_int_eq(status(r), 403);
-	free(r);
-	r = http_req("POST", "/api/queues/jobs/flush", NULL,
-	    "00000000000000000000000000000000");
-	ck_assert_int_eq(status(r), 403);
-	free(r);
-	r = get("/api/queues/jobs/flush");
-	ck_assert_int_eq(status(r), 405);
-	free(r);
+	ck_status(403, http_req("POST", "/api/queues/jobs/flush", NULL, NULL));
+	ck_status(403, http_req("POST", "/api/queues/jobs/flush", NULL,
+	    "00000000000000000000000000000000"));
+	ck_status(405, get("/api/queues/jobs/flush"));
 	ck_assert_int_eq(tl_stat(fd, "curr_items"), 1);
 	r = http_req("POST", "/api/queues/jobs/flush", NULL, t);
 	ck_assert_int_eq(status(r), 200);
@@ -374,9 +359,7 @@ START_TEST(test_requeue)
 	ck_assert_int_eq(queue_field(r, "jobs_dead", "items"), 3);
 	free(r);
 	/* the rest; the oldest first */
-	r = http_req("POST", "/api/queues/jobs_dead/requeue", NULL, t);
-	ck_has(r, "{\"moved\":3,\"to\":\"jobs\",\"all\":true}");
-	free(r);
+	ck_reply_has(http_req("POST", "/api/queues/jobs_dead/requeue", NULL, t), "{\"moved\":3,\"to\":\"jobs\",\"all\":true}");
 	for (i = 0; i < 5; i++) {
 		char d[8];
 
@@ -385,21 +368,13 @@ START_TEST(test_requeue)
 	}
 	/* elsewhere with ?to= */
 	tl_set(fd, "jobs_dead", "z");
-	r = http_req("POST", "/api/queues/jobs_dead/requeue?to=other", NULL, t);
-	ck_has(r, "{\"moved\":1,\"to\":\"other\",\"all\":true}");
-	free(r);
+	ck_reply_has(http_req("POST", "/api/queues/jobs_dead/requeue?to=other", NULL, t), "{\"moved\":1,\"to\":\"other\",\"all\":true}");
 	tl_ckget(fd, "other", "z");
 	/* not a dead-letter queue of anything, no ?to= */
 	tl_set(fd, "lonely", "z");
-	r = http_req("POST", "/api/queues/lonely/requeue", NULL, t);
-	ck_assert_int_eq(status(r), 400);
-	free(r);
-	r = http_req("POST", "/api/queues/lonely/requeue?to=a/b", NULL, t);
-	ck_assert_int_eq(status(r), 400);
-	free(r);
-	r = http_req("POST", "/api/queues/lonely/requeue?to=lonely", NULL, t);
-	ck_assert_int_eq(status(r), 400);
-	free(r);
+	ck_status(400, http_req("POST", "/api/queues/lonely/requeue", NULL, t));
+	ck_status(400, http_req("POST", "/api/queues/lonely/requeue?to=a/b", NULL, t));
+	ck_status(400, http_req("POST", "/api/queues/lonely/requeue?to=lonely", NULL, t));
 	tl_ckget(fd, "lonely", "z");
 	free(t);
 	close(fd);
@@ -416,9 +391,7 @@ START_TEST(test_delete)
 	tl_set(fd, "jobs_dead", "a");
 	tl_set(fd, "keep", "b");
 	t = csrf_token(NULL);
-	r = http_req("POST", "/api/queues/jobs_dead/delete", NULL, NULL);
-	ck_assert_int_eq(status(r), 403);
-	free(r);
+	ck_status(403, http_req("POST", "/api/queues/jobs_dead/delete", NULL, NULL));
 	r = http_req("POST", "/api/queues/jobs_dead/delete", NULL, t);
 	ck_assert_int_eq(status(r), 200);
 	ck_has(r, "{\"deleted\":true}");
@@ -428,12 +401,8 @@ START_TEST(test_delete)
 	ck_assert_int_eq(queue_field(r, "keep", "items"), 1);
 	ck_has(r, "{\"total\":1,");
 	free(r);
-	r = http_req("POST", "/api/queues/jobs_dead/delete", NULL, t);
-	ck_assert_int_eq(status(r), 404);
-	free(r);
-	r = get("/api/queues/jobs_dead/peek");
-	ck_assert_int_eq(status(r), 404);
-	free(r);
+	ck_status(404, http_req("POST", "/api/queues/jobs_dead/delete", NULL, t));
+	ck_status(404, get("/api/queues/jobs_dead/peek"));
 	free(t);
 	close(fd);
 }
@@ -442,16 +411,12 @@ END_TEST
 /* No login and not on loopback: the console only looks. */
 START_TEST(test_public_read_only)
 {
-	char *r, *t;
+	char *t;
 
 	start("0.0.0.0", NULL, NULL);
 	t = csrf_token(NULL);
-	r = get("/api/server");
-	ck_has(r, "\"writes_allowed\":false,");
-	free(r);
-	r = http_req("POST", "/api/queues/jobs/flush", NULL, t);
-	ck_assert_int_eq(status(r), 403);
-	free(r);
+	ck_reply_has(get("/api/server"), "\"writes_allowed\":false,");
+	ck_status(403, http_req("POST", "/api/queues/jobs/flush", NULL, t));
 	free(t);
 }
 END_TEST
@@ -483,9 +448,7 @@ START_TEST(test_admin_login)
 	ck_assert_int_eq(status(r), 401);
 	ck_hasnt(r, "jobs");
 	free(r);
-	r = http_req("GET", "/", "alice:apw", NULL);
-	ck_assert_int_eq(status(r), 401);
-	free(r);
+	ck_status(401, http_req("GET", "/", "alice:apw", NULL));
 	r = http_req("GET", "/api/queues/jobs/peek", "alice:apw", NULL);
 	ck_assert_int_eq(status(r), 401);
 	ck_hasnt(r, "\"preview\"");
@@ -495,18 +458,12 @@ START_TEST(test_admin_login)
 	ck_assert_int_eq(queue_field(r, "jobs", "items"), 1);
 	free(r);
 	t = csrf_token("root:rpw");
-	r = http_req("POST", "/api/queues/jobs/flush", "alice:apw", t);
-	ck_assert_int_eq(status(r), 401);
-	free(r);
+	ck_status(401, http_req("POST", "/api/queues/jobs/flush", "alice:apw", t));
 	ck_assert_int_eq(tl_stat(fd, "curr_items"), 1);
 	/* an admin login may change things from anywhere */
-	r = http_req("POST", "/api/queues/jobs/flush", "root:rpw", t);
-	ck_assert_int_eq(status(r), 200);
-	free(r);
+	ck_status(200, http_req("POST", "/api/queues/jobs/flush", "root:rpw", t));
 	ck_assert_int_eq(tl_stat(fd, "curr_items"), 0);
-	r = get("/healthz");
-	ck_assert_int_eq(status(r), 200);
-	free(r);
+	ck_status(200, get("/healthz"));
 	free(t);
 	free(path);
 	close(fd);
@@ -626,31 +583,19 @@ START_TEST(test_history)
 	ck_assert(depth_of(r, &n, &last, &max));
 	ck_assert_int_eq(n, 60);
 	free(r);
-	r = get("/api/server");
-	ck_has(r, "\"history_interval_ms\":20,\"history_samples\":60,"
+	ck_reply_has(get("/api/server"), "\"history_interval_ms\":20,\"history_samples\":60,"
 	    "\"history_queues\":1,");
-	free(r);
 
 	/* bad names, no such queue, only GET */
-	r = get("/api/queues/a%2Fb/history");
-	ck_assert_int_eq(status(r), 400);
-	free(r);
-	r = get("/api/queues/nosuch/history");
-	ck_assert_int_eq(status(r), 404);
-	free(r);
+	ck_status(400, get("/api/queues/a%2Fb/history"));
+	ck_status(404, get("/api/queues/nosuch/history"));
 	t = csrf_token(NULL);
-	r = http_req("POST", HIST_PATH, NULL, t);
-	ck_assert_int_eq(status(r), 405);
-	free(r);
+	ck_status(405, http_req("POST", HIST_PATH, NULL, t));
 
 	/* deleted: its history goes with it, and a new queue of that name
 	 * starts from nothing */
-	r = http_req("POST", "/api/queues/" HOSTILE_Q_URL "/delete", NULL, t);
-	ck_assert_int_eq(status(r), 200);
-	free(r);
-	r = get(HIST_PATH);
-	ck_assert_int_eq(status(r), 404);
-	free(r);
+	ck_status(200, http_req("POST", "/api/queues/" HOSTILE_Q_URL "/delete", NULL, t));
+	ck_status(404, get(HIST_PATH));
 	wait_server(HISTORY_NONE);
 	tl_set(fd, HOSTILE_Q, "new");
 	r = wait_last(HIST_PATH, 1);
@@ -762,9 +707,7 @@ START_TEST(test_open_holders)
 	ck_assert_int_eq(status(r), 401);
 	ck_hasnt(r, "alice");
 	free(r);
-	r = http_req("GET", "/api/queues/jobs/open", "alice:apw", NULL);
-	ck_assert_int_eq(status(r), 401);
-	free(r);
+	ck_status(401, http_req("GET", "/api/queues/jobs/open", "alice:apw", NULL));
 
 	r = http_req("GET", "/api/queues/jobs/open", "root:rpw", NULL);
 	ck_assert_int_eq(status(r), 200);
@@ -809,12 +752,8 @@ START_TEST(test_open_holders)
 		tl_sleep_ms(10);
 	}
 	free(r);
-	r = http_req("GET", "/api/queues/jobs/open?n=0", "root:rpw", NULL);
-	ck_assert_int_eq(status(r), 400);
-	free(r);
-	r = http_req("GET", "/api/queues/nosuch/open", "root:rpw", NULL);
-	ck_assert_int_eq(status(r), 404);
-	free(r);
+	ck_status(400, http_req("GET", "/api/queues/jobs/open?n=0", "root:rpw", NULL));
+	ck_status(404, http_req("GET", "/api/queues/nosuch/open", "root:rpw", NULL));
 	free(path);
 }
 END_TEST
