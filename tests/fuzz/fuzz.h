@@ -44,6 +44,13 @@ void fuzz_server_setup(void);
  * arrives on `peer` (a client's socket; -1 for none). */
 void fuzz_turns(int peer);
 
+/* One logged-in client of that server that sends `bytes` at once and
+ * hangs up (fuzz_http fills queues for the console's API with it). */
+void fuzz_client(const char *bytes);
+
+/* Close every connection and delete every queue of that server. */
+void fuzz_reset(void);
+
 /* How many bytes each write of an input carries, from its first byte:
  * 0 = all at once, else 1-64, raised so there are at most a few dozen. */
 size_t fuzz_chunk(uint8_t first, size_t size);

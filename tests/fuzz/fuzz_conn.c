@@ -177,6 +177,24 @@ delete_one(void *arg, struct squeue *q)
 	return 0;
 }
 
+void
+fuzz_client(const char *bytes)
+{
+	fuzz_server_setup();
+	client((const uint8_t *)bytes, strlen(bytes), 0, true);
+}
+
+void
+fuzz_reset(void)
+{
+	struct conn *c;
+
+	while ((c = conn_first()) != NULL)
+		conn_close(c);
+	queues_walk(&srv->broker, delete_one, NULL);
+	fuzz_turns(-1);		/* the commit reaps the deleted queues */
+}
+
 int
 fuzz_conn(const uint8_t *data, size_t size)
 {
@@ -199,10 +217,7 @@ fuzz_conn(const uint8_t *data, size_t size)
 	client(reset, sizeof(reset) - 1, 0, true);
 	/* failed logins of this input do not slow the next one down */
 	login_ok("unix");
-	while ((c = conn_first()) != NULL)
-		conn_close(c);
-	queues_walk(&srv->broker, delete_one, NULL);
-	fuzz_turns(-1);		/* the commit reaps the deleted queues */
+	fuzz_reset();
 	FUZZ_CHECK(srv->broker.stats.curr_connections == 0);
 	FUZZ_CHECK(conn_batch_empty());
 	return 0;

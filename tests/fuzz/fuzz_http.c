@@ -26,9 +26,84 @@
  * first byte chooses, the loop run in between, the replies read and
  * dropped, then a hang-up.  Afterwards no HTTP connection may be left
  * open, and the failed logins of one input do not throttle the next.
+ *
+ * So that the console's API has something to work on, each input starts
+ * with queues jobs (two items), jobs_dead (one) and other (one), which are
+ * deleted afterwards.  Its POSTs need the server's random CSRF token, which
+ * no fuzzer would guess: "@CSRF@" in an input is replaced by it (the
+ * harness reads it from GET /api/server once).
  */
 
 static struct sockaddr_in addr;
+static char csrf[64];
+
+static const char fill[] =
+    "set jobs 0 0 1\r\na\r\nset jobs 0 0 2\r\nbb\r\n"
+    "set jobs_dead 0 0 1\r\nd\r\nset other 0 0 1\r\no\r\n";
+
+static int
+connect_http(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	FUZZ_CHECK(fd >= 0);
+	/* loopback: the connection is made at once (the backlog holds it) */
+	FUZZ_CHECK(connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0);
+	FUZZ_CHECK(fcntl(fd, F_SETFL, O_NONBLOCK) == 0);
+	return fd;
+}
+
+/* The CSRF token, from GET /api/server as the console's page reads it. */
+static void
+read_csrf(void)
+{
+	static const char req[] = "GET /api/server HTTP/1.0\r\n"
+	    "Authorization: Basic YTpw\r\n\r\n";	/* a:p */
+	char reply[8192];
+	size_t got = 0;
+	const char *t;
+	int fd = connect_http(), turns;
+
+	FUZZ_CHECK(write(fd, req, sizeof(req) - 1) == (ssize_t)(sizeof(req) - 1));
+	for (turns = 0; turns < 64 && got < sizeof(reply) - 1; turns++) {
+		ssize_t n = -1;
+
+		server_turn(false);
+		while (got < sizeof(reply) - 1 &&
+		    (n = read(fd, reply + got, sizeof(reply) - 1 - got)) > 0)
+			got += (size_t)n;
+		if (n == 0)
+			break;		/* HTTP/1.0: the server closed */
+	}
+	reply[got] = '\0';
+	close(fd);
+	t = strstr(reply, "\"csrf_token\":\"");
+	FUZZ_CHECK(t != NULL);
+	t += 14;
+	FUZZ_CHECK(sscanf(t, "%32[0-9a-f]", csrf) == 1 && strlen(csrf) == 32);
+}
+
+/* The input with every "@CSRF@" replaced by the token; malloc'd. */
+static uint8_t *
+with_token(const uint8_t *data, size_t size, size_t *out)
+{
+	static const char mark[] = "@CSRF@";
+	size_t ml = sizeof(mark) - 1, tl = strlen(csrf), i, o = 0;
+	uint8_t *buf = malloc(size / ml * tl + size + 1);
+
+	FUZZ_CHECK(buf != NULL);
+	for (i = 0; i < size;) {
+		if (size - i >= ml && memcmp(data + i, mark, ml) == 0) {
+			memcpy(buf + o, csrf, tl);
+			o += tl;
+			i += ml;
+		} else {
+			buf[o++] = data[i++];
+		}
+	}
+	*out = o;
+	return buf;
+}
 
 static void
 listen_once(void)
@@ -47,6 +122,7 @@ listen_once(void)
 	FUZZ_CHECK(listen(fd, 64) == 0);
 	FUZZ_CHECK(getsockname(fd, (struct sockaddr *)&addr, &len) == 0);
 	FUZZ_CHECK(http_listen_fd(srv->http, fd) == 0);
+	read_csrf();
 }
 
 int
@@ -54,6 +130,7 @@ fuzz_http(const uint8_t *data, size_t size)
 {
 	size_t chunk, off, n;
 	int fd, turns, stuck = 0;
+	uint8_t *input;
 
 	fuzz_server_setup();
 	listen_once();
@@ -61,13 +138,9 @@ fuzz_http(const uint8_t *data, size_t size)
 	if (size == 0)
 		return 0;
 	chunk = fuzz_chunk(data[0], size - 1);
-	data++;
-	size--;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	FUZZ_CHECK(fd >= 0);
-	/* loopback: the connection is made at once (the backlog holds it) */
-	FUZZ_CHECK(connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0);
-	FUZZ_CHECK(fcntl(fd, F_SETFL, O_NONBLOCK) == 0);
+	data = input = with_token(data + 1, size - 1, &size);
+	fuzz_client(fill);
+	fd = connect_http();
 	fuzz_turns(fd);
 	for (off = 0; off < size; off += n) {
 		ssize_t w;
@@ -92,5 +165,7 @@ fuzz_http(const uint8_t *data, size_t size)
 		fuzz_turns(-1);
 	FUZZ_CHECK(http_connections() == 0);
 	login_ok("127.0.0.1");
+	fuzz_reset();
+	free(input);
 	return 0;
 }

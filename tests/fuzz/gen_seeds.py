@@ -190,5 +190,31 @@ HTTP = [
     b"\r\n\r\n",
     b"GET /api/queues HTTP/1.1\r\n\r\n",
 ]
+# the console's API, as an admin (fuzz_http fills jobs, jobs_dead and other
+# first, and replaces @CSRF@ by the server's token)
+ADMIN = b"Authorization: Basic " + b64(b"a:p") + b"\r\n"
+def api(method, path, body=b""):
+    h = method + b" " + path + b" HTTP/1.1\r\n" + ADMIN
+    if method == b"POST":
+        h += b"X-CSRF-Token: @CSRF@\r\nContent-Length: %d\r\n" % len(body)
+    return h + b"\r\n" + body
+HTTP += [
+    api(b"GET", b"/"),
+    api(b"GET", b"/console.js"),
+    api(b"GET", b"/api/server"),
+    api(b"GET", b"/api/queues?sort=items&limit=2&offset=1&history=1&prefix=jo"),
+    api(b"GET", b"/api/queues?sort=name&order=desc"),
+    api(b"GET", b"/api/queues/jobs/peek?n=5&offset=1"),
+    api(b"GET", b"/api/queues/jobs/history"),
+    api(b"GET", b"/api/queues/jobs/open?limit=3"),
+    api(b"GET", b"/api/queues/j%6fbs/peek"),
+    api(b"POST", b"/api/queues/jobs_dead/requeue?n=1"),
+    api(b"POST", b"/api/queues/jobs/requeue?to=other&n=1"),
+    api(b"POST", b"/api/queues/jobs/flush"),
+    api(b"POST", b"/api/queues/other/delete"),
+    api(b"POST", b"/api/queues/jobs/flush", b"x=1"),
+    api(b"GET", b"/api/server") + api(b"GET", b"/api/queues/jobs/peek") +
+        api(b"POST", b"/api/queues/jobs_dead/requeue"),
+]
 for i, req in enumerate(HTTP):
     write("http", "seed-%03d" % i, b"\x00" + req)
