@@ -121,6 +121,15 @@ START_TEST(test_dump)
 }
 END_TEST
 
+START_TEST(test_conf)
+{
+	int n = replay("conf", fuzz_conf);
+
+	printf("conf: %d config files and permission fields replayed\n", n);
+	ck_assert_int_ge(n, 20);
+}
+END_TEST
+
 START_TEST(test_store)
 {
 	int n = replay("store", fuzz_store);
@@ -263,6 +272,7 @@ replay_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_proto);
 	tcase_add_test(tc, test_dump);
+	tcase_add_test(tc, test_conf);
 	tcase_add_test(tc, test_store);
 	tcase_add_test(tc, test_conn);
 	tcase_add_test(tc, test_http);
@@ -282,6 +292,8 @@ main(void)
 	SRunner *sr = srunner_create(replay_suite());
 	int failed;
 
+	/* the files' own write sizes, however many writes that makes */
+	fuzz_max_chunks = 0;
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -37,6 +37,10 @@ int fuzz_conn(const uint8_t *data, size_t size);
  * chooses how the rest is split into writes. */
 int fuzz_http(const uint8_t *data, size_t size);
 
+/* The files an operator gives sakerd: a --config file (first byte even)
+ * or an --auth-file permissions field (odd), parsed and then queried. */
+int fuzz_conf(const uint8_t *data, size_t size);
+
 /* The in-process server fuzz_conn and fuzz_http share (set up once). */
 void fuzz_server_setup(void);
 
@@ -52,8 +56,13 @@ void fuzz_client(const char *bytes);
 void fuzz_reset(void);
 
 /* How many bytes each write of an input carries, from its first byte:
- * 0 = all at once, else 1-64, raised so there are at most a few dozen. */
+ * 0 = all at once, else 1-64, raised so there are at most
+ * fuzz_max_chunks. */
 size_t fuzz_chunk(uint8_t first, size_t size);
+
+/* The most pieces fuzz_chunk() makes (0: no limit, as the corpus replay
+ * wants, so its 7-byte writes stay 7 bytes). */
+extern size_t fuzz_max_chunks;
 
 /* The same interpreter over any driver; `location` as for open(). */
 int fuzz_store_driver(const struct saker_store_driver *drv,

@@ -43,6 +43,8 @@
 #define MAX_TURNS	16
 #define MAX_CHUNKS	12
 
+size_t fuzz_max_chunks = MAX_CHUNKS;
+
 static struct options opt;
 static bool ready;
 static bool echo;		/* FUZZ_CONN_ECHO=1: replies to stderr */
@@ -111,11 +113,14 @@ fuzz_turns(int peer)
 size_t
 fuzz_chunk(uint8_t first, size_t size)
 {
-	size_t chunk, least = (size + MAX_CHUNKS - 1) / MAX_CHUNKS;
+	size_t chunk, least;
 
 	if (first < 128)
 		return 0;	/* all at once */
 	chunk = (size_t)(first & 63) + 1;
+	if (fuzz_max_chunks == 0)
+		return chunk;
+	least = (size + fuzz_max_chunks - 1) / fuzz_max_chunks;
 	return chunk < least ? least : chunk;
 }
 

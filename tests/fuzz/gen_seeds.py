@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gen_seeds.py -- (re)writes the seed corpus under tests/fuzz/corpus/{proto,dump,store,conn,http}.
+"""gen_seeds.py -- (re)writes the seed corpus under tests/fuzz/corpus/{proto,dump,store,conn,http,conf}.
 
 Run from anywhere: python3 tests/fuzz/gen_seeds.py.  Deterministic.  Files
 named regress-* are inputs that once found bugs; this script never touches
@@ -218,3 +218,32 @@ HTTP += [
 ]
 for i, req in enumerate(HTTP):
     write("http", "seed-%03d" % i, b"\x00" + req)
+
+# --- conf: --config files (first byte even) and --auth-file permission
+# fields (odd) -------------------------------------------------------------
+CONF = [
+    b"",
+    b"# defaults\nmax_items = 1000\nmax_bytes = 64k\nmax_age = 10m\n",
+    b"[queue jobs]\nmax_open = 4\nopen_timeout = 30s\nmax_deliveries = 5\n"
+    b"dead_letter = jobs_failed\n",
+    b"max_item_size = 1m\n[queue mail*]\ndiscard_old_when_full = yes\n"
+    b"expire_to = mail_expired\n[queue mail_bulk]\nmax_items = 10\n",
+    b"[queue a]\nmax_age = 99999999999h\n",
+    b"[queue ]\n",
+    b"[queue jobs\nmax_items = 1\n",
+    b"max_open = 0\n",
+    b"max_deliveries = 65536\n",
+    b"dead_letter = a/b\n",
+    b"nonsense\n",
+    b"x" * 1100 + b"\n",
+    b"  [queue   spaced*  ]  \n  max_items=  3  \n",
+]
+for i, c in enumerate(CONF):
+    write("conf", "seed-config-%02d" % i, b"\x00" + c)
+PERMS = [
+    b"", b"read", b"write", b"admin", b"read,write", b"queues=jobs*,read",
+    b"queues=a,queues=b*,write", b"queues=*", b"queues=", b"queues=a*b",
+    b" read , write ", b"read,,write", b"bogus", b"queues=" + b"q" * 300,
+]
+for i, p in enumerate(PERMS):
+    write("conf", "seed-perms-%02d" % i, b"\x01" + p)
