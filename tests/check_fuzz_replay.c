@@ -121,6 +121,15 @@ START_TEST(test_dump)
 }
 END_TEST
 
+START_TEST(test_tls)
+{
+	int n = replay("tls", fuzz_tls);
+
+	printf("tls: %d client openings replayed\n", n);
+	ck_assert_int_ge(n, 5);
+}
+END_TEST
+
 START_TEST(test_conf)
 {
 	int n = replay("conf", fuzz_conf);
@@ -276,6 +285,9 @@ replay_suite(void)
 	tcase_add_test(tc, test_store);
 	tcase_add_test(tc, test_conn);
 	tcase_add_test(tc, test_http);
+#ifdef HAVE_OPENSSL
+	tcase_add_test(tc, test_tls);
+#endif
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, test_store_lmdb);
 #endif

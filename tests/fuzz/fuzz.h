@@ -41,6 +41,12 @@ int fuzz_http(const uint8_t *data, size_t size);
  * or an --auth-file permissions field (odd), parsed and then queried. */
 int fuzz_conf(const uint8_t *data, size_t size);
 
+/* A client's bytes on a TLS connection of fuzz_conn's server (given a
+ * certificate made at start), up to and during the handshake; the first
+ * byte chooses how the rest is split into writes.  Does nothing when
+ * built without OpenSSL. */
+int fuzz_tls(const uint8_t *data, size_t size);
+
 /* The in-process server fuzz_conn and fuzz_http share (set up once). */
 void fuzz_server_setup(void);
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gen_seeds.py -- (re)writes the seed corpus under tests/fuzz/corpus/{proto,dump,store,conn,http,conf}.
+"""gen_seeds.py -- (re)writes the seed corpus under tests/fuzz/corpus/{proto,dump,store,conn,http,conf,tls}.
 
 Run from anywhere: python3 tests/fuzz/gen_seeds.py.  Deterministic.  Files
 named regress-* are inputs that once found bugs; this script never touches
@@ -247,3 +247,35 @@ PERMS = [
 ]
 for i, p in enumerate(PERMS):
     write("conf", "seed-perms-%02d" % i, b"\x01" + p)
+
+# --- tls: a client's first bytes on a TLS connection (first byte as for
+# conn).  A real ClientHello holds random bytes, so it is written once and
+# kept, not remade on every run. --------------------------------------------
+import ssl
+def client_hello(**kw):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    for k, v in kw.items():
+        setattr(ctx, k, v)
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    s = ctx.wrap_bio(inc, out, server_hostname="localhost")
+    try:
+        s.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return out.read()
+def keep(sub, name, make):
+    if not os.path.exists(os.path.join(C, sub, name)):
+        write(sub, name, make())
+keep("tls", "seed-hello13", lambda: b"\x00" + client_hello())
+keep("tls", "seed-hello12", lambda: b"\x00" + client_hello(
+    maximum_version=ssl.TLSVersion.TLSv1_2))
+keep("tls", "seed-hello13-split", lambda: b"\x80" + client_hello())
+keep("tls", "seed-hello-then-garbage", lambda: b"\x00" + client_hello() +
+    b"\x17\x03\x03\x00\x10" + b"\x00" * 16)
+write("tls", "seed-plain", b"\x00get jobs\r\n")
+write("tls", "seed-empty-record", b"\x00\x16\x03\x01\x00\x00")
+write("tls", "seed-huge-record", b"\x00\x16\x03\x01\xff\xff" + b"\x01" * 300)
+write("tls", "seed-alert", b"\x00\x15\x03\x03\x00\x02\x02\x28")
+write("tls", "seed-sslv2", b"\x00\x80\x2e\x01\x00\x02\x00\x15\x00\x00\x00\x10")

@@ -1,0 +1,139 @@
+/* fuzz_tls.c -- fuzz target: a client's bytes on a --tls-cert listener,
+ * before and during the handshake (tls.c's glue to OpenSSL: record
+ * reading, the plain-text check, failures and their alert, close). */
+#include "config.h"
+
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "fuzz.h"
+#include "server.h"
+#include "tls.h"
+
+#ifdef HAVE_OPENSSL
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+/*
+ * The server is fuzz_conn's, given a certificate made here once (P-256,
+ * self-signed, written to temporary files for tls_setup() and removed).
+ * Each input is one client of a TLS connection: a socketpair whose server
+ * end is a connection with TLS on, the input written in the pieces its
+ * first byte chooses (as for fuzz_conn) with the loop turned in between,
+ * the server's answers read and dropped, then a hang-up.  Afterwards no
+ * connection may be left.  A valid ClientHello gets a ServerHello; the
+ * rest of a handshake depends on the server's random, so what is fuzzed
+ * is everything up to there: records split anywhere, plain text on the
+ * TLS port, broken records, alerts, early hang-ups.
+ */
+
+static void
+write_pem(char *path, EVP_PKEY *pk, X509 *x)
+{
+	int fd = mkstemp(path);
+	FILE *f;
+
+	FUZZ_CHECK(fd >= 0);
+	f = fdopen(fd, "w");
+	FUZZ_CHECK(f != NULL);
+	FUZZ_CHECK(x != NULL ? PEM_write_X509(f, x) == 1 :
+	    PEM_write_PrivateKey(f, pk, NULL, NULL, 0, NULL, NULL) == 1);
+	FUZZ_CHECK(fclose(f) == 0);
+}
+
+static void
+tls_once(void)
+{
+	static bool done;
+	char cert[] = "/tmp/fuzz_tls_cert.XXXXXX", key[] = "/tmp/fuzz_tls_key.XXXXXX";
+	EVP_PKEY *pk;
+	X509 *x;
+	X509_NAME *n;
+
+	if (done)
+		return;
+	pk = EVP_EC_gen("P-256");
+	FUZZ_CHECK(pk != NULL);
+	x = X509_new();
+	FUZZ_CHECK(x != NULL);
+	FUZZ_CHECK(X509_set_version(x, 2) == 1);
+	FUZZ_CHECK(ASN1_INTEGER_set(X509_get_serialNumber(x), 1) == 1);
+	FUZZ_CHECK(X509_gmtime_adj(X509_getm_notBefore(x), 0) != NULL);
+	FUZZ_CHECK(X509_gmtime_adj(X509_getm_notAfter(x), 86400L * 365) != NULL);
+	FUZZ_CHECK(X509_set_pubkey(x, pk) == 1);
+	n = X509_get_subject_name(x);
+	FUZZ_CHECK(X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
+	    (const unsigned char *)"localhost", -1, -1, 0) == 1);
+	FUZZ_CHECK(X509_set_issuer_name(x, n) == 1);
+	FUZZ_CHECK(X509_sign(x, pk, EVP_sha256()) > 0);
+	write_pem(cert, NULL, x);
+	write_pem(key, pk, NULL);
+	FUZZ_CHECK(tls_setup(cert, key, NULL) == 0);
+	unlink(cert);
+	unlink(key);
+	X509_free(x);
+	EVP_PKEY_free(pk);
+	done = true;
+}
+
+int
+fuzz_tls(const uint8_t *data, size_t size)
+{
+	struct conn *c;
+	size_t chunk, off, n;
+	int sv[2], stuck = 0;
+
+	fuzz_server_setup();
+	tls_once();
+	if (size == 0)
+		return 0;
+	chunk = fuzz_chunk(data[0], size - 1);
+	data++;
+	size--;
+	FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0, sv) == 0);
+	if ((c = conn_new(sv[0], true)) == NULL) {
+		close(sv[0]);
+		close(sv[1]);
+		return 0;
+	}
+	for (off = 0; off < size; off += n) {
+		ssize_t w;
+
+		n = chunk == 0 || size - off < chunk ? size - off : chunk;
+		w = write(sv[1], data + off, n);
+		if (w <= 0) {
+			n = 0;
+			if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+				break;	/* the server closed the connection */
+			if (++stuck > 64)
+				break;	/* it stopped reading */
+		} else {
+			n = (size_t)w;
+			stuck = 0;
+		}
+		fuzz_turns(sv[1]);
+	}
+	fuzz_turns(sv[1]);
+	close(sv[1]);
+	fuzz_reset();
+	FUZZ_CHECK(srv->broker.stats.curr_connections == 0);
+	return 0;
+}
+
+#else
+
+int
+fuzz_tls(const uint8_t *data, size_t size)
+{
+	(void)data;
+	(void)size;
+	return 0;		/* built without OpenSSL: no TLS to fuzz */
+}
+
+#endif
