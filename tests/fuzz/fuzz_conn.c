@@ -73,6 +73,15 @@ setup(void)
 	FUZZ_CHECK(auth_init(path, err, sizeof(err)) == 0);
 	unlink(path);
 	FUZZ_CHECK(server_init(&opt) == 0);
+	/* SIGINT and SIGTERM are the fuzzer's: it prints its statistics and
+	 * exits.  Left to sakerd's handlers they would stop the server and
+	 * the next input would fail as if it had found a bug (freeing the
+	 * events puts the fuzzer's handlers back). */
+	for (size_t i = 0; i < sizeof(srv->sig_ev) / sizeof(srv->sig_ev[0]); i++)
+		if (srv->sig_ev[i] != NULL) {
+			event_free(srv->sig_ev[i]);
+			srv->sig_ev[i] = NULL;
+		}
 	/* an HTTP server without a listener, for fuzz_http (admin login
 	 * required, as with --auth-file) */
 	srv->http = http_start(srv->base, NULL, &srv->broker, 1000,
