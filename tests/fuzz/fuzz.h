@@ -7,6 +7,7 @@
 #ifndef SAKER_FUZZ_H
 #define SAKER_FUZZ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +54,16 @@ void fuzz_server_setup(void);
 /* Turn that server's loop until it is idle, reading and dropping what
  * arrives on `peer` (a client's socket; -1 for none). */
 void fuzz_turns(int peer);
+
+/* Write `size` bytes to `peer` in pieces of `chunk` (0: at once), turning
+ * the loop after each and whenever the socket is full; stops early when
+ * the server closes or stops reading. */
+void fuzz_send(int peer, const uint8_t *data, size_t size, size_t chunk);
+
+/* One client of that server on a socketpair (logged in or not, TLS or
+ * not): fuzz_send() of `data`, then a hang-up. */
+void fuzz_session(const uint8_t *data, size_t size, size_t chunk, bool authed,
+    bool tls);
 
 /* One logged-in client of that server that sends `bytes` at once and
  * hangs up (fuzz_http fills queues for the console's API with it). */

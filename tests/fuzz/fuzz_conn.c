@@ -134,8 +134,9 @@ fuzz_chunk(uint8_t first, size_t size)
 }
 
 /* Write `len` bytes to the server, running the loop whenever the socket
- * is full. */
-static void
+ * is full.  False when the server closed the connection or stopped
+ * reading (backpressure). */
+static bool
 send_all(int peer, const uint8_t *p, size_t len)
 {
 	int stuck = 0;
@@ -150,35 +151,44 @@ send_all(int peer, const uint8_t *p, size_t len)
 			continue;
 		}
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return;		/* the server closed the connection */
+			return false;
 		fuzz_turns(peer);
 		if (++stuck > 64)
-			return;		/* it stopped reading (backpressure) */
+			return false;
 	}
+	return true;
 }
 
-/* One client: `data` in chunks of `chunk` bytes (0 = all at once). */
-static void
-client(const uint8_t *data, size_t size, size_t chunk, bool authed)
+void
+fuzz_send(int peer, const uint8_t *data, size_t size, size_t chunk)
+{
+	size_t off, n;
+
+	for (off = 0; off < size; off += n) {
+		n = chunk == 0 || size - off < chunk ? size - off : chunk;
+		if (!send_all(peer, data + off, n))
+			break;
+		fuzz_turns(peer);
+	}
+	fuzz_turns(peer);
+}
+
+void
+fuzz_session(const uint8_t *data, size_t size, size_t chunk, bool authed,
+    bool tls)
 {
 	struct conn *c;
 	int sv[2];
-	size_t off, n;
 
 	FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0, sv) == 0);
-	if ((c = conn_new(sv[0], false)) == NULL) {
+	if ((c = conn_new(sv[0], tls)) == NULL) {
 		close(sv[0]);
 		close(sv[1]);
 		return;
 	}
 	c->s.authed = authed;
-	for (off = 0; off < size; off += n) {
-		n = chunk == 0 || size - off < chunk ? size - off : chunk;
-		send_all(sv[1], data + off, n);
-		fuzz_turns(sv[1]);
-	}
-	fuzz_turns(sv[1]);
+	fuzz_send(sv[1], data, size, chunk);
 	close(sv[1]);		/* hang up: the server notices on its next read */
 	fuzz_turns(-1);
 }
@@ -195,7 +205,7 @@ void
 fuzz_client(const char *bytes)
 {
 	fuzz_server_setup();
-	client((const uint8_t *)bytes, strlen(bytes), 0, true);
+	fuzz_session((const uint8_t *)bytes, strlen(bytes), 0, true, false);
 }
 
 void
@@ -220,15 +230,15 @@ fuzz_conn(const uint8_t *data, size_t size)
 	log_set_level(LOG_LVL_ERROR);	/* an input may have sent verbosity */
 	if (size == 0)
 		return 0;
-	client(data + 1, size - 1, fuzz_chunk(data[0], size - 1),
-	    (data[0] & 0x40) == 0);
+	fuzz_session(data + 1, size - 1, fuzz_chunk(data[0], size - 1),
+	    (data[0] & 0x40) == 0, false);
 	/* a connection paused for backpressure or blocked in a get with no
 	 * timeout never reads the hang-up: close what is left */
 	while ((c = conn_first()) != NULL)
 		conn_close(c);
 	server_drain();
 	fuzz_turns(-1);
-	client(reset, sizeof(reset) - 1, 0, true);
+	fuzz_session(reset, sizeof(reset) - 1, 0, true, false);
 	/* failed logins of this input do not slow the next one down */
 	login_ok("unix");
 	fuzz_reset();

@@ -6,7 +6,6 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
-#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
@@ -128,8 +127,8 @@ listen_once(void)
 int
 fuzz_http(const uint8_t *data, size_t size)
 {
-	size_t chunk, off, n;
-	int fd, turns, stuck = 0;
+	size_t chunk;
+	int fd, turns;
 	uint8_t *input;
 
 	fuzz_server_setup();
@@ -142,24 +141,7 @@ fuzz_http(const uint8_t *data, size_t size)
 	fuzz_client(fill);
 	fd = connect_http();
 	fuzz_turns(fd);
-	for (off = 0; off < size; off += n) {
-		ssize_t w;
-
-		n = chunk == 0 || size - off < chunk ? size - off : chunk;
-		w = write(fd, data + off, n);
-		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			break;          /* the server closed the connection */
-		if (w > 0) {
-			n = (size_t)w;
-			stuck = 0;
-		} else {
-			n = 0;
-			if (++stuck > 64)
-				break;  /* it stopped reading */
-		}
-		fuzz_turns(fd);
-	}
-	fuzz_turns(fd);
+	fuzz_send(fd, data, size, chunk);
 	close(fd);
 	for (turns = 0; turns < 64 && http_connections() > 0; turns++)
 		fuzz_turns(-1);

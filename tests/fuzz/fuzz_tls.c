@@ -3,13 +3,8 @@
  * reading, the plain-text check, failures and their alert, close). */
 #include "config.h"
 
-#include <sys/socket.h>
-
-#include <errno.h>
-#include <string.h>
 #include <unistd.h>
 
-#include "conn.h"
 #include "fuzz.h"
 #include "server.h"
 #include "tls.h"
@@ -84,43 +79,13 @@ tls_once(void)
 int
 fuzz_tls(const uint8_t *data, size_t size)
 {
-	struct conn *c;
-	size_t chunk, off, n;
-	int sv[2], stuck = 0;
-
 	fuzz_server_setup();
 	tls_once();
 	if (size == 0)
 		return 0;
-	chunk = fuzz_chunk(data[0], size - 1);
-	data++;
-	size--;
-	FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    0, sv) == 0);
-	if ((c = conn_new(sv[0], true)) == NULL) {
-		close(sv[0]);
-		close(sv[1]);
-		return 0;
-	}
-	for (off = 0; off < size; off += n) {
-		ssize_t w;
-
-		n = chunk == 0 || size - off < chunk ? size - off : chunk;
-		w = write(sv[1], data + off, n);
-		if (w <= 0) {
-			n = 0;
-			if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-				break;	/* the server closed the connection */
-			if (++stuck > 64)
-				break;	/* it stopped reading */
-		} else {
-			n = (size_t)w;
-			stuck = 0;
-		}
-		fuzz_turns(sv[1]);
-	}
-	fuzz_turns(sv[1]);
-	close(sv[1]);
+	/* logged out, as every connection is with an --auth-file */
+	fuzz_session(data + 1, size - 1, fuzz_chunk(data[0], size - 1), false,
+	    true);
 	fuzz_reset();
 	FUZZ_CHECK(srv->broker.stats.curr_connections == 0);
 	return 0;
