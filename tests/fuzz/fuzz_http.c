@@ -15,6 +15,7 @@
 #include "log.h"
 #include "login.h"
 #include "server.h"
+#include "tls.h"
 
 /*
  * The server is fuzz_conn's (memory store, an --auth-file with an admin a:p
@@ -31,6 +32,10 @@
  * deleted afterwards.  Its POSTs need the server's random CSRF token, which
  * no fuzzer would guess: "@CSRF@" in an input is replaced by it (the
  * harness reads it from GET /api/server once).
+ *
+ * The endpoint is plain HTTP: with TLS on, sakerd serves it as HTTPS.  A
+ * process that also replays fuzz_tls's inputs (check_fuzz_replay) has TLS
+ * on from them, so it is turned off here first.
  */
 
 static struct sockaddr_in addr;
@@ -132,6 +137,8 @@ fuzz_http(const uint8_t *data, size_t size)
 	uint8_t *input;
 
 	fuzz_server_setup();
+	if (tls_on())
+		tls_teardown();
 	listen_once();
 	log_set_level(LOG_LVL_ERROR);
 	if (size == 0)

@@ -3,6 +3,7 @@
  * reading, the plain-text check, failures and their alert, close). */
 #include "config.h"
 
+#include <stdio.h>
 #include <unistd.h>
 
 #include "fuzz.h"
@@ -44,14 +45,17 @@ write_pem(char *path, EVP_PKEY *pk, X509 *x)
 static void
 tls_once(void)
 {
-	static bool done;
-	char cert[] = "/tmp/fuzz_tls_cert.XXXXXX", key[] = "/tmp/fuzz_tls_key.XXXXXX";
+	/* static: tls_setup() keeps the names (for a reload) */
+	static char cert[32], key[32];
 	EVP_PKEY *pk;
 	X509 *x;
 	X509_NAME *n;
 
-	if (done)
+	/* on once, unless fuzz_http turned it off in between */
+	if (tls_on())
 		return;
+	snprintf(cert, sizeof(cert), "/tmp/fuzz_tls_cert.XXXXXX");
+	snprintf(key, sizeof(key), "/tmp/fuzz_tls_key.XXXXXX");
 	pk = EVP_EC_gen("P-256");
 	FUZZ_CHECK(pk != NULL);
 	x = X509_new();
@@ -73,7 +77,6 @@ tls_once(void)
 	unlink(key);
 	X509_free(x);
 	EVP_PKEY_free(pk);
-	done = true;
 }
 
 int
