@@ -459,6 +459,146 @@ START_TEST(test_bad_usage)
 }
 END_TEST
 
+/*
+ * The report people read (without --json), which every number in
+ * docs/benchmarks.md was copied from: the header naming the run, the
+ * measured rates, the percentiles in order, the mode's own latency
+ * lines, the verdict, and the server's CPU with --server-pid.
+ */
+static const char *const text_modes[][7] = {
+	{ "pair", NULL },
+	{ "blocking", "--rate", "500", "--timeout", "200", NULL },
+	{ "delayed", "--items", "200", "--window", "300", NULL },
+	{ "mget", "--items", "100", "-k", "5", NULL },
+	{ "pair", "--no-verify", "--size", "8", "--warmup", "1", NULL },
+};
+
+/* The number after `what` in text (-1 when missing). */
+static double
+num_after(const char *text, const char *what)
+{
+	const char *p = strstr(text, what);
+
+	return p != NULL ? strtod(p + strlen(what), NULL) : -1;
+}
+
+START_TEST(test_text_report)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	const char *const *m = text_modes[_i];
+	char *server = tl_strdupf("127.0.0.1:%d", s->port);
+	char *pid = tl_strdupf("%ld", (long)s->pid);
+	char *out = NULL, *err = NULL, *head;
+	bool verify = strcmp(m[1] != NULL ? m[1] : "", "--no-verify") != 0;
+	int rc = tl_run_saker(s->dir, NULL, &out, NULL, &err, "bench", m[0],
+	    "-s", server, "-t", "1", "-c", "2", "--quiet", "--server-pid", pid,
+	    "--queue-prefix", "txt", m[1], m[2], m[3], m[4], m[5], NULL);
+
+	ck_assert_msg(rc == 0, "bench %s exited %d: %s", m[0], rc, err);
+	head = tl_strdupf("saker bench %s: memcache %s, 2 conns, depth 1, ",
+	    m[0], server);
+	ck_assert_msg(strncmp(out, head, strlen(head)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "  measured ") != NULL &&
+	    num_after(out, " items (") >= 0 && num_after(out, " ops (") > 0,
+	    "%s", out);
+	/* percentiles in order, and a count */
+	ck_assert_msg(num_after(out, "request latency: p50=") > 0 &&
+	    num_after(out, "request latency: p50=") <= num_after(out, " p99=") &&
+	    num_after(out, " p99=") <= num_after(out, " max=") &&
+	    num_after(out, "(us, n=") > 0, "%s", out);
+	if (strcmp(m[0], "blocking") == 0)
+		ck_assert_msg(strstr(out, "  delivery latency (STORED to "
+		    "receipt): p50=") != NULL && strstr(out, "  delivery latency "
+		    "(set sent to receipt): p50=") != NULL, "%s", out);
+	if (strcmp(m[0], "delayed") == 0)
+		ck_assert_msg(strstr(out, "  promotion lateness (receipt - due): "
+		    "p50=") != NULL && strstr(out, "items arrived more than 1 ms "
+		    "early") != NULL, "%s", out);
+	if (strcmp(m[0], "mget") == 0)
+		ck_assert_msg(strstr(out, "multi-gets of ") != NULL, "%s", out);
+	if (verify)
+		ck_assert_msg(strstr(out, "  verify: in ") != NULL &&
+		    strstr(out, "lost 0, duplicates 0") != NULL &&
+		    strstr(out, "=> ok") != NULL, "%s", out);
+	else
+		ck_assert_msg(strstr(out, "  verify: off\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "error replies") == NULL &&
+	    strstr(out, "timed out") == NULL, "%s", out);
+	ck_assert_msg(num_after(out, "  client cpu ") >= 0 &&
+	    num_after(out, ", server cpu ") >= 0 &&
+	    strstr(out, "% of one core)\n") != NULL, "%s", out);
+	free(head);
+	free(out);
+	free(err);
+	free(pid);
+	free(server);
+	tl_server_free(s);
+}
+END_TEST
+
+/* --server-pid in the JSON report too. */
+START_TEST(test_json_server_cpu)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	char *pid = tl_strdupf("%ld", (long)s->pid), *json = NULL, *err = NULL;
+	int rc = bench(s->dir, s->port, &json, &err, "pair", "-t", "1",
+	    "--server-pid", pid, NULL);
+
+	ck_clean(rc, json, err);
+	ck_assert_msg(json_num(json, "server_cpu_s") >= 0 &&
+	    json_num(json, "server_cpu_pct") >= 0, "%s", json);
+	free(json);
+	free(err);
+	free(pid);
+	tl_server_free(s);
+}
+END_TEST
+
+/* Every refusal of a command line: exit status 1 and the reason; --help
+ * is no refusal. */
+static const struct {
+	const char *argv[6];
+	const char *says;
+} refusals[] = {
+	{ { "pair", "extra", NULL }, "unexpected argument 'extra'" },
+	{ { "--no-such-option", NULL }, "usage: saker bench" },
+	{ { "-m", "sideways", NULL }, "bad value for option: sideways" },
+	{ { "--protocol", "smtp", NULL }, "bad value for option: smtp" },
+	{ { "--size", "0", NULL }, "bad value for option: 0" },
+	{ { "--size", "8", NULL }, "--size must be at least 16" },
+	{ { "--warmup", "-1", NULL }, "bad value for option: -1" },
+	{ { "--server-pid", "0", NULL }, "bad value for option: 0" },
+	{ { "mget", "--protocol", "resp", NULL }, "mode mget needs the memcache protocol" },
+	{ { "delayed", "--protocol", "resp", NULL }, "mode delayed needs the memcache protocol" },
+	{ { "mget", "--protocol", "beanstalk", NULL }, "mode mget is not available with beanstalk" },
+	{ { "delayed", "--protocol", "beanstalk", NULL }, "mode delayed is not available with beanstalk" },
+};
+
+START_TEST(test_refusals)
+{
+	char *dir = tl_mkdtemp(), *out = NULL, *err = NULL;
+	const char *const *a = refusals[_i].argv;
+
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "bench",
+	    a[0], a[1], a[2], a[3], a[4], NULL), 1);
+	ck_assert_msg(strstr(err, refusals[_i].says) != NULL, "%s: %s", a[0],
+	    err);
+	free(out);
+	free(err);
+	if (_i == 0) {
+		/* --help: the usage on stdout, status 0 */
+		ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err,
+		    "bench", "--help", NULL), 0);
+		ck_assert_msg(strstr(out, "usage: saker bench [MODE] [options]") !=
+		    NULL && strstr(out, "--server-pid PID") != NULL, "%s", out);
+		free(out);
+		free(err);
+	}
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 /* The other protocols against the real servers they were written for:
  * each peer's command line ("PORT" stands for the port) and the bench
  * modes to run on it. */
@@ -526,6 +666,11 @@ main(void)
 	tcase_add_test(tc, test_counts_foreign);
 	tcase_add_test(tc, test_server_dies);
 	tcase_add_test(tc, test_bad_usage);
+	tcase_add_loop_test(tc, test_text_report, 0,
+	    (int)(sizeof(text_modes) / sizeof(text_modes[0])));
+	tcase_add_test(tc, test_json_server_cpu);
+	tcase_add_loop_test(tc, test_refusals, 0,
+	    (int)(sizeof(refusals) / sizeof(refusals[0])));
 	tcase_add_loop_test(tc, test_peers, 0, (int)(sizeof(peers) / sizeof(peers[0])));
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
