@@ -483,6 +483,68 @@ START_TEST(test_saker_cli)
 }
 END_TEST
 
+/*
+ * saker's client side of a server that asks for certificates (--tls-ca):
+ * --tls-cert and --tls-key log in, a missing one is refused before any
+ * connection, an unreadable CA file says so, and a client the server
+ * refuses hears why (the server's alert, not "Broken pipe").  [ADDR]:PORT names the
+ * server by address.
+ */
+START_TEST(test_saker_cli_client_cert)
+{
+	char *out = NULL, *err = NULL, *server, *v6ish, *ca = path("ca.pem");
+	char *cert = path("client.pem"), *key = path("client.key");
+	char *nofile = path("no-such-ca.pem");
+	int rc;
+
+	start_tls("--tls-ca", ca, NULL, NULL);
+	server = tl_strdupf("127.0.0.1:%d", srv->port);
+	v6ish = tl_strdupf("[127.0.0.1]:%d", srv->port);
+	rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--tls", "--tls-ca",
+	    ca, "--tls-cert", cert, "--tls-key", key, "-s", server, "mq", "mutual",
+	    NULL);
+	ck_assert_msg(rc == 0, "put with a client certificate: %s", err);
+	free(err);
+	rc = tl_run_saker(dir, NULL, &out, NULL, &err, "get", "--tls", "--tls-ca",
+	    ca, "--tls-cert", cert, "--tls-key", key, "-s", v6ish, "mq", NULL);
+	ck_assert_msg(rc == 0 && strcmp(out, "mutual") == 0, "get: %d %s %s", rc,
+	    out, err);
+	free(out);
+	free(err);
+	/* without a certificate the server ends the handshake */
+	rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--tls", "--tls-ca",
+	    ca, "-s", server, "mq", "x", NULL);
+	ck_assert_msg(rc != 0 && strstr(err, "certificate required") != NULL,
+	    "no certificate: %d %s", rc, err);
+	free(err);
+	/* refused before connecting */
+	rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--tls", "--tls-cert",
+	    cert, "-s", server, "mq", "x", NULL);
+	ck_assert_msg(rc != 0 && strstr(err, "--tls-cert and --tls-key go "
+	    "together") != NULL, "%s", err);
+	free(err);
+	rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s", server, "mq",
+	    "x", "--tls-key", NULL);
+	ck_assert_msg(rc != 0 && strstr(err, "--tls-key needs a file name") !=
+	    NULL, "%s", err);
+	free(err);
+	rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--tls", "--tls-ca",
+	    nofile, "-s", server, "mq", "x", NULL);
+	ck_assert_msg(rc != 0 && strstr(err, "TLS setup: ") != NULL, "%s", err);
+	free(err);
+	rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--tls", "--tls-ca",
+	    ca, "--tls-cert", cert, "--tls-key", ca, "-s", server, "mq", "x", NULL);
+	ck_assert_msg(rc != 0 && strstr(err, "TLS setup: ") != NULL, "%s", err);
+	free(err);
+	free(nofile);
+	free(key);
+	free(cert);
+	free(v6ish);
+	free(server);
+	free(ca);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -503,6 +565,7 @@ main(void)
 	tcase_add_test(tc, test_reload);
 	tcase_add_test(tc, test_https);
 	tcase_add_test(tc, test_saker_cli);
+	tcase_add_test(tc, test_saker_cli_client_cert);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -407,9 +407,40 @@ conn_copy(struct conn *c, size_t len, FILE *fp, bool *out_failed)
 	return 0;
 }
 
+#ifdef HAVE_OPENSSL
+/* A TLS connection failed: is there a TLS reason?  A server that refuses
+ * the client (no certificate, say) sends an alert and closes; a write
+ * after that fails with EPIPE, and the alert is read here. */
+static bool
+tls_reason(struct conn *c)
+{
+	char b[1];
+	size_t got;
+	int e = errno;
+
+	if (c->ssl == NULL)
+		return false;
+	if (ERR_peek_error() == 0 && (e == EPIPE || e == ECONNRESET) &&
+	    SSL_read_ex(c->ssl, b, sizeof(b), &got) != 1 &&
+	    SSL_get_error(c->ssl, 0) != SSL_ERROR_SSL)
+		ERR_clear_error();
+	errno = e;
+	return ERR_peek_error() != 0;
+}
+#endif
+
 static void
 io_error(const char *cmd, struct conn *c)
 {
+#ifdef HAVE_OPENSSL
+	char e[256];
+
+	if (tls_reason(c)) {
+		fprintf(stderr, "saker %s: TLS with %s failed: %s\n", cmd,
+		    c->server, tls_client_error(e, sizeof(e)));
+		return;
+	}
+#endif
 	if (errno == ETIMEDOUT)
 		fprintf(stderr, "saker %s: %s did not answer in time\n", cmd, c->server);
 	else if (errno == ECONNRESET)
