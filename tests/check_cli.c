@@ -11,9 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "saker/store.h"
@@ -968,6 +972,199 @@ START_TEST(client_put_get_stats)
 }
 END_TEST
 
+/* Command lines the client refuses: exit status, and the start of the
+ * first line on stderr (or stdout for --help). */
+static const struct {
+	const char *argv[7];
+	int status;
+	const char *says;
+} refusals[] = {
+	{ { "put", NULL }, 2, "usage: saker put " },
+	{ { "put", "-f", "4294967296", "q", "x", NULL }, 2, "saker put: bad flags '4294967296' (0..4294967295)" },
+	{ { "put", "-e", "-1", "q", "x", NULL }, 2, "saker put: bad exptime '-1'" },
+	{ { "put", "-d", "x", "q", "x", NULL }, 2, "saker put: bad delay 'x' (milliseconds)" },
+	{ { "put", "-a", "253402300800", "q", "x", NULL }, 2, "saker put: bad time '253402300800' (unix seconds)" },
+	{ { "put", "--bogus", NULL }, 2, "put: unrecognized option '--bogus'" },
+	{ { "get", NULL }, 2, "usage: saker get " },
+	{ { "get", "bad/name//", NULL }, 2, "saker get: bad queue name 'bad/name//'" },
+	{ { "stats", "--bogus", NULL }, 2, "stats: unrecognized option '--bogus'" },
+	{ { "requeue", NULL }, 2, "usage: saker requeue " },
+	{ { "requeue", "a", "a", NULL }, 2, "saker requeue: FROM and TO are the same queue" },
+	{ { "requeue", "a", "b/c", NULL }, 2, "saker requeue: bad queue name 'b/c'" },
+	{ { "requeue", "--help", NULL }, 0, "usage: saker requeue [-s SERVER] [--max N] FROM TO" },
+	{ { "put", "-s", "[::1", "q", "x", NULL }, 1, "saker put: bad server address '[::1' (expected HOST:PORT)" },
+	{ { "put", "-s", "/nonexistent/sock", "q", "x", NULL }, 1, "saker put: cannot connect to /nonexistent/sock: " },
+};
+
+START_TEST(client_refusals)
+{
+	char *dir = tl_mkdtemp(), *out = NULL, *err = NULL;
+	const char *const *a = refusals[_i].argv;
+	int rc = tl_run_saker(dir, NULL, &out, NULL, &err, a[0], a[1], a[2],
+	    a[3], a[4], a[5], a[6], NULL);
+	const char *text = refusals[_i].status == 0 ? out : err;
+
+	ck_assert_msg(rc == refusals[_i].status, "%s: status %d, want %d: %s",
+	    a[0], rc, refusals[_i].status, err);
+	ck_assert_msg(strncmp(text, refusals[_i].says,
+	    strlen(refusals[_i].says)) == 0, "%s: %s", a[0], text);
+	free(out);
+	free(err);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+/* A fake server on a free port: accepts one connection, reads a request,
+ * answers `reply` (NULL: closes at once); a child process. */
+static pid_t
+fake_server(int *port, const char *reply)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	pid_t pid;
+
+	ck_assert_int_ge(lfd, 0);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+	*port = ntohs(sa.sin_port);
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		char buf[4096];
+		int fd;
+
+		alarm(20);
+		fd = accept(lfd, NULL, NULL);
+		if (fd >= 0 && reply != NULL) {
+			if (read(fd, buf, sizeof(buf)) > 0 &&
+			    write(fd, reply, strlen(reply)) < 0)
+				_exit(1);
+			tl_sleep_ms(200);
+		}
+		_exit(0);
+	}
+	close(lfd);
+	return pid;
+}
+
+/* Servers that misbehave: one clear line each, status 1. */
+START_TEST(client_bad_servers)
+{
+	char *dir = tl_mkdtemp(), *err = NULL, *srv;
+	int port, st;
+	pid_t pid;
+
+	pid = fake_server(&port, NULL);
+	srv = tl_strdupf("127.0.0.1:%d", port);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s",
+	    srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "closed the connection") != NULL &&
+	    strchr(err, '\n') == err + strlen(err) - 1, "%s", err);
+	free(err);
+	free(srv);
+	waitpid(pid, &st, 0);
+
+	pid = fake_server(&port, "SERVER_ERROR out of cheese\r\n");
+	srv = tl_strdupf("127.0.0.1:%d", port);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s",
+	    srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "replied: SERVER_ERROR out of cheese") != NULL,
+	    "%s", err);
+	free(err);
+	free(srv);
+	waitpid(pid, &st, 0);
+
+	pid = fake_server(&port, "SERVER_ERROR no\r\n");
+	srv = tl_strdupf("127.0.0.1:%d", port);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "get", "-s",
+	    srv, "q", NULL), 1);
+	ck_assert_msg(strstr(err, "replied: SERVER_ERROR no") != NULL, "%s", err);
+	free(err);
+	free(srv);
+	waitpid(pid, &st, 0);
+
+	pid = fake_server(&port, "HELLO there\r\n");
+	srv = tl_strdupf("127.0.0.1:%d", port);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "get", "-s",
+	    srv, "q", NULL), 1);
+	ck_assert_msg(strstr(err, "replied: HELLO there") != NULL, "%s", err);
+	free(err);
+	free(srv);
+	waitpid(pid, &st, 0);
+
+	/* an item, then no END */
+	pid = fake_server(&port, "VALUE q 0 1\r\nx\r\nNOPE\r\n");
+	srv = tl_strdupf("127.0.0.1:%d", port);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "get", "-s",
+	    srv, "q", NULL), 1);
+	ck_assert_msg(strstr(err, "unexpected reply") != NULL &&
+	    strstr(err, "NOPE") != NULL, "%s", err);
+	free(err);
+	free(srv);
+	waitpid(pid, &st, 0);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+/* -d and -a make an item visible later; -e sets its expiry; a unix
+ * socket and [ADDR]:PORT reach the server too.  "Not yet" is asserted
+ * only when the get is over before the item's time (valgrind slows every
+ * run). */
+START_TEST(client_put_options)
+{
+	char *dir = tl_mkdtemp(), *sock = tl_strdupf("%s/s.sock", dir);
+	struct tl_server *s = tl_server_start("memory", "-s", sock, NULL);
+	char *srv = tl_strdupf("[127.0.0.1]:%d", s->port), *out = NULL, *at;
+	int64_t t0 = tl_unix_ms(), at_s;
+	size_t len;
+	int rc;
+
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s",
+	    sock, "-d", "2000", "later", "d", NULL), 0);
+	rc = tl_run_saker(dir, NULL, NULL, NULL, NULL, "get", "-q", "-p", "-s",
+	    sock, "later", NULL);
+	if (tl_unix_ms() < t0 + 2000)
+		ck_assert_int_eq(rc, 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, NULL, "get", "-t",
+	    "10000", "-s", sock, "later", NULL), 0);
+	ck_assert(len == 1 && out[0] == 'd');
+	free(out);
+
+	at_s = tl_unix_s() + 3;
+	at = tl_strdupf("%lld", (long long)at_s);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s",
+	    srv, "-a", at, "atq", "a", NULL), 0);
+	rc = tl_run_saker(dir, NULL, NULL, NULL, NULL, "get", "-q", "-p", "-s",
+	    srv, "atq", NULL);
+	if (tl_unix_ms() < at_s * 1000)
+		ck_assert_int_eq(rc, 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, NULL, "get", "-t",
+	    "10000", "-s", srv, "atq", NULL), 0);
+	ck_assert(len == 1 && out[0] == 'a');
+	free(out);
+
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s",
+	    srv, "-e", "1", "expq", "e", NULL), 0);
+	tl_sleep_ms(2100);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "get", "-q",
+	    "-s", srv, "expq", NULL), 1);		/* expired */
+	tl_server_free(s);
+	free(at);
+	free(srv);
+	free(sock);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -988,6 +1185,10 @@ main(void)
 	 * busy machine even with CK_TIMEOUT_MULTIPLIER */
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, cli_usage);
+	tcase_add_loop_test(tc, client_refusals, 0,
+	    (int)(sizeof(refusals) / sizeof(refusals[0])));
+	tcase_add_test(tc, client_bad_servers);
+	tcase_add_test(tc, client_put_options);
 	tcase_add_test(tc, refuse_types);
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, check_store_cmd);

@@ -443,7 +443,7 @@ io_error(const char *cmd, struct conn *c)
 #endif
 	if (errno == ETIMEDOUT)
 		fprintf(stderr, "saker %s: %s did not answer in time\n", cmd, c->server);
-	else if (errno == ECONNRESET)
+	else if (errno == ECONNRESET || errno == EPIPE)
 		fprintf(stderr, "saker %s: %s closed the connection\n", cmd, c->server);
 	else
 		fprintf(stderr, "saker %s: talking to %s failed: %s\n", cmd, c->server,
