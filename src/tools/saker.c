@@ -90,7 +90,10 @@ main(int argc, char **argv)
 			return 2;
 		}
 		{
-			char *hargv[] = { argv[2], (char *)"--help", NULL };
+			char prog[64];
+			char *hargv[] = { prog, (char *)"--help", NULL };
+
+			snprintf(prog, sizeof(prog), "saker %s", sc->name);
 			return sc->fn(2, hargv);
 		}
 	}
@@ -98,5 +101,13 @@ main(int argc, char **argv)
 		fprintf(stderr, "saker: unknown command '%s' (try saker --help)\n", argv[1]);
 		return 2;
 	}
-	return sc->fn(argc - 1, argv + 1);
+	{
+		/* getopt names the program in its messages ("saker put:
+		 * unrecognized option"), as the commands' own lines do */
+		char prog[64];
+
+		snprintf(prog, sizeof(prog), "saker %s", sc->name);
+		argv[1] = prog;
+		return sc->fn(argc - 1, argv + 1);
+	}
 }
