@@ -1054,58 +1054,36 @@ fake_server(int *port, const char *reply)
 	return pid;
 }
 
-/* Servers that misbehave: one clear line each, status 1. */
+/* Servers that misbehave: one clear line each, status 1.  `reply` is
+ * what the fake server answers (NULL: it closes at once); the error line
+ * holds both `says` strings. */
+static const struct {
+	const char *reply, *cmd, *says, *says2;
+} bad_servers[] = {
+	{ NULL, "put", "closed the connection", "" },
+	{ "SERVER_ERROR out of cheese\r\n", "put", "replied: SERVER_ERROR out of cheese", "" },
+	{ "SERVER_ERROR no\r\n", "get", "replied: SERVER_ERROR no", "" },
+	{ "HELLO there\r\n", "get", "replied: HELLO there", "" },
+	/* an item, then no END */
+	{ "VALUE q 0 1\r\nx\r\nNOPE\r\n", "get", "unexpected reply", "NOPE" },
+};
+
 START_TEST(client_bad_servers)
 {
 	char *dir = tl_mkdtemp(), *err = NULL, *srv;
 	int port, st;
-	pid_t pid;
+	pid_t pid = fake_server(&port, bad_servers[_i].reply);
 
-	pid = fake_server(&port, NULL);
 	srv = tl_strdupf("127.0.0.1:%d", port);
-	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s",
-	    srv, "q", "x", NULL), 1);
-	ck_assert_msg(strstr(err, "closed the connection") != NULL &&
-	    strchr(err, '\n') == err + strlen(err) - 1, "%s", err);
-	free(err);
-	free(srv);
-	waitpid(pid, &st, 0);
-
-	pid = fake_server(&port, "SERVER_ERROR out of cheese\r\n");
-	srv = tl_strdupf("127.0.0.1:%d", port);
-	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s",
-	    srv, "q", "x", NULL), 1);
-	ck_assert_msg(strstr(err, "replied: SERVER_ERROR out of cheese") != NULL,
-	    "%s", err);
-	free(err);
-	free(srv);
-	waitpid(pid, &st, 0);
-
-	pid = fake_server(&port, "SERVER_ERROR no\r\n");
-	srv = tl_strdupf("127.0.0.1:%d", port);
-	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "get", "-s",
-	    srv, "q", NULL), 1);
-	ck_assert_msg(strstr(err, "replied: SERVER_ERROR no") != NULL, "%s", err);
-	free(err);
-	free(srv);
-	waitpid(pid, &st, 0);
-
-	pid = fake_server(&port, "HELLO there\r\n");
-	srv = tl_strdupf("127.0.0.1:%d", port);
-	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "get", "-s",
-	    srv, "q", NULL), 1);
-	ck_assert_msg(strstr(err, "replied: HELLO there") != NULL, "%s", err);
-	free(err);
-	free(srv);
-	waitpid(pid, &st, 0);
-
-	/* an item, then no END */
-	pid = fake_server(&port, "VALUE q 0 1\r\nx\r\nNOPE\r\n");
-	srv = tl_strdupf("127.0.0.1:%d", port);
-	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "get", "-s",
-	    srv, "q", NULL), 1);
-	ck_assert_msg(strstr(err, "unexpected reply") != NULL &&
-	    strstr(err, "NOPE") != NULL, "%s", err);
+	ck_assert_int_eq(strcmp(bad_servers[_i].cmd, "put") == 0 ?
+	    tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s", srv, "q", "x",
+	    NULL) : tl_run_saker(dir, NULL, NULL, NULL, &err, "get", "-s", srv,
+	    "q", NULL), 1);
+	ck_assert_msg(strstr(err, bad_servers[_i].says) != NULL &&
+	    strstr(err, bad_servers[_i].says2) != NULL, "%s", err);
+	if (bad_servers[_i].reply == NULL)
+		ck_assert_msg(strchr(err, '\n') == err + strlen(err) - 1, "%s",
+		    err);
 	free(err);
 	free(srv);
 	waitpid(pid, &st, 0);
@@ -1187,7 +1165,8 @@ main(void)
 	tcase_add_test(tc, cli_usage);
 	tcase_add_loop_test(tc, client_refusals, 0,
 	    (int)(sizeof(refusals) / sizeof(refusals[0])));
-	tcase_add_test(tc, client_bad_servers);
+	tcase_add_loop_test(tc, client_bad_servers, 0,
+	    (int)(sizeof(bad_servers) / sizeof(bad_servers[0])));
 	tcase_add_test(tc, client_put_options);
 	tcase_add_test(tc, refuse_types);
 #ifdef HAVE_LMDB

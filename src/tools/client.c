@@ -416,13 +416,13 @@ tls_reason(struct conn *c)
 {
 	char b[1];
 	size_t got;
-	int e = errno;
+	int e = errno, rc;
 
 	if (c->ssl == NULL)
 		return false;
 	if (ERR_peek_error() == 0 && (e == EPIPE || e == ECONNRESET) &&
-	    SSL_read_ex(c->ssl, b, sizeof(b), &got) != 1 &&
-	    SSL_get_error(c->ssl, 0) != SSL_ERROR_SSL)
+	    (rc = SSL_read_ex(c->ssl, b, sizeof(b), &got)) != 1 &&
+	    SSL_get_error(c->ssl, rc) != SSL_ERROR_SSL)
 		ERR_clear_error();
 	errno = e;
 	return ERR_peek_error() != 0;

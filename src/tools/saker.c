@@ -65,6 +65,7 @@ int
 main(int argc, char **argv)
 {
 	const struct subcommand *sc;
+	char prog[64];
 
 	if (tls_client_take_options(&argc, argv) != 0)
 		return 2;
@@ -89,25 +90,17 @@ main(int argc, char **argv)
 			fprintf(stderr, "saker: unknown command '%s'\n", argv[2]);
 			return 2;
 		}
-		{
-			char prog[64];
-			char *hargv[] = { prog, (char *)"--help", NULL };
-
-			snprintf(prog, sizeof(prog), "saker %s", sc->name);
-			return sc->fn(2, hargv);
-		}
-	}
-	if ((sc = find(argv[1])) == NULL) {
+		/* `saker help CMD` is `saker CMD --help` (argv[1] is
+		 * replaced below) */
+		argv[2] = (char *)"--help";
+		argc = 3;
+	} else if ((sc = find(argv[1])) == NULL) {
 		fprintf(stderr, "saker: unknown command '%s' (try saker --help)\n", argv[1]);
 		return 2;
 	}
-	{
-		/* getopt names the program in its messages ("saker put:
-		 * unrecognized option"), as the commands' own lines do */
-		char prog[64];
-
-		snprintf(prog, sizeof(prog), "saker %s", sc->name);
-		argv[1] = prog;
-		return sc->fn(argc - 1, argv + 1);
-	}
+	/* getopt names the program in its messages ("saker put: unrecognized
+	 * option"), as the commands' own lines do */
+	snprintf(prog, sizeof(prog), "saker %s", sc->name);
+	argv[1] = prog;
+	return sc->fn(argc - 1, argv + 1);
 }
