@@ -276,6 +276,85 @@ START_TEST(test_noreply)
 }
 END_TEST
 
+/*
+ * A client streaming noreply sets keeps its socket readable at every turn
+ * of the loop.  New clients must still be accepted and answered: with two
+ * event priorities the loop ran only the connections' events while the
+ * stream flowed, so the listener's (and the tick's) waited, and the loop
+ * never returned to commit -- a client that connected meanwhile got its
+ * STORED after 0.5 s on memory and 3.7 s on lmdb (measured), and here
+ * never while the stream lasted.  The stream runs 3 s; every probe, each
+ * on a new connection, must be answered within 2 s while it flows.  (The
+ * old loop failed this on lmdb and sqlite every time; the memory store
+ * reads this stream faster than the test writes it, so there the socket
+ * runs dry between turns and the old loop got away.)
+ */
+START_TEST(test_stream_does_not_hold_commits)
+{
+	/* sets (the server must be slower than this client at what it
+	 * streams) and a flush after every 256, so memory stays flat */
+	static const char one[] = "set s 0 0 1 noreply\r\nx\r\n";
+	static const char flush[] = "flush s noreply\r\n";
+	char chunk[256 * (sizeof(one) - 1) + sizeof(flush)];
+	int probe, probes = 0;
+	int64_t start = tl_now_ms();
+	size_t i, off = 0, clen = sizeof(chunk) - 1;
+
+	for (i = 0; i < 256; i++)
+		memcpy(chunk + i * (sizeof(one) - 1), one, sizeof(one) - 1);
+	memcpy(chunk + i * (sizeof(one) - 1), flush, sizeof(flush));
+	ck_assert_int_eq(fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK), 0);
+	while (tl_now_ms() - start < 3000) {
+		int64_t t0 = tl_now_ms();
+		char buf[64];
+		size_t got = 0;
+
+		/* the stream flows a while first */
+		while (tl_now_ms() - t0 < 100) {
+			ssize_t n;
+
+			while ((n = send(c, chunk + off, clen - off,
+			    MSG_NOSIGNAL)) > 0)
+				off = (off + (size_t)n) % clen;
+			tl_sleep_ms(1);
+		}
+		t0 = tl_now_ms();
+		probe = tl_connect(srv->port);
+		mustsends(probe, "set p 0 0 1\r\ny\r\n");
+		while (got < 8) {
+			struct pollfd pfd = { probe, POLLIN, 0 };
+			ssize_t n;
+
+			ck_assert_msg(tl_now_ms() - t0 < tl_slow(2000), "probe %d not "
+			    "answered in 2 s while another client streams "
+			    "(%zu bytes of its reply)", probes, got);
+			/* keep the stream's socket full: readable every turn
+			 * (a partial send goes on where it stopped) */
+			while ((n = send(c, chunk + off, clen - off,
+			    MSG_NOSIGNAL)) > 0)
+				off = (off + (size_t)n) % clen;
+			ck_assert_msg(errno == EAGAIN || errno == EWOULDBLOCK,
+			    "stream: %s", strerror(errno));
+			if (poll(&pfd, 1, 1) == 1) {
+				n = recv(probe, buf + got, sizeof(buf) - 1 - got, 0);
+				ck_assert_msg(n > 0, "probe connection closed");
+				got += (size_t)n;
+			}
+		}
+		buf[got] = '\0';
+		ck_assert_str_eq(buf, "STORED\r\n");
+		close(probe);
+		probes++;
+	}
+	ck_assert_int_gt(probes, 1);
+	/* the probes' items are there, and the stream was read meanwhile */
+	probe = tl_connect(srv->port);
+	tl_ckget(probe, "p", "y");
+	ck_assert_int_gt(tl_stat(probe, "bytes_read"), 1000000);
+	close(probe);
+}
+END_TEST
+
 /* ------------------------------------------------------- multi-get */
 
 START_TEST(test_multiget)
@@ -1713,6 +1792,7 @@ add_protocol_tests(TCase *tc, bool durable)
 	tcase_add_test(tc, test_bare_newline);
 	tcase_add_test(tc, test_pipelined);
 	tcase_add_test(tc, test_noreply);
+	tcase_add_test(tc, test_stream_does_not_hold_commits);
 	tcase_add_test(tc, test_multiget);
 	tcase_add_test(tc, test_multiget_limit);
 	tcase_add_test(tc, test_multiget_blocking);

@@ -85,8 +85,6 @@ conn_new(int fd, bool tls)
 		free(c);
 		return NULL;
 	}
-	event_priority_set(c->rev, 0);
-	event_priority_set(c->wev, 0);
 	c->s.mem_budget = env.max_conn_memory;
 	peer_names(fd, c->peer, sizeof(c->peer), c->addr, sizeof(c->addr));
 	if (!c->s.authed) {

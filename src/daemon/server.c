@@ -35,8 +35,6 @@
 static struct server the_server;
 struct server *srv = &the_server;
 
-#define PRIO_IO 0
-
 static void
 schedule_commit(struct broker *b)
 {
@@ -571,7 +569,7 @@ server_init(struct options *opt)
 			event_config_free(cfg);
 		}
 	}
-	if (srv->base == NULL || event_base_priority_init(srv->base, 2) != 0) {
+	if (srv->base == NULL) {
 		fprintf(stderr, "sakerd: cannot create the event loop\n");
 		return 1;
 	}
@@ -589,7 +587,6 @@ server_init(struct options *opt)
 		conn_setup(&env);
 	}
 	srv->promote_ev = evtimer_new(srv->base, promote_cb, NULL);
-	event_priority_set(srv->promote_ev, PRIO_IO);
 	srv->open_timeout_ev = evtimer_new(srv->base, open_timeout_cb, NULL);
 	srv->sweep_ev = event_new(srv->base, -1, EV_PERSIST, sweep_cb, NULL);
 	{
@@ -679,6 +676,17 @@ server_init(struct options *opt)
  * "before sleep" hook; returning from the loop after one pass is it, and
  * costs no extra epoll_wait (a low-priority commit event cost one more
  * epoll_wait and timerfd_settime per batch).
+ *
+ * One pass, whatever arrives meanwhile: the base has a single priority
+ * and both modes carry EVLOOP_ONCE.  libevent's loop goes on while any
+ * event is still active, and runs only the highest priority that has one
+ * per pass; with two priorities (connections and the promotion timer
+ * above the rest) a stream of reads (a noreply producer) or a promotion
+ * timer that fell due again during its own callback (a postgres promotion
+ * costs a round trip) starved the listener, the tick or the store's
+ * notifications, and while one of them stayed active the loop never
+ * returned: no commit, and every other client's reply waited, for
+ * seconds (tests/check_server.c, test_stream_does_not_hold_commits).
  */
 void
 server_turn(bool block)
@@ -693,7 +701,7 @@ server_turn(bool block)
 	    saker_thread_sched(&cpu0, &wait0) == 0)
 		t0 = saker_mono_ns();
 	event_base_loop(srv->base, block && !srv->commit_scheduled ?
-	    EVLOOP_ONCE : EVLOOP_NONBLOCK);
+	    EVLOOP_ONCE : EVLOOP_ONCE | EVLOOP_NONBLOCK);
 	if (srv->commit_scheduled)
 		commit_batch();
 	if (t0 != 0) {
