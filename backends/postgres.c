@@ -66,6 +66,9 @@
 #define PG_PRECLAIM_MAX 4
 /* Claimed items not taken for this long go back to the queue. */
 #define PG_HELD_IDLE_MS 1000
+/* Default of the vacuum= option: the broker's own VACUUM of saker_items
+ * at most this often, while it writes (pg_vacuum_start()). */
+#define PG_VACUUM_MS 1000
 
 #define DBNOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 /* ready for stats and listings: visible, or claimed ahead by a broker */
@@ -428,6 +431,11 @@ struct pg_store {
 	int64_t renew_at;	/* start of an uncommitted renewal */
 
 	uint64_t commits, fsyncs, commit_ns;
+	/* the VACUUM on lconn: every vacuum_ms (0: never) while commits
+	 * move; vacuuming while one runs */
+	int64_t vacuum_ms, vacuum_at;
+	uint64_t vacuum_commits;
+	bool vacuuming;
 	char err[512];
 };
 
@@ -1006,6 +1014,7 @@ pg_conn_lost(struct pg_store *s, const char *why)
 	if (s->lconn != NULL)
 		PQfinish(s->lconn);
 	s->lconn = NULL;
+	s->vacuuming = false;
 	s->in_txn = false;
 	if (s->retry_ms == 0)
 		s->retry_ms = PG_RETRY_MIN_MS;
@@ -1502,6 +1511,7 @@ pg_listen(struct pg_store *s)
 	if (id == NULL) {
 		PQfinish(s->lconn);
 		s->lconn = NULL;
+		s->vacuuming = false;
 		return pg_errf(s, SAKER_ENOMEM, "postgres: out of memory");
 	}
 	snprintf(sql, sizeof(sql), "LISTEN %s", id);
@@ -1516,6 +1526,7 @@ pg_listen(struct pg_store *s)
 		pg_oneline(line, sizeof(line), PQerrorMessage(s->lconn));
 		PQfinish(s->lconn);
 		s->lconn = NULL;
+		s->vacuuming = false;
 		return pg_errf(s, SAKER_EIO, "postgres: LISTEN: %s", line);
 	}
 	return SAKER_OK;
@@ -3169,15 +3180,66 @@ pg_watch_fd(saker_store *base)
 	return s->lconn != NULL ? PQsocket(s->lconn) : -1;
 }
 
+/*
+ * The broker's own VACUUM of saker_items, sent on the notification
+ * connection so the event loop never waits for it.  Every take leaves a
+ * dead row (and a dead index entry at the head of its queue) that each
+ * later take steps over until a vacuum removes it; autovacuum looks only
+ * once a minute (autovacuum_naptime), and by then a busy queue's takes
+ * had slowed to half (docs/scaling.md, "Vacuum and bloat").  Sent from
+ * the tick at most every vacuum_ms, and only when this broker committed
+ * something since the last one; SKIP_LOCKED: a VACUUM another broker
+ * runs meanwhile is enough.  Its result is read by pg_fd_ready().
+ */
+static void
+pg_vacuum_start(struct pg_store *s, int64_t now_ms)
+{
+	if (s->vacuum_ms == 0 || s->lconn == NULL || s->vacuuming ||
+	    s->commits == s->vacuum_commits || now_ms < s->vacuum_at)
+		return;
+	if (!PQsendQuery(s->lconn, PQserverVersion(s->lconn) >= 120000 ?
+	    "VACUUM (SKIP_LOCKED) saker_items" : "VACUUM saker_items"))
+		return;	/* a broken connection: pg_fd_ready() will see it */
+	(void)PQflush(s->lconn);
+	s->vacuuming = true;
+	s->vacuum_commits = s->commits;
+}
+
+/* Read the VACUUM's outcome once it is there (never blocks).  A VACUUM
+ * PostgreSQL refuses stops them for good: one warning in the log. */
+static int
+pg_vacuum_done(struct pg_store *s, int64_t now_ms)
+{
+	PGresult *res;
+	char line[300] = "";
+
+	if (PQflush(s->lconn) != 0)
+		return SAKER_OK;	/* still sending; or broken: seen below */
+	while (!PQisBusy(s->lconn)) {
+		if ((res = PQgetResult(s->lconn)) == NULL) {
+			s->vacuuming = false;
+			s->vacuum_at = now_ms + s->vacuum_ms;
+			if (line[0] == '\0')
+				return SAKER_OK;
+			s->vacuum_ms = 0;
+			return pg_errf(s, SAKER_EIO, "postgres: VACUUM saker_items"
+			    " failed, left to autovacuum from now on: %s", line);
+		}
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			pg_oneline(line, sizeof(line), PQresultErrorMessage(res));
+		PQclear(res);
+	}
+	return SAKER_OK;
+}
+
 static int
 pg_fd_ready(saker_store *base, int64_t now_ms)
 {
 	struct pg_store *s = PG(base);
 	PGnotify *n;
-	int self;
+	int self, err = SAKER_OK;
 	char *p, *end, *nl;
 
-	(void)now_ms;
 	if (s->lconn == NULL)
 		return SAKER_OK;
 	if (!PQconsumeInput(s->lconn) || PQstatus(s->lconn) == CONNECTION_BAD) {
@@ -3186,6 +3248,7 @@ pg_fd_ready(saker_store *base, int64_t now_ms)
 		pg_oneline(line, sizeof(line), PQerrorMessage(s->lconn));
 		PQfinish(s->lconn);
 		s->lconn = NULL;
+		s->vacuuming = false;
 		s->lretry_at = 0;
 		return pg_errf(s, SAKER_EIO, "postgres: notification connection"
 		    " lost: %s", line);
@@ -3207,7 +3270,9 @@ pg_fd_ready(saker_store *base, int64_t now_ms)
 		}
 		PQfreemem(n);
 	}
-	return SAKER_OK;
+	if (s->vacuuming)
+		err = pg_vacuum_done(s, now_ms);
+	return err;
 }
 
 static int
@@ -3255,6 +3320,7 @@ pg_tick(saker_store *base, int64_t now_ms)
 	}
 	if (s->lost)
 		return SAKER_OK;
+	pg_vacuum_start(s, now_ms);
 	/* claimed items nobody took for a while go back to the queue */
 	for (q = LIST_FIRST(&s->holding); q != NULL; q = next) {
 		next = LIST_NEXT(q, held_link);
@@ -3414,13 +3480,16 @@ pg_close(saker_store *base)
 /* Driver options (store.h, DRIVER OPTIONS): "postgres,schema=q,lease=30:
  * host=db dbname=saker".  The same keys inside the connection string
  * (1.0's form) still work; the options win when both are given. */
-enum { PG_OPT_SCHEMA, PG_OPT_LEASE };
+enum { PG_OPT_SCHEMA, PG_OPT_LEASE, PG_OPT_VACUUM };
 static const struct saker_store_option pg_options[] = {
 	[PG_OPT_SCHEMA] = { "schema", SAKER_OPT_STRING, 0, 0,
 	    "schema to keep the tables in: 1-50 of a-z, 0-9, _" },
 	[PG_OPT_LEASE] = { "lease", SAKER_OPT_SECONDS, 100, 86400000,
 	    "seconds before another broker may take over this broker's open"
 	    " items, 0.1 to 86400" },
+	[PG_OPT_VACUUM] = { "vacuum", SAKER_OPT_SECONDS, 0, 3600000,
+	    "seconds between this broker's own VACUUMs of its item table"
+	    " while it writes (default 1); 0: leave it to autovacuum" },
 	{ NULL, SAKER_OPT_STRING, 0, 0, NULL }
 };
 
@@ -3472,6 +3541,8 @@ pg_channel_opts(struct pg_store *s, const struct saker_store_opts *opts,
 		return e;
 	if ((v = saker_store_optval(opts, PG_OPT_LEASE)) != NULL)
 		s->lease_ms = (int64_t)v->u;
+	if ((v = saker_store_optval(opts, PG_OPT_VACUUM)) != NULL)
+		s->vacuum_ms = (int64_t)v->u;
 	return SAKER_OK;
 }
 
@@ -3769,6 +3840,7 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	s->notify = opts->notify;
 	s->notify_arg = opts->notify_arg;
 	s->lease_ms = PG_LEASE_MS;
+	s->vacuum_ms = PG_VACUUM_MS;
 	LIST_INIT(&s->dirty);
 	LIST_INIT(&s->pend);
 	LIST_INIT(&s->deleted);

@@ -452,6 +452,74 @@ START_TEST(test_damaged_item_across)
 }
 END_TEST
 
+/* How many times a VACUUM (not autovacuum) ran on schema's saker_items. */
+static long
+vacuum_count(const char *schema)
+{
+	char sql[200];
+	PGconn *c = PQconnectdb(pgc.conninfo);
+	PGresult *r;
+	long n;
+
+	ck_assert_int_eq(PQstatus(c), CONNECTION_OK);
+	snprintf(sql, sizeof(sql), "SELECT coalesce(sum(vacuum_count), 0)"
+	    " FROM pg_stat_user_tables WHERE schemaname = '%s_%d'"
+	    " AND relname = 'saker_items'", schema, (int)getpid());
+	r = PQexec(c, sql);
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s",
+	    PQresultErrorMessage(r));
+	n = atol(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	PQfinish(c);
+	return n;
+}
+
+/* Each take leaves a dead row at its queue's head that later takes step
+ * over until a vacuum: a broker that writes vacuums saker_items itself,
+ * about once a second (vacuum= option), without its clients waiting;
+ * vacuum=0 leaves it to autovacuum. */
+START_TEST(test_vacuum)
+{
+	static const char *const schemas[2] = { "vac", "novac" };
+	struct tl_server *a;
+	char *sp;
+	int fa, i, k;
+	long n = 0;
+	int64_t t0;
+
+	for (k = 0; k < 2; k++) {
+		sp = tl_strdupf("postgres%s:%s schema=%s_%d", k == 0 ? "" :
+		    ",vacuum=0", pgc.conninfo, schemas[k], (int)getpid());
+		a = tl_server_start(sp, NULL);
+		free(sp);
+		fa = tl_connect(a->port);
+		t0 = tl_now_ms();
+		/* pairs for 2.5 s at least: two ticks see fresh commits */
+		for (i = 0; i < 200 || tl_now_ms() - t0 < 2500; i++) {
+			tl_set(fa, "v", "x");
+			tl_ckget(fa, "v", "x");
+			if (k == 0 && (n = vacuum_count(schemas[k])) > 0)
+				break;
+		}
+		while (k == 0 && n == 0 && tl_now_ms() - t0 < tl_slow(10000)) {
+			tl_sleep_ms(100);
+			n = vacuum_count(schemas[k]);
+		}
+		if (k == 0)
+			ck_assert_msg(n > 0, "no VACUUM of saker_items in %lld ms",
+			    (long long)(tl_now_ms() - t0));
+		else
+			ck_assert_int_eq(vacuum_count(schemas[k]), 0);
+		/* the broker went on serving meanwhile */
+		tl_set(fa, "v", "last");
+		tl_ckget(fa, "v", "last");
+		close(fa);
+		tl_server_stop(a);
+		tl_server_free(a);
+	}
+}
+END_TEST
+
 START_TEST(test_two_brokers_once)
 {
 	enum { N = 600, ROUND = 20 };
@@ -617,6 +685,7 @@ main(void)
 	tcase_add_test(tc, test_claims_back_after_kill);
 	tcase_add_test(tc, test_claims_back_on_stop);
 	tcase_add_test(tc, test_two_brokers_once);
+	tcase_add_test(tc, test_vacuum);
 	tcase_add_test(tc, test_damaged_item_across);
 	tcase_add_test(tc, test_dead_letter_across);
 	tcase_add_test(tc, test_expire_to_across);
