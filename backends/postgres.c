@@ -67,7 +67,7 @@
 /* Claimed items not taken for this long go back to the queue. */
 #define PG_HELD_IDLE_MS 1000
 /* Default of the vacuum= option: the broker's own VACUUM of saker_items
- * at most this often, while it writes (pg_vacuum_start()). */
+ * at most this often, while it writes (pg_vacuum_tick()). */
 #define PG_VACUUM_MS 1000
 
 #define DBNOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
@@ -436,8 +436,9 @@ struct pg_store {
 	int64_t renew_at;	/* start of an uncommitted renewal */
 
 	uint64_t commits, fsyncs, commit_ns;
-	/* the VACUUM on lconn: every vacuum_ms (0: never) while commits
-	 * move; vacuuming while one runs */
+	/* the VACUUMs on their own connection: every vacuum_ms (0:
+	 * never) while commits move; vacuuming while one runs */
+	PGconn *vconn;		/* NULL until the first, or after a failure */
 	int64_t vacuum_ms, vacuum_at;
 	uint64_t vacuum_commits;
 	bool vacuuming;
@@ -1019,7 +1020,6 @@ pg_conn_lost(struct pg_store *s, const char *why)
 	if (s->lconn != NULL)
 		PQfinish(s->lconn);
 	s->lconn = NULL;
-	s->vacuuming = false;
 	s->in_txn = false;
 	if (s->retry_ms == 0)
 		s->retry_ms = PG_RETRY_MIN_MS;
@@ -1516,7 +1516,6 @@ pg_listen(struct pg_store *s)
 	if (id == NULL) {
 		PQfinish(s->lconn);
 		s->lconn = NULL;
-		s->vacuuming = false;
 		return pg_errf(s, SAKER_ENOMEM, "postgres: out of memory");
 	}
 	snprintf(sql, sizeof(sql), "LISTEN %s", id);
@@ -1531,7 +1530,6 @@ pg_listen(struct pg_store *s)
 		pg_oneline(line, sizeof(line), PQerrorMessage(s->lconn));
 		PQfinish(s->lconn);
 		s->lconn = NULL;
-		s->vacuuming = false;
 		return pg_errf(s, SAKER_EIO, "postgres: LISTEN: %s", line);
 	}
 	return SAKER_OK;
@@ -3186,54 +3184,84 @@ pg_watch_fd(saker_store *base)
 }
 
 /*
- * The broker's own VACUUM of saker_items, sent on the notification
- * connection so the event loop never waits for it.  Every take leaves a
- * dead row (and a dead index entry at the head of its queue) that each
- * later take steps over until a vacuum removes it; autovacuum looks only
- * once a minute (autovacuum_naptime), and by then a busy queue's takes
- * had slowed to half (docs/scaling.md, "Vacuum and bloat").  Sent from
- * the tick at most every vacuum_ms, and only when this broker committed
- * something since the last one; SKIP_LOCKED: a VACUUM another broker
- * runs meanwhile is enough.  Its result is read by pg_fd_ready().
+ * The broker's own VACUUM of saker_items, on a connection of its own so
+ * neither the event loop nor the notifications wait for it (a session
+ * running a command receives no NOTIFY until it is done).  Every take
+ * leaves a dead row (and a dead index entry at the head of its queue)
+ * that each later take steps over until a vacuum removes it; autovacuum
+ * looks only once a minute (autovacuum_naptime), and by then a busy
+ * queue's takes had slowed to half (docs/scaling.md, "Vacuum and
+ * bloat").  Driven by the once-a-second tick: the outcome of a VACUUM is
+ * read without blocking, and a new one is sent vacuum_ms after the last
+ * ended, when this broker committed something since.  SKIP_LOCKED: a
+ * VACUUM another broker runs meanwhile is enough.
  */
 static void
-pg_vacuum_start(struct pg_store *s, int64_t now_ms)
+pg_vacuum_drop(struct pg_store *s, int64_t now_ms)
 {
-	if (s->vacuum_ms == 0 || s->lconn == NULL || s->vacuuming ||
-	    s->commits == s->vacuum_commits || now_ms < s->vacuum_at)
-		return;
-	if (!PQsendQuery(s->lconn, PQserverVersion(s->lconn) >= 120000 ?
-	    "VACUUM (SKIP_LOCKED) saker_items" : "VACUUM saker_items"))
-		return;	/* a broken connection: pg_fd_ready() will see it */
-	(void)PQflush(s->lconn);
-	s->vacuuming = true;
-	s->vacuum_commits = s->commits;
+	if (s->vconn != NULL)
+		PQfinish(s->vconn);
+	s->vconn = NULL;
+	s->vacuuming = false;
+	s->vacuum_at = now_ms + PG_RETRY_MAX_MS;	/* connect again then */
 }
 
-/* Read the VACUUM's outcome once it is there (never blocks).  A VACUUM
- * PostgreSQL refuses stops them for good: one warning in the log. */
 static int
-pg_vacuum_done(struct pg_store *s, int64_t now_ms)
+pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 {
 	PGresult *res;
 	char line[300] = "";
 
-	if (PQflush(s->lconn) != 0)
-		return SAKER_OK;	/* still sending; or broken: seen below */
-	while (!PQisBusy(s->lconn)) {
-		if ((res = PQgetResult(s->lconn)) == NULL) {
-			s->vacuuming = false;
-			s->vacuum_at = now_ms + s->vacuum_ms;
-			if (line[0] == '\0')
-				return SAKER_OK;
+	if (s->vacuuming) {
+		if (!PQconsumeInput(s->vconn) || PQflush(s->vconn) < 0) {
+			pg_vacuum_drop(s, now_ms);
+			return SAKER_OK;	/* the main connection will tell */
+		}
+		while (!PQisBusy(s->vconn)) {
+			if ((res = PQgetResult(s->vconn)) == NULL) {
+				s->vacuuming = false;
+				s->vacuum_at = now_ms + s->vacuum_ms;
+				break;
+			}
+			if (PQresultStatus(res) != PGRES_COMMAND_OK)
+				pg_oneline(line, sizeof(line),
+				    PQresultErrorMessage(res));
+			PQclear(res);
+		}
+		if (line[0] != '\0') {
 			s->vacuum_ms = 0;
+			pg_vacuum_drop(s, now_ms);
 			return pg_errf(s, SAKER_EIO, "postgres: VACUUM saker_items"
 			    " failed, left to autovacuum from now on: %s", line);
 		}
-		if (PQresultStatus(res) != PGRES_COMMAND_OK)
-			pg_oneline(line, sizeof(line), PQresultErrorMessage(res));
-		PQclear(res);
+		if (s->vacuuming)
+			return SAKER_OK;
 	}
+	if (s->vacuum_ms == 0 || s->commits == s->vacuum_commits ||
+	    now_ms < s->vacuum_at)
+		return SAKER_OK;
+	if (s->vconn == NULL) {
+		/* a failure here is not the store's: keep its last error */
+		char err[sizeof(s->err)];
+		int code = s->code;
+
+		memcpy(err, s->err, sizeof(err));
+		if ((s->vconn = pg_connect(s)) == NULL ||
+		    PQsetnonblocking(s->vconn, 1) != 0) {
+			pg_vacuum_drop(s, now_ms);
+			memcpy(s->err, err, sizeof(err));
+			s->code = code;
+			return SAKER_OK;	/* the main connection will tell */
+		}
+	}
+	if (!PQsendQuery(s->vconn, PQserverVersion(s->vconn) >= 120000 ?
+	    "VACUUM (SKIP_LOCKED) saker_items" : "VACUUM saker_items")) {
+		pg_vacuum_drop(s, now_ms);
+		return SAKER_OK;
+	}
+	(void)PQflush(s->vconn);
+	s->vacuuming = true;
+	s->vacuum_commits = s->commits;
 	return SAKER_OK;
 }
 
@@ -3242,9 +3270,10 @@ pg_fd_ready(saker_store *base, int64_t now_ms)
 {
 	struct pg_store *s = PG(base);
 	PGnotify *n;
-	int self, err = SAKER_OK;
+	int self;
 	char *p, *end, *nl;
 
+	(void)now_ms;
 	if (s->lconn == NULL)
 		return SAKER_OK;
 	if (!PQconsumeInput(s->lconn) || PQstatus(s->lconn) == CONNECTION_BAD) {
@@ -3253,7 +3282,6 @@ pg_fd_ready(saker_store *base, int64_t now_ms)
 		pg_oneline(line, sizeof(line), PQerrorMessage(s->lconn));
 		PQfinish(s->lconn);
 		s->lconn = NULL;
-		s->vacuuming = false;
 		s->lretry_at = 0;
 		return pg_errf(s, SAKER_EIO, "postgres: notification connection"
 		    " lost: %s", line);
@@ -3275,9 +3303,7 @@ pg_fd_ready(saker_store *base, int64_t now_ms)
 		}
 		PQfreemem(n);
 	}
-	if (s->vacuuming)
-		err = pg_vacuum_done(s, now_ms);
-	return err;
+	return SAKER_OK;
 }
 
 static int
@@ -3325,7 +3351,8 @@ pg_tick(saker_store *base, int64_t now_ms)
 	}
 	if (s->lost)
 		return SAKER_OK;
-	pg_vacuum_start(s, now_ms);
+	if ((err = pg_vacuum_tick(s, now_ms)) != SAKER_OK)
+		return err;
 	/* claimed items nobody took for a while go back to the queue */
 	for (q = LIST_FIRST(&s->holding); q != NULL; q = next) {
 		next = LIST_NEXT(q, held_link);
@@ -3404,6 +3431,8 @@ pg_free(struct pg_store *s)
 		PQfinish(s->conn);
 	if (s->lconn != NULL)
 		PQfinish(s->lconn);
+	if (s->vconn != NULL)
+		PQfinish(s->vconn);
 	s->conn = NULL;
 	pg_held_drop_all(s);
 	arr_free(&s->put_name);
