@@ -3351,8 +3351,6 @@ pg_tick(saker_store *base, int64_t now_ms)
 	}
 	if (s->lost)
 		return SAKER_OK;
-	if ((err = pg_vacuum_tick(s, now_ms)) != SAKER_OK)
-		return err;
 	/* claimed items nobody took for a while go back to the queue */
 	for (q = LIST_FIRST(&s->holding); q != NULL; q = next) {
 		next = LIST_NEXT(q, held_link);
@@ -3387,7 +3385,8 @@ pg_tick(saker_store *base, int64_t now_ms)
 			pg_gained(s, q);
 	}
 	PQclear(res);
-	return SAKER_OK;
+	/* last: its failure (a warning) must not skip the work above */
+	return pg_vacuum_tick(s, now_ms);
 }
 
 /* ------------------------------------------------------------------ */
