@@ -3240,19 +3240,10 @@ pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 	if (s->vacuum_ms == 0 || s->commits == s->vacuum_commits ||
 	    now_ms < s->vacuum_at)
 		return SAKER_OK;
-	if (s->vconn == NULL) {
-		/* a failure here is not the store's: keep its last error */
-		char err[sizeof(s->err)];
-		int code = s->code;
-
-		memcpy(err, s->err, sizeof(err));
-		if ((s->vconn = pg_connect(s)) == NULL ||
-		    PQsetnonblocking(s->vconn, 1) != 0) {
-			pg_vacuum_drop(s, now_ms);
-			memcpy(s->err, err, sizeof(err));
-			s->code = code;
-			return SAKER_OK;	/* the main connection will tell */
-		}
+	if (s->vconn == NULL && ((s->vconn = pg_connect(s)) == NULL ||
+	    PQsetnonblocking(s->vconn, 1) != 0)) {
+		pg_vacuum_drop(s, now_ms);
+		return SAKER_OK;	/* the main connection will tell */
 	}
 	if (!PQsendQuery(s->vconn, PQserverVersion(s->vconn) >= 120000 ?
 	    "VACUUM (SKIP_LOCKED) saker_items" : "VACUUM saker_items")) {

@@ -289,6 +289,19 @@ END_TEST
  * reads this stream faster than the test writes it, so there the socket
  * runs dry between turns and the old loop got away.)
  */
+/* Send the repeated chunk until the socket is full; *off is where the
+ * next byte of the chunk is (a partial send goes on where it stopped). */
+static void
+stream_fill(int fd, const char *chunk, size_t clen, size_t *off)
+{
+	ssize_t n;
+
+	while ((n = send(fd, chunk + *off, clen - *off, MSG_NOSIGNAL)) > 0)
+		*off = (*off + (size_t)n) % clen;
+	ck_assert_msg(errno == EAGAIN || errno == EWOULDBLOCK, "stream: %s",
+	    strerror(errno));
+}
+
 START_TEST(test_stream_does_not_hold_commits)
 {
 	/* sets (the server must be slower than this client at what it
@@ -311,11 +324,7 @@ START_TEST(test_stream_does_not_hold_commits)
 
 		/* the stream flows a while first */
 		while (tl_now_ms() - t0 < 100) {
-			ssize_t n;
-
-			while ((n = send(c, chunk + off, clen - off,
-			    MSG_NOSIGNAL)) > 0)
-				off = (off + (size_t)n) % clen;
+			stream_fill(c, chunk, clen, &off);
 			tl_sleep_ms(1);
 		}
 		t0 = tl_now_ms();
@@ -328,13 +337,8 @@ START_TEST(test_stream_does_not_hold_commits)
 			ck_assert_msg(tl_now_ms() - t0 < tl_slow(2000), "probe %d not "
 			    "answered in 2 s while another client streams "
 			    "(%zu bytes of its reply)", probes, got);
-			/* keep the stream's socket full: readable every turn
-			 * (a partial send goes on where it stopped) */
-			while ((n = send(c, chunk + off, clen - off,
-			    MSG_NOSIGNAL)) > 0)
-				off = (off + (size_t)n) % clen;
-			ck_assert_msg(errno == EAGAIN || errno == EWOULDBLOCK,
-			    "stream: %s", strerror(errno));
+			/* keep the stream's socket full: readable every turn */
+			stream_fill(c, chunk, clen, &off);
 			if (poll(&pfd, 1, 1) == 1) {
 				n = recv(probe, buf + got, sizeof(buf) - 1 - got, 0);
 				ck_assert_msg(n > 0, "probe connection closed");
