@@ -165,14 +165,17 @@ arm_phase_timer(struct bench *b, double seconds)
 	evtimer_add(b->phase_ev, &tv);
 }
 
-double
-server_cpu(const struct bench *b)
+/* The --server-pid process's user and system CPU so far; -1 (u->ok
+ * false) without the option or when /proc does not tell. */
+int
+server_cpu(const struct bench *b, struct cpu_use *u)
 {
 	char path[64], buf[1024], *p;
 	unsigned long ut, st;
 	FILE *f;
 	size_t n;
 
+	u->ok = false;
 	if (b->o.server_pid <= 0)
 		return -1;
 	snprintf(path, sizeof(path), "/proc/%ld/stat", b->o.server_pid);
@@ -187,7 +190,10 @@ server_cpu(const struct bench *b)
 	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
 	    &ut, &st) != 2)
 		return -1;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	u->user = (double)ut / (double)sysconf(_SC_CLK_TCK);
+	u->sys = (double)st / (double)sysconf(_SC_CLK_TCK);
+	u->ok = true;
+	return 0;
 }
 
 static void
@@ -236,7 +242,7 @@ enter_phase(struct bench *b, enum phase ph)
 		if (b->o.rate > 0 && b->rate_t0 == 0)
 			b->rate_t0 = b->t_measure;
 		getrusage(RUSAGE_SELF, &b->ru0);
-		b->srv_cpu0 = server_cpu(b);
+		server_cpu(b, &b->srv0);
 		if (b->o.mode == M_MGET)
 			b->mget_left = b->o.items;
 		if (b->o.mode == M_DELAYED) {
@@ -251,6 +257,9 @@ enter_phase(struct bench *b, enum phase ph)
 	case PH_STOP:
 		b->t_measure_end = mono_ns();
 		b->t_stop = b->t_measure_end;
+		getrusage(RUSAGE_SELF, &b->ru1);
+		server_cpu(b, &b->srv1);
+		b->stopped = true;
 		evtimer_del(b->phase_ev);
 		if (b->o.mode == M_BLOCKING || b->o.mode == M_DELAYED)
 			arm_phase_timer(b, 0.1);

@@ -142,6 +142,12 @@ struct opts {
 	bool items_set;
 };
 
+/* A process's CPU time so far, in seconds. */
+struct cpu_use {
+	double user, sys;
+	bool ok;		/* read; false without --server-pid or /proc */
+};
+
 struct bench {
 	struct opts o;
 	struct event_base *base;
@@ -183,13 +189,16 @@ struct bench {
 	uint64_t early, before_ack;
 	char first_error[128];
 
-	double srv_cpu0;
-	struct rusage ru0;
+	/* CPU at the start and the end of the measured phase (the end is
+	 * taken at PH_STOP, so the drain that verifies is not in it) */
+	struct cpu_use srv0, srv1;
+	struct rusage ru0, ru1;
+	bool stopped;		/* srv1 and ru1 taken */
 };
 
 /* bench.c */
 void check_progress(struct bench *b);
-double server_cpu(const struct bench *b);
+int server_cpu(const struct bench *b, struct cpu_use *u);
 
 /* bench_opts.c */
 int parse_opts(struct opts *o, int argc, char **argv);

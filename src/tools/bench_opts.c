@@ -36,7 +36,8 @@ usage(FILE *f)
 "      --window MS          delayed: items fall due over this window [5000]\n"
 "      --timeout MS         blocking get timeout (get q/t=MS) [1000]\n"
 "      --queue-prefix P     queue names are P0, P1, ... [bench]\n"
-"      --server-pid PID     also report that process's CPU use\n"
+"      --server-pid PID     also report that process's CPU in the measured\n"
+"                           time: user, system, and per item\n"
 "      --no-verify          do not check items (needed for memcached)\n"
 TLS_CLIENT_HELP
 "      --no-clean           do not delete the queues first\n"

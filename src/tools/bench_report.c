@@ -93,19 +93,27 @@ print_hist(const struct hist *h, const char *pre, bool json)
 int
 report(struct bench *b)
 {
-	struct rusage ru;
 	double secs = (double)(b->t_measure_end - b->t_measure) / 1e9;
-	double cpu, scpu1, scpu = -1;
+	double cpu, scpu = -1, suser = 0, ssys = 0, per = 0;
 	uint64_t lost = 0, unacked = 0;
 	const struct opts *o = &b->o;
 	bool bad;
 
-	getrusage(RUSAGE_SELF, &ru);
-	cpu = tv_s(&ru.ru_utime) + tv_s(&ru.ru_stime) -
+	if (!b->stopped) {	/* interrupted before the measured phase ended */
+		getrusage(RUSAGE_SELF, &b->ru1);
+		server_cpu(b, &b->srv1);
+	}
+	cpu = tv_s(&b->ru1.ru_utime) + tv_s(&b->ru1.ru_stime) -
 	    tv_s(&b->ru0.ru_utime) - tv_s(&b->ru0.ru_stime);
-	scpu1 = server_cpu(b);
-	if (scpu1 >= 0 && b->srv_cpu0 >= 0)
-		scpu = scpu1 - b->srv_cpu0;
+	if (b->srv0.ok && b->srv1.ok) {
+		suser = b->srv1.user - b->srv0.user;
+		ssys = b->srv1.sys - b->srv0.sys;
+		scpu = suser + ssys;
+		/* per item (per request in mget mode) */
+		if ((o->mode == M_MGET ? b->m_reqs : b->m_items) > 0)
+			per = scpu * 1e6 / (double)(o->mode == M_MGET ?
+			    b->m_reqs : b->m_items);
+	}
 	if (secs <= 0)
 		secs = 1e-9;
 	if (o->verify)
@@ -149,8 +157,10 @@ report(struct bench *b)
 			printf(",\"early\":%" PRIu64, b->early);
 		printf(",\"client_cpu_s\":%.3f", cpu);
 		if (scpu >= 0)
-			printf(",\"server_cpu_s\":%.3f,\"server_cpu_pct\":%.2f",
-			    scpu, 100.0 * scpu / secs);
+			printf(",\"server_cpu_s\":%.3f,\"server_cpu_pct\":%.2f,"
+			    "\"server_user_s\":%.3f,\"server_sys_s\":%.3f,"
+			    "\"server_us_per_item\":%.2f", scpu,
+			    100.0 * scpu / secs, suser, ssys, per);
 		printf(",\"interrupted\":%s}\n",
 		    b->interrupted ? "true" : "false");
 		return bad ? 2 : 0;
@@ -199,8 +209,10 @@ report(struct bench *b)
 		    "upper bounds\n");
 	printf("  client cpu %.2f s", cpu);
 	if (scpu >= 0)
-		printf(", server cpu %.3f s (%.2f%% of one core)", scpu,
-		    100.0 * scpu / secs);
+		printf(", server cpu %.3f s (%.2f%% of one core: user %.3f s,"
+		    " system %.3f s; %.2f us per %s)", scpu,
+		    100.0 * scpu / secs, suser, ssys, per,
+		    o->mode == M_MGET ? "request" : "item");
 	printf("\n");
 	return bad ? 2 : 0;
 }
