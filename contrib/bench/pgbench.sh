@@ -10,7 +10,11 @@
 #      brokers on the same database (set+get pairs, 16 connections each);
 #   3. 2,000 delayed items due over 2 s: promotion lateness.
 # Every measurement alternates saker and its peer, ROUNDS times; the
-# medians are printed at the end.  saker bench verifies every run (lost 0,
+# medians are printed at the end.  The loopback rounds also report the
+# database's CPU per item (every process of the cluster, from /proc: the
+# bound issue 20's 3x meets on this machine) and, as a ceiling no
+# database-backed broker can pass, the same 16 acknowledging producers
+# against an LMDB broker (--sync always) on the same disk.  saker bench verifies every run (lost 0,
 # duplicated 0); a failed verification is reported and fails the script.
 #
 # usage: SAKERD=./sakerd SAKER=./saker contrib/bench/pgbench.sh [ROUNDS] [SECONDS]
@@ -109,6 +113,19 @@ pgb() {
 	    -T "$SECS" -f "$1" postgres 2>/dev/null |
 	    sed -n 's/^tps = \([0-9]*\).*/\1/p' | head -1
 }
+# dbcpu: CPU seconds of the cluster so far: its processes, and those that
+# exited (pgbench's backends), reaped into the postmaster's child times
+dbcpu() {
+	local pm p t
+	pm=$(head -1 "$TMP/data/postmaster.pid")
+	t=$(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pm/stat")
+	for p in $(pgrep -P "$pm"); do
+		t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	awk -v t="$t" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }'
+}
+# peritem CPU0 CPU1 RATE: microseconds of database CPU per item
+peritem() { awk -v a="$1" -v b="$2" -v r="$3" -v s="$SECS" 'BEGIN { printf "%.0f", (r > 0 ? (b - a) * 1e6 / (r * s) : 0) }'; }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print (NR ? a[int((NR + 1) / 2)] : 0) }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 
@@ -123,18 +140,32 @@ echo "SELECT 1 round trip: direct ${RTT0} ms, through the proxy ${RTT} ms"
 
 # --- 1. loopback ------------------------------------------------------
 broker lo "$DB"
-P_PAIR=(); S_PAIR=(); P_INS=(); S_PROD=()
+mkdir "$TMP/lmdb"
+PORT_lmdb=$(free_port)
+"$SAKERD" -l 127.0.0.1 -p "$PORT_lmdb" --store "lmdb:$TMP/lmdb" --sync always \
+    >"$TMP/lmdb.log" 2>&1 &
+PIDS+=($!)
+PID_lmdb=$!
+wait_port "$PORT_lmdb" || { echo "sakerd lmdb did not start:"; cat "$TMP/lmdb.log"; exit 1; }
+P_PAIR=(); S_PAIR=(); P_INS=(); S_PROD=(); L_PAIR=(); L_PROD=()
+C_PP=(); C_SP=(); C_PI=(); C_SD=()
 echo "== loopback, 16 clients: set+get pairs and acknowledged sets"
+echo "   (database CPU per item in us; lmdb: the same load on a broker without a database)"
 for r in $(seq "$ROUNDS"); do
-	a=$(pgb "$TMP/pair.sql" 16 "$PGPORT")
-	b=$(sbench "$TMP/lo-pair.$r" pair -s "127.0.0.1:$PORT_lo" -c 16 -d 1 -t "$SECS")
-	c=$(pgb "$TMP/insert.sql" 16 "$PGPORT")
-	d=$(sbench "$TMP/lo-prod.$r" produce -s "127.0.0.1:$PORT_lo" -c 16 -d 1 -t "$SECS")
-	P_PAIR+=("$a"); S_PAIR+=("$b"); P_INS+=("$c"); S_PROD+=("$d")
-	echo "round $r: pairs/s pgbench $a, saker $b ($(ratio "$b" "$a")x);" \
-	    "acknowledged sets/s pgbench $c, saker $d ($(ratio "$d" "$c")x)"
+	t0=$(dbcpu); a=$(pgb "$TMP/pair.sql" 16 "$PGPORT"); t1=$(dbcpu)
+	b=$(sbench "$TMP/lo-pair.$r" pair -s "127.0.0.1:$PORT_lo" -c 16 -d 1 -t "$SECS"); t2=$(dbcpu)
+	c=$(pgb "$TMP/insert.sql" 16 "$PGPORT"); t3=$(dbcpu)
+	d=$(sbench "$TMP/lo-prod.$r" produce -s "127.0.0.1:$PORT_lo" -c 16 -d 1 -t "$SECS"); t4=$(dbcpu)
+	e=$(sbench "$TMP/lmdb-pair.$r" pair -s "127.0.0.1:$PORT_lmdb" -c 16 -d 1 -t "$SECS")
+	f=$(sbench "$TMP/lmdb-prod.$r" produce -s "127.0.0.1:$PORT_lmdb" -c 16 -d 1 -t "$SECS")
+	P_PAIR+=("$a"); S_PAIR+=("$b"); P_INS+=("$c"); S_PROD+=("$d"); L_PAIR+=("$e"); L_PROD+=("$f")
+	C_PP+=("$(peritem "$t0" "$t1" "$a")"); C_SP+=("$(peritem "$t1" "$t2" "$b")")
+	C_PI+=("$(peritem "$t2" "$t3" "$c")"); C_SD+=("$(peritem "$t3" "$t4" "$d")")
+	echo "round $r: pairs/s pgbench $a (${C_PP[-1]} us), saker $b (${C_SP[-1]} us) ($(ratio "$b" "$a")x), lmdb $e ($(ratio "$e" "$a")x);" \
+	    "acknowledged sets/s pgbench $c (${C_PI[-1]} us), saker $d (${C_SD[-1]} us) ($(ratio "$d" "$c")x), lmdb $f ($(ratio "$f" "$c")x)"
 done
 stop lo
+stop lmdb
 
 # --- 2. with a delay between broker and database ----------------------
 broker slow "$DBSLOW"
@@ -180,10 +211,16 @@ stop del
 # --- summary ----------------------------------------------------------
 m() { echo "$@" | median; }
 pp=$(m "${P_PAIR[@]}"); sp=$(m "${S_PAIR[@]}"); pi=$(m "${P_INS[@]}"); sd=$(m "${S_PROD[@]}")
+lp=$(m "${L_PAIR[@]}"); ld=$(m "${L_PROD[@]}")
+cpp=$(m "${C_PP[@]}"); csp=$(m "${C_SP[@]}"); cpi=$(m "${C_PI[@]}"); csd=$(m "${C_SD[@]}")
 ss=$(m "${S_SLOW[@]}"); ps=$(m "${P_SLOW[@]}"); o=$(m "${ONE[@]}"); t=$(m "${TWO[@]}")
 echo "== medians"
 echo "loopback pairs/s: saker $sp, pgbench $pp: $(ratio "$sp" "$pp")x (target 3x)"
 echo "loopback acknowledged sets/s: saker $sd, pgbench $pi: $(ratio "$sd" "$pi")x (target 3x)"
+echo "no database (lmdb --sync always, same load): pairs $(ratio "$lp" "$pp")x pgbench, acknowledged sets $(ratio "$ld" "$pi")x pgbench"
+echo "database CPU per item (us): pairs saker $csp, pgbench $cpp; sets saker $csd, pgbench $cpi"
+awk -v c="$csp" -v p="$pp" -v n="$(nproc)" 'BEGIN { printf "3x pgbench pairs at saker'"'"'s %s us per pair: %.1f cores of database CPU (the machine has %d)\n", c, 3 * p * c / 1e6, n }'
+awk -v c="$csd" -v p="$pi" -v n="$(nproc)" 'BEGIN { printf "3x pgbench sets at saker'"'"'s %s us per set: %.1f cores of database CPU (the machine has %d)\n", c, 3 * p * c / 1e6, n }'
 echo "proxy, 64 producers: saker $ss acknowledged sets/s (target 10000), pgbench $ps"
 echo "proxy, pairs/s: one broker $o, two brokers $t: $(ratio "$t" "$o")x (target 1.7x)"
 echo "delayed lateness p99 (us): $(echo "${LATE[@]}") (target < 50000)"
