@@ -1215,6 +1215,8 @@ lm_checkpoint(struct lstore *s)
 		    (size_t)ei.me_last_pgno + 1, rc);
 	}
 	if (rc == 0) {
+		s->st.checkpoints++;
+		s->st.checkpoint_ns += kit_mono_ns() - t0;
 		s->ckpt_seq = s->j.seq;
 		lj_restart(&s->j);
 		if (s->sync != SAKER_SYNC_NEVER)

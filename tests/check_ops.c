@@ -188,6 +188,8 @@ START_TEST(test_metrics_and_health)
 	ck_assert_ptr_nonnull(strstr(r, "saker_queue_items{queue=\"jobs\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(r, "saker_queue_delayed_items{queue=\"jobs\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(r, "saker_store_commit_seconds_bucket{le=\"+Inf\"}"));
+	/* the memory store has no files to checkpoint */
+	ck_assert_ptr_nonnull(strstr(r, "\nsaker_store_checkpoints_total 0\n"));
 	free(r);
 	r = http_get(hport, "/healthz");
 	ck_assert_ptr_nonnull(strstr(r, " 200 "));
@@ -199,6 +201,65 @@ START_TEST(test_metrics_and_health)
 	close(c);
 	tl_server_stop(s);
 	tl_server_free(s);
+	free(spec);
+}
+END_TEST
+
+/* A counter of /metrics as a number (-1 when it is not there). */
+static double
+metric_value(const char *text, const char *name)
+{
+	char *pat = tl_strdupf("\n%s ", name);
+	const char *p = strstr(text, pat);
+	double v = p != NULL ? strtod(p + strlen(pat), NULL) : -1;
+
+	free(pat);
+	return v;
+}
+
+/* The checkpoints of the store's files are on /metrics: LMDB's (due a
+ * second after the last one, at a commit) and SQLite's WAL checkpoint
+ * (past 1,000 pages of WAL; 60 batches of 100 kB make 6 MB). */
+static const char *const ckpt_stores[] = {
+#ifdef HAVE_LMDB
+	"lmdb",
+#endif
+#ifdef HAVE_SQLITE
+	"sqlite",
+#endif
+	NULL
+};
+
+START_TEST(test_metrics_checkpoints)
+{
+	int hport = tl_free_port(), c, i;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport), *r;
+	struct tl_server *s = tl_server_start(ckpt_stores[_i], "--http", spec,
+	    NULL);
+	char *big = malloc(100001);
+
+	ck_assert_ptr_nonnull(big);
+	memset(big, 'c', 100000);
+	big[100000] = '\0';
+	c = tl_connect(s->port);
+	r = http_get(hport, "/metrics");
+	ck_assert_msg(metric_value(r, "saker_store_checkpoints_total") >= 0,
+	    "%s", r);
+	free(r);
+	for (i = 0; i < 60; i++)
+		tl_set(c, "ck", big);
+	tl_sleep_ms(1100);
+	tl_set(c, "ck", "x");
+	r = http_get(hport, "/metrics");
+	ck_assert_msg(metric_value(r, "saker_store_checkpoints_total") >= 1 &&
+	    metric_value(r, "saker_store_checkpoint_seconds_total") > 0 &&
+	    metric_value(r, "saker_store_checkpoint_seconds_total") <=
+	    metric_value(r, "saker_store_commit_seconds_sum"), "%s", r);
+	free(r);
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(big);
 	free(spec);
 }
 END_TEST
@@ -549,6 +610,9 @@ main(void)
 	tcase_add_test(tc, test_config_reload);
 	tcase_add_test(tc, test_config_bad_file);
 	tcase_add_test(tc, test_metrics_and_health);
+	if (ckpt_stores[0] != NULL)
+		tcase_add_loop_test(tc, test_metrics_checkpoints, 0,
+		    (int)(sizeof(ckpt_stores) / sizeof(ckpt_stores[0])) - 1);
 	tcase_add_test(tc, test_status_modes);
 	tcase_add_test(tc, test_fanout);
 	tcase_add_test(tc, test_queue_churn);

@@ -161,6 +161,11 @@ struct saker_store_stats {
 	uint64_t fsyncs;        /* fsync/fdatasync calls made */
 	uint64_t commit_ns;     /* total nanoseconds spent in commit() */
 	uint64_t disk_bytes;    /* bytes the store occupies on disk, if known */
+	uint64_t checkpoints;   /* checkpoints done: the driver's own files
+	                         * (LMDB's data.mdb, SQLite's database from
+	                         * its WAL) brought up to date */
+	uint64_t checkpoint_ns; /* total nanoseconds they took (they run in
+	                         * commit(), so this is part of commit_ns) */
 };
 
 /* A queue handle; opaque.  Valid from queue_open() until queue_delete() of

@@ -89,6 +89,14 @@ metric_u64(struct evbuffer *b, const char *name, const char *type, const char *h
 	evbuffer_add_printf(b, "%s %" PRIu64 "\n", name, v);
 }
 
+static void
+metric_dbl(struct evbuffer *b, const char *name, const char *type, const char *help,
+    double v)
+{
+	metric_head(b, name, type, help);
+	evbuffer_add_printf(b, "%s %.6f\n", name, v);
+}
+
 struct qrow {
 	struct squeue *q;
 	struct saker_queue_stats st;
@@ -165,7 +173,7 @@ static void
 write_metrics(struct http_server *h, struct evbuffer *b)
 {
 	struct stats *s = &h->b->stats;
-	struct saker_store_stats ss = { 0, 0, 0, 0 };
+	struct saker_store_stats ss;
 	struct qcollect qc = { h->b, NULL, 0, 0, h->max_queues, 0 };
 	uint64_t items = 0, bytes = 0, cum = 0;
 	size_t i;
@@ -212,6 +220,11 @@ write_metrics(struct http_server *h, struct evbuffer *b)
 	    ss.commits);
 	metric_u64(b, "saker_store_disk_bytes", "gauge", "Bytes the store occupies on disk.",
 	    ss.disk_bytes);
+	metric_u64(b, "saker_store_checkpoints_total", "counter",
+	    "Checkpoints of the store's files (LMDB, SQLite).", ss.checkpoints);
+	metric_dbl(b, "saker_store_checkpoint_seconds_total", "counter",
+	    "Time the checkpoints took (part of the commit time).",
+	    (double)ss.checkpoint_ns / 1e9);
 	metric_head(b, "saker_store_commit_seconds", "histogram",
 	    "Time spent in store commits (one per event-loop turn that wrote).");
 	for (i = 0; i < STATS_COMMIT_BUCKETS; i++) {
