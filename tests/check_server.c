@@ -276,19 +276,6 @@ START_TEST(test_noreply)
 }
 END_TEST
 
-/*
- * A client streaming noreply sets keeps its socket readable at every turn
- * of the loop.  New clients must still be accepted and answered: with two
- * event priorities the loop ran only the connections' events while the
- * stream flowed, so the listener's (and the tick's) waited, and the loop
- * never returned to commit -- a client that connected meanwhile got its
- * STORED after 0.5 s on memory and 3.7 s on lmdb (measured), and here
- * never while the stream lasted.  The stream runs 3 s; every probe, each
- * on a new connection, must be answered within 2 s while it flows.  (The
- * old loop failed this on lmdb and sqlite every time; the memory store
- * reads this stream faster than the test writes it, so there the socket
- * runs dry between turns and the old loop got away.)
- */
 /* Send the repeated chunk until the socket is full; *off is where the
  * next byte of the chunk is (a partial send goes on where it stopped). */
 static void
@@ -302,6 +289,19 @@ stream_fill(int fd, const char *chunk, size_t clen, size_t *off)
 	    strerror(errno));
 }
 
+/*
+ * A client streaming noreply sets keeps its socket readable at every turn
+ * of the loop.  New clients must still be accepted and answered: with two
+ * event priorities the loop ran only the connections' events while the
+ * stream flowed, so the listener's (and the tick's) waited, and the loop
+ * never returned to commit -- a client that connected meanwhile got its
+ * STORED after 0.5 s on memory and 3.7 s on lmdb (measured), and here
+ * never while the stream lasted.  The stream runs 3 s; every probe, each
+ * on a new connection, must be answered within 2 s while it flows.  (The
+ * old loop failed this on lmdb and sqlite every time; the memory store
+ * reads this stream faster than the test writes it, so there the socket
+ * runs dry between turns and the old loop got away.)
+ */
 START_TEST(test_stream_does_not_hold_commits)
 {
 	/* sets (the server must be slower than this client at what it

@@ -421,6 +421,24 @@ tl_read_file(const char *path, size_t *lenp)
 	return buf;
 }
 
+double
+tl_proc_cpu_s(pid_t pid)
+{
+	char path[64], *text, *p;
+	unsigned long ut = 0, st = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	text = tl_read_file(path, NULL);
+	ck_assert_msg(text != NULL, "cannot read %s", path);
+	/* after the parenthesised name: the state is field 3, utime 14 and
+	 * stime 15 */
+	p = strrchr(text, ')');
+	ck_assert_msg(p != NULL && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u"
+	    " %*u %*u %*u %*u %lu %lu", &ut, &st) == 2, "%s: %s", path, text);
+	free(text);
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static const char *
 binary_path(const char *env, const char *def, char *cache, size_t cachelen)
 {

@@ -54,6 +54,9 @@ char *tl_mkdtemp(void);
 void tl_rmrf(const char *path);
 /* Whole file as a malloc'd NUL-terminated string, or NULL. */
 char *tl_read_file(const char *path, size_t *lenp);
+/* CPU time (user + system) of process pid so far, in seconds, from
+ * /proc/PID/stat.  Fails the test when it cannot be read. */
+double tl_proc_cpu_s(pid_t pid);
 
 /* Path of the sakerd / saker binary (from $SAKERD / $SAKER, absolute). */
 const char *tl_sakerd_path(void);

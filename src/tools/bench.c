@@ -165,9 +165,9 @@ arm_phase_timer(struct bench *b, double seconds)
 	evtimer_add(b->phase_ev, &tv);
 }
 
-/* The --server-pid process's user and system CPU so far; -1 (u->ok
- * false) without the option or when /proc does not tell. */
-int
+/* The --server-pid process's user and system CPU so far; u->ok is false
+ * without the option or when /proc does not tell. */
+void
 server_cpu(const struct bench *b, struct cpu_use *u)
 {
 	char path[64], buf[1024], *p;
@@ -177,23 +177,22 @@ server_cpu(const struct bench *b, struct cpu_use *u)
 
 	u->ok = false;
 	if (b->o.server_pid <= 0)
-		return -1;
+		return;
 	snprintf(path, sizeof(path), "/proc/%ld/stat", b->o.server_pid);
 	if ((f = fopen(path, "r")) == NULL)
-		return -1;
+		return;
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
 	/* Fields after the parenthesised command name; utime is field 14. */
 	if ((p = strrchr(buf, ')')) == NULL)
-		return -1;
+		return;
 	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
 	    &ut, &st) != 2)
-		return -1;
+		return;
 	u->user = (double)ut / (double)sysconf(_SC_CLK_TCK);
 	u->sys = (double)st / (double)sysconf(_SC_CLK_TCK);
 	u->ok = true;
-	return 0;
 }
 
 static void

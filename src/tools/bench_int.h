@@ -198,7 +198,7 @@ struct bench {
 
 /* bench.c */
 void check_progress(struct bench *b);
-int server_cpu(const struct bench *b, struct cpu_use *u);
+void server_cpu(const struct bench *b, struct cpu_use *u);
 
 /* bench_opts.c */
 int parse_opts(struct opts *o, int argc, char **argv);

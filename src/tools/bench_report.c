@@ -95,6 +95,8 @@ report(struct bench *b)
 {
 	double secs = (double)(b->t_measure_end - b->t_measure) / 1e9;
 	double cpu, scpu = -1, suser = 0, ssys = 0, per = 0;
+	/* what "per item" divides by: requests in mget mode */
+	uint64_t units = b->o.mode == M_MGET ? b->m_reqs : b->m_items;
 	uint64_t lost = 0, unacked = 0;
 	const struct opts *o = &b->o;
 	bool bad;
@@ -109,10 +111,8 @@ report(struct bench *b)
 		suser = b->srv1.user - b->srv0.user;
 		ssys = b->srv1.sys - b->srv0.sys;
 		scpu = suser + ssys;
-		/* per item (per request in mget mode) */
-		if ((o->mode == M_MGET ? b->m_reqs : b->m_items) > 0)
-			per = scpu * 1e6 / (double)(o->mode == M_MGET ?
-			    b->m_reqs : b->m_items);
+		if (units > 0)
+			per = scpu * 1e6 / (double)units;
 	}
 	if (secs <= 0)
 		secs = 1e-9;
