@@ -248,6 +248,9 @@ start_peer(const char *dir, int port, const char *const *argv)
 static const char *const modes[][8] = {
 	{ "pair", NULL },
 	{ "pair", "-d", "16", "-q", "3", NULL },
+	/* 8 MB in flight per connection: more than a socket takes at once,
+	 * so the client's writes go partly through its write event */
+	{ "pair", "-d", "16", "--size", "500000", NULL },
 	{ "produce", "--rate", "2000", NULL },
 	{ "consume", "--items", "3000", NULL },
 	{ "mget", "--items", "200", "-k", "10", "-q", "10", NULL },

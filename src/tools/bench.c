@@ -20,11 +20,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-
-#include <event2/bufferevent.h>
-#include <event2/event.h>
+#include <event2/util.h>
 
 #ifdef HAVE_OPENSSL
 #include <openssl/err.h>
@@ -291,6 +290,52 @@ enter_phase(struct bench *b, enum phase ph)
 		check_progress(b);
 }
 
+/* The end of a loop pass: write what send_bytes() queued on plain
+ * connections.  What the socket does not take at once goes to the
+ * bufferevent, whose write event sends it and on_written() turns off. */
+static void
+flush_conns(evutil_socket_t fd, short what, void *arg)
+{
+	struct bench *b = arg;
+	struct conn *c;
+
+	(void)fd;
+	(void)what;
+	while ((c = b->flush_head) != NULL) {
+		struct evbuffer *out;
+
+		b->flush_head = c->flush_next;
+		c->flush_queued = false;
+		if (c->bev == NULL)
+			continue;
+		out = bufferevent_get_output(c->bev);
+		/* behind bytes still waiting there, to keep the order */
+		if (evbuffer_get_length(out) == 0 &&
+		    evbuffer_write(c->pend, bufferevent_getfd(c->bev)) < 0 &&
+		    errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			fail(b, "connection %d: write: %s", c->id,
+			    strerror(errno));
+			return;
+		}
+		if (evbuffer_get_length(c->pend) > 0) {
+			if (bufferevent_write_buffer(c->bev, c->pend) != 0) {
+				fail(b, "connection %d: write failed", c->id);
+				return;
+			}
+			bufferevent_enable(c->bev, EV_WRITE);
+		}
+	}
+}
+
+static void
+on_written(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->pend != NULL)
+		bufferevent_disable(bev, EV_WRITE);
+}
+
 static void
 on_event(struct bufferevent *bev, short what, void *arg)
 {
@@ -302,6 +347,13 @@ on_event(struct bufferevent *bev, short what, void *arg)
 
 		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
+		if (!tls_client.on) {
+			if ((c->pend = evbuffer_new()) == NULL) {
+				fail(b, "connection %d: out of memory", c->id);
+				return;
+			}
+			bufferevent_disable(bev, EV_WRITE);
+		}
 		if (++b->nconnected == b->nconns) {
 			b->phase = PH_SETUP;
 			enter_phase(b, PH_SETUP);
@@ -459,7 +511,7 @@ setup_conns(struct bench *b)
 		c->bev = new_bev(b);
 		if (c->bev == NULL)
 			return -1;
-		bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+		bufferevent_setcb(c->bev, on_read, on_written, on_event, c);
 		bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 		if (bufferevent_socket_connect(c->bev,
 		    (struct sockaddr *)&b->addr, (int)b->addrlen) != 0) {
@@ -481,6 +533,8 @@ teardown(struct bench *b)
 
 		if (c->bev != NULL)
 			bufferevent_free(c->bev);
+		if (c->pend != NULL)
+			evbuffer_free(c->pend);
 		free(c->ring);
 		free(c->acked.w);
 		free(c->seen.w);
@@ -502,6 +556,8 @@ teardown(struct bench *b)
 		event_free(b->progress_ev);
 	if (b->sig_ev != NULL)
 		event_free(b->sig_ev);
+	if (b->flush_ev != NULL)
+		event_free(b->flush_ev);
 	if (b->base != NULL)
 		event_base_free(b->base);
 }
@@ -565,6 +621,7 @@ bench_main(int argc, char **argv)
 		b->qlens[i] = strlen(name);
 	}
 	b->phase_ev = evtimer_new(b->base, on_phase_timer, b);
+	b->flush_ev = event_new(b->base, -1, 0, flush_conns, b);
 	b->sig_ev = evsignal_new(b->base, SIGINT, on_signal, b);
 	evsignal_add(b->sig_ev, NULL);
 	if (b->o.rate > 0) {

@@ -94,6 +94,11 @@ struct conn {
 	enum role role;
 	int queue;              /* the queue this connection works on */
 	struct bufferevent *bev;
+	/* Plain TCP: requests wait in `pend` until the end of the loop pass
+	 * and are written then, with the write event off (see send_bytes()). */
+	struct evbuffer *pend;	/* NULL: TLS, straight into the bufferevent */
+	bool flush_queued;	/* on the bench's flush list */
+	struct conn *flush_next;
 
 	struct req *ring;
 	unsigned rhead, rcount, rcap;
@@ -164,6 +169,8 @@ struct bench {
 	enum phase phase;
 	int nconnected, nsetup, ndrain_done;
 	struct event *phase_ev, *tick_ev, *progress_ev, *sig_ev;
+	struct event *flush_ev;	/* made active when flush_head is not empty */
+	struct conn *flush_head;
 	uint64_t t_start, t_measure, t_measure_end, t_stop;
 	bool failed, interrupted, drain_timeout;
 	char errmsg[256];
