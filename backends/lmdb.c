@@ -20,7 +20,7 @@
 #include <lmdb.h>
 
 #include "kit.h"
-#include "lmdb_journal.h"
+#include "journal.h"
 #include "log.h"
 #include "lmdb_verify.h"
 #include "saker/store.h"
@@ -43,7 +43,7 @@
  * delayed each hold a sentinel record that is never deleted (is_sentinel).
  *
  * Batches run in one long write transaction; each is made durable by one
- * record in DIR/saker.journal (lmdb_journal.h), and a checkpoint commits
+ * record in DIR/saker.journal (journal.h), and a checkpoint commits
  * the long transaction now and then (docs/lmdb.md: "Batches, the journal
  * and checkpoints").
  */
@@ -75,7 +75,7 @@
 #define LM_EBADVAL	(-29000) /* internal: a malformed record */
 
 /*
- * Checkpoints (see lmdb_journal.h): the long transaction is committed when
+ * Checkpoints (see journal.h): the long transaction is committed when
  * the journal holds this many bytes, when it is this old, or when the map
  * needs to grow.  Between checkpoints item data waits in LMDB's dirty
  * pages, so the byte limit also bounds the server's memory.
@@ -3081,10 +3081,14 @@ lm_open_dbs(struct lstore *s, bool create)
 static int
 lm_journal_open(struct lstore *s, bool *pending)
 {
+	char path[4096];
 	int rc, ret;
 
 	*pending = false;
-	if ((rc = lj_open(&s->j, s->dir, !s->read_only)) != 0)
+	if ((size_t)snprintf(path, sizeof(path), "%s/saker.journal", s->dir) >=
+	    sizeof(path))
+		return seterr(s, SAKER_EINVAL, "lmdb %s: path too long", s->dir);
+	if ((rc = lj_open(&s->j, path, !s->read_only)) != 0)
 		return seterr(s, SAKER_EIO, "lmdb %s: %s", s->dir, s->j.err);
 	s->j.never_sync = s->sync == SAKER_SYNC_NEVER;
 	s->j.store_id = s->store_id;

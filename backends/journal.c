@@ -1,4 +1,4 @@
-/* lmdb_journal.c -- the LMDB driver's redo journal: framing, writing, replay. */
+/* journal.c -- a store driver's redo journal (LMDB, SQLite): framing, writing, replay. */
 #include "config.h"
 
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lmdb_journal.h"
+#include "journal.h"
 
 #define LJ_MAGIC	0x314a4b53u	/* "SKJ1" little-endian */
 #define LJ_GROW_MIN	((uint64_t)1 << 20)
@@ -88,16 +88,12 @@ lj_fail(struct lj *j, int e, const char *what)
 }
 
 int
-lj_open(struct lj *j, const char *dir, bool create)
+lj_open(struct lj *j, const char *path, bool create)
 {
-	char path[4096];
 	struct stat sb;
 
 	memset(j, 0, sizeof(*j));
 	j->fd = -1;
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, LJ_FILE) >=
-	    sizeof(path))
-		return lj_fail(j, ENAMETOOLONG, "path");
 	j->fd = open(path, (create ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC,
 	    0600);
 	if (j->fd < 0) {

@@ -1,15 +1,16 @@
 /*
- * lmdb_journal.h -- the LMDB driver's redo journal (backends/lmdb_journal.c).
+ * journal.h -- a store driver's redo journal (backends/journal.c).
  *
- * The LMDB driver keeps one long write transaction open between
- * checkpoints and makes each batch durable by appending one record to this
- * journal and fdatasync()ing it: one flush of a preallocated file per
- * batch, instead of LMDB's two (data pages, then the meta page).  A
- * checkpoint commits the long transaction with LMDB's own synced commit,
- * after which the journal starts again at offset 0.
+ * The LMDB driver, and the SQLite driver with --sync always, keep one long
+ * write transaction open between checkpoints and make each batch durable
+ * by appending one record to this journal and fdatasync()ing it: one flush
+ * of a preallocated file per batch, instead of the database's own commit
+ * (LMDB: data pages, then the meta page; SQLite: WAL frames, then their
+ * fsync).  A checkpoint commits the long transaction with the database's
+ * own synced commit, after which the journal starts again at offset 0.
  *
  * The journal only frames and stores opaque payloads; what a payload means
- * (the LMDB puts and deletes of a batch) is the driver's business.
+ * (LMDB's puts and deletes, SQLite's statements) is the driver's business.
  *
  * FILE FORMAT
  *   Records follow each other from offset 0; the rest of the file is
@@ -19,22 +20,21 @@
  *     u64     seq       batch number, +1 per record, never reused
  *     u64     len       payload bytes
  *     u64     check     hash of seq, len and payload, seeded with the
- *                       store's id (meta "store_id" in data.mdb)
+ *                       store's id (meta "store_id" in the database)
  *     payload
  *   little-endian.  A record is valid when its magic and check match; a
  *   torn write fails the check.  Records after a checkpoint at seq A have
  *   seqs A+1, A+2, ... and stale ones have seqs <= A, so a scan stops at
  *   the first record that is invalid or out of sequence.
  */
-#ifndef SAKER_LMDB_JOURNAL_H
-#define SAKER_LMDB_JOURNAL_H
+#ifndef SAKER_JOURNAL_H
+#define SAKER_JOURNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define LJ_HDR		32	/* record header bytes */
-#define LJ_FILE		"saker.journal"
 
 struct lj {
 	int fd;
@@ -52,7 +52,7 @@ struct lj {
 	char err[256];		/* reason for the last failure */
 };
 
-/* Open (creating when `create`) DIR/saker.journal.  Returns 0, or an errno
+/* Open (creating when `create`) the journal at `path`.  Returns 0, or an errno
  * value with a message in j->err.  A missing file with !create is not an
  * error: j->fd is then -1 and the journal is empty. */
 int lj_open(struct lj *j, const char *dir, bool create);
