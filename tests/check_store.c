@@ -605,33 +605,71 @@ START_TEST(test_store_options)
 END_TEST
 
 /* ------------------------------------------------------------------ */
-/* lmdb-driver specifics: its journal (docs/lmdb.md) */
+/* the redo journal of the lmdb driver and of the sqlite driver with
+ * --sync always (docs/lmdb.md, docs/sqlite.md) */
 
-#ifdef HAVE_LMDB
+#if defined(HAVE_LMDB) || defined(HAVE_SQLITE)
 #include <signal.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A journaling driver: its spec and its files, in a directory. */
+struct jdrv {
+	const char *name;
+	const char *spec;	/* printf: the directory */
+	const char *journal;	/* the journal's name in it */
+	const char *const *files;
+	bool own_dir;		/* the driver makes the directory */
+};
+
 static const char *const lm_files[] = { "data.mdb", "lock.mdb", "saker.lock",
     "saker.journal", NULL };
+static const char *const sq_files[] = { "store.db", "store.db-wal",
+    "store.db-shm", "store.db.lock", "store.db.saker-journal", NULL };
+
+static const struct jdrv jdrvs[] = {
+#ifdef HAVE_LMDB
+	{ "lmdb", "lmdb:%s", "saker.journal", lm_files, true },
+#endif
+#ifdef HAVE_SQLITE
+	{ "sqlite", "sqlite:%s/store.db", "store.db.saker-journal", sq_files,
+	    false },
+#endif
+};
+#define NJDRVS ((int)(sizeof(jdrvs) / sizeof(jdrvs[0])))
+
+/* A fresh directory name for d's store (made unless d makes it). */
+static void
+jn_mkdir(const struct jdrv *d, char *dir)
+{
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	if (d->own_dir)
+		rmdir(dir);
+}
 
 static void
-lm_rmstore(const char *dir)
+jn_rmstore(const struct jdrv *d, const char *dir)
 {
 	char path[512];
 	int i;
 
-	for (i = 0; lm_files[i] != NULL; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, lm_files[i]);
+	for (i = 0; d->files[i] != NULL; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, d->files[i]);
 		unlink(path);
 	}
 	rmdir(dir);
 }
 
+static void
+jn_path(const struct jdrv *d, const char *dir, char *path, size_t len)
+{
+	snprintf(path, len, "%s/%s", dir, d->journal);
+}
+
 static saker_store *
-lm_open_store(const char *dir, bool read_only)
+jn_open_store(const struct jdrv *d, const char *dir, bool read_only)
 {
 	struct saker_store_opts o;
 	saker_store *s = NULL;
@@ -642,7 +680,7 @@ lm_open_store(const char *dir, bool read_only)
 	o.sync = SAKER_SYNC_ALWAYS;
 	o.create = !read_only;
 	o.read_only = read_only;
-	snprintf(spec, sizeof(spec), "lmdb:%s", dir);
+	snprintf(spec, sizeof(spec), d->spec, dir);
 	rc = saker_store_open(spec, &o, &s, err, sizeof(err));
 	ck_assert_msg(rc == SAKER_OK, "open %s: %s", spec, err);
 	return s;
@@ -693,14 +731,14 @@ lm_expect(saker_store *s, int mode, const char *want)
 /* In a child: make batches that only the journal holds (no checkpoint
  * yet), then die without closing the store, as a crash would. */
 static void
-lm_crash_after_batches(const char *dir)
+jn_crash_after_batches(const struct jdrv *d, const char *dir)
 {
 	pid_t pid = fork();
 	int st;
 
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		saker_store *s = lm_open_store(dir, false);
+		saker_store *s = jn_open_store(d, dir, false);
 		saker_queue *q;
 
 		if (s->driver->queue_open(s, "q", 1, true, NULL, &q) != SAKER_OK)
@@ -724,75 +762,75 @@ lm_crash_after_batches(const char *dir)
 
 /* A read-only opener (saker dump, migrate source) of a crashed store
  * sees every acknowledged batch: it recovers the store first. */
-START_TEST(test_lmdb_journal_read_only)
+START_TEST(test_journal_read_only)
 {
-	char dir[] = "/tmp/saker-lmj-XXXXXX";
+	const struct jdrv *d = &jdrvs[_i];
+	char dir[] = "/tmp/saker-jn-XXXXXX";
 	saker_store *s;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	rmdir(dir);
-	lm_crash_after_batches(dir);
-	s = lm_open_store(dir, true);
+	jn_mkdir(d, dir);
+	jn_crash_after_batches(d, dir);
+	s = jn_open_store(d, dir, true);
 	lm_expect(s, SAKER_TAKE_PEEK, "one");
 	saker_store_close(s);
 	/* and a writer finds all three, in order */
-	s = lm_open_store(dir, false);
+	s = jn_open_store(d, dir, false);
 	lm_expect(s, SAKER_TAKE_REMOVE, "one");
 	lm_expect(s, SAKER_TAKE_REMOVE, "two");
 	lm_expect(s, SAKER_TAKE_REMOVE, "three");
 	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
 	saker_store_close(s);
 	/* the takes were checkpointed at close: nothing comes back */
-	s = lm_open_store(dir, false);
+	s = jn_open_store(d, dir, false);
 	lm_expect(s, SAKER_TAKE_PEEK, "");
 	saker_store_close(s);
-	lm_rmstore(dir);
+	jn_rmstore(d, dir);
 }
 END_TEST
 
 /* Another store's journal, copied in by hand, is never replayed. */
-START_TEST(test_lmdb_journal_foreign)
+START_TEST(test_journal_foreign)
 {
-	char a[] = "/tmp/saker-lmj-XXXXXX", b[] = "/tmp/saker-lmj-XXXXXX";
+	const struct jdrv *d = &jdrvs[_i];
+	char a[] = "/tmp/saker-jn-XXXXXX", b[] = "/tmp/saker-jn-XXXXXX";
 	char from[512], to[512];
 	saker_store *s;
 	saker_queue *q;
 
-	ck_assert_ptr_nonnull(mkdtemp(a));
-	ck_assert_ptr_nonnull(mkdtemp(b));
-	rmdir(a);
-	lm_crash_after_batches(a);
+	jn_mkdir(d, a);
+	jn_mkdir(d, b);
+	jn_crash_after_batches(d, a);
 	/* b has applied no batch yet, so a's first record (batch 1) is in
 	 * sequence: only the store id in the record check tells them apart */
-	s = lm_open_store(b, false);
+	s = jn_open_store(d, b, false);
 	saker_store_close(s);
-	snprintf(from, sizeof(from), "%s/saker.journal", a);
-	snprintf(to, sizeof(to), "%s/saker.journal", b);
+	jn_path(d, a, from, sizeof(from));
+	jn_path(d, b, to, sizeof(to));
 	ck_assert_int_eq(rename(from, to), 0);
-	s = lm_open_store(b, false);
+	s = jn_open_store(d, b, false);
 	ck_assert_int_eq(s->driver->queue_open(s, "q", 1, false, NULL, &q),
 	    SAKER_ENOTFOUND);
 	saker_store_close(s);
-	lm_rmstore(a);
-	lm_rmstore(b);
+	jn_rmstore(d, a);
+	jn_rmstore(d, b);
 }
 END_TEST
 
 /* A torn last record (a crash in the middle of writing it) ends the
  * journal: the batches before it are replayed, it is not. */
-START_TEST(test_lmdb_journal_torn)
+START_TEST(test_journal_torn)
 {
-	char dir[] = "/tmp/saker-lmj-XXXXXX", path[512], buf[64];
+	const struct jdrv *d = &jdrvs[_i];
+	char dir[] = "/tmp/saker-jn-XXXXXX", path[512], buf[64];
 	unsigned char hdr[32];
 	saker_store *s;
 	uint64_t len;
 	int fd, i;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	rmdir(dir);
-	lm_crash_after_batches(dir);
+	jn_mkdir(d, dir);
+	jn_crash_after_batches(d, dir);
 	/* the second record starts after the first: flip its last byte */
-	snprintf(path, sizeof(path), "%s/saker.journal", dir);
+	jn_path(d, dir, path, sizeof(path));
 	fd = open(path, O_RDWR);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(pread(fd, hdr, 32, 0), 32);
@@ -805,16 +843,160 @@ START_TEST(test_lmdb_journal_torn)
 	buf[0] ^= 0x55;
 	ck_assert_int_eq(pwrite(fd, buf, 1, (off_t)len - 1), 1);
 	close(fd);
-	s = lm_open_store(dir, false);
+	s = jn_open_store(d, dir, false);
 	lm_expect(s, SAKER_TAKE_REMOVE, "one");
 	lm_expect(s, SAKER_TAKE_REMOVE, "two");
 	lm_expect(s, SAKER_TAKE_REMOVE, "");
 	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
 	saker_store_close(s);
-	lm_rmstore(dir);
+	jn_rmstore(d, dir);
 }
 END_TEST
 
+/* A --sync always crash, then an open with another sync mode: the
+ * batches only the journal held are replayed all the same. */
+START_TEST(test_journal_other_mode)
+{
+	const struct jdrv *d = &jdrvs[_i];
+	char dir[] = "/tmp/saker-jn-XXXXXX", spec[512], err[1024];
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+
+	jn_mkdir(d, dir);
+	jn_crash_after_batches(d, dir);
+	memset(&o, 0, sizeof(o));
+	o.sync = SAKER_SYNC_NEVER;
+	snprintf(spec, sizeof(spec), d->spec, dir);
+	ck_assert_msg(saker_store_open(spec, &o, &s, err, sizeof(err)) ==
+	    SAKER_OK, "open %s: %s", spec, err);
+	lm_expect(s, SAKER_TAKE_REMOVE, "one");
+	lm_expect(s, SAKER_TAKE_REMOVE, "two");
+	lm_expect(s, SAKER_TAKE_REMOVE, "three");
+	lm_expect(s, SAKER_TAKE_REMOVE, "");
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+	jn_rmstore(d, dir);
+}
+END_TEST
+
+#ifdef HAVE_SQLITE
+#include "../backends/sqlite_redo.h"
+
+static int64_t
+sr_count(sqlite3 *db)
+{
+	sqlite3_stmt *c;
+	int64_t n = -1;
+
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT count(*) FROM t", -1,
+	    &c, NULL), SQLITE_OK);
+	if (sqlite3_step(c) == SQLITE_ROW)
+		n = sqlite3_column_int64(c, 0);
+	sqlite3_finalize(c);
+	return n;
+}
+
+/* The sqlite driver's journal records: replayed as they were written,
+ * and a malformed one refused with one message, never run wrongly. */
+START_TEST(test_sqlite_redo_records)
+{
+	static const char *const sql[] = { "INSERT INTO t VALUES (?1, ?2, ?3)",
+	    "SELECT count(*) FROM t WHERE a = ?1", "DELETE FROM t WHERE a = ?1",
+	    "SAVEPOINT x" };
+	sqlite3 *db;
+	sqlite3_stmt *st[4], *q;
+	struct lj j;
+	char err[256];
+	unsigned char rec[256];
+	size_t n;
+	int i;
+
+	memset(&j, 0, sizeof(j));
+	j.fd = -1;
+	ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE t(a INTEGER, b BLOB NOT"
+	    " NULL, c TEXT)", NULL, NULL, NULL), SQLITE_OK);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(sqlite3_prepare_v2(db, sql[i], -1, &st[i],
+		    NULL), SQLITE_OK);
+
+	/* two inserts (one with an empty blob) and a delete */
+	ck_assert_int_eq(sr_int(&j, 1, 7), 0);
+	ck_assert_int_eq(sr_bytes(&j, 'b', 2, "xy", 2), 0);
+	ck_assert_int_eq(sr_bytes(&j, 't', 3, "k", 1), 0);
+	ck_assert_int_eq(sr_exec(&j, 0), 0);
+	ck_assert_int_eq(sr_int(&j, 1, -8), 0);
+	ck_assert_int_eq(sr_bytes(&j, 'b', 2, "", 0), 0);
+	ck_assert_int_eq(sr_exec(&j, 0), 0);
+	ck_assert_int_eq(sr_int(&j, 1, 7), 0);
+	ck_assert_int_eq(sr_exec(&j, 2), 0);
+	ck_assert_int_eq(j.buf[LJ_HDR], SR_FORMAT);
+	n = j.len;
+	ck_assert_uint_le(n, sizeof(rec));
+	memcpy(rec, j.buf + LJ_HDR, n);
+	ck_assert_int_eq(sr_apply(st, 4, rec, n, err, sizeof(err)), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT a, length(b), typeof(b),"
+	    " typeof(c) FROM t", -1, &q, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+	ck_assert_int_eq(sqlite3_column_int64(q, 0), -8);
+	ck_assert_int_eq(sqlite3_column_int(q, 1), 0);
+	ck_assert_str_eq((const char *)sqlite3_column_text(q, 2), "blob");
+	ck_assert_str_eq((const char *)sqlite3_column_text(q, 3), "null");
+	ck_assert_int_eq(sqlite3_step(q), SQLITE_DONE);
+	sqlite3_finalize(q);
+
+	/* malformed records, each with one insert that must not run */
+	for (i = 0; i < 8; i++) {
+		j.len = 0;
+		ck_assert_int_eq(sr_int(&j, 1, 100 + i), 0);
+		ck_assert_int_eq(sr_bytes(&j, 'b', 2, "zz", 2), 0);
+		switch (i) {
+		case 0:	/* another format */
+			j.buf[LJ_HDR] = SR_FORMAT + 1;
+			sr_exec(&j, 0);
+			break;
+		case 1:	/* a statement that reads */
+			sr_exec(&j, 1);
+			break;
+		case 2:	/* a transaction statement */
+			sr_exec(&j, 3);
+			break;
+		case 3:	/* no such statement */
+			sr_exec(&j, 9);
+			break;
+		case 4:	/* no such parameter */
+			sr_int(&j, 4, 1);
+			sr_exec(&j, 0);
+			break;
+		case 5:	/* values bound to no statement */
+			break;
+		case 6:	/* cut short */
+			sr_exec(&j, 0);
+			j.len -= 3;
+			break;
+		case 7:	/* an unknown entry */
+			sr_exec(&j, 0);
+			j.buf[LJ_HDR + 1] = 'z';
+			break;
+		}
+		err[0] = '\0';
+		ck_assert_int_eq(sr_apply(st, 4, j.buf + LJ_HDR, j.len, err,
+		    sizeof(err)), SQLITE_CORRUPT);
+		ck_assert_msg(err[0] != '\0' && strchr(err, '\n') == NULL,
+		    "case %d: \"%s\"", i, err);
+		ck_assert_int_eq(sr_count(db), 1);
+	}
+	ck_assert_int_eq(sr_apply(st, 4, j.buf + LJ_HDR, 0, err, sizeof(err)),
+	    SQLITE_CORRUPT);
+	for (i = 0; i < 4; i++)
+		sqlite3_finalize(st[i]);
+	sqlite3_close(db);
+	free(j.buf);
+}
+END_TEST
+#endif
+
+#ifdef HAVE_LMDB
 /* Damage data.mdb of a store with a few queues: `zero` zeroes its last
  * page (a page in use: the newest root), else 64 bytes of 0xff at its
  * start.  Both made liblmdb abort or crash; now open() refuses the store
@@ -831,7 +1013,7 @@ lm_damage(bool zero)
 	int fd, i, rc;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	s = lm_open_store(dir, false);
+	s = jn_open_store(&jdrvs[0], dir, false);
 	for (i = 0; i < 20; i++) {
 		char name[8];
 
@@ -868,7 +1050,7 @@ lm_damage(bool zero)
 	o.read_only = true;
 	ck_assert_int_eq(saker_store_open(spec, &o, &s, err, sizeof(err)),
 	    SAKER_ECORRUPT);
-	lm_rmstore(dir);
+	jn_rmstore(&jdrvs[0], dir);
 }
 
 START_TEST(test_lmdb_damaged_zero_page)
@@ -882,6 +1064,7 @@ START_TEST(test_lmdb_damaged_ff_bytes)
 	lm_damage(false);
 }
 END_TEST
+#endif
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -1333,12 +1516,18 @@ main(void)
 		tcase_add_test(tc, test_store_options);
 		suite_add_tcase(su, tc);
 	}
-#ifdef HAVE_LMDB
-	tc = tcase_create("lmdb-journal");
-	tcase_add_test(tc, test_lmdb_journal_read_only);
-	tcase_add_test(tc, test_lmdb_journal_foreign);
-	tcase_add_test(tc, test_lmdb_journal_torn);
+#if defined(HAVE_LMDB) || defined(HAVE_SQLITE)
+	tc = tcase_create("journal");
+	tcase_add_loop_test(tc, test_journal_read_only, 0, NJDRVS);
+	tcase_add_loop_test(tc, test_journal_foreign, 0, NJDRVS);
+	tcase_add_loop_test(tc, test_journal_torn, 0, NJDRVS);
+	tcase_add_loop_test(tc, test_journal_other_mode, 0, NJDRVS);
+#ifdef HAVE_SQLITE
+	tcase_add_test(tc, test_sqlite_redo_records);
+#endif
 	suite_add_tcase(su, tc);
+#endif
+#ifdef HAVE_LMDB
 	tc = tcase_create("lmdb-damaged");
 	tcase_add_test(tc, test_lmdb_damaged_zero_page);
 	tcase_add_test(tc, test_lmdb_damaged_ff_bytes);
