@@ -117,6 +117,9 @@ static const struct {
 #ifdef HAVE_OPENSSL
 	{ "tls", fuzz_tls, 5 },
 #endif
+#ifdef HAVE_SQLITE
+	{ "redo", fuzz_redo, 5 },
+#endif
 };
 
 START_TEST(test_plain)

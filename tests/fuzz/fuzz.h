@@ -27,6 +27,10 @@ int fuzz_dump(const uint8_t *data, size_t size);
  * against a model of the queues after every step. */
 int fuzz_store(const uint8_t *data, size_t size);
 
+/* A journal record of the SQLite driver (sqlite_redo.h) applied to a
+ * small database; a no-op without SQLite. */
+int fuzz_redo(const uint8_t *data, size_t size);
+
 /* A client's bytes through the whole server in-process (conn.c framing,
  * the text, binary and meta protocols, the command layer) over the memory
  * store; the first byte chooses how the rest is split into writes. */

@@ -279,3 +279,22 @@ write("tls", "seed-empty-record", b"\x00\x16\x03\x01\x00\x00")
 write("tls", "seed-huge-record", b"\x00\x16\x03\x01\xff\xff" + b"\x01" * 300)
 write("tls", "seed-alert", b"\x00\x15\x03\x03\x00\x02\x02\x28")
 write("tls", "seed-sslv2", b"\x00\x80\x2e\x01\x00\x02\x00\x15\x00\x00\x00\x10")
+
+# redo: journal records of the SQLite driver (backends/sqlite_redo.h),
+# for fuzz_redo's table: 0 insert (a, b, c), 1 delete by a, 2 update,
+# 3 a read, 4 a SAVEPOINT. --------------------------------------------------
+def r_int(p, v): return b"i" + bytes([p]) + struct.pack("<q", v)
+def r_bytes(p, x, k=b"b"): return k + bytes([p]) + struct.pack("<I", len(x)) + x
+def r_exec(w): return b"x" + bytes([w])
+R = b"\x01"	# SR_FORMAT
+write("redo", "seed-insert", R + r_int(1, 7) + r_bytes(2, b"it0001") +
+    r_bytes(3, b"k", b"t") + r_exec(0))
+write("redo", "seed-insert-update-delete", R + r_int(1, 7) + r_bytes(2, b"ab") +
+    r_exec(0) + r_int(1, 8) + r_bytes(2, b"") + r_exec(0) + r_int(1, 7) +
+    r_bytes(2, b"zz") + r_bytes(3, b"c", b"t") + r_exec(2) + r_int(1, 8) +
+    r_exec(1))
+write("redo", "seed-read-statement", R + r_int(1, 7) + r_exec(3))
+write("redo", "seed-transaction-statement", R + r_exec(4))
+write("redo", "seed-duplicate-key", R + r_int(1, 9) + r_bytes(2, b"a") +
+    r_exec(0) + r_int(1, 9) + r_bytes(2, b"b") + r_exec(0))
+write("redo", "seed-null-blob", R + r_int(1, 3) + r_exec(0))
