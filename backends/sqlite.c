@@ -658,6 +658,7 @@ static void
 sq_rebuild(struct sq_store *s)
 {
 	uint64_t seq = s->j.seq, off = s->j.off;
+	char why[256];
 	int rc;
 
 	if (!sqlite3_get_autocommit(s->db))
@@ -667,11 +668,16 @@ sq_rebuild(struct sq_store *s)
 	s->jst = NULL;
 	if (seq == s->jseq)
 		return;
-	rc = sq_step(s, S_BEGIN);
-	if (rc == SQLITE_DONE)
-		rc = lj_replay(&s->j, s->jseq, off, sq_redo_apply, s);
-	if (rc == SQLITE_DONE || (rc == 0 && s->j.seq == seq &&
-	    s->j.off == off)) {
+	if ((rc = sq_step(s, S_BEGIN)) != SQLITE_DONE)
+		snprintf(why, sizeof(why), "begin: %s", sqlite3_errmsg(s->db));
+	else if ((rc = lj_replay(&s->j, s->jseq, off, sq_redo_apply, s)) != 0)
+		snprintf(why, sizeof(why), "%s", s->j.err);
+	else if (s->j.seq != seq || s->j.off != off) {
+		rc = -1;
+		snprintf(why, sizeof(why), "the journal ends at batch %" PRIu64
+		    ", not %" PRIu64, s->j.seq, seq);
+	}
+	if (rc == 0) {
 		s->long_txn = true;
 		s->long_t0 = kit_mono_ns();
 		log_warn("sqlite %s: the transaction since the last checkpoint "
@@ -685,7 +691,7 @@ sq_rebuild(struct sq_store *s)
 	snprintf(s->err, sizeof(s->err), "sqlite %s: the transaction since the"
 	    " last checkpoint was rolled back and replaying the journal failed"
 	    " (%s); refusing writes until restart, which replays it again",
-	    s->path, rc == 0 ? "batches missing" : s->j.err);
+	    s->path, why);
 	log_error("%s", s->err);
 }
 
