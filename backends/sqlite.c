@@ -25,7 +25,8 @@
 
 /*
  * Layout (docs/sqlite.md has the full story):
- *   meta(key, value)            next delayed arrival number
+ *   meta(key, value)            next delayed arrival number; the journal's
+ *                               store_id and journal_seq (--sync always)
  *   queues(id, name, ...)       per-queue sequence bounds and counters
  *   items(qid, seq, ...)        ready and open items, clustered per queue
  *   delayed(due, seq, ...)      delayed items of every queue, in due order
@@ -36,9 +37,11 @@
 #define SQ_APPLICATION_ID 0x53414b52	/* "SAKR" */
 /* 1: saker 1.0.0; 2: items carry a CRC32C (kit_item_crc) in column crc,
  * NULL in rows written before (not checked); 3: items carry their
- * delivery count in column deliveries (0 in rows written before).
- * Opening an older store for writing upgrades it in place. */
-#define SQ_FORMAT_VERSION 3
+ * delivery count in column deliveries (0 in rows written before); 4: the
+ * store may hold acknowledged batches in its redo journal (FILE.saker-
+ * journal, --sync always), which older builds would not replay, so they
+ * refuse it.  Opening an older store for writing upgrades it in place. */
+#define SQ_FORMAT_VERSION 4
 #define SQ_DAMAGED "_damaged"	/* where damaged items are moved to */
 /* A row holds the item and a few integers: keep this much of SQLite's
  * length limit for them. */
@@ -2161,20 +2164,22 @@ sq_check_format(struct sq_store *s, bool create)
 	s->version = version;
 	if (version < SQ_FORMAT_VERSION && !s->read_only) {
 		/* 1 -> 2: the checksum column; old rows keep NULL there.
-		 * 2 -> 3: the delivery count; old rows count 0. */
-		snprintf(sql, sizeof(sql), "BEGIN IMMEDIATE;%s"
-		    " ALTER TABLE items ADD COLUMN deliveries INTEGER NOT NULL"
-		    " DEFAULT 0;"
-		    " ALTER TABLE delayed ADD COLUMN deliveries INTEGER NOT NULL"
-		    " DEFAULT 0;"
+		 * 2 -> 3: the delivery count; old rows count 0.
+		 * 3 -> 4: nothing to change (the journal's meta keys are
+		 * written when needed). */
+		snprintf(sql, sizeof(sql), "BEGIN IMMEDIATE;%s%s"
 		    " PRAGMA user_version=%d; COMMIT", version < 2 ?
 		    " ALTER TABLE items ADD COLUMN crc INTEGER;"
 		    " ALTER TABLE delayed ADD COLUMN crc INTEGER;" : "",
-		    SQ_FORMAT_VERSION);
+		    version < 3 ?
+		    " ALTER TABLE items ADD COLUMN deliveries INTEGER NOT NULL"
+		    " DEFAULT 0;"
+		    " ALTER TABLE delayed ADD COLUMN deliveries INTEGER NOT NULL"
+		    " DEFAULT 0;" : "", SQ_FORMAT_VERSION);
 		rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 		if (rc != SQLITE_OK) {
 			int err = sq_open_err(s, sq_map(rc), rc,
-			    "upgrading the format to version 3");
+			    "upgrading the format to version 4");
 			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 			return err;
 		}

@@ -896,6 +896,60 @@ sr_count(sqlite3 *db)
 	return n;
 }
 
+static int64_t
+sq_user_version(const char *path)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st,
+	    NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+/* Format 4 (a journal may hold batches) over format 3: a writable open
+ * of a format 3 file serves it and marks it 4; a read-only one leaves it. */
+START_TEST(test_sqlite_format_3)
+{
+	const struct jdrv *d = &jdrvs[NJDRVS - 1];
+	char dir[] = "/tmp/saker-jn-XXXXXX", path[512];
+	saker_store *s;
+	saker_queue *q;
+	sqlite3 *db;
+
+	jn_mkdir(d, dir);
+	s = jn_open_store(d, dir, false);
+	ck_assert_int_eq(s->driver->queue_open(s, "q", 1, true, NULL, &q),
+	    SAKER_OK);
+	lm_put_str(s, q, "old");
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+	snprintf(path, sizeof(path), "%s/store.db", dir);
+	ck_assert_int_eq(sq_user_version(path), 4);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "PRAGMA user_version=3", NULL, NULL,
+	    NULL), SQLITE_OK);
+	sqlite3_close(db);
+	ck_assert_int_eq(sq_user_version(path), 3);
+	s = jn_open_store(d, dir, true);
+	lm_expect(s, SAKER_TAKE_PEEK, "old");
+	saker_store_close(s);
+	ck_assert_int_eq(sq_user_version(path), 3);
+	s = jn_open_store(d, dir, false);
+	lm_expect(s, SAKER_TAKE_REMOVE, "old");
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+	ck_assert_int_eq(sq_user_version(path), 4);
+	jn_rmstore(d, dir);
+}
+END_TEST
+
 /* The sqlite driver's journal records: replayed as they were written,
  * and a malformed one refused with one message, never run wrongly. */
 START_TEST(test_sqlite_redo_records)
@@ -1524,6 +1578,7 @@ main(void)
 	tcase_add_loop_test(tc, test_journal_other_mode, 0, NJDRVS);
 #ifdef HAVE_SQLITE
 	tcase_add_test(tc, test_sqlite_redo_records);
+	tcase_add_test(tc, test_sqlite_format_3);
 #endif
 	suite_add_tcase(su, tc);
 #endif

@@ -348,8 +348,10 @@ mig_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 }
 
 /* Sidecar files drivers keep next to a FILE store: SQLite's WAL, its
- * index and rollback journal, and the driver's flock file. */
-static const char *const mig_sidecars[] = { "-wal", "-shm", "-journal", ".lock", NULL };
+ * index and rollback journal, the driver's flock file and its redo
+ * journal (--sync always). */
+static const char *const mig_sidecars[] = { "-wal", "-shm", "-journal", ".lock",
+    ".saker-journal", NULL };
 
 static void
 mig_remove_store(const char *path, bool is_dir)
