@@ -610,6 +610,7 @@ END_TEST
 
 #if defined(HAVE_LMDB) || defined(HAVE_SQLITE)
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -946,6 +947,95 @@ START_TEST(test_sqlite_format_3)
 	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
 	saker_store_close(s);
 	ck_assert_int_eq(sq_user_version(path), 4);
+	jn_rmstore(d, dir);
+}
+END_TEST
+
+/* In a child with a 3 MiB file size limit: a batch whose record does not
+ * fit in the journal, and one whose pages do not fit in the WAL, fail,
+ * and the acknowledged batches around them stay.  Exit codes say which
+ * step went wrong. */
+static void
+sq_fsize_child(const struct jdrv *d, const char *dir)
+{
+	struct rlimit rl = { (rlim_t)3 << 20, (rlim_t)3 << 20 };
+	struct saker_item it;
+	saker_store *s = NULL;
+	saker_queue *q;
+	struct saker_store_opts o;
+	char spec[512], err[1024];
+	static char big[(size_t)5 << 19];	/* 2.5 MiB */
+	int i, rc;
+
+	signal(SIGXFSZ, SIG_IGN);
+	if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+		_exit(10);
+	memset(&o, 0, sizeof(o));
+	o.sync = SAKER_SYNC_ALWAYS;
+	o.create = true;
+	snprintf(spec, sizeof(spec), d->spec, dir);
+	if (saker_store_open(spec, &o, &s, err, sizeof(err)) != SAKER_OK ||
+	    s->driver->queue_open(s, "q", 1, true, NULL, &q) != SAKER_OK)
+		_exit(11);
+	memset(&it, 0, sizeof(it));
+	it.data = "one";
+	it.len = 3;
+	if (s->driver->put(s, q, &it, BASE) != SAKER_OK ||
+	    s->driver->commit(s) != SAKER_OK)
+		_exit(12);
+	/* its record cannot grow the journal past the limit */
+	memset(big, 'b', sizeof(big));
+	it.data = big;
+	it.len = sizeof(big);
+	if (s->driver->put(s, q, &it, BASE) != SAKER_OK)
+		_exit(13);
+	if ((rc = s->driver->commit(s)) != SAKER_EFULL)
+		_exit(rc == SAKER_OK ? 14 : 15);
+	it.data = "two";
+	it.len = 3;
+	if (s->driver->put(s, q, &it, BASE) != SAKER_OK ||
+	    s->driver->commit(s) != SAKER_OK)
+		_exit(16);
+	/* 10 MiB in one batch: more than SQLite's 8 MiB page cache, so it
+	 * writes pages to the WAL, which cannot grow past the limit */
+	it.data = big;
+	it.len = sizeof(big);
+	for (i = 0, rc = SAKER_OK; i < 4 && rc == SAKER_OK; i++)
+		rc = s->driver->put(s, q, &it, BASE);
+	if (rc == SAKER_OK && s->driver->commit(s) == SAKER_OK)
+		_exit(17);
+	s->driver->commit(s);	/* a lost batch reports once more, or not */
+	it.data = "three";
+	it.len = 5;
+	if (s->driver->put(s, q, &it, BASE) != SAKER_OK ||
+	    s->driver->commit(s) != SAKER_OK)
+		_exit(18);
+	saker_store_close(s);
+	_exit(0);
+}
+
+START_TEST(test_sqlite_journal_full)
+{
+	const struct jdrv *d = &jdrvs[NJDRVS - 1];
+	char dir[] = "/tmp/saker-jn-XXXXXX";
+	saker_store *s;
+	pid_t pid;
+	int st;
+
+	jn_mkdir(d, dir);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		sq_fsize_child(d, dir);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: %d", st);
+	s = jn_open_store(d, dir, false);
+	lm_expect(s, SAKER_TAKE_REMOVE, "one");
+	lm_expect(s, SAKER_TAKE_REMOVE, "two");
+	lm_expect(s, SAKER_TAKE_REMOVE, "three");
+	lm_expect(s, SAKER_TAKE_REMOVE, "");
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
 	jn_rmstore(d, dir);
 }
 END_TEST
@@ -1579,6 +1669,7 @@ main(void)
 #ifdef HAVE_SQLITE
 	tcase_add_test(tc, test_sqlite_redo_records);
 	tcase_add_test(tc, test_sqlite_format_3);
+	tcase_add_test(tc, test_sqlite_journal_full);
 #endif
 	suite_add_tcase(su, tc);
 #endif
