@@ -2636,9 +2636,7 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 	if ((e = sq_check_format(s, opts->create)) != SAKER_OK ||
 	    (e = sq_settings(s)) != SAKER_OK ||
 	    (e = sq_prepare(s)) != SAKER_OK ||
-	    (e = sq_redo_open(s)) != SAKER_OK ||
-	    (e = sq_load(s)) != SAKER_OK ||
-	    (e = sq_recover(s)) != SAKER_OK)
+	    (e = sq_redo_open(s)) != SAKER_OK)
 		goto fail;
 	if (s->redo_pending) {
 		/* after a crash: recover as a writer would (that needs the
@@ -2661,6 +2659,8 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 		sq_close(tmp);
 		return sq_open(location, opts, out, err, errlen);
 	}
+	if ((e = sq_load(s)) != SAKER_OK || (e = sq_recover(s)) != SAKER_OK)
+		goto fail;
 	s->journaled = s->j.fd >= 0;
 	s->err[0] = '\0';
 	*out = &s->base;
