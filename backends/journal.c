@@ -12,31 +12,12 @@
 #include <unistd.h>
 
 #include "journal.h"
+#include "kit.h"
 
 #define LJ_MAGIC	0x314a4b53u	/* "SKJ1" little-endian */
 #define LJ_GROW_MIN	((uint64_t)1 << 20)
 #define LJ_KEEP_BUF	((size_t)4 << 20)	/* free a larger batch buffer */
 #define LJ_ZERO_CHUNK	((size_t)64 << 10)
-
-static void
-le64_put(unsigned char *p, uint64_t v)
-{
-	int i;
-
-	for (i = 0; i < 8; i++, v >>= 8)
-		p[i] = (unsigned char)v;
-}
-
-static uint64_t
-le64_get(const unsigned char *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
 
 static uint64_t
 rotl64(uint64_t x, int r)
@@ -93,7 +74,6 @@ lj_open(struct lj *j, const char *path, bool create)
 	struct stat sb;
 
 	memset(j, 0, sizeof(*j));
-	j->fd = -1;
 	j->fd = open(path, (create ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC,
 	    0600);
 	if (j->fd < 0) {
@@ -209,10 +189,10 @@ lj_write(struct lj *j, bool sync, bool *in_doubt)
 	h = j->buf;
 	if (j->off + n > j->size && (e = lj_grow(j, j->off + n)) != 0)
 		return e;	/* nothing of the record written */
-	le64_put(h, LJ_MAGIC);	/* magic + reserved */
-	le64_put(h + 8, j->seq + 1);
-	le64_put(h + 16, (uint64_t)j->len);
-	le64_put(h + 24, rec_check(j, h, h + LJ_HDR, j->len));
+	kit_put_le64(h, LJ_MAGIC);	/* magic + reserved */
+	kit_put_le64(h + 8, j->seq + 1);
+	kit_put_le64(h + 16, (uint64_t)j->len);
+	kit_put_le64(h + 24, rec_check(j, h, h + LJ_HDR, j->len));
 	e = pwrite_all(j->fd, h, n, j->off, &done);
 	if (e != 0)	/* a record cut short never passes its check */
 		return lj_fail(j, e, "write");
@@ -282,9 +262,9 @@ rec_head(struct lj *j, uint64_t off, uint64_t want_seq, unsigned char *h,
 		return 0;
 	if ((e = pread_all(j->fd, h, LJ_HDR, off)) != 0)
 		return e == EILSEQ ? 0 : -e;
-	if (le64_get(h) != LJ_MAGIC || le64_get(h + 8) != want_seq)
+	if (kit_get_le64(h) != LJ_MAGIC || kit_get_le64(h + 8) != want_seq)
 		return 0;
-	*len = le64_get(h + 16);
+	*len = kit_get_le64(h + 16);
 	if (*len > j->size - off - LJ_HDR || *len > SIZE_MAX - LJ_HDR)
 		return 0;
 	return 1;
@@ -309,19 +289,19 @@ lj_replay(struct lj *j, uint64_t applied, uint64_t upto,
 			r = lj_fail(j, -r, "read");
 			break;
 		}
-		if (r == 0 && off == 0 && le64_get(h) == LJ_MAGIC &&
-		    le64_get(h + 8) > applied + 1 && le64_get(h + 16) <=
+		if (r == 0 && off == 0 && kit_get_le64(h) == LJ_MAGIC &&
+		    kit_get_le64(h + 8) > applied + 1 && kit_get_le64(h + 16) <=
 		    j->size - LJ_HDR) {
 			/* a whole record from the future: another store's? */
 			free(p);
-			p = malloc(le64_get(h + 16) + 1);
-			if (p != NULL && pread_all(j->fd, p, le64_get(h + 16),
-			    LJ_HDR) == 0 && le64_get(h + 24) ==
-			    rec_check(j, h, p, le64_get(h + 16))) {
+			p = malloc(kit_get_le64(h + 16) + 1);
+			if (p != NULL && pread_all(j->fd, p, kit_get_le64(h + 16),
+			    LJ_HDR) == 0 && kit_get_le64(h + 24) ==
+			    rec_check(j, h, p, kit_get_le64(h + 16))) {
 				snprintf(j->err, sizeof(j->err), "journal starts "
 				    "at batch %llu but the data file holds only "
 				    "batches up to %llu: they do not belong "
-				    "together", (unsigned long long)le64_get(h + 8),
+				    "together", (unsigned long long)kit_get_le64(h + 8),
 				    (unsigned long long)applied);
 				free(p);
 				return EILSEQ;
@@ -339,7 +319,7 @@ lj_replay(struct lj *j, uint64_t applied, uint64_t upto,
 			r = r == EILSEQ ? 0 : lj_fail(j, r, "read");
 			break;
 		}
-		if (le64_get(h + 24) != rec_check(j, h, p, len))
+		if (kit_get_le64(h + 24) != rec_check(j, h, p, len))
 			break;		/* torn: the batch was never acknowledged */
 		if ((r = fn(arg, p, len)) != 0)
 			break;

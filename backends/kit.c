@@ -41,6 +41,35 @@ kit_get_be64(const unsigned char *p)
 	return ((uint64_t)kit_get_be32(p) << 32) | kit_get_be32(p + 4);
 }
 
+void
+kit_put_le32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+void
+kit_put_le64(unsigned char *p, uint64_t v)
+{
+	kit_put_le32(p, (uint32_t)v);
+	kit_put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+uint32_t
+kit_get_le32(const unsigned char *p)
+{
+	return ((uint32_t)p[3] << 24) | ((uint32_t)p[2] << 16) |
+	    ((uint32_t)p[1] << 8) | p[0];
+}
+
+uint64_t
+kit_get_le64(const unsigned char *p)
+{
+	return ((uint64_t)kit_get_le32(p + 4) << 32) | kit_get_le32(p);
+}
+
 uint64_t
 kit_fnv1a64(uint64_t h, const void *p, size_t len)
 {

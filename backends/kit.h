@@ -18,6 +18,12 @@ void kit_put_be64(unsigned char *p, uint64_t v);
 uint32_t kit_get_be32(const unsigned char *p);
 uint64_t kit_get_be64(const unsigned char *p);
 
+/* Little-endian integers: the redo journal's headers and records. */
+void kit_put_le32(unsigned char *p, uint32_t v);
+void kit_put_le64(unsigned char *p, uint64_t v);
+uint32_t kit_get_le32(const unsigned char *p);
+uint64_t kit_get_le64(const unsigned char *p);
+
 /* 64-bit FNV-1a: hash tables of queue names.  Start from KIT_FNV64_INIT
  * (xor a seed into it when the names come from clients). */
 #define KIT_FNV64_INIT 0xcbf29ce484222325ULL

@@ -651,6 +651,21 @@ sq_step(struct sq_store *s, int which)
 	return rc;
 }
 
+/* Write meta key = v past the journal: the journal's own bookkeeping,
+ * which a replay must not redo.  Returns SQLite's result. */
+static int
+sq_meta_put(struct sq_store *s, const char *key, int64_t v)
+{
+	sqlite3_stmt *m = s->st[S_META_SET];
+	int rc;
+
+	sqlite3_bind_text(m, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(m, 2, v);
+	rc = sqlite3_step(m);
+	sq_reset(m);
+	return rc;
+}
+
 /*
  * SQLite rolled back the long transaction (or is told to): begin it again
  * and replay every batch the journal holds since the last checkpoint, so
@@ -721,7 +736,6 @@ sq_drop_batch(struct sq_store *s)
 static int
 sq_checkpoint(struct sq_store *s)
 {
-	sqlite3_stmt *m = s->st[S_META_SET];
 	uint64_t t0 = kit_mono_ns(), ns;
 	int rc;
 
@@ -732,12 +746,7 @@ sq_checkpoint(struct sq_store *s)
 		sq_rebuild(s);
 		return s->broken ? SAKER_EIO : SAKER_OK;
 	}
-	/* not journaled: a replay does not need it */
-	sqlite3_bind_text(m, 1, "journal_seq", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(m, 2, (int64_t)s->j.seq);
-	rc = sqlite3_step(m);
-	sqlite3_reset(m);
-	sqlite3_clear_bindings(m);
+	rc = sq_meta_put(s, "journal_seq", (int64_t)s->j.seq);
 	if (rc == SQLITE_DONE)
 		rc = sq_step(s, S_COMMIT);
 	ns = kit_mono_ns() - t0;
@@ -814,20 +823,29 @@ sq_batch_end(struct sq_store *s)
 	return SAKER_OK;
 }
 
+/* The batch is gone from the database: memory goes back to the last
+ * commit, and the batch's operations fail until commit() reports it. */
 static void
-sq_lose_batch(struct sq_store *s, int code)
+sq_batch_lost(struct sq_store *s, int code)
 {
-	if (s->journaled) {
-		/* SQLite rolled back the long transaction: every batch
-		 * since the last checkpoint, not just this one */
-		s->long_txn = false;
-		sq_rebuild(s);
-	}
 	s->in_txn = false;
 	s->lost = true;
 	s->lost_err = code;
 	sq_restore(s);
 	sq_refresh_next_due(s);
+}
+
+/* SQLite rolled the batch's transaction back on its own. */
+static void
+sq_lose_batch(struct sq_store *s, int code)
+{
+	if (s->journaled) {
+		/* the long transaction: every batch since the last
+		 * checkpoint, not just this one */
+		s->long_txn = false;
+		sq_rebuild(s);
+	}
+	sq_batch_lost(s, code);
 }
 
 /* Make sure a write transaction is open; every write goes through here. */
@@ -876,8 +894,7 @@ sq_begin(struct sq_store *s)
 		s->changes = sqlite3_total_changes(s->db);
 		return SAKER_OK;
 	}
-	rc = sqlite3_step(s->st[S_BEGIN]);
-	sqlite3_reset(s->st[S_BEGIN]);
+	rc = sq_step(s, S_BEGIN);
 	if (rc != SQLITE_DONE)
 		return sq_fail(s, rc, "begin");
 	s->in_txn = true;
@@ -912,11 +929,9 @@ sq_sp_end(struct sq_store *s, int err)
 	if (!s->in_txn)
 		return err;	/* sq_fail() already dropped the batch */
 	if (!sqlite3_get_autocommit(s->db)) {
-		rc = sqlite3_step(s->st[S_SP_ROLLBACK]);
-		sqlite3_reset(s->st[S_SP_ROLLBACK]);
+		rc = sq_step(s, S_SP_ROLLBACK);
 		if (rc == SQLITE_DONE) {
-			rc = sqlite3_step(s->st[S_SP_RELEASE]);
-			sqlite3_reset(s->st[S_SP_RELEASE]);
+			rc = sq_step(s, S_SP_RELEASE);
 		}
 		if (rc == SQLITE_DONE && s->journaled) {
 			lj_cut(&s->j, s->op_mark);	/* undone: not replayed */
@@ -924,16 +939,11 @@ sq_sp_end(struct sq_store *s, int err)
 		} else if (rc != SQLITE_DONE && s->journaled) {
 			/* cannot undo just this operation: drop the batch */
 			sq_drop_batch(s);
-			s->in_txn = false;
-			s->lost = true;
-			s->lost_err = err;
-			sq_restore(s);
-			sq_refresh_next_due(s);
+			sq_batch_lost(s, err);
 			return err;
 		} else if (rc != SQLITE_DONE) {
 			/* cannot undo just this operation: drop the batch */
-			sqlite3_step(s->st[S_ROLLBACK]);
-			sqlite3_reset(s->st[S_ROLLBACK]);
+			sq_step(s, S_ROLLBACK);
 		}
 	}
 	if (sqlite3_get_autocommit(s->db))
@@ -1001,8 +1011,7 @@ sq_commit(saker_store *base)
 			goto fail;
 		rc = SQLITE_DONE;
 	} else {
-		rc = sqlite3_step(s->st[S_COMMIT]);
-		sqlite3_reset(s->st[S_COMMIT]);
+		rc = sq_step(s, S_COMMIT);
 	}
 	if (rc != SQLITE_DONE) {
 		err = sq_fail(s, rc, "commit");
@@ -1049,8 +1058,7 @@ fail:
 		if (s->journaled)
 			sq_drop_batch(s);
 		else if (!sqlite3_get_autocommit(s->db)) {
-			sqlite3_step(s->st[S_ROLLBACK]);
-			sqlite3_reset(s->st[S_ROLLBACK]);
+			sq_step(s, S_ROLLBACK);
 		}
 		s->in_txn = false;
 		sq_restore(s);
@@ -2042,8 +2050,7 @@ sq_close(saker_store *base)
 	if (s->journaled && sq_checkpoint(s) != SAKER_OK)
 		log_error("%s", s->err);
 	if (s->in_txn || s->long_txn) {
-		sqlite3_step(s->st[S_ROLLBACK]);
-		sqlite3_reset(s->st[S_ROLLBACK]);
+		sq_step(s, S_ROLLBACK);
 	}
 	sq_sync(base);
 	sq_free(s);
@@ -2366,8 +2373,6 @@ sq_redo_open(struct sq_store *s)
 	if (id == 0 && !s->read_only) {
 		/* seeds the journal's checks: another store's records
 		 * never pass them */
-		char sql[128];
-
 		uint64_t r = 0;
 		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 
@@ -2376,10 +2381,7 @@ sq_redo_open(struct sq_store *s)
 		if (fd >= 0)
 			close(fd);
 		id = (int64_t)(r >> 1) | 1;
-		snprintf(sql, sizeof(sql), "INSERT INTO meta(key, value) "
-		    "VALUES ('store_id', %" PRId64 ")", id);
-		if ((rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL)) !=
-		    SQLITE_OK)
+		if ((rc = sq_meta_put(s, "store_id", id)) != SQLITE_DONE)
 			return sq_open_err(s, sq_map(rc), rc, "writing meta");
 	}
 	if (lj_open(&s->j, path, create) != 0)
@@ -2400,12 +2402,8 @@ sq_redo_open(struct sq_store *s)
 		rc = lj_replay(&s->j, (uint64_t)seq, UINT64_MAX, sq_redo_apply,
 		    s);
 		if (rc == 0 && s->j.seq > (uint64_t)seq) {
-			sqlite3_stmt *m = s->st[S_META_SET];
-
-			sqlite3_bind_text(m, 1, "journal_seq", -1, SQLITE_STATIC);
-			sqlite3_bind_int64(m, 2, (int64_t)s->j.seq);
-			rc = sqlite3_step(m) == SQLITE_DONE ? 0 : -1;
-			sq_reset(m);
+			rc = sq_meta_put(s, "journal_seq", (int64_t)s->j.seq) ==
+			    SQLITE_DONE ? 0 : -1;
 			if (rc == 0 && sq_step(s, S_COMMIT) != SQLITE_DONE)
 				rc = -1;
 			if (rc != 0)

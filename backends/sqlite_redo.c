@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kit.h"
 #include "sqlite_redo.h"
 
 static int
@@ -23,26 +24,6 @@ put(struct lj *j, const void *p, size_t n)
 	return 0;
 }
 
-static void
-le_put(unsigned char *p, uint64_t v, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++, v >>= 8)
-		p[i] = (unsigned char)v;
-}
-
-static uint64_t
-le_get(const unsigned char *p, int n)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = n - 1; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
 int
 sr_int(struct lj *j, int param, int64_t v)
 {
@@ -50,7 +31,7 @@ sr_int(struct lj *j, int param, int64_t v)
 
 	e[0] = 'i';
 	e[1] = (unsigned char)param;
-	le_put(e + 2, (uint64_t)v, 8);
+	kit_put_le64(e + 2, (uint64_t)v);
 	return put(j, e, sizeof(e));
 }
 
@@ -65,7 +46,7 @@ sr_bytes(struct lj *j, char kind, int param, const void *p, size_t n)
 		return ENOMEM;
 	e[0] = (unsigned char)kind;
 	e[1] = (unsigned char)param;
-	le_put(e + 2, n, 4);
+	kit_put_le32(e + 2, (uint32_t)n);
 	if ((rc = put(j, e, sizeof(e))) == 0 && n > 0 &&
 	    (rc = put(j, p, n)) != 0)
 		lj_cut(j, mark);
@@ -98,7 +79,7 @@ entry_size(const unsigned char *p, size_t n)
 	case 't':
 		if (n < 6)
 			return 0;
-		len = le_get(p + 2, 4);
+		len = kit_get_le32(p + 2);
 		return len <= n - 6 ? 6 + (size_t)len : 0;
 	case 'x':
 		return 2;
@@ -124,7 +105,7 @@ bind_all(sqlite3_stmt *st, const unsigned char *p, const unsigned char *end,
 		}
 		if (p[0] == 'i')
 			rc = sqlite3_bind_int64(st, param,
-			    (int64_t)le_get(p + 2, 8));
+			    (int64_t)kit_get_le64(p + 2));
 		else if (p[0] == 'b')
 			/* empty items are empty blobs, never NULL */
 			rc = sqlite3_bind_blob(st, param, sz > 6 ? (const void *)(p + 6) : "",

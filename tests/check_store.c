@@ -161,6 +161,13 @@ START_TEST(test_kit_be)
 	kit_put_be32(b, 0xa1b2c3d4u);
 	ck_assert_int_eq(b[0], 0xa1);
 	ck_assert_uint_eq(kit_get_be32(b), 0xa1b2c3d4u);
+	kit_put_le64(b, 0x0102030405060708ULL);
+	ck_assert_int_eq(b[0], 8);
+	ck_assert_int_eq(b[7], 1);
+	ck_assert(kit_get_le64(b) == 0x0102030405060708ULL);
+	kit_put_le32(b, 0xa1b2c3d4u);
+	ck_assert_int_eq(b[0], 0xd4);
+	ck_assert_uint_eq(kit_get_le32(b), 0xa1b2c3d4u);
 }
 END_TEST
 
@@ -729,6 +736,17 @@ lm_expect(saker_store *s, int mode, const char *want)
 	ck_assert_str_eq(buf, want);
 }
 
+/* Take want[0], want[1], ... from "q" in order, then find it empty, and
+ * commit. */
+static void
+jn_take_all(saker_store *s, const char *const *want)
+{
+	for (; *want != NULL; want++)
+		lm_expect(s, SAKER_TAKE_REMOVE, *want);
+	lm_expect(s, SAKER_TAKE_REMOVE, "");
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+}
+
 /* In a child: make batches that only the journal holds (no checkpoint
  * yet), then die without closing the store, as a crash would. */
 static void
@@ -845,10 +863,7 @@ START_TEST(test_journal_torn)
 	ck_assert_int_eq(pwrite(fd, buf, 1, (off_t)len - 1), 1);
 	close(fd);
 	s = jn_open_store(d, dir, false);
-	lm_expect(s, SAKER_TAKE_REMOVE, "one");
-	lm_expect(s, SAKER_TAKE_REMOVE, "two");
-	lm_expect(s, SAKER_TAKE_REMOVE, "");
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	jn_take_all(s, (const char *const[]){ "one", "two", NULL });
 	saker_store_close(s);
 	jn_rmstore(d, dir);
 }
@@ -870,11 +885,7 @@ START_TEST(test_journal_other_mode)
 	snprintf(spec, sizeof(spec), d->spec, dir);
 	ck_assert_msg(saker_store_open(spec, &o, &s, err, sizeof(err)) ==
 	    SAKER_OK, "open %s: %s", spec, err);
-	lm_expect(s, SAKER_TAKE_REMOVE, "one");
-	lm_expect(s, SAKER_TAKE_REMOVE, "two");
-	lm_expect(s, SAKER_TAKE_REMOVE, "three");
-	lm_expect(s, SAKER_TAKE_REMOVE, "");
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	jn_take_all(s, (const char *const[]){ "one", "two", "three", NULL });
 	saker_store_close(s);
 	jn_rmstore(d, dir);
 }
@@ -1030,11 +1041,7 @@ START_TEST(test_sqlite_journal_full)
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: %d", st);
 	s = jn_open_store(d, dir, false);
-	lm_expect(s, SAKER_TAKE_REMOVE, "one");
-	lm_expect(s, SAKER_TAKE_REMOVE, "two");
-	lm_expect(s, SAKER_TAKE_REMOVE, "three");
-	lm_expect(s, SAKER_TAKE_REMOVE, "");
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	jn_take_all(s, (const char *const[]){ "one", "two", "three", NULL });
 	saker_store_close(s);
 	jn_rmstore(d, dir);
 }
