@@ -2107,6 +2107,35 @@ sq_lock(struct sq_store *s)
 	return SAKER_OK;
 }
 
+/* A writable open of a file this process may not write: SQLite opens it
+ * read-only without a word and every batch would fail later, after the
+ * server said it was serving.  Its -wal and -shm files are made beside it,
+ * so the directory must be writable too. */
+static int
+sq_check_writable(struct sq_store *s, const char *location)
+{
+	char dir[4096];
+	const char *slash = strrchr(location, '/');
+	size_t n = slash == NULL ? 1 : slash == location ? 1 :
+	    (size_t)(slash - location);
+
+	if (sqlite3_db_readonly(s->db, "main") == 1)
+		return sq_errf(s, SAKER_EREADONLY, "sqlite %s: the file is not"
+		    " writable by this process (uid %u)", location,
+		    (unsigned)geteuid());
+	if (n >= sizeof(dir))
+		return sq_errf(s, SAKER_EINVAL, "sqlite %s: path too long",
+		    location);
+	memcpy(dir, slash == NULL ? "." : location, n);
+	dir[n] = '\0';
+	if (access(dir, W_OK | X_OK) != 0)
+		return sq_errf(s, SAKER_EREADONLY, "sqlite %s: its directory %s"
+		    " is not writable by this process (uid %u), and SQLite"
+		    " keeps the -wal and -shm files there: %s", location, dir,
+		    (unsigned)geteuid(), strerror(errno));
+	return SAKER_OK;
+}
+
 /* Check the application id and format version; create the schema in an
  * empty file when asked to. */
 static int
@@ -2621,6 +2650,9 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 	}
 	sqlite3_extended_result_codes(s->db, 1);
 	sqlite3_busy_timeout(s->db, SQ_BUSY_MS);
+	if (!opts->read_only && (e = sq_check_writable(s, location)) !=
+	    SAKER_OK)
+		goto fail;
 	/* as large as this build of SQLite allows (SQLITE_MAX_LENGTH) */
 	sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH, INT32_MAX);
 	if (opts->max_item > (uint64_t)sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH,

@@ -1047,6 +1047,70 @@ START_TEST(test_sqlite_journal_full)
 }
 END_TEST
 
+/* A store file this process may not write is refused at open with a
+ * one-line reason, not opened read-only to fail every batch later (a
+ * root-owned file under a service user).  As root the opener becomes
+ * nobody; otherwise the file is made read-only. */
+static void
+sq_unwritable_child(const char *path)
+{
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	char err[512];
+	int e;
+
+	if (geteuid() == 0 && setuid(65534) != 0)
+		_exit(10);
+	memset(&o, 0, sizeof(o));
+	o.sync = SAKER_SYNC_ALWAYS;
+	o.create = true;
+	e = saker_store_open(path, &o, &s, err, sizeof(err));
+	if (e != SAKER_EREADONLY) {
+		fprintf(stderr, "open as uid %u: %d %s\n", (unsigned)geteuid(), e, err);
+		_exit(11);
+	}
+	if (strstr(err, "not writable") == NULL)
+		_exit(12);
+	_exit(0);
+}
+
+START_TEST(test_sqlite_unwritable)
+{
+	char dir[] = "/tmp/saker-ro-XXXXXX", path[64], spec[256];
+	struct saker_store_opts o;
+	saker_store *s;
+	char err[512];
+	pid_t pid;
+	int st;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	snprintf(path, sizeof(path), "%s/q.db", dir);
+	snprintf(spec, sizeof(spec), "sqlite:%s", path);
+	memset(&o, 0, sizeof(o));
+	o.sync = SAKER_SYNC_ALWAYS;
+	o.create = true;
+	ck_assert_int_eq(saker_store_open(spec, &o, &s, err, sizeof(err)),
+	    SAKER_OK);
+	saker_store_close(s);
+	ck_assert_int_eq(chmod(path, 0444), 0);
+	/* only the database is someone else's (made by root with `saker
+	 * load`, say): the files beside it are made anew by the opener */
+	snprintf(spec, sizeof(spec), "rm -f %s.lock %s.saker-journal", path,
+	    path);
+	ck_assert_int_eq(system(spec), 0);
+	snprintf(spec, sizeof(spec), "sqlite:%s", path);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		sq_unwritable_child(spec);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: %d", st);
+	snprintf(spec, sizeof(spec), "rm -rf %s", dir);
+	ck_assert_int_eq(system(spec), 0);
+}
+END_TEST
+
 /* The sqlite driver's journal records: replayed as they were written,
  * and a malformed one refused with one message, never run wrongly. */
 START_TEST(test_sqlite_redo_records)
@@ -1677,6 +1741,7 @@ main(void)
 	tcase_add_test(tc, test_sqlite_redo_records);
 	tcase_add_test(tc, test_sqlite_format_3);
 	tcase_add_test(tc, test_sqlite_journal_full);
+	tcase_add_test(tc, test_sqlite_unwritable);
 #endif
 	suite_add_tcase(su, tc);
 #endif
