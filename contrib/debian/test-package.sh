@@ -13,8 +13,10 @@
 #      line, read from the installed unit, as the user saker with setpriv
 #      (there is no systemd in a chroot), round-trip an item with `saker put`/`saker get`
 #      and another one across a restart (the LMDB store in /var/lib/saker);
-#   4. apt-get remove (configuration, store and user stay), then purge
-#      (they go; the user is locked) and show what remains.
+#   4. reinstall over an edited conffile (kept) and the store (kept);
+#      apt-get remove (configuration, store and user stay), then purge
+#      (they go; the user is locked) and show what remains; a reinstall
+#      after the purge unlocks the user.
 #
 # The root runs in its own network namespace (unshare --net), so the unit's
 # fixed ports 22133 and 9122 cannot collide with anything on the host.
@@ -171,6 +173,15 @@ EOF
 unshare --net -- sh -c "ip link set lo up && chroot '$root' /usr/bin/env -i \
 	PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 /bin/sh /tmp/inside.sh" ||
 	fail "round trip"
+
+step "reinstall over an edited conffile and the store: both stay"
+echo "# an administrator's line" >>"$root/etc/saker/saker.conf"
+in_root apt-get install --reinstall -y -q "/tmp/$(basename "$deb")" >"$work/reinstall.log" 2>&1 ||
+	{ tail "$work/reinstall.log"; fail "reinstall"; }
+tail -1 "$root/etc/saker/saker.conf"
+grep -q "an administrator's line" "$root/etc/saker/saker.conf" || fail "reinstall replaced the edited conffile"
+[ -s "$root/var/lib/saker/data.mdb" ] || fail "reinstall lost the store"
+echo "store kept: $(in_root stat -c '%U:%G %s bytes %n' /var/lib/saker/data.mdb)"
 
 # ----------------------------------------------------------------------
 step "apt-get remove saker: configuration, store and user stay"
