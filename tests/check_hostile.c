@@ -3,6 +3,9 @@
  * passwords; each test is a regression test of issue 18. */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -649,25 +652,32 @@ START_TEST(test_login_throttle)
 		n += (size_t)sprintf(buf + n, "set auth 0 0 11\r\nalice wrong\r\n");
 	mustsend(fd, buf, n);
 	free(buf);
-	/* five answers, the 4th and 5th after 250 and 500 ms, then the close */
+	/* five answers, the 4th and 5th checked after 250 and 500 ms more,
+	 * then the close */
 	for (i = 0; i < 5; i++)
 		ckresp(fd, "CLIENT_ERROR authentication failure\r\n");
 	tl_expect_closed(fd, 5000);
 	close(fd);
 	ck_assert_int_ge(tl_now_ms() - t0, 750);
-	/* the next failure from that address waits a second */
+	/* the next attempt from that address waits a second */
 	fd = tl_connect(s->port);
 	t0 = tl_now_ms();
 	mustsends(fd, "set auth 0 0 11\r\nalice wrong\r\n");
 	ckresp(fd, "CLIENT_ERROR authentication failure\r\n");
-	ck_assert_int_ge(tl_now_ms() - t0, 1000);
-	/* the right password is not slowed down, and resets the address */
+	/* (a second from the 5th failure, answered a moment before t0) */
+	ck_assert_int_ge(tl_now_ms() - t0, 900);
+	/* the right password waits like a wrong one (issue 35: it was
+	 * answered at once, an oracle), then resets alice's failures */
+	t0 = tl_now_ms();
 	mustsends(fd, "set auth 0 0 12\r\nalice secret\r\n");
 	ckresp(fd, "STORED\r\n");
+	ck_assert_int_ge(tl_now_ms() - t0, 1500);
 	close(fd);
 	fd = tl_connect(s->port);
+	t0 = tl_now_ms();
 	mustsends(fd, "set auth 0 0 11\r\nalice wrong\r\n");
 	ckresp(fd, "CLIENT_ERROR authentication failure\r\n");
+	ck_assert_int_lt(tl_now_ms() - t0, 1000);
 	close(fd);
 	log = tl_read_file(s->log, NULL);
 	ck_assert_ptr_nonnull(log);
@@ -714,6 +724,324 @@ START_TEST(test_login_throttle_sasl)
 	free(log);
 	tl_server_stop(s);
 	tl_server_free(s);
+	free(auth);
+}
+END_TEST
+
+
+/* ------------------------------------------------------------ issue 35 */
+
+/* A connection to 127.0.0.1:port from source address `src` (any
+ * 127.0.0.0/8 address is local on Linux): another peer for the
+ * throttle. */
+static int
+connect_from(int port, const char *src)
+{
+	struct sockaddr_in a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	inet_pton(AF_INET, src, &a.sin_addr);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)port);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+/* One text login on a fresh connection from src: true when STORED;
+ * *ms is how long the answer took. */
+static bool
+text_login_from(int port, const char *src, const char *user, const char *pass,
+    int64_t *ms)
+{
+	int fd = connect_from(port, src);
+	char *cmd = tl_strdupf("set auth 0 0 %zu\r\n%s %s\r\n",
+	    strlen(user) + 1 + strlen(pass), user, pass);
+	int64_t t0 = tl_now_ms();
+	char *l;
+	bool ok;
+
+	mustsends(fd, cmd);
+	l = tl_readline_ms(fd, tl_slow(20000));
+	ck_assert_ptr_nonnull(l);
+	if (ms != NULL)
+		*ms = tl_now_ms() - t0;
+	ok = strcmp(l, "STORED") == 0;
+	ck_assert_msg(ok || strcmp(l, "CLIENT_ERROR authentication failure") == 0,
+	    "%s", l);
+	free(l);
+	free(cmd);
+	close(fd);
+	return ok;
+}
+
+/* Finding 1: while an address owed a delay, a correct password was
+ * answered at once and only wrong ones waited, so parallel guesses told
+ * the password by the first fast answer.  Now every attempt waits before
+ * it is checked: the right one, sent last behind three parallel wrong
+ * guesses, is no faster than the delay owed. */
+START_TEST(test_login_no_oracle)
+{
+	char *auth = write_file("users", "alice:secret\n");
+	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
+	int fd[4], i;
+	int64_t t0, ms;
+	char *l;
+
+	/* three failures: the address owes 250 ms from now on */
+	for (i = 0; i < 3; i++)
+		ck_assert(!text_login_from(s->port, "127.0.0.1", "alice", "bad", NULL));
+	for (i = 0; i < 4; i++)
+		fd[i] = tl_connect(s->port);
+	t0 = tl_now_ms();
+	for (i = 0; i < 3; i++)
+		mustsends(fd[i], "set auth 0 0 11\r\nalice wrong\r\n");
+	mustsends(fd[3], "set auth 0 0 12\r\nalice secret\r\n");
+	l = tl_readline_ms(fd[3], tl_slow(20000));
+	ms = tl_now_ms() - t0;
+	ck_assert_ptr_nonnull(l);
+	ck_assert_str_eq(l, "STORED");
+	free(l);
+	/* on 8fecbcd: 0 ms; now after the 250 ms owed at least */
+	ck_assert_msg(ms >= 240, "the right password was answered in %lld ms",
+	    (long long)ms);
+	for (i = 0; i < 4; i++)
+		close(fd[i]);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(auth);
+}
+END_TEST
+
+/* Finding 2: one good login (of another user) cleared the address's
+ * failures for every user.  Now it clears only its own user's. */
+START_TEST(test_login_ok_resets_own_user_only)
+{
+	char *auth = write_file("users", "admin:root1:admin\nbob:bobpw:\n");
+	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
+	int64_t ms;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		ck_assert(!text_login_from(s->port, "127.0.0.1", "admin", "guess", NULL));
+	/* bob logs in (after the address's delay: it waits too) */
+	ck_assert(text_login_from(s->port, "127.0.0.1", "bob", "bobpw", NULL));
+	/* admin's four failures stand: a fifth, then a sixth, which waits a
+	 * second for the fifth (on 8fecbcd bob's login cleared them and both
+	 * were answered at once) */
+	ck_assert(!text_login_from(s->port, "127.0.0.1", "admin", "guess", NULL));
+	ck_assert(!text_login_from(s->port, "127.0.0.1", "admin", "guess", &ms));
+	ck_assert_msg(ms >= 800, "answered in %lld ms", (long long)ms);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(auth);
+}
+END_TEST
+
+/* A user name's failures slow its logins from every address, and an
+ * address's from every user name. */
+START_TEST(test_login_user_across_addresses)
+{
+	char *auth = write_file("users", "admin:root1:admin\n");
+	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
+	char src[32];
+	int64_t ms;
+	int i;
+
+	/* four addresses, one guess each at admin */
+	for (i = 0; i < 4; i++) {
+		snprintf(src, sizeof(src), "127.0.0.%d", 10 + i);
+		ck_assert(!text_login_from(s->port, src, "admin", "guess", NULL));
+	}
+	/* a fifth address waits for admin's delay (500 ms) */
+	ck_assert(!text_login_from(s->port, "127.0.0.20", "admin", "guess", &ms));
+	ck_assert_msg(ms >= 200, "answered in %lld ms", (long long)ms);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(auth);
+}
+END_TEST
+
+/* sha512-crypt with 100,000 rounds (about 30 ms) of "secret". */
+#define SLOW_HASH "$6$rounds=100000$abcdefgh12345678$qIzPR3WXfH5X2Td3q5cRzgLDA2" \
+	"niOpQIY3C3QZlwjxhoGV0ncczsncG7gToU5dmY8vsRpNba6d.l1N.c6GYCN0"
+
+/* Finding 6: an unknown user was refused in 122 us, a wrong password of
+ * a known one in 1,845 us.  Now an unknown user is checked against a
+ * dummy of the same hash: both cost one crypt(3).  Each try comes from
+ * its own address so that no delay is owed. */
+START_TEST(test_login_unknown_user_timing)
+{
+	char *auth = write_file("users", "alice:" SLOW_HASH ":\n");
+	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
+	int64_t known = INT64_MAX, unknown = INT64_MAX, ms;
+	char src[32], user[32];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		snprintf(src, sizeof(src), "127.0.1.%d", 10 + i);
+		ck_assert(!text_login_from(s->port, src, "alice", "wrong", &ms));
+		if (ms < known)
+			known = ms;
+		snprintf(src, sizeof(src), "127.0.2.%d", 10 + i);
+		snprintf(user, sizeof(user), "nobody%d", i);
+		ck_assert(!text_login_from(s->port, src, user, "wrong", &ms));
+		if (ms < unknown)
+			unknown = ms;
+	}
+	ck_assert_msg(known >= 10, "the slow hash took %lld ms", (long long)known);
+	ck_assert_msg(unknown * 2 >= known, "unknown user %lld ms, known %lld ms",
+	    (long long)unknown, (long long)known);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(auth);
+}
+END_TEST
+
+/* The whole log, and how many lines of it hold `what`. */
+static int
+log_count(struct tl_server *s, const char *what)
+{
+	char *log = tl_read_file(s->log, NULL), *p;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(log);
+	for (p = log; (p = strstr(p, what)) != NULL; p++)
+		n++;
+	free(log);
+	return n;
+}
+
+/* One parallel guesser: text, SASL or HTTP Basic, on its own socket. */
+enum guess_kind { G_TEXT, G_SASL, G_HTTP };
+
+struct guesser {
+	enum guess_kind kind;
+	int fd;
+	char buf[512];
+	size_t len;
+};
+
+static void
+guess_send(struct guesser *g, int port, int hport)
+{
+	static const unsigned char sasl[24 + 5 + 13] = { 0x80, 0x21, 0, 5, 0, 0,
+	    0, 0, 0, 0, 0, 17, [24] = 'P', 'L', 'A', 'I', 'N', 0, 'a', 'd', 'm',
+	    'i', 'n', 0, 'g', 'u', 'e', 's', 's' };
+
+	g->len = 0;
+	switch (g->kind) {
+	case G_TEXT:
+		if (g->fd < 0)
+			g->fd = tl_connect(port);
+		mustsends(g->fd, "set auth 0 0 11\r\nadmin guess\r\n");
+		break;
+	case G_SASL:
+		if (g->fd < 0)
+			g->fd = tl_connect(port);
+		mustsend(g->fd, sasl, sizeof(sasl) - 1);
+		break;
+	case G_HTTP: {
+		char *req = tl_strdupf("GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n"
+		    "Authorization: Basic YWRtaW46Z3Vlc3M=\r\n\r\n", hport);
+
+		if (g->fd >= 0)
+			close(g->fd);
+		g->fd = tl_connect(hport);
+		mustsends(g->fd, req);
+		free(req);
+		break;
+	}
+	}
+}
+
+/* Read what g's socket has; 1 when an answer is complete and was a
+ * checked failure, 0 when complete and not one (a 429), -1 when not
+ * complete yet; the socket is closed (-1) when the server closed it. */
+static int
+guess_read(struct guesser *g)
+{
+	ssize_t n = read(g->fd, g->buf + g->len, sizeof(g->buf) - 1 - g->len);
+
+	if (n <= 0) {
+		close(g->fd);
+		g->fd = -1;
+		if (g->kind == G_HTTP && g->len > 0) {
+			g->buf[g->len] = '\0';
+			return strstr(g->buf, " 401 ") != NULL ? 1 : 0;
+		}
+		return -1;
+	}
+	g->len += (size_t)n;
+	g->buf[g->len] = '\0';
+	if (g->kind == G_TEXT && strchr(g->buf, '\n') != NULL)
+		return strstr(g->buf, "authentication failure") != NULL ? 1 : 0;
+	if (g->kind == G_SASL && g->len >= 24 && g->len >= 24 + (size_t)g->buf[11])
+		return g->buf[7] == 0x20 ? 1 : 0;
+	return -1;
+}
+
+/*
+ * Findings 1 and 2 from outside: 50 connections guess admin's password
+ * over text auth, SASL and HTTP Basic at once for 4 s.  On 8fecbcd
+ * thousands of guesses were checked; the schedule (login.h) allows 3 at
+ * once and then 250 ms, 500 ms, 1 s, 2 s apart: at most 5 a second, 8 in
+ * the 4 s.  The log has at most a line a second for the address.
+ */
+START_TEST(test_login_parallel_rate)
+{
+	char *auth = write_file("users", "admin:root1:admin\n");
+	int hport = tl_free_port();
+	char *spec = tl_strdupf("127.0.0.1:%d", hport);
+	struct tl_server *s = tl_server_start("memory", "--auth-file", auth,
+	    "--http", spec, NULL);
+	struct guesser g[50];
+	struct pollfd pfd[50];
+	int64_t end;
+	int i, checked = 0, lines;
+
+	for (i = 0; i < 50; i++) {
+		g[i].kind = (enum guess_kind)(i % 3);
+		g[i].fd = -1;
+		guess_send(&g[i], s->port, hport);
+	}
+	end = tl_now_ms() + 4000;
+	while (tl_now_ms() < end) {
+		for (i = 0; i < 50; i++) {
+			pfd[i].fd = g[i].fd;
+			pfd[i].events = POLLIN;
+		}
+		if (poll(pfd, 50, 50) <= 0)
+			continue;
+		for (i = 0; i < 50; i++) {
+			int r;
+
+			if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0)
+				continue;
+			r = guess_read(&g[i]);
+			if (r > 0)
+				checked++;
+			if (r >= 0 || g[i].fd < 0) {
+				/* HTTP 429s are answered at once: pace them */
+				if (r == 0 && g[i].kind == G_HTTP)
+					tl_sleep_ms(1);
+				guess_send(&g[i], s->port, hport);
+			}
+		}
+	}
+	for (i = 0; i < 50; i++)
+		if (g[i].fd >= 0)
+			close(g[i].fd);
+	ck_assert_msg(checked <= 5 * 4, "%d guesses checked in 4 s", checked);
+	ck_assert_int_ge(checked, 3);
+	lines = log_count(s, "authentication failed from 127.0.0.1");
+	ck_assert_msg(lines >= 1 && lines <= 6, "%d log lines", lines);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
 	free(auth);
 }
 END_TEST
@@ -1051,6 +1379,16 @@ main(void)
 	tcase_add_test(tc, test_login_throttle);
 	tcase_add_test(tc, test_login_throttle_sasl);
 	tcase_add_test(tc, test_config_duration_overflow);
+	suite_add_tcase(su, tc);
+	/* issue 35: logins (CK_RUN_CASE=login) */
+	tc = tcase_create("login");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_login_no_oracle);
+	tcase_add_test(tc, test_login_ok_resets_own_user_only);
+	tcase_add_test(tc, test_login_user_across_addresses);
+	tcase_add_test(tc, test_login_unknown_user_timing);
+	tcase_add_test(tc, test_login_parallel_rate);
 	suite_add_tcase(su, tc);
 	/* HTTP connections under -c (CK_RUN_CASE=conns) */
 	tc = tcase_create("conns");

@@ -56,10 +56,16 @@ struct broker_hooks {
 	void (*close_after_write)(struct session *s);
 	/* A client asked for a shutdown (--enable-shutdown). */
 	void (*stop)(struct broker *b);
-	/* A login failed (`how`: "text" or "SASL"): log it with the peer,
-	 * count it, and have `answer` send the refusal now or after the
-	 * peer's delay (nothing else of the session runs meanwhile); enough
-	 * failures close the session after the answer. */
+	/* A login for user[0..ulen) is complete: may its password be
+	 * checked now?  False while the peer or the user name owes a delay
+	 * for earlier failures: the protocol leaves the login in the input
+	 * and stops, and the session runs it again when the delay is over
+	 * (NULL: always now).  Checking first and delaying only refusals
+	 * made a fast answer tell a good password (issue 35). */
+	bool (*login_admit)(struct session *s, const char *user, size_t ulen);
+	/* A login admitted by login_admit failed (`how`: "text" or "SASL"):
+	 * count and log it with the peer, and have `answer` send the
+	 * refusal; enough failures close the session after the answer. */
 	void (*login_failed)(struct session *s, const char *how,
 	    void (*answer)(struct session *s));
 	/* A login succeeded (s->authed is set by the caller). */

@@ -56,7 +56,6 @@ static void conn_write_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_idle_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_drain_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_login_cb(evutil_socket_t fd, short what, void *arg);
-static void conn_throttle_cb(evutil_socket_t fd, short what, void *arg);
 static void peer_names(int fd, char *host, size_t hlen, char *addr,
     size_t alen);
 
@@ -588,23 +587,13 @@ conn_login_ok(struct session *s)
 {
 	struct conn *c = conn_of(s);
 
-	login_ok(c->peer);
+	login_ok(c->peer, c->login_user, c->login_ulen);
 	if (c->login_ev != NULL)
 		event_del(c->login_ev);
 }
 
-/* The failed login's answer, and what follows it. */
-static void
-login_answer(struct conn *c)
-{
-	c->login_answer(&c->s);
-	if (c->login_fails >= LOGIN_CONN_TRIES) {
-		log_warn("closing the connection from %s after %u failed logins",
-		    c->peer, c->login_fails);
-		conn_close_after_write(c);
-	}
-}
-
+/* A login's delay is over: run it (conn_login_admit() checks again, as
+ * other attempts may have added to the delay meanwhile). */
 static void
 conn_throttle_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -616,14 +605,42 @@ conn_throttle_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	c->throttled = false;
 	c->busy++;
-	login_answer(c);
-	if (!c->s.dead && c->s.state != SESSION_CLOSING) {
-		resume_reading(c);
-		conn_process(c);
-	}
+	resume_reading(c);
+	conn_process(c);
 	env.drain();
 	if (--c->busy == 0 && c->s.dead)
 		conn_free(c);
+}
+
+bool
+conn_login_admit(struct session *s, const char *user, size_t ulen)
+{
+	struct conn *c = conn_of(s);
+	int64_t delay = login_wait(c->peer, user, ulen, saker_now_ms());
+	struct timeval tv;
+
+	if (delay <= 0) {
+		c->login_ulen = ulen < sizeof(c->login_user) ? ulen :
+		    sizeof(c->login_user);
+		memcpy(c->login_user, user, c->login_ulen);
+		return true;
+	}
+	if (c->throttle_ev == NULL &&
+	    (c->throttle_ev = evtimer_new(env.base, conn_throttle_cb, c)) == NULL) {
+		/* cannot wait: never check early, refuse the connection */
+		log_error("out of memory delaying a login from %s; closing it",
+		    c->addr);
+		conn_close_after_write(c);
+		return false;
+	}
+	/* the check waits, and so does everything after it; the loop does
+	 * not (a timer, nothing sleeps) */
+	c->throttled = true;
+	pause_reading(c);
+	tv.tv_sec = delay / 1000;
+	tv.tv_usec = (delay % 1000) * 1000;
+	evtimer_add(c->throttle_ev, &tv);
+	return false;
 }
 
 void
@@ -631,25 +648,16 @@ conn_login_failed(struct session *s, const char *how,
     void (*answer)(struct session *s))
 {
 	struct conn *c = conn_of(s);
-	unsigned fails;
-	int64_t delay = login_failed(c->peer, saker_now_ms(), &fails);
-	struct timeval tv;
 
+	(void)login_failed(c->peer, c->login_user, c->login_ulen, how,
+	    saker_now_ms());
 	c->login_fails++;
-	c->login_answer = answer;
-	log_warn("%s authentication failed from %s (%u failed from that address "
-	    "lately)", how, c->peer, fails);
-	if (delay <= 0 || (c->throttle_ev == NULL &&
-	    (c->throttle_ev = evtimer_new(env.base, conn_throttle_cb, c)) == NULL)) {
-		login_answer(c);
-		return;
+	answer(&c->s);
+	if (c->login_fails >= LOGIN_CONN_TRIES) {
+		log_warn("closing the connection from %s after %u failed logins",
+		    c->addr, c->login_fails);
+		conn_close_after_write(c);
 	}
-	/* the answer waits, and so does everything after it */
-	c->throttled = true;
-	pause_reading(c);
-	tv.tv_sec = delay / 1000;
-	tv.tv_usec = (delay % 1000) * 1000;
-	evtimer_add(c->throttle_ev, &tv);
 }
 
 /* --- input -------------------------------------------------------------- */

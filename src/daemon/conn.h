@@ -33,9 +33,10 @@ struct conn {
 	char addr[72];                  /* host and port, which tell connections
 	                                 * apart: logs, the console's holders */
 	struct event *login_ev;         /* --auth-file: LOGIN_TIMEOUT_S */
-	struct event *throttle_ev;      /* a failed login's delayed answer */
-	void (*login_answer)(struct session *s);  /* ... which it sends */
+	struct event *throttle_ev;      /* a login waiting for its delay */
 	bool throttled;                 /* no command runs until it fires */
+	char login_user[128];           /* the user of the login admitted last */
+	size_t login_ulen;
 	unsigned login_fails;           /* failed logins on this connection */
 	struct event *idle_ev;          /* --idle-timeout */
 	struct event *drain_ev;         /* --drain-timeout, over the budget */
@@ -73,6 +74,7 @@ struct conn *conn_new(int fd, bool tls);
  * per-connection memory budget counts. */
 size_t conn_memory(const struct conn *c);
 /* The broker's login hooks (login.h has the policy). */
+bool conn_login_admit(struct session *s, const char *user, size_t ulen);
 void conn_login_failed(struct session *s, const char *how,
     void (*answer)(struct session *s));
 void conn_login_ok(struct session *s);

@@ -20,6 +20,7 @@
 #include "console_assets.h"
 #include "deadletter.h"
 #include "history.h"
+#include "http.h"
 #include "log.h"
 #include "ops.h"
 #include "qname.h"
@@ -105,20 +106,6 @@ console_json_str(struct evbuffer *out, const char *s, size_t len)
 /* ------------------------------------------------------------ replies */
 
 static void
-security_headers(struct evhttp_request *req)
-{
-	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-
-	evhttp_add_header(h, "Content-Security-Policy",
-	    "default-src 'self'; base-uri 'none'; form-action 'none'; "
-	    "frame-ancestors 'none'");
-	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
-	evhttp_add_header(h, "X-Frame-Options", "DENY");
-	evhttp_add_header(h, "Referrer-Policy", "no-referrer");
-	evhttp_add_header(h, "Cache-Control", "no-store");
-}
-
-static void
 send_json(struct evhttp_request *req, int code, const char *reason,
     struct evbuffer *out)
 {
@@ -135,7 +122,7 @@ send_error(struct evhttp_request *req, int code, const char *reason,
 	struct evbuffer *out = evbuffer_new();
 
 	if (out == NULL) {
-		evhttp_send_error(req, 500, "out of memory");
+		http_send_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
 	evbuffer_add_printf(out, "{\"error\":");
@@ -184,7 +171,7 @@ serve_asset(struct evhttp_request *req, const struct console_asset *a)
 	struct evbuffer *out = evbuffer_new();
 
 	if (out == NULL) {
-		evhttp_send_error(req, 500, "out of memory");
+		http_send_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
 	evbuffer_add_reference(out, a->data, a->len, NULL, NULL);
@@ -206,7 +193,7 @@ api_server(const struct console_env *env, struct evhttp_request *req)
 	size_t i;
 
 	if (out == NULL) {
-		evhttp_send_error(req, 500, "out of memory");
+		http_send_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
 	for (i = 0; i <= STATS_COMMIT_BUCKETS; i++)
@@ -705,7 +692,7 @@ api_post(const struct console_env *env, struct evhttp_request *req,
 				send_json(req, 200, "OK", out);
 				evbuffer_free(out);
 			} else
-				evhttp_send_error(req, 500, "out of memory");
+				http_send_error(req, 500, "Internal Server Error", "out of memory");
 			log_info("console: %s %s", flush ? "flushed" : "deleted", name);
 		}
 	} else {
@@ -752,7 +739,7 @@ api_post(const struct console_env *env, struct evhttp_request *req,
 			goto done;
 		}
 		if ((out = evbuffer_new()) == NULL) {
-			evhttp_send_error(req, 500, "out of memory");
+			http_send_error(req, 500, "Internal Server Error", "out of memory");
 			goto done;
 		}
 		evbuffer_add_printf(out, "{\"moved\":%" PRIu64 ",\"to\":", moved);
@@ -779,16 +766,16 @@ console_handle(const struct console_env *env, struct evhttp_request *req)
 	const struct console_asset *a;
 	struct evkeyvalq qs;
 
-	security_headers(req);
+	http_security_headers(req);
 	if (path == NULL) {
-		evhttp_send_error(req, 400, "bad request");
+		http_send_error(req, 400, "Bad Request", "bad request");
 		return;
 	}
 	if ((a = console_asset(strcmp(path, "/") == 0 ? "/index.html" : path)) != NULL) {
 		if (get)
 			serve_asset(req, a);
 		else
-			evhttp_send_error(req, 405, "only GET");
+			http_send_error(req, 405, "Method Not Allowed", "only GET");
 		return;
 	}
 	TAILQ_INIT(&qs);

@@ -56,6 +56,51 @@ http_connections(void)
 	return hconn.open;
 }
 
+/*
+ * The headers every reply of the HTTP port carries, error pages
+ * included: no framing, no sniffing, no caching, no referrer, and a
+ * policy that loads nothing from elsewhere.
+ */
+void
+http_security_headers(struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+	if (evhttp_find_header(h, "X-Content-Type-Options") != NULL)
+		return;
+	evhttp_add_header(h, "Content-Security-Policy",
+	    "default-src 'self'; base-uri 'none'; form-action 'none'; "
+	    "frame-ancestors 'none'");
+	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+	evhttp_add_header(h, "X-Frame-Options", "DENY");
+	evhttp_add_header(h, "Referrer-Policy", "no-referrer");
+	evhttp_add_header(h, "Cache-Control", "no-store");
+}
+
+/*
+ * An error reply in plain text with the security headers: instead of
+ * evhttp_send_error(), whose page clears every header set before it.
+ * Out of memory, the connection is dropped (what evhttp_send_error does).
+ */
+void
+http_send_error(struct evhttp_request *req, int code, const char *reason,
+    const char *msg)
+{
+	struct evbuffer *b = evbuffer_new();
+
+	if (b == NULL) {
+		evhttp_connection_free(evhttp_request_get_connection(req));
+		return;
+	}
+	http_security_headers(req);
+	evhttp_remove_header(evhttp_request_get_output_headers(req), "Content-Type");
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+	    "text/plain; charset=utf-8");
+	evbuffer_add_printf(b, "%s\n", msg);
+	evhttp_send_reply(req, code, reason, b);
+	evbuffer_free(b);
+}
+
 /* Prometheus label values escape backslash, double quote and newline
  * (the text exposition format): a queue name holding one of them must not
  * end the label or the line early. */
@@ -271,9 +316,12 @@ write_metrics(struct http_server *h, struct evbuffer *b)
 /*
  * /metrics with --auth-file: "Authorization: Basic base64(user:password)"
  * of a user with admin rights.  True to serve it; otherwise the reply was
- * sent: 401 with a WWW-Authenticate challenge, or 429 while the peer owes
- * a delay for its failed logins (checked before any crypt(3) runs, so
- * guessing over HTTP is as slow as over memcache).
+ * sent: 401 with a WWW-Authenticate challenge, or 429 while the peer or
+ * the user name owes a delay for failed logins (login.h).  The 429 comes
+ * before any password is checked, right or wrong, so neither its timing
+ * nor its status tells a good guess, and guessing over HTTP is as slow as
+ * over memcache (an HTTP request cannot be held back cheaply: evhttp
+ * keeps reading while it waits).
  */
 static bool
 admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *what)
@@ -285,20 +333,10 @@ admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *wha
 	ev_uint16_t port;
 	int64_t wait;
 	long n = -1;
-	char *colon;
-	unsigned fails;
+	char *colon = NULL;
 
 	evhttp_connection_get_peer(evhttp_request_get_connection(req), &addr, &port);
 	snprintf(peer, sizeof(peer), "%s", addr != NULL ? addr : "unknown");
-	if ((wait = login_wait(peer, saker_now_ms())) > 0) {
-		char retry[32];
-
-		snprintf(retry, sizeof(retry), "%lld", (long long)(wait + 999) / 1000);
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", retry);
-		evbuffer_add_printf(b, "too many failed logins from %s; retry later\n", peer);
-		evhttp_send_reply(req, 429, "Too Many Requests", b);
-		return false;
-	}
 	if (auth != NULL && strncasecmp(auth, "Basic ", 6) == 0) {
 		const char *p = auth + 6;
 		size_t len;
@@ -311,21 +349,40 @@ admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *wha
 		if (len < sizeof(dec))
 			n = meta_b64_decode(p, len, dec, sizeof(dec));
 	}
-	if (n > 0 && (colon = memchr(dec, ':', (size_t)n)) != NULL)
+	if (n > 0)
+		colon = memchr(dec, ':', (size_t)n);
+	if (auth != NULL && (wait = login_wait(peer, dec, colon != NULL ?
+	    (size_t)(colon - dec) : 0, saker_now_ms())) > 0) {
+		char retry[32];
+
+		memset(dec, 0, sizeof(dec));
+		snprintf(retry, sizeof(retry), "%lld", (long long)(wait + 999) / 1000);
+		http_security_headers(req);
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", retry);
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+		    "text/plain; charset=utf-8");
+		evbuffer_add_printf(b, "too many failed logins from %s or for that "
+		    "user; retry later\n", peer);
+		evhttp_send_reply(req, 429, "Too Many Requests", b);
+		return false;
+	}
+	if (colon != NULL)
 		who = auth_check(dec, (size_t)(colon - dec), colon + 1,
 		    (size_t)(dec + n - colon - 1));
-	memset(dec, 0, sizeof(dec));
 	if (who != NULL && (who->rights & PERM_ADMIN) != 0) {
-		login_ok(peer);
+		login_ok(peer, dec, (size_t)(colon - dec));
+		memset(dec, 0, sizeof(dec));
 		return true;
 	}
 	if (who != NULL) {
+		login_ok(peer, dec, (size_t)(colon - dec));
 		log_warn("%s: user %s from %s is not an admin", what, who->user, peer);
 	} else if (auth != NULL) {
-		(void)login_failed(peer, saker_now_ms(), &fails);
-		log_warn("HTTP authentication failed from %s (%u failed from that "
-		    "address lately)", peer, fails);
+		(void)login_failed(peer, dec, colon != NULL ? (size_t)(colon - dec) : 0,
+		    "HTTP", saker_now_ms());
 	}
+	memset(dec, 0, sizeof(dec));
+	http_security_headers(req);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
 	    "Basic realm=\"saker\"");
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
@@ -346,7 +403,7 @@ handle(struct evhttp_request *req, void *arg)
 	struct evbuffer *b = evbuffer_new();
 
 	if (b == NULL) {
-		evhttp_send_error(req, 500, "out of memory");
+		http_send_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
 	if (path != NULL && console_path(path)) {
@@ -355,7 +412,7 @@ handle(struct evhttp_request *req, void *arg)
 			console_handle(&h->console, req);
 	} else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
 	    evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
-		evhttp_send_error(req, 405, "only GET");
+		http_send_error(req, 405, "Method Not Allowed", "only GET");
 	} else if (strcmp(uri, "/metrics") == 0) {
 		if (h->need_admin && !admin_authorized(req, b, "/metrics")) {
 			evbuffer_free(b);
@@ -379,7 +436,7 @@ handle(struct evhttp_request *req, void *arg)
 			evhttp_send_reply(req, 200, "OK", b);
 		}
 	} else {
-		evhttp_send_error(req, 404, "try /, /metrics or /healthz");
+		http_send_error(req, 404, "Not Found", "try /, /metrics or /healthz");
 	}
 	evbuffer_free(b);
 }

@@ -62,6 +62,7 @@ static const struct broker_hooks hooks = {
 	.close = conn_hook_close,
 	.close_after_write = conn_hook_close_after_write,
 	.stop = hook_stop,
+	.login_admit = conn_login_admit,
 	.login_failed = conn_login_failed,
 	.login_ok = conn_login_ok,
 	.peer = conn_peer,

@@ -153,7 +153,7 @@ fuzz_http(const uint8_t *data, size_t size)
 	for (turns = 0; turns < 64 && http_connections() > 0; turns++)
 		fuzz_turns(-1);
 	FUZZ_CHECK(http_connections() == 0);
-	login_ok("127.0.0.1");
+	login_reset();
 	fuzz_reset();
 	free(input);
 	return 0;
