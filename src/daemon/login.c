@@ -30,6 +30,9 @@ struct entry {
 /* Static: a flood of addresses or names costs no memory, it only evicts
  * (the least recently failed entry of a bucket). */
 static struct entry table[LOGIN_SLOTS];
+/* log lines in the current second, whatever the address */
+static int64_t log_window_ms;
+static unsigned log_lines;
 
 /*
  * The throttling key of an address: an IPv6 address counts by its /64
@@ -216,12 +219,21 @@ login_failed(const char *peer, const char *user, size_t ulen, const char *how,
 	count_fail(a, now_ms);
 	if (a->unlogged < UINT32_MAX)
 		a->unlogged++;
-	/* a disk filler otherwise: one line a second per address at most */
-	if (a->log_ms == 0 || now_ms - a->log_ms >= LOGIN_LOG_MS) {
+	/* a disk filler otherwise: one line a second per address at most,
+	 * and LOGIN_LOG_LINES a second in all (a flood of addresses) */
+	if (now_ms - log_window_ms >= LOGIN_LOG_MS) {
+		log_window_ms = now_ms;
+		log_lines = 0;
+	}
+	if ((a->log_ms == 0 || now_ms - a->log_ms >= LOGIN_LOG_MS) &&
+	    log_lines < LOGIN_LOG_LINES) {
+		log_lines++;
 		log_name(user, ulen, name, sizeof(name));
 		log_warn("%s authentication failed from %s (user \"%s\"); %u failed "
-		    "logins from that address since the last such line, %u lately",
-		    how, peer, name, a->unlogged, a->fails);
+		    "logins from that address since the last such line, %u lately%s",
+		    how, peer, name, a->unlogged, a->fails, log_lines ==
+		    LOGIN_LOG_LINES ? "; more addresses failing: the next lines "
+		    "wait a second" : "");
 		a->unlogged = 0;
 		a->log_ms = now_ms;
 	}
@@ -258,4 +270,6 @@ void
 login_reset(void)
 {
 	memset(table, 0, sizeof(table));
+	log_window_ms = 0;
+	log_lines = 0;
 }

@@ -33,8 +33,11 @@
 #define LOGIN_CONN_TRIES 5
 /* A connection that has not logged in after this long is closed. */
 #define LOGIN_TIMEOUT_S 30
-/* Failed logins of one address are logged at most once per this. */
+/* Failed logins of one address are logged at most once per this (with
+ * the count since its last line), and at most LOGIN_LOG_LINES lines in
+ * all per LOGIN_LOG_MS (the others keep counting and come later). */
 #define LOGIN_LOG_MS 1000
+#define LOGIN_LOG_LINES 20
 
 /* How long an attempt from `peer` (an address as text) for user[0..ulen)
  * must wait (ms) before its password may be checked: the delay owed by
