@@ -434,6 +434,131 @@ START_TEST(test_http_slow_clients)
 }
 END_TEST
 
+
+/*
+ * Finding 3: keep-alive requests pipelined without reading the replies
+ * grew the server from 16 MB to 573 MB in 5 s (evhttp kept reading while
+ * it wrote a reply).  Now each connection reads at most ~13 KiB ahead,
+ * holds one reply, and is closed when its replies do not move for the
+ * request timeout (10 s).  20 such clients for 3 s here; contrib/hostile
+ * runs 100 for 60 s.
+ */
+START_TEST(test_http_pipelining_bounded)
+{
+	int hport, fd[20], i, open_fds;
+	struct tl_server *s = http_server(&hport);
+	char *req1 = tl_strdupf("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n",
+	    hport), *req;
+	size_t len1 = strlen(req1), len = len1 * 200;
+	long before = rss_kib(s), peak = before;
+	int64_t end;
+
+	req = malloc(len);
+	ck_assert_ptr_nonnull(req);
+	for (i = 0; i < 200; i++)
+		memcpy(req + (size_t)i * len1, req1, len1);
+	for (i = 0; i < 20; i++) {
+		fd[i] = tl_connect(hport);
+		ck_assert_int_eq(fcntl(fd[i], F_SETFL, O_NONBLOCK), 0);
+	}
+	end = tl_now_ms() + 3000;
+	while (tl_now_ms() < end) {
+		bool moved = false;
+
+		for (i = 0; i < 20; i++)
+			if (send(fd[i], req, len, MSG_NOSIGNAL) > 0)
+				moved = true;
+		if (!moved)
+			tl_sleep_ms(20);
+		if (rss_kib(s) > peak)
+			peak = rss_kib(s);
+	}
+	ck_assert_msg(peak - before < 16 * 1024, "RSS grew by %ld KiB", peak - before);
+	/* nothing moves: closed after the 10 s request timeout */
+	end = tl_now_ms() + tl_slow(20000);
+	do {
+		open_fds = 0;
+		for (i = 0; i < 20; i++) {
+			if (fd[i] < 0)
+				continue;
+			if (send(fd[i], req1, len1, MSG_NOSIGNAL) < 0 &&
+			    errno != EAGAIN && errno != EWOULDBLOCK) {
+				close(fd[i]);
+				fd[i] = -1;
+				continue;
+			}
+			open_fds++;
+		}
+		if (open_fds > 0)
+			tl_sleep_ms(200);
+	} while (open_fds > 0 && tl_now_ms() < end);
+	ck_assert_msg(open_fds == 0, "%d connections still open", open_fds);
+	still_serving(s);
+	free(req);
+	free(req1);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
+
+/* Finding 3, the overall budget: clients that do not read their replies
+ * hold at most 16 MiB of them (plus one reply) together; past it a
+ * request gets 503 at once, without its reply being built. */
+START_TEST(test_http_unsent_budget)
+{
+	int hport = tl_free_port(), fd[10], i, c;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport), *buf, *r, *get;
+	struct tl_server *s = tl_server_start("memory", "--http", spec,
+	    "--metrics-max-queues", "100000", NULL);
+	size_t n = 0;
+
+	/* 10,000 queues: /metrics is about 8 MB */
+	buf = malloc(10000 * 64);
+	ck_assert_ptr_nonnull(buf);
+	for (i = 0; i < 10000; i++)
+		n += (size_t)sprintf(buf + n, "set queue-with-a-longish-name-%05d 0 0 1 "
+		    "noreply\r\nx\r\n", i);
+	c = tl_connect(s->port);
+	mustsend(c, buf, n);
+	mustsends(c, "version\r\n");
+	free(tl_mustreadline(c));
+	close(c);
+	free(buf);
+	get = tl_strdupf("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", hport);
+	for (i = 0; i < 10; i++) {
+		struct sockaddr_in a;
+		int small = 4096;
+
+		/* a small window: the replies stay in the server */
+		fd[i] = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_ge(fd[i], 0);
+		setsockopt(fd[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+		memset(&a, 0, sizeof(a));
+		a.sin_family = AF_INET;
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		a.sin_port = htons((uint16_t)hport);
+		ck_assert_int_eq(connect(fd[i], (struct sockaddr *)&a, sizeof(a)), 0);
+		mustsends(fd[i], get);
+	}
+	tl_sleep_ms(tl_slow(1000));
+	r = tl_http(hport, "GET", "/metrics", NULL, NULL);
+	ck_assert_int_eq(tl_http_status(r), 503);
+	ck_assert_msg(strstr(r, "X-Content-Type-Options: nosniff") != NULL, "%s", r);
+	free(r);
+	for (i = 0; i < 10; i++)
+		close(fd[i]);
+	tl_sleep_ms(tl_slow(500));
+	r = tl_http(hport, "GET", "/healthz", NULL, NULL);
+	ck_assert_int_eq(tl_http_status(r), 200);
+	free(r);
+	free(get);
+	free(spec);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
 /* A connection to the --http port, which sakerd binds a moment after the
  * memcache port that tl_server_start() waited for: retried for 5 s. */
 static int
@@ -1389,6 +1514,13 @@ main(void)
 	tcase_add_test(tc, test_login_user_across_addresses);
 	tcase_add_test(tc, test_login_unknown_user_timing);
 	tcase_add_test(tc, test_login_parallel_rate);
+	suite_add_tcase(su, tc);
+	/* issue 35: the HTTP port (CK_RUN_CASE=http35) */
+	tc = tcase_create("http35");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_http_pipelining_bounded);
+	tcase_add_test(tc, test_http_unsent_budget);
 	suite_add_tcase(su, tc);
 	/* HTTP connections under -c (CK_RUN_CASE=conns) */
 	tc = tcase_create("conns");

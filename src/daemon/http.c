@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <sys/queue.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -37,18 +38,55 @@ struct http_server {
 /* Request line and headers together; no request we serve reads a body. */
 #define HTTP_MAX_HEADERS 8192
 #define HTTP_MAX_BODY 1024
-/* A connection that sends or reads nothing for this long is closed. */
+/* A connection that sends or reads nothing for this long is closed; a
+ * reply that does not move for this long too (evhttp's write timeout). */
 #define HTTP_TIMEOUT_S 10
+/*
+ * Input read ahead of the request being answered, per connection.  evhttp
+ * answers one request at a time, but while a reply is being written it
+ * keeps reading (to notice a close) with nobody consuming: a client that
+ * pipelined requests without reading the replies grew the server by
+ * 100 MB a second (issue 35).  Past this read high-watermark the
+ * bufferevent stops reading until evhttp takes the next request, so a
+ * connection holds at most this much input and one reply.
+ */
+#define HTTP_MAX_INPUT (HTTP_MAX_HEADERS + HTTP_MAX_BODY + 4096)
+/* Unsent replies of all HTTP connections together: past it a request is
+ * answered 503 at once, without building its reply, until they drain. */
+#define HTTP_MAX_UNSENT (16u * 1024 * 1024)
 
 /* Open HTTP connections, counted against -c together with the memcache
  * ones.  File-level, not in struct http_server: a connection's bufferevent
  * is finalized by libevent after evhttp_free() too (at event_base_free). */
+struct http_conn;
 static struct {
 	unsigned open;               /* HTTP connections open */
 	const uint64_t *others;      /* memcache connections open */
 	uint64_t *rejected;          /* stats.rejected_connections */
 	uint64_t max;                /* -c */
-} hconn;
+	TAILQ_HEAD(, http_conn) all; /* every connection adopted */
+	uint64_t over_budget;        /* requests refused by HTTP_MAX_UNSENT */
+} hconn = { .all = TAILQ_HEAD_INITIALIZER(hconn.all) };
+
+/* One HTTP connection: counted from http_bev() to its close. */
+struct http_conn {
+	struct bufferevent *bev;
+	bool over;                   /* one past -c when it was accepted */
+	bool adopted;                /* in hconn.all, close callback set */
+	TAILQ_ENTRY(http_conn) link;
+};
+
+/* Bytes of replies not yet sent, over every HTTP connection. */
+static size_t
+http_unsent(void)
+{
+	struct http_conn *hc;
+	size_t n = 0;
+
+	TAILQ_FOREACH(hc, &hconn.all, link)
+		n += evbuffer_get_length(bufferevent_get_output(hc->bev));
+	return n;
+}
 
 unsigned
 http_connections(void)
@@ -406,6 +444,24 @@ handle(struct evhttp_request *req, void *arg)
 		http_send_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
+	if (http_unsent() > HTTP_MAX_UNSENT) {
+		/* clients that do not read their replies hold enough already */
+		static int64_t last_log_ms;
+		int64_t now = saker_now_ms();
+
+		if (hconn.over_budget++ == 0 || now - last_log_ms >= 60000) {
+			last_log_ms = now;
+			log_warn("--http: over %u MiB of unsent replies; answering "
+			    "503 until they drain (%" PRIu64 " so far; logged once a "
+			    "minute)", HTTP_MAX_UNSENT >> 20, hconn.over_budget);
+		}
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Connection", "close");
+		http_send_error(req, 503, "Service Unavailable", "too many unsent "
+		    "replies; retry later");
+		evbuffer_free(b);
+		return;
+	}
 	if (path != NULL && console_path(path)) {
 		/* the console and its API: the same login as /metrics */
 		if (!h->need_admin || admin_authorized(req, b, "console"))
@@ -445,16 +501,13 @@ handle(struct evhttp_request *req, void *arg)
 static void
 http_conn_closed(struct evhttp_connection *evcon, void *arg)
 {
-	(void)evcon;
-	(void)arg;
-	hconn.open--;
-}
+	struct http_conn *hc = arg;
 
-/* A connection http_bev() counted, looked at once evhttp has set it up. */
-struct http_new_conn {
-	struct bufferevent *bev;
-	bool over;                   /* one past -c when it was accepted */
-};
+	(void)evcon;
+	hconn.open--;
+	TAILQ_REMOVE(&hconn.all, hc, link);
+	free(hc);
+}
 
 /*
  * Right after the accept: evhttp has made the connection's evhttp_connection
@@ -466,23 +519,26 @@ struct http_new_conn {
 static void
 http_conn_adopt(evutil_socket_t fd, short what, void *arg)
 {
-	struct http_new_conn *nc = arg;
+	struct http_conn *hc = arg;
+	struct bufferevent *bev = hc->bev;
 	struct evhttp_connection *evcon;
 	void *cbarg = NULL;
 
 	(void)fd;
 	(void)what;
-	bufferevent_getcb(nc->bev, NULL, NULL, NULL, &cbarg);
+	bufferevent_getcb(bev, NULL, NULL, NULL, &cbarg);
 	evcon = cbarg;
-	if (evcon == NULL || evhttp_connection_get_bufferevent(evcon) != nc->bev) {
+	if (evcon == NULL || evhttp_connection_get_bufferevent(evcon) != bev) {
 		hconn.open--;           /* gone already */
+		free(hc);
 	} else {
-		evhttp_connection_set_closecb(evcon, http_conn_closed, NULL);
-		if (nc->over)
+		TAILQ_INSERT_TAIL(&hconn.all, hc, link);
+		hc->adopted = true;
+		evhttp_connection_set_closecb(evcon, http_conn_closed, hc);
+		if (hc->over)
 			evhttp_connection_free(evcon);
 	}
-	bufferevent_decref(nc->bev);
-	free(nc);
+	bufferevent_decref(bev);
 }
 
 /*
@@ -490,13 +546,14 @@ http_conn_adopt(evutil_socket_t fd, short what, void *arg)
  * connection: the only notice libevent 2.1 gives of a new incoming
  * connection (evhttp_set_newreqcb and evhttp_set_max_connections came in
  * 2.2).  It is counted here, and its end is watched from the next loop
- * pass (http_conn_adopt), when evhttp has set it up.
+ * pass (http_conn_adopt), when evhttp has set it up.  Its input is
+ * bounded here too (HTTP_MAX_INPUT): evhttp never sets watermarks.
  */
 static struct bufferevent *
 http_bev(struct event_base *base, void *arg)
 {
 	static const struct timeval now = { 0, 0 };
-	struct http_new_conn *nc;
+	struct http_conn *hc;
 	struct bufferevent *bev;
 
 	(void)arg;
@@ -505,22 +562,23 @@ http_bev(struct event_base *base, void *arg)
 	    bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (bev == NULL)
 		return NULL;
-	nc = malloc(sizeof(*nc));
-	if (nc == NULL) {
+	hc = calloc(1, sizeof(*hc));
+	if (hc == NULL) {
 		bufferevent_free(bev);
 		return NULL;
 	}
-	nc->bev = bev;
+	bufferevent_setwatermark(bev, EV_READ, 0, HTTP_MAX_INPUT);
+	hc->bev = bev;
 	hconn.open++;
-	nc->over = *hconn.others + hconn.open > hconn.max;
-	if (nc->over)
+	hc->over = *hconn.others + hconn.open > hconn.max;
+	if (hc->over)
 		(*hconn.rejected)++;
 	bufferevent_incref(bev);
-	if (event_base_once(base, -1, EV_TIMEOUT, http_conn_adopt, nc, &now) != 0) {
+	if (event_base_once(base, -1, EV_TIMEOUT, http_conn_adopt, hc, &now) != 0) {
 		/* cannot watch it: not counted (out of memory only) */
 		hconn.open--;
 		bufferevent_decref(bev);
-		free(nc);
+		free(hc);
 	}
 	return bev;
 }
