@@ -10,6 +10,7 @@
 
 #include <event2/buffer.h>
 
+#include "csrf.h"
 #include "http.h"
 #include "log.h"
 #include "login.h"
@@ -171,6 +172,46 @@ START_TEST(test_login_log_rate)
 END_TEST
 END_TEST
 
+
+/* ------------------------------------------------------------- csrf.h */
+
+/* The SipHash-2-4 paper's test vector. */
+START_TEST(test_siphash_vector)
+{
+	uint8_t k[16], m[15];
+	int i;
+
+	for (i = 0; i < 16; i++)
+		k[i] = (uint8_t)i;
+	for (i = 0; i < 15; i++)
+		m[i] = (uint8_t)i;
+	ck_assert_uint_eq(csrf_siphash(k, m, 15), 0xa129ca6149be45e5ull);
+}
+END_TEST
+
+/* Issue 35: a token is its user's, and lives one to two periods. */
+START_TEST(test_csrf_tokens)
+{
+	char t[CSRF_TOKEN_LEN + 1], u[CSRF_TOKEN_LEN + 1];
+	int64_t now = (int64_t)1000 * CSRF_PERIOD_MS + 10;
+
+	ck_assert_int_eq(csrf_init(), 0);
+	csrf_token("root", 4, now, t);
+	csrf_token("ops", 3, now, u);
+	ck_assert_uint_eq(strlen(t), CSRF_TOKEN_LEN);
+	ck_assert_str_ne(t, u);
+	ck_assert(csrf_check("root", 4, t, now));
+	ck_assert(!csrf_check("ops", 3, t, now));
+	ck_assert(!csrf_check("", 0, t, now));
+	ck_assert(csrf_check("root", 4, t, now + CSRF_PERIOD_MS));
+	ck_assert(!csrf_check("root", 4, t, now + 2 * CSRF_PERIOD_MS));
+	ck_assert(!csrf_check("root", 4, NULL, now));
+	ck_assert(!csrf_check("root", 4, "short", now));
+	t[0] = t[0] == '0' ? '1' : '0';
+	ck_assert(!csrf_check("root", 4, t, now));
+}
+END_TEST
+
 static Suite *
 http_suite(void)
 {
@@ -185,6 +226,10 @@ http_suite(void)
 	tcase_add_test(tc, test_login_ok_own_user);
 	tcase_add_test(tc, test_login_table_bounded);
 	tcase_add_test(tc, test_login_log_rate);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("csrf");
+	tcase_add_test(tc, test_siphash_vector);
+	tcase_add_test(tc, test_csrf_tokens);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "console.h"
 #include "console_assets.h"
+#include "csrf.h"
 #include "deadletter.h"
 #include "history.h"
 #include "http.h"
@@ -45,35 +46,13 @@
 /* rates are recomputed when the last sample is at least this old */
 #define RATE_MIN_MS 500
 
-static char csrf[33];
 
 static const char *const sync_names[] = { "always", "periodic", "never" };
 
 int
 console_init(void)
 {
-	unsigned char r[16];
-	size_t got = 0;
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	size_t i;
-
-	if (fd < 0)
-		return -1;
-	while (got < sizeof(r)) {
-		ssize_t n = read(fd, r + got, sizeof(r) - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(fd);
-			return -1;
-		}
-		got += (size_t)n;
-	}
-	close(fd);
-	for (i = 0; i < sizeof(r); i++)
-		snprintf(csrf + 2 * i, 3, "%02x", r[i]);
-	return 0;
+	return csrf_init();
 }
 
 void
@@ -184,8 +163,11 @@ serve_asset(struct evhttp_request *req, const struct console_asset *a)
 /* ------------------------------------------------------- /api/server */
 
 static void
-api_server(const struct console_env *env, struct evhttp_request *req)
+api_server(const struct console_env *env, struct evhttp_request *req,
+    const char *user)
 {
+	char csrf[CSRF_TOKEN_LEN + 1];
+
 	struct broker *b = env->b;
 	struct stats *s = &b->stats;
 	struct evbuffer *out = evbuffer_new();
@@ -198,6 +180,8 @@ api_server(const struct console_env *env, struct evhttp_request *req)
 	}
 	for (i = 0; i <= STATS_COMMIT_BUCKETS; i++)
 		commits += s->commit_hist[i];
+	/* this login's token, for a few minutes (csrf.h) */
+	csrf_token(user, strlen(user), saker_now_ms(), csrf);
 	evbuffer_add_printf(out, "{\"version\":");
 	console_json_str(out, PACKAGE_VERSION, strlen(PACKAGE_VERSION));
 	evbuffer_add_printf(out, ",\"store\":");
@@ -634,18 +618,12 @@ origin_one(void *arg, struct squeue *q)
 }
 
 static bool
-csrf_ok(struct evhttp_request *req)
+csrf_ok(struct evhttp_request *req, const char *user)
 {
 	const char *t = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "X-CSRF-Token");
-	unsigned char diff = 0;
-	size_t i;
 
-	if (t == NULL || strlen(t) != sizeof(csrf) - 1)
-		return false;
-	for (i = 0; i < sizeof(csrf) - 1; i++)
-		diff |= (unsigned char)(t[i] ^ csrf[i]);
-	return diff == 0;
+	return csrf_check(user, strlen(user), t, saker_now_ms());
 }
 
 static void
@@ -756,7 +734,8 @@ done:
 /* ----------------------------------------------------------- dispatch */
 
 void
-console_handle(const struct console_env *env, struct evhttp_request *req)
+console_handle(const struct console_env *env, struct evhttp_request *req,
+    const char *user)
 {
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
@@ -767,6 +746,8 @@ console_handle(const struct console_env *env, struct evhttp_request *req)
 	struct evkeyvalq qs;
 
 	http_security_headers(req);
+	if (user == NULL)
+		user = "";
 	if (path == NULL) {
 		http_send_error(req, 400, "Bad Request", "bad request");
 		return;
@@ -787,7 +768,7 @@ console_handle(const struct console_env *env, struct evhttp_request *req)
 		send_error(req, 503, "Service Unavailable", "starting");
 	} else if (strcmp(path, "/api/server") == 0) {
 		if (get)
-			api_server(env, req);
+			api_server(env, req, user);
 		else
 			send_error(req, 405, "Method Not Allowed", "only GET");
 	} else if (strcmp(path, "/api/queues") == 0) {
@@ -831,7 +812,7 @@ console_handle(const struct console_env *env, struct evhttp_request *req)
 			else if (!env->writes_allowed)
 				send_error(req, 403, "Forbidden", "changes need an admin "
 				    "login (--auth-file) or --http on a loopback address");
-			else if (!csrf_ok(req))
+			else if (!csrf_ok(req, user))
 				send_error(req, 403, "Forbidden", "missing or wrong X-CSRF-Token "
 				    "(GET /api/server has it)");
 			else

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
@@ -33,6 +35,10 @@ struct http_server {
 	bool need_admin;            /* /metrics: Basic auth of an admin user */
 	struct console_env console; /* the web console (console.h) */
 	struct event_base *base;
+	char addr[256];             /* the address --http listens on */
+	bool wildcard;              /* 0.0.0.0, :: or none: any of the host's */
+	const char *const *hosts;   /* --http-host names */
+	size_t nhosts;
 };
 
 /* Request line and headers together; no request we serve reads a body. */
@@ -362,7 +368,8 @@ write_metrics(struct http_server *h, struct evbuffer *b)
  * keeps reading while it waits).
  */
 static bool
-admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *what)
+admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *what,
+    const char **user)
 {
 	struct evkeyvalq *hdrs = evhttp_request_get_input_headers(req);
 	const char *auth = evhttp_find_header(hdrs, "Authorization");
@@ -410,6 +417,8 @@ admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *wha
 	if (who != NULL && (who->rights & PERM_ADMIN) != 0) {
 		login_ok(peer, dec, (size_t)(colon - dec));
 		memset(dec, 0, sizeof(dec));
+		if (user != NULL)
+			*user = who->user;      /* the console's CSRF tokens */
 		return true;
 	}
 	if (who != NULL) {
@@ -428,6 +437,96 @@ admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *wha
 	evbuffer_add_printf(b, "/metrics and the console need the login of an "
 	    "admin user (--auth-file); /healthz is open\n");
 	evhttp_send_reply(req, 401, "Unauthorized", b);
+	return false;
+}
+
+/*
+ * DNS rebinding (issue 35): a page from evil.example whose name comes to
+ * resolve to 127.0.0.1 reaches the console with the browser's own
+ * `Host: evil.example`, reads the CSRF token and posts.  So a request's
+ * Host, and its Origin when it has one, must name this server: the
+ * address --http listens on, "localhost", an IP address when it listens
+ * on every address (an address literal cannot be rebound), or a name
+ * given with --http-host.  The port is not compared (a proxy may change
+ * it); a name must match whole, case aside, a trailing dot aside.
+ */
+static bool
+host_allowed(const struct http_server *h, const char *host, size_t len)
+{
+	char name[256];
+	struct in6_addr a6;
+	size_t i;
+
+	if (len > 0 && host[0] == '[') {
+		const char *rb = memchr(host, ']', len);
+
+		if (rb == NULL)
+			return false;
+		host++;
+		len = (size_t)(rb - host);
+	} else {
+		const char *colon = memchr(host, ':', len);
+
+		if (colon != NULL)
+			len = (size_t)(colon - host);
+	}
+	if (len > 0 && host[len - 1] == '.')
+		len--;
+	if (len == 0 || len >= sizeof(name))
+		return false;
+	for (i = 0; i < len; i++)
+		name[i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] + 32 :
+		    host[i]);
+	name[len] = '\0';
+	if (strcmp(name, "localhost") == 0 || strcasecmp(name, h->addr) == 0)
+		return true;
+	if (h->wildcard && (inet_pton(AF_INET, name, &a6) == 1 ||
+	    inet_pton(AF_INET6, name, &a6) == 1))
+		return true;
+	for (i = 0; i < h->nhosts; i++)
+		if (strcasecmp(name, h->hosts[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Host and Origin both name this server (host_allowed()); otherwise 403
+ * was sent. */
+static bool
+origin_checked(const struct http_server *h, struct evhttp_request *req)
+{
+	static int64_t last_log_ms;
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+	const char *host = evhttp_find_header(in, "Host");
+	const char *origin = evhttp_find_header(in, "Origin");
+	const char *bad = NULL, *p;
+	int64_t now;
+
+	/* no Host: HTTP/1.0 from a tool, not a browser */
+	if (host != NULL && !host_allowed(h, host, strlen(host)))
+		bad = host;
+	else if (origin != NULL) {
+		/* "null" (a sandboxed or file: page) names no server */
+		p = strstr(origin, "://");
+		if (p == NULL || !host_allowed(h, p + 3, strcspn(p + 3, "/")))
+			bad = origin;
+	}
+	if (bad == NULL)
+		return true;
+	now = saker_now_ms();
+	if (last_log_ms == 0 || now - last_log_ms >= 60000) {
+		char shown[80];
+		size_t i;
+
+		last_log_ms = now;
+		for (i = 0; i + 1 < sizeof(shown) && bad[i] != '\0'; i++)
+			shown[i] = bad[i] >= 0x20 && bad[i] < 0x7f ? bad[i] : '?';
+		shown[i] = '\0';
+		log_warn("--http: refused a request for \"%s\", not this server's "
+		    "address (a DNS rebinding page?); name it with --http-host if it "
+		    "is (logged once a minute)", shown);
+	}
+	http_send_error(req, 403, "Forbidden", "Host or Origin is not this "
+	    "server (sakerd --http-host NAME allows a name)");
 	return false;
 }
 
@@ -462,15 +561,24 @@ handle(struct evhttp_request *req, void *arg)
 		evbuffer_free(b);
 		return;
 	}
+	http_security_headers(req);
+	/* /healthz stays open to load balancers whatever Host they send */
+	if ((path == NULL || strcmp(path, "/healthz") != 0) &&
+	    !origin_checked(h, req)) {
+		evbuffer_free(b);
+		return;
+	}
 	if (path != NULL && console_path(path)) {
+		const char *user = NULL;
+
 		/* the console and its API: the same login as /metrics */
-		if (!h->need_admin || admin_authorized(req, b, "console"))
-			console_handle(&h->console, req);
+		if (!h->need_admin || admin_authorized(req, b, "console", &user))
+			console_handle(&h->console, req, user);
 	} else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
 	    evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
 		http_send_error(req, 405, "Method Not Allowed", "only GET");
 	} else if (strcmp(uri, "/metrics") == 0) {
-		if (h->need_admin && !admin_authorized(req, b, "/metrics")) {
+		if (h->need_admin && !admin_authorized(req, b, "/metrics", NULL)) {
 			evbuffer_free(b);
 			return;
 		}
@@ -665,6 +773,9 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	h->console.writes_allowed = need_admin || strncmp(addr, "127.", 4) == 0 ||
 	    strcmp(addr, "::1") == 0 || strcmp(addr, "localhost") == 0;
 	h->console.commit = commit;
+	snprintf(h->addr, sizeof(h->addr), "%s", addr);
+	h->wildcard = addr[0] == '\0' || strcmp(addr, "0.0.0.0") == 0 ||
+	    strcmp(addr, "::") == 0;
 	h->console.http_connections = http_connections;
 	if (console_init() != 0) {
 		log_error("--http: no random bytes for the console's CSRF token");
@@ -680,8 +791,12 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 		free(h);
 		return NULL;
 	}
+	/* every method reaches handle(), which answers 405 with the security
+	 * headers: evhttp's own 501 page would have none */
 	evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
-	    EVHTTP_REQ_POST);
+	    EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT |
+	    EVHTTP_REQ_PATCH);
 	/* bounded requests: a client may not make us hold more than a few
 	 * KiB, nor hold a connection open by sending slowly */
 	evhttp_set_max_headers_size(h->http, HTTP_MAX_HEADERS);
@@ -704,6 +819,13 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 		    h->console.writes_allowed ? "" : " (console read-only: no "
 		    "--auth-file login and not on loopback)");
 	return h;
+}
+
+void
+http_allow_hosts(struct http_server *h, const char *const *names, size_t n)
+{
+	h->hosts = names;
+	h->nhosts = n;
 }
 
 int

@@ -24,6 +24,10 @@ struct http_server;
 struct http_server *http_start(struct event_base *base, const char *spec,
     struct broker *b, unsigned max_queues, const bool *stopping,
     bool need_admin, int max_conns, bool (*commit)(char *why, size_t len));
+/* Names besides the listening address that requests may carry in Host
+ * and Origin (--http-host; names[] must outlive h).  Anything else is
+ * refused with 403, but /healthz (DNS rebinding). */
+void http_allow_hosts(struct http_server *h, const char *const *names, size_t n);
 /* Serve the connections of fd, a socket already listening (the
  * in-process fuzzer's way in: http_start with spec NULL makes a server
  * without a listener).  -1 on error. */

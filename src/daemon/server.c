@@ -620,6 +620,8 @@ server_init(struct options *opt)
 		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
 		return 1;
 	}
+	if (srv->http != NULL)
+		http_allow_hosts(srv->http, opt->http_hosts, opt->nhttp_hosts);
 	if (srv->http != NULL &&
 	    history_start(srv->base, &srv->broker, opt->http_history_ms) != 0) {
 		fprintf(stderr, "sakerd: out of memory\n");

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fuzz.h"
 #include "http.h"
 #include "log.h"
@@ -40,6 +41,8 @@
 
 static struct sockaddr_in addr;
 static char csrf[64];
+static int64_t csrf_ms;		/* when csrf was read: tokens live minutes */
+static const char *const hosts[] = { "x" };
 
 static const char fill[] =
     "set jobs 0 0 1\r\na\r\nset jobs 0 0 2\r\nbb\r\n"
@@ -61,7 +64,7 @@ connect_http(void)
 static void
 read_csrf(void)
 {
-	static const char req[] = "GET /api/server HTTP/1.0\r\n"
+	static const char req[] = "GET /api/server HTTP/1.0\r\nHost: x\r\n"
 	    "Authorization: Basic YTpw\r\n\r\n";	/* a:p */
 	char reply[8192];
 	size_t got = 0;
@@ -83,6 +86,7 @@ read_csrf(void)
 	close(fd);
 	t = strstr(reply, "\"csrf_token\":\"");
 	FUZZ_CHECK(t != NULL);
+	csrf_ms = saker_now_ms();
 	t += 14;
 	FUZZ_CHECK(sscanf(t, "%32[0-9a-f]", csrf) == 1 && strlen(csrf) == 32);
 }
@@ -126,6 +130,8 @@ listen_once(void)
 	FUZZ_CHECK(listen(fd, 64) == 0);
 	FUZZ_CHECK(getsockname(fd, (struct sockaddr *)&addr, &len) == 0);
 	FUZZ_CHECK(http_listen_fd(srv->http, fd) == 0);
+	/* the seeds' "Host: x" names this server (--http-host x) */
+	http_allow_hosts(srv->http, hosts, 1);
 	read_csrf();
 }
 
@@ -140,6 +146,9 @@ fuzz_http(const uint8_t *data, size_t size)
 	if (tls_on())
 		tls_teardown();
 	listen_once();
+	/* a token is good for 5 to 10 minutes (csrf.h): a long run renews it */
+	if (saker_now_ms() - csrf_ms > 60000)
+		read_csrf();
 	log_set_level(LOG_LVL_ERROR);
 	if (size == 0)
 		return 0;
