@@ -45,6 +45,12 @@ struct conn {
 	int64_t last_cmd_ms;            /* when a command last completed */
 
 	int busy;                       /* inside conn_process() */
+	/* TLS: the handshake is not over yet (in the handshakes list, its
+	 * deadline armed) */
+	bool handshaking;
+	TAILQ_ENTRY(conn) hs_link;
+	struct event *hs_ev;            /* --tls-handshake-timeout */
+	int64_t accepted_ms;
 };
 
 /* The connection a session belongs to. */
@@ -62,6 +68,8 @@ struct conn_env {
 	int idle_timeout_s;
 	size_t max_conn_memory;         /* --max-conn-memory */
 	int drain_timeout_s;            /* --drain-timeout */
+	int tls_handshake_s;            /* --tls-handshake-timeout */
+	unsigned tls_handshakes_max;    /* handshakes in progress at once */
 	/* Serve the queues that gained items and resume woken connections
 	 * (after each command, and after a callback that may wake some). */
 	void (*drain)(void);
@@ -70,6 +78,8 @@ void conn_setup(const struct conn_env *env);
 
 /* A connection on an accepted socket; `tls` makes it speak TLS. */
 struct conn *conn_new(int fd, bool tls);
+/* TLS handshakes in progress now. */
+unsigned conn_tls_handshakes(void);
 /* Bytes this connection holds in its buffers (TLS state included): what a
  * per-connection memory budget counts. */
 size_t conn_memory(const struct conn *c);

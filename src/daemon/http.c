@@ -72,7 +72,8 @@ static struct {
 	uint64_t max;                /* -c */
 	TAILQ_HEAD(, http_conn) all; /* every connection adopted */
 	uint64_t over_budget;        /* requests refused by HTTP_MAX_UNSENT */
-} hconn = { .all = TAILQ_HEAD_INITIALIZER(hconn.all) };
+	int handshake_s;             /* --tls-handshake-timeout (HTTPS) */
+} hconn = { .all = TAILQ_HEAD_INITIALIZER(hconn.all), .handshake_s = 5 };
 
 /* One HTTP connection: counted from http_bev() to its close. */
 struct http_conn {
@@ -80,6 +81,8 @@ struct http_conn {
 	bool over;                   /* one past -c when it was accepted */
 	bool adopted;                /* in hconn.all, close callback set */
 	TAILQ_ENTRY(http_conn) link;
+	struct event *hs_ev;         /* HTTPS: the handshake's deadline */
+	struct evhttp_connection *evcon;
 };
 
 /* Bytes of replies not yet sent, over every HTTP connection. */
@@ -614,7 +617,31 @@ http_conn_closed(struct evhttp_connection *evcon, void *arg)
 	(void)evcon;
 	hconn.open--;
 	TAILQ_REMOVE(&hconn.all, hc, link);
+	if (hc->hs_ev != NULL)
+		event_free(hc->hs_ev);
 	free(hc);
+}
+
+/* HTTPS: the handshake's deadline (--tls-handshake-timeout, shorter than
+ * evhttp's 10 s request timeout, which would end it otherwise). */
+static void
+http_hs_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn *hc = arg;
+
+	(void)fd;
+	(void)what;
+	if (tls_bev_handshaking(hc->bev)) {
+		log_info("--http: closing a TLS connection whose handshake did not "
+		    "end within %d s", hconn.handshake_s);
+		evhttp_connection_free(hc->evcon);
+	}
+}
+
+void
+http_set_handshake_timeout(int secs)
+{
+	hconn.handshake_s = secs;
 }
 
 /*
@@ -642,9 +669,16 @@ http_conn_adopt(evutil_socket_t fd, short what, void *arg)
 	} else {
 		TAILQ_INSERT_TAIL(&hconn.all, hc, link);
 		hc->adopted = true;
+		hc->evcon = evcon;
 		evhttp_connection_set_closecb(evcon, http_conn_closed, hc);
-		if (hc->over)
+		if (hc->over) {
 			evhttp_connection_free(evcon);
+		} else if (tls_on() && (hc->hs_ev = evtimer_new(
+		    bufferevent_get_base(bev), http_hs_cb, hc)) != NULL) {
+			struct timeval tv = { hconn.handshake_s, 0 };
+
+			evtimer_add(hc->hs_ev, &tv);
+		}
 	}
 	bufferevent_decref(bev);
 }

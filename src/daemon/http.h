@@ -32,6 +32,8 @@ void http_allow_hosts(struct http_server *h, const char *const *names, size_t n)
  * in-process fuzzer's way in: http_start with spec NULL makes a server
  * without a listener).  -1 on error. */
 int http_listen_fd(struct http_server *h, evutil_socket_t fd);
+/* --tls-handshake-timeout for HTTPS connections (default 5 s). */
+void http_set_handshake_timeout(int secs);
 /* HTTP connections open now (for the memcache listener's -c check). */
 unsigned http_connections(void);
 void http_stop(struct http_server *h);

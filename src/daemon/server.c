@@ -577,7 +577,8 @@ server_init(struct options *opt)
 	{
 		struct conn_env env = { srv->base, &srv->broker, NULL,
 		    opt->idle_timeout_s, opt->max_conn_memory, opt->drain_timeout_s,
-		    server_drain };
+		    opt->tls_handshake_s, opt->max_conns / 4 > 0 ?
+		    (unsigned)opt->max_conns / 4 : 1, server_drain };
 
 		if (opt->idle_timeout_s > 0) {
 			/* one timeout shared by every connection: O(1) timer
@@ -622,6 +623,7 @@ server_init(struct options *opt)
 	}
 	if (srv->http != NULL)
 		http_allow_hosts(srv->http, opt->http_hosts, opt->nhttp_hosts);
+	http_set_handshake_timeout(opt->tls_handshake_s);
 	if (srv->http != NULL &&
 	    history_start(srv->base, &srv->broker, opt->http_history_ms) != 0) {
 		fprintf(stderr, "sakerd: out of memory\n");
