@@ -15,6 +15,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -635,7 +636,7 @@ START_TEST(test_http_counts_against_max_conns)
 		close(more[i]);
 	}
 	/* the held ones still work */
-	mustsends(fd[0], " x\r\n\r\n");
+	mustsends(fd[0], " 127.0.0.1\r\n\r\n");
 	r = read_all(fd[0], 5000);
 	ck_assert_msg(strncmp(r, "HTTP/1.1 200", 12) == 0, "%s", r);
 	free(r);
@@ -1171,6 +1172,71 @@ START_TEST(test_login_parallel_rate)
 }
 END_TEST
 
+
+/*
+ * Issue 35: the memcache port listened before the store was checked (a
+ * client was accepted, then reset when the store failed).  Now the
+ * listeners are bound first but listen only once the store is open: while
+ * the store's open hangs (a PostgreSQL "server" that accepts and never
+ * answers), a client's connect is refused, on the memcache port and on
+ * --http alike.
+ */
+START_TEST(test_listen_after_store)
+{
+	int port = tl_free_port(), hport = tl_free_port(), pgport = tl_free_port();
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1, fd, st;
+	char *spec = tl_strdupf("postgres:host=127.0.0.1 port=%d connect_timeout=3",
+	    pgport), *ps = tl_strdupf("%d", port), *hs = tl_strdupf("127.0.0.1:%d",
+	    hport);
+	struct sockaddr_in a;
+	int64_t end;
+	pid_t pid;
+
+	ck_assert_int_ge(lfd, 0);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)pgport);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(lfd, 8), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int nul = open("/dev/null", O_WRONLY);
+
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execl(tl_sakerd_path(), "sakerd", "-l", "127.0.0.1", "-p", ps,
+		    "--http", hs, "--store", spec, (char *)NULL);
+		_exit(127);
+	}
+	/* the store's open hangs up to 3 s: nothing may accept meanwhile */
+	end = tl_now_ms() + 2000;
+	while (tl_now_ms() < end) {
+		if ((fd = tl_try_connect(port)) >= 0 || (fd = tl_try_connect(hport)) >= 0) {
+			close(fd);
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			ck_abort_msg("a port accepted before the store was open");
+		}
+		tl_sleep_ms(20);
+	}
+	/* then the store fails: exit 1, never having accepted */
+	end = tl_now_ms() + 10000;
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		ck_assert_msg(tl_now_ms() < end, "sakerd did not give up");
+		ck_assert_int_lt(tl_try_connect(port), 0);
+		tl_sleep_ms(50);
+	}
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	close(lfd);
+	free(spec);
+	free(ps);
+	free(hs);
+}
+END_TEST
+
 /* Durations in the config file were multiplied into int64_t and then
  * added to the clock: max_age = 9223372036854775807 overflowed on every
  * set.  Now at most 10 years, else a startup error. */
@@ -1521,6 +1587,7 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_http_pipelining_bounded);
 	tcase_add_test(tc, test_http_unsent_budget);
+	tcase_add_test(tc, test_listen_after_store);
 	suite_add_tcase(su, tc);
 	/* HTTP connections under -c (CK_RUN_CASE=conns) */
 	tc = tcase_create("conns");

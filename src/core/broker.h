@@ -99,7 +99,12 @@ struct broker {
 	struct session_list sessions; /* every open session */
 
 	bool store_failed;            /* last commit failed: /healthz says so */
-	char store_error[256];
+	char store_error[256];        /* why, as clients may see it (redacted) */
+	/* The store's location (the spec after its ':'): a file path or a
+	 * conninfo, for the log only.  broker_redact() takes it out of what
+	 * clients see (issue 35: SERVER_ERROR replies named the SQLite
+	 * file); NULL or "" when there is none. */
+	const char *store_location;
 	bool promote_failing;         /* promote() failed last time: retrying */
 };
 
@@ -114,8 +119,12 @@ broker_touch(struct broker *b)
 	b->hooks->schedule_commit(b);
 }
 
-/* Record that the store refuses writes (for /healthz). */
+/* Record that the store refuses writes (for /healthz; redacted). */
 void broker_store_failed(struct broker *b, const char *reason);
+/* `why` (a driver's message) as a client may see it: every occurrence of
+ * the store's location replaced by "(store)"; in buf, returned. */
+const char *broker_redact(const struct broker *b, const char *why, char *buf,
+    size_t len);
 
 /* Load (or reload) the per-queue configuration: 0, or -1 after logging. */
 int broker_load_config(struct broker *b, const char *path, unsigned max_open);

@@ -9,6 +9,9 @@
 #include <strings.h>
 #include <time.h>
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <sys/queue.h>
 
@@ -39,6 +42,7 @@ struct http_server {
 	bool wildcard;              /* 0.0.0.0, :: or none: any of the host's */
 	const char *const *hosts;   /* --http-host names */
 	size_t nhosts;
+	int bound_fd;               /* bound, listening from http_listen() */
 };
 
 /* Request line and headers together; no request we serve reads a body. */
@@ -760,13 +764,46 @@ http_accept_error(struct evconnlistener *l, void *arg)
 	log_warn("--http accept: %s", evutil_socket_error_to_string(err));
 }
 
+/* A socket bound to addr:port (a name is resolved: the first address
+ * that binds), not yet listening; -1 after logging why. */
+static int
+http_bind(const char *addr, long port)
+{
+	struct addrinfo hints, *ai = NULL, *a;
+	char serv[16];
+	int fd = -1, one = 1, rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	snprintf(serv, sizeof(serv), "%ld", port);
+	if ((rc = getaddrinfo(addr, serv, &hints, &ai)) != 0) {
+		log_error("--http %s: %s", addr, gai_strerror(rc));
+		return -1;
+	}
+	for (a = ai; a != NULL; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    a->ai_protocol);
+		if (fd < 0)
+			continue;
+		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+		    bind(fd, a->ai_addr, a->ai_addrlen) == 0)
+			break;
+		log_warn("--http: bind %s:%ld: %s", addr, port, strerror(errno));
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
 struct http_server *
 http_start(struct event_base *base, const char *spec, struct broker *b,
     unsigned max_queues, const bool *stopping, bool need_admin, int max_conns,
     bool (*commit)(char *why, size_t len))
 {
 	struct http_server *h;
-	struct evhttp_bound_socket *bound = NULL;
 	char addr[256] = "";
 	const char *colon = spec != NULL ? strrchr(spec, ':') : NULL;
 	long port = 0;
@@ -817,8 +854,9 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 		return NULL;
 	}
 	h->http = evhttp_new(base);
-	if (h->http == NULL || (spec != NULL && (bound =
-	    evhttp_bind_socket_with_handle(h->http, addr, (uint16_t)port)) == NULL)) {
+	h->bound_fd = -1;
+	if (h->http == NULL || (spec != NULL &&
+	    (h->bound_fd = http_bind(addr, port)) < 0)) {
 		log_error("--http: cannot listen on %s:%ld", addr, port);
 		if (h->http != NULL)
 			evhttp_free(h->http);
@@ -837,9 +875,6 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	evhttp_set_max_body_size(h->http, HTTP_MAX_BODY);
 	evhttp_set_timeout(h->http, HTTP_TIMEOUT_S);
 	h->base = base;
-	if (bound != NULL)
-		evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(bound),
-		    http_accept_error);
 	evhttp_set_gencb(h->http, handle, h);
 	/* every connection's bufferevent is ours, to count it against -c
 	 * (and, with --tls-cert, to serve HTTPS with the same certificate) */
@@ -853,6 +888,21 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 		    h->console.writes_allowed ? "" : " (console read-only: no "
 		    "--auth-file login and not on loopback)");
 	return h;
+}
+
+int
+http_listen(struct http_server *h)
+{
+	int fd = h->bound_fd;
+
+	if (fd < 0)
+		return 0;
+	if (listen(fd, 128) != 0 || http_listen_fd(h, fd) != 0) {
+		log_error("--http: cannot listen on %s: %s", h->addr, strerror(errno));
+		return -1;
+	}
+	h->bound_fd = -1;       /* evhttp's now */
+	return 0;
 }
 
 void
@@ -879,6 +929,8 @@ http_stop(struct http_server *h)
 {
 	if (h == NULL)
 		return;
+	if (h->bound_fd >= 0)
+		close(h->bound_fd);
 	evhttp_free(h->http);
 	free(h);
 }

@@ -24,6 +24,9 @@ struct http_server;
 struct http_server *http_start(struct event_base *base, const char *spec,
     struct broker *b, unsigned max_queues, const bool *stopping,
     bool need_admin, int max_conns, bool (*commit)(char *why, size_t len));
+/* Start accepting on the address http_start() bound (which does not
+ * listen yet: the store opens first); 0, or -1 after logging. */
+int http_listen(struct http_server *h);
 /* Names besides the listening address that requests may carry in Host
  * and Origin (--http-host; names[] must outlive h).  Anything else is
  * refused with 403, but /healthz (DNS rebinding). */
