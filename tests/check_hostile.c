@@ -1237,6 +1237,31 @@ START_TEST(test_listen_after_store)
 }
 END_TEST
 
+
+/* Issue 35: '*' was accepted in queue names, though it means "any" at the
+ * end of a queues= pattern.  Refused now, in every protocol. */
+START_TEST(test_star_in_queue_name)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	int fd = tl_connect(s->port);
+
+	mustsends(fd, "set jobs* 0 0 1\r\nx\r\n");
+	ckresp(fd, "CLIENT_ERROR bad queue name\r\n");
+	mustsends(fd, "set a*b 0 0 1\r\nx\r\n");
+	ckresp(fd, "CLIENT_ERROR bad queue name\r\n");
+	mustsends(fd, "get *\r\n");
+	ckresp(fd, "CLIENT_ERROR bad queue name\r\n");
+	mustsends(fd, "ms q* 1\r\nx\r\n");
+	ckresp(fd, "CLIENT_ERROR bad queue name\r\n");
+	/* nothing was made, and the connection goes on */
+	tl_set(fd, "jobs", "x");
+	ck_assert_int_eq(tl_stat(fd, "queue_creates"), 1);
+	close(fd);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
 /* Durations in the config file were multiplied into int64_t and then
  * added to the clock: max_age = 9223372036854775807 overflowed on every
  * set.  Now at most 10 years, else a startup error. */
@@ -1588,6 +1613,7 @@ main(void)
 	tcase_add_test(tc, test_http_pipelining_bounded);
 	tcase_add_test(tc, test_http_unsent_budget);
 	tcase_add_test(tc, test_listen_after_store);
+	tcase_add_test(tc, test_star_in_queue_name);
 	suite_add_tcase(su, tc);
 	/* HTTP connections under -c (CK_RUN_CASE=conns) */
 	tc = tcase_create("conns");
