@@ -152,6 +152,12 @@ conn_tls_handshakes(void)
 	return nhandshakes;
 }
 
+void
+conn_set_tls_handshakes_max(unsigned n)
+{
+	env.tls_handshakes_max = n > 0 ? n : 1;
+}
+
 static void
 handshake_over(struct conn *c)
 {

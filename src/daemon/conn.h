@@ -80,6 +80,9 @@ void conn_setup(const struct conn_env *env);
 struct conn *conn_new(int fd, bool tls);
 /* TLS handshakes in progress now. */
 unsigned conn_tls_handshakes(void);
+/* Change the most handshakes in progress at once (the fuzzers' way to
+ * reach the budget with few connections). */
+void conn_set_tls_handshakes_max(unsigned n);
 /* Bytes this connection holds in its buffers (TLS state included): what a
  * per-connection memory budget counts. */
 size_t conn_memory(const struct conn *c);

@@ -89,6 +89,30 @@ struct http_conn {
 	struct evhttp_connection *evcon;
 };
 
+void
+http_memory(size_t *in, size_t *out)
+{
+	struct http_conn *hc;
+
+	*in = *out = 0;
+	TAILQ_FOREACH(hc, &hconn.all, link) {
+		*in += evbuffer_get_length(bufferevent_get_input(hc->bev));
+		*out += evbuffer_get_length(bufferevent_get_output(hc->bev));
+	}
+}
+
+size_t
+http_max_input(void)
+{
+	return HTTP_MAX_INPUT;
+}
+
+size_t
+http_max_unsent(void)
+{
+	return HTTP_MAX_UNSENT;
+}
+
 /* Bytes of replies not yet sent, over every HTTP connection. */
 static size_t
 http_unsent(void)

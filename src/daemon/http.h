@@ -37,6 +37,13 @@ void http_allow_hosts(struct http_server *h, const char *const *names, size_t n)
 int http_listen_fd(struct http_server *h, evutil_socket_t fd);
 /* --tls-handshake-timeout for HTTPS connections (default 5 s). */
 void http_set_handshake_timeout(int secs);
+/* Bytes the HTTP connections hold now: unread input and unsent replies
+ * (the fuzzers check the budgets with it). */
+void http_memory(size_t *in, size_t *out);
+/* Read ahead per connection, and unsent replies in all past which
+ * requests get 503 (one reply may still exceed it). */
+size_t http_max_input(void);
+size_t http_max_unsent(void);
 /* HTTP connections open now (for the memcache listener's -c check). */
 unsigned http_connections(void);
 void http_stop(struct http_server *h);

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -25,8 +26,9 @@
  * picks a free one; no other process is involved).  Each input is one HTTP
  * connection: connected to that port, the input written in chunks the
  * first byte chooses, the loop run in between, the replies read and
- * dropped, then a hang-up.  Afterwards no HTTP connection may be left
- * open, and the failed logins of one input do not throttle the next.
+ * dropped, then a hang-up (bit 0x40 of the first byte: nothing is read,
+ * see send_unread()).  Afterwards no HTTP connection may be left open,
+ * and the failed logins of one input do not throttle the next.
  *
  * So that the console's API has something to work on, each input starts
  * with queues jobs (two items), jobs_dead (one) and other (one), which are
@@ -135,12 +137,39 @@ listen_once(void)
 	read_csrf();
 }
 
+/*
+ * Bit 0x40 of the first byte: the keep-alive path of a client that
+ * pipelines requests and never reads a reply (issue 35).  The input is
+ * written in its chunks with the loop turned in between but nothing read
+ * back, for as long as the socket takes it; meanwhile the connection may
+ * hold no more than the read-ahead limit (one read past it at most) and
+ * the unsent-replies budget plus one reply.
+ */
+static void
+send_unread(int fd, const uint8_t *data, size_t size, size_t chunk)
+{
+	size_t off, n, in, out;
+	ssize_t w;
+
+	for (off = 0; off < size; off += (size_t)w) {
+		n = chunk == 0 || size - off < chunk ? size - off : chunk;
+		w = write(fd, data + off, n);
+		fuzz_turns(-1);
+		http_memory(&in, &out);
+		FUZZ_CHECK(in <= http_max_input() + 16384 + 1024);
+		FUZZ_CHECK(out <= http_max_unsent() + 1024 * 1024);
+		if (w <= 0)
+			break;		/* full: the server stopped reading */
+	}
+}
+
 int
 fuzz_http(const uint8_t *data, size_t size)
 {
 	size_t chunk;
 	int fd, turns;
 	uint8_t *input;
+	bool unread;
 
 	fuzz_server_setup();
 	if (tls_on())
@@ -153,11 +182,15 @@ fuzz_http(const uint8_t *data, size_t size)
 	if (size == 0)
 		return 0;
 	chunk = fuzz_chunk(data[0], size - 1);
+	unread = (data[0] & 0x40) != 0;
 	data = input = with_token(data + 1, size - 1, &size);
 	fuzz_client(fill);
 	fd = connect_http();
 	fuzz_turns(fd);
-	fuzz_send(fd, data, size, chunk);
+	if (unread)
+		send_unread(fd, data, size, chunk);
+	else
+		fuzz_send(fd, data, size, chunk);
 	close(fd);
 	for (turns = 0; turns < 64 && http_connections() > 0; turns++)
 		fuzz_turns(-1);
