@@ -838,8 +838,16 @@ START_TEST(test_rebinding_refused)
 	    "X-CSRF-Token: %s\r\n", http_port, t);
 	ck_status(403, raw_req("POST", "/api/queues/jobs/delete", h));
 	free(h);
-	h = tl_strdupf("Host: 127.0.0.1:%d\r\nOrigin: null\r\nX-CSRF-Token: %s\r\n",
-	    http_port, t);
+	h = tl_strdupf("Host: 127.0.0.1:%d\r\nOrigin: http://127.0.0.1.evil.example:%d\r\n"
+	    "X-CSRF-Token: %s\r\n", http_port, http_port, t);
+	ck_status(403, raw_req("POST", "/api/queues/jobs/delete", h));
+	free(h);
+	/* "Origin: null" says nothing (browsers send it for the console's own
+	 * POSTs under Referrer-Policy: no-referrer): Host and token decide */
+	h = tl_strdupf("Host: evil.example\r\nOrigin: null\r\nX-CSRF-Token: %s\r\n", t);
+	ck_status(403, raw_req("POST", "/api/queues/jobs/delete", h));
+	free(h);
+	h = tl_strdupf("Host: 127.0.0.1:%d\r\nOrigin: null\r\n", http_port);
 	ck_status(403, raw_req("POST", "/api/queues/jobs/delete", h));
 	free(h);
 	ck_assert_int_eq(tl_stat(fd, "curr_items"), 1);

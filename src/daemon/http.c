@@ -535,8 +535,11 @@ origin_checked(const struct http_server *h, struct evhttp_request *req)
 	/* no Host: HTTP/1.0 from a tool, not a browser */
 	if (host != NULL && !host_allowed(h, host, strlen(host)))
 		bad = host;
-	else if (origin != NULL) {
-		/* "null" (a sandboxed or file: page) names no server */
+	else if (origin != NULL && strcmp(origin, "null") != 0) {
+		/* "null" says nothing: the Fetch standard has browsers send it
+		 * for the console's own POSTs under its Referrer-Policy
+		 * no-referrer (Firefox does), as for sandboxed pages; those
+		 * still need this server's Host and a CSRF token */
 		p = strstr(origin, "://");
 		if (p == NULL || !host_allowed(h, p + 3, strcspn(p + 3, "/")))
 			bad = origin;
