@@ -1138,8 +1138,9 @@ guess_read(struct guesser *g)
  * Findings 1 and 2 from outside: 50 connections guess admin's password
  * over text auth, SASL and HTTP Basic at once for 4 s.  On 8fecbcd
  * thousands of guesses were checked; the schedule (login.h) allows 3 at
- * once and then 250 ms, 500 ms, 1 s, 2 s apart: at most 5 a second, 8 in
- * the 4 s.  The log has at most a line a second for the address.
+ * once and then 250 ms, 500 ms, 1 s, 2 s apart: at most 5 a second, 7 in
+ * the 4 s (8 allowed for a late poll).  The log has at most a line a
+ * second for the address.
  */
 START_TEST(test_login_parallel_rate)
 {
@@ -1185,7 +1186,7 @@ START_TEST(test_login_parallel_rate)
 	for (i = 0; i < 50; i++)
 		if (g[i].fd >= 0)
 			close(g[i].fd);
-	ck_assert_msg(checked <= 5 * 4, "%d guesses checked in 4 s", checked);
+	ck_assert_msg(checked <= 8, "%d guesses checked in 4 s", checked);
 	ck_assert_int_ge(checked, 3);
 	lines = log_count(s, "authentication failed from 127.0.0.1");
 	ck_assert_msg(lines >= 1 && lines <= 6, "%d log lines", lines);

@@ -22,9 +22,10 @@
  * whatever a flood of addresses or user names does. */
 #define LOGIN_SLOTS 8192
 /* Failed attempts an address (or a user name) makes at full speed; after
- * the n-th further one, the next attempt waits 250 ms << n, up to
- * LOGIN_MAX_DELAY_MS.  So at most 4 checks in any second, and 8 in the
- * first 10 s, then one per LOGIN_MAX_DELAY_MS. */
+ * the 3rd failure the next attempt waits 250 ms, after the 4th 500 ms,
+ * doubling up to LOGIN_MAX_DELAY_MS.  So checks at 0, 0, 0, 250 ms,
+ * 750 ms, 1.75 s, 3.75 s, 7.75 s, then one per LOGIN_MAX_DELAY_MS: at
+ * most 5 in any second, 8 in the first 10 s. */
 #define LOGIN_FREE_TRIES 3
 #define LOGIN_MAX_DELAY_MS 5000
 /* An entry without a failure for this long starts again from zero. */
