@@ -530,6 +530,39 @@ START_TEST(test_https)
 }
 END_TEST
 
+
+/* HTTPS handshakes have the same budget: with -c 8, at most 2 in
+ * progress; a fifth closes the oldest at once, long before the deadline,
+ * and a real client is served meanwhile. */
+START_TEST(test_https_handshake_budget)
+{
+	static const unsigned char part[] = { 0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00 };
+	char *out, *hp;
+	int port = tl_free_port(), fd[5], i, open_fds = 0;
+
+	hp = tl_strdupf("127.0.0.1:%d", port);
+	start_tls("--http", hp, "-c", "8");
+	for (i = 0; i < 5; i++) {
+		fd[i] = tl_connect(port);
+		mustsend(fd[i], part, sizeof(part));
+		tl_sleep_ms(50);
+	}
+	tl_sleep_ms(500);
+	for (i = 0; i < 5; i++)
+		open_fds += tl_quiet(fd[i], 0);
+	ck_assert_msg(open_fds <= 2, "%d HTTPS handshakes still open", open_fds);
+	/* the oldest went first */
+	ck_assert(!tl_quiet(fd[0], 0));
+	ck_assert(tl_quiet(fd[4], 0));
+	s_client(port, "", "GET /healthz HTTP/1.0\\r\\n\\r\\n", &out);
+	ck_assert_msg(strstr(out, "200 OK") != NULL, "%s", out);
+	free(out);
+	for (i = 0; i < 5; i++)
+		close(fd[i]);
+	free(hp);
+}
+END_TEST
+
 START_TEST(test_saker_cli)
 {
 	char *out = NULL, *err = NULL, *server, *ca = path("ca.pem");
@@ -639,6 +672,7 @@ main(void)
 	tcase_add_test(tc, test_stalled_handshake);
 	tcase_add_test(tc, test_stalled_handshakes_budget);
 	tcase_add_test(tc, test_handshake_timeout_flag);
+	tcase_add_test(tc, test_https_handshake_budget);
 	tcase_add_test(tc, test_pymemcache);
 	tcase_add_test(tc, test_dalli);
 	tcase_add_test(tc, test_client_certificates);

@@ -669,6 +669,33 @@ http_hs_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/*
+ * HTTPS: at most a quarter of -c handshakes in progress, as on the
+ * memcache port (conn.c): a new connection past it closes the oldest
+ * still in its handshake, so stalled ones cannot hold more than that
+ * share of the slots, each for at most the deadline.
+ */
+static void
+handshake_budget(struct http_conn *newc)
+{
+	struct http_conn *hc;
+	uint64_t max = hconn.max / 4 > 0 ? hconn.max / 4 : 1, n = 0;
+
+	TAILQ_FOREACH(hc, &hconn.all, link)
+		n += tls_bev_handshaking(hc->bev);
+	while (n > max) {
+		TAILQ_FOREACH(hc, &hconn.all, link)
+			if (hc != newc && tls_bev_handshaking(hc->bev))
+				break;
+		if (hc == NULL)
+			return;
+		log_info("--http: %" PRIu64 " TLS handshakes in progress: closing "
+		    "the oldest", n);
+		evhttp_connection_free(hc->evcon);      /* frees hc */
+		n--;
+	}
+}
+
 void
 http_set_handshake_timeout(int secs)
 {
@@ -704,11 +731,14 @@ http_conn_adopt(evutil_socket_t fd, short what, void *arg)
 		evhttp_connection_set_closecb(evcon, http_conn_closed, hc);
 		if (hc->over) {
 			evhttp_connection_free(evcon);
-		} else if (tls_on() && (hc->hs_ev = evtimer_new(
-		    bufferevent_get_base(bev), http_hs_cb, hc)) != NULL) {
-			struct timeval tv = { hconn.handshake_s, 0 };
+		} else if (tls_on()) {
+			handshake_budget(hc);
+			if ((hc->hs_ev = evtimer_new(bufferevent_get_base(bev),
+			    http_hs_cb, hc)) != NULL) {
+				struct timeval tv = { hconn.handshake_s, 0 };
 
-			evtimer_add(hc->hs_ev, &tv);
+				evtimer_add(hc->hs_ev, &tv);
+			}
 		}
 	}
 	bufferevent_decref(bev);
