@@ -21,7 +21,7 @@
 #include "csrf.h"
 #include "deadletter.h"
 #include "history.h"
-#include "http.h"
+#include "http_reply.h"
 #include "log.h"
 #include "ops.h"
 #include "qname.h"

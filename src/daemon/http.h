@@ -49,14 +49,6 @@ unsigned http_connections(void);
 void http_stop(struct http_server *h);
 
 struct evbuffer;
-struct evhttp_request;
-/* Add the security headers every reply carries (CSP, nosniff, no
- * framing, no referrer, no-store); once per reply. */
-void http_security_headers(struct evhttp_request *req);
-/* A plain-text error reply with those headers (never evhttp_send_error,
- * whose page drops them). */
-void http_send_error(struct evhttp_request *req, int code, const char *reason,
-    const char *msg);
 /* Append s[0..len) as a Prometheus label value (without the quotes). */
 void http_label_value(struct evbuffer *b, const char *s, size_t len);
 
