@@ -783,6 +783,168 @@ START_TEST(test_open_anonymous)
 }
 END_TEST
 
+/* ------------------------------------------------------------ issue 35 */
+
+/* One raw HTTP/1.0 request with the given header lines (each ending in
+ * \r\n) and nothing else: no Host unless the lines have one. */
+static char *
+raw_req(const char *method, const char *path, const char *headers)
+{
+	char *req = tl_strdupf("%s %s HTTP/1.0\r\n%s%s\r\n", method, path,
+	    headers, strcmp(method, "POST") == 0 ? "Content-Length: 0\r\n" : "");
+	char *buf = malloc(1 << 20);
+	size_t len = 0;
+	ssize_t n;
+	int fd = tl_connect(http_port);
+
+	ck_assert_ptr_nonnull(buf);
+	mustsends(fd, req);
+	while (len < (1 << 20) - 1 &&
+	    (n = tl_readn(fd, buf + len, (1 << 20) - 1 - len, 3000)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	close(fd);
+	free(req);
+	return buf;
+}
+
+/* Finding 4, DNS rebinding: with the default loopback --http and no
+ * login, a request with Host: evil.example got the CSRF token, and a
+ * POST with it and Origin: http://evil.example deleted a queue.  Now a
+ * Host or Origin that is not this server gets 403 (but /healthz). */
+START_TEST(test_rebinding_refused)
+{
+	char *r, *t, *h;
+	int fd;
+
+	start(NULL, NULL, NULL);
+	fd = tl_connect(srv->port);
+	tl_set(fd, "jobs", "a");
+	r = raw_req("GET", "/api/server", "Host: evil.example:1234\r\n");
+	ck_assert_int_eq(status(r), 403);
+	ck_hasnt(r, "csrf_token");
+	ck_has(r, "\r\nX-Content-Type-Options: nosniff\r\n");
+	free(r);
+	ck_status(403, raw_req("GET", "/metrics", "Host: evil.example\r\n"));
+	ck_status(403, raw_req("GET", "/", "Host: 127.0.0.1.evil.example\r\n"));
+	ck_status(200, raw_req("GET", "/healthz", "Host: evil.example\r\n"));
+	/* the server's own names pass, ports aside */
+	ck_status(200, raw_req("GET", "/api/server", "Host: 127.0.0.1:1\r\n"));
+	ck_status(200, raw_req("GET", "/api/server", "Host: LOCALHOST:9\r\n"));
+	ck_status(200, raw_req("GET", "/api/server", ""));
+	/* a good token with a foreign Origin changes nothing */
+	t = csrf_token(NULL);
+	h = tl_strdupf("Host: 127.0.0.1:%d\r\nOrigin: http://evil.example\r\n"
+	    "X-CSRF-Token: %s\r\n", http_port, t);
+	ck_status(403, raw_req("POST", "/api/queues/jobs/delete", h));
+	free(h);
+	h = tl_strdupf("Host: 127.0.0.1:%d\r\nOrigin: http://127.0.0.1.evil.example:%d\r\n"
+	    "X-CSRF-Token: %s\r\n", http_port, http_port, t);
+	ck_status(403, raw_req("POST", "/api/queues/jobs/delete", h));
+	free(h);
+	/* "Origin: null" says nothing (browsers send it for the console's own
+	 * POSTs under Referrer-Policy: no-referrer): Host and token decide */
+	h = tl_strdupf("Host: evil.example\r\nOrigin: null\r\nX-CSRF-Token: %s\r\n", t);
+	ck_status(403, raw_req("POST", "/api/queues/jobs/delete", h));
+	free(h);
+	h = tl_strdupf("Host: 127.0.0.1:%d\r\nOrigin: null\r\n", http_port);
+	ck_status(403, raw_req("POST", "/api/queues/jobs/delete", h));
+	free(h);
+	ck_assert_int_eq(tl_stat(fd, "curr_items"), 1);
+	/* ... the console's own Origin does */
+	h = tl_strdupf("Host: 127.0.0.1:%d\r\nOrigin: http://127.0.0.1:%d\r\n"
+	    "X-CSRF-Token: %s\r\n", http_port, http_port, t);
+	ck_status(200, raw_req("POST", "/api/queues/jobs/flush", h));
+	free(h);
+	ck_assert_int_eq(tl_stat(fd, "curr_items"), 0);
+	free(t);
+	close(fd);
+	r = tl_read_file(srv->log, NULL);
+	ck_has(r, "--http-host");
+	free(r);
+}
+END_TEST
+
+/* --http-host NAME lets a name through (a proxy's, a DNS name's). */
+START_TEST(test_http_host_flag)
+{
+	start("127.0.0.1", "--http-host", "saker.example");
+	ck_status(200, raw_req("GET", "/api/server", "Host: Saker.Example.:443\r\n"));
+	ck_status(200, raw_req("GET", "/api/server", "Host: saker.example\r\n"
+	    "Origin: https://saker.example\r\n"));
+	ck_status(403, raw_req("GET", "/api/server", "Host: other.example\r\n"));
+	ck_status(403, raw_req("GET", "/api/server", "Host: saker.example\r\n"
+	    "Origin: https://evil.example\r\n"));
+}
+END_TEST
+
+/* Listening on every address, IP literals are this server. */
+START_TEST(test_http_host_wildcard)
+{
+	start("0.0.0.0", NULL, NULL);
+	ck_status(200, raw_req("GET", "/api/server", "Host: 10.1.2.3:9100\r\n"));
+	ck_status(200, raw_req("GET", "/api/server", "Host: [::1]:9100\r\n"));
+	ck_status(403, raw_req("GET", "/api/server", "Host: evil.example\r\n"));
+}
+END_TEST
+
+/* Finding 4, CSRF: one token served the process's whole life and every
+ * user.  Now a token is bound to the login that fetched it. */
+START_TEST(test_csrf_bound_to_login)
+{
+	char *path = write_users("root:rpw:admin\nops:opw:admin\n");
+	char *t_root, *t_ops;
+	int fd;
+
+	start4(NULL, "--auth-file", path, NULL, NULL);
+	fd = tl_connect(srv->port);
+	mustsends(fd, "set auth 0 0 8\r\nroot rpw\r\n");
+	ckresp(fd, "STORED\r\n");
+	tl_set(fd, "jobs", "a");
+	t_root = csrf_token("root:rpw");
+	t_ops = csrf_token("ops:opw");
+	ck_assert_str_ne(t_root, t_ops);
+	ck_status(403, http_req("POST", "/api/queues/jobs/flush", "ops:opw", t_root));
+	ck_assert_int_eq(tl_stat(fd, "curr_items"), 1);
+	ck_status(200, http_req("POST", "/api/queues/jobs/flush", "ops:opw", t_ops));
+	ck_assert_int_eq(tl_stat(fd, "curr_items"), 0);
+	free(t_root);
+	free(t_ops);
+	free(path);
+	close(fd);
+}
+END_TEST
+
+/* Finding 4: libevent's error pages had none of the security headers.
+ * Every error of ours has them now, a method evhttp refused included. */
+START_TEST(test_error_pages_headers)
+{
+	static const char *const methods[] = { "GET", "PUT", "DELETE", "OPTIONS",
+	    "TRACE", "POST", NULL };
+	char *r;
+	int i;
+
+	start(NULL, NULL, NULL);
+	for (i = 0; methods[i] != NULL; i++) {
+		r = http_req(methods[i], "/nothing-here", NULL, NULL);
+		ck_assert_int_ge(status(r), 400);
+		ck_has(r, "\r\nContent-Security-Policy: default-src 'self'; ");
+		ck_has(r, "\r\nX-Content-Type-Options: nosniff\r\n");
+		ck_has(r, "\r\nX-Frame-Options: DENY\r\n");
+		ck_has(r, "\r\nCache-Control: no-store\r\n");
+		ck_hasnt(r, "<HTML>");
+		free(r);
+	}
+	r = http_req("PUT", "/console.js", NULL, NULL);
+	ck_assert_int_eq(status(r), 405);
+	ck_has(r, "\r\nX-Content-Type-Options: nosniff\r\n");
+	free(r);
+	r = http_req("GET", "/metrics", NULL, NULL);
+	ck_has(r, "\r\nX-Content-Type-Options: nosniff\r\n");
+	free(r);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -805,9 +967,15 @@ suite(void)
 	tcase_add_test(tc, test_history_slices);
 	tcase_add_test(tc, test_open_holders);
 	tcase_add_test(tc, test_open_anonymous);
+	tcase_add_test(tc, test_rebinding_refused);
+	tcase_add_test(tc, test_http_host_flag);
+	tcase_add_test(tc, test_http_host_wildcard);
+	tcase_add_test(tc, test_csrf_bound_to_login);
+	tcase_add_test(tc, test_error_pages_headers);
 	suite_add_tcase(s, tc);
 	return s;
 }
+
 
 int
 main(void)

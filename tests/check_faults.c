@@ -130,6 +130,9 @@ line(struct run *r)
 		    access(r->hit, F_OK) == 0 ? "hit" : "not hit",
 		    log == NULL ? "" : log + (n > 600 ? n - 600 : 0));
 	}
+	/* issue 35: the store's path is for the log, not for clients */
+	ck_assert_msg(strstr(l, r->data) == NULL, "%s: a reply names the store: %s",
+	    r->what, l);
 	return l;
 }
 
@@ -366,6 +369,8 @@ fault_run(const char *store, const char *op, unsigned long n, const char *mode)
 		ck_assert_msg(strstr(h, " 503 ") != NULL &&
 		    strstr(h, "\r\n\r\nstore not writable: ") != NULL,
 		    "%s: /healthz: %s", what, h);
+		ck_assert_msg(strstr(h, r.data) == NULL, "%s: /healthz names the "
+		    "store: %s", what, h);
 		free(h);
 	}
 	close(r.fd);

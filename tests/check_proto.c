@@ -967,10 +967,12 @@ START_TEST(test_every_byte)
 	ck_assert_ptr_null(proto_parse_line("get +ab", 7, &cmd));
 	{
 		static const char punct[] =
-		    "get ~!@#$%^&*()_-=[]{};:'\"\\,<.>?`|";
+		    "get ~!@#$%^&()_-=[]{};:'\"\\,<.>?`|";
 
 		ck_assert_ptr_null(proto_parse_line(punct, strlen(punct), &cmd));
 		ck_assert_uint_eq(cmd.keys[0].name_len, strlen(punct) - 4);
+		/* but '*', the queues= patterns' "any" (issue 35) */
+		ck_assert_str_eq(proto_parse_line("get a*b", 7, &cmd), PROTO_ERR_QNAME);
 	}
 }
 END_TEST

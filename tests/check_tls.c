@@ -388,6 +388,84 @@ START_TEST(test_client_certificates)
 }
 END_TEST
 
+
+/*
+ * Finding 5: with -c 20 and --tls-ca (no --auth-file), 19 connections
+ * that sent the start of a ClientHello and stopped were all still open
+ * 35 s later, each holding a slot of -c.  Now a handshake has a deadline
+ * (--tls-handshake-timeout, default 5 s), and at most a quarter of -c
+ * (here 5) are in progress at once: a client with a good certificate
+ * gets in meanwhile, and every stalled one is closed.
+ */
+START_TEST(test_stalled_handshakes_budget)
+{
+	static const unsigned char part[] = { 0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00 };
+	char *ca = path("ca.pem"), *out;
+	int fd[19], i, open_fds;
+	int64_t t0, end;
+
+	start_tls("--tls-ca", ca, "-c", "20");
+	for (i = 0; i < 19; i++) {
+		fd[i] = tl_connect(srv->port);
+		mustsend(fd[i], part, sizeof(part));
+	}
+	tl_sleep_ms(200);
+	t0 = tl_now_ms();
+	ck_assert_int_eq(s_client(srv->port, "-cert client.pem -key client.key",
+	    "version\\r\\nquit\\r\\n", &out), 0);
+	ck_assert_msg(strstr(out, "VERSION ") != NULL, "%s", out);
+	free(out);
+	/* all closed by the deadline: 5 s (and most at once by the budget) */
+	end = t0 + tl_slow(9000);
+	do {
+		open_fds = 0;
+		for (i = 0; i < 19; i++) {
+			if (fd[i] < 0)
+				continue;
+			if (!tl_quiet(fd[i], 0)) {
+				/* EOF or an alert: the server let go */
+				close(fd[i]);
+				fd[i] = -1;
+				continue;
+			}
+			open_fds++;
+		}
+		if (open_fds > 0)
+			tl_sleep_ms(100);
+	} while (open_fds > 0 && tl_now_ms() < end);
+	ck_assert_msg(open_fds == 0, "%d stalled handshakes still open after %lld ms",
+	    open_fds, (long long)(tl_now_ms() - t0));
+	wait_log("TLS handshakes in progress: closing the oldest", 1);
+	free(ca);
+}
+END_TEST
+
+/* --tls-handshake-timeout sets the deadline, with or without --auth-file. */
+START_TEST(test_handshake_timeout_flag)
+{
+	static const unsigned char part[] = { 0x16, 0x03, 0x01 };
+	char buf[16];
+	int fd;
+	int64_t t0;
+
+	int hport = tl_free_port(), i;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport);
+
+	start_tls("--tls-handshake-timeout", "1", "--http", spec);
+	/* the memcache port, then HTTPS (whose request timeout is 10 s) */
+	for (i = 0; i < 2; i++) {
+		fd = tl_connect(i == 0 ? srv->port : hport);
+		mustsend(fd, part, sizeof(part));
+		t0 = tl_now_ms();
+		ck_assert_int_le(tl_readn(fd, buf, sizeof(buf), 8000), 0);
+		ck_assert_int_lt(tl_now_ms() - t0, 3000);
+		ck_assert_int_ge(tl_now_ms() - t0, 800);
+		close(fd);
+	}
+	free(spec);
+}
+END_TEST
+
 /* The subject CN the server presents now. */
 static char *
 served_cn(int port)
@@ -448,6 +526,39 @@ START_TEST(test_https)
 	s_client(port, "", "GET /healthz HTTP/1.0\\r\\n\\r\\n", &out);
 	ck_assert_msg(strstr(out, "200 OK") != NULL && strstr(out, "ok\n") != NULL, "%s", out);
 	free(out);
+	free(hp);
+}
+END_TEST
+
+
+/* HTTPS handshakes have the same budget: with -c 8, at most 2 in
+ * progress; a fifth closes the oldest at once, long before the deadline,
+ * and a real client is served meanwhile. */
+START_TEST(test_https_handshake_budget)
+{
+	static const unsigned char part[] = { 0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00 };
+	char *out, *hp;
+	int port = tl_free_port(), fd[5], i, open_fds = 0;
+
+	hp = tl_strdupf("127.0.0.1:%d", port);
+	start_tls("--http", hp, "-c", "8");
+	for (i = 0; i < 5; i++) {
+		fd[i] = tl_connect(port);
+		mustsend(fd[i], part, sizeof(part));
+		tl_sleep_ms(50);
+	}
+	tl_sleep_ms(500);
+	for (i = 0; i < 5; i++)
+		open_fds += tl_quiet(fd[i], 0);
+	ck_assert_msg(open_fds <= 2, "%d HTTPS handshakes still open", open_fds);
+	/* the oldest went first */
+	ck_assert(!tl_quiet(fd[0], 0));
+	ck_assert(tl_quiet(fd[4], 0));
+	s_client(port, "", "GET /healthz HTTP/1.0\\r\\n\\r\\n", &out);
+	ck_assert_msg(strstr(out, "200 OK") != NULL, "%s", out);
+	free(out);
+	for (i = 0; i < 5; i++)
+		close(fd[i]);
 	free(hp);
 }
 END_TEST
@@ -559,6 +670,9 @@ main(void)
 	tcase_add_test(tc, test_big_items);
 	tcase_add_test(tc, test_plain_text_client);
 	tcase_add_test(tc, test_stalled_handshake);
+	tcase_add_test(tc, test_stalled_handshakes_budget);
+	tcase_add_test(tc, test_handshake_timeout_flag);
+	tcase_add_test(tc, test_https_handshake_budget);
 	tcase_add_test(tc, test_pymemcache);
 	tcase_add_test(tc, test_dalli);
 	tcase_add_test(tc, test_client_certificates);

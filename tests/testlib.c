@@ -242,8 +242,8 @@ tl_http(int port, const char *method, const char *path, const char *cred,
 	char *enc = cred != NULL ? tl_base64(cred) : NULL;
 	char *auth = enc != NULL ?
 	    tl_strdupf("Authorization: Basic %s\r\n", enc) : NULL;
-	char *req = tl_strdupf("%s %s HTTP/1.0\r\nHost: x\r\n%s%s%s\r\n",
-	    method, path, auth != NULL ? auth : "",
+	char *req = tl_strdupf("%s %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n%s%s%s\r\n",
+	    method, path, port, auth != NULL ? auth : "",
 	    headers != NULL ? headers : "",
 	    strcmp(method, "POST") == 0 ? "Content-Length: 0\r\n" : "");
 	char *buf = malloc(TL_HTTP_MAX);

@@ -31,6 +31,10 @@ struct user {
 struct userdb {
 	struct user *u;
 	size_t n, nplain;               /* nplain: users with a clear-text secret */
+	/* what a login of an unknown or clear-text user is checked against
+	 * so that it costs what a known user's does: the first hash of the
+	 * file (its method and cost), NULL when the file holds none */
+	const struct user *dummy;
 };
 
 /* crypt_r's work area is 32 KiB: one, as the server is one thread. */
@@ -56,6 +60,7 @@ db_free(struct userdb *d)
 	d->u = NULL;
 	d->n = 0;
 	d->nplain = 0;
+	d->dummy = NULL;
 }
 
 /*
@@ -171,6 +176,9 @@ next:
 		snprintf(err, errlen, "no user:password line");
 		return -1;
 	}
+	for (i = 0; i < d->n && d->dummy == NULL; i++)
+		if (d->u[i].hashed)
+			d->dummy = &d->u[i];
 	return 0;
 bad_user:
 	memset(u->pass, 0, u->plen);
@@ -342,26 +350,33 @@ hash_matches(const struct user *u, const char *pass, size_t plen)
 	return ok;
 }
 
+/*
+ * Every entry is compared (no early exit on the matching user), and
+ * exactly one crypt(3) runs whenever the file holds a hash: the named
+ * user's, or for a user that is not in the file (or has a clear-text
+ * password) the dummy's, whose result is thrown away.  So a login costs
+ * the same whether the user exists or not (issue 35: an unknown user was
+ * answered in 122 us, a known one in 1,845 us).
+ */
 const struct perms *
 auth_check(const char *user, size_t ulen, const char *pass, size_t plen)
 {
-	const struct perms *who = NULL;
+	const struct user *named = NULL;
+	bool ok = false;
 	size_t i;
 
-	/* every entry is compared: no early exit on the matching user; a
-	 * hash is computed only for the user named (it costs milliseconds) */
-	for (i = 0; i < db.n; i++) {
-		const struct user *u = &db.u[i];
-		unsigned d = ct_diff(user, ulen, u->name, u->nlen);
-
-		if (u->hashed)
-			d |= d == 0 && !hash_matches(u, pass, plen);
-		else
-			d |= ct_diff(pass, plen, u->pass, u->plen);
-		if (d == 0)
-			who = &u->perms;
+	for (i = 0; i < db.n; i++)
+		if (ct_diff(user, ulen, db.u[i].name, db.u[i].nlen) == 0)
+			named = &db.u[i];
+	if (named != NULL && named->hashed) {
+		ok = hash_matches(named, pass, plen);
+	} else {
+		if (db.dummy != NULL)
+			(void)hash_matches(db.dummy, pass, plen);
+		ok = named != NULL &&
+		    ct_diff(pass, plen, named->pass, named->plen) == 0;
 	}
-	return who;
+	return ok ? &named->perms : NULL;
 }
 
 void

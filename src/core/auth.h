@@ -31,7 +31,10 @@ int auth_init(const char *path, char *err, size_t errlen);
 void auth_reload(struct broker *b);
 /* Is user/password in the file?  Its rights (valid until the next
  * reload, which updates the sessions holding them), or NULL.  The time
- * taken does not depend on how much of a password matched. */
+ * taken does not depend on how much of a password matched, nor on
+ * whether the user exists (one crypt(3) of the file's first hash stands
+ * in for an unknown user).  It does not throttle: callers ask login.h
+ * first. */
 const struct perms *auth_check(const char *user, size_t ulen, const char *pass,
     size_t plen);
 /* Forget every user. */

@@ -58,14 +58,15 @@ broker_commit(struct broker *b, struct commit_result *res)
 			reason = DRV(b)->errmsg(b->store);
 			if (reason == NULL || *reason == '\0')
 				reason = saker_strerror(rc);
-			snprintf(res->reason, sizeof(res->reason), "%s", reason);
+			/* the log names the file, the clients' replies do not */
+			broker_redact(b, reason, res->reason, sizeof(res->reason));
 			if (res->in_doubt)
 				log_error("store commit failed, outcome unknown (items "
 				    "taken are handed out, items put may be there "
-				    "after a restart): %s", res->reason);
+				    "after a restart): %s", reason);
 			else
 				log_error("store commit failed, batch rolled back: %s",
-				    res->reason);
+				    reason);
 			broker_store_failed(b, res->reason);
 			queues_reopen(b);
 		} else {

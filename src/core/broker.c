@@ -23,7 +23,28 @@ void
 broker_store_failed(struct broker *b, const char *reason)
 {
 	b->store_failed = true;
-	snprintf(b->store_error, sizeof(b->store_error), "%s", reason);
+	broker_redact(b, reason, b->store_error, sizeof(b->store_error));
+}
+
+const char *
+broker_redact(const struct broker *b, const char *why, char *buf, size_t len)
+{
+	const char *loc = b->store_location, *hit;
+	size_t llen = loc != NULL ? strlen(loc) : 0, n = 0;
+
+	if (len == 0)
+		return buf;
+	buf[0] = '\0';
+	/* a one-byte location would eat every such byte of the message */
+	while (llen >= 2 && (hit = strstr(why, loc)) != NULL) {
+		n += (size_t)snprintf(buf + n, len - n, "%.*s(store)",
+		    (int)(hit - why), why);
+		if (n >= len)
+			return buf;
+		why = hit + llen;
+	}
+	snprintf(buf + n, len - n, "%s", why);
+	return buf;
 }
 
 /* --- configuration ------------------------------------------------------ */

@@ -56,10 +56,16 @@ struct broker_hooks {
 	void (*close_after_write)(struct session *s);
 	/* A client asked for a shutdown (--enable-shutdown). */
 	void (*stop)(struct broker *b);
-	/* A login failed (`how`: "text" or "SASL"): log it with the peer,
-	 * count it, and have `answer` send the refusal now or after the
-	 * peer's delay (nothing else of the session runs meanwhile); enough
-	 * failures close the session after the answer. */
+	/* A login for user[0..ulen) is complete: may its password be
+	 * checked now?  False while the peer or the user name owes a delay
+	 * for earlier failures: the protocol leaves the login in the input
+	 * and stops, and the session runs it again when the delay is over
+	 * (NULL: always now).  Checking first and delaying only refusals
+	 * made a fast answer tell a good password (issue 35). */
+	bool (*login_admit)(struct session *s, const char *user, size_t ulen);
+	/* A login admitted by login_admit failed (`how`: "text" or "SASL"):
+	 * count and log it with the peer, and have `answer` send the
+	 * refusal; enough failures close the session after the answer. */
 	void (*login_failed)(struct session *s, const char *how,
 	    void (*answer)(struct session *s));
 	/* A login succeeded (s->authed is set by the caller). */
@@ -93,7 +99,12 @@ struct broker {
 	struct session_list sessions; /* every open session */
 
 	bool store_failed;            /* last commit failed: /healthz says so */
-	char store_error[256];
+	char store_error[256];        /* why, as clients may see it (redacted) */
+	/* The store's location (the spec after its ':'): a file path or a
+	 * conninfo, for the log only.  broker_redact() takes it out of what
+	 * clients see (issue 35: SERVER_ERROR replies named the SQLite
+	 * file); NULL or "" when there is none. */
+	const char *store_location;
 	bool promote_failing;         /* promote() failed last time: retrying */
 };
 
@@ -108,8 +119,12 @@ broker_touch(struct broker *b)
 	b->hooks->schedule_commit(b);
 }
 
-/* Record that the store refuses writes (for /healthz). */
+/* Record that the store refuses writes (for /healthz; redacted). */
 void broker_store_failed(struct broker *b, const char *reason);
+/* `why` (a driver's message) as a client may see it: every occurrence of
+ * the store's location replaced by "(store)"; in buf, returned. */
+const char *broker_redact(const struct broker *b, const char *why, char *buf,
+    size_t len);
 
 /* Load (or reload) the per-queue configuration: 0, or -1 after logging. */
 int broker_load_config(struct broker *b, const char *path, unsigned max_open);

@@ -22,6 +22,7 @@
 const char *
 op_store_error(struct broker *b, int rc, int *result)
 {
+	static char shown[512];
 	const char *why;
 
 	if (rc == QUEUE_ETOOMANY) {
@@ -35,7 +36,8 @@ op_store_error(struct broker *b, int rc, int *result)
 	if (rc == SAKER_EREADONLY || rc == SAKER_EIO || rc == SAKER_EFULL)
 		broker_store_failed(b, why);
 	*result = rc == SAKER_ENOMEM || rc == SAKER_EFULL ? OPR_NOMEM : OPR_SERVER;
-	return why;
+	/* the client's SERVER_ERROR does not name the store's file */
+	return broker_redact(b, why, shown, sizeof(shown));
 }
 
 /* Why queue_lookup(..., create) failed, as a result and message. */

@@ -50,13 +50,24 @@ static struct conn_list conns = TAILQ_HEAD_INITIALIZER(conns);
 static struct conn_list batch = TAILQ_HEAD_INITIALIZER(batch);
 /* woken connections with pipelined input */
 static struct conn_list resume = TAILQ_HEAD_INITIALIZER(resume);
+/*
+ * TLS connections whose handshake is not over, oldest first.  Each has a
+ * deadline (--tls-handshake-timeout), whatever the auth settings: a
+ * ClientHello begun and never finished held a -c slot forever without
+ * --auth-file (issue 35).  And at most env.tls_handshakes_max are in
+ * progress at once: one more closes the oldest, so stalled handshakes
+ * cannot take more than that share of -c, however fast they come.
+ */
+static struct conn_list handshakes = TAILQ_HEAD_INITIALIZER(handshakes);
+static unsigned nhandshakes;
 
 static void conn_read_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_write_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_idle_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_drain_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_login_cb(evutil_socket_t fd, short what, void *arg);
-static void conn_throttle_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_hs_cb(evutil_socket_t fd, short what, void *arg);
+static void handshake_over(struct conn *c);
 static void peer_names(int fd, char *host, size_t hlen, char *addr,
     size_t alen);
 
@@ -75,12 +86,16 @@ conn_new(int fd, bool tls)
 	c->out = evbuffer_new();
 	c->rev = event_new(env.base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
 	c->wev = event_new(env.base, fd, EV_WRITE | EV_PERSIST, conn_write_cb, c);
+	if (tls)
+		c->hs_ev = evtimer_new(env.base, conn_hs_cb, c);
 	/* without --auth-file every connection starts authenticated */
 	if (c->out == NULL || c->rev == NULL || c->wev == NULL ||
+	    (tls && c->hs_ev == NULL) ||
 	    session_init(&c->s, env.broker, !auth_active) != 0) {
 		if (c->out) evbuffer_free(c->out);
 		if (c->rev) event_free(c->rev);
 		if (c->wev) event_free(c->wev);
+		if (c->hs_ev) event_free(c->hs_ev);
 		tls_free(c->tls);
 		free(c);
 		return NULL;
@@ -105,7 +120,70 @@ conn_new(int fd, bool tls)
 	}
 	env.broker->stats.curr_connections++;
 	env.broker->stats.total_connections++;
+	if (c->tls != NULL) {
+		struct timeval tv = { env.tls_handshake_s, 0 };
+
+		c->accepted_ms = saker_now_ms();
+		if (nhandshakes >= env.tls_handshakes_max &&
+		    !TAILQ_EMPTY(&handshakes)) {
+			static int64_t last_log_ms;
+			struct conn *old = TAILQ_FIRST(&handshakes);
+
+			if (c->accepted_ms - last_log_ms >= 60000) {
+				last_log_ms = c->accepted_ms;
+				log_warn("%u TLS handshakes in progress: closing the "
+				    "oldest (from %s, %lld ms) for a new one (logged "
+				    "once a minute)", nhandshakes, old->addr,
+				    (long long)(c->accepted_ms - old->accepted_ms));
+			}
+			conn_close(old);
+		}
+		evtimer_add(c->hs_ev, &tv);
+		TAILQ_INSERT_TAIL(&handshakes, c, hs_link);
+		c->handshaking = true;
+		nhandshakes++;
+	}
 	return c;
+}
+
+unsigned
+conn_tls_handshakes(void)
+{
+	return nhandshakes;
+}
+
+void
+conn_set_tls_handshakes_max(unsigned n)
+{
+	env.tls_handshakes_max = n > 0 ? n : 1;
+}
+
+static void
+handshake_over(struct conn *c)
+{
+	if (!c->handshaking)
+		return;
+	c->handshaking = false;
+	TAILQ_REMOVE(&handshakes, c, hs_link);
+	nhandshakes--;
+	if (c->hs_ev != NULL)
+		event_del(c->hs_ev);
+}
+
+/* The handshake's deadline passed. */
+static void
+conn_hs_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (!c->handshaking || c->s.dead)
+		return;
+	log_info("closing a TLS connection from %s whose handshake did not end "
+	    "within %d s", c->addr, env.tls_handshake_s);
+	conn_close(c);
+	env.drain();
 }
 
 /*
@@ -142,6 +220,8 @@ conn_free(struct conn *c)
 		event_free(c->login_ev);
 	if (c->throttle_ev != NULL)
 		event_free(c->throttle_ev);
+	if (c->hs_ev != NULL)
+		event_free(c->hs_ev);
 	if (c->wait_timer != NULL)
 		event_free(c->wait_timer);
 	evbuffer_free(c->out);
@@ -230,6 +310,7 @@ conn_close(struct conn *c)
 		event_del(c->login_ev);
 	if (c->throttle_ev != NULL)
 		event_del(c->throttle_ev);
+	handshake_over(c);
 	if (c->tls != NULL) {
 		/* tell a TLS client this is an orderly end (best effort) */
 		tls_close_notify(c->tls);
@@ -588,23 +669,13 @@ conn_login_ok(struct session *s)
 {
 	struct conn *c = conn_of(s);
 
-	login_ok(c->peer);
+	login_ok(c->peer, c->login_user, c->login_ulen);
 	if (c->login_ev != NULL)
 		event_del(c->login_ev);
 }
 
-/* The failed login's answer, and what follows it. */
-static void
-login_answer(struct conn *c)
-{
-	c->login_answer(&c->s);
-	if (c->login_fails >= LOGIN_CONN_TRIES) {
-		log_warn("closing the connection from %s after %u failed logins",
-		    c->peer, c->login_fails);
-		conn_close_after_write(c);
-	}
-}
-
+/* A login's delay is over: run it (conn_login_admit() checks again, as
+ * other attempts may have added to the delay meanwhile). */
 static void
 conn_throttle_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -616,14 +687,42 @@ conn_throttle_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	c->throttled = false;
 	c->busy++;
-	login_answer(c);
-	if (!c->s.dead && c->s.state != SESSION_CLOSING) {
-		resume_reading(c);
-		conn_process(c);
-	}
+	resume_reading(c);
+	conn_process(c);
 	env.drain();
 	if (--c->busy == 0 && c->s.dead)
 		conn_free(c);
+}
+
+bool
+conn_login_admit(struct session *s, const char *user, size_t ulen)
+{
+	struct conn *c = conn_of(s);
+	int64_t delay = login_wait(c->peer, user, ulen, saker_now_ms());
+	struct timeval tv;
+
+	if (delay <= 0) {
+		c->login_ulen = ulen < sizeof(c->login_user) ? ulen :
+		    sizeof(c->login_user);
+		memcpy(c->login_user, user, c->login_ulen);
+		return true;
+	}
+	if (c->throttle_ev == NULL &&
+	    (c->throttle_ev = evtimer_new(env.base, conn_throttle_cb, c)) == NULL) {
+		/* cannot wait: never check early, refuse the connection */
+		log_error("out of memory delaying a login from %s; closing it",
+		    c->addr);
+		conn_close_after_write(c);
+		return false;
+	}
+	/* the check waits, and so does everything after it; the loop does
+	 * not (a timer, nothing sleeps) */
+	c->throttled = true;
+	pause_reading(c);
+	tv.tv_sec = delay / 1000;
+	tv.tv_usec = (delay % 1000) * 1000;
+	evtimer_add(c->throttle_ev, &tv);
+	return false;
 }
 
 void
@@ -631,25 +730,16 @@ conn_login_failed(struct session *s, const char *how,
     void (*answer)(struct session *s))
 {
 	struct conn *c = conn_of(s);
-	unsigned fails;
-	int64_t delay = login_failed(c->peer, saker_now_ms(), &fails);
-	struct timeval tv;
 
+	(void)login_failed(c->peer, c->login_user, c->login_ulen, how,
+	    saker_now_ms());
 	c->login_fails++;
-	c->login_answer = answer;
-	log_warn("%s authentication failed from %s (%u failed from that address "
-	    "lately)", how, c->peer, fails);
-	if (delay <= 0 || (c->throttle_ev == NULL &&
-	    (c->throttle_ev = evtimer_new(env.base, conn_throttle_cb, c)) == NULL)) {
-		login_answer(c);
-		return;
+	answer(&c->s);
+	if (c->login_fails >= LOGIN_CONN_TRIES) {
+		log_warn("closing the connection from %s after %u failed logins",
+		    c->addr, c->login_fails);
+		conn_close_after_write(c);
 	}
-	/* the answer waits, and so does everything after it */
-	c->throttled = true;
-	pause_reading(c);
-	tv.tv_sec = delay / 1000;
-	tv.tv_usec = (delay % 1000) * 1000;
-	evtimer_add(c->throttle_ev, &tv);
 }
 
 /* --- input -------------------------------------------------------------- */
@@ -738,6 +828,8 @@ conn_read_tls(struct conn *c, evutil_socket_t fd)
 		conn_write(c);
 		return -1;
 	}
+	if (c->handshaking && tls_handshake_done(c->tls))
+		handshake_over(c);
 	/* handshake messages to send, or replies held until it finished */
 	if (evbuffer_get_length(tls_wire(c->tls)) > 0 ||
 	    evbuffer_get_length(c->out) > 0)

@@ -33,9 +33,10 @@ struct conn {
 	char addr[72];                  /* host and port, which tell connections
 	                                 * apart: logs, the console's holders */
 	struct event *login_ev;         /* --auth-file: LOGIN_TIMEOUT_S */
-	struct event *throttle_ev;      /* a failed login's delayed answer */
-	void (*login_answer)(struct session *s);  /* ... which it sends */
+	struct event *throttle_ev;      /* a login waiting for its delay */
 	bool throttled;                 /* no command runs until it fires */
+	char login_user[128];           /* the user of the login admitted last */
+	size_t login_ulen;
 	unsigned login_fails;           /* failed logins on this connection */
 	struct event *idle_ev;          /* --idle-timeout */
 	struct event *drain_ev;         /* --drain-timeout, over the budget */
@@ -44,6 +45,12 @@ struct conn {
 	int64_t last_cmd_ms;            /* when a command last completed */
 
 	int busy;                       /* inside conn_process() */
+	/* TLS: the handshake is not over yet (in the handshakes list, its
+	 * deadline armed) */
+	bool handshaking;
+	TAILQ_ENTRY(conn) hs_link;
+	struct event *hs_ev;            /* --tls-handshake-timeout */
+	int64_t accepted_ms;
 };
 
 /* The connection a session belongs to. */
@@ -61,6 +68,8 @@ struct conn_env {
 	int idle_timeout_s;
 	size_t max_conn_memory;         /* --max-conn-memory */
 	int drain_timeout_s;            /* --drain-timeout */
+	int tls_handshake_s;            /* --tls-handshake-timeout */
+	unsigned tls_handshakes_max;    /* handshakes in progress at once */
 	/* Serve the queues that gained items and resume woken connections
 	 * (after each command, and after a callback that may wake some). */
 	void (*drain)(void);
@@ -69,10 +78,16 @@ void conn_setup(const struct conn_env *env);
 
 /* A connection on an accepted socket; `tls` makes it speak TLS. */
 struct conn *conn_new(int fd, bool tls);
+/* TLS handshakes in progress now. */
+unsigned conn_tls_handshakes(void);
+/* Change the most handshakes in progress at once (the fuzzers' way to
+ * reach the budget with few connections). */
+void conn_set_tls_handshakes_max(unsigned n);
 /* Bytes this connection holds in its buffers (TLS state included): what a
  * per-connection memory budget counts. */
 size_t conn_memory(const struct conn *c);
 /* The broker's login hooks (login.h has the policy). */
+bool conn_login_admit(struct session *s, const char *user, size_t ulen);
 void conn_login_failed(struct session *s, const char *how,
     void (*answer)(struct session *s));
 void conn_login_ok(struct session *s);

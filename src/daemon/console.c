@@ -18,8 +18,10 @@
 #include "clock.h"
 #include "console.h"
 #include "console_assets.h"
+#include "csrf.h"
 #include "deadletter.h"
 #include "history.h"
+#include "http_reply.h"
 #include "log.h"
 #include "ops.h"
 #include "qname.h"
@@ -44,35 +46,13 @@
 /* rates are recomputed when the last sample is at least this old */
 #define RATE_MIN_MS 500
 
-static char csrf[33];
 
 static const char *const sync_names[] = { "always", "periodic", "never" };
 
 int
 console_init(void)
 {
-	unsigned char r[16];
-	size_t got = 0;
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	size_t i;
-
-	if (fd < 0)
-		return -1;
-	while (got < sizeof(r)) {
-		ssize_t n = read(fd, r + got, sizeof(r) - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(fd);
-			return -1;
-		}
-		got += (size_t)n;
-	}
-	close(fd);
-	for (i = 0; i < sizeof(r); i++)
-		snprintf(csrf + 2 * i, 3, "%02x", r[i]);
-	return 0;
+	return csrf_init();
 }
 
 void
@@ -105,20 +85,6 @@ console_json_str(struct evbuffer *out, const char *s, size_t len)
 /* ------------------------------------------------------------ replies */
 
 static void
-security_headers(struct evhttp_request *req)
-{
-	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-
-	evhttp_add_header(h, "Content-Security-Policy",
-	    "default-src 'self'; base-uri 'none'; form-action 'none'; "
-	    "frame-ancestors 'none'");
-	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
-	evhttp_add_header(h, "X-Frame-Options", "DENY");
-	evhttp_add_header(h, "Referrer-Policy", "no-referrer");
-	evhttp_add_header(h, "Cache-Control", "no-store");
-}
-
-static void
 send_json(struct evhttp_request *req, int code, const char *reason,
     struct evbuffer *out)
 {
@@ -135,7 +101,7 @@ send_error(struct evhttp_request *req, int code, const char *reason,
 	struct evbuffer *out = evbuffer_new();
 
 	if (out == NULL) {
-		evhttp_send_error(req, 500, "out of memory");
+		http_send_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
 	evbuffer_add_printf(out, "{\"error\":");
@@ -184,7 +150,7 @@ serve_asset(struct evhttp_request *req, const struct console_asset *a)
 	struct evbuffer *out = evbuffer_new();
 
 	if (out == NULL) {
-		evhttp_send_error(req, 500, "out of memory");
+		http_send_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
 	evbuffer_add_reference(out, a->data, a->len, NULL, NULL);
@@ -197,8 +163,11 @@ serve_asset(struct evhttp_request *req, const struct console_asset *a)
 /* ------------------------------------------------------- /api/server */
 
 static void
-api_server(const struct console_env *env, struct evhttp_request *req)
+api_server(const struct console_env *env, struct evhttp_request *req,
+    const char *user)
 {
+	char csrf[CSRF_TOKEN_LEN + 1];
+
 	struct broker *b = env->b;
 	struct stats *s = &b->stats;
 	struct evbuffer *out = evbuffer_new();
@@ -206,11 +175,13 @@ api_server(const struct console_env *env, struct evhttp_request *req)
 	size_t i;
 
 	if (out == NULL) {
-		evhttp_send_error(req, 500, "out of memory");
+		http_send_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
 	for (i = 0; i <= STATS_COMMIT_BUCKETS; i++)
 		commits += s->commit_hist[i];
+	/* this login's token, for a few minutes (csrf.h) */
+	csrf_token(user, strlen(user), saker_now_ms(), csrf);
 	evbuffer_add_printf(out, "{\"version\":");
 	console_json_str(out, PACKAGE_VERSION, strlen(PACKAGE_VERSION));
 	evbuffer_add_printf(out, ",\"store\":");
@@ -647,18 +618,12 @@ origin_one(void *arg, struct squeue *q)
 }
 
 static bool
-csrf_ok(struct evhttp_request *req)
+csrf_ok(struct evhttp_request *req, const char *user)
 {
 	const char *t = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "X-CSRF-Token");
-	unsigned char diff = 0;
-	size_t i;
 
-	if (t == NULL || strlen(t) != sizeof(csrf) - 1)
-		return false;
-	for (i = 0; i < sizeof(csrf) - 1; i++)
-		diff |= (unsigned char)(t[i] ^ csrf[i]);
-	return diff == 0;
+	return csrf_check(user, strlen(user), t, saker_now_ms());
 }
 
 static void
@@ -705,7 +670,7 @@ api_post(const struct console_env *env, struct evhttp_request *req,
 				send_json(req, 200, "OK", out);
 				evbuffer_free(out);
 			} else
-				evhttp_send_error(req, 500, "out of memory");
+				http_send_error(req, 500, "Internal Server Error", "out of memory");
 			log_info("console: %s %s", flush ? "flushed" : "deleted", name);
 		}
 	} else {
@@ -752,7 +717,7 @@ api_post(const struct console_env *env, struct evhttp_request *req,
 			goto done;
 		}
 		if ((out = evbuffer_new()) == NULL) {
-			evhttp_send_error(req, 500, "out of memory");
+			http_send_error(req, 500, "Internal Server Error", "out of memory");
 			goto done;
 		}
 		evbuffer_add_printf(out, "{\"moved\":%" PRIu64 ",\"to\":", moved);
@@ -769,7 +734,8 @@ done:
 /* ----------------------------------------------------------- dispatch */
 
 void
-console_handle(const struct console_env *env, struct evhttp_request *req)
+console_handle(const struct console_env *env, struct evhttp_request *req,
+    const char *user)
 {
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
@@ -779,16 +745,18 @@ console_handle(const struct console_env *env, struct evhttp_request *req)
 	const struct console_asset *a;
 	struct evkeyvalq qs;
 
-	security_headers(req);
+	http_security_headers(req);
+	if (user == NULL)
+		user = "";
 	if (path == NULL) {
-		evhttp_send_error(req, 400, "bad request");
+		http_send_error(req, 400, "Bad Request", "bad request");
 		return;
 	}
 	if ((a = console_asset(strcmp(path, "/") == 0 ? "/index.html" : path)) != NULL) {
 		if (get)
 			serve_asset(req, a);
 		else
-			evhttp_send_error(req, 405, "only GET");
+			http_send_error(req, 405, "Method Not Allowed", "only GET");
 		return;
 	}
 	TAILQ_INIT(&qs);
@@ -800,7 +768,7 @@ console_handle(const struct console_env *env, struct evhttp_request *req)
 		send_error(req, 503, "Service Unavailable", "starting");
 	} else if (strcmp(path, "/api/server") == 0) {
 		if (get)
-			api_server(env, req);
+			api_server(env, req, user);
 		else
 			send_error(req, 405, "Method Not Allowed", "only GET");
 	} else if (strcmp(path, "/api/queues") == 0) {
@@ -844,7 +812,7 @@ console_handle(const struct console_env *env, struct evhttp_request *req)
 			else if (!env->writes_allowed)
 				send_error(req, 403, "Forbidden", "changes need an admin "
 				    "login (--auth-file) or --http on a loopback address");
-			else if (!csrf_ok(req))
+			else if (!csrf_ok(req, user))
 				send_error(req, 403, "Forbidden", "missing or wrong X-CSRF-Token "
 				    "(GET /api/server has it)");
 			else

@@ -25,12 +25,15 @@ struct console_env {
 	unsigned (*http_connections)(void);
 };
 
-/* Make the per-process CSRF token; -1 when no randomness is available. */
+/* Draw the key of the CSRF tokens (csrf.h); -1 when no randomness is
+ * available. */
 int console_init(void);
 /* Is path the console's ("/", its assets, "/api/...")? */
 bool console_path(const char *path);
-/* Serve req (a console path, already authorized). */
-void console_handle(const struct console_env *env, struct evhttp_request *req);
+/* Serve req (a console path, already authorized as `user`, NULL without
+ * a login): the CSRF tokens it hands out and accepts are that user's. */
+void console_handle(const struct console_env *env, struct evhttp_request *req,
+    const char *user);
 
 /* Append s[0..len) as a JSON string, quotes included: every byte outside
  * printable ASCII, and " \ < > &, escaped as \uXXXX or \" \\. */

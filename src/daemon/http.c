@@ -8,6 +8,12 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/queue.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -18,6 +24,7 @@
 #include "clock.h"
 #include "console.h"
 #include "http.h"
+#include "http_reply.h"
 #include "login.h"
 #include "proto_meta.h"
 #include "tls.h"
@@ -32,23 +39,92 @@ struct http_server {
 	bool need_admin;            /* /metrics: Basic auth of an admin user */
 	struct console_env console; /* the web console (console.h) */
 	struct event_base *base;
+	char addr[256];             /* the address --http listens on */
+	bool wildcard;              /* 0.0.0.0, :: or none: any of the host's */
+	const char *const *hosts;   /* --http-host names */
+	size_t nhosts;
+	int bound_fd;               /* bound, listening from http_listen() */
 };
 
 /* Request line and headers together; no request we serve reads a body. */
 #define HTTP_MAX_HEADERS 8192
 #define HTTP_MAX_BODY 1024
-/* A connection that sends or reads nothing for this long is closed. */
+/* A connection that sends or reads nothing for this long is closed; a
+ * reply that does not move for this long too (evhttp's write timeout). */
 #define HTTP_TIMEOUT_S 10
+/*
+ * Input read ahead of the request being answered, per connection.  evhttp
+ * answers one request at a time, but while a reply is being written it
+ * keeps reading (to notice a close) with nobody consuming: a client that
+ * pipelined requests without reading the replies grew the server by
+ * 100 MB a second (issue 35).  Past this read high-watermark the
+ * bufferevent stops reading until evhttp takes the next request, so a
+ * connection holds at most this much input and one reply.
+ */
+#define HTTP_MAX_INPUT (HTTP_MAX_HEADERS + HTTP_MAX_BODY + 4096)
+/* Unsent replies of all HTTP connections together: past it a request is
+ * answered 503 at once, without building its reply, until they drain. */
+#define HTTP_MAX_UNSENT (16u * 1024 * 1024)
 
 /* Open HTTP connections, counted against -c together with the memcache
  * ones.  File-level, not in struct http_server: a connection's bufferevent
  * is finalized by libevent after evhttp_free() too (at event_base_free). */
+struct http_conn;
 static struct {
 	unsigned open;               /* HTTP connections open */
 	const uint64_t *others;      /* memcache connections open */
 	uint64_t *rejected;          /* stats.rejected_connections */
 	uint64_t max;                /* -c */
-} hconn;
+	TAILQ_HEAD(, http_conn) all; /* every connection adopted */
+	uint64_t over_budget;        /* requests refused by HTTP_MAX_UNSENT */
+	int handshake_s;             /* --tls-handshake-timeout (HTTPS) */
+} hconn = { .all = TAILQ_HEAD_INITIALIZER(hconn.all), .handshake_s = 5 };
+
+/* One HTTP connection: counted from http_bev() to its close. */
+struct http_conn {
+	struct bufferevent *bev;
+	bool over;                   /* one past -c when it was accepted */
+	bool adopted;                /* in hconn.all, close callback set */
+	TAILQ_ENTRY(http_conn) link;
+	struct event *hs_ev;         /* HTTPS: the handshake's deadline */
+	struct evhttp_connection *evcon;
+};
+
+void
+http_memory(size_t *in, size_t *out)
+{
+	struct http_conn *hc;
+
+	*in = *out = 0;
+	TAILQ_FOREACH(hc, &hconn.all, link) {
+		*in += evbuffer_get_length(bufferevent_get_input(hc->bev));
+		*out += evbuffer_get_length(bufferevent_get_output(hc->bev));
+	}
+}
+
+size_t
+http_max_input(void)
+{
+	return HTTP_MAX_INPUT;
+}
+
+size_t
+http_max_unsent(void)
+{
+	return HTTP_MAX_UNSENT;
+}
+
+/* Bytes of replies not yet sent, over every HTTP connection. */
+static size_t
+http_unsent(void)
+{
+	struct http_conn *hc;
+	size_t n = 0;
+
+	TAILQ_FOREACH(hc, &hconn.all, link)
+		n += evbuffer_get_length(bufferevent_get_output(hc->bev));
+	return n;
+}
 
 unsigned
 http_connections(void)
@@ -271,12 +347,16 @@ write_metrics(struct http_server *h, struct evbuffer *b)
 /*
  * /metrics with --auth-file: "Authorization: Basic base64(user:password)"
  * of a user with admin rights.  True to serve it; otherwise the reply was
- * sent: 401 with a WWW-Authenticate challenge, or 429 while the peer owes
- * a delay for its failed logins (checked before any crypt(3) runs, so
- * guessing over HTTP is as slow as over memcache).
+ * sent: 401 with a WWW-Authenticate challenge, or 429 while the peer or
+ * the user name owes a delay for failed logins (login.h).  The 429 comes
+ * before any password is checked, right or wrong, so neither its timing
+ * nor its status tells a good guess, and guessing over HTTP is as slow as
+ * over memcache (an HTTP request cannot be held back cheaply: evhttp
+ * keeps reading while it waits).
  */
 static bool
-admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *what)
+admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *what,
+    const char **user)
 {
 	struct evkeyvalq *hdrs = evhttp_request_get_input_headers(req);
 	const char *auth = evhttp_find_header(hdrs, "Authorization");
@@ -285,20 +365,10 @@ admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *wha
 	ev_uint16_t port;
 	int64_t wait;
 	long n = -1;
-	char *colon;
-	unsigned fails;
+	char *colon = NULL;
 
 	evhttp_connection_get_peer(evhttp_request_get_connection(req), &addr, &port);
 	snprintf(peer, sizeof(peer), "%s", addr != NULL ? addr : "unknown");
-	if ((wait = login_wait(peer, saker_now_ms())) > 0) {
-		char retry[32];
-
-		snprintf(retry, sizeof(retry), "%lld", (long long)(wait + 999) / 1000);
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", retry);
-		evbuffer_add_printf(b, "too many failed logins from %s; retry later\n", peer);
-		evhttp_send_reply(req, 429, "Too Many Requests", b);
-		return false;
-	}
 	if (auth != NULL && strncasecmp(auth, "Basic ", 6) == 0) {
 		const char *p = auth + 6;
 		size_t len;
@@ -311,21 +381,42 @@ admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *wha
 		if (len < sizeof(dec))
 			n = meta_b64_decode(p, len, dec, sizeof(dec));
 	}
-	if (n > 0 && (colon = memchr(dec, ':', (size_t)n)) != NULL)
+	if (n > 0)
+		colon = memchr(dec, ':', (size_t)n);
+	if (auth != NULL && (wait = login_wait(peer, dec, colon != NULL ?
+	    (size_t)(colon - dec) : 0, saker_now_ms())) > 0) {
+		char retry[32];
+
+		memset(dec, 0, sizeof(dec));
+		snprintf(retry, sizeof(retry), "%lld", (long long)(wait + 999) / 1000);
+		http_security_headers(req);
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", retry);
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+		    "text/plain; charset=utf-8");
+		evbuffer_add_printf(b, "too many failed logins from %s or for that "
+		    "user; retry later\n", peer);
+		evhttp_send_reply(req, 429, "Too Many Requests", b);
+		return false;
+	}
+	if (colon != NULL)
 		who = auth_check(dec, (size_t)(colon - dec), colon + 1,
 		    (size_t)(dec + n - colon - 1));
-	memset(dec, 0, sizeof(dec));
 	if (who != NULL && (who->rights & PERM_ADMIN) != 0) {
-		login_ok(peer);
+		login_ok(peer, dec, (size_t)(colon - dec));
+		memset(dec, 0, sizeof(dec));
+		if (user != NULL)
+			*user = who->user;      /* the console's CSRF tokens */
 		return true;
 	}
 	if (who != NULL) {
+		login_ok(peer, dec, (size_t)(colon - dec));
 		log_warn("%s: user %s from %s is not an admin", what, who->user, peer);
 	} else if (auth != NULL) {
-		(void)login_failed(peer, saker_now_ms(), &fails);
-		log_warn("HTTP authentication failed from %s (%u failed from that "
-		    "address lately)", peer, fails);
+		(void)login_failed(peer, dec, colon != NULL ? (size_t)(colon - dec) : 0,
+		    "HTTP", saker_now_ms());
 	}
+	memset(dec, 0, sizeof(dec));
+	http_security_headers(req);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
 	    "Basic realm=\"saker\"");
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
@@ -333,6 +424,99 @@ admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *wha
 	evbuffer_add_printf(b, "/metrics and the console need the login of an "
 	    "admin user (--auth-file); /healthz is open\n");
 	evhttp_send_reply(req, 401, "Unauthorized", b);
+	return false;
+}
+
+/*
+ * DNS rebinding (issue 35): a page from evil.example whose name comes to
+ * resolve to 127.0.0.1 reaches the console with the browser's own
+ * `Host: evil.example`, reads the CSRF token and posts.  So a request's
+ * Host, and its Origin when it has one, must name this server: the
+ * address --http listens on, "localhost", an IP address when it listens
+ * on every address (an address literal cannot be rebound), or a name
+ * given with --http-host.  The port is not compared (a proxy may change
+ * it); a name must match whole, case aside, a trailing dot aside.
+ */
+static bool
+host_allowed(const struct http_server *h, const char *host, size_t len)
+{
+	char name[256];
+	struct in6_addr a6;
+	size_t i;
+
+	if (len > 0 && host[0] == '[') {
+		const char *rb = memchr(host, ']', len);
+
+		if (rb == NULL)
+			return false;
+		host++;
+		len = (size_t)(rb - host);
+	} else {
+		const char *colon = memchr(host, ':', len);
+
+		if (colon != NULL)
+			len = (size_t)(colon - host);
+	}
+	if (len > 0 && host[len - 1] == '.')
+		len--;
+	if (len == 0 || len >= sizeof(name))
+		return false;
+	for (i = 0; i < len; i++)
+		name[i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] + 32 :
+		    host[i]);
+	name[len] = '\0';
+	if (strcmp(name, "localhost") == 0 || strcasecmp(name, h->addr) == 0)
+		return true;
+	if (h->wildcard && (inet_pton(AF_INET, name, &a6) == 1 ||
+	    inet_pton(AF_INET6, name, &a6) == 1))
+		return true;
+	for (i = 0; i < h->nhosts; i++)
+		if (strcasecmp(name, h->hosts[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Host and Origin both name this server (host_allowed()); otherwise 403
+ * was sent. */
+static bool
+origin_checked(const struct http_server *h, struct evhttp_request *req)
+{
+	static int64_t last_log_ms;
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+	const char *host = evhttp_find_header(in, "Host");
+	const char *origin = evhttp_find_header(in, "Origin");
+	const char *bad = NULL, *p;
+	int64_t now;
+
+	/* no Host: HTTP/1.0 from a tool, not a browser */
+	if (host != NULL && !host_allowed(h, host, strlen(host)))
+		bad = host;
+	else if (origin != NULL && strcmp(origin, "null") != 0) {
+		/* "null" says nothing: the Fetch standard has browsers send it
+		 * for the console's own POSTs under its Referrer-Policy
+		 * no-referrer (Firefox does), as for sandboxed pages; those
+		 * still need this server's Host and a CSRF token */
+		p = strstr(origin, "://");
+		if (p == NULL || !host_allowed(h, p + 3, strcspn(p + 3, "/")))
+			bad = origin;
+	}
+	if (bad == NULL)
+		return true;
+	now = saker_now_ms();
+	if (last_log_ms == 0 || now - last_log_ms >= 60000) {
+		char shown[80];
+		size_t i;
+
+		last_log_ms = now;
+		for (i = 0; i + 1 < sizeof(shown) && bad[i] != '\0'; i++)
+			shown[i] = bad[i] >= 0x20 && bad[i] < 0x7f ? bad[i] : '?';
+		shown[i] = '\0';
+		log_warn("--http: refused a request for \"%s\", not this server's "
+		    "address (a DNS rebinding page?); name it with --http-host if it "
+		    "is (logged once a minute)", shown);
+	}
+	http_send_error(req, 403, "Forbidden", "Host or Origin is not this "
+	    "server (sakerd --http-host NAME allows a name)");
 	return false;
 }
 
@@ -346,18 +530,45 @@ handle(struct evhttp_request *req, void *arg)
 	struct evbuffer *b = evbuffer_new();
 
 	if (b == NULL) {
-		evhttp_send_error(req, 500, "out of memory");
+		http_send_error(req, 500, "Internal Server Error", "out of memory");
+		return;
+	}
+	if (http_unsent() > HTTP_MAX_UNSENT) {
+		/* clients that do not read their replies hold enough already */
+		static int64_t last_log_ms;
+		int64_t now = saker_now_ms();
+
+		if (hconn.over_budget++ == 0 || now - last_log_ms >= 60000) {
+			last_log_ms = now;
+			log_warn("--http: over %u MiB of unsent replies; answering "
+			    "503 until they drain (%" PRIu64 " so far; logged once a "
+			    "minute)", HTTP_MAX_UNSENT >> 20, hconn.over_budget);
+		}
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Connection", "close");
+		http_send_error(req, 503, "Service Unavailable", "too many unsent "
+		    "replies; retry later");
+		evbuffer_free(b);
+		return;
+	}
+	http_security_headers(req);
+	/* /healthz stays open to load balancers whatever Host they send */
+	if ((path == NULL || strcmp(path, "/healthz") != 0) &&
+	    !origin_checked(h, req)) {
+		evbuffer_free(b);
 		return;
 	}
 	if (path != NULL && console_path(path)) {
+		const char *user = NULL;
+
 		/* the console and its API: the same login as /metrics */
-		if (!h->need_admin || admin_authorized(req, b, "console"))
-			console_handle(&h->console, req);
+		if (!h->need_admin || admin_authorized(req, b, "console", &user))
+			console_handle(&h->console, req, user);
 	} else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
 	    evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
-		evhttp_send_error(req, 405, "only GET");
+		http_send_error(req, 405, "Method Not Allowed", "only GET");
 	} else if (strcmp(uri, "/metrics") == 0) {
-		if (h->need_admin && !admin_authorized(req, b, "/metrics")) {
+		if (h->need_admin && !admin_authorized(req, b, "/metrics", NULL)) {
 			evbuffer_free(b);
 			return;
 		}
@@ -379,7 +590,7 @@ handle(struct evhttp_request *req, void *arg)
 			evhttp_send_reply(req, 200, "OK", b);
 		}
 	} else {
-		evhttp_send_error(req, 404, "try /, /metrics or /healthz");
+		http_send_error(req, 404, "Not Found", "try /, /metrics or /healthz");
 	}
 	evbuffer_free(b);
 }
@@ -388,16 +599,64 @@ handle(struct evhttp_request *req, void *arg)
 static void
 http_conn_closed(struct evhttp_connection *evcon, void *arg)
 {
+	struct http_conn *hc = arg;
+
 	(void)evcon;
-	(void)arg;
 	hconn.open--;
+	TAILQ_REMOVE(&hconn.all, hc, link);
+	if (hc->hs_ev != NULL)
+		event_free(hc->hs_ev);
+	free(hc);
 }
 
-/* A connection http_bev() counted, looked at once evhttp has set it up. */
-struct http_new_conn {
-	struct bufferevent *bev;
-	bool over;                   /* one past -c when it was accepted */
-};
+/* HTTPS: the handshake's deadline (--tls-handshake-timeout, shorter than
+ * evhttp's 10 s request timeout, which would end it otherwise). */
+static void
+http_hs_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn *hc = arg;
+
+	(void)fd;
+	(void)what;
+	if (tls_bev_handshaking(hc->bev)) {
+		log_info("--http: closing a TLS connection whose handshake did not "
+		    "end within %d s", hconn.handshake_s);
+		evhttp_connection_free(hc->evcon);
+	}
+}
+
+/*
+ * HTTPS: at most a quarter of -c handshakes in progress, as on the
+ * memcache port (conn.c): a new connection past it closes the oldest
+ * still in its handshake, so stalled ones cannot hold more than that
+ * share of the slots, each for at most the deadline.
+ */
+static void
+handshake_budget(struct http_conn *newc)
+{
+	struct http_conn *hc;
+	uint64_t max = hconn.max / 4 > 0 ? hconn.max / 4 : 1, n = 0;
+
+	TAILQ_FOREACH(hc, &hconn.all, link)
+		n += tls_bev_handshaking(hc->bev);
+	while (n > max) {
+		TAILQ_FOREACH(hc, &hconn.all, link)
+			if (hc != newc && tls_bev_handshaking(hc->bev))
+				break;
+		if (hc == NULL)
+			return;
+		log_info("--http: %" PRIu64 " TLS handshakes in progress: closing "
+		    "the oldest", n);
+		evhttp_connection_free(hc->evcon);      /* frees hc */
+		n--;
+	}
+}
+
+void
+http_set_handshake_timeout(int secs)
+{
+	hconn.handshake_s = secs;
+}
 
 /*
  * Right after the accept: evhttp has made the connection's evhttp_connection
@@ -409,23 +668,36 @@ struct http_new_conn {
 static void
 http_conn_adopt(evutil_socket_t fd, short what, void *arg)
 {
-	struct http_new_conn *nc = arg;
+	struct http_conn *hc = arg;
+	struct bufferevent *bev = hc->bev;
 	struct evhttp_connection *evcon;
 	void *cbarg = NULL;
 
 	(void)fd;
 	(void)what;
-	bufferevent_getcb(nc->bev, NULL, NULL, NULL, &cbarg);
+	bufferevent_getcb(bev, NULL, NULL, NULL, &cbarg);
 	evcon = cbarg;
-	if (evcon == NULL || evhttp_connection_get_bufferevent(evcon) != nc->bev) {
+	if (evcon == NULL || evhttp_connection_get_bufferevent(evcon) != bev) {
 		hconn.open--;           /* gone already */
+		free(hc);
 	} else {
-		evhttp_connection_set_closecb(evcon, http_conn_closed, NULL);
-		if (nc->over)
+		TAILQ_INSERT_TAIL(&hconn.all, hc, link);
+		hc->adopted = true;
+		hc->evcon = evcon;
+		evhttp_connection_set_closecb(evcon, http_conn_closed, hc);
+		if (hc->over) {
 			evhttp_connection_free(evcon);
+		} else if (tls_on()) {
+			handshake_budget(hc);
+			if ((hc->hs_ev = evtimer_new(bufferevent_get_base(bev),
+			    http_hs_cb, hc)) != NULL) {
+				struct timeval tv = { hconn.handshake_s, 0 };
+
+				evtimer_add(hc->hs_ev, &tv);
+			}
+		}
 	}
-	bufferevent_decref(nc->bev);
-	free(nc);
+	bufferevent_decref(bev);
 }
 
 /*
@@ -433,13 +705,14 @@ http_conn_adopt(evutil_socket_t fd, short what, void *arg)
  * connection: the only notice libevent 2.1 gives of a new incoming
  * connection (evhttp_set_newreqcb and evhttp_set_max_connections came in
  * 2.2).  It is counted here, and its end is watched from the next loop
- * pass (http_conn_adopt), when evhttp has set it up.
+ * pass (http_conn_adopt), when evhttp has set it up.  Its input is
+ * bounded here too (HTTP_MAX_INPUT): evhttp never sets watermarks.
  */
 static struct bufferevent *
 http_bev(struct event_base *base, void *arg)
 {
 	static const struct timeval now = { 0, 0 };
-	struct http_new_conn *nc;
+	struct http_conn *hc;
 	struct bufferevent *bev;
 
 	(void)arg;
@@ -448,22 +721,23 @@ http_bev(struct event_base *base, void *arg)
 	    bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (bev == NULL)
 		return NULL;
-	nc = malloc(sizeof(*nc));
-	if (nc == NULL) {
+	hc = calloc(1, sizeof(*hc));
+	if (hc == NULL) {
 		bufferevent_free(bev);
 		return NULL;
 	}
-	nc->bev = bev;
+	bufferevent_setwatermark(bev, EV_READ, 0, HTTP_MAX_INPUT);
+	hc->bev = bev;
 	hconn.open++;
-	nc->over = *hconn.others + hconn.open > hconn.max;
-	if (nc->over)
+	hc->over = *hconn.others + hconn.open > hconn.max;
+	if (hc->over)
 		(*hconn.rejected)++;
 	bufferevent_incref(bev);
-	if (event_base_once(base, -1, EV_TIMEOUT, http_conn_adopt, nc, &now) != 0) {
+	if (event_base_once(base, -1, EV_TIMEOUT, http_conn_adopt, hc, &now) != 0) {
 		/* cannot watch it: not counted (out of memory only) */
 		hconn.open--;
 		bufferevent_decref(bev);
-		free(nc);
+		free(hc);
 	}
 	return bev;
 }
@@ -503,13 +777,46 @@ http_accept_error(struct evconnlistener *l, void *arg)
 	log_warn("--http accept: %s", evutil_socket_error_to_string(err));
 }
 
+/* A socket bound to addr:port (a name is resolved: the first address
+ * that binds), not yet listening; -1 after logging why. */
+static int
+http_bind(const char *addr, long port)
+{
+	struct addrinfo hints, *ai = NULL, *a;
+	char serv[16];
+	int fd = -1, one = 1, rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	snprintf(serv, sizeof(serv), "%ld", port);
+	if ((rc = getaddrinfo(addr, serv, &hints, &ai)) != 0) {
+		log_error("--http %s: %s", addr, gai_strerror(rc));
+		return -1;
+	}
+	for (a = ai; a != NULL; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    a->ai_protocol);
+		if (fd < 0)
+			continue;
+		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+		    bind(fd, a->ai_addr, a->ai_addrlen) == 0)
+			break;
+		log_warn("--http: bind %s:%ld: %s", addr, port, strerror(errno));
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
 struct http_server *
 http_start(struct event_base *base, const char *spec, struct broker *b,
     unsigned max_queues, const bool *stopping, bool need_admin, int max_conns,
     bool (*commit)(char *why, size_t len))
 {
 	struct http_server *h;
-	struct evhttp_bound_socket *bound = NULL;
 	char addr[256] = "";
 	const char *colon = spec != NULL ? strrchr(spec, ':') : NULL;
 	long port = 0;
@@ -550,6 +857,9 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	h->console.writes_allowed = need_admin || strncmp(addr, "127.", 4) == 0 ||
 	    strcmp(addr, "::1") == 0 || strcmp(addr, "localhost") == 0;
 	h->console.commit = commit;
+	snprintf(h->addr, sizeof(h->addr), "%s", addr);
+	h->wildcard = addr[0] == '\0' || strcmp(addr, "0.0.0.0") == 0 ||
+	    strcmp(addr, "::") == 0;
 	h->console.http_connections = http_connections;
 	if (console_init() != 0) {
 		log_error("--http: no random bytes for the console's CSRF token");
@@ -557,25 +867,27 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 		return NULL;
 	}
 	h->http = evhttp_new(base);
-	if (h->http == NULL || (spec != NULL && (bound =
-	    evhttp_bind_socket_with_handle(h->http, addr, (uint16_t)port)) == NULL)) {
+	h->bound_fd = -1;
+	if (h->http == NULL || (spec != NULL &&
+	    (h->bound_fd = http_bind(addr, port)) < 0)) {
 		log_error("--http: cannot listen on %s:%ld", addr, port);
 		if (h->http != NULL)
 			evhttp_free(h->http);
 		free(h);
 		return NULL;
 	}
+	/* every method reaches handle(), which answers 405 with the security
+	 * headers: evhttp's own 501 page would have none */
 	evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
-	    EVHTTP_REQ_POST);
+	    EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT |
+	    EVHTTP_REQ_PATCH);
 	/* bounded requests: a client may not make us hold more than a few
 	 * KiB, nor hold a connection open by sending slowly */
 	evhttp_set_max_headers_size(h->http, HTTP_MAX_HEADERS);
 	evhttp_set_max_body_size(h->http, HTTP_MAX_BODY);
 	evhttp_set_timeout(h->http, HTTP_TIMEOUT_S);
 	h->base = base;
-	if (bound != NULL)
-		evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(bound),
-		    http_accept_error);
 	evhttp_set_gencb(h->http, handle, h);
 	/* every connection's bufferevent is ours, to count it against -c
 	 * (and, with --tls-cert, to serve HTTPS with the same certificate) */
@@ -589,6 +901,28 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 		    h->console.writes_allowed ? "" : " (console read-only: no "
 		    "--auth-file login and not on loopback)");
 	return h;
+}
+
+int
+http_listen(struct http_server *h)
+{
+	int fd = h->bound_fd;
+
+	if (fd < 0)
+		return 0;
+	if (listen(fd, 128) != 0 || http_listen_fd(h, fd) != 0) {
+		log_error("--http: cannot listen on %s: %s", h->addr, strerror(errno));
+		return -1;
+	}
+	h->bound_fd = -1;       /* evhttp's now */
+	return 0;
+}
+
+void
+http_allow_hosts(struct http_server *h, const char *const *names, size_t n)
+{
+	h->hosts = names;
+	h->nhosts = n;
 }
 
 int
@@ -608,6 +942,8 @@ http_stop(struct http_server *h)
 {
 	if (h == NULL)
 		return;
+	if (h->bound_fd >= 0)
+		close(h->bound_fd);
 	evhttp_free(h->http);
 	free(h);
 }

@@ -24,10 +24,26 @@ struct http_server;
 struct http_server *http_start(struct event_base *base, const char *spec,
     struct broker *b, unsigned max_queues, const bool *stopping,
     bool need_admin, int max_conns, bool (*commit)(char *why, size_t len));
+/* Start accepting on the address http_start() bound (which does not
+ * listen yet: the store opens first); 0, or -1 after logging. */
+int http_listen(struct http_server *h);
+/* Names besides the listening address that requests may carry in Host
+ * and Origin (--http-host; names[] must outlive h).  Anything else is
+ * refused with 403, but /healthz (DNS rebinding). */
+void http_allow_hosts(struct http_server *h, const char *const *names, size_t n);
 /* Serve the connections of fd, a socket already listening (the
  * in-process fuzzer's way in: http_start with spec NULL makes a server
  * without a listener).  -1 on error. */
 int http_listen_fd(struct http_server *h, evutil_socket_t fd);
+/* --tls-handshake-timeout for HTTPS connections (default 5 s). */
+void http_set_handshake_timeout(int secs);
+/* Bytes the HTTP connections hold now: unread input and unsent replies
+ * (the fuzzers check the budgets with it). */
+void http_memory(size_t *in, size_t *out);
+/* Read ahead per connection, and unsent replies in all past which
+ * requests get 503 (one reply may still exceed it). */
+size_t http_max_input(void);
+size_t http_max_unsent(void);
 /* HTTP connections open now (for the memcache listener's -c check). */
 unsigned http_connections(void);
 void http_stop(struct http_server *h);

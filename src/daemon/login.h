@@ -1,33 +1,62 @@
 /* login.h -- --auth-file logins on a hostile network: failed attempts are
- * counted per peer address (in a bounded table) and slow that peer down. */
+ * counted per peer address (an IPv6 /64 counting as one address), per
+ * user name (across addresses) and per address and user, in one bounded
+ * table, and slow down every later attempt of that address or user name
+ * BEFORE its password is checked, whatever the password.
+ *
+ * Checking first and delaying only the refusal told a correct password
+ * by its fast answer (issue 35): now an attempt that arrives while a
+ * delay is owed waits (on a timer; HTTP Basic is refused with 429) and
+ * is checked only when the delay is over, so the answer's timing says
+ * nothing and guesses are checked no faster than the schedule below,
+ * however many connections carry them. */
 #ifndef SAKER_LOGIN_H
 #define SAKER_LOGIN_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-/* Peers remembered; a full table forgets the oldest of a bucket. */
-#define LOGIN_PEERS 4096
-/* Failed attempts a peer makes at full speed; each further one waits
- * 250 ms, doubling up to LOGIN_MAX_DELAY_MS, before its answer. */
+/* Entries remembered (addresses, user names and pairs together); a full
+ * bucket forgets its least recently failed entry.  Static: about 1 MiB
+ * whatever a flood of addresses or user names does. */
+#define LOGIN_SLOTS 8192
+/* Failed attempts an address (or a user name) makes at full speed; after
+ * the 3rd failure the next attempt waits 250 ms, after the 4th 500 ms,
+ * doubling up to LOGIN_MAX_DELAY_MS.  So checks at 0, 0, 0, 250 ms,
+ * 750 ms, 1.75 s, 3.75 s, 7.75 s, then one per LOGIN_MAX_DELAY_MS: at
+ * most 5 in any second, 8 in the first 10 s. */
 #define LOGIN_FREE_TRIES 3
 #define LOGIN_MAX_DELAY_MS 5000
-/* A peer without a failure for this long starts again from zero. */
+/* An entry without a failure for this long starts again from zero. */
 #define LOGIN_FORGET_MS (10 * 60 * 1000)
 /* Failed attempts one connection may make; the last closes it. */
 #define LOGIN_CONN_TRIES 5
 /* A connection that has not logged in after this long is closed. */
 #define LOGIN_TIMEOUT_S 30
+/* Failed logins of one address are logged at most once per this (with
+ * the count since its last line), and at most LOGIN_LOG_LINES lines in
+ * all per LOGIN_LOG_MS (the others keep counting and come later). */
+#define LOGIN_LOG_MS 1000
+#define LOGIN_LOG_LINES 20
 
-/* A failed attempt from `peer` (an address as text) at now_ms: how long
- * the connection must wait before it is answered (ms), and the peer's
- * failures so far in *fails. */
-int64_t login_failed(const char *peer, int64_t now_ms, unsigned *fails);
-/* How long `peer` must still wait (ms) before its next attempt is worth
- * checking: its delay after its last failure (0 when none).  For logins
- * that cannot be held back, such as HTTP Basic auth, which are refused
- * meanwhile without spending a crypt(3) on them. */
-int64_t login_wait(const char *peer, int64_t now_ms);
-/* A successful login: the peer's failures are forgotten. */
-void login_ok(const char *peer);
+/* How long an attempt from `peer` (an address as text) for user[0..ulen)
+ * must wait (ms) before its password may be checked: the delay owed by
+ * the address and by the user name, whichever ends later; 0 to check it
+ * now. */
+int64_t login_wait(const char *peer, const char *user, size_t ulen,
+    int64_t now_ms);
+/* A failed attempt (`how`: "text", "SASL", "HTTP") checked at now_ms:
+ * counted for the address, the user name and the pair, and logged (at
+ * most once per LOGIN_LOG_MS per address, with the count since the last
+ * line).  Returns the address's failures lately. */
+unsigned login_failed(const char *peer, const char *user, size_t ulen,
+    const char *how, int64_t now_ms);
+/* A successful login: the failures of this user from this address are
+ * forgotten (taken off the address's and the user name's counts), and
+ * only those: another user's failures stay. */
+void login_ok(const char *peer, const char *user, size_t ulen);
+/* Forget everything (the in-process fuzzers, between inputs). */
+void login_reset(void);
 
 #endif

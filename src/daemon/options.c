@@ -17,7 +17,7 @@ enum {
 	OPT_MAX_MEMORY, OPT_MAX_OPEN, OPT_VERSION, OPT_HELP, OPT_CONFIG, OPT_HTTP,
 	OPT_METRICS_MAX, OPT_AUTH_FILE, OPT_IDLE_TIMEOUT, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_TLS_CA, OPT_CONN_MEMORY, OPT_DRAIN_TIMEOUT, OPT_HTTP_PUBLIC,
-	OPT_MAX_QUEUES, OPT_HTTP_HISTORY
+	OPT_MAX_QUEUES, OPT_HTTP_HISTORY, OPT_HTTP_HOST, OPT_TLS_HANDSHAKE
 };
 
 static const struct option longopts[] = {
@@ -43,6 +43,8 @@ static const struct option longopts[] = {
 	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "http-public", no_argument, NULL, OPT_HTTP_PUBLIC },
 	{ "http-history", required_argument, NULL, OPT_HTTP_HISTORY },
+	{ "http-host", required_argument, NULL, OPT_HTTP_HOST },
+	{ "tls-handshake-timeout", required_argument, NULL, OPT_TLS_HANDSHAKE },
 	{ "metrics-max-queues", required_argument, NULL, OPT_METRICS_MAX },
 	{ "max-conn-memory", required_argument, NULL, OPT_CONN_MEMORY },
 	{ "drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT },
@@ -120,6 +122,10 @@ usage(FILE *f)
 "                            console changes nothing unless ADDR is loopback\n"
 "      --http-public         /metrics and the console without a login even\n"
 "                            with --auth-file\n"
+"      --http-host NAME      a name clients use for --http (repeatable); a\n"
+"                            request whose Host or Origin is not NAME, the\n"
+"                            --http address, localhost or (listening on every\n"
+"                            address) an IP address gets 403, but /healthz\n"
 "      --http-history SECONDS  sample every queue's depth this often for the\n"
 "                            console's chart of the last 60 samples (default\n"
 "                            60: the last hour; 0: no sampling; down to 0.01)\n"
@@ -129,6 +135,10 @@ usage(FILE *f)
 "                            socket stays plain); reread on SIGHUP\n"
 "      --tls-key FILE        the certificate's PEM private key\n"
 "      --tls-ca FILE         require client certificates signed by these CAs\n"
+"      --tls-handshake-timeout SECS  close a TLS connection whose handshake is\n"
+"                            not done within SECS (default %d); handshakes in\n"
+"                            progress beyond a quarter of -c (memcache, and\n"
+"                            HTTPS) close the oldest\n"
 "      --enable-shutdown     allow the 'shutdown' command\n"
 "  -d, --daemonize           detach and run in the background\n"
 "  -P, --pidfile FILE        write the process id to FILE (refused while a\n"
@@ -145,7 +155,7 @@ usage(FILE *f)
 "See sakerd(8) and saker-protocol(7).\n",
 	    SAKERD_DEFAULT_PORT, saker_store_driver_list(), STORE_FORMS,
 	    SAKERD_DEFAULT_STORE, SAKERD_DEFAULT_DRAIN_TIMEOUT,
-	    SAKERD_DEFAULT_MAX_QUEUES);
+	    SAKERD_DEFAULT_MAX_QUEUES, SAKERD_DEFAULT_TLS_HANDSHAKE);
 }
 
 static int
@@ -232,6 +242,7 @@ options_parse(int argc, char **argv, struct options *o)
 	o->max_queues = SAKERD_DEFAULT_MAX_QUEUES;
 	o->metrics_max_queues = 1000;
 	o->http_history_ms = 60000;
+	o->tls_handshake_s = SAKERD_DEFAULT_TLS_HANDSHAKE;
 	o->drain_timeout_s = SAKERD_DEFAULT_DRAIN_TIMEOUT;
 
 	optind = 1;
@@ -327,6 +338,22 @@ options_parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_HTTP_PUBLIC:
 			o->http_public = true;
+			break;
+		case OPT_HTTP_HOST:
+			if (o->nhttp_hosts == OPT_MAX_HTTP_HOSTS) {
+				fprintf(stderr, "sakerd: at most %d --http-host\n",
+				    OPT_MAX_HTTP_HOSTS);
+				return -1;
+			}
+			if (optarg[0] == '\0' || strlen(optarg) > 253 ||
+			    strpbrk(optarg, ":/ []") != NULL)
+				goto bad;
+			o->http_hosts[o->nhttp_hosts++] = optarg;
+			break;
+		case OPT_TLS_HANDSHAKE:
+			if (parse_int(optarg, 1, 3600, &v) != 0)
+				goto bad;
+			o->tls_handshake_s = (int)v;
 			break;
 		case OPT_TLS_CERT:
 			o->tls_cert = optarg;

@@ -13,6 +13,10 @@
 #define SAKERD_DEFAULT_CONN_MEMORY (4u * 1024 * 1024)
 #define SAKERD_CONN_MEMORY_SLACK (1024u * 1024)
 #define SAKERD_DEFAULT_DRAIN_TIMEOUT 30
+/* --tls-handshake-timeout: seconds a TLS handshake may take */
+#define SAKERD_DEFAULT_TLS_HANDSHAKE 5
+/* --http-host may be given this many times */
+#define OPT_MAX_HTTP_HOSTS 16
 /* --max-queues: generous for real deployments (a queue per tenant or
  * worker), yet bounded: 100,000 queues of one small item each made sakerd's
  * RSS about 70 MB (memory and lmdb stores; docs/security.md) */
@@ -48,6 +52,9 @@ struct options {
 	const char *auth_file;       /* --auth-file: user:password lines */
 	const char *http;            /* --http [ADDR:]PORT */
 	bool http_public;            /* --http-public: /metrics needs no login */
+	const char *http_hosts[OPT_MAX_HTTP_HOSTS]; /* --http-host NAME */
+	size_t nhttp_hosts;
+	int tls_handshake_s;         /* --tls-handshake-timeout */
 	unsigned http_history_ms;    /* --http-history: depth sampling; 0 none */
 	const char *tls_cert;        /* --tls-cert: TCP listeners and --http speak TLS */
 	const char *tls_key;         /* --tls-key */

@@ -62,6 +62,7 @@ static const struct broker_hooks hooks = {
 	.close = conn_hook_close,
 	.close_after_write = conn_hook_close_after_write,
 	.stop = hook_stop,
+	.login_admit = conn_login_admit,
 	.login_failed = conn_login_failed,
 	.login_ok = conn_login_ok,
 	.peer = conn_peer,
@@ -318,11 +319,19 @@ accept_error_cb(struct evconnlistener *l, void *arg)
 	log_warn("accept: %s", evutil_socket_error_to_string(err));
 }
 
+/*
+ * The listeners are bound early (a privileged port needs root, which is
+ * dropped before the store opens) but listen only once the store is open
+ * and its queues loaded (start_listening()): until then a client's
+ * connect is refused, as if the server were not there.  On 8fecbcd a
+ * client could be accepted and then reset when the store failed its
+ * checks after the port was listening (issue 35).
+ */
 static int
-listen_tcp(void)
+bind_tcp(void)
 {
 	struct sockaddr_storage ss;
-	int sslen = sizeof(ss);
+	int sslen = sizeof(ss), fd, one = 1;
 	char addr[300];
 
 	if (srv->opt->port == 0)
@@ -336,23 +345,26 @@ listen_tcp(void)
 		log_error("cannot parse listen address '%s'", srv->opt->listen);
 		return -1;
 	}
-	srv->listeners[0] = evconnlistener_new_bind(srv->base, accept_cb, NULL,
-	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 1024,
-	    (struct sockaddr *)&ss, sslen);
-	if (srv->listeners[0] == NULL) {
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+	    sizeof(one)) != 0 || bind(fd, (struct sockaddr *)&ss,
+	    (socklen_t)sslen) != 0) {
 		log_error("cannot listen on %s: %s", addr, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
-	evconnlistener_set_error_cb(srv->listeners[0], accept_error_cb);
-	log_info("listening on %s", addr);
+	srv->listen_fd[0] = fd;
+	snprintf(srv->listen_name[0], sizeof(srv->listen_name[0]), "%s", addr);
 	return 0;
 }
 
 static int
-listen_unix(void)
+bind_unix(void)
 {
 	struct sockaddr_un sun;
 	const char *path = srv->opt->unix_socket;
+	int fd;
 
 	if (path == NULL)
 		return 0;
@@ -364,15 +376,42 @@ listen_unix(void)
 	sun.sun_family = AF_UNIX;
 	strcpy(sun.sun_path, path);
 	unlink(path);
-	srv->listeners[1] = evconnlistener_new_bind(srv->base, accept_cb, NULL,
-	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 1024,
-	    (struct sockaddr *)&sun, sizeof(sun));
-	if (srv->listeners[1] == NULL) {
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
 		log_error("cannot listen on %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
-	evconnlistener_set_error_cb(srv->listeners[1], accept_error_cb);
-	log_info("listening on %s", path);
+	srv->listen_fd[1] = fd;
+	snprintf(srv->listen_name[1], sizeof(srv->listen_name[1]), "%s", path);
+	return 0;
+}
+
+/* The store is open: accept clients (--http first, so that once the
+ * memcache port accepts every listener is up). */
+static int
+start_listening(void)
+{
+	int i;
+
+	if (srv->http != NULL && http_listen(srv->http) != 0)
+		return -1;
+	for (i = 0; i < 2; i++) {
+		if (srv->listen_fd[i] < 0)
+			continue;
+		srv->listeners[i] = evconnlistener_new(srv->base, accept_cb, NULL,
+		    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 1024,
+		    srv->listen_fd[i]);
+		if (srv->listeners[i] == NULL) {
+			log_error("cannot listen on %s: %s", srv->listen_name[i],
+			    strerror(errno));
+			return -1;
+		}
+		srv->listen_fd[i] = -1;     /* the listener owns it */
+		evconnlistener_set_error_cb(srv->listeners[i], accept_error_cb);
+		log_info("listening on %s", srv->listen_name[i]);
+	}
 	return 0;
 }
 
@@ -423,6 +462,10 @@ close_listeners(void)
 		if (srv->listeners[i] != NULL) {
 			evconnlistener_free(srv->listeners[i]);
 			srv->listeners[i] = NULL;
+		}
+		if (srv->listen_fd[i] >= 0) {
+			close(srv->listen_fd[i]);
+			srv->listen_fd[i] = -1;
 		}
 	}
 	if (srv->opt->unix_socket != NULL)
@@ -546,6 +589,7 @@ server_init(struct options *opt)
 	int i, rc;
 
 	broker_init(&srv->broker, &hooks);
+	srv->listen_fd[0] = srv->listen_fd[1] = -1;
 	srv->broker.max_item_size = opt->max_item_size;
 	srv->broker.enable_shutdown = opt->enable_shutdown;
 	srv->broker.max_queues = opt->max_queues;
@@ -576,7 +620,8 @@ server_init(struct options *opt)
 	{
 		struct conn_env env = { srv->base, &srv->broker, NULL,
 		    opt->idle_timeout_s, opt->max_conn_memory, opt->drain_timeout_s,
-		    server_drain };
+		    opt->tls_handshake_s, opt->max_conns / 4 > 0 ?
+		    (unsigned)opt->max_conns / 4 : 1, server_drain };
 
 		if (opt->idle_timeout_s > 0) {
 			/* one timeout shared by every connection: O(1) timer
@@ -610,15 +655,17 @@ server_init(struct options *opt)
 		fprintf(stderr, "sakerd: cannot set up TLS; see the log above\n");
 		return 1;
 	}
-	/* --http first: once the memcache port accepts, every listener is
-	 * up (a supervisor or test that waits for it may then use /metrics) */
+	/* bound now, listening once the store is open (start_listening()) */
 	if ((opt->http != NULL && (srv->http = http_start(srv->base, opt->http, &srv->broker,
 	    opt->metrics_max_queues, &srv->stopping,
 	    auth_active && !opt->http_public, opt->max_conns, server_commit_now)) == NULL) ||
-	    listen_tcp() != 0 || listen_unix() != 0) {
+	    bind_tcp() != 0 || bind_unix() != 0) {
 		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
 		return 1;
 	}
+	if (srv->http != NULL)
+		http_allow_hosts(srv->http, opt->http_hosts, opt->nhttp_hosts);
+	http_set_handshake_timeout(opt->tls_handshake_s);
 	if (srv->http != NULL &&
 	    history_start(srv->base, &srv->broker, opt->http_history_ms) != 0) {
 		fprintf(stderr, "sakerd: out of memory\n");
@@ -642,6 +689,9 @@ server_init(struct options *opt)
 	so.create = true;
 	so.notify = queues_notify;
 	so.notify_arg = &srv->broker;
+	/* the store's file or conninfo stays in the log, out of replies */
+	if (strchr(opt->store_spec, ':') != NULL)
+		srv->broker.store_location = strchr(opt->store_spec, ':') + 1;
 	rc = saker_store_open(opt->store_spec, &so, &srv->broker.store, err, sizeof(err));
 	if (rc != SAKER_OK) {
 		fprintf(stderr, "sakerd: --store %s: %s\n", opt->store_spec, err);
@@ -664,6 +714,10 @@ server_init(struct options *opt)
 		struct timeval tv = { 1, 0 };
 		srv->tick_ev = event_new(srv->base, -1, EV_PERSIST, tick_cb, NULL);
 		event_add(srv->tick_ev, &tv);
+	}
+	if (start_listening() != 0) {
+		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
+		return 1;
 	}
 	say_ready(opt);
 	return 0;

@@ -38,6 +38,10 @@ struct server {
 	struct http_server *http;     /* --http */
 	struct event *sig_ev[4];
 	struct evconnlistener *listeners[2];
+	/* TCP and Unix sockets bound but not yet listening (-1 once a
+	 * listener owns them): the store opens in between */
+	int listen_fd[2];
+	char listen_name[2][300];
 
 	bool commit_scheduled;        /* commit at the end of this turn */
 	bool loop_done;               /* stopping: the last commit ran */
@@ -55,8 +59,8 @@ bool server_commit_now(char *why, size_t len);
 /* Begin a graceful stop (shutdown command, signals). */
 void server_stop(void);
 
-/* Bind, drop privileges, open the store, load queues: 0, or 1 after
- * printing why.  Then server_loop() until stopped, and server_exit() (also
+/* Bind, drop privileges, open the store, load queues, and only then
+ * listen: 0, or 1 after printing why.  Then server_loop() until stopped, and server_exit() (also
  * after a failed server_init()). */
 int server_init(struct options *opt);
 void server_loop(void);

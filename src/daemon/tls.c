@@ -375,6 +375,20 @@ tls_error(const struct tls *t)
 	return t->err[0] != '\0' ? t->err : "TLS error";
 }
 
+bool
+tls_bev_handshaking(struct bufferevent *bev)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+
+	return ssl != NULL && !SSL_is_init_finished(ssl);
+}
+
+bool
+tls_handshake_done(const struct tls *t)
+{
+	return SSL_is_init_finished(t->ssl);
+}
+
 size_t
 tls_memory(const struct tls *t)
 {

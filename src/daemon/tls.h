@@ -59,6 +59,8 @@ struct evbuffer *tls_wire(struct tls *t);
 void tls_close_notify(struct tls *t);
 /* Why the last TLS_FAIL happened (static string). */
 const char *tls_error(const struct tls *t);
+/* Is the handshake over (application data may flow)? */
+bool tls_handshake_done(const struct tls *t);
 /* Bytes this TLS state holds: its ciphertext buffers and OpenSSL's record
  * buffers (released when idle: SSL_MODE_RELEASE_BUFFERS).  For the
  * per-connection memory budget. */
@@ -67,6 +69,8 @@ size_t tls_memory(const struct tls *t);
 /* --http: a bufferevent speaking TLS on an accepted socket (evhttp's
  * bevcb), or NULL when TLS is off. */
 struct bufferevent *tls_http_bev(struct event_base *base);
+/* Is bev (of tls_http_bev) still in its handshake? */
+bool tls_bev_handshaking(struct bufferevent *bev);
 #else
 static inline int tls_setup(const char *c, const char *k, const char *a)
 { (void)c; (void)k; (void)a; return -1; }
@@ -83,7 +87,9 @@ static inline struct evbuffer *tls_wire(struct tls *t) { (void)t; return NULL; }
 static inline void tls_close_notify(struct tls *t) { (void)t; }
 static inline const char *tls_error(const struct tls *t) { (void)t; return "no TLS"; }
 static inline size_t tls_memory(const struct tls *t) { (void)t; return 0; }
+static inline bool tls_handshake_done(const struct tls *t) { (void)t; return true; }
 static inline struct bufferevent *tls_http_bev(struct event_base *b) { (void)b; return NULL; }
+static inline bool tls_bev_handshaking(struct bufferevent *b) { (void)b; return false; }
 #endif
 
 #endif

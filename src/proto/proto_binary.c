@@ -409,6 +409,23 @@ bin_login_failure(struct session *c)
 	bin_error(c, c->login_opcode, c->login_opaque, BIN_AUTH_ERROR, "Auth failure");
 }
 
+/* May this SASL PLAIN login be checked now (login_admit)?  False leaves
+ * it in the input. */
+static bool
+bin_sasl_admit(struct session *c, const struct bin_req *r)
+{
+	const char *v = r->val, *u;
+	const char *p;
+
+	if (c->b->hooks->login_admit == NULL)
+		return true;
+	u = memchr(v, '\0', r->vallen);
+	u = u != NULL ? u + 1 : v + r->vallen;
+	p = memchr(u, '\0', r->vallen - (size_t)(u - v));
+	return c->b->hooks->login_admit(c, u, p != NULL ? (size_t)(p - u) :
+	    r->vallen - (size_t)(u - v));
+}
+
 /* SASL PLAIN: "[authzid] NUL user NUL password". */
 static void
 bin_sasl_auth(struct session *c, const struct bin_req *r)
@@ -630,6 +647,8 @@ bin_step(struct session *c)
 	case BIN_SASL_AUTH:
 		if (!auth_active)
 			goto unknown;
+		if (!bin_sasl_admit(c, &r))
+			return PROTO_STOP;      /* run again after the delay */
 		bin_sasl_auth(c, &r);
 		break;
 	case BIN_SASL_STEP:

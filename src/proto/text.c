@@ -421,6 +421,11 @@ text_login(struct session *s, const char *line, size_t linelen, size_t need)
 		return false;
 	p += need;
 	sp = memchr(p, ' ', n);
+	/* the peer's delay comes before the check; the login stays in the
+	 * input until then */
+	if (s->b->hooks->login_admit != NULL && !s->b->hooks->login_admit(s, p,
+	    sp != NULL ? (size_t)(sp - p) : n))
+		return false;
 	who = sp != NULL ? auth_check(p, (size_t)(sp - p), sp + 1,
 	    (size_t)(p + n - sp - 1)) : NULL;
 	evbuffer_drain(s->in, need + n + 2);

@@ -351,7 +351,7 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 		}
 		if (dump_in(r, r->name, len, "a queue name", e) < 0)
 			return -1;
-		if (!saker_qname_valid(r->name, len)) {
+		if (!saker_qname_stored_ok(r->name, len)) {
 			dump_seterr(e, "bad dump: invalid queue name at byte %" PRIu64, r->off - len);
 			return -1;
 		}

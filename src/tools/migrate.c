@@ -730,7 +730,7 @@ mig_target_queue(struct mig_target *t, const char *name, size_t len,
 {
 	struct mig_q *mq;
 
-	if (!saker_qname_valid(name, len)) {
+	if (!saker_qname_stored_ok(name, len)) {
 		mig_seterr(e, "invalid queue name '%.*s'", (int)(len > 250 ? 250 : len), name);
 		return -1;
 	}

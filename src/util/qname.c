@@ -6,7 +6,7 @@
 #include "qname.h"
 
 bool
-saker_qname_valid(const char *name, size_t len)
+saker_qname_stored_ok(const char *name, size_t len)
 {
 	size_t i;
 
@@ -19,6 +19,15 @@ saker_qname_valid(const char *name, size_t len)
 			return false;
 	}
 	return true;
+}
+
+bool
+saker_qname_valid(const char *name, size_t len)
+{
+	/* '*' means "any" at the end of a queues= pattern (--auth-file):
+	 * a queue named "jobs*" would be a name no pattern can grant
+	 * alone (issue 35) */
+	return saker_qname_stored_ok(name, len) && memchr(name, '*', len) == NULL;
 }
 
 size_t

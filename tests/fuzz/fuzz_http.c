@@ -7,9 +7,11 @@
 #include <arpa/inet.h>
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fuzz.h"
 #include "http.h"
 #include "log.h"
@@ -24,8 +26,9 @@
  * picks a free one; no other process is involved).  Each input is one HTTP
  * connection: connected to that port, the input written in chunks the
  * first byte chooses, the loop run in between, the replies read and
- * dropped, then a hang-up.  Afterwards no HTTP connection may be left
- * open, and the failed logins of one input do not throttle the next.
+ * dropped, then a hang-up (bit 0x40 of the first byte: nothing is read,
+ * see send_unread()).  Afterwards no HTTP connection may be left open,
+ * and the failed logins of one input do not throttle the next.
  *
  * So that the console's API has something to work on, each input starts
  * with queues jobs (two items), jobs_dead (one) and other (one), which are
@@ -40,6 +43,8 @@
 
 static struct sockaddr_in addr;
 static char csrf[64];
+static int64_t csrf_ms;		/* when csrf was read: tokens live minutes */
+static const char *const hosts[] = { "x" };
 
 static const char fill[] =
     "set jobs 0 0 1\r\na\r\nset jobs 0 0 2\r\nbb\r\n"
@@ -61,7 +66,7 @@ connect_http(void)
 static void
 read_csrf(void)
 {
-	static const char req[] = "GET /api/server HTTP/1.0\r\n"
+	static const char req[] = "GET /api/server HTTP/1.0\r\nHost: x\r\n"
 	    "Authorization: Basic YTpw\r\n\r\n";	/* a:p */
 	char reply[8192];
 	size_t got = 0;
@@ -83,6 +88,7 @@ read_csrf(void)
 	close(fd);
 	t = strstr(reply, "\"csrf_token\":\"");
 	FUZZ_CHECK(t != NULL);
+	csrf_ms = saker_now_ms();
 	t += 14;
 	FUZZ_CHECK(sscanf(t, "%32[0-9a-f]", csrf) == 1 && strlen(csrf) == 32);
 }
@@ -126,7 +132,35 @@ listen_once(void)
 	FUZZ_CHECK(listen(fd, 64) == 0);
 	FUZZ_CHECK(getsockname(fd, (struct sockaddr *)&addr, &len) == 0);
 	FUZZ_CHECK(http_listen_fd(srv->http, fd) == 0);
+	/* the seeds' "Host: x" names this server (--http-host x) */
+	http_allow_hosts(srv->http, hosts, 1);
 	read_csrf();
+}
+
+/*
+ * Bit 0x40 of the first byte: the keep-alive path of a client that
+ * pipelines requests and never reads a reply (issue 35).  The input is
+ * written in its chunks with the loop turned in between but nothing read
+ * back, for as long as the socket takes it; meanwhile the connection may
+ * hold no more than the read-ahead limit (one read past it at most) and
+ * the unsent-replies budget plus one reply.
+ */
+static void
+send_unread(int fd, const uint8_t *data, size_t size, size_t chunk)
+{
+	size_t off, n, in, out;
+	ssize_t w;
+
+	for (off = 0; off < size; off += (size_t)w) {
+		n = chunk == 0 || size - off < chunk ? size - off : chunk;
+		w = write(fd, data + off, n);
+		fuzz_turns(-1);
+		http_memory(&in, &out);
+		FUZZ_CHECK(in <= http_max_input() + 16384 + 1024);
+		FUZZ_CHECK(out <= http_max_unsent() + 1024 * 1024);
+		if (w <= 0)
+			break;		/* full: the server stopped reading */
+	}
 }
 
 int
@@ -135,25 +169,33 @@ fuzz_http(const uint8_t *data, size_t size)
 	size_t chunk;
 	int fd, turns;
 	uint8_t *input;
+	bool unread;
 
 	fuzz_server_setup();
 	if (tls_on())
 		tls_teardown();
 	listen_once();
+	/* a token is good for 5 to 10 minutes (csrf.h): a long run renews it */
+	if (saker_now_ms() - csrf_ms > 60000)
+		read_csrf();
 	log_set_level(LOG_LVL_ERROR);
 	if (size == 0)
 		return 0;
 	chunk = fuzz_chunk(data[0], size - 1);
+	unread = (data[0] & 0x40) != 0;
 	data = input = with_token(data + 1, size - 1, &size);
 	fuzz_client(fill);
 	fd = connect_http();
 	fuzz_turns(fd);
-	fuzz_send(fd, data, size, chunk);
+	if (unread)
+		send_unread(fd, data, size, chunk);
+	else
+		fuzz_send(fd, data, size, chunk);
 	close(fd);
 	for (turns = 0; turns < 64 && http_connections() > 0; turns++)
 		fuzz_turns(-1);
 	FUZZ_CHECK(http_connections() == 0);
-	login_ok("127.0.0.1");
+	login_reset();
 	fuzz_reset();
 	free(input);
 	return 0;

@@ -3,9 +3,14 @@
  * reading, the plain-text check, failures and their alert, close). */
 #include "config.h"
 
+#include <sys/socket.h>
+
 #include <stdio.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
+#include "conn.h"
 #include "fuzz.h"
 #include "server.h"
 #include "tls.h"
@@ -25,7 +30,9 @@
  * connection may be left.  A valid ClientHello gets a ServerHello; the
  * rest of a handshake depends on the server's random, so what is fuzzed
  * is everything up to there: records split anywhere, plain text on the
- * TLS port, broken records, alerts, early hang-ups.
+ * TLS port, broken records, alerts, early hang-ups; and (bit 0x40 of the
+ * first byte) several handshakes at once against their budget and
+ * deadline (three_clients()).
  */
 
 static void
@@ -79,6 +86,61 @@ tls_once(void)
 	EVP_PKEY_free(pk);
 }
 
+/* Handshakes in progress: the connections that say so, which must be
+ * what conn.c counts. */
+static unsigned
+handshaking(void)
+{
+	struct conn *c;
+	unsigned n = 0;
+
+	for (c = conn_first(); c != NULL; c = TAILQ_NEXT(c, link))
+		n += c->handshaking;
+	FUZZ_CHECK(n == conn_tls_handshakes());
+	return n;
+}
+
+/*
+ * Bit 0x40 of the first byte: the handshake path under attack (issue 35).
+ * Three clients connect one after another, with a budget of two
+ * handshakes in progress (so the third closes the oldest still in its
+ * handshake), each sending a third of the input in its chunks and none
+ * hanging up.  Then every deadline fires at once (--tls-handshake-timeout,
+ * without waiting for it): afterwards no connection may be left in its
+ * handshake, and none may be counted as one.
+ */
+static void
+three_clients(const uint8_t *data, size_t size, size_t chunk)
+{
+	int peer[3], sv[2], i;
+	size_t part = size / 3, off = 0;
+	struct conn *c;
+
+	conn_set_tls_handshakes_max(2);
+	for (i = 0; i < 3; i++) {
+		size_t n = i < 2 ? part : size - off;
+
+		FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK |
+		    SOCK_CLOEXEC, 0, sv) == 0);
+		peer[i] = sv[1];
+		if (conn_new(sv[0], true) == NULL)
+			close(sv[0]);
+		FUZZ_CHECK(handshaking() <= 2);
+		fuzz_send(peer[i], data + off, n, chunk);
+		off += n;
+		FUZZ_CHECK(handshaking() <= 2);
+	}
+	for (c = conn_first(); c != NULL; c = TAILQ_NEXT(c, link))
+		if (c->handshaking)
+			event_active(c->hs_ev, EV_TIMEOUT, 1);
+	fuzz_turns(-1);
+	FUZZ_CHECK(handshaking() == 0);
+	for (i = 0; i < 3; i++)
+		close(peer[i]);
+	fuzz_turns(-1);
+	conn_set_tls_handshakes_max(1024);
+}
+
 int
 fuzz_tls(const uint8_t *data, size_t size)
 {
@@ -86,11 +148,19 @@ fuzz_tls(const uint8_t *data, size_t size)
 	tls_once();
 	if (size == 0)
 		return 0;
+	if ((data[0] & 0x40) != 0) {
+		three_clients(data + 1, size - 1, fuzz_chunk(data[0], size - 1));
+		fuzz_reset();
+		FUZZ_CHECK(srv->broker.stats.curr_connections == 0);
+		FUZZ_CHECK(conn_tls_handshakes() == 0);
+		return 0;
+	}
 	/* logged out, as every connection is with an --auth-file */
 	fuzz_session(data + 1, size - 1, fuzz_chunk(data[0], size - 1), false,
 	    true);
 	fuzz_reset();
 	FUZZ_CHECK(srv->broker.stats.curr_connections == 0);
+	FUZZ_CHECK(conn_tls_handshakes() == 0);
 	return 0;
 }
 

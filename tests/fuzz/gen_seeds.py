@@ -218,6 +218,24 @@ HTTP += [
 ]
 for i, req in enumerate(HTTP):
     write("http", "seed-%03d" % i, b"\x00" + req)
+# keep-alive requests pipelined by a client that never reads (first byte
+# 0x40: fuzz_http's send_unread(), issue 35), foreign Host and Origin, and
+# methods evhttp would have refused itself
+HOSTX = b"Host: x\r\n"
+write("http", "seed-unread-healthz", b"\x40" +
+    (b"GET /healthz HTTP/1.1\r\n" + HOSTX + b"\r\n") * 600)
+write("http", "seed-unread-metrics", b"\x40" +
+    (b"GET /metrics HTTP/1.1\r\n" + HOSTX + ADMIN + b"\r\n") * 200)
+write("http", "seed-unread-api-split", b"\xc7" +
+    (api(b"GET", b"/api/queues?limit=1000") + api(b"GET", b"/api/server")) * 100)
+write("http", "seed-foreign-host", b"\x00" +
+    b"GET /api/server HTTP/1.1\r\nHost: evil.example\r\n" + ADMIN + b"\r\n" +
+    b"POST /api/queues/jobs/flush HTTP/1.1\r\n" + HOSTX + ADMIN +
+    b"Origin: http://evil.example\r\nX-CSRF-Token: @CSRF@\r\nContent-Length: 0\r\n\r\n" +
+    b"GET /healthz HTTP/1.1\r\nHost: [::1\r\n\r\n")
+write("http", "seed-methods", b"\x00" + b"".join(
+    m + b" /metrics HTTP/1.1\r\n" + HOSTX + b"\r\n"
+    for m in (b"PUT", b"OPTIONS", b"TRACE", b"PATCH", b"DELETE")))
 
 # --- conf: --config files (first byte even) and --auth-file permission
 # fields (odd) -------------------------------------------------------------
@@ -274,6 +292,14 @@ keep("tls", "seed-hello12", lambda: b"\x00" + client_hello(
 keep("tls", "seed-hello13-split", lambda: b"\x80" + client_hello())
 keep("tls", "seed-hello-then-garbage", lambda: b"\x00" + client_hello() +
     b"\x17\x03\x03\x00\x10" + b"\x00" * 16)
+# three clients at once against the handshake budget and deadline (first
+# byte 0x40: fuzz_tls's three_clients(), issue 35)
+def hello_file(name):
+    with open(os.path.join(C, "tls", name), "rb") as f:
+        return f.read()[1:]
+write("tls", "seed-three-hellos", b"\x40" + hello_file("seed-hello13") * 3)
+write("tls", "seed-three-halves", b"\x40" + hello_file("seed-hello12")[:40] * 3)
+write("tls", "seed-three-hellos-split", b"\xc5" + hello_file("seed-hello12") * 3)
 write("tls", "seed-plain", b"\x00get jobs\r\n")
 write("tls", "seed-empty-record", b"\x00\x16\x03\x01\x00\x00")
 write("tls", "seed-huge-record", b"\x00\x16\x03\x01\xff\xff" + b"\x01" * 300)
