@@ -12,6 +12,7 @@
 #include "batch.h"
 #include "clock.h"
 #include "deadletter.h"
+#include "retry.h"
 #include "log.h"
 #include "ops.h"
 #include "queues.h"
@@ -157,7 +158,8 @@ broker_expire_opens(struct broker *b)
 				continue;
 			}
 			if (oi->q->h != NULL &&
-			    dl_give_back(b, oi->q, oi->id, oi->deliveries) ==
+			    dl_give_back(b, oi->q, oi->id, oi->deliveries,
+			    RETRY_BACKOFF) ==
 			    SAKER_OK)
 				oi->q->open_timeouts++;
 			session_forget_open(s, oi);

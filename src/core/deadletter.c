@@ -9,6 +9,7 @@
 #include "log.h"
 #include "qname.h"
 #include "queues.h"
+#include "retry.h"
 
 #define DL_SUFFIX "_dead"
 
@@ -70,19 +71,15 @@ dl_move(struct broker *b, struct squeue *q, uint64_t id, uint32_t deliveries)
 
 int
 dl_give_back(struct broker *b, struct squeue *q, uint64_t id,
-    uint32_t deliveries)
+    uint32_t deliveries, int64_t delay_ms)
 {
-	int rc;
-
 	if (q->h == NULL)
 		return SAKER_ENOTFOUND;
 	if (dl_spent(b, q, deliveries) &&
 	    dl_move(b, q, id, deliveries) == SAKER_OK)
 		return SAKER_OK;
-	/* below the limit, or the move failed: back to the head rather than
-	 * lost (it is caught again at its next hand-out) */
-	rc = b->store->driver->release(b->store, q->h, id);
-	if (rc == SAKER_OK)
-		broker_touch(b);
-	return rc;
+	/* below the limit: back to q, at once or later (retry.h); the move
+	 * failed: likewise rather than lost (it is caught again at its next
+	 * hand-out) */
+	return retry_give_back(b, q, id, deliveries, delay_ms);
 }

@@ -16,11 +16,13 @@
 
 struct squeue;
 
-/* Give open item `id` of q back after `deliveries` hand-outs: to the head
- * of q, or to q's dead-letter queue when the limit is reached.  Returns
- * the store's code (SAKER_ENOTFOUND: not open). */
+/* Give open item `id` of q back after `deliveries` hand-outs: to q's
+ * dead-letter queue when the limit is reached, else to q after delay_ms
+ * (retry.h: > 0 that long, RETRY_BACKOFF the queue's retry_backoff, 0 at
+ * once to the head).  Returns the store's code (SAKER_ENOTFOUND: not
+ * open). */
 int dl_give_back(struct broker *b, struct squeue *q, uint64_t id,
-    uint32_t deliveries);
+    uint32_t deliveries, int64_t delay_ms);
 
 /* Is an item already handed out `before` times (not counting a hand-out
  * in progress) spent on q, so it must not be served again? */

@@ -111,6 +111,33 @@ parse_duration(const char *v, int64_t *out)
 	return 0;
 }
 
+/* The cap of retry_backoff when only BASE is given. */
+#define RETRY_MAX_DEFAULT_MS 3600000LL	/* 1 hour */
+
+/* "BASE[,MAX]": durations, MAX >= BASE (MAX defaults to an hour, or BASE
+ * when that is longer); "0" turns the backoff off. */
+static int
+parse_backoff(const char *v, int64_t *base, int64_t *max)
+{
+	char buf[64], *comma;
+
+	if (strlen(v) >= sizeof(buf))
+		return -1;
+	memcpy(buf, v, strlen(v) + 1);
+	comma = strchr(buf, ',');
+	if (comma != NULL)
+		*comma = '\0';
+	if (parse_duration(trim(buf), base) != 0)
+		return -1;
+	if (comma == NULL) {
+		*max = *base > RETRY_MAX_DEFAULT_MS ? *base : RETRY_MAX_DEFAULT_MS;
+		return 0;
+	}
+	if (parse_duration(trim(comma + 1), max) != 0 || *max < *base)
+		return -1;
+	return 0;
+}
+
 static const char *
 set_key(struct queue_config *qc, const char *key, const char *val)
 {
@@ -145,6 +172,11 @@ set_key(struct queue_config *qc, const char *key, const char *val)
 		if (parse_size(val, &u) != 0 || u > SAKER_DELIVERIES_MAX)
 			return "max_deliveries wants a number from 0 to 65535";
 		qc->max_deliveries = (uint32_t)u;
+	} else if (strcmp(key, "retry_backoff") == 0) {
+		if (parse_backoff(val, &qc->retry_backoff_ms,
+		    &qc->retry_backoff_max_ms) != 0)
+			return "retry_backoff wants BASE[,MAX], durations with"
+			    " MAX >= BASE (e.g. 1s,10m)";
 	} else if (strcmp(key, "dead_letter") == 0) {
 		if (!saker_qname_valid(val, strlen(val)))
 			return "dead_letter wants a queue name";
@@ -156,7 +188,7 @@ set_key(struct queue_config *qc, const char *key, const char *val)
 	} else {
 		return "unknown setting (known: max_items, max_bytes, max_item_size, "
 		    "max_age, discard_old_when_full, max_open, open_timeout, "
-		    "max_deliveries, dead_letter, expire_to)";
+		    "max_deliveries, retry_backoff, dead_letter, expire_to)";
 	}
 	return NULL;
 }
