@@ -145,7 +145,9 @@ timed(int c, const char *cmd, const char *want)
  * earlier than asked; /delay=0 is at once; bad forms are refused. */
 START_TEST(test_abort_delay)
 {
-	struct tl_server *s = tl_server_start("memory", NULL);
+	int hport = tl_free_port();
+	char *hp = tl_strdupf("127.0.0.1:%d", hport), *resp;
+	struct tl_server *s = tl_server_start("memory", "--http", hp, NULL);
 	int c = tl_connect(s->port), o = tl_connect(s->port);
 	char *st;
 	int64_t ms;
@@ -162,6 +164,13 @@ START_TEST(test_abort_delay)
 	ck_assert_int_eq(tl_stat_value(st, "queue_jobs_retries"), 1);
 	ck_assert_int_eq(tl_stat_value(st, "retries_scheduled"), 1);
 	free(st);
+	resp = tl_http(hport, "GET", "/metrics", NULL, NULL);
+	ck_assert_int_eq(tl_http_status(resp), 200);
+	ck_assert_msg(strstr(resp, "\nsaker_retries_scheduled_total 1\n") !=
+	    NULL && strstr(resp, "\nsaker_queue_retries_total{queue=\"jobs\"}"
+	    " 1\n") != NULL && strstr(resp, "\nsaker_queue_delayed_items{queue="
+	    "\"jobs\"} 1\n") != NULL, "%s", resp);
+	free(resp);
 	/* meta, from another connection, waiting for it */
 	ms = timed(o, "mg jobs/open/t=5000 v f d\r\n", "VA 4 f7 d2\r\njob1\r\n");
 	IN_RANGE(ms, 500, tl_slow(1600));
@@ -189,6 +198,7 @@ START_TEST(test_abort_delay)
 	close(o);
 	tl_server_stop(s);
 	tl_server_free(s);
+	free(hp);
 }
 END_TEST
 
