@@ -9,6 +9,8 @@
 #include "queues.h"
 #include "retry.h"
 
+#define RETRY_TICK_MS 10
+
 int64_t
 retry_backoff(const struct queue_config *qc, uint32_t deliveries,
     uint64_t rnd)
@@ -61,8 +63,12 @@ retry_give_back(struct broker *b, struct squeue *q, uint64_t id,
 		return rc;
 	}
 	/* +1: never visible before delay_ms have really passed (as a set's
-	 * /delay=, ops.c) */
+	 * /delay=, ops.c); then up to the next RETRY_TICK_MS, so the retries
+	 * of a busy queue fall due together and one promote pass (one timer
+	 * wake-up) serves them instead of one each: never early, at most
+	 * RETRY_TICK_MS late */
 	due = now + delay_ms + 1;
+	due += (RETRY_TICK_MS - due % RETRY_TICK_MS) % RETRY_TICK_MS;
 	rc = d->release_delayed(b->store, q->h, id, due, now);
 	if (rc != SAKER_OK)
 		return rc;
