@@ -407,7 +407,39 @@ durable_delay(const char *store)
 	tl_server_free(s);
 }
 
+/* A server that stops gives its connections' open items back to the
+ * head, as a crash does: stopping is no job's failure, so no backoff. */
+static void
+stop_no_backoff(const char *store)
+{
+	char *conf = write_conf("[queue sb]\nretry_backoff = 20s\n");
+	struct tl_server *s = tl_server_start(store, "--config", conf, NULL);
+	int c = tl_connect(s->port), w = tl_connect(s->port);
+
+	tl_set(c, "sb", "held");
+	mustsends(w, "mg sb/open v d\r\n");
+	ckresp(w, "VA 4 d1\r\nheld\r\n");
+	close(c);
+	tl_server_stop(s);
+	close(w);
+	tl_server_restart(s);
+	c = tl_connect(s->port);
+	mustsends(c, "mg sb v d\r\n");
+	ckresp(c, "VA 4 d1\r\nheld\r\n");
+	ck_assert_int_eq(tl_stat(c, "retries_scheduled"), 0);
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(conf);
+}
+
 #ifdef HAVE_LMDB
+START_TEST(test_stop_no_backoff_lmdb)
+{
+	stop_no_backoff("lmdb");
+}
+END_TEST
+
 START_TEST(test_durable_delay_lmdb)
 {
 	durable_delay("lmdb");
@@ -439,6 +471,7 @@ retry_suite(void)
 	tcase_add_test(tc, test_touch);
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, test_durable_delay_lmdb);
+	tcase_add_test(tc, test_stop_no_backoff_lmdb);
 #endif
 #ifdef HAVE_SQLITE
 	tcase_add_test(tc, test_durable_delay_sqlite);

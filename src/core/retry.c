@@ -54,8 +54,8 @@ retry_give_back(struct broker *b, struct squeue *q, uint64_t id,
 	int rc;
 
 	if (delay_ms == RETRY_BACKOFF)
-		delay_ms = retry_backoff(queue_cfg(b, q), deliveries,
-		    retry_random());
+		delay_ms = b->closing ? 0 : retry_backoff(queue_cfg(b, q),
+		    deliveries, retry_random());
 	if (delay_ms <= 0) {
 		rc = d->release(b->store, q->h, id);
 		if (rc == SAKER_OK)

@@ -35,8 +35,8 @@ uint64_t retry_random(void);
 
 /*
  * Give open item `id` of q back after `delay_ms`: > 0 that long,
- * RETRY_BACKOFF the queue's retry_backoff for `deliveries`, 0 (or no
- * backoff) at once to the head.  The due time is rounded up to the next
+ * RETRY_BACKOFF the queue's retry_backoff for `deliveries` (none while
+ * the broker is closing), 0 (or no backoff) at once to the head.  The due time is rounded up to the next
  * 10 ms (retry.c).  A delayed item goes to the store's
  * delayed set (release_delayed()), is counted (q->retries, the broker's
  * retries_scheduled) and the promote timer is armed.  The store's code.
