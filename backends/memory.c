@@ -1033,10 +1033,19 @@ mem_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
 	if (k == SIZE_MAX || ms->otab[k]->q != q)
 		return fail(ms, SAKER_ENOTFOUND, "no such open item");
 	it = ms->otab[k];
-	it->due_ms = due_ms;
-	if (heap_push(ms, it) != SAKER_OK)
-		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 	(void)open_detach(ms, q, id);
+	/* a new id: the heap orders equal due times by id (arrival) */
+	it->id = ms->next_id;
+	it->due_ms = due_ms;
+	if (heap_push(ms, it) != SAKER_OK) {
+		/* back as it was: open, under its old id */
+		it->id = id;
+		list_insert_sorted(&q->open, it);
+		otab_insert(ms, it);
+		q->st.open_items++;
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	}
+	ms->next_id++;
 	it->state = ITEM_DELAYED;
 	list_push_tail(&q->delayed, it);
 	q->st.delayed_items++;

@@ -271,9 +271,11 @@ static const char *const pg_sql[P_COUNT] = {
 	    " WHERE qid = $1::bigint AND id = $2::bigint AND state = 1"
 	    " AND owner = $3::text",
 	/* an open item of this broker back as a delayed one, due at $4:
-	 * vis = due joins it to the tail when it falls due (release_delayed) */
+	 * vis = due joins it to the tail when it falls due, and a new id
+	 * after the items already there with the same vis (release_delayed) */
 	[P_DELAY] = "UPDATE saker_items SET state = 0, owner = NULL,"
-	    " lease_until = 0, due = $4::bigint, vis = $4::bigint"
+	    " lease_until = 0, due = $4::bigint, vis = $4::bigint,"
+	    " id = nextval('saker_item_id')"
 	    " WHERE qid = $1::bigint AND id = $2::bigint AND state = 1"
 	    " AND owner = $3::text",
 };

@@ -1723,7 +1723,7 @@ END_TEST
  * time; due <= now is a release; after a reopen still delayed. */
 START_TEST(test_release_delayed)
 {
-	saker_queue *q = qopen("rdly");
+	saker_queue *q = qopen("rdly"), *q2;
 	struct saker_queue_stats st;
 	uint64_t id;
 
@@ -1762,6 +1762,23 @@ START_TEST(test_release_delayed)
 	take_s(q, SAKER_TAKE_PEEK, BASE + 500, "A");
 	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 900,
 	    BASE + 500), SAKER_ENOTFOUND);
+	commit();
+	/* with the same due time: after the delayed items already there,
+	 * before those put later */
+	q2 = qopen("rdly2");
+	put_s(q2, "J", 0, 0, BASE + 600);
+	put_s(q2, "X", 0, BASE + 800, BASE + 600);
+	id = take_s(q2, SAKER_TAKE_OPEN, BASE + 600, "J");
+	ck_assert_int_eq(T.drv->release_delayed(T.s, q2, id, BASE + 800,
+	    BASE + 600), SAKER_OK);
+	put_s(q2, "Y", 0, BASE + 800, BASE + 600);
+	commit();
+	ck_assert_int_eq(promote(BASE + 799), BASE + 800);
+	take_empty(q2, SAKER_TAKE_REMOVE, BASE + 799);
+	ck_assert_int_eq(promote(BASE + 800), 0);
+	take_s(q2, SAKER_TAKE_REMOVE, BASE + 800, "X");
+	take_s(q2, SAKER_TAKE_REMOVE, BASE + 800, "J");
+	take_s(q2, SAKER_TAKE_REMOVE, BASE + 800, "Y");
 	commit();
 	if (!T.drv->durable)
 		return;

@@ -341,7 +341,10 @@ struct saker_store_driver {
 	 * delayed, invisible to take/peek until promote() at or after
 	 * due_ms moves it to the ready tail; after a failed commit it is
 	 * still open.  Counted in delayed_items, no longer in open_items.
-	 * due_ms <= now_ms is release() (back to the head, notifies).
+	 * Among delayed items with the same due time it comes after those
+	 * already there, as if put now (its id may change: the old one is
+	 * no handle any more).  due_ms <= now_ms is release() (back to the
+	 * head, notifies).
 	 * SAKER_ENOTFOUND if not open.  The retry-with-delay of an abort
 	 * and the queue's retry_backoff (docs/protocol.md). */
 	int (*release_delayed)(saker_store *s, saker_queue *q, uint64_t id,
