@@ -126,12 +126,12 @@ END_TEST
 
 /* ------------------------------------------------------ over a socket */
 
-/* Block on `cmd` (a get with t=) and expect `want` back; the ms it took. */
+/* Block on `cmd` (a get with t=) and expect `want` back; the ms since t0
+ * (taken before the request that gave the item back, so that "never
+ * early" is a strict lower bound whatever the round trips cost). */
 static int64_t
-timed(int c, const char *cmd, const char *want)
+timed_since(int64_t t0, int c, const char *cmd, const char *want)
 {
-	int64_t t0 = tl_now_ms();
-
 	mustsends(c, cmd);
 	ckresp(c, want);
 	return tl_now_ms() - t0;
@@ -149,14 +149,19 @@ START_TEST(test_abort_delay)
 	char *hp = tl_strdupf("127.0.0.1:%d", hport), *resp;
 	struct tl_server *s = tl_server_start("memory", "--http", hp, NULL);
 	int c = tl_connect(s->port), o = tl_connect(s->port);
-	char *st;
-	int64_t ms;
+	/* long enough for the checks below to run while it is delayed,
+	 * under valgrind too */
+	int d1 = tl_slow(600);
+	char *st, *cmd = tl_strdupf("get jobs/abort/delay=%d\r\n", d1);
+	int64_t ms, t0;
 
 	tl_setn(c, "jobs", 7, 0, "job1", 4);
 	mustsends(c, "get jobs/open\r\n");
 	ckresp(c, "VALUE jobs/open 7 4\r\njob1\r\nEND\r\n");
-	mustsends(c, "get jobs/abort/delay=600\r\n");
+	t0 = tl_now_ms();
+	mustsends(c, cmd);
 	ckresp(c, "END\r\n");
+	free(cmd);
 	tl_ckget(o, "jobs", NULL);
 	st = tl_stats(o);
 	ck_assert_int_eq(tl_stat_value(st, "queue_jobs_delayed_items"), 1);
@@ -172,12 +177,15 @@ START_TEST(test_abort_delay)
 	    "\"jobs\"} 1\n") != NULL, "%s", resp);
 	free(resp);
 	/* meta, from another connection, waiting for it */
-	ms = timed(o, "mg jobs/open/t=5000 v f d\r\n", "VA 4 f7 d2\r\njob1\r\n");
-	IN_RANGE(ms, 500, tl_slow(1600));
+	ms = timed_since(t0, o, "mg jobs/open/t=9000 v f d\r\n",
+	    "VA 4 f7 d2\r\njob1\r\n");
+	IN_RANGE(ms, d1, d1 + tl_slow(1000));
 	/* meta's delayed abort: EN, as any key that only gives back */
+	t0 = tl_now_ms();
 	mustsends(o, "mg jobs/abort/delay=300 v\r\n");
 	ckresp(o, "EN\r\n");
-	ms = timed(c, "mg jobs/open/t=5000 v d\r\n", "VA 4 d3\r\njob1\r\n");
+	ms = timed_since(t0, c, "mg jobs/open/t=5000 v d\r\n",
+	    "VA 4 d3\r\njob1\r\n");
 	IN_RANGE(ms, 300, tl_slow(1300));
 	/* 0 is at once, to the head */
 	mustsends(c, "get jobs/abort/delay=0\r\n");
@@ -213,16 +221,18 @@ START_TEST(test_backoff_timing)
 	    "[queue plain]\n");
 	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
 	int c = tl_connect(s->port), w;
-	int64_t ms;
+	int64_t ms, t0;
 	char *st;
 
 	tl_set(c, "bk", "j");
 	/* hand-out 1, aborted: BASE, 150..200 ms */
 	mustsends(c, "get bk/open\r\n");
 	ckresp(c, "VALUE bk/open 0 1\r\nj\r\nEND\r\n");
+	t0 = tl_now_ms();
 	mustsends(c, "get bk/abort\r\n");
 	ckresp(c, "END\r\n");
-	ms = timed(c, "mg bk/open/t=5000 v d\r\n", "VA 1 d2\r\nj\r\n");
+	ms = timed_since(t0, c, "mg bk/open/t=5000 v d\r\n",
+	    "VA 1 d2\r\nj\r\n");
 	IN_RANGE(ms, 150, tl_slow(1000));
 	/* hand-out 2: an explicit /delay=0 wins over the backoff */
 	mustsends(c, "get bk/abort/delay=0\r\n");
@@ -232,14 +242,22 @@ START_TEST(test_backoff_timing)
 	w = tl_connect(s->port);
 	mustsends(w, "mg bk/open v d\r\n");
 	ckresp(w, "VA 1 d3\r\nj\r\n");
+	t0 = tl_now_ms();
 	close(w);
-	ms = timed(c, "mg bk/open/t=5000 v d\r\n", "VA 1 d4\r\nj\r\n");
+	ms = timed_since(t0, c, "mg bk/open/t=5000 v d\r\n",
+	    "VA 1 d4\r\nj\r\n");
 	IN_RANGE(ms, 525, tl_slow(1500));
-	/* hand-out 4, held past open_timeout (300 ms): then MAX again,
-	 * 525..700 ms later; another connection waits for it */
+	/* hand-out 5 (given back at once, taken again at once, so its
+	 * open time is known), held past open_timeout (300 ms): then MAX
+	 * again, 525..700 ms later; another connection waits for it */
+	mustsends(c, "get bk/abort/delay=0\r\n");
+	ckresp(c, "END\r\n");
+	t0 = tl_now_ms();
+	mustsends(c, "mg bk/open v d\r\n");
+	ckresp(c, "VA 1 d5\r\nj\r\n");
 	w = tl_connect(s->port);
-	ms = timed(w, "mg bk/t=5000 v d\r\n", "VA 1 d4\r\nj\r\n");
-	IN_RANGE(ms, 800, tl_slow(2500));
+	ms = timed_since(t0, w, "mg bk/t=5000 v d\r\n", "VA 1 d5\r\nj\r\n");
+	IN_RANGE(ms, 300 + 525, tl_slow(2500));
 	close(w);
 	st = tl_stats(c);
 	ck_assert_int_eq(tl_stat_value(st, "queue_bk_open_timeouts"), 1);
@@ -306,7 +324,7 @@ END_TEST
  * an error in every form, and noreply keeps the connection in step. */
 START_TEST(test_touch)
 {
-	char *conf = write_conf("[queue tq]\nopen_timeout = 600ms\n"
+	char *conf = write_conf("[queue tq]\nopen_timeout = 1000ms\n"
 	    "[queue free]\n");
 	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
 	int c = tl_connect(s->port), o = tl_connect(s->port), i;
@@ -320,8 +338,9 @@ START_TEST(test_touch)
 	tl_set(c, "tq", "long job");
 	mustsends(c, "get tq/open\r\n");
 	ckresp(c, "VALUE tq/open 0 8\r\nlong job\r\nEND\r\n");
-	/* 3 x 400 ms = 1.2 s held, twice the timeout, touched each time */
-	for (i = 0; i < 3; i++) {
+	/* 4 x 400 ms = 1.6 s held, past the 1 s timeout, touched each time
+	 * (600 ms to spare for a slow server: valgrind) */
+	for (i = 0; i < 4; i++) {
 		tl_sleep_ms(400);
 		if (i == 1) {
 			mustsends(c, "get tq/touch\r\n");
@@ -370,6 +389,11 @@ durable_delay(const char *store)
 {
 	struct tl_server *s = tl_server_start(store, "--sync", "always", NULL);
 	int c = tl_connect(s->port);
+	/* long enough to outlast the kill and the restart, under valgrind
+	 * too */
+	int d = tl_slow(2500);
+	char *abort = tl_strdupf("get dj/abort/delay=%d\r\n", d);
+	char *wait = tl_strdupf("mg dj/open/t=%d v d f\r\n", d + tl_slow(5000));
 	int64_t t0, ms;
 	char *st;
 
@@ -378,7 +402,7 @@ durable_delay(const char *store)
 	mustsends(c, "mg dj/open v d\r\n");
 	ckresp(c, "VA 7 d1\r\ndurable\r\n");
 	t0 = tl_now_ms();
-	mustsends(c, "get dj/abort/delay=2500\r\n");
+	mustsends(c, abort);
 	ckresp(c, "END\r\n");
 	/* and one given back at once, for contrast */
 	mustsends(c, "mg dj/open v d\r\n");
@@ -397,11 +421,13 @@ durable_delay(const char *store)
 	ckresp(c, "VA 6 d2\r\nsecond\r\n");
 	mustsends(c, "get dj/close\r\n");
 	ckresp(c, "END\r\n");
-	mustsends(c, "mg dj/open/t=8000 v d f\r\n");
+	mustsends(c, wait);
 	ckresp(c, "VA 7 f5 d2\r\ndurable\r\n");
 	ms = tl_now_ms() - t0;
-	ck_assert_msg(ms >= 2500, "%s: served %lld ms after a 2500 ms delay",
-	    store, (long long)ms);
+	ck_assert_msg(ms >= d, "%s: served %lld ms after a %d ms delay",
+	    store, (long long)ms, d);
+	free(abort);
+	free(wait);
 	close(c);
 	tl_server_stop(s);
 	tl_server_free(s);
