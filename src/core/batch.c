@@ -12,10 +12,10 @@
 #include "batch.h"
 #include "clock.h"
 #include "deadletter.h"
-#include "retry.h"
 #include "log.h"
 #include "ops.h"
 #include "queues.h"
+#include "retry.h"
 #include "session.h"
 
 #define DRV(b) ((b)->store->driver)

@@ -1,4 +1,5 @@
-/* retry.c -- give back later, back off, extend a lease (retry.h). */
+/* retry.c -- give an open item back later, with the queue's backoff
+ * (retry.h). */
 #include "config.h"
 
 #include <inttypes.h>

@@ -1,9 +1,9 @@
 /*
  * retry.h -- retries the way job queues do them: an open item given back
  * later instead of at once (an abort with /delay=MS, or the queue's
- * retry_backoff when it comes back by abort, disconnect or open_timeout),
- * and the lease of an open item pushed back (touch).  The dead-letter
- * check (deadletter.h) runs first: a spent item is moved, never delayed.
+ * retry_backoff when it comes back by abort, disconnect or open_timeout).
+ * The dead-letter check (deadletter.h) runs first: a spent item is moved,
+ * never delayed.  The lease extension (touch) is ops.h's op_touch.
  */
 #ifndef SAKER_RETRY_H
 #define SAKER_RETRY_H
@@ -36,14 +36,13 @@ uint64_t retry_random(void);
 /*
  * Give open item `id` of q back after `delay_ms`: > 0 that long,
  * RETRY_BACKOFF the queue's retry_backoff for `deliveries` (none while
- * the broker is closing), 0 (or no backoff) at once to the head.  The due time is rounded up to the next
- * 10 ms (retry.c).  A delayed item goes to the store's
- * delayed set (release_delayed()), is counted (q->retries, the broker's
- * retries_scheduled) and the promote timer is armed.  The store's code.
+ * the broker is closing), 0 (or no backoff) at once to the head.  The due
+ * time is rounded up to the next 10 ms (retry.c).  A delayed item goes to
+ * the store's delayed set (release_delayed()), is counted (q->retries,
+ * the broker's retries_scheduled) and the promote timer is armed.  The
+ * store's code.
  */
 int retry_give_back(struct broker *b, struct squeue *q, uint64_t id,
     uint32_t deliveries, int64_t delay_ms);
-
-
 
 #endif

@@ -6,9 +6,9 @@
 
 #include "clock.h"
 #include "deadletter.h"
-#include "retry.h"
 #include "log.h"
 #include "queues.h"
+#include "retry.h"
 #include "session.h"
 
 int

@@ -15,7 +15,6 @@
 #include "qname.h"
 #include "reply.h"
 #include "report.h"
-#include "retry.h"
 
 /*
  * Every request carries a header of 24 bytes: magic 0x80, opcode, key

@@ -9,7 +9,6 @@
 
 #include "auth.h"
 #include "requeue.h"
-#include "retry.h"
 #include "report.h"
 #include "log.h"
 #include "proto_meta.h"
