@@ -682,6 +682,7 @@ static const struct {
 	{ { "delayed", "--protocol", "beanstalk", NULL }, "mode delayed is not available with beanstalk" },
 	{ { "retry", "--protocol", "resp", NULL }, "mode retry needs the memcache protocol" },
 	{ { "retry", "--fail", "101", NULL }, "bad value for option: 101" },
+	{ { "retry", "-d", "4", NULL }, "mode retry runs at depth 1" },
 };
 
 START_TEST(test_refusals)

@@ -25,6 +25,7 @@ usage(FILE *f)
 "  -m, --mode MODE          the workload (or give it as the first argument)\n"
 "  -c, --conns N            connections (consumers in blocking/delayed) [4]\n"
 "  -d, --depth D            requests in flight per connection [1]\n"
+"                           (retry: 1, each request waits for the last reply)\n"
 "      --size B             item size in bytes, >= 16 when verifying [64]\n"
 "  -q, --queues Q           queues, connections spread over them [1]\n"
 "  -t, --seconds S          measured duration [10]\n"
@@ -242,6 +243,11 @@ bad:
 	if (o->verify && o->size < HDR_LEN) {
 		fprintf(stderr, "saker bench: --size must be at least %d to "
 		    "verify items (or use --no-verify)\n", HDR_LEN);
+		return -1;
+	}
+	if (o->mode == M_RETRY && o->depth != 1) {
+		fprintf(stderr, "saker bench: mode retry runs at depth 1 "
+		    "(each request waits for the last reply)\n");
 		return -1;
 	}
 	if (o->proto != P_MC && o->mode == M_RETRY) {
