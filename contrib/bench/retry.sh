@@ -7,8 +7,11 @@
 # usage: contrib/bench/retry.sh [--quick] [-c CONNS] [-t SECONDS] [-r ROUNDS]
 #          [-f PCT] [STORE...]
 #   SAKERD=path/to/sakerd SAKER=path/to/saker (default ./sakerd ./saker).
-#   STORE: memory (default), lmdb, sqlite; the durable ones with
-#   --sync always.  Default: 4 connections, 5 s per run, 3 rounds, 10 %
+#   STORE: memory (default), lmdb, sqlite, postgres; the durable ones with
+#   --sync always (postgres: a throwaway cluster from PostgreSQL's server
+#   binaries, PG_BINDIR overrides /usr/lib/postgresql/*/bin, as user nobody
+#   when run as root, default durability).  Default: 4 connections, 5 s per
+#   run, 3 rounds, 10 %
 #   of the jobs failing; --quick: 1 s, 1 round.  The queue bench0 has
 #   retry_backoff = 100,2s and max_deliveries = 5.
 #
@@ -24,7 +27,7 @@ while [ $# -gt 0 ]; do
 	-t) SECS=$2; shift ;;
 	-r) ROUNDS=$2; shift ;;
 	-f) FAIL=$2; shift ;;
-	-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
 	-*) echo "retry.sh: unknown argument $1" >&2; exit 1 ;;
 	*) break ;;
 	esac
@@ -44,8 +47,33 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 TMP=$(mktemp -d)
 PID=
-cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$TMP"; }
+PGBIN=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+RUNAS=()
+[ "$(id -u)" = 0 ] && RUNAS=(runuser -u nobody --)
+cleanup() {
+	[ -n "$PID" ] && kill "$PID" 2>/dev/null
+	[ -f "$TMP/pg/postmaster.pid" ] &&
+	    "${RUNAS[@]}" "$PGBIN/pg_ctl" -D "$TMP/pg" -m immediate -w stop >/dev/null 2>&1
+	rm -rf "$TMP"
+}
 trap cleanup EXIT
+
+# A throwaway PostgreSQL cluster on a free loopback port; prints its
+# conninfo.
+start_pg() {
+	local try port
+	[ ${#RUNAS[@]} -gt 0 ] && chown nobody "$TMP"
+	"${RUNAS[@]}" "$PGBIN/initdb" -D "$TMP/pg" -A trust -U saker -E UTF8 \
+	    >"$TMP/initdb.log" 2>&1 || { cat "$TMP/initdb.log" >&2; return 1; }
+	for try in 1 2 3; do
+		port=$(free_port)
+		"${RUNAS[@]}" "$PGBIN/pg_ctl" -D "$TMP/pg" -l "$TMP/pg.log" -w -o \
+		    "-c listen_addresses=127.0.0.1 -p $port -k $TMP" start \
+		    >/dev/null && { echo "host=127.0.0.1 port=$port dbname=postgres user=saker"; return 0; }
+	done
+	cat "$TMP/pg.log" >&2
+	return 1
+}
 
 printf '[queue bench0]\nretry_backoff = 100,2s\nmax_deliveries = 5\n' \
     >"$TMP/retry.conf"
@@ -55,6 +83,7 @@ for store in $STORES; do
 	memory) spec=memory ;;
 	lmdb) spec="lmdb:$TMP/lmdb" ;;
 	sqlite) spec="sqlite:$TMP/saker.sqlite" ;;
+	postgres) spec="postgres:$(start_pg)" || exit 1 ;;
 	*) echo "retry.sh: unknown store $store" >&2; exit 1 ;;
 	esac
 	port=$(free_port)
