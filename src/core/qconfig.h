@@ -41,6 +41,10 @@ void config_free(struct config *cf);
  * longest matching [queue PREFIX*] section, else the defaults. */
 const struct queue_config *config_for(const struct config *cf, const char *name,
     size_t len);
+/* Does the defaults' or some section's dead_letter name exactly this
+ * queue? */
+bool config_names_dead_letter(const struct config *cf, const char *name,
+    size_t len);
 /* Does any section set open_timeout? */
 bool config_has_open_timeout(const struct config *cf);
 
