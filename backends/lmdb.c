@@ -2223,6 +2223,75 @@ lm_release(saker_store *ss, saker_queue *q, uint64_t id)
 	return SAKER_OK;
 }
 
+/*
+ * Open item (q, id) into the delayed set at (due, next arrival): the
+ * delayed record is the queue id and the open record (state READY, its
+ * delivery count and checksum as they are).  Journalled as a put and a
+ * delete: a move cannot grow a record by the queue id.
+ */
+static int
+lm_release_delayed(saker_store *ss, saker_queue *q, uint64_t id,
+    int64_t due_ms, int64_t now_ms)
+{
+	struct lstore *s = (struct lstore *)ss;
+	unsigned char kb[LM_KEY], dk[LM_KEY], *dst;
+	MDB_txn *t;
+	MDB_val k, v, dv;
+	int rc;
+
+	if (due_ms <= now_ms)
+		return lm_release(ss, q, id);
+	if (q == NULL)
+		return seterr(s, SAKER_EINVAL, "lmdb release: no queue");
+	if (q->cur.open == 0)
+		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	mkkey(kb, q->id, id);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	rc = mdb_get(s->txn, s->db_open, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
+	if (rc != 0)
+		return lm_fail(s, rc, "release");
+	if ((rc = op_begin(s, 2 * (8 + v.mv_size), &t)) != SAKER_OK)
+		return rc;
+	mkkey(dk, (uint64_t)due_ms, s->next_arrival);
+	k.mv_data = dk;
+	dv.mv_size = 8 + v.mv_size;
+	rc = mdb_put(t, s->db_delayed, &k, &dv, MDB_RESERVE);
+	if (rc == 0) {
+		/* the reservation may have moved the source: fetch it again */
+		k.mv_data = kb;
+		rc = mdb_get(t, s->db_open, &k, &v);
+	}
+	if (rc == 0 && (v.mv_size + 8 != dv.mv_size || v.mv_size < LM_HDR))
+		rc = LM_EBADVAL;
+	if (rc == 0) {
+		dst = dv.mv_data;
+		kit_put_be64(dst, q->id);
+		memcpy(dst + 8, v.mv_data, v.mv_size);
+		dst[8] = LM_STATE_READY;
+		rc = jr_put(s, LD_DELAYED, dk, LM_KEY, dst, dv.mv_size);
+	}
+	if (rc == 0)
+		rc = mdb_del(t, s->db_open, &k, NULL);
+	if (rc == 0)
+		rc = jr_del(s, LD_OPEN, kb, LM_KEY);
+	if ((rc = op_end(s, t, rc, true)) != 0) {
+		if (rc == MDB_NOTFOUND)
+			return seterr(s, SAKER_ENOTFOUND, "no open item %"
+			    PRIu64, id);
+		return lm_fail(s, rc, "release");
+	}
+	q_change(s, q);
+	s->next_arrival++;
+	q->cur.open--;
+	q->cur.delayed++;
+	return SAKER_OK;
+}
+
 static int
 lm_move(saker_store *ss, saker_queue *q, uint64_t id, saker_queue *to)
 {
@@ -3397,6 +3466,7 @@ const struct saker_store_driver saker_store_lmdb = {
 	.take = lm_take,
 	.confirm = lm_confirm,
 	.release = lm_release,
+	.release_delayed = lm_release_delayed,
 	.move = lm_move,
 	.expire_to = lm_expire_to,
 	.promote = lm_promote,

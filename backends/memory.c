@@ -1015,6 +1015,44 @@ mem_release(saker_store *s, saker_queue *q, uint64_t id)
 }
 
 static int
+mem_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
+    int64_t due_ms, int64_t now_ms)
+{
+	struct mstore *ms = MS(s);
+	struct mitem *it;
+	size_t k;
+
+	if (due_ms <= now_ms)
+		return mem_release(s, q, id);
+	if (q == NULL)
+		return fail(ms, SAKER_EINVAL, "no queue");
+	if (ms->opts.read_only)
+		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	/* room in the heap first, so a failure leaves the item open */
+	k = otab_find(ms, id);
+	if (k == SIZE_MAX || ms->otab[k]->q != q)
+		return fail(ms, SAKER_ENOTFOUND, "no such open item");
+	it = ms->otab[k];
+	(void)open_detach(ms, q, id);
+	/* a new id: the heap orders equal due times by id (arrival) */
+	it->id = ms->next_id;
+	it->due_ms = due_ms;
+	if (heap_push(ms, it) != SAKER_OK) {
+		/* back as it was: open, under its old id */
+		it->id = id;
+		list_insert_sorted(&q->open, it);
+		otab_insert(ms, it);
+		q->st.open_items++;
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	}
+	ms->next_id++;
+	it->state = ITEM_DELAYED;
+	list_push_tail(&q->delayed, it);
+	q->st.delayed_items++;
+	return SAKER_OK;
+}
+
+static int
 mem_move(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to)
 {
 	struct mstore *ms = MS(s);
@@ -1174,6 +1212,7 @@ const struct saker_store_driver saker_store_memory = {
 	.take = mem_take,
 	.confirm = mem_confirm,
 	.release = mem_release,
+	.release_delayed = mem_release_delayed,
 	.move = mem_move,
 	.expire_to = mem_expire_to,
 	.promote = mem_promote,

@@ -95,7 +95,7 @@ enum {
 	P_NEXT, P_RENEW, P_SWEEP, P_MINE, P_RELEASE_ALL, P_IT_OPEN,
 	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
 	P_QSYNC, P_PUTS, P_SETSTATE, P_DELS, P_COUNTS, P_CLAIM, P_GIVEBACK,
-	P_MOVE, P_EXPIRE_GET, P_COUNT
+	P_MOVE, P_EXPIRE_GET, P_DELAY, P_COUNT
 };
 
 static const char *const pg_sql[P_COUNT] = {
@@ -268,6 +268,14 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_MOVE] = "UPDATE saker_items SET qid = $4::bigint, vis = $5::bigint,"
 	    " id = nextval('saker_item_id'),"
 	    " due = 0, state = 0, owner = NULL, lease_until = 0"
+	    " WHERE qid = $1::bigint AND id = $2::bigint AND state = 1"
+	    " AND owner = $3::text",
+	/* an open item of this broker back as a delayed one, due at $4:
+	 * vis = due joins it to the tail when it falls due, and a new id
+	 * after the items already there with the same vis (release_delayed) */
+	[P_DELAY] = "UPDATE saker_items SET state = 0, owner = NULL,"
+	    " lease_until = 0, due = $4::bigint, vis = $4::bigint,"
+	    " id = nextval('saker_item_id')"
 	    " WHERE qid = $1::bigint AND id = $2::bigint AND state = 1"
 	    " AND owner = $3::text",
 };
@@ -2917,6 +2925,37 @@ pg_release(saker_store *base, saker_queue *q, uint64_t id)
 }
 
 static int
+pg_release_delayed(saker_store *base, saker_queue *q, uint64_t id,
+    int64_t due_ms, int64_t now_ms)
+{
+	struct pg_store *s = PG(base);
+	struct pgp p = { 0 };
+	int err;
+
+	if (due_ms <= now_ms)
+		return pg_release(base, q, id);
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	if (id == 0 || id > (uint64_t)INT64_MAX)
+		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
+	if ((err = pg_begin(s)) != SAKER_OK)
+		return err;
+	if (!os_take(&s->open, id, q->id))
+		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
+	/* a state change of it still in the arrays goes first */
+	if (os_has(&s->st_ids, id) && (err = pg_flush(s)) != SAKER_OK) {
+		if (!s->lost)
+			(void)os_add(&s->open, id, q->id);
+		return err;
+	}
+	pp_i64(&p, q->id);
+	pp_i64(&p, (int64_t)id);
+	pp_str(&p, s->owner);
+	pp_i64(&p, due_ms);
+	return pg_run_leased(s, P_DELAY, &p, "delaying item", id, "");
+}
+
+static int
 pg_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 {
 	struct pg_store *s = PG(base);
@@ -3936,6 +3975,7 @@ const struct saker_store_driver saker_store_postgres = {
 	.take = pg_take,
 	.confirm = pg_confirm,
 	.release = pg_release,
+	.release_delayed = pg_release_delayed,
 	.move = pg_move,
 	.expire_to = pg_expire_to,
 	.promote = pg_promote,

@@ -90,6 +90,7 @@ enum {
 	S_I_OPENLEN, S_I_RELEASE, S_I_MOVE, S_I_OPENSEQS, S_I_OPENLIST, S_I_READYLIST,
 	S_I_EXPIRED, S_I_GET, S_I_DELQ,
 	S_D_INSERT, S_D_DUE, S_D_DELDUE, S_D_FIRST, S_D_LIST, S_D_DELQ,
+	S_D_RELEASE,	/* appended: the journal names statements by index */
 	S_COUNT
 };
 
@@ -154,6 +155,13 @@ static const char *const sq_sql[S_COUNT] = {
 	[S_D_LIST] = "SELECT due, seq, flags, expires, created, data, @CRC@,"
 	    " @DLV@ FROM delayed WHERE qid = ?1 ORDER BY due, seq",
 	[S_D_DELQ] = "DELETE FROM delayed WHERE qid = ?1",
+	/* an open item into the delayed set (release_delayed): the row is
+	 * copied as it is, count and checksum included; S_I_CONFIRM then
+	 * deletes the open row */
+	[S_D_RELEASE] = "INSERT INTO delayed(due, seq, qid, flags, expires,"
+	    " created, data, crc, deliveries) SELECT ?3, ?4, qid, flags,"
+	    " expires, created, data, crc, deliveries FROM items"
+	    " WHERE qid = ?1 AND seq = ?2 AND state = 1",
 };
 
 static const char sq_schema[] =
@@ -1679,6 +1687,47 @@ sq_release(saker_store *base, saker_queue *q, uint64_t id)
 }
 
 static int
+sq_release_delayed(saker_store *base, saker_queue *q, uint64_t id,
+    int64_t due_ms, int64_t now_ms)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_stmt *st;
+	size_t len;
+	int err;
+
+	if (due_ms <= now_ms)
+		return sq_release(base, q, id);
+	if ((err = sq_dead(s, q)) != SAKER_OK ||
+	    (err = sq_open_item(s, q, id, &len)) != SAKER_OK)
+		return err;
+	/* two statements, all or nothing */
+	if ((err = sq_sp_begin(s)) != SAKER_OK)
+		return err;
+	sq_touch(s, q);
+	st = s->st[S_D_RELEASE];
+	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 2, (int64_t)id);
+	sq_bind_i64(s, st, 3, due_ms);
+	sq_bind_i64(s, st, 4, s->dseq);
+	err = sq_exec(s, S_D_RELEASE, "delay item");
+	if (err == SAKER_OK) {
+		st = s->st[S_I_CONFIRM];
+		sq_bind_i64(s, st, 1, q->id);
+		sq_bind_i64(s, st, 2, (int64_t)id);
+		err = sq_exec(s, S_I_CONFIRM, "delay item");
+	}
+	if ((err = sq_sp_end(s, err)) != SAKER_OK)
+		return err;
+	s->touched = NULL;
+	s->dseq++;
+	q->cur.open--;
+	q->cur.delayed++;
+	if (s->next_due == 0 || due_ms < s->next_due)
+		s->next_due = due_ms;
+	return SAKER_OK;
+}
+
+static int
 sq_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 {
 	struct sq_store *s = SQ(base);
@@ -2723,6 +2772,7 @@ const struct saker_store_driver saker_store_sqlite = {
 	.take = sq_take,
 	.confirm = sq_confirm,
 	.release = sq_release,
+	.release_delayed = sq_release_delayed,
 	.move = sq_move,
 	.expire_to = sq_expire_to,
 	.promote = sq_promote,

@@ -256,6 +256,8 @@ static const char *const modes[][8] = {
 	{ "mget", "--items", "200", "-k", "10", "-q", "10", NULL },
 	{ "blocking", "--rate", "500", "--timeout", "200", NULL },
 	{ "delayed", "--items", "300", "--window", "500", NULL },
+	/* no retry_backoff configured: failed jobs come back at once */
+	{ "retry", "--fail", "20", "-q", "2", NULL },
 };
 
 START_TEST(test_modes_verify)
@@ -291,6 +293,49 @@ START_TEST(test_pair_lmdb)
 }
 END_TEST
 #endif
+
+/* retry mode (issue 37): a share of jobs fails with the queue's backoff
+ * (or an explicit delay); every item ends closed once or dead-lettered,
+ * which the drain picks up from <queue>_dead. */
+START_TEST(test_retry_mode)
+{
+	char *dir = tl_mkdtemp(), *conf = tl_strdupf("%s/r.conf", dir);
+	char *json = NULL, *err = NULL;
+	struct tl_server *s;
+	FILE *f = fopen(conf, "w");
+	int rc, fd;
+
+	ck_assert_ptr_nonnull(f);
+	fputs("[queue rq0]\nretry_backoff = 10,100\nmax_deliveries = 3\n"
+	    "[queue rq1]\nretry_backoff = 10,100\nmax_deliveries = 3\n", f);
+	fclose(f);
+	s = tl_server_start("memory", "--config", conf, NULL);
+	rc = bench(s->dir, s->port, &json, &err, "retry", "-t", "1", "-c", "4",
+	    "-q", "2", "--queue-prefix", "rq", "--fail", "30", NULL);
+	ck_clean(rc, json, err);
+	ck_assert_msg(json_num(json, "items") > 0 &&
+	    json_num(json, "retries") > 0 && json_num(json, "fail_pct") == 30,
+	    "%s", json);
+	fd = tl_connect(s->port);
+	ck_assert_int_gt(tl_stat(fd, "retries_scheduled"), 0);
+	close(fd);
+	free(json);
+	free(err);
+	/* every job fails: nothing done, everything dead-lettered */
+	rc = bench(s->dir, s->port, &json, &err, "retry", "-t", "0.5", "-c",
+	    "2", "--queue-prefix", "rq", "--fail", "100", "--retry-delay", "5",
+	    NULL);
+	ck_clean(rc, json, err);
+	ck_assert_msg(json_num(json, "items") == 0 &&
+	    json_num(json, "dead_lettered") > 0, "%s", json);
+	free(json);
+	free(err);
+	tl_server_free(s);
+	tl_rmrf(dir);
+	free(dir);
+	free(conf);
+}
+END_TEST
 
 /* Sum of the JSON array field `name` (the coarse histogram), or -1. */
 static double
@@ -635,6 +680,9 @@ static const struct {
 	{ { "delayed", "--protocol", "resp", NULL }, "mode delayed needs the memcache protocol" },
 	{ { "mget", "--protocol", "beanstalk", NULL }, "mode mget is not available with beanstalk" },
 	{ { "delayed", "--protocol", "beanstalk", NULL }, "mode delayed is not available with beanstalk" },
+	{ { "retry", "--protocol", "resp", NULL }, "mode retry needs the memcache protocol" },
+	{ { "retry", "--fail", "101", NULL }, "bad value for option: 101" },
+	{ { "retry", "-d", "4", NULL }, "mode retry runs at depth 1" },
 };
 
 START_TEST(test_refusals)
@@ -724,6 +772,7 @@ main(void)
 	tcase_add_test(tc, test_pair_lmdb);
 #endif
 	tcase_add_test(tc, test_hist_and_slow_samples);
+	tcase_add_test(tc, test_retry_mode);
 	tcase_add_test(tc, test_detects_theft);
 	tcase_add_test(tc, test_detects_duplicates);
 	tcase_add_test(tc, test_counts_foreign);

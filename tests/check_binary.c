@@ -221,6 +221,49 @@ bhit_(const char *file, int line, int fd, uint8_t op, uint32_t opaque,
 
 /* ------------------------------------------------------ binary tests */
 
+/* Retries (issue 37): an abort with a delay keeps the item out of sight
+ * until it is due; Touch (0x1c, 4-byte exptime extras) extends the lease
+ * of the open item, and is "not found" when none is held. */
+START_TEST(test_bin_abort_delay_touch)
+{
+	unsigned char ext[4];
+	int64_t t0, waited;
+
+	put32(ext, 0);
+	breq(c, 0x1c, "rq", ext, 4, NULL, 0, 1);
+	bexpect(c, 0x1c, 0x01, 1, NULL, "no open item on the queue to touch");
+	bset(c, OP_SET, "rq", 9, "job", 2);
+	bexpect(c, OP_SET, 0, 2, NULL, NULL);
+	breq(c, OP_GET, "rq/open", NULL, 0, NULL, 0, 3);
+	bhit(c, OP_GET, 3, NULL, 9, "job");
+	put32(ext, 60);
+	breq(c, 0x1c, "rq", ext, 4, NULL, 0, 4);
+	bexpect(c, 0x1c, 0, 4, NULL, "");
+	/* bad extras and a bad name are refused, not guessed at */
+	breq(c, 0x1c, "rq", NULL, 0, NULL, 0, 5);
+	bexpect(c, 0x1c, 0x04, 5, NULL, NULL);
+	breq(c, 0x1c, "r q", ext, 4, NULL, 0, 6);
+	bexpect(c, 0x1c, 0x04, 6, NULL, NULL);
+	/* abort with a delay: a miss reply, and nothing to get meanwhile */
+	t0 = tl_now_ms();
+	breq(c, OP_GET, "rq/abort/delay=400", NULL, 0, NULL, 0, 7);
+	bexpect(c, OP_GET, 0x01, 7, NULL, NULL);
+	breq(c, OP_GET, "rq", NULL, 0, NULL, 0, 8);
+	bexpect(c, OP_GET, 0x01, 8, NULL, NULL);
+	breq(c, OP_GET, "rq/open/t=5000", NULL, 0, NULL, 0, 9);
+	bhit(c, OP_GET, 9, NULL, 9, "job");
+	waited = tl_now_ms() - t0;
+	ck_assert_msg(waited >= 400, "served after %lld ms, before its delay",
+	    (long long)waited);
+	ck_assert_msg(waited < tl_slow(2000), "served after %lld ms",
+	    (long long)waited);
+	breq(c, OP_GET, "rq/touch/open", NULL, 0, NULL, 0, 10);
+	bexpect(c, OP_GET, 0x04, 10, NULL, "bad option combination");
+	breq(c, OP_GET, "rq/close", NULL, 0, NULL, 0, 11);
+	bexpect(c, OP_GET, 0x01, 11, NULL, NULL);
+}
+END_TEST
+
 START_TEST(test_bin_set_get)
 {
 	bset(c, OP_SET, "q", 0xdeadbeefu, "hello", 11);
@@ -1018,6 +1061,7 @@ binary_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_bin_set_get);
+	tcase_add_test(tc, test_bin_abort_delay_touch);
 	tcase_add_test(tc, test_bin_key_echo_options);
 	tcase_add_test(tc, test_bin_quiet);
 	tcase_add_test(tc, test_bin_multiget_getk_last);

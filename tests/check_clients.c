@@ -28,11 +28,23 @@ static struct tl_server *srv;
 static char *dir;
 static const char *srcdir;	/* $SAKER_SRCDIR: where tests/clients/ is */
 
+/* lease* queues: an open_timeout for the clients' touch steps */
+static const char clients_conf[] = "[queue lease*]\nopen_timeout = 1s\n";
+
 static void
 setup(void)
 {
-	srv = tl_server_start("memory", NULL);
+	char *conf;
+	FILE *f;
+
 	dir = tl_mkdtemp();
+	conf = tl_strdupf("%s/clients.conf", dir);
+	f = fopen(conf, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(clients_conf, f);
+	fclose(f);
+	srv = tl_server_start("memory", "--config", conf, NULL);
+	free(conf);
 }
 
 static void

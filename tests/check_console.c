@@ -231,6 +231,43 @@ START_TEST(test_queues_pages)
 }
 END_TEST
 
+/* A queue's retrying items (issue 37): delayed items that were handed
+ * out before, given back with a delay; a plain delayed set is not one. */
+START_TEST(test_retrying)
+{
+	char *r;
+	int fd;
+
+	start(NULL, NULL, NULL);
+	fd = tl_connect(srv->port);
+	tl_set(fd, "rq", "failing job");
+	mustsends(fd, "set rq/delay=60000 0 0 5\r\nlater\r\n");
+	ckresp(fd, "STORED\r\n");
+	tl_set(fd, "rq", "good job");
+	mustsends(fd, "get rq/open\r\n");
+	ckresp(fd, "VALUE rq/open 0 11\r\nfailing job\r\nEND\r\n");
+	mustsends(fd, "get rq/abort/delay=60000\r\n");
+	ckresp(fd, "END\r\n");
+	r = get("/api/queues/rq/peek?n=10&retrying=1");
+	ck_assert_int_eq(status(r), 200);
+	ck_has(r, "\"state\":\"delayed\"");
+	ck_has(r, "\"deliveries\":1,\"size\":11,\"due_ms\":");
+	ck_has(r, "\"preview\":\"failing job\"");
+	ck_hasnt(r, "later");
+	ck_hasnt(r, "good job");
+	free(r);
+	r = get("/api/queues?prefix=rq");
+	ck_has(r, "\"retries\":1");
+	free(r);
+	ck_status(400, get("/api/queues/rq/peek?retrying=2"));
+	/* the page has the table */
+	r = get("/");
+	ck_has(r, "<table id=\"retrying\">");
+	free(r);
+	close(fd);
+}
+END_TEST
+
 START_TEST(test_peek_does_not_take)
 {
 	char *r, *v;
@@ -956,6 +993,7 @@ suite(void)
 	tcase_add_test(tc, test_queues_json);
 	tcase_add_test(tc, test_queues_pages);
 	tcase_add_test(tc, test_peek_does_not_take);
+	tcase_add_test(tc, test_retrying);
 	tcase_add_test(tc, test_headers);
 	tcase_add_test(tc, test_csrf);
 	tcase_add_test(tc, test_requeue);

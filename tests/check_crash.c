@@ -19,9 +19,12 @@
  * Each round: 50 producers load the server (Jepsen's total-queue check,
  * totalq.h) while one item is held open and one is delayed; SIGKILL at a
  * random moment, restart, and then lost, unexpected, duplicated and
- * reordered must all be 0, the open item must be back at the head and the
- * delayed one must keep its due time.
+ * reordered must all be 0, the open item must be back at the head, the
+ * delayed one must keep its due time, and so must one given back with a
+ * delay (get q/abort/delay=, issue 37), with its delivery count.
  */
+
+#define RETRY_MS 1500
 
 #define NROUNDS 5
 
@@ -34,8 +37,8 @@ crash_round(struct tl_server *s, const char *name, int round)
 {
 	struct tq t;
 	int ctl, opener;
-	int64_t t_delay, dt;
-	char req[128];
+	int64_t t_delay, t_retry, dt;
+	char req[128], want[64], *line;
 
 	/* An open item and a delayed item at the time of the kill. */
 	ctl = tl_connect(s->port);
@@ -58,6 +61,18 @@ crash_round(struct tl_server *s, const char *name, int round)
 	    "delay-%d\r\n", round % 10);
 	mustsends(ctl, req);
 	ckresp(ctl, "STORED\r\n");
+	snprintf(req, sizeof(req), "set crashretry 0 0 7\r\nretry-%d\r\n",
+	    round % 10);
+	mustsends(ctl, req);
+	ckresp(ctl, "STORED\r\n");
+	snprintf(want, sizeof(want), "VA 7 d1\r\nretry-%d\r\n", round % 10);
+	mustsends(opener, "mg crashretry/open v d\r\n");
+	ckresp(opener, want);
+	t_retry = tl_now_ms();
+	snprintf(req, sizeof(req), "get crashretry/abort/delay=%d\r\n",
+	    RETRY_MS);
+	mustsends(opener, req);
+	ckresp(opener, "END\r\n");
 
 	tq_start(&t, s->port, "crash", round);
 	tq_run_until(&t, tl_now_ms() + 100 + random() % 301, name);
@@ -75,6 +90,27 @@ crash_round(struct tl_server *s, const char *name, int round)
 	snprintf(req, sizeof(req), "open%d-b", round);
 	tl_ckget(ctl, "crashopen", req);
 	tl_ckget(ctl, "crashopen", NULL);
+
+	/* The retried item: not served before its due time (a hit now must
+	 * come after it), then served with its count. */
+	mustsends(ctl, "mg crashretry v d\r\n");
+	line = tl_mustreadline(ctl);
+	dt = tl_now_ms() - t_retry;
+	if (strcmp(line, "EN") != 0) {
+		ck_assert_msg(strcmp(line, "VA 7 d1") == 0 && dt >= RETRY_MS,
+		    "%s round %d: retried item: \"%s\" %lld ms after a %d ms"
+		    " delay", name, round, line, (long long)dt, RETRY_MS);
+		free(line);
+		snprintf(want, sizeof(want), "retry-%d\r\n", round % 10);
+		ckresp(ctl, want);
+	} else {
+		free(line);
+		mustsends(ctl, "mg crashretry/t=5000 v d\r\n");
+		ckresp(ctl, want);
+		dt = tl_now_ms() - t_retry;
+		ck_assert_msg(dt >= RETRY_MS, "%s round %d: retried item after"
+		    " %lld ms, delay %d", name, round, (long long)dt, RETRY_MS);
+	}
 
 	tq_check(&t, ctl, name);
 

@@ -171,6 +171,54 @@ START_TEST(test_config_bad_file)
 }
 END_TEST
 
+/* Dead letters routed to a queue the same section governs, or round a
+ * cycle, are refused at startup with the sections named; a section of
+ * its own for the dead-letter queue makes the same routing valid. */
+START_TEST(test_config_dead_letter_loops)
+{
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{ "[queue jobs*]\nmax_deliveries = 1\ndead_letter = jobs_graveyard\n",
+		  "[queue jobs*]: dead_letter = jobs_graveyard is governed by"
+		  " [queue jobs*] itself" },
+		{ "[queue a]\nmax_deliveries = 1\ndead_letter = a\n",
+		  "[queue a]: dead_letter = a is governed by [queue a] itself" },
+		{ "max_deliveries = 2\ndead_letter = spent\n",
+		  "the settings before any section: dead_letter = spent" },
+		{ "[queue a]\nmax_deliveries = 1\ndead_letter = b\n"
+		  "[queue b]\nmax_deliveries = 1\ndead_letter = c\n"
+		  "[queue c]\nmax_deliveries = 1\ndead_letter = a\n",
+		  "[queue a]: dead letters route in a cycle (dead_letter = b"
+		  " leads back to [queue a])" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *conf = write_conf("dl.conf", bad[i].text), *err = NULL;
+		int rc = run_sakerd(&err, "-p", "0", "-s", "/nonexistent/x",
+		    "--config", conf, NULL);
+
+		ck_assert_int_eq(rc, 1);
+		ck_assert_msg(strstr(err, bad[i].want) != NULL, "case %zu: %s",
+		    i, err);
+		free(err);
+		free(conf);
+	}
+	{
+		char *conf = write_conf("dl.conf", "[queue jobs*]\n"
+		    "max_deliveries = 1\ndead_letter = jobs_graveyard\n"
+		    "[queue jobs_graveyard]\n");
+		struct tl_server *s = tl_server_start("memory", "--config",
+		    conf, NULL);
+
+		tl_server_stop(s);
+		tl_server_free(s);
+		free(conf);
+	}
+}
+END_TEST
+
 START_TEST(test_metrics_and_health)
 {
 	int hport = tl_free_port();
@@ -609,6 +657,7 @@ main(void)
 	tcase_add_test(tc, test_config_limits);
 	tcase_add_test(tc, test_config_reload);
 	tcase_add_test(tc, test_config_bad_file);
+	tcase_add_test(tc, test_config_dead_letter_loops);
 	tcase_add_test(tc, test_metrics_and_health);
 	if (ckpt_stores[0] != NULL)
 		tcase_add_loop_test(tc, test_metrics_checkpoints, 0,

@@ -657,6 +657,81 @@ START_TEST(test_expire_to_across)
 }
 END_TEST
 
+/* Retries across brokers (issue 37): an item A gives back with a delay
+ * is not served by B before it is due, keeps its count, and survives A's
+ * kill -9; a lease B's worker keeps touching outlives open_timeout and the
+ * broker lease while A asks for the item; the queue's backoff applies to
+ * an abort on either broker. */
+START_TEST(test_retry_across)
+{
+	char *conf = tl_strdupf("%s/rt.conf", pgc.dir), *sp = spec("rt");
+	struct tl_server *a, *b;
+	int fa, fb, i;
+	int64_t t0, ms;
+	FILE *f;
+
+	f = fopen(conf, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("[queue rj]\nopen_timeout = 800ms\nretry_backoff = 1500,1500\n",
+	    f);
+	fclose(f);
+	a = tl_server_start(sp, "--config", conf, NULL);
+	b = tl_server_start(sp, "--config", conf, NULL);
+	fa = tl_connect(a->port);
+	fb = tl_connect(b->port);
+	tl_set(fb, "rj", "job");
+	/* A's worker fails it: back in 1.2 s, and B waits that long */
+	mustsends(fa, "mg rj/open v d\r\n");
+	ckresp(fa, "VA 3 d1\r\njob\r\n");
+	t0 = tl_now_ms();
+	mustsends(fa, "get rj/abort/delay=1200\r\n");
+	ckresp(fa, "END\r\n");
+	tl_ckget(fb, "rj", NULL);
+	mustsends(fb, "mg rj/open/t=6000 v d\r\n");
+	ckresp(fb, "VA 3 d2\r\njob\r\n");
+	ms = tl_now_ms() - t0;
+	ck_assert_msg(ms >= 1200 && ms < tl_slow(4000), "B got it after %lld"
+	    " ms, want 1200..", (long long)ms);
+	/* B's worker holds it 2.5 s, past open_timeout and the 2 s broker
+	 * lease, touching it; A never gets it */
+	for (i = 0; i < 5; i++) {
+		tl_sleep_ms(500);
+		mustsends(fb, "touch rj 0\r\n");
+		ckresp(fb, "TOUCHED\r\n");
+		tl_ckget(fa, "rj", NULL);
+	}
+	ck_assert_int_eq(tl_stat(fb, "queue_rj_open_timeouts"), 0);
+	/* B's abort takes the queue's backoff (1125..1500 ms) */
+	t0 = tl_now_ms();
+	mustsends(fb, "get rj/abort\r\n");
+	ckresp(fb, "END\r\n");
+	tl_ckget(fa, "rj", NULL);
+	mustsends(fa, "mg rj/open/t=6000 v d\r\n");
+	ckresp(fa, "VA 3 d3\r\njob\r\n");
+	ms = tl_now_ms() - t0;
+	ck_assert_msg(ms >= 1125 && ms < tl_slow(4500), "A got it after %lld"
+	    " ms, want 1125..", (long long)ms);
+	/* A gives it back for 1.5 s and dies: B serves it then, not before */
+	t0 = tl_now_ms();
+	mustsends(fa, "get rj/abort/delay=1500\r\n");
+	ckresp(fa, "END\r\n");
+	tl_server_kill(a);
+	close(fa);
+	tl_ckget(fb, "rj", NULL);
+	mustsends(fb, "mg rj/t=6000 v d\r\n");
+	ckresp(fb, "VA 3 d3\r\njob\r\n");
+	ms = tl_now_ms() - t0;
+	ck_assert_msg(ms >= 1500 && ms < tl_slow(4500), "B got it after %lld"
+	    " ms, want 1500..", (long long)ms);
+	close(fb);
+	tl_server_stop(b);
+	tl_server_free(a);
+	tl_server_free(b);
+	free(sp);
+	free(conf);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -687,6 +762,7 @@ main(void)
 	tcase_add_test(tc, test_damaged_item_across);
 	tcase_add_test(tc, test_dead_letter_across);
 	tcase_add_test(tc, test_expire_to_across);
+	tcase_add_test(tc, test_retry_across);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

@@ -230,6 +230,54 @@ START_TEST(test_dead_letter_reload)
 }
 END_TEST
 
+/* A [queue jobs*] section also matches jobs_dead: its items are served
+ * from there however often they are opened and given back, never moved on
+ * to jobs_dead_dead; a reload into a loop is refused, the old settings
+ * kept. */
+START_TEST(test_dead_letter_readable)
+{
+	char *conf = write_conf("[queue jobs*]\nmax_deliveries = 1\n");
+	struct tl_server *s = tl_server_start("memory", "--config", conf, "-v",
+	    NULL);
+	int c = tl_connect(s->port);
+	unsigned i;
+	char *log, *st;
+
+	tl_set(c, "jobs", "x");
+	tl_ckget(c, "jobs/open", "x");
+	mustsends(c, "get jobs/abort\r\n");
+	ckresp(c, "END\r\n");
+	ck_assert_int_eq(tl_stat(c, "queue_jobs_dead_items"), 1);
+	for (i = 2; i <= 4; i++) {
+		char *exp = tl_strdupf("VA 1 d%u\r\nx\r\n", i);
+
+		mustsends(c, "mg jobs_dead/open v d\r\n");
+		ckresp(c, exp);
+		mustsends(c, "get jobs_dead/abort\r\n");
+		ckresp(c, "END\r\n");
+		free(exp);
+	}
+	tl_reload(s, conf, "[queue jobs*]\nmax_deliveries = 1\n"
+	    "dead_letter = jobs_graveyard\n");
+	/* the old settings hold: jobs_dead is still served */
+	mustsends(c, "mg jobs_dead v d\r\n");
+	ckresp(c, "VA 1 d4\r\nx\r\n");
+	ck_assert_int_eq(tl_stat(c, "queue_jobs_dead_dead_lettered"), 0);
+	st = tl_stats(c);
+	ck_assert_msg(strstr(st, "queue_jobs_dead_dead_items") == NULL, "%s", st);
+	free(st);
+	close(c);
+	tl_server_stop(s);
+	log = tl_read_file(s->log, NULL);
+	ck_assert_msg(log != NULL && strstr(log, "[queue jobs*]: dead_letter ="
+	    " jobs_graveyard is governed by [queue jobs*] itself") != NULL,
+	    "no refused reload in the log: %s", log != NULL ? log : "(none)");
+	free(log);
+	tl_server_free(s);
+	free(conf);
+}
+END_TEST
+
 /* saker requeue moves items back in batches of one commit each, counts
  * reset; --max bounds it; the server command refuses bad arguments. */
 START_TEST(test_requeue)
@@ -609,6 +657,7 @@ main(void)
 	tcase_add_test(tc, test_dead_letter_sqlite);
 #endif
 	tcase_add_test(tc, test_dead_letter_reload);
+	tcase_add_test(tc, test_dead_letter_readable);
 	tcase_add_test(tc, test_cli_shows_deliveries);
 	tcase_add_test(tc, test_expire_to_memory);
 #ifdef HAVE_LMDB

@@ -49,6 +49,7 @@ struct row {
 #define T_FLE	PROTO_CMD_FLUSH_EXPIRED
 #define T_MON	PROTO_CMD_MONITOR
 #define T_CONF	PROTO_CMD_CONFIRM
+#define T_TOUCH	PROTO_CMD_TOUCH
 #define T_STATS	PROTO_CMD_STATS
 #define T_STAT	PROTO_CMD_STATUS
 #define T_VER	PROTO_CMD_VERSION
@@ -241,7 +242,30 @@ static const struct row rows[] = {
 	BAD("get q/ope", E_OPT, ""),
 	BAD("get q/t", E_OPT, ""),
 	BAD("get q/T=5", E_OPT, ""),
-	BAD("get q/delay=5", E_OPT, ""),
+	/* abort with a delay; touch (retries, issue 37) */
+	OK("get q/abort/delay=500", T_GET, "o0=a d0=500"),
+	OK("get q/delay=0/abort", T_GET, "o0=a d0=0"),
+	OK("get q/abort/delay=315360000000", T_GET, "o0=a d0=315360000000"),
+	OK("get q/touch", T_GET, "o0=u"),
+	OK("get q/touch/t=5", T_GET, "o0=u t0=5"),
+	OK("get a/abort/delay=7 b/touch", T_GET, "o0=a d0=7 o1=u"),
+	OK("touch q 30", T_TOUCH, "exp=30"),
+	OK("touch q 0 noreply", T_TOUCH, "exp=0 nr=1"),
+	BAD("touch q", E_FMT, ""),
+	BAD("touch q x", E_FMT, ""),
+	BAD("touch q 1 2", E_FMT, ""),
+	BAD("touch q/open 1", E_QN, ""),
+	BAD("get q/delay=5", E_COMB, ""),
+	BAD("get q/open/delay=5", E_COMB, ""),
+	BAD("get q/close/delay=5", E_COMB, ""),
+	BAD("get q/abort/delay=315360000001", E_FMT, ""),
+	BAD("get q/abort/delay=", E_FMT, ""),
+	BAD("get q/abort/delay=-1", E_FMT, ""),
+	BAD("get q/touch/open", E_COMB, ""),
+	BAD("get q/touch/close", E_COMB, ""),
+	BAD("get q/abort/touch", E_COMB, ""),
+	BAD("get q/peek/touch", E_COMB, ""),
+	BAD("get q/touched", E_OPT, ""),
 	BAD("get q//open", E_OPT, ""),
 	BAD("get q/", E_OPT, ""),
 	BAD("get q/open/", E_OPT, ""),
@@ -384,6 +408,7 @@ struct expect {
 	size_t name_len[WANT_KEYS];
 	int opts[WANT_KEYS];		/* -1: not checked */
 	long long tmo[WANT_KEYS];	/* LLONG_MIN: not checked */
+	long long kdelay[WANT_KEYS];	/* get key's delay=; UNCHECKED */
 	int has_flags, has_exp, has_bytes, has_delay, has_at;
 	int has_num1, has_num2, has_st;
 	unsigned long long flags, bytes;
@@ -406,6 +431,7 @@ opts_from(const char *v, size_t n)
 		case 'c': o |= PROTO_OPT_CLOSE; break;
 		case 'a': o |= PROTO_OPT_ABORT; break;
 		case 'p': o |= PROTO_OPT_PEEK; break;
+		case 'u': o |= PROTO_OPT_TOUCH; break;
 		case '-': break;
 		default: ck_abort_msg("bad opts spec '%.*s'", (int)n, v);
 		}
@@ -456,6 +482,7 @@ expect_build(const struct row *r, struct expect *e)
 	for (i = 0; i < WANT_KEYS; i++) {
 		e->opts[i] = r->type == PROTO_CMD_GET ? 0 : -1;
 		e->tmo[i] = r->type == PROTO_CMD_GET ? -1 : UNCHECKED;
+		e->kdelay[i] = r->type == PROTO_CMD_GET ? -1 : UNCHECKED;
 	}
 
 	while (*p != '\0') {
@@ -535,6 +562,9 @@ expect_build(const struct row *r, struct expect *e)
 			case 't':
 				e->tmo[idx] = num_from(v, vn);
 				break;
+			case 'd':
+				e->kdelay[idx] = num_from(v, vn);
+				break;
 			default:
 				ck_abort_msg("bad spec in row '%s'", r->line);
 			}
@@ -588,6 +618,10 @@ check_success(const struct row *r, const struct proto_cmd *c)
 			ck_assert_msg(k->timeout_ms == e.tmo[i],
 			    "'%s': key %zu timeout %lld, want %lld", r->line,
 			    i, (long long)k->timeout_ms, e.tmo[i]);
+		if (e.kdelay[i] != UNCHECKED)
+			ck_assert_msg(k->delay_ms == e.kdelay[i],
+			    "'%s': key %zu delay %lld, want %lld", r->line,
+			    i, (long long)k->delay_ms, e.kdelay[i]);
 	}
 	if (e.has_flags)
 		ck_assert_msg(c->flags == e.flags, "'%s': flags %u", r->line,

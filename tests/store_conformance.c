@@ -1718,6 +1718,93 @@ START_TEST(test_reopen_deliveries)
 }
 END_TEST
 
+/* release_delayed(): an open item into the delayed set with its data,
+ * flags, expiry, age and count; invisible until promoted at its due
+ * time; due <= now is a release; after a reopen still delayed. */
+START_TEST(test_release_delayed)
+{
+	saker_queue *q = qopen("rdly"), *q2;
+	struct saker_queue_stats st;
+	uint64_t id;
+
+	ck_assert_int_eq(put_full(q, "A", 1, 42, BASE + 100000, 0, BASE - 7,
+	    BASE), SAKER_OK);
+	put_s(q, "B", 0, 0, BASE);
+	commit();
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
+	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 500, BASE),
+	    SAKER_OK);
+	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 500, BASE),
+	    SAKER_ENOTFOUND);
+	st = qstats(q);
+	ck_assert_uint_eq(st.open_items, 0);
+	ck_assert_uint_eq(st.delayed_items, 1);
+	ck_assert_uint_eq(st.items, 1);
+	ck_assert_uint_eq(st.total_items, 2);
+	commit();
+	ck_assert_int_eq(promote(BASE + 499), BASE + 500);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 499, "B");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 499);
+	ck_assert_int_eq(promote(BASE + 500), 0);
+	id = take_s(q, SAKER_TAKE_OPEN, BASE + 500, "A");
+	ck_assert_uint_eq(T.got.flags, 42);
+	ck_assert_int_eq(T.got.expires_ms, BASE + 100000);
+	ck_assert_int_eq(T.got.created_ms, BASE - 7);
+	if (T.drv->caps & SAKER_CAP_DELIVERIES)
+		ck_assert_uint_eq(T.got.deliveries, 2);
+	/* due now: a plain release, to the head, ahead of later items */
+	put_s(q, "C", 0, 0, BASE + 500);
+	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 500,
+	    BASE + 500), SAKER_OK);
+	st = qstats(q);
+	ck_assert_uint_eq(st.delayed_items, 0);
+	ck_assert_uint_eq(st.items, 2);
+	take_s(q, SAKER_TAKE_PEEK, BASE + 500, "A");
+	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 900,
+	    BASE + 500), SAKER_ENOTFOUND);
+	commit();
+	/* with the same due time: after the delayed items already there,
+	 * before those put later */
+	q2 = qopen("rdly2");
+	put_s(q2, "J", 0, 0, BASE + 600);
+	put_s(q2, "X", 0, BASE + 800, BASE + 600);
+	id = take_s(q2, SAKER_TAKE_OPEN, BASE + 600, "J");
+	ck_assert_int_eq(T.drv->release_delayed(T.s, q2, id, BASE + 800,
+	    BASE + 600), SAKER_OK);
+	put_s(q2, "Y", 0, BASE + 800, BASE + 600);
+	commit();
+	ck_assert_int_eq(promote(BASE + 799), BASE + 800);
+	take_empty(q2, SAKER_TAKE_REMOVE, BASE + 799);
+	ck_assert_int_eq(promote(BASE + 800), 0);
+	take_s(q2, SAKER_TAKE_REMOVE, BASE + 800, "X");
+	take_s(q2, SAKER_TAKE_REMOVE, BASE + 800, "J");
+	take_s(q2, SAKER_TAKE_REMOVE, BASE + 800, "Y");
+	commit();
+	if (!T.drv->durable)
+		return;
+	/* durable: still delayed, with its count, after a reopen */
+	id = take_s(q, SAKER_TAKE_OPEN, BASE + 600, "A");
+	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 2000,
+	    BASE + 600), SAKER_OK);
+	commit();
+	reopen();
+	q = qfind("rdly");
+	st = qstats(q);
+	ck_assert_uint_eq(st.open_items, 0);
+	ck_assert_uint_eq(st.delayed_items, 1);
+	ck_assert_int_eq(promote(BASE + 1999), BASE + 2000);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 1999, "C");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE + 1999);
+	ck_assert_int_eq(promote(BASE + 2000), 0);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 2000, "A");
+	ck_assert_uint_eq(T.got.flags, 42);
+	ck_assert_int_eq(T.got.created_ms, BASE - 7);
+	if (T.drv->caps & SAKER_CAP_DELIVERIES)
+		ck_assert_uint_eq(T.got.deliveries, 3);
+	commit();
+}
+END_TEST
+
 START_TEST(test_reopen_deleted_queue)
 {
 	saker_queue *q = qopen("rd-gone");
@@ -1817,6 +1904,7 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_flush_expired);
 	tcase_add_test(tc, test_open_confirm);
 	tcase_add_test(tc, test_release);
+	tcase_add_test(tc, test_release_delayed);
 	tcase_add_test(tc, test_delayed_basic);
 	tcase_add_test(tc, test_delayed_order);
 	tcase_add_test(tc, test_delayed_expired);

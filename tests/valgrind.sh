@@ -30,7 +30,7 @@ if [ ! -x ./sakerd ] || [ ! -x ./saker ]; then
 fi
 
 IN_PROCESS="check_proto check_store check_fuzz_replay check_http"
-SERVER="check_server check_ops check_binary check_cli check_clients check_compat check_bench check_perms check_console"
+SERVER="check_server check_ops check_binary check_cli check_clients check_compat check_bench check_perms check_console check_retry"
 progs=${*:-"$IN_PROCESS $SERVER"}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/saker-valgrind.XXXXXX") || exit 2

@@ -17,7 +17,8 @@
  *     - a delayed set       items with a due time in the future, ordered by
  *                           (due time, arrival); invisible until promoted;
  *     - open items          items handed out by a tentative take, held until
- *                           confirmed (deleted) or released (back to the head).
+ *                           confirmed (deleted) or released (back to the head,
+ *                           or into the delayed set with a due time).
  *   Every item carries 32-bit client flags, an absolute expiry time, the time
  *   it was put, and opaque binary data.  All times are wall-clock milliseconds
  *   since the Unix epoch (int64_t); the caller passes `now_ms` into every call
@@ -60,9 +61,9 @@
  *   Every item carries the number of times it was handed out by a
  *   take(SAKER_TAKE_OPEN), stored with the item.  That take counts the
  *   hand-out in the same batch as the take itself (durable with it) and
- *   gives fn the item with the new count; release() and a crash (open
- *   items back to the head at open()) keep the count; confirm() deletes
- *   the item.  REMOVE, PEEK and iterate() show the stored count; put()
+ *   gives fn the item with the new count; release(), release_delayed()
+ *   and a crash (open items back to the head at open()) keep the count;
+ *   confirm() deletes the item.  REMOVE, PEEK and iterate() show the stored count; put()
  *   stores item->deliveries as given.  Counts stop at
  *   SAKER_DELIVERIES_MAX.  move() hands an open item to another queue
  *   with its count.
@@ -333,6 +334,21 @@ struct saker_store_driver {
 	/* Put open item `id` back at the head of the ready FIFO; notifies.
 	 * Releasing several items newest first restores their original order. */
 	int (*release)(saker_store *s, saker_queue *q, uint64_t id);
+
+	/* Put open item `id` of q into q's delayed set, due at `due_ms`,
+	 * keeping its data, flags, expiry, age and delivery count, in the
+	 * current batch: after commit() (and after a restart or crash) it is
+	 * delayed, invisible to take/peek until promote() at or after
+	 * due_ms moves it to the ready tail; after a failed commit it is
+	 * still open.  Counted in delayed_items, no longer in open_items.
+	 * Among delayed items with the same due time it comes after those
+	 * already there, as if put now (its id may change: the old one is
+	 * no handle any more).  due_ms <= now_ms is release() (back to the
+	 * head, notifies).
+	 * SAKER_ENOTFOUND if not open.  The retry-with-delay of an abort
+	 * and the queue's retry_backoff (docs/protocol.md). */
+	int (*release_delayed)(saker_store *s, saker_queue *q, uint64_t id,
+	    int64_t due_ms, int64_t now_ms);
 
 	/* SAKER_CAP_DELIVERIES only (else NULL): append open item `id` of q
 	 * to the ready tail of queue `to` (another queue), keeping its data,

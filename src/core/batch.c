@@ -15,6 +15,7 @@
 #include "log.h"
 #include "ops.h"
 #include "queues.h"
+#include "retry.h"
 #include "session.h"
 
 #define DRV(b) ((b)->store->driver)
@@ -158,7 +159,8 @@ broker_expire_opens(struct broker *b)
 				continue;
 			}
 			if (oi->q->h != NULL &&
-			    dl_give_back(b, oi->q, oi->id, oi->deliveries) ==
+			    dl_give_back(b, oi->q, oi->id, oi->deliveries,
+			    RETRY_BACKOFF) ==
 			    SAKER_OK)
 				oi->q->open_timeouts++;
 			session_forget_open(s, oi);

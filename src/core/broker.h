@@ -87,6 +87,9 @@ struct broker {
 	size_t max_item_size;         /* --max-item-size */
 	saker_sync_mode sync;         /* --sync (for `stats`) */
 	bool enable_shutdown;         /* --enable-shutdown */
+	bool closing;                 /* shutting down: the items its sessions
+	                               * give back are no job's failure, so
+	                               * no retry_backoff (retry.h) */
 	size_t max_queues;            /* --max-queues; 0: no limit */
 	size_t nqueues;               /* queues the store has */
 

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "qname.h"
 #include "queues.h"
+#include "retry.h"
 
 #define DL_SUFFIX "_dead"
 
@@ -29,12 +30,29 @@ dl_name(struct broker *b, struct squeue *q, char *buf, size_t len)
 }
 
 bool
+dl_is_dead_letter(struct broker *b, const struct squeue *q)
+{
+	size_t sl = strlen(DL_SUFFIX);
+	const struct queue_config *src;
+
+	if (config_names_dead_letter(b->config, q->name, q->len))
+		return true;
+	if (q->len <= sl || memcmp(q->name + q->len - sl, DL_SUFFIX, sl) != 0)
+		return false;
+	/* "<Q>_dead" of a queue Q that sends its dead letters there (for a
+	 * name cut to fit the suffix, the cut name stands for Q) */
+	src = config_for(b->config, q->name, q->len - sl);
+	return src->max_deliveries > 0 && src->dead_letter[0] == '\0';
+}
+
+bool
 dl_spent(struct broker *b, struct squeue *q, uint32_t before)
 {
 	uint32_t max = queue_cfg(b, q)->max_deliveries;
 
 	return max > 0 && before >= max &&
-	    (b->store->driver->caps & SAKER_CAP_DELIVERIES) != 0;
+	    (b->store->driver->caps & SAKER_CAP_DELIVERIES) != 0 &&
+	    !dl_is_dead_letter(b, q);
 }
 
 int
@@ -70,19 +88,15 @@ dl_move(struct broker *b, struct squeue *q, uint64_t id, uint32_t deliveries)
 
 int
 dl_give_back(struct broker *b, struct squeue *q, uint64_t id,
-    uint32_t deliveries)
+    uint32_t deliveries, int64_t delay_ms)
 {
-	int rc;
-
 	if (q->h == NULL)
 		return SAKER_ENOTFOUND;
 	if (dl_spent(b, q, deliveries) &&
 	    dl_move(b, q, id, deliveries) == SAKER_OK)
 		return SAKER_OK;
-	/* below the limit, or the move failed: back to the head rather than
-	 * lost (it is caught again at its next hand-out) */
-	rc = b->store->driver->release(b->store, q->h, id);
-	if (rc == SAKER_OK)
-		broker_touch(b);
-	return rc;
+	/* below the limit: back to q, at once or later (retry.h); the move
+	 * failed: likewise rather than lost (it is caught again at its next
+	 * hand-out) */
+	return retry_give_back(b, q, id, deliveries, delay_ms);
 }

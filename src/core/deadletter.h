@@ -16,15 +16,24 @@
 
 struct squeue;
 
-/* Give open item `id` of q back after `deliveries` hand-outs: to the head
- * of q, or to q's dead-letter queue when the limit is reached.  Returns
- * the store's code (SAKER_ENOTFOUND: not open). */
+/* Give open item `id` of q back after `deliveries` hand-outs: to q's
+ * dead-letter queue when the limit is reached, else to q after delay_ms
+ * (retry.h: > 0 that long, RETRY_BACKOFF the queue's retry_backoff, 0 at
+ * once to the head).  Returns the store's code (SAKER_ENOTFOUND: not
+ * open). */
 int dl_give_back(struct broker *b, struct squeue *q, uint64_t id,
-    uint32_t deliveries);
+    uint32_t deliveries, int64_t delay_ms);
 
 /* Is an item already handed out `before` times (not counting a hand-out
- * in progress) spent on q, so it must not be served again? */
+ * in progress) spent on q, so it must not be served again?  Never in a
+ * dead-letter queue: what lands there is served from there. */
 bool dl_spent(struct broker *b, struct squeue *q, uint32_t before);
+
+/* Is q some queue's dead-letter queue: named by a dead_letter setting, or
+ * "<Q>_dead" of a queue Q with max_deliveries and no dead_letter?  Its
+ * items are served whatever settings match it (a [queue jobs*] section
+ * also matches jobs_dead). */
+bool dl_is_dead_letter(struct broker *b, const struct squeue *q);
 
 /* Move open item `id` of q to q's dead-letter queue; counts and logs it.
  * SAKER_OK, or the store's code (the item is then still open). */

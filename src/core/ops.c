@@ -3,6 +3,7 @@
  * delete; flush; monitor; confirm).  Replies are the protocols'. */
 #include "config.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "ops.h"
 #include "queues.h"
 #include "reply.h"
+#include "retry.h"
 
 #define TEN_YEARS_MS (315360000000LL)
 #define MEMCACHE_REL_MAX (2592000LL)   /* 30 days: larger exptimes are absolute */
@@ -59,7 +61,7 @@ remember_open(struct session *s, struct squeue *q, uint64_t id,
 
 	if (oi == NULL) {
 		/* cannot track it: put it straight back rather than lose it */
-		(void)dl_give_back(b, q, id, deliveries);
+		(void)dl_give_back(b, q, id, deliveries, 0);
 		log_error("out of memory tracking an open item on %s", q->name);
 		return;
 	}
@@ -361,7 +363,7 @@ take_opts(unsigned opts)
 static bool
 key_fetches(const struct op_key *k)
 {
-	return (k->opts & (OP_OPT_CLOSE | OP_OPT_ABORT)) == 0 ||
+	return (k->opts & (OP_OPT_CLOSE | OP_OPT_ABORT | OP_OPT_TOUCH)) == 0 ||
 	    (k->opts & OP_OPT_OPEN) != 0;
 }
 
@@ -480,6 +482,9 @@ op_serve_waiters(struct broker *b, struct squeue *q)
 	}
 }
 
+static size_t touch_held(struct session *s, struct squeue *q,
+    int64_t lease_ms);
+
 /* Clear pass 1's per-request counts on the queues of a get. */
 static void
 req_count_reset(struct squeue **qs, size_t n)
@@ -543,6 +548,13 @@ get_run(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 			qs[i]->req_counted = true;
 			qs[i]->req_held = held;
 		}
+		if ((k->opts & OP_OPT_TOUCH) != 0 && qs[i]->req_held == 0) {
+			/* a touch of an item not held is an error, not a
+			 * silent no-op: the worker's job is no longer its own */
+			ops->error(s, i, OPR_CLIENT,
+			    "no open item on the queue to touch");
+			goto refused;
+		}
 		if ((k->opts & (OP_OPT_CLOSE | OP_OPT_ABORT)) != 0 &&
 		    qs[i]->req_held > 0)
 			qs[i]->req_held--;
@@ -572,7 +584,8 @@ get_run(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 				rc = DRV(b)->confirm(b->store, qs[i]->h, oi->id);
 			else
 				rc = dl_give_back(b, qs[i], oi->id,
-				    oi->deliveries);
+				    oi->deliveries, k->delay_ms >= 0 ?
+				    k->delay_ms : RETRY_BACKOFF);
 			if (rc != SAKER_OK && rc != SAKER_ENOTFOUND) {
 				msg = op_store_error(b, rc, &r);
 				ops->error(s, i, r, msg);
@@ -581,6 +594,8 @@ get_run(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 			session_forget_open(s, oi);
 			broker_touch(b);
 		}
+		if ((k->opts & OP_OPT_TOUCH) != 0)
+			(void)touch_held(s, qs[i], -1);
 		if (!key_fetches(k))
 			continue;
 		if (nhits > 0 && session_over_budget(s)) {
@@ -634,6 +649,75 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 	get_run(s, ops, keys, nkeys, base, baselen);
 	/* the missing queues it named, unless it waits on them */
 	queues_drop_stubs(s->b);
+}
+
+/* --- touch ------------------------------------------------------------- */
+
+#define LEASE_MAX_S 315360000LL		/* 10 years */
+
+int
+op_touch(struct session *s, const char *name, size_t len, int64_t exptime,
+    const char **msg)
+{
+	struct squeue *q;
+	int64_t lease_ms = -1, now = saker_now_ms();
+	int rc;
+
+	if (exptime < 0)
+		return OPR_FORMAT;
+	if (exptime > MEMCACHE_REL_MAX) {
+		/* an absolute time: at least 1 ms from now (one in the past
+		 * lets the next sweep return the item) */
+		if (exptime - now / 1000 > LEASE_MAX_S)
+			return OPR_FORMAT;
+		lease_ms = exptime * 1000 - now;
+		if (lease_ms < 1)
+			lease_ms = 1;
+	} else if (exptime > 0) {
+		lease_ms = exptime * 1000;
+	}
+	if (!session_may(s, name, len, PERM_READ)) {
+		session_denied(s, "touch", name, len);
+		*msg = "permission denied";
+		return OPR_DENIED;
+	}
+	q = queue_lookup(s->b, name, len, false, &rc);
+	if (q == NULL || touch_held(s, q, lease_ms) == 0) {
+		*msg = "no open item on the queue to touch";
+		return OPR_NOT_FOUND;
+	}
+	return OPR_OK;
+}
+
+/* Push the open_timeout deadline of every item s holds open on q to
+ * now + lease_ms (lease_ms < 0: the queue's open_timeout again from now;
+ * with none configured the items keep no deadline).  How many items s
+ * holds open there (0: nothing changed). */
+static size_t
+touch_held(struct session *s, struct squeue *q, int64_t lease_ms)
+{
+	struct broker *b = s->b;
+	struct open_item *oi;
+	int64_t deadline;
+	size_t n = 0;
+
+	if (lease_ms < 0)
+		lease_ms = queue_cfg(b, q)->open_timeout_ms;
+	deadline = lease_ms > 0 ? saker_now_ms() + lease_ms : 0;
+	TAILQ_FOREACH(oi, &s->opens, link) {
+		if (oi->q != q)
+			continue;
+		oi->deadline_ms = deadline;
+		n++;
+	}
+	if (n == 0)
+		return 0;
+	if (deadline > 0)
+		b->hooks->arm_open_timeout(b, deadline);
+	b->stats.touches++;
+	log_debug("touch: %zu open items of %s held until %" PRId64, n,
+	    q->name, deadline);
+	return n;
 }
 
 /* --- queue administration ----------------------------------------------- */

@@ -25,6 +25,7 @@
 #define OP_OPT_CLOSE   0x02u
 #define OP_OPT_ABORT   0x04u
 #define OP_OPT_PEEK    0x08u
+#define OP_OPT_TOUCH   0x10u    /* extend the leases of the open items */
 
 /* One key of a request: "jobs/t=250/open". */
 struct op_key {
@@ -34,6 +35,8 @@ struct op_key {
 	size_t name_len;
 	unsigned opts;           /* OP_OPT_* */
 	int64_t timeout_ms;      /* t=<ms>; -1 when absent */
+	int64_t delay_ms;        /* abort's delay=<ms>; -1 when absent (the
+	                          * queue's retry_backoff decides) */
 };
 
 /* Outcome of an operation; the protocol turns it into its reply. */
@@ -113,6 +116,19 @@ void op_monitor(struct session *s, const struct get_ops *ops,
  * when it holds fewer. */
 int op_confirm(struct session *s, const char *name, size_t len, int64_t n,
     const char **msg);
+
+/*
+ * touch: push back the open_timeout deadline of every item s holds open
+ * on queue name.  `exptime` follows memcache's rules: 0 = the queue's
+ * open_timeout again from now (with none configured the items keep no
+ * deadline), up to 30 days = that many seconds from now, more = an
+ * absolute Unix time; negative is OPR_FORMAT.  OPR_OK; OPR_NOT_FOUND when
+ * s holds no item open there; OPR_DENIED.  Nothing is written to the
+ * store: the lease is the connection's, kept by this broker (on a shared
+ * store the broker's own lease on its open items is renewed meanwhile).
+ */
+int op_touch(struct session *s, const char *name, size_t len,
+    int64_t exptime, const char **msg);
 
 /* The blocking get's timer fired: answer it as a miss. */
 void op_wait_timeout(struct session *s);

@@ -111,6 +111,33 @@ parse_duration(const char *v, int64_t *out)
 	return 0;
 }
 
+/* The cap of retry_backoff when only BASE is given. */
+#define RETRY_MAX_DEFAULT_MS 3600000LL	/* 1 hour */
+
+/* "BASE[,MAX]": durations, MAX >= BASE (MAX defaults to an hour, or BASE
+ * when that is longer); "0" turns the backoff off. */
+static int
+parse_backoff(const char *v, int64_t *base, int64_t *max)
+{
+	char buf[64], *comma;
+
+	if (strlen(v) >= sizeof(buf))
+		return -1;
+	memcpy(buf, v, strlen(v) + 1);
+	comma = strchr(buf, ',');
+	if (comma != NULL)
+		*comma = '\0';
+	if (parse_duration(trim(buf), base) != 0)
+		return -1;
+	if (comma == NULL) {
+		*max = *base > RETRY_MAX_DEFAULT_MS ? *base : RETRY_MAX_DEFAULT_MS;
+		return 0;
+	}
+	if (parse_duration(trim(comma + 1), max) != 0 || *max < *base)
+		return -1;
+	return 0;
+}
+
 static const char *
 set_key(struct queue_config *qc, const char *key, const char *val)
 {
@@ -145,6 +172,11 @@ set_key(struct queue_config *qc, const char *key, const char *val)
 		if (parse_size(val, &u) != 0 || u > SAKER_DELIVERIES_MAX)
 			return "max_deliveries wants a number from 0 to 65535";
 		qc->max_deliveries = (uint32_t)u;
+	} else if (strcmp(key, "retry_backoff") == 0) {
+		if (parse_backoff(val, &qc->retry_backoff_ms,
+		    &qc->retry_backoff_max_ms) != 0)
+			return "retry_backoff wants BASE[,MAX], durations with"
+			    " MAX >= BASE (e.g. 1s,10m)";
 	} else if (strcmp(key, "dead_letter") == 0) {
 		if (!saker_qname_valid(val, strlen(val)))
 			return "dead_letter wants a queue name";
@@ -156,9 +188,84 @@ set_key(struct queue_config *qc, const char *key, const char *val)
 	} else {
 		return "unknown setting (known: max_items, max_bytes, max_item_size, "
 		    "max_age, discard_old_when_full, max_open, open_timeout, "
-		    "max_deliveries, dead_letter, expire_to)";
+		    "max_deliveries, retry_backoff, dead_letter, expire_to)";
 	}
 	return NULL;
+}
+
+static const struct section *section_for(const struct config *cf,
+    const char *name, size_t len);
+
+/* "[queue jobs*]" or "the settings before any section", for messages. */
+static void
+section_label(const struct section *sec, char *buf, size_t len)
+{
+	if (sec == NULL)
+		snprintf(buf, len, "the settings before any section");
+	else
+		snprintf(buf, len, "[queue %s%s]", sec->pattern,
+		    sec->prefix ? "*" : "");
+}
+
+/*
+ * Dead letters must stay readable: items in a dead-letter queue are served
+ * from it whatever settings match it (deadletter.h), so a dead_letter that
+ * the same settings govern, or a chain of dead_letter settings that comes
+ * back to where it started, would only hide that the limit does nothing.
+ * Both are refused, naming the sections.  The default "<name>_dead" makes a
+ * new name at every step and needs no check.
+ */
+static int
+check_dead_letters(const struct config *cf, const char *path, char *err,
+    size_t errlen)
+{
+	size_t i, steps;
+
+	for (i = 0; i <= cf->nsections; i++) {
+		const struct section *start = i < cf->nsections ?
+		    &cf->sections[i] : NULL;
+		const struct queue_config *qc = start != NULL ? &start->qc :
+		    &cf->defaults;
+		const struct section *at;
+		const char *target = qc->dead_letter;
+		char a[300], b[300];
+
+		if (qc->max_deliveries == 0 || target[0] == '\0')
+			continue;
+		for (steps = 0; steps <= cf->nsections; steps++) {
+			const struct queue_config *tq;
+
+			at = section_for(cf, target, strlen(target));
+			if (at == start) {
+				section_label(start, a, sizeof(a));
+				if (steps == 0)
+					snprintf(err, errlen, "%s: %s: dead_letter"
+					    " = %s is governed by %s itself, so its"
+					    " dead letters would route to itself;"
+					    " give %s a [queue %s] section of its"
+					    " own", path, a, target, a, target,
+					    target);
+				else
+					snprintf(err, errlen, "%s: %s: dead letters"
+					    " route in a cycle (dead_letter = %s"
+					    " leads back to %s)", path, a,
+					    qc->dead_letter, a);
+				return -1;
+			}
+			tq = at != NULL ? &at->qc : &cf->defaults;
+			if (tq->max_deliveries == 0 || tq->dead_letter[0] == '\0')
+				break;
+			if (steps == cf->nsections) {
+				section_label(at, b, sizeof(b));
+				section_label(start, a, sizeof(a));
+				snprintf(err, errlen, "%s: %s: dead letters route"
+				    " into a cycle through %s", path, a, b);
+				return -1;
+			}
+			target = tq->dead_letter;
+		}
+	}
+	return 0;
 }
 
 struct config *
@@ -250,6 +357,8 @@ config_load(const char *path, const struct queue_config *defaults, char *err,
 		snprintf(err, errlen, "%s: read error", path);
 		goto fail;
 	}
+	if (check_dead_letters(cf, path, err, errlen) != 0)
+		goto fail;
 	fclose(f);
 	return cf;
 fail:
@@ -258,8 +367,9 @@ fail:
 	return NULL;
 }
 
-const struct queue_config *
-config_for(const struct config *cf, const char *name, size_t len)
+/* The section that governs queue `name`, or NULL for the defaults. */
+static const struct section *
+section_for(const struct config *cf, const char *name, size_t len)
 {
 	const struct section *best = NULL;
 	size_t i;
@@ -268,13 +378,37 @@ config_for(const struct config *cf, const char *name, size_t len)
 		const struct section *s = &cf->sections[i];
 		if (!s->prefix) {
 			if (s->len == len && memcmp(s->pattern, name, len) == 0)
-				return &s->qc;
+				return s;
 		} else if (s->len <= len && memcmp(s->pattern, name, s->len) == 0 &&
 		    (best == NULL || s->len > best->len)) {
 			best = s;
 		}
 	}
-	return best != NULL ? &best->qc : &cf->defaults;
+	return best;
+}
+
+const struct queue_config *
+config_for(const struct config *cf, const char *name, size_t len)
+{
+	const struct section *s = section_for(cf, name, len);
+
+	return s != NULL ? &s->qc : &cf->defaults;
+}
+
+bool
+config_names_dead_letter(const struct config *cf, const char *name, size_t len)
+{
+	size_t i;
+
+	if (strlen(cf->defaults.dead_letter) == len &&
+	    memcmp(cf->defaults.dead_letter, name, len) == 0)
+		return true;
+	for (i = 0; i < cf->nsections; i++) {
+		const char *dl = cf->sections[i].qc.dead_letter;
+		if (strlen(dl) == len && memcmp(dl, name, len) == 0)
+			return true;
+	}
+	return false;
 }
 
 bool

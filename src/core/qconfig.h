@@ -19,6 +19,10 @@ struct queue_config {
 	uint32_t max_deliveries;     /* an item opened this many times goes to
 	                              * the dead-letter queue when it comes
 	                              * back; 0 = unlimited */
+	int64_t retry_backoff_ms;    /* retry_backoff BASE: an item given
+	                              * back (abort, disconnect, timeout) is
+	                              * delayed (retry.h); 0 = at once */
+	int64_t retry_backoff_max_ms;/* retry_backoff MAX (the cap) */
 	char dead_letter[SAKER_QNAME_MAX + 1]; /* "" = "<name>_dead" */
 	char expire_to[SAKER_QNAME_MAX + 1];   /* where expired items go;
 	                              * "" = dropped */
@@ -36,6 +40,10 @@ void config_free(struct config *cf);
 /* The settings for queue `name`: the exact [queue NAME] section, else the
  * longest matching [queue PREFIX*] section, else the defaults. */
 const struct queue_config *config_for(const struct config *cf, const char *name,
+    size_t len);
+/* Does the defaults' or some section's dead_letter name exactly this
+ * queue? */
+bool config_names_dead_letter(const struct config *cf, const char *name,
     size_t len);
 /* Does any section set open_timeout? */
 bool config_has_open_timeout(const struct config *cf);

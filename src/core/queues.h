@@ -41,6 +41,7 @@ struct squeue {
 	uint64_t discarded;
 	uint64_t open_timeouts;
 	uint64_t dead_lettered;       /* items moved to the dead-letter queue */
+	uint64_t retries;             /* items given back with a delay (retry.h) */
 	uint64_t expired_to_seen;     /* the store's expired_to, last logged */
 	uint64_t enqueued, dequeued;  /* for /metrics */
 	/* the console's rates (console.c): counters at the last sample, and

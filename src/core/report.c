@@ -74,6 +74,7 @@ queue_one(void *arg, struct squeue *q)
 	QSTAT("delayed_items", "%" PRIu64, st.delayed_items);
 	QSTAT("open_timeouts", "%" PRIu64, q->open_timeouts);
 	QSTAT("dead_lettered", "%" PRIu64, q->dead_lettered);
+	QSTAT("retries", "%" PRIu64, q->retries);
 	QSTAT("expired_to", "%" PRIu64, st.expired_to);
 #undef QSTAT
 	return 0;
@@ -202,6 +203,8 @@ stats_write(struct broker *b, struct evbuffer *out, const struct perms *who)
 	STAT("queue_deletes", "%" PRIu64, s->queue_deletes);
 	STAT("permission_denied", "%" PRIu64, s->permission_denied);
 	STAT("reloads", "%" PRIu64, s->reloads);
+	STAT("retries_scheduled", "%" PRIu64, s->retries_scheduled);
+	STAT("touches", "%" PRIu64, s->touches);
 	/* Kestrel's per-queue lines, for the first STATS_MAX_QUEUES queues by
 	 * name: a server with thousands of queues must not answer a plain
 	 * stats with megabytes (clients read it into one string) */

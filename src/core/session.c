@@ -8,6 +8,7 @@
 #include "deadletter.h"
 #include "log.h"
 #include "queues.h"
+#include "retry.h"
 #include "session.h"
 
 int
@@ -50,7 +51,8 @@ session_close(struct session *s)
 	 * previous one and the queue head keeps their original order. */
 	while ((oi = TAILQ_LAST(&s->opens, open_list)) != NULL) {
 		if (oi->q->h != NULL) {
-			int rc = dl_give_back(b, oi->q, oi->id, oi->deliveries);
+			int rc = dl_give_back(b, oi->q, oi->id,
+			    oi->deliveries, RETRY_BACKOFF);
 			if (rc != SAKER_OK && rc != SAKER_ENOTFOUND)
 				log_error("returning an open item to %s: %s", oi->q->name,
 				    b->store->driver->errmsg(b->store));

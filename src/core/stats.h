@@ -12,6 +12,9 @@ struct stats {
 	uint64_t queue_creates, queue_deletes;
 	uint64_t permission_denied;     /* --auth-file refusals (perms.h) */
 	uint64_t reloads;               /* SIGHUPs handled (config, users, TLS) */
+	uint64_t retries_scheduled;     /* open items given back with a delay
+	                                 * (abort /delay=, retry_backoff) */
+	uint64_t touches;               /* leases extended (touch) */
 	/* store commit latency histogram (seconds); last bucket is +Inf */
 	uint64_t commit_hist[12 + 1];
 	uint64_t commit_ns;

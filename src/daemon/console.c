@@ -35,6 +35,8 @@
 /* peek: items by default, and at most */
 #define PEEK_DEFAULT 10
 #define PEEK_MAX 100
+/* peek?retrying=1 looks at this many items at most (one loop turn) */
+#define PEEK_SCAN_MAX 100000
 /* preview of an item's data: text bytes, or bytes shown as hex */
 #define PREVIEW_TEXT 200
 #define PREVIEW_HEX 64
@@ -336,11 +338,12 @@ row_json(struct evbuffer *out, const struct row *w, bool history)
 	    ",\"delayed\":%" PRIu64 ",\"open\":%" PRIu64 ",\"waiters\":%zu"
 	    ",\"dead_lettered\":%" PRIu64 ",\"expired\":%" PRIu64
 	    ",\"discarded\":%" PRIu64 ",\"total_items\":%" PRIu64
-	    ",\"age_ms\":%" PRId64 ",\"enqueue_rate\":%.2f,\"dequeue_rate\":%.2f",
+	    ",\"age_ms\":%" PRId64 ",\"enqueue_rate\":%.2f,\"dequeue_rate\":%.2f"
+	    ",\"retries\":%" PRIu64,
 	    w->st.items, w->st.bytes, w->st.delayed_items, w->st.open_items,
 	    w->q->nwaiters, w->q->dead_lettered, w->st.expired_items,
 	    w->q->discarded, w->st.total_items, w->age_ms, w->q->enq_rate,
-	    w->q->deq_rate);
+	    w->q->deq_rate, w->q->retries);
 	if (history) {
 		evbuffer_add_printf(out, ",\"depth\":");
 		history_json(out, w->q);
@@ -426,6 +429,8 @@ struct peek_ctx {
 	struct evbuffer *out;
 	uint64_t n, max;
 	int64_t now;
+	bool retrying;		/* only delayed items handed out before */
+	uint64_t scanned;
 };
 
 static const char *const state_names[] = { "ready", "delayed", "open" };
@@ -438,6 +443,10 @@ peek_one(void *arg, const struct saker_item *it)
 	bool text = true;
 	size_t i, show;
 
+	/* retrying: given back with a delay (abort/delay=, retry_backoff) */
+	if (p->retrying && (it->state != SAKER_ITEM_DELAYED ||
+	    it->deliveries == 0))
+		return ++p->scanned >= PEEK_SCAN_MAX;
 	for (i = 0; i < it->len; i++)
 		if ((d[i] < 0x20 && d[i] != '\t' && d[i] != '\n' && d[i] != '\r') ||
 		    d[i] >= 0x7f) {
@@ -473,11 +482,13 @@ api_peek(const struct console_env *env, struct evhttp_request *req,
     struct squeue *q, struct evkeyvalq *qs)
 {
 	struct peek_ctx p;
-	uint64_t n = PEEK_DEFAULT;
+	uint64_t n = PEEK_DEFAULT, retrying = 0;
 	int rc;
 
-	if (!param_u64(qs, "n", PEEK_MAX, &n) || n == 0) {
-		send_error(req, 400, "Bad Request", "n is a number 1..100");
+	if (!param_u64(qs, "n", PEEK_MAX, &n) || n == 0 ||
+	    !param_u64(qs, "retrying", 1, &retrying)) {
+		send_error(req, 400, "Bad Request",
+		    "n is a number 1..100, retrying 0 or 1");
 		return;
 	}
 	if ((p.out = evbuffer_new()) == NULL) {
@@ -487,6 +498,8 @@ api_peek(const struct console_env *env, struct evhttp_request *req,
 	p.n = 0;
 	p.max = n;
 	p.now = saker_now_ms();
+	p.retrying = retrying != 0;
+	p.scanned = 0;
 	evbuffer_add_printf(p.out, "{\"name\":");
 	console_json_str(p.out, q->name, q->len);
 	evbuffer_add_printf(p.out, ",\"items\":[");

@@ -512,7 +512,9 @@ shutdown_everything(void)
 {
 	int i, rc;
 
-	/* last replies, best effort, then close: open items go back */
+	/* last replies, best effort, then close: open items go back, to
+	 * the head as after a crash (no retry_backoff) */
+	srv->broker.closing = true;
 	conn_close_all();
 	/* the driver closes its descriptor: stop watching it first */
 	if (srv->store_fd_ev != NULL) {

@@ -104,6 +104,7 @@ gg_add(struct session *s, const struct proto_key *k, const char *raw, size_t raw
 	gk->name_len = (uint16_t)k->name_len;
 	gk->opts = k->opts;
 	gk->timeout_ms = k->timeout_ms;
+	gk->delay_ms = k->delay_ms;
 	return gk;
 }
 
@@ -141,6 +142,7 @@ gg_run(struct session *s, const struct gg_replies *rep, int end,
 		k->name_len = gk->name_len;
 		k->opts = gk->opts;
 		k->timeout_ms = gk->timeout_ms;
+		k->delay_ms = gk->delay_ms;
 	}
 	op_get(s, &gg_get_ops, keys, g->nkeys, g->buf, g->len);
 }

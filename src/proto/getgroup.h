@@ -34,6 +34,7 @@ struct gg_key {
 	bool quiet;                 /* no reply on a miss */
 	unsigned opts;
 	int64_t timeout_ms;
+	int64_t delay_ms;
 };
 
 struct getgroup;

@@ -352,6 +352,32 @@ bin_delete(struct session *c, const struct bin_req *r)
 		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, NULL, 0);
 }
 
+/* Touch: the lease of this connection's open items on the key's queue,
+ * the 4-byte extras an exptime as in text `touch` (retry.h). */
+static void
+bin_touch(struct session *c, const struct bin_req *r)
+{
+	const char *msg = NULL;
+	int res;
+
+	if (r->extlen != 4 || r->vallen != 0) {
+		bin_error(c, r->opcode, r->opaque, BIN_EINVAL,
+		    "bad command line format");
+		return;
+	}
+	if (r->keylen > BIN_MAX_KEY || !saker_qname_valid(r->key, r->keylen)) {
+		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "bad queue name");
+		return;
+	}
+	res = op_touch(c, r->key, r->keylen, (int64_t)be32(r->ext), &msg);
+	if (res == OPR_OK)
+		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, NULL, 0);
+	else if (res == OPR_NOT_FOUND)
+		bin_error(c, r->opcode, r->opaque, BIN_ENOENT, msg);
+	else
+		bin_result(c, r->opcode, r->opaque, res, msg);
+}
+
 static void
 bin_flush(struct session *c, const struct bin_req *r)
 {
@@ -605,6 +631,9 @@ bin_step(struct session *c)
 	case BIN_DELETE:
 	case BIN_DELETEQ:
 		bin_delete(c, &r);
+		break;
+	case BIN_TOUCH:
+		bin_touch(c, &r);
 		break;
 	case BIN_FLUSH:
 	case BIN_FLUSHQ:

@@ -215,6 +215,7 @@ key_init(struct proto_key *k, const struct tok *t, size_t name_len)
 	k->name_len = name_len;
 	k->opts = 0;
 	k->timeout_ms = -1;
+	k->delay_ms = -1;
 }
 
 /* A queue name with no options (delete, flush, monitor, ...). */
@@ -274,7 +275,8 @@ next_segment(const struct proto_key *k, size_t *pos, const char **seg,
 	*pos = i;
 }
 
-/* One get key: "name[/t=<ms>][/open][/close][/abort][/peek]". */
+/* One get key:
+ * "name[/t=<ms>][/open][/close][/abort[/delay=<ms>]][/peek][/touch]". */
 static const char *
 parse_get_key(const struct tok *t, struct proto_key *k)
 {
@@ -294,7 +296,14 @@ parse_get_key(const struct tok *t, struct proto_key *k)
 			k->opts |= PROTO_OPT_ABORT;
 		else if (seglen == 4 && memcmp(seg, "peek", 4) == 0)
 			k->opts |= PROTO_OPT_PEEK;
-		else if (seglen >= 2 && seg[0] == 't' && seg[1] == '=') {
+		else if (seglen == 5 && memcmp(seg, "touch", 5) == 0)
+			k->opts |= PROTO_OPT_TOUCH;
+		else if (seglen >= 6 && memcmp(seg, "delay=", 6) == 0) {
+			if (!parse_uint(seg + 6, seglen - 6, SET_DELAY_MAX,
+			    &ms))
+				return PROTO_ERR_FORMAT;
+			k->delay_ms = (int64_t)ms;
+		} else if (seglen >= 2 && seg[0] == 't' && seg[1] == '=') {
 			if (!parse_uint(seg + 2, seglen - 2, GET_TIMEOUT_MAX,
 			    &ms))
 				return PROTO_ERR_FORMAT;
@@ -310,6 +319,13 @@ parse_get_key(const struct tok *t, struct proto_key *k)
 	    (k->opts & (PROTO_OPT_OPEN | PROTO_OPT_CLOSE)) != 0)
 		return PROTO_ERR_COMBINATION;
 	if ((k->opts & PROTO_OPT_PEEK) != 0 && (k->opts & PROTO_OPT_ABORT) != 0)
+		return PROTO_ERR_COMBINATION;
+	/* a delay says when an aborted item comes back: nothing else has
+	 * one; a touch keeps the item, so it goes with nothing that ends
+	 * or takes one */
+	if (k->delay_ms >= 0 && (k->opts & PROTO_OPT_ABORT) == 0)
+		return PROTO_ERR_COMBINATION;
+	if ((k->opts & PROTO_OPT_TOUCH) != 0 && (k->opts & ~PROTO_OPT_TOUCH) != 0)
 		return PROTO_ERR_COMBINATION;
 	return NULL;
 }
@@ -520,6 +536,20 @@ parse_confirm(struct cursor *cur, struct proto_cmd *cmd)
 	return at_end(cur) ? NULL : PROTO_ERR_FORMAT;
 }
 
+/* touch <q> <exptime> [noreply]: the lease of the open items (retry.h) */
+static const char *
+parse_touch(struct cursor *cur, struct proto_cmd *cmd)
+{
+	struct tok t;
+	const char *err;
+
+	if ((err = take_plain_queue(cur, cmd)) != NULL)
+		return err;
+	if (!next_tok(cur, &t) || !parse_int(t.p, t.n, &cmd->exptime))
+		return PROTO_ERR_FORMAT;
+	return parse_noreply_end(cur, cmd);
+}
+
 /* requeue <from> <to> <max> */
 static const char *
 parse_requeue(struct cursor *cur, struct proto_cmd *cmd)
@@ -621,6 +651,7 @@ static const struct command {
 	{ "gets",		4,  PROTO_CMD_GET,		parse_gets },
 	{ "delete",		6,  PROTO_CMD_DELETE,		parse_queue_noreply },
 	{ "confirm",		7,  PROTO_CMD_CONFIRM,		parse_confirm },
+	{ "touch",		5,  PROTO_CMD_TOUCH,		parse_touch },
 	{ "monitor",		7,  PROTO_CMD_MONITOR,		parse_monitor },
 	{ "flush",		5,  PROTO_CMD_FLUSH,		parse_queue_noreply },
 	{ "flush_all",		9,  PROTO_CMD_FLUSH_ALL,	parse_flush_all },

@@ -49,6 +49,7 @@ enum proto_cmd_type {
 	PROTO_CMD_FLUSH_EXPIRED,
 	PROTO_CMD_MONITOR,
 	PROTO_CMD_CONFIRM,
+	PROTO_CMD_TOUCH,         /* touch <q> <exptime> [noreply] */
 	PROTO_CMD_REQUEUE,       /* requeue <from> <to> <max>: keys[0], keys[1] */
 	PROTO_CMD_STATS,
 	PROTO_CMD_STATUS,
@@ -63,6 +64,7 @@ enum proto_cmd_type {
 #define PROTO_OPT_CLOSE   OP_OPT_CLOSE
 #define PROTO_OPT_ABORT   OP_OPT_ABORT
 #define PROTO_OPT_PEEK    OP_OPT_PEEK
+#define PROTO_OPT_TOUCH   OP_OPT_TOUCH
 
 /* One key token: "jobs/t=250/open".  It is the broker's struct op_key
  * (ops.h), so a parsed line runs without copying its keys. */

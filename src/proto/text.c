@@ -233,6 +233,26 @@ text_confirm(struct session *s, struct proto_cmd *cmd)
 }
 
 static void
+text_touch(struct session *s, struct proto_cmd *cmd)
+{
+	struct proto_key *k = &cmd->keys[0];
+	const char *msg = NULL;
+	int r = op_touch(s, k->name, k->name_len, cmd->exptime, &msg);
+
+	if (r == OPR_OK) {
+		if (!cmd->noreply)
+			reply_str(s, "TOUCHED\r\n");
+	} else if (r == OPR_NOT_FOUND || r == OPR_DENIED) {
+		/* memcache's answers about the request: noreply hides them
+		 * (a client that sent it reads nothing back) */
+		if (!cmd->noreply)
+			text_reply_result(s, r, msg);
+	} else {
+		text_reply_result(s, r, msg);
+	}
+}
+
+static void
 text_status(struct session *s, struct proto_cmd *cmd)
 {
 	static const char *const names[] = { "UP", "READONLY", "QUIESCENT" };
@@ -299,6 +319,9 @@ text_execute(struct session *s, struct proto_cmd *cmd, const char *line,
 		break;
 	case PROTO_CMD_CONFIRM:
 		text_confirm(s, cmd);
+		break;
+	case PROTO_CMD_TOUCH:
+		text_touch(s, cmd);
 		break;
 	case PROTO_CMD_STATS:
 		if (cmd->stats == PROTO_STATS_QUEUE &&

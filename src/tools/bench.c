@@ -35,8 +35,8 @@
 #include "bench_int.h"
 #include "tls_client.h"
 
-const char *const mode_names[M_DELAYED + 1] = {
-	"pair", "produce", "consume", "mget", "blocking", "delayed"
+const char *const mode_names[M_RETRY + 1] = {
+	"pair", "produce", "consume", "mget", "blocking", "delayed", "retry"
 };
 const char *const proto_names[P_BS + 1] = { "memcache", "resp", "beanstalk" };
 const char *const phase_names[PH_DONE + 1] = {
@@ -73,7 +73,9 @@ check_progress(struct bench *b)
 	int i, busy = 0;
 
 	for (i = 0; i < b->nconns; i++)
-		busy += b->conns[i].rcount > 0;
+		busy += b->conns[i].rcount > 0 ||
+		    /* retry: a job held open is closed before the drain */
+		    (b->o.mode == M_RETRY && b->conns[i].pair_next == 2);
 	switch (b->phase) {
 	case PH_SETUP:
 		if (busy == 0) {
@@ -82,7 +84,7 @@ check_progress(struct bench *b)
 
 				if (b->o.proto == P_BS ? c->setup_step < 3 :
 				    c->id == 0 && b->o.clean &&
-				    c->setup_step < (unsigned)b->nqueues)
+				    c->setup_step < (unsigned)b->nall)
 					return;
 			}
 			enter_phase(b, PH_PREFILL);
@@ -497,7 +499,7 @@ setup_conns(struct bench *b)
 		c->ring = xrealloc(NULL, c->rcap * sizeof(*c->ring));
 		c->drain_q = i;
 		c->drain_stride = b->nconns;
-		c->drain_done = i >= b->nqueues;
+		c->drain_done = i >= b->nall;
 		c->payload = xrealloc(NULL, (size_t)b->o.size);
 		memcpy(c->payload, b->pad, (size_t)b->o.size);
 		if (b->o.mode == M_BLOCKING || b->o.mode == M_DELAYED) {
@@ -543,7 +545,7 @@ teardown(struct bench *b)
 		free(c->payload);
 	}
 	free(b->conns);
-	for (i = 0; b->qnames != NULL && i < b->nqueues; i++)
+	for (i = 0; b->qnames != NULL && i < b->nall; i++)
 		free(b->qnames[i]);
 	free(b->qnames);
 	free(b->qlens);
@@ -596,8 +598,11 @@ bench_main(int argc, char **argv)
 		    b->o.conns;
 	else
 		b->nqueues = b->o.queues < b->nconns ? b->o.queues : b->nconns;
-	b->qnames = calloc((size_t)b->nqueues, sizeof(*b->qnames));
-	b->qlens = calloc((size_t)b->nqueues, sizeof(*b->qlens));
+	/* retry: the dead-letter queues too (sakerd's default names) */
+	b->nall = b->o.mode == M_RETRY ? 2 * b->nqueues : b->nqueues;
+	b->rng = mono_ns() | 1;
+	b->qnames = calloc((size_t)b->nall, sizeof(*b->qnames));
+	b->qlens = calloc((size_t)b->nall, sizeof(*b->qlens));
 	b->pad = malloc((size_t)b->o.size);
 	b->base = event_base_new();
 	if (b->qnames == NULL || b->qlens == NULL || b->pad == NULL ||
@@ -608,10 +613,11 @@ bench_main(int argc, char **argv)
 		return 1;
 	}
 	memset(b->pad, 'x', (size_t)b->o.size);
-	for (i = 0; i < b->nqueues; i++) {
+	for (i = 0; i < b->nall; i++) {
 		char name[300];
 
-		snprintf(name, sizeof(name), "%s%d", b->o.prefix, i);
+		snprintf(name, sizeof(name), "%s%d%s", b->o.prefix,
+		    i % b->nqueues, i < b->nqueues ? "" : "_dead");
 		b->qnames[i] = strdup(name);
 		if (b->qnames[i] == NULL) {
 			teardown(b);

@@ -31,7 +31,8 @@
 #define HIST_SHIFTS   31
 #define HIST_BUCKETS  (2 * HIST_SUB + HIST_SHIFTS * HIST_SUB)
 
-enum mode { M_PAIR, M_PRODUCE, M_CONSUME, M_MGET, M_BLOCKING, M_DELAYED };
+enum mode { M_PAIR, M_PRODUCE, M_CONSUME, M_MGET, M_BLOCKING, M_DELAYED,
+    M_RETRY };
 enum proto { P_MC, P_RESP, P_BS };
 enum phase {
 	PH_CONNECT, PH_SETUP, PH_PREFILL, PH_WARMUP, PH_MEASURE, PH_STOP,
@@ -44,11 +45,14 @@ enum rtype {
 	R_BGET,         /* blocking dequeue (get q/t= / BRPOP) */
 	R_MGET,         /* multi-key get */
 	R_DRAIN,        /* dequeue after the run, to count what is left */
-	R_BSDEL         /* beanstalk: delete a reserved job */
+	R_BSDEL,        /* beanstalk: delete a reserved job */
+	R_OGET,         /* retry: get q/open */
+	R_CLOSE,        /* retry: get q/close (the job is done) */
+	R_ABORT         /* retry: get q/abort (the job failed) */
 };
 enum role { ROLE_WORKER, ROLE_PRODUCER, ROLE_CONSUMER };
 
-extern const char *const mode_names[M_DELAYED + 1];
+extern const char *const mode_names[M_RETRY + 1];
 extern const char *const proto_names[P_BS + 1];
 extern const char *const phase_names[PH_DONE + 1];
 
@@ -105,7 +109,11 @@ struct conn {
 
 	unsigned setup_step;
 	bool setup_done;
-	unsigned pair_next;     /* 0: set next, 1: get next */
+	unsigned pair_next;     /* 0: set next, 1: get next; retry: 2 = the
+	                         * held job's close or abort next */
+	bool held;              /* retry: holds an item it opened */
+	bool held_fail;         /* ... and fails it */
+	uint64_t held_pid, held_seq;
 	uint64_t seq;           /* next sequence number this producer uses */
 
 	/* Drain: this connection empties queues drain_q, drain_q + stride... */
@@ -141,6 +149,8 @@ struct opts {
 	double seconds, warmup, rate;
 	long items;
 	long window_ms, timeout_ms;
+	int fail_pct;           /* retry: share of jobs that fail, percent */
+	long retry_delay_ms;    /* retry: abort/delay=; -1: the queue's backoff */
 	const char *prefix;
 	bool json, verify, clean, quiet;
 	long server_pid;
@@ -161,6 +171,9 @@ struct bench {
 	struct conn *conns;
 	int nconns;             /* o.conns plus a producer in blocking/delayed */
 	int nqueues;            /* queues actually used */
+	int nall;               /* queues cleaned and drained: nqueues, and
+	                         * in retry mode their dead-letter queues */
+	uint64_t rng;           /* retry: which jobs fail */
 	char **qnames;
 	size_t *qlens;
 	char *pad;              /* o.size bytes of filler */
@@ -194,6 +207,8 @@ struct bench {
 	/* Whole-run counters. */
 	uint64_t acked_total, received, dups, foreign, leftover, errors;
 	uint64_t early, before_ack;
+	uint64_t retries, dead;  /* retry: aborts sent; items drained from the
+	                          * dead-letter queues */
 	char first_error[128];
 
 	/* CPU at the start and the end of the measured phase (the end is

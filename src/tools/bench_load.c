@@ -37,7 +37,7 @@ setup_next(struct conn *c)
 		}
 	}
 	/* Connection 0 deletes every queue so the run starts empty. */
-	if (c->id != 0 || !b->o.clean || s >= (unsigned)b->nqueues)
+	if (c->id != 0 || !b->o.clean || s >= (unsigned)b->nall)
 		return false;
 	c->setup_step++;
 	if (b->o.proto == P_RESP) {
@@ -77,6 +77,14 @@ issue_next(struct conn *c)
 		/* Blocked consumers keep listening until everything arrives. */
 		if (c->role == ROLE_CONSUMER) {
 			send_get(c, R_BGET, c->queue);
+			return true;
+		}
+		/* A worker holding a job finishes it: the drain must not meet
+		 * an open item (and a job done is a job done). */
+		if (b->o.mode == M_RETRY && c->pair_next == 2 &&
+		    c->rcount == 0) {
+			c->held_fail = false;
+			send_get(c, R_CLOSE, c->queue);
 			return true;
 		}
 		return false;
@@ -129,6 +137,20 @@ issue_next(struct conn *c)
 			send_set(c, spread_queue(b, c->seq), -1);
 		}
 		return true;
+	case M_RETRY:
+		/* One request at a time, each chosen by the last reply: set,
+		 * get/open, then close the job or fail it (abort) */
+		if (c->rcount > 0)
+			return false;
+		if (c->pair_next == 0) {
+			send_set(c, c->queue, -1);
+			c->pair_next = 1;
+		} else if (c->pair_next == 1) {
+			send_get(c, R_OGET, c->queue);
+		} else {
+			send_get(c, c->held_fail ? R_ABORT : R_CLOSE, c->queue);
+		}
+		return true;
 	case M_DELAYED:
 		if (c->role == ROLE_CONSUMER) {
 			send_get(c, R_BGET, c->queue);
@@ -160,6 +182,10 @@ conn_depth(const struct conn *c)
 {
 	/* A consumer blocks in one get at a time, as a real worker does. */
 	if (c->role == ROLE_CONSUMER)
+		return 1;
+	/* A retry worker's next request depends on the last reply; its
+	 * drain waits for items that are due later */
+	if (c->b->o.mode == M_RETRY)
 		return 1;
 	/* Filling and emptying are not measured: pipeline them deeply so a
 	 * store that fsyncs per turn spends one fsync on many items. */

@@ -19,12 +19,13 @@ usage(FILE *f)
 {
 	fprintf(f,
 "usage: saker bench [MODE] [options]\n"
-"modes: pair (default), produce, consume, mget, blocking, delayed\n"
+"modes: pair (default), produce, consume, mget, blocking, delayed, retry\n"
 "  -s, --server HOST:PORT   server (default 127.0.0.1:22133)\n"
 "      --protocol P         memcache (default), resp (Redis), beanstalk\n"
 "  -m, --mode MODE          the workload (or give it as the first argument)\n"
 "  -c, --conns N            connections (consumers in blocking/delayed) [4]\n"
 "  -d, --depth D            requests in flight per connection [1]\n"
+"                           (retry: 1, each request waits for the last reply)\n"
 "      --size B             item size in bytes, >= 16 when verifying [64]\n"
 "  -q, --queues Q           queues, connections spread over them [1]\n"
 "  -t, --seconds S          measured duration [10]\n"
@@ -35,6 +36,9 @@ usage(FILE *f)
 "      --rate R             produce/blocking: items/s in total [blocking 1000]\n"
 "      --window MS          delayed: items fall due over this window [5000]\n"
 "      --timeout MS         blocking get timeout (get q/t=MS) [1000]\n"
+"      --fail PCT           retry: percent of jobs that fail (get q/abort) [10]\n"
+"      --retry-delay MS     retry: fail with get q/abort/delay=MS instead of\n"
+"                           the queue's retry_backoff\n"
 "      --queue-prefix P     queue names are P0, P1, ... [bench]\n"
 "      --server-pid PID     also report that process's CPU in the measured\n"
 "                           time: user, system, and per item\n"
@@ -77,7 +81,7 @@ parse_opts(struct opts *o, int argc, char **argv)
 {
 	enum { O_PROTO = 256, O_SIZE, O_WARMUP, O_ITEMS, O_RATE, O_WINDOW,
 	    O_TIMEOUT, O_PREFIX, O_PID, O_NOVERIFY, O_NOCLEAN, O_JSON,
-	    O_QUIET };
+	    O_QUIET, O_FAIL, O_RDELAY };
 	static const struct option lo[] = {
 		{ "server", required_argument, NULL, 's' },
 		{ "protocol", required_argument, NULL, O_PROTO },
@@ -99,6 +103,8 @@ parse_opts(struct opts *o, int argc, char **argv)
 		{ "no-clean", no_argument, NULL, O_NOCLEAN },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "quiet", no_argument, NULL, O_QUIET },
+		{ "fail", required_argument, NULL, O_FAIL },
+		{ "retry-delay", required_argument, NULL, O_RDELAY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -119,6 +125,8 @@ parse_opts(struct opts *o, int argc, char **argv)
 	o->window_ms = 5000;
 	o->timeout_ms = 1000;
 	o->prefix = "bench";
+	o->fail_pct = 10;
+	o->retry_delay_ms = -1;
 	o->verify = o->clean = true;
 
 	if (argc > 1 && argv[1][0] != '-') {
@@ -205,6 +213,14 @@ parse_opts(struct opts *o, int argc, char **argv)
 		case O_NOCLEAN: o->clean = false; break;
 		case O_JSON: o->json = true; break;
 		case O_QUIET: o->quiet = true; break;
+		case O_FAIL:
+			if (!num(optarg, 0, 100, &v)) goto bad;
+			o->fail_pct = (int)v;
+			break;
+		case O_RDELAY:
+			if (!num(optarg, 0, 315360000000.0, &v)) goto bad;
+			o->retry_delay_ms = (long)v;
+			break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -1;
 		}
@@ -227,6 +243,16 @@ bad:
 	if (o->verify && o->size < HDR_LEN) {
 		fprintf(stderr, "saker bench: --size must be at least %d to "
 		    "verify items (or use --no-verify)\n", HDR_LEN);
+		return -1;
+	}
+	if (o->mode == M_RETRY && o->depth != 1) {
+		fprintf(stderr, "saker bench: mode retry runs at depth 1 "
+		    "(each request waits for the last reply)\n");
+		return -1;
+	}
+	if (o->proto != P_MC && o->mode == M_RETRY) {
+		fprintf(stderr, "saker bench: mode retry needs the memcache "
+		    "protocol\n");
 		return -1;
 	}
 	if (o->proto == P_RESP && (o->mode == M_MGET || o->mode == M_DELAYED)) {

@@ -43,6 +43,13 @@ got_item(struct conn *c, const char *hdr, size_t len, uint64_t now)
 		return;
 	}
 	p = &b->conns[pid];
+	if (b->o.mode == M_RETRY && b->phase != PH_DRAIN) {
+		/* a job handed out: done only when its close is answered */
+		c->held = true;
+		c->held_pid = pid;
+		c->held_seq = seq;
+		return;
+	}
 	if (bits_test_set(&p->seen, seq)) {
 		b->dups++;
 		c->drain_dup = b->phase == PH_DRAIN;
@@ -68,6 +75,46 @@ got_item(struct conn *c, const char *hdr, size_t len, uint64_t now)
 		if (t > now + 1000000)
 			b->early++;
 		hist_add(&b->dlat, now > t ? now - t : 0);
+	}
+}
+
+/* retry mode: what the reply to a worker's request means for its job. */
+static void
+retry_done(struct conn *c, enum rtype t, bool ok, int hits)
+{
+	struct bench *b = c->b;
+
+	switch (t) {
+	case R_OGET:
+		if (hits > 0 && c->held) {
+			b->rng ^= b->rng << 13;
+			b->rng ^= b->rng >> 7;
+			b->rng ^= b->rng << 17;
+			c->held_fail = (int)(b->rng % 100) < b->o.fail_pct;
+			c->pair_next = 2;
+		} else {
+			c->pair_next = 0;	/* nothing there: produce */
+		}
+		break;
+	case R_CLOSE:
+		/* done: the one moment an item counts as received */
+		if (ok && c->held &&
+		    bits_test_set(&b->conns[c->held_pid].seen, c->held_seq))
+			b->dups++;
+		else if (ok && c->held)
+			b->received++;
+		c->held = false;
+		c->pair_next = 0;
+		break;
+	case R_ABORT:
+		if (ok)
+			b->retries++;
+		c->held = false;
+		/* the next job: take one (the set comes after a miss) */
+		c->pair_next = 1;
+		break;
+	default:
+		break;
 	}
 }
 
@@ -101,7 +148,23 @@ complete(struct conn *c, bool ok, int hits, const char *line)
 		if (b->o.mode == M_BLOCKING && times_get(c, 2 * r.seq + 1) == 0)
 			times_put(c, 2 * r.seq + 1, now);
 	}
-	if (r.type == R_DRAIN) {
+	if (b->o.mode == M_RETRY)
+		retry_done(c, r.type, ok, hits);
+	if (r.type == R_DRAIN && b->o.mode == M_RETRY) {
+		c->drain_dup = false;
+		b->leftover += (uint64_t)hits;
+		if (r.queue >= b->nqueues)
+			b->dead += (uint64_t)hits;
+		/* a miss: on to the next of this connection's queues, round
+		 * and round while acknowledged items are unaccounted for
+		 * (some may still be delayed; the drain's timer bounds it) */
+		if (hits == 0 && r.queue == c->drain_q) {
+			if (b->received + b->dups >= b->acked_total)
+				c->drain_done = true;
+			else if ((c->drain_q += c->drain_stride) >= b->nall)
+				c->drain_q = c->id % b->nall;
+		}
+	} else if (r.type == R_DRAIN) {
 		bool dup = c->drain_dup;
 
 		c->drain_dup = false;
@@ -111,7 +174,7 @@ complete(struct conn *c, bool ok, int hits, const char *line)
 		 * still in flight for the old queue must not skip another. */
 		if ((hits == 0 || dup) && r.queue == c->drain_q) {
 			c->drain_q += c->drain_stride;
-			if (c->drain_q >= b->nqueues)
+			if (c->drain_q >= b->nall)
 				c->drain_done = true;
 		}
 	}
@@ -125,6 +188,20 @@ complete(struct conn *c, bool ok, int hits, const char *line)
 		b->m_sets++;
 		if (b->o.mode == M_PRODUCE && ok)
 			b->m_items++;
+		break;
+	case R_CLOSE:
+		b->m_gets++;
+		if (ok)
+			b->m_items++;
+		break;
+	case R_ABORT:
+		b->m_gets++;
+		break;
+	case R_OGET:
+		/* a job handed out is not done yet: its close counts */
+		b->m_gets++;
+		if (hits == 0)
+			b->m_misses++;
 		break;
 	case R_GET:
 	case R_BGET:

@@ -155,6 +155,10 @@ report(struct bench *b)
 			    b->foreign);
 		if (o->mode == M_DELAYED)
 			printf(",\"early\":%" PRIu64, b->early);
+		if (o->mode == M_RETRY)
+			printf(",\"fail_pct\":%d,\"retries\":%" PRIu64
+			    ",\"dead_lettered\":%" PRIu64, o->fail_pct,
+			    b->retries, b->dead);
 		printf(",\"client_cpu_s\":%.3f", cpu);
 		if (scpu >= 0)
 			printf(",\"server_cpu_s\":%.3f,\"server_cpu_pct\":%.2f,"
@@ -193,6 +197,12 @@ report(struct bench *b)
 		printf("  %" PRIu64 " items arrived more than 1 ms early\n",
 		    b->early);
 	}
+	if (o->mode == M_RETRY)
+		printf("  jobs done (closed) %" PRIu64 ", failed (aborted, %d%%)"
+		    " %" PRIu64 ", %s; %" PRIu64 " drained from the"
+		    " dead-letter queues\n", b->m_items, o->fail_pct, b->retries,
+		    o->retry_delay_ms >= 0 ? "with abort/delay=" :
+		    "with the queue's retry_backoff", b->dead);
 	if (b->errors > 0)
 		printf("  %" PRIu64 " error replies, first: %s\n", b->errors,
 		    b->first_error);

@@ -211,6 +211,23 @@ send_get(struct conn *c, enum rtype t, int q)
 	else if (t == R_BGET)
 		off = (size_t)snprintf(c->out, c->out_cap, "get %s/t=%ld\r\n",
 		    b->qnames[q], b->o.timeout_ms);
+	else if (t == R_OGET)
+		off = (size_t)snprintf(c->out, c->out_cap, "get %s/open\r\n",
+		    b->qnames[q]);
+	else if (t == R_CLOSE)
+		off = (size_t)snprintf(c->out, c->out_cap, "get %s/close\r\n",
+		    b->qnames[q]);
+	else if (t == R_ABORT && b->o.retry_delay_ms >= 0)
+		off = (size_t)snprintf(c->out, c->out_cap,
+		    "get %s/abort/delay=%ld\r\n", b->qnames[q],
+		    b->o.retry_delay_ms);
+	else if (t == R_ABORT)
+		off = (size_t)snprintf(c->out, c->out_cap, "get %s/abort\r\n",
+		    b->qnames[q]);
+	else if (t == R_DRAIN && b->o.mode == M_RETRY)
+		/* items given back with a delay are invisible until due */
+		off = (size_t)snprintf(c->out, c->out_cap, "get %s/t=100\r\n",
+		    b->qnames[q]);
 	else
 		off = (size_t)snprintf(c->out, c->out_cap, "get %s\r\n",
 		    b->qnames[q]);

@@ -818,12 +818,12 @@ struct stat_line {
 static const char *const stat_qcols[] = {
 	"items", "bytes", "total_items", "expired_items", "age", "discarded",
 	"waiters", "open_transactions", "delayed_items", "open_timeouts",
-	"dead_lettered", "expired_to"
+	"dead_lettered", "expired_to", "retries"
 };
 static const char *const stat_qheads[] = {
 	"ITEMS", "BYTES", "TOTAL", "EXPIRED", "AGE_MS", "DISCARDED",
 	"WAITERS", "OPEN", "DELAYED", "OPEN_TIMEOUTS", "DEAD_LETTERED",
-	"EXPIRED_TO"
+	"EXPIRED_TO", "RETRIES"
 };
 #define STAT_NCOLS (sizeof(stat_qcols) / sizeof(stat_qcols[0]))
 

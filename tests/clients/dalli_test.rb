@@ -57,6 +57,28 @@ check('open 2', dc.get('dr/open'), 'again')
 check('abort', dc.get('dr/abort'), nil)
 check('back', dc.get('dr'), 'again')
 check('delete', dc.delete('dr'), true)
+# retries (issue 37): an abort with a delay, and Touch (0x1c)
+dc.set('rt', 'job', 0, raw: true)
+check('open for retry', dc.get('rt/open'), 'job')
+t0 = Time.now
+check('abort with delay', dc.get('rt/abort/delay=400'), nil)
+check('delayed meanwhile', dc.get('rt'), nil)
+check('back after the delay', dc.get('rt/t=5000'), 'job')
+check('not before it', Time.now - t0 >= 0.39, true)
+# lease* queues have open_timeout = 1s (check_clients); a second worker
+# must not get the item while the first keeps touching it (1.5 s)
+d2 = Dalli::Client.new("127.0.0.1:#{port}", serializer: nil, compress: false)
+dc.set('lease1', 'long job', 0, raw: true)
+check('open long job', dc.get('lease1/open'), 'long job')
+3.times do |i|
+  sleep 0.5
+  check("touch #{i}", dc.touch('lease1', 0), true)
+  check("still held #{i}", d2.get('lease1'), nil)
+end
+check('close long job', dc.get('lease1/close'), nil)
+check('touch not held', dc.touch('lease1', 0), nil)
+check('in step after', dc.get('lease1'), nil)
+d2.close
 150.times { |i| dc.set("s#{i}", 'x', 0, raw: true) }
 st = dc.stats.values.first
 check('stats', st['curr_connections'].to_i >= 1, true)

@@ -23,7 +23,7 @@ extern const struct saker_store_driver saker_store_memory;
 
 enum { OP_PUT, OP_TAKE, OP_OPEN, OP_PEEK, OP_CONFIRM, OP_RELEASE,
 	OP_PROMOTE, OP_FLUSH, OP_DELETE, OP_TIME, OP_FLUSH_EXPIRED,
-	OP_COMMIT, OP_CHECK, OP_REOPEN, NOPS };
+	OP_COMMIT, OP_CHECK, OP_REOPEN, OP_RELEASE_DELAYED, NOPS };
 
 struct mitem {
 	uint64_t serial;	/* also in the first 8 data bytes */
@@ -311,6 +311,48 @@ op_confirm_release(struct fz *f, bool release)
 	mq->nopen--;
 }
 
+/* release_delayed(): into the delayed set as if put now, or (due not
+ * after now) a release */
+static void
+op_release_delayed(struct fz *f)
+{
+	struct mqueue *mq = pick_queue(f, false);
+	size_t k = next8(f);
+	int64_t due = f->now + (int64_t)next8(f) * 10 - 20;
+	uint64_t id;
+	int rc;
+
+	if (mq == NULL)
+		return;
+	k %= mq->nopen + 1;
+	if (k == mq->nopen) {
+		id = 1000000 + f->serial;	/* ids of items never open */
+		for (k = 0; k < mq->nopen; k++)
+			FUZZ_CHECK(mq->open[k].id != id);
+		rc = f->drv->release_delayed(f->s, mq->h, id, due, f->now);
+		FUZZ_CHECK(rc == SAKER_ENOTFOUND);
+		FUZZ_CHECK(mq->notified == 0);
+		return;
+	}
+	rc = f->drv->release_delayed(f->s, mq->h, mq->open[k].id, due, f->now);
+	FUZZ_CHECK(rc == SAKER_OK);
+	if (due <= f->now) {
+		memmove(&mq->ready[1], &mq->ready[0], mq->nready * sizeof(mq->ready[0]));
+		mq->ready[0] = mq->open[k];
+		mq->nready++;
+		FUZZ_CHECK(mq->notified == 1);
+	} else {
+		struct mitem m = mq->open[k];
+
+		m.due = due;
+		m.arrival = ++f->arrival;
+		insert_delayed(mq, &m);
+		FUZZ_CHECK(mq->notified == 0);
+	}
+	memmove(&mq->open[k], &mq->open[k + 1], (mq->nopen - k - 1) * sizeof(mq->open[0]));
+	mq->nopen--;
+}
+
 static void
 op_promote(struct fz *f)
 {
@@ -536,6 +578,7 @@ fuzz_store_driver(const struct saker_store_driver *drv, const char *location,
 		case OP_COMMIT:		FUZZ_CHECK(drv->commit(f->s) == SAKER_OK); break;
 		case OP_CHECK:		op_check(f); break;
 		case OP_REOPEN:		op_reopen(f); break;
+		case OP_RELEASE_DELAYED: op_release_delayed(f); break;
 		}
 	}
 	op_check(f);

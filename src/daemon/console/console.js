@@ -224,6 +224,21 @@
       "and " + fmtNum(open.total - rows.length) + " more" : "";
   }
 
+  function showRetrying(retry) {
+    const rows = [];
+    for (const it of retry ? retry.items : []) {
+      const tr = el("tr");
+      tr.append(el("td", fmtAge(it.age_ms), "n"), el("td", it.deliveries, "n"),
+        el("td", fmtNum(it.size), "n"),
+        el("td", new Date(it.due_ms).toISOString()),
+        el("td", it.preview + (it.truncated ? " \u2026" : ""),
+          "preview" + (it.encoding === "hex" ? " hex" : "")));
+      rows.push(tr);
+    }
+    $("retrying").tBodies[0].replaceChildren(...rows);
+    $("noretrying").hidden = rows.length > 0;
+  }
+
   function showQueue(name, q, peek) {
     $("qname").textContent = name;
     if (q) {
@@ -231,6 +246,7 @@
         ["items", fmtNum(q.items)], ["bytes", fmtBytes(q.bytes)],
         ["delayed", fmtNum(q.delayed)], ["open", fmtNum(q.open)],
         ["waiters", fmtNum(q.waiters)], ["dead-lettered", fmtNum(q.dead_lettered)],
+        ["retries", fmtNum(q.retries)],
         ["expired", fmtNum(q.expired)], ["oldest", fmtAge(q.age_ms)],
         ["in/s", fmtRate(q.enqueue_rate)], ["out/s", fmtRate(q.dequeue_rate)],
       ]);
@@ -268,15 +284,17 @@
         const enc = encodeURIComponent(name);
         const list = await api("/api/queues?limit=1&prefix=" + enc);
         const q = list.queues.find((x) => x.name === name) || null;
-        let peek = null, hist = null, open = null;
+        let peek = null, hist = null, open = null, retry = null;
         if (q) {
           peek = await api("/api/queues/" + enc + "/peek?n=20");
           hist = await api("/api/queues/" + enc + "/history");
           open = await api("/api/queues/" + enc + "/open?n=100");
+          retry = await api("/api/queues/" + enc + "/peek?n=20&retrying=1");
         }
         showQueue(name, q, peek);
         showHistory(hist);
         showOpen(open);
+        showRetrying(retry);
       }
       setStatus("updated " + new Date().toLocaleTimeString("en-GB"), false);
     } catch (e) {
