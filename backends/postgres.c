@@ -444,6 +444,7 @@ struct pg_store {
 	int code;		/* of the last failure */
 
 	int64_t retry_at, retry_ms;	/* main connection backoff */
+	int64_t attempt_at;		/* start of the last attempt */
 	int64_t lretry_at;		/* listen connection */
 	bool listening;			/* LISTEN answered */
 	char down_why[256];
@@ -2011,7 +2012,9 @@ pg_attempt_failed(struct pg_store *s, int64_t now_ms)
 	s->down_said = true;
 	if (s->retry_ms == 0)
 		s->retry_ms = PG_RETRY_MIN_MS;
-	s->retry_at = now_ms + s->retry_ms;
+	/* counted from the start of the attempt: one that waited out
+	 * its deadline is followed by the next at once */
+	s->retry_at = s->attempt_at + s->retry_ms;
 	s->retry_ms = s->retry_ms * 2 > PG_RETRY_MAX_MS ? PG_RETRY_MAX_MS :
 	    s->retry_ms * 2;
 	if (!news)
@@ -2267,7 +2270,8 @@ pg_commit(saker_store *base)
 
 			/* the client's SERVER_ERROR line says so */
 			s->in_doubt++;
-			pg_oneline(why, sizeof(why), s->err);
+			pg_oneline(why, sizeof(why), s->conn == NULL &&
+			    s->down_why[0] != '\0' ? s->down_why : s->err);
 			pg_errf(s, SAKER_EINDOUBT, "postgres: outcome unknown, the"
 			    " COMMIT got no answer (%s): the batch may or may not"
 			    " be stored; retrying a write may duplicate it", why);
@@ -3837,6 +3841,7 @@ pg_tick(saker_store *base, int64_t now_ms)
 		 * fd_ready() or the next tick goes on */
 		if (l->c != NULL || now_ms < s->retry_at)
 			return err;
+		s->attempt_at = now_ms;
 		r = pg_link_start(s, l, s->wait_ns);
 		if (r == SAKER_OK && (r = pg_link_step(s, l)) > 0)
 			r = pg_main_up(s) == SAKER_OK ? 1 : -1;

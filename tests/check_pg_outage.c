@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,18 +48,24 @@ now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* multi: a multi-host connection string whose first host refuses
+ * (libpq goes on to the next inside PQconnectPoll()) */
 static void
-outage_start(struct outage *o, const char *name)
+outage_start(struct outage *o, const char *name, bool multi)
 {
-	char *sp, *h;
+	char *sp, *h, *hosts;
 
 	memset(o, 0, sizeof(*o));
 	o->px = tp_start(pg_sock);
 	ck_assert_ptr_nonnull(o->px);
 	o->http = tl_free_port();
-	sp = tl_strdupf("postgres,timeout=%d.%d,lease=2:host=127.0.0.1 port=%d"
-	    " dbname=postgres user=saker schema=%s_%d", TIMEOUT_MS / 1000,
-	    TIMEOUT_MS % 1000 / 100, tp_port(o->px), name, (int)getpid());
+	hosts = multi ? tl_strdupf("host=127.0.0.1,127.0.0.1 port=%d,%d"
+	    " target_session_attrs=read-write", tl_free_port(), tp_port(o->px)) :
+	    tl_strdupf("host=127.0.0.1 port=%d", tp_port(o->px));
+	sp = tl_strdupf("postgres,timeout=%d.%d,lease=2:%s dbname=postgres"
+	    " user=saker schema=%s_%d", TIMEOUT_MS / 1000,
+	    TIMEOUT_MS % 1000 / 100, hosts, name, (int)getpid());
+	free(hosts);
 	h = tl_strdupf("127.0.0.1:%d", o->http);
 	o->srv = tl_server_start(sp, "--http", h, NULL);
 	free(sp);
@@ -266,7 +273,7 @@ START_TEST(test_frozen)
 {
 	struct outage o;
 
-	outage_start(&o, "frozen");
+	outage_start(&o, "frozen", false);
 	load(&o);
 	tp_set_mode(o.px, TP_FREEZE);
 	while_down(&o, "frozen");
@@ -285,7 +292,7 @@ START_TEST(test_stopped)
 {
 	struct outage o;
 
-	outage_start(&o, "stopped");
+	outage_start(&o, "stopped", false);
 	load(&o);
 	ck_assert_int_eq(pg_cluster_server_stop(&pgc), 0);
 	while_down(&o, "stopped");
@@ -296,12 +303,13 @@ START_TEST(test_stopped)
 }
 END_TEST
 
-/* Refused at the TCP level (the proxy closes its port), then back. */
+/* Refused at the TCP level (the proxy closes its port), then back;
+ * through a two-host connection string whose first host never answers. */
 START_TEST(test_refused)
 {
 	struct outage o;
 
-	outage_start(&o, "refused");
+	outage_start(&o, "refused", true);
 	load(&o);
 	tp_set_mode(o.px, TP_REFUSE);
 	while_down(&o, "refused");
