@@ -618,8 +618,10 @@ pg_deadline(struct pg_store *s)
 
 /*
  * PQgetResult() on the statement connection without ever waiting past
- * s->deadline_ns: the connection is non-blocking, and the output is
- * flushed and the input read here as the socket allows.  true with
+ * s->deadline_ns, which every sign of life (the socket took our bytes or
+ * had some for us) moves on by timeout=: the connection is non-blocking,
+ * and the output is flushed and the input read here as the socket
+ * allows.  true with
  * *res as PQgetResult() gives it (NULL between statements); false when
  * the database did not answer in time: the connection is dropped
  * (pg_conn_lost()) and s->conn is NULL.
@@ -652,6 +654,10 @@ pg_next(struct pg_store *s, PGresult **res)
 			break;
 		if (!PQconsumeInput(c) && PQstatus(c) != CONNECTION_BAD)
 			break;
+		/* the database took or sent bytes: it is there.  The
+		 * deadline bounds silence, not the size of a batch (a large
+		 * item on a slow link takes as long as it takes) */
+		pg_deadline(s);
 	}
 	if (r == 0)
 		snprintf(why, sizeof(why), "no answer from the database within"
@@ -4030,9 +4036,9 @@ static const struct saker_store_option pg_options[] = {
 	    "seconds between this broker's own VACUUMs of its item table"
 	    " while it writes (default 1); 0: leave it to autovacuum" },
 	[PG_OPT_TIMEOUT] = { "timeout", SAKER_OPT_SECONDS, 100, 3600000,
-	    "seconds the broker waits for the database (a round trip, a"
-	    " connection) before it drops the connection and reconnects,"
-	    " 0.1 to 3600 (default 2)" },
+	    "seconds the broker waits for a sign of life from the database"
+	    " (in a round trip, or connecting) before it drops the connection"
+	    " and reconnects, 0.1 to 3600 (default 2)" },
 	{ NULL, SAKER_OPT_STRING, 0, 0, NULL }
 };
 

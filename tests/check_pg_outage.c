@@ -36,6 +36,7 @@ struct outage {
 	struct tl_server *srv;
 	int http;
 	int fd;
+	int fo;			/* holds item N_TAKEN open across the outage */
 	long in_doubt;		/* "outcome unknown" replies seen */
 };
 
@@ -71,12 +72,14 @@ outage_start(struct outage *o, const char *name, bool multi)
 	free(sp);
 	free(h);
 	o->fd = tl_connect(o->srv->port);
+	o->fo = tl_connect(o->srv->port);
 }
 
 static void
 outage_end(struct outage *o)
 {
 	close(o->fd);
+	close(o->fo);
 	tl_server_stop(o->srv);
 	tl_server_free(o->srv);
 	tp_stop(o->px);
@@ -106,7 +109,8 @@ healthz(struct outage *o)
 }
 
 /* Before the outage: N_ACKED acknowledged, N_TAKEN taken (the takes
- * claim more ahead), one delayed item due during the outage. */
+ * claim more ahead), the next one open on o->fo, one delayed item due
+ * during the outage. */
 static void
 load(struct outage *o)
 {
@@ -122,6 +126,10 @@ load(struct outage *o)
 		ck_assert_ptr_nonnull(v);
 		free(v);
 	}
+	snprintf(buf, sizeof(buf), "item-%03d", N_TAKEN);
+	v = tl_get(o->fo, "acked/open");
+	ck_assert_str_eq(v, buf);
+	free(v);
 	mustsends(o->fd, "set later/delay=1500 0 0 5\r\nlater\r\n");
 	ckresp(o->fd, "STORED\r\n");
 	ck_assert_int_eq(healthz(o), 200);
@@ -234,9 +242,14 @@ after(struct outage *o, const char *what)
 	ck_assert_int_eq(tl_stat_value(st, "store_in_doubt_commits"),
 	    o->in_doubt);
 	free(st);
+	/* the open item went back with the lost session: delivered
+	 * again (at least once); its confirm finds nothing */
+	mustsends(o->fo, "get acked/close\r\n");
+	ckresp(o->fo, "END\r\n");
 	/* every acknowledged item not taken is there, in order (the
-	 * claims of the lost session came back), plus "after", plus the
-	 * first set of the outage only if it was in doubt */
+	 * claims of the lost session came back, and the open item in its
+	 * place), plus "after", plus the first set of the outage only if
+	 * it was in doubt */
 	while ((v = tl_get(o->fd, "acked")) != NULL) {
 		char want[32];
 
