@@ -424,6 +424,10 @@ struct pg_store {
 	int64_t last_commit_ms;	/* last_now at the last commit that wrote */
 	bool down_said;		/* the current down_why went to the log */
 	char ka_user_timeout[24];	/* tcp_user_timeout default (ms) */
+	PQconninfoOption *copts;	/* the connection string, parsed */
+	int nhosts;			/* elements of its host list */
+	unsigned host_rot;		/* first host of the next attempt */
+	char rot_host[2048], rot_addr[2048], rot_port[2048];
 	char *conninfo;		/* as given to libpq */
 	char *schema;		/* or NULL */
 	char *chan;		/* notification channel */
@@ -1723,6 +1727,155 @@ pg_prepare_all(struct pg_store *s)
 	return SAKER_OK;
 }
 
+/* ---- connection parameters, with the hosts of a list rotated ---- */
+
+#define PG_HOSTS_MAX 32
+
+/* Element i of a comma-separated list into out (NUL-terminated);
+ * the number of elements. */
+static int
+pg_list_n(const char *list)
+{
+	int n = 1;
+
+	for (; *list != '\0'; list++)
+		n += *list == ',';
+	return n;
+}
+
+/* The list with its elements rotated left by k: "a,b,c" by 1 is
+ * "b,c,a".  Empty elements (libpq's defaults) are kept in place. */
+static void
+pg_list_rot(const char *list, int k, char *out, size_t len)
+{
+	const char *start[PG_HOSTS_MAX], *p = list;
+	size_t elen[PG_HOSTS_MAX], o = 0;
+	int n = 0, i, j;
+
+	while (n < PG_HOSTS_MAX) {
+		start[n] = p;
+		elen[n] = strcspn(p, ",");
+		p += elen[n];
+		n++;
+		if (*p != ',')
+			break;
+		p++;
+	}
+	out[0] = '\0';
+	for (i = 0; i < n; i++) {
+		j = (i + k) % n;
+		if (o + elen[j] + 2 > len)
+			break;
+		if (i > 0)
+			out[o++] = ',';
+		memcpy(out + o, start[j], elen[j]);
+		o += elen[j];
+		out[o] = '\0';
+	}
+}
+
+/*
+ * The keywords and values for PQconnectStartParams(): ours first where
+ * the connection string has none (a TCP user timeout of timeout=, so
+ * unacknowledged data fails the connection; keepalives, so an idle
+ * LISTEN connection learns of a dead peer), then the string's, with
+ * host, hostaddr and port lists rotated by s->host_rot.  libpq tries
+ * the hosts of a list in order and gives up on none by itself: a host
+ * that swallows packets (a partition, a dead machine) would hold every
+ * attempt, so after an attempt that timed out the next one starts with
+ * the host after it.
+ */
+static void
+pg_params(struct pg_store *s, const char **kw, const char **val, size_t max)
+{
+	static const char *const ours[][2] = { { "tcp_user_timeout", NULL },
+	    { "keepalives", "1" }, { "keepalives_idle", "10" },
+	    { "keepalives_interval", "3" }, { "keepalives_count", "3" } };
+	const PQconninfoOption *o;
+	size_t n = 0, i;
+
+	for (i = 0; i < sizeof(ours) / sizeof(ours[0]) && n + 1 < max; i++) {
+		for (o = s->copts; o->keyword != NULL; o++)
+			if (strcmp(o->keyword, ours[i][0]) == 0 && o->val != NULL)
+				break;
+		if (o->keyword != NULL)
+			continue;
+		kw[n] = ours[i][0];
+		val[n++] = ours[i][1] != NULL ? ours[i][1] : s->ka_user_timeout;
+	}
+	for (o = s->copts; o->keyword != NULL && n + 1 < max; o++) {
+		if (o->val == NULL)
+			continue;
+		kw[n] = o->keyword;
+		val[n] = o->val;
+		if (s->nhosts > 1 && s->host_rot % s->nhosts != 0 &&
+		    (strcmp(o->keyword, "host") == 0 ||
+		    strcmp(o->keyword, "hostaddr") == 0 ||
+		    strcmp(o->keyword, "port") == 0) &&
+		    pg_list_n(o->val) == s->nhosts) {
+			char *buf = o->keyword[0] == 'p' ? s->rot_port :
+			    o->keyword[4] == 'a' ? s->rot_addr : s->rot_host;
+
+			pg_list_rot(o->val, s->host_rot % s->nhosts, buf,
+			    sizeof(s->rot_host));
+			val[n] = buf;
+		}
+		n++;
+	}
+	kw[n] = val[n] = NULL;
+}
+
+/* Element i of a comma-separated list, into out. */
+static void
+pg_list_el(const char *list, int i, char *out, size_t len)
+{
+	size_t n;
+
+	for (; i > 0 && *list != '\0'; list++)
+		if (*list == ',')
+			i--;
+	n = strcspn(list, ",");
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, list, n);
+	out[n] = '\0';
+}
+
+/* An attempt timed out: the next starts after the host (and port) it
+ * was stuck on. */
+static void
+pg_rotate_past(struct pg_store *s, PGconn *c)
+{
+	const PQconninfoOption *o;
+	const char *h = PQhost(c), *p = PQport(c), *hl = NULL, *pl = NULL;
+	char eh[256], ep[32];
+	int i, k;
+
+	if (s->nhosts < 2)
+		return;
+	for (o = s->copts; o->keyword != NULL; o++) {
+		if (o->val != NULL && strcmp(o->keyword, "host") == 0)
+			hl = o->val;
+		if (o->val != NULL && strcmp(o->keyword, "port") == 0)
+			pl = o->val;
+	}
+	for (i = 0; hl != NULL && h != NULL && i < s->nhosts; i++) {
+		/* element i of this attempt's order */
+		k = (int)((s->host_rot + (unsigned)i) % (unsigned)s->nhosts);
+		pg_list_el(hl, k, eh, sizeof(eh));
+		if (strcmp(eh, h) != 0)
+			continue;
+		if (pl != NULL && p != NULL && pg_list_n(pl) == s->nhosts) {
+			pg_list_el(pl, k, ep, sizeof(ep));
+			if (strcmp(ep, p) != 0)
+				continue;
+		}
+		s->host_rot += (unsigned)i + 1;
+		return;
+	}
+	s->host_rot++;
+}
+
 static void
 pg_quiet(void *arg, const char *msg)
 {
@@ -1751,15 +1904,12 @@ pg_secs(const struct pg_store *s, char *buf, size_t len)
 static int
 pg_link_start(struct pg_store *s, struct pg_link *l, uint64_t wait_ns)
 {
-	static const char *const kw[] = { "tcp_user_timeout", "keepalives",
-	    "keepalives_idle", "keepalives_interval", "keepalives_count",
-	    "dbname", NULL };
-	const char *val[] = { s->ka_user_timeout, "1", "10", "3", "3",
-	    s->conninfo, NULL };
+	const char *kw[80], *val[80];
 	char line[300];
 
 	l->up = false;
-	l->c = PQconnectStartParams(kw, val, 1);
+	pg_params(s, kw, val, sizeof(kw) / sizeof(kw[0]));
+	l->c = PQconnectStartParams(kw, val, 0);
 	if (l->c == NULL)
 		return pg_errf(s, SAKER_ENOMEM, "postgres: out of memory");
 	if (PQstatus(l->c) == CONNECTION_BAD) {
@@ -1791,6 +1941,8 @@ pg_link_step(struct pg_store *s, struct pg_link *l)
 		return pg_errf(s, SAKER_EIO, "postgres: not connected");
 	while (!l->up) {
 		if (kit_mono_ns() >= l->deadline_ns) {
+			if (l == &s->links[PG_L_MAIN])
+				pg_rotate_past(s, l->c);
 			pg_link_drop(s, l, true);
 			return pg_errf(s, SAKER_EIO, "postgres: cannot connect:"
 			    " no answer within %s s (timeout=)",
@@ -3981,6 +4133,8 @@ pg_free(struct pg_store *s)
 	free(s->open.ids);
 	free(s->open.qids);
 	free(s->conninfo);
+	if (s->copts != NULL)
+		PQconninfoFree(s->copts);
 	free(s->schema);
 	free(s->chan);
 	free(s);
@@ -4418,6 +4572,26 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 		return SAKER_ENOMEM;
 	}
 	pg_make_owner(s);
+	{
+		char *perr = NULL;
+		const PQconninfoOption *o;
+
+		if ((s->copts = PQconninfoParse(s->conninfo, &perr)) == NULL) {
+			char line[300];
+
+			pg_oneline(line, sizeof(line), perr != NULL ? perr :
+			    "out of memory");
+			PQfreemem(perr);
+			e = pg_errf(s, SAKER_EINVAL, "postgres: bad connection"
+			    " string: %s", line);
+			goto fail;
+		}
+		for (o = s->copts; o->keyword != NULL; o++)
+			if (strcmp(o->keyword, "host") == 0 && o->val != NULL)
+				s->nhosts = pg_list_n(o->val);
+		if (s->nhosts > PG_HOSTS_MAX)
+			s->nhosts = 1;	/* too many to rotate: in order */
+	}
 	if ((s->efd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
 		e = pg_errf(s, SAKER_EIO, "postgres: epoll_create1: %s",
 		    strerror(errno));

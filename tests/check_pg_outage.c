@@ -33,6 +33,7 @@ static char pg_sock[128];
 
 struct outage {
 	struct tcpproxy *px;
+	struct tcpproxy *px2;	/* a second way to the same server, or NULL */
 	struct tl_server *srv;
 	int http;
 	int fd;
@@ -49,20 +50,28 @@ now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* multi: a multi-host connection string whose first host refuses
- * (libpq goes on to the next inside PQconnectPoll()) */
+/* multi 1: a multi-host connection string whose first host refuses
+ * (libpq goes on to the next inside PQconnectPoll()); 2: two hosts, both
+ * proxies to the server (o->px first, o->px2 second) */
 static void
-outage_start(struct outage *o, const char *name, bool multi)
+outage_start(struct outage *o, const char *name, int multi)
 {
 	char *sp, *h, *hosts;
 
 	memset(o, 0, sizeof(*o));
 	o->px = tp_start(pg_sock);
 	ck_assert_ptr_nonnull(o->px);
+	if (multi == 2) {
+		o->px2 = tp_start(pg_sock);
+		ck_assert_ptr_nonnull(o->px2);
+	}
 	o->http = tl_free_port();
-	hosts = multi ? tl_strdupf("host=127.0.0.1,127.0.0.1 port=%d,%d"
+	hosts = multi == 1 ? tl_strdupf("host=127.0.0.1,127.0.0.1 port=%d,%d"
 	    " target_session_attrs=read-write", tl_free_port(), tp_port(o->px)) :
-	    tl_strdupf("host=127.0.0.1 port=%d", tp_port(o->px));
+	    multi == 2 ? tl_strdupf("host=127.0.0.1,127.0.0.1 port=%d,%d"
+	    " target_session_attrs=read-write", tp_port(o->px),
+	    tp_port(o->px2)) : tl_strdupf("host=127.0.0.1 port=%d",
+	    tp_port(o->px));
 	sp = tl_strdupf("postgres,timeout=%d.%d,lease=2:%s dbname=postgres"
 	    " user=saker schema=%s_%d", TIMEOUT_MS / 1000,
 	    TIMEOUT_MS % 1000 / 100, hosts, name, (int)getpid());
@@ -83,6 +92,7 @@ outage_end(struct outage *o)
 	tl_server_stop(o->srv);
 	tl_server_free(o->srv);
 	tp_stop(o->px);
+	tp_stop(o->px2);
 }
 
 /* Send req, read one line: returned malloc'd, *ms the time it took. */
@@ -286,7 +296,7 @@ START_TEST(test_frozen)
 {
 	struct outage o;
 
-	outage_start(&o, "frozen", false);
+	outage_start(&o, "frozen", 0);
 	load(&o);
 	tp_set_mode(o.px, TP_FREEZE);
 	while_down(&o, "frozen");
@@ -305,7 +315,7 @@ START_TEST(test_stopped)
 {
 	struct outage o;
 
-	outage_start(&o, "stopped", false);
+	outage_start(&o, "stopped", 0);
 	load(&o);
 	ck_assert_int_eq(pg_cluster_server_stop(&pgc), 0);
 	while_down(&o, "stopped");
@@ -322,13 +332,41 @@ START_TEST(test_refused)
 {
 	struct outage o;
 
-	outage_start(&o, "refused", true);
+	outage_start(&o, "refused", 1);
 	load(&o);
 	tp_set_mode(o.px, TP_REFUSE);
 	while_down(&o, "refused");
 	tl_sleep_ms(1000);
 	tp_set_mode(o.px, TP_RELAY);
 	after(&o, "refused");
+	outage_end(&o);
+}
+END_TEST
+
+/*
+ * The first host of a two-host list stops answering (partitioned from
+ * this broker) and stays so: libpq would try it first on every attempt
+ * and wait on it for ever; the broker starts the attempt after one that
+ * timed out with the next host, and writes work again through it.
+ */
+START_TEST(test_first_host_frozen)
+{
+	struct outage o;
+	char *line;
+	double ms;
+
+	outage_start(&o, "firsthost", 2);
+	load(&o);
+	tp_set_mode(o.px, TP_FREEZE);
+	line = timed(o.fd, "set acked 0 0 5\r\nlost?\r\n", &ms);
+	ck_assert_msg(strncmp(line, "SERVER_ERROR ", 13) == 0, "%s", line);
+	if (strstr(line, "outcome unknown") != NULL)
+		o.in_doubt++;
+	free(line);
+	/* the delayed item falls due meanwhile */
+	tl_sleep_ms(1000);
+	after(&o, "first host frozen");
+	ck_assert_uint_ge(tp_accepted(o.px2), 1);
 	outage_end(&o);
 }
 END_TEST
@@ -355,6 +393,7 @@ main(void)
 	tcase_add_test(tc, test_frozen);
 	tcase_add_test(tc, test_stopped);
 	tcase_add_test(tc, test_refused);
+	tcase_add_test(tc, test_first_host_frozen);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

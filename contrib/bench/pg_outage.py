@@ -7,9 +7,12 @@ Starts a throwaway PostgreSQL cluster (initdb; as root the server runs as
 "nobody"), a TCP proxy in this process (127.0.0.1:PORT -> the cluster's
 unix socket), and sakerd with --store postgres,timeout=T through the
 proxy.  Then, for each outage (frozen proxy, stopped server), for
-SECONDS: one connection sends `version` every 10 ms and records how long
-each answer took; another writes (`set`) every 100 ms and records the
-answers.  Reports p50/p99/max of `version`, the longest write, the time
+SECONDS: one connection sends `version` every 10 ms (on a fixed
+schedule) and records how long each answer took, from the moment it was
+sent ("rtt") and from the moment it was due ("sched": a stall delays
+every request due meanwhile, not just the one in flight; coordinated
+omission); another writes (`set`) every 100 ms and records the answers.
+Reports p50/p99/max of `version`, the longest write, the time
 from the end of the outage to the first STORED, and sakerd's RSS and
 open descriptors before and after.  Python's timer and the shared
 machine add noise: read the maxima as upper bounds.
@@ -174,15 +177,21 @@ def pct(v, p):
 
 
 def run_outage(name, port, pid, seconds, start, end):
-    lat, writes, done = [], [], threading.Event()
+    lat, sched, writes, done = [], [], [], threading.Event()
 
     def sampler():
         c = Client(port)
+        t0 = time.monotonic()
+        i = 0
         while not done.is_set():
+            due = t0 + i * 0.01
+            i += 1
+            if due > time.monotonic():
+                time.sleep(due - time.monotonic())
             ln, ms = c.cmd(b"version\r\n")
             assert ln.startswith("VERSION"), ln
             lat.append(ms)
-            time.sleep(0.01)
+            sched.append((time.monotonic() - due) * 1000.0)
 
     def writer():
         c = Client(port)
@@ -215,13 +224,16 @@ def run_outage(name, port, pid, seconds, start, end):
     stored = sum(1 for w in writes if w[0] == "STORED")
     failed = [w for w in writes if w[0] != "STORED"]
     doubt = sum(1 for w in writes if "outcome unknown" in w[0])
-    print("%-8s %5d version: p50 %.2f ms  p99 %.2f ms  max %.1f ms | "
-          "%d writes: %d STORED, %d SERVER_ERROR (%d in doubt), slowest "
-          "%.0f ms | first STORED %.0f ms after the end | RSS %d->%d kB, "
-          "fds %d->%d" % (name, len(lat), pct(lat, 50), pct(lat, 99),
-                          max(lat), len(writes), stored, len(failed), doubt,
-                          max(w[1] for w in writes), back, rss0, rss1, fd0,
-                          fd1))
+    print("%-8s %5d version: rtt p50 %.2f p99 %.2f max %.1f ms; sched p50 "
+          "%.2f p99 %.2f max %.1f ms, %d over 10 ms" % (
+              name, len(lat), pct(lat, 50), pct(lat, 99), max(lat),
+              pct(sched, 50), pct(sched, 99), max(sched),
+              sum(1 for x in sched if x > 10.0)))
+    print("         %d writes: %d STORED, %d SERVER_ERROR (%d in doubt), "
+          "slowest %.0f ms | first STORED %.0f ms after the end | RSS "
+          "%d->%d kB, fds %d->%d" % (len(writes), stored, len(failed), doubt,
+                                     max(w[1] for w in writes), back, rss0,
+                                     rss1, fd0, fd1))
     if failed:
         print("         first error: %s" % failed[0][0])
         print("         last error:  %s" % failed[-1][0])
