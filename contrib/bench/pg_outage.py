@@ -186,8 +186,9 @@ def run_outage(name, port, pid, seconds, start, end):
         while not done.is_set():
             due = t0 + i * 0.01
             i += 1
-            if due > time.monotonic():
-                time.sleep(due - time.monotonic())
+            wait = due - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
             ln, ms = c.cmd(b"version\r\n")
             assert ln.startswith("VERSION"), ln
             lat.append(ms)
