@@ -66,8 +66,8 @@
 #define PG_RETRY_MAX_MS 2000
 /* the VACUUM connection, after a failure */
 #define PG_VACUUM_RETRY_MS 16000
-/* Default of the timeout= option: the longest the broker waits for the
- * database, for a round trip of statements or for a connection. */
+/* Default of the timeout= option: the longest the broker waits for a
+ * sign of life from the database, in a round trip or connecting. */
 #define PG_TIMEOUT_MS 2000
 /* open() may wait longer: nothing else is running yet, and brokers
  * starting together wait for each other's schema lock. */
@@ -601,6 +601,8 @@ pg_poll(PGconn *c, short ev, uint64_t deadline_ns)
 	p.fd = PQsocket(c);
 	p.events = ev;
 	p.revents = 0;
+	if (p.fd < 0)
+		return -1;	/* poll() would just sleep */
 	for (;;) {
 		now = kit_mono_ns();
 		if (now >= deadline_ns)
@@ -625,10 +627,9 @@ pg_deadline(struct pg_store *s)
  * s->deadline_ns, which every sign of life (the socket took our bytes or
  * had some for us) moves on by timeout=: the connection is non-blocking,
  * and the output is flushed and the input read here as the socket
- * allows.  true with
- * *res as PQgetResult() gives it (NULL between statements); false when
- * the database did not answer in time: the connection is dropped
- * (pg_conn_lost()) and s->conn is NULL.
+ * allows.  true with *res as PQgetResult() gives it (NULL between
+ * statements); false when the database did not answer in time: the
+ * connection is dropped (pg_conn_lost()) and s->conn is NULL.
  */
 static bool
 pg_next(struct pg_store *s, PGresult **res)
@@ -1618,11 +1619,7 @@ pg_sql_for(const char *sql, const char *crc, const char *dlv)
 	return b;
 }
 
-/*
- * Set up the session and prepare every statement, pipelined: one round
- * trip (a reconnect runs it on the loop, bounded by the deadline like
- * any statement).  Session settings: durability, read-only, schema.
- */
+/* The session settings: durability, read-only, schema. */
 static void
 pg_session_sql(const struct pg_store *s, char *sql_set, size_t len)
 {
@@ -1652,6 +1649,11 @@ pg_session(struct pg_store *s)
 	return err;
 }
 
+/*
+ * Set up the session and prepare every statement, pipelined: one round
+ * trip (a reconnect runs it on the loop, bounded by the deadline like
+ * any statement).
+ */
 static int
 pg_prepare_all(struct pg_store *s)
 {
@@ -1731,8 +1733,7 @@ pg_prepare_all(struct pg_store *s)
 
 #define PG_HOSTS_MAX 32
 
-/* Element i of a comma-separated list into out (NUL-terminated);
- * the number of elements. */
+/* The number of elements of a comma-separated list. */
 static int
 pg_list_n(const char *list)
 {
@@ -1744,7 +1745,7 @@ pg_list_n(const char *list)
 }
 
 /* The list with its elements rotated left by k: "a,b,c" by 1 is
- * "b,c,a".  Empty elements (libpq's defaults) are kept in place. */
+ * "b,c,a".  Empty elements (libpq's defaults) move like the others. */
 static void
 pg_list_rot(const char *list, int k, char *out, size_t len)
 {
@@ -1894,12 +1895,9 @@ pg_secs(const struct pg_store *s, char *buf, size_t len)
 
 /*
  * Start connecting link l, without blocking (libpq resolves host names
- * with the system resolver, which can: hostaddr= avoids it).  Our
- * defaults come before the user's connection string, which wins: a
- * TCP user timeout of timeout= (unacknowledged data fails the
- * connection) and keepalives (an idle LISTEN connection learns of a
- * dead peer).  connect_timeout does nothing here: libpq applies it
- * only in its blocking connect; the deadline below is ours.
+ * with the system resolver, which can: hostaddr= avoids it), with the
+ * parameters of pg_params().  connect_timeout does nothing here: libpq
+ * applies it only in its blocking connect; the deadline is ours.
  */
 static int
 pg_link_start(struct pg_store *s, struct pg_link *l, uint64_t wait_ns)
