@@ -60,10 +60,12 @@
 #define PG_SKEW_MS 60000
 /* NOTIFY payloads are limited to 8000 bytes. */
 #define PG_NOTIFY_MAX 7000
+/* Reconnection attempts: one per tick (about a second).  They are cheap
+ * now that they never block the loop (pg_link_*), and the window after a
+ * failover is the promotion plus at most this. */
 #define PG_RETRY_MIN_MS 1000
-/* Attempts are cheap now that they never block the loop (pg_link_*);
- * a short cap keeps the window after a failover small. */
-#define PG_RETRY_MAX_MS 2000
+/* ticks are about a second apart, not exactly */
+#define PG_TICK_SLACK_MS 200
 /* the VACUUM connection, after a failure */
 #define PG_VACUUM_RETRY_MS 16000
 /* Default of the timeout= option: the longest the broker waits for a
@@ -447,7 +449,7 @@ struct pg_store {
 	bool unsynced;
 	int code;		/* of the last failure */
 
-	int64_t retry_at, retry_ms;	/* main connection backoff */
+	int64_t retry_at;		/* next attempt of the main connection */
 	int64_t attempt_at;		/* start of the last attempt */
 	int64_t lretry_at;		/* listen connection */
 	bool listening;			/* LISTEN answered */
@@ -1240,8 +1242,6 @@ pg_conn_lost(struct pg_store *s, const char *why)
 	}
 	s->listening = false;
 	s->vacuuming = false;
-	if (s->retry_ms == 0)
-		s->retry_ms = PG_RETRY_MIN_MS;
 	s->retry_at = 0;	/* first retry at the next tick */
 	s->lretry_at = 0;
 }
@@ -2142,7 +2142,6 @@ pg_main_up(struct pg_store *s)
 	}
 	if (s->conn == NULL)
 		return s->code;
-	s->retry_ms = 0;
 	s->down_why[0] = '\0';
 	s->down_said = false;
 	s->lretry_at = 0;
@@ -2166,17 +2165,13 @@ pg_attempt_failed(struct pg_store *s, int64_t now_ms)
 	news = !s->down_said || strcmp(why, s->down_why) != 0;
 	snprintf(s->down_why, sizeof(s->down_why), "%s", why);
 	s->down_said = true;
-	if (s->retry_ms == 0)
-		s->retry_ms = PG_RETRY_MIN_MS;
 	/* counted from the start of the attempt: one that waited out
 	 * its deadline is followed by the next at once */
-	s->retry_at = s->attempt_at + s->retry_ms;
-	s->retry_ms = s->retry_ms * 2 > PG_RETRY_MAX_MS ? PG_RETRY_MAX_MS :
-	    s->retry_ms * 2;
+	s->retry_at = s->attempt_at + PG_RETRY_MIN_MS - PG_TICK_SLACK_MS;
 	if (!news)
 		return SAKER_OK;
 	return pg_errf(s, SAKER_EIO, "postgres: %s; trying again every %d s"
-	    " until it answers", why, PG_RETRY_MAX_MS / 1000);
+	    " until it answers", why, PG_RETRY_MIN_MS / 1000);
 }
 
 static bool
