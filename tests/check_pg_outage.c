@@ -212,6 +212,20 @@ while_down(struct outage *o, const char *what)
 	ck_assert_msg(ms >= 480 && ms < tl_slow(500 + 150), "%s: get/t=500"
 	    " took %.0f ms", what, ms);
 	free(line);
+	/* also on a queue that has items the broker cannot reach now,
+	 * across a tick (the shared store's once-a-second retry) */
+	line = timed(o->fd, "get acked/t=1200\r\n", &ms);
+	ck_assert_msg(strcmp(line, "END") == 0, "%s: get acked/t=1200: %s",
+	    what, line);
+	ck_assert_msg(ms >= 1180 && ms < tl_slow(1200 + 150), "%s:"
+	    " get acked/t=1200 took %.0f ms", what, ms);
+	free(line);
+	/* without t= the truth: no item, and why */
+	line = timed(o->fd, "get acked\r\n", &ms);
+	ck_assert_msg(strncmp(line, "SERVER_ERROR postgres: database"
+	    " unavailable: ", 42) == 0, "%s: get: %s", what, line);
+	ck_assert_msg(ms < tl_slow(100), "%s: get took %.1f ms", what, ms);
+	free(line);
 	ck_assert_int_eq(healthz(o), 503);
 	st = tl_http(o->http, "GET", "/metrics", NULL, NULL);
 	ck_assert_ptr_nonnull(strstr(st, "\nsaker_store_connected 0\n"));
@@ -219,9 +233,10 @@ while_down(struct outage *o, const char *what)
 }
 
 /* After it: writes work again (within a few seconds), nothing
- * acknowledged is lost, the delayed item came due, state is back. */
+ * acknowledged is lost, the delayed item came due, state is back.
+ * `woken` items from the head went to a waiter meanwhile. */
 static void
-after(struct outage *o, const char *what)
+after(struct outage *o, const char *what, int woken)
 {
 	int64_t t0 = tl_now_ms();
 	long n = 0, later = 0;
@@ -263,8 +278,9 @@ after(struct outage *o, const char *what)
 	while ((v = tl_get(o->fd, "acked")) != NULL) {
 		char want[32];
 
-		if (n < N_ACKED - N_TAKEN) {
-			snprintf(want, sizeof(want), "item-%03ld", n + N_TAKEN);
+		if (n < N_ACKED - N_TAKEN - woken) {
+			snprintf(want, sizeof(want), "item-%03ld", n + N_TAKEN +
+			    woken);
 			ck_assert_str_eq(v, want);
 		} else {
 			ck_assert_msg(strcmp(v, "after") == 0 ||
@@ -274,8 +290,8 @@ after(struct outage *o, const char *what)
 		n++;
 		free(v);
 	}
-	ck_assert_int_ge(n, N_ACKED - N_TAKEN + 1);
-	ck_assert_int_le(n, N_ACKED - N_TAKEN + 1 + o->in_doubt);
+	ck_assert_int_ge(n, N_ACKED - N_TAKEN - woken + 1);
+	ck_assert_int_le(n, N_ACKED - N_TAKEN - woken + 1 + o->in_doubt);
 	/* the delayed item fell due meanwhile and is there */
 	while ((v = tl_get(o->fd, "later")) != NULL) {
 		ck_assert_str_eq(v, "later");
@@ -295,6 +311,10 @@ after(struct outage *o, const char *what)
 START_TEST(test_frozen)
 {
 	struct outage o;
+	struct tl_value tv;
+	char want[32];
+	int64_t t0;
+	int fw;
 
 	outage_start(&o, "frozen", 0);
 	load(&o);
@@ -303,8 +323,23 @@ START_TEST(test_frozen)
 	/* past the delayed item's due time, and reconnect attempts have
 	 * timed out against the frozen proxy meanwhile */
 	tl_sleep_ms(1500);
+	/* a consumer waiting when the database comes back gets the item
+	 * the lost session held open, at once (not at its timeout) */
+	fw = tl_connect(o.srv->port);
+	mustsends(fw, "get acked/t=8000\r\n");
+	ck_assert(tl_quiet(fw, 300));
+	t0 = tl_now_ms();
 	tp_set_mode(o.px, TP_RELAY);
-	after(&o, "frozen");
+	ck_assert_int_eq(tl_read_value(fw, &tv), 1);
+	printf("frozen: a waiter got %s %lld ms after the end of the outage\n",
+	    tv.data, (long long)(tl_now_ms() - t0));
+	snprintf(want, sizeof(want), "item-%03d", N_TAKEN);
+	ck_assert_str_eq(tv.data, want);
+	ck_assert_int_lt(tl_now_ms() - t0, tl_slow(4000));
+	tl_value_clear(&tv);
+	ck_assert_int_eq(tl_read_value(fw, &tv), 0);
+	close(fw);
+	after(&o, "frozen", 1);
 	outage_end(&o);
 }
 END_TEST
@@ -321,7 +356,7 @@ START_TEST(test_stopped)
 	while_down(&o, "stopped");
 	tl_sleep_ms(1000);
 	ck_assert_int_eq(pg_cluster_server_start(&pgc), 0);
-	after(&o, "stopped");
+	after(&o, "stopped", 0);
 	outage_end(&o);
 }
 END_TEST
@@ -338,7 +373,7 @@ START_TEST(test_refused)
 	while_down(&o, "refused");
 	tl_sleep_ms(1000);
 	tp_set_mode(o.px, TP_RELAY);
-	after(&o, "refused");
+	after(&o, "refused", 0);
 	outage_end(&o);
 }
 END_TEST
@@ -365,7 +400,7 @@ START_TEST(test_first_host_frozen)
 	free(line);
 	/* the delayed item falls due meanwhile */
 	tl_sleep_ms(1000);
-	after(&o, "first host frozen");
+	after(&o, "first host frozen", 0);
 	ck_assert_uint_ge(tp_accepted(o.px2), 1);
 	outage_end(&o);
 }

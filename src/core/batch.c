@@ -64,7 +64,8 @@ broker_commit(struct broker *b, struct commit_result *res)
 				    "taken are handed out, items put may be there "
 				    "after a restart): %s", res->reason);
 			else if (!b->store_failed ||
-			    strcmp(b->store_error, res->reason) != 0)
+			    strncmp(b->store_error, res->reason,
+			    sizeof(b->store_error) - 1) != 0)
 				/* once per reason: a store that is down
 				 * fails every turn that writes */
 				log_error("store commit failed, batch rolled back: %s",

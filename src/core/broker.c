@@ -26,6 +26,15 @@ broker_store_failed(struct broker *b, const char *reason)
 	snprintf(b->store_error, sizeof(b->store_error), "%s", reason);
 }
 
+bool
+broker_store_down(struct broker *b)
+{
+	struct saker_store_stats st;
+
+	saker_store_get_stats(b->store, &st);
+	return st.server && !st.connected;
+}
+
 /* --- configuration ------------------------------------------------------ */
 
 int
