@@ -2349,11 +2349,17 @@ pg_commit(saker_store *base)
 		return pg_errf(s, s->lost_err, "%s (batch rolled back)",
 		    s->lost_why);
 	}
-	if (s->conn == NULL && !s->read_only)
-		return pg_down(s);	/* keeps /healthz at 503 while down */
-	bno = s->batch_no++;
-	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->pend))
+	/* Nothing to commit is no failure, even while down (store.h):
+	 * the replies of a turn that wrote nothing (a get that timed out
+	 * with a miss, in the same turn as the tick) stand.  /healthz
+	 * learns of the connection from store_stats. */
+	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->pend)) {
+		s->batch_no++;
 		return SAKER_OK;
+	}
+	if (s->conn == NULL && !s->read_only)
+		return pg_down(s);
+	bno = s->batch_no++;
 	t0 = kit_mono_ns();
 	if ((err = pg_begin(s)) != SAKER_OK ||
 	    (err = pg_counts_arr(s, &cq, &ct, &ce)) != SAKER_OK ||
