@@ -71,6 +71,8 @@
 /* Default of the timeout= option: the longest the broker waits for a
  * sign of life from the database, in a round trip or connecting. */
 #define PG_TIMEOUT_MS 2000
+/* Default of the probe= option (pg_next()) */
+#define PG_PROBE_MS 250
 /* open() may wait longer: nothing else is running yet, and brokers
  * starting together wait for each other's schema lock. */
 #define PG_OPEN_TIMEOUT_MS 10000
@@ -453,6 +455,10 @@ struct pg_store {
 	int64_t attempt_at;		/* start of the last attempt */
 	int64_t lretry_at;		/* listen connection */
 	bool listening;			/* LISTEN answered */
+	int64_t probe_ms;		/* probe= (0: no probes) */
+	bool probing;			/* a probe is out (pg_next()) */
+	uint64_t probe_dead_ns;		/* unanswered then: silence */
+	uint64_t probes;
 	char down_why[256];
 
 	int64_t last_now;	/* newest now_ms seen: "delayed" in stats */
@@ -587,6 +593,8 @@ pg_link_drop(struct pg_store *s, struct pg_link *l, bool abort)
 	}
 	if (l == &s->links[PG_L_MAIN])
 		s->conn = NULL;
+	if (l == &s->links[PG_L_LISTEN])
+		s->probing = false;	/* no answer will come */
 	l->c = NULL;
 	l->up = false;
 }
@@ -625,22 +633,62 @@ pg_deadline(struct pg_store *s)
 }
 
 /*
+ * The probe: a round trip on the statement connection that has heard
+ * nothing for PG_PROBE_AFTER_MS sends an empty query on the LISTEN
+ * connection.  Its answer within probe= says the server is there and the
+ * statement is merely slow (a lock wait, a synchronous standby): it may
+ * go on to timeout=.  No answer says the server or the way to it is
+ * silent (a partition, a hung host): the connection is given up then,
+ * so the loop waits probe= plus a little, not timeout=.
+ */
+#define PG_PROBE_AFTER_MS 50
+
+static int pg_listen_read(struct pg_store *, int64_t);
+
+/* Can a probe go out now? */
+static bool
+pg_probe_can(const struct pg_store *s)
+{
+	const struct pg_link *l = &s->links[PG_L_LISTEN];
+
+	return s->probe_ms > 0 && l->up && s->listening && !s->probing &&
+	    PQstatus(l->c) == CONNECTION_OK;
+}
+
+static void
+pg_probe_send(struct pg_store *s, uint64_t now)
+{
+	struct pg_link *l = &s->links[PG_L_LISTEN];
+
+	if (!PQsendQuery(l->c, "") || PQflush(l->c) < 0)
+		return;		/* no probe: timeout= alone decides */
+	s->probing = true;
+	s->probe_dead_ns = now + (uint64_t)s->probe_ms * 1000000u;
+	s->probes++;
+}
+
+/*
  * PQgetResult() on the statement connection without ever waiting past
  * s->deadline_ns, which every sign of life (the socket took our bytes or
- * had some for us) moves on by timeout=: the connection is non-blocking,
- * and the output is flushed and the input read here as the socket
- * allows.  true with *res as PQgetResult() gives it (NULL between
- * statements); false when the database did not answer in time: the
- * connection is dropped (pg_conn_lost()) and s->conn is NULL.
+ * had some for us) moves on by timeout=, nor past an unanswered probe
+ * (above): the connection is non-blocking, and the output is flushed
+ * and the input read here as the socket allows.  true with *res as
+ * PQgetResult() gives it (NULL between statements); false when the
+ * database did not answer in time: the connection is dropped
+ * (pg_conn_lost()) and s->conn is NULL.
  */
 static bool
 pg_next(struct pg_store *s, PGresult **res)
 {
 	PGconn *c = s->conn;
-	char why[160];
-	int f, r;
+	struct pollfd p[2];
+	uint64_t now, until, probe_at;
+	char why[200];
+	int f, r = 0, np, ms;
+	bool probe_dead = false;
 
 	*res = NULL;
+	probe_at = kit_mono_ns() + PG_PROBE_AFTER_MS * 1000000u;
 	for (;;) {
 		if (PQstatus(c) == CONNECTION_BAD) {
 			/* libpq knows; it answers at once */
@@ -655,18 +703,64 @@ pg_next(struct pg_store *s, PGresult **res)
 			*res = PQgetResult(c);
 			return true;
 		}
-		r = pg_poll(c, (short)(POLLIN | (f > 0 ? POLLOUT : 0)),
-		    s->deadline_ns);
-		if (r <= 0)
+		now = kit_mono_ns();
+		if (s->probing && now >= s->probe_dead_ns) {
+			/* its answer may be there, unread since an earlier
+			 * round trip ended */
+			(void)pg_listen_read(s, 0);
+			if (s->probing) {
+				probe_dead = true;
+				break;
+			}
+		}
+		if (now >= s->deadline_ns) {
+			r = 0;
 			break;
-		if (!PQconsumeInput(c) && PQstatus(c) != CONNECTION_BAD)
+		}
+		if (now >= probe_at && pg_probe_can(s))
+			pg_probe_send(s, now);
+		until = s->deadline_ns;
+		if (s->probing && s->probe_dead_ns < until)
+			until = s->probe_dead_ns;
+		else if (!s->probing && pg_probe_can(s) && probe_at < until)
+			until = probe_at;
+		p[0].fd = PQsocket(c);
+		p[0].events = (short)(POLLIN | (f > 0 ? POLLOUT : 0));
+		p[0].revents = 0;
+		np = 1;
+		if (s->probing && s->links[PG_L_LISTEN].c != NULL) {
+			p[1].fd = PQsocket(s->links[PG_L_LISTEN].c);
+			p[1].events = POLLIN;
+			p[1].revents = 0;
+			np = 2;
+		}
+		ms = (int)((until - now + 999999) / 1000000);
+		r = poll(p, (nfds_t)np, ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			r = -1;
 			break;
+		}
+		/* the answer to a probe, and notifications meanwhile */
+		if (np == 2 && p[1].revents != 0)
+			(void)pg_listen_read(s, 0);
+		if (p[0].revents == 0)
+			continue;
+		if (!PQconsumeInput(c) && PQstatus(c) != CONNECTION_BAD) {
+			r = 1;
+			break;
+		}
 		/* the database took or sent bytes: it is there.  The
 		 * deadline bounds silence, not the size of a batch (a large
 		 * item on a slow link takes as long as it takes) */
 		pg_deadline(s);
+		probe_at = kit_mono_ns() + PG_PROBE_AFTER_MS * 1000000u;
 	}
-	if (r == 0)
+	if (probe_dead)
+		snprintf(why, sizeof(why), "no answer from the database, nor to"
+		    " a probe within %" PRId64 " ms (probe=)", s->probe_ms);
+	else if (r == 0)
 		snprintf(why, sizeof(why), "no answer from the database within"
 		    " %" PRId64 ".%03d s (timeout=)", s->timeout_ms / 1000,
 		    (int)(s->timeout_ms % 1000));
@@ -2069,7 +2163,9 @@ pg_listen_read(struct pg_store *s, int64_t now_ms)
 		pg_oneline(line, sizeof(line), PQerrorMessage(l->c));
 	while (line[0] == '\0' && !PQisBusy(l->c) &&
 	    (res = PQgetResult(l->c)) != NULL) {
-		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		if (PQresultStatus(res) == PGRES_EMPTY_QUERY)
+			s->probing = false;	/* the server is there */
+		else if (PQresultStatus(res) != PGRES_COMMAND_OK)
 			pg_oneline(line, sizeof(line),
 			    PQresultErrorMessage(res));
 		else if (!s->listening) {
@@ -4178,7 +4274,8 @@ pg_close(saker_store *base)
 /* Driver options (store.h, DRIVER OPTIONS): "postgres,schema=q,lease=30:
  * host=db dbname=saker".  The same keys inside the connection string
  * (1.0's form) still work; the options win when both are given. */
-enum { PG_OPT_SCHEMA, PG_OPT_LEASE, PG_OPT_VACUUM, PG_OPT_TIMEOUT };
+enum { PG_OPT_SCHEMA, PG_OPT_LEASE, PG_OPT_VACUUM, PG_OPT_TIMEOUT,
+    PG_OPT_PROBE };
 static const struct saker_store_option pg_options[] = {
 	[PG_OPT_SCHEMA] = { "schema", SAKER_OPT_STRING, 0, 0,
 	    "schema to keep the tables in: 1-50 of a-z, 0-9, _" },
@@ -4192,6 +4289,10 @@ static const struct saker_store_option pg_options[] = {
 	    "seconds the broker waits for a sign of life from the database"
 	    " (in a round trip, or connecting) before it drops the connection"
 	    " and reconnects, 0.1 to 3600 (default 2)" },
+	[PG_OPT_PROBE] = { "probe", SAKER_OPT_SECONDS, 0, 3600000,
+	    "seconds an empty query on the notification connection may take"
+	    " while a statement is silent, before the database counts as"
+	    " unreachable (default 0.25; 0: timeout= alone)" },
 	{ NULL, SAKER_OPT_STRING, 0, 0, NULL }
 };
 
@@ -4247,6 +4348,8 @@ pg_channel_opts(struct pg_store *s, const struct saker_store_opts *opts,
 		s->vacuum_ms = (int64_t)v->u;
 	if ((v = saker_store_optval(opts, PG_OPT_TIMEOUT)) != NULL)
 		s->timeout_ms = (int64_t)v->u;
+	if ((v = saker_store_optval(opts, PG_OPT_PROBE)) != NULL)
+		s->probe_ms = (int64_t)v->u;
 	return SAKER_OK;
 }
 
@@ -4539,6 +4642,7 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	s->lease_ms = PG_LEASE_MS;
 	s->vacuum_ms = PG_VACUUM_MS;
 	s->timeout_ms = PG_TIMEOUT_MS;
+	s->probe_ms = PG_PROBE_MS;
 	s->efd = -1;
 	for (e = 0; e < PG_L_N; e++)
 		s->links[e].regfd = -1;

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "pg_cluster.h"
 #include "tcpproxy.h"
 #include "testlib.h"
@@ -54,7 +56,7 @@ now_ms(void)
  * (libpq goes on to the next inside PQconnectPoll()); 2: two hosts, both
  * proxies to the server (o->px first, o->px2 second) */
 static void
-outage_start(struct outage *o, const char *name, int multi)
+outage_start_t(struct outage *o, const char *name, int multi, int timeout_ms)
 {
 	char *sp, *h, *hosts;
 
@@ -73,8 +75,8 @@ outage_start(struct outage *o, const char *name, int multi)
 	    tp_port(o->px2)) : tl_strdupf("host=127.0.0.1 port=%d",
 	    tp_port(o->px));
 	sp = tl_strdupf("postgres,timeout=%d.%d,lease=2:%s dbname=postgres"
-	    " user=saker schema=%s_%d", TIMEOUT_MS / 1000,
-	    TIMEOUT_MS % 1000 / 100, hosts, name, (int)getpid());
+	    " user=saker schema=%s_%d", timeout_ms / 1000,
+	    timeout_ms % 1000 / 100, hosts, name, (int)getpid());
 	free(hosts);
 	h = tl_strdupf("127.0.0.1:%d", o->http);
 	o->srv = tl_server_start(sp, "--http", h, NULL);
@@ -82,6 +84,12 @@ outage_start(struct outage *o, const char *name, int multi)
 	free(h);
 	o->fd = tl_connect(o->srv->port);
 	o->fo = tl_connect(o->srv->port);
+}
+
+static void
+outage_start(struct outage *o, const char *name, int multi)
+{
+	outage_start_t(o, name, multi, TIMEOUT_MS);
 }
 
 static void
@@ -406,6 +414,77 @@ START_TEST(test_first_host_frozen)
 }
 END_TEST
 
+/*
+ * timeout= 5 s: a silent database is still given up on in well under a
+ * second, because the probe (an empty query on the notification
+ * connection) goes unanswered too ...
+ */
+START_TEST(test_silent_found_by_probe)
+{
+	struct outage o;
+	char *line;
+	double ms;
+
+	outage_start_t(&o, "probe", 0, 5000);
+	load(&o);
+	tp_set_mode(o.px, TP_FREEZE);
+	line = timed(o.fd, "set acked 0 0 5\r\nlost?\r\n", &ms);
+	ck_assert_msg(strncmp(line, "SERVER_ERROR ", 13) == 0, "%s", line);
+	ck_assert_msg(strstr(line, "probe") != NULL, "%s", line);
+	ck_assert_msg(ms < tl_slow(1000), "a set took %.0f ms with timeout=5"
+	    " (the probe should have found the silence)", ms);
+	printf("probe: the first set failed after %.0f ms (timeout=5)\n", ms);
+	if (strstr(line, "outcome unknown") != NULL)
+		o.in_doubt++;
+	free(line);
+	tl_sleep_ms(1500);
+	tp_set_mode(o.px, TP_RELAY);
+	after(&o, "probe", 0);
+	outage_end(&o);
+}
+END_TEST
+
+/*
+ * ... while a statement that is merely slow (waiting 1.5 s for a lock
+ * another session holds) is waited for: the server answers the probe.
+ * Nothing is dropped, reconnected or in doubt.
+ */
+START_TEST(test_slow_is_not_silent)
+{
+	struct outage o;
+	PGconn *pc;
+	PGresult *r;
+	char *sql, *line, *st;
+
+	outage_start_t(&o, "slow", 0, 5000);
+	tl_set(o.fd, "slow", "first");
+	pc = PQconnectdb(pgc.conninfo);
+	ck_assert_int_eq(PQstatus(pc), CONNECTION_OK);
+	sql = tl_strdupf("BEGIN; LOCK TABLE slow_%d.saker_items IN ACCESS"
+	    " EXCLUSIVE MODE", (int)getpid());
+	r = PQexec(pc, sql);
+	ck_assert_int_eq(PQresultStatus(r), PGRES_COMMAND_OK);
+	PQclear(r);
+	free(sql);
+	mustsends(o.fd, "set slow 0 0 6\r\nsecond\r\n");
+	ck_assert(tl_quiet(o.fd, 1500));
+	r = PQexec(pc, "COMMIT");
+	PQclear(r);
+	PQfinish(pc);
+	line = tl_mustreadline(o.fd);
+	ck_assert_str_eq(line, "STORED");
+	free(line);
+	st = tl_stats(o.fd);
+	ck_assert_int_eq(tl_stat_value(st, "store_reconnects"), 0);
+	ck_assert_int_eq(tl_stat_value(st, "store_in_doubt_commits"), 0);
+	ck_assert_int_eq(tl_stat_value(st, "store_connected"), 1);
+	free(st);
+	tl_ckget(o.fd, "slow", "first");
+	tl_ckget(o.fd, "slow", "second");
+	outage_end(&o);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -429,6 +508,8 @@ main(void)
 	tcase_add_test(tc, test_stopped);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_first_host_frozen);
+	tcase_add_test(tc, test_silent_found_by_probe);
+	tcase_add_test(tc, test_slow_is_not_silent);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
