@@ -17,7 +17,8 @@ from the end of the outage to the first STORED, and sakerd's RSS and
 open descriptors before and after.  Python's timer and the shared
 machine add noise: read the maxima as upper bounds.
 
-usage: contrib/bench/pg_outage.py [-t SECONDS] [--timeout T] [--keep]
+usage: contrib/bench/pg_outage.py [-t SECONDS] [--timeout T] [--probe P]
+                                  [--keep]
   SAKERD=path/to/sakerd (default ./sakerd); PG_BINDIR (default: newest
   /usr/lib/postgresql/N/bin).
 """
@@ -245,6 +246,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-t", type=float, default=30.0, help="outage seconds")
     ap.add_argument("--timeout", default="2", help="driver timeout=")
+    ap.add_argument("--probe", default=None, help="driver probe= (default:"
+                    " the driver's)")
     ap.add_argument("--keep", action="store_true", help="keep the files")
     a = ap.parse_args()
     sakerd = os.path.abspath(os.environ.get("SAKERD", "./sakerd"))
@@ -275,8 +278,11 @@ def main():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
         s.close()
-        spec = ("postgres,timeout=%s:host=127.0.0.1 port=%d dbname=postgres "
-                "user=saker" % (a.timeout, proxy.port))
+        opts = "timeout=%s" % a.timeout
+        if a.probe is not None:
+            opts += ",probe=%s" % a.probe
+        spec = ("postgres,%s:host=127.0.0.1 port=%d dbname=postgres "
+                "user=saker" % (opts, proxy.port))
         log = open(os.path.join(d, "sakerd.log"), "w")
         srv = subprocess.Popen([sakerd, "-p", str(port), "--store", spec, "-v"],
                                stdout=log, stderr=subprocess.STDOUT)
@@ -286,8 +292,8 @@ def main():
                 break
             except OSError:
                 time.sleep(0.05)
-        print("sakerd %s, store postgres,timeout=%s through a proxy; %g s per"
-              " outage" % (sakerd, a.timeout, a.t))
+        print("sakerd %s, store postgres,%s through a proxy; %g s per"
+              " outage" % (sakerd, opts, a.t))
         run_outage("healthy", port, srv.pid, 3, lambda: None, lambda: None)
         run_outage("frozen", port, srv.pid, a.t,
                    lambda: proxy.set_mode(FREEZE),
