@@ -1,11 +1,14 @@
 /* postgres.c -- the PostgreSQL queue store: several brokers over one database. */
 #include "config.h"
 
+#include <sys/epoll.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,8 +60,22 @@
 #define PG_SKEW_MS 60000
 /* NOTIFY payloads are limited to 8000 bytes. */
 #define PG_NOTIFY_MAX 7000
+/* Reconnection attempts: one per tick (about a second).  They are cheap
+ * now that they never block the loop (pg_link_*), and the window after a
+ * failover is the promotion plus at most this. */
 #define PG_RETRY_MIN_MS 1000
-#define PG_RETRY_MAX_MS 16000
+/* ticks are about a second apart, not exactly */
+#define PG_TICK_SLACK_MS 200
+/* the VACUUM connection, after a failure */
+#define PG_VACUUM_RETRY_MS 16000
+/* Default of the timeout= option: the longest the broker waits for a
+ * sign of life from the database, in a round trip or connecting. */
+#define PG_TIMEOUT_MS 2000
+/* Default of the probe= option (pg_next()) */
+#define PG_PROBE_MS 250
+/* open() may wait longer: nothing else is running yet, and brokers
+ * starting together wait for each other's schema lock. */
+#define PG_OPEN_TIMEOUT_MS 10000
 #define PG_MAX_PARAMS 12
 /* Most items one take claims ahead (they are held in memory). */
 #define PG_CLAIM_MAX 64
@@ -389,10 +406,40 @@ struct pg_oset {
 	size_t cap, n;
 };
 
+/*
+ * A connection made without blocking: PQconnectStartParams(), then
+ * PQconnectPoll() whenever its socket is ready, the socket registered in
+ * the store's epoll descriptor (the one watch_fd() gives the loop).
+ * `up`: connected and set up; before that `want` says what
+ * PQconnectPoll() waits for and `deadline_ns` when to give up.
+ */
+enum { PG_L_MAIN, PG_L_LISTEN, PG_L_VACUUM, PG_L_N };
+struct pg_link {
+	PGconn *c;
+	bool up;
+	PostgresPollingStatusType want;
+	uint64_t deadline_ns;
+	int regfd;		/* registered in efd, or -1 */
+};
+
 struct pg_store {
 	saker_store base;
-	PGconn *conn;		/* statements; NULL while down */
-	PGconn *lconn;		/* LISTEN; NULL while down */
+	PGconn *conn;		/* statements: links[PG_L_MAIN].c once it is
+				 * up and set up; NULL while down */
+	struct pg_link links[PG_L_N];
+	int efd;		/* epoll: every link's socket (watch_fd) */
+	int64_t timeout_ms;	/* timeout= */
+	uint64_t wait_ns;	/* statement deadline: timeout, or more in open */
+	uint64_t deadline_ns;	/* of the round trip under way */
+	bool opened;		/* open() done: a connection is a reconnect */
+	uint64_t reconnects, in_doubt;
+	int64_t last_commit_ms;	/* last_now at the last commit that wrote */
+	bool down_said;		/* the current down_why went to the log */
+	char ka_user_timeout[24];	/* tcp_user_timeout default (ms) */
+	PQconninfoOption *copts;	/* the connection string, parsed */
+	int nhosts;			/* elements of its host list */
+	unsigned host_rot;		/* first host of the next attempt */
+	char rot_host[2048], rot_addr[2048], rot_port[2048];
 	char *conninfo;		/* as given to libpq */
 	char *schema;		/* or NULL */
 	char *chan;		/* notification channel */
@@ -412,8 +459,14 @@ struct pg_store {
 	bool unsynced;
 	int code;		/* of the last failure */
 
-	int64_t retry_at, retry_ms;	/* main connection backoff */
+	int64_t retry_at;		/* next attempt of the main connection */
+	int64_t attempt_at;		/* start of the last attempt */
 	int64_t lretry_at;		/* listen connection */
+	bool listening;			/* LISTEN answered */
+	int64_t probe_ms;		/* probe= (0: no probes) */
+	bool probing;			/* a probe is out (pg_next()) */
+	uint64_t probe_dead_ns;		/* unanswered then: silence */
+	uint64_t probes;
 	char down_why[256];
 
 	int64_t last_now;	/* newest now_ms seen: "delayed" in stats */
@@ -446,7 +499,6 @@ struct pg_store {
 	uint64_t commits, fsyncs, commit_ns;
 	/* the VACUUMs on their own connection: every vacuum_ms (0:
 	 * never) while commits move; vacuuming while one runs */
-	PGconn *vconn;		/* NULL until the first, or after a failure */
 	int64_t vacuum_ms, vacuum_at;
 	uint64_t vacuum_commits;
 	bool vacuuming;
@@ -506,6 +558,255 @@ pg_map_state(const char *st)
 	if (strcmp(st, "54000") == 0 || strncmp(st, "22", 2) == 0)
 		return SAKER_EINVAL;
 	return SAKER_EIO;
+}
+
+/* ------------------------------------------------------------------ */
+/* waiting for the database, never longer than timeout= */
+
+static void pg_conn_lost(struct pg_store *, const char *);
+static void pg_lose_batch(struct pg_store *, int);
+
+/* The loop's descriptor watches link l's socket for `ev` (0: not at all).
+ * Deleted and added again every time: libpq may have closed the old
+ * socket (epoll forgets it then) and got the same number for a new one
+ * (the next host of a list). */
+static void
+pg_ep(struct pg_store *s, struct pg_link *l, uint32_t ev)
+{
+	struct epoll_event e;
+	int fd = l->c != NULL ? PQsocket(l->c) : -1;
+
+	if (l->regfd >= 0)
+		(void)epoll_ctl(s->efd, EPOLL_CTL_DEL, l->regfd, NULL);
+	l->regfd = -1;
+	if (s->efd < 0 || fd < 0 || ev == 0)
+		return;
+	memset(&e, 0, sizeof(e));
+	e.events = ev;
+	if (epoll_ctl(s->efd, EPOLL_CTL_ADD, fd, &e) == 0)
+		l->regfd = fd;
+}
+
+/* Close link l without waiting: libpq's goodbye goes out on a
+ * non-blocking socket, and after a timeout the socket is shut down
+ * first, so nothing at all waits for a peer that stopped answering. */
+static void
+pg_link_drop(struct pg_store *s, struct pg_link *l, bool abort)
+{
+	pg_ep(s, l, 0);
+	if (l->c != NULL) {
+		if (abort && PQsocket(l->c) >= 0)
+			(void)shutdown(PQsocket(l->c), SHUT_RDWR);
+		PQfinish(l->c);
+	}
+	if (l == &s->links[PG_L_MAIN])
+		s->conn = NULL;
+	if (l == &s->links[PG_L_LISTEN])
+		s->probing = false;	/* no answer will come */
+	l->c = NULL;
+	l->up = false;
+}
+
+/* Wait for c's socket to be ready for `ev`, at most until deadline_ns.
+ * 1: ready; 0: the deadline passed; -1: poll failed. */
+static int
+pg_poll(PGconn *c, short ev, uint64_t deadline_ns)
+{
+	struct pollfd p;
+	uint64_t now;
+	int r;
+
+	p.fd = PQsocket(c);
+	p.events = ev;
+	p.revents = 0;
+	if (p.fd < 0)
+		return -1;	/* poll() would just sleep */
+	for (;;) {
+		now = kit_mono_ns();
+		if (now >= deadline_ns)
+			return 0;
+		r = poll(&p, 1, (int)((deadline_ns - now + 999999) / 1000000));
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/* A round trip on the statement connection starts: its deadline. */
+static void
+pg_deadline(struct pg_store *s)
+{
+	s->deadline_ns = kit_mono_ns() + s->wait_ns;
+}
+
+/*
+ * The probe: a round trip on the statement connection that has heard
+ * nothing for PG_PROBE_AFTER_MS sends an empty query on the LISTEN
+ * connection.  Its answer within probe= says the server is there and the
+ * statement is merely slow (a lock wait, a synchronous standby): it may
+ * go on to timeout=.  No answer says the server or the way to it is
+ * silent (a partition, a hung host): the connection is given up then,
+ * so the loop waits probe= plus a little, not timeout=.
+ */
+#define PG_PROBE_AFTER_MS 50
+
+static int pg_listen_read(struct pg_store *, int64_t);
+
+/* Can a probe go out now? */
+static bool
+pg_probe_can(const struct pg_store *s)
+{
+	const struct pg_link *l = &s->links[PG_L_LISTEN];
+
+	return s->probe_ms > 0 && l->up && s->listening && !s->probing &&
+	    PQstatus(l->c) == CONNECTION_OK;
+}
+
+static void
+pg_probe_send(struct pg_store *s, uint64_t now)
+{
+	struct pg_link *l = &s->links[PG_L_LISTEN];
+
+	if (!PQsendQuery(l->c, "") || PQflush(l->c) < 0)
+		return;		/* no probe: timeout= alone decides */
+	s->probing = true;
+	s->probe_dead_ns = now + (uint64_t)s->probe_ms * 1000000u;
+	s->probes++;
+}
+
+/*
+ * PQgetResult() on the statement connection without ever waiting past
+ * s->deadline_ns, which every sign of life (the socket took our bytes or
+ * had some for us) moves on by timeout=, nor past an unanswered probe
+ * (above): the connection is non-blocking, and the output is flushed
+ * and the input read here as the socket allows.  true with *res as
+ * PQgetResult() gives it (NULL between statements); false when the
+ * database did not answer in time: the connection is dropped
+ * (pg_conn_lost()) and s->conn is NULL.
+ */
+static bool
+pg_next(struct pg_store *s, PGresult **res)
+{
+	PGconn *c = s->conn;
+	struct pollfd p[2];
+	uint64_t now, until, probe_at;
+	char why[200];
+	int f, r = 0, np, ms;
+	bool probe_dead = false;
+
+	*res = NULL;
+	probe_at = kit_mono_ns() + PG_PROBE_AFTER_MS * 1000000u;
+	for (;;) {
+		if (PQstatus(c) == CONNECTION_BAD) {
+			/* libpq knows; it answers at once */
+			*res = PQgetResult(c);
+			return true;
+		}
+		if ((f = PQflush(c)) < 0) {
+			r = 1;		/* libpq says why */
+			break;
+		}
+		if (f == 0 && !PQisBusy(c)) {
+			*res = PQgetResult(c);
+			return true;
+		}
+		now = kit_mono_ns();
+		if (s->probing && now >= s->probe_dead_ns) {
+			/* its answer may be there, unread since an earlier
+			 * round trip ended */
+			(void)pg_listen_read(s, 0);
+			if (s->probing) {
+				probe_dead = true;
+				break;
+			}
+		}
+		if (now >= s->deadline_ns) {
+			r = 0;
+			break;
+		}
+		if (now >= probe_at && pg_probe_can(s))
+			pg_probe_send(s, now);
+		until = s->deadline_ns;
+		if (s->probing && s->probe_dead_ns < until)
+			until = s->probe_dead_ns;
+		else if (!s->probing && pg_probe_can(s) && probe_at < until)
+			until = probe_at;
+		p[0].fd = PQsocket(c);
+		p[0].events = (short)(POLLIN | (f > 0 ? POLLOUT : 0));
+		p[0].revents = 0;
+		np = 1;
+		if (s->probing && s->links[PG_L_LISTEN].c != NULL) {
+			p[1].fd = PQsocket(s->links[PG_L_LISTEN].c);
+			p[1].events = POLLIN;
+			p[1].revents = 0;
+			np = 2;
+		}
+		ms = (int)((until - now + 999999) / 1000000);
+		r = poll(p, (nfds_t)np, ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			r = -1;
+			break;
+		}
+		/* the answer to a probe, and notifications meanwhile */
+		if (np == 2 && p[1].revents != 0)
+			(void)pg_listen_read(s, 0);
+		if (p[0].revents == 0)
+			continue;
+		if (!PQconsumeInput(c) && PQstatus(c) != CONNECTION_BAD) {
+			r = 1;
+			break;
+		}
+		/* the database took or sent bytes: it is there.  The
+		 * deadline bounds silence, not the size of a batch (a large
+		 * item on a slow link takes as long as it takes) */
+		pg_deadline(s);
+		probe_at = kit_mono_ns() + PG_PROBE_AFTER_MS * 1000000u;
+	}
+	if (probe_dead)
+		snprintf(why, sizeof(why), "no answer from the database, nor to"
+		    " a probe within %" PRId64 " ms (probe=)", s->probe_ms);
+	else if (r == 0)
+		snprintf(why, sizeof(why), "no answer from the database within"
+		    " %" PRId64 ".%03d s (timeout=)", s->timeout_ms / 1000,
+		    (int)(s->timeout_ms % 1000));
+	else
+		pg_oneline(why, sizeof(why), r < 0 ? strerror(errno) :
+		    PQerrorMessage(c));
+	pg_conn_lost(s, why);
+	return false;
+}
+
+/* PQexec() bounded by the deadline: the first failed result, else the
+ * last; NULL when nothing came (s->conn may be NULL then). */
+static PGresult *
+pg_exec(struct pg_store *s, const char *sql)
+{
+	PGresult *r, *keep = NULL;
+
+	if (s->conn == NULL || !PQsendQuery(s->conn, sql))
+		return NULL;
+	pg_deadline(s);
+	for (;;) {
+		if (!pg_next(s, &r)) {
+			PQclear(keep);
+			return NULL;
+		}
+		if (r == NULL)
+			break;
+		if (keep != NULL && (PQresultStatus(keep) == PGRES_FATAL_ERROR ||
+		    PQresultStatus(keep) == PGRES_NONFATAL_ERROR)) {
+			PQclear(r);
+			continue;
+		}
+		PQclear(keep);
+		keep = r;
+		if (PQstatus(s->conn) == CONNECTION_BAD)
+			break;
+	}
+	return keep;
 }
 
 /* ------------------------------------------------------------------ */
@@ -750,8 +1051,14 @@ pipe_wait(struct pg_store *s, struct pg_pipe *pp)
 		pp->bad = 0;
 		goto out;
 	}
+	pg_deadline(s);
 	for (;;) {
-		r = PQgetResult(s->conn);
+		if (!pg_next(s, &r)) {
+			/* no answer in time: the connection is gone */
+			if (pp->bad < 0)
+				pp->bad = i < pp->n ? i : pp->n - 1;
+			goto out;
+		}
 		if (r == NULL) {
 			/* one NULL ends each statement's results; two in a
 			 * row mean the connection is gone */
@@ -1016,26 +1323,31 @@ static void pg_held_drop(struct pg_store *, struct saker_queue *);
 static int pg_held_install(struct pg_store *, struct saker_queue *, PGresult *,
     int64_t);
 
+/* The statement connection is gone (or given up on): drop every
+ * connection without waiting; tick() makes new ones. */
 static void
 pg_conn_lost(struct pg_store *s, const char *why)
 {
+	int i;
+
 	pg_oneline(s->down_why, sizeof(s->down_why), why);
+	s->down_said = false;
 	/* after a reconnect the claims are given back: forget them now */
 	pg_held_drop_all(s);
-	if (s->conn != NULL)
-		PQfinish(s->conn);
-	s->conn = NULL;
-	if (s->lconn != NULL)
-		PQfinish(s->lconn);
-	s->lconn = NULL;
-	s->in_txn = false;
-	if (s->retry_ms == 0)
-		s->retry_ms = PG_RETRY_MIN_MS;
+	for (i = 0; i < PG_L_N; i++)
+		pg_link_drop(s, &s->links[i], true);
+	if (s->in_txn) {
+		/* the batch's statements went with the session */
+		pg_errf(s, SAKER_EIO, "postgres: connection lost: %s",
+		    s->down_why);
+		pg_lose_batch(s, SAKER_EIO);
+	}
+	s->listening = false;
+	s->vacuuming = false;
 	s->retry_at = 0;	/* first retry at the next tick */
 	s->lretry_at = 0;
 }
 
-static void pg_lose_batch(struct pg_store *, int);
 
 /* Record a failed statement.  Inside a batch PostgreSQL has aborted the
  * transaction: roll it back at once and fail the batch. */
@@ -1049,7 +1361,8 @@ pg_fail(struct pg_store *s, const PGresult *res, const char *what)
 	int code;
 
 	if (msg == NULL || *msg == '\0')
-		msg = s->conn != NULL ? PQerrorMessage(s->conn) : "not connected";
+		msg = s->conn != NULL ? PQerrorMessage(s->conn) :
+		    s->down_why[0] != '\0' ? s->down_why : "not connected";
 	pg_oneline(line, sizeof(line), msg);
 	bool txn = s->in_txn;
 
@@ -1063,7 +1376,8 @@ pg_fail(struct pg_store *s, const PGresult *res, const char *what)
 		snprintf(s->err, sizeof(s->err), "postgres: %s: %s", what, line);
 	}
 	s->code = code;
-	if (txn)
+	/* (pg_conn_lost() may have rolled it back already) */
+	if (txn && s->in_txn)
 		pg_lose_batch(s, code);
 	return code;
 }
@@ -1071,8 +1385,9 @@ pg_fail(struct pg_store *s, const PGresult *res, const char *what)
 static int
 pg_down(struct pg_store *s)
 {
-	return pg_errf(s, SAKER_EIO, "postgres: not connected (%s); retrying",
-	    s->down_why);
+	return pg_errf(s, SAKER_EIO, "postgres: database unavailable: %s;"
+	    " reconnecting", s->down_why[0] != '\0' ? s->down_why :
+	    "connecting");
 }
 
 /* ---- writes buffered for the next pipeline ---- */
@@ -1252,7 +1567,7 @@ pg_simple(struct pg_store *s, const char *sql, const char *what)
 
 	if (s->conn == NULL)
 		return pg_down(s);
-	res = PQexec(s->conn, sql);
+	res = pg_exec(s, sql);
 	st = res != NULL ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
 		PQclear(res);
@@ -1325,10 +1640,8 @@ pg_lose_batch(struct pg_store *s, int code)
 	s->begun = false;
 	s->txn_gen++;
 	s->renew_at = 0;
-	if (s->conn != NULL) {
-		res = PQexec(s->conn, "ROLLBACK");
-		PQclear(res);
-	}
+	if (s->conn != NULL)
+		PQclear(pg_exec(s, "ROLLBACK"));
 	if (!s->lost) {
 		s->lost = true;
 		s->lost_err = code;
@@ -1344,12 +1657,9 @@ pg_lose_batch(struct pg_store *s, int code)
 	 * back at once, in their place in the FIFO. */
 	pg_held_drop_all(s);
 	if (s->conn != NULL && !s->read_only) {
-		char name[16];
-
-		snprintf(name, sizeof(name), "s%d", P_GIVEBACK);
 		pp_str(&p, s->owner);
-		res = PQexecPrepared(s->conn, name, p.n, p.v, p.l, p.f, 1);
-		PQclear(res);
+		if ((res = pg_run(s, P_GIVEBACK, &p, "returning claims")) != NULL)
+			PQclear(res);
 	}
 	pg_restore(s);
 	pg_reload_open(s);
@@ -1411,14 +1721,56 @@ pg_sql_for(const char *sql, const char *crc, const char *dlv)
 	return b;
 }
 
+/* The session settings: durability, read-only, schema. */
+static void
+pg_session_sql(const struct pg_store *s, char *sql_set, size_t len)
+{
+	/* the schema name was checked to need no quoting beyond this */
+	snprintf(sql_set, len, "SELECT set_config("
+	    "'synchronous_commit', '%s', false), set_config("
+	    "'default_transaction_read_only', '%s', false)%s%s%s",
+	    s->sync == SAKER_SYNC_ALWAYS ? "on" : "off",
+	    s->read_only ? "on" : "off", s->schema != NULL ?
+	    ", set_config('search_path', '\"" : "", s->schema != NULL ?
+	    s->schema : "", s->schema != NULL ? "\"', false)" : "");
+}
+
+/* open(): the session settings before anything reads the schema. */
+static int
+pg_session(struct pg_store *s)
+{
+	char sql[256];
+	PGresult *res;
+	int err = SAKER_OK;
+
+	pg_session_sql(s, sql, sizeof(sql));
+	res = pg_exec(s, sql);
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
+		err = pg_fail(s, res, "session setup");
+	PQclear(res);
+	return err;
+}
+
+/*
+ * Set up the session and prepare every statement, pipelined: one round
+ * trip (a reconnect runs it on the loop, bounded by the deadline like
+ * any statement).
+ */
 static int
 pg_prepare_all(struct pg_store *s)
 {
 	PGresult *res;
-	char name[16], *sql;
-	int i;
+	char name[16], sql_set[256], *sql;
+	const char *what = "session setup";
+	int i, n = 0, got = 0, bad = 0, nulls = 0;
+	bool ok = true;
 
-	for (i = 0; i < P_COUNT; i++) {
+	pg_session_sql(s, sql_set, sizeof(sql_set));
+	if (!PQenterPipelineMode(s->conn) ||
+	    !PQsendQueryParams(s->conn, sql_set, 0, NULL, NULL, NULL, NULL, 0))
+		ok = false;
+	n++;
+	for (i = 0; ok && i < P_COUNT; i++) {
 		/* a read-only open of a format 2 store (dump, migrate, check)
 		 * reads it as it is: no crc column, nothing to check, and no
 		 * inserts */
@@ -1432,48 +1784,199 @@ pg_prepare_all(struct pg_store *s)
 		snprintf(name, sizeof(name), "s%d", i);
 		if ((sql = pg_sql_for(pg_sql[i], s->version < 3 ?
 		    "NULL::bigint" : "crc", s->version < 4 ? "0::bigint" :
-		    "deliveries")) == NULL)
+		    "deliveries")) == NULL) {
+			(void)PQexitPipelineMode(s->conn);
 			return pg_errf(s, SAKER_ENOMEM, "out of memory");
-		res = PQprepare(s->conn, name, sql, 0, NULL);
-		free(sql);
-		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
-			pg_fail(s, res, "preparing statements (is the saker"
-			    " schema damaged?)");
-			PQclear(res);
-			return s->code;
 		}
-		PQclear(res);
+		ok = PQsendPrepare(s->conn, name, sql, 0, NULL) == 1;
+		free(sql);
+		n++;
 	}
+	if (!ok || !PQpipelineSync(s->conn)) {
+		pg_fail(s, NULL, what);
+		return s->code;
+	}
+	pg_deadline(s);
+	for (;;) {
+		if (!pg_next(s, &res))
+			return pg_fail(s, NULL, what);
+		if (res == NULL) {
+			if (++nulls > 1 || PQstatus(s->conn) == CONNECTION_BAD)
+				break;
+			continue;
+		}
+		nulls = 0;
+		if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
+			PQclear(res);
+			break;
+		}
+		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+		    PQresultStatus(res) != PGRES_TUPLES_OK &&
+		    PQresultStatus(res) != PGRES_PIPELINE_ABORTED && !bad) {
+			bad = 1;
+			pg_fail(s, res, got == 0 ? what : "preparing statements"
+			    " (is the saker schema damaged?)");
+		}
+		got++;
+		PQclear(res);
+		if (s->conn == NULL)
+			return s->code;
+	}
+	if (s->conn != NULL && PQpipelineStatus(s->conn) != PQ_PIPELINE_OFF)
+		(void)PQexitPipelineMode(s->conn);
+	if (bad)
+		return s->code;
+	if (got < n)
+		return pg_fail(s, NULL, what);
 	return SAKER_OK;
 }
 
-/* Session settings: schema, durability, read-only. */
+/* ---- connection parameters, with the hosts of a list rotated ---- */
+
+#define PG_HOSTS_MAX 32
+
+/* The number of elements of a comma-separated list. */
 static int
-pg_session(struct pg_store *s, PGconn *c)
+pg_list_n(const char *list)
 {
-	char sql[256];
-	const char *sc;
-	PGresult *res;
-	ExecStatusType st;
+	int n = 1;
 
-	sc = s->sync == SAKER_SYNC_ALWAYS ? "on" : "off";
-	/* the schema name was checked to need no quoting beyond this */
-	snprintf(sql, sizeof(sql), "SET synchronous_commit = %s;"
-	    " SET default_transaction_read_only = %s%s%s%s", sc,
-	    s->read_only ? "on" : "off", s->schema != NULL ?
-	    "; SET search_path = \"" : "", s->schema != NULL ? s->schema : "",
-	    s->schema != NULL ? "\"" : "");
-	res = PQexec(c, sql);
-	st = res != NULL ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-	if (st != PGRES_COMMAND_OK) {
-		char line[300];
+	for (; *list != '\0'; list++)
+		n += *list == ',';
+	return n;
+}
 
-		pg_oneline(line, sizeof(line), PQerrorMessage(c));
-		PQclear(res);
-		return pg_errf(s, SAKER_EIO, "postgres: session setup: %s", line);
+/* The list with its elements rotated left by k: "a,b,c" by 1 is
+ * "b,c,a".  Empty elements (libpq's defaults) move like the others. */
+static void
+pg_list_rot(const char *list, int k, char *out, size_t len)
+{
+	const char *start[PG_HOSTS_MAX], *p = list;
+	size_t elen[PG_HOSTS_MAX], o = 0;
+	int n = 0, i, j;
+
+	while (n < PG_HOSTS_MAX) {
+		start[n] = p;
+		elen[n] = strcspn(p, ",");
+		p += elen[n];
+		n++;
+		if (*p != ',')
+			break;
+		p++;
 	}
-	PQclear(res);
-	return SAKER_OK;
+	out[0] = '\0';
+	for (i = 0; i < n; i++) {
+		j = (i + k) % n;
+		if (o + elen[j] + 2 > len)
+			break;
+		if (i > 0)
+			out[o++] = ',';
+		memcpy(out + o, start[j], elen[j]);
+		o += elen[j];
+		out[o] = '\0';
+	}
+}
+
+/*
+ * The keywords and values for PQconnectStartParams(): ours first where
+ * the connection string has none (a TCP user timeout of timeout=, so
+ * unacknowledged data fails the connection; keepalives, so an idle
+ * LISTEN connection learns of a dead peer), then the string's, with
+ * host, hostaddr and port lists rotated by s->host_rot.  libpq tries
+ * the hosts of a list in order and gives up on none by itself: a host
+ * that swallows packets (a partition, a dead machine) would hold every
+ * attempt, so after an attempt that timed out the next one starts with
+ * the host after it.
+ */
+static void
+pg_params(struct pg_store *s, const char **kw, const char **val, size_t max)
+{
+	static const char *const ours[][2] = { { "tcp_user_timeout", NULL },
+	    { "keepalives", "1" }, { "keepalives_idle", "10" },
+	    { "keepalives_interval", "3" }, { "keepalives_count", "3" } };
+	const PQconninfoOption *o;
+	size_t n = 0, i;
+
+	for (i = 0; i < sizeof(ours) / sizeof(ours[0]) && n + 1 < max; i++) {
+		for (o = s->copts; o->keyword != NULL; o++)
+			if (strcmp(o->keyword, ours[i][0]) == 0 && o->val != NULL)
+				break;
+		if (o->keyword != NULL)
+			continue;
+		kw[n] = ours[i][0];
+		val[n++] = ours[i][1] != NULL ? ours[i][1] : s->ka_user_timeout;
+	}
+	for (o = s->copts; o->keyword != NULL && n + 1 < max; o++) {
+		if (o->val == NULL)
+			continue;
+		kw[n] = o->keyword;
+		val[n] = o->val;
+		if (s->nhosts > 1 && s->host_rot % s->nhosts != 0 &&
+		    (strcmp(o->keyword, "host") == 0 ||
+		    strcmp(o->keyword, "hostaddr") == 0 ||
+		    strcmp(o->keyword, "port") == 0) &&
+		    pg_list_n(o->val) == s->nhosts) {
+			char *buf = o->keyword[0] == 'p' ? s->rot_port :
+			    o->keyword[4] == 'a' ? s->rot_addr : s->rot_host;
+
+			pg_list_rot(o->val, s->host_rot % s->nhosts, buf,
+			    sizeof(s->rot_host));
+			val[n] = buf;
+		}
+		n++;
+	}
+	kw[n] = val[n] = NULL;
+}
+
+/* Element i of a comma-separated list, into out. */
+static void
+pg_list_el(const char *list, int i, char *out, size_t len)
+{
+	size_t n;
+
+	for (; i > 0 && *list != '\0'; list++)
+		if (*list == ',')
+			i--;
+	n = strcspn(list, ",");
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, list, n);
+	out[n] = '\0';
+}
+
+/* An attempt timed out: the next starts after the host (and port) it
+ * was stuck on. */
+static void
+pg_rotate_past(struct pg_store *s, PGconn *c)
+{
+	const PQconninfoOption *o;
+	const char *h = PQhost(c), *p = PQport(c), *hl = NULL, *pl = NULL;
+	char eh[256], ep[32];
+	int i, k;
+
+	if (s->nhosts < 2)
+		return;
+	for (o = s->copts; o->keyword != NULL; o++) {
+		if (o->val != NULL && strcmp(o->keyword, "host") == 0)
+			hl = o->val;
+		if (o->val != NULL && strcmp(o->keyword, "port") == 0)
+			pl = o->val;
+	}
+	for (i = 0; hl != NULL && h != NULL && i < s->nhosts; i++) {
+		/* element i of this attempt's order */
+		k = (int)((s->host_rot + (unsigned)i) % (unsigned)s->nhosts);
+		pg_list_el(hl, k, eh, sizeof(eh));
+		if (strcmp(eh, h) != 0)
+			continue;
+		if (pl != NULL && p != NULL && pg_list_n(pl) == s->nhosts) {
+			pg_list_el(pl, k, ep, sizeof(ep));
+			if (strcmp(ep, p) != 0)
+				continue;
+		}
+		s->host_rot += (unsigned)i + 1;
+		return;
+	}
+	s->host_rot++;
 }
 
 static void
@@ -1483,63 +1986,134 @@ pg_quiet(void *arg, const char *msg)
 	(void)msg;
 }
 
-static PGconn *
-pg_connect(struct pg_store *s)
+/* "2.000": timeout= in messages */
+static const char *
+pg_secs(const struct pg_store *s, char *buf, size_t len)
 {
-	char line[300];
-	PGconn *c;
-
-	c = PQconnectdb(s->conninfo);
-	if (c == NULL) {
-		pg_errf(s, SAKER_ENOMEM, "postgres: out of memory");
-		return NULL;
-	}
-	if (PQstatus(c) != CONNECTION_OK) {
-		pg_oneline(line, sizeof(line), PQerrorMessage(c));
-		pg_errf(s, SAKER_EIO, "postgres: cannot connect: %s", line);
-		PQfinish(c);
-		return NULL;
-	}
-	/* NOTICEs ("schema exists, skipping") are not for our stderr */
-	PQsetNoticeProcessor(c, pg_quiet, NULL);
-	if (pg_session(s, c) != SAKER_OK) {
-		PQfinish(c);
-		return NULL;
-	}
-	return c;
+	snprintf(buf, len, "%" PRId64 ".%03d", s->timeout_ms / 1000,
+	    (int)(s->timeout_ms % 1000));
+	return buf;
 }
 
+/*
+ * Start connecting link l, without blocking (libpq resolves host names
+ * with the system resolver, which can: hostaddr= avoids it), with the
+ * parameters of pg_params().  connect_timeout does nothing here: libpq
+ * applies it only in its blocking connect; the deadline is ours.
+ */
 static int
-pg_listen(struct pg_store *s)
+pg_link_start(struct pg_store *s, struct pg_link *l, uint64_t wait_ns)
 {
-	char sql[300], *id;
-	PGresult *res;
-	bool ok;
+	const char *kw[80], *val[80];
+	char line[300];
 
-	if (s->read_only || s->lconn != NULL)
-		return SAKER_OK;
-	if ((s->lconn = pg_connect(s)) == NULL)
-		return s->code;
-	id = PQescapeIdentifier(s->lconn, s->chan, strlen(s->chan));
+	l->up = false;
+	pg_params(s, kw, val, sizeof(kw) / sizeof(kw[0]));
+	l->c = PQconnectStartParams(kw, val, 0);
+	if (l->c == NULL)
+		return pg_errf(s, SAKER_ENOMEM, "postgres: out of memory");
+	if (PQstatus(l->c) == CONNECTION_BAD) {
+		pg_oneline(line, sizeof(line), PQerrorMessage(l->c));
+		pg_link_drop(s, l, false);
+		return pg_errf(s, SAKER_EIO, "postgres: cannot connect: %s", line);
+	}
+	/* NOTICEs ("schema exists, skipping") are not for our stderr */
+	PQsetNoticeProcessor(l->c, pg_quiet, NULL);
+	/* libpq's rule: begin as if PQconnectPoll() asked to write */
+	l->want = PGRES_POLLING_WRITING;
+	l->deadline_ns = kit_mono_ns() + wait_ns;
+	return SAKER_OK;
+}
+
+/*
+ * Advance link l's connection as far as its socket allows now, without
+ * waiting.  1: connected (non-blocking from now on, its socket watched
+ * for input); 0: under way, the socket watched for what libpq waits
+ * for; < 0: failed or past its deadline (link dropped, error set).
+ */
+static int
+pg_link_step(struct pg_store *s, struct pg_link *l)
+{
+	struct pollfd p;
+	char line[300], t[32];
+
+	if (l->c == NULL)
+		return pg_errf(s, SAKER_EIO, "postgres: not connected");
+	while (!l->up) {
+		if (kit_mono_ns() >= l->deadline_ns) {
+			if (l == &s->links[PG_L_MAIN])
+				pg_rotate_past(s, l->c);
+			pg_link_drop(s, l, true);
+			return pg_errf(s, SAKER_EIO, "postgres: cannot connect:"
+			    " no answer within %s s (timeout=)",
+			    pg_secs(s, t, sizeof(t)));
+		}
+		p.fd = PQsocket(l->c);
+		p.events = l->want == PGRES_POLLING_WRITING ? POLLOUT : POLLIN;
+		p.revents = 0;
+		if (p.fd >= 0 && poll(&p, 1, 0) == 0) {
+			pg_ep(s, l, p.events == POLLOUT ? EPOLLOUT : EPOLLIN);
+			return 0;
+		}
+		l->want = PQconnectPoll(l->c);
+		if (l->want == PGRES_POLLING_FAILED) {
+			pg_oneline(line, sizeof(line), PQerrorMessage(l->c));
+			pg_link_drop(s, l, false);
+			return pg_errf(s, SAKER_EIO, "postgres: cannot connect: %s",
+			    line);
+		}
+		if (l->want == PGRES_POLLING_OK)
+			break;
+	}
+	if (PQsetnonblocking(l->c, 1) != 0) {
+		pg_oneline(line, sizeof(line), PQerrorMessage(l->c));
+		pg_link_drop(s, l, false);
+		return pg_errf(s, SAKER_EIO, "postgres: cannot connect: %s", line);
+	}
+	/* from here on input nobody asked for (the server ending the
+	 * session, a notification) wakes the loop */
+	pg_ep(s, l, EPOLLIN);
+	return 1;
+}
+
+/* open(): connect link l, waiting (the loop is not running yet). */
+static int
+pg_link_wait(struct pg_store *s, struct pg_link *l, uint64_t wait_ns)
+{
+	int r;
+
+	if ((r = pg_link_start(s, l, wait_ns)) != SAKER_OK)
+		return r;
+	while ((r = pg_link_step(s, l)) == 0)
+		(void)pg_poll(l->c, l->want == PGRES_POLLING_WRITING ? POLLOUT :
+		    POLLIN, l->deadline_ns);
+	return r > 0 ? SAKER_OK : s->code;
+}
+
+/* Send LISTEN on the (just connected) listen link; the answer is read
+ * by pg_listen_read(). */
+static int
+pg_listen_send(struct pg_store *s)
+{
+	struct pg_link *l = &s->links[PG_L_LISTEN];
+	char sql[300], *id;
+
+	id = PQescapeIdentifier(l->c, s->chan, strlen(s->chan));
 	if (id == NULL) {
-		PQfinish(s->lconn);
-		s->lconn = NULL;
+		pg_link_drop(s, l, false);
 		return pg_errf(s, SAKER_ENOMEM, "postgres: out of memory");
 	}
 	snprintf(sql, sizeof(sql), "LISTEN %s", id);
 	PQfreemem(id);
-	res = PQexec(s->lconn, sql);
-	ok = res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK;
-	PQclear(res);
-	/* from here on only the event loop reads it */
-	if (!ok || PQsetnonblocking(s->lconn, 1) != 0) {
+	if (!PQsendQuery(l->c, sql) || PQflush(l->c) < 0) {
 		char line[300];
 
-		pg_oneline(line, sizeof(line), PQerrorMessage(s->lconn));
-		PQfinish(s->lconn);
-		s->lconn = NULL;
+		pg_oneline(line, sizeof(line), PQerrorMessage(l->c));
+		pg_link_drop(s, l, true);
 		return pg_errf(s, SAKER_EIO, "postgres: LISTEN: %s", line);
 	}
+	l->up = true;
+	s->listening = false;
 	return SAKER_OK;
 }
 
@@ -1578,29 +2152,219 @@ pg_notify_all(struct pg_store *s)
 		pg_notify_local(s, PG_Q(e));
 }
 
+/*
+ * Read what the listen link has: the answer to LISTEN, notifications.
+ * A lost listen connection is made again by pg_links(); the statement
+ * connection, if it is gone too, says so itself.
+ */
 static int
-pg_reconnect(struct pg_store *s)
+pg_listen_read(struct pg_store *s, int64_t now_ms)
 {
-	if ((s->conn = pg_connect(s)) == NULL)
-		return s->code;
+	struct pg_link *l = &s->links[PG_L_LISTEN];
+	PGnotify *n;
+	PGresult *res;
+	char line[300] = "";
+	int self;
+	char *p, *end, *nl;
+
+	if (!PQconsumeInput(l->c) || PQstatus(l->c) == CONNECTION_BAD)
+		pg_oneline(line, sizeof(line), PQerrorMessage(l->c));
+	while (line[0] == '\0' && !PQisBusy(l->c) &&
+	    (res = PQgetResult(l->c)) != NULL) {
+		if (PQresultStatus(res) == PGRES_EMPTY_QUERY)
+			s->probing = false;	/* the server is there */
+		else if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			pg_oneline(line, sizeof(line),
+			    PQresultErrorMessage(res));
+		else if (!s->listening) {
+			s->listening = true;
+			/* notifications were lost meanwhile */
+			pg_notify_all(s);
+		}
+		PQclear(res);
+	}
+	if (line[0] != '\0') {
+		pg_link_drop(s, l, true);
+		s->listening = false;
+		s->lretry_at = now_ms + PG_RETRY_MIN_MS;
+		return pg_errf(s, SAKER_EIO, "postgres: notification connection"
+		    " lost: %s", line);
+	}
+	self = s->conn != NULL ? PQbackendPID(s->conn) : -1;
+	while ((n = PQnotifies(l->c)) != NULL) {
+		if (n->be_pid != self && n->extra != NULL) {
+			p = n->extra;
+			end = p + strlen(p);
+			while (p < end) {
+				nl = memchr(p, '\n', (size_t)(end - p));
+				if (nl == NULL)
+					nl = end;
+				if (nl > p)
+					pg_notify_local(s, pg_find_name(s, p,
+					    (size_t)(nl - p)));
+				p = nl + 1;
+			}
+		}
+		PQfreemem(n);
+	}
+	return SAKER_OK;
+}
+
+/* The statement connection just connected: set it up (one bounded
+ * round trip), hand back what the old session held. */
+static int
+pg_main_up(struct pg_store *s)
+{
+	struct pg_link *l = &s->links[PG_L_MAIN];
+
+	s->conn = l->c;
 	if (pg_prepare_all(s) != SAKER_OK) {
-		if (s->conn != NULL)
-			PQfinish(s->conn);
-		s->conn = NULL;
+		pg_link_drop(s, l, true);
 		return s->code;
 	}
-	s->retry_ms = 0;
-	s->down_why[0] = '\0';
+	l->up = true;
+	os_clear(&s->open);
 	if (!s->read_only) {
 		struct pgp p = { 0 };
+		struct saker_queue *q;
 		PGresult *res;
+		int i;
 
-		/* claims from before the break: forgotten here, so back */
+		/* Everything the lost session held goes back to its queue
+		 * now, claimed ahead and open alike (at least once): which of
+		 * them the failed batches handed out, and which of their
+		 * clients are still there, is unknown, and a lease this
+		 * broker kept renewing would never run out. */
 		pp_str(&p, s->owner);
-		if ((res = pg_run(s, P_GIVEBACK, &p, "returning claims")) != NULL)
-			PQclear(res);
+		if ((res = pg_run(s, P_RELEASE_ALL, &p, "returning open and"
+		    " claimed items")) == NULL)
+			return s->code;
+		for (i = 0; i < PQntuples(res); i++)
+			if ((q = pg_find_id(s, rv_i64(res, i, 0))) != NULL)
+				pg_gained(s, q);
+		PQclear(res);
 	}
-	pg_reload_open(s);
+	if (s->conn == NULL)
+		return s->code;
+	s->down_why[0] = '\0';
+	s->down_said = false;
+	s->lretry_at = 0;
+	if (s->opened)
+		s->reconnects++;
+	/* waiters look again: what they missed is there to take */
+	pg_notify_all(s);
+	return SAKER_OK;
+}
+
+/* A connection attempt failed: try again after the backoff.  The
+ * reason is returned (for the log) only when it is news. */
+static int
+pg_attempt_failed(struct pg_store *s, int64_t now_ms)
+{
+	char why[sizeof(s->down_why)];
+	bool news;
+
+	pg_oneline(why, sizeof(why), strncmp(s->err, "postgres: ", 10) == 0 ?
+	    s->err + 10 : s->err);
+	news = !s->down_said || strcmp(why, s->down_why) != 0;
+	snprintf(s->down_why, sizeof(s->down_why), "%s", why);
+	s->down_said = true;
+	/* counted from the start of the attempt: one that waited out
+	 * its deadline is followed by the next at once */
+	s->retry_at = s->attempt_at + PG_RETRY_MIN_MS - PG_TICK_SLACK_MS;
+	if (!news)
+		return SAKER_OK;
+	return pg_errf(s, SAKER_EIO, "postgres: %s; trying again every %d s"
+	    " until it answers", why, PG_RETRY_MIN_MS / 1000);
+}
+
+static bool
+pg_readable(PGconn *c)
+{
+	struct pollfd p = { .fd = PQsocket(c), .events = POLLIN };
+
+	return p.fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
+static int pg_vacuum_tick(struct pg_store *, int64_t);
+static void pg_vacuum_drop(struct pg_store *, int64_t);
+
+/*
+ * Everything the sockets allow now, on every link, without waiting
+ * (fd_ready() and tick()): connections being made advance, a statement
+ * connection the server closed is noticed while idle, the listen
+ * connection is read and made again.
+ */
+static int
+pg_links(struct pg_store *s, int64_t now_ms)
+{
+	struct pg_link *l = &s->links[PG_L_MAIN];
+	PGnotify *n;
+	int r, err = SAKER_OK;
+	char line[300];
+
+	if (l->c != NULL && !l->up) {
+		r = pg_link_step(s, l);
+		if (r > 0 && pg_main_up(s) != SAKER_OK)
+			r = -1;
+		if (r < 0)
+			err = pg_attempt_failed(s, now_ms);
+	} else if (l->up && pg_readable(l->c)) {
+		/* between turns nothing is asked of it: this is the server
+		 * ending the session (a restart, a failover) */
+		if (!PQconsumeInput(l->c) || PQstatus(l->c) == CONNECTION_BAD) {
+			pg_oneline(line, sizeof(line), PQerrorMessage(l->c));
+			pg_conn_lost(s, line);
+			err = pg_errf(s, SAKER_EIO, "postgres: connection lost:"
+			    " %s; reconnecting", line);
+			s->down_said = true;
+		} else {
+			while ((n = PQnotifies(l->c)) != NULL)
+				PQfreemem(n);
+		}
+	}
+	l = &s->links[PG_L_LISTEN];
+	if (s->conn != NULL && !s->read_only && l->c == NULL &&
+	    now_ms >= s->lretry_at && pg_link_start(s, l, s->wait_ns) !=
+	    SAKER_OK)
+		s->lretry_at = now_ms + PG_RETRY_MIN_MS;
+	if (l->c != NULL && !l->up) {
+		r = pg_link_step(s, l);
+		if (r > 0)
+			r = pg_listen_send(s) == SAKER_OK ? 1 : -1;
+		if (r < 0)
+			s->lretry_at = now_ms + PG_RETRY_MIN_MS;
+	}
+	if (l->up && (r = pg_listen_read(s, now_ms)) != SAKER_OK &&
+	    err == SAKER_OK)
+		err = r;
+	l = &s->links[PG_L_VACUUM];
+	if (l->c != NULL && (!l->up || s->vacuuming))
+		(void)pg_vacuum_tick(s, now_ms);
+	else if (l->up && pg_readable(l->c) && (!PQconsumeInput(l->c) ||
+	    PQstatus(l->c) == CONNECTION_BAD))
+		pg_vacuum_drop(s, now_ms);
+	return err;
+}
+
+/* open(): LISTEN, waiting for its answer (bounded). */
+static int
+pg_listen_open(struct pg_store *s)
+{
+	struct pg_link *l = &s->links[PG_L_LISTEN];
+	int e;
+
+	if ((e = pg_link_wait(s, l, s->wait_ns)) != SAKER_OK ||
+	    (e = pg_listen_send(s)) != SAKER_OK)
+		return e;
+	while (!s->listening) {
+		if (pg_poll(l->c, POLLIN, l->deadline_ns) <= 0) {
+			pg_link_drop(s, l, true);
+			return pg_errf(s, SAKER_EIO, "postgres: LISTEN: no answer");
+		}
+		if ((e = pg_listen_read(s, 0)) != SAKER_OK)
+			return e;
+	}
 	return SAKER_OK;
 }
 
@@ -1689,11 +2453,17 @@ pg_commit(saker_store *base)
 		return pg_errf(s, s->lost_err, "%s (batch rolled back)",
 		    s->lost_why);
 	}
-	if (s->conn == NULL && !s->read_only)
-		return pg_down(s);	/* keeps /healthz at 503 while down */
-	bno = s->batch_no++;
-	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->pend))
+	/* Nothing to commit is no failure, even while down (store.h):
+	 * the replies of a turn that wrote nothing (a get that timed out
+	 * with a miss, in the same turn as the tick) stand.  /healthz
+	 * learns of the connection from store_stats. */
+	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->pend)) {
+		s->batch_no++;
 		return SAKER_OK;
+	}
+	if (s->conn == NULL && !s->read_only)
+		return pg_down(s);
+	bno = s->batch_no++;
 	t0 = kit_mono_ns();
 	if ((err = pg_begin(s)) != SAKER_OK ||
 	    (err = pg_counts_arr(s, &cq, &ct, &ce)) != SAKER_OK ||
@@ -1756,6 +2526,18 @@ pg_commit(saker_store *base)
 		in_doubt = PQstatus(s->conn) != CONNECTION_OK &&
 		    !(st != NULL && pp.bad < commit_ix);
 		err = pipe_fail(s, &pp);
+		if (in_doubt) {
+			char why[300];
+
+			/* the client's SERVER_ERROR line says so */
+			s->in_doubt++;
+			pg_oneline(why, sizeof(why), s->conn == NULL &&
+			    s->down_why[0] != '\0' ? s->down_why : s->err);
+			pg_errf(s, SAKER_EINDOUBT, "postgres: outcome unknown, the"
+			    " COMMIT got no answer (%s): the batch may or may not"
+			    " be stored; retrying a write may duplicate it", why);
+			pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
+		}
 		goto fail;
 	}
 	pg_pending_done(s, &pp);
@@ -1798,6 +2580,7 @@ pg_commit(saker_store *base)
 			PG_Q(e)->fresh = false;
 	}
 	s->commits++;
+	s->last_commit_ms = s->last_now;
 	if (s->sync == SAKER_SYNC_ALWAYS)
 		s->fsyncs++;
 	else if (s->sync == SAKER_SYNC_PERIODIC)
@@ -3159,7 +3942,16 @@ pg_iter_rows(struct pg_store *s, int which, struct saker_queue *q,
 	    p.v, p.l, p.f, 1))
 		return pg_fail(s, NULL, "reading items");
 	(void)PQsetSingleRowMode(s->conn);
-	while ((res = PQgetResult(s->conn)) != NULL) {
+	pg_deadline(s);
+	for (;;) {
+		if (!pg_next(s, &res)) {
+			/* no answer in time: the connection is dropped */
+			if (err == SAKER_OK)
+				err = pg_fail(s, NULL, "reading items");
+			break;
+		}
+		if (res == NULL)
+			break;
 		st = PQresultStatus(res);
 		if (st == PGRES_SINGLE_TUPLE) {
 			if (r == 0 && !pg_row_sound(res, 0)) {
@@ -3182,13 +3974,14 @@ pg_iter_rows(struct pg_store *s, int which, struct saker_queue *q,
 		PQclear(res);
 		if (s->conn == NULL)
 			break;
+		pg_deadline(s);	/* a long listing: per row */
 	}
 	/* libpq keeps single-row mode on until the next query that is not
 	 * pipelined: the first statement of the next pipeline would get its
 	 * rows one by one (and be taken for a failure).  An empty query
 	 * ends it. */
 	if (s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK)
-		PQclear(PQexec(s->conn, ""));
+		PQclear(pg_exec(s, ""));
 	if (err != SAKER_OK && s->in_txn)
 		pg_lose_batch(s, err);
 	if (err != SAKER_OK)
@@ -3219,7 +4012,8 @@ pg_watch_fd(saker_store *base)
 {
 	struct pg_store *s = PG(base);
 
-	return s->lconn != NULL ? PQsocket(s->lconn) : -1;
+	/* one descriptor for all of them, so it never changes */
+	return s->efd;
 }
 
 /*
@@ -3238,26 +4032,26 @@ pg_watch_fd(saker_store *base)
 static void
 pg_vacuum_drop(struct pg_store *s, int64_t now_ms)
 {
-	if (s->vconn != NULL)
-		PQfinish(s->vconn);
-	s->vconn = NULL;
+	pg_link_drop(s, &s->links[PG_L_VACUUM], true);
 	s->vacuuming = false;
-	s->vacuum_at = now_ms + PG_RETRY_MAX_MS;	/* connect again then */
+	s->vacuum_at = now_ms + PG_VACUUM_RETRY_MS;	/* connect again then */
 }
 
 static int
 pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 {
+	struct pg_link *l = &s->links[PG_L_VACUUM];
 	PGresult *res;
-	char line[300] = "";
+	char line[300] = "", sql[128];
+	int r;
 
 	if (s->vacuuming) {
-		if (!PQconsumeInput(s->vconn) || PQflush(s->vconn) < 0) {
+		if (!PQconsumeInput(l->c) || PQflush(l->c) < 0) {
 			pg_vacuum_drop(s, now_ms);
 			return SAKER_OK;	/* the main connection will tell */
 		}
-		while (!PQisBusy(s->vconn)) {
-			if ((res = PQgetResult(s->vconn)) == NULL) {
+		while (!PQisBusy(l->c)) {
+			if ((res = PQgetResult(l->c)) == NULL) {
 				s->vacuuming = false;
 				s->vacuum_at = now_ms + s->vacuum_ms;
 				break;
@@ -3276,20 +4070,35 @@ pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 		if (s->vacuuming)
 			return SAKER_OK;
 	}
-	if (s->vacuum_ms == 0 || s->commits == s->vacuum_commits ||
-	    now_ms < s->vacuum_at)
+	if (l->c == NULL && (s->vacuum_ms == 0 || s->conn == NULL ||
+	    s->commits == s->vacuum_commits || now_ms < s->vacuum_at))
 		return SAKER_OK;
-	if (s->vconn == NULL && ((s->vconn = pg_connect(s)) == NULL ||
-	    PQsetnonblocking(s->vconn, 1) != 0)) {
+	/* connected without waiting, like the others (pg_links()) */
+	if (l->c == NULL && pg_link_start(s, l, s->wait_ns) != SAKER_OK) {
 		pg_vacuum_drop(s, now_ms);
 		return SAKER_OK;	/* the main connection will tell */
 	}
-	if (!PQsendQuery(s->vconn, PQserverVersion(s->vconn) >= 120000 ?
-	    "VACUUM (SKIP_LOCKED) saker_items" : "VACUUM saker_items")) {
+	if (!l->up) {
+		if ((r = pg_link_step(s, l)) < 0)
+			pg_vacuum_drop(s, now_ms);
+		if (r <= 0)
+			return SAKER_OK;
+		l->up = true;
+	}
+	if (s->vacuum_ms == 0 || s->commits == s->vacuum_commits ||
+	    now_ms < s->vacuum_at)
+		return SAKER_OK;
+	/* this session has no search_path of ours: the schema is named
+	 * (it was checked to need no quoting beyond this) */
+	snprintf(sql, sizeof(sql), "VACUUM %s%s%s%ssaker_items",
+	    PQserverVersion(l->c) >= 120000 ? "(SKIP_LOCKED) " : "",
+	    s->schema != NULL ? "\"" : "", s->schema != NULL ? s->schema : "",
+	    s->schema != NULL ? "\"." : "");
+	if (!PQsendQuery(l->c, sql)) {
 		pg_vacuum_drop(s, now_ms);
 		return SAKER_OK;
 	}
-	(void)PQflush(s->vconn);
+	(void)PQflush(l->c);
 	s->vacuuming = true;
 	s->vacuum_commits = s->commits;
 	return SAKER_OK;
@@ -3299,41 +4108,10 @@ static int
 pg_fd_ready(saker_store *base, int64_t now_ms)
 {
 	struct pg_store *s = PG(base);
-	PGnotify *n;
-	int self;
-	char *p, *end, *nl;
 
-	(void)now_ms;
-	if (s->lconn == NULL)
+	if (s->read_only)
 		return SAKER_OK;
-	if (!PQconsumeInput(s->lconn) || PQstatus(s->lconn) == CONNECTION_BAD) {
-		char line[300];
-
-		pg_oneline(line, sizeof(line), PQerrorMessage(s->lconn));
-		PQfinish(s->lconn);
-		s->lconn = NULL;
-		s->lretry_at = 0;
-		return pg_errf(s, SAKER_EIO, "postgres: notification connection"
-		    " lost: %s", line);
-	}
-	self = s->conn != NULL ? PQbackendPID(s->conn) : -1;
-	while ((n = PQnotifies(s->lconn)) != NULL) {
-		if (n->be_pid != self && n->extra != NULL) {
-			p = n->extra;
-			end = p + strlen(p);
-			while (p < end) {
-				nl = memchr(p, '\n', (size_t)(end - p));
-				if (nl == NULL)
-					nl = end;
-				if (nl > p)
-					pg_notify_local(s, pg_find_name(s, p,
-					    (size_t)(nl - p)));
-				p = nl + 1;
-			}
-		}
-		PQfreemem(n);
-	}
-	return SAKER_OK;
+	return pg_links(s, now_ms);
 }
 
 static int
@@ -3343,42 +4121,28 @@ pg_tick(saker_store *base, int64_t now_ms)
 	struct saker_queue *q, *next;
 	struct pgp p;
 	PGresult *res;
-	int i, err;
+	int i, err, r;
 
 	if (s->read_only)
 		return SAKER_OK;
+	err = pg_links(s, now_ms);
 	if (s->conn == NULL) {
-		if (now_ms < s->retry_at)
-			return pg_down(s);
-		if (pg_reconnect(s) != SAKER_OK) {
-			char why[sizeof(s->down_why)];
+		struct pg_link *l = &s->links[PG_L_MAIN];
 
-			pg_oneline(why, sizeof(why), s->err);
-			snprintf(s->down_why, sizeof(s->down_why), "%s", why);
-			s->retry_at = now_ms + s->retry_ms;
-			s->retry_ms = s->retry_ms * 2 > PG_RETRY_MAX_MS ?
-			    PG_RETRY_MAX_MS : s->retry_ms * 2;
-			return pg_errf(s, SAKER_EIO, "%s; next attempt in"
-			    " %" PRId64 " ms", why, s->retry_at - now_ms);
-		}
-		/* notifications were lost meanwhile */
-		pg_notify_all(s);
-		s->lretry_at = now_ms + PG_RETRY_MIN_MS;
-		return SAKER_OK;
+		/* reconnect without waiting: the socket is watched, and
+		 * fd_ready() or the next tick goes on */
+		if (l->c != NULL || now_ms < s->retry_at)
+			return err;
+		s->attempt_at = now_ms;
+		r = pg_link_start(s, l, s->wait_ns);
+		if (r == SAKER_OK && (r = pg_link_step(s, l)) > 0)
+			r = pg_main_up(s) == SAKER_OK ? 1 : -1;
+		if (r < 0 && (r = pg_attempt_failed(s, now_ms)) != SAKER_OK)
+			return r;
+		return err;
 	}
-	/* a new listen socket only after the core saw -1 once, so it never
-	 * mistakes a reused descriptor number for the old socket */
-	if (s->lconn == NULL) {
-		if (s->lretry_at == 0) {
-			s->lretry_at = now_ms;
-		} else if (now_ms >= s->lretry_at) {
-			if (pg_listen(s) != SAKER_OK) {
-				s->lretry_at = now_ms + PG_RETRY_MIN_MS;
-				return s->code;
-			}
-			pg_notify_all(s);
-		}
-	}
+	if (err != SAKER_OK)
+		return err;
 	if (s->lost)
 		return SAKER_OK;
 	/* claimed items nobody took for a while go back to the queue */
@@ -3440,6 +4204,14 @@ pg_store_stats(saker_store *base, struct saker_store_stats *st)
 	st->commits = s->commits;
 	st->fsyncs = s->fsyncs;
 	st->commit_ns = s->commit_ns;
+	st->server = !s->read_only;
+	st->connected = s->conn != NULL;
+	st->reconnects = s->reconnects;
+	st->in_doubt = s->in_doubt;
+	st->last_commit_ms = s->last_commit_ms;
+	if (s->conn == NULL)
+		pg_oneline(st->down_why, sizeof(st->down_why),
+		    s->down_why[0] != '\0' ? s->down_why : "connecting");
 	if (s->conn == NULL || s->lost)
 		return;
 	if ((res = pg_run(s, P_SIZE, NULL, "reading the size")) == NULL)
@@ -3455,14 +4227,12 @@ pg_free(struct pg_store *s)
 	struct saker_queue *q;
 	struct kit_qent *e, *next;
 	size_t i;
+	int k;
 
-	if (s->conn != NULL)
-		PQfinish(s->conn);
-	if (s->lconn != NULL)
-		PQfinish(s->lconn);
-	if (s->vconn != NULL)
-		PQfinish(s->vconn);
-	s->conn = NULL;
+	for (k = 0; k < PG_L_N; k++)
+		pg_link_drop(s, &s->links[k], false);
+	if (s->efd >= 0)
+		close(s->efd);
 	pg_held_drop_all(s);
 	arr_free(&s->put_name);
 	arr_free(&s->put_vis);
@@ -3497,6 +4267,8 @@ pg_free(struct pg_store *s)
 	free(s->open.ids);
 	free(s->open.qids);
 	free(s->conninfo);
+	if (s->copts != NULL)
+		PQconninfoFree(s->copts);
 	free(s->schema);
 	free(s->chan);
 	free(s);
@@ -3531,10 +4303,8 @@ pg_close(saker_store *base)
 			(void)pg_commit(base);
 		}
 	}
-	if (s->in_txn && s->conn != NULL) {
-		res = PQexec(s->conn, "ROLLBACK");
-		PQclear(res);
-	}
+	if (s->in_txn && s->conn != NULL)
+		PQclear(pg_exec(s, "ROLLBACK"));
 	pg_free(s);
 }
 
@@ -3543,7 +4313,8 @@ pg_close(saker_store *base)
 /* Driver options (store.h, DRIVER OPTIONS): "postgres,schema=q,lease=30:
  * host=db dbname=saker".  The same keys inside the connection string
  * (1.0's form) still work; the options win when both are given. */
-enum { PG_OPT_SCHEMA, PG_OPT_LEASE, PG_OPT_VACUUM };
+enum { PG_OPT_SCHEMA, PG_OPT_LEASE, PG_OPT_VACUUM, PG_OPT_TIMEOUT,
+    PG_OPT_PROBE };
 static const struct saker_store_option pg_options[] = {
 	[PG_OPT_SCHEMA] = { "schema", SAKER_OPT_STRING, 0, 0,
 	    "schema to keep the tables in: 1-50 of a-z, 0-9, _" },
@@ -3553,6 +4324,14 @@ static const struct saker_store_option pg_options[] = {
 	[PG_OPT_VACUUM] = { "vacuum", SAKER_OPT_SECONDS, 0, 3600000,
 	    "seconds between this broker's own VACUUMs of its item table"
 	    " while it writes (default 1); 0: leave it to autovacuum" },
+	[PG_OPT_TIMEOUT] = { "timeout", SAKER_OPT_SECONDS, 100, 3600000,
+	    "seconds the broker waits for a sign of life from the database"
+	    " (in a round trip, or connecting) before it drops the connection"
+	    " and reconnects, 0.1 to 3600 (default 2)" },
+	[PG_OPT_PROBE] = { "probe", SAKER_OPT_SECONDS, 0, 3600000,
+	    "seconds an empty query on the notification connection may take"
+	    " while a statement is silent, before the database counts as"
+	    " unreachable (default 0.25; 0: timeout= alone)" },
 	{ NULL, SAKER_OPT_STRING, 0, 0, NULL }
 };
 
@@ -3606,6 +4385,10 @@ pg_channel_opts(struct pg_store *s, const struct saker_store_opts *opts,
 		s->lease_ms = (int64_t)v->u;
 	if ((v = saker_store_optval(opts, PG_OPT_VACUUM)) != NULL)
 		s->vacuum_ms = (int64_t)v->u;
+	if ((v = saker_store_optval(opts, PG_OPT_TIMEOUT)) != NULL)
+		s->timeout_ms = (int64_t)v->u;
+	if ((v = saker_store_optval(opts, PG_OPT_PROBE)) != NULL)
+		s->probe_ms = (int64_t)v->u;
 	return SAKER_OK;
 }
 
@@ -3664,12 +4447,6 @@ pg_parse_location(struct pg_store *s, const char *loc, char *err,
 				first = false;
 			}
 			p = *ts != '\0' ? ts + 1 : ts;
-		}
-		if (strstr(out, "connect_timeout=") == NULL) {
-			memcpy(out + o, first ? "?" : "&", 1);
-			o++;
-			memcpy(out + o, "connect_timeout=5", 17);
-			o += 17;
 		}
 		out[o] = '\0';
 		goto done;
@@ -3730,10 +4507,6 @@ pg_parse_location(struct pg_store *s, const char *loc, char *err,
 		o += (size_t)(p - ts);
 	}
 	out[o] = '\0';
-	if (strstr(out, "connect_timeout") == NULL) {
-		/* reconnects block the event loop: keep them short */
-		snprintf(out + o, 64, "%sconnect_timeout=5", o > 0 ? " " : "");
-	}
 done:
 	free(val);
 	s->conninfo = out;
@@ -3769,7 +4542,7 @@ pg_check_schema(struct pg_store *s, bool create)
 		if ((err = pg_simple(s, sql, "creating schema")) != SAKER_OK)
 			goto out;
 	}
-	res = PQexec(s->conn, "SELECT to_regclass('saker_meta') IS NOT NULL");
+	res = pg_exec(s, "SELECT to_regclass('saker_meta') IS NOT NULL");
 	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
 		err = pg_fail(s, res, "checking the schema");
 		PQclear(res);
@@ -3795,7 +4568,7 @@ pg_check_schema(struct pg_store *s, bool create)
 		s->version = PG_FORMAT_VERSION;
 		return err;
 	}
-	res = PQexec(s->conn, "SELECT value::text FROM saker_meta WHERE"
+	res = pg_exec(s, "SELECT value::text FROM saker_meta WHERE"
 	    " key = 'format'");
 	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
 		err = pg_fail(s, res, "reading the format version");
@@ -3850,7 +4623,10 @@ pg_check_schema(struct pg_store *s, bool create)
 		err = SAKER_OK;
 	s->version = version;
 out:
-	res = PQexec(s->conn, err == SAKER_OK ? "COMMIT" : "ROLLBACK");
+	res = pg_exec(s, err == SAKER_OK ? "COMMIT" : "ROLLBACK");
+	if (err == SAKER_OK && (res == NULL ||
+	    PQresultStatus(res) != PGRES_COMMAND_OK))
+		err = pg_fail(s, res, "checking the schema");
 	PQclear(res);
 	return err;
 }
@@ -3904,6 +4680,11 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	s->notify_arg = opts->notify_arg;
 	s->lease_ms = PG_LEASE_MS;
 	s->vacuum_ms = PG_VACUUM_MS;
+	s->timeout_ms = PG_TIMEOUT_MS;
+	s->probe_ms = PG_PROBE_MS;
+	s->efd = -1;
+	for (e = 0; e < PG_L_N; e++)
+		s->links[e].regfd = -1;
 	LIST_INIT(&s->dirty);
 	LIST_INIT(&s->pend);
 	LIST_INIT(&s->deleted);
@@ -3921,6 +4702,10 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 		pg_free(s);
 		return e;
 	}
+	s->wait_ns = (uint64_t)(s->timeout_ms > PG_OPEN_TIMEOUT_MS ?
+	    s->timeout_ms : PG_OPEN_TIMEOUT_MS) * 1000000u;
+	snprintf(s->ka_user_timeout, sizeof(s->ka_user_timeout), "%" PRId64,
+	    s->timeout_ms);
 	if (asprintf(&s->chan, "saker%s%s", s->schema != NULL ? "." : "",
 	    s->schema != NULL ? s->schema : "") < 0) {
 		s->chan = NULL;
@@ -3929,23 +4714,59 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 		return SAKER_ENOMEM;
 	}
 	pg_make_owner(s);
-	if ((s->conn = pg_connect(s)) == NULL) {
-		e = s->code;
+	{
+		char *perr = NULL;
+		const PQconninfoOption *o;
+
+		if ((s->copts = PQconninfoParse(s->conninfo, &perr)) == NULL) {
+			char line[300];
+
+			pg_oneline(line, sizeof(line), perr != NULL ? perr :
+			    "out of memory");
+			PQfreemem(perr);
+			e = pg_errf(s, SAKER_EINVAL, "postgres: bad connection"
+			    " string: %s", line);
+			goto fail;
+		}
+		for (o = s->copts; o->keyword != NULL; o++)
+			if (strcmp(o->keyword, "host") == 0 && o->val != NULL)
+				s->nhosts = pg_list_n(o->val);
+		if (s->nhosts > PG_HOSTS_MAX)
+			s->nhosts = 1;	/* too many to rotate: in order */
+	}
+	if ((s->efd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+		e = pg_errf(s, SAKER_EIO, "postgres: epoll_create1: %s",
+		    strerror(errno));
 		goto fail;
 	}
-	if ((e = pg_check_schema(s, opts->create)) != SAKER_OK ||
+	if ((e = pg_link_wait(s, &s->links[PG_L_MAIN], s->wait_ns)) !=
+	    SAKER_OK)
+		goto fail;
+	s->conn = s->links[PG_L_MAIN].c;
+	if ((e = pg_session(s)) != SAKER_OK ||
+	    (e = pg_check_schema(s, opts->create)) != SAKER_OK ||
 	    (e = pg_prepare_all(s)) != SAKER_OK)
 		goto fail;
+	s->links[PG_L_MAIN].up = true;
 	if (!s->read_only) {
-		res = PQexec(s->conn, pg_fold_sql);
+		res = pg_exec(s, pg_fold_sql);
 		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
 			PQclear(res);
-			res = PQexec(s->conn, "ROLLBACK");
+			res = pg_exec(s, "ROLLBACK");
 		}
 		PQclear(res);
-		if ((e = pg_listen(s)) != SAKER_OK)
+		if ((e = pg_listen_open(s)) != SAKER_OK)
 			goto fail;
 	}
+	if (s->conn == NULL) {
+		e = SAKER_EIO;
+		goto fail;
+	}
+	/* from here on the loop runs: no wait longer than timeout= (a
+	 * read-only tool has no loop to keep answering) */
+	if (!s->read_only)
+		s->wait_ns = (uint64_t)s->timeout_ms * 1000000u;
+	s->opened = true;
 	s->err[0] = '\0';
 	*out = &s->base;
 	return SAKER_OK;

@@ -1225,7 +1225,7 @@ START_TEST(test_bulk)
 	for (i = 0; i < N; i++) {
 		snprintf(buf, sizeof(buf), "%08d", i);
 		if (take(q, SAKER_TAKE_REMOVE, BASE) != SAKER_OK)
-			ck_abort_msg("take %d failed", i);
+			ck_abort_msg("take %d failed: %s", i, T.drv->errmsg(T.s));
 		if (T.got.len != 8 || memcmp(T.got.data, buf, 8) != 0 ||
 		    T.got.flags != (uint32_t)i)
 			ck_abort_msg("item %d out of order: got %s", i,

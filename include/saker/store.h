@@ -167,6 +167,15 @@ struct saker_store_stats {
 	                         * its WAL) brought up to date */
 	uint64_t checkpoint_ns; /* total nanoseconds they took (they run in
 	                         * commit(), so this is part of commit_ns) */
+	/* A store on a database server (postgres) fills these: */
+	bool server;            /* the four below mean something */
+	bool connected;         /* statements can go out now; false while
+	                         * the driver reconnects (writes fail) */
+	uint64_t reconnects;    /* connections made again after a loss */
+	uint64_t in_doubt;      /* commits that returned SAKER_EINDOUBT */
+	int64_t last_commit_ms; /* wall clock of the last commit that wrote;
+	                         * 0: none since open() */
+	char down_why[160];     /* while !connected: why, one line */
 };
 
 /* A queue handle; opaque.  Valid from queue_open() until queue_delete() of

@@ -65,7 +65,11 @@ broker_commit(struct broker *b, struct commit_result *res)
 				log_error("store commit failed, outcome unknown (items "
 				    "taken are handed out, items put may be there "
 				    "after a restart): %s", reason);
-			else
+			else if (!b->store_failed ||
+			    strncmp(b->store_error, res->reason,
+			    sizeof(b->store_error) - 1) != 0)
+				/* once per reason: a store that is down
+				 * fails every turn that writes */
 				log_error("store commit failed, batch rolled back: %s",
 				    reason);
 			broker_store_failed(b, res->reason);
@@ -77,8 +81,10 @@ broker_commit(struct broker *b, struct commit_result *res)
 			 * on a store that refuses writes until restart. */
 			if (b->store_failed) {
 				saker_store_get_stats(b->store, &st);
-				if (st.commits > commits)
+				if (st.commits > commits) {
 					b->store_failed = false;
+					log_info("store commits succeed again");
+				}
 			}
 		}
 	}

@@ -47,6 +47,15 @@ broker_redact(const struct broker *b, const char *why, char *buf, size_t len)
 	return buf;
 }
 
+bool
+broker_store_down(struct broker *b)
+{
+	struct saker_store_stats st;
+
+	saker_store_get_stats(b->store, &st);
+	return st.server && !st.connected;
+}
+
 /* --- configuration ------------------------------------------------------ */
 
 int

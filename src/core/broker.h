@@ -129,6 +129,10 @@ void broker_store_failed(struct broker *b, const char *reason);
 const char *broker_redact(const struct broker *b, const char *why, char *buf,
     size_t len);
 
+/* Is the store's database server out of reach right now (a store on a
+ * server that is reconnecting: store_stats' connected)?  Cheap then. */
+bool broker_store_down(struct broker *b);
+
 /* Load (or reload) the per-queue configuration: 0, or -1 after logging. */
 int broker_load_config(struct broker *b, const char *path, unsigned max_open);
 

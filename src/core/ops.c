@@ -456,7 +456,9 @@ op_serve_waiters(struct broker *b, struct squeue *q)
 			continue;
 		}
 		rc = take_for(s, q, w->opts, k, s->wait_line + w->raw_off, w->raw_len, now);
-		if (rc == SAKER_EEMPTY)
+		/* a database out of reach: the waiters wait on, and miss on
+		 * time unless it is back first */
+		if (rc == SAKER_EEMPTY || (rc != SAKER_OK && broker_store_down(b)))
 			break;
 		if (rc != SAKER_OK) {
 			log_error("handing an item of %s to a waiter: %s", q->name,
@@ -618,10 +620,22 @@ get_run(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 			nhits++;
 		} else if (rc == SAKER_EEMPTY) {
 			misses++;
+		} else if (timeout > 0 && broker_store_down(b)) {
+			/* a get that would wait waits, and misses on time
+			 * unless the database is back first: its client
+			 * neither spins nor hangs */
+			misses++;
 		} else if (nhits == 0) {
-			/* nothing handed out yet: the error is the reply */
+			/* nothing handed out yet: the error is the reply;
+			 * logged once while the store fails for that reason
+			 * (a store that is down fails every get) */
+			bool said = b->store_failed &&
+			    strncmp(b->store_error, DRV(b)->errmsg(b->store),
+			    sizeof(b->store_error) - 1) == 0;
+
 			msg = op_store_error(b, rc, &r);
-			log_error("get from %s: %s", qs[i]->name, msg);
+			if (!said)
+				log_error("get from %s: %s", qs[i]->name, msg);
 			ops->error(s, i, r, msg);
 			return;
 		} else {

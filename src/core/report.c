@@ -170,6 +170,34 @@ stats_write_queue(struct broker *b, struct evbuffer *out, const char *name,
 	evbuffer_add(out, "END\r\n", 5);
 }
 
+/* A store on a database server: its connection, for operators. */
+static void
+stats_write_server(struct broker *b, struct evbuffer *out)
+{
+	struct saker_store_stats ss;
+	int64_t now = saker_now_ms();
+
+	saker_store_get_stats(b->store, &ss);
+	if (!ss.server)
+		return;
+	evbuffer_add_printf(out, "STAT store_connected %d\r\n"
+	    "STAT store_reconnects %" PRIu64 "\r\n"
+	    "STAT store_in_doubt_commits %" PRIu64 "\r\n"
+	    "STAT store_last_commit_age %.3f\r\n", ss.connected ? 1 : 0,
+	    ss.reconnects, ss.in_doubt, ss.last_commit_ms > 0 &&
+	    ss.last_commit_ms < now ? (double)(now - ss.last_commit_ms) / 1e3 :
+	    ss.last_commit_ms > 0 ? 0.0 : -1.0);
+	/* the reason, without spaces: stats values are one word */
+	if (!ss.connected) {
+		char *p;
+
+		for (p = ss.down_why; *p != '\0'; p++)
+			if (*p == ' ' || *p == '\r' || *p == '\n')
+				*p = '_';
+		evbuffer_add_printf(out, "STAT store_down_why %s\r\n", ss.down_why);
+	}
+}
+
 void
 stats_write(struct broker *b, struct evbuffer *out, const struct perms *who)
 {
@@ -186,6 +214,7 @@ stats_write(struct broker *b, struct evbuffer *out, const struct perms *who)
 	STAT("version", "%s", PACKAGE_VERSION);
 	STAT("store", "%s", b->store->driver->name);
 	STAT("sync", "%s", sync_names[b->sync]);
+	stats_write_server(b, out);
 	STAT("curr_connections", "%" PRIu64, s->curr_connections);
 	STAT("total_connections", "%" PRIu64, s->total_connections);
 	STAT("rejected_connections", "%" PRIu64, s->rejected_connections);

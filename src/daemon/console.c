@@ -188,6 +188,22 @@ api_server(const struct console_env *env, struct evhttp_request *req,
 	console_json_str(out, PACKAGE_VERSION, strlen(PACKAGE_VERSION));
 	evbuffer_add_printf(out, ",\"store\":");
 	console_json_str(out, b->store->driver->name, strlen(b->store->driver->name));
+	{
+		/* the database of a store on a server (postgres) */
+		struct saker_store_stats ss;
+
+		saker_store_get_stats(b->store, &ss);
+		if (ss.server) {
+			evbuffer_add_printf(out, ",\"database\":");
+			if (ss.connected)
+				evbuffer_add_printf(out, "\"connected\"");
+			else
+				console_json_str(out, ss.down_why, strlen(ss.down_why));
+			evbuffer_add_printf(out, ",\"database_reconnects\":%" PRIu64
+			    ",\"database_in_doubt\":%" PRIu64, ss.reconnects,
+			    ss.in_doubt);
+		}
+	}
 	evbuffer_add_printf(out, ",\"sync\":\"%s\",\"status\":\"%s\","
 	    "\"uptime\":%lld,\"pid\":%ld,"
 	    "\"connections\":%" PRIu64 ",\"http_connections\":%u,"

@@ -305,6 +305,24 @@ write_metrics(struct http_server *h, struct evbuffer *b)
 	metric_dbl(b, "saker_store_checkpoint_seconds_total", "counter",
 	    "Time the checkpoints took (part of the commit time).",
 	    (double)ss.checkpoint_ns / 1e9);
+	if (ss.server) {
+		/* a store on a database server (postgres) */
+		int64_t last = ss.last_commit_ms > 0 ? ss.last_commit_ms :
+		    (int64_t)s->started * 1000;
+
+		metric_u64(b, "saker_store_connected", "gauge",
+		    "1 while the store's database connection is up.",
+		    ss.connected ? 1 : 0);
+		metric_u64(b, "saker_store_reconnects_total", "counter",
+		    "Database connections made again after a loss.", ss.reconnects);
+		metric_u64(b, "saker_store_in_doubt_commits_total", "counter",
+		    "Commits whose outcome is unknown (no answer to COMMIT).",
+		    ss.in_doubt);
+		metric_dbl(b, "saker_store_last_commit_age_seconds", "gauge",
+		    "Seconds since the last commit that wrote (since the start"
+		    " before the first).", last < saker_now_ms() ?
+		    (double)(saker_now_ms() - last) / 1000.0 : 0.0);
+	}
 	metric_head(b, "saker_store_commit_seconds", "histogram",
 	    "Time spent in store commits (one per event-loop turn that wrote).");
 	for (i = 0; i < STATS_COMMIT_BUCKETS; i++) {
@@ -586,8 +604,14 @@ handle(struct evhttp_request *req, void *arg)
 	} else if (strcmp(uri, "/healthz") == 0) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 		    "text/plain; charset=utf-8");
+		struct saker_store_stats ss;
+
+		saker_store_get_stats(h->b->store, &ss);
 		if (h->b->store_failed) {
 			evbuffer_add_printf(b, "store not writable: %s\n", h->b->store_error);
+			evhttp_send_reply(req, 503, "Service Unavailable", b);
+		} else if (ss.server && !ss.connected) {
+			evbuffer_add_printf(b, "database unavailable: %s\n", ss.down_why);
 			evhttp_send_reply(req, 503, "Service Unavailable", b);
 		} else if (*h->stopping) {
 			evbuffer_add_printf(b, "stopping\n");

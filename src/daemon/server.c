@@ -433,7 +433,9 @@ say_ready(const struct options *opt)
 		snprintf(tcp, sizeof(tcp), strchr(opt->listen, ':') != NULL &&
 		    opt->listen[0] != '[' ? "[%s]:%d" : "%s:%d", opt->listen,
 		    opt->port);
-	if (colon != NULL && strncmp(spec, "postgres:", 9) == 0)
+	/* a connection string may hold a password: not for the log */
+	if (colon != NULL && (strncmp(spec, "postgres:", 9) == 0 ||
+	    strncmp(spec, "postgres,", 9) == 0))
 		where = strdup("postgres");
 	else if (colon != NULL && colon[1] != '/' && colon[1] != '\0' &&
 	    getcwd(cwd, sizeof(cwd)) != NULL) {

@@ -121,7 +121,8 @@
       ["status", s.status], ["uptime", fmtAge(s.uptime * 1000)],
       ["connections", fmtNum(s.connections)], ["queues", fmtNum(s.queues)],
       ["commits", fmtNum(s.commits)], ["commit", s.commit_mean_ms.toFixed(3) + " ms"],
-    ]);
+    ].concat(s.database === undefined ? [] :
+      [["database", s.database === "connected" ? "connected" : "DOWN: " + s.database]]));
     $("actions").hidden = !s.writes_allowed;
     const span = s.history_interval_ms * s.history_samples;
     $("hist-head").textContent = s.history_interval_ms === 0 ? "depth (off)" :
