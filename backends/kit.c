@@ -70,19 +70,6 @@ kit_get_le64(const unsigned char *p)
 	return ((uint64_t)kit_get_le32(p + 4) << 32) | kit_get_le32(p);
 }
 
-uint64_t
-kit_fnv1a64(uint64_t h, const void *p, size_t len)
-{
-	const unsigned char *b = p;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 size_t
 kit_hash_id(uint64_t id, size_t n)
 {

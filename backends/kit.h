@@ -24,11 +24,6 @@ void kit_put_le64(unsigned char *p, uint64_t v);
 uint32_t kit_get_le32(const unsigned char *p);
 uint64_t kit_get_le64(const unsigned char *p);
 
-/* 64-bit FNV-1a: hash tables of queue names.  Start from KIT_FNV64_INIT
- * (xor a seed into it when the names come from clients). */
-#define KIT_FNV64_INIT 0xcbf29ce484222325ULL
-uint64_t kit_fnv1a64(uint64_t h, const void *p, size_t len);
-
 /* A multiplicative hash of a 64-bit id into a power-of-two table of n
  * buckets. */
 size_t kit_hash_id(uint64_t id, size_t n);

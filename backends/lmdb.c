@@ -19,6 +19,7 @@
 
 #include <lmdb.h>
 
+#include "hash.h"
 #include "kit.h"
 #include "journal.h"
 #include "log.h"
@@ -455,7 +456,7 @@ lm_fail(struct lstore *s, int rc, const char *what)
 static uint32_t
 name_hash(const char *name, size_t len)
 {
-	uint64_t h = kit_fnv1a64(KIT_FNV64_INIT, name, len);
+	uint64_t h = saker_hash(name, len);
 
 	return (uint32_t)(h ^ (h >> 32));
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "saker/store.h"
+#include "hash.h"
 #include "kit.h"
 
 /*
@@ -79,7 +80,6 @@ struct mstore {
 	struct saker_queue **qtab;   /* open addressing, linear probing */
 	size_t qcap;                 /* power of two */
 	size_t qcount;
-	uint64_t seed;
 
 	struct mitem **otab;         /* open items by id, same scheme */
 	size_t ocap;
@@ -474,17 +474,12 @@ otab_delete(struct mstore *ms, struct mitem *it)
 /* ------------------------------------------------------------------ */
 /* queues by name */
 
-/* FNV-1a with a per-store seed (from ASLR'd addresses) and a final mix, so
- * that queue names picked by clients cannot be aimed at one bucket. */
+/* Keyed per process (saker_hash), so that queue names picked by clients
+ * cannot be aimed at one bucket. */
 static uint64_t
-name_hash(uint64_t seed, const char *name, size_t len)
+name_hash(const char *name, size_t len)
 {
-	uint64_t h = kit_fnv1a64(KIT_FNV64_INIT ^ seed, name, len);
-
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h;
+	return saker_hash(name, len);
 }
 
 static int
@@ -601,7 +596,6 @@ mem_open(const char *location, const struct saker_store_opts *opts,
     saker_store **out, char *err, size_t errlen)
 {
 	struct mstore *ms;
-	uintptr_t a;
 
 	*out = NULL;
 	if (location != NULL && *location != '\0') {
@@ -625,8 +619,6 @@ mem_open(const char *location, const struct saker_store_opts *opts,
 	}
 	ms->err = "no error";
 	ms->next_id = 1;
-	a = (uintptr_t)ms ^ ((uintptr_t)&a << 16) ^ (uintptr_t)&mem_open;
-	ms->seed = (uint64_t)a * 0x9e3779b97f4a7c15ULL;
 	*out = &ms->base;
 	return SAKER_OK;
 }
@@ -681,7 +673,7 @@ mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
 
 	if (name == NULL || len == 0)
 		return fail(ms, SAKER_EINVAL, "empty queue name");
-	h = name_hash(ms->seed, name, len);
+	h = name_hash(name, len);
 	k = qtab_find(ms, h, name, len);
 	if (k != SIZE_MAX) {
 		q = ms->qtab[k];
@@ -722,7 +714,7 @@ xto_queue(struct mstore *ms, struct saker_queue *q)
 	if (q->xtolen == 0)
 		return NULL;
 	/* an existing queue keeps the caller's context */
-	k = qtab_find(ms, name_hash(ms->seed, q->xto, q->xtolen), q->xto,
+	k = qtab_find(ms, name_hash(q->xto, q->xtolen), q->xto,
 	    q->xtolen);
 	if (k != SIZE_MAX)
 		t = ms->qtab[k];

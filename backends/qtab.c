@@ -4,14 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "kit.h"
 #include "qtab.h"
 
 static size_t
 name_slot(const struct kit_qtab *t, const char *name, size_t len)
 {
-	return (size_t)kit_fnv1a64(KIT_FNV64_INIT ^ t->seed, name, len) &
-	    (t->nbuckets - 1);
+	return (size_t)saker_hash(name, len) & (t->nbuckets - 1);
 }
 
 static void
@@ -48,13 +48,6 @@ grow(struct kit_qtab *t)
 		t->nb = onb;
 		t->ib = oib;
 		return -1;
-	}
-	if (on == 0) {
-		/* ASLR makes the addresses differ from run to run */
-		uintptr_t a = (uintptr_t)t ^ ((uintptr_t)&a << 16) ^
-		    (uintptr_t)&grow;
-
-		t->seed = (uint64_t)a * 0x9e3779b97f4a7c15ULL;
 	}
 	t->nbuckets = n;
 	for (i = 0; i < on; i++)

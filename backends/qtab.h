@@ -6,8 +6,9 @@
  * back).  The table is intrusive: the driver's queue struct embeds a
  * struct kit_qent, fills in name, len and id, and gets back from an entry
  * to its queue with KIT_QENT_QUEUE.  Both chains grow together, doubling
- * when the count reaches the bucket count; names hash with a per-table
- * random seed, since clients choose them.
+ * when the count reaches the bucket count; names hash with saker_hash()
+ * (src/util/hash.h, keyed at random per process), since clients choose
+ * them.
  */
 #ifndef SAKER_BACKENDS_QTAB_H
 #define SAKER_BACKENDS_QTAB_H
@@ -26,7 +27,6 @@ struct kit_qtab {
 	struct kit_qent **nb, **ib;  /* by name, by id; nbuckets each */
 	size_t nbuckets;             /* 0 or a power of two */
 	size_t count;
-	uint64_t seed;
 };
 
 /* The queue struct of type `type` whose member `member` is entry e. */
