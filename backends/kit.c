@@ -12,12 +12,6 @@
 #include <nmmintrin.h>
 #endif
 
-size_t
-kit_hash_id(uint64_t id, size_t n)
-{
-	return (size_t)((id * 0x9e3779b97f4a7c15ULL) >> 17) & (n - 1);
-}
-
 /* ------------------------------------------------------------------ */
 /* CRC32C */
 

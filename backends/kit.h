@@ -1,6 +1,5 @@
 /*
- * kit.h -- small helpers only the store drivers use: the id hash and the
- * item checksum.  Byte order (bytes.h), the table hash (hash.h) and the
+ * kit.h -- small helpers only the store drivers use: the item checksum.  Byte order (bytes.h), the table hash (hash.h) and the
  * monotonic clock (clock.h) are src/util's, shared with every layer.
  *
  * Backend-local: drivers include this, saker/store.h, src/util and
@@ -13,10 +12,6 @@
 #include <stdint.h>
 
 #include "bytes.h"
-
-/* A multiplicative hash of a 64-bit id into a power-of-two table of n
- * buckets. */
-size_t kit_hash_id(uint64_t id, size_t n);
 
 /*
  * CRC32C (Castagnoli), the checksum of a durable item.  Start with crc 0;
