@@ -189,10 +189,10 @@ lj_write(struct lj *j, bool sync, bool *in_doubt)
 	h = j->buf;
 	if (j->off + n > j->size && (e = lj_grow(j, j->off + n)) != 0)
 		return e;	/* nothing of the record written */
-	kit_put_le64(h, LJ_MAGIC);	/* magic + reserved */
-	kit_put_le64(h + 8, j->seq + 1);
-	kit_put_le64(h + 16, (uint64_t)j->len);
-	kit_put_le64(h + 24, rec_check(j, h, h + LJ_HDR, j->len));
+	saker_put_le64(h, LJ_MAGIC);	/* magic + reserved */
+	saker_put_le64(h + 8, j->seq + 1);
+	saker_put_le64(h + 16, (uint64_t)j->len);
+	saker_put_le64(h + 24, rec_check(j, h, h + LJ_HDR, j->len));
 	e = pwrite_all(j->fd, h, n, j->off, &done);
 	if (e != 0)	/* a record cut short never passes its check */
 		return lj_fail(j, e, "write");
@@ -262,9 +262,9 @@ rec_head(struct lj *j, uint64_t off, uint64_t want_seq, unsigned char *h,
 		return 0;
 	if ((e = pread_all(j->fd, h, LJ_HDR, off)) != 0)
 		return e == EILSEQ ? 0 : -e;
-	if (kit_get_le64(h) != LJ_MAGIC || kit_get_le64(h + 8) != want_seq)
+	if (saker_get_le64(h) != LJ_MAGIC || saker_get_le64(h + 8) != want_seq)
 		return 0;
-	*len = kit_get_le64(h + 16);
+	*len = saker_get_le64(h + 16);
 	if (*len > j->size - off - LJ_HDR || *len > SIZE_MAX - LJ_HDR)
 		return 0;
 	return 1;
@@ -289,19 +289,19 @@ lj_replay(struct lj *j, uint64_t applied, uint64_t upto,
 			r = lj_fail(j, -r, "read");
 			break;
 		}
-		if (r == 0 && off == 0 && kit_get_le64(h) == LJ_MAGIC &&
-		    kit_get_le64(h + 8) > applied + 1 && kit_get_le64(h + 16) <=
+		if (r == 0 && off == 0 && saker_get_le64(h) == LJ_MAGIC &&
+		    saker_get_le64(h + 8) > applied + 1 && saker_get_le64(h + 16) <=
 		    j->size - LJ_HDR) {
 			/* a whole record from the future: another store's? */
 			free(p);
-			p = malloc(kit_get_le64(h + 16) + 1);
-			if (p != NULL && pread_all(j->fd, p, kit_get_le64(h + 16),
-			    LJ_HDR) == 0 && kit_get_le64(h + 24) ==
-			    rec_check(j, h, p, kit_get_le64(h + 16))) {
+			p = malloc(saker_get_le64(h + 16) + 1);
+			if (p != NULL && pread_all(j->fd, p, saker_get_le64(h + 16),
+			    LJ_HDR) == 0 && saker_get_le64(h + 24) ==
+			    rec_check(j, h, p, saker_get_le64(h + 16))) {
 				snprintf(j->err, sizeof(j->err), "journal starts "
 				    "at batch %llu but the data file holds only "
 				    "batches up to %llu: they do not belong "
-				    "together", (unsigned long long)kit_get_le64(h + 8),
+				    "together", (unsigned long long)saker_get_le64(h + 8),
 				    (unsigned long long)applied);
 				free(p);
 				return EILSEQ;
@@ -319,7 +319,7 @@ lj_replay(struct lj *j, uint64_t applied, uint64_t upto,
 			r = r == EILSEQ ? 0 : lj_fail(j, r, "read");
 			break;
 		}
-		if (kit_get_le64(h + 24) != rec_check(j, h, p, len))
+		if (saker_get_le64(h + 24) != rec_check(j, h, p, len))
 			break;		/* torn: the batch was never acknowledged */
 		if ((r = fn(arg, p, len)) != 0)
 			break;

@@ -12,83 +12,6 @@
 #include <nmmintrin.h>
 #endif
 
-void
-kit_put_be32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
-
-void
-kit_put_be64(unsigned char *p, uint64_t v)
-{
-	kit_put_be32(p, (uint32_t)(v >> 32));
-	kit_put_be32(p + 4, (uint32_t)v);
-}
-
-uint32_t
-kit_get_be32(const unsigned char *p)
-{
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-	    ((uint32_t)p[2] << 8) | p[3];
-}
-
-uint64_t
-kit_get_be64(const unsigned char *p)
-{
-	return ((uint64_t)kit_get_be32(p) << 32) | kit_get_be32(p + 4);
-}
-
-void
-kit_put_le32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
-}
-
-void
-kit_put_le64(unsigned char *p, uint64_t v)
-{
-	kit_put_le32(p, (uint32_t)v);
-	kit_put_le32(p + 4, (uint32_t)(v >> 32));
-}
-
-uint32_t
-kit_get_le32(const unsigned char *p)
-{
-	return ((uint32_t)p[3] << 24) | ((uint32_t)p[2] << 16) |
-	    ((uint32_t)p[1] << 8) | p[0];
-}
-
-uint64_t
-kit_get_le64(const unsigned char *p)
-{
-	return ((uint64_t)kit_get_le32(p + 4) << 32) | kit_get_le32(p);
-}
-
-uint64_t
-kit_fnv1a64(uint64_t h, const void *p, size_t len)
-{
-	const unsigned char *b = p;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-size_t
-kit_hash_id(uint64_t id, size_t n)
-{
-	return (size_t)((id * 0x9e3779b97f4a7c15ULL) >> 17) & (n - 1);
-}
-
 /* ------------------------------------------------------------------ */
 /* CRC32C */
 
@@ -209,17 +132,8 @@ kit_item_crc(uint32_t flags, int64_t expires_ms, int64_t created_ms,
 {
 	unsigned char h[20];
 
-	kit_put_be32(h, flags);
-	kit_put_be64(h + 4, (uint64_t)expires_ms);
-	kit_put_be64(h + 12, (uint64_t)created_ms);
+	saker_put_be32(h, flags);
+	saker_put_be64(h + 4, (uint64_t)expires_ms);
+	saker_put_be64(h + 12, (uint64_t)created_ms);
 	return kit_crc32c(kit_crc32c(0, h, sizeof(h)), data, len);
-}
-
-uint64_t
-kit_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }

@@ -1,10 +1,9 @@
 /*
- * kit.h -- small helpers the store drivers share: byte order, hashing, the
- * item checksum and a monotonic clock for a driver's own timers.
+ * kit.h -- small helpers only the store drivers use: the item checksum.  Byte order (bytes.h), the table hash (hash.h) and the
+ * monotonic clock (clock.h) are src/util's, shared with every layer.
  *
- * Backend-local: drivers include this, saker/store.h and config.h, nothing
- * of the core.  (The core passes wall-clock time in as now_ms; kit_mono_ns()
- * is only for measuring durations such as commit time.)
+ * Backend-local: drivers include this, saker/store.h, src/util and
+ * config.h, nothing of the core.
  */
 #ifndef SAKER_BACKENDS_KIT_H
 #define SAKER_BACKENDS_KIT_H
@@ -12,26 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Big-endian integers: keys that sort by memcmp, portable record headers. */
-void kit_put_be32(unsigned char *p, uint32_t v);
-void kit_put_be64(unsigned char *p, uint64_t v);
-uint32_t kit_get_be32(const unsigned char *p);
-uint64_t kit_get_be64(const unsigned char *p);
-
-/* Little-endian integers: the redo journal's headers and records. */
-void kit_put_le32(unsigned char *p, uint32_t v);
-void kit_put_le64(unsigned char *p, uint64_t v);
-uint32_t kit_get_le32(const unsigned char *p);
-uint64_t kit_get_le64(const unsigned char *p);
-
-/* 64-bit FNV-1a: hash tables of queue names.  Start from KIT_FNV64_INIT
- * (xor a seed into it when the names come from clients). */
-#define KIT_FNV64_INIT 0xcbf29ce484222325ULL
-uint64_t kit_fnv1a64(uint64_t h, const void *p, size_t len);
-
-/* A multiplicative hash of a 64-bit id into a power-of-two table of n
- * buckets. */
-size_t kit_hash_id(uint64_t id, size_t n);
+#include "bytes.h"
 
 /*
  * CRC32C (Castagnoli), the checksum of a durable item.  Start with crc 0;
@@ -51,8 +31,5 @@ uint32_t kit_item_crc(uint32_t flags, int64_t expires_ms, int64_t created_ms,
  * 2 = the instruction if the CPU has it, 0 = pick.  Returns the way now
  * in use. */
 int kit_crc32c_force(int force);
-
-/* Monotonic nanoseconds, for timing a driver's own work. */
-uint64_t kit_mono_ns(void);
 
 #endif /* SAKER_BACKENDS_KIT_H */

@@ -19,10 +19,13 @@
 
 #include <lmdb.h>
 
+#include "hash.h"
+#include "clock.h"
 #include "kit.h"
 #include "journal.h"
 #include "log.h"
 #include "lmdb_verify.h"
+#include "qtab.h"
 #include "saker/store.h"
 
 /*
@@ -113,10 +116,10 @@ struct lq_state {
 };
 
 struct saker_queue {
-	struct saker_queue *name_next, *id_next, *dirty_next, *gain_next;
+	struct kit_qent ent;	/* in lstore.qt, by name and by id */
+	struct saker_queue *dirty_next, *gain_next;
 	char *name;
 	size_t len;
-	uint32_t hash;
 	uint64_t id;
 	void *ctx;
 	struct lq_state cur;	/* as of the current batch */
@@ -150,8 +153,7 @@ struct lstore {
 	char err[1024];
 	saker_notify_fn notify;
 	void *notify_arg;
-	struct saker_queue **by_name, **by_id;
-	size_t nbuckets, nq;
+	struct kit_qtab qt;	/* every queue struct, by name and by id */
 	struct saker_queue *dirty;
 	uint64_t next_qid, next_arrival;
 	uint64_t saved_next_qid, saved_next_arrival;
@@ -179,15 +181,15 @@ extern const struct saker_store_driver saker_store_lmdb;
 static void
 mkkey(unsigned char *k, uint64_t a, uint64_t b)
 {
-	kit_put_be64(k, a);
-	kit_put_be64(k + 8, b);
+	saker_put_be64(k, a);
+	saker_put_be64(k + 8, b);
 }
 
 /* Is `k` a 16-byte key whose first half is `qid`? */
 static bool
 key_in(const MDB_val *k, uint64_t qid)
 {
-	return k->mv_size == LM_KEY && kit_get_be64(k->mv_data) == qid;
+	return k->mv_size == LM_KEY && saker_get_be64(k->mv_data) == qid;
 }
 
 /*
@@ -268,9 +270,9 @@ hdr_write(unsigned char *p, int state, uint32_t flags, int64_t expires,
 	p[1] = LM_HF_CRC;
 	p[2] = (unsigned char)(deliveries >> 8);
 	p[3] = (unsigned char)deliveries;
-	kit_put_be32(p + 4, flags);
-	kit_put_be64(p + 8, (uint64_t)expires);
-	kit_put_be64(p + 16, (uint64_t)created);
+	saker_put_be32(p + 4, flags);
+	saker_put_be64(p + 8, (uint64_t)expires);
+	saker_put_be64(p + 16, (uint64_t)created);
 }
 
 /* Fill `it` from a record header + data (the view points into the map). */
@@ -282,9 +284,9 @@ hdr_read(const void *rec, size_t size, struct saker_item *it)
 	if (size < LM_HDR || ((p[1] & LM_HF_CRC) && size < LM_HDR + LM_CRC))
 		return LM_EBADVAL;
 	memset(it, 0, sizeof(*it));
-	it->flags = kit_get_be32(p + 4);
-	it->expires_ms = (int64_t)kit_get_be64(p + 8);
-	it->created_ms = (int64_t)kit_get_be64(p + 16);
+	it->flags = saker_get_be32(p + 4);
+	it->expires_ms = (int64_t)saker_get_be64(p + 8);
+	it->created_ms = (int64_t)saker_get_be64(p + 16);
 	it->deliveries = hdr_deliveries(p);
 	it->len = size - LM_HDR - ((p[1] & LM_HF_CRC) ? LM_CRC : 0);
 	it->data = p + LM_HDR;
@@ -310,7 +312,7 @@ rec_crc(const unsigned char *p, size_t datalen)
 static void
 rec_seal(unsigned char *p, size_t datalen)
 {
-	kit_put_be32(p + LM_HDR + datalen, rec_crc(p, datalen));
+	saker_put_be32(p + LM_HDR + datalen, rec_crc(p, datalen));
 }
 
 /* Is the record sound?  Records written before format 3 have no
@@ -329,7 +331,7 @@ rec_sound(const void *rec, size_t size)
 	if (size < LM_HDR + LM_CRC)
 		return false;
 	len = size - LM_HDR - LM_CRC;
-	return kit_get_be32(p + LM_HDR + len) == rec_crc(p, len);
+	return saker_get_be32(p + LM_HDR + len) == rec_crc(p, len);
 }
 
 /* Data bytes of a record of `size` bytes (header and trailer excluded). */
@@ -350,29 +352,29 @@ expired(const struct saker_item *it, int64_t now_ms)
 static void
 qrec_write(unsigned char *p, const struct saker_queue *q)
 {
-	kit_put_be64(p, q->id);
-	kit_put_be64(p + 8, q->cur.lo);
-	kit_put_be64(p + 16, q->cur.tail);
-	kit_put_be64(p + 24, q->cur.items);
-	kit_put_be64(p + 32, q->cur.bytes);
-	kit_put_be64(p + 40, q->cur.delayed);
-	kit_put_be64(p + 48, q->cur.open);
-	kit_put_be64(p + 56, q->cur.total);
-	kit_put_be64(p + 64, q->cur.expired);
+	saker_put_be64(p, q->id);
+	saker_put_be64(p + 8, q->cur.lo);
+	saker_put_be64(p + 16, q->cur.tail);
+	saker_put_be64(p + 24, q->cur.items);
+	saker_put_be64(p + 32, q->cur.bytes);
+	saker_put_be64(p + 40, q->cur.delayed);
+	saker_put_be64(p + 48, q->cur.open);
+	saker_put_be64(p + 56, q->cur.total);
+	saker_put_be64(p + 64, q->cur.expired);
 }
 
 static void
 qrec_read(const unsigned char *p, struct saker_queue *q)
 {
-	q->id = kit_get_be64(p);
-	q->cur.lo = kit_get_be64(p + 8);
-	q->cur.tail = kit_get_be64(p + 16);
-	q->cur.items = kit_get_be64(p + 24);
-	q->cur.bytes = kit_get_be64(p + 32);
-	q->cur.delayed = kit_get_be64(p + 40);
-	q->cur.open = kit_get_be64(p + 48);
-	q->cur.total = kit_get_be64(p + 56);
-	q->cur.expired = kit_get_be64(p + 64);
+	q->id = saker_get_be64(p);
+	q->cur.lo = saker_get_be64(p + 8);
+	q->cur.tail = saker_get_be64(p + 16);
+	q->cur.items = saker_get_be64(p + 24);
+	q->cur.bytes = saker_get_be64(p + 32);
+	q->cur.delayed = saker_get_be64(p + 40);
+	q->cur.open = saker_get_be64(p + 48);
+	q->cur.total = saker_get_be64(p + 56);
+	q->cur.expired = saker_get_be64(p + 64);
 	q->cur.exists = true;
 }
 
@@ -452,63 +454,14 @@ lm_fail(struct lstore *s, int rc, const char *what)
  * Queue table: chained hashes by name and by id
  * --------------------------------------------------------------------- */
 
-static uint32_t
-name_hash(const char *name, size_t len)
-{
-	uint64_t h = kit_fnv1a64(KIT_FNV64_INIT, name, len);
-
-	return (uint32_t)(h ^ (h >> 32));
-}
-
-static size_t
-id_slot(uint64_t id, size_t nbuckets)
-{
-	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & (nbuckets - 1);
-}
-
-static int
-qtab_grow(struct lstore *s)
-{
-	struct saker_queue **bn, **bi, *q, *next;
-	size_t n = s->nbuckets ? s->nbuckets * 2 : 64, i;
-
-	bn = calloc(n, sizeof(*bn));
-	bi = calloc(n, sizeof(*bi));
-	if (bn == NULL || bi == NULL) {
-		free(bn);
-		free(bi);
-		return SAKER_ENOMEM;
-	}
-	for (i = 0; i < s->nbuckets; i++) {
-		for (q = s->by_name[i]; q != NULL; q = next) {
-			next = q->name_next;
-			q->name_next = bn[q->hash & (n - 1)];
-			bn[q->hash & (n - 1)] = q;
-		}
-		for (q = s->by_id[i]; q != NULL; q = next) {
-			next = q->id_next;
-			q->id_next = bi[id_slot(q->id, n)];
-			bi[id_slot(q->id, n)] = q;
-		}
-	}
-	free(s->by_name);
-	free(s->by_id);
-	s->by_name = bn;
-	s->by_id = bi;
-	s->nbuckets = n;
-	return SAKER_OK;
-}
+#define LQ(e) KIT_QENT_QUEUE(e, struct saker_queue, ent)
 
 /* A new queue struct in the table (not yet existing in the store). */
 static struct saker_queue *
 qtab_add(struct lstore *s, const char *name, size_t len, uint64_t id)
 {
-	struct saker_queue *q;
-	size_t b;
+	struct saker_queue *q = calloc(1, sizeof(*q));
 
-	if (s->nq + 1 > s->nbuckets && qtab_grow(s) != SAKER_OK)
-		return NULL;
-	q = calloc(1, sizeof(*q));
 	if (q == NULL || (q->name = malloc(len + 1)) == NULL) {
 		free(q);
 		return NULL;
@@ -516,16 +469,16 @@ qtab_add(struct lstore *s, const char *name, size_t len, uint64_t id)
 	memcpy(q->name, name, len);
 	q->name[len] = '\0';
 	q->len = len;
-	q->hash = name_hash(name, len);
 	q->id = id;
+	q->ent.name = q->name;
+	q->ent.len = len;
+	q->ent.id = (int64_t)id;
+	if (kit_qtab_add(&s->qt, &q->ent) != 0) {
+		free(q->name);
+		free(q);
+		return NULL;
+	}
 	q->cur.lo = q->cur.tail = LM_SEQ_START;
-	b = q->hash & (s->nbuckets - 1);
-	q->name_next = s->by_name[b];
-	s->by_name[b] = q;
-	b = id_slot(id, s->nbuckets);
-	q->id_next = s->by_id[b];
-	s->by_id[b] = q;
-	s->nq++;
 	if (id > s->max_qid)
 		s->max_qid = id;
 	return q;
@@ -534,23 +487,7 @@ qtab_add(struct lstore *s, const char *name, size_t len, uint64_t id)
 static void
 qtab_remove(struct lstore *s, struct saker_queue *q)
 {
-	struct saker_queue **pp;
-
-	for (pp = &s->by_name[q->hash & (s->nbuckets - 1)]; *pp != NULL;
-	    pp = &(*pp)->name_next) {
-		if (*pp == q) {
-			*pp = q->name_next;
-			break;
-		}
-	}
-	for (pp = &s->by_id[id_slot(q->id, s->nbuckets)]; *pp != NULL;
-	    pp = &(*pp)->id_next) {
-		if (*pp == q) {
-			*pp = q->id_next;
-			break;
-		}
-	}
-	s->nq--;
+	kit_qtab_remove(&s->qt, &q->ent);
 	free(q->name);
 	free(q);
 }
@@ -558,31 +495,18 @@ qtab_remove(struct lstore *s, struct saker_queue *q)
 static struct saker_queue *
 qtab_by_name(struct lstore *s, const char *name, size_t len)
 {
-	struct saker_queue *q;
-	uint32_t h;
+	struct kit_qent *e = kit_qtab_by_name(&s->qt, name, len);
 
-	if (s->nbuckets == 0)
-		return NULL;
-	h = name_hash(name, len);
-	for (q = s->by_name[h & (s->nbuckets - 1)]; q != NULL; q = q->name_next)
-		if (q->hash == h && q->len == len &&
-		    memcmp(q->name, name, len) == 0)
-			return q;
-	return NULL;
+	return e != NULL ? LQ(e) : NULL;
 }
 
 /* The existing queue with id `id`, or NULL. */
 static struct saker_queue *
 qtab_by_id(struct lstore *s, uint64_t id)
 {
-	struct saker_queue *q;
+	struct kit_qent *e = kit_qtab_by_id(&s->qt, (int64_t)id);
 
-	if (s->nbuckets == 0)
-		return NULL;
-	for (q = s->by_id[id_slot(id, s->nbuckets)]; q != NULL; q = q->id_next)
-		if (q->id == id && q->cur.exists)
-			return q;
-	return NULL;
+	return e != NULL && LQ(e)->cur.exists ? LQ(e) : NULL;
 }
 
 /* About to change q in this batch: remember its committed state. */
@@ -635,7 +559,7 @@ jr_put(struct lstore *s, int db, const void *k, size_t klen, const void *v,
 	p[1] = (unsigned char)db;
 	p[2] = (unsigned char)(klen >> 8);
 	p[3] = (unsigned char)klen;
-	kit_put_be32(p + 4, (uint32_t)vlen);
+	saker_put_be32(p + 4, (uint32_t)vlen);
 	memcpy(p + 8, k, klen);
 	if (vlen > 0)
 		memcpy(p + 8 + klen, v, vlen);
@@ -693,7 +617,7 @@ jr_delq(struct lstore *s, int op, int db, uint64_t qid)
 	memset(p, 0, 8);
 	p[0] = (unsigned char)op;
 	p[1] = (unsigned char)db;
-	kit_put_be64(p + 8, qid);
+	saker_put_be64(p + 8, qid);
 	return 0;
 }
 
@@ -767,7 +691,7 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 			if ((size_t)(end - p) < 8)
 				return LM_EBADVAL;
 			klen = ((size_t)p[2] << 8) | p[3];
-			vlen = kit_get_be32(p + 4);
+			vlen = saker_get_be32(p + 4);
 			if ((size_t)(end - p) - 8 < klen ||
 			    (size_t)(end - p) - 8 - klen < vlen)
 				return LM_EBADVAL;
@@ -807,11 +731,11 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 				return LM_EBADVAL;
 			wrote = false;
 			if (p[0] == JR_DELQ)
-				rc = del_prefix(s->ptxn, ldbi(s, db), kit_get_be64(p + 8),
+				rc = del_prefix(s->ptxn, ldbi(s, db), saker_get_be64(p + 8),
 				    &wrote);
 			else
 				rc = del_delayed(s->ptxn, s->db_delayed,
-				    kit_get_be64(p + 8), &wrote);
+				    saker_get_be64(p + 8), &wrote);
 			p += 16;
 			break;
 		default:
@@ -898,7 +822,7 @@ pages_for(const struct lstore *s, size_t bytes)
 static int64_t
 mono_ms(void)
 {
-	return (int64_t)(kit_mono_ns() / 1000000);
+	return (int64_t)(saker_mono_ns() / 1000000);
 }
 
 /* Begin the long transaction (no transaction may be open). */
@@ -1035,7 +959,7 @@ meta_put64(struct lstore *s, const char *key, uint64_t val, bool journal)
 
 	k.mv_data = (void *)(uintptr_t)key;
 	k.mv_size = strlen(key);
-	kit_put_be64(num, val);
+	saker_put_be64(num, val);
 	v.mv_data = num;
 	v.mv_size = 8;
 	rc = mdb_put(journal ? s->txn : s->ptxn, s->db_meta, &k, &v, 0);
@@ -1185,7 +1109,7 @@ lm_checkpoint(struct lstore *s)
 
 	if (s->ptxn == NULL)
 		return SAKER_OK;
-	t0 = kit_mono_ns();
+	t0 = saker_mono_ns();
 	if (s->j.seq == s->ckpt_seq) {
 		/* nothing since the last one (reads only) */
 		mdb_txn_abort(s->ptxn);
@@ -1201,7 +1125,7 @@ lm_checkpoint(struct lstore *s)
 	}
 	s->ptxn = NULL;
 	s->ckpt_ms = mono_ms();
-	s->st.commit_ns += kit_mono_ns() - t0;
+	s->st.commit_ns += saker_mono_ns() - t0;
 	if (log_get_level() >= LOG_LVL_DEBUG) {
 		MDB_envinfo ei;
 
@@ -1209,14 +1133,14 @@ lm_checkpoint(struct lstore *s)
 			ei.me_last_pgno = 0;
 		log_debug("lmdb checkpoint: %" PRIu64 " us (%s), journal %" PRIu64
 		    " bytes, batches %" PRIu64 "..%" PRIu64 ", data.mdb pages "
-		    "%zu, rc %d", (kit_mono_ns() - t0) / 1000,
+		    "%zu, rc %d", (saker_mono_ns() - t0) / 1000,
 		    s->sync != SAKER_SYNC_NEVER ? "synced" : "not synced",
 		    s->j.off, s->ckpt_seq + 1, s->j.seq,
 		    (size_t)ei.me_last_pgno + 1, rc);
 	}
 	if (rc == 0) {
 		s->st.checkpoints++;
-		s->st.checkpoint_ns += kit_mono_ns() - t0;
+		s->st.checkpoint_ns += saker_mono_ns() - t0;
 		s->ckpt_seq = s->j.seq;
 		lj_restart(&s->j);
 		if (s->sync != SAKER_SYNC_NEVER)
@@ -1273,7 +1197,7 @@ lm_commit(saker_store *ss)
 		lj_cut(&s->j, 0);
 		goto done;
 	}
-	t0 = kit_mono_ns();
+	t0 = saker_mono_ns();
 	s->touched = true;
 	if ((rc = lm_write_state(s)) != 0) {
 		lm_rollback(s);
@@ -1287,10 +1211,10 @@ lm_commit(saker_store *ss)
 	}
 	rc = lj_write(&s->j, s->sync == SAKER_SYNC_ALWAYS, &in_doubt);
 	if (log_get_level() >= LOG_LVL_DEBUG &&
-	    kit_mono_ns() - t0 >= 1000000)
+	    saker_mono_ns() - t0 >= 1000000)
 		log_debug("lmdb journal record %" PRIu64 " (%s): %" PRIu64 " us",
 		    s->j.seq, s->sync == SAKER_SYNC_ALWAYS ? "fdatasync" :
-		    "no sync", (kit_mono_ns() - t0) / 1000);
+		    "no sync", (saker_mono_ns() - t0) / 1000);
 	if (rc != 0) {
 		/* The long txn holds the batch, the journal does not (or may
 		 * not): take it out again (lm_rollback rebuilds the txn). */
@@ -1326,7 +1250,7 @@ lm_commit(saker_store *ss)
 	s->saved_next_qid = s->next_qid;
 	s->saved_next_arrival = s->next_arrival;
 	s->st.commits++;
-	s->st.commit_ns += kit_mono_ns() - t0;
+	s->st.commit_ns += saker_mono_ns() - t0;
 	s->txn = NULL;
 	s->touched = false;
 done:
@@ -1443,7 +1367,7 @@ del_delayed(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
 			rc = LM_EBADVAL;
 			break;
 		}
-		if (kit_get_be64(v.mv_data) != qid) {
+		if (saker_get_be64(v.mv_data) != qid) {
 			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 			continue;
 		}
@@ -1522,16 +1446,17 @@ lm_queues(saker_store *ss, saker_queue_name_fn fn, void *arg)
 {
 	struct lstore *s = (struct lstore *)ss;
 	struct saker_queue *q;
+	struct kit_qent *e;
 	size_t i;
 	int r;
 
-	for (i = 0; i < s->nbuckets; i++) {
-		for (q = s->by_name[i]; q != NULL; q = q->name_next) {
-			if (!q->cur.exists || q->deleted)
-				continue;
-			if ((r = fn(arg, q->name, q->len)) != 0)
-				return r;
-		}
+	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
+	    e = kit_qtab_next(&s->qt, &i, e)) {
+		q = LQ(e);
+		if (!q->cur.exists || q->deleted)
+			continue;
+		if ((r = fn(arg, q->name, q->len)) != 0)
+			return r;
 	}
 	return SAKER_OK;
 }
@@ -1635,7 +1560,7 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 		rc = mdb_put(t, s->db_delayed, &k, &v, MDB_RESERVE);
 		dst = v.mv_data;
 		if (rc == 0) {
-			kit_put_be64(dst, q->id);
+			saker_put_be64(dst, q->id);
 			dst += 8;
 		}
 	}
@@ -1730,7 +1655,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 			break;
 		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
 			break;
-		seq = kit_get_be64((unsigned char *)k.mv_data + 8);
+		seq = saker_get_be64((unsigned char *)k.mv_data + 8);
 		if (!expired(&it, now_ms))
 			break;
 		if (!write) {
@@ -1849,8 +1774,8 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 	len = res->badsize;
 	it.data = res->bad;
 	if (res->badsize >= LM_HDR) {
-		it.flags = kit_get_be32(res->bad + 4);
-		it.created_ms = (int64_t)kit_get_be64(res->bad + 16);
+		it.flags = saker_get_be32(res->bad + 4);
+		it.created_ms = (int64_t)saker_get_be64(res->bad + 16);
 		len = rec_datalen(res->bad, res->badsize);
 		it.data = res->bad + LM_HDR;
 	}
@@ -2014,7 +1939,7 @@ xto_head(struct lstore *s, struct saker_queue *q, int64_t now_ms)
 		    hdr_read(v.mv_data, v.mv_size, &it) != 0 ||
 		    !expired(&it, now_ms)))
 			rc = MDB_NOTFOUND;
-		seq = rc == 0 ? kit_get_be64((unsigned char *)k.mv_data + 8) : 0;
+		seq = rc == 0 ? saker_get_be64((unsigned char *)k.mv_data + 8) : 0;
 		mdb_cursor_close(c);
 		if (rc == MDB_NOTFOUND)
 			return SAKER_OK;
@@ -2270,7 +2195,7 @@ lm_release_delayed(saker_store *ss, saker_queue *q, uint64_t id,
 		rc = LM_EBADVAL;
 	if (rc == 0) {
 		dst = dv.mv_data;
-		kit_put_be64(dst, q->id);
+		saker_put_be64(dst, q->id);
 		memcpy(dst + 8, v.mv_data, v.mv_size);
 		dst[8] = LM_STATE_READY;
 		rc = jr_put(s, LD_DELAYED, dk, LM_KEY, dst, dv.mv_size);
@@ -2355,7 +2280,7 @@ delayed_first(struct lstore *s, MDB_txn *t, int64_t *due, size_t *size)
 	if (rc == 0 && is_sentinel(&k, 0xff))
 		rc = MDB_NOTFOUND;
 	if (rc == 0) {
-		*due = (int64_t)kit_get_be64(k.mv_data);
+		*due = (int64_t)saker_get_be64(k.mv_data);
 		*size = v.mv_size;
 	}
 	mdb_cursor_close(c);
@@ -2394,7 +2319,7 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	}
 	if (rc != 0)
 		goto out;
-	q = qtab_by_id(s, kit_get_be64(v.mv_data));
+	q = qtab_by_id(s, saker_get_be64(v.mv_data));
 	hdr_read((unsigned char *)v.mv_data + 8, v.mv_size - 8, &it);
 	*len = it.len;
 	if (q == NULL || q->deleted) {
@@ -2567,7 +2492,7 @@ xto_flush(struct lstore *s, struct saker_queue *q, int64_t now_ms,
 		seen++;
 		if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
 		    expired(&it, now_ms))
-			seqs[n++] = kit_get_be64((unsigned char *)k.mv_data + 8);
+			seqs[n++] = saker_get_be64((unsigned char *)k.mv_data + 8);
 		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 	}
 	mdb_cursor_close(c);
@@ -2667,7 +2592,7 @@ iter_prefix(struct lstore *s, MDB_dbi dbi, struct saker_queue *q,
 	while (rc == 0 && key_in(&k, q->id)) {
 		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
 			break;
-		it.id = kit_get_be64((unsigned char *)k.mv_data + 8);
+		it.id = saker_get_be64((unsigned char *)k.mv_data + 8);
 		if (!rec_sound(v.mv_data, v.mv_size)) {
 			*fnret = seterr(s, SAKER_ECORRUPT, "queue '%.*s': item %"
 			    PRIu64 " failed its checksum", (int)q->len, q->name,
@@ -2700,13 +2625,13 @@ iter_delayed(struct lstore *s, struct saker_queue *q, saker_item_fn fn,
 			rc = LM_EBADVAL;
 			break;
 		}
-		if (kit_get_be64(v.mv_data) == q->id) {
+		if (saker_get_be64(v.mv_data) == q->id) {
 			rc = hdr_read((unsigned char *)v.mv_data + 8, v.mv_size - 8,
 			    &it);
 			if (rc != 0)
 				break;
-			it.due_ms = (int64_t)kit_get_be64(k.mv_data);
-			it.id = kit_get_be64((unsigned char *)k.mv_data + 8);
+			it.due_ms = (int64_t)saker_get_be64(k.mv_data);
+			it.id = saker_get_be64((unsigned char *)k.mv_data + 8);
 			if (!rec_sound((unsigned char *)v.mv_data + 8,
 			    v.mv_size - 8)) {
 				*fnret = seterr(s, SAKER_ECORRUPT, "queue '%.*s': "
@@ -2783,7 +2708,7 @@ lm_errmsg(saker_store *ss)
 static void
 lm_free(struct lstore *s)
 {
-	struct saker_queue *q, *next;
+	struct kit_qent *e, *next;
 	size_t i;
 
 	if (s->txn != NULL && s->txn != s->ptxn)
@@ -2794,15 +2719,12 @@ lm_free(struct lstore *s)
 	if (s->env != NULL)
 		mdb_env_close(s->env);
 	lj_close(&s->j);
-	for (i = 0; i < s->nbuckets; i++) {
-		for (q = s->by_name[i]; q != NULL; q = next) {
-			next = q->name_next;
-			free(q->name);
-			free(q);
-		}
+	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
+		next = kit_qtab_next(&s->qt, &i, e);
+		free(LQ(e)->name);
+		free(LQ(e));
 	}
-	free(s->by_name);
-	free(s->by_id);
+	kit_qtab_free(&s->qt);
 	if (s->lockfd >= 0)
 		close(s->lockfd);	/* drops the flock */
 	free(s->dir);
@@ -2954,7 +2876,7 @@ meta_get64(struct lstore *s, MDB_txn *t, const char *key, uint64_t *out)
 	if (v.mv_size != 8)
 		return seterr(s, SAKER_ECORRUPT, "lmdb %s: bad meta record %s",
 		    s->dir, key);
-	*out = kit_get_be64(v.mv_data);
+	*out = saker_get_be64(v.mv_data);
 	return SAKER_OK;
 }
 
@@ -2969,11 +2891,11 @@ meta_version(struct lstore *s, MDB_txn *t)
 	k.mv_data = "version";
 	k.mv_size = 7;
 	rc = mdb_get(t, s->db_meta, &k, &v);
-	if (rc == 0 && v.mv_size == 4 && kit_get_be32(v.mv_data) == LM_VERSION)
+	if (rc == 0 && v.mv_size == 4 && saker_get_be32(v.mv_data) == LM_VERSION)
 		return 0;
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return rc;
-	kit_put_be32(num, LM_VERSION);
+	saker_put_be32(num, LM_VERSION);
 	v.mv_data = num;
 	v.mv_size = 4;
 	return mdb_put(t, s->db_meta, &k, &v, 0);
@@ -2993,18 +2915,18 @@ meta_store_id(struct lstore *s, MDB_txn *t)
 	k.mv_size = 8;
 	rc = mdb_get(t, s->db_meta, &k, &v);
 	if (rc == 0 && v.mv_size == 8) {
-		s->store_id = kit_get_be64(v.mv_data);
+		s->store_id = saker_get_be64(v.mv_data);
 		return 0;
 	}
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return rc;
 	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || read(fd, &id, sizeof(id)) != (ssize_t)sizeof(id))
-		id = kit_mono_ns() ^ ((uint64_t)getpid() << 32);
+		id = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
 	if (fd >= 0)
 		close(fd);
 	s->store_id = id;
-	kit_put_be64(num, id);
+	saker_put_be64(num, id);
 	v.mv_data = num;
 	v.mv_size = 8;
 	return mdb_put(t, s->db_meta, &k, &v, 0);
@@ -3050,7 +2972,7 @@ meta_check(struct lstore *s, MDB_txn *t)
 	if (rc != 0 || v.mv_size != 4)
 		return seterr(s, SAKER_ECORRUPT, "lmdb %s: format version record "
 		    "missing or damaged", s->dir);
-	version = kit_get_be32(v.mv_data);
+	version = saker_get_be32(v.mv_data);
 	if (version > LM_VERSION)
 		return seterr(s, SAKER_EVERSION, "lmdb %s: store format version %u "
 		    "is newer than this build supports (%d); upgrade saker",
@@ -3226,7 +3148,7 @@ lm_load(struct lstore *s)
 			return seterr(s, SAKER_ECORRUPT, "lmdb %s: damaged queue "
 			    "record", s->dir);
 		}
-		id = kit_get_be64(v.mv_data);
+		id = saker_get_be64(v.mv_data);
 		if ((q = qtab_add(s, k.mv_data, k.mv_size, id)) == NULL) {
 			mdb_cursor_close(c);
 			return seterr(s, SAKER_ENOMEM, "lmdb: out of memory");
@@ -3269,7 +3191,7 @@ lm_recover(struct lstore *s)
 			rc = MDB_NOTFOUND;	/* every open item done */
 			break;
 		}
-		q = k.mv_size == LM_KEY ? qtab_by_id(s, kit_get_be64(k.mv_data)) : NULL;
+		q = k.mv_size == LM_KEY ? qtab_by_id(s, saker_get_be64(k.mv_data)) : NULL;
 		if (q == NULL) {
 			rc = cur_del(s, c, LD_OPEN);	/* orphan */
 		} else {

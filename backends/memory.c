@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "saker/store.h"
+#include "hashmap.h"
 #include "kit.h"
 
 /*
@@ -18,7 +19,7 @@
  *   the heap top only and knows the global next due time at once.  Ids come
  *   from one store-wide counter, so an id is also the arrival order.
  *   Open items are found by id through one store-wide hash table; queues by
- *   name through another.  The handle given to every item call is the queue
+ *   name through src/util's hashmap (keyed per process).  The handle given to every item call is the queue
  *   itself, so the hot path (put/take) never hashes.
  */
 
@@ -56,7 +57,6 @@ struct saker_queue {
 	void *ctx;
 	struct saker_queue *notify_next; /* promote(): queues that gained items */
 	bool notify_marked;
-	uint64_t hash;
 	size_t xtolen;           /* expire_to: where expired items go; 0 = */
 	char xto[256];           /* dropped (store.h) */
 	size_t namelen;
@@ -76,10 +76,7 @@ struct mstore {
 	uint64_t max_memory;         /* max-memory=; 0 = unlimited */
 	const char *err;
 
-	struct saker_queue **qtab;   /* open addressing, linear probing */
-	size_t qcap;                 /* power of two */
-	size_t qcount;
-	uint64_t seed;
+	struct hashmap *queues;      /* name -> struct saker_queue * */
 
 	struct mitem **otab;         /* open items by id, same scheme */
 	size_t ocap;
@@ -474,87 +471,6 @@ otab_delete(struct mstore *ms, struct mitem *it)
 /* ------------------------------------------------------------------ */
 /* queues by name */
 
-/* FNV-1a with a per-store seed (from ASLR'd addresses) and a final mix, so
- * that queue names picked by clients cannot be aimed at one bucket. */
-static uint64_t
-name_hash(uint64_t seed, const char *name, size_t len)
-{
-	uint64_t h = kit_fnv1a64(KIT_FNV64_INIT ^ seed, name, len);
-
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h;
-}
-
-static int
-qtab_grow(struct mstore *ms)
-{
-	size_t ncap = ms->qcap != 0 ? ms->qcap * 2 : 16;
-	struct saker_queue **nt;
-	size_t i;
-
-	if (ncap > SIZE_MAX / sizeof(*nt))
-		return SAKER_ENOMEM;
-	nt = calloc(ncap, sizeof(*nt));
-	if (nt == NULL)
-		return SAKER_ENOMEM;
-	for (i = 0; i < ms->qcap; i++) {
-		struct saker_queue *q = ms->qtab[i];
-		size_t k;
-
-		if (q == NULL)
-			continue;
-		for (k = q->hash & (ncap - 1); nt[k] != NULL; k = (k + 1) & (ncap - 1))
-			;
-		nt[k] = q;
-	}
-	free(ms->qtab);
-	ms->qtab = nt;
-	ms->qcap = ncap;
-	return SAKER_OK;
-}
-
-static size_t
-qtab_find(struct mstore *ms, uint64_t h, const char *name, size_t len)
-{
-	size_t k;
-
-	if (ms->qcap == 0)
-		return SIZE_MAX;
-	for (k = h & (ms->qcap - 1); ms->qtab[k] != NULL; k = (k + 1) & (ms->qcap - 1)) {
-		struct saker_queue *q = ms->qtab[k];
-		if (q->hash == h && q->namelen == len && memcmp(q->name, name, len) == 0)
-			return k;
-	}
-	return SIZE_MAX;
-}
-
-static void
-qtab_delete(struct mstore *ms, struct saker_queue *q)
-{
-	size_t mask = ms->qcap - 1, k, j;
-
-	k = qtab_find(ms, q->hash, q->name, q->namelen);
-	if (k == SIZE_MAX)
-		return;
-	ms->qtab[k] = NULL;
-	ms->qcount--;
-	for (j = k;;) {
-		size_t home;
-
-		j = (j + 1) & mask;
-		if (ms->qtab[j] == NULL)
-			return;
-		home = ms->qtab[j]->hash & mask;
-		if (((j - home) & mask) >= ((j - k) & mask)) {
-			ms->qtab[k] = ms->qtab[j];
-			ms->qtab[j] = NULL;
-			k = j;
-		}
-	}
-}
-
 /* Free every item of q and reset its item counters (not total/expired). */
 static void
 queue_clear(struct mstore *ms, struct saker_queue *q)
@@ -601,7 +517,6 @@ mem_open(const char *location, const struct saker_store_opts *opts,
     saker_store **out, char *err, size_t errlen)
 {
 	struct mstore *ms;
-	uintptr_t a;
 
 	*out = NULL;
 	if (location != NULL && *location != '\0') {
@@ -614,6 +529,11 @@ mem_open(const char *location, const struct saker_store_opts *opts,
 		return SAKER_ENOMEM;
 	}
 	ms->base.driver = &saker_store_memory;
+	if ((ms->queues = hashmap_new()) == NULL) {
+		free(ms);
+		snprintf(err, errlen, "%s", ERR_NOMEM);
+		return SAKER_ENOMEM;
+	}
 	if (opts != NULL) {
 		const struct saker_store_optval *v = saker_store_optval(opts,
 		    MEM_OPT_MAX_MEMORY);
@@ -625,40 +545,42 @@ mem_open(const char *location, const struct saker_store_opts *opts,
 	}
 	ms->err = "no error";
 	ms->next_id = 1;
-	a = (uintptr_t)ms ^ ((uintptr_t)&a << 16) ^ (uintptr_t)&mem_open;
-	ms->seed = (uint64_t)a * 0x9e3779b97f4a7c15ULL;
 	*out = &ms->base;
 	return SAKER_OK;
+}
+
+/* mem_close: no table bookkeeping, everything goes. */
+static int
+free_queue(void *arg, const char *name, size_t len, void *value)
+{
+	struct saker_queue *q = value;
+	struct mitem *it, *next;
+	struct mlist *lists[3];
+	int l;
+
+	lists[0] = &q->ready;
+	lists[1] = &q->open;
+	lists[2] = &q->delayed;
+	for (l = 0; l < 3; l++)
+		for (it = lists[l]->head; it != NULL; it = next) {
+			next = it->next;
+			free(it);
+		}
+	free(q);
+	return 0;
 }
 
 static void
 mem_close(saker_store *s)
 {
 	struct mstore *ms = MS(s);
-	size_t i;
 
 	if (ms == NULL)
 		return;
-	for (i = 0; i < ms->qcap; i++) {
-		struct saker_queue *q = ms->qtab[i];
-		struct mitem *it, *next;
-		struct mlist *lists[3];
-		int l;
-
-		if (q == NULL)
-			continue;
-		/* no table bookkeeping: everything goes */
-		lists[0] = &q->ready;
-		lists[1] = &q->open;
-		lists[2] = &q->delayed;
-		for (l = 0; l < 3; l++)
-			for (it = lists[l]->head; it != NULL; it = next) {
-				next = it->next;
-				free(it);
-			}
-		free(q);
+	if (ms->queues != NULL) {
+		hashmap_walk(ms->queues, free_queue, NULL);
+		hashmap_free(ms->queues);
 	}
-	free(ms->qtab);
 	free(ms->otab);
 	free(ms->heap);
 	free(ms);
@@ -676,15 +598,11 @@ mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
 {
 	struct mstore *ms = MS(s);
 	struct saker_queue *q;
-	uint64_t h;
-	size_t k;
 
 	if (name == NULL || len == 0)
 		return fail(ms, SAKER_EINVAL, "empty queue name");
-	h = name_hash(ms->seed, name, len);
-	k = qtab_find(ms, h, name, len);
-	if (k != SIZE_MAX) {
-		q = ms->qtab[k];
+	q = hashmap_get(ms->queues, name, len);
+	if (q != NULL) {
 		q->ctx = queue_ctx;
 		*out = q;
 		return SAKER_OK;
@@ -693,21 +611,18 @@ mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
 		return fail(ms, SAKER_ENOTFOUND, "no such queue");
 	if (ms->opts.read_only)
 		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	if ((ms->qcount + 1) * 4 > ms->qcap * 3 && qtab_grow(ms) != SAKER_OK)
-		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 	if (len > SIZE_MAX - sizeof(*q) - 1)
 		return fail(ms, SAKER_EINVAL, "queue name too long");
 	q = calloc(1, sizeof(*q) + len + 1);
 	if (q == NULL)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
-	q->hash = h;
 	q->namelen = len;
 	memcpy(q->name, name, len);
 	q->ctx = queue_ctx;
-	for (k = h & (ms->qcap - 1); ms->qtab[k] != NULL; k = (k + 1) & (ms->qcap - 1))
-		;
-	ms->qtab[k] = q;
-	ms->qcount++;
+	if (hashmap_put(ms->queues, name, len, q) != 0) {
+		free(q);
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	}
 	*out = q;
 	return SAKER_OK;
 }
@@ -716,18 +631,14 @@ mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
 static struct saker_queue *
 xto_queue(struct mstore *ms, struct saker_queue *q)
 {
-	struct saker_queue *t = NULL;
-	size_t k;
+	struct saker_queue *t;
 
 	if (q->xtolen == 0)
 		return NULL;
 	/* an existing queue keeps the caller's context */
-	k = qtab_find(ms, name_hash(ms->seed, q->xto, q->xtolen), q->xto,
-	    q->xtolen);
-	if (k != SIZE_MAX)
-		t = ms->qtab[k];
-	else if (mem_queue_open(&ms->base, q->xto, q->xtolen, true, NULL, &t) !=
-	    SAKER_OK)
+	t = hashmap_get(ms->queues, q->xto, q->xtolen);
+	if (t == NULL && mem_queue_open(&ms->base, q->xto, q->xtolen, true,
+	    NULL, &t) != SAKER_OK)
 		t = NULL;
 	return t == q ? NULL : t;
 }
@@ -800,7 +711,7 @@ mem_queue_delete(saker_store *s, saker_queue *q)
 	if (ms->opts.read_only)
 		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
 	queue_clear(ms, q);
-	qtab_delete(ms, q);
+	hashmap_del(ms->queues, q->name, q->namelen);
 	free(q);
 	return SAKER_OK;
 }
@@ -818,23 +729,25 @@ mem_queue_flush(saker_store *s, saker_queue *q)
 	return SAKER_OK;
 }
 
+struct name_walk {
+	saker_queue_name_fn fn;
+	void *arg;
+};
+
+static int
+name_one(void *arg, const char *name, size_t len, void *value)
+{
+	struct name_walk *w = arg;
+
+	return w->fn(w->arg, name, len);
+}
+
 static int
 mem_queues(saker_store *s, saker_queue_name_fn fn, void *arg)
 {
-	struct mstore *ms = MS(s);
-	size_t i;
+	struct name_walk w = { fn, arg };
 
-	for (i = 0; i < ms->qcap; i++) {
-		struct saker_queue *q = ms->qtab[i];
-		int rc;
-
-		if (q == NULL)
-			continue;
-		rc = fn(arg, q->name, q->namelen);
-		if (rc != 0)
-			return rc;
-	}
-	return SAKER_OK;
+	return hashmap_walk(MS(s)->queues, name_one, &w);
 }
 
 static int

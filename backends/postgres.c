@@ -18,6 +18,7 @@
 #include <libpq-fe.h>
 
 #include "saker/store.h"
+#include "clock.h"
 #include "kit.h"
 #include "qtab.h"
 
@@ -622,7 +623,7 @@ pg_poll(PGconn *c, short ev, uint64_t deadline_ns)
 	if (p.fd < 0)
 		return -1;	/* poll() would just sleep */
 	for (;;) {
-		now = kit_mono_ns();
+		now = saker_mono_ns();
 		if (now >= deadline_ns)
 			return 0;
 		r = poll(&p, 1, (int)((deadline_ns - now + 999999) / 1000000));
@@ -637,7 +638,7 @@ pg_poll(PGconn *c, short ev, uint64_t deadline_ns)
 static void
 pg_deadline(struct pg_store *s)
 {
-	s->deadline_ns = kit_mono_ns() + s->wait_ns;
+	s->deadline_ns = saker_mono_ns() + s->wait_ns;
 }
 
 /*
@@ -696,7 +697,7 @@ pg_next(struct pg_store *s, PGresult **res)
 	bool probe_dead = false;
 
 	*res = NULL;
-	probe_at = kit_mono_ns() + PG_PROBE_AFTER_MS * 1000000u;
+	probe_at = saker_mono_ns() + PG_PROBE_AFTER_MS * 1000000u;
 	for (;;) {
 		if (PQstatus(c) == CONNECTION_BAD) {
 			/* libpq knows; it answers at once */
@@ -711,7 +712,7 @@ pg_next(struct pg_store *s, PGresult **res)
 			*res = PQgetResult(c);
 			return true;
 		}
-		now = kit_mono_ns();
+		now = saker_mono_ns();
 		if (s->probing && now >= s->probe_dead_ns) {
 			/* its answer may be there, unread since an earlier
 			 * round trip ended */
@@ -763,7 +764,7 @@ pg_next(struct pg_store *s, PGresult **res)
 		 * deadline bounds silence, not the size of a batch (a large
 		 * item on a slow link takes as long as it takes) */
 		pg_deadline(s);
-		probe_at = kit_mono_ns() + PG_PROBE_AFTER_MS * 1000000u;
+		probe_at = saker_mono_ns() + PG_PROBE_AFTER_MS * 1000000u;
 	}
 	if (probe_dead)
 		snprintf(why, sizeof(why), "no answer from the database, nor to"
@@ -915,7 +916,7 @@ arr_put(struct pg_arr *a, const void *d, size_t len)
 {
 	if (a->len == 0)
 		a->len = ARR_HDR;
-	kit_put_be32(a->p + a->len, (uint32_t)len);
+	saker_put_be32(a->p + a->len, (uint32_t)len);
 	if (len > 0)
 		memcpy(a->p + a->len + 4, d, len);
 	a->len += 4 + len;
@@ -927,7 +928,7 @@ arr_i64(struct pg_arr *a, int64_t x)
 {
 	unsigned char b[8];
 
-	kit_put_be64(b, (uint64_t)x);
+	saker_put_be64(b, (uint64_t)x);
 	arr_put(a, b, 8);
 }
 
@@ -935,11 +936,11 @@ arr_i64(struct pg_arr *a, int64_t x)
 static void
 arr_done(struct pg_arr *a)
 {
-	kit_put_be32(a->p, 1);
-	kit_put_be32(a->p + 4, 0);
-	kit_put_be32(a->p + 8, a->oid);
-	kit_put_be32(a->p + 12, a->n);
-	kit_put_be32(a->p + 16, 1);
+	saker_put_be32(a->p, 1);
+	saker_put_be32(a->p + 4, 0);
+	saker_put_be32(a->p + 8, a->oid);
+	saker_put_be32(a->p + 12, a->n);
+	saker_put_be32(a->p + 16, 1);
 }
 
 static void
@@ -2021,7 +2022,7 @@ pg_link_start(struct pg_store *s, struct pg_link *l, uint64_t wait_ns)
 	PQsetNoticeProcessor(l->c, pg_quiet, NULL);
 	/* libpq's rule: begin as if PQconnectPoll() asked to write */
 	l->want = PGRES_POLLING_WRITING;
-	l->deadline_ns = kit_mono_ns() + wait_ns;
+	l->deadline_ns = saker_mono_ns() + wait_ns;
 	return SAKER_OK;
 }
 
@@ -2040,7 +2041,7 @@ pg_link_step(struct pg_store *s, struct pg_link *l)
 	if (l->c == NULL)
 		return pg_errf(s, SAKER_EIO, "postgres: not connected");
 	while (!l->up) {
-		if (kit_mono_ns() >= l->deadline_ns) {
+		if (saker_mono_ns() >= l->deadline_ns) {
 			if (l == &s->links[PG_L_MAIN])
 				pg_rotate_past(s, l->c);
 			pg_link_drop(s, l, true);
@@ -2464,7 +2465,7 @@ pg_commit(saker_store *base)
 	if (s->conn == NULL && !s->read_only)
 		return pg_down(s);
 	bno = s->batch_no++;
-	t0 = kit_mono_ns();
+	t0 = saker_mono_ns();
 	if ((err = pg_begin(s)) != SAKER_OK ||
 	    (err = pg_counts_arr(s, &cq, &ct, &ce)) != SAKER_OK ||
 	    (err = pg_notify_arr(s, &nt)) != SAKER_OK)
@@ -2585,7 +2586,7 @@ pg_commit(saker_store *base)
 		s->fsyncs++;
 	else if (s->sync == SAKER_SYNC_PERIODIC)
 		s->unsynced = true;
-	s->commit_ns += kit_mono_ns() - t0;
+	s->commit_ns += saker_mono_ns() - t0;
 	return SAKER_OK;
 
 fail:
@@ -4642,7 +4643,7 @@ pg_make_owner(struct pg_store *s)
 	host[sizeof(host) - 1] = '\0';
 	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || read(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
-		r = kit_mono_ns() ^ ((uint64_t)getpid() << 32);
+		r = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
 	if (fd >= 0)
 		close(fd);
 	snprintf(s->owner, sizeof(s->owner), "%s/%d/%016" PRIx64, host,

@@ -1,172 +1,115 @@
-/* qtab.c -- a driver's queues by name and by id (see qtab.h). */
+/* qtab.c -- a driver's queues by name and by id (see qtab.h): two of
+ * src/util's hash maps, one keyed by the name, one by the id's 8 bytes. */
 #include "config.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashmap.h"
 #include "kit.h"
 #include "qtab.h"
 
-static size_t
-name_slot(const struct kit_qtab *t, const char *name, size_t len)
-{
-	return (size_t)kit_fnv1a64(KIT_FNV64_INIT ^ t->seed, name, len) &
-	    (t->nbuckets - 1);
-}
-
-static void
-link_name(struct kit_qtab *t, struct kit_qent *e)
-{
-	size_t n = name_slot(t, e->name, e->len);
-
-	e->name_next = t->nb[n];
-	t->nb[n] = e;
-}
-
-static void
-link_id(struct kit_qtab *t, struct kit_qent *e)
-{
-	size_t i = kit_hash_id((uint64_t)e->id, t->nbuckets);
-
-	e->id_next = t->ib[i];
-	t->ib[i] = e;
-}
-
 static int
-grow(struct kit_qtab *t)
+ensure(struct kit_qtab *t)
 {
-	struct kit_qent **onb = t->nb, **oib = t->ib, *e, *next;
-	size_t on = t->nbuckets, n = on != 0 ? on * 2 : 64, i;
-
-	if (n < on)
+	if (t->by_name == NULL && (t->by_name = hashmap_new()) == NULL)
 		return -1;
-	t->nb = calloc(n, sizeof(*t->nb));
-	t->ib = calloc(n, sizeof(*t->ib));
-	if (t->nb == NULL || t->ib == NULL) {
-		free(t->nb);
-		free(t->ib);
-		t->nb = onb;
-		t->ib = oib;
+	if (t->by_id == NULL && (t->by_id = hashmap_new()) == NULL)
 		return -1;
-	}
-	if (on == 0) {
-		/* ASLR makes the addresses differ from run to run */
-		uintptr_t a = (uintptr_t)t ^ ((uintptr_t)&a << 16) ^
-		    (uintptr_t)&grow;
-
-		t->seed = (uint64_t)a * 0x9e3779b97f4a7c15ULL;
-	}
-	t->nbuckets = n;
-	for (i = 0; i < on; i++)
-		for (e = onb[i]; e != NULL; e = next) {
-			next = e->name_next;
-			link_name(t, e);
-		}
-	for (i = 0; i < on; i++)
-		for (e = oib[i]; e != NULL; e = next) {
-			next = e->id_next;
-			link_id(t, e);
-		}
-	free(onb);
-	free(oib);
 	return 0;
 }
 
 int
 kit_qtab_add(struct kit_qtab *t, struct kit_qent *e)
 {
-	if (t->count >= t->nbuckets && grow(t) != 0 && t->nbuckets == 0)
+	if (ensure(t) != 0)
 		return -1;
-	link_name(t, e);
-	link_id(t, e);
+	if (hashmap_put(t->by_name, e->name, e->len, e) != 0)
+		return -1;
+	if (hashmap_put(t->by_id, (const char *)&e->id, sizeof(e->id), e) != 0) {
+		hashmap_del(t->by_name, e->name, e->len);
+		return -1;
+	}
 	t->count++;
 	return 0;
-}
-
-static void
-unlink_id(struct kit_qtab *t, struct kit_qent *e)
-{
-	struct kit_qent **pp = &t->ib[kit_hash_id((uint64_t)e->id, t->nbuckets)];
-
-	while (*pp != NULL && *pp != e)
-		pp = &(*pp)->id_next;
-	if (*pp != NULL)
-		*pp = e->id_next;
 }
 
 void
 kit_qtab_remove(struct kit_qtab *t, struct kit_qent *e)
 {
-	struct kit_qent **pp;
+	bool in = false;
 
-	if (t->nbuckets == 0)
+	if (t->by_name == NULL)
 		return;
-	pp = &t->nb[name_slot(t, e->name, e->len)];
-	while (*pp != NULL && *pp != e)
-		pp = &(*pp)->name_next;
-	if (*pp == NULL)
-		return;         /* not in the table */
-	*pp = e->name_next;
-	unlink_id(t, e);
-	e->name_next = e->id_next = NULL;
-	t->count--;
+	/* each index only where it still leads to e: a newer entry of the
+	 * same name or id stays */
+	if (hashmap_get(t->by_name, e->name, e->len) == e) {
+		hashmap_del(t->by_name, e->name, e->len);
+		in = true;
+	}
+	if (hashmap_get(t->by_id, (const char *)&e->id, sizeof(e->id)) == e) {
+		hashmap_del(t->by_id, (const char *)&e->id, sizeof(e->id));
+		in = true;
+	}
+	if (in)
+		t->count--;
 }
 
-void
+int
 kit_qtab_set_id(struct kit_qtab *t, struct kit_qent *e, int64_t id)
 {
-	unlink_id(t, e);
+	/* the new key first: out of memory, e keeps its old id and place */
+	if (ensure(t) != 0 ||
+	    hashmap_put(t->by_id, (const char *)&id, sizeof(id), e) != 0)
+		return -1;
+	if (id != e->id &&
+	    hashmap_get(t->by_id, (const char *)&e->id, sizeof(e->id)) == e)
+		hashmap_del(t->by_id, (const char *)&e->id, sizeof(e->id));
 	e->id = id;
-	link_id(t, e);
+	return 0;
 }
 
 struct kit_qent *
 kit_qtab_by_name(const struct kit_qtab *t, const char *name, size_t len)
 {
-	struct kit_qent *e;
-
-	if (t->nbuckets == 0)
-		return NULL;
-	for (e = t->nb[name_slot(t, name, len)]; e != NULL; e = e->name_next)
-		if (e->len == len && memcmp(e->name, name, len) == 0)
-			return e;
-	return NULL;
+	return t->by_name != NULL ? hashmap_get(t->by_name, name, len) : NULL;
 }
 
 struct kit_qent *
 kit_qtab_by_id(const struct kit_qtab *t, int64_t id)
 {
-	struct kit_qent *e;
+	return t->by_id != NULL ?
+	    hashmap_get(t->by_id, (const char *)&id, sizeof(id)) : NULL;
+}
 
-	if (t->nbuckets == 0)
-		return NULL;
-	for (e = t->ib[kit_hash_id((uint64_t)id, t->nbuckets)]; e != NULL;
-	    e = e->id_next)
-		if (e->id == id)
-			return e;
-	return NULL;
+static int
+first(void *arg, const char *key, size_t len, void *value)
+{
+	*(struct kit_qent **)arg = value;
+	return 1;
 }
 
 struct kit_qent *
-kit_qtab_next(const struct kit_qtab *t, size_t *bucket,
+kit_qtab_next(const struct kit_qtab *t, size_t *pos,
     const struct kit_qent *e)
 {
+	struct kit_qent *out = NULL;
+
 	if (e == NULL)
-		*bucket = 0;            /* a new walk */
-	else if (e->name_next != NULL)
-		return e->name_next;
-	else
-		(*bucket)++;
-	for (; *bucket < t->nbuckets; (*bucket)++)
-		if (t->nb[*bucket] != NULL)
-			return t->nb[*bucket];
-	return NULL;
+		*pos = 0;               /* a new walk */
+	else if (*pos == 0)
+		return NULL;            /* the walk has ended */
+	if (t->by_name == NULL ||
+	    hashmap_walk_from(t->by_name, pos, first, &out) == 0)
+		return NULL;
+	return out;
 }
 
 void
 kit_qtab_free(struct kit_qtab *t)
 {
-	free(t->nb);
-	free(t->ib);
+	hashmap_free(t->by_name);
+	hashmap_free(t->by_id);
 	memset(t, 0, sizeof(*t));
 }

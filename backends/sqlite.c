@@ -18,6 +18,7 @@
 
 #include "saker/store.h"
 #include "journal.h"
+#include "clock.h"
 #include "kit.h"
 #include "log.h"
 #include "qtab.h"
@@ -281,7 +282,7 @@ struct sq_store {
 	bool journaled;		/* batches go to the journal, not to COMMIT */
 	struct lj j;		/* fd -1 when not journaled */
 	bool long_txn;		/* BEGIN done; a checkpoint COMMITs it */
-	uint64_t long_t0;	/* when it began (kit_mono_ns) */
+	uint64_t long_t0;	/* when it began (saker_mono_ns) */
 	uint64_t jseq;		/* last batch in the committed database */
 	sqlite3_stmt *jst;	/* the writing statement whose binds are */
 	size_t jst_mark;	/* recorded from this batch offset on */
@@ -705,7 +706,7 @@ sq_rebuild(struct sq_store *s)
 	}
 	if (rc == 0) {
 		s->long_txn = true;
-		s->long_t0 = kit_mono_ns();
+		s->long_t0 = saker_mono_ns();
 		log_warn("sqlite %s: the transaction since the last checkpoint "
 		    "was rolled back; %" PRIu64 " batches replayed from the "
 		    "journal", s->path, seq - s->jseq);
@@ -744,7 +745,7 @@ sq_drop_batch(struct sq_store *s)
 static int
 sq_checkpoint(struct sq_store *s)
 {
-	uint64_t t0 = kit_mono_ns(), ns;
+	uint64_t t0 = saker_mono_ns(), ns;
 	int rc;
 
 	if (!s->long_txn || s->broken)
@@ -757,7 +758,7 @@ sq_checkpoint(struct sq_store *s)
 	rc = sq_meta_put(s, "journal_seq", (int64_t)s->j.seq);
 	if (rc == SQLITE_DONE)
 		rc = sq_step(s, S_COMMIT);
-	ns = kit_mono_ns() - t0;
+	ns = saker_mono_ns() - t0;
 	s->ckpts++;
 	s->ckpt_ns += ns;
 	if (rc != SQLITE_DONE) {
@@ -826,7 +827,7 @@ sq_batch_end(struct sq_store *s)
 	if (rc != SQLITE_DONE || sqlite3_get_autocommit(s->db))
 		sq_rebuild(s);	/* the journal has the batch now */
 	if (!s->broken && (s->j.off >= SQ_CKPT_BYTES ||
-	    kit_mono_ns() - s->long_t0 >= SQ_CKPT_NS))
+	    saker_mono_ns() - s->long_t0 >= SQ_CKPT_NS))
 		(void)sq_checkpoint(s);	/* the batch is durable anyway */
 	return SAKER_OK;
 }
@@ -893,7 +894,7 @@ sq_begin(struct sq_store *s)
 			if ((rc = sq_step(s, S_BEGIN)) != SQLITE_DONE)
 				return sq_fail(s, rc, "begin");
 			s->long_txn = true;
-			s->long_t0 = kit_mono_ns();
+			s->long_t0 = saker_mono_ns();
 		}
 		if ((rc = sq_step(s, S_BSP)) != SQLITE_DONE)
 			return sq_fail(s, rc, "begin batch");
@@ -1000,7 +1001,7 @@ sq_commit(saker_store *base)
 	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->deleted) &&
 	    s->dseq == s->dseq_saved)
 		return SAKER_OK;
-	t0 = kit_mono_ns();
+	t0 = saker_mono_ns();
 	if ((err = sq_begin(s)) != SAKER_OK)
 		goto fail;
 	LIST_FOREACH(q, &s->dirty, link) {
@@ -1053,7 +1054,7 @@ sq_commit(saker_store *base)
 		else if (s->sync == SAKER_SYNC_PERIODIC)
 			s->unsynced = true;
 	}
-	s->commit_ns += kit_mono_ns() - t0;
+	s->commit_ns += saker_mono_ns() - t0;
 	return SAKER_OK;
 
 fail:
@@ -2295,10 +2296,10 @@ sq_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 
 	if (frames < SQ_AUTOCHECKPOINT)
 		return SQLITE_OK;
-	t0 = kit_mono_ns();
+	t0 = saker_mono_ns();
 	rc = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
 	    &logged, &copied);
-	ns = kit_mono_ns() - t0;
+	ns = saker_mono_ns() - t0;
 	if (!s->journaled) {	/* else part of sq_checkpoint()'s count */
 		s->ckpts++;
 		s->ckpt_ns += ns;
@@ -2455,7 +2456,7 @@ sq_redo_open(struct sq_store *s)
 		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 
 		if (fd < 0 || read(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
-			r = kit_mono_ns() ^ ((uint64_t)getpid() << 32);
+			r = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
 		if (fd >= 0)
 			close(fd);
 		id = (int64_t)(r >> 1) | 1;

@@ -31,7 +31,7 @@ sr_int(struct lj *j, int param, int64_t v)
 
 	e[0] = 'i';
 	e[1] = (unsigned char)param;
-	kit_put_le64(e + 2, (uint64_t)v);
+	saker_put_le64(e + 2, (uint64_t)v);
 	return put(j, e, sizeof(e));
 }
 
@@ -46,7 +46,7 @@ sr_bytes(struct lj *j, char kind, int param, const void *p, size_t n)
 		return ENOMEM;
 	e[0] = (unsigned char)kind;
 	e[1] = (unsigned char)param;
-	kit_put_le32(e + 2, (uint32_t)n);
+	saker_put_le32(e + 2, (uint32_t)n);
 	if ((rc = put(j, e, sizeof(e))) == 0 && n > 0 &&
 	    (rc = put(j, p, n)) != 0)
 		lj_cut(j, mark);
@@ -79,7 +79,7 @@ entry_size(const unsigned char *p, size_t n)
 	case 't':
 		if (n < 6)
 			return 0;
-		len = kit_get_le32(p + 2);
+		len = saker_get_le32(p + 2);
 		return len <= n - 6 ? 6 + (size_t)len : 0;
 	case 'x':
 		return 2;
@@ -105,7 +105,7 @@ bind_all(sqlite3_stmt *st, const unsigned char *p, const unsigned char *end,
 		}
 		if (p[0] == 'i')
 			rc = sqlite3_bind_int64(st, param,
-			    (int64_t)kit_get_le64(p + 2));
+			    (int64_t)saker_get_le64(p + 2));
 		else if (p[0] == 'b')
 			/* empty items are empty blobs, never NULL */
 			rc = sqlite3_bind_blob(st, param, sz > 6 ? (const void *)(p + 6) : "",

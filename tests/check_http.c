@@ -11,6 +11,7 @@
 #include <event2/buffer.h>
 
 #include "csrf.h"
+#include "hash.h"
 #include "http.h"
 #include "log.h"
 #include "login.h"
@@ -185,7 +186,7 @@ START_TEST(test_siphash_vector)
 		k[i] = (uint8_t)i;
 	for (i = 0; i < 15; i++)
 		m[i] = (uint8_t)i;
-	ck_assert_uint_eq(csrf_siphash(k, m, 15), 0xa129ca6149be45e5ull);
+	ck_assert_uint_eq(saker_siphash(k, m, 15), 0xa129ca6149be45e5ull);
 }
 END_TEST
 

@@ -154,20 +154,20 @@ START_TEST(test_kit_be)
 {
 	unsigned char b[8];
 
-	kit_put_be64(b, 0x0102030405060708ULL);
+	saker_put_be64(b, 0x0102030405060708ULL);
 	ck_assert_int_eq(b[0], 1);
 	ck_assert_int_eq(b[7], 8);
-	ck_assert(kit_get_be64(b) == 0x0102030405060708ULL);
-	kit_put_be32(b, 0xa1b2c3d4u);
+	ck_assert(saker_get_be64(b) == 0x0102030405060708ULL);
+	saker_put_be32(b, 0xa1b2c3d4u);
 	ck_assert_int_eq(b[0], 0xa1);
-	ck_assert_uint_eq(kit_get_be32(b), 0xa1b2c3d4u);
-	kit_put_le64(b, 0x0102030405060708ULL);
+	ck_assert_uint_eq(saker_get_be32(b), 0xa1b2c3d4u);
+	saker_put_le64(b, 0x0102030405060708ULL);
 	ck_assert_int_eq(b[0], 8);
 	ck_assert_int_eq(b[7], 1);
-	ck_assert(kit_get_le64(b) == 0x0102030405060708ULL);
-	kit_put_le32(b, 0xa1b2c3d4u);
+	ck_assert(saker_get_le64(b) == 0x0102030405060708ULL);
+	saker_put_le32(b, 0xa1b2c3d4u);
 	ck_assert_int_eq(b[0], 0xd4);
-	ck_assert_uint_eq(kit_get_le32(b), 0xa1b2c3d4u);
+	ck_assert_uint_eq(saker_get_le32(b), 0xa1b2c3d4u);
 }
 END_TEST
 

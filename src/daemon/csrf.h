@@ -17,7 +17,8 @@
 #define CSRF_PERIOD_MS (5 * 60 * 1000)
 #define CSRF_TOKEN_LEN 32
 
-/* Draw the key from /dev/urandom; -1 when there is no randomness. */
+/* Draw the key (getrandom, else /dev/urandom); -1 when there is no
+ * randomness. */
 int csrf_init(void);
 /* The token of user[0..ulen) at now_ms, NUL-terminated. */
 void csrf_token(const char *user, size_t ulen, int64_t now_ms,
@@ -25,7 +26,5 @@ void csrf_token(const char *user, size_t ulen, int64_t now_ms,
 /* Is `token` (NULL: none) a token of that user made in this period or the
  * one before?  Compared in constant time. */
 bool csrf_check(const char *user, size_t ulen, const char *token, int64_t now_ms);
-/* SipHash-2-4 of data under the 128-bit key k (exposed for its test). */
-uint64_t csrf_siphash(const uint8_t k[16], const void *data, size_t len);
 
 #endif

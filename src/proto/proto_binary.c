@@ -9,6 +9,7 @@
 #include <event2/buffer.h>
 
 #include "auth.h"
+#include "bytes.h"
 #include "getgroup.h"
 #include "log.h"
 #include "proto_binary.h"
@@ -28,34 +29,6 @@
 /* Bodies of requests other than set are small: key, extras, a SASL blob. */
 #define BIN_MAX_SMALL_BODY 4096
 
-static uint16_t
-be16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t
-be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void
-put16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)(v >> 8);
-	p[1] = (unsigned char)v;
-}
-
-static void
-put32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
-
 /* One response packet into c->pend; CAS is always zero. */
 static void
 bin_put(struct session *c, uint8_t opcode, uint16_t status, uint32_t opaque,
@@ -67,11 +40,11 @@ bin_put(struct session *c, uint8_t opcode, uint16_t status, uint32_t opaque,
 	memset(h, 0, sizeof(h));
 	h[0] = BIN_RES_MAGIC;
 	h[1] = opcode;
-	put16(h + 2, (uint16_t)keylen);
+	saker_put_be16(h + 2, (uint16_t)keylen);
 	h[4] = (unsigned char)extlen;
-	put16(h + 6, status);
-	put32(h + 8, (uint32_t)(extlen + keylen + vallen));
-	put32(h + 12, opaque);
+	saker_put_be16(h + 6, status);
+	saker_put_be32(h + 8, (uint32_t)(extlen + keylen + vallen));
+	saker_put_be32(h + 12, opaque);
 	evbuffer_add(c->pend, h, sizeof(h));
 	if (extlen > 0)
 		evbuffer_add(c->pend, ext, extlen);
@@ -181,7 +154,7 @@ bin_hit(void *arg, const struct saker_item *it)
 	bool withkey = op_is_getk(gk->opcode);
 
 	hc->id = it->id;
-	put32(flags, it->flags);
+	saker_put_be32(flags, it->flags);
 	bin_put(c, gk->opcode, BIN_OK, gk->opaque, flags, 4, withkey ? hc->key : NULL,
 	    withkey ? hc->key_len : 0, it->data, it->len);
 	reply_record(c, gk->opcode, gk->opaque);
@@ -322,7 +295,7 @@ bin_set(struct session *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_EEXISTS, "Data exists for key");
 		return;
 	}
-	res = op_set(c, &pk, be32(r->ext), (int64_t)be32(r->ext + 4), delay_ms, at_s,
+	res = op_set(c, &pk, saker_get_be32(r->ext), (int64_t)saker_get_be32(r->ext + 4), delay_ms, at_s,
 	    r->val, r->vallen, &msg);
 	if (res != OPR_OK)
 		bin_result(c, r->opcode, r->opaque, res, msg);
@@ -369,7 +342,7 @@ bin_touch(struct session *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "bad queue name");
 		return;
 	}
-	res = op_touch(c, r->key, r->keylen, (int64_t)be32(r->ext), &msg);
+	res = op_touch(c, r->key, r->keylen, (int64_t)saker_get_be32(r->ext), &msg);
 	if (res == OPR_OK)
 		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, NULL, 0);
 	else if (res == OPR_NOT_FOUND)
@@ -498,9 +471,9 @@ bin_runs_behind_wait(struct session *c)
 	if (!c->authed || evbuffer_get_length(c->in) < BIN_HEADER)
 		return false;
 	evbuffer_copyout(c->in, h, BIN_HEADER);
-	keylen = be16(h + 2);
+	keylen = saker_get_be16(h + 2);
 	extlen = h[4];
-	bodylen = be32(h + 8);
+	bodylen = saker_get_be32(h + 8);
 	if (h[0] != BIN_REQ_MAGIC || (uint32_t)keylen + extlen > bodylen ||
 	    evbuffer_get_length(c->in) < BIN_HEADER + (size_t)bodylen)
 		return false;
@@ -541,11 +514,11 @@ bin_step(struct session *c)
 	}
 	memset(&r, 0, sizeof(r));
 	r.opcode = h[1];
-	r.keylen = be16(h + 2);
+	r.keylen = saker_get_be16(h + 2);
 	r.extlen = h[4];
-	r.bodylen = be32(h + 8);
-	r.opaque = be32(h + 12);
-	r.cas = (uint64_t)be32(h + 16) << 32 | be32(h + 20);
+	r.bodylen = saker_get_be32(h + 8);
+	r.opaque = saker_get_be32(h + 12);
+	r.cas = saker_get_be64(h + 16);
 	if ((uint32_t)r.keylen + r.extlen > r.bodylen) {
 		proto_protocol_error(c, "binary request with key and extras longer than its body");
 		return PROTO_STOP;
@@ -657,7 +630,7 @@ bin_step(struct session *c)
 			bin_error(c, r.opcode, r.opaque, BIN_EINVAL, "bad command line format");
 			break;
 		}
-		log_set_level((int)(be32(r.ext) > 3 ? 3 : be32(r.ext)));
+		log_set_level((int)(saker_get_be32(r.ext) > 3 ? 3 : saker_get_be32(r.ext)));
 		bin_reply(c, r.opcode, BIN_OK, r.opaque, NULL, 0, NULL, 0);
 		break;
 	case BIN_QUIT:

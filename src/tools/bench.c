@@ -33,6 +33,7 @@
 
 #include "bench.h"
 #include "bench_int.h"
+#include "clock.h"
 #include "tls_client.h"
 
 const char *const mode_names[M_RETRY + 1] = {
@@ -116,7 +117,7 @@ check_progress(struct bench *b)
 			if ((b->received >= b->acked_total &&
 			    b->conns[b->nconns - 1].rcount == 0 &&
 			    consumers_idle(b)) ||
-			    mono_ns() > from + GRACE_NS +
+			    saker_mono_ns() > from + GRACE_NS +
 			    (uint64_t)b->o.timeout_ms * 1000000ull)
 				enter_phase(b, PH_DRAIN);
 		} else if (busy == 0)
@@ -233,12 +234,12 @@ enter_phase(struct bench *b, enum phase ph)
 		b->prefill_total = (uint64_t)b->prefill_left;
 		break;
 	case PH_WARMUP:
-		b->rate_t0 = mono_ns();
+		b->rate_t0 = saker_mono_ns();
 		b->rate_sent = 0;
 		arm_phase_timer(b, b->o.warmup);
 		break;
 	case PH_MEASURE:
-		b->t_measure = mono_ns();
+		b->t_measure = saker_mono_ns();
 		if (b->o.rate > 0 && b->rate_t0 == 0)
 			b->rate_t0 = b->t_measure;
 		getrusage(RUSAGE_SELF, &b->ru0);
@@ -255,7 +256,7 @@ enter_phase(struct bench *b, enum phase ph)
 			arm_phase_timer(b, b->o.seconds);
 		break;
 	case PH_STOP:
-		b->t_measure_end = mono_ns();
+		b->t_measure_end = saker_mono_ns();
 		b->t_stop = b->t_measure_end;
 		getrusage(RUSAGE_SELF, &b->ru1);
 		server_cpu(b, &b->srv1);
@@ -401,7 +402,7 @@ on_progress(evutil_socket_t fd, short what, void *arg)
 	if (b->phase == PH_MEASURE) {
 		fprintf(stderr, "\r  %-8s %6.1fs %12" PRIu64 " items/s %12" PRIu64
 		    " ops/s   ", phase_names[b->phase],
-		    (double)(mono_ns() - b->t_measure) / 1e9,
+		    (double)(saker_mono_ns() - b->t_measure) / 1e9,
 		    b->m_items - b->prog_items, b->m_ops - b->prog_ops);
 		b->prog_items = b->m_items;
 		b->prog_ops = b->m_ops;
@@ -585,7 +586,7 @@ bench_main(int argc, char **argv)
 		return 1;
 	}
 	b->tag = (uint16_t)((uint64_t)time(NULL) ^ (uint64_t)getpid() ^
-	    mono_ns());
+	    saker_mono_ns());
 	b->nconns = b->o.conns;
 	if (b->o.mode == M_BLOCKING || b->o.mode == M_DELAYED)
 		b->nconns++;            /* the producer */
@@ -600,7 +601,7 @@ bench_main(int argc, char **argv)
 		b->nqueues = b->o.queues < b->nconns ? b->o.queues : b->nconns;
 	/* retry: the dead-letter queues too (sakerd's default names) */
 	b->nall = b->o.mode == M_RETRY ? 2 * b->nqueues : b->nqueues;
-	b->rng = mono_ns() | 1;
+	b->rng = saker_mono_ns() | 1;
 	b->qnames = calloc((size_t)b->nall, sizeof(*b->qnames));
 	b->qlens = calloc((size_t)b->nall, sizeof(*b->qlens));
 	b->pad = malloc((size_t)b->o.size);
@@ -639,7 +640,7 @@ bench_main(int argc, char **argv)
 		    b);
 		evtimer_add(b->progress_ev, &s1);
 	}
-	b->t_start = mono_ns();
+	b->t_start = saker_mono_ns();
 	if (setup_conns(b) != 0) {
 		teardown(b);
 		free(b);

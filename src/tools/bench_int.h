@@ -249,7 +249,6 @@ void on_read(struct bufferevent *bev, void *arg);
 int report(struct bench *b);
 
 /* bench_util.c */
-uint64_t mono_ns(void);
 void fail(struct bench *b, const char *fmt, ...);
 void * xrealloc(void *p, size_t n);
 bool bits_test_set(struct bits *bs, uint64_t i);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "bench_int.h"
+#include "clock.h"
 
 /* ------------------------------------------------------------ the pump */
 
@@ -103,7 +104,7 @@ issue_next(struct conn *c)
 		return true;
 	case M_PRODUCE:
 		if (b->o.rate > 0) {
-			double el = (double)(mono_ns() - b->rate_t0) / 1e9;
+			double el = (double)(saker_mono_ns() - b->rate_t0) / 1e9;
 
 			if ((double)b->rate_sent >= el * b->o.rate)
 				return false;
@@ -128,12 +129,12 @@ issue_next(struct conn *c)
 		if (b->o.rate <= 0)
 			return false;
 		{
-			double el = (double)(mono_ns() - b->rate_t0) / 1e9;
+			double el = (double)(saker_mono_ns() - b->rate_t0) / 1e9;
 
 			if ((double)b->rate_sent >= el * b->o.rate)
 				return false;
 			b->rate_sent++;
-			times_put(c, 2 * c->seq, mono_ns());
+			times_put(c, 2 * c->seq, saker_mono_ns());
 			send_set(c, spread_queue(b, c->seq), -1);
 		}
 		return true;
@@ -164,7 +165,7 @@ issue_next(struct conn *c)
 			long d = (long)((int64_t)b->o.window_ms * i / b->o.items);
 			uint64_t seq = c->seq;
 
-			uint64_t due = mono_ns() + (uint64_t)d * 1000000ull;
+			uint64_t due = saker_mono_ns() + (uint64_t)d * 1000000ull;
 
 			b->delayed_left--;
 			send_set(c, spread_queue(b, seq), d);

@@ -17,6 +17,7 @@
 #include <event2/bufferevent.h>
 
 #include "bench_int.h"
+#include "clock.h"
 
 /* ------------------------------------------------------- reply handling */
 
@@ -124,7 +125,7 @@ complete(struct conn *c, bool ok, int hits, const char *line)
 {
 	struct bench *b = c->b;
 	struct req r;
-	uint64_t now = mono_ns();
+	uint64_t now = saker_mono_ns();
 
 	if (c->rcount == 0) {
 		fail(b, "connection %d: unsolicited reply: %.80s", c->id,
@@ -386,7 +387,7 @@ on_read(struct bufferevent *bev, void *arg)
 			evbuffer_copyout(in, hdr, h);
 			evbuffer_drain(in, c->need);
 			c->in_data = false;
-			data_done(c, hdr, c->blen, mono_ns());
+			data_done(c, hdr, c->blen, saker_mono_ns());
 		} else {
 			size_t eol_len;
 			struct evbuffer_ptr pos = evbuffer_search_eol(in, NULL,

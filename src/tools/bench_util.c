@@ -17,15 +17,6 @@
 
 /* ---------------------------------------------------------------- utils */
 
-uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void
 fail(struct bench *b, const char *fmt, ...)
 {

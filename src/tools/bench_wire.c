@@ -14,6 +14,7 @@
 #include <event2/event.h>
 
 #include "bench_int.h"
+#include "clock.h"
 
 /* -------------------------------------------------------------- payload */
 
@@ -83,7 +84,7 @@ ring_push(struct conn *c, enum rtype t, int q)
 	r->type = t;
 	r->queue = q;
 	r->seq = 0;
-	r->t_ns = mono_ns();
+	r->t_ns = saker_mono_ns();
 	return r;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "saker/store.h"
+#include "bytes.h"
 #include "clock.h"
 #include "dump.h"
 #include "migrate.h"
@@ -36,41 +37,6 @@ dump_seterr(struct mig_err *e, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	va_end(ap);
-}
-
-static void
-dump_put16(unsigned char *b, uint16_t v)
-{
-	b[0] = (unsigned char)(v >> 8);
-	b[1] = (unsigned char)v;
-}
-
-static void
-dump_put32(unsigned char *b, uint32_t v)
-{
-	b[0] = (unsigned char)(v >> 24);
-	b[1] = (unsigned char)(v >> 16);
-	b[2] = (unsigned char)(v >> 8);
-	b[3] = (unsigned char)v;
-}
-
-static void
-dump_put64(unsigned char *b, uint64_t v)
-{
-	dump_put32(b, (uint32_t)(v >> 32));
-	dump_put32(b + 4, (uint32_t)v);
-}
-
-static uint32_t
-dump_get32(const unsigned char *b)
-{
-	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-}
-
-static uint64_t
-dump_get64(const unsigned char *b)
-{
-	return (uint64_t)dump_get32(b) << 32 | dump_get32(b + 4);
 }
 
 /* ------------------------------------------------------------------ */
@@ -104,7 +70,7 @@ dump_writer_start_version(struct dump_writer *w, FILE *fp, uint32_t version)
 	w->version = version;
 	w->tsum = MIG_FNV_INIT;
 	dump_out(w, dump_magic, sizeof(dump_magic));
-	dump_put32(v, version);
+	saker_put_be32(v, version);
 	dump_out(w, v, sizeof(v));
 }
 
@@ -114,7 +80,7 @@ dump_write_queue(struct dump_writer *w, const char *name, size_t len)
 	unsigned char b[3];
 
 	b[0] = 'Q';
-	dump_put16(b + 1, (uint16_t)len);
+	saker_put_be16(b + 1, (uint16_t)len);
 	w->in_queue = true;
 	w->qsum = MIG_FNV_INIT;
 	w->qitems = 0;
@@ -130,15 +96,15 @@ dump_write_item(struct dump_writer *w, const struct saker_item *it, int state)
 	size_t n = 29;
 
 	b[0] = state == MIG_DELAYED ? 'D' : 'R';
-	dump_put32(b + 1, it->flags);
-	dump_put64(b + 5, (uint64_t)it->expires_ms);
-	dump_put64(b + 13, state == MIG_DELAYED ? (uint64_t)it->due_ms : 0);
-	dump_put64(b + 21, (uint64_t)it->created_ms);
+	saker_put_be32(b + 1, it->flags);
+	saker_put_be64(b + 5, (uint64_t)it->expires_ms);
+	saker_put_be64(b + 13, state == MIG_DELAYED ? (uint64_t)it->due_ms : 0);
+	saker_put_be64(b + 21, (uint64_t)it->created_ms);
 	if (w->version >= 2) {
-		dump_put32(b + n, it->deliveries);
+		saker_put_be32(b + n, it->deliveries);
 		n += 4;
 	}
-	dump_put32(b + n, (uint32_t)it->len);
+	saker_put_be32(b + n, (uint32_t)it->len);
 	dump_out(w, b, n + 4);
 	dump_out(w, it->data, it->len);
 	w->qitems++;
@@ -151,8 +117,8 @@ dump_write_queue_end(struct dump_writer *w)
 	unsigned char b[17];
 
 	b[0] = 'E';
-	dump_put64(b + 1, w->qitems);
-	dump_put64(b + 9, w->qsum);
+	saker_put_be64(b + 1, w->qitems);
+	saker_put_be64(b + 9, w->qsum);
 	w->in_queue = false;
 	dump_out(w, b, sizeof(b));
 }
@@ -163,9 +129,9 @@ dump_writer_finish(struct dump_writer *w)
 	unsigned char b[25];
 
 	b[0] = 'Z';
-	dump_put64(b + 1, w->nqueues);
-	dump_put64(b + 9, w->nitems);
-	dump_put64(b + 17, w->tsum);
+	saker_put_be64(b + 1, w->nqueues);
+	saker_put_be64(b + 9, w->nitems);
+	saker_put_be64(b + 17, w->tsum);
 	dump_out(w, b, sizeof(b));
 	if (fflush(w->fp) != 0 || ferror(w->fp))
 		w->failed = true;
@@ -229,7 +195,7 @@ dump_reader_start(struct dump_reader *r, FILE *fp, struct mig_err *e)
 		    "dumps are binary)");
 		return -1;
 	}
-	version = dump_get32(h + 12);
+	version = saker_get_be32(h + 12);
 	if (version < DUMP_VERSION_MIN || version > DUMP_VERSION) {
 		dump_seterr(e, "dump format version %" PRIu32 " is not supported by "
 		    "this saker (it reads versions %d to %d)", version,
@@ -258,13 +224,13 @@ dump_read_item(struct dump_reader *r, struct dump_rec *rec, int tag,
 	if (dump_in(r, b, hlen, "an item", e) < 0)
 		return -1;
 	memset(&rec->item, 0, sizeof(rec->item));
-	rec->item.flags = dump_get32(b);
-	rec->item.expires_ms = (int64_t)dump_get64(b + 4);
-	rec->item.due_ms = (int64_t)dump_get64(b + 12);
-	rec->item.created_ms = (int64_t)dump_get64(b + 20);
+	rec->item.flags = saker_get_be32(b);
+	rec->item.expires_ms = (int64_t)saker_get_be64(b + 4);
+	rec->item.due_ms = (int64_t)saker_get_be64(b + 12);
+	rec->item.created_ms = (int64_t)saker_get_be64(b + 20);
 	if (r->version >= 2)
-		rec->item.deliveries = dump_get32(b + 28);
-	len = dump_get32(b + hlen - 4);
+		rec->item.deliveries = saker_get_be32(b + 28);
+	len = saker_get_be32(b + hlen - 4);
 	if (len > DUMP_MAX_ITEM) {
 		dump_seterr(e, "bad dump: item of %" PRIu32 " bytes at byte %" PRIu64
 		    " (limit %u)", len, r->off, DUMP_MAX_ITEM);
@@ -377,7 +343,7 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 		r->tsum = mig_fnv(r->tsum, &tag, 1);
 		if (dump_in(r, b, 16, "a queue end", e) < 0)
 			return -1;
-		if (dump_get64(b) != r->qitems || dump_get64(b + 8) != sum) {
+		if (saker_get_be64(b) != r->qitems || saker_get_be64(b + 8) != sum) {
 			dump_seterr(e, "bad dump: queue '%.*s' is damaged (count or checksum "
 			    "mismatch at byte %" PRIu64 ")", (int)r->name_len, r->name, r->off);
 			return -1;
@@ -395,8 +361,8 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 		sum = r->tsum;
 		if (dump_in(r, b, 24, "the end record", e) < 0)
 			return -1;
-		if (dump_get64(b) != r->nqueues || dump_get64(b + 8) != r->nitems ||
-		    dump_get64(b + 16) != sum) {
+		if (saker_get_be64(b) != r->nqueues || saker_get_be64(b + 8) != r->nitems ||
+		    saker_get_be64(b + 16) != sum) {
 			dump_seterr(e, "bad dump: end record does not match the stream "
 			    "(count or checksum mismatch)");
 			return -1;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "saker/store.h"
+#include "bytes.h"
 #include "clock.h"
 #include "migrate.h"
 #include "qname.h"
@@ -118,32 +119,16 @@ mig_fnv(uint64_t h, const void *p, size_t len)
 	return h;
 }
 
-static void
-mig_be32(unsigned char *b, uint32_t v)
-{
-	b[0] = (unsigned char)(v >> 24);
-	b[1] = (unsigned char)(v >> 16);
-	b[2] = (unsigned char)(v >> 8);
-	b[3] = (unsigned char)v;
-}
-
-static void
-mig_be64(unsigned char *b, uint64_t v)
-{
-	mig_be32(b, (uint32_t)(v >> 32));
-	mig_be32(b + 4, (uint32_t)v);
-}
-
 static uint64_t
 mig_item_hash(const struct saker_item *it, int state)
 {
 	unsigned char b[28];
 	uint64_t h;
 
-	mig_be32(b, it->flags);
-	mig_be64(b + 4, (uint64_t)it->expires_ms);
-	mig_be64(b + 12, state == MIG_DELAYED ? (uint64_t)it->due_ms : 0);
-	mig_be64(b + 20, (uint64_t)it->len);
+	saker_put_be32(b, it->flags);
+	saker_put_be64(b + 4, (uint64_t)it->expires_ms);
+	saker_put_be64(b + 12, state == MIG_DELAYED ? (uint64_t)it->due_ms : 0);
+	saker_put_be64(b + 20, (uint64_t)it->len);
 	h = mig_fnv(MIG_FNV_INIT, b, sizeof(b));
 	return it->len > 0 ? mig_fnv(h, it->data, it->len) : h;
 }
@@ -162,7 +147,7 @@ mig_digest_add(struct mig_digest *d, const struct saker_item *it, int state)
 	unsigned char b[8];
 	uint64_t h = mig_item_hash(it, state);
 
-	mig_be64(b, h);
+	saker_put_be64(b, h);
 	if (state == MIG_DELAYED) {
 		d->delayed++;
 		d->delayed_chain = mig_fnv(d->delayed_chain, b, sizeof(b));

@@ -1,9 +1,13 @@
-/* hashmap.c -- string-keyed open-addressing hash map with tombstones. */
+/* hashmap.c -- string-keyed open-addressing hash map with tombstones.
+ * Keys hash with saker_hash(): seeded per process, since clients choose
+ * queue names and linear probing turns a flood of names aimed at one
+ * slot into O(n) lookups. */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "hashmap.h"
 
 struct slot {
@@ -22,21 +26,6 @@ struct hashmap {
 
 static char tomb_marker;
 #define TOMB (&tomb_marker)
-
-/* FNV-1a: short keys, fast enough, no allocation. */
-uint64_t
-hash_bytes(const void *p, size_t len)
-{
-	const unsigned char *b = p;
-	uint64_t h = 1469598103934665603ull;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= 1099511628211ull;
-	}
-	return h ^ (h >> 29);
-}
 
 struct hashmap *
 hashmap_new(void)
@@ -115,7 +104,7 @@ grow(struct hashmap *m)
 void *
 hashmap_get(const struct hashmap *m, const char *key, size_t len)
 {
-	struct slot *s = find(m, key, len, hash_bytes(key, len));
+	struct slot *s = find(m, key, len, saker_hash(key, len));
 
 	return s != NULL ? s->value : NULL;
 }
@@ -123,7 +112,7 @@ hashmap_get(const struct hashmap *m, const char *key, size_t len)
 int
 hashmap_put(struct hashmap *m, const char *key, size_t len, void *value)
 {
-	uint64_t h = hash_bytes(key, len);
+	uint64_t h = saker_hash(key, len);
 	struct slot *s = find(m, key, len, h);
 	size_t i, mask;
 
@@ -155,7 +144,7 @@ hashmap_put(struct hashmap *m, const char *key, size_t len, void *value)
 void *
 hashmap_del(struct hashmap *m, const char *key, size_t len)
 {
-	struct slot *s = find(m, key, len, hash_bytes(key, len));
+	struct slot *s = find(m, key, len, saker_hash(key, len));
 	void *v;
 
 	if (s == NULL)
@@ -209,4 +198,20 @@ hashmap_walk_from(const struct hashmap *m, size_t *pos,
 	}
 	*pos = 0;
 	return 0;
+}
+
+size_t
+hashmap_max_probe(const struct hashmap *m)
+{
+	size_t mask = m->cap - 1, i, d, max = 0;
+
+	for (i = 0; i < m->cap; i++) {
+		const struct slot *s = &m->slots[i];
+		if (s->key == NULL || s->key == TOMB)
+			continue;
+		d = (i - (size_t)s->hash) & mask;
+		if (d > max)
+			max = d;
+	}
+	return max;
 }

@@ -1,4 +1,5 @@
-/* hashmap.h -- a string-keyed hash map (open addressing, linear probing).
+/* hashmap.h -- a string-keyed hash map (open addressing, linear probing),
+ * hashed with saker_hash() (hash.h): seeded per process.
  * Keys are copied; values are opaque pointers owned by the caller. */
 #ifndef SAKER_HASHMAP_H
 #define SAKER_HASHMAP_H
@@ -28,6 +29,8 @@ int hashmap_walk(const struct hashmap *m,
 int hashmap_walk_from(const struct hashmap *m, size_t *pos,
     int (*fn)(void *arg, const char *key, size_t len, void *value), void *arg);
 
-uint64_t hash_bytes(const void *p, size_t len);
+/* The farthest any entry sits from its home slot: how many extra probes
+ * the worst lookup costs (for the flooding test and diagnostics). */
+size_t hashmap_max_probe(const struct hashmap *m);
 
 #endif

@@ -1,0 +1,176 @@
+/* check_util.c -- src/util's hash and hash table: keyed per process, so
+ * that queue names chosen by clients cannot be aimed at one slot. */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "hashmap.h"
+
+/* The core's table hash before it was keyed (FNV-1a with a final xor
+ * shift): what an attacker could compute offline. */
+static uint64_t
+old_fnv(const char *p, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 1099511628211ull;
+	}
+	return h ^ (h >> 29);
+}
+
+#define FLOOD_N 4000            /* names */
+#define FLOOD_BITS 12           /* low bits made equal under old_fnv */
+
+/* FLOOD_N distinct names whose old hash has its low FLOOD_BITS bits zero:
+ * in a table of 16384 slots (where 4000 entries live) they all start in
+ * 4 slots.  Found by trial, as an attacker would, at 4096 tries a name. */
+static char (*flood_names(void))[24]
+{
+	char (*names)[24] = calloc(FLOOD_N, sizeof(*names));
+	unsigned long i;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(names);
+	for (i = 0; n < FLOOD_N; i++) {
+		int len = snprintf(names[n], sizeof(names[n]), "q%lx", i);
+
+		if ((old_fnv(names[n], (size_t)len) &
+		    ((1u << FLOOD_BITS) - 1)) == 0)
+			n++;
+	}
+	return names;
+}
+
+START_TEST(test_flooding)
+{
+	char (*names)[24] = flood_names();
+	struct hashmap *m = hashmap_new();
+	size_t max;
+	int i;
+
+	ck_assert_ptr_nonnull(m);
+	for (i = 0; i < FLOOD_N; i++)
+		ck_assert_int_eq(hashmap_put(m, names[i], strlen(names[i]),
+		    names[i]), 0);
+	ck_assert_uint_eq(hashmap_count(m), FLOOD_N);
+	for (i = 0; i < FLOOD_N; i++)
+		ck_assert_ptr_eq(hashmap_get(m, names[i], strlen(names[i])),
+		    names[i]);
+	/* Under the old hash these would all pile up from 4 home slots: the
+	 * last ones in sit about FLOOD_N / 4 slots from home, and a lookup
+	 * scans that far.  Keyed, the longest run is a few dozen at most. */
+	max = hashmap_max_probe(m);
+	fprintf(stderr, "flooding: %d names colliding under unkeyed FNV, "
+	    "longest probe keyed: %zu\n", FLOOD_N, max);
+	ck_assert_uint_lt(max, 64);
+	hashmap_free(m);
+	free(names);
+}
+END_TEST
+
+/* The same names in the same table under the old hash: linear probing
+ * from 4 home slots makes 4 runs of about FLOOD_N / 4, so the test above is not
+ * passing for lack of an attack. */
+START_TEST(test_flooding_attack_is_real)
+{
+	char (*names)[24] = flood_names();
+	static unsigned char used[16384];
+	size_t max = 0, d, k;
+	int i;
+
+	memset(used, 0, sizeof(used));
+	for (i = 0; i < FLOOD_N; i++) {
+		k = (size_t)old_fnv(names[i], strlen(names[i])) & 16383;
+		for (d = 0; used[k]; d++)
+			k = (k + 1) & 16383;
+		used[k] = 1;
+		if (d > max)
+			max = d;
+	}
+	fprintf(stderr, "flooding: longest probe unkeyed: %zu\n", max);
+	ck_assert_uint_ge(max, FLOOD_N / 4 - 64);
+	free(names);
+}
+END_TEST
+
+static const char *self_path;
+
+static uint64_t
+child_hash(void)
+{
+	char cmd[4200];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "'%s' --print-hash", self_path);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%llx", &v), 1);
+	ck_assert_int_eq(pclose(f), 0);
+	return (uint64_t)v;
+}
+
+/* Each process draws its own key: the same name hashes differently in
+ * two runs (a 2^-64 chance of a false failure per pair). */
+START_TEST(test_seed_per_process)
+{
+	uint64_t a = child_hash(), b = child_hash(), c = child_hash();
+
+	ck_assert(a != b || b != c);
+	ck_assert(a != b);
+	ck_assert(b != c);
+	/* and is stable within one process */
+	ck_assert_uint_eq(saker_hash("jobs", 4), saker_hash("jobs", 4));
+}
+END_TEST
+
+/* The SipHash-2-4 paper's test vector, under a known key. */
+START_TEST(test_siphash_vector)
+{
+	uint8_t k[16], m[15];
+	int i;
+
+	for (i = 0; i < 16; i++)
+		k[i] = (uint8_t)i;
+	for (i = 0; i < 15; i++)
+		m[i] = (uint8_t)i;
+	ck_assert_uint_eq(saker_siphash(k, m, 15), 0xa129ca6149be45e5ull);
+}
+END_TEST
+
+int
+main(int argc, char **argv)
+{
+	Suite *s;
+	TCase *tc;
+	SRunner *sr;
+	int failed;
+
+	/* the child of test_seed_per_process: before any allocation, so that
+	 * a leak checker has nothing to say */
+	if (argc > 1 && strcmp(argv[1], "--print-hash") == 0) {
+		printf("%016llx\n",
+		    (unsigned long long)saker_hash("jobs", 4));
+		return 0;
+	}
+	s = suite_create("util");
+	tc = tcase_create("hash");
+	self_path = argv[0];
+	tcase_add_test(tc, test_siphash_vector);
+	tcase_add_test(tc, test_seed_per_process);
+	tcase_add_test(tc, test_flooding_attack_is_real);
+	tcase_add_test(tc, test_flooding);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
