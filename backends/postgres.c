@@ -20,6 +20,7 @@
 #include "saker/store.h"
 #include "kit.h"
 #include "qtab.h"
+#include "duration.h"
 
 /*
  * Layout (docs/scaling.md has the full story):
@@ -4339,8 +4340,7 @@ static int
 pg_set_opt(struct pg_store *s, const char *key, const char *val, char *err,
     size_t errlen)
 {
-	char *end;
-	double d;
+	int64_t ms;
 	size_t i;
 
 	if (strcmp(key, "schema") == 0) {
@@ -4358,16 +4358,15 @@ pg_set_opt(struct pg_store *s, const char *key, const char *val, char *err,
 			return SAKER_ENOMEM;
 		return SAKER_OK;
 	}
-	/* lease=SECONDS (fractions allowed) */
-	errno = 0;
-	d = strtod(val, &end);
-	if (errno != 0 || end == val || *end != '\0' || !(d >= 0.1) ||
-	    d > 86400) {
-		snprintf(err, errlen, "postgres: lease must be 0.1 to 86400"
-		    " seconds: %s", val);
+	/* lease=DURATION, in the connection string (1.0's form): the same
+	 * grammar and bounds as the lease= driver option */
+	if (parse_duration(val, DURATION_BARE_S, 86400000, &ms) != 0 ||
+	    ms < 100) {
+		snprintf(err, errlen, "postgres: lease must be a duration from"
+		    " 0.1 to 86400 seconds (e.g. 30, 1.5s, 2m): %s", val);
 		return SAKER_EINVAL;
 	}
-	s->lease_ms = (int64_t)(d * 1000 + 0.5);
+	s->lease_ms = ms;
 	return SAKER_OK;
 }
 

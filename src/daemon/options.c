@@ -11,6 +11,7 @@
 #include "auth.h"
 #include "options.h"
 #include "size.h"
+#include "duration.h"
 
 enum {
 	OPT_STORE = 256, OPT_SYNC, OPT_MAX_ITEM, OPT_SHUTDOWN, OPT_LOG,
@@ -172,39 +173,25 @@ parse_int(const char *s, long min, long max, long *out)
 	return 0;
 }
 
-/* Seconds with up to three decimals ("60", "0.05") as milliseconds:
- * 0, or 10 ms .. 3600 s. */
+/* A duration flag (duration.h's grammar): a bare number stays seconds, as
+ * these flags always took; from min_ms to max_ms, or 0 when zero_ok. */
 static int
-parse_secs_ms(const char *s, unsigned *out)
+parse_flag_duration(const char *s, int64_t min_ms, int64_t max_ms,
+    bool zero_ok, int64_t *out)
 {
-	unsigned long ms = 0;
-	int frac = -1;
+	int64_t ms;
 
-	if (*s == '\0')
+	if (parse_duration(s, DURATION_BARE_S, max_ms, &ms) != 0 ||
+	    (ms < min_ms && !(ms == 0 && zero_ok)))
 		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s == '.' && frac < 0) {
-			frac = 0;
-			continue;
-		}
-		if (*s < '0' || *s > '9' || frac >= 3 || ms > 3600000)
-			return -1;
-		ms = ms * 10 + (unsigned long)(*s - '0');
-		if (frac >= 0)
-			frac++;
-	}
-	for (frac = frac < 0 ? 0 : frac; frac < 3; frac++)
-		ms *= 10;
-	if ((ms != 0 && ms < 10) || ms > 3600000)
-		return -1;
-	*out = (unsigned)ms;
+	*out = ms;
 	return 0;
 }
 
 static int
 parse_sync(const char *s, struct options *o)
 {
-	long ms;
+	int64_t ms;
 
 	if (strcmp(s, "always") == 0) {
 		o->sync = SAKER_SYNC_ALWAYS;
@@ -214,7 +201,9 @@ parse_sync(const char *s, struct options *o)
 		o->sync = SAKER_SYNC_PERIODIC;
 		o->sync_period_ms = 100;
 	} else if (strncmp(s, "periodic:", 9) == 0 &&
-	    parse_int(s + 9, 1, 3600000, &ms) == 0) {
+	    /* a bare number stays milliseconds here, as it always was */
+	    parse_duration(s + 9, DURATION_BARE_MS, 3600000, &ms) == 0 &&
+	    ms >= 1) {
 		o->sync = SAKER_SYNC_PERIODIC;
 		o->sync_period_ms = (int)ms;
 	} else {
@@ -227,6 +216,7 @@ int
 options_parse(int argc, char **argv, struct options *o)
 {
 	uint64_t size;
+	int64_t ms;
 	long v;
 	int c;
 
@@ -242,8 +232,8 @@ options_parse(int argc, char **argv, struct options *o)
 	o->max_queues = SAKERD_DEFAULT_MAX_QUEUES;
 	o->metrics_max_queues = 1000;
 	o->http_history_ms = 60000;
-	o->tls_handshake_s = SAKERD_DEFAULT_TLS_HANDSHAKE;
-	o->drain_timeout_s = SAKERD_DEFAULT_DRAIN_TIMEOUT;
+	o->tls_handshake_ms = SAKERD_DEFAULT_TLS_HANDSHAKE * 1000;
+	o->drain_timeout_ms = SAKERD_DEFAULT_DRAIN_TIMEOUT * 1000;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "l:p:s:c:dP:u:v", longopts, NULL)) != -1) {
@@ -312,9 +302,9 @@ options_parse(int argc, char **argv, struct options *o)
 			o->config_path = optarg;
 			break;
 		case OPT_IDLE_TIMEOUT:
-			if (parse_int(optarg, 0, 86400 * 365, &v) != 0)
+			if (parse_flag_duration(optarg, 1, 86400LL * 365 * 1000,
+			    true, &o->idle_timeout_ms) != 0)
 				goto bad;
-			o->idle_timeout_s = (int)v;
 			break;
 		case OPT_CONN_MEMORY:
 			if (parse_size(optarg, &size) != 0 || size == 0 ||
@@ -323,11 +313,8 @@ options_parse(int argc, char **argv, struct options *o)
 			o->max_conn_memory = (size_t)size;
 			break;
 		case OPT_DRAIN_TIMEOUT:
-			if (parse_int(optarg, 1, 86400, &v) != 0)
-				goto bad;
-			o->drain_timeout_s = (int)v;
-			break;
-			if (parse_int(optarg, 0, 100000000, &v) != 0)
+			if (parse_flag_duration(optarg, 1, 86400 * 1000, false,
+			    &o->drain_timeout_ms) != 0)
 				goto bad;
 			break;
 		case OPT_AUTH_FILE:
@@ -351,9 +338,9 @@ options_parse(int argc, char **argv, struct options *o)
 			o->http_hosts[o->nhttp_hosts++] = optarg;
 			break;
 		case OPT_TLS_HANDSHAKE:
-			if (parse_int(optarg, 1, 3600, &v) != 0)
+			if (parse_flag_duration(optarg, 1, 3600 * 1000, false,
+			    &o->tls_handshake_ms) != 0)
 				goto bad;
-			o->tls_handshake_s = (int)v;
 			break;
 		case OPT_TLS_CERT:
 			o->tls_cert = optarg;
@@ -365,8 +352,11 @@ options_parse(int argc, char **argv, struct options *o)
 			o->tls_ca = optarg;
 			break;
 		case OPT_HTTP_HISTORY:
-			if (parse_secs_ms(optarg, &o->http_history_ms) != 0)
+			/* 0: no sampling; else 10 ms .. an hour */
+			if (parse_flag_duration(optarg, 10, 3600 * 1000, true,
+			    &ms) != 0)
 				goto bad;
+			o->http_history_ms = (unsigned)ms;
 			break;
 		case OPT_METRICS_MAX:
 			if (parse_int(optarg, 0, 1000000, &v) != 0)
