@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "kit.h"
 #include "qtab.h"
+#include "duration.h"
 
 /*
  * Layout (docs/scaling.md has the full story):
@@ -4320,19 +4321,21 @@ static const struct saker_store_option pg_options[] = {
 	[PG_OPT_SCHEMA] = { "schema", SAKER_OPT_STRING, 0, 0,
 	    "schema to keep the tables in: 1-50 of a-z, 0-9, _" },
 	[PG_OPT_LEASE] = { "lease", SAKER_OPT_SECONDS, 100, 86400000,
-	    "seconds before another broker may take over this broker's open"
-	    " items, 0.1 to 86400" },
+	    "how long before another broker may take over this broker's open"
+	    " items: a duration (30, 1.5s, 2m; bare: seconds), 0.1s to 24h" },
 	[PG_OPT_VACUUM] = { "vacuum", SAKER_OPT_SECONDS, 0, 3600000,
-	    "seconds between this broker's own VACUUMs of its item table"
-	    " while it writes (default 1); 0: leave it to autovacuum" },
+	    "time between this broker's own VACUUMs of its item table"
+	    " while it writes (bare: seconds; default 1s, at most 1h); 0:"
+	    " leave it to autovacuum" },
 	[PG_OPT_TIMEOUT] = { "timeout", SAKER_OPT_SECONDS, 100, 3600000,
-	    "seconds the broker waits for a sign of life from the database"
+	    "how long the broker waits for a sign of life from the database"
 	    " (in a round trip, or connecting) before it drops the connection"
-	    " and reconnects, 0.1 to 3600 (default 2)" },
+	    " and reconnects (bare: seconds), 0.1s to 1h (default 2s)" },
 	[PG_OPT_PROBE] = { "probe", SAKER_OPT_SECONDS, 0, 3600000,
-	    "seconds an empty query on the notification connection may take"
+	    "how long an empty query on the notification connection may take"
 	    " while a statement is silent, before the database counts as"
-	    " unreachable (default 0.25; 0: timeout= alone)" },
+	    " unreachable (bare: seconds; default 250ms, at most 1h; 0:"
+	    " timeout= alone)" },
 	{ NULL, SAKER_OPT_STRING, 0, 0, NULL }
 };
 
@@ -4340,8 +4343,7 @@ static int
 pg_set_opt(struct pg_store *s, const char *key, const char *val, char *err,
     size_t errlen)
 {
-	char *end;
-	double d;
+	int64_t ms;
 	size_t i;
 
 	if (strcmp(key, "schema") == 0) {
@@ -4359,16 +4361,15 @@ pg_set_opt(struct pg_store *s, const char *key, const char *val, char *err,
 			return SAKER_ENOMEM;
 		return SAKER_OK;
 	}
-	/* lease=SECONDS (fractions allowed) */
-	errno = 0;
-	d = strtod(val, &end);
-	if (errno != 0 || end == val || *end != '\0' || !(d >= 0.1) ||
-	    d > 86400) {
-		snprintf(err, errlen, "postgres: lease must be 0.1 to 86400"
-		    " seconds: %s", val);
+	/* lease=DURATION, in the connection string (1.0's form): the same
+	 * grammar and bounds as the lease= driver option */
+	if (parse_duration(val, DURATION_BARE_S, 86400000, &ms) != 0 ||
+	    ms < 100) {
+		snprintf(err, errlen, "postgres: lease must be a duration from"
+		    " 0.1 to 86400 seconds (e.g. 30, 1.5s, 2m): %s", val);
 		return SAKER_EINVAL;
 	}
-	s->lease_ms = (int64_t)(d * 1000 + 0.5);
+	s->lease_ms = ms;
 	return SAKER_OK;
 }
 

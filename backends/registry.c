@@ -8,6 +8,7 @@
 
 #include "saker/store.h"
 #include "size.h"
+#include "duration.h"
 
 extern const struct saker_store_driver saker_store_memory;
 #ifdef HAVE_LMDB
@@ -101,37 +102,6 @@ option_names(const struct saker_store_driver *drv, char *buf, size_t len)
 	}
 }
 
-/* Decimal seconds with at most three decimals, in milliseconds. */
-static int
-parse_seconds_ms(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-	unsigned frac = 0, scale = 1000;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		if (v > (UINT64_MAX / 1000 - 9) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	if (*s == '.') {
-		s++;
-		if (*s < '0' || *s > '9')
-			return -1;
-		for (; *s >= '0' && *s <= '9'; s++) {
-			if (scale == 1)
-				return -1;      /* finer than a millisecond */
-			scale /= 10;
-			frac += (unsigned)(*s - '0') * scale;
-		}
-	}
-	if (*s != '\0')
-		return -1;
-	*out = v * 1000 + frac;
-	return 0;
-}
-
 /*
  * One "KEY=VALUE" (len bytes at kv; copied into `text`, which must live
  * until open() returns) checked against the driver's table and parsed
@@ -190,9 +160,15 @@ parse_option(const struct saker_store_driver *drv, const char *kv, size_t len,
 		}
 		break;
 	}
-	case SAKER_OPT_SECONDS:
-		bad = parse_seconds_ms(val, &u) != 0;
+	case SAKER_OPT_SECONDS: {
+		/* a bare number stays seconds, as driver options always were */
+		int64_t ms;
+
+		bad = parse_duration(val, DURATION_BARE_S,
+		    o->max > INT64_MAX ? INT64_MAX : (int64_t)o->max, &ms) != 0;
+		u = bad ? 0 : (uint64_t)ms;
 		break;
+	}
 	case SAKER_OPT_STRING:
 		bad = *val == '\0';
 		break;

@@ -983,6 +983,8 @@ static const struct {
 	{ { "put", "-f", "4294967296", "q", "x", NULL }, 2, "saker put: bad flags '4294967296' (0..4294967295)" },
 	{ { "put", "-e", "-1", "q", "x", NULL }, 2, "saker put: bad exptime '-1'" },
 	{ { "put", "-d", "x", "q", "x", NULL }, 2, "saker put: bad delay 'x' (milliseconds)" },
+	{ { "put", "-d", "1.5ms", "q", "x", NULL }, 2, "saker put: bad delay '1.5ms' (milliseconds), or a duration" },
+	{ { "get", "-t", "-1s", "q", NULL }, 2, "saker get: bad timeout '-1s' (milliseconds), or a duration" },
 	{ { "put", "-a", "253402300800", "q", "x", NULL }, 2, "saker put: bad time '253402300800' (unix seconds)" },
 	{ { "put", "--bogus", NULL }, 2, "saker put: unrecognized option '--bogus'" },
 	{ { "get", NULL }, 2, "usage: saker get " },

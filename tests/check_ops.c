@@ -532,6 +532,79 @@ START_TEST(test_idle_timeout)
 }
 END_TEST
 
+/* One duration grammar (issue 36): the same "1.5s" is 1.5 seconds in the
+ * config file, in a flag and in a driver option, beside each place's old
+ * bare number. */
+START_TEST(test_duration_everywhere)
+{
+	char *conf = write_conf("dur.conf", "[queue ot]\nopen_timeout = 1.5s\n");
+	struct tl_server *s = tl_server_start("memory", "--config", conf,
+	    "--idle-timeout", "1.5s", NULL);
+	int c, idle;
+	int64_t t0;
+	char *err = NULL;
+#ifdef HAVE_POSTGRES
+	char *sock = tl_strdupf("%s/dur.sock", tmp);
+#endif
+
+	idle = tl_connect(s->port);
+	c = tl_connect(s->port);
+	t0 = tl_now_ms();
+	tl_set(c, "ot", "x");
+	tl_ckget(c, "ot/open", "x");
+	/* config file: the open item returns after 1.5 s, not 1.5 ms or 1 s */
+	tl_wait_stat(c, "queue_ot_open_timeouts", 1, 6000);
+	ck_assert_int_ge(tl_now_ms() - t0, 1450);
+	/* flag: the silent connection is closed, and not before 1.5 s */
+	tl_expect_closed(idle, 6000);
+	ck_assert_int_ge(tl_now_ms() - t0, 1450);
+	close(idle);
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(conf);
+
+	/* the other duration flags take the same grammar, a bare number
+	 * stays seconds (and milliseconds after --sync periodic:) */
+	ck_assert_int_eq(run_sakerd(&err, "--drain-timeout", "1.5x", NULL), 1);
+	ck_assert_msg(strstr(err, "invalid value '1.5x'") != NULL, "%s", err);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "--tls-handshake-timeout", "-1s",
+	    NULL), 1);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "--sync", "periodic:1.5", NULL), 1);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "--http-history", "2h", NULL), 1);
+	free(err);
+#ifdef HAVE_POSTGRES
+	/* driver option: "1.5s" passes the option check and the driver goes
+	 * on to connect (and fails: there is no database here) */
+	ck_assert_int_eq(run_sakerd(&err, "-p", "0", "-s", sock,
+	    "--store", "postgres,timeout=1.5s,probe=250ms,lease=2m:"
+	    "host=/nonexistent dbname=x", NULL), 1);
+	ck_assert_msg(strstr(err, "bad value") == NULL &&
+	    strstr(err, "cannot connect") != NULL, "%s", err);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "-p", "0", "-s", sock,
+	    "--store", "postgres,timeout=1.5x:host=/nonexistent", NULL), 1);
+	ck_assert_msg(strstr(err, "postgres.timeout: bad value '1.5x'") != NULL,
+	    "%s", err);
+	free(err);
+	/* lease= inside the connection string (1.0's form): the same */
+	ck_assert_int_eq(run_sakerd(&err, "-p", "0", "-s", sock,
+	    "--store", "postgres:host=/nonexistent dbname=x lease=1.5s", NULL),
+	    1);
+	ck_assert_msg(strstr(err, "cannot connect") != NULL, "%s", err);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "-p", "0", "-s", sock,
+	    "--store", "postgres:host=/nonexistent lease=1.5ms", NULL), 1);
+	ck_assert_msg(strstr(err, "lease must be") != NULL, "%s", err);
+	free(err);
+	free(sock);
+#endif
+}
+END_TEST
+
 START_TEST(test_startup_errors)
 {
 	char *err = NULL;
@@ -668,6 +741,7 @@ main(void)
 	tcase_add_test(tc, test_pidfile_and_daemon);
 	tcase_add_test(tc, test_idle_timeout);
 	tcase_add_test(tc, test_startup_errors);
+	tcase_add_test(tc, test_duration_everywhere);
 	tcase_add_test(tc, test_max_item_refused);
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, test_damaged_lmdb_start);

@@ -207,7 +207,8 @@ typedef void (*saker_notify_fn)(void *notify_arg, saker_queue *q, void *queue_ct
 typedef enum {
 	SAKER_OPT_SIZE,    /* bytes, "64k", "1m", "2g" (powers of 1024): .u */
 	SAKER_OPT_UINT,    /* a decimal integer: .u */
-	SAKER_OPT_SECONDS, /* decimal seconds ("30", "0.5"): .u, in milliseconds */
+	SAKER_OPT_SECONDS, /* a duration ("30", "0.5", "250ms", "1.5s", "2m"; a
+	                    * bare number is seconds): .u, in milliseconds */
 	SAKER_OPT_STRING   /* any text without ',' or ':': .s */
 } saker_opt_type;
 

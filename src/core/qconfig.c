@@ -11,6 +11,7 @@
 #include "saker/store.h"
 #include "qconfig.h"
 #include "size.h"
+#include "duration.h"
 
 struct section {
 	char *pattern;               /* queue name, or prefix when `prefix` */
@@ -78,37 +79,15 @@ parse_bool(const char *v, bool *out)
 	return 0;
 }
 
-#define DURATION_MAX_MS 315360000000LL       /* 10 years */
+/* at most 10 years, so now + duration cannot overflow int64_t */
+#define DURATION_MAX_MS 315360000000LL
 
-/* Durations: plain milliseconds, or with a ms/s/m/h suffix. */
+/* A duration of the config file: a bare number is milliseconds (as it
+ * always was here), or duration.h's grammar ("30s", "1.5s", "2h"). */
 static int
-parse_duration(const char *v, int64_t *out)
+conf_duration(const char *v, int64_t *out)
 {
-	unsigned long long n;
-	char *end;
-	int64_t mul = 1;
-
-	if (!isdigit((unsigned char)*v))
-		return -1;
-	errno = 0;
-	n = strtoull(v, &end, 10);
-	if (errno != 0)
-		return -1;
-	if (strcmp(end, "") == 0 || strcmp(end, "ms") == 0)
-		mul = 1;
-	else if (strcmp(end, "s") == 0)
-		mul = 1000;
-	else if (strcmp(end, "m") == 0)
-		mul = 60000;
-	else if (strcmp(end, "h") == 0)
-		mul = 3600000;
-	else
-		return -1;
-	/* at most 10 years, so now + duration cannot overflow int64_t */
-	if (n > (unsigned long long)(DURATION_MAX_MS / mul))
-		return -1;
-	*out = (int64_t)n * mul;
-	return 0;
+	return parse_duration(v, DURATION_BARE_MS, DURATION_MAX_MS, out);
 }
 
 /* The cap of retry_backoff when only BASE is given. */
@@ -127,13 +106,13 @@ parse_backoff(const char *v, int64_t *base, int64_t *max)
 	comma = strchr(buf, ',');
 	if (comma != NULL)
 		*comma = '\0';
-	if (parse_duration(trim(buf), base) != 0)
+	if (conf_duration(trim(buf), base) != 0)
 		return -1;
 	if (comma == NULL) {
 		*max = *base > RETRY_MAX_DEFAULT_MS ? *base : RETRY_MAX_DEFAULT_MS;
 		return 0;
 	}
-	if (parse_duration(trim(comma + 1), max) != 0 || *max < *base)
+	if (conf_duration(trim(comma + 1), max) != 0 || *max < *base)
 		return -1;
 	return 0;
 }
@@ -156,8 +135,9 @@ set_key(struct queue_config *qc, const char *key, const char *val)
 			return "max_item_size wants a size (e.g. 65536, 64k)";
 		qc->max_item_size = u;
 	} else if (strcmp(key, "max_age") == 0) {
-		if (parse_duration(val, &qc->max_age_ms) != 0)
-			return "max_age wants a duration (e.g. 500, 30s, 10m, 2h)";
+		if (conf_duration(val, &qc->max_age_ms) != 0)
+			return "max_age wants a duration (e.g. 500ms, 1.5s, 10m, 2h;"
+			    " a bare number is milliseconds)";
 	} else if (strcmp(key, "discard_old_when_full") == 0) {
 		if (parse_bool(val, &qc->discard_old_when_full) != 0)
 			return "discard_old_when_full wants yes or no";
@@ -166,8 +146,9 @@ set_key(struct queue_config *qc, const char *key, const char *val)
 			return "max_open wants a number from 1 to 1000000";
 		qc->max_open = (unsigned)u;
 	} else if (strcmp(key, "open_timeout") == 0) {
-		if (parse_duration(val, &qc->open_timeout_ms) != 0)
-			return "open_timeout wants a duration (e.g. 30s)";
+		if (conf_duration(val, &qc->open_timeout_ms) != 0)
+			return "open_timeout wants a duration (e.g. 30s, 1.5s;"
+			    " a bare number is milliseconds)";
 	} else if (strcmp(key, "max_deliveries") == 0) {
 		if (parse_size(val, &u) != 0 || u > SAKER_DELIVERIES_MAX)
 			return "max_deliveries wants a number from 0 to 65535";

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,7 +122,8 @@ conn_new(int fd, bool tls)
 	env.broker->stats.curr_connections++;
 	env.broker->stats.total_connections++;
 	if (c->tls != NULL) {
-		struct timeval tv = { env.tls_handshake_s, 0 };
+		struct timeval tv = { env.tls_handshake_ms / 1000,
+		    (env.tls_handshake_ms % 1000) * 1000 };
 
 		c->accepted_ms = saker_now_ms();
 		if (nhandshakes >= env.tls_handshakes_max &&
@@ -181,7 +183,7 @@ conn_hs_cb(evutil_socket_t fd, short what, void *arg)
 	if (!c->handshaking || c->s.dead)
 		return;
 	log_info("closing a TLS connection from %s whose handshake did not end "
-	    "within %d s", c->addr, env.tls_handshake_s);
+	    "within %" PRId64 " ms", c->addr, env.tls_handshake_ms);
 	conn_close(c);
 	env.drain();
 }
@@ -200,7 +202,7 @@ conn_idle_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (c->s.state == SESSION_WAITING ||
-	    idle < (int64_t)env.idle_timeout_s * 1000) {
+	    idle < env.idle_timeout_ms) {
 		evtimer_add(c->idle_ev, env.idle_tv);
 		return;
 	}
@@ -258,7 +260,8 @@ resume_reading(struct conn *c)
 static void
 pause_for_budget(struct conn *c)
 {
-	struct timeval tv = { env.drain_timeout_s, 0 };
+	struct timeval tv = { env.drain_timeout_ms / 1000,
+	    (env.drain_timeout_ms % 1000) * 1000 };
 
 	pause_reading(c);
 	if (c->drain_ev == NULL &&
@@ -274,7 +277,8 @@ static void
 conn_drain_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
-	struct timeval tv = { env.drain_timeout_s, 0 };
+	struct timeval tv = { env.drain_timeout_ms / 1000,
+	    (env.drain_timeout_ms % 1000) * 1000 };
 
 	(void)fd;
 	(void)what;
@@ -287,8 +291,8 @@ conn_drain_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	log_info("closing a connection over its memory budget (%zu bytes held) "
-	    "whose replies did not move for %d s", conn_memory(c),
-	    env.drain_timeout_s);
+	    "whose replies did not move for %" PRId64 " ms", conn_memory(c),
+	    env.drain_timeout_ms);
 	conn_close(c);
 	env.drain();
 }

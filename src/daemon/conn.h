@@ -65,10 +65,10 @@ struct conn_env {
 	struct event_base *base;
 	struct broker *broker;          /* every connection is its session */
 	const struct timeval *idle_tv;  /* --idle-timeout; NULL = never */
-	int idle_timeout_s;
+	int64_t idle_timeout_ms;
 	size_t max_conn_memory;         /* --max-conn-memory */
-	int drain_timeout_s;            /* --drain-timeout */
-	int tls_handshake_s;            /* --tls-handshake-timeout */
+	int64_t drain_timeout_ms;       /* --drain-timeout */
+	int64_t tls_handshake_ms;       /* --tls-handshake-timeout */
 	unsigned tls_handshakes_max;    /* handshakes in progress at once */
 	/* Serve the queues that gained items and resume woken connections
 	 * (after each command, and after a callback that may wake some). */

@@ -77,8 +77,8 @@ static struct {
 	uint64_t max;                /* -c */
 	TAILQ_HEAD(, http_conn) all; /* every connection adopted */
 	uint64_t over_budget;        /* requests refused by HTTP_MAX_UNSENT */
-	int handshake_s;             /* --tls-handshake-timeout (HTTPS) */
-} hconn = { .all = TAILQ_HEAD_INITIALIZER(hconn.all), .handshake_s = 5 };
+	int64_t handshake_ms;        /* --tls-handshake-timeout (HTTPS) */
+} hconn = { .all = TAILQ_HEAD_INITIALIZER(hconn.all), .handshake_ms = 5000 };
 
 /* One HTTP connection: counted from http_bev() to its close. */
 struct http_conn {
@@ -651,7 +651,7 @@ http_hs_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (tls_bev_handshaking(hc->bev)) {
 		log_info("--http: closing a TLS connection whose handshake did not "
-		    "end within %d s", hconn.handshake_s);
+		    "end within %" PRId64 " ms", hconn.handshake_ms);
 		evhttp_connection_free(hc->evcon);
 	}
 }
@@ -684,9 +684,9 @@ handshake_budget(struct http_conn *newc)
 }
 
 void
-http_set_handshake_timeout(int secs)
+http_set_handshake_timeout(int64_t ms)
 {
-	hconn.handshake_s = secs;
+	hconn.handshake_ms = ms;
 }
 
 /*
@@ -722,7 +722,8 @@ http_conn_adopt(evutil_socket_t fd, short what, void *arg)
 			handshake_budget(hc);
 			if ((hc->hs_ev = evtimer_new(bufferevent_get_base(bev),
 			    http_hs_cb, hc)) != NULL) {
-				struct timeval tv = { hconn.handshake_s, 0 };
+				struct timeval tv = { hconn.handshake_ms / 1000,
+				    (hconn.handshake_ms % 1000) * 1000 };
 
 				evtimer_add(hc->hs_ev, &tv);
 			}

@@ -4,6 +4,7 @@
 #define SAKER_HTTP_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include <event2/event.h>
@@ -36,7 +37,7 @@ void http_allow_hosts(struct http_server *h, const char *const *names, size_t n)
  * without a listener).  -1 on error. */
 int http_listen_fd(struct http_server *h, evutil_socket_t fd);
 /* --tls-handshake-timeout for HTTPS connections (default 5 s). */
-void http_set_handshake_timeout(int secs);
+void http_set_handshake_timeout(int64_t ms);
 /* Bytes the HTTP connections hold now: unread input and unsent replies
  * (the fuzzers check the budgets with it). */
 void http_memory(size_t *in, size_t *out);

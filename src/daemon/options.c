@@ -11,6 +11,7 @@
 #include "auth.h"
 #include "options.h"
 #include "size.h"
+#include "duration.h"
 
 enum {
 	OPT_STORE = 256, OPT_SYNC, OPT_MAX_ITEM, OPT_SHUTDOWN, OPT_LOG,
@@ -88,19 +89,21 @@ usage(FILE *f)
 "      --store TYPE[,KEY=VAL...][:LOC]  storage driver and its options\n"
 "                            (sakerd(8)); compiled in: %s\n"
 "                            %s (default %s)\n"
-"      --sync MODE           always | periodic[:MS] | never (default always):\n"
-"                            when a durable store fsyncs acknowledged writes\n"
+"      --sync MODE           always | periodic[:DURATION] | never (default\n"
+"                            always): when a durable store fsyncs acknowledged\n"
+"                            writes (periodic: default 100ms, bare number ms)\n"
 "  -c, --max-connections N   most open client connections, --http ones\n"
 "                            included (default 4096)\n"
-"      --idle-timeout SECS   close connections that complete no command for\n"
-"                            SECS (blocked gets are not idle; default 0: never)\n"
+"      --idle-timeout DURATION  close connections that complete no command\n"
+"                            for DURATION (blocked gets are not idle; default\n"
+"                            0: never)\n"
 "      --max-item-size BYTES largest item accepted (default 1m; k/m/g suffixes)\n"
 "      --max-conn-memory BYTES  memory one connection may hold in unread input,\n"
 "                            replies and pre-login bodies; past it the server\n"
 "                            stops reading it until its replies drain\n"
 "                            (default 4m, or max-item-size + 1m if larger)\n"
-"      --drain-timeout SECS  close a connection over that budget whose replies\n"
-"                            do not move for SECS (default %d)\n"
+"      --drain-timeout DURATION  close a connection over that budget whose\n"
+"                            replies do not move for DURATION (default %ds)\n"
 "      --max-memory BYTES    memory store: item memory limit (default unlimited;\n"
 "                            the same as --store memory,max-memory=BYTES)\n"
 "      --max-open N          open (unconfirmed) items one connection may hold\n"
@@ -126,17 +129,19 @@ usage(FILE *f)
 "                            request whose Host or Origin is not NAME, the\n"
 "                            --http address, localhost or (listening on every\n"
 "                            address) an IP address gets 403, but /healthz\n"
-"      --http-history SECONDS  sample every queue's depth this often for the\n"
-"                            console's chart of the last 60 samples (default\n"
-"                            60: the last hour; 0: no sampling; down to 0.01)\n"
+"      --http-history DURATION  sample every queue's depth this often for\n"
+"                            the console's chart of the last 60 samples\n"
+"                            (default 60s: the last hour; 0: no sampling;\n"
+"                            10ms to 1h)\n"
 "      --metrics-max-queues N  per-queue series in /metrics (default 1000)\n"
 "      --tls-cert FILE       TLS 1.2/1.3 on the TCP listener and --http with this\n"
 "                            PEM certificate chain (needs --tls-key; the Unix\n"
 "                            socket stays plain); reread on SIGHUP\n"
 "      --tls-key FILE        the certificate's PEM private key\n"
 "      --tls-ca FILE         require client certificates signed by these CAs\n"
-"      --tls-handshake-timeout SECS  close a TLS connection whose handshake is\n"
-"                            not done within SECS (default %d); handshakes in\n"
+"      --tls-handshake-timeout DURATION  close a TLS connection whose\n"
+"                            handshake is not done within DURATION (default\n"
+"                            %ds); handshakes in\n"
 "                            progress beyond a quarter of -c (memcache, and\n"
 "                            HTTPS) close the oldest\n"
 "      --enable-shutdown     allow the 'shutdown' command\n"
@@ -148,6 +153,9 @@ usage(FILE *f)
 "  -v, --verbose             more log output (repeat for debug)\n"
 "      --version             print the version and exit\n"
 "      --help                print this help and exit\n"
+"\n"
+"A DURATION is 250ms, 5s, 1.5s, 2m or 2h; a bare number is seconds (but\n"
+"milliseconds after periodic:, as in the --config file).\n"
 "\n"
 "Signals: SIGTERM/SIGINT stop gracefully (commit, close the store, exit 0);\n"
 "SIGHUP reopens the log file and rereads --config, --auth-file and the TLS\n"
@@ -172,39 +180,25 @@ parse_int(const char *s, long min, long max, long *out)
 	return 0;
 }
 
-/* Seconds with up to three decimals ("60", "0.05") as milliseconds:
- * 0, or 10 ms .. 3600 s. */
+/* A duration flag (duration.h's grammar): a bare number stays seconds, as
+ * these flags always took; from min_ms to max_ms, or 0 when zero_ok. */
 static int
-parse_secs_ms(const char *s, unsigned *out)
+parse_flag_duration(const char *s, int64_t min_ms, int64_t max_ms,
+    bool zero_ok, int64_t *out)
 {
-	unsigned long ms = 0;
-	int frac = -1;
+	int64_t ms;
 
-	if (*s == '\0')
+	if (parse_duration(s, DURATION_BARE_S, max_ms, &ms) != 0 ||
+	    (ms < min_ms && !(ms == 0 && zero_ok)))
 		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s == '.' && frac < 0) {
-			frac = 0;
-			continue;
-		}
-		if (*s < '0' || *s > '9' || frac >= 3 || ms > 3600000)
-			return -1;
-		ms = ms * 10 + (unsigned long)(*s - '0');
-		if (frac >= 0)
-			frac++;
-	}
-	for (frac = frac < 0 ? 0 : frac; frac < 3; frac++)
-		ms *= 10;
-	if ((ms != 0 && ms < 10) || ms > 3600000)
-		return -1;
-	*out = (unsigned)ms;
+	*out = ms;
 	return 0;
 }
 
 static int
 parse_sync(const char *s, struct options *o)
 {
-	long ms;
+	int64_t ms;
 
 	if (strcmp(s, "always") == 0) {
 		o->sync = SAKER_SYNC_ALWAYS;
@@ -214,7 +208,9 @@ parse_sync(const char *s, struct options *o)
 		o->sync = SAKER_SYNC_PERIODIC;
 		o->sync_period_ms = 100;
 	} else if (strncmp(s, "periodic:", 9) == 0 &&
-	    parse_int(s + 9, 1, 3600000, &ms) == 0) {
+	    /* a bare number stays milliseconds here, as it always was */
+	    parse_duration(s + 9, DURATION_BARE_MS, 3600000, &ms) == 0 &&
+	    ms >= 1) {
 		o->sync = SAKER_SYNC_PERIODIC;
 		o->sync_period_ms = (int)ms;
 	} else {
@@ -227,6 +223,7 @@ int
 options_parse(int argc, char **argv, struct options *o)
 {
 	uint64_t size;
+	int64_t ms;
 	long v;
 	int c;
 
@@ -242,8 +239,8 @@ options_parse(int argc, char **argv, struct options *o)
 	o->max_queues = SAKERD_DEFAULT_MAX_QUEUES;
 	o->metrics_max_queues = 1000;
 	o->http_history_ms = 60000;
-	o->tls_handshake_s = SAKERD_DEFAULT_TLS_HANDSHAKE;
-	o->drain_timeout_s = SAKERD_DEFAULT_DRAIN_TIMEOUT;
+	o->tls_handshake_ms = SAKERD_DEFAULT_TLS_HANDSHAKE * 1000;
+	o->drain_timeout_ms = SAKERD_DEFAULT_DRAIN_TIMEOUT * 1000;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "l:p:s:c:dP:u:v", longopts, NULL)) != -1) {
@@ -312,9 +309,9 @@ options_parse(int argc, char **argv, struct options *o)
 			o->config_path = optarg;
 			break;
 		case OPT_IDLE_TIMEOUT:
-			if (parse_int(optarg, 0, 86400 * 365, &v) != 0)
+			if (parse_flag_duration(optarg, 1, 86400LL * 365 * 1000,
+			    true, &o->idle_timeout_ms) != 0)
 				goto bad;
-			o->idle_timeout_s = (int)v;
 			break;
 		case OPT_CONN_MEMORY:
 			if (parse_size(optarg, &size) != 0 || size == 0 ||
@@ -323,11 +320,8 @@ options_parse(int argc, char **argv, struct options *o)
 			o->max_conn_memory = (size_t)size;
 			break;
 		case OPT_DRAIN_TIMEOUT:
-			if (parse_int(optarg, 1, 86400, &v) != 0)
-				goto bad;
-			o->drain_timeout_s = (int)v;
-			break;
-			if (parse_int(optarg, 0, 100000000, &v) != 0)
+			if (parse_flag_duration(optarg, 1, 86400 * 1000, false,
+			    &o->drain_timeout_ms) != 0)
 				goto bad;
 			break;
 		case OPT_AUTH_FILE:
@@ -351,9 +345,9 @@ options_parse(int argc, char **argv, struct options *o)
 			o->http_hosts[o->nhttp_hosts++] = optarg;
 			break;
 		case OPT_TLS_HANDSHAKE:
-			if (parse_int(optarg, 1, 3600, &v) != 0)
+			if (parse_flag_duration(optarg, 1, 3600 * 1000, false,
+			    &o->tls_handshake_ms) != 0)
 				goto bad;
-			o->tls_handshake_s = (int)v;
 			break;
 		case OPT_TLS_CERT:
 			o->tls_cert = optarg;
@@ -365,8 +359,11 @@ options_parse(int argc, char **argv, struct options *o)
 			o->tls_ca = optarg;
 			break;
 		case OPT_HTTP_HISTORY:
-			if (parse_secs_ms(optarg, &o->http_history_ms) != 0)
+			/* 0: no sampling; else 10 ms .. an hour */
+			if (parse_flag_duration(optarg, 10, 3600 * 1000, true,
+			    &ms) != 0)
 				goto bad;
+			o->http_history_ms = (unsigned)ms;
 			break;
 		case OPT_METRICS_MAX:
 			if (parse_int(optarg, 0, 1000000, &v) != 0)

@@ -12,8 +12,9 @@
  * is larger (a connection must hold one whole set and its replies). */
 #define SAKERD_DEFAULT_CONN_MEMORY (4u * 1024 * 1024)
 #define SAKERD_CONN_MEMORY_SLACK (1024u * 1024)
+/* --drain-timeout by default, in seconds */
 #define SAKERD_DEFAULT_DRAIN_TIMEOUT 30
-/* --tls-handshake-timeout: seconds a TLS handshake may take */
+/* --tls-handshake-timeout: seconds a TLS handshake may take by default */
 #define SAKERD_DEFAULT_TLS_HANDSHAKE 5
 /* --http-host may be given this many times */
 #define OPT_MAX_HTTP_HOSTS 16
@@ -35,9 +36,9 @@ struct options {
 	const char *unix_socket;     /* -s */
 	const char *store_spec;      /* --store */
 	saker_sync_mode sync;        /* --sync */
-	int sync_period_ms;          /* --sync periodic:MS */
+	int sync_period_ms;          /* --sync periodic:DURATION */
 	int max_conns;               /* -c */
-	int idle_timeout_s;          /* --idle-timeout; 0 = never */
+	int64_t idle_timeout_ms;     /* --idle-timeout; 0 = never */
 	size_t max_item_size;        /* --max-item-size */
 	uint64_t max_memory;         /* --max-memory (memory store) */
 	bool max_memory_set;
@@ -54,7 +55,7 @@ struct options {
 	bool http_public;            /* --http-public: /metrics needs no login */
 	const char *http_hosts[OPT_MAX_HTTP_HOSTS]; /* --http-host NAME */
 	size_t nhttp_hosts;
-	int tls_handshake_s;         /* --tls-handshake-timeout */
+	int64_t tls_handshake_ms;    /* --tls-handshake-timeout */
 	unsigned http_history_ms;    /* --http-history: depth sampling; 0 none */
 	const char *tls_cert;        /* --tls-cert: TCP listeners and --http speak TLS */
 	const char *tls_key;         /* --tls-key */
@@ -62,7 +63,7 @@ struct options {
 	unsigned metrics_max_queues; /* --metrics-max-queues */
 	size_t max_conn_memory;      /* --max-conn-memory: input, replies and
 	                              * pre-login bodies of one connection */
-	int drain_timeout_s;         /* --drain-timeout: close a connection over
+	int64_t drain_timeout_ms;    /* --drain-timeout: close a connection over
 	                              * its memory budget that reads nothing */
 	int verbose;                 /* -v count */
 };

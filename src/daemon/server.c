@@ -623,14 +623,15 @@ server_init(struct options *opt)
 	}
 	{
 		struct conn_env env = { srv->base, &srv->broker, NULL,
-		    opt->idle_timeout_s, opt->max_conn_memory, opt->drain_timeout_s,
-		    opt->tls_handshake_s, opt->max_conns / 4 > 0 ?
+		    opt->idle_timeout_ms, opt->max_conn_memory, opt->drain_timeout_ms,
+		    opt->tls_handshake_ms, opt->max_conns / 4 > 0 ?
 		    (unsigned)opt->max_conns / 4 : 1, server_drain };
 
-		if (opt->idle_timeout_s > 0) {
+		if (opt->idle_timeout_ms > 0) {
 			/* one timeout shared by every connection: O(1) timer
 			 * queue */
-			struct timeval tv = { opt->idle_timeout_s, 0 };
+			struct timeval tv = { opt->idle_timeout_ms / 1000,
+			    (opt->idle_timeout_ms % 1000) * 1000 };
 			env.idle_tv = event_base_init_common_timeout(srv->base, &tv);
 		}
 		conn_setup(&env);
@@ -669,7 +670,7 @@ server_init(struct options *opt)
 	}
 	if (srv->http != NULL)
 		http_allow_hosts(srv->http, opt->http_hosts, opt->nhttp_hosts);
-	http_set_handshake_timeout(opt->tls_handshake_s);
+	http_set_handshake_timeout(opt->tls_handshake_ms);
 	if (srv->http != NULL &&
 	    history_start(srv->base, &srv->broker, opt->http_history_ms) != 0) {
 		fprintf(stderr, "sakerd: out of memory\n");

@@ -11,6 +11,7 @@
 
 #include "bench_int.h"
 #include "tls_client.h"
+#include "duration.h"
 
 /* ------------------------------------------------------------- options */
 
@@ -28,16 +29,16 @@ usage(FILE *f)
 "                           (retry: 1, each request waits for the last reply)\n"
 "      --size B             item size in bytes, >= 16 when verifying [64]\n"
 "  -q, --queues Q           queues, connections spread over them [1]\n"
-"  -t, --seconds S          measured duration [10]\n"
-"      --warmup S           unmeasured run before measuring [0]\n"
+"  -t, --seconds DURATION   measured duration [10s]\n"
+"      --warmup DURATION    unmeasured run before measuring [0]\n"
 "  -k, --keys K             mget: keys per request [100]\n"
 "      --items N            consume: items prefilled; mget: requests (and\n"
 "                           items per queue); delayed: items [see mode]\n"
 "      --rate R             produce/blocking: items/s in total [blocking 1000]\n"
-"      --window MS          delayed: items fall due over this window [5000]\n"
-"      --timeout MS         blocking get timeout (get q/t=MS) [1000]\n"
+"      --window DURATION    delayed: items fall due over this window [5s]\n"
+"      --timeout DURATION   blocking get timeout (get q/t=MS) [1s]\n"
 "      --fail PCT           retry: percent of jobs that fail (get q/abort) [10]\n"
-"      --retry-delay MS     retry: fail with get q/abort/delay=MS instead of\n"
+"      --retry-delay DURATION  retry: fail with get q/abort/delay=MS instead of\n"
 "                           the queue's retry_backoff\n"
 "      --queue-prefix P     queue names are P0, P1, ... [bench]\n"
 "      --server-pid PID     also report that process's CPU in the measured\n"
@@ -46,7 +47,9 @@ usage(FILE *f)
 TLS_CLIENT_HELP
 "      --no-clean           do not delete the queues first\n"
 "      --json               one JSON object on stdout\n"
-"      --quiet              no progress display\n");
+"      --quiet              no progress display\n"
+"A DURATION is 250ms, 1.5s, 2m, 1h; a bare number is seconds for -t and\n"
+"--warmup, milliseconds for the others (as before units were accepted).\n");
 }
 
 static int
@@ -74,6 +77,14 @@ num(const char *s, double lo, double hi, double *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+/* A duration flag: duration.h's grammar, a bare number in the flag's old
+ * unit (seconds for -t and --warmup, milliseconds for the others). */
+static bool
+dur(const char *s, int64_t bare_ms, int64_t lo, int64_t hi, int64_t *out)
+{
+	return parse_duration(s, bare_ms, hi, out) == 0 && *out >= lo;
 }
 
 int
@@ -110,6 +121,7 @@ parse_opts(struct opts *o, int argc, char **argv)
 	};
 	int ch;
 	double v;
+	int64_t ms;
 	bool rate_set = false;
 
 	memset(o, 0, sizeof(*o));
@@ -178,10 +190,14 @@ parse_opts(struct opts *o, int argc, char **argv)
 			o->queues = (int)v;
 			break;
 		case 't':
-			if (!num(optarg, 0.001, 1e6, &o->seconds)) goto bad;
+			if (!dur(optarg, DURATION_BARE_S, 1, 1000000000LL, &ms))
+				goto bad;
+			o->seconds = (double)ms / 1000;
 			break;
 		case O_WARMUP:
-			if (!num(optarg, 0, 1e6, &o->warmup)) goto bad;
+			if (!dur(optarg, DURATION_BARE_S, 0, 1000000000LL, &ms))
+				goto bad;
+			o->warmup = (double)ms / 1000;
 			break;
 		case 'k':
 			if (!num(optarg, 1, MAX_KEYS, &v)) goto bad;
@@ -197,12 +213,14 @@ parse_opts(struct opts *o, int argc, char **argv)
 			rate_set = true;
 			break;
 		case O_WINDOW:
-			if (!num(optarg, 1, 1e9, &v)) goto bad;
-			o->window_ms = (long)v;
+			if (!dur(optarg, DURATION_BARE_MS, 1, 1000000000LL, &ms))
+				goto bad;
+			o->window_ms = (long)ms;
 			break;
 		case O_TIMEOUT:
-			if (!num(optarg, 1, 1e9, &v)) goto bad;
-			o->timeout_ms = (long)v;
+			if (!dur(optarg, DURATION_BARE_MS, 1, 1000000000LL, &ms))
+				goto bad;
+			o->timeout_ms = (long)ms;
 			break;
 		case O_PREFIX: o->prefix = optarg; break;
 		case O_PID:
@@ -218,8 +236,9 @@ parse_opts(struct opts *o, int argc, char **argv)
 			o->fail_pct = (int)v;
 			break;
 		case O_RDELAY:
-			if (!num(optarg, 0, 315360000000.0, &v)) goto bad;
-			o->retry_delay_ms = (long)v;
+			if (!dur(optarg, DURATION_BARE_MS, 0, 315360000000LL, &ms))
+				goto bad;
+			o->retry_delay_ms = (long)ms;
 			break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -1;

@@ -22,6 +22,7 @@
 
 #include "client.h"
 #include "clock.h"
+#include "duration.h"
 #include "qname.h"
 #include "tls_client.h"
 
@@ -485,7 +486,8 @@ put_usage(FILE *fp)
 	    "  -f, --flags N        32-bit client flags stored with the item (default 0)\n"
 	    "  -e, --expire N       memcache exptime: 0 never, <= 2592000 seconds from\n"
 	    "                       now, else absolute unix seconds (default 0)\n"
-	    "  -d, --delay MS       make the item visible MS milliseconds from now\n"
+	    "  -d, --delay DURATION make the item visible DURATION from now (250ms,\n"
+"                       1.5s, 2m; a bare number is milliseconds)\n"
 	    "  -a, --at UNIXTIME    make the item visible at that time\n"
 	    TLS_CLIENT_HELP
 	    "  -h, --help           this text\n"
@@ -542,7 +544,8 @@ put_main(int argc, char **argv)
 	};
 	const char *servers = CLIENT_DEFAULT_SERVER, *queue, *delay = NULL, *at = NULL;
 	uint64_t flags = 0, exptime = 0, v;
-	char which[512], err[512], head[600], *data = NULL, *line;
+	int64_t ms;
+	char which[512], err[512], head[600], *data = NULL, *line, delaybuf[24];
 	size_t len;
 	struct conn *c = NULL;
 	int ch, n, rc = 1;
@@ -565,11 +568,16 @@ put_main(int argc, char **argv)
 			}
 			break;
 		case 'd':
-			if (!parse_u64(optarg, 315360000000ULL, &v)) {
-				fprintf(stderr, "saker put: bad delay '%s' (milliseconds)\n", optarg);
+			/* the wire takes milliseconds: send the parsed value */
+			if (parse_duration(optarg, DURATION_BARE_MS,
+			    315360000000LL, &ms) != 0) {
+				fprintf(stderr, "saker put: bad delay '%s' (milliseconds),"
+				    " or a duration with a unit: 250ms, 1.5s, 2m\n",
+				    optarg);
 				return 2;
 			}
-			delay = optarg;
+			snprintf(delaybuf, sizeof(delaybuf), "%" PRId64, ms);
+			delay = delaybuf;
 			break;
 		case 'a':
 			if (!parse_u64(optarg, 253402300799ULL, &v)) {
@@ -652,7 +660,8 @@ get_usage(FILE *fp)
 	    "  -s, --server SERVER  HOST:PORT, [V6ADDR]:PORT or a unix socket path;\n"
 	    "                       a comma-separated list is tried in order\n"
 	    "                       (default " CLIENT_DEFAULT_SERVER ")\n"
-	    "  -t, --timeout MS     wait up to MS milliseconds for an item (default 0)\n"
+	    "  -t, --timeout DURATION  wait up to DURATION for an item (default 0;\n"
+"                       250ms, 1.5s, 2m; a bare number is milliseconds)\n"
 	    "  -p, --peek           show the head item without removing it\n"
 	    "  -F, --show-flags     print the item's flags to standard error\n"
 	    "  -D, --show-deliveries  print the item's delivery count (times it was\n"
@@ -682,6 +691,7 @@ get_main(int argc, char **argv)
 	};
 	const char *servers = CLIENT_DEFAULT_SERVER, *queue;
 	uint64_t timeout = 0;
+	int64_t ms;
 	char which[512], err[512], req[600], key[600], *line;
 	struct conn *c = NULL;
 	bool peek = false, show_flags = false, out_failed = false, quiet = false;
@@ -695,10 +705,14 @@ get_main(int argc, char **argv)
 		case 's': servers = optarg; break;
 		case 'q': quiet = true; break;
 		case 't':
-			if (!parse_u64(optarg, 315360000000ULL, &timeout)) {
-				fprintf(stderr, "saker get: bad timeout '%s' (milliseconds)\n", optarg);
+			if (parse_duration(optarg, DURATION_BARE_MS,
+			    315360000000LL, &ms) != 0) {
+				fprintf(stderr, "saker get: bad timeout '%s' (milliseconds),"
+				    " or a duration with a unit: 250ms, 1.5s, 2m\n",
+				    optarg);
 				return 2;
 			}
+			timeout = (uint64_t)ms;
 			break;
 		case 'p': peek = true; break;
 		case 'F': show_flags = true; break;
