@@ -25,7 +25,7 @@
 # processes, not the machine, so the page cache survives them and fsync
 # changes nothing that is tested; production keeps fsync on.
 
-PGC_BINDIR=${PGC_BINDIR:-}
+PGC_BINDIR=${PG_BINDIR:-}	# as tests/pg_cluster.c: PG_BINDIR overrides the lookup
 PGC_WORK=
 PGC_PRIMARY=0
 PGC_STANDBY=1
@@ -194,7 +194,7 @@ pgc_rebuild() {	# NODE [on|off]: a fresh standby of the primary
 pgc_init() {	# WORKDIR [EXTRA_LISTEN]
 	PGC_WORK=$1
 	[ -n "${2:-}" ] && PGC_LISTEN="127.0.0.1,$2"
-	pgc_find_bindir || { pgc_log "PostgreSQL binaries not found (set PGC_BINDIR)"; return 2; }
+	pgc_find_bindir || { pgc_log "PostgreSQL binaries not found (set PG_BINDIR)"; return 2; }
 	mkdir -p "$PGC_WORK/sock"
 	[ "$(id -u)" -ne 0 ] || chown -R nobody:nogroup "$PGC_WORK"
 	PGC_PRIMARY=0

@@ -30,7 +30,7 @@
 #                      temporary directory, removed unless --keep)
 #   --keep             keep the work directory (cluster, logs)
 #
-# Environment: SAKERD, SAKER (default ./sakerd, ./saker), PGC_BINDIR (the
+# Environment: SAKERD, SAKER (default ./sakerd, ./saker), PG_BINDIR (the
 # newest /usr/lib/postgresql/N/bin), PG_OPTS (driver options, e.g.
 # "lease=10,timeout=2": the store is postgres,PG_OPTS:CONNINFO),
 # PG_CONNINFO (more libpq keywords, e.g. "keepalives_idle=5"), LIVE_MAX_MS
@@ -106,7 +106,7 @@ die() { say "FAILED: $*"; exit 1; }
 command -v ip >/dev/null 2>&1 || skip "needs ip (iproute2) for the network namespace"
 command -v setpriv >/dev/null 2>&1 || skip "needs setpriv (util-linux)"
 id nobody >/dev/null 2>&1 || skip "needs the user nobody"
-pgc_find_bindir || skip "PostgreSQL binaries not found (Debian: postgresql; or set PGC_BINDIR)"
+pgc_find_bindir || skip "PostgreSQL binaries not found (Debian: postgresql; or set PG_BINDIR)"
 [ -x "$SAKERD" ] && [ -x "$SAKER" ] || skip "no $SAKERD or $SAKER (run from the build directory or set SAKERD and SAKER)"
 "$SAKERD" --help 2>&1 | grep -q 'postgres' || skip "$SAKERD was built without the postgres store"
 SAKERD=$(cd "$(dirname "$SAKERD")" && pwd)/$(basename "$SAKERD")
@@ -354,6 +354,22 @@ jget() {	# FILE KEY: a number from the bench's JSON
 	sed -n "s/.*\"$2\":\\([0-9.]*\\).*/\\1/p" "$1" | head -n 1
 }
 jtrue() { grep -q "\"$2\":true" "$1" 2>/dev/null; }
+# The bench's lost items, as "connection/sequence STORED at HH:MM:SS.mmm"
+# (UTC) to look up in the broker's log.
+lost_items() {
+	local l c q sent acked out=
+	l=$(grep -o '"lost_items":\[[^"]*' "$1" 2>/dev/null | sed 's/^"lost_items":\[//; s/\],*$//')
+	while IFS=, read -r c q sent acked; do
+		[ -n "$q" ] || continue
+		out="$out ${c#[}/$q"
+		case ${acked%]} in
+		''|null) ;;
+		*) acked=${acked%]}
+		   out="$out STORED at $(TZ=UTC printf '%(%H:%M:%S)T' $((acked / 1000))).$(printf '%03d' $((acked % 1000)))" ;;
+		esac
+	done < <(sed 's/\],\[/\n/g' <<<"$l")
+	echo "${out# }"
+}
 
 # ---------------------------------------------------------------- faults
 fault_kill() {
@@ -434,7 +450,14 @@ run_cycle() {	# FAULT N
 		d=$((d + $(jget "$W/bench$b.json" duplicates)))
 		u=$((u + $(jget "$W/bench$b.json" unacked_seen)))
 	done
-	[ "$l" -eq 0 ] || { res="$res; LOST $l"; bad=1; }
+	if [ "$l" -gt 0 ]; then
+		res="$res; LOST $l"
+		bad=1
+		for b in A B; do
+			v=$(lost_items "$W/bench$b.json")
+			[ -z "$v" ] || res="$res ($b: $v)"
+		done
+	fi
 	# a cycle in which nothing got through proves nothing
 	[ "$a" -gt 0 ] || { res="$res; nothing acknowledged"; bad=1; }
 	read -r wa va _ <<<"$(probe_stats "$W/probeA.log" "$t0")"
