@@ -181,11 +181,13 @@ PID[brokerA]=$!
     --store "$(store 127.0.0.1)" --log "$out/brokerB.log" 2>>"$out/brokerB.log" &
 PID[brokerB]=$!
 
-tcp_ask() {	# HOST PORT REQUEST: the reply, within 5 s
-	timeout 5 bash -c 'exec 3<>"/dev/tcp/$1/$2" || exit 1; printf "%b" "$3" >&3; cat <&3' \
+tcp_ask() {	# HOST PORT REQUEST [SECS]: the reply, within SECS (5)
+	timeout "${4:-5}" bash -c 'exec 3<>"/dev/tcp/$1/$2" || exit 1; printf "%b" "$3" >&3; cat <&3' \
 	    _ "$1" "$2" "$3" 2>/dev/null
 }
-http_get() { tcp_ask "${HOST[$1]}" "${HTTP[$1]}" "GET $2 HTTP/1.0\r\nHost: x\r\n\r\n" | tr -d '\r'; }
+http_get() {	# BROKER PATH [SECS]
+	tcp_ask "${HOST[$1]}" "${HTTP[$1]}" "GET $2 HTTP/1.0\r\nHost: x\r\n\r\n" "${3:-5}" | tr -d '\r'
+}
 
 for b in A B; do
 	ok=0
@@ -207,11 +209,11 @@ db_metrics() {
 	http_get "$1" /metrics | grep -Ei '^saker_[a-z_]*(connected|reconnect|doubt)[a-z_]*(\{[^}]*\})? ' |
 	    tr '\n' ' '
 }
-healthz() {	# BROKER: the status line's code, or "no answer"
+healthz() {	# BROKER: the status line's code, or "no answer" (1 s)
 	local r
-	r=$(http_get "$1" /healthz | head -n 1)
+	r=$(http_get "$1" /healthz 1 | head -n 1)
 	r=${r#HTTP/1.? }
-	echo "${r:-no answer in 5 s}"
+	echo "${r:-no answer in 1 s}"
 }
 
 # ---------------------------------------------------------------- probes
@@ -507,6 +509,12 @@ snapshot() {	# LABEL: RSS and fds of both brokers
 		kill -0 "${PID[broker$b]}" 2>/dev/null || { say "broker $b is gone"; status=1; continue; }
 		SNAP[$1.$b.rss]=$(rss_kb "${PID[broker$b]}")
 		SNAP[$1.$b.fds]=$(nfds "${PID[broker$b]}")
+		# its sockets and their states, to tell what an fd that stayed is
+		if [ "$b" = A ]; then
+			ip netns exec "$NS_NAME" ss -tanp 2>/dev/null
+		else
+			ss -tanp 2>/dev/null
+		fi | grep "pid=${PID[broker$b]}," >"$out/sockets-$1-$b.txt"
 	done
 }
 declare -A SNAP
@@ -599,7 +607,10 @@ done
 		echo "  slowest version after it, B: $(spread "${SUM[$f.vb.list]:-}")"
 		for b in A B; do
 			echo "  broker $b: RSS ${SNAP[$f.before.$b.rss]:-?} -> ${SNAP[$f.after.$b.rss]:-?} kB, fds ${SNAP[$f.before.$b.fds]:-?} -> ${SNAP[$f.after.$b.fds]:-?}"
-			case " $fdnote " in *" $f/$b "*) echo "  FAILED: broker $b's open fds grew" ;; esac
+			case " $fdnote " in *" $f/$b "*)
+				echo "  FAILED: broker $b's open fds grew; its sockets after:" \
+				    "$(awk '{ print $1 }' "$out/sockets-$f.after-$b.txt" | sort | uniq -c | tr -s ' \n' ' ')" ;;
+			esac
 		done
 	done
 	echo
