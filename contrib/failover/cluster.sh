@@ -221,6 +221,9 @@ pgc_init() {	# WORKDIR [EXTRA_LISTEN]
 	tcp_user_timeout = 10000
 	wal_sender_timeout = 5s
 	wal_receiver_timeout = 5s
+	# a restarted primary's standby is back in a second, not five: the
+	# primary holds its commits until then
+	wal_retrieve_retry_interval = 1s
 	EOF
 	if [ "${2:-}" != "" ]; then
 		echo "host all all ${2%.*}.0/24 trust" >>"$(pgc_dir 0)/pg_hba.conf"

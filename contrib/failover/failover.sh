@@ -157,10 +157,6 @@ PGC_PORT=("$(free_port)" "$(free_port)")
 while [ "${PGC_PORT[1]}" = "${PGC_PORT[0]}" ]; do PGC_PORT[1]=$(free_port); done
 say "cluster: primary :${PGC_PORT[0]}, standby :${PGC_PORT[1]}; namespace $NS_NAME"
 pgc_init "$W/pg" "$NS_DB_IP" || { cat "$W/pg/setup.log" >&2 2>/dev/null; die "the cluster did not start"; }
-# a restarted primary's standby is back in a second, not the default five
-echo "wal_retrieve_retry_interval = 1s" >>"$(pgc_dir 0)/postgresql.conf"
-echo "wal_retrieve_retry_interval = 1s" >>"$(pgc_dir 1)/postgresql.conf"
-pgc_reload 0; pgc_reload 1
 
 conninfo() {	# HOST
 	echo "host=$1,$1 port=${PGC_PORT[0]},${PGC_PORT[1]} dbname=postgres user=saker target_session_attrs=read-write${PG_CONNINFO:+ $PG_CONNINFO}"
