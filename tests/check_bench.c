@@ -423,6 +423,11 @@ START_TEST(test_detects_theft)
 	ck_assert_msg(rc != 0, "bench passed although items were taken: %s", json);
 	ck_assert_ptr_nonnull(json);
 	ck_assert_msg(json_num(json, "lost") > 0, "no loss reported: %s", json);
+	/* the lost items are named: [connection, sequence, sent, acked] */
+	ck_assert_msg(strstr(json, "\"lost_items\":[[") != NULL,
+	    "lost items not listed: %s", json);
+	ck_assert_msg(strstr(json, "\"unacked_items\":[]") != NULL,
+	    "unacknowledged items listed: %s", json);
 	free(json);
 	free(err);
 	tl_server_free(s);

@@ -16,7 +16,9 @@
 # write/fsync/malloc with LD_PRELOAD shims and time SIGKILLs against the
 # load; valgrind replaces malloc and slows the server twenty-fold, so what
 # they test would not be what runs.  ASan (--enable-sanitizers) covers
-# them.  check_pg needs a PostgreSQL cluster and is left to `make check`.
+# them.  check_pg needs a PostgreSQL cluster and is left to `make check`;
+# so are the failover scripts (check_failover*.sh), which time faults
+# against the load.
 set -u
 
 VALGRIND=${VALGRIND:-valgrind}

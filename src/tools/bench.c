@@ -114,7 +114,9 @@ check_progress(struct bench *b)
 			uint64_t from = b->last_due > b->t_stop ? b->last_due :
 			    b->t_stop;
 
-			if ((b->received >= b->acked_total &&
+			/* every acknowledged item in: closing the consumers
+			 * now cannot take one that is on its way to them */
+			if ((b->acked_received >= b->acked_total &&
 			    b->conns[b->nconns - 1].rcount == 0 &&
 			    consumers_idle(b)) ||
 			    saker_mono_ns() > from + GRACE_NS +

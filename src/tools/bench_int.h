@@ -206,6 +206,10 @@ struct bench {
 
 	/* Whole-run counters. */
 	uint64_t acked_total, received, dups, foreign, leftover, errors;
+	/* received items that were also acknowledged: `received` counts a
+	 * set answered with an error that was stored after all, so it can
+	 * reach acked_total while an acknowledged item is still to come */
+	uint64_t acked_received;
 	uint64_t early, before_ack;
 	uint64_t retries, dead;  /* retry: aborts sent; items drained from the
 	                          * dead-letter queues */
@@ -251,6 +255,7 @@ int report(struct bench *b);
 /* bench_util.c */
 void fail(struct bench *b, const char *fmt, ...);
 void * xrealloc(void *p, size_t n);
+bool bits_test(const struct bits *bs, uint64_t i);
 bool bits_test_set(struct bits *bs, uint64_t i);
 void times_put(struct conn *c, uint64_t seq, uint64_t t);
 uint64_t times_get(const struct conn *c, uint64_t seq);

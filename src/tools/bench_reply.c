@@ -57,6 +57,8 @@ got_item(struct conn *c, const char *hdr, size_t len, uint64_t now)
 		return;
 	}
 	b->received++;
+	if (bits_test(&p->acked, seq))
+		b->acked_received++;
 	if (b->o.mode == M_BLOCKING && b->phase != PH_DRAIN &&
 	    (measuring(b) || b->phase == PH_STOP)) {
 		/* Both ends are in this process, so one clock serves. */
@@ -144,8 +146,9 @@ complete(struct conn *c, bool ok, int hits, const char *line)
 	}
 	if (r.type == R_SET && ok) {
 		b->acked_total++;
-		if (b->o.verify)
-			bits_test_set(&c->acked, r.seq);
+		if (b->o.verify && !bits_test_set(&c->acked, r.seq) &&
+		    bits_test(&c->seen, r.seq))
+			b->acked_received++;	/* it beat its STORED */
 		if (b->o.mode == M_BLOCKING && times_get(c, 2 * r.seq + 1) == 0)
 			times_put(c, 2 * r.seq + 1, now);
 	}

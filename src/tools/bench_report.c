@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench_int.h"
@@ -38,6 +39,70 @@ lost_counts(const struct bench *b, uint64_t *lost, uint64_t *unacked)
 			*unacked += (uint64_t)__builtin_popcountll(s & ~a);
 		}
 	}
+}
+
+/* The first LIST_MAX items whose bits differ the `lost` way (acknowledged,
+ * never received) or the other (received, never acknowledged: a set
+ * answered with an error that was stored after all), with the wall-clock
+ * times their set was sent and acknowledged where the mode keeps them
+ * (blocking), so a loss can be matched with a server's log. */
+#define LIST_MAX 16
+
+static void
+print_items(const struct bench *b, bool lost, bool json)
+{
+	struct timespec rt;
+	uint64_t off_ns, a, s, d, mono = mono_ns();
+	size_t w, k = 0;
+	int i, bit;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	off_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec -
+	    mono;
+	if (json)
+		printf(",\"%s_items\":[", lost ? "lost" : "unacked");
+	else
+		printf("  %s (connection/sequence, at most %d):",
+		    lost ? "lost" : "received but not acknowledged", LIST_MAX);
+	for (i = 0; i < b->nconns && k < LIST_MAX; i++) {
+		const struct conn *c = &b->conns[i];
+		size_t n = c->acked.nw > c->seen.nw ? c->acked.nw : c->seen.nw;
+
+		for (w = 0; w < n && k < LIST_MAX; w++) {
+			a = w < c->acked.nw ? c->acked.w[w] : 0;
+			s = w < c->seen.nw ? c->seen.w[w] : 0;
+			d = lost ? a & ~s : s & ~a;
+			while (d != 0 && k < LIST_MAX) {
+				uint64_t seq, sent, stored;
+
+				bit = __builtin_ctzll(d);
+				d &= d - 1;
+				seq = (uint64_t)w * 64 + (uint64_t)bit;
+				sent = b->o.mode == M_BLOCKING ?
+				    times_get(c, 2 * seq) : 0;
+				stored = b->o.mode == M_BLOCKING ?
+				    times_get(c, 2 * seq + 1) : 0;
+				if (json) {
+					printf("%s[%d,%" PRIu64, k ? "," : "", i,
+					    seq);
+					if (sent)
+						printf(",%" PRIu64, (sent + off_ns) /
+						    1000000);
+					else
+						printf(",null");
+					if (stored && lost)
+						printf(",%" PRIu64, (stored +
+						    off_ns) / 1000000);
+					else if (lost)
+						printf(",null");
+					printf("]");
+				} else
+					printf(" %d/%" PRIu64, i, seq);
+				k++;
+			}
+		}
+	}
+	printf(json ? "]" : "\n");
 }
 
 static void
@@ -153,6 +218,10 @@ report(struct bench *b)
 			    ",\"foreign\":%" PRIu64, b->acked_total,
 			    b->received, b->leftover, lost, b->dups, unacked,
 			    b->foreign);
+		if (o->verify) {
+			print_items(b, true, true);
+			print_items(b, false, true);
+		}
 		if (o->mode == M_DELAYED)
 			printf(",\"early\":%" PRIu64, b->early);
 		if (o->mode == M_RETRY)
@@ -214,6 +283,10 @@ report(struct bench *b)
 		    lost, b->dups, unacked, b->foreign, bad ? "FAILED" : "ok");
 	else
 		printf("  verify: off\n");
+	if (o->verify && lost > 0)
+		print_items(b, true, false);
+	if (o->verify && unacked > 0)
+		print_items(b, false, false);
 	if (b->drain_timeout)
 		printf("  the drain after the run timed out: loss counts are "
 		    "upper bounds\n");

@@ -45,6 +45,14 @@ xrealloc(void *p, size_t n)
 
 /* Set bit i; return its previous value. */
 bool
+bits_test(const struct bits *bs, uint64_t i)
+{
+	size_t w = (size_t)(i / 64);
+
+	return w < bs->nw && (bs->w[w] & (1ull << (i % 64))) != 0;
+}
+
+bool
 bits_test_set(struct bits *bs, uint64_t i)
 {
 	size_t w = (size_t)(i / 64);
