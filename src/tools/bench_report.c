@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bench_int.h"
+#include "clock.h"
 
 /* ----------------------------------------------------------- reporting */
 
@@ -52,7 +53,7 @@ static void
 print_items(const struct bench *b, bool lost, bool json)
 {
 	struct timespec rt;
-	uint64_t off_ns, a, s, d, mono = mono_ns();
+	uint64_t off_ns, a, s, d, mono = saker_mono_ns();
 	size_t w, k = 0;
 	int i, bit;
 
