@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # the PGC_ and NS_ variables are failover.sh's
 # cluster.sh -- a PostgreSQL primary and a synchronous streaming standby on
 # loopback TCP, and a network namespace to cut one broker off the database.
 # Sourced by contrib/failover/failover.sh (bash); every function is bounded

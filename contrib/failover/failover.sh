@@ -224,7 +224,7 @@ probe() {	# NAME HOST PORT LOG
 	ask() {	# KIND REQUEST: one exchange; 1 when the connection is dropped
 		kind=$1
 		t0=$(now_us)
-		if ! printf '%b' "$2" >&"$fd" 2>/dev/null; then
+		if ! { printf '%b' "$2" >&"$fd"; } 2>/dev/null; then
 			echo "$t0 - $kind WRITE_FAILED"
 			exec {fd}>&-; fd=
 			return 1
@@ -355,9 +355,9 @@ jtrue() { grep -q "\"$2\":true" "$1" 2>/dev/null; }
 # The bench's lost items, as "connection/sequence STORED at HH:MM:SS.mmm"
 # (UTC) to look up in the broker's log.
 lost_items() {
-	local l c q sent acked out=
+	local l c q acked out=
 	l=$(grep -o '"lost_items":\[[^"]*' "$1" 2>/dev/null | sed 's/^"lost_items":\[//; s/\],*$//')
-	while IFS=, read -r c q sent acked; do
+	while IFS=, read -r c q _ acked; do
 		[ -n "$q" ] || continue
 		out="$out ${c#[}/$q"
 		case ${acked%]} in
