@@ -182,7 +182,7 @@ tcp_ask() {	# HOST PORT REQUEST [SECS]: the reply, within SECS (5)
 	    _ "$1" "$2" "$3" 2>/dev/null
 }
 http_get() {	# BROKER PATH [SECS]
-	tcp_ask "${HOST[$1]}" "${HTTP[$1]}" "GET $2 HTTP/1.0\r\nHost: x\r\n\r\n" "${3:-5}" | tr -d '\r'
+	tcp_ask "${HOST[$1]}" "${HTTP[$1]}" "GET $2 HTTP/1.0\r\nHost: ${HOST[$1]}:${HTTP[$1]}\r\n\r\n" "${3:-5}" | tr -d '\r'
 }
 
 for b in A B; do
