@@ -2102,6 +2102,32 @@ open_lookup(struct lstore *s, MDB_txn *t, MDB_cursor **c, uint64_t qid,
 	return mdb_cursor_get(*c, &k, &v, MDB_SET);
 }
 
+/*
+ * The open item (q, id) as the batch sees it, its record in *v (to size the
+ * operation that moves it) and its key in kb; opens the batch.
+ */
+static int
+lm_open_get(struct lstore *s, saker_queue *q, uint64_t id,
+    unsigned char kb[LM_KEY], MDB_val *v, const char *what)
+{
+	MDB_val k;
+	int rc;
+
+	if (q->cur.open == 0)
+		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	mkkey(kb, q->id, id);
+	k.mv_data = kb;
+	k.mv_size = LM_KEY;
+	rc = mdb_get(s->txn, s->db_open, &k, v);
+	if (rc == MDB_NOTFOUND)
+		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
+	if (rc != 0)
+		return lm_fail(s, rc, what);
+	return SAKER_OK;
+}
+
 static int
 lm_release(saker_store *ss, saker_queue *q, uint64_t id)
 {
@@ -2109,25 +2135,15 @@ lm_release(saker_store *ss, saker_queue *q, uint64_t id)
 	unsigned char kb[LM_KEY];
 	MDB_cursor *c;
 	MDB_txn *t;
-	MDB_val k, v;
+	MDB_val v;
 	size_t len = 0;
 	int rc;
 
 	if (q == NULL)
 		return seterr(s, SAKER_EINVAL, "lmdb release: no queue");
-	if (q->cur.open == 0)
-		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
-	if ((rc = lm_begin(s, true)) != SAKER_OK)
-		return rc;
 	/* Look it up in the batch first, to size the operation. */
-	mkkey(kb, q->id, id);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
-	rc = mdb_get(s->txn, s->db_open, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
-	if (rc != 0)
-		return lm_fail(s, rc, "release");
+	if ((rc = lm_open_get(s, q, id, kb, &v, "release")) != SAKER_OK)
+		return rc;
 	if ((rc = op_begin(s, v.mv_size, &t)) != SAKER_OK)
 		return rc;
 	rc = open_lookup(s, t, &c, q->id, id);
@@ -2168,22 +2184,13 @@ lm_release_delayed(saker_store *ss, saker_queue *q, uint64_t id,
 		return lm_release(ss, q, id);
 	if (q == NULL)
 		return seterr(s, SAKER_EINVAL, "lmdb release: no queue");
-	if (q->cur.open == 0)
-		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
-	if ((rc = lm_begin(s, true)) != SAKER_OK)
+	if ((rc = lm_open_get(s, q, id, kb, &v, "release")) != SAKER_OK)
 		return rc;
-	mkkey(kb, q->id, id);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
-	rc = mdb_get(s->txn, s->db_open, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
-	if (rc != 0)
-		return lm_fail(s, rc, "release");
 	if ((rc = op_begin(s, 2 * (8 + v.mv_size), &t)) != SAKER_OK)
 		return rc;
 	mkkey(dk, (uint64_t)due_ms, s->next_arrival);
 	k.mv_data = dk;
+	k.mv_size = LM_KEY;
 	dv.mv_size = 8 + v.mv_size;
 	rc = mdb_put(t, s->db_delayed, &k, &dv, MDB_RESERVE);
 	if (rc == 0) {
@@ -2224,24 +2231,14 @@ lm_move(saker_store *ss, saker_queue *q, uint64_t id, saker_queue *to)
 	unsigned char kb[LM_KEY];
 	MDB_cursor *c;
 	MDB_txn *t;
-	MDB_val k, v;
+	MDB_val v;
 	size_t len = 0;
 	int rc;
 
 	if (q == NULL || to == NULL || to == q || !to->cur.exists || to->deleted)
 		return seterr(s, SAKER_EINVAL, "lmdb move: bad argument");
-	if (q->cur.open == 0)
-		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
-	if ((rc = lm_begin(s, true)) != SAKER_OK)
+	if ((rc = lm_open_get(s, q, id, kb, &v, "move")) != SAKER_OK)
 		return rc;
-	mkkey(kb, q->id, id);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
-	rc = mdb_get(s->txn, s->db_open, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
-	if (rc != 0)
-		return lm_fail(s, rc, "move");
 	if ((rc = op_begin(s, v.mv_size, &t)) != SAKER_OK)
 		return rc;
 	rc = open_lookup(s, t, &c, q->id, id);

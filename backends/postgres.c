@@ -3709,6 +3709,24 @@ pg_release(saker_store *base, saker_queue *q, uint64_t id)
 	return pg_release_id(s, q, id);
 }
 
+/* Take open item id of q out of this process's set, for a statement of
+ * its own: a state change of it still in the batch's arrays goes first.
+ * On failure it is still open (unless the batch was lost). */
+static int
+pg_open_take(struct pg_store *s, struct saker_queue *q, uint64_t id)
+{
+	int err;
+
+	if (!os_take(&s->open, id, q->id))
+		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
+	if (os_has(&s->st_ids, id) && (err = pg_flush(s)) != SAKER_OK) {
+		if (!s->lost)
+			(void)os_add(&s->open, id, q->id);
+		return err;
+	}
+	return SAKER_OK;
+}
+
 static int
 pg_release_delayed(saker_store *base, saker_queue *q, uint64_t id,
     int64_t due_ms, int64_t now_ms)
@@ -3725,14 +3743,8 @@ pg_release_delayed(saker_store *base, saker_queue *q, uint64_t id,
 		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = pg_begin(s)) != SAKER_OK)
 		return err;
-	if (!os_take(&s->open, id, q->id))
-		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
-	/* a state change of it still in the arrays goes first */
-	if (os_has(&s->st_ids, id) && (err = pg_flush(s)) != SAKER_OK) {
-		if (!s->lost)
-			(void)os_add(&s->open, id, q->id);
+	if ((err = pg_open_take(s, q, id)) != SAKER_OK)
 		return err;
-	}
 	pp_i64(&p, q->id);
 	pp_i64(&p, (int64_t)id);
 	pp_str(&p, s->owner);
@@ -3757,14 +3769,8 @@ pg_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = pg_begin(s)) != SAKER_OK)
 		return err;
-	if (!os_take(&s->open, id, q->id))
-		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
-	/* a state change of it still in the arrays goes first */
-	if (os_has(&s->st_ids, id) && (err = pg_flush(s)) != SAKER_OK) {
-		if (!s->lost)
-			(void)os_add(&s->open, id, q->id);
+	if ((err = pg_open_take(s, q, id)) != SAKER_OK)
 		return err;
-	}
 	vis = s->last_now > s->last_vis ? s->last_now : s->last_vis;
 	s->last_vis = vis;
 	pp_i64(&p, q->id);
