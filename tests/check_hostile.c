@@ -23,34 +23,6 @@
 
 #include "testlib.h"
 
-static char *tmpdir;
-
-static void
-setup(void)
-{
-	tmpdir = tl_mkdtemp();
-}
-
-static void
-teardown(void)
-{
-	tl_rmrf(tmpdir);
-	free(tmpdir);
-	tmpdir = NULL;
-}
-
-static char *
-write_file(const char *name, const char *text)
-{
-	char *path = tl_strdupf("%s/%s", tmpdir, name);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-	return path;
-}
-
 /* The server answers a fresh connection. */
 static void
 still_serving(struct tl_server *s)
@@ -68,7 +40,7 @@ still_serving(struct tl_server *s)
  * input buffer holding them was drained (ASan: heap-use-after-free). */
 START_TEST(test_prelogin_refused_set)
 {
-	char *auth = write_file("users", "alice:secret\n");
+	char *auth = tl_write_file("users", "alice:secret\n");
 	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
 	int fd = tl_connect(s->port);
 	char big[5002];
@@ -314,7 +286,7 @@ END_TEST
  * --max-item-size; now only the header is read, then refused. */
 START_TEST(test_prelogin_binary_body)
 {
-	char *auth = write_file("users", "alice:secret\n");
+	char *auth = tl_write_file("users", "alice:secret\n");
 	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
 	int fd = tl_connect(s->port);
 	unsigned char h[24] = { 0x80, 0x01, 0, 1, 8 }, r[24];
@@ -809,7 +781,7 @@ END_TEST
  * peer. */
 START_TEST(test_login_throttle)
 {
-	char *auth = write_file("users", "alice:secret\n");
+	char *auth = tl_write_file("users", "alice:secret\n");
 	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
 	int fd = tl_connect(s->port), i;
 	char *buf = malloc(20 * 40), *log, *l;
@@ -863,7 +835,7 @@ END_TEST
 /* The same for binary SASL PLAIN. */
 START_TEST(test_login_throttle_sasl)
 {
-	char *auth = write_file("users", "alice:secret\n");
+	char *auth = tl_write_file("users", "alice:secret\n");
 	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
 	int fd = tl_connect(s->port), i;
 	unsigned char pkt[24 + 5 + 12], r[24 + 12];
@@ -954,7 +926,7 @@ text_login_from(int port, const char *src, const char *user, const char *pass,
  * guesses, is no faster than the delay owed. */
 START_TEST(test_login_no_oracle)
 {
-	char *auth = write_file("users", "alice:secret\n");
+	char *auth = tl_write_file("users", "alice:secret\n");
 	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
 	int fd[4], i;
 	int64_t t0, ms;
@@ -989,7 +961,7 @@ END_TEST
  * failures for every user.  Now it clears only its own user's. */
 START_TEST(test_login_ok_resets_own_user_only)
 {
-	char *auth = write_file("users", "admin:root1:admin\nbob:bobpw:\n");
+	char *auth = tl_write_file("users", "admin:root1:admin\nbob:bobpw:\n");
 	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
 	int64_t ms;
 	int i;
@@ -1014,7 +986,7 @@ END_TEST
  * address's from every user name. */
 START_TEST(test_login_user_across_addresses)
 {
-	char *auth = write_file("users", "admin:root1:admin\n");
+	char *auth = tl_write_file("users", "admin:root1:admin\n");
 	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
 	char src[32];
 	int64_t ms;
@@ -1044,7 +1016,7 @@ END_TEST
  * its own address so that no delay is owed. */
 START_TEST(test_login_unknown_user_timing)
 {
-	char *auth = write_file("users", "alice:" SLOW_HASH ":\n");
+	char *auth = tl_write_file("users", "alice:" SLOW_HASH ":\n");
 	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
 	int64_t known = INT64_MAX, unknown = INT64_MAX, ms;
 	char src[32], user[32];
@@ -1163,7 +1135,7 @@ guess_read(struct guesser *g)
  */
 START_TEST(test_login_parallel_rate)
 {
-	char *auth = write_file("users", "admin:root1:admin\n");
+	char *auth = tl_write_file("users", "admin:root1:admin\n");
 	int hport = tl_free_port();
 	char *spec = tl_strdupf("127.0.0.1:%d", hport);
 	struct tl_server *s = tl_server_start("memory", "--auth-file", auth,
@@ -1311,7 +1283,7 @@ END_TEST
  * set.  Now at most 10 years, else a startup error. */
 START_TEST(test_config_duration_overflow)
 {
-	char *conf = write_file("q.conf", "max_age = 9223372036854775807\n");
+	char *conf = tl_write_file("q.conf", "max_age = 9223372036854775807\n");
 	char *cmd = tl_strdupf("timeout 10 %s --store memory -p %d --config %s "
 	    "--log /dev/null >/dev/null 2>&1", tl_sakerd_path(), tl_free_port(), conf);
 	int st = system(cmd);
@@ -1319,7 +1291,7 @@ START_TEST(test_config_duration_overflow)
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d", st);
 	free(cmd);
 	free(conf);
-	conf = write_file("q.conf", "[queue q]\nopen_timeout = 87600h\n"
+	conf = tl_write_file("q.conf", "[queue q]\nopen_timeout = 87600h\n"
 	    "max_age = 87600h\n");
 	{
 		struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
@@ -1624,7 +1596,7 @@ main(void)
 	SRunner *sr;
 	int failed;
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_prelogin_refused_set);
 	tcase_add_test(tc, test_monitor_huge_seconds);
@@ -1642,7 +1614,7 @@ main(void)
 	suite_add_tcase(su, tc);
 	/* issue 35: logins (CK_RUN_CASE=login) */
 	tc = tcase_create("login");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_login_no_oracle);
 	tcase_add_test(tc, test_login_ok_resets_own_user_only);
@@ -1652,7 +1624,7 @@ main(void)
 	suite_add_tcase(su, tc);
 	/* issue 35: the HTTP port (CK_RUN_CASE=http35) */
 	tc = tcase_create("http35");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_http_pipelining_bounded);
 	tcase_add_test(tc, test_http_unsent_budget);
@@ -1661,13 +1633,13 @@ main(void)
 	suite_add_tcase(su, tc);
 	/* HTTP connections under -c (CK_RUN_CASE=conns) */
 	tc = tcase_create("conns");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_http_counts_against_max_conns);
 	suite_add_tcase(su, tc);
 	/* item 10, a case of its own (CK_RUN_CASE=queues) */
 	tc = tcase_create("queues");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_gets_create_nothing);
 	tcase_add_test(tc, test_max_queues);

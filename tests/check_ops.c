@@ -15,33 +15,6 @@
 
 #include "testlib.h"
 
-static char *tmp;
-
-static void
-setup(void)
-{
-	tmp = tl_mkdtemp();
-}
-
-static void
-teardown(void)
-{
-	tl_rmrf(tmp);
-	free(tmp);
-}
-
-static char *
-write_conf(const char *name, const char *text)
-{
-	char *path = tl_strdupf("%s/%s", tmp, name);
-	FILE *f = fopen(path, "w");
-
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
-
 #define http_get(port, path) tl_http((port), "GET", (path), NULL, NULL)
 
 /* Run sakerd with args (NULL-terminated); return its exit status and
@@ -50,7 +23,7 @@ static int
 run_sakerd(char **err, ...)
 {
 	char *argv[TL_MAX_ARGS];
-	char *logpath = tl_strdupf("%s/run.err", tmp);
+	char *logpath = tl_strdupf("%s/run.err", tl_dir);
 	va_list ap;
 	int argc = 0, status;
 	pid_t pid;
@@ -68,7 +41,7 @@ run_sakerd(char **err, ...)
 		(void)f;
 		dup2(STDERR_FILENO, STDOUT_FILENO);
 		/* relative paths (the default store) land in the test's dir */
-		if (chdir(tmp) != 0)
+		if (chdir(tl_dir) != 0)
 			_exit(126);
 		execv(argv[0], argv);
 		_exit(127);
@@ -81,7 +54,7 @@ run_sakerd(char **err, ...)
 
 START_TEST(test_config_limits)
 {
-	char *conf = write_conf("q.conf",
+	char *conf = tl_write_file("q.conf",
 	    "max_open = 2\n"
 	    "[queue lim]\nmax_items = 2\n"
 	    "[queue ring*]\nmax_items = 2\ndiscard_old_when_full = yes\n"
@@ -129,7 +102,7 @@ END_TEST
 
 START_TEST(test_config_reload)
 {
-	char *conf = write_conf("q.conf", "[queue q]\nmax_items = 1\n");
+	char *conf = tl_write_file("q.conf", "[queue q]\nmax_items = 1\n");
 	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
 	int c = tl_connect(s->port);
 
@@ -160,7 +133,7 @@ END_TEST
 
 START_TEST(test_config_bad_file)
 {
-	char *conf = write_conf("bad.conf", "# ok\n[queue q]\nmax_itemz = 3\n");
+	char *conf = tl_write_file("bad.conf", "# ok\n[queue q]\nmax_itemz = 3\n");
 	char *err = NULL;
 	int rc = run_sakerd(&err, "-p", "0", "-s", "/nonexistent/x", "--config", conf, NULL);
 
@@ -195,7 +168,7 @@ START_TEST(test_config_dead_letter_loops)
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char *conf = write_conf("dl.conf", bad[i].text), *err = NULL;
+		char *conf = tl_write_file("dl.conf", bad[i].text), *err = NULL;
 		int rc = run_sakerd(&err, "-p", "0", "-s", "/nonexistent/x",
 		    "--config", conf, NULL);
 
@@ -206,7 +179,7 @@ START_TEST(test_config_dead_letter_loops)
 		free(conf);
 	}
 	{
-		char *conf = write_conf("dl.conf", "[queue jobs*]\n"
+		char *conf = tl_write_file("dl.conf", "[queue jobs*]\n"
 		    "max_deliveries = 1\ndead_letter = jobs_graveyard\n"
 		    "[queue jobs_graveyard]\n");
 		struct tl_server *s = tl_server_start("memory", "--config",
@@ -453,9 +426,9 @@ END_TEST
 
 START_TEST(test_pidfile_and_daemon)
 {
-	char *pidfile = tl_strdupf("%s/sakerd.pid", tmp);
-	char *sock = tl_strdupf("%s/s.sock", tmp);
-	char *sock2 = tl_strdupf("%s/s2.sock", tmp);
+	char *pidfile = tl_strdupf("%s/sakerd.pid", tl_dir);
+	char *sock = tl_strdupf("%s/s.sock", tl_dir);
+	char *sock2 = tl_strdupf("%s/s2.sock", tl_dir);
 	char *err = NULL, *pidtxt;
 	long pid;
 	int rc;
@@ -481,7 +454,7 @@ START_TEST(test_pidfile_and_daemon)
 	ck_assert_int_ne(access(pidfile, F_OK), 0);	/* removed at exit */
 #ifdef HAVE_LMDB
 	{
-		char *data = tl_strdupf("%s/saker-data/data.mdb", tmp);
+		char *data = tl_strdupf("%s/saker-data/data.mdb", tl_dir);
 
 		ck_assert_msg(access(data, F_OK) == 0, "the default store is not in "
 		    "the start directory");
@@ -537,14 +510,14 @@ END_TEST
  * bare number. */
 START_TEST(test_duration_everywhere)
 {
-	char *conf = write_conf("dur.conf", "[queue ot]\nopen_timeout = 1.5s\n");
+	char *conf = tl_write_file("dur.conf", "[queue ot]\nopen_timeout = 1.5s\n");
 	struct tl_server *s = tl_server_start("memory", "--config", conf,
 	    "--idle-timeout", "1.5s", NULL);
 	int c, idle;
 	int64_t t0;
 	char *err = NULL;
 #ifdef HAVE_POSTGRES
-	char *sock = tl_strdupf("%s/dur.sock", tmp);
+	char *sock = tl_strdupf("%s/dur.sock", tl_dir);
 #endif
 
 	idle = tl_connect(s->port);
@@ -641,7 +614,7 @@ END_TEST
 START_TEST(test_max_item_refused)
 {
 #ifdef HAVE_SQLITE
-	char *err = NULL, *spec = tl_strdupf("sqlite:%s/big.db", tmp);
+	char *err = NULL, *spec = tl_strdupf("sqlite:%s/big.db", tl_dir);
 
 	ck_assert_int_eq(run_sakerd(&err, "--store", spec, "--max-item-size",
 	    "1g", NULL), 1);
@@ -664,7 +637,7 @@ END_TEST
 static void
 damaged_start(bool zero)
 {
-	char *dir = tl_strdupf("%s/dmg%d", tmp, zero), *err = NULL;
+	char *dir = tl_strdupf("%s/dmg%d", tl_dir, zero), *err = NULL;
 	char *spec = tl_strdupf("lmdb:%s", dir), *path;
 	unsigned char page[4096];
 	struct saker_store_opts o;
@@ -725,7 +698,7 @@ main(void)
 	SRunner *sr;
 	int failed;
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_config_limits);
 	tcase_add_test(tc, test_config_reload);

@@ -12,33 +12,6 @@
 
 #include "testlib.h"
 
-static char *tmp;
-
-static void
-setup(void)
-{
-	tmp = tl_mkdtemp();
-}
-
-static void
-teardown(void)
-{
-	tl_rmrf(tmp);
-	free(tmp);
-}
-
-static char *
-write_conf(const char *text)
-{
-	char *path = tl_strdupf("%s/poison.conf", tmp);
-	FILE *f = fopen(path, "w");
-
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
-
 static const char conf_text[] =
     "[queue poison]\nmax_deliveries = 3\n"
     "[queue named]\nmax_deliveries = 2\ndead_letter = graveyard\n"
@@ -68,7 +41,7 @@ crashing_worker(int port, const char *q, const char *want, unsigned n)
 static void
 dead_letter_on(const char *store)
 {
-	char *conf = write_conf(conf_text);
+	char *conf = tl_write_file("poison.conf", conf_text);
 	struct tl_server *s = tl_server_start(store, "--config", conf, NULL);
 	int c = tl_connect(s->port);
 	unsigned i;
@@ -189,7 +162,7 @@ END_TEST
  * settings are refused with the old configuration kept. */
 START_TEST(test_dead_letter_reload)
 {
-	char *conf = write_conf("[queue q]\n");
+	char *conf = tl_write_file("poison.conf", "[queue q]\n");
 	struct tl_server *s = tl_server_start("memory", "--config", conf, "-v",
 	    NULL);
 	int c = tl_connect(s->port);
@@ -236,7 +209,7 @@ END_TEST
  * kept. */
 START_TEST(test_dead_letter_readable)
 {
-	char *conf = write_conf("[queue jobs*]\nmax_deliveries = 1\n");
+	char *conf = tl_write_file("poison.conf", "[queue jobs*]\nmax_deliveries = 1\n");
 	struct tl_server *s = tl_server_start("memory", "--config", conf, "-v",
 	    NULL);
 	int c = tl_connect(s->port);
@@ -282,7 +255,7 @@ END_TEST
  * reset; --max bounds it; the server command refuses bad arguments. */
 START_TEST(test_requeue)
 {
-	char *conf = write_conf("[queue jobs]\nmax_deliveries = 1\n");
+	char *conf = tl_write_file("poison.conf", "[queue jobs]\nmax_deliveries = 1\n");
 	struct tl_server *s = tl_server_start("sqlite", "--config", conf, NULL);
 	int c = tl_connect(s->port);
 	char *srv = tl_strdupf("127.0.0.1:%d", s->port), *out = NULL, *err = NULL;
@@ -300,7 +273,7 @@ START_TEST(test_requeue)
 	free(buf);
 	tl_wait_stat(c, "queue_dq_items", 2500, 10000);
 
-	rc = tl_run_saker(tmp, NULL, &out, NULL, &err, "requeue", "-s", srv,
+	rc = tl_run_saker(tl_dir, NULL, &out, NULL, &err, "requeue", "-s", srv,
 	    "--max", "2200", "dq", "t", NULL);
 	ck_assert_msg(rc == 0, "requeue: %d %s %s", rc, out, err);
 	ck_assert_str_eq(out, "requeued 2200 items from dq to t\n");
@@ -309,7 +282,7 @@ START_TEST(test_requeue)
 	ck_assert_int_eq(tl_stat(c, "queue_t_items"), 2200);
 	ck_assert_int_eq(tl_stat(c, "queue_dq_items"), 300);
 	tl_ckget(c, "t", "00000");	/* in order */
-	rc = tl_run_saker(tmp, NULL, &out, NULL, &err, "requeue", "-s", srv,
+	rc = tl_run_saker(tl_dir, NULL, &out, NULL, &err, "requeue", "-s", srv,
 	    "dq", "t", NULL);
 	ck_assert_msg(rc == 0, "requeue: %d %s %s", rc, out, err);
 	ck_assert_str_eq(out, "requeued 300 items from dq to t\n");
@@ -339,7 +312,7 @@ START_TEST(test_requeue)
 	    "CLIENT_ERROR bad queue name\r\n");
 	mustsends(c, "requeue nosuch b 5\r\n");
 	ckresp(c, "0\r\n");
-	rc = tl_run_saker(tmp, NULL, NULL, NULL, NULL, "requeue", "-s", srv,
+	rc = tl_run_saker(tl_dir, NULL, NULL, NULL, NULL, "requeue", "-s", srv,
 	    "--max", "0", "a", "b", NULL);
 	ck_assert_int_eq(rc, 2);
 	close(c);
@@ -356,9 +329,9 @@ START_TEST(test_counts_dump_load_migrate)
 {
 	struct tl_server *s = tl_server_start("lmdb", NULL);
 	char *src = tl_strdupf("lmdb:%s/store", s->dir);
-	char *mid = tl_strdupf("sqlite:%s/mid.db", tmp);
-	char *dst = tl_strdupf("lmdb:%s/dst", tmp);
-	char *dumpf = tl_strdupf("%s/dump", tmp), *out = NULL, *err = NULL;
+	char *mid = tl_strdupf("sqlite:%s/mid.db", tl_dir);
+	char *dst = tl_strdupf("lmdb:%s/dst", tl_dir);
+	char *dumpf = tl_strdupf("%s/dump", tl_dir), *out = NULL, *err = NULL;
 	size_t outlen = 0;
 	FILE *f;
 	int c = tl_connect(s->port), i, rc;
@@ -373,7 +346,7 @@ START_TEST(test_counts_dump_load_migrate)
 	close(c);
 	tl_server_stop(s);
 
-	rc = tl_run_saker(tmp, NULL, &out, &outlen, &err, "dump", src, NULL);
+	rc = tl_run_saker(tl_dir, NULL, &out, &outlen, &err, "dump", src, NULL);
 	ck_assert_msg(rc == 0, "dump: %d %s", rc, err);
 	f = fopen(dumpf, "wb");
 	ck_assert_ptr_nonnull(f);
@@ -381,10 +354,10 @@ START_TEST(test_counts_dump_load_migrate)
 	fclose(f);
 	free(out);
 	free(err);
-	rc = tl_run_saker(tmp, dumpf, NULL, NULL, &err, "load", mid, NULL);
+	rc = tl_run_saker(tl_dir, dumpf, NULL, NULL, &err, "load", mid, NULL);
 	ck_assert_msg(rc == 0, "load: %d %s", rc, err);
 	free(err);
-	rc = tl_run_saker(tmp, NULL, NULL, NULL, &err, "migrate", "--quiet",
+	rc = tl_run_saker(tl_dir, NULL, NULL, NULL, &err, "migrate", "--quiet",
 	    mid, dst, NULL);
 	ck_assert_msg(rc == 0, "migrate: %d %s", rc, err);
 	free(err);
@@ -411,7 +384,7 @@ END_TEST
 static void
 expire_to_on(const char *store)
 {
-	char *conf = write_conf("[queue ex]\nmax_age = 300ms\nexpire_to = ex_late\n"
+	char *conf = tl_write_file("poison.conf", "[queue ex]\nmax_age = 300ms\nexpire_to = ex_late\n"
 	    "[queue ex_late]\nmax_age = 1h\n");
 	struct tl_server *s = tl_server_start(store, "--config", conf, "-v",
 	    NULL);
@@ -569,7 +542,7 @@ kill_loop_round(struct tl_server *s, const char *store, int round)
 static void
 kill_loop(const char *store)
 {
-	char *conf = write_conf("[queue dl]\nmax_deliveries = 1\n");
+	char *conf = tl_write_file("poison.conf", "[queue dl]\nmax_deliveries = 1\n");
 	struct tl_server *s = tl_server_start(store, "--config", conf,
 	    "--sync", "always", NULL);
 	unsigned seed = (unsigned)getpid();
@@ -613,7 +586,7 @@ START_TEST(test_cli_shows_deliveries)
 		mustsends(c, "get q/abort\r\n");
 		ckresp(c, "END\r\n");
 	}
-	rc = tl_run_saker(tmp, NULL, &out, NULL, &err, "get", "-s", srv, "-p",
+	rc = tl_run_saker(tl_dir, NULL, &out, NULL, &err, "get", "-s", srv, "-p",
 	    "-D", "q", NULL);
 	ck_assert_msg(rc == 0, "saker get: %d %s", rc, err);
 	ck_assert_str_eq(out, "x");
@@ -621,12 +594,12 @@ START_TEST(test_cli_shows_deliveries)
 	free(out);
 	free(err);
 	ck_assert_int_eq(tl_stat(c, "queue_q_items"), 1);
-	rc = tl_run_saker(tmp, NULL, &out, NULL, &err, "get", "-s", srv, "-D",
+	rc = tl_run_saker(tl_dir, NULL, &out, NULL, &err, "get", "-s", srv, "-D",
 	    "-q", "q", NULL);
 	ck_assert_int_eq(rc, 0);
 	free(out);
 	free(err);
-	rc = tl_run_saker(tmp, NULL, &out, NULL, &err, "get", "-s", srv, "-D",
+	rc = tl_run_saker(tl_dir, NULL, &out, NULL, &err, "get", "-s", srv, "-D",
 	    "-q", "q", NULL);
 	ck_assert_int_eq(rc, 1);
 	ck_assert_str_eq(out, "");
@@ -647,7 +620,7 @@ main(void)
 	SRunner *sr;
 	int failed;
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_dead_letter_memory);
 #ifdef HAVE_LMDB

@@ -18,33 +18,6 @@
 #include "retry.h"
 #include "testlib.h"
 
-static char *tmp;
-
-static void
-setup(void)
-{
-	tmp = tl_mkdtemp();
-}
-
-static void
-teardown(void)
-{
-	tl_rmrf(tmp);
-	free(tmp);
-}
-
-static char *
-write_conf(const char *text)
-{
-	char *path = tl_strdupf("%s/retry.conf", tmp);
-	FILE *f = fopen(path, "w");
-
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
-
 /* ------------------------------------------------------------ the rule */
 
 START_TEST(test_backoff_rule)
@@ -91,7 +64,7 @@ START_TEST(test_backoff_config)
 	struct config *cf;
 	char err[256], *path;
 
-	path = write_conf("[queue a]\nretry_backoff = 1s, 10m\n"
+	path = tl_write_file("retry.conf", "[queue a]\nretry_backoff = 1s, 10m\n"
 	    "[queue b]\nretry_backoff = 250\n"
 	    "[queue c]\nretry_backoff = 2h\n"
 	    "[queue d]\nretry_backoff = 0\n");
@@ -110,15 +83,15 @@ START_TEST(test_backoff_config)
 	config_free(cf);
 	free(path);
 
-	path = write_conf("[queue a]\nretry_backoff = 10s,1s\n");
+	path = tl_write_file("retry.conf", "[queue a]\nretry_backoff = 10s,1s\n");
 	ck_assert_ptr_null(config_load(path, &defaults, err, sizeof(err)));
 	ck_assert_msg(strstr(err, "retry.conf:2: retry_backoff: retry_backoff"
 	    " wants BASE[,MAX]") != NULL, "%s", err);
 	free(path);
-	path = write_conf("[queue a]\nretry_backoff = soon\n");
+	path = tl_write_file("retry.conf", "[queue a]\nretry_backoff = soon\n");
 	ck_assert_ptr_null(config_load(path, &defaults, err, sizeof(err)));
 	free(path);
-	path = write_conf("[queue a]\nretry_backoff = 1s,\n");
+	path = tl_write_file("retry.conf", "[queue a]\nretry_backoff = 1s,\n");
 	ck_assert_ptr_null(config_load(path, &defaults, err, sizeof(err)));
 	free(path);
 }
@@ -216,7 +189,7 @@ END_TEST
  * dead-letters the item on top, at once. */
 START_TEST(test_backoff_timing)
 {
-	char *conf = write_conf("[queue bk]\nretry_backoff = 200,700\n"
+	char *conf = tl_write_file("retry.conf", "[queue bk]\nretry_backoff = 200,700\n"
 	    "max_deliveries = 6\nopen_timeout = 300ms\n"
 	    "[queue plain]\n");
 	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
@@ -281,7 +254,7 @@ END_TEST
  * the backoff applies to the others. */
 START_TEST(test_backoff_dead_letter)
 {
-	char *conf = write_conf("[queue dq]\nretry_backoff = 5s\n"
+	char *conf = tl_write_file("retry.conf", "[queue dq]\nretry_backoff = 5s\n"
 	    "max_deliveries = 2\n");
 	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
 	int c = tl_connect(s->port);
@@ -324,7 +297,7 @@ END_TEST
  * an error in every form, and noreply keeps the connection in step. */
 START_TEST(test_touch)
 {
-	char *conf = write_conf("[queue tq]\nopen_timeout = 1000ms\n"
+	char *conf = tl_write_file("retry.conf", "[queue tq]\nopen_timeout = 1000ms\n"
 	    "[queue free]\n");
 	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
 	int c = tl_connect(s->port), o = tl_connect(s->port), i;
@@ -438,7 +411,7 @@ durable_delay(const char *store)
 static void
 stop_no_backoff(const char *store)
 {
-	char *conf = write_conf("[queue sb]\nretry_backoff = 20s\n");
+	char *conf = tl_write_file("retry.conf", "[queue sb]\nretry_backoff = 20s\n");
 	struct tl_server *s = tl_server_start(store, "--config", conf, NULL);
 	int c = tl_connect(s->port), w = tl_connect(s->port);
 
@@ -487,7 +460,7 @@ retry_suite(void)
 	Suite *su = suite_create("retry");
 	TCase *tc = tcase_create("retry");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_backoff_rule);
 	tcase_add_test(tc, test_backoff_config);

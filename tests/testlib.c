@@ -358,6 +358,37 @@ tl_mkdtemp(void)
 	return d;
 }
 
+char *tl_dir;
+
+void
+tl_dir_setup(void)
+{
+	tl_dir = tl_mkdtemp();
+}
+
+void
+tl_dir_teardown(void)
+{
+	tl_rmrf(tl_dir);
+	free(tl_dir);
+	tl_dir = NULL;
+}
+
+char *
+tl_write_file(const char *name, const char *text)
+{
+	char *path = tl_strdupf("%s/%s", tl_dir, name);
+	size_t len = strlen(text);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		ck_abort_msg("%s: %s", path, strerror(errno));
+	if (write(fd, text, len) != (ssize_t)len)
+		ck_abort_msg("%s: short write", path);
+	close(fd);
+	return path;
+}
+
 void
 tl_rmrf(const char *path)
 {

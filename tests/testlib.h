@@ -52,6 +52,14 @@ void tl_sleep_ms(int ms);
 char *tl_mkdtemp(void);
 /* rm -rf path (no symlink following).  Errors are ignored. */
 void tl_rmrf(const char *path);
+/* The per-test scratch directory: a checked fixture pair that makes
+ * tl_dir (tl_mkdtemp()) before each test and removes it after. */
+extern char *tl_dir;
+void tl_dir_setup(void);
+void tl_dir_teardown(void);
+/* Write text to tl_dir/name (mode 0600, replaced if there); returns the
+ * malloc'd path.  Fails the test on error. */
+char *tl_write_file(const char *name, const char *text);
 /* Whole file as a malloc'd NUL-terminated string, or NULL. */
 char *tl_read_file(const char *path, size_t *lenp);
 /* CPU time (user + system) of process pid so far, in seconds, from
