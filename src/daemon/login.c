@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hash.h"
 #include "log.h"
 #include "login.h"
 
@@ -86,15 +87,12 @@ make_key(enum kind k, const char *ak, const char *user, size_t ulen,
 	return n;
 }
 
+/* Keyed (hash.h): addresses and user names are the attacker's choice, and
+ * an unkeyed hash would let one aim them all at a victim's bucket. */
 static size_t
 bucket_of(const char *key, size_t len)
 {
-	uint32_t h = 2166136261u;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)key[i]) * 16777619u;
-	return (h % (LOGIN_SLOTS / BUCKET)) * BUCKET;
+	return (size_t)(saker_hash(key, len) % (LOGIN_SLOTS / BUCKET)) * BUCKET;
 }
 
 /* The entry of key; with `add`, taken when missing (a free one, else the
