@@ -20,7 +20,6 @@
  */
 
 extern const struct saker_store_driver saker_store_memory;
-extern const struct saker_store_driver saker_store_example;
 #ifdef HAVE_LMDB
 extern const struct saker_store_driver saker_store_lmdb;
 #endif
@@ -240,23 +239,6 @@ replay_durable(const struct saker_store_driver *drv)
 	ck_assert_int_ge(n, 5);
 }
 
-/* docs/drivers.md's example driver (backends/example.c): every store
- * input, as for the memory driver (it writes no file, so it is as fast). */
-static int
-store_example(const uint8_t *data, size_t size)
-{
-	return fuzz_store_driver(&saker_store_example, NULL, data, size);
-}
-
-START_TEST(test_store_example)
-{
-	int n = replay("store", store_example);
-
-	printf("store over example: %d inputs replayed\n", n);
-	ck_assert_int_ge(n, 5);
-}
-END_TEST
-
 #ifdef HAVE_LMDB
 START_TEST(test_store_lmdb)
 {
@@ -283,7 +265,6 @@ replay_suite(void)
 	tcase_add_loop_test(tc, test_plain, 0, (int)(sizeof(plain) / sizeof(plain[0])));
 	tcase_add_test(tc, test_conn);
 	tcase_add_test(tc, test_http);
-	tcase_add_test(tc, test_store_example);
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, test_store_lmdb);
 #endif

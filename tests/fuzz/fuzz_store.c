@@ -8,6 +8,7 @@
 #include "fuzz.h"
 
 extern const struct saker_store_driver saker_store_memory;
+extern const struct saker_store_driver saker_store_example;
 
 /*
  * The input is a program: each operation is one byte (op % NOPS) followed
@@ -712,8 +713,11 @@ fuzz_store_driver(const struct saker_store_driver *drv, const char *location,
 	return 0;
 }
 
+/* Every program over the memory driver and over docs/drivers.md's example
+ * (backends/example.c): both are held to the one model. */
 int
 fuzz_store(const uint8_t *data, size_t size)
 {
-	return fuzz_store_driver(&saker_store_memory, NULL, data, size);
+	fuzz_store_driver(&saker_store_memory, NULL, data, size);
+	return fuzz_store_driver(&saker_store_example, NULL, data, size);
 }
