@@ -20,9 +20,16 @@ extern const struct saker_store_driver saker_store_sqlite;
 #ifdef HAVE_POSTGRES
 extern const struct saker_store_driver saker_store_postgres;
 #endif
+/* docs/drivers.md's example (backends/example.c): in tests/check_store only */
+#ifdef SAKER_EXAMPLE_DRIVER
+extern const struct saker_store_driver saker_store_example;
+#endif
 
 const struct saker_store_driver *const saker_store_drivers[] = {
 	&saker_store_memory,
+#ifdef SAKER_EXAMPLE_DRIVER
+	&saker_store_example,
+#endif
 #ifdef HAVE_LMDB
 	&saker_store_lmdb,
 #endif

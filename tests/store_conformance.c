@@ -1881,6 +1881,15 @@ store_conformance_tcase(const struct saker_store_driver *drv)
 	return store_conformance_tcase_opts(drv, &defaults);
 }
 
+/* Say which tests a driver does not get, and why: what its caps and
+ * optional hooks do not promise is not tested, and the log shows it. */
+static void
+skipped(const struct saker_store_driver *drv, const char *tests,
+    const char *why)
+{
+	printf("check_store: %s: skipping %s (%s)\n", drv->name, tests, why);
+}
+
 TCase *
 store_conformance_tcase_opts(const struct saker_store_driver *drv,
     const struct store_conformance_opts *opts)
@@ -1921,24 +1930,34 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	if (drv->caps & SAKER_CAP_DELIVERIES) {
 		tcase_add_test(tc, test_deliveries);
 		tcase_add_test(tc, test_move);
-	}
+	} else
+		skipped(drv, "test_deliveries test_move", "no SAKER_CAP_DELIVERIES");
 	if (drv->expire_to != NULL)
 		tcase_add_test(tc, test_expire_to);
-	if (drv->durable) {
-		tcase_add_test(tc, test_reopen_ready);
-		tcase_add_test(tc, test_reopen_expiry);
-		tcase_add_test(tc, test_reopen_delayed);
-		tcase_add_test(tc, test_reopen_open_items);
-		tcase_add_test(tc, test_reopen_deleted_queue);
-		if (drv->caps & SAKER_CAP_DELIVERIES)
-			tcase_add_test(tc, test_reopen_deliveries);
-		tcase_add_test(tc, test_reopen_read_only);
-		if ((drv->caps & SAKER_CAP_SHARED) == 0)
-			tcase_add_test(tc, test_locked);
-		/* the store's bytes are in files under its location, or the
-		 * test knows how to damage them */
-		if (opts->spec == NULL || opts->damage != NULL)
-			tcase_add_test(tc, test_damaged_item);
+	else
+		skipped(drv, "test_expire_to", "no expire_to");
+	if (!drv->durable) {
+		skipped(drv, "test_reopen_* test_locked test_damaged_item",
+		    "not durable");
+		return tc;
 	}
+	tcase_add_test(tc, test_reopen_ready);
+	tcase_add_test(tc, test_reopen_expiry);
+	tcase_add_test(tc, test_reopen_delayed);
+	tcase_add_test(tc, test_reopen_open_items);
+	tcase_add_test(tc, test_reopen_deleted_queue);
+	if (drv->caps & SAKER_CAP_DELIVERIES)
+		tcase_add_test(tc, test_reopen_deliveries);
+	tcase_add_test(tc, test_reopen_read_only);
+	if ((drv->caps & SAKER_CAP_SHARED) == 0)
+		tcase_add_test(tc, test_locked);
+	else
+		skipped(drv, "test_locked", "SAKER_CAP_SHARED");
+	/* the store's bytes are in files under its location, or the
+	 * test knows how to damage them */
+	if (opts->spec == NULL || opts->damage != NULL)
+		tcase_add_test(tc, test_damaged_item);
+	else
+		skipped(drv, "test_damaged_item", "no way to damage its items");
 	return tc;
 }

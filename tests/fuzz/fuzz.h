@@ -23,8 +23,8 @@ int fuzz_proto(const uint8_t *data, size_t size);
  * memory store as far as it is valid. */
 int fuzz_dump(const uint8_t *data, size_t size);
 
-/* Store operations chosen by the input, over the memory store, checked
- * against a model of the queues after every step. */
+/* Store operations chosen by the input, over the memory store and the
+ * example driver, checked against a model of the queues after every step. */
 int fuzz_store(const uint8_t *data, size_t size);
 
 /* A journal record of the SQLite driver (sqlite_redo.h) applied to a

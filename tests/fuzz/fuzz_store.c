@@ -8,6 +8,7 @@
 #include "fuzz.h"
 
 extern const struct saker_store_driver saker_store_memory;
+extern const struct saker_store_driver saker_store_example;
 
 /*
  * The input is a program: each operation is one byte (op % NOPS) followed
@@ -58,6 +59,7 @@ struct fz {
 	size_t iter_pos;
 	struct mqueue *iter_q;
 	unsigned char buf[9000];
+	bool draining;		/* check_reachable() runs */
 };
 
 static const char *const qnames[NQ] = { "q0", "q1", "jobs+audit" };
@@ -115,9 +117,11 @@ check_item(struct fz *f, const struct saker_item *got, const struct mitem *m)
 static void
 notify_cb(void *arg, saker_queue *h, void *ctx)
 {
+	struct fz *f = arg;
 	struct mqueue *mq = ctx;
 
-	(void)arg;
+	if (f->draining)
+		return;
 	FUZZ_CHECK(mq != NULL && mq->h == h);
 	mq->notified++;
 }
@@ -541,6 +545,125 @@ op_reopen(struct fz *f)
 	FUZZ_CHECK(rc == SAKER_OK && h == mq->h);
 }
 
+/*
+ * "What queue_stats() counts as items, gets can take" (issue 36), checked
+ * without the model, on every queue the store lists (the model's and any
+ * the driver made itself): the items it counts (ready, delayed, open) are
+ * the items iterate() shows, state by state; released and promoted at a
+ * time far ahead, each of them is either taken by take(REMOVE) or counted
+ * as expired on the way; and then nothing is left anywhere.  It runs at
+ * the end of an input, since it empties the store.
+ */
+#define FAR_MS		((int64_t)100 * 365 * 86400000)
+#define MAXLISTED	16
+
+struct listed {
+	char name[MAXLISTED][256];
+	size_t len[MAXLISTED];
+	int n;
+	struct reach {
+		saker_queue *h;
+		uint64_t counted, gone;	/* items stats counted; expired so far */
+	} q[MAXLISTED];
+	uint64_t *open_ids;		/* iterate(): the queue's open items */
+	uint64_t nstate[3], nopen_ids, cap;
+};
+
+static int
+list_cb(void *arg, const char *name, size_t len)
+{
+	struct listed *l = arg;
+
+	FUZZ_CHECK(l->n < MAXLISTED && len < sizeof(l->name[0]));
+	memcpy(l->name[l->n], name, len);
+	l->len[l->n++] = len;
+	return 0;
+}
+
+static int
+state_cb(void *arg, const struct saker_item *item)
+{
+	struct listed *l = arg;
+
+	FUZZ_CHECK(item->state <= SAKER_ITEM_OPEN);
+	l->nstate[item->state]++;
+	if (item->state == SAKER_ITEM_OPEN && l->nopen_ids < l->cap)
+		l->open_ids[l->nopen_ids++] = item->id;
+	return 0;
+}
+
+static int
+count_cb(void *arg, const struct saker_item *item)
+{
+	(void)item;
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+static void
+check_reachable(struct fz *f)
+{
+	const struct saker_store_driver *drv = f->drv;
+	int64_t far = f->now + FAR_MS, next_due = -1;
+	struct saker_queue_stats st;
+	struct listed *l = calloc(1, sizeof(*l));
+	uint64_t taken, left, dummy;
+	int i, rc;
+	size_t k;
+
+	FUZZ_CHECK(l != NULL);
+	f->draining = true;	/* queues get a NULL ctx: notify_cb knows */
+	FUZZ_CHECK(drv->queues(f->s, list_cb, l) == SAKER_OK);
+	for (i = 0; i < l->n; i++) {
+		struct reach *r = &l->q[i];
+
+		FUZZ_CHECK(drv->queue_open(f->s, l->name[i], l->len[i], false,
+		    NULL, &r->h) == SAKER_OK);
+		FUZZ_CHECK(drv->queue_stats(f->s, r->h, &st) == SAKER_OK);
+		r->counted = st.items + st.delayed_items + st.open_items;
+		r->gone = st.expired_items + st.expired_to;
+		l->cap = st.open_items;
+		l->open_ids = calloc(l->cap + 1, sizeof(uint64_t));
+		FUZZ_CHECK(l->open_ids != NULL);
+		memset(l->nstate, 0, sizeof(l->nstate));
+		l->nopen_ids = 0;
+		FUZZ_CHECK(drv->iterate(f->s, r->h, state_cb, l) == 0);
+		FUZZ_CHECK(l->nstate[SAKER_ITEM_READY] == st.items);
+		FUZZ_CHECK(l->nstate[SAKER_ITEM_DELAYED] == st.delayed_items);
+		FUZZ_CHECK(l->nstate[SAKER_ITEM_OPEN] == st.open_items);
+		for (k = 0; k < l->nopen_ids; k++)
+			FUZZ_CHECK(drv->release(f->s, r->h, l->open_ids[k]) ==
+			    SAKER_OK);
+		free(l->open_ids);
+	}
+	/* every delayed item of the store is due by then */
+	FUZZ_CHECK(drv->promote(f->s, far, &next_due) == SAKER_OK);
+	FUZZ_CHECK(next_due == 0);
+	for (i = 0; i < l->n; i++) {
+		struct reach *r = &l->q[i];
+
+		for (taken = 0; taken <= r->counted; taken++) {
+			rc = drv->take(f->s, r->h, SAKER_TAKE_REMOVE, far,
+			    count_cb, &dummy);
+			if (rc == SAKER_EEMPTY)
+				break;
+			FUZZ_CHECK(rc == SAKER_OK);
+		}
+		FUZZ_CHECK(drv->queue_stats(f->s, r->h, &st) == SAKER_OK);
+		/* counted = taken + dropped as expired: none unreachable,
+		 * none made up */
+		FUZZ_CHECK(taken + (st.expired_items + st.expired_to - r->gone) ==
+		    r->counted);
+		FUZZ_CHECK(st.items == 0 && st.delayed_items == 0 &&
+		    st.open_items == 0 && st.bytes == 0);
+		left = 0;
+		FUZZ_CHECK(drv->iterate(f->s, r->h, count_cb, &left) == 0);
+		FUZZ_CHECK(left == 0);
+	}
+	FUZZ_CHECK(drv->commit(f->s) == SAKER_OK);
+	free(l);
+}
+
 int
 fuzz_store_driver(const struct saker_store_driver *drv, const char *location,
     const uint8_t *data, size_t size)
@@ -560,6 +683,7 @@ fuzz_store_driver(const struct saker_store_driver *drv, const char *location,
 	opts.create = true;
 	opts.sync = SAKER_SYNC_NEVER;
 	opts.notify = notify_cb;
+	opts.notify_arg = f;
 	FUZZ_CHECK(drv->open(location, &opts, &f->s, err, sizeof(err)) == SAKER_OK);
 	while (f->p < f->end && nops++ < MAXOPS) {
 		clear_notified(f);
@@ -583,13 +707,17 @@ fuzz_store_driver(const struct saker_store_driver *drv, const char *location,
 	}
 	op_check(f);
 	FUZZ_CHECK(drv->commit(f->s) == SAKER_OK);
+	check_reachable(f);
 	drv->close(f->s);
 	free(f);
 	return 0;
 }
 
+/* Every program over the memory driver and over docs/drivers.md's example
+ * (backends/example.c): both are held to the one model. */
 int
 fuzz_store(const uint8_t *data, size_t size)
 {
-	return fuzz_store_driver(&saker_store_memory, NULL, data, size);
+	fuzz_store_driver(&saker_store_memory, NULL, data, size);
+	return fuzz_store_driver(&saker_store_example, NULL, data, size);
 }
