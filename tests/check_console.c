@@ -445,6 +445,55 @@ START_TEST(test_delete)
 }
 END_TEST
 
+/* Rates: items per second between two looks at least 0.5 s apart.  A
+ * deleted queue's go with it, so the same name made again starts from 0
+ * rather than counting the old queue's sets; a get waiting on it keeps
+ * the broker's entry alive across the delete, so this is the delete's
+ * doing, not the entry being freed. */
+START_TEST(test_rates_fresh_after_delete)
+{
+	char *r, *t;
+	int fd, fd2, i;
+	int64_t deadline;
+
+	start(NULL, NULL, NULL);
+	fd = tl_connect(srv->port);
+	fd2 = tl_connect(srv->port);
+	tl_set(fd, "r", "x");
+	r = get("/api/queues");
+	ck_assert_int_eq(queue_field(r, "r", "enqueue_rate"), 0);
+	free(r);
+	for (i = 0; i < 30; i++)
+		tl_set(fd, "r", "x");
+	tl_sleep_ms(600);
+	r = get("/api/queues");
+	ck_assert_int_ge(queue_field(r, "r", "enqueue_rate"), 1);
+	free(r);
+	t = csrf_token(NULL);
+	ck_status(200, http_req("POST", "/api/queues/r/flush", NULL, t));
+	mustsends(fd2, "get r/t=20000\r\n");
+	deadline = tl_now_ms() + tl_slow(5000);
+	while (r = get("/api/queues"), queue_field(r, "r", "waiters") != 1) {
+		ck_assert_msg(tl_now_ms() < deadline, "no waiter: %s", r);
+		free(r);
+		tl_sleep_ms(20);
+	}
+	free(r);
+	ck_status(200, http_req("POST", "/api/queues/r/delete", NULL, t));
+	for (i = 0; i < 31; i++)
+		tl_set(fd, "r", "x");
+	ckresp(fd2, "VALUE r/t=20000 0 1\r\nx\r\nEND\r\n");
+	tl_sleep_ms(600);
+	r = get("/api/queues");
+	ck_assert_int_eq(queue_field(r, "r", "items"), 30);
+	ck_assert_int_eq(queue_field(r, "r", "enqueue_rate"), 0);
+	free(r);
+	free(t);
+	close(fd2);
+	close(fd);
+}
+END_TEST
+
 /* No login and not on loopback: the console only looks. */
 START_TEST(test_public_read_only)
 {
@@ -998,6 +1047,7 @@ suite(void)
 	tcase_add_test(tc, test_csrf);
 	tcase_add_test(tc, test_requeue);
 	tcase_add_test(tc, test_delete);
+	tcase_add_test(tc, test_rates_fresh_after_delete);
 	tcase_add_test(tc, test_public_read_only);
 	tcase_add_test(tc, test_admin_login);
 	tcase_add_test(tc, test_history);
