@@ -315,6 +315,9 @@ START_TEST(test_headers)
 {
 	static const char *const paths[] = { "/", "/console.js", "/console.css",
 	    "/api/server", "/api/queues", NULL };
+	static const char *const files[] = { "/index.html", "/console.js",
+	    "/console.css", NULL };
+	const char *srcdir = getenv("SAKER_SRCDIR");
 	char *r;
 	int i;
 
@@ -333,6 +336,20 @@ START_TEST(test_headers)
 	r = get("/console.js");
 	ck_has(r, "\r\nContent-Type: text/javascript; charset=utf-8\r\n");
 	free(r);
+	/* what is served is the file in src/daemon/console/ (the build
+	 * embeds it anew when it changes) */
+	for (i = 0; files[i] != NULL; i++) {
+		char *path = tl_strdupf("%s/src/daemon/console/%s",
+		    srcdir != NULL ? srcdir : ".", files[i] + 1);
+		char *want = tl_read_file(path, NULL);
+
+		ck_assert_msg(want != NULL, "cannot read %s", path);
+		r = get(files[i]);
+		ck_assert_str_eq(body(r), want);
+		free(r);
+		free(want);
+		free(path);
+	}
 	r = get("/api/server");
 	ck_has(r, "\"version\":\"" PACKAGE_VERSION "\",\"store\":\"memory\","
 	    "\"sync\":\"always\",");
