@@ -46,6 +46,19 @@ queue_watch_free(void *ext)
 	free(w);
 }
 
+/* q's ring is dropped; so is its record when that held nothing else (the
+ * overview never asked its rates): an idle queue costs nothing. */
+static void
+drop_ring(struct squeue *q, struct queue_watch *w)
+{
+	free(w->hist);
+	w->hist = NULL;
+	if (w->rate_ms == 0) {
+		free(w);
+		q->ext = NULL;
+	}
+}
+
 static void
 sample(struct broker *b, struct squeue *q)
 {
@@ -64,8 +77,8 @@ sample(struct broker *b, struct squeue *q)
 	/* missed sweeps (the queue was skipped or gone): the last sample
 	 * stands for them; after a whole window, start again */
 	if (r != NULL && t - r->last > HISTORY_SAMPLES) {
-		free(r);
-		w->hist = r = NULL;
+		drop_ring(q, w);
+		r = NULL;
 	}
 	if (r == NULL) {
 		if (d == 0)
@@ -82,8 +95,7 @@ sample(struct broker *b, struct squeue *q)
 	r->depth[t % SLOTS] = d;
 	r->zeros = d == 0 ? r->zeros + 1 : 0;
 	if (r->zeros >= HISTORY_SAMPLES) {
-		free(r);
-		w->hist = NULL;
+		drop_ring(q, w);
 		return;
 	}
 	h.rings_now++;
