@@ -315,6 +315,9 @@ START_TEST(test_headers)
 {
 	static const char *const paths[] = { "/", "/console.js", "/console.css",
 	    "/api/server", "/api/queues", NULL };
+	static const char *const files[] = { "/index.html", "/console.js",
+	    "/console.css", NULL };
+	const char *srcdir = getenv("SAKER_SRCDIR");
 	char *r;
 	int i;
 
@@ -333,6 +336,20 @@ START_TEST(test_headers)
 	r = get("/console.js");
 	ck_has(r, "\r\nContent-Type: text/javascript; charset=utf-8\r\n");
 	free(r);
+	/* what is served is the file in src/daemon/console/ (the build
+	 * embeds it anew when it changes) */
+	for (i = 0; files[i] != NULL; i++) {
+		char *path = tl_strdupf("%s/src/daemon/console/%s",
+		    srcdir != NULL ? srcdir : ".", files[i] + 1);
+		char *want = tl_read_file(path, NULL);
+
+		ck_assert_msg(want != NULL, "cannot read %s", path);
+		r = get(files[i]);
+		ck_assert_str_eq(body(r), want);
+		free(r);
+		free(want);
+		free(path);
+	}
 	r = get("/api/server");
 	ck_has(r, "\"version\":\"" PACKAGE_VERSION "\",\"store\":\"memory\","
 	    "\"sync\":\"always\",");
@@ -441,6 +458,55 @@ START_TEST(test_delete)
 	ck_status(404, http_req("POST", "/api/queues/jobs_dead/delete", NULL, t));
 	ck_status(404, get("/api/queues/jobs_dead/peek"));
 	free(t);
+	close(fd);
+}
+END_TEST
+
+/* Rates: items per second between two looks at least 0.5 s apart.  A
+ * deleted queue's go with it, so the same name made again starts from 0
+ * rather than counting the old queue's sets; a get waiting on it keeps
+ * the broker's entry alive across the delete, so this is the delete's
+ * doing, not the entry being freed. */
+START_TEST(test_rates_fresh_after_delete)
+{
+	char *r, *t;
+	int fd, fd2, i;
+	int64_t deadline;
+
+	start(NULL, NULL, NULL);
+	fd = tl_connect(srv->port);
+	fd2 = tl_connect(srv->port);
+	tl_set(fd, "r", "x");
+	r = get("/api/queues");
+	ck_assert_int_eq(queue_field(r, "r", "enqueue_rate"), 0);
+	free(r);
+	for (i = 0; i < 30; i++)
+		tl_set(fd, "r", "x");
+	tl_sleep_ms(600);
+	r = get("/api/queues");
+	ck_assert_int_ge(queue_field(r, "r", "enqueue_rate"), 1);
+	free(r);
+	t = csrf_token(NULL);
+	ck_status(200, http_req("POST", "/api/queues/r/flush", NULL, t));
+	mustsends(fd2, "get r/t=20000\r\n");
+	deadline = tl_now_ms() + tl_slow(5000);
+	while (r = get("/api/queues"), queue_field(r, "r", "waiters") != 1) {
+		ck_assert_msg(tl_now_ms() < deadline, "no waiter: %s", r);
+		free(r);
+		tl_sleep_ms(20);
+	}
+	free(r);
+	ck_status(200, http_req("POST", "/api/queues/r/delete", NULL, t));
+	for (i = 0; i < 31; i++)
+		tl_set(fd, "r", "x");
+	ckresp(fd2, "VALUE r/t=20000 0 1\r\nx\r\nEND\r\n");
+	tl_sleep_ms(600);
+	r = get("/api/queues");
+	ck_assert_int_eq(queue_field(r, "r", "items"), 30);
+	ck_assert_int_eq(queue_field(r, "r", "enqueue_rate"), 0);
+	free(r);
+	free(t);
+	close(fd2);
 	close(fd);
 }
 END_TEST
@@ -998,6 +1064,7 @@ suite(void)
 	tcase_add_test(tc, test_csrf);
 	tcase_add_test(tc, test_requeue);
 	tcase_add_test(tc, test_delete);
+	tcase_add_test(tc, test_rates_fresh_after_delete);
 	tcase_add_test(tc, test_public_read_only);
 	tcase_add_test(tc, test_admin_login);
 	tcase_add_test(tc, test_history);

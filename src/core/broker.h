@@ -109,6 +109,9 @@ struct broker {
 	 * file); NULL or "" when there is none. */
 	const char *store_location;
 	bool promote_failing;         /* promote() failed last time: retrying */
+	/* Frees what the owner hung on a queue (squeue.ext: sakerd's console
+	 * keeps rates and depth samples there); required once one is set. */
+	void (*queue_ext_free)(void *ext);
 };
 
 /* Set up an empty broker (no store yet). */

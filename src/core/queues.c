@@ -11,7 +11,15 @@
 #include "qname.h"
 #include "queues.h"
 
-static void squeue_free(struct squeue *q);
+static void squeue_free(struct broker *b, struct squeue *q);
+
+static void
+sq_ext_free(struct broker *b, struct squeue *q)
+{
+	if (q->ext != NULL)
+		b->queue_ext_free(q->ext);
+	q->ext = NULL;
+}
 
 /* Nothing refers to q but the registry: no store queue, no waiter, not in
  * the ready list, no fanout child. */
@@ -50,7 +58,7 @@ sq_remove(struct broker *b, struct squeue *q)
 			stub_push(b, p);
 	}
 	hashmap_del(b->queues, q->name, q->len);
-	squeue_free(q);
+	squeue_free(b, q);
 }
 
 static struct squeue *
@@ -204,8 +212,7 @@ queue_delete(struct broker *b, struct squeue *q)
 	if (rc != SAKER_OK)
 		return rc;
 	q->h = NULL;
-	free(q->hist);          /* a queue made again starts a new chart */
-	q->hist = NULL;
+	sq_ext_free(b, q);
 	b->nqueues--;
 	b->stats.queue_deletes++;
 	if (!q->in_grave) {
@@ -218,10 +225,10 @@ queue_delete(struct broker *b, struct squeue *q)
 }
 
 static void
-squeue_free(struct squeue *q)
+squeue_free(struct broker *b, struct squeue *q)
 {
+	sq_ext_free(b, q);
 	free(q->children);
-	free(q->hist);
 	free(q->name);
 	free(q);
 }
@@ -295,10 +302,9 @@ free_one(void *arg, const char *key, size_t len, void *value)
 {
 	struct squeue *q = value;
 
-	(void)arg;
 	(void)key;
 	(void)len;
-	squeue_free(q);
+	squeue_free(arg, q);
 	return 0;
 }
 
@@ -307,7 +313,7 @@ queues_free(struct broker *b)
 {
 	if (b->queues == NULL)
 		return;
-	hashmap_walk(b->queues, free_one, NULL);
+	hashmap_walk(b->queues, free_one, b);
 	hashmap_free(b->queues);
 	b->queues = NULL;
 	b->stubs = NULL;

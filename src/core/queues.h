@@ -11,7 +11,6 @@
 #include "broker.h"
 
 struct session;
-struct depth_history;
 
 /* A blocked get on one of its queues. */
 struct waiter {
@@ -44,14 +43,10 @@ struct squeue {
 	uint64_t retries;             /* items given back with a delay (retry.h) */
 	uint64_t expired_to_seen;     /* the store's expired_to, last logged */
 	uint64_t enqueued, dequeued;  /* for /metrics */
-	/* the console's rates (console.c): counters at the last sample, and
-	 * items per second between the two samples before */
-	int64_t rate_ms;
-	uint64_t rate_enq, rate_deq;
-	double enq_rate, deq_rate;
-	/* the console's depth samples (src/daemon/history.h): one malloc'd
-	 * block or NULL, freed here when the queue is deleted or freed */
-	struct depth_history *hist;
+	/* what the broker's owner keeps about this queue (NULL: nothing),
+	 * freed by broker.queue_ext_free when the queue is deleted or freed:
+	 * a queue made again starts afresh */
+	void *ext;
 	const struct queue_config *qc;  /* cached config_for(); see queue_cfg() */
 	uint64_t qc_gen;
 	size_t req_held;              /* op_get: items the session would hold

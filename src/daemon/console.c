@@ -245,6 +245,7 @@ struct row {
 	struct squeue *q;
 	struct saker_queue_stats st;
 	int64_t age_ms;
+	double enq_rate, deq_rate;
 };
 
 struct rows {
@@ -257,31 +258,34 @@ struct rows {
 	bool oom;
 };
 
-/* The queue's rates: recomputed from its counters when the last sample
- * is old enough, so they cost nothing while nobody asks. */
+/* The queue's rates, into w: recomputed from its counters when the last
+ * sample is old enough, so they cost nothing while nobody asks (0 when
+ * out of memory). */
 static void
-sample_rates(struct squeue *q, int64_t now)
+sample_rates(struct row *w, int64_t now)
 {
-	if (q->rate_ms == 0) {
-		q->rate_ms = now;
-		q->rate_enq = q->enqueued;
-		q->rate_deq = q->dequeued;
-		return;
-	}
-	if (now - q->rate_ms < RATE_MIN_MS)
-		return;
-	/* a queue not sampled for a minute starts again */
-	if (now - q->rate_ms > 60000) {
-		q->enq_rate = q->deq_rate = 0;
-	} else {
-		double dt = (double)(now - q->rate_ms) / 1000.0;
+	struct squeue *q = w->q;
+	struct queue_watch *r = queue_watch(q);
 
-		q->enq_rate = (double)(q->enqueued - q->rate_enq) / dt;
-		q->deq_rate = (double)(q->dequeued - q->rate_deq) / dt;
+	if (r == NULL)
+		return;
+	if (r->rate_ms != 0 && now - r->rate_ms < RATE_MIN_MS)
+		goto out;
+	if (r->rate_ms == 0 || now - r->rate_ms > 60000) {
+		/* first sample, or not sampled for a minute: start again */
+		r->enq_rate = r->deq_rate = 0;
+	} else {
+		double dt = (double)(now - r->rate_ms) / 1000.0;
+
+		r->enq_rate = (double)(q->enqueued - r->rate_enq) / dt;
+		r->deq_rate = (double)(q->dequeued - r->rate_deq) / dt;
 	}
-	q->rate_ms = now;
-	q->rate_enq = q->enqueued;
-	q->rate_deq = q->dequeued;
+	r->rate_ms = now;
+	r->rate_enq = q->enqueued;
+	r->rate_deq = q->dequeued;
+out:
+	w->enq_rate = r->enq_rate;
+	w->deq_rate = r->deq_rate;
 }
 
 static int
@@ -311,7 +315,7 @@ row_one(void *arg, struct squeue *q)
 		return 0;
 	if (w->st.head_created_ms > 0 && r->now > w->st.head_created_ms)
 		w->age_ms = r->now - w->st.head_created_ms;
-	sample_rates(q, r->now);
+	sample_rates(w, r->now);
 	r->n++;
 	return 0;
 }
@@ -337,8 +341,8 @@ row_cmp(const void *pa, const void *pb)
 	case SK_DEAD: c = CMP(a->q->dead_lettered, b->q->dead_lettered); break;
 	case SK_EXPIRED: c = CMP(a->st.expired_items, b->st.expired_items); break;
 	case SK_AGE: c = CMP(a->age_ms, b->age_ms); break;
-	case SK_ENQ_RATE: c = CMP(a->q->enq_rate, b->q->enq_rate); break;
-	case SK_DEQ_RATE: c = CMP(a->q->deq_rate, b->q->deq_rate); break;
+	case SK_ENQ_RATE: c = CMP(a->enq_rate, b->enq_rate); break;
+	case SK_DEQ_RATE: c = CMP(a->deq_rate, b->deq_rate); break;
 	}
 	if (c == 0)
 		c = strcmp(a->q->name, b->q->name);
@@ -358,8 +362,8 @@ row_json(struct evbuffer *out, const struct row *w, bool history)
 	    ",\"retries\":%" PRIu64,
 	    w->st.items, w->st.bytes, w->st.delayed_items, w->st.open_items,
 	    w->q->nwaiters, w->q->dead_lettered, w->st.expired_items,
-	    w->q->discarded, w->st.total_items, w->age_ms, w->q->enq_rate,
-	    w->q->deq_rate, w->q->retries);
+	    w->q->discarded, w->st.total_items, w->age_ms, w->enq_rate,
+	    w->deq_rate, w->q->retries);
 	if (history) {
 		evbuffer_add_printf(out, ",\"depth\":");
 		history_json(out, w->q);

@@ -1,7 +1,6 @@
 /* console_assets.h -- the console's page, script and style, compiled into
- * sakerd (console_assets.c is made from src/daemon/console/ by
- * src/daemon/console/embed.sh and committed; tests/check_assets.sh
- * checks it is up to date). */
+ * sakerd (console_assets.c is generated in the build tree from
+ * src/daemon/console/ by src/daemon/console/embed.sh; Makefile.am). */
 #ifndef SAKER_CONSOLE_ASSETS_H
 #define SAKER_CONSOLE_ASSETS_H
 

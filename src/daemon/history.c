@@ -29,11 +29,42 @@ static struct {
 	int64_t last_ms;
 } h;
 
+struct queue_watch *
+queue_watch(struct squeue *q)
+{
+	if (q->ext == NULL)
+		q->ext = calloc(1, sizeof(struct queue_watch));
+	return q->ext;
+}
+
+void
+queue_watch_free(void *ext)
+{
+	struct queue_watch *w = ext;
+
+	free(w->hist);
+	free(w);
+}
+
+/* q's ring is dropped; so is its record when that held nothing else (the
+ * overview never asked its rates): an idle queue costs nothing. */
+static void
+drop_ring(struct squeue *q, struct queue_watch *w)
+{
+	free(w->hist);
+	w->hist = NULL;
+	if (w->rate_ms == 0) {
+		free(w);
+		q->ext = NULL;
+	}
+}
+
 static void
 sample(struct broker *b, struct squeue *q)
 {
 	struct saker_queue_stats st;
-	struct depth_history *r = q->hist;
+	struct queue_watch *w = q->ext;
+	struct depth_history *r = w != NULL ? w->hist : NULL;
 	uint64_t t = h.ticks;
 	uint32_t d;
 
@@ -46,17 +77,17 @@ sample(struct broker *b, struct squeue *q)
 	/* missed sweeps (the queue was skipped or gone): the last sample
 	 * stands for them; after a whole window, start again */
 	if (r != NULL && t - r->last > HISTORY_SAMPLES) {
-		free(r);
-		q->hist = r = NULL;
+		drop_ring(q, w);
+		r = NULL;
 	}
 	if (r == NULL) {
 		if (d == 0)
 			return;
-		if ((r = malloc(sizeof(*r))) == NULL)
+		if ((w = queue_watch(q)) == NULL || (r = malloc(sizeof(*r))) == NULL)
 			return;         /* no chart for this queue, this time */
 		r->first = r->last = t;
 		r->zeros = 0;
-		q->hist = r;
+		w->hist = r;
 	}
 	for (; r->last + 1 < t; r->last++)
 		r->depth[(r->last + 1) % SLOTS] = r->depth[r->last % SLOTS];
@@ -64,8 +95,7 @@ sample(struct broker *b, struct squeue *q)
 	r->depth[t % SLOTS] = d;
 	r->zeros = d == 0 ? r->zeros + 1 : 0;
 	if (r->zeros >= HISTORY_SAMPLES) {
-		free(r);
-		q->hist = NULL;
+		drop_ring(q, w);
 		return;
 	}
 	h.rings_now++;
@@ -195,7 +225,8 @@ history_last_ms(void)
 void
 history_json(struct evbuffer *out, const struct squeue *q)
 {
-	const struct depth_history *r = q->hist;
+	const struct queue_watch *w = q->ext;
+	const struct depth_history *r = w != NULL ? w->hist : NULL;
 	uint64_t n = h.ticks < HISTORY_SAMPLES ? h.ticks : HISTORY_SAMPLES;
 	uint64_t t;
 

@@ -3,14 +3,14 @@
  * whole server samples every queue's ready items (queue_stats, as a
  * `stats` does) every interval (--http-history, default 60 s) and keeps
  * the last HISTORY_SAMPLES of each queue in a ring hung on its struct
- * squeue (docs/console.md has the memory bound).  A sweep over the queues
+ * queue_watch (docs/console.md has the memory bound).  A sweep over the queues
  * runs in slices of at most HISTORY_SLICE_US each, one per loop turn, so
  * 100k queues in a store whose queue_stats reads the disk never stall the
  * loop for long.
  *
  * A queue gets a ring at its first non-empty sample and loses it when it
- * has been empty for a whole window or is deleted (queues.c frees
- * squeue.hist with free()): idle queues cost nothing.
+ * has been empty for a whole window or is deleted (the core calls
+ * queue_watch_free() then): idle queues cost nothing.
  */
 #ifndef SAKER_HISTORY_H
 #define SAKER_HISTORY_H
@@ -34,6 +34,23 @@ struct depth_history {
 	uint32_t zeros;                  /* empty samples in a row up to last */
 	uint32_t depth[HISTORY_SAMPLES + 1]; /* items (saturated at UINT32_MAX) */
 };
+
+/* What the console keeps of one queue, hung on squeue.ext (the core knows
+ * it only as a pointer to free): made at the first need, freed when the
+ * queue is deleted, so a queue made again starts afresh. */
+struct queue_watch {
+	/* the rates (console.c): counters at the last sample, and items per
+	 * second between the two samples before */
+	int64_t rate_ms;
+	uint64_t rate_enq, rate_deq;
+	double enq_rate, deq_rate;
+	struct depth_history *hist;      /* NULL: no ring */
+};
+
+/* q's, made if it has none (NULL: out of memory). */
+struct queue_watch *queue_watch(struct squeue *q);
+/* For broker.queue_ext_free. */
+void queue_watch_free(void *ext);
 
 /* Sample b's queues every interval_ms on base (0: never).  -1 when out of
  * memory. */

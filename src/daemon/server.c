@@ -593,6 +593,7 @@ server_init(struct options *opt)
 	int i, rc;
 
 	broker_init(&srv->broker, &hooks);
+	srv->broker.queue_ext_free = queue_watch_free;
 	srv->listen_fd[0] = srv->listen_fd[1] = -1;
 	srv->broker.max_item_size = opt->max_item_size;
 	srv->broker.enable_shutdown = opt->enable_shutdown;
