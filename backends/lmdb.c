@@ -1,7 +1,6 @@
 /* lmdb.c -- the LMDB store driver: all queues of a store in one environment. */
 #include "config.h"
 
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -143,7 +142,6 @@ struct lstore {
 	bool txn_dirty;		/* the batch wrote something */
 	bool touched;		/* the batch began a write in ptxn */
 	char *dir;
-	int lockfd;
 	saker_sync_mode sync;
 	bool read_only;
 	bool broken;		/* a write or fsync failed: refuse writes */
@@ -2722,8 +2720,6 @@ lm_free(struct lstore *s)
 		free(LQ(e));
 	}
 	kit_qtab_free(&s->qt);
-	if (s->lockfd >= 0)
-		close(s->lockfd);	/* drops the flock */
 	free(s->dir);
 	free(s);
 }
@@ -2744,46 +2740,6 @@ lm_close(saker_store *ss)
 	if (!s->read_only && !s->broken && s->sync == SAKER_SYNC_NEVER)
 		(void)mdb_env_sync(s->env, 1);
 	lm_free(s);
-}
-
-/* Take the exclusive (shared, for read-only use) lock on DIR/saker.lock. */
-static int
-lm_lock(struct lstore *s)
-{
-	char path[4096], buf[32];
-	ssize_t n;
-	long pid;
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/saker.lock", s->dir) >=
-	    sizeof(path))
-		return seterr(s, SAKER_EINVAL, "store path too long: %s", s->dir);
-	s->lockfd = open(path, (s->read_only ? O_RDONLY : O_RDWR | O_CREAT) |
-	    O_CLOEXEC, 0600);
-	if (s->lockfd < 0 && s->read_only && errno == ENOENT)
-		return SAKER_OK;	/* nobody has ever written here */
-	if (s->lockfd < 0)
-		return seterr(s, errno == EACCES ? SAKER_EREADONLY : SAKER_EIO,
-		    "cannot open %s: %s", path, strerror(errno));
-	if (flock(s->lockfd, (s->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
-		if (errno != EWOULDBLOCK)
-			return seterr(s, SAKER_EIO, "cannot lock %s: %s", path,
-			    strerror(errno));
-		n = pread(s->lockfd, buf, sizeof(buf) - 1, 0);
-		buf[n > 0 ? n : 0] = '\0';
-		pid = strtol(buf, NULL, 10);
-		if (pid > 0)
-			return seterr(s, SAKER_ELOCKED, "store %s is in use by "
-			    "another process (pid %ld)", s->dir, pid);
-		return seterr(s, SAKER_ELOCKED, "store %s is in use by another "
-		    "process", s->dir);
-	}
-	if (!s->read_only) {
-		n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
-		/* The pid is only informative: ignore failures. */
-		if (ftruncate(s->lockfd, 0) == 0)
-			(void)!pwrite(s->lockfd, buf, (size_t)n, 0);
-	}
-	return SAKER_OK;
 }
 
 /* Does DIR hold data.mdb?  When it does not, refuse a directory holding
@@ -3220,7 +3176,7 @@ static int lm_open(const char *, const struct saker_store_opts *,
 /*
  * A read-only opener found batches in the journal that the data file does
  * not hold yet (a crash).  Recover them as a writer would (that needs the
- * exclusive lock, so ours is dropped first), then open read-only again.
+ * exclusive lock: saker_store_relock()), then open read-only again.
  */
 static int
 lm_open_recover(struct lstore *s, const char *location,
@@ -3234,7 +3190,8 @@ lm_open_recover(struct lstore *s, const char *location,
 	lm_free(s);
 	memset(&rw, 0, sizeof(rw));
 	rw.sync = SAKER_SYNC_ALWAYS;
-	ret = lm_open(location, &rw, &tmp, err, errlen);
+	if ((ret = saker_store_relock(opts, true, err, errlen)) == SAKER_OK)
+		ret = lm_open(location, &rw, &tmp, err, errlen);
 	if (ret != SAKER_OK) {
 		char why[512];
 
@@ -3245,6 +3202,8 @@ lm_open_recover(struct lstore *s, const char *location,
 		return ret;
 	}
 	lm_close(tmp);
+	if ((ret = saker_store_relock(opts, false, err, errlen)) != SAKER_OK)
+		return ret;
 	return lm_open(location, opts, out, err, errlen);
 }
 
@@ -3276,7 +3235,6 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 		return SAKER_ENOMEM;
 	}
 	s->base.driver = &saker_store_lmdb;
-	s->lockfd = -1;
 	s->j.fd = -1;
 	s->ckpt_bytes = LM_CKPT_BYTES;
 	if (saker_store_optval(opts, LM_OPT_CHECKPOINT_BYTES) != NULL)
@@ -3303,8 +3261,7 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 		    location);
 		goto fail;
 	}
-	if ((ret = lm_lock(s)) != SAKER_OK ||
-	    (ret = lm_check_dir(s, &have_data)) != SAKER_OK)
+	if ((ret = lm_check_dir(s, &have_data)) != SAKER_OK)
 		goto fail;
 	if (!have_data && (!opts->create || opts->read_only)) {
 		ret = seterr(s, SAKER_ENOTFOUND, "no saker store in %s", location);
@@ -3373,6 +3330,7 @@ const struct saker_store_driver saker_store_lmdb = {
 	.durable = true,
 	.caps = SAKER_CAP_DELIVERIES,
 	.options = lm_options,
+	.lock = SAKER_LOCK_IN_DIR,
 	.open = lm_open,
 	.close = lm_close,
 	.errmsg = lm_errmsg,

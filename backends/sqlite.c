@@ -1,7 +1,6 @@
 /* sqlite.c -- the SQLite queue store: one database file in WAL mode. */
 #include "config.h"
 
-#include <sys/file.h>
 #include <sys/queue.h>
 #include <sys/stat.h>
 
@@ -248,7 +247,6 @@ struct sq_store {
 	saker_store base;
 	sqlite3 *db;
 	char *path;
-	int lockfd;
 	saker_sync_mode sync;
 	bool read_only;
 	int64_t version;	/* the file's format version */
@@ -2077,8 +2075,6 @@ sq_free(struct sq_store *s)
 	}
 	kit_qtab_free(&s->qt);
 	lj_close(&s->j);
-	if (s->lockfd >= 0)
-		close(s->lockfd);
 	free(s->path);
 	free(s);
 }
@@ -2128,33 +2124,6 @@ sq_open_err(struct sq_store *s, int code, int rc, const char *what)
 {
 	return sq_errf(s, code, "sqlite %s: %s: %s", s->path, what,
 	    s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
-}
-
-static int
-sq_lock(struct sq_store *s)
-{
-	char buf[4096];
-
-	if ((size_t)snprintf(buf, sizeof(buf), "%s.lock", s->path) >=
-	    sizeof(buf))
-		return sq_errf(s, SAKER_EINVAL, "store path too long");
-	s->lockfd = open(buf, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (s->lockfd < 0 && s->read_only)
-		s->lockfd = open(buf, O_RDONLY | O_CLOEXEC);
-	if (s->lockfd < 0) {
-		if (s->read_only && (errno == EACCES || errno == EROFS))
-			return SAKER_OK;	/* cannot lock a read-only place */
-		return sq_errf(s, SAKER_EIO, "store %s: cannot open lock file"
-		    " %s: %s", s->path, buf, strerror(errno));
-	}
-	if (flock(s->lockfd, (s->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
-		if (errno == EWOULDBLOCK)
-			return sq_errf(s, SAKER_ELOCKED, "store %s is in use by"
-			    " another process", s->path);
-		return sq_errf(s, SAKER_EIO, "store %s: cannot lock %s: %s",
-		    s->path, buf, strerror(errno));
-	}
-	return SAKER_OK;
 }
 
 /* A writable open of a file this process may not write: SQLite opens it
@@ -2667,7 +2636,6 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 		return SAKER_ENOMEM;
 	}
 	s->base.driver = &saker_store_sqlite;
-	s->lockfd = -1;
 	s->sync = opts->sync;
 	s->read_only = opts->read_only;
 	s->notify = opts->notify;
@@ -2688,8 +2656,6 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 		    location);
 		goto fail;
 	}
-	if ((e = sq_lock(s)) != SAKER_OK)
-		goto fail;
 	flags = SQLITE_OPEN_NOMUTEX | (opts->read_only ? SQLITE_OPEN_READONLY :
 	    SQLITE_OPEN_READWRITE | (opts->create ? SQLITE_OPEN_CREATE : 0));
 	rc = sqlite3_open_v2(location, &s->db, flags, NULL);
@@ -2720,7 +2686,7 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 		goto fail;
 	if (s->redo_pending) {
 		/* after a crash: recover as a writer would (that needs the
-		 * exclusive lock, so ours goes first), then open read-only */
+		 * exclusive lock: saker_store_relock()), then open read-only */
 		struct saker_store_opts rw;
 		saker_store *tmp;
 		char why[512];
@@ -2728,8 +2694,9 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 		sq_free(s);
 		memset(&rw, 0, sizeof(rw));
 		rw.sync = SAKER_SYNC_ALWAYS;
-		if ((e = sq_open(location, &rw, &tmp, why, sizeof(why))) !=
-		    SAKER_OK) {
+		if ((e = saker_store_relock(opts, true, why, sizeof(why))) !=
+		    SAKER_OK || (e = sq_open(location, &rw, &tmp, why,
+		    sizeof(why))) != SAKER_OK) {
 			snprintf(err, errlen, "sqlite %s: its journal holds "
 			    "acknowledged batches the database does not yet, "
 			    "and applying them needs write access: %s", location,
@@ -2737,6 +2704,9 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 			return e;
 		}
 		sq_close(tmp);
+		if ((e = saker_store_relock(opts, false, err, errlen)) !=
+		    SAKER_OK)
+			return e;
 		return sq_open(location, opts, out, err, errlen);
 	}
 	if ((e = sq_load(s)) != SAKER_OK || (e = sq_recover(s)) != SAKER_OK)
@@ -2761,6 +2731,7 @@ const struct saker_store_driver saker_store_sqlite = {
 	.location_help = "FILE",
 	.durable = true,
 	.caps = SAKER_CAP_DELIVERIES,
+	.lock = SAKER_LOCK_BESIDE,
 	.open = sq_open,
 	.close = sq_close,
 	.errmsg = sq_errmsg,

@@ -244,12 +244,37 @@ struct saker_store_opts {
 	bool create;             /* create the store if it does not exist */
 	saker_notify_fn notify;  /* may be NULL */
 	void *notify_arg;
+	/* Filled by saker_store_open() for open(): the lock it holds on the
+	 * location (see `lock` in the driver); NULL when not locked by it.
+	 * Only for saker_store_relock(). */
+	struct saker_store_lock *lock;
 };
 
-/* The base of every driver's handle: drivers embed it as their first member. */
+/* The base of every driver's handle: drivers embed it as their first
+ * member (zeroed: calloc it). */
 typedef struct saker_store {
 	const struct saker_store_driver *driver;
+	struct saker_store_lock *lock; /* the layer's, from open to close */
 } saker_store;
+
+/*
+ * How the layer (saker_store_open) locks a driver's location, the
+ * `lock` of a driver.  It takes the lock before open() and drops it in
+ * saker_store_close() after close(): exclusive (flock LOCK_EX) for a
+ * writer, shared (LOCK_SH) for a read-only open, never waiting.  A writer
+ * writes its pid into the lock file; when the lock is held, open fails
+ * with SAKER_ELOCKED and "store LOCATION is in use by another process
+ * (pid N)", N the holder's.  A read-only open of a location that has no
+ * lock file yet (nobody ever wrote there) or that this process may not
+ * write takes no lock.  The driver has no lock code of its own.
+ */
+typedef enum saker_lock_kind {
+	SAKER_LOCK_NONE = 0,  /* no lock (memory; shared stores) */
+	SAKER_LOCK_IN_DIR,    /* LOCATION is a directory: LOCATION/saker.lock;
+	                       * the layer creates the directory (0700) when
+	                       * opts->create and not read_only */
+	SAKER_LOCK_BESIDE     /* LOCATION is a file: LOCATION.lock */
+} saker_lock_kind;
 
 /*
  * Capabilities, the `caps` bit field of a driver: what the core may assume
@@ -279,6 +304,7 @@ struct saker_store_driver {
 	unsigned caps;           /* SAKER_CAP_* bits */
 	const struct saker_store_option *options; /* the keys it takes (see
 	                          * DRIVER OPTIONS); NULL = none */
+	saker_lock_kind lock;    /* how the layer locks the location */
 
 	/* Open (creating per opts->create) the store at `location` (NULL when
 	 * the spec had none).  On failure returns an error, sets *out = NULL and
@@ -459,7 +485,16 @@ const char *saker_store_driver_list(void);
 int saker_store_open(const char *spec, const struct saker_store_opts *opts,
     saker_store **out, char *err, size_t errlen);
 
+/* close(), then the layer drops the store's lock.  NULL-safe. */
 void saker_store_close(saker_store *s);
+
+/* In open(): a read-only open that must first recover as a writer (a
+ * journal to replay) turns the layer's shared lock into the exclusive one
+ * (exclusive = true), opens, recovers and closes the store for writing,
+ * then turns it back (false).  SAKER_ELOCKED and a message in err while
+ * another process holds it.  SAKER_OK when opts->lock is NULL. */
+int saker_store_relock(const struct saker_store_opts *opts, bool exclusive,
+    char *err, size_t errlen);
 
 /* In open(): the value of row `i` of the driver's options table, or NULL
  * when it was not given. */
