@@ -60,8 +60,6 @@
 #define LM_HF_CRC	0x01	/* hflags: a CRC32C trailer follows the data */
 #define LM_CRC		4	/* the trailer: CRC32C of bytes 1.. of the
 				 * header and of the data, big-endian */
-#define LM_DAMAGED	"_damaged"	/* suffix of the queue damaged items
-					 * are moved to */
 #define LM_QREC		72	/* 9 x u64 */
 #define LM_KEY		16
 #define LM_MAXDATA	((size_t)UINT32_MAX - 64)
@@ -115,6 +113,7 @@ struct lq_state {
 };
 
 struct saker_queue {
+	struct saker_queue_base base; /* the layer's (store.h): first */
 	struct kit_qent ent;	/* in lstore.qt, by name and by id */
 	struct saker_queue *dirty_next, *gain_next;
 	char *name;
@@ -126,9 +125,6 @@ struct saker_queue {
 	bool dirty;
 	bool deleted;		/* deleted in this batch: freed at commit */
 	bool gained;
-	/* expire_to (store.h): not stored */
-	char xto[256];
-	size_t xtolen;
 	uint64_t expired_to;
 };
 
@@ -262,8 +258,6 @@ static void
 hdr_write(unsigned char *p, int state, uint32_t flags, int64_t expires,
     int64_t created, uint32_t deliveries)
 {
-	if (deliveries > SAKER_DELIVERIES_MAX)
-		deliveries = SAKER_DELIVERIES_MAX;
 	p[0] = (unsigned char)state;
 	p[1] = LM_HF_CRC;
 	p[2] = (unsigned char)(deliveries >> 8);
@@ -1293,7 +1287,8 @@ lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
 		    len);
 	q = qtab_by_name(s, name, len);
 	if (q != NULL && q->cur.exists && !q->deleted) {
-		q->ctx = queue_ctx;
+		if (queue_ctx != NULL)
+			q->ctx = queue_ctx;
 		*out = q;
 		return SAKER_OK;
 	}
@@ -1738,34 +1733,22 @@ static int lm_put(saker_store *, saker_queue *, const struct saker_item *,
 
 /*
  * The head of q failed its checksum (res->bad is a copy of the record).
- * Put the bytes, as they are, into queue "<q>_damaged" (created when
- * needed; with a fresh checksum, so they can be fetched for a look) and
- * delete the record from q, in the current batch: it is not lost and
- * not served, and the next take sees the next item.  Returns
- * SAKER_ECORRUPT with a message naming both queues.
+ * The layer copies its bytes, as they are, to q's quarantine queue
+ * (saker_store_quarantine()); then the record is deleted from q, in the
+ * current batch: it is not lost and not served, and the next take sees
+ * the next item.  Returns SAKER_ECORRUPT with the layer's message.
  */
 static int
 move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
     bool write, int64_t now_ms)
 {
-	char name[256];
 	unsigned char kb[LM_KEY];
-	struct saker_queue *dq;
 	struct saker_item it;
-	size_t base, len;
+	size_t len;
 	MDB_txn *t;
 	MDB_val k;
 	int rc;
 
-	base = q->len + strlen(LM_DAMAGED) < 250 ? q->len :
-	    250 - strlen(LM_DAMAGED);
-	snprintf(name, sizeof(name), "%.*s%s", (int)base, q->name, LM_DAMAGED);
-	if (!write) {
-		free(res->bad);
-		return seterr(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRIu64
-		    " failed its checksum (the store is read-only: left in "
-		    "place)", (int)q->len, q->name, res->badseq);
-	}
 	/* its header may be what is damaged: keep the flags and the age,
 	 * not the expiry (a moved item must not vanish) */
 	memset(&it, 0, sizeof(it));
@@ -1778,21 +1761,12 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 		it.data = res->bad + LM_HDR;
 	}
 	it.len = len;
-	dq = qtab_by_name(s, name, strlen(name));
-	rc = SAKER_OK;
-	if (dq == NULL || !dq->cur.exists || dq->deleted)
-		rc = lm_queue_open(&s->base, name, strlen(name), true, NULL, &dq);
-	if (rc == SAKER_OK && dq == q)
-		rc = SAKER_EINVAL;
-	if (rc == SAKER_OK)
-		rc = lm_put(&s->base, dq, &it, now_ms);
+	rc = saker_store_quarantine(&s->base, q, q->name, q->len, res->badseq,
+	    write ? &it : NULL, now_ms, s->err, sizeof(s->err));
 	free(res->bad);
 	res->bad = NULL;
 	if (rc != SAKER_OK)
-		return seterr(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRIu64
-		    " failed its checksum and could not be moved to '%s' (%s)",
-		    (int)q->len, q->name, res->badseq, name,
-		    saker_strerror(rc));
+		return SAKER_ECORRUPT;
 	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 		return rc;
 	mkkey(kb, q->id, res->badseq);
@@ -1806,22 +1780,7 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 	q_change(s, q);
 	q->cur.items--;
 	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
-	return seterr(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRIu64 " failed "
-	    "its checksum; moved to queue '%s'", (int)q->len, q->name,
-	    res->badseq, name);
-}
-
-static int
-lm_expire_to(saker_store *ss, saker_queue *q, const char *name, size_t len)
-{
-	struct lstore *s = (struct lstore *)ss;
-
-	if (q == NULL || len >= sizeof(q->xto) || (len > 0 && name == NULL))
-		return seterr(s, SAKER_EINVAL, "lmdb expire_to: bad argument");
-	q->xtolen = name != NULL ? len : 0;
-	if (q->xtolen > 0)
-		memcpy(q->xto, name, len);
-	return SAKER_OK;
+	return SAKER_ECORRUPT;
 }
 
 /* q's expire_to queue (created when missing), or NULL: drop. */
@@ -1830,15 +1789,7 @@ xto_target(struct lstore *s, struct saker_queue *q)
 {
 	struct saker_queue *t;
 
-	if (q->xtolen == 0)
-		return NULL;
-	/* an existing handle keeps the caller's context */
-	t = qtab_by_name(s, q->xto, q->xtolen);
-	if ((t == NULL || !t->cur.exists || t->deleted) &&
-	    lm_queue_open(&s->base, q->xto, q->xtolen, true, NULL, &t) !=
-	    SAKER_OK)
-		return NULL;
-	return t == q ? NULL : t;
+	return saker_store_expire_target(&s->base, q, &t) == SAKER_OK ? t : NULL;
 }
 
 /* Append a copy of record `rec` (header + data, `size` bytes) to t with
@@ -1970,7 +1921,8 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 	/* A read-only (or failed) store can still be peeked at; expired
 	 * items are then skipped rather than removed. */
 	write = !(mode == SAKER_TAKE_PEEK && (s->read_only || s->broken));
-	if (write && q->xtolen > 0 && !s->read_only && !s->broken &&
+	if (write && saker_store_has_expire_to(q) && !s->read_only &&
+	    !s->broken &&
 	    (rc = xto_head(s, q, now_ms)) != SAKER_OK)
 		return rc;
 	if (q->cur.items == 0)
@@ -2320,7 +2272,7 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	if (q == NULL || q->deleted) {
 		*what = PR_ORPHAN;
 		rc = cur_del(s, c, LD_DELAYED);
-	} else if (expired(&it, now_ms) && q->xtolen > 0 &&
+	} else if (expired(&it, now_ms) && saker_store_has_expire_to(q) &&
 	    rec_sound((unsigned char *)v.mv_data + 8, v.mv_size - 8)) {
 		/* to the expire_to queue: the caller moves it, outside this
 		 * operation (it may create the queue) */
@@ -2522,7 +2474,8 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		return seterr(s, SAKER_EINVAL, "lmdb flush_expired: no queue");
 	if (q->cur.items == 0)
 		return SAKER_OK;
-	if (q->xtolen > 0 && !s->read_only && xto_target(s, q) != NULL)
+	if (saker_store_has_expire_to(q) && !s->read_only &&
+	    xto_target(s, q) != NULL)
 		return xto_flush(s, q, now_ms, limit, removed);
 	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 		return rc;
@@ -3345,7 +3298,7 @@ const struct saker_store_driver saker_store_lmdb = {
 	.release = lm_release,
 	.release_delayed = lm_release_delayed,
 	.move = lm_move,
-	.expire_to = lm_expire_to,
+	.expire_to = saker_store_keep_expire_to,
 	.promote = lm_promote,
 	.flush_expired = lm_flush_expired,
 	.iterate = lm_iterate,

@@ -42,7 +42,6 @@
  * journal, --sync always), which older builds would not replay, so they
  * refuse it.  Opening an older store for writing upgrades it in place. */
 #define SQ_FORMAT_VERSION 4
-#define SQ_DAMAGED "_damaged"	/* where damaged items are moved to */
 /* A row holds the item and a few integers: keep this much of SQLite's
  * length limit for them. */
 #define SQ_ROW_SLACK 1024
@@ -217,6 +216,7 @@ struct sq_state {
 };
 
 struct saker_queue {
+	struct saker_queue_base base; /* the layer's (store.h): first */
 	int64_t id;
 	char *name;
 	size_t len;
@@ -235,9 +235,6 @@ struct saker_queue {
 	struct sq_state undo;
 	bool gained;
 	struct saker_queue *touch_next;
-	/* expire_to (store.h): not stored */
-	char xto[256];
-	size_t xtolen;
 	uint64_t expired_to;
 };
 
@@ -1126,7 +1123,8 @@ sq_queue_open(saker_store *base, const char *name, size_t len, bool create,
 	if (name == NULL || len == 0)
 		return sq_errf(s, SAKER_EINVAL, "empty queue name");
 	if ((q = sq_find_name(s, name, len)) != NULL) {
-		q->ctx = queue_ctx;
+		if (queue_ctx != NULL)
+			q->ctx = queue_ctx;
 		*out = q;
 		return SAKER_OK;
 	}
@@ -1315,8 +1313,7 @@ sq_append(struct sq_store *s, struct saker_queue *q, uint32_t flags,
 	/* NULL: a row moved from before format 2 stays unchecked */
 	if (crc != NULL)
 		sq_bind_i64(s, st, 7, *crc);
-	sq_bind_i64(s, st, 8, deliveries < SAKER_DELIVERIES_MAX ?
-	    deliveries : SAKER_DELIVERIES_MAX);
+	sq_bind_i64(s, st, 8, deliveries);
 	if ((err = sq_exec(s, S_I_INSERT, "insert item")) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
@@ -1363,8 +1360,7 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	if ((err = sq_bind_blob(s, st, 7, item->data, item->len)) != SAKER_OK)
 		return err;
 	sq_bind_i64(s, st, 8, crc);
-	sq_bind_i64(s, st, 9, item->deliveries < SAKER_DELIVERIES_MAX ?
-	    item->deliveries : SAKER_DELIVERIES_MAX);
+	sq_bind_i64(s, st, 9, item->deliveries);
 	if ((err = sq_exec(s, S_D_INSERT, "insert delayed item")) != SAKER_OK)
 		return err;
 	s->dseq++;
@@ -1398,60 +1394,36 @@ sq_remove_ready(struct sq_store *s, struct saker_queue *q, int64_t seq,
 
 /*
  * The head of q (row of statement h, viewed by it) failed its checksum:
- * put its bytes, as they are, into queue "<q>_damaged" (with a fresh
- * checksum, so they can be fetched for a look) and delete the row, in the
- * current batch.  Never served, not lost (store.h, take()).
+ * the layer copies its bytes, as they are, to q's quarantine queue
+ * (saker_store_quarantine()) and the row is deleted, in the current
+ * batch.  Never served, not lost (store.h, take()).
  */
 static int
 sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
     int64_t seq, const struct saker_item *bad, int64_t now_ms)
 {
-	char name[256];
 	struct saker_item it = *bad;
-	struct saker_queue *dq;
 	void *copy = NULL;
-	size_t base;
+	bool writes = !s->read_only && !s->broken && !s->lost;
 	int err;
 
-	base = q->len + strlen(SQ_DAMAGED) < 250 ? q->len :
-	    250 - strlen(SQ_DAMAGED);
-	snprintf(name, sizeof(name), "%.*s%s", (int)base, q->name, SQ_DAMAGED);
-	if (s->read_only || s->broken || s->lost) {
-		sq_reset(h);
-		return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64
-		    " failed its checksum (left in place: the store takes no"
-		    " writes)", (int)q->len, q->name, seq);
-	}
-	if (it.len > 0 && (copy = malloc(it.len)) == NULL) {
+	if (writes && it.len > 0 && (copy = malloc(it.len)) == NULL) {
 		sq_reset(h);
 		return sq_errf(s, SAKER_ENOMEM, "out of memory");
 	}
-	if (it.len > 0)
+	if (copy != NULL)
 		memcpy(copy, it.data, it.len);
 	it.data = copy != NULL ? copy : "";
-	it.expires_ms = 0;	/* a moved item must not vanish */
-	it.due_ms = 0;
 	sq_reset(h);
-	dq = sq_find_name(s, name, strlen(name));
-	err = SAKER_OK;
-	if (dq == NULL || dq->dead)
-		err = sq_queue_open(&s->base, name, strlen(name), true, NULL, &dq);
-	if (err == SAKER_OK && dq == q)
-		err = SAKER_EINVAL;
-	if (err == SAKER_OK)
-		err = sq_put(&s->base, dq, &it, now_ms);
-	if (err == SAKER_OK)
-		err = sq_remove_ready(s, q, seq, bad->len, false);
-	free(copy);
-	if (err != SAKER_OK)
-		return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64
-		    " failed its checksum and could not be moved to '%s' (%s)",
-		    (int)q->len, q->name, seq, name, saker_strerror(err));
-	if (q->cur.head == seq)
+	err = saker_store_quarantine(&s->base, q, q->name, q->len,
+	    (uint64_t)seq, writes ? &it : NULL, now_ms, s->err,
+	    sizeof(s->err));
+	if (err == SAKER_OK &&
+	    (err = sq_remove_ready(s, q, seq, bad->len, false)) == SAKER_OK &&
+	    q->cur.head == seq)
 		q->cur.head = seq + 1;
-	return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64 " failed"
-	    " its checksum; moved to queue '%s'", (int)q->len, q->name, seq,
-	    name);
+	free(copy);
+	return SAKER_ECORRUPT;
 }
 
 /*
@@ -1470,15 +1442,9 @@ sq_expire_copy(struct sq_store *s, struct saker_queue *q,
 	int err;
 
 	*moved = false;
-	if (q->xtolen == 0)
-		return SAKER_OK;
-	/* an existing handle keeps the caller's context */
-	t = sq_find_name(s, q->xto, q->xtolen);
-	if ((t == NULL || t->dead) && (err = sq_queue_open(&s->base, q->xto,
-	    q->xtolen, true, NULL, &t)) != SAKER_OK)
+	if ((err = saker_store_expire_target(&s->base, q, &t)) != SAKER_OK ||
+	    t == NULL)
 		return err;
-	if (t == q)
-		return SAKER_OK;
 	if (it.len > 0) {
 		if ((copy = malloc(it.len)) == NULL)
 			return sq_errf(s, SAKER_ENOMEM, "out of memory");
@@ -1498,22 +1464,6 @@ sq_expire_copy(struct sq_store *s, struct saker_queue *q,
 			t->gained = true;
 	}
 	return err;
-}
-
-static int
-sq_expire_to(saker_store *base, saker_queue *q, const char *name, size_t len)
-{
-	struct sq_store *s = SQ(base);
-	int err;
-
-	if ((err = sq_dead(s, q)) != SAKER_OK)
-		return err;
-	if (len >= sizeof(q->xto) || (len > 0 && name == NULL))
-		return sq_errf(s, SAKER_EINVAL, "bad expire_to queue");
-	q->xtolen = name != NULL ? len : 0;
-	if (q->xtolen > 0)
-		memcpy(q->xto, name, len);
-	return SAKER_OK;
 }
 
 static int
@@ -1922,7 +1872,7 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 			return err;
 		for (i = 0; i < n; i++) {
 			moved = false;
-			if (q->xtolen > 0 &&
+			if (saker_store_has_expire_to(q) &&
 			    (err = sq_expire_seq(s, q, seqs[i], now_ms, &moved)) !=
 			    SAKER_OK)
 				return err;
@@ -2746,7 +2696,7 @@ const struct saker_store_driver saker_store_sqlite = {
 	.release = sq_release,
 	.release_delayed = sq_release_delayed,
 	.move = sq_move,
-	.expire_to = sq_expire_to,
+	.expire_to = saker_store_keep_expire_to,
 	.promote = sq_promote,
 	.flush_expired = sq_flush_expired,
 	.iterate = sq_iterate,

@@ -175,6 +175,261 @@ START_TEST(test_lock_missing_store)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The rest on the memory driver: the layer's rules are the same over
+ * every driver, and the conformance suite runs each driver's side. */
+
+static saker_store *ms;
+static void *notified_ctx;
+static int nnotified;
+
+static void
+on_notify(void *arg, saker_queue *q, void *ctx)
+{
+	(void)arg;
+	(void)q;
+	notified_ctx = ctx;
+	nnotified++;
+}
+
+static void
+mem_setup(void)
+{
+	struct saker_store_opts o;
+	char err[256];
+
+	memset(&o, 0, sizeof(o));
+	o.create = true;
+	o.notify = on_notify;
+	ck_assert_int_eq(saker_store_open("memory", &o, &ms, err, sizeof(err)),
+	    SAKER_OK);
+	notified_ctx = NULL;
+	nnotified = 0;
+}
+
+static void
+mem_teardown(void)
+{
+	saker_store_close(ms);
+	ms = NULL;
+}
+
+static saker_queue *
+mq(const char *name, void *ctx)
+{
+	saker_queue *q = NULL;
+
+	ck_assert_int_eq(ms->driver->queue_open(ms, name, strlen(name), true,
+	    ctx, &q), SAKER_OK);
+	return q;
+}
+
+static struct saker_item got;
+static char gotdata[64];
+
+static int
+copy_cb(void *arg, const struct saker_item *it)
+{
+	(void)arg;
+	got = *it;
+	ck_assert_uint_lt(it->len, sizeof(gotdata));
+	memcpy(gotdata, it->data, it->len);
+	gotdata[it->len] = '\0';
+	got.data = gotdata;
+	return 0;
+}
+
+static int
+take(saker_queue *q, int64_t now)
+{
+	return ms->driver->take(ms, q, SAKER_TAKE_REMOVE, now, copy_cb, NULL);
+}
+
+static void
+put(saker_queue *q, const char *data, int64_t expires, uint32_t dlv)
+{
+	struct saker_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.data = data;
+	it.len = strlen(data);
+	it.flags = 7;
+	it.expires_ms = expires;
+	it.deliveries = dlv;
+	ck_assert_int_eq(saker_store_put(ms, q, &it, 1000), SAKER_OK);
+}
+
+START_TEST(test_damaged_name)
+{
+	char name[SAKER_DAMAGED_NAME_SIZE], q[300];
+
+	ck_assert_uint_eq(saker_store_damaged_name("jobs", 4, name), 12);
+	ck_assert_str_eq(name, "jobs_damaged");
+	/* cut so that the whole fits 250 bytes */
+	memset(q, 'x', sizeof(q));
+	ck_assert_uint_eq(saker_store_damaged_name(q, 242, name), 250);
+	ck_assert_uint_eq(saker_store_damaged_name(q, 243, name), 250);
+	ck_assert_uint_eq(saker_store_damaged_name(q, sizeof(q), name), 250);
+	ck_assert_uint_eq(strlen(name), 250);
+	ck_assert_int_eq(memcmp(name, q, 242), 0);
+	ck_assert_str_eq(name + 242, "_damaged");
+}
+END_TEST
+
+START_TEST(test_quarantine)
+{
+	saker_queue *q = mq("hurt", NULL), *dq;
+	int ctx;
+	struct saker_item bad;
+	char msg[512];
+
+	memset(&bad, 0, sizeof(bad));
+	bad.data = "bytes";
+	bad.len = 5;
+	bad.flags = 9;
+	bad.expires_ms = 1500;	/* cleared: it must not vanish */
+	bad.due_ms = 90000;	/* cleared: it is ready at once */
+	bad.created_ms = 42;
+	bad.deliveries = 3;
+	/* the core has the quarantine queue open: its context stays */
+	dq = mq("hurt_damaged", &ctx);
+	ck_assert_int_eq(saker_store_quarantine(ms, q, "hurt", 4, 17, &bad,
+	    1000, msg, sizeof(msg)), SAKER_OK);
+	ck_assert_str_eq(msg, "queue 'hurt': item 17 failed its checksum;"
+	    " moved to queue 'hurt_damaged'");
+	ck_assert_int_eq(nnotified, 1);
+	ck_assert_ptr_eq(notified_ctx, &ctx);
+	ck_assert_int_eq(take(dq, 2000), SAKER_OK);
+	ck_assert_str_eq(gotdata, "bytes");
+	ck_assert_uint_eq(got.flags, 9);
+	ck_assert_int_eq(got.expires_ms, 0);
+	ck_assert_int_eq(got.created_ms, 42);
+	ck_assert_uint_eq(got.deliveries, 3);
+
+	/* a store that takes no writes: left in place, said once */
+	ck_assert_int_eq(saker_store_quarantine(ms, q, "hurt", 4, 18, NULL,
+	    1000, msg, sizeof(msg)), SAKER_EREADONLY);
+	ck_assert_str_eq(msg, "queue 'hurt': item 18 failed its checksum"
+	    " (left in place: the store takes no writes)");
+	ck_assert_int_eq(take(dq, 2000), SAKER_EEMPTY);
+}
+END_TEST
+
+/* A long name: the quarantine queue is cut to 250 bytes, and a queue
+ * that is its own quarantine queue keeps the item. */
+START_TEST(test_quarantine_long_names)
+{
+	char name[300], dname[SAKER_DAMAGED_NAME_SIZE], msg[1024], want[1024];
+	struct saker_item bad;
+	saker_queue *q, *dq;
+
+	memset(&bad, 0, sizeof(bad));
+	bad.data = "b";
+	bad.len = 1;
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	q = mq(name, NULL);
+	ck_assert_int_eq(saker_store_quarantine(ms, q, name, strlen(name), 1,
+	    &bad, 1000, msg, sizeof(msg)), SAKER_OK);
+	saker_store_damaged_name(name, strlen(name), dname);
+	ck_assert_int_eq(ms->driver->queue_open(ms, dname, 250, false, NULL,
+	    &dq), SAKER_OK);
+	ck_assert_int_eq(take(dq, 2000), SAKER_OK);
+	ck_assert_str_eq(gotdata, "b");
+
+	/* 242 bytes + "_damaged": its quarantine name is its own */
+	memcpy(name + 242, "_damaged", 9);
+	q = mq(name, NULL);
+	ck_assert_int_eq(saker_store_quarantine(ms, q, name, 250, 2, &bad,
+	    1000, msg, sizeof(msg)), SAKER_EINVAL);
+	snprintf(want, sizeof(want), "queue '%s': item 2 failed its checksum"
+	    " and could not be moved to '%s' (the queue is its own"
+	    " quarantine)", name, name);
+	ck_assert_str_eq(msg, want);
+	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
+}
+END_TEST
+
+/* expire_to: the target kept by the layer, routed by the driver. */
+START_TEST(test_expire_to_routing)
+{
+	saker_queue *q = mq("ex", NULL), *t, *late;
+	struct saker_queue_stats st;
+	int ctx;
+
+	ck_assert(!saker_store_has_expire_to(q));
+	ck_assert_int_eq(saker_store_expire_target(ms, q, &t), SAKER_OK);
+	ck_assert_ptr_null(t);
+	ck_assert_int_eq(ms->driver->expire_to(ms, q, "ex_late", 7), SAKER_OK);
+	ck_assert(saker_store_has_expire_to(q));
+	/* the target is created when first needed, through queue_open() */
+	ck_assert_int_eq(ms->driver->queue_open(ms, "ex_late", 7, false, NULL,
+	    &late), SAKER_ENOTFOUND);
+	put(q, "old", 1500, 2);
+	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
+	ck_assert_int_eq(ms->driver->queue_open(ms, "ex_late", 7, false, &ctx,
+	    &late), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_target(ms, q, &t), SAKER_OK);
+	ck_assert_ptr_eq(t, late);
+	ck_assert_int_eq(ms->driver->queue_stats(ms, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.expired_to, 1);
+	ck_assert_uint_eq(st.expired_items, 0);
+	ck_assert_int_eq(take(late, 2000), SAKER_OK);
+	ck_assert_str_eq(gotdata, "old");
+	ck_assert_int_eq(got.expires_ms, 0);
+	ck_assert_uint_eq(got.deliveries, 2);
+
+	/* the next expired item notifies the target with the core's ctx */
+	nnotified = 0;
+	put(q, "older", 1500, 0);
+	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
+	ck_assert_int_ge(nnotified, 1);
+	ck_assert_ptr_eq(notified_ctx, &ctx);
+	ck_assert_int_eq(take(late, 2000), SAKER_OK);
+
+	/* its own name, or none: dropped */
+	ck_assert_int_eq(ms->driver->expire_to(ms, q, "ex", 2), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_target(ms, q, &t), SAKER_OK);
+	ck_assert_ptr_null(t);
+	put(q, "gone", 1500, 0);
+	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
+	ck_assert_int_eq(ms->driver->expire_to(ms, q, NULL, 0), SAKER_OK);
+	ck_assert(!saker_store_has_expire_to(q));
+	put(q, "gone too", 1500, 0);
+	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
+	ck_assert_int_eq(ms->driver->queue_stats(ms, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.expired_to, 2);
+	ck_assert_uint_eq(st.expired_items, 2);
+	ck_assert_int_eq(take(late, 2000), SAKER_EEMPTY);
+
+	/* a name that does not fit */
+	{
+		char big[300];
+
+		memset(big, 'b', sizeof(big));
+		ck_assert_int_eq(ms->driver->expire_to(ms, q, big,
+		    sizeof(big)), SAKER_EINVAL);
+	}
+}
+END_TEST
+
+/* The delivery-count clamp of put: a dump may carry any 32-bit count. */
+START_TEST(test_put_clamp)
+{
+	saker_queue *q = mq("dl", NULL);
+
+	put(q, "a", 0, 70000);
+	put(q, "b", 0, SAKER_DELIVERIES_MAX);
+	put(q, "c", 0, 5);
+	ck_assert_int_eq(take(q, 2000), SAKER_OK);
+	ck_assert_uint_eq(got.deliveries, SAKER_DELIVERIES_MAX);
+	ck_assert_int_eq(take(q, 2000), SAKER_OK);
+	ck_assert_uint_eq(got.deliveries, SAKER_DELIVERIES_MAX);
+	ck_assert_int_eq(take(q, 2000), SAKER_OK);
+	ck_assert_uint_eq(got.deliveries, 5);
+}
+END_TEST
+
 static Suite *
 policy_suite(void)
 {
@@ -187,6 +442,14 @@ policy_suite(void)
 		tcase_add_loop_test(tc, test_lock_reader_named, 0, NLOCKDRVS);
 		tcase_add_loop_test(tc, test_lock_missing_store, 0, NLOCKDRVS);
 	}
+	suite_add_tcase(su, tc);
+	tc = tcase_create("memory");
+	tcase_add_checked_fixture(tc, mem_setup, mem_teardown);
+	tcase_add_test(tc, test_damaged_name);
+	tcase_add_test(tc, test_quarantine);
+	tcase_add_test(tc, test_quarantine_long_names);
+	tcase_add_test(tc, test_expire_to_routing);
+	tcase_add_test(tc, test_put_clamp);
 	suite_add_tcase(su, tc);
 	return su;
 }
