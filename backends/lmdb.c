@@ -3198,12 +3198,7 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 	s->notify = opts->notify;
 	s->notify_arg = opts->notify_arg;
 
-	if (opts->create && !opts->read_only && mkdir(location, 0700) != 0 &&
-	    errno != EEXIST) {
-		ret = seterr(s, SAKER_EIO, "cannot create store directory %s: %s",
-		    location, strerror(errno));
-		goto fail;
-	}
+	/* the layer made the directory (SAKER_LOCK_IN_DIR) */
 	if (stat(location, &sb) != 0) {
 		ret = seterr(s, errno == ENOENT ? SAKER_ENOTFOUND : SAKER_EIO,
 		    "store directory %s: %s", location, strerror(errno));

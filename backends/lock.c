@@ -18,6 +18,7 @@
 struct saker_store_lock {
 	int fd;                 /* -1: not locked (see saker_lock_take) */
 	bool exclusive;
+	mode_t mode;            /* of a new lock file: as the store's files */
 	char *location;         /* into buf */
 	char buf[];             /* the lock file's path, then the location */
 };
@@ -25,8 +26,9 @@ struct saker_store_lock {
 /*
  * The pid of a process holding a lock on fd's file: from /proc/locks,
  * which knows every holder (a writer refused by a reader learns the
- * reader's pid), else the pid the last writer wrote into the file.
- * 0 when neither says.
+ * reader's pid; the inode alone when the device numbers differ, as on
+ * some overlay file systems), else the pid the last writer wrote into the
+ * file.  0 when neither says.
  */
 static long
 lock_holder(int fd)
@@ -35,23 +37,26 @@ lock_holder(int fd)
 	unsigned maj, min;
 	unsigned long ino;
 	struct stat sb;
-	long pid = 0;
+	long pid = 0, other = 0, p;
 	ssize_t n;
 	FILE *f;
 
 	if (fstat(fd, &sb) == 0 && (f = fopen("/proc/locks", "re")) != NULL) {
 		while (pid == 0 && fgets(line, sizeof(line), f) != NULL) {
-			long p;
-
 			if (sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%lu", kind,
-			    &p, &maj, &min, &ino) == 5 &&
-			    strcmp(kind, "FLOCK") == 0 && p > 0 &&
-			    maj == major(sb.st_dev) && min == minor(sb.st_dev) &&
-			    ino == (unsigned long)sb.st_ino)
+			    &p, &maj, &min, &ino) != 5 ||
+			    strcmp(kind, "FLOCK") != 0 || p <= 0 ||
+			    ino != (unsigned long)sb.st_ino)
+				continue;
+			if (maj == major(sb.st_dev) && min == minor(sb.st_dev))
 				pid = p;
+			else if (other == 0)
+				other = p;
 		}
 		fclose(f);
 	}
+	if (pid == 0)
+		pid = other;
 	if (pid == 0 && (n = pread(fd, line, sizeof(line) - 1, 0)) > 0) {
 		line[n] = '\0';
 		pid = strtol(line, NULL, 10);
@@ -99,7 +104,7 @@ lock_file(struct saker_store_lock *l, bool writer, char *err, size_t errlen)
 	int e;
 
 	l->fd = open(l->buf, (writer ? O_RDWR | O_CREAT : O_RDONLY) |
-	    O_CLOEXEC, 0600);
+	    O_CLOEXEC, l->mode);
 	if (l->fd >= 0)
 		return SAKER_OK;
 	e = errno;
@@ -140,6 +145,8 @@ saker_lock_take(const struct saker_store_driver *drv, const char *location,
 	l->location = l->buf + len;
 	memcpy(l->location, location, llen);
 	l->exclusive = false;
+	l->mode = in_dir ? 0600 : 0644;	/* inside a 0700 dir; readable
+					 * beside a file, for readers */
 	/* the location is missing (and not to be created) or no directory:
 	 * the driver says so, and no lock file is left beside nothing
 	 * (saker_lock_late() locks if it opens all the same) */
