@@ -501,7 +501,7 @@ struct pg_store {
 	int64_t vacuum_ms, vacuum_at;
 	uint64_t vacuum_commits;
 	bool vacuuming;
-	char err[512];
+	char err[1024];
 };
 
 #define PG(s) ((struct pg_store *)(void *)(s))
@@ -3050,7 +3050,7 @@ pg_put_damaged(struct pg_store *s, struct saker_queue *q, const PGresult *res,
     int row, int64_t id, int64_t now_ms)
 {
 	struct saker_item it;
-	char msg[600];
+	char msg[sizeof(s->err)];
 	void *copy = NULL;
 	int err;
 

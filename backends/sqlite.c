@@ -284,7 +284,7 @@ struct sq_store {
 	size_t op_mark;		/* batch offset when the operation began */
 	bool jnomem;		/* an entry could not be recorded */
 	bool redo_pending;	/* read-only: the journal needs a replay */
-	char err[512];
+	char err[1024];
 };
 
 #define SQ(s) ((struct sq_store *)(void *)(s))

@@ -6,6 +6,7 @@
 
 #include <check.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +172,111 @@ START_TEST(test_lock_missing_store)
 	    SAKER_ENOTFOUND);
 	snprintf(path, sizeof(path), "%s/%s", tmpdir, d->lockfile);
 	ck_assert_int_ne(stat(path, &sb), 0);
+	rm_rf(tmpdir);
+}
+END_TEST
+
+/* The quarantine through a durable driver: a damaged item of a queue
+ * whose name is too long for "<name>_damaged" goes to the cut name. */
+static const char dmg_marker[] = "policy: damage me, a marker kept verbatim";
+static int dmg_hits;
+
+static int
+dmg_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	size_t mlen = sizeof(dmg_marker) - 1, n, i;
+	unsigned char *buf;
+	int fd;
+
+	(void)ftw;
+	if (type != FTW_F || sb->st_size <= 0 || sb->st_size > (64 << 20) ||
+	    (fd = open(path, O_RDWR)) < 0)
+		return 0;
+	ck_assert_ptr_nonnull(buf = malloc((size_t)sb->st_size));
+	n = (size_t)pread(fd, buf, (size_t)sb->st_size, 0);
+	for (i = 0; n >= mlen && i <= n - mlen; i++)
+		if (memcmp(buf + i, dmg_marker, mlen) == 0) {
+			buf[i + 3] ^= 0x20;
+			ck_assert_int_eq(pwrite(fd, buf + i + 3, 1,
+			    (off_t)(i + 3)), 1);
+			dmg_hits++;
+		}
+	free(buf);
+	close(fd);
+	return 0;
+}
+
+static int
+nop_cb(void *arg, const struct saker_item *it)
+{
+	(void)arg;
+	(void)it;
+	ck_abort_msg("a damaged item was handed out");
+	return 0;
+}
+
+static int
+len_cb(void *arg, const struct saker_item *it)
+{
+	*(size_t *)arg = it->len;
+	return 0;
+}
+
+START_TEST(test_quarantine_durable)
+{
+	const struct lockdrv *d = &lockdrvs[_i];
+	char name[247], dname[SAKER_DAMAGED_NAME_SIZE], want[600], err[512];
+	const char *msg;
+	saker_store *s = NULL;
+	saker_queue *q, *dq;
+	struct saker_item it;
+	size_t len = 0;
+
+	mk_tmp();
+	memset(name, 'q', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	saker_store_damaged_name(name, strlen(name), dname);
+	ck_assert_uint_eq(strlen(dname), 250);
+	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
+	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), true,
+	    NULL, &q), SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	it.data = dmg_marker;
+	it.len = sizeof(dmg_marker) - 1;
+	ck_assert_int_eq(saker_store_put(s, q, &it, 1000), SAKER_OK);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+	dmg_hits = 0;
+	ck_assert_int_eq(nftw(tmpdir, dmg_entry, 16, FTW_PHYS), 0);
+	ck_assert_int_gt(dmg_hits, 0);
+
+	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
+	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), false,
+	    NULL, &q), SAKER_OK);
+	ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_REMOVE, 2000,
+	    nop_cb, NULL), SAKER_ECORRUPT);
+	msg = s->driver->errmsg(s);
+	snprintf(want, sizeof(want), " failed its checksum; moved to queue"
+	    " '%s'", dname);
+	ck_assert_msg(strncmp(msg, "queue '", 7) == 0 &&
+	    strncmp(msg + 7, name, strlen(name)) == 0 &&
+	    strstr(msg, want) != NULL, "errmsg: %s", msg);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+
+	/* kept under the cut name, bytes as they are; gone from q */
+	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
+	ck_assert_int_eq(s->driver->queue_open(s, dname, strlen(dname), false,
+	    NULL, &dq), SAKER_OK);
+	ck_assert_int_eq(s->driver->take(s, dq, SAKER_TAKE_REMOVE, 3000,
+	    len_cb, &len), SAKER_OK);
+	ck_assert_uint_eq(len, sizeof(dmg_marker) - 1);
+	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), false,
+	    NULL, &q), SAKER_OK);
+	ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_REMOVE, 3000, nop_cb,
+	    NULL), SAKER_EEMPTY);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
 	rm_rf(tmpdir);
 }
 END_TEST
@@ -441,6 +547,7 @@ policy_suite(void)
 		    NLOCKDRVS);
 		tcase_add_loop_test(tc, test_lock_reader_named, 0, NLOCKDRVS);
 		tcase_add_loop_test(tc, test_lock_missing_store, 0, NLOCKDRVS);
+		tcase_add_loop_test(tc, test_quarantine_durable, 0, NLOCKDRVS);
 	}
 	suite_add_tcase(su, tc);
 	tc = tcase_create("memory");

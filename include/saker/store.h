@@ -266,15 +266,12 @@ typedef struct saker_store {
 } saker_store;
 
 /*
- * How the layer (saker_store_open) locks a driver's location, the
- * `lock` of a driver.  It takes the lock before open() and drops it in
- * saker_store_close() after close(): exclusive (flock LOCK_EX) for a
- * writer, shared (LOCK_SH) for a read-only open, never waiting.  A writer
- * writes its pid into the lock file; when the lock is held, open fails
- * with SAKER_ELOCKED and "store LOCATION is in use by another process
- * (pid N)", N the holder's.  A read-only open of a location that has no
- * lock file yet (nobody ever wrote there) or that this process may not
- * write takes no lock.  The driver has no lock code of its own.
+ * How the layer locks a driver's location (`lock` of the driver): before
+ * open() and until close(), exclusive for a writer (which leaves its pid
+ * in the file), shared for a read-only open, never waiting.  When it is
+ * held the open fails with SAKER_ELOCKED, "store LOCATION is in use by
+ * another process (pid N)".  A read-only open where there is no lock file
+ * (nobody ever wrote there) or that may not write takes none.
  */
 typedef enum saker_lock_kind {
 	SAKER_LOCK_NONE = 0,  /* no lock (memory; shared stores) */
@@ -535,16 +532,11 @@ bool saker_store_needs_tick(const saker_store *s);
 bool saker_store_shared(const saker_store *s);
 
 /* ---------------------------------------------------------------------
- * THE LAYER (backends/policy.c, backends/lock.c): the broker's rules about
- * storage, written once over every driver's primitives.  It owns
- *   - the lock file (saker_lock_kind above): drivers lock nothing;
- *   - the delivery-count clamp of put (saker_store_put);
- *   - the quarantine of damaged items: its queue's name, the copy and
- *     the message (saker_store_quarantine);
- *   - the expire_to target of every queue (saker_store_keep_expire_to,
- *     saker_store_expire_target).
- * A driver provides the storage primitives of the vtable and calls the
- * functions below from its own code where the comment says so.
+ * THE LAYER (backends/policy.c, lock.c): the broker's rules about storage,
+ * once over every driver: the lock file (saker_lock_kind), the delivery-
+ * count clamp (saker_store_put), the quarantine of damaged items and the
+ * expire_to targets.  Drivers keep the primitives of the vtable and call
+ * the functions below where their comments say.
  * --------------------------------------------------------------------- */
 
 /* put(), with item->deliveries clamped to SAKER_DELIVERIES_MAX (a dump
@@ -561,15 +553,13 @@ size_t saker_store_damaged_name(const char *qname, size_t qlen,
 /*
  * For a durable driver's take(): item `id` of queue q (named qname, qlen
  * bytes) failed its checksum.  `bad` is what could be read of it (flags,
- * age, delivery count, data); NULL when the store takes no writes (it is
- * left in place).  The layer appends a copy, bytes as they are, with no
- * expiry and no due time, to the quarantine queue (created as needed,
- * through queue_open() and put(): a fresh checksum, so it can be fetched
- * for a look) in the current batch, and writes the one-line message
- * naming both queues into msg.  SAKER_OK: copied; the driver removes the
- * original in the same batch.  Else the error (nothing copied; the item
- * stays).  Either way the driver's take() then returns SAKER_ECORRUPT
- * with msg as errmsg().
+ * age, count, data), NULL when the store takes no writes (it stays).  A
+ * copy, bytes as they are, without expiry or due time, goes to the tail
+ * of the quarantine queue (through queue_open() and put(): a fresh
+ * checksum, so it can be fetched for a look) in the current batch; msg
+ * gets the one-line message naming both queues.  SAKER_OK: the driver
+ * removes the original in the same batch; else the error (nothing was
+ * copied).  Either way take() returns SAKER_ECORRUPT, errmsg() msg.
  */
 int saker_store_quarantine(saker_store *s, saker_queue *q, const char *qname,
     size_t qlen, uint64_t id, const struct saker_item *bad, int64_t now_ms,
