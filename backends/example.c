@@ -284,7 +284,8 @@ ex_queue_open(saker_store *s, const char *name, size_t len, bool create,
 		q->next = es->queues;
 		es->queues = q;
 	}
-	q->ctx = queue_ctx;
+	if (queue_ctx != NULL)	/* NULL keeps it: the layer opens queues too */
+		q->ctx = queue_ctx;
 	*out = q;
 	return SAKER_OK;
 }

@@ -1,7 +1,6 @@
 /* lmdb.c -- the LMDB store driver: all queues of a store in one environment. */
 #include "config.h"
 
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -61,8 +60,6 @@
 #define LM_HF_CRC	0x01	/* hflags: a CRC32C trailer follows the data */
 #define LM_CRC		4	/* the trailer: CRC32C of bytes 1.. of the
 				 * header and of the data, big-endian */
-#define LM_DAMAGED	"_damaged"	/* suffix of the queue damaged items
-					 * are moved to */
 #define LM_QREC		72	/* 9 x u64 */
 #define LM_KEY		16
 #define LM_MAXDATA	((size_t)UINT32_MAX - 64)
@@ -116,6 +113,7 @@ struct lq_state {
 };
 
 struct saker_queue {
+	struct saker_queue_base base; /* the layer's (store.h): first */
 	struct kit_qent ent;	/* in lstore.qt, by name and by id */
 	struct saker_queue *dirty_next, *gain_next;
 	char *name;
@@ -127,9 +125,6 @@ struct saker_queue {
 	bool dirty;
 	bool deleted;		/* deleted in this batch: freed at commit */
 	bool gained;
-	/* expire_to (store.h): not stored */
-	char xto[256];
-	size_t xtolen;
 	uint64_t expired_to;
 };
 
@@ -143,7 +138,6 @@ struct lstore {
 	bool txn_dirty;		/* the batch wrote something */
 	bool touched;		/* the batch began a write in ptxn */
 	char *dir;
-	int lockfd;
 	saker_sync_mode sync;
 	bool read_only;
 	bool broken;		/* a write or fsync failed: refuse writes */
@@ -264,8 +258,6 @@ static void
 hdr_write(unsigned char *p, int state, uint32_t flags, int64_t expires,
     int64_t created, uint32_t deliveries)
 {
-	if (deliveries > SAKER_DELIVERIES_MAX)
-		deliveries = SAKER_DELIVERIES_MAX;
 	p[0] = (unsigned char)state;
 	p[1] = LM_HF_CRC;
 	p[2] = (unsigned char)(deliveries >> 8);
@@ -1295,7 +1287,8 @@ lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
 		    len);
 	q = qtab_by_name(s, name, len);
 	if (q != NULL && q->cur.exists && !q->deleted) {
-		q->ctx = queue_ctx;
+		if (queue_ctx != NULL)
+			q->ctx = queue_ctx;
 		*out = q;
 		return SAKER_OK;
 	}
@@ -1740,34 +1733,22 @@ static int lm_put(saker_store *, saker_queue *, const struct saker_item *,
 
 /*
  * The head of q failed its checksum (res->bad is a copy of the record).
- * Put the bytes, as they are, into queue "<q>_damaged" (created when
- * needed; with a fresh checksum, so they can be fetched for a look) and
- * delete the record from q, in the current batch: it is not lost and
- * not served, and the next take sees the next item.  Returns
- * SAKER_ECORRUPT with a message naming both queues.
+ * The layer copies its bytes, as they are, to q's quarantine queue
+ * (saker_store_quarantine()); then the record is deleted from q, in the
+ * current batch: it is not lost and not served, and the next take sees
+ * the next item.  Returns SAKER_ECORRUPT with the layer's message.
  */
 static int
 move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
     bool write, int64_t now_ms)
 {
-	char name[256];
 	unsigned char kb[LM_KEY];
-	struct saker_queue *dq;
 	struct saker_item it;
-	size_t base, len;
+	size_t len;
 	MDB_txn *t;
 	MDB_val k;
 	int rc;
 
-	base = q->len + strlen(LM_DAMAGED) < 250 ? q->len :
-	    250 - strlen(LM_DAMAGED);
-	snprintf(name, sizeof(name), "%.*s%s", (int)base, q->name, LM_DAMAGED);
-	if (!write) {
-		free(res->bad);
-		return seterr(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRIu64
-		    " failed its checksum (the store is read-only: left in "
-		    "place)", (int)q->len, q->name, res->badseq);
-	}
 	/* its header may be what is damaged: keep the flags and the age,
 	 * not the expiry (a moved item must not vanish) */
 	memset(&it, 0, sizeof(it));
@@ -1780,21 +1761,12 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 		it.data = res->bad + LM_HDR;
 	}
 	it.len = len;
-	dq = qtab_by_name(s, name, strlen(name));
-	rc = SAKER_OK;
-	if (dq == NULL || !dq->cur.exists || dq->deleted)
-		rc = lm_queue_open(&s->base, name, strlen(name), true, NULL, &dq);
-	if (rc == SAKER_OK && dq == q)
-		rc = SAKER_EINVAL;
-	if (rc == SAKER_OK)
-		rc = lm_put(&s->base, dq, &it, now_ms);
+	rc = saker_store_quarantine(&s->base, q, q->name, q->len, res->badseq,
+	    write ? &it : NULL, now_ms, s->err, sizeof(s->err));
 	free(res->bad);
 	res->bad = NULL;
 	if (rc != SAKER_OK)
-		return seterr(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRIu64
-		    " failed its checksum and could not be moved to '%s' (%s)",
-		    (int)q->len, q->name, res->badseq, name,
-		    saker_strerror(rc));
+		return SAKER_ECORRUPT;
 	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 		return rc;
 	mkkey(kb, q->id, res->badseq);
@@ -1808,22 +1780,7 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 	q_change(s, q);
 	q->cur.items--;
 	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
-	return seterr(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRIu64 " failed "
-	    "its checksum; moved to queue '%s'", (int)q->len, q->name,
-	    res->badseq, name);
-}
-
-static int
-lm_expire_to(saker_store *ss, saker_queue *q, const char *name, size_t len)
-{
-	struct lstore *s = (struct lstore *)ss;
-
-	if (q == NULL || len >= sizeof(q->xto) || (len > 0 && name == NULL))
-		return seterr(s, SAKER_EINVAL, "lmdb expire_to: bad argument");
-	q->xtolen = name != NULL ? len : 0;
-	if (q->xtolen > 0)
-		memcpy(q->xto, name, len);
-	return SAKER_OK;
+	return SAKER_ECORRUPT;
 }
 
 /* q's expire_to queue (created when missing), or NULL: drop. */
@@ -1832,15 +1789,7 @@ xto_target(struct lstore *s, struct saker_queue *q)
 {
 	struct saker_queue *t;
 
-	if (q->xtolen == 0)
-		return NULL;
-	/* an existing handle keeps the caller's context */
-	t = qtab_by_name(s, q->xto, q->xtolen);
-	if ((t == NULL || !t->cur.exists || t->deleted) &&
-	    lm_queue_open(&s->base, q->xto, q->xtolen, true, NULL, &t) !=
-	    SAKER_OK)
-		return NULL;
-	return t == q ? NULL : t;
+	return saker_store_expire_target(&s->base, q, &t) == SAKER_OK ? t : NULL;
 }
 
 /* Append a copy of record `rec` (header + data, `size` bytes) to t with
@@ -1972,7 +1921,8 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 	/* A read-only (or failed) store can still be peeked at; expired
 	 * items are then skipped rather than removed. */
 	write = !(mode == SAKER_TAKE_PEEK && (s->read_only || s->broken));
-	if (write && q->xtolen > 0 && !s->read_only && !s->broken &&
+	if (write && saker_store_has_expire_to(q) && !s->read_only &&
+	    !s->broken &&
 	    (rc = xto_head(s, q, now_ms)) != SAKER_OK)
 		return rc;
 	if (q->cur.items == 0)
@@ -2322,7 +2272,7 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	if (q == NULL || q->deleted) {
 		*what = PR_ORPHAN;
 		rc = cur_del(s, c, LD_DELAYED);
-	} else if (expired(&it, now_ms) && q->xtolen > 0 &&
+	} else if (expired(&it, now_ms) && saker_store_has_expire_to(q) &&
 	    rec_sound((unsigned char *)v.mv_data + 8, v.mv_size - 8)) {
 		/* to the expire_to queue: the caller moves it, outside this
 		 * operation (it may create the queue) */
@@ -2524,7 +2474,8 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		return seterr(s, SAKER_EINVAL, "lmdb flush_expired: no queue");
 	if (q->cur.items == 0)
 		return SAKER_OK;
-	if (q->xtolen > 0 && !s->read_only && xto_target(s, q) != NULL)
+	if (saker_store_has_expire_to(q) && !s->read_only &&
+	    xto_target(s, q) != NULL)
 		return xto_flush(s, q, now_ms, limit, removed);
 	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 		return rc;
@@ -2722,8 +2673,6 @@ lm_free(struct lstore *s)
 		free(LQ(e));
 	}
 	kit_qtab_free(&s->qt);
-	if (s->lockfd >= 0)
-		close(s->lockfd);	/* drops the flock */
 	free(s->dir);
 	free(s);
 }
@@ -2744,46 +2693,6 @@ lm_close(saker_store *ss)
 	if (!s->read_only && !s->broken && s->sync == SAKER_SYNC_NEVER)
 		(void)mdb_env_sync(s->env, 1);
 	lm_free(s);
-}
-
-/* Take the exclusive (shared, for read-only use) lock on DIR/saker.lock. */
-static int
-lm_lock(struct lstore *s)
-{
-	char path[4096], buf[32];
-	ssize_t n;
-	long pid;
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/saker.lock", s->dir) >=
-	    sizeof(path))
-		return seterr(s, SAKER_EINVAL, "store path too long: %s", s->dir);
-	s->lockfd = open(path, (s->read_only ? O_RDONLY : O_RDWR | O_CREAT) |
-	    O_CLOEXEC, 0600);
-	if (s->lockfd < 0 && s->read_only && errno == ENOENT)
-		return SAKER_OK;	/* nobody has ever written here */
-	if (s->lockfd < 0)
-		return seterr(s, errno == EACCES ? SAKER_EREADONLY : SAKER_EIO,
-		    "cannot open %s: %s", path, strerror(errno));
-	if (flock(s->lockfd, (s->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
-		if (errno != EWOULDBLOCK)
-			return seterr(s, SAKER_EIO, "cannot lock %s: %s", path,
-			    strerror(errno));
-		n = pread(s->lockfd, buf, sizeof(buf) - 1, 0);
-		buf[n > 0 ? n : 0] = '\0';
-		pid = strtol(buf, NULL, 10);
-		if (pid > 0)
-			return seterr(s, SAKER_ELOCKED, "store %s is in use by "
-			    "another process (pid %ld)", s->dir, pid);
-		return seterr(s, SAKER_ELOCKED, "store %s is in use by another "
-		    "process", s->dir);
-	}
-	if (!s->read_only) {
-		n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
-		/* The pid is only informative: ignore failures. */
-		if (ftruncate(s->lockfd, 0) == 0)
-			(void)!pwrite(s->lockfd, buf, (size_t)n, 0);
-	}
-	return SAKER_OK;
 }
 
 /* Does DIR hold data.mdb?  When it does not, refuse a directory holding
@@ -3220,7 +3129,7 @@ static int lm_open(const char *, const struct saker_store_opts *,
 /*
  * A read-only opener found batches in the journal that the data file does
  * not hold yet (a crash).  Recover them as a writer would (that needs the
- * exclusive lock, so ours is dropped first), then open read-only again.
+ * exclusive lock: saker_store_relock()), then open read-only again.
  */
 static int
 lm_open_recover(struct lstore *s, const char *location,
@@ -3234,7 +3143,8 @@ lm_open_recover(struct lstore *s, const char *location,
 	lm_free(s);
 	memset(&rw, 0, sizeof(rw));
 	rw.sync = SAKER_SYNC_ALWAYS;
-	ret = lm_open(location, &rw, &tmp, err, errlen);
+	if ((ret = saker_store_relock(opts, true, err, errlen)) == SAKER_OK)
+		ret = lm_open(location, &rw, &tmp, err, errlen);
 	if (ret != SAKER_OK) {
 		char why[512];
 
@@ -3245,6 +3155,8 @@ lm_open_recover(struct lstore *s, const char *location,
 		return ret;
 	}
 	lm_close(tmp);
+	if ((ret = saker_store_relock(opts, false, err, errlen)) != SAKER_OK)
+		return ret;
 	return lm_open(location, opts, out, err, errlen);
 }
 
@@ -3276,7 +3188,6 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 		return SAKER_ENOMEM;
 	}
 	s->base.driver = &saker_store_lmdb;
-	s->lockfd = -1;
 	s->j.fd = -1;
 	s->ckpt_bytes = LM_CKPT_BYTES;
 	if (saker_store_optval(opts, LM_OPT_CHECKPOINT_BYTES) != NULL)
@@ -3287,12 +3198,7 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 	s->notify = opts->notify;
 	s->notify_arg = opts->notify_arg;
 
-	if (opts->create && !opts->read_only && mkdir(location, 0700) != 0 &&
-	    errno != EEXIST) {
-		ret = seterr(s, SAKER_EIO, "cannot create store directory %s: %s",
-		    location, strerror(errno));
-		goto fail;
-	}
+	/* the layer made the directory (SAKER_LOCK_IN_DIR) */
 	if (stat(location, &sb) != 0) {
 		ret = seterr(s, errno == ENOENT ? SAKER_ENOTFOUND : SAKER_EIO,
 		    "store directory %s: %s", location, strerror(errno));
@@ -3303,8 +3209,7 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 		    location);
 		goto fail;
 	}
-	if ((ret = lm_lock(s)) != SAKER_OK ||
-	    (ret = lm_check_dir(s, &have_data)) != SAKER_OK)
+	if ((ret = lm_check_dir(s, &have_data)) != SAKER_OK)
 		goto fail;
 	if (!have_data && (!opts->create || opts->read_only)) {
 		ret = seterr(s, SAKER_ENOTFOUND, "no saker store in %s", location);
@@ -3373,6 +3278,7 @@ const struct saker_store_driver saker_store_lmdb = {
 	.durable = true,
 	.caps = SAKER_CAP_DELIVERIES,
 	.options = lm_options,
+	.lock = SAKER_LOCK_IN_DIR,
 	.open = lm_open,
 	.close = lm_close,
 	.errmsg = lm_errmsg,
@@ -3387,7 +3293,7 @@ const struct saker_store_driver saker_store_lmdb = {
 	.release = lm_release,
 	.release_delayed = lm_release_delayed,
 	.move = lm_move,
-	.expire_to = lm_expire_to,
+	.expire_to = saker_store_keep_expire_to,
 	.promote = lm_promote,
 	.flush_expired = lm_flush_expired,
 	.iterate = lm_iterate,

@@ -49,6 +49,7 @@ struct mlist {
 };
 
 struct saker_queue {
+	struct saker_queue_base base; /* the layer's (store.h): first */
 	struct mlist ready;
 	struct mlist open;       /* sorted by id: oldest first */
 	struct mlist delayed;    /* unordered; the heap holds the order */
@@ -57,8 +58,6 @@ struct saker_queue {
 	void *ctx;
 	struct saker_queue *notify_next; /* promote(): queues that gained items */
 	bool notify_marked;
-	size_t xtolen;           /* expire_to: where expired items go; 0 = */
-	char xto[256];           /* dropped (store.h) */
 	size_t namelen;
 	char name[];
 };
@@ -603,7 +602,8 @@ mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
 		return fail(ms, SAKER_EINVAL, "empty queue name");
 	q = hashmap_get(ms->queues, name, len);
 	if (q != NULL) {
-		q->ctx = queue_ctx;
+		if (queue_ctx != NULL)
+			q->ctx = queue_ctx;
 		*out = q;
 		return SAKER_OK;
 	}
@@ -625,22 +625,6 @@ mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
 	}
 	*out = q;
 	return SAKER_OK;
-}
-
-/* The expire_to queue of q (created when missing), or NULL: drop. */
-static struct saker_queue *
-xto_queue(struct mstore *ms, struct saker_queue *q)
-{
-	struct saker_queue *t;
-
-	if (q->xtolen == 0)
-		return NULL;
-	/* an existing queue keeps the caller's context */
-	t = hashmap_get(ms->queues, q->xto, q->xtolen);
-	if (t == NULL && mem_queue_open(&ms->base, q->xto, q->xtolen, true,
-	    NULL, &t) != SAKER_OK)
-		t = NULL;
-	return t == q ? NULL : t;
 }
 
 /* Queue t gained ready items in this call: notify it at the end. */
@@ -675,9 +659,10 @@ static void
 expire_item(struct mstore *ms, struct saker_queue *q, struct mitem *it,
     struct saker_queue **gained)
 {
-	struct saker_queue *t = xto_queue(ms, q);
+	struct saker_queue *t;
 
-	if (t == NULL) {
+	if (saker_store_expire_target(&ms->base, q, &t) != SAKER_OK ||
+	    t == NULL) {
 		q->st.expired_items++;
 		item_free(ms, it);
 		return;
@@ -690,16 +675,6 @@ expire_item(struct mstore *ms, struct saker_queue *q, struct mitem *it,
 	gain(t, gained);
 }
 
-static int
-mem_expire_to(saker_store *s, saker_queue *q, const char *name, size_t len)
-{
-	if (q == NULL || len >= sizeof(q->xto) || (len > 0 && name == NULL))
-		return fail(MS(s), SAKER_EINVAL, "bad expire_to queue");
-	q->xtolen = name != NULL ? len : 0;
-	if (q->xtolen > 0)
-		memcpy(q->xto, name, len);
-	return SAKER_OK;
-}
 
 static int
 mem_queue_delete(saker_store *s, saker_queue *q)
@@ -785,8 +760,7 @@ mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 	it->flags = item->flags;
 	it->expires_ms = item->expires_ms;
 	it->created_ms = item->created_ms != 0 ? item->created_ms : now_ms;
-	it->deliveries = item->deliveries < SAKER_DELIVERIES_MAX ?
-	    item->deliveries : SAKER_DELIVERIES_MAX;
+	it->deliveries = item->deliveries;
 	it->len = item->len;
 	if (item->len > 0)
 		memcpy(it->data, item->data, item->len);
@@ -1127,7 +1101,7 @@ const struct saker_store_driver saker_store_memory = {
 	.release = mem_release,
 	.release_delayed = mem_release_delayed,
 	.move = mem_move,
-	.expire_to = mem_expire_to,
+	.expire_to = saker_store_keep_expire_to,
 	.promote = mem_promote,
 	.flush_expired = mem_flush_expired,
 	.iterate = mem_iterate,

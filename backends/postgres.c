@@ -54,7 +54,6 @@
  * including its 4-byte header; keep a little more aside for the wire. */
 #define PG_MAX_ITEM ((uint64_t)0x3fffffff - 64)
 #define PG_FORMAT_VERSION 4
-#define PG_DAMAGED "_damaged"	/* where damaged items are moved to */
 #define PG_LEASE_MS 60000
 /* Items put by a broker whose clock runs ahead are still taken if they are
  * at most this far in the future; the bound keeps a queue full of delayed
@@ -354,6 +353,7 @@ static const char pg_fold_sql[] =
     "COMMIT";
 
 struct saker_queue {
+	struct saker_queue_base base; /* the layer's (store.h): first */
 	int64_t id;
 	char *name;
 	size_t len;
@@ -384,9 +384,6 @@ struct saker_queue {
 	LIST_ENTRY(saker_queue) dirty_link;
 	LIST_ENTRY(saker_queue) pend_link;
 	LIST_ENTRY(saker_queue) gone_link;	/* deleted or zombie list */
-	/* expire_to (store.h): this broker's setting, not stored */
-	char xto[256];
-	size_t xtolen;
 	uint64_t expired_to;
 	struct kit_qent qe;	/* in s->qt while live (qtab.h) */
 };
@@ -504,7 +501,7 @@ struct pg_store {
 	int64_t vacuum_ms, vacuum_at;
 	uint64_t vacuum_commits;
 	bool vacuuming;
-	char err[512];
+	char err[1024];
 };
 
 #define PG(s) ((struct pg_store *)(void *)(s))
@@ -2694,7 +2691,8 @@ pg_queue_open(saker_store *base, const char *name, size_t len, bool create,
 	if (name == NULL || len == 0)
 		return pg_errf(s, SAKER_EINVAL, "empty queue name");
 	if ((q = pg_find_name(s, name, len)) != NULL) {
-		q->ctx = queue_ctx;
+		if (queue_ctx != NULL)
+			q->ctx = queue_ctx;
 		*out = q;
 		return SAKER_OK;
 	}
@@ -2870,8 +2868,7 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	created = item->created_ms != 0 ? item->created_ms : now_ms;
 	arr_i64(&s->put_created, created);
 	arr_put(&s->put_data, item->data, item->len);
-	arr_i64(&s->put_dlv, item->deliveries < SAKER_DELIVERIES_MAX ?
-	    (int64_t)item->deliveries : (int64_t)SAKER_DELIVERIES_MAX);
+	arr_i64(&s->put_dlv, (int64_t)item->deliveries);
 	arr_i64(&s->put_crc, kit_item_crc(item->flags, item->expires_ms,
 	    created, item->data, item->len));
 	s->put_bytes += item->len;
@@ -2964,15 +2961,9 @@ pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 	int err;
 
 	*moved = false;
-	if (q->xtolen == 0)
-		return SAKER_OK;
-	/* an existing handle keeps the core's context */
-	if ((t = pg_find_name(s, q->xto, q->xtolen)) == NULL &&
-	    (err = pg_queue_open(&s->base, q->xto, q->xtolen, true, NULL, &t)) !=
-	    SAKER_OK)
+	if ((err = saker_store_expire_target(&s->base, q, &t)) != SAKER_OK ||
+	    t == NULL)
 		return err;
-	if (t == q)
-		return SAKER_OK;
 	memset(&it, 0, sizeof(it));
 	it.flags = (uint32_t)rv_i64(res, row, col[0]);
 	it.created_ms = rv_i64(res, row, col[1]);
@@ -2996,22 +2987,6 @@ pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 }
 
 static const int pg_item_cols[4] = { C_FLAGS, C_CREATED, C_DATA, C_DLV };
-
-static int
-pg_expire_to(saker_store *base, saker_queue *q, const char *name, size_t len)
-{
-	struct pg_store *s = PG(base);
-	int err;
-
-	if ((err = pg_dead(s, q)) != SAKER_OK)
-		return err;
-	if (len >= sizeof(q->xto) || (len > 0 && name == NULL))
-		return pg_errf(s, SAKER_EINVAL, "bad expire_to queue");
-	q->xtolen = name != NULL ? len : 0;
-	if (q->xtolen > 0)
-		memcpy(q->xto, name, len);
-	return SAKER_OK;
-}
 
 /* Put back a removed item the caller refused, exactly as it was. */
 static int
@@ -3063,81 +3038,39 @@ pg_can_move(const struct pg_store *s)
 	return !s->read_only && !s->lost && s->conn != NULL;
 }
 
-static int
-pg_left_in_place(struct pg_store *s, const struct saker_queue *q, int64_t id)
-{
-	return pg_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64
-	    " failed its checksum (left in place: the store takes no writes)",
-	    (int)q->len, q->name, id);
-}
-
-/* "<q>_damaged", the name cut to fit 250 bytes (store.h, take()). */
-static void
-pg_damaged_name(const struct saker_queue *q, char *name, size_t namelen)
-{
-	size_t base, dlen = sizeof(PG_DAMAGED) - 1;
-
-	base = q->len + dlen < 250 ? q->len : 250 - dlen;
-	snprintf(name, namelen, "%.*s%s", (int)base, q->name, PG_DAMAGED);
-}
-
 /*
- * The item of row `row` of res (ITEM_COLS) failed its checksum: put its
- * bytes, as they are, at the tail of queue `name` (pg_damaged_name();
- * created as needed, with a fresh checksum so they can be fetched for a
- * look) in the current batch (store.h, take()).  The caller removes the
- * original once this succeeded, in the same batch.
+ * The item of row `row` of res (ITEM_COLS) failed its checksum: the layer
+ * copies its bytes, as they are, to q's quarantine queue in the current
+ * batch (saker_store_quarantine(); res NULL: the store takes no writes, it
+ * stays).  The caller removes the original once this succeeded, in the
+ * same batch.  Either way s->err holds the message naming both queues.
  */
 static int
 pg_put_damaged(struct pg_store *s, struct saker_queue *q, const PGresult *res,
-    int row, int64_t now_ms, const char *name)
+    int row, int64_t id, int64_t now_ms)
 {
 	struct saker_item it;
-	struct saker_queue *dq;
+	char msg[sizeof(s->err)];
 	void *copy = NULL;
 	int err;
 
 	memset(&it, 0, sizeof(it));
-	it.flags = (uint32_t)rv_i64(res, row, C_FLAGS);
-	it.created_ms = rv_i64(res, row, C_CREATED);
-	it.expires_ms = 0;	/* a moved item must not vanish */
-	it.len = (size_t)PQgetlength(res, row, C_DATA);
-	/* res may be freed if a statement below fails (the batch is lost) */
-	if (it.len > 0 && (copy = malloc(it.len)) == NULL)
-		return pg_errf(s, SAKER_ENOMEM, "out of memory");
-	if (it.len > 0)
-		memcpy(copy, PQgetvalue(res, row, C_DATA), it.len);
-	it.data = copy != NULL ? copy : "";
-	err = pg_begin(s);
-	/* an existing handle keeps the core's context */
-	if (err == SAKER_OK && (dq = pg_find_name(s, name, strlen(name))) ==
-	    NULL)
-		err = pg_queue_open(&s->base, name, strlen(name), true, NULL,
-		    &dq);
-	if (err == SAKER_OK && dq == q)
-		err = pg_errf(s, SAKER_EINVAL, "the queue is its own damaged"
-		    " queue");
-	if (err == SAKER_OK)
-		err = pg_put(&s->base, dq, &it, now_ms);
+	if (res != NULL) {
+		it.flags = (uint32_t)rv_i64(res, row, C_FLAGS);
+		it.created_ms = rv_i64(res, row, C_CREATED);
+		it.len = (size_t)PQgetlength(res, row, C_DATA);
+		/* res may be freed if a statement below fails */
+		if (it.len > 0 && (copy = malloc(it.len)) == NULL)
+			return pg_errf(s, SAKER_ENOMEM, "out of memory");
+		if (it.len > 0)
+			memcpy(copy, PQgetvalue(res, row, C_DATA), it.len);
+		it.data = copy != NULL ? copy : "";
+	}
+	err = saker_store_quarantine(&s->base, q, q->name, q->len,
+	    (uint64_t)id, res != NULL ? &it : NULL, now_ms, msg, sizeof(msg));
 	free(copy);
+	pg_errf(s, SAKER_ECORRUPT, "%s", msg);
 	return err;
-}
-
-static int
-pg_damaged_err(struct pg_store *s, const struct saker_queue *q, int64_t id,
-    const char *name, int err)
-{
-	char why[300];
-
-	if (err == SAKER_OK)
-		return pg_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64
-		    " failed its checksum; moved to queue '%s'", (int)q->len,
-		    q->name, id, name);
-	pg_oneline(why, sizeof(why), s->err[0] != '\0' ? s->err :
-	    saker_strerror(err));
-	return pg_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64
-	    " failed its checksum and could not be moved to '%s' (%s)",
-	    (int)q->len, q->name, id, name, why);
 }
 
 /* pg_take_one() met a damaged item (the only row of res, which this
@@ -3148,18 +3081,17 @@ pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,
 {
 	struct pgp p = { 0 };
 	PGresult *dr;
-	char name[256];
 	int64_t id = rv_i64(res, 0, C_ID);
 	uint64_t n;
 	int err;
 
-	pg_damaged_name(q, name, sizeof(name));
 	if (mode == SAKER_TAKE_PEEK) {
 		/* a peek changed nothing yet: delete it first, unless another
 		 * broker has taken it meanwhile (it meets the damage then) */
 		if (!pg_can_move(s)) {
 			PQclear(res);
-			return pg_left_in_place(s, q, id);
+			(void)pg_put_damaged(s, q, NULL, 0, id, now_ms);
+			return SAKER_ECORRUPT;
 		}
 		pp_i64(&p, q->id);
 		pp_i64(&p, id);
@@ -3182,21 +3114,19 @@ pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,
 	if (mode == SAKER_TAKE_OPEN && !pg_del_room(s))
 		err = pg_errf(s, SAKER_ENOMEM, "out of memory");
 	else
-		err = pg_put_damaged(s, q, res, 0, now_ms, name);
+		err = pg_put_damaged(s, q, res, 0, id, now_ms);
 	if (err == SAKER_OK && mode == SAKER_TAKE_OPEN)
 		pg_del_add(s, q->id, (uint64_t)id);
 	if (err != SAKER_OK && !s->lost) {
 		/* not moved: put it back as it was (it stays damaged) */
-		int e2;
-
-		err = pg_damaged_err(s, q, id, name, err);
-		e2 = mode == SAKER_TAKE_OPEN ? pg_st_add(s, q->id,
+		int e2 = mode == SAKER_TAKE_OPEN ? pg_st_add(s, q->id,
 		    (uint64_t)id, 0) : pg_reinsert(s, q, res);
+
 		PQclear(res);
-		return e2 != SAKER_OK ? e2 : err;
+		return e2 != SAKER_OK ? e2 : SAKER_ECORRUPT;
 	}
 	PQclear(res);
-	return pg_damaged_err(s, q, id, name, err);
+	return SAKER_ECORRUPT;
 }
 
 /* One item by one statement: the quiet path (claim size 1) and peek. */
@@ -3451,19 +3381,18 @@ pg_held_damaged(struct pg_store *s, struct saker_queue *q, int i,
 {
 	int row = q->held_rows[i], err;
 	int64_t id = rv_i64(q->held, row, C_ID);
-	char name[256];
 
-	pg_damaged_name(q, name, sizeof(name));
-	if (!pg_can_move(s))
-		return pg_left_in_place(s, q, id);
+	if (!pg_can_move(s)) {
+		(void)pg_put_damaged(s, q, NULL, 0, id, now_ms);
+		return SAKER_ECORRUPT;
+	}
 	if ((err = pg_begin(s)) != SAKER_OK)
 		return err;
 	if (!pg_del_room(s))
 		return pg_errf(s, SAKER_ENOMEM, "out of memory");
 	/* a failed statement loses the batch, and with it q->held */
-	if ((err = pg_put_damaged(s, q, q->held, row, now_ms, name)) !=
-	    SAKER_OK)
-		return pg_damaged_err(s, q, id, name, err);
+	if (pg_put_damaged(s, q, q->held, row, id, now_ms) != SAKER_OK)
+		return SAKER_ECORRUPT;
 	pg_del_add(s, q->id, (uint64_t)id);
 	memmove(q->held_rows + q->held_head + 1, q->held_rows + q->held_head,
 	    (size_t)(i - q->held_head) * sizeof(*q->held_rows));
@@ -3471,7 +3400,7 @@ pg_held_damaged(struct pg_store *s, struct saker_queue *q, int i,
 	s->nheld--;
 	if (q->held_head == q->held_n)
 		pg_held_drop(s, q);
-	return pg_damaged_err(s, q, id, name, SAKER_OK);
+	return SAKER_ECORRUPT;
 }
 
 /* Serve a take from the claimed items; SAKER_EEMPTY when they ran out. */
@@ -3842,8 +3771,9 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 			static const int cols[4] = { 2, 3, 4, 5 };
 			bool moved = false;
 
-			if (q->xtolen > 0 && (err = pg_xto_put(s, q, res, i, cols,
-			    now_ms, &moved)) != SAKER_OK) {
+			if (saker_store_has_expire_to(q) &&
+			    (err = pg_xto_put(s, q, res, i, cols, now_ms,
+			    &moved)) != SAKER_OK) {
 				pipe_clear(&pp);
 				return err;
 			}
@@ -3890,7 +3820,7 @@ pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 	pp_i64(&p, q->id);
 	pp_i64(&p, now_ms);
 	pp_i64(&p, limit == 0 || limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
-	if (q->xtolen > 0 && s->version >= 4) {
+	if (saker_store_has_expire_to(q) && s->version >= 4) {
 		static const int cols[4] = { 0, 1, 2, 3 };
 		uint64_t dropped = 0;
 		bool moved;
@@ -4806,7 +4736,7 @@ const struct saker_store_driver saker_store_postgres = {
 	.release = pg_release,
 	.release_delayed = pg_release_delayed,
 	.move = pg_move,
-	.expire_to = pg_expire_to,
+	.expire_to = saker_store_keep_expire_to,
 	.promote = pg_promote,
 	.flush_expired = pg_flush_expired,
 	.iterate = pg_iterate,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "saker/store.h"
+#include "lock.h"
 #include "size.h"
 #include "duration.h"
 
@@ -201,6 +202,7 @@ saker_store_open(const char *spec, const struct saker_store_opts *opts,
 	const char *colon, *location = NULL, *p;
 	struct saker_store_opts o = *opts;
 	struct saker_store_optval *vals = NULL;
+	struct saker_store_lock *lock = NULL;
 	size_t tlen, nopt = 0, i;
 	char *text = NULL, *t;
 	int rc;
@@ -267,7 +269,20 @@ saker_store_open(const char *spec, const struct saker_store_opts *opts,
 		p += n;
 	}
 	o.optvals = vals;
+	if ((rc = saker_lock_take(drv, location, &o, &lock, err, errlen)) !=
+	    SAKER_OK)
+		goto out;
+	o.lock = lock;
 	rc = drv->open(location, &o, out, err, errlen);
+	if (rc == SAKER_OK && !o.read_only &&
+	    (rc = saker_lock_late(lock, err, errlen)) != SAKER_OK) {
+		drv->close(*out);
+		*out = NULL;
+	}
+	if (rc == SAKER_OK)
+		(*out)->lock = lock;
+	else
+		saker_lock_drop(lock);
 out:
 	free(vals);
 	free(text);
@@ -277,8 +292,13 @@ out:
 void
 saker_store_close(saker_store *s)
 {
-	if (s != NULL)
-		s->driver->close(s);
+	struct saker_store_lock *lock;
+
+	if (s == NULL)
+		return;
+	lock = s->lock;
+	s->driver->close(s);
+	saker_lock_drop(lock);	/* after close() wrote its last batch */
 }
 
 int

@@ -1,7 +1,6 @@
 /* sqlite.c -- the SQLite queue store: one database file in WAL mode. */
 #include "config.h"
 
-#include <sys/file.h>
 #include <sys/queue.h>
 #include <sys/stat.h>
 
@@ -43,7 +42,6 @@
  * journal, --sync always), which older builds would not replay, so they
  * refuse it.  Opening an older store for writing upgrades it in place. */
 #define SQ_FORMAT_VERSION 4
-#define SQ_DAMAGED "_damaged"	/* where damaged items are moved to */
 /* A row holds the item and a few integers: keep this much of SQLite's
  * length limit for them. */
 #define SQ_ROW_SLACK 1024
@@ -218,6 +216,7 @@ struct sq_state {
 };
 
 struct saker_queue {
+	struct saker_queue_base base; /* the layer's (store.h): first */
 	int64_t id;
 	char *name;
 	size_t len;
@@ -236,9 +235,6 @@ struct saker_queue {
 	struct sq_state undo;
 	bool gained;
 	struct saker_queue *touch_next;
-	/* expire_to (store.h): not stored */
-	char xto[256];
-	size_t xtolen;
 	uint64_t expired_to;
 };
 
@@ -248,7 +244,6 @@ struct sq_store {
 	saker_store base;
 	sqlite3 *db;
 	char *path;
-	int lockfd;
 	saker_sync_mode sync;
 	bool read_only;
 	int64_t version;	/* the file's format version */
@@ -289,7 +284,7 @@ struct sq_store {
 	size_t op_mark;		/* batch offset when the operation began */
 	bool jnomem;		/* an entry could not be recorded */
 	bool redo_pending;	/* read-only: the journal needs a replay */
-	char err[512];
+	char err[1024];
 };
 
 #define SQ(s) ((struct sq_store *)(void *)(s))
@@ -1128,7 +1123,8 @@ sq_queue_open(saker_store *base, const char *name, size_t len, bool create,
 	if (name == NULL || len == 0)
 		return sq_errf(s, SAKER_EINVAL, "empty queue name");
 	if ((q = sq_find_name(s, name, len)) != NULL) {
-		q->ctx = queue_ctx;
+		if (queue_ctx != NULL)
+			q->ctx = queue_ctx;
 		*out = q;
 		return SAKER_OK;
 	}
@@ -1317,8 +1313,7 @@ sq_append(struct sq_store *s, struct saker_queue *q, uint32_t flags,
 	/* NULL: a row moved from before format 2 stays unchecked */
 	if (crc != NULL)
 		sq_bind_i64(s, st, 7, *crc);
-	sq_bind_i64(s, st, 8, deliveries < SAKER_DELIVERIES_MAX ?
-	    deliveries : SAKER_DELIVERIES_MAX);
+	sq_bind_i64(s, st, 8, deliveries);
 	if ((err = sq_exec(s, S_I_INSERT, "insert item")) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
@@ -1365,8 +1360,7 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	if ((err = sq_bind_blob(s, st, 7, item->data, item->len)) != SAKER_OK)
 		return err;
 	sq_bind_i64(s, st, 8, crc);
-	sq_bind_i64(s, st, 9, item->deliveries < SAKER_DELIVERIES_MAX ?
-	    item->deliveries : SAKER_DELIVERIES_MAX);
+	sq_bind_i64(s, st, 9, item->deliveries);
 	if ((err = sq_exec(s, S_D_INSERT, "insert delayed item")) != SAKER_OK)
 		return err;
 	s->dseq++;
@@ -1400,60 +1394,36 @@ sq_remove_ready(struct sq_store *s, struct saker_queue *q, int64_t seq,
 
 /*
  * The head of q (row of statement h, viewed by it) failed its checksum:
- * put its bytes, as they are, into queue "<q>_damaged" (with a fresh
- * checksum, so they can be fetched for a look) and delete the row, in the
- * current batch.  Never served, not lost (store.h, take()).
+ * the layer copies its bytes, as they are, to q's quarantine queue
+ * (saker_store_quarantine()) and the row is deleted, in the current
+ * batch.  Never served, not lost (store.h, take()).
  */
 static int
 sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
     int64_t seq, const struct saker_item *bad, int64_t now_ms)
 {
-	char name[256];
 	struct saker_item it = *bad;
-	struct saker_queue *dq;
 	void *copy = NULL;
-	size_t base;
+	bool writes = !s->read_only && !s->broken && !s->lost;
 	int err;
 
-	base = q->len + strlen(SQ_DAMAGED) < 250 ? q->len :
-	    250 - strlen(SQ_DAMAGED);
-	snprintf(name, sizeof(name), "%.*s%s", (int)base, q->name, SQ_DAMAGED);
-	if (s->read_only || s->broken || s->lost) {
-		sq_reset(h);
-		return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64
-		    " failed its checksum (left in place: the store takes no"
-		    " writes)", (int)q->len, q->name, seq);
-	}
-	if (it.len > 0 && (copy = malloc(it.len)) == NULL) {
+	if (writes && it.len > 0 && (copy = malloc(it.len)) == NULL) {
 		sq_reset(h);
 		return sq_errf(s, SAKER_ENOMEM, "out of memory");
 	}
-	if (it.len > 0)
+	if (copy != NULL)
 		memcpy(copy, it.data, it.len);
 	it.data = copy != NULL ? copy : "";
-	it.expires_ms = 0;	/* a moved item must not vanish */
-	it.due_ms = 0;
 	sq_reset(h);
-	dq = sq_find_name(s, name, strlen(name));
-	err = SAKER_OK;
-	if (dq == NULL || dq->dead)
-		err = sq_queue_open(&s->base, name, strlen(name), true, NULL, &dq);
-	if (err == SAKER_OK && dq == q)
-		err = SAKER_EINVAL;
-	if (err == SAKER_OK)
-		err = sq_put(&s->base, dq, &it, now_ms);
-	if (err == SAKER_OK)
-		err = sq_remove_ready(s, q, seq, bad->len, false);
-	free(copy);
-	if (err != SAKER_OK)
-		return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64
-		    " failed its checksum and could not be moved to '%s' (%s)",
-		    (int)q->len, q->name, seq, name, saker_strerror(err));
-	if (q->cur.head == seq)
+	err = saker_store_quarantine(&s->base, q, q->name, q->len,
+	    (uint64_t)seq, writes ? &it : NULL, now_ms, s->err,
+	    sizeof(s->err));
+	if (err == SAKER_OK &&
+	    (err = sq_remove_ready(s, q, seq, bad->len, false)) == SAKER_OK &&
+	    q->cur.head == seq)
 		q->cur.head = seq + 1;
-	return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %" PRId64 " failed"
-	    " its checksum; moved to queue '%s'", (int)q->len, q->name, seq,
-	    name);
+	free(copy);
+	return SAKER_ECORRUPT;
 }
 
 /*
@@ -1472,15 +1442,9 @@ sq_expire_copy(struct sq_store *s, struct saker_queue *q,
 	int err;
 
 	*moved = false;
-	if (q->xtolen == 0)
-		return SAKER_OK;
-	/* an existing handle keeps the caller's context */
-	t = sq_find_name(s, q->xto, q->xtolen);
-	if ((t == NULL || t->dead) && (err = sq_queue_open(&s->base, q->xto,
-	    q->xtolen, true, NULL, &t)) != SAKER_OK)
+	if ((err = saker_store_expire_target(&s->base, q, &t)) != SAKER_OK ||
+	    t == NULL)
 		return err;
-	if (t == q)
-		return SAKER_OK;
 	if (it.len > 0) {
 		if ((copy = malloc(it.len)) == NULL)
 			return sq_errf(s, SAKER_ENOMEM, "out of memory");
@@ -1500,22 +1464,6 @@ sq_expire_copy(struct sq_store *s, struct saker_queue *q,
 			t->gained = true;
 	}
 	return err;
-}
-
-static int
-sq_expire_to(saker_store *base, saker_queue *q, const char *name, size_t len)
-{
-	struct sq_store *s = SQ(base);
-	int err;
-
-	if ((err = sq_dead(s, q)) != SAKER_OK)
-		return err;
-	if (len >= sizeof(q->xto) || (len > 0 && name == NULL))
-		return sq_errf(s, SAKER_EINVAL, "bad expire_to queue");
-	q->xtolen = name != NULL ? len : 0;
-	if (q->xtolen > 0)
-		memcpy(q->xto, name, len);
-	return SAKER_OK;
 }
 
 static int
@@ -1924,7 +1872,7 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 			return err;
 		for (i = 0; i < n; i++) {
 			moved = false;
-			if (q->xtolen > 0 &&
+			if (saker_store_has_expire_to(q) &&
 			    (err = sq_expire_seq(s, q, seqs[i], now_ms, &moved)) !=
 			    SAKER_OK)
 				return err;
@@ -2077,8 +2025,6 @@ sq_free(struct sq_store *s)
 	}
 	kit_qtab_free(&s->qt);
 	lj_close(&s->j);
-	if (s->lockfd >= 0)
-		close(s->lockfd);
 	free(s->path);
 	free(s);
 }
@@ -2128,33 +2074,6 @@ sq_open_err(struct sq_store *s, int code, int rc, const char *what)
 {
 	return sq_errf(s, code, "sqlite %s: %s: %s", s->path, what,
 	    s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
-}
-
-static int
-sq_lock(struct sq_store *s)
-{
-	char buf[4096];
-
-	if ((size_t)snprintf(buf, sizeof(buf), "%s.lock", s->path) >=
-	    sizeof(buf))
-		return sq_errf(s, SAKER_EINVAL, "store path too long");
-	s->lockfd = open(buf, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (s->lockfd < 0 && s->read_only)
-		s->lockfd = open(buf, O_RDONLY | O_CLOEXEC);
-	if (s->lockfd < 0) {
-		if (s->read_only && (errno == EACCES || errno == EROFS))
-			return SAKER_OK;	/* cannot lock a read-only place */
-		return sq_errf(s, SAKER_EIO, "store %s: cannot open lock file"
-		    " %s: %s", s->path, buf, strerror(errno));
-	}
-	if (flock(s->lockfd, (s->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
-		if (errno == EWOULDBLOCK)
-			return sq_errf(s, SAKER_ELOCKED, "store %s is in use by"
-			    " another process", s->path);
-		return sq_errf(s, SAKER_EIO, "store %s: cannot lock %s: %s",
-		    s->path, buf, strerror(errno));
-	}
-	return SAKER_OK;
 }
 
 /* A writable open of a file this process may not write: SQLite opens it
@@ -2667,7 +2586,6 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 		return SAKER_ENOMEM;
 	}
 	s->base.driver = &saker_store_sqlite;
-	s->lockfd = -1;
 	s->sync = opts->sync;
 	s->read_only = opts->read_only;
 	s->notify = opts->notify;
@@ -2688,8 +2606,6 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 		    location);
 		goto fail;
 	}
-	if ((e = sq_lock(s)) != SAKER_OK)
-		goto fail;
 	flags = SQLITE_OPEN_NOMUTEX | (opts->read_only ? SQLITE_OPEN_READONLY :
 	    SQLITE_OPEN_READWRITE | (opts->create ? SQLITE_OPEN_CREATE : 0));
 	rc = sqlite3_open_v2(location, &s->db, flags, NULL);
@@ -2720,7 +2636,7 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 		goto fail;
 	if (s->redo_pending) {
 		/* after a crash: recover as a writer would (that needs the
-		 * exclusive lock, so ours goes first), then open read-only */
+		 * exclusive lock: saker_store_relock()), then open read-only */
 		struct saker_store_opts rw;
 		saker_store *tmp;
 		char why[512];
@@ -2728,8 +2644,9 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 		sq_free(s);
 		memset(&rw, 0, sizeof(rw));
 		rw.sync = SAKER_SYNC_ALWAYS;
-		if ((e = sq_open(location, &rw, &tmp, why, sizeof(why))) !=
-		    SAKER_OK) {
+		if ((e = saker_store_relock(opts, true, why, sizeof(why))) !=
+		    SAKER_OK || (e = sq_open(location, &rw, &tmp, why,
+		    sizeof(why))) != SAKER_OK) {
 			snprintf(err, errlen, "sqlite %s: its journal holds "
 			    "acknowledged batches the database does not yet, "
 			    "and applying them needs write access: %s", location,
@@ -2737,6 +2654,9 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 			return e;
 		}
 		sq_close(tmp);
+		if ((e = saker_store_relock(opts, false, err, errlen)) !=
+		    SAKER_OK)
+			return e;
 		return sq_open(location, opts, out, err, errlen);
 	}
 	if ((e = sq_load(s)) != SAKER_OK || (e = sq_recover(s)) != SAKER_OK)
@@ -2761,6 +2681,7 @@ const struct saker_store_driver saker_store_sqlite = {
 	.location_help = "FILE",
 	.durable = true,
 	.caps = SAKER_CAP_DELIVERIES,
+	.lock = SAKER_LOCK_BESIDE,
 	.open = sq_open,
 	.close = sq_close,
 	.errmsg = sq_errmsg,
@@ -2775,7 +2696,7 @@ const struct saker_store_driver saker_store_sqlite = {
 	.release = sq_release,
 	.release_delayed = sq_release_delayed,
 	.move = sq_move,
-	.expire_to = sq_expire_to,
+	.expire_to = saker_store_keep_expire_to,
 	.promote = sq_promote,
 	.flush_expired = sq_flush_expired,
 	.iterate = sq_iterate,

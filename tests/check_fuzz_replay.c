@@ -213,6 +213,10 @@ store_durable(const uint8_t *data, size_t size)
 
 	snprintf(loc, sizeof(loc), "%s/s%d%s", durable_dir, durable_n++,
 	    strcmp(durable_drv->name, "sqlite") == 0 ? ".db" : "");
+	/* the driver is opened without the layer, which makes a store's
+	 * directory (SAKER_LOCK_IN_DIR) */
+	if (durable_drv->lock == SAKER_LOCK_IN_DIR)
+		ck_assert_int_eq(mkdir(loc, 0700), 0);
 	return fuzz_store_driver(durable_drv, loc, data, size);
 }
 

@@ -622,6 +622,7 @@ END_TEST
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sys/file.h>
 
 /* A journaling driver: its spec and its files, in a directory. */
 struct jdrv {
@@ -802,6 +803,58 @@ START_TEST(test_journal_read_only)
 	/* the takes were checkpointed at close: nothing comes back */
 	s = jn_open_store(d, dir, false);
 	lm_expect(s, SAKER_TAKE_PEEK, "");
+	saker_store_close(s);
+	jn_rmstore(d, dir);
+}
+END_TEST
+
+/* A read-only opener that must recover needs the exclusive lock for it:
+ * while another process shares the lock it is refused, naming that one,
+ * and the store is left as it was for the next opener. */
+START_TEST(test_journal_read_only_locked)
+{
+	const struct jdrv *d = &jdrvs[_i];
+	char dir[] = "/tmp/saker-jn-XXXXXX", path[512], err[1024], want[64];
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	int p2c[2], c2p[2], st;
+	pid_t pid;
+	char c;
+
+	jn_mkdir(d, dir);
+	jn_crash_after_batches(d, dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, d->own_dir ? "saker.lock" :
+	    "store.db.lock");
+	ck_assert_int_eq(pipe(p2c), 0);
+	ck_assert_int_eq(pipe(c2p), 0);
+	if ((pid = fork()) == 0) {
+		int fd = open(path, O_RDONLY);
+
+		if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) != 0)
+			_exit(1);
+		(void)!write(c2p[1], "r", 1);
+		(void)!read(p2c[0], &c, 1);
+		_exit(0);
+	}
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(read(c2p[0], &c, 1), 1);
+	memset(&o, 0, sizeof(o));
+	o.read_only = true;
+	snprintf(path, sizeof(path), d->spec, dir);
+	ck_assert_int_eq(saker_store_open(path, &o, &s, err, sizeof(err)),
+	    SAKER_ELOCKED);
+	ck_assert_ptr_null(s);
+	snprintf(want, sizeof(want), "(pid %ld)", (long)pid);
+	ck_assert_msg(strstr(err, "needs write access") != NULL &&
+	    strstr(err, "in use by another process") != NULL &&
+	    strstr(err, want) != NULL, "%s", err);
+	ck_assert_int_eq(write(p2c[1], "x", 1), 1);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(p2c[0]); close(p2c[1]); close(c2p[0]); close(c2p[1]);
+	/* the other one gone, the reader recovers and sees every batch */
+	s = jn_open_store(d, dir, true);
+	lm_expect(s, SAKER_TAKE_PEEK, "one");
 	saker_store_close(s);
 	jn_rmstore(d, dir);
 }
@@ -1734,6 +1787,7 @@ main(void)
 #if defined(HAVE_LMDB) || defined(HAVE_SQLITE)
 	tc = tcase_create("journal");
 	tcase_add_loop_test(tc, test_journal_read_only, 0, NJDRVS);
+	tcase_add_loop_test(tc, test_journal_read_only_locked, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_foreign, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_torn, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_other_mode, 0, NJDRVS);

@@ -178,9 +178,17 @@ struct saker_store_stats {
 	char down_why[160];     /* while !connected: why, one line */
 };
 
-/* A queue handle; opaque.  Valid from queue_open() until queue_delete() of
- * that queue or close() of the store. */
+/* A queue handle; opaque to the core.  Valid from queue_open() until
+ * queue_delete() of that queue or close() of the store. */
 typedef struct saker_queue saker_queue;
+
+/* The layer's part of a queue handle: a driver's struct saker_queue
+ * begins with it (zeroed when the handle is made), as its store begins
+ * with struct saker_store.  Only the layer reads or writes it. */
+struct saker_queue_base {
+	size_t xtolen;          /* expire_to: where expired items go */
+	char xto[256];          /* (xtolen 0: dropped) */
+};
 
 /*
  * The "queue gained visible items" notification.  Called synchronously from
@@ -244,12 +252,34 @@ struct saker_store_opts {
 	bool create;             /* create the store if it does not exist */
 	saker_notify_fn notify;  /* may be NULL */
 	void *notify_arg;
+	/* Filled by saker_store_open() for open(): the lock it holds on the
+	 * location (see `lock` in the driver); NULL when not locked by it.
+	 * Only for saker_store_relock(). */
+	struct saker_store_lock *lock;
 };
 
-/* The base of every driver's handle: drivers embed it as their first member. */
+/* The base of every driver's handle: drivers embed it as their first
+ * member (zeroed: calloc it). */
 typedef struct saker_store {
 	const struct saker_store_driver *driver;
+	struct saker_store_lock *lock; /* the layer's, from open to close */
 } saker_store;
+
+/*
+ * How the layer locks a driver's location (`lock` of the driver): before
+ * open() and until close(), exclusive for a writer (which leaves its pid
+ * in the file), shared for a read-only open, never waiting.  When it is
+ * held the open fails with SAKER_ELOCKED, "store LOCATION is in use by
+ * another process (pid N)".  A read-only open where there is no lock file
+ * (nobody ever wrote there) or that may not write takes none.
+ */
+typedef enum saker_lock_kind {
+	SAKER_LOCK_NONE = 0,  /* no lock (memory; shared stores) */
+	SAKER_LOCK_IN_DIR,    /* LOCATION is a directory: LOCATION/saker.lock;
+	                       * the layer creates the directory (0700) when
+	                       * opts->create and not read_only */
+	SAKER_LOCK_BESIDE     /* LOCATION is a file: LOCATION.lock */
+} saker_lock_kind;
 
 /*
  * Capabilities, the `caps` bit field of a driver: what the core may assume
@@ -279,6 +309,7 @@ struct saker_store_driver {
 	unsigned caps;           /* SAKER_CAP_* bits */
 	const struct saker_store_option *options; /* the keys it takes (see
 	                          * DRIVER OPTIONS); NULL = none */
+	saker_lock_kind lock;    /* how the layer locks the location */
 
 	/* Open (creating per opts->create) the store at `location` (NULL when
 	 * the spec had none).  On failure returns an error, sets *out = NULL and
@@ -297,7 +328,8 @@ struct saker_store_driver {
 
 	/* Find queue `name`, creating it (empty) when `create` and it does not
 	 * exist; SAKER_ENOTFOUND otherwise.  `queue_ctx` is stored (replacing
-	 * any previous value) and passed back in notifications.  Idempotent:
+	 * any previous value; NULL keeps the one it has: the layer opens
+	 * queues without one) and passed back in notifications.  Idempotent:
 	 * opening an open queue returns the same handle. */
 	int (*queue_open)(saker_store *s, const char *name, size_t len, bool create,
 	    void *queue_ctx, saker_queue **out);
@@ -319,7 +351,9 @@ struct saker_store_driver {
 
 	/* Append a copy of `item` to the queue: to the ready tail when
 	 * item->due_ms <= now_ms, else into the delayed set.  Notifies when
-	 * the item is ready at once. */
+	 * the item is ready at once.  item->deliveries is at most
+	 * SAKER_DELIVERIES_MAX (callers put through saker_store_put(), which
+	 * clamps it). */
 	int (*put)(saker_store *s, saker_queue *q, const struct saker_item *item,
 	    int64_t now_ms);
 
@@ -330,11 +364,11 @@ struct saker_store_driver {
 	 *   SAKER_TAKE_PEEK    it stays at the head.
 	 * Returns SAKER_EEMPTY (fn not called) when nothing is visible.
 	 * A durable driver verifies the item's checksum first: an item that
-	 * fails it is never handed to fn; the driver moves it, bytes as they
-	 * are, to the tail of queue "<name>_damaged" (created as needed,
-	 * the name cut to fit 250 bytes) in the current batch and returns
-	 * SAKER_ECORRUPT with an errmsg() naming both queues.  The caller
-	 * commits as after any write; the next take sees the next item. */
+	 * fails it is never handed to fn; the driver has the layer copy it
+	 * to the quarantine queue (saker_store_quarantine()), removes it in
+	 * the same batch and returns SAKER_ECORRUPT with the layer's
+	 * message as errmsg().  The caller commits as after any write; the
+	 * next take sees the next item. */
 	int (*take)(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	    saker_item_fn fn, void *arg);
 
@@ -371,11 +405,14 @@ struct saker_store_driver {
 	/* Optional (NULL): where the items of q that expire go: queue
 	 * `name` (len bytes), or NULL to drop them (the default).  Not
 	 * stored: the caller says it again after open() and after a failed
-	 * commit.  An item found expired (by take at the head, promote or
-	 * flush_expired) is appended to that queue, created when missing,
-	 * with its expiry cleared (it must not expire again at once) and its
-	 * data, flags, age and delivery count kept, in the current batch
-	 * instead of being dropped; counted in q's expired_to, not in
+	 * commit.  A driver that routes expired items sets this to the
+	 * layer's saker_store_keep_expire_to, which keeps the name in q's
+	 * struct saker_queue_base, and asks saker_store_expire_target()
+	 * wherever it finds an item expired (take at the head, promote,
+	 * flush_expired): the item is appended to that queue with its
+	 * expiry cleared (it must not expire again at once) and its data,
+	 * flags, age and delivery count kept, in the current batch instead
+	 * of being dropped; counted in q's expired_to, not in
 	 * expired_items.  A name equal to q's own drops them. */
 	int (*expire_to)(saker_store *s, saker_queue *q, const char *name,
 	    size_t len);
@@ -459,7 +496,16 @@ const char *saker_store_driver_list(void);
 int saker_store_open(const char *spec, const struct saker_store_opts *opts,
     saker_store **out, char *err, size_t errlen);
 
+/* close(), then the layer drops the store's lock.  NULL-safe. */
 void saker_store_close(saker_store *s);
+
+/* In open(): a read-only open that must first recover as a writer (a
+ * journal to replay) turns the layer's shared lock into the exclusive one
+ * (exclusive = true), opens, recovers and closes the store for writing,
+ * then turns it back (false).  SAKER_ELOCKED and a message in err while
+ * another process holds it.  SAKER_OK when opts->lock is NULL. */
+int saker_store_relock(const struct saker_store_opts *opts, bool exclusive,
+    char *err, size_t errlen);
 
 /* In open(): the value of row `i` of the driver's options table, or NULL
  * when it was not given. */
@@ -484,6 +530,57 @@ bool saker_store_needs_tick(const saker_store *s);
 
 /* Is the store shared with other processes (SAKER_CAP_SHARED)? */
 bool saker_store_shared(const saker_store *s);
+
+/* ---------------------------------------------------------------------
+ * THE LAYER (backends/policy.c, lock.c): the broker's rules about storage,
+ * once over every driver: the lock file (saker_lock_kind), the delivery-
+ * count clamp (saker_store_put), the quarantine of damaged items and the
+ * expire_to targets.  Drivers keep the primitives of the vtable and call
+ * the functions below where their comments say.
+ * --------------------------------------------------------------------- */
+
+/* put(), with item->deliveries clamped to SAKER_DELIVERIES_MAX (a dump
+ * may carry any 32-bit count).  The core and the tools put through it. */
+int saker_store_put(saker_store *s, saker_queue *q,
+    const struct saker_item *item, int64_t now_ms);
+
+/* The quarantine queue of queue `qname` (qlen bytes): "<qname>_damaged",
+ * qname cut so that the whole fits 250 bytes.  Returns its length. */
+#define SAKER_DAMAGED_NAME_SIZE 251
+size_t saker_store_damaged_name(const char *qname, size_t qlen,
+    char name[SAKER_DAMAGED_NAME_SIZE]);
+
+/*
+ * For a durable driver's take(): item `id` of queue q (named qname, qlen
+ * bytes) failed its checksum.  `bad` is what could be read of it (flags,
+ * age, count, data), NULL when the store takes no writes (it stays).  A
+ * copy, bytes as they are, without expiry or due time, goes to the tail
+ * of the quarantine queue (through queue_open() and put(): a fresh
+ * checksum, so it can be fetched for a look) in the current batch; msg
+ * gets the one-line message naming both queues.  SAKER_OK: the driver
+ * removes the original in the same batch; else the error (nothing was
+ * copied).  Either way take() returns SAKER_ECORRUPT, errmsg() msg.
+ */
+int saker_store_quarantine(saker_store *s, saker_queue *q, const char *qname,
+    size_t qlen, uint64_t id, const struct saker_item *bad, int64_t now_ms,
+    char *msg, size_t msglen);
+
+/* A driver's .expire_to: keeps `name` in q's struct saker_queue_base. */
+int saker_store_keep_expire_to(saker_store *s, saker_queue *q,
+    const char *name, size_t len);
+
+/* Does q have an expire_to queue (cheap: no queue is opened)? */
+static inline bool
+saker_store_has_expire_to(const saker_queue *q)
+{
+	return ((const struct saker_queue_base *)(const void *)q)->xtolen > 0;
+}
+
+/* For a driver that met an expired item of q: *to = q's expire_to queue
+ * (opened, created when missing, through queue_open()), or NULL when its
+ * expired items are dropped.  An error from queue_open() otherwise. */
+int saker_store_expire_target(saker_store *s, saker_queue *q,
+    saker_queue **to);
 
 #ifdef __cplusplus
 }

@@ -269,7 +269,7 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it, int64_t n
 		if (copy.expires_ms == 0 || copy.expires_ms > limit)
 			copy.expires_ms = limit;
 	}
-	rc = DRV(b)->put(b->store, q->h, &copy, now);
+	rc = saker_store_put(b->store, q->h, &copy, now);
 	if (rc == SAKER_OK)
 		q->enqueued++;
 	return rc;

@@ -91,7 +91,7 @@ op_requeue(struct session *s, const char *from, size_t flen, const char *to,
 		c.it.deliveries = 0;
 		c.it.due_ms = 0;
 		c.it.state = SAKER_ITEM_READY;
-		rc = d->put(b->store, tq->h, &c.it, now);
+		rc = saker_store_put(b->store, tq->h, &c.it, now);
 		if (rc != SAKER_OK) {
 			(void)d->release(b->store, fq->h, c.it.id);
 			break;

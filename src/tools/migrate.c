@@ -773,7 +773,7 @@ mig_target_put(struct mig_target *t, const struct saker_item *it, int state,
 		    (int)mq->len, mq->name);
 		return -1;
 	}
-	if (t->drv->put(t->st, t->q, &p, t->now_ms) != SAKER_OK) {
+	if (saker_store_put(t->st, t->q, &p, t->now_ms) != SAKER_OK) {
 		mig_seterr(e, "writing to %s failed: %s (queue '%.*s', item %" PRIu64 ")",
 		    t->spec, t->drv->errmsg(t->st), (int)mq->len, mq->name,
 		    mq->want.ready + mq->want.delayed + 1);

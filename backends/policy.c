@@ -1,0 +1,117 @@
+/* policy.c -- the broker's rules about storage, once over every driver
+ * (store.h, THE LAYER): the delivery-count clamp, the quarantine of
+ * damaged items and the expire_to target.  The lock file is lock.c's. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "saker/store.h"
+
+#define DAMAGED "_damaged"	/* the quarantine queue's suffix */
+
+int
+saker_store_put(saker_store *s, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms)
+{
+	struct saker_item it;
+
+	if (item == NULL || item->deliveries <= SAKER_DELIVERIES_MAX)
+		return s->driver->put(s, q, item, now_ms);
+	it = *item;
+	it.deliveries = SAKER_DELIVERIES_MAX;
+	return s->driver->put(s, q, &it, now_ms);
+}
+
+size_t
+saker_store_damaged_name(const char *qname, size_t qlen,
+    char name[SAKER_DAMAGED_NAME_SIZE])
+{
+	size_t dlen = sizeof(DAMAGED) - 1;
+	size_t base = qlen + dlen < SAKER_DAMAGED_NAME_SIZE - 1 ? qlen :
+	    SAKER_DAMAGED_NAME_SIZE - 1 - dlen;
+
+	memcpy(name, qname, base);
+	memcpy(name + base, DAMAGED, dlen + 1);
+	return base + dlen;
+}
+
+int
+saker_store_quarantine(saker_store *s, saker_queue *q, const char *qname,
+    size_t qlen, uint64_t id, const struct saker_item *bad, int64_t now_ms,
+    char *msg, size_t msglen)
+{
+	char name[SAKER_DAMAGED_NAME_SIZE], why[300];
+	struct saker_item it;
+	saker_queue *dq;
+	size_t len;
+	int rc;
+
+	if (bad == NULL) {
+		snprintf(msg, msglen, "queue '%.*s': item %" PRIu64 " failed its"
+		    " checksum (left in place: the store takes no writes)",
+		    (int)qlen, qname, id);
+		return SAKER_EREADONLY;
+	}
+	len = saker_store_damaged_name(qname, qlen, name);
+	it = *bad;
+	it.expires_ms = 0;	/* a quarantined item must not vanish */
+	it.due_ms = 0;
+	if (it.deliveries > SAKER_DELIVERIES_MAX)
+		it.deliveries = SAKER_DELIVERIES_MAX;
+	if ((rc = s->driver->queue_open(s, name, len, true, NULL, &dq)) ==
+	    SAKER_OK && dq == q) {
+		snprintf(why, sizeof(why), "the queue is its own quarantine");
+		rc = SAKER_EINVAL;
+	} else if (rc == SAKER_OK &&
+	    (rc = s->driver->put(s, dq, &it, now_ms)) == SAKER_OK) {
+		snprintf(msg, msglen, "queue '%.*s': item %" PRIu64 " failed its"
+		    " checksum; moved to queue '%s'", (int)qlen, qname, id,
+		    name);
+		return SAKER_OK;
+	} else {
+		const char *e = s->driver->errmsg(s);
+
+		/* the driver's reason, on one line */
+		snprintf(why, sizeof(why), "%s", e != NULL && *e != '\0' ? e :
+		    saker_strerror(rc));
+		why[strcspn(why, "\r\n")] = '\0';
+	}
+	snprintf(msg, msglen, "queue '%.*s': item %" PRIu64 " failed its"
+	    " checksum and could not be moved to '%s' (%s)", (int)qlen, qname,
+	    id, name, why);
+	return rc;
+}
+
+int
+saker_store_keep_expire_to(saker_store *s, saker_queue *q, const char *name,
+    size_t len)
+{
+	struct saker_queue_base *b = (struct saker_queue_base *)q;
+
+	(void)s;
+	if (q == NULL || len >= sizeof(b->xto) || (len > 0 && name == NULL))
+		return SAKER_EINVAL;
+	b->xtolen = name != NULL ? len : 0;
+	if (b->xtolen > 0)
+		memcpy(b->xto, name, len);
+	return SAKER_OK;
+}
+
+int
+saker_store_expire_target(saker_store *s, saker_queue *q, saker_queue **to)
+{
+	struct saker_queue_base *b = (struct saker_queue_base *)q;
+	int rc;
+
+	*to = NULL;
+	if (b->xtolen == 0)
+		return SAKER_OK;
+	if ((rc = s->driver->queue_open(s, b->xto, b->xtolen, true, NULL, to)) !=
+	    SAKER_OK)
+		*to = NULL;
+	else if (*to == q)
+		*to = NULL;	/* its own name: dropped */
+	return rc;
+}

@@ -1,0 +1,574 @@
+/* check_policy.c -- the store layer's rules, tested once rather than per
+ * driver (the conformance suite tests each driver's primitives): the lock
+ * file, the quarantine of damaged items, the expire_to target and the
+ * delivery-count clamp (store.h, THE LAYER). */
+#include "config.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "saker/store.h"
+
+/* ------------------------------------------------------------------ */
+/* The lock: every driver with a lock file refuses a second opener and
+ * names the holder's pid. */
+
+struct lockdrv {
+	const char *type;
+	const char *sub;	/* the location inside the temp directory */
+	const char *lockfile;	/* the lock file inside the temp directory */
+};
+
+static const struct lockdrv lockdrvs[] = {
+#ifdef HAVE_LMDB
+	{ "lmdb", "store", "store/saker.lock" },
+#endif
+#ifdef HAVE_SQLITE
+	{ "sqlite", "store.db", "store.db.lock" },
+#endif
+};
+#define NLOCKDRVS ((int)(sizeof(lockdrvs) / sizeof(lockdrvs[0])))
+
+static char tmpdir[64];
+
+static void
+rm_rf(const char *dir)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void
+mk_tmp(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/check_policy.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static int
+open_spec(const struct lockdrv *d, bool read_only, saker_store **s, char *err,
+    size_t errlen)
+{
+	struct saker_store_opts o;
+	char spec[256];
+
+	memset(&o, 0, sizeof(o));
+	o.sync = SAKER_SYNC_NEVER;
+	o.create = !read_only;
+	o.read_only = read_only;
+	snprintf(spec, sizeof(spec), "%s:%s/%s", d->type, tmpdir, d->sub);
+	return saker_store_open(spec, &o, s, err, errlen);
+}
+
+static void
+want_refusal(const char *err, const struct lockdrv *d, long pid)
+{
+	char want[256];
+
+	snprintf(want, sizeof(want), "store %s/%s is in use by another process"
+	    " (pid %ld)", tmpdir, d->sub, pid);
+	ck_assert_str_eq(err, want);
+}
+
+START_TEST(test_lock_refusal_names_pid)
+{
+	const struct lockdrv *d = &lockdrvs[_i];
+	saker_store *s = NULL, *s2 = NULL;
+	char err[512] = "", path[256], buf[32];
+	int fd;
+	ssize_t n;
+
+	mk_tmp();
+	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
+	/* the writer's pid is in the lock file */
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, d->lockfile);
+	ck_assert_int_ge(fd = open(path, O_RDONLY), 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_int_eq(strtol(buf, NULL, 10), (long)getpid());
+
+	/* a second writer and a reader are refused, naming the holder */
+	ck_assert_int_eq(open_spec(d, false, &s2, err, sizeof(err)),
+	    SAKER_ELOCKED);
+	ck_assert_ptr_null(s2);
+	want_refusal(err, d, (long)getpid());
+	ck_assert_int_eq(open_spec(d, true, &s2, err, sizeof(err)),
+	    SAKER_ELOCKED);
+	want_refusal(err, d, (long)getpid());
+	saker_store_close(s);
+
+	/* closed: the lock is gone, readers share it */
+	ck_assert_int_eq(open_spec(d, true, &s, err, sizeof(err)), SAKER_OK);
+	ck_assert_int_eq(open_spec(d, true, &s2, err, sizeof(err)), SAKER_OK);
+	saker_store_close(s2);
+	saker_store_close(s);
+	rm_rf(tmpdir);
+}
+END_TEST
+
+/* A writer refused by a reader in another process names the reader, not
+ * the last writer whose pid is in the file. */
+START_TEST(test_lock_reader_named)
+{
+	const struct lockdrv *d = &lockdrvs[_i];
+	saker_store *s = NULL;
+	char err[512] = "";
+	int p2c[2], c2p[2], st;
+	pid_t pid;
+	char c;
+
+	mk_tmp();
+	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
+	saker_store_close(s);
+	ck_assert_int_eq(pipe(p2c), 0);
+	ck_assert_int_eq(pipe(c2p), 0);
+	if ((pid = fork()) == 0) {
+		saker_store *r = NULL;
+
+		if (open_spec(d, true, &r, err, sizeof(err)) != SAKER_OK)
+			_exit(1);
+		(void)!write(c2p[1], "r", 1);
+		(void)!read(p2c[0], &c, 1);
+		saker_store_close(r);
+		_exit(0);
+	}
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(read(c2p[0], &c, 1), 1);
+	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)),
+	    SAKER_ELOCKED);
+	want_refusal(err, d, (long)pid);
+	ck_assert_int_eq(write(p2c[1], "x", 1), 1);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* the reader is gone: a writer opens */
+	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
+	saker_store_close(s);
+	close(p2c[0]); close(p2c[1]); close(c2p[0]); close(c2p[1]);
+	rm_rf(tmpdir);
+}
+END_TEST
+
+/* A store that is not there leaves no lock file beside it. */
+START_TEST(test_lock_missing_store)
+{
+	const struct lockdrv *d = &lockdrvs[_i];
+	saker_store *s = NULL;
+	char err[512] = "", path[256];
+	struct stat sb;
+
+	mk_tmp();
+	ck_assert_int_eq(open_spec(d, true, &s, err, sizeof(err)),
+	    SAKER_ENOTFOUND);
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, d->lockfile);
+	ck_assert_int_ne(stat(path, &sb), 0);
+	rm_rf(tmpdir);
+}
+END_TEST
+
+/* The quarantine through a durable driver: a damaged item of a queue
+ * whose name is too long for "<name>_damaged" goes to the cut name. */
+static const char dmg_marker[] = "policy: damage me, a marker kept verbatim";
+static int dmg_hits;
+
+static int
+dmg_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	size_t mlen = sizeof(dmg_marker) - 1, n, i;
+	unsigned char *buf;
+	int fd;
+
+	(void)ftw;
+	if (type != FTW_F || sb->st_size <= 0 || sb->st_size > (64 << 20) ||
+	    (fd = open(path, O_RDWR)) < 0)
+		return 0;
+	ck_assert_ptr_nonnull(buf = malloc((size_t)sb->st_size));
+	n = (size_t)pread(fd, buf, (size_t)sb->st_size, 0);
+	for (i = 0; n >= mlen && i <= n - mlen; i++)
+		if (memcmp(buf + i, dmg_marker, mlen) == 0) {
+			buf[i + 3] ^= 0x20;
+			ck_assert_int_eq(pwrite(fd, buf + i + 3, 1,
+			    (off_t)(i + 3)), 1);
+			dmg_hits++;
+		}
+	free(buf);
+	close(fd);
+	return 0;
+}
+
+static int
+nop_cb(void *arg, const struct saker_item *it)
+{
+	(void)arg;
+	(void)it;
+	ck_abort_msg("a damaged item was handed out");
+	return 0;
+}
+
+static int
+len_cb(void *arg, const struct saker_item *it)
+{
+	*(size_t *)arg = it->len;
+	return 0;
+}
+
+START_TEST(test_quarantine_durable)
+{
+	const struct lockdrv *d = &lockdrvs[_i];
+	char name[247], dname[SAKER_DAMAGED_NAME_SIZE], want[600], err[512];
+	const char *msg;
+	saker_store *s = NULL;
+	saker_queue *q, *dq;
+	struct saker_item it;
+	size_t len = 0;
+
+	mk_tmp();
+	memset(name, 'q', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	saker_store_damaged_name(name, strlen(name), dname);
+	ck_assert_uint_eq(strlen(dname), 250);
+	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
+	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), true,
+	    NULL, &q), SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	it.data = dmg_marker;
+	it.len = sizeof(dmg_marker) - 1;
+	ck_assert_int_eq(saker_store_put(s, q, &it, 1000), SAKER_OK);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+	dmg_hits = 0;
+	ck_assert_int_eq(nftw(tmpdir, dmg_entry, 16, FTW_PHYS), 0);
+	ck_assert_int_gt(dmg_hits, 0);
+
+	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
+	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), false,
+	    NULL, &q), SAKER_OK);
+	ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_REMOVE, 2000,
+	    nop_cb, NULL), SAKER_ECORRUPT);
+	msg = s->driver->errmsg(s);
+	snprintf(want, sizeof(want), " failed its checksum; moved to queue"
+	    " '%s'", dname);
+	ck_assert_msg(strncmp(msg, "queue '", 7) == 0 &&
+	    strncmp(msg + 7, name, strlen(name)) == 0 &&
+	    strstr(msg, want) != NULL, "errmsg: %s", msg);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+
+	/* kept under the cut name, bytes as they are; gone from q */
+	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
+	ck_assert_int_eq(s->driver->queue_open(s, dname, strlen(dname), false,
+	    NULL, &dq), SAKER_OK);
+	ck_assert_int_eq(s->driver->take(s, dq, SAKER_TAKE_REMOVE, 3000,
+	    len_cb, &len), SAKER_OK);
+	ck_assert_uint_eq(len, sizeof(dmg_marker) - 1);
+	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), false,
+	    NULL, &q), SAKER_OK);
+	ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_REMOVE, 3000, nop_cb,
+	    NULL), SAKER_EEMPTY);
+	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	saker_store_close(s);
+	rm_rf(tmpdir);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* The rest on the memory driver: the layer's rules are the same over
+ * every driver, and the conformance suite runs each driver's side. */
+
+static saker_store *ms;
+static void *notified_ctx;
+static int nnotified;
+
+static void
+on_notify(void *arg, saker_queue *q, void *ctx)
+{
+	(void)arg;
+	(void)q;
+	notified_ctx = ctx;
+	nnotified++;
+}
+
+static void
+mem_setup(void)
+{
+	struct saker_store_opts o;
+	char err[256];
+
+	memset(&o, 0, sizeof(o));
+	o.create = true;
+	o.notify = on_notify;
+	ck_assert_int_eq(saker_store_open("memory", &o, &ms, err, sizeof(err)),
+	    SAKER_OK);
+	notified_ctx = NULL;
+	nnotified = 0;
+}
+
+static void
+mem_teardown(void)
+{
+	saker_store_close(ms);
+	ms = NULL;
+}
+
+static saker_queue *
+mq(const char *name, void *ctx)
+{
+	saker_queue *q = NULL;
+
+	ck_assert_int_eq(ms->driver->queue_open(ms, name, strlen(name), true,
+	    ctx, &q), SAKER_OK);
+	return q;
+}
+
+static struct saker_item got;
+static char gotdata[64];
+
+static int
+copy_cb(void *arg, const struct saker_item *it)
+{
+	(void)arg;
+	got = *it;
+	ck_assert_uint_lt(it->len, sizeof(gotdata));
+	memcpy(gotdata, it->data, it->len);
+	gotdata[it->len] = '\0';
+	got.data = gotdata;
+	return 0;
+}
+
+static int
+take(saker_queue *q, int64_t now)
+{
+	return ms->driver->take(ms, q, SAKER_TAKE_REMOVE, now, copy_cb, NULL);
+}
+
+static void
+put(saker_queue *q, const char *data, int64_t expires, uint32_t dlv)
+{
+	struct saker_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.data = data;
+	it.len = strlen(data);
+	it.flags = 7;
+	it.expires_ms = expires;
+	it.deliveries = dlv;
+	ck_assert_int_eq(saker_store_put(ms, q, &it, 1000), SAKER_OK);
+}
+
+START_TEST(test_damaged_name)
+{
+	char name[SAKER_DAMAGED_NAME_SIZE], q[300];
+
+	ck_assert_uint_eq(saker_store_damaged_name("jobs", 4, name), 12);
+	ck_assert_str_eq(name, "jobs_damaged");
+	/* cut so that the whole fits 250 bytes */
+	memset(q, 'x', sizeof(q));
+	ck_assert_uint_eq(saker_store_damaged_name(q, 242, name), 250);
+	ck_assert_uint_eq(saker_store_damaged_name(q, 243, name), 250);
+	ck_assert_uint_eq(saker_store_damaged_name(q, sizeof(q), name), 250);
+	ck_assert_uint_eq(strlen(name), 250);
+	ck_assert_int_eq(memcmp(name, q, 242), 0);
+	ck_assert_str_eq(name + 242, "_damaged");
+}
+END_TEST
+
+START_TEST(test_quarantine)
+{
+	saker_queue *q = mq("hurt", NULL), *dq;
+	int ctx;
+	struct saker_item bad;
+	char msg[512];
+
+	memset(&bad, 0, sizeof(bad));
+	bad.data = "bytes";
+	bad.len = 5;
+	bad.flags = 9;
+	bad.expires_ms = 1500;	/* cleared: it must not vanish */
+	bad.due_ms = 90000;	/* cleared: it is ready at once */
+	bad.created_ms = 42;
+	bad.deliveries = 3;
+	/* the core has the quarantine queue open: its context stays */
+	dq = mq("hurt_damaged", &ctx);
+	ck_assert_int_eq(saker_store_quarantine(ms, q, "hurt", 4, 17, &bad,
+	    1000, msg, sizeof(msg)), SAKER_OK);
+	ck_assert_str_eq(msg, "queue 'hurt': item 17 failed its checksum;"
+	    " moved to queue 'hurt_damaged'");
+	ck_assert_int_eq(nnotified, 1);
+	ck_assert_ptr_eq(notified_ctx, &ctx);
+	ck_assert_int_eq(take(dq, 2000), SAKER_OK);
+	ck_assert_str_eq(gotdata, "bytes");
+	ck_assert_uint_eq(got.flags, 9);
+	ck_assert_int_eq(got.expires_ms, 0);
+	ck_assert_int_eq(got.created_ms, 42);
+	ck_assert_uint_eq(got.deliveries, 3);
+
+	/* a store that takes no writes: left in place, said once */
+	ck_assert_int_eq(saker_store_quarantine(ms, q, "hurt", 4, 18, NULL,
+	    1000, msg, sizeof(msg)), SAKER_EREADONLY);
+	ck_assert_str_eq(msg, "queue 'hurt': item 18 failed its checksum"
+	    " (left in place: the store takes no writes)");
+	ck_assert_int_eq(take(dq, 2000), SAKER_EEMPTY);
+}
+END_TEST
+
+/* A long name: the quarantine queue is cut to 250 bytes, and a queue
+ * that is its own quarantine queue keeps the item. */
+START_TEST(test_quarantine_long_names)
+{
+	char name[300], dname[SAKER_DAMAGED_NAME_SIZE], msg[1024], want[1024];
+	struct saker_item bad;
+	saker_queue *q, *dq;
+
+	memset(&bad, 0, sizeof(bad));
+	bad.data = "b";
+	bad.len = 1;
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	q = mq(name, NULL);
+	ck_assert_int_eq(saker_store_quarantine(ms, q, name, strlen(name), 1,
+	    &bad, 1000, msg, sizeof(msg)), SAKER_OK);
+	saker_store_damaged_name(name, strlen(name), dname);
+	ck_assert_int_eq(ms->driver->queue_open(ms, dname, 250, false, NULL,
+	    &dq), SAKER_OK);
+	ck_assert_int_eq(take(dq, 2000), SAKER_OK);
+	ck_assert_str_eq(gotdata, "b");
+
+	/* 242 bytes + "_damaged": its quarantine name is its own */
+	memcpy(name + 242, "_damaged", 9);
+	q = mq(name, NULL);
+	ck_assert_int_eq(saker_store_quarantine(ms, q, name, 250, 2, &bad,
+	    1000, msg, sizeof(msg)), SAKER_EINVAL);
+	snprintf(want, sizeof(want), "queue '%s': item 2 failed its checksum"
+	    " and could not be moved to '%s' (the queue is its own"
+	    " quarantine)", name, name);
+	ck_assert_str_eq(msg, want);
+	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
+}
+END_TEST
+
+/* expire_to: the target kept by the layer, routed by the driver. */
+START_TEST(test_expire_to_routing)
+{
+	saker_queue *q = mq("ex", NULL), *t, *late;
+	struct saker_queue_stats st;
+	int ctx;
+
+	ck_assert(!saker_store_has_expire_to(q));
+	ck_assert_int_eq(saker_store_expire_target(ms, q, &t), SAKER_OK);
+	ck_assert_ptr_null(t);
+	ck_assert_int_eq(ms->driver->expire_to(ms, q, "ex_late", 7), SAKER_OK);
+	ck_assert(saker_store_has_expire_to(q));
+	/* the target is created when first needed, through queue_open() */
+	ck_assert_int_eq(ms->driver->queue_open(ms, "ex_late", 7, false, NULL,
+	    &late), SAKER_ENOTFOUND);
+	put(q, "old", 1500, 2);
+	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
+	ck_assert_int_eq(ms->driver->queue_open(ms, "ex_late", 7, false, &ctx,
+	    &late), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_target(ms, q, &t), SAKER_OK);
+	ck_assert_ptr_eq(t, late);
+	ck_assert_int_eq(ms->driver->queue_stats(ms, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.expired_to, 1);
+	ck_assert_uint_eq(st.expired_items, 0);
+	ck_assert_int_eq(take(late, 2000), SAKER_OK);
+	ck_assert_str_eq(gotdata, "old");
+	ck_assert_int_eq(got.expires_ms, 0);
+	ck_assert_uint_eq(got.deliveries, 2);
+
+	/* the next expired item notifies the target with the core's ctx */
+	nnotified = 0;
+	put(q, "older", 1500, 0);
+	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
+	ck_assert_int_ge(nnotified, 1);
+	ck_assert_ptr_eq(notified_ctx, &ctx);
+	ck_assert_int_eq(take(late, 2000), SAKER_OK);
+
+	/* its own name, or none: dropped */
+	ck_assert_int_eq(ms->driver->expire_to(ms, q, "ex", 2), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_target(ms, q, &t), SAKER_OK);
+	ck_assert_ptr_null(t);
+	put(q, "gone", 1500, 0);
+	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
+	ck_assert_int_eq(ms->driver->expire_to(ms, q, NULL, 0), SAKER_OK);
+	ck_assert(!saker_store_has_expire_to(q));
+	put(q, "gone too", 1500, 0);
+	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
+	ck_assert_int_eq(ms->driver->queue_stats(ms, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.expired_to, 2);
+	ck_assert_uint_eq(st.expired_items, 2);
+	ck_assert_int_eq(take(late, 2000), SAKER_EEMPTY);
+
+	/* a name that does not fit */
+	{
+		char big[300];
+
+		memset(big, 'b', sizeof(big));
+		ck_assert_int_eq(ms->driver->expire_to(ms, q, big,
+		    sizeof(big)), SAKER_EINVAL);
+	}
+}
+END_TEST
+
+/* The delivery-count clamp of put: a dump may carry any 32-bit count. */
+START_TEST(test_put_clamp)
+{
+	saker_queue *q = mq("dl", NULL);
+
+	put(q, "a", 0, 70000);
+	put(q, "b", 0, SAKER_DELIVERIES_MAX);
+	put(q, "c", 0, 5);
+	ck_assert_int_eq(take(q, 2000), SAKER_OK);
+	ck_assert_uint_eq(got.deliveries, SAKER_DELIVERIES_MAX);
+	ck_assert_int_eq(take(q, 2000), SAKER_OK);
+	ck_assert_uint_eq(got.deliveries, SAKER_DELIVERIES_MAX);
+	ck_assert_int_eq(take(q, 2000), SAKER_OK);
+	ck_assert_uint_eq(got.deliveries, 5);
+}
+END_TEST
+
+static Suite *
+policy_suite(void)
+{
+	Suite *su = suite_create("policy");
+	TCase *tc = tcase_create("lock");
+
+	if (NLOCKDRVS > 0) {
+		tcase_add_loop_test(tc, test_lock_refusal_names_pid, 0,
+		    NLOCKDRVS);
+		tcase_add_loop_test(tc, test_lock_reader_named, 0, NLOCKDRVS);
+		tcase_add_loop_test(tc, test_lock_missing_store, 0, NLOCKDRVS);
+		tcase_add_loop_test(tc, test_quarantine_durable, 0, NLOCKDRVS);
+	}
+	suite_add_tcase(su, tc);
+	tc = tcase_create("memory");
+	tcase_add_checked_fixture(tc, mem_setup, mem_teardown);
+	tcase_add_test(tc, test_damaged_name);
+	tcase_add_test(tc, test_quarantine);
+	tcase_add_test(tc, test_quarantine_long_names);
+	tcase_add_test(tc, test_expire_to_routing);
+	tcase_add_test(tc, test_put_clamp);
+	suite_add_tcase(su, tc);
+	return su;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(policy_suite());
+	int nf;
+
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
