@@ -10,9 +10,11 @@
 # The ratios are K-key requests/s over single-get requests/s, the median
 # of each round's ratio; with -m, memcached runs the same gets of missing
 # keys (`mget --no-verify`: its own miss is the floor of the protocol).
+# With -n N, each sakerd then gets N distinct missing names (100-key gets,
+# pipelined, never repeated) and its RSS is reported before and after.
 #
 # usage: contrib/bench/miss.sh [--quick] [-c CONNS] [-t SECONDS] [-r ROUNDS]
-#          [-q QUEUES] [-k KEYS] [-m] [SAKERD...]
+#          [-q QUEUES] [-k KEYS] [-m] [-n NAMES] [SAKERD...]
 #   SAKER=path/to/saker (default ./saker); SAKERD... default ./sakerd (give
 #   two builds to compare them in the same rounds).  Default: 50
 #   connections, depth 1, 3 s per run, 5 rounds, Q=1000, K=100; --quick:
@@ -20,7 +22,7 @@
 #   medians and ratios on stdout.
 set -u
 
-CONNS=50; SECS=3; ROUNDS=5; QUEUES=1000; KEYS=100; MEMCACHED=0
+CONNS=50; SECS=3; ROUNDS=5; QUEUES=1000; KEYS=100; MEMCACHED=0; NAMES=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) SECS=1; ROUNDS=1 ;;
@@ -30,7 +32,8 @@ while [ $# -gt 0 ]; do
 	-q) QUEUES=$2; shift ;;
 	-k) KEYS=$2; shift ;;
 	-m) MEMCACHED=1 ;;
-	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+	-n) NAMES=$2; shift ;;
+	-h|--help) sed -n '2,23p' "$0"; exit 0 ;;
 	-*) echo "miss.sh: unknown argument $1" >&2; exit 1 ;;
 	*) break ;;
 	esac
@@ -149,3 +152,42 @@ for s, _, _, path in servers:
     e = "-" if s == "memcached" else f"{ratio(s, 'empty', base):.2f}x"
     print(f"| {s} | {e} | {ratio(s, 'missing', base):.2f}x | {ratio(s, 'missing', 'single-m'):.2f}x |")
 EOF
+
+[ "$NAMES" -gt 0 ] || exit 0
+echo
+echo "| server | RSS before | RSS after $NAMES distinct missing names | curr_queues after |"
+echo "|---|---|---|---|"
+while read -r name port pid path; do
+	[ "$name" = memcached ] && continue
+	python3 - "$port" "$pid" "$NAMES" "$name ($path)" <<'EOF'
+import socket, sys
+port, pid, n, label = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+def rss():
+    for l in open(f"/proc/{pid}/status"):
+        if l.startswith("VmRSS:"):
+            return int(l.split()[1])
+s = socket.create_connection(("127.0.0.1", port))
+def ask(cmd, end):
+    s.sendall(cmd)
+    buf = b""
+    while end not in buf:
+        buf += s.recv(1 << 20)
+    return buf
+before = rss()
+sent = 0
+while sent < n:
+    reqs = []
+    for _ in range(100):            # 100 gets of 100 names, then a version
+        if sent >= n:
+            break
+        k = min(100, n - sent)
+        reqs.append(b"get " + b" ".join(b"nx%d" % (sent + i) for i in range(k)) + b"\r\n")
+        sent += k
+    r = ask(b"".join(reqs) + b"version\r\n", b"VERSION")
+    assert b"VALUE" not in r, "a missing name gave an item"
+after = rss()
+st = ask(b"stats\r\n", b"END\r\n").decode()
+cq = [l.split()[2] for l in st.splitlines() if l.startswith("STAT curr_queues ")]
+print(f"| {label} | {before} kB | {after} kB | {cq[0] if cq else '(no such stat)'} |")
+EOF
+done <"$TMP/servers"
