@@ -190,13 +190,14 @@ queue_for_read(struct broker *b, const char *name, size_t len, bool remember)
 		 * or, on a shared store, another broker did: only then ask
 		 * it.  A queue found is opened again below with its context
 		 * (store.h: queue_open() is idempotent, the context replaced). */
-		if (b->store_unattached) {
+		bool shared = saker_store_shared(b->store);
+
+		if (b->store_unattached && !shared) {
 			attach_unknown(b);
 			q = hashmap_get(b->queues, name, len);
 		}
-		if (q == NULL && (!saker_store_shared(b->store) ||
-		    b->store->driver->queue_open(b->store, name, len, false,
-		    NULL, &h) != SAKER_OK))
+		if (q == NULL && (!shared || b->store->driver->queue_open(
+		    b->store, name, len, false, NULL, &h) != SAKER_OK))
 			return b->missing;
 	}
 	if (q == NULL) {
