@@ -294,6 +294,43 @@ START_TEST(test_pair_lmdb)
 END_TEST
 #endif
 
+/* mget --fill empty|missing (issue 36): K keys at a time in turn from Q
+ * names that are existing empty queues (made with flush) or no queue at
+ * all; every key misses, for -t, and only the empty fill makes queues. */
+START_TEST(test_mget_fill)
+{
+	static const char *const fills[] = { "empty", "missing" };
+	struct tl_server *s = tl_server_start("memory", NULL);
+	char *json = NULL, *err = NULL;
+	int i, fd;
+
+	for (i = 0; i < 2; i++) {
+		int rc = bench(s->dir, s->port, &json, &err, "mget", "-t",
+		    "500ms", "-c", "3", "-k", "10", "-q", "25", "--fill",
+		    fills[i], "--queue-prefix", fills[i], NULL);
+		char *want = tl_strdupf("\"keys\":10,\"fill\":\"%s\"",
+		    fills[i]);
+
+		ck_clean(rc, json, err);
+		ck_assert_msg(strstr(json, want) != NULL &&
+		    json_num(json, "queues") == 25 &&
+		    json_num(json, "requests") > 0 &&
+		    json_num(json, "items") == 0 &&
+		    json_num(json, "misses") == json_num(json, "requests"),
+		    "%s", json);
+		fd = tl_connect(s->port);
+		/* the 25 empty queues stay; missing names make none */
+		ck_assert_int_eq(tl_stat(fd, "curr_queues"), 25);
+		ck_assert_int_eq(tl_stat(fd, "queue_empty24_items"), 0);
+		close(fd);
+		free(want);
+		free(json);
+		free(err);
+	}
+	tl_server_free(s);
+}
+END_TEST
+
 /* retry mode (issue 37): a share of jobs fails with the queue's backoff
  * (or an explicit delay); every item ends closed once or dead-lettered,
  * which the drain picks up from <queue>_dead. */
@@ -688,6 +725,10 @@ static const struct {
 	{ { "retry", "--protocol", "resp", NULL }, "mode retry needs the memcache protocol" },
 	{ { "retry", "--fail", "101", NULL }, "bad value for option: 101" },
 	{ { "retry", "-d", "4", NULL }, "mode retry runs at depth 1" },
+	{ { "mget", "--fill", "full", NULL }, "bad value for option: full" },
+	{ { "pair", "--fill", "empty", NULL }, "--fill is for mode mget" },
+	{ { "mget", "-k", "10", "-q", "5", NULL }, "-q must be equal to -k with --fill items" },
+	{ { "mget", "-q", "50", "--fill", "missing", NULL }, "-q must be at least -k" },
 };
 
 START_TEST(test_refusals)
@@ -778,6 +819,7 @@ main(void)
 #endif
 	tcase_add_test(tc, test_hist_and_slow_samples);
 	tcase_add_test(tc, test_retry_mode);
+	tcase_add_test(tc, test_mget_fill);
 	tcase_add_test(tc, test_detects_theft);
 	tcase_add_test(tc, test_detects_duplicates);
 	tcase_add_test(tc, test_counts_foreign);

@@ -424,6 +424,113 @@ START_TEST(test_queue_churn)
 }
 END_TEST
 
+/* `n` multi-gets of 100 distinct names each (round r), pipelined; each
+ * chunk's replies are read up to the closing VERSION line. */
+static void
+get_missing(int c, int round, int n)
+{
+	char *buf = malloc(1 << 16), *in = malloc(INBUF);
+	size_t len = 0, got;
+	int i, k;
+
+	ck_assert(buf != NULL && in != NULL);
+	for (i = 0; i < n; i++) {
+		len += (size_t)snprintf(buf + len, 8, "get");
+		for (k = 0; k < 100; k++)
+			len += (size_t)snprintf(buf + len, 32, " m%d-%d-%d",
+			    round, i, k);
+		len += (size_t)snprintf(buf + len, 8, "\r\n");
+		if (len < 50000 && i + 1 < n)
+			continue;
+		len += (size_t)snprintf(buf + len, 64, "version\r\n");
+		mustsend(c, buf, len);
+		len = 0;
+		got = 0;
+		do {
+			ssize_t r = tl_readn(c, in + got, 1, 5000);
+
+			ck_assert_int_eq(r, 1);
+			got++;
+			r = recv(c, in + got, INBUF - got, MSG_DONTWAIT);
+			if (r > 0)
+				got += (size_t)r;
+			ck_assert_uint_lt(got, INBUF);
+		} while (got < 10 || memcmp(in + got - 2, "\r\n", 2) != 0 ||
+		    memmem(in, got, "VERSION ", 8) == NULL);
+		/* every key missed: nothing but END lines before VERSION */
+		ck_assert_ptr_null(memmem(in, got, "VALUE", 5));
+	}
+	free(in);
+	free(buf);
+}
+
+/* A get of a queue that does not exist leaves nothing behind (issue 36, a
+ * miss is cheap): no queue in `stats`, no memory held for the name, and
+ * still no answer it would not have given before: a name set after its
+ * miss is served, a get that waits on a missing name is woken by the set,
+ * and a queue the store makes itself (an expire_to target deleted, then
+ * made again by the next expiry) is read by a plain get. */
+START_TEST(test_miss_leaves_nothing)
+{
+	char *conf = write_conf("q.conf",
+	    "[queue ex]\nmax_age = 300ms\nexpire_to = ex_late\n");
+	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
+	int c = tl_connect(s->port), w = tl_connect(s->port);
+	long long q0 = tl_stat(c, "curr_queues");
+	long r1, r2;
+
+	ck_assert_int_eq(q0, 0);
+	tl_ckget(c, "nosuch", NULL);
+	mustsends(c, "get nosuch/peek a b c a\r\n");
+	ckresp(c, "END\r\n");
+	mustsends(c, "mg nosuch v\r\n");
+	ckresp(c, "EN\r\n");
+	get_missing(c, 0, 1000);
+	ck_assert_int_eq(tl_stat(c, "curr_queues"), q0);
+	ck_assert_int_eq(tl_stat(c, "queue_nosuch_items"), -1);
+	/* 100,000 distinct names more do not grow the server */
+	r1 = rss_kb(s->pid);
+	get_missing(c, 1, 1000);
+	r2 = rss_kb(s->pid);
+	printf("misses: server RSS %ld kB after 100,000 missing names, %ld kB "
+	    "after 200,000\n", r1, r2);
+#if !defined(__SANITIZE_ADDRESS__)
+	if (getenv("TL_VALGRIND") == NULL)
+		ck_assert_msg(r1 > 0 && r2 - r1 < 1024, "RSS grew from %ld to "
+		    "%ld kB", r1, r2);
+#endif
+	ck_assert_int_eq(tl_stat(c, "curr_queues"), q0);
+	/* a miss is not remembered as a miss */
+	tl_set(c, "nosuch", "now");
+	mustsends(c, "get a b nosuch\r\n");
+	ckresp(c, "VALUE nosuch 0 3\r\nnow\r\nEND\r\n");
+	/* a wait on a missing name is woken by the set that creates it */
+	mustsends(w, "get later/t=5000\r\n");
+	tl_sleep_ms(100);
+	tl_set(c, "later", "woken");
+	ckresp(w, "VALUE later/t=5000 0 5\r\nwoken\r\nEND\r\n");
+	/* the store makes ex_late for the expired item: a get finds it */
+	tl_set(c, "ex", "first");
+	tl_ckget(c, "ex_late", NULL);
+	tl_sleep_ms(400);
+	tl_ckget(c, "ex", NULL);	/* expired: moved to ex_late */
+	tl_ckget(c, "ex_late", "first");
+	/* and again after a delete */
+	mustsends(c, "delete ex_late\r\n");
+	ckresp(c, "DELETED\r\n");
+	tl_set(c, "ex", "old");
+	tl_ckget(c, "ex_late", NULL);
+	tl_sleep_ms(400);
+	tl_ckget(c, "ex", NULL);	/* expired: moved to ex_late */
+	tl_ckget(c, "ex_late", "old");
+	close(w);
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(conf);
+}
+END_TEST
+
 START_TEST(test_pidfile_and_daemon)
 {
 	char *pidfile = tl_strdupf("%s/sakerd.pid", tl_dir);
@@ -711,6 +818,7 @@ main(void)
 	tcase_add_test(tc, test_status_modes);
 	tcase_add_test(tc, test_fanout);
 	tcase_add_test(tc, test_queue_churn);
+	tcase_add_test(tc, test_miss_leaves_nothing);
 	tcase_add_test(tc, test_pidfile_and_daemon);
 	tcase_add_test(tc, test_idle_timeout);
 	tcase_add_test(tc, test_startup_errors);

@@ -892,7 +892,7 @@ static const char *const global_stats[] = {
 	"pid", "uptime", "time", "version", "store", "sync",
 	"curr_connections", "total_connections", "cmd_get", "cmd_set",
 	"cmd_peek", "get_hits", "get_misses", "bytes_read", "bytes_written",
-	"curr_items", "total_items", "bytes", "queue_creates",
+	"curr_items", "total_items", "bytes", "curr_queues", "queue_creates",
 	"queue_deletes", NULL
 };
 static const char *const queue_stats[] = {

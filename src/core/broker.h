@@ -99,6 +99,9 @@ struct broker {
 	struct squeue_list ready;     /* queues that gained items: serve waiters */
 	struct squeue *graveyard;     /* deleted queues, freed after the commit */
 	struct squeue *stubs;         /* in-memory-only queues gets named */
+	struct squeue *missing;       /* queue_for_read(): no such queue */
+	bool store_unattached;        /* the store notified items of a queue
+	                               * it made, with no entry (queues.c) */
 	struct session_list sessions; /* every open session */
 
 	bool store_failed;            /* last commit failed: /healthz says so */

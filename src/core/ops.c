@@ -506,7 +506,7 @@ get_run(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 	size_t nhits = 0;
 	int64_t now = saker_now_ms(), timeout = -1;
 	size_t i, misses = 0;
-	bool fetches = false;
+	bool fetches = false, may_wait = false;
 	struct broker *b = s->b;
 	const char *msg;
 	int rc, r;
@@ -525,6 +525,9 @@ get_run(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 		ops->error(s, 0, OPR_READONLY, "server is quiescent");
 		return;
 	}
+	/* A get that may wait needs an entry for each name to wait on. */
+	for (i = 0; i < nkeys && !may_wait; i++)
+		may_wait = key_fetches(&keys[i]) && keys[i].timeout_ms > 0;
 	/* Pass 1: find the queues and refuse bad requests before any item
 	 * moves, so an error never costs an item. */
 	for (i = 0; i < nkeys; i++) {
@@ -532,8 +535,10 @@ get_run(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 		size_t held;
 
 		/* a read never creates a queue: a missing one is only in
-		 * memory, for a wait, until the get is over */
-		qs[i] = queue_for_read(b, k->name, k->name_len);
+		 * memory, for a wait or an open, until the get is over; a
+		 * plain get that cannot wait remembers nothing of it */
+		qs[i] = queue_for_read(b, k->name, k->name_len, may_wait ||
+		    (k->opts & ~OP_OPT_PEEK) != 0);
 		if (qs[i] == NULL) {
 			ops->error(s, i, OPR_NOMEM, "out of memory");
 			goto refused;
@@ -871,7 +876,7 @@ monitor_run(struct session *s, const struct get_ops *ops,
 		return;
 	}
 	/* a read: a missing queue is waited on in memory only */
-	q = queue_for_read(b, k->name, k->name_len);
+	q = queue_for_read(b, k->name, k->name_len, true);
 	if (q == NULL) {
 		ops->error(s, 0, OPR_NOMEM, "out of memory");
 		return;

@@ -162,11 +162,52 @@ try_open_shared(struct broker *b, struct squeue *q)
 	}
 }
 
-struct squeue *
-queue_for_read(struct broker *b, const char *name, size_t len)
+static int
+attach_one(void *arg, const char *name, size_t len)
 {
+	struct broker *b = arg;
 	struct squeue *q = hashmap_get(b->queues, name, len);
 
+	if (q == NULL || q->h == NULL)
+		(void)queue_for_read(b, name, len, true);
+	return 0;
+}
+
+/* Give every queue the store made of its own an entry (and the store its
+ * context): after this, a name the registry lacks is a name the store
+ * lacks.  Once per store-made queue that gained items unannounced. */
+static void
+attach_unknown(struct broker *b)
+{
+	b->store_unattached = false;
+	if (b->store->driver->queues(b->store, attach_one, b) < 0)
+		b->store_unattached = true;	/* look again at the next miss */
+}
+
+struct squeue *
+queue_for_read(struct broker *b, const char *name, size_t len, bool remember)
+{
+	struct squeue *q = hashmap_get(b->queues, name, len);
+	saker_queue *h;
+
+	if (q == NULL && !remember) {
+		/* A get that will not wait on the name needs no entry for a
+		 * queue nobody has.  The store has one the broker does not
+		 * know only if it made it itself (an expire_to target,
+		 * <q>_damaged: its items were notified without a context)
+		 * or, on a shared store, another broker did: only then ask
+		 * it.  A queue found is opened again below with its context
+		 * (store.h: queue_open() is idempotent, the context replaced). */
+		bool shared = saker_store_shared(b->store);
+
+		if (b->store_unattached && !shared) {
+			attach_unknown(b);
+			q = hashmap_get(b->queues, name, len);
+		}
+		if (q == NULL && (!shared || b->store->driver->queue_open(
+		    b->store, name, len, false, NULL, &h) != SAKER_OK))
+			return b->missing;
+	}
 	if (q == NULL) {
 		q = sq_find_or_new(b, name, len);
 		if (q == NULL)
@@ -284,8 +325,12 @@ queues_load(struct broker *b)
 	int wrc;
 
 	b->queues = hashmap_new();
-	if (b->queues == NULL)
+	/* one entry for every name a plain get finds nowhere */
+	b->missing = calloc(1, sizeof(*b->missing));
+	if (b->queues == NULL || b->missing == NULL ||
+	    (b->missing->name = strdup("")) == NULL)
 		return SAKER_ENOMEM;
+	TAILQ_INIT(&b->missing->waiters);
 	b->nqueues = 0;
 	b->stubs = NULL;
 	wrc = b->store->driver->queues(b->store, load_one, &lc);
@@ -316,6 +361,9 @@ queues_free(struct broker *b)
 	hashmap_walk(b->queues, free_one, b);
 	hashmap_free(b->queues);
 	b->queues = NULL;
+	if (b->missing != NULL)
+		squeue_free(b->missing);
+	b->missing = NULL;
 	b->stubs = NULL;
 	b->graveyard = NULL;
 }
@@ -324,9 +372,16 @@ void
 queues_notify(void *arg, saker_queue *h, void *queue_ctx)
 {
 	struct squeue *q = queue_ctx;
+	struct broker *b = arg;
 
 	(void)h;
-	if (q == NULL || q->nwaiters == 0)
+	if (q == NULL) {
+		/* items in a queue the store made itself, with no entry:
+		 * queue_for_read() must look for it (attach_unknown()) */
+		b->store_unattached = true;
+		return;
+	}
+	if (q->nwaiters == 0)
 		return;
 	queue_mark_ready(arg, q);
 }

@@ -77,9 +77,13 @@ struct squeue *queue_lookup(struct broker *b, const char *name, size_t len,
 /* For a read (get, monitor): the queue called name, which may exist only
  * in memory (h == NULL: the store has no such queue), so that a get can
  * wait on it and a set can wake it.  Such an entry never reaches the store
- * and is freed by queues_drop_stubs() once nothing refers to it.  NULL
- * only when out of memory. */
-struct squeue *queue_for_read(struct broker *b, const char *name, size_t len);
+ * and is freed by queues_drop_stubs() once nothing refers to it.  Without
+ * `remember` (a get that cannot wait and neither opens nor closes), a
+ * name neither the broker nor the store has gives broker.missing, shared
+ * by all such names and never in the registry: a miss allocates nothing.
+ * NULL only when out of memory. */
+struct squeue *queue_for_read(struct broker *b, const char *name, size_t len,
+    bool remember);
 /* Free the in-memory-only entries that no waiter, ready list or fanout
  * child refers to any more.  Call when no squeue pointer is held across it
  * (end of a get, end of a wait). */

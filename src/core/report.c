@@ -228,6 +228,7 @@ stats_write(struct broker *b, struct evbuffer *out, const struct perms *who)
 	STAT("curr_items", "%" PRIu64, t.items);
 	STAT("total_items", "%" PRIu64, t.total_items);
 	STAT("bytes", "%" PRIu64, t.bytes);
+	STAT("curr_queues", "%zu", b->nqueues);
 	STAT("queue_creates", "%" PRIu64, s->queue_creates);
 	STAT("queue_deletes", "%" PRIu64, s->queue_deletes);
 	STAT("permission_denied", "%" PRIu64, s->permission_denied);

@@ -40,6 +40,7 @@ const char *const mode_names[M_RETRY + 1] = {
 	"pair", "produce", "consume", "mget", "blocking", "delayed", "retry"
 };
 const char *const proto_names[P_BS + 1] = { "memcache", "resp", "beanstalk" };
+const char *const fill_names[F_MISSING + 1] = { "items", "empty", "missing" };
 const char *const phase_names[PH_DONE + 1] = {
 	"connect", "setup", "prefill", "warmup", "measure", "stop", "drain",
 	"done"
@@ -97,7 +98,8 @@ check_progress(struct bench *b)
 		break;
 	case PH_MEASURE:
 		/* Fixed budgets end the measurement when spent. */
-		if (b->o.mode == M_MGET && b->mget_left <= 0 && busy == 0)
+		if (b->o.mode == M_MGET && b->o.fill == F_ITEMS &&
+		    b->mget_left <= 0 && busy == 0)
 			enter_phase(b, PH_STOP);
 		else if (b->o.mode == M_CONSUME && b->o.verify &&
 		    b->received >= b->prefill_total && b->prefill_total > 0)
@@ -230,7 +232,10 @@ enter_phase(struct bench *b, enum phase ph)
 		if (b->o.mode == M_CONSUME)
 			b->prefill_left = b->o.items;
 		else if (b->o.mode == M_MGET)
-			b->prefill_left = b->o.items * b->nqueues;
+			/* empty: one flush per queue; missing: nothing */
+			b->prefill_left = b->o.fill == F_ITEMS ?
+			    b->o.items * b->nqueues :
+			    b->o.fill == F_EMPTY ? b->nqueues : 0;
 		else
 			b->prefill_left = 0;
 		b->prefill_total = (uint64_t)b->prefill_left;
@@ -593,7 +598,7 @@ bench_main(int argc, char **argv)
 	if (b->o.mode == M_BLOCKING || b->o.mode == M_DELAYED)
 		b->nconns++;            /* the producer */
 	if (b->o.mode == M_MGET)
-		b->nqueues = b->o.keys;
+		b->nqueues = b->o.queues_set ? b->o.queues : b->o.keys;
 	else if (b->o.proto == P_BS && b->o.mode == M_BLOCKING)
 		b->nqueues = 1;         /* a beanstalk producer uses one tube */
 	else if (b->o.mode == M_BLOCKING || b->o.mode == M_DELAYED)

@@ -40,6 +40,7 @@ enum phase {
 };
 enum rtype {
 	R_SETUP,        /* clean-up and beanstalk tube selection: reply ignored */
+	R_FLUSH,        /* mget --fill empty: create a queue empty (flush) */
 	R_SET,          /* enqueue one item (set / LPUSH / put) */
 	R_GET,          /* non-blocking dequeue (get / RPOP / reserve-with-timeout 0) */
 	R_BGET,         /* blocking dequeue (get q/t= / BRPOP) */
@@ -51,10 +52,13 @@ enum rtype {
 	R_ABORT         /* retry: get q/abort (the job failed) */
 };
 enum role { ROLE_WORKER, ROLE_PRODUCER, ROLE_CONSUMER };
+/* mget: what the queues named by the keys hold during the run */
+enum fill { F_ITEMS, F_EMPTY, F_MISSING };
 
 extern const char *const mode_names[M_RETRY + 1];
 extern const char *const proto_names[P_BS + 1];
 extern const char *const phase_names[PH_DONE + 1];
+extern const char *const fill_names[F_MISSING + 1];
 
 /* ---------------------------------------------------------------- types */
 
@@ -155,6 +159,8 @@ struct opts {
 	bool json, verify, clean, quiet;
 	long server_pid;
 	bool items_set;
+	bool queues_set;
+	enum fill fill;         /* mget: items (every key hits), empty, missing */
 };
 
 /* A process's CPU time so far, in seconds. */
@@ -191,7 +197,9 @@ struct bench {
 	/* Work budgets. */
 	long prefill_left;      /* prefill sets still to send */
 	uint64_t prefill_total;
-	long mget_left;         /* mget requests still to send */
+	long mget_left;         /* mget requests still to send (--fill items) */
+	uint64_t mget_next;     /* mget: requests sent; the next one's keys
+	                         * start at name mget_next * K mod Q */
 	long delayed_left;      /* delayed sets still to send */
 	uint64_t rate_sent;     /* sets sent under --rate since rate_t0 */
 	uint64_t rate_t0;

@@ -66,6 +66,11 @@ issue_next(struct conn *c)
 		if (b->prefill_left <= 0)
 			return false;
 		b->prefill_left--;
+		if (b->o.mode == M_MGET && b->o.fill == F_EMPTY) {
+			send_line(c, R_FLUSH, "flush %s\r\n",
+			    b->qnames[b->prefill_left]);
+			return true;
+		}
 		send_set(c, b->o.mode == M_MGET ?
 		    spread_queue(b, (uint64_t)b->prefill_left) : c->queue, -1);
 		return true;
@@ -116,9 +121,11 @@ issue_next(struct conn *c)
 		send_get(c, R_GET, c->queue);
 		return true;
 	case M_MGET:
-		if (b->mget_left <= 0)
-			return false;
-		b->mget_left--;
+		if (b->o.fill == F_ITEMS) {
+			if (b->mget_left <= 0)
+				return false;
+			b->mget_left--;
+		}
 		send_mget(c);
 		return true;
 	case M_BLOCKING:

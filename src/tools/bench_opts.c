@@ -32,6 +32,11 @@ usage(FILE *f)
 "  -t, --seconds DURATION   measured duration [10s]\n"
 "      --warmup DURATION    unmeasured run before measuring [0]\n"
 "  -k, --keys K             mget: keys per request [100]\n"
+"      --fill F             mget: the queues hold items (every key hits, a\n"
+"                           request per item), or are empty (made with\n"
+"                           flush) or missing (every key misses, for -t)\n"
+"                           [items]; with empty or missing, -q Q names the\n"
+"                           keys are taken from, K at a time in turn [K]\n"
 "      --items N            consume: items prefilled; mget: requests (and\n"
 "                           items per queue); delayed: items [see mode]\n"
 "      --rate R             produce/blocking: items/s in total [blocking 1000]\n"
@@ -92,7 +97,7 @@ parse_opts(struct opts *o, int argc, char **argv)
 {
 	enum { O_PROTO = 256, O_SIZE, O_WARMUP, O_ITEMS, O_RATE, O_WINDOW,
 	    O_TIMEOUT, O_PREFIX, O_PID, O_NOVERIFY, O_NOCLEAN, O_JSON,
-	    O_QUIET, O_FAIL, O_RDELAY };
+	    O_QUIET, O_FAIL, O_RDELAY, O_FILL };
 	static const struct option lo[] = {
 		{ "server", required_argument, NULL, 's' },
 		{ "protocol", required_argument, NULL, O_PROTO },
@@ -104,6 +109,7 @@ parse_opts(struct opts *o, int argc, char **argv)
 		{ "seconds", required_argument, NULL, 't' },
 		{ "warmup", required_argument, NULL, O_WARMUP },
 		{ "keys", required_argument, NULL, 'k' },
+		{ "fill", required_argument, NULL, O_FILL },
 		{ "items", required_argument, NULL, O_ITEMS },
 		{ "rate", required_argument, NULL, O_RATE },
 		{ "window", required_argument, NULL, O_WINDOW },
@@ -188,6 +194,7 @@ parse_opts(struct opts *o, int argc, char **argv)
 		case 'q':
 			if (!num(optarg, 1, 100000, &v)) goto bad;
 			o->queues = (int)v;
+			o->queues_set = true;
 			break;
 		case 't':
 			if (!dur(optarg, DURATION_BARE_S, 1, 1000000000LL, &ms))
@@ -202,6 +209,16 @@ parse_opts(struct opts *o, int argc, char **argv)
 		case 'k':
 			if (!num(optarg, 1, MAX_KEYS, &v)) goto bad;
 			o->keys = (int)v;
+			break;
+		case O_FILL:
+			if (strcmp(optarg, "items") == 0)
+				o->fill = F_ITEMS;
+			else if (strcmp(optarg, "empty") == 0)
+				o->fill = F_EMPTY;
+			else if (strcmp(optarg, "missing") == 0)
+				o->fill = F_MISSING;
+			else
+				goto bad;
 			break;
 		case O_ITEMS:
 			if (!num(optarg, 1, 1e10, &v)) goto bad;
@@ -257,6 +274,17 @@ bad:
 	if (!o->items_set)
 		o->items = o->mode == M_CONSUME ? 100000 :
 		    o->mode == M_MGET ? 5000 : 1000;
+	if (o->fill != F_ITEMS && o->mode != M_MGET) {
+		fprintf(stderr, "saker bench: --fill is for mode mget\n");
+		return -1;
+	}
+	if (o->mode == M_MGET && o->queues_set && (o->fill == F_ITEMS ?
+	    o->queues != o->keys : o->queues < o->keys)) {
+		fprintf(stderr, "saker bench: mget: -q must be %s -k%s\n",
+		    o->fill == F_ITEMS ? "equal to" : "at least",
+		    o->fill == F_ITEMS ? " with --fill items" : "");
+		return -1;
+	}
 	if (o->mode == M_BLOCKING && !rate_set)
 		o->rate = 1000;
 	if (o->verify && o->size < HDR_LEN) {

@@ -192,7 +192,8 @@ report(struct bench *b)
 		    mode_names[o->mode], proto_names[o->proto], o->server,
 		    o->conns, o->depth, o->size, b->nqueues);
 		if (o->mode == M_MGET)
-			printf(",\"keys\":%d", b->nqueues);
+			printf(",\"keys\":%d,\"fill\":\"%s\"", o->keys,
+			    fill_names[o->fill]);
 		if (o->mode == M_BLOCKING || o->mode == M_PRODUCE)
 			printf(",\"rate\":%.0f", o->rate);
 		printf(",\"seconds\":%.3f,\"ops\":%" PRIu64 ",\"ops_per_s\":%.0f,"
@@ -248,8 +249,10 @@ report(struct bench *b)
 	    (double)b->m_items / secs, b->m_ops, (double)b->m_ops / secs,
 	    b->m_misses);
 	if (o->mode == M_MGET)
-		printf("  %" PRIu64 " multi-gets of %d keys: %.0f requests/s\n",
-		    b->m_reqs, b->nqueues, (double)b->m_reqs / secs);
+		printf("  %" PRIu64 " multi-gets of %d keys (queues %s): %.0f "
+		    "requests/s, %.0f keys/s\n", b->m_reqs, o->keys,
+		    fill_names[o->fill], (double)b->m_reqs / secs,
+		    (double)b->m_reqs * o->keys / secs);
 	printf("  request latency:");
 	print_hist(&b->lat, "lat", false);
 	if (o->mode == M_BLOCKING) {

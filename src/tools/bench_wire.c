@@ -240,15 +240,17 @@ send_mget(struct conn *c)
 {
 	struct bench *b = c->b;
 	size_t off = 3;
-	int i;
+	/* K names in turn from the Q: with Q = K every request names all */
+	int i, q = (int)(b->mget_next++ * (uint64_t)b->o.keys %
+	    (uint64_t)b->nqueues);
 
 	ring_push(c, R_MGET, -1);
-	out_reserve(c, (size_t)b->nqueues * 256 + 16);
+	out_reserve(c, (size_t)b->o.keys * 256 + 16);
 	memcpy(c->out, "get", 3);
-	for (i = 0; i < b->nqueues; i++) {
+	for (i = 0; i < b->o.keys; i++, q = (q + 1) % b->nqueues) {
 		c->out[off++] = ' ';
-		memcpy(c->out + off, b->qnames[i], b->qlens[i]);
-		off += b->qlens[i];
+		memcpy(c->out + off, b->qnames[q], b->qlens[q]);
+		off += b->qlens[q];
 	}
 	c->out[off++] = '\r';
 	c->out[off++] = '\n';
