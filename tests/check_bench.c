@@ -691,7 +691,8 @@ START_TEST(test_server_cpu_excludes_drain)
 	ck_assert_msg(rc == 0 && json != NULL, "bench exited %d: %s", rc, err);
 	ck_assert_msg(json_num(json, "lost") == 0 &&
 	    json_num(json, "foreign") >= N, "%s", json);
-	ck_assert_msg(after - before >= 0.05,
+	/* /proc counts in 10 ms ticks; this drain measured 40-60 ms */
+	ck_assert_msg(after - before >= 0.02,
 	    "the drain cost the server only %.3f s", after - before);
 	ck_assert_msg(json_num(json, "server_cpu_s") <= (after - before) / 2,
 	    "reported %.3f s of the server's %.3f s: %s",
