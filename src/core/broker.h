@@ -72,6 +72,11 @@ struct broker_hooks {
 	void (*login_ok)(struct session *s);
 	/* The peer's address and port as text (log lines, the console). */
 	const char *(*peer)(struct session *s);
+	/* The records the session's protocol keeps of the batch's replies
+	 * (reply.h): the reply being built is kept (enum reply_keep), and
+	 * the replies were cut back to `len` bytes of pend. */
+	void (*reply_keep)(struct session *s, unsigned keep);
+	void (*reply_cut)(struct session *s, size_t len);
 };
 
 struct broker {

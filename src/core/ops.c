@@ -140,7 +140,7 @@ take_for(struct session *s, struct squeue *q, unsigned opts, size_t k,
 	struct broker *b = s->b;
 	struct hit_ctx hc = { s, k, key, key_len, 0 };
 	struct take_ctx tc = { &hc, s->gops->hit, b, q, 0, false, 0, 0 };
-	size_t pend_len = evbuffer_get_length(s->pend), nbrecs = s->nbrecs;
+	size_t pend_len = evbuffer_get_length(s->pend);
 	int mode = SAKER_TAKE_REMOVE, rc, spent = 0;
 
 	if (opts & OP_OPT_OPEN)
@@ -187,7 +187,7 @@ take_for(struct session *s, struct squeue *q, unsigned opts, size_t k,
 		/* It may have failed after handing the item to the callback
 		 * (out of memory marking it open, say): the item is still in
 		 * the queue, so its reply must not go out. */
-		reply_truncate(s, pend_len, nbrecs);
+		reply_truncate(s, pend_len);
 	}
 	if (rc == SAKER_ECORRUPT) {
 		/* the driver moved a damaged item aside in this batch

@@ -65,6 +65,8 @@ static const struct broker_hooks hooks = {
 	.login_admit = conn_login_admit,
 	.login_failed = conn_login_failed,
 	.login_ok = conn_login_ok,
+	.reply_keep = pstate_keep,
+	.reply_cut = pstate_cut,
 	.peer = conn_peer,
 };
 

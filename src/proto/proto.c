@@ -2,15 +2,17 @@
  * whatever it speaks: discarding refused input, choosing the protocol. */
 #include "config.h"
 
+#include <string.h>
+
 #include "getgroup.h"
 #include "proto.h"
 #include "proto_binary.h"
-#include "reply.h"
+#include "pstate.h"
 #include "text.h"
 
 static const struct protocol protocols[] = {
-	[SESSION_PROTO_TEXT] = { "text", text_step, text_fail_batch },
-	[SESSION_PROTO_BINARY] = { "binary", bin_step, bin_fail_batch },
+	[PROTO_TEXT] = { "text", text_step, text_fail_batch },
+	[PROTO_BINARY] = { "binary", bin_step, bin_fail_batch },
 };
 
 /*
@@ -28,11 +30,11 @@ step_behind_wait(struct session *s)
 	struct held_save sv;
 	int r;
 
-	if (s->monitoring || !(s->proto == SESSION_PROTO_BINARY ?
+	if (s->monitoring || !(s->ps->kind == PROTO_BINARY ?
 	    bin_runs_behind_wait(s) : text_runs_behind_wait(s)))
 		return PROTO_STOP;
 	reply_held_begin(s, &sv);
-	r = protocols[s->proto].step(s);
+	r = protocols[s->ps->kind].step(s);
 	reply_held_end(s, &sv);
 	return r;
 }
@@ -49,37 +51,45 @@ proto_step(struct session *s)
 	if (s->state == SESSION_WAITING)
 		return step_behind_wait(s);
 	if (s->state == SESSION_SWALLOW) {
-		size_t n = avail < s->swallow ? avail : s->swallow;
+		size_t n = avail < s->ps->swallow ? avail : s->ps->swallow;
 
 		evbuffer_drain(s->in, n);
-		s->swallow -= n;
-		if (s->swallow == 0)
+		s->ps->swallow -= n;
+		if (s->ps->swallow == 0)
 			s->state = SESSION_CMD;
 		return PROTO_SKIPPED;
 	}
-	if (__builtin_expect(s->proto == SESSION_PROTO_UNKNOWN, 0)) {
+	if (__builtin_expect(s->ps->kind == PROTO_UNKNOWN, 0)) {
 		/* memcached's rule: a binary client's first byte is 0x80 */
 		unsigned char first;
 
 		evbuffer_copyout(s->in, &first, 1);
-		s->proto = first == BIN_REQ_MAGIC ? SESSION_PROTO_BINARY :
-		    SESSION_PROTO_TEXT;
+		s->ps->kind = first == BIN_REQ_MAGIC ? PROTO_BINARY :
+		    PROTO_TEXT;
 	}
-	return protocols[s->proto].step(s);
+	return protocols[s->ps->kind].step(s);
 }
 
 void
 proto_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
     const char *reason)
 {
-	const struct protocol *p = &protocols[s->proto == SESSION_PROTO_BINARY ?
-	    SESSION_PROTO_BINARY : SESSION_PROTO_TEXT];
+	const struct protocol *p = &protocols[s->ps->kind == PROTO_BINARY ?
+	    PROTO_BINARY : PROTO_TEXT];
 
 	p->fail_batch(s, sent, in_doubt, reason);
+}
+
+void
+proto_session_init(struct session *s, struct proto_state *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+	s->ps = ps;
 }
 
 void
 proto_session_free(struct session *s)
 {
 	gg_free(s);
+	pstate_free(s->ps);
 }

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 
+#include "pstate.h"
 #include "session.h"
 #include "step.h"
 
@@ -31,7 +32,9 @@ int proto_step(struct session *s);
 /* The batch's commit failed: rewrite s->pend for s's protocol. */
 void proto_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
     const char *reason);
-/* Free what the protocols keep per session. */
+/* Give s the protocol state ps (its carrier's, zeroed here); and free
+ * what the protocols keep in it. */
+void proto_session_init(struct session *s, struct proto_state *ps);
 void proto_session_free(struct session *s);
 
 #endif

@@ -358,7 +358,7 @@ meta_hit(void *arg, const struct saker_item *it)
 {
 	struct hit_ctx *hc = arg;
 	struct session *c = hc->s;
-	const struct getgroup *g = c->grp;
+	const struct getgroup *g = c->ps->grp;
 	const struct gg_key *gk = &g->keys[hc->k];
 	struct evbuffer *b = c->pend;
 	unsigned mf = gk->mflags;
@@ -461,7 +461,7 @@ meta_mg(struct session *c, const struct meta_req *m, size_t need)
 		return true;
 	}
 	if (gk != NULL)
-		c->grp->nkeys--;        /* its opaque did not fit: take it back */
+		c->ps->grp->nkeys--;        /* its opaque did not fit: take it back */
 	if (gg_pending(c)) {
 		meta_run_group(c);
 		if (c->state != SESSION_CMD)

@@ -488,7 +488,7 @@ text_line(struct session *s, size_t len, size_t eol, const char *head,
 	}
 	/* one test keeps logins, meta commands and mg groups off the path of
 	 * plain get and set */
-	if (__builtin_expect((line[0] == 'm') | !s->authed | (s->grp != NULL), 0)) {
+	if (__builtin_expect((line[0] == 'm') | !s->authed | (s->ps->grp != NULL), 0)) {
 		if (!s->authed)
 			return text_login(s, line, linelen, need);
 		if (line[0] == 'm' && meta_is_command(line, linelen))
@@ -561,7 +561,7 @@ text_runs_behind_wait(struct session *s)
 	struct evbuffer_ptr pos;
 	const char *line;
 
-	if (!s->authed || s->grp != NULL)
+	if (!s->authed || s->ps->grp != NULL)
 		return false;
 	pos = evbuffer_search_eol(s->in, NULL, &eol, EVBUFFER_EOL_LF);
 	if (pos.pos < 0 || (size_t)pos.pos > PROTO_MAX_LINE + 1)
@@ -649,9 +649,9 @@ text_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
 	size_t k = 0, pos = 0;
 	unsigned i;
 
-	for (i = 0; i < s->batch_replies; i++) {
-		if (k < s->nkept && s->kept[k].idx == i) {
-			const struct kept_reply *t = &s->kept[k++];
+	for (i = 0; i < s->ps->batch_replies; i++) {
+		if (k < s->ps->nkept && s->ps->kept[k].idx == i) {
+			const struct kept_reply *t = &s->ps->kept[k++];
 
 			if (reply_resend_kept(s, sent, &pos, t->start, t->end,
 			    t->keep, in_doubt))
