@@ -23,6 +23,7 @@
 #include "qconfig.h"
 #include "stats.h"
 
+struct auth;
 struct broker;
 struct session;
 struct squeue;
@@ -114,6 +115,9 @@ struct broker {
 	 * file); NULL or "" when there is none. */
 	const char *store_location;
 	bool promote_failing;         /* promote() failed last time: retrying */
+	/* --auth-file's users (auth.h), the broker's to free; NULL without
+	 * one: every session starts logged in */
+	struct auth *auth;
 };
 
 /* Set up an empty broker (no store yet). */

@@ -548,6 +548,8 @@ shutdown_everything(void)
 	tls_teardown();
 	config_free(srv->broker.config);
 	srv->broker.config = NULL;
+	auth_free(srv->broker.auth);
+	srv->broker.auth = NULL;
 	if (srv->base == NULL)
 		return;
 	event_free(srv->sweep_ev);
@@ -600,6 +602,8 @@ server_init(struct options *opt)
 	srv->broker.enable_shutdown = opt->enable_shutdown;
 	srv->broker.max_queues = opt->max_queues;
 	srv->broker.sync = opt->sync;
+	srv->broker.auth = opt->auth;
+	opt->auth = NULL;
 	srv->opt = opt;
 	signal(SIGPIPE, SIG_IGN);
 
@@ -665,7 +669,7 @@ server_init(struct options *opt)
 	/* bound now, listening once the store is open (start_listening()) */
 	if ((opt->http != NULL && (srv->http = http_start(srv->base, opt->http, &srv->broker,
 	    opt->metrics_max_queues, &srv->stopping,
-	    auth_active && !opt->http_public, opt->max_conns, server_commit_now)) == NULL) ||
+	    srv->broker.auth != NULL && !opt->http_public, opt->max_conns, server_commit_now)) == NULL) ||
 	    bind_tcp() != 0 || bind_unix() != 0) {
 		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
 		return 1;

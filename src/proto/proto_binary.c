@@ -439,7 +439,7 @@ bin_sasl_auth(struct session *c, const struct bin_req *r)
 	}
 	u = memchr(v, '\0', n);
 	p = u != NULL ? memchr(u + 1, '\0', n - (size_t)(u + 1 - v)) : NULL;
-	if (p != NULL && (who = auth_check(u + 1, (size_t)(p - u - 1), p + 1,
+	if (p != NULL && (who = auth_check(c->b->auth, u + 1, (size_t)(p - u - 1), p + 1,
 	    n - (size_t)(p + 1 - v))) != NULL) {
 		c->authed = true;
 		c->perms = who;
@@ -642,19 +642,19 @@ bin_step(struct session *c)
 		c->b->hooks->close(c);
 		return PROTO_STOP;
 	case BIN_SASL_LIST:
-		if (!auth_active)
+		if (c->b->auth == NULL)
 			goto unknown;
 		bin_reply(c, r.opcode, BIN_OK, r.opaque, NULL, 0, "PLAIN", 5);
 		break;
 	case BIN_SASL_AUTH:
-		if (!auth_active)
+		if (c->b->auth == NULL)
 			goto unknown;
 		if (!bin_sasl_admit(c, &r))
 			return PROTO_STOP;      /* run again after the delay */
 		bin_sasl_auth(c, &r);
 		break;
 	case BIN_SASL_STEP:
-		if (!auth_active)
+		if (c->b->auth == NULL)
 			goto unknown;
 		bin_error(c, r.opcode, r.opaque, BIN_AUTH_ERROR, "Auth failure");
 		break;

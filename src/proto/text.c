@@ -449,7 +449,7 @@ text_login(struct session *s, const char *line, size_t linelen, size_t need)
 	if (s->b->hooks->login_admit != NULL && !s->b->hooks->login_admit(s, p,
 	    sp != NULL ? (size_t)(sp - p) : n))
 		return false;
-	who = sp != NULL ? auth_check(p, (size_t)(sp - p), sp + 1,
+	who = sp != NULL ? auth_check(s->b->auth, p, (size_t)(sp - p), sp + 1,
 	    (size_t)(p + n - sp - 1)) : NULL;
 	evbuffer_drain(s->in, need + n + 2);
 	if (who != NULL) {
