@@ -32,6 +32,8 @@ TAILQ_HEAD(squeue_list, squeue);
 
 enum broker_status { STATUS_UP = 0, STATUS_READONLY, STATUS_QUIESCENT };
 
+#define OP_MAX_GET_KEYS 10000   /* most keys in one text get (op_get) */
+
 /* What the broker asks of its owner.  Every hook is required. */
 struct broker_hooks {
 	/* A command wrote to the store or has replies waiting: run the
@@ -118,6 +120,13 @@ struct broker {
 	/* --auth-file's users (auth.h), the broker's to free; NULL without
 	 * one: every session starts logged in */
 	struct auth *auth;
+	/* ops.c's scratch, here rather than in file statics or 80 KB of
+	 * stack: one command runs at a time per broker */
+	struct {
+		uint64_t hits[(OP_MAX_GET_KEYS + 63) / 64]; /* a get's keys that hit */
+		struct squeue *qs[OP_MAX_GET_KEYS];         /* ... and their queues */
+		char error[512];        /* op_store_error()'s message */
+	} scratch;
 };
 
 /* Set up an empty broker (no store yet). */
