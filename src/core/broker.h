@@ -25,6 +25,7 @@
 
 struct auth;
 struct broker;
+struct proto_scratch;
 struct session;
 struct squeue;
 TAILQ_HEAD(session_list, session);
@@ -120,6 +121,10 @@ struct broker {
 	/* --auth-file's users (auth.h), the broker's to free; NULL without
 	 * one: every session starts logged in */
 	struct auth *auth;
+	/* The protocol layer's scratch for this broker's commands (src/proto:
+	 * parsed command lines), the carrier's; opaque here */
+	struct proto_scratch *proto;
+	uint64_t rng;                 /* retry_random()'s state; 0: unseeded */
 	/* ops.c's scratch, here rather than in file statics or 80 KB of
 	 * stack: one command runs at a time per broker */
 	struct {

@@ -28,6 +28,7 @@
 #include "history.h"
 #include "http.h"
 #include "log.h"
+#include "proto.h"
 #include "queues.h"
 #include "server.h"
 #include "tls.h"
@@ -550,6 +551,8 @@ shutdown_everything(void)
 	srv->broker.config = NULL;
 	auth_free(srv->broker.auth);
 	srv->broker.auth = NULL;
+	free(srv->broker.proto);
+	srv->broker.proto = NULL;
 	if (srv->base == NULL)
 		return;
 	event_free(srv->sweep_ev);
@@ -604,6 +607,10 @@ server_init(struct options *opt)
 	srv->broker.sync = opt->sync;
 	srv->broker.auth = opt->auth;
 	opt->auth = NULL;
+	if ((srv->broker.proto = proto_scratch_new()) == NULL) {
+		fprintf(stderr, "sakerd: out of memory\n");
+		return 1;
+	}
 	srv->opt = opt;
 	signal(SIGPIPE, SIG_IGN);
 

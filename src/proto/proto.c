@@ -2,11 +2,13 @@
  * whatever it speaks: discarding refused input, choosing the protocol. */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "getgroup.h"
 #include "proto.h"
 #include "proto_binary.h"
+#include "proto_text.h"
 #include "pstate.h"
 #include "text.h"
 
@@ -78,6 +80,12 @@ proto_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
 	    PROTO_BINARY : PROTO_TEXT];
 
 	p->fail_batch(s, sent, in_doubt, reason);
+}
+
+struct proto_scratch *
+proto_scratch_new(void)
+{
+	return calloc(1, sizeof(struct proto_scratch));
 }
 
 void

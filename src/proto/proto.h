@@ -36,5 +36,8 @@ void proto_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
  * what the protocols keep in it. */
 void proto_session_init(struct session *s, struct proto_state *ps);
 void proto_session_free(struct session *s);
+/* The scratch a broker's commands parse into (broker.proto; free() it),
+ * or NULL when out of memory. */
+struct proto_scratch *proto_scratch_new(void);
 
 #endif

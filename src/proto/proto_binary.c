@@ -246,7 +246,7 @@ bin_get(struct session *c, const struct bin_req *r, size_t total)
 	else if (r->keylen > BIN_MAX_KEY)
 		err = "CLIENT_ERROR key longer than 250 bytes";
 	else
-		err = proto_parse_get_key(r->key, r->keylen, &pk);
+		err = proto_parse_get_key(c->b->proto, r->key, r->keylen, &pk);
 	if (err == NULL && !gg_room(c, r->keylen) && !bin_settle_group(c))
 		return false;
 	if (err == NULL && (gk = gg_add(c, &pk, r->key, r->keylen)) != NULL) {
@@ -286,7 +286,7 @@ bin_set(struct session *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "key longer than 250 bytes");
 		return;
 	}
-	if ((err = proto_parse_set_key(r->key, r->keylen, &pk, &delay_ms, &at_s)) != NULL) {
+	if ((err = proto_parse_set_key(c->b->proto, r->key, r->keylen, &pk, &delay_ms, &at_s)) != NULL) {
 		bin_text_error(c, r->opcode, r->opaque, err);
 		return;
 	}

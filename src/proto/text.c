@@ -471,7 +471,7 @@ static bool
 text_line(struct session *s, size_t len, size_t eol, const char *head,
     size_t head_len)
 {
-	static struct proto_cmd cmd;
+	struct proto_cmd *cmd = &s->b->proto->line;
 	size_t linelen = len, need = len + eol, total;
 	const char *line, *err, *p;
 	int rc;
@@ -502,52 +502,52 @@ text_line(struct session *s, size_t len, size_t eol, const char *head,
 			head = NULL;
 		}
 	}
-	err = proto_parse_line(line, linelen, &cmd);
+	err = proto_parse_line(line, linelen, cmd);
 	if (err != NULL) {
 		reply_str(s, err);
 		evbuffer_drain(s->in, need);
-		if (cmd.swallow >= 0)
-			text_swallow(s, (size_t)cmd.swallow);
+		if (cmd->swallow >= 0)
+			text_swallow(s, (size_t)cmd->swallow);
 		return true;
 	}
-	if (cmd.type == PROTO_CMD_NOSTORE) {
+	if (cmd->type == PROTO_CMD_NOSTORE) {
 		/* refused, but its data block is still on its way: skip it */
-		if (!cmd.noreply) {
+		if (!cmd->noreply) {
 			replyf(s, "CLIENT_ERROR %.*s not supported on a queue\r\n",
-			    (int)cmd.word_len, cmd.word);
+			    (int)cmd->word_len, cmd->word);
 			reply_done(s);
 		}
 		evbuffer_drain(s->in, need);
-		text_swallow(s, cmd.bytes + 2);
+		text_swallow(s, cmd->bytes + 2);
 		return true;
 	}
-	if (cmd.type != PROTO_CMD_SET) {
-		text_execute(s, &cmd, line, linelen, NULL);
+	if (cmd->type != PROTO_CMD_SET) {
+		text_execute(s, cmd, line, linelen, NULL);
 		if (!s->dead)
 			evbuffer_drain(s->in, need);
 		return true;
 	}
-	if (cmd.bytes > s->b->max_item_size) {
+	if (cmd->bytes > s->b->max_item_size) {
 		reply_str(s, PROTO_ERR_TOO_LARGE);
 		evbuffer_drain(s->in, need);
-		text_swallow(s, cmd.bytes + 2);
+		text_swallow(s, cmd->bytes + 2);
 		return true;
 	}
-	total = need + cmd.bytes + 2;
+	total = need + cmd->bytes + 2;
 	if (head != NULL && total <= head_len &&
 	    head[total - 2] == '\r' && head[total - 1] == '\n') {
 		p = head;	/* line and data in the first chunk: no pullup */
 	} else {
-		rc = text_data_block(s, need, cmd.bytes, &p);
+		rc = text_data_block(s, need, cmd->bytes, &p);
 		if (rc <= 0)
 			return false;
 	}
 	if (p != line) {
 		/* the pullup moved the line: parse again so pointers are valid */
 		line = p;
-		(void)proto_parse_line(line, linelen, &cmd);
+		(void)proto_parse_line(line, linelen, cmd);
 	}
-	text_execute(s, &cmd, line, linelen, p + need);
+	text_execute(s, cmd, line, linelen, p + need);
 	if (!s->dead)
 		evbuffer_drain(s->in, total);
 	return true;
@@ -556,7 +556,7 @@ text_line(struct session *s, size_t len, size_t eol, const char *head,
 bool
 text_runs_behind_wait(struct session *s)
 {
-	static struct proto_cmd cmd;
+	struct proto_cmd *cmd = &s->b->proto->behind;
 	size_t eol = 0, linelen, need, total;
 	struct evbuffer_ptr pos;
 	const char *line;
@@ -572,15 +572,15 @@ text_runs_behind_wait(struct session *s)
 	if (linelen > 0 && line[linelen - 1] == '\r')
 		linelen--;
 	if (linelen > PROTO_MAX_LINE || line[0] == 'm' ||
-	    proto_parse_line(line, linelen, &cmd) != NULL)
+	    proto_parse_line(line, linelen, cmd) != NULL)
 		return false;
-	switch (cmd.type) {
+	switch (cmd->type) {
 	case PROTO_CMD_SET:
-		if (cmd.bytes > s->b->max_item_size)
+		if (cmd->bytes > s->b->max_item_size)
 			return false;
 		/* all of the data, well terminated: a bad chunk closes the
 		 * connection, after the get */
-		total = need + cmd.bytes + 2;
+		total = need + cmd->bytes + 2;
 		if (evbuffer_get_length(s->in) < total)
 			return false;
 		line = (const char *)evbuffer_pullup(s->in, (ev_ssize_t)total);
