@@ -101,7 +101,7 @@ conn_new(int fd, bool tls)
 		free(c);
 		return NULL;
 	}
-	proto_session_init(&c->s, &c->ps);
+	c->s.ps = &c->ps;               /* zeroed: no protocol yet */
 	c->s.mem_budget = env.max_conn_memory;
 	peer_names(fd, c->peer, sizeof(c->peer), c->addr, sizeof(c->addr));
 	if (!c->s.authed) {

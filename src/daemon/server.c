@@ -28,7 +28,7 @@
 #include "history.h"
 #include "http.h"
 #include "log.h"
-#include "proto.h"
+#include "proto_text.h"
 #include "queues.h"
 #include "server.h"
 #include "tls.h"
@@ -607,7 +607,7 @@ server_init(struct options *opt)
 	srv->broker.sync = opt->sync;
 	srv->broker.auth = opt->auth;
 	opt->auth = NULL;
-	if ((srv->broker.proto = proto_scratch_new()) == NULL) {
+	if ((srv->broker.proto = calloc(1, sizeof(*srv->broker.proto))) == NULL) {
 		fprintf(stderr, "sakerd: out of memory\n");
 		return 1;
 	}

@@ -2,13 +2,9 @@
  * whatever it speaks: discarding refused input, choosing the protocol. */
 #include "config.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "getgroup.h"
 #include "proto.h"
 #include "proto_binary.h"
-#include "proto_text.h"
 #include "pstate.h"
 #include "text.h"
 
@@ -80,19 +76,6 @@ proto_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
 	    PROTO_BINARY : PROTO_TEXT];
 
 	p->fail_batch(s, sent, in_doubt, reason);
-}
-
-struct proto_scratch *
-proto_scratch_new(void)
-{
-	return calloc(1, sizeof(struct proto_scratch));
-}
-
-void
-proto_session_init(struct session *s, struct proto_state *ps)
-{
-	memset(ps, 0, sizeof(*ps));
-	s->ps = ps;
 }
 
 void

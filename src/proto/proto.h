@@ -32,12 +32,7 @@ int proto_step(struct session *s);
 /* The batch's commit failed: rewrite s->pend for s's protocol. */
 void proto_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
     const char *reason);
-/* Give s the protocol state ps (its carrier's, zeroed here); and free
- * what the protocols keep in it. */
-void proto_session_init(struct session *s, struct proto_state *ps);
+/* Free what the protocols keep per session (in s->ps). */
 void proto_session_free(struct session *s);
-/* The scratch a broker's commands parse into (broker.proto; free() it),
- * or NULL when out of memory. */
-struct proto_scratch *proto_scratch_new(void);
 
 #endif

@@ -674,7 +674,7 @@ bin_fail_batch(struct session *c, struct evbuffer *sent, bool in_doubt,
 {
 	size_t i, pos = 0, start = 0;
 
-	for (i = 0; i < c->ps->nbrecs; start = c->ps->brecs[i].end, i++) {
+	for (i = 0; i < c->ps->at.nbrecs; start = c->ps->brecs[i].end, i++) {
 		const struct bin_rec *br = &c->ps->brecs[i];
 
 		if (reply_resend_kept(c, sent, &pos, start, br->end, br->keep,

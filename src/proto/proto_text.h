@@ -120,7 +120,7 @@ struct proto_cmd {
 
 /* The protocol layer's scratch for the commands of one broker (one runs
  * at a time), here rather than in static storage: broker.proto, the
- * carrier's (proto_scratch_new()).  A proto_cmd is 560 KB. */
+ * carrier's.  A proto_cmd is 560 KB. */
 struct proto_scratch {
 	struct proto_cmd line;          /* text_line()'s command */
 	struct proto_cmd behind;        /* text_runs_behind_wait()'s */

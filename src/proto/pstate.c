@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "log.h"
 #include "pstate.h"
@@ -13,8 +14,8 @@ reply_done(struct session *s)
 	struct proto_state *ps = s->ps;
 	size_t end = evbuffer_get_length(s->pend);
 
-	if (ps->reply_keep != KEEP_NEVER) {
-		if (ps->nkept == ps->kept_cap) {
+	if (ps->at.keep != KEEP_NEVER) {
+		if (ps->at.nkept == ps->kept_cap) {
 			size_t ncap = ps->kept_cap ? ps->kept_cap * 2 : 8;
 			struct kept_reply *n = realloc(ps->kept, ncap * sizeof(*n));
 
@@ -27,16 +28,16 @@ reply_done(struct session *s)
 			ps->kept = n;
 			ps->kept_cap = ncap;
 		}
-		ps->kept[ps->nkept].idx = ps->batch_replies;
-		ps->kept[ps->nkept].keep = ps->reply_keep;
-		ps->kept[ps->nkept].start = ps->reply_start;
-		ps->kept[ps->nkept].end = end;
-		ps->nkept++;
+		ps->kept[ps->at.nkept].idx = ps->at.replies;
+		ps->kept[ps->at.nkept].keep = ps->at.keep;
+		ps->kept[ps->at.nkept].start = ps->at.start;
+		ps->kept[ps->at.nkept].end = end;
+		ps->at.nkept++;
 	}
 done:
-	ps->reply_keep = KEEP_NEVER;
-	ps->reply_start = end;
-	ps->batch_replies++;
+	ps->at.keep = KEEP_NEVER;
+	ps->at.start = end;
+	ps->at.replies++;
 }
 
 void
@@ -44,7 +45,7 @@ reply_record(struct session *s, uint8_t opcode, uint32_t opaque)
 {
 	struct proto_state *ps = s->ps;
 
-	if (ps->nbrecs == ps->brecs_cap) {
+	if (ps->at.nbrecs == ps->brecs_cap) {
 		size_t ncap = ps->brecs_cap ? ps->brecs_cap * 2 : 16;
 		struct bin_rec *nr = realloc(ps->brecs, ncap * sizeof(*nr));
 
@@ -55,11 +56,11 @@ reply_record(struct session *s, uint8_t opcode, uint32_t opaque)
 		ps->brecs = nr;
 		ps->brecs_cap = ncap;
 	}
-	ps->brecs[ps->nbrecs].end = evbuffer_get_length(s->pend);
-	ps->brecs[ps->nbrecs].opcode = opcode;
-	ps->brecs[ps->nbrecs].opaque = opaque;
-	ps->brecs[ps->nbrecs].keep = KEEP_NEVER;
-	ps->nbrecs++;
+	ps->brecs[ps->at.nbrecs].end = evbuffer_get_length(s->pend);
+	ps->brecs[ps->at.nbrecs].opcode = opcode;
+	ps->brecs[ps->at.nbrecs].opaque = opaque;
+	ps->brecs[ps->at.nbrecs].keep = KEEP_NEVER;
+	ps->at.nbrecs++;
 	reply_schedule(s);
 }
 
@@ -71,10 +72,10 @@ pstate_keep(struct session *s, unsigned keep)
 	if (ps == NULL)
 		return;         /* a session without a protocol (the console's) */
 	if (ps->kind == PROTO_BINARY) {
-		if (ps->nbrecs > 0 && ps->brecs[ps->nbrecs - 1].keep < keep)
-			ps->brecs[ps->nbrecs - 1].keep = (uint8_t)keep;
-	} else if (ps->reply_keep < keep) {
-		ps->reply_keep = (uint8_t)keep;
+		if (ps->at.nbrecs > 0 && ps->brecs[ps->at.nbrecs - 1].keep < keep)
+			ps->brecs[ps->at.nbrecs - 1].keep = (uint8_t)keep;
+	} else if (ps->at.keep < keep) {
+		ps->at.keep = (uint8_t)keep;
 	}
 }
 
@@ -84,8 +85,8 @@ pstate_cut(struct session *s, size_t len)
 	struct proto_state *ps = s->ps;
 
 	/* a packet's record ends where its bytes do, never before them */
-	while (ps != NULL && ps->nbrecs > 0 && ps->brecs[ps->nbrecs - 1].end > len)
-		ps->nbrecs--;
+	while (ps != NULL && ps->at.nbrecs > 0 && ps->brecs[ps->at.nbrecs - 1].end > len)
+		ps->at.nbrecs--;
 }
 
 bool
@@ -104,41 +105,23 @@ reply_resend_kept(struct session *s, struct evbuffer *sent, size_t *pos,
 void
 reply_reset(struct session *s)
 {
-	struct proto_state *ps = s->ps;
-
-	ps->batch_replies = 0;
-	ps->nbrecs = 0;
-	ps->nkept = 0;
-	ps->reply_start = 0;
-	ps->reply_keep = KEEP_NEVER;
+	memset(&s->ps->at, 0, sizeof(s->ps->at));   /* keep: KEEP_NEVER */
 }
 
 void
 reply_held_begin(struct session *s, struct held_save *sv)
 {
-	struct proto_state *ps = s->ps;
-
 	sv->pend = s->pend;
-	sv->replies = ps->batch_replies;
-	sv->nkept = ps->nkept;
-	sv->start = ps->reply_start;
-	sv->keep = ps->reply_keep;
-	sv->nbrecs = ps->nbrecs;
+	sv->at = s->ps->at;
 	s->pend = s->held;
-	ps->reply_start = evbuffer_get_length(s->held);
+	s->ps->at.start = evbuffer_get_length(s->held);
 }
 
 void
 reply_held_end(struct session *s, const struct held_save *sv)
 {
-	struct proto_state *ps = s->ps;
-
 	s->pend = sv->pend;
-	ps->batch_replies = sv->replies;
-	ps->nkept = sv->nkept;
-	ps->reply_start = sv->start;
-	ps->reply_keep = sv->keep;
-	ps->nbrecs = sv->nbrecs;
+	s->ps->at = sv->at;
 	s->held_in_batch = true;
 	s->held_some = true;
 	reply_schedule(s);
@@ -153,7 +136,7 @@ reply_release_held(struct session *s)
 	if (evbuffer_get_length(s->held) == 0)
 		return;
 	evbuffer_add_buffer(s->pend, s->held);
-	s->ps->reply_start = evbuffer_get_length(s->pend);
+	s->ps->at.start = evbuffer_get_length(s->pend);
 	s->held_in_batch = true;
 	reply_schedule(s);
 }

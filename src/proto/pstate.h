@@ -44,16 +44,18 @@ struct proto_state {
 	size_t swallow;                 /* SESSION_SWALLOW: bytes left to discard */
 	struct getgroup *grp;           /* binary / meta multi-get being collected */
 
-	/* text: the batch's replies, and those that may be kept */
-	unsigned batch_replies;         /* replies in pend (for a failed commit) */
-	size_t reply_start;             /* where the reply being built starts */
-	uint8_t reply_keep;             /* ... and whether to keep it */
-	struct kept_reply *kept;
-	size_t nkept, kept_cap;
-
-	/* binary: one record per reply packet of this batch */
-	struct bin_rec *brecs;
-	size_t nbrecs, brecs_cap;
+	/* where the batch's records stand (saved around held replies) */
+	struct rec_marks {
+		unsigned replies;       /* text: replies in pend */
+		size_t start;           /* text: where the reply being built starts */
+		uint8_t keep;           /* ... and whether to keep it */
+		size_t nkept;           /* text: records in kept */
+		size_t nbrecs;          /* binary: records in brecs */
+	} at;
+	struct kept_reply *kept;        /* text: the replies that may be kept */
+	size_t kept_cap;
+	struct bin_rec *brecs;          /* binary: one per reply packet */
+	size_t brecs_cap;
 	uint32_t login_opaque;          /* the SASL request a delayed refusal */
 	uint8_t login_opcode;           /* answers */
 };
@@ -86,9 +88,7 @@ void pstate_cut(struct session *s, size_t len);
  */
 struct held_save {
 	struct evbuffer *pend;
-	unsigned replies;
-	size_t nkept, start, nbrecs;
-	uint8_t keep;
+	struct rec_marks at;
 };
 void reply_held_begin(struct session *s, struct held_save *sv);
 void reply_held_end(struct session *s, const struct held_save *sv);

@@ -649,8 +649,8 @@ text_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
 	size_t k = 0, pos = 0;
 	unsigned i;
 
-	for (i = 0; i < s->ps->batch_replies; i++) {
-		if (k < s->ps->nkept && s->ps->kept[k].idx == i) {
+	for (i = 0; i < s->ps->at.replies; i++) {
+		if (k < s->ps->at.nkept && s->ps->kept[k].idx == i) {
 			const struct kept_reply *t = &s->ps->kept[k++];
 
 			if (reply_resend_kept(s, sent, &pos, t->start, t->end,
