@@ -12,7 +12,6 @@
 
 #include <stdbool.h>
 
-#include "pstate.h"
 #include "session.h"
 #include "step.h"
 
