@@ -20,21 +20,44 @@ static const struct protocol protocols[] = {
  * while its own blocking get waits must not deadlock itself.  Gets (they
  * keep their turn), commands touching open items, quit, meta and anything
  * refused wait for the get to end as before; so does everything behind a
- * monitor.
+ * monitor.  They answer into s->held, which follows the get's reply once
+ * it is written (release_held), outside the batch's records: a failed
+ * commit of a batch that ran or released any of them closes the session
+ * (s->held_in_batch).
  */
 static int
 step_behind_wait(struct session *s)
 {
-	struct held_save sv;
+	struct evbuffer *pend = s->pend;
+	struct rec_marks at = s->ps->at;
 	int r;
 
 	if (s->monitoring || !(s->ps->kind == PROTO_BINARY ?
 	    bin_runs_behind_wait(s) : text_runs_behind_wait(s)))
 		return PROTO_STOP;
-	reply_held_begin(s, &sv);
+	s->pend = s->held;
+	s->ps->at.start = evbuffer_get_length(s->held);
 	r = protocols[s->ps->kind].step(s);
-	reply_held_end(s, &sv);
+	s->pend = pend;
+	s->ps->at = at;
+	s->held_in_batch = true;
+	s->held_some = true;
+	reply_schedule(s);
 	return r;
+}
+
+static void
+release_held(struct session *s)
+{
+	if (!s->held_some)
+		return;
+	s->held_some = false;
+	if (evbuffer_get_length(s->held) == 0)
+		return;
+	evbuffer_add_buffer(s->pend, s->held);
+	s->ps->at.start = evbuffer_get_length(s->pend);
+	s->held_in_batch = true;
+	reply_schedule(s);
 }
 
 int
@@ -43,7 +66,7 @@ proto_step(struct session *s)
 	size_t avail = evbuffer_get_length(s->in);
 
 	if (s->state != SESSION_WAITING)
-		reply_release_held(s);
+		release_held(s);
 	if (avail == 0)
 		return PROTO_STOP;
 	if (s->state == SESSION_WAITING)

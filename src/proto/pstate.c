@@ -109,39 +109,6 @@ reply_reset(struct session *s)
 }
 
 void
-reply_held_begin(struct session *s, struct held_save *sv)
-{
-	sv->pend = s->pend;
-	sv->at = s->ps->at;
-	s->pend = s->held;
-	s->ps->at.start = evbuffer_get_length(s->held);
-}
-
-void
-reply_held_end(struct session *s, const struct held_save *sv)
-{
-	s->pend = sv->pend;
-	s->ps->at = sv->at;
-	s->held_in_batch = true;
-	s->held_some = true;
-	reply_schedule(s);
-}
-
-void
-reply_release_held(struct session *s)
-{
-	if (!s->held_some)
-		return;
-	s->held_some = false;
-	if (evbuffer_get_length(s->held) == 0)
-		return;
-	evbuffer_add_buffer(s->pend, s->held);
-	s->ps->at.start = evbuffer_get_length(s->pend);
-	s->held_in_batch = true;
-	reply_schedule(s);
-}
-
-void
 pstate_free(struct proto_state *ps)
 {
 	free(ps->brecs);

@@ -80,20 +80,6 @@ void reply_record(struct session *s, uint8_t opcode, uint32_t opaque);
 void pstate_keep(struct session *s, unsigned keep);
 void pstate_cut(struct session *s, size_t len);
 
-/*
- * Commands run behind a waiting get (proto_step) answer into s->held, which
- * follows the get's reply once it is written (reply_release_held).  Their
- * replies are not in the batch's records: a failed commit of a batch that
- * ran or released any of them closes the session (s->held_in_batch).
- */
-struct held_save {
-	struct evbuffer *pend;
-	struct rec_marks at;
-};
-void reply_held_begin(struct session *s, struct held_save *sv);
-void reply_held_end(struct session *s, const struct held_save *sv);
-void reply_release_held(struct session *s);
-
 /* After a failed commit: when `keep` (enum reply_keep) says so, move the
  * reply at [start, end) of `sent` (the batch's replies as they were, *pos
  * bytes of it already consumed) to pend and return true. */
