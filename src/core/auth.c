@@ -37,12 +37,13 @@ struct userdb {
 	const struct user *dummy;
 };
 
-/* crypt_r's work area is 32 KiB: one, as the server is one thread. */
-static struct crypt_data crypt_area;
-
-bool auth_active;
-static struct userdb db;
-static char *auth_path;
+/* The users of one --auth-file, and the scratch their checks use. */
+struct auth {
+	struct userdb db;
+	char *path;                     /* reread on SIGHUP */
+	struct crypt_data crypt;        /* crypt_r's work area (32 KiB) */
+	char pass[AUTH_MAX_PASS + 1];   /* the password being checked, NUL-ended */
+};
 
 static void
 db_free(struct userdb *d)
@@ -71,9 +72,9 @@ db_free(struct userdb *d)
  * locking the user out later.
  */
 static bool
-hash_usable(const char *hash)
+hash_usable(struct auth *a, const char *hash)
 {
-	const char *h = crypt_r("", hash, &crypt_area);
+	const char *h = crypt_r("", hash, &a->crypt);
 
 	return h != NULL && h[0] == '$' && strlen(h) == strlen(hash);
 }
@@ -98,7 +99,8 @@ dup_n(const char *p, size_t n)
  * "alice:pa:ss:"); a crypt(3) hash never holds one.
  */
 static int
-db_parse(const char *text, size_t len, struct userdb *d, char *err, size_t errlen)
+db_parse(struct auth *a, const char *text, size_t len, struct userdb *d,
+    char *err, size_t errlen)
 {
 	const char *p = text, *end = text + len;
 	size_t lineno = 0, cap = 0, i;
@@ -151,7 +153,7 @@ db_parse(const char *text, size_t len, struct userdb *d, char *err, size_t errle
 			goto nomem;
 		}
 		u->hashed = u->pass[0] == '$';
-		if (u->hashed && (strlen(u->pass) != u->plen || !hash_usable(u->pass))) {
+		if (u->hashed && (strlen(u->pass) != u->plen || !hash_usable(a, u->pass))) {
 			snprintf(err, errlen, "line %zu: a hash crypt(3) cannot use "
 			    "(write $y$... or $6$...)", lineno);
 			goto bad_user;
@@ -193,7 +195,8 @@ nomem:
 
 /* Read and check the file into *d. */
 static int
-db_load(const char *path, struct userdb *d, char *err, size_t errlen)
+db_load(struct auth *a, const char *path, struct userdb *d, char *err,
+    size_t errlen)
 {
 	struct stat st;
 	char *text;
@@ -235,7 +238,7 @@ db_load(const char *path, struct userdb *d, char *err, size_t errlen)
 		free(text);
 		return -1;
 	}
-	rc = db_parse(text, (size_t)n, d, err, errlen);
+	rc = db_parse(a, text, (size_t)n, d, err, errlen);
 	memset(text, 0, (size_t)n);
 	free(text);
 	if (rc != 0)
@@ -243,28 +246,25 @@ db_load(const char *path, struct userdb *d, char *err, size_t errlen)
 	return rc;
 }
 
-int
-auth_init(const char *path, char *err, size_t errlen)
+struct auth *
+auth_load(const char *path, char *err, size_t errlen)
 {
-	struct userdb nd;
+	struct auth *a = calloc(1, sizeof(*a));
 
-	if (db_load(path, &nd, err, errlen) != 0)
-		return -1;
-	free(auth_path);
-	auth_path = strdup(path);
-	if (auth_path == NULL) {
-		db_free(&nd);
+	if (a == NULL || (a->path = strdup(path)) == NULL) {
+		free(a);
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return NULL;
 	}
-	db_free(&db);
-	db = nd;
-	auth_active = true;
-	if (db.nplain > 0)
+	if (db_load(a, path, &a->db, err, errlen) != 0) {
+		auth_free(a);
+		return NULL;
+	}
+	if (a->db.nplain > 0)
 		log_warn("--auth-file %s: %zu of %zu users have a clear-text password; "
 		    "store crypt(3) hashes instead (mkpasswd -m yescrypt, or openssl "
-		    "passwd -6)", path, db.nplain, db.n);
-	return 0;
+		    "passwd -6)", path, a->db.nplain, a->db.n);
+	return a;
 }
 
 /* The rights of user `name` in d, or NULL when d has no such user. */
@@ -282,15 +282,16 @@ db_perms(const struct userdb *d, const char *name)
 void
 auth_reload(struct broker *b)
 {
+	struct auth *a = b->auth;
 	struct userdb nd;
 	struct session *s;
 	size_t revoked = 0;
 	char err[256];
 
-	if (auth_path == NULL)
+	if (a == NULL)
 		return;
-	if (db_load(auth_path, &nd, err, sizeof(err)) != 0) {
-		log_error("--auth-file %s: %s; keeping the previous users", auth_path, err);
+	if (db_load(a, a->path, &nd, err, sizeof(err)) != 0) {
+		log_error("--auth-file %s: %s; keeping the previous users", a->path, err);
 		return;
 	}
 	/* sessions logged in get their user's new rights; a user no longer
@@ -307,15 +308,15 @@ auth_reload(struct broker *b)
 		}
 		s->perms = np;
 	}
-	db_free(&db);
-	db = nd;
-	log_info("--auth-file %s: %zu users", auth_path, db.n);
+	db_free(&a->db);
+	a->db = nd;
+	log_info("--auth-file %s: %zu users", a->path, a->db.n);
 	if (revoked > 0)
 		log_warn("--auth-file %s: %zu connections of users no longer in the "
-		    "file may do nothing more", auth_path, revoked);
-	if (db.nplain > 0)
+		    "file may do nothing more", a->path, revoked);
+	if (a->db.nplain > 0)
 		log_warn("--auth-file %s: %zu of %zu users have a clear-text password",
-		    auth_path, db.nplain, db.n);
+		    a->path, a->db.nplain, a->db.n);
 }
 
 /* Nonzero when a differs from the stored b.  Runs over all of b whatever
@@ -334,19 +335,18 @@ ct_diff(const char *a, size_t alen, const char *b, size_t blen)
 /* Does `pass` hash to u's stored hash?  (crypt_r's own time depends
  * only on the hash's method and cost, not on the password.) */
 static bool
-hash_matches(const struct user *u, const char *pass, size_t plen)
+hash_matches(struct auth *a, const struct user *u, const char *pass, size_t plen)
 {
-	static char buf[AUTH_MAX_PASS + 1];
 	const char *h;
 	bool ok;
 
 	if (plen > AUTH_MAX_PASS || memchr(pass, '\0', plen) != NULL)
 		return false;
-	memcpy(buf, pass, plen);
-	buf[plen] = '\0';
-	h = crypt_r(buf, u->pass, &crypt_area);
+	memcpy(a->pass, pass, plen);
+	a->pass[plen] = '\0';
+	h = crypt_r(a->pass, u->pass, &a->crypt);
 	ok = h != NULL && ct_diff(h, strlen(h), u->pass, u->plen) == 0;
-	memset(buf, 0, plen);
+	memset(a->pass, 0, plen);
 	return ok;
 }
 
@@ -359,20 +359,21 @@ hash_matches(const struct user *u, const char *pass, size_t plen)
  * answered in 122 us, a known one in 1,845 us).
  */
 const struct perms *
-auth_check(const char *user, size_t ulen, const char *pass, size_t plen)
+auth_check(struct auth *a, const char *user, size_t ulen, const char *pass,
+    size_t plen)
 {
 	const struct user *named = NULL;
 	bool ok = false;
 	size_t i;
 
-	for (i = 0; i < db.n; i++)
-		if (ct_diff(user, ulen, db.u[i].name, db.u[i].nlen) == 0)
-			named = &db.u[i];
+	for (i = 0; i < a->db.n; i++)
+		if (ct_diff(user, ulen, a->db.u[i].name, a->db.u[i].nlen) == 0)
+			named = &a->db.u[i];
 	if (named != NULL && named->hashed) {
-		ok = hash_matches(named, pass, plen);
+		ok = hash_matches(a, named, pass, plen);
 	} else {
-		if (db.dummy != NULL)
-			(void)hash_matches(db.dummy, pass, plen);
+		if (a->db.dummy != NULL)
+			(void)hash_matches(a, a->db.dummy, pass, plen);
 		ok = named != NULL &&
 		    ct_diff(pass, plen, named->pass, named->plen) == 0;
 	}
@@ -380,10 +381,11 @@ auth_check(const char *user, size_t ulen, const char *pass, size_t plen)
 }
 
 void
-auth_free(void)
+auth_free(struct auth *a)
 {
-	db_free(&db);
-	free(auth_path);
-	auth_path = NULL;
-	auth_active = false;
+	if (a == NULL)
+		return;
+	db_free(&a->db);
+	free(a->path);
+	free(a);
 }

@@ -8,10 +8,8 @@
 
 #include "perms.h"
 
+struct auth;            /* the users of one file (broker.auth) */
 struct broker;
-
-/* True once an --auth-file is loaded: connections must authenticate. */
-extern bool auth_active;
 
 /*
  * Load FILE (lines "user:password[:permissions]" or
@@ -22,12 +20,13 @@ extern bool auth_active;
  * between the first ':' and that one, and is accepted with a warning.
  * Refuses a file that others may read or write, one without users, a
  * malformed line, a user listed twice, a hash crypt(3) cannot use and a
- * bad permissions field.  0, or -1 with the reason (and line) in err.
+ * bad permissions field.  The users, or NULL with the reason (and line)
+ * in err.
  */
-int auth_init(const char *path, char *err, size_t errlen);
-/* Reread the file (SIGHUP); a bad file keeps the users loaded before.
- * The logged-in sessions of b get their user's new rights (none when the
- * user is gone). */
+struct auth *auth_load(const char *path, char *err, size_t errlen);
+/* Reread b->auth's file (SIGHUP); a bad file keeps the users loaded
+ * before.  The logged-in sessions of b get their user's new rights (none
+ * when the user is gone). */
 void auth_reload(struct broker *b);
 /* Is user/password in the file?  Its rights (valid until the next
  * reload, which updates the sessions holding them), or NULL.  The time
@@ -35,9 +34,9 @@ void auth_reload(struct broker *b);
  * whether the user exists (one crypt(3) of the file's first hash stands
  * in for an unknown user).  It does not throttle: callers ask login.h
  * first. */
-const struct perms *auth_check(const char *user, size_t ulen, const char *pass,
-    size_t plen);
-/* Forget every user. */
-void auth_free(void);
+const struct perms *auth_check(struct auth *a, const char *user, size_t ulen,
+    const char *pass, size_t plen);
+/* Forget every user (NULL: nothing). */
+void auth_free(struct auth *a);
 
 #endif

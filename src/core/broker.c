@@ -12,7 +12,9 @@
 void
 broker_init(struct broker *b, const struct broker_hooks *hooks)
 {
-	memset(b, 0, sizeof(*b));
+	/* not the scratch: written before it is read, its pages stay
+	 * untouched until a get needs them */
+	memset(b, 0, offsetof(struct broker, scratch));
 	b->hooks = hooks;
 	b->stats.started = time(NULL);
 	TAILQ_INIT(&b->ready);

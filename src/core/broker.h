@@ -23,13 +23,17 @@
 #include "qconfig.h"
 #include "stats.h"
 
+struct auth;
 struct broker;
+struct proto_scratch;
 struct session;
 struct squeue;
 TAILQ_HEAD(session_list, session);
 TAILQ_HEAD(squeue_list, squeue);
 
 enum broker_status { STATUS_UP = 0, STATUS_READONLY, STATUS_QUIESCENT };
+
+#define OP_MAX_GET_KEYS 10000   /* most keys in one text get (op_get) */
 
 /* What the broker asks of its owner.  Every hook is required. */
 struct broker_hooks {
@@ -72,6 +76,11 @@ struct broker_hooks {
 	void (*login_ok)(struct session *s);
 	/* The peer's address and port as text (log lines, the console). */
 	const char *(*peer)(struct session *s);
+	/* The records the session's protocol keeps of the batch's replies
+	 * (reply.h): the reply being built is kept (enum reply_keep), and
+	 * the replies were cut back to `len` bytes of pend. */
+	void (*reply_keep)(struct session *s, unsigned keep);
+	void (*reply_cut)(struct session *s, size_t len);
 };
 
 struct broker {
@@ -115,6 +124,20 @@ struct broker {
 	/* Frees what the owner hung on a queue (squeue.ext: sakerd's console
 	 * keeps rates and depth samples there); required once one is set. */
 	void (*queue_ext_free)(void *ext);
+	/* --auth-file's users (auth.h), the broker's to free; NULL without
+	 * one: every session starts logged in */
+	struct auth *auth;
+	/* The protocol layer's scratch for this broker's commands (src/proto:
+	 * parsed command lines), the carrier's; opaque here */
+	struct proto_scratch *proto;
+	uint64_t rng;                 /* retry_random()'s state; 0: unseeded */
+	/* ops.c's scratch, here rather than in file statics or 80 KB of
+	 * stack: one command runs at a time per broker */
+	struct {
+		uint64_t hits[(OP_MAX_GET_KEYS + 63) / 64]; /* a get's keys that hit */
+		struct squeue *qs[OP_MAX_GET_KEYS];         /* ... and their queues */
+		char error[512];        /* op_store_error()'s message */
+	} scratch;
 };
 
 /* Set up an empty broker (no store yet). */

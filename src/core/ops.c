@@ -24,7 +24,6 @@
 const char *
 op_store_error(struct broker *b, int rc, int *result)
 {
-	static char shown[512];
 	const char *why;
 
 	if (rc == QUEUE_ETOOMANY) {
@@ -39,7 +38,7 @@ op_store_error(struct broker *b, int rc, int *result)
 		broker_store_failed(b, why);
 	*result = rc == SAKER_ENOMEM || rc == SAKER_EFULL ? OPR_NOMEM : OPR_SERVER;
 	/* the client's SERVER_ERROR does not name the store's file */
-	return broker_redact(b, why, shown, sizeof(shown));
+	return broker_redact(b, why, b->scratch.error, sizeof(b->scratch.error));
 }
 
 /* Why queue_lookup(..., create) failed, as a result and message. */
@@ -140,7 +139,7 @@ take_for(struct session *s, struct squeue *q, unsigned opts, size_t k,
 	struct broker *b = s->b;
 	struct hit_ctx hc = { s, k, key, key_len, 0 };
 	struct take_ctx tc = { &hc, s->gops->hit, b, q, 0, false, 0, 0 };
-	size_t pend_len = evbuffer_get_length(s->pend), nbrecs = s->nbrecs;
+	size_t pend_len = evbuffer_get_length(s->pend);
 	int mode = SAKER_TAKE_REMOVE, rc, spent = 0;
 
 	if (opts & OP_OPT_OPEN)
@@ -187,7 +186,7 @@ take_for(struct session *s, struct squeue *q, unsigned opts, size_t k,
 		/* It may have failed after handing the item to the callback
 		 * (out of memory marking it open, say): the item is still in
 		 * the queue, so its reply must not go out. */
-		reply_truncate(s, pend_len, nbrecs);
+		reply_truncate(s, pend_len);
 	}
 	if (rc == SAKER_ECORRUPT) {
 		/* the driver moved a damaged item aside in this batch
@@ -368,22 +367,18 @@ key_fetches(const struct op_key *k)
 }
 
 #define HIT_SET(h, k) ((h)[(k) >> 6] |= (uint64_t)1 << ((k) & 63))
-#define HIT_WORDS ((OP_MAX_GET_KEYS + 63) / 64)
 
-/* One get runs at a time (one event loop): its key bitmap and queues live
- * here rather than in 80 KB of stack. */
-static uint64_t hit_bits[HIT_WORDS];
-static struct squeue *get_qs[OP_MAX_GET_KEYS];
-
-/* A cleared bitmap for nkeys keys. */
+/* A cleared bitmap for nkeys keys (one get runs at a time: b->scratch). */
 static uint64_t *
-hits_clear(size_t nkeys)
+hits_clear(struct broker *b, size_t nkeys)
 {
+	uint64_t *hits = b->scratch.hits;
+
 	if (nkeys <= 64)
-		hit_bits[0] = 0;	/* most gets: no memset call */
+		hits[0] = 0;	/* most gets: no memset call */
 	else
-		memset(hit_bits, 0, ((nkeys + 63) / 64) * sizeof(hit_bits[0]));
-	return hit_bits;
+		memset(hits, 0, ((nkeys + 63) / 64) * sizeof(hits[0]));
+	return hits;
 }
 
 /* Wait on every fetching key's queue at once.  The keys' raw bytes are
@@ -431,7 +426,7 @@ op_wait_timeout(struct session *s)
 
 	s->b->stats.get_misses++;
 	session_end_wait(s);
-	ops->end(s, hits_clear(n), n);
+	ops->end(s, hits_clear(s->b, n), n);
 }
 
 void
@@ -478,7 +473,7 @@ op_serve_waiters(struct broker *b, struct squeue *q)
 			continue;
 		}
 		session_end_wait(s);
-		hits = hits_clear(n);
+		hits = hits_clear(b, n);
 		HIT_SET(hits, k);
 		ops->end(s, hits, n);
 	}
@@ -501,8 +496,8 @@ static void
 get_run(struct session *s, const struct get_ops *ops, const struct op_key *keys,
     size_t nkeys, const char *base, size_t baselen)
 {
-	struct squeue **qs = get_qs;
-	uint64_t *hits = hits_clear(nkeys);
+	struct squeue **qs = s->b->scratch.qs;
+	uint64_t *hits = hits_clear(s->b, nkeys);
 	size_t nhits = 0;
 	int64_t now = saker_now_ms(), timeout = -1;
 	size_t i, misses = 0;

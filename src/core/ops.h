@@ -18,7 +18,6 @@
 #include "session.h"
 
 #define OP_MAX_KEYS 128         /* most keys in one binary or meta get group */
-#define OP_MAX_GET_KEYS 10000   /* most keys in one text get (op_get) */
 
 /* get options (bits of op_key.opts) */
 #define OP_OPT_OPEN    0x01u

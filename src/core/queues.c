@@ -362,7 +362,7 @@ queues_free(struct broker *b)
 	hashmap_free(b->queues);
 	b->queues = NULL;
 	if (b->missing != NULL)
-		squeue_free(b->missing);
+		squeue_free(b, b->missing);
 	b->missing = NULL;
 	b->stubs = NULL;
 	b->graveyard = NULL;

@@ -32,15 +32,14 @@ retry_backoff(const struct queue_config *qc, uint32_t deliveries,
 }
 
 uint64_t
-retry_random(void)
+retry_random(struct broker *b)
 {
-	static uint64_t state;
 	uint64_t z;
 
-	if (state == 0)
-		state = (uint64_t)saker_now_us() ^ ((uint64_t)getpid() << 32);
+	if (b->rng == 0)
+		b->rng = (uint64_t)saker_now_us() ^ ((uint64_t)getpid() << 32);
 	/* splitmix64 */
-	z = (state += UINT64_C(0x9e3779b97f4a7c15));
+	z = (b->rng += UINT64_C(0x9e3779b97f4a7c15));
 	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
 	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
 	return z ^ (z >> 31);
@@ -56,7 +55,7 @@ retry_give_back(struct broker *b, struct squeue *q, uint64_t id,
 
 	if (delay_ms == RETRY_BACKOFF)
 		delay_ms = b->closing ? 0 : retry_backoff(queue_cfg(b, q),
-		    deliveries, retry_random());
+		    deliveries, retry_random(b));
 	if (delay_ms <= 0) {
 		rc = d->release(b->store, q->h, id);
 		if (rc == SAKER_OK)

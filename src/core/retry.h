@@ -30,8 +30,9 @@ struct squeue;
 int64_t retry_backoff(const struct queue_config *qc, uint32_t deliveries,
     uint64_t rnd);
 
-/* A fresh pseudo-random value for the jitter (not for secrets). */
-uint64_t retry_random(void);
+/* A fresh pseudo-random value for the jitter (not for secrets), from
+ * b's generator (seeded at its first use). */
+uint64_t retry_random(struct broker *b);
 
 /*
  * Give open item `id` of q back after `delay_ms`: > 0 that long,

@@ -71,11 +71,7 @@ session_free(struct session *s)
 		evbuffer_free(s->pend);
 	if (s->held != NULL)
 		evbuffer_free(s->held);
-	free(s->brecs);
-	free(s->kept);
 	s->in = s->pend = s->held = NULL;
-	s->brecs = NULL;
-	s->kept = NULL;
 }
 
 /* --- open items --------------------------------------------------------- */

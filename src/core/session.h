@@ -16,16 +16,10 @@
 #include "broker.h"
 #include "perms.h"
 
-/* The protocol a session speaks, decided by its first byte. */
-enum session_proto {
-	SESSION_PROTO_UNKNOWN = 0,
-	SESSION_PROTO_TEXT,   /* memcache text, meta commands included */
-	SESSION_PROTO_BINARY  /* memcached's binary protocol (first byte 0x80) */
-};
-
 enum session_state {
 	SESSION_CMD = 0,      /* reading commands */
-	SESSION_SWALLOW,      /* discarding the data block of a refused set */
+	SESSION_SWALLOW,      /* discarding the data of a refused request
+	                       * (the protocol counts the bytes) */
 	SESSION_WAITING,      /* a blocking get is waiting for an item */
 	SESSION_CLOSING       /* writing the last replies, then close */
 };
@@ -42,24 +36,8 @@ struct open_item {
 };
 TAILQ_HEAD(open_list, open_item);
 
-/* A binary reply of the current batch, kept so a failed commit can answer
- * each request with an error packet of the same opcode and opaque. */
-struct bin_rec {
-	size_t end;                     /* where its bytes end in pend */
-	uint32_t opaque;
-	uint8_t opcode;
-	uint8_t keep;                   /* enum reply_keep */
-};
-
-/* A text reply of the current batch that may be kept (enum reply_keep). */
-struct kept_reply {
-	unsigned idx;                   /* its number among the batch's replies */
-	uint8_t keep;
-	size_t start, end;              /* its bytes in pend */
-};
-
 struct get_ops;
-struct getgroup;
+struct proto_state;
 
 struct session {
 	struct broker *b;
@@ -67,31 +45,24 @@ struct session {
 
 	struct evbuffer *in;            /* unparsed input */
 	struct evbuffer *pend;          /* replies of the current batch */
-	uint32_t login_opaque;          /* binary: the SASL request a delayed */
-	uint8_t login_opcode;           /* refusal answers */
 	size_t mem_budget;              /* --max-conn-memory (0: none) */
 	size_t out_len;                 /* replies committed, not yet written
 	                                 * (kept by the carrier: conn.c) */
 	bool flush_scheduled;           /* schedule_flush() ran this batch */
-	unsigned batch_replies;         /* replies in pend (for a failed commit) */
-	size_t reply_start;             /* where the reply being built starts */
-	uint8_t reply_keep;             /* ... and whether to keep it */
-	struct kept_reply *kept;        /* text: such replies of this batch */
-	size_t nkept, kept_cap;
-	struct bin_rec *brecs;          /* binary: replies of this batch */
-	size_t nbrecs, brecs_cap;
+	/* The protocol's own state (src/proto/pstate.h: the records of the
+	 * batch's replies a failed commit answers from, ...), set by the
+	 * carrier; NULL for a session that speaks no protocol (the console's).
+	 * The core reaches it only through the broker's hooks. */
+	struct proto_state *ps;
 
-	uint8_t proto;                  /* enum session_proto */
 	bool authed;                    /* --auth-file: authenticated */
 	const struct perms *perms;      /* --auth-file: the user's rights, set
 	                                 * at login; NULL: no --auth-file */
 	int64_t denied_log_ms;          /* last "permission denied" log line */
 	uint64_t denied_unlogged;       /* refusals since, not logged */
 	const struct get_ops *gops;     /* how the current get answers */
-	struct getgroup *grp;           /* binary / meta multi-get being collected */
 
 	enum session_state state;
-	size_t swallow;                 /* SESSION_SWALLOW: bytes left to discard */
 
 	struct open_list opens;         /* open items, oldest first */
 	size_t nopens;

@@ -92,7 +92,7 @@ conn_new(int fd, bool tls)
 	/* without --auth-file every connection starts authenticated */
 	if (c->out == NULL || c->rev == NULL || c->wev == NULL ||
 	    (tls && c->hs_ev == NULL) ||
-	    session_init(&c->s, env.broker, !auth_active) != 0) {
+	    session_init(&c->s, env.broker, env.broker->auth == NULL) != 0) {
 		if (c->out) evbuffer_free(c->out);
 		if (c->rev) event_free(c->rev);
 		if (c->wev) event_free(c->wev);
@@ -101,6 +101,7 @@ conn_new(int fd, bool tls)
 		free(c);
 		return NULL;
 	}
+	c->s.ps = &c->ps;               /* zeroed: no protocol yet */
 	c->s.mem_budget = env.max_conn_memory;
 	peer_names(fd, c->peer, sizeof(c->peer), c->addr, sizeof(c->addr));
 	if (!c->s.authed) {

@@ -12,10 +12,12 @@
 #include <event2/event.h>
 
 #include "batch.h"
+#include "pstate.h"
 #include "session.h"
 
 struct conn {
 	struct session s;               /* first: conn_of() */
+	struct proto_state ps;          /* what its protocol keeps (s.ps) */
 	TAILQ_ENTRY(conn) link;         /* every connection */
 	TAILQ_ENTRY(conn) batch_link;   /* replies in this batch */
 	TAILQ_ENTRY(conn) resume_link;  /* wait ended: input to run */

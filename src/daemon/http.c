@@ -380,8 +380,8 @@ write_metrics(struct http_server *h, struct evbuffer *b)
  * keeps reading while it waits).
  */
 static bool
-admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *what,
-    const char **user)
+admin_authorized(struct http_server *h, struct evhttp_request *req, struct evbuffer *b,
+    const char *what, const char **user)
 {
 	struct evkeyvalq *hdrs = evhttp_request_get_input_headers(req);
 	const char *auth = evhttp_find_header(hdrs, "Authorization");
@@ -424,7 +424,7 @@ admin_authorized(struct evhttp_request *req, struct evbuffer *b, const char *wha
 		return false;
 	}
 	if (colon != NULL)
-		who = auth_check(dec, (size_t)(colon - dec), colon + 1,
+		who = auth_check(h->b->auth, dec, (size_t)(colon - dec), colon + 1,
 		    (size_t)(dec + n - colon - 1));
 	if (who != NULL && (who->rights & PERM_ADMIN) != 0) {
 		login_ok(peer, dec, (size_t)(colon - dec));
@@ -587,13 +587,13 @@ handle(struct evhttp_request *req, void *arg)
 		const char *user = NULL;
 
 		/* the console and its API: the same login as /metrics */
-		if (!h->need_admin || admin_authorized(req, b, "console", &user))
+		if (!h->need_admin || admin_authorized(h, req, b, "console", &user))
 			console_handle(&h->console, req, user);
 	} else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
 	    evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
 		http_send_error(req, 405, "Method Not Allowed", "only GET");
 	} else if (strcmp(uri, "/metrics") == 0) {
-		if (h->need_admin && !admin_authorized(req, b, "/metrics", NULL)) {
+		if (h->need_admin && !admin_authorized(h, req, b, "/metrics", NULL)) {
 			evbuffer_free(b);
 			return;
 		}

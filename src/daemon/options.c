@@ -429,7 +429,7 @@ options_parse(int argc, char **argv, struct options *o)
 
 		/* read now, before privileges are dropped and before detaching,
 		 * so a bad file is a startup error on the terminal */
-		if (auth_init(o->auth_file, err, sizeof(err)) != 0) {
+		if ((o->auth = auth_load(o->auth_file, err, sizeof(err))) == NULL) {
 			fprintf(stderr, "sakerd: --auth-file %s: %s\n", o->auth_file, err);
 			return -1;
 		}

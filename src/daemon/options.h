@@ -51,6 +51,7 @@ struct options {
 	const char *log_target;      /* --log */
 	const char *config_path;     /* --config */
 	const char *auth_file;       /* --auth-file: user:password lines */
+	struct auth *auth;           /* ... read (server_init() takes it) */
 	const char *http;            /* --http [ADDR:]PORT */
 	bool http_public;            /* --http-public: /metrics needs no login */
 	const char *http_hosts[OPT_MAX_HTTP_HOSTS]; /* --http-host NAME */

@@ -28,6 +28,7 @@
 #include "history.h"
 #include "http.h"
 #include "log.h"
+#include "proto_text.h"
 #include "queues.h"
 #include "server.h"
 #include "tls.h"
@@ -65,6 +66,8 @@ static const struct broker_hooks hooks = {
 	.login_admit = conn_login_admit,
 	.login_failed = conn_login_failed,
 	.login_ok = conn_login_ok,
+	.reply_keep = pstate_keep,
+	.reply_cut = pstate_cut,
 	.peer = conn_peer,
 };
 
@@ -546,6 +549,10 @@ shutdown_everything(void)
 	tls_teardown();
 	config_free(srv->broker.config);
 	srv->broker.config = NULL;
+	auth_free(srv->broker.auth);
+	srv->broker.auth = NULL;
+	free(srv->broker.proto);
+	srv->broker.proto = NULL;
 	if (srv->base == NULL)
 		return;
 	event_free(srv->sweep_ev);
@@ -599,6 +606,12 @@ server_init(struct options *opt)
 	srv->broker.enable_shutdown = opt->enable_shutdown;
 	srv->broker.max_queues = opt->max_queues;
 	srv->broker.sync = opt->sync;
+	srv->broker.auth = opt->auth;
+	opt->auth = NULL;
+	if ((srv->broker.proto = calloc(1, sizeof(*srv->broker.proto))) == NULL) {
+		fprintf(stderr, "sakerd: out of memory\n");
+		return 1;
+	}
 	srv->opt = opt;
 	signal(SIGPIPE, SIG_IGN);
 
@@ -664,7 +677,7 @@ server_init(struct options *opt)
 	/* bound now, listening once the store is open (start_listening()) */
 	if ((opt->http != NULL && (srv->http = http_start(srv->base, opt->http, &srv->broker,
 	    opt->metrics_max_queues, &srv->stopping,
-	    auth_active && !opt->http_public, opt->max_conns, server_commit_now)) == NULL) ||
+	    srv->broker.auth != NULL && !opt->http_public, opt->max_conns, server_commit_now)) == NULL) ||
 	    bind_tcp() != 0 || bind_unix() != 0) {
 		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
 		return 1;

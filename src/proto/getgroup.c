@@ -14,7 +14,7 @@ static void gg_reset(struct session *s);
 static void
 gg_finish(struct session *s, const uint64_t *hits, size_t nkeys, size_t skip)
 {
-	struct getgroup *g = s->grp;
+	struct getgroup *g = s->ps->grp;
 	size_t i;
 
 	for (i = 0; i < nkeys; i++) {
@@ -34,7 +34,7 @@ gg_hit(void *arg, const struct saker_item *it)
 {
 	struct hit_ctx *hc = arg;
 
-	return hc->s->grp->rep->hit(arg, it);
+	return hc->s->ps->grp->rep->hit(arg, it);
 }
 
 static void
@@ -46,7 +46,7 @@ gg_end(struct session *s, const uint64_t *hits, size_t nkeys)
 static void
 gg_error(struct session *s, size_t k, int r, const char *msg)
 {
-	struct getgroup *g = s->grp;
+	struct getgroup *g = s->ps->grp;
 
 	g->rep->error(s, &g->keys[k], r, msg);
 	gg_finish(s, NULL, g->nkeys, k);
@@ -61,9 +61,9 @@ static const struct get_ops gg_get_ops = {
 bool
 gg_room(struct session *s, size_t bytes)
 {
-	if (s->grp == NULL)
-		return true;
-	return s->grp->nkeys < PROTO_MAX_KEYS && s->grp->len + bytes <= GG_MAX_BYTES;
+	const struct getgroup *g = s->ps->grp;
+
+	return g == NULL || (g->nkeys < PROTO_MAX_KEYS && g->len + bytes <= GG_MAX_BYTES);
 }
 
 static bool
@@ -87,10 +87,10 @@ gg_reserve(struct getgroup *g, size_t n)
 struct gg_key *
 gg_add(struct session *s, const struct proto_key *k, const char *raw, size_t rawlen)
 {
-	struct getgroup *g = s->grp;
+	struct getgroup *g = s->ps->grp;
 	struct gg_key *gk;
 
-	if (g == NULL && (g = s->grp = calloc(1, sizeof(*g))) == NULL)
+	if (g == NULL && (g = s->ps->grp = calloc(1, sizeof(*g))) == NULL)
 		return NULL;
 	if (g->nkeys >= PROTO_MAX_KEYS || g->len + rawlen > GG_MAX_BYTES ||
 	    !gg_reserve(g, rawlen))
@@ -111,7 +111,7 @@ gg_add(struct session *s, const struct proto_key *k, const char *raw, size_t raw
 bool
 gg_stash(struct session *s, struct gg_key *gk, const char *p, size_t n)
 {
-	struct getgroup *g = s->grp;
+	struct getgroup *g = s->ps->grp;
 
 	if (n > 255 || g->len + n > GG_MAX_BYTES || !gg_reserve(g, n))
 		return false;
@@ -127,7 +127,7 @@ gg_run(struct session *s, const struct gg_replies *rep, int end,
     uint32_t end_opaque)
 {
 	struct proto_key keys[PROTO_MAX_KEYS];
-	struct getgroup *g = s->grp;
+	struct getgroup *g = s->ps->grp;
 	size_t i;
 
 	g->rep = rep;
@@ -150,20 +150,20 @@ gg_run(struct session *s, const struct gg_replies *rep, int end,
 static void
 gg_reset(struct session *s)
 {
-	if (s->grp == NULL)
+	if (s->ps->grp == NULL)
 		return;
-	s->grp->nkeys = 0;
-	s->grp->len = 0;
-	s->grp->end = GG_END_NONE;
+	s->ps->grp->nkeys = 0;
+	s->ps->grp->len = 0;
+	s->ps->grp->end = GG_END_NONE;
 }
 
 void
 gg_free(struct session *s)
 {
-	if (s->grp == NULL)
+	if (s->ps->grp == NULL)
 		return;
-	free(s->grp->buf);
-	free(s->grp);
-	s->grp = NULL;
+	free(s->ps->grp->buf);
+	free(s->ps->grp);
+	s->ps->grp = NULL;
 }
 

@@ -20,6 +20,7 @@
 
 #include "ops.h"
 #include "proto_text.h"
+#include "pstate.h"
 
 enum gg_end { GG_END_NONE = 0, GG_END_NOOP, GG_END_MN };
 
@@ -70,7 +71,7 @@ struct getgroup {
 static inline bool
 gg_pending(const struct session *s)
 {
-	return s->grp != NULL && s->grp->nkeys > 0;
+	return s->ps->grp != NULL && s->ps->grp->nkeys > 0;
 }
 
 /* Room for one more key of `bytes` bytes? */

@@ -5,12 +5,12 @@
 #include "getgroup.h"
 #include "proto.h"
 #include "proto_binary.h"
-#include "reply.h"
+#include "pstate.h"
 #include "text.h"
 
 static const struct protocol protocols[] = {
-	[SESSION_PROTO_TEXT] = { "text", text_step, text_fail_batch },
-	[SESSION_PROTO_BINARY] = { "binary", bin_step, bin_fail_batch },
+	[PROTO_TEXT] = { "text", text_step, text_fail_batch },
+	[PROTO_BINARY] = { "binary", bin_step, bin_fail_batch },
 };
 
 /*
@@ -20,21 +20,44 @@ static const struct protocol protocols[] = {
  * while its own blocking get waits must not deadlock itself.  Gets (they
  * keep their turn), commands touching open items, quit, meta and anything
  * refused wait for the get to end as before; so does everything behind a
- * monitor.
+ * monitor.  They answer into s->held, which follows the get's reply once
+ * it is written (release_held), outside the batch's records: a failed
+ * commit of a batch that ran or released any of them closes the session
+ * (s->held_in_batch).
  */
 static int
 step_behind_wait(struct session *s)
 {
-	struct held_save sv;
+	struct evbuffer *pend = s->pend;
+	struct rec_marks at = s->ps->at;
 	int r;
 
-	if (s->monitoring || !(s->proto == SESSION_PROTO_BINARY ?
+	if (s->monitoring || !(s->ps->kind == PROTO_BINARY ?
 	    bin_runs_behind_wait(s) : text_runs_behind_wait(s)))
 		return PROTO_STOP;
-	reply_held_begin(s, &sv);
-	r = protocols[s->proto].step(s);
-	reply_held_end(s, &sv);
+	s->pend = s->held;
+	s->ps->at.start = evbuffer_get_length(s->held);
+	r = protocols[s->ps->kind].step(s);
+	s->pend = pend;
+	s->ps->at = at;
+	s->held_in_batch = true;
+	s->held_some = true;
+	reply_schedule(s);
 	return r;
+}
+
+static void
+release_held(struct session *s)
+{
+	if (!s->held_some)
+		return;
+	s->held_some = false;
+	if (evbuffer_get_length(s->held) == 0)
+		return;
+	evbuffer_add_buffer(s->pend, s->held);
+	s->ps->at.start = evbuffer_get_length(s->pend);
+	s->held_in_batch = true;
+	reply_schedule(s);
 }
 
 int
@@ -43,37 +66,37 @@ proto_step(struct session *s)
 	size_t avail = evbuffer_get_length(s->in);
 
 	if (s->state != SESSION_WAITING)
-		reply_release_held(s);
+		release_held(s);
 	if (avail == 0)
 		return PROTO_STOP;
 	if (s->state == SESSION_WAITING)
 		return step_behind_wait(s);
 	if (s->state == SESSION_SWALLOW) {
-		size_t n = avail < s->swallow ? avail : s->swallow;
+		size_t n = avail < s->ps->swallow ? avail : s->ps->swallow;
 
 		evbuffer_drain(s->in, n);
-		s->swallow -= n;
-		if (s->swallow == 0)
+		s->ps->swallow -= n;
+		if (s->ps->swallow == 0)
 			s->state = SESSION_CMD;
 		return PROTO_SKIPPED;
 	}
-	if (__builtin_expect(s->proto == SESSION_PROTO_UNKNOWN, 0)) {
+	if (__builtin_expect(s->ps->kind == PROTO_UNKNOWN, 0)) {
 		/* memcached's rule: a binary client's first byte is 0x80 */
 		unsigned char first;
 
 		evbuffer_copyout(s->in, &first, 1);
-		s->proto = first == BIN_REQ_MAGIC ? SESSION_PROTO_BINARY :
-		    SESSION_PROTO_TEXT;
+		s->ps->kind = first == BIN_REQ_MAGIC ? PROTO_BINARY :
+		    PROTO_TEXT;
 	}
-	return protocols[s->proto].step(s);
+	return protocols[s->ps->kind].step(s);
 }
 
 void
 proto_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
     const char *reason)
 {
-	const struct protocol *p = &protocols[s->proto == SESSION_PROTO_BINARY ?
-	    SESSION_PROTO_BINARY : SESSION_PROTO_TEXT];
+	const struct protocol *p = &protocols[s->ps->kind == PROTO_BINARY ?
+	    PROTO_BINARY : PROTO_TEXT];
 
 	p->fail_batch(s, sent, in_doubt, reason);
 }
@@ -82,4 +105,5 @@ void
 proto_session_free(struct session *s)
 {
 	gg_free(s);
+	pstate_free(s->ps);
 }

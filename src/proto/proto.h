@@ -31,7 +31,7 @@ int proto_step(struct session *s);
 /* The batch's commit failed: rewrite s->pend for s's protocol. */
 void proto_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
     const char *reason);
-/* Free what the protocols keep per session. */
+/* Free what the protocols keep per session (in s->ps). */
 void proto_session_free(struct session *s);
 
 #endif

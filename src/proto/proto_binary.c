@@ -14,7 +14,7 @@
 #include "log.h"
 #include "proto_binary.h"
 #include "qname.h"
-#include "reply.h"
+#include "pstate.h"
 #include "report.h"
 
 /*
@@ -149,7 +149,7 @@ bin_hit(void *arg, const struct saker_item *it)
 {
 	struct hit_ctx *hc = arg;
 	struct session *c = hc->s;
-	const struct gg_key *gk = &c->grp->keys[hc->k];
+	const struct gg_key *gk = &c->ps->grp->keys[hc->k];
 	unsigned char flags[4];
 	bool withkey = op_is_getk(gk->opcode);
 
@@ -246,7 +246,7 @@ bin_get(struct session *c, const struct bin_req *r, size_t total)
 	else if (r->keylen > BIN_MAX_KEY)
 		err = "CLIENT_ERROR key longer than 250 bytes";
 	else
-		err = proto_parse_get_key(r->key, r->keylen, &pk);
+		err = proto_parse_get_key(c->b->proto, r->key, r->keylen, &pk);
 	if (err == NULL && !gg_room(c, r->keylen) && !bin_settle_group(c))
 		return false;
 	if (err == NULL && (gk = gg_add(c, &pk, r->key, r->keylen)) != NULL) {
@@ -286,7 +286,7 @@ bin_set(struct session *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "key longer than 250 bytes");
 		return;
 	}
-	if ((err = proto_parse_set_key(r->key, r->keylen, &pk, &delay_ms, &at_s)) != NULL) {
+	if ((err = proto_parse_set_key(c->b->proto, r->key, r->keylen, &pk, &delay_ms, &at_s)) != NULL) {
 		bin_text_error(c, r->opcode, r->opaque, err);
 		return;
 	}
@@ -405,7 +405,7 @@ bin_stats(struct session *c, const struct bin_req *r)
 static void
 bin_login_failure(struct session *c)
 {
-	bin_error(c, c->login_opcode, c->login_opaque, BIN_AUTH_ERROR, "Auth failure");
+	bin_error(c, c->ps->login_opcode, c->ps->login_opaque, BIN_AUTH_ERROR, "Auth failure");
 }
 
 /* May this SASL PLAIN login be checked now (login_admit)?  False leaves
@@ -439,7 +439,7 @@ bin_sasl_auth(struct session *c, const struct bin_req *r)
 	}
 	u = memchr(v, '\0', n);
 	p = u != NULL ? memchr(u + 1, '\0', n - (size_t)(u + 1 - v)) : NULL;
-	if (p != NULL && (who = auth_check(u + 1, (size_t)(p - u - 1), p + 1,
+	if (p != NULL && (who = auth_check(c->b->auth, u + 1, (size_t)(p - u - 1), p + 1,
 	    n - (size_t)(p + 1 - v))) != NULL) {
 		c->authed = true;
 		c->perms = who;
@@ -447,8 +447,8 @@ bin_sasl_auth(struct session *c, const struct bin_req *r)
 		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, "Authenticated", 13);
 		return;
 	}
-	c->login_opcode = r->opcode;
-	c->login_opaque = r->opaque;
+	c->ps->login_opcode = r->opcode;
+	c->ps->login_opaque = r->opaque;
 	c->b->hooks->login_failed(c, "SASL", bin_login_failure);
 }
 
@@ -535,8 +535,8 @@ bin_step(struct session *c)
 			return PROTO_STOP;
 		bin_error(c, r.opcode, r.opaque, BIN_AUTH_ERROR, "Auth failure");
 		evbuffer_drain(c->in, BIN_HEADER);
-		c->swallow = r.bodylen;
-		if (c->swallow > 0)
+		c->ps->swallow = r.bodylen;
+		if (c->ps->swallow > 0)
 			c->state = SESSION_SWALLOW;
 		return PROTO_COMMAND;
 	}
@@ -553,8 +553,8 @@ bin_step(struct session *c)
 		else
 			bin_error(c, r.opcode, r.opaque, BIN_EINVAL, "request body too large");
 		evbuffer_drain(c->in, BIN_HEADER);
-		c->swallow = r.bodylen;
-		if (c->swallow > 0)
+		c->ps->swallow = r.bodylen;
+		if (c->ps->swallow > 0)
 			c->state = SESSION_SWALLOW;
 		return PROTO_COMMAND;
 	}
@@ -642,19 +642,19 @@ bin_step(struct session *c)
 		c->b->hooks->close(c);
 		return PROTO_STOP;
 	case BIN_SASL_LIST:
-		if (!auth_active)
+		if (c->b->auth == NULL)
 			goto unknown;
 		bin_reply(c, r.opcode, BIN_OK, r.opaque, NULL, 0, "PLAIN", 5);
 		break;
 	case BIN_SASL_AUTH:
-		if (!auth_active)
+		if (c->b->auth == NULL)
 			goto unknown;
 		if (!bin_sasl_admit(c, &r))
 			return PROTO_STOP;      /* run again after the delay */
 		bin_sasl_auth(c, &r);
 		break;
 	case BIN_SASL_STEP:
-		if (!auth_active)
+		if (c->b->auth == NULL)
 			goto unknown;
 		bin_error(c, r.opcode, r.opaque, BIN_AUTH_ERROR, "Auth failure");
 		break;
@@ -674,8 +674,8 @@ bin_fail_batch(struct session *c, struct evbuffer *sent, bool in_doubt,
 {
 	size_t i, pos = 0, start = 0;
 
-	for (i = 0; i < c->nbrecs; start = c->brecs[i].end, i++) {
-		const struct bin_rec *br = &c->brecs[i];
+	for (i = 0; i < c->ps->at.nbrecs; start = c->ps->brecs[i].end, i++) {
+		const struct bin_rec *br = &c->ps->brecs[i];
 
 		if (reply_resend_kept(c, sent, &pos, start, br->end, br->keep,
 		    in_doubt))

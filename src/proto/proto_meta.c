@@ -358,7 +358,7 @@ meta_hit(void *arg, const struct saker_item *it)
 {
 	struct hit_ctx *hc = arg;
 	struct session *c = hc->s;
-	const struct getgroup *g = c->grp;
+	const struct getgroup *g = c->ps->grp;
 	const struct gg_key *gk = &g->keys[hc->k];
 	struct evbuffer *b = c->pend;
 	unsigned mf = gk->mflags;
@@ -445,7 +445,7 @@ meta_mg(struct session *c, const struct meta_req *m, size_t need)
 	struct gg_key *gk = NULL;
 	const char *err;
 
-	err = proto_parse_get_key(m->key, m->keylen, &pk);
+	err = proto_parse_get_key(c->b->proto, m->key, m->keylen, &pk);
 	if (err == NULL && !gg_room(c, m->keylen + m->olen) && gg_pending(c)) {
 		meta_run_group(c);
 		if (c->state != SESSION_CMD)
@@ -461,7 +461,7 @@ meta_mg(struct session *c, const struct meta_req *m, size_t need)
 		return true;
 	}
 	if (gk != NULL)
-		c->grp->nkeys--;        /* its opaque did not fit: take it back */
+		c->ps->grp->nkeys--;        /* its opaque did not fit: take it back */
 	if (gg_pending(c)) {
 		meta_run_group(c);
 		if (c->state != SESSION_CMD)
@@ -489,7 +489,7 @@ meta_ms(struct session *c, const struct meta_req *m, const char *data)
 		    "CLIENT_ERROR invalid mode for ms M token\r\n");
 		return;
 	}
-	if ((err = proto_parse_set_key(m->key, m->keylen, &pk, &delay_ms, &at_s)) != NULL) {
+	if ((err = proto_parse_set_key(c->b->proto, m->key, m->keylen, &pk, &delay_ms, &at_s)) != NULL) {
 		reply_str(c, err);
 		return;
 	}
@@ -537,7 +537,7 @@ meta_md(struct session *c, const struct meta_req *m)
 bool
 meta_command(struct session *c, const char *line, size_t linelen, size_t need)
 {
-	static char keybuf[PROTO_MAX_LINE];
+	char *keybuf = c->b->proto->meta_key;
 	struct meta_req m;
 	const char *err, *p;
 	int64_t swallow;
@@ -549,7 +549,7 @@ meta_command(struct session *c, const char *line, size_t linelen, size_t need)
 		if (c->state != SESSION_CMD)
 			return false;
 	}
-	err = meta_parse(line, linelen, &m, keybuf, sizeof(keybuf), &swallow);
+	err = meta_parse(line, linelen, &m, keybuf, PROTO_MAX_LINE, &swallow);
 	if (err != NULL) {
 		if (line[1] == 'g' && gg_pending(c)) {
 			meta_run_group(c);
@@ -586,7 +586,7 @@ meta_command(struct session *c, const char *line, size_t linelen, size_t need)
 		if (rc <= 0)
 			return false;
 		if (p != line)
-			(void)meta_parse(p, linelen, &m, keybuf, sizeof(keybuf), &swallow);
+			(void)meta_parse(p, linelen, &m, keybuf, PROTO_MAX_LINE, &swallow);
 		meta_ms(c, &m, p + need);
 		if (!c->dead)
 			evbuffer_drain(c->in, need + m.datalen + 2);

@@ -764,17 +764,18 @@ proto_next_tok(struct proto_cursor *pc, struct proto_tok *pt)
  * which is a bad queue name for every protocol.
  */
 static const char *
-parse_as_line(const char *prefix, size_t plen, const char *key, size_t len,
-    const char *suffix, size_t slen, struct proto_cmd *cmd)
+parse_as_line(struct proto_scratch *sc, const char *prefix, size_t plen,
+    const char *key, size_t len, const char *suffix, size_t slen)
 {
-	static char line[PROTO_MAX_LINE];
+	struct proto_cmd *cmd = &sc->key;
+	char *line = sc->key_line;
 	const char *err;
 
 	if (len == 0)
 		return PROTO_ERR_FORMAT;
 	if (memchr(key, ' ', len) != NULL || memchr(key, '\t', len) != NULL)
 		return PROTO_ERR_QNAME;
-	if (plen + len + slen > sizeof(line))
+	if (plen + len + slen > sizeof(sc->key_line))
 		return PROTO_ERR_QNAME;
 	memcpy(line, prefix, plen);
 	memcpy(line + plen, key, len);
@@ -788,34 +789,33 @@ parse_as_line(const char *prefix, size_t plen, const char *key, size_t len,
 }
 
 const char *
-proto_parse_get_key(const char *key, size_t len, struct proto_key *k)
+proto_parse_get_key(struct proto_scratch *sc, const char *key, size_t len,
+    struct proto_key *k)
 {
-	static struct proto_cmd cmd;
 	const char *err;
 
-	err = parse_as_line("get ", 4, key, len, "", 0, &cmd);
+	err = parse_as_line(sc, "get ", 4, key, len, "", 0);
 	if (err != NULL)
 		return err;
-	*k = cmd.keys[0];
+	*k = sc->key.keys[0];
 	k->raw = k->name = key;
 	return NULL;
 }
 
 const char *
-proto_parse_set_key(const char *key, size_t len, struct proto_key *k,
-    int64_t *delay_ms, int64_t *at_s)
+proto_parse_set_key(struct proto_scratch *sc, const char *key, size_t len,
+    struct proto_key *k, int64_t *delay_ms, int64_t *at_s)
 {
-	static struct proto_cmd cmd;
 	const char *err;
 
 	/* a set line with extra tokens is a format error, so a key holding a
 	 * space cannot pass as a shorter key */
-	err = parse_as_line("set ", 4, key, len, " 0 0 0", 6, &cmd);
+	err = parse_as_line(sc, "set ", 4, key, len, " 0 0 0", 6);
 	if (err != NULL)
 		return err;
-	*k = cmd.keys[0];
+	*k = sc->key.keys[0];
 	k->raw = k->name = key;
-	*delay_ms = cmd.delay_ms;
-	*at_s = cmd.at_s;
+	*delay_ms = sc->key.delay_ms;
+	*at_s = sc->key.at_s;
 	return NULL;
 }

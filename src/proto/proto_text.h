@@ -118,6 +118,17 @@ struct proto_cmd {
 	int64_t swallow;
 };
 
+/* The protocol layer's scratch for the commands of one broker (one runs
+ * at a time), here rather than in static storage: broker.proto, the
+ * carrier's.  A proto_cmd is 560 KB. */
+struct proto_scratch {
+	struct proto_cmd line;          /* text_line()'s command */
+	struct proto_cmd behind;        /* text_runs_behind_wait()'s */
+	struct proto_cmd key;           /* a binary or meta key parsed as a line */
+	char key_line[PROTO_MAX_LINE];  /* ... that line */
+	char meta_key[PROTO_MAX_LINE];  /* meta_command()'s key */
+};
+
 /*
  * The one tokenizer of the text protocol (command lines, meta commands,
  * the ASCII login): tokens are separated by spaces and tabs.  `cls` says
@@ -167,8 +178,9 @@ const char *proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd
  * timeout_ms; raw and name point at key) and, for a set key, *delay_ms and
  * *at_s.  On failure returns the text error (a PROTO_ERR_* string).
  */
-const char *proto_parse_get_key(const char *key, size_t len, struct proto_key *k);
-const char *proto_parse_set_key(const char *key, size_t len, struct proto_key *k,
-    int64_t *delay_ms, int64_t *at_s);
+const char *proto_parse_get_key(struct proto_scratch *sc, const char *key,
+    size_t len, struct proto_key *k);
+const char *proto_parse_set_key(struct proto_scratch *sc, const char *key,
+    size_t len, struct proto_key *k, int64_t *delay_ms, int64_t *at_s);
 
 #endif

@@ -449,7 +449,7 @@ text_login(struct session *s, const char *line, size_t linelen, size_t need)
 	if (s->b->hooks->login_admit != NULL && !s->b->hooks->login_admit(s, p,
 	    sp != NULL ? (size_t)(sp - p) : n))
 		return false;
-	who = sp != NULL ? auth_check(p, (size_t)(sp - p), sp + 1,
+	who = sp != NULL ? auth_check(s->b->auth, p, (size_t)(sp - p), sp + 1,
 	    (size_t)(p + n - sp - 1)) : NULL;
 	evbuffer_drain(s->in, need + n + 2);
 	if (who != NULL) {
@@ -471,7 +471,7 @@ static bool
 text_line(struct session *s, size_t len, size_t eol, const char *head,
     size_t head_len)
 {
-	static struct proto_cmd cmd;
+	struct proto_cmd *cmd = &s->b->proto->line;
 	size_t linelen = len, need = len + eol, total;
 	const char *line, *err, *p;
 	int rc;
@@ -488,7 +488,7 @@ text_line(struct session *s, size_t len, size_t eol, const char *head,
 	}
 	/* one test keeps logins, meta commands and mg groups off the path of
 	 * plain get and set */
-	if (__builtin_expect((line[0] == 'm') | !s->authed | (s->grp != NULL), 0)) {
+	if (__builtin_expect((line[0] == 'm') | !s->authed | (s->ps->grp != NULL), 0)) {
 		if (!s->authed)
 			return text_login(s, line, linelen, need);
 		if (line[0] == 'm' && meta_is_command(line, linelen))
@@ -502,52 +502,52 @@ text_line(struct session *s, size_t len, size_t eol, const char *head,
 			head = NULL;
 		}
 	}
-	err = proto_parse_line(line, linelen, &cmd);
+	err = proto_parse_line(line, linelen, cmd);
 	if (err != NULL) {
 		reply_str(s, err);
 		evbuffer_drain(s->in, need);
-		if (cmd.swallow >= 0)
-			text_swallow(s, (size_t)cmd.swallow);
+		if (cmd->swallow >= 0)
+			text_swallow(s, (size_t)cmd->swallow);
 		return true;
 	}
-	if (cmd.type == PROTO_CMD_NOSTORE) {
+	if (cmd->type == PROTO_CMD_NOSTORE) {
 		/* refused, but its data block is still on its way: skip it */
-		if (!cmd.noreply) {
+		if (!cmd->noreply) {
 			replyf(s, "CLIENT_ERROR %.*s not supported on a queue\r\n",
-			    (int)cmd.word_len, cmd.word);
+			    (int)cmd->word_len, cmd->word);
 			reply_done(s);
 		}
 		evbuffer_drain(s->in, need);
-		text_swallow(s, cmd.bytes + 2);
+		text_swallow(s, cmd->bytes + 2);
 		return true;
 	}
-	if (cmd.type != PROTO_CMD_SET) {
-		text_execute(s, &cmd, line, linelen, NULL);
+	if (cmd->type != PROTO_CMD_SET) {
+		text_execute(s, cmd, line, linelen, NULL);
 		if (!s->dead)
 			evbuffer_drain(s->in, need);
 		return true;
 	}
-	if (cmd.bytes > s->b->max_item_size) {
+	if (cmd->bytes > s->b->max_item_size) {
 		reply_str(s, PROTO_ERR_TOO_LARGE);
 		evbuffer_drain(s->in, need);
-		text_swallow(s, cmd.bytes + 2);
+		text_swallow(s, cmd->bytes + 2);
 		return true;
 	}
-	total = need + cmd.bytes + 2;
+	total = need + cmd->bytes + 2;
 	if (head != NULL && total <= head_len &&
 	    head[total - 2] == '\r' && head[total - 1] == '\n') {
 		p = head;	/* line and data in the first chunk: no pullup */
 	} else {
-		rc = text_data_block(s, need, cmd.bytes, &p);
+		rc = text_data_block(s, need, cmd->bytes, &p);
 		if (rc <= 0)
 			return false;
 	}
 	if (p != line) {
 		/* the pullup moved the line: parse again so pointers are valid */
 		line = p;
-		(void)proto_parse_line(line, linelen, &cmd);
+		(void)proto_parse_line(line, linelen, cmd);
 	}
-	text_execute(s, &cmd, line, linelen, p + need);
+	text_execute(s, cmd, line, linelen, p + need);
 	if (!s->dead)
 		evbuffer_drain(s->in, total);
 	return true;
@@ -556,12 +556,12 @@ text_line(struct session *s, size_t len, size_t eol, const char *head,
 bool
 text_runs_behind_wait(struct session *s)
 {
-	static struct proto_cmd cmd;
+	struct proto_cmd *cmd = &s->b->proto->behind;
 	size_t eol = 0, linelen, need, total;
 	struct evbuffer_ptr pos;
 	const char *line;
 
-	if (!s->authed || s->grp != NULL)
+	if (!s->authed || s->ps->grp != NULL)
 		return false;
 	pos = evbuffer_search_eol(s->in, NULL, &eol, EVBUFFER_EOL_LF);
 	if (pos.pos < 0 || (size_t)pos.pos > PROTO_MAX_LINE + 1)
@@ -572,15 +572,15 @@ text_runs_behind_wait(struct session *s)
 	if (linelen > 0 && line[linelen - 1] == '\r')
 		linelen--;
 	if (linelen > PROTO_MAX_LINE || line[0] == 'm' ||
-	    proto_parse_line(line, linelen, &cmd) != NULL)
+	    proto_parse_line(line, linelen, cmd) != NULL)
 		return false;
-	switch (cmd.type) {
+	switch (cmd->type) {
 	case PROTO_CMD_SET:
-		if (cmd.bytes > s->b->max_item_size)
+		if (cmd->bytes > s->b->max_item_size)
 			return false;
 		/* all of the data, well terminated: a bad chunk closes the
 		 * connection, after the get */
-		total = need + cmd.bytes + 2;
+		total = need + cmd->bytes + 2;
 		if (evbuffer_get_length(s->in) < total)
 			return false;
 		line = (const char *)evbuffer_pullup(s->in, (ev_ssize_t)total);
@@ -649,9 +649,9 @@ text_fail_batch(struct session *s, struct evbuffer *sent, bool in_doubt,
 	size_t k = 0, pos = 0;
 	unsigned i;
 
-	for (i = 0; i < s->batch_replies; i++) {
-		if (k < s->nkept && s->kept[k].idx == i) {
-			const struct kept_reply *t = &s->kept[k++];
+	for (i = 0; i < s->ps->at.replies; i++) {
+		if (k < s->ps->at.nkept && s->ps->kept[k].idx == i) {
+			const struct kept_reply *t = &s->ps->kept[k++];
 
 			if (reply_resend_kept(s, sent, &pos, t->start, t->end,
 			    t->keep, in_doubt))

@@ -4,7 +4,7 @@
 #include "config.h"
 
 #include "proto_text.h"
-#include "reply.h"
+#include "pstate.h"
 #include "textio.h"
 
 void
@@ -43,6 +43,6 @@ text_reply_result(struct session *s, int r, const char *msg)
 void
 text_swallow(struct session *s, size_t n)
 {
-	s->swallow = n;
+	s->ps->swallow = n;
 	s->state = SESSION_SWALLOW;
 }

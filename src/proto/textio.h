@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "proto_text.h"
-#include "reply.h"
+#include "pstate.h"
 
 /* The text reply for an operation's result other than success. */
 void text_reply_result(struct session *s, int r, const char *msg);

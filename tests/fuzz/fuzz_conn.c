@@ -70,7 +70,7 @@ setup(void)
 	/* u is limited (perms.h): logins as u fuzz the refusals too */
 	FUZZ_CHECK(write(fd, "u:p:queues=q*,read\na:p:admin\n", 29) == 29);
 	close(fd);
-	FUZZ_CHECK(auth_init(path, err, sizeof(err)) == 0);
+	FUZZ_CHECK((opt.auth = auth_load(path, err, sizeof(err))) != NULL);
 	unlink(path);
 	FUZZ_CHECK(server_init(&opt) == 0);
 	/* SIGINT and SIGTERM are the fuzzer's: it prints its statistics and
