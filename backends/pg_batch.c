@@ -18,23 +18,24 @@ pg_pending(const struct pg_store *s)
 	return s->put_name.n > 0 || s->st_id.n > 0 || s->del_id.n > 0;
 }
 
+/* fn on each of the batch's arrays */
+void
+pg_batch_arrs(struct pg_store *s, void (*fn)(struct pg_arr *))
+{
+	struct pg_arr *a[] = { &s->put_name, &s->put_vis, &s->put_due,
+	    &s->put_flags, &s->put_exp, &s->put_created, &s->put_data,
+	    &s->put_crc, &s->put_dlv, &s->st_qid, &s->st_id, &s->st_st,
+	    &s->del_qid, &s->del_id };
+	size_t i;
+
+	for (i = 0; i < sizeof(a) / sizeof(a[0]); i++)
+		fn(a[i]);
+}
+
 static void
 pg_pending_reset(struct pg_store *s)
 {
-	pg_arr_reset(&s->put_name);
-	pg_arr_reset(&s->put_vis);
-	pg_arr_reset(&s->put_due);
-	pg_arr_reset(&s->put_flags);
-	pg_arr_reset(&s->put_exp);
-	pg_arr_reset(&s->put_created);
-	pg_arr_reset(&s->put_data);
-	pg_arr_reset(&s->put_crc);
-	pg_arr_reset(&s->put_dlv);
-	pg_arr_reset(&s->st_qid);
-	pg_arr_reset(&s->st_id);
-	pg_arr_reset(&s->st_st);
-	pg_arr_reset(&s->del_qid);
-	pg_arr_reset(&s->del_id);
+	pg_batch_arrs(s, pg_arr_reset);
 	pg_os_clear(&s->st_ids);
 	s->put_bytes = 0;
 }
@@ -65,6 +66,18 @@ pg_del_add(struct pg_store *s, int64_t qid, uint64_t id)
 {
 	pg_arr_i64(&s->del_qid, qid);
 	pg_arr_i64(&s->del_id, (int64_t)id);
+}
+
+/* The batch ended: its takes no longer count for the claims of the next. */
+static void
+pg_took_clear(struct pg_store *s)
+{
+	struct saker_queue *q;
+
+	while ((q = LIST_FIRST(&s->took)) != NULL) {
+		LIST_REMOVE(q, took_link);
+		q->took = false;
+	}
 }
 
 /* Queue the batch's BEGIN (if not sent yet) and every buffered write
@@ -232,7 +245,6 @@ pg_restore(struct pg_store *s)
 void
 pg_lose_batch(struct pg_store *s, int code)
 {
-	struct saker_queue *q;
 	PGresult *res;
 	struct pgp p = { 0 };
 
@@ -248,10 +260,7 @@ pg_lose_batch(struct pg_store *s, int code)
 		pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
 	}
 	pg_pending_reset(s);
-	while ((q = LIST_FIRST(&s->took)) != NULL) {
-		LIST_REMOVE(q, took_link);
-		q->took = false;
-	}
+	pg_took_clear(s);
 	/* Claims of earlier batches are still ours in the database, but
 	 * which of them this batch handed out is unknown now: give them all
 	 * back at once, in their place in the FIFO. */
@@ -465,10 +474,7 @@ pg_commit(saker_store *base)
 		pp.res[pre_ix[k]] = NULL;
 	}
 	pg_pipe_clear(&pp);
-	while ((q = LIST_FIRST(&s->took)) != NULL) {
-		LIST_REMOVE(q, took_link);
-		q->took = false;
-	}
+	pg_took_clear(s);
 	s->in_txn = false;
 	s->begun = false;
 	s->txn_gen++;
@@ -509,10 +515,7 @@ fail:
 	pg_arr_free(&ct);
 	pg_arr_free(&ce);
 	pg_arr_free(&nt);
-	while ((q = LIST_FIRST(&s->took)) != NULL) {
-		LIST_REMOVE(q, took_link);
-		q->took = false;
-	}
+	pg_took_clear(s);
 	/* pg_fail() rolled back and recorded it; report it once */
 	if (s->lost)
 		err = s->lost_err;

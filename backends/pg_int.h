@@ -318,6 +318,7 @@ int pg_check_schema(struct pg_store *s, bool create);
 extern const char pg_fold_sql[];
 
 /* pg_batch.c */
+void pg_batch_arrs(struct pg_store *s, void (*fn)(struct pg_arr *));
 int pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st);
 bool pg_del_room(struct pg_store *s);
 void pg_del_add(struct pg_store *s, int64_t qid, uint64_t id);
@@ -368,7 +369,7 @@ struct saker_queue *pg_find_name(struct pg_store *s, const char *name,
     size_t len);
 struct saker_queue *pg_find_id(struct pg_store *s, int64_t id);
 void pg_queue_free(struct saker_queue *q);
-void pg_mark_dirty(struct pg_store *s, struct saker_queue *q);
+void pg_expired(struct pg_store *s, struct saker_queue *q, int64_t n);
 void pg_unlist(struct saker_queue *q);
 int pg_queue_open(saker_store *base, const char *name, size_t len, bool create,
     void *queue_ctx, saker_queue **out);
@@ -381,5 +382,7 @@ int pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
     int row, const int col[4], int64_t now_ms, bool *moved);
 int pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r);
 extern const int pg_item_cols[4];
+void pg_head_params(const struct pg_store *s, const struct saker_queue *q,
+    struct pgp *p, int64_t now_ms);
 
 #endif

@@ -209,21 +209,12 @@ pg_claim_size(struct pg_store *s, struct saker_queue *q)
 int
 pg_claim(struct pg_store *s, struct saker_queue *q, int n, int64_t now_ms)
 {
-	struct pgp p = { 0 };
+	struct pgp p;
 	PGresult *res;
 
 	if (s->nheld == 0 && s->open.n == 0)
 		s->lease_floor = now_ms;
-	pg_pp_i64(&p, q->id);
-	pg_pp_i64(&p, now_ms);
-	pg_pp_i64(&p, now_ms + PG_SKEW_MS);
-	if (q->hint_gen == s->txn_gen && s->in_txn) {
-		pg_pp_i64(&p, q->hint_vis);
-		pg_pp_i64(&p, q->hint_id);
-	} else {
-		pg_pp_i64(&p, INT64_MIN);
-		pg_pp_i64(&p, 0);
-	}
+	pg_head_params(s, q, &p, now_ms);
 	pg_pp_str(&p, s->owner);
 	pg_pp_i64(&p, s->lease_ms);
 	pg_pp_i64(&p, n);
@@ -302,10 +293,8 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 			    now_ms, &moved)) != SAKER_OK)
 				return err;
 			pg_del_add(s, q->id, id);
-			if (!moved) {
-				pg_mark_dirty(s, q);
-				q->d_expired++;
-			}
+			if (!moved)
+				pg_expired(s, q, 1);
 			q->held_head++;
 			s->nheld--;
 			continue;

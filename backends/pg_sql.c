@@ -24,6 +24,24 @@
  * takes linear. */
 #define HEAD_WHERE "qid = $1::bigint AND state = 0 AND due <= $2::bigint" \
 	" AND vis <= $3::bigint AND (vis, id) > ($4::bigint, $5::bigint)"
+/* the first n rows of HEAD_WHERE, locked, as c(qid, id); what the
+ * statement made of them comes back as ITEM_COLS */
+#define HEAD_ROWS(n) "WITH c AS (SELECT qid, id FROM saker_items WHERE " \
+	HEAD_WHERE " ORDER BY vis, id LIMIT " n " FOR UPDATE SKIP LOCKED)"
+#define RETURNING_ITEM " RETURNING i.id, i.flags, i.expires, i.created," \
+	" i.vis, i.due, i.data, @CRC@, @DLV@"
+/* back to the queue, no longer leased */
+#define GIVE_BACK "UPDATE saker_items SET state = 0, owner = NULL," \
+	" lease_until = 0"
+/* an open item leased to this broker */
+#define MY_OPEN " WHERE qid = $1::bigint AND id = $2::bigint AND state = 1" \
+	" AND owner = $3::text"
+/* the expired among no more than $3 ready items from the head (store.h) */
+#define EXPIRED_AT_HEAD "DELETE FROM saker_items WHERE (qid, id) IN" \
+	" (SELECT qid, id FROM (SELECT qid, id, expires FROM saker_items WHERE" \
+	" qid = $1::bigint AND state = 0 AND due <= $2::bigint" \
+	" ORDER BY vis, id LIMIT $3::bigint FOR UPDATE SKIP LOCKED) AS h" \
+	" WHERE expires <> 0 AND expires <= $2::bigint)"
 
 static const char *const pg_sql[P_COUNT] = {
 	[P_Q_FIND] = "SELECT id FROM saker_queues WHERE name = $1::bytea",
@@ -33,19 +51,15 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_Q_DELETE] = "DELETE FROM saker_queues WHERE id = $1::bigint",
 	[P_I_DELQ] = "DELETE FROM saker_items WHERE qid = $1::bigint",
 	[P_C_DELQ] = "DELETE FROM saker_counts WHERE qid = $1::bigint",
-	[P_TAKE_REMOVE] = "WITH c AS (SELECT qid, id FROM saker_items WHERE "
-	    HEAD_WHERE " ORDER BY vis, id LIMIT 1 FOR UPDATE SKIP LOCKED)"
+	[P_TAKE_REMOVE] = HEAD_ROWS("1")
 	    " DELETE FROM saker_items i USING c WHERE i.qid = c.qid AND"
-	    " i.id = c.id RETURNING i.id, i.flags, i.expires, i.created, i.vis,"
-	    " i.due, i.data, @CRC@, @DLV@",
-	[P_TAKE_OPEN] = "WITH c AS (SELECT qid, id FROM saker_items WHERE "
-	    HEAD_WHERE " ORDER BY vis, id LIMIT 1 FOR UPDATE SKIP LOCKED)"
+	    " i.id = c.id" RETURNING_ITEM,
+	[P_TAKE_OPEN] = HEAD_ROWS("1")
 	    " UPDATE saker_items i SET state = 1, owner = $6::text,"
 	    " lease_until = " DBNOW " + $7::bigint,"
 	    " deliveries = least(i.deliveries + 1, " PG_DLV_MAX ")"
 	    " FROM c WHERE i.qid = c.qid"
-	    " AND i.id = c.id RETURNING i.id, i.flags, i.expires, i.created,"
-	    " i.vis, i.due, i.data, @CRC@, @DLV@",
+	    " AND i.id = c.id" RETURNING_ITEM,
 	[P_PEEK] = "SELECT " ITEM_COLS " FROM saker_items WHERE " HEAD_WHERE
 	    " ORDER BY vis, id LIMIT 1",
 	[P_REINSERT] = "INSERT INTO saker_items(qid, id, vis, due, state, flags,"
@@ -57,17 +71,9 @@ static const char *const pg_sql[P_COUNT] = {
 	/* a damaged item seen by a peek: only while nobody has taken it */
 	[P_DEL_READY] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
 	    " id = $2::bigint AND state = 0",
-	[P_CONFIRM] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
-	    " id = $2::bigint AND state = 1 AND owner = $3::text",
-	[P_RELEASE] = "UPDATE saker_items SET state = 0, owner = NULL,"
-	    " lease_until = 0 WHERE qid = $1::bigint AND id = $2::bigint AND"
-	    " state = 1 AND owner = $3::text",
-	/* looks at no more than $3 ready items from the head (store.h) */
-	[P_EXPIRE] = "DELETE FROM saker_items WHERE (qid, id) IN (SELECT qid, id"
-	    " FROM (SELECT qid, id, expires FROM saker_items WHERE"
-	    " qid = $1::bigint AND state = 0 AND due <= $2::bigint"
-	    " ORDER BY vis, id LIMIT $3::bigint FOR UPDATE SKIP LOCKED) AS h"
-	    " WHERE expires <> 0 AND expires <= $2::bigint)",
+	[P_CONFIRM] = "DELETE FROM saker_items" MY_OPEN,
+	[P_RELEASE] = GIVE_BACK MY_OPEN,
+	[P_EXPIRE] = EXPIRED_AT_HEAD,
 	[P_STATS] = "SELECT count(*) FILTER (WHERE " READY "),"
 	    " coalesce(sum(len) FILTER (WHERE " READY "),"
 	    " 0)::bigint, count(*) FILTER (WHERE state = 0 AND due > $2::bigint),"
@@ -96,12 +102,7 @@ static const char *const pg_sql[P_COUNT] = {
 	    " expires > $2::bigint)",
 	/* P_EXPIRE for a queue with expire_to: the rows come back to be
 	 * moved (flags, created, data, deliveries) */
-	[P_EXPIRE_GET] = "DELETE FROM saker_items WHERE (qid, id) IN (SELECT"
-	    " qid, id FROM (SELECT qid, id, expires FROM saker_items WHERE"
-	    " qid = $1::bigint AND state = 0 AND due <= $2::bigint"
-	    " ORDER BY vis, id LIMIT $3::bigint FOR UPDATE SKIP LOCKED) AS h"
-	    " WHERE expires <> 0 AND expires <= $2::bigint)"
-	    " RETURNING flags, created, data, @DLV@",
+	[P_EXPIRE_GET] = EXPIRED_AT_HEAD " RETURNING flags, created, data, @DLV@",
 	[P_NEXT] = "SELECT coalesce(min(due), 0)::bigint FROM saker_items"
 	    " WHERE state = 0 AND due > $1::bigint",
 	[P_RENEW] = "UPDATE saker_items SET lease_until = " DBNOW " + $2::bigint"
@@ -111,14 +112,13 @@ static const char *const pg_sql[P_COUNT] = {
 	 * statistics still say it is empty -- a 2.8 s sweep on the loop was
 	 * seen on a fresh 40,000-item table.  A row locked here cannot move
 	 * before the UPDATE; state > 0 again in case it did. */
-	[P_SWEEP] = "UPDATE saker_items SET state = 0, owner = NULL,"
-	    " lease_until = 0 WHERE ctid = ANY (ARRAY (SELECT ctid FROM"
+	[P_SWEEP] = GIVE_BACK " WHERE ctid = ANY (ARRAY (SELECT ctid FROM"
 	    " saker_items WHERE state > 0 AND lease_until < " DBNOW
 	    " FOR UPDATE SKIP LOCKED)) AND state > 0 RETURNING qid",
 	[P_MINE] = "SELECT qid, id FROM saker_items WHERE state = 1 AND"
 	    " owner = $1::text",
-	[P_RELEASE_ALL] = "UPDATE saker_items SET state = 0, owner = NULL,"
-	    " lease_until = 0 WHERE state > 0 AND owner = $1::text RETURNING qid",
+	[P_RELEASE_ALL] = GIVE_BACK " WHERE state > 0 AND owner = $1::text"
+	    " RETURNING qid",
 	[P_IT_OPEN] = "SELECT " ITEM_COLS " FROM saker_items WHERE"
 	    " qid = $1::bigint AND state = 1 ORDER BY vis, id",
 	[P_IT_READY] = "SELECT " ITEM_COLS " FROM saker_items WHERE"
@@ -181,30 +181,23 @@ static const char *const pg_sql[P_COUNT] = {
 	    " expired = saker_counts.expired + excluded.expired",
 	/* claim ahead: up to $8 of the oldest visible items, leased to this
 	 * broker as state 2 and served from its memory */
-	[P_CLAIM] = "WITH c AS (SELECT qid, id FROM saker_items WHERE "
-	    HEAD_WHERE " ORDER BY vis, id LIMIT $8::bigint FOR UPDATE SKIP LOCKED)"
+	[P_CLAIM] = HEAD_ROWS("$8::bigint")
 	    " UPDATE saker_items i SET state = 2, owner = $6::text,"
 	    " lease_until = " DBNOW " + $7::bigint FROM c WHERE i.qid = c.qid"
-	    " AND i.id = c.id RETURNING i.id, i.flags, i.expires, i.created,"
-	    " i.vis, i.due, i.data, @CRC@, @DLV@",
-	[P_GIVEBACK] = "UPDATE saker_items SET state = 0, owner = NULL,"
-	    " lease_until = 0 WHERE state = 2 AND owner = $1::text RETURNING qid",
+	    " AND i.id = c.id" RETURNING_ITEM,
+	[P_GIVEBACK] = GIVE_BACK " WHERE state = 2 AND owner = $1::text"
+	    " RETURNING qid",
 	/* an open item of this broker to the tail of another queue, with
 	 * its count (the dead-letter move); a new id puts it after the
 	 * items already there with the same vis */
 	[P_MOVE] = "UPDATE saker_items SET qid = $4::bigint, vis = $5::bigint,"
 	    " id = nextval('saker_item_id'),"
-	    " due = 0, state = 0, owner = NULL, lease_until = 0"
-	    " WHERE qid = $1::bigint AND id = $2::bigint AND state = 1"
-	    " AND owner = $3::text",
+	    " due = 0, state = 0, owner = NULL, lease_until = 0" MY_OPEN,
 	/* an open item of this broker back as a delayed one, due at $4:
 	 * vis = due joins it to the tail when it falls due, and a new id
 	 * after the items already there with the same vis (release_delayed) */
-	[P_DELAY] = "UPDATE saker_items SET state = 0, owner = NULL,"
-	    " lease_until = 0, due = $4::bigint, vis = $4::bigint,"
-	    " id = nextval('saker_item_id')"
-	    " WHERE qid = $1::bigint AND id = $2::bigint AND state = 1"
-	    " AND owner = $3::text",
+	[P_DELAY] = GIVE_BACK ", due = $4::bigint, vis = $4::bigint,"
+	    " id = nextval('saker_item_id')" MY_OPEN,
 };
 
 static const char pg_schema_sql[] =

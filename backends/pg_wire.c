@@ -340,15 +340,8 @@ pg_simple(struct pg_store *s, const char *sql, const char *what)
 void
 pg_pp_i64(struct pgp *p, int64_t x)
 {
-	unsigned char *b = p->b[p->n];
-	int i;
-
-	for (i = 0; i < 8; i++)
-		b[i] = (unsigned char)((uint64_t)x >> (56 - 8 * i));
-	p->v[p->n] = (const char *)b;
-	p->l[p->n] = 8;
-	p->f[p->n] = 1;
-	p->n++;
+	saker_put_be64(p->b[p->n], (uint64_t)x);
+	pg_pp_bin(p, p->b[p->n], 8);
 }
 
 void
@@ -378,16 +371,10 @@ pg_pp_str(struct pgp *p, const char *str)
 int64_t
 pg_rv_i64(const PGresult *r, int row, int col)
 {
-	const unsigned char *b;
-	uint64_t x = 0;
-	int i;
-
 	if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8)
 		return 0;
-	b = (const unsigned char *)PQgetvalue(r, row, col);
-	for (i = 0; i < 8; i++)
-		x = x << 8 | b[i];
-	return (int64_t)x;
+	return (int64_t)saker_get_be64((const unsigned char *)PQgetvalue(r, row,
+	    col));
 }
 
 uint64_t
@@ -694,6 +681,17 @@ pg_secs(const struct pg_store *s, char *buf, size_t len)
 	return buf;
 }
 
+/* Connecting link l failed: libpq says why. */
+static int
+pg_link_refused(struct pg_store *s, struct pg_link *l)
+{
+	char line[300];
+
+	pg_oneline(line, sizeof(line), PQerrorMessage(l->c));
+	pg_link_drop(s, l, false);
+	return pg_errf(s, SAKER_EIO, "postgres: cannot connect: %s", line);
+}
+
 /*
  * Start connecting link l, without blocking (libpq resolves host names
  * with the system resolver, which can: hostaddr= avoids it), with the
@@ -704,18 +702,14 @@ int
 pg_link_start(struct pg_store *s, struct pg_link *l, uint64_t wait_ns)
 {
 	const char *kw[80], *val[80];
-	char line[300];
 
 	l->up = false;
 	pg_params(s, kw, val, sizeof(kw) / sizeof(kw[0]));
 	l->c = PQconnectStartParams(kw, val, 0);
 	if (l->c == NULL)
 		return pg_errf(s, SAKER_ENOMEM, "postgres: out of memory");
-	if (PQstatus(l->c) == CONNECTION_BAD) {
-		pg_oneline(line, sizeof(line), PQerrorMessage(l->c));
-		pg_link_drop(s, l, false);
-		return pg_errf(s, SAKER_EIO, "postgres: cannot connect: %s", line);
-	}
+	if (PQstatus(l->c) == CONNECTION_BAD)
+		return pg_link_refused(s, l);
 	/* NOTICEs ("schema exists, skipping") are not for our stderr */
 	PQsetNoticeProcessor(l->c, pg_quiet, NULL);
 	/* libpq's rule: begin as if PQconnectPoll() asked to write */
@@ -734,7 +728,7 @@ int
 pg_link_step(struct pg_store *s, struct pg_link *l)
 {
 	struct pollfd p;
-	char line[300], t[32];
+	char t[32];
 
 	if (l->c == NULL)
 		return pg_errf(s, SAKER_EIO, "postgres: not connected");
@@ -755,20 +749,13 @@ pg_link_step(struct pg_store *s, struct pg_link *l)
 			return 0;
 		}
 		l->want = PQconnectPoll(l->c);
-		if (l->want == PGRES_POLLING_FAILED) {
-			pg_oneline(line, sizeof(line), PQerrorMessage(l->c));
-			pg_link_drop(s, l, false);
-			return pg_errf(s, SAKER_EIO, "postgres: cannot connect: %s",
-			    line);
-		}
+		if (l->want == PGRES_POLLING_FAILED)
+			return pg_link_refused(s, l);
 		if (l->want == PGRES_POLLING_OK)
 			break;
 	}
-	if (PQsetnonblocking(l->c, 1) != 0) {
-		pg_oneline(line, sizeof(line), PQerrorMessage(l->c));
-		pg_link_drop(s, l, false);
-		return pg_errf(s, SAKER_EIO, "postgres: cannot connect: %s", line);
-	}
+	if (PQsetnonblocking(l->c, 1) != 0)
+		return pg_link_refused(s, l);
 	/* from here on input nobody asked for (the server ending the
 	 * session, a notification) wakes the loop */
 	pg_ep(s, l, EPOLLIN);

@@ -113,13 +113,21 @@ pg_unhint(struct saker_queue *q)
 	q->hint_gen--;
 }
 
-void
+static void
 pg_mark_dirty(struct pg_store *s, struct saker_queue *q)
 {
 	if (q->dirty)
 		return;
 	LIST_INSERT_HEAD(&s->dirty, q, dirty_link);
 	q->dirty = true;
+}
+
+/* n items of q expired and were dropped: counted at the commit */
+void
+pg_expired(struct pg_store *s, struct saker_queue *q, int64_t n)
+{
+	pg_mark_dirty(s, q);
+	q->d_expired += n;
 }
 
 void
@@ -225,8 +233,7 @@ pg_queue_open(saker_store *base, const char *name, size_t len, bool create,
 }
 
 static int
-pg_exec_qid(struct pg_store *s, int which, int64_t qid, const char *what,
-    uint64_t *changed)
+pg_exec_qid(struct pg_store *s, int which, int64_t qid, const char *what)
 {
 	struct pgp p = { 0 };
 	PGresult *res;
@@ -234,9 +241,22 @@ pg_exec_qid(struct pg_store *s, int which, int64_t qid, const char *what,
 	pg_pp_i64(&p, qid);
 	if ((res = pg_run(s, which, &p, what)) == NULL)
 		return s->code;
-	if (changed != NULL)
-		*changed = pg_rv_changed(res);
 	PQclear(res);
+	return SAKER_OK;
+}
+
+/* Every item of q goes, in the batch (flush, and the start of delete; a
+ * failure loses the batch, which forgets the open and claimed sets). */
+static int
+pg_queue_empty(struct pg_store *s, struct saker_queue *q, const char *what)
+{
+	int err;
+
+	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_begin(s)) != SAKER_OK ||
+	    (err = pg_exec_qid(s, P_I_DELQ, q->id, what)) != SAKER_OK)
+		return err;
+	pg_os_drop_queue(&s->open, q->id);
+	pg_held_drop(s, q);
 	return SAKER_OK;
 }
 
@@ -246,17 +266,12 @@ pg_queue_delete(saker_store *base, saker_queue *q)
 	struct pg_store *s = PG(base);
 	int err;
 
-	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_begin(s)) != SAKER_OK)
-		return err;
-	if ((err = pg_exec_qid(s, P_I_DELQ, q->id, "deleting items", NULL)) !=
+	if ((err = pg_queue_empty(s, q, "deleting items")) != SAKER_OK ||
+	    (err = pg_exec_qid(s, P_C_DELQ, q->id, "deleting counters")) !=
 	    SAKER_OK ||
-	    (err = pg_exec_qid(s, P_C_DELQ, q->id, "deleting counters", NULL)) !=
-	    SAKER_OK ||
-	    (err = pg_exec_qid(s, P_Q_DELETE, q->id, "deleting queue", NULL)) !=
+	    (err = pg_exec_qid(s, P_Q_DELETE, q->id, "deleting queue")) !=
 	    SAKER_OK)
 		return err;
-	pg_os_drop_queue(&s->open, q->id);
-	pg_held_drop(s, q);
 	pg_unlist(q);
 	pg_hash_remove(s, q);
 	q->dead = true;
@@ -268,17 +283,7 @@ pg_queue_delete(saker_store *base, saker_queue *q)
 static int
 pg_queue_flush(saker_store *base, saker_queue *q)
 {
-	struct pg_store *s = PG(base);
-	int err;
-
-	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_begin(s)) != SAKER_OK)
-		return err;
-	if ((err = pg_exec_qid(s, P_I_DELQ, q->id, "flushing queue", NULL)) !=
-	    SAKER_OK)
-		return err;
-	pg_os_drop_queue(&s->open, q->id);
-	pg_held_drop(s, q);
-	return SAKER_OK;
+	return pg_queue_empty(PG(base), q, "flushing queue");
 }
 
 static int
@@ -448,10 +453,8 @@ pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id, bool count)
 	pg_pp_i64(&p, id);
 	if ((res = pg_run(s, P_DEL1, &p, "dropping expired item")) == NULL)
 		return s->code;
-	if (pg_rv_changed(res) > 0 && count) {
-		pg_mark_dirty(s, q);
-		q->d_expired++;
-	}
+	if (pg_rv_changed(res) > 0 && count)
+		pg_expired(s, q, 1);
 	PQclear(res);
 	return SAKER_OK;
 }
@@ -561,6 +564,25 @@ pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res)
 	q->hint_id = pg_rv_i64(res, 0, 0);
 }
 
+/* $1-$5 of HEAD_WHERE: q's visible head at now_ms, past the row this
+ * transaction took last (pg_hint()). */
+void
+pg_head_params(const struct pg_store *s, const struct saker_queue *q,
+    struct pgp *p, int64_t now_ms)
+{
+	memset(p, 0, sizeof(*p));
+	pg_pp_i64(p, q->id);
+	pg_pp_i64(p, now_ms);
+	pg_pp_i64(p, now_ms + PG_SKEW_MS);
+	if (q->hint_gen == s->txn_gen && s->in_txn) {
+		pg_pp_i64(p, q->hint_vis);
+		pg_pp_i64(p, q->hint_id);
+	} else {
+		pg_pp_i64(p, INT64_MIN);
+		pg_pp_i64(p, 0);
+	}
+}
+
 /* One item by one statement: the quiet path (claim size 1) and peek. */
 static int
 pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
@@ -578,17 +600,7 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 	which = mode == SAKER_TAKE_REMOVE ? P_TAKE_REMOVE :
 	    mode == SAKER_TAKE_OPEN ? P_TAKE_OPEN : P_PEEK;
 	for (;;) {
-		memset(&p, 0, sizeof(p));
-		pg_pp_i64(&p, q->id);
-		pg_pp_i64(&p, now_ms);
-		pg_pp_i64(&p, now_ms + PG_SKEW_MS);
-		if (q->hint_gen == s->txn_gen && s->in_txn) {
-			pg_pp_i64(&p, q->hint_vis);
-			pg_pp_i64(&p, q->hint_id);
-		} else {
-			pg_pp_i64(&p, INT64_MIN);
-			pg_pp_i64(&p, 0);
-		}
+		pg_head_params(s, q, &p, now_ms);
 		if (mode == SAKER_TAKE_OPEN) {
 			pg_pp_str(&p, s->owner);
 			pg_pp_i64(&p, s->lease_ms);
@@ -617,10 +629,8 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 				PQclear(res);
 				return err;
 			}
-			if (!moved) {
-				pg_mark_dirty(s, q);
-				q->d_expired++;
-			}
+			if (!moved)
+				pg_expired(s, q, 1);
 		} else if (!s->read_only && s->conn != NULL && !s->lost) {
 			if ((err = pg_begin(s)) != SAKER_OK ||
 			    (err = pg_xto_put(s, q, res, 0, pg_item_cols, now_ms,
@@ -701,6 +711,20 @@ pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 	}
 }
 
+/* The checks every call on open item `id` of q starts with, then the
+ * batch. */
+static int
+pg_open_begin(struct pg_store *s, struct saker_queue *q, uint64_t id)
+{
+	int err;
+
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	if (id == 0 || id > (uint64_t)INT64_MAX)
+		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
+	return pg_begin(s);
+}
+
 static int
 pg_confirm(saker_store *base, saker_queue *q, uint64_t id)
 {
@@ -708,11 +732,7 @@ pg_confirm(saker_store *base, saker_queue *q, uint64_t id)
 	struct pgp p = { 0 };
 	int err;
 
-	if ((err = pg_dead(s, q)) != SAKER_OK)
-		return err;
-	if (id == 0 || id > (uint64_t)INT64_MAX)
-		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
-	if ((err = pg_begin(s)) != SAKER_OK)
+	if ((err = pg_open_begin(s, q, id)) != SAKER_OK)
 		return err;
 	if (!pg_del_room(s))
 		return pg_errf(s, SAKER_ENOMEM, "out of memory");
@@ -760,11 +780,7 @@ pg_release(saker_store *base, saker_queue *q, uint64_t id)
 	struct pg_store *s = PG(base);
 	int err;
 
-	if ((err = pg_dead(s, q)) != SAKER_OK)
-		return err;
-	if (id == 0 || id > (uint64_t)INT64_MAX)
-		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
-	if ((err = pg_begin(s)) != SAKER_OK)
+	if ((err = pg_open_begin(s, q, id)) != SAKER_OK)
 		return err;
 	return pg_release_id(s, q, id);
 }
@@ -797,13 +813,8 @@ pg_release_delayed(saker_store *base, saker_queue *q, uint64_t id,
 
 	if (due_ms <= now_ms)
 		return pg_release(base, q, id);
-	if ((err = pg_dead(s, q)) != SAKER_OK)
-		return err;
-	if (id == 0 || id > (uint64_t)INT64_MAX)
-		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
-	if ((err = pg_begin(s)) != SAKER_OK)
-		return err;
-	if ((err = pg_open_take(s, q, id)) != SAKER_OK)
+	if ((err = pg_open_begin(s, q, id)) != SAKER_OK ||
+	    (err = pg_open_take(s, q, id)) != SAKER_OK)
 		return err;
 	pg_pp_i64(&p, q->id);
 	pg_pp_i64(&p, (int64_t)id);
@@ -820,16 +831,12 @@ pg_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 	int64_t vis;
 	int err;
 
-	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_dead(s, to)) !=
-	    SAKER_OK)
+	if ((err = pg_dead(s, to)) != SAKER_OK)
 		return err;
 	if (to == q)
 		return pg_errf(s, SAKER_EINVAL, "move: same queue");
-	if (id == 0 || id > (uint64_t)INT64_MAX)
-		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
-	if ((err = pg_begin(s)) != SAKER_OK)
-		return err;
-	if ((err = pg_open_take(s, q, id)) != SAKER_OK)
+	if ((err = pg_open_begin(s, q, id)) != SAKER_OK ||
+	    (err = pg_open_take(s, q, id)) != SAKER_OK)
 		return err;
 	vis = s->last_now > s->last_vis ? s->last_now : s->last_vis;
 	s->last_vis = vis;
@@ -907,10 +914,8 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 				pg_pipe_clear(&pp);
 				return err;
 			}
-			if (!moved) {
-				pg_mark_dirty(s, q);
-				q->d_expired++;
-			}
+			if (!moved)
+				pg_expired(s, q, 1);
 			continue;
 		}
 		/* a queue this broker never opened */
@@ -970,20 +975,16 @@ pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 		}
 		*removed = (uint64_t)PQntuples(res);
 		PQclear(res);
-		if (dropped > 0) {
-			pg_mark_dirty(s, q);
-			q->d_expired += (int64_t)dropped;
-		}
+		if (dropped > 0)
+			pg_expired(s, q, (int64_t)dropped);
 		return SAKER_OK;
 	}
 	if ((res = pg_run(s, P_EXPIRE, &p, "dropping expired items")) == NULL)
 		return s->code;
 	*removed = pg_rv_changed(res);
 	PQclear(res);
-	if (*removed > 0) {
-		pg_mark_dirty(s, q);
-		q->d_expired += (int64_t)*removed;
-	}
+	if (*removed > 0)
+		pg_expired(s, q, (int64_t)*removed);
 	return SAKER_OK;
 }
 
@@ -1123,20 +1124,7 @@ pg_free(struct pg_store *s)
 	if (s->efd >= 0)
 		close(s->efd);
 	pg_held_drop_all(s);
-	pg_arr_free(&s->put_name);
-	pg_arr_free(&s->put_vis);
-	pg_arr_free(&s->put_due);
-	pg_arr_free(&s->put_flags);
-	pg_arr_free(&s->put_exp);
-	pg_arr_free(&s->put_created);
-	pg_arr_free(&s->put_data);
-	pg_arr_free(&s->put_crc);
-	pg_arr_free(&s->put_dlv);
-	pg_arr_free(&s->st_qid);
-	pg_arr_free(&s->st_id);
-	pg_arr_free(&s->st_st);
-	pg_arr_free(&s->del_qid);
-	pg_arr_free(&s->del_id);
+	pg_batch_arrs(s, pg_arr_free);
 	free(s->st_ids.ids);
 	free(s->st_ids.qids);
 	i = 0;
