@@ -124,6 +124,8 @@ int mig_target_queue(struct mig_target *t, const char *name, size_t len,
     struct mig_err *e);
 int mig_target_put(struct mig_target *t, const struct saker_item *it, int state,
     bool was_open, struct mig_err *e);
+/* Every queue of src, walked by mig_source_each(), into t. */
+int mig_target_copy(struct mig_target *t, saker_store *src, struct mig_err *e);
 /* Commit, close, fsync, verify, rename into place.  After a failure the
  * destination is untouched; mig_target_free() removes the temporary. */
 int mig_target_finish(struct mig_target *t, struct mig_err *e);
