@@ -10,6 +10,11 @@
 #include "clock.h"
 #include "pg_int.h"
 
+/* NOTIFY payloads are limited to 8000 bytes. */
+#define PG_NOTIFY_MAX 7000
+/* Most queues a commit claims for the next turn (pg_commit). */
+#define PG_PRECLAIM_MAX 4
+
 /* ---- writes buffered for the next pipeline ---- */
 
 static bool

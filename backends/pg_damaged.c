@@ -9,6 +9,8 @@
 
 #include "pg_int.h"
 
+#define PG_DAMAGED "_damaged"	/* where damaged items are moved to */
+
 /* ---- damaged items ---- */
 
 /* Whether a damaged item can be moved aside now. */

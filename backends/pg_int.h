@@ -14,49 +14,13 @@
 #include "saker/store.h"
 #include "qtab.h"
 
-/* 2: state 2 (claimed ahead); the lease index covers it.
- * 3: saker_items.crc, the item's CRC32C (kit_item_crc); NULL in rows
- * written before format 3, which are not checked.
- * 4: saker_items.deliveries, the delivery count (store.h); 0 in rows
- * written before. */
-/* PostgreSQL's largest field value is 1 GB less one byte (MaxAllocSize)
- * including its 4-byte header; keep a little more aside for the wire. */
-#define PG_MAX_ITEM ((uint64_t)0x3fffffff - 64)
-#define PG_FORMAT_VERSION 4
-#define PG_DAMAGED "_damaged"	/* where damaged items are moved to */
-#define PG_LEASE_MS 60000
 /* Items put by a broker whose clock runs ahead are still taken if they are
  * at most this far in the future; the bound keeps a queue full of delayed
  * items from being scanned by every take. */
 #define PG_SKEW_MS 60000
-/* NOTIFY payloads are limited to 8000 bytes. */
-#define PG_NOTIFY_MAX 7000
-/* Reconnection attempts: one per tick (about a second).  They are cheap
- * now that they never block the loop (pg_link_*), and the window after a
- * failover is the promotion plus at most this. */
-#define PG_RETRY_MIN_MS 1000
-/* ticks are about a second apart, not exactly */
-#define PG_TICK_SLACK_MS 200
-/* the VACUUM connection, after a failure */
-#define PG_VACUUM_RETRY_MS 16000
-/* Default of the timeout= option: the longest the broker waits for a
- * sign of life from the database, in a round trip or connecting. */
-#define PG_TIMEOUT_MS 2000
-/* Default of the probe= option (pg_next()) */
-#define PG_PROBE_MS 250
-/* open() may wait longer: nothing else is running yet, and brokers
- * starting together wait for each other's schema lock. */
-#define PG_OPEN_TIMEOUT_MS 10000
 #define PG_MAX_PARAMS 12
 /* Most items one take claims ahead (they are held in memory). */
 #define PG_CLAIM_MAX 64
-/* Most queues a commit claims for the next turn (pg_commit). */
-#define PG_PRECLAIM_MAX 4
-/* Claimed items not taken for this long go back to the queue. */
-#define PG_HELD_IDLE_MS 1000
-/* Default of the vacuum= option: the broker's own VACUUM of saker_items
- * at most this often, while it writes (pg_vacuum_tick()). */
-#define PG_VACUUM_MS 1000
 
 /* the columns of ITEM_COLS, by number */
 enum { C_ID, C_FLAGS, C_EXPIRES, C_CREATED, C_VIS, C_DUE, C_DATA, C_CRC,
@@ -241,8 +205,6 @@ struct pgp {
 #define OID_BYTEA 17
 #define OID_INT8 20
 #define OID_TEXT 25
-/* ndim, has-null flag, element type, length and lower bound of dim 1 */
-#define ARR_HDR 20
 
 #define PG_PIPE_MAX 16
 

@@ -10,6 +10,11 @@
 
 #include "pg_int.h"
 
+/* the VACUUM connection, after a failure */
+#define PG_VACUUM_RETRY_MS 16000
+/* Claimed items not taken for this long go back to the queue. */
+#define PG_HELD_IDLE_MS 1000
+
 /* ------------------------------------------------------------------ */
 /* the set of open items this broker holds */
 

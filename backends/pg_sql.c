@@ -9,6 +9,13 @@
 
 #include "pg_int.h"
 
+/* 2: state 2 (claimed ahead); the lease index covers it.
+ * 3: saker_items.crc, the item's CRC32C (kit_item_crc); NULL in rows
+ * written before format 3, which are not checked.
+ * 4: saker_items.deliveries, the delivery count (store.h); 0 in rows
+ * written before. */
+#define PG_FORMAT_VERSION 4
+
 #define DBNOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 /* ready for stats and listings: visible, or claimed ahead by a broker */
 #define READY "((state = 0 AND due <= $2::bigint) OR state = 2)"

@@ -18,6 +18,13 @@
 #include "clock.h"
 #include "pg_int.h"
 
+/* Reconnection attempts: one per tick (about a second).  They are cheap
+ * now that they never block the loop (pg_link_*), and the window after a
+ * failover is the promotion plus at most this. */
+#define PG_RETRY_MIN_MS 1000
+/* ticks are about a second apart, not exactly */
+#define PG_TICK_SLACK_MS 200
+
 /* ------------------------------------------------------------------ */
 /* errors */
 
@@ -387,6 +394,9 @@ pg_rv_changed(const PGresult *r)
 
 /* ------------------------------------------------------------------ */
 /* binary arrays: one parameter carries a column of the whole batch */
+
+/* ndim, has-null flag, element type, length and lower bound of dim 1 */
+#define ARR_HDR 20
 
 /* Room for `more` bytes of elements; false when out of memory. */
 bool

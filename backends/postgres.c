@@ -15,6 +15,22 @@
 #include "kit.h"
 #include "pg_int.h"
 
+/* PostgreSQL's largest field value is 1 GB less one byte (MaxAllocSize)
+ * including its 4-byte header; keep a little more aside for the wire. */
+#define PG_MAX_ITEM ((uint64_t)0x3fffffff - 64)
+#define PG_LEASE_MS 60000
+/* Default of the timeout= option: the longest the broker waits for a
+ * sign of life from the database, in a round trip or connecting. */
+#define PG_TIMEOUT_MS 2000
+/* Default of the probe= option (pg_next()) */
+#define PG_PROBE_MS 250
+/* open() may wait longer: nothing else is running yet, and brokers
+ * starting together wait for each other's schema lock. */
+#define PG_OPEN_TIMEOUT_MS 10000
+/* Default of the vacuum= option: the broker's own VACUUM of saker_items
+ * at most this often, while it writes (pg_vacuum_tick()). */
+#define PG_VACUUM_MS 1000
+
 /*
  * Layout (docs/scaling.md has the full story):
  *   saker_meta(key, value)          format version
