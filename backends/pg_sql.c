@@ -247,6 +247,31 @@ static const char pg_schema_sql[] =
     " expired bigint NOT NULL,"
     " PRIMARY KEY (qid, owner));";
 
+/* [v]: format v to v + 1 */
+static const char *const pg_upgrade_sql[] = {
+	/* format 1 had no claimed items; its brokers must not share a store
+	 * with this one, hence the version bump */
+	[1] = "DROP INDEX saker_items_lease;"
+	    " CREATE INDEX saker_items_lease ON saker_items (lease_until)"
+	    " WHERE state > 0; UPDATE saker_meta SET value = 2"
+	    " WHERE key = 'format'",
+	/* format 3: items carry a checksum.  Adding a nullable column
+	 * rewrites no rows; old rows keep NULL and are not checked.
+	 * Committed durably whatever the sync mode.  Brokers of the
+	 * previous release refuse the store from now on. */
+	[2] = "SET LOCAL synchronous_commit = on;"
+	    " ALTER TABLE saker_items ADD COLUMN IF NOT EXISTS crc bigint;"
+	    " UPDATE saker_meta SET value = 3 WHERE key = 'format'",
+	/* format 4: delivery counts.  A constant default adds the column
+	 * without rewriting rows (PostgreSQL 11 and later). */
+	[3] = "SET LOCAL synchronous_commit = on;"
+	    " ALTER TABLE saker_items ADD COLUMN IF NOT EXISTS"
+	    " deliveries bigint NOT NULL DEFAULT 0;"
+	    " UPDATE saker_meta SET value = 4 WHERE key = 'format'",
+};
+_Static_assert(sizeof(pg_upgrade_sql) / sizeof(pg_upgrade_sql[0]) ==
+    PG_FORMAT_VERSION, "a new format needs its upgrade");
+
 /* Counter rows of earlier broker processes are folded into one row per
  * queue; additive upserts make this safe while other brokers run. */
 const char pg_fold_sql[] =
@@ -469,40 +494,12 @@ pg_check_schema(struct pg_store *s, bool create)
 	if (PQntuples(res) > 0)
 		version = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 	PQclear(res);
-	if (version == 1 && !s->read_only) {
-		/* format 1 had no claimed items; its brokers must not share a
-		 * store with this one, hence the version bump */
-		if ((err = pg_simple(s, "DROP INDEX saker_items_lease;"
-		    " CREATE INDEX saker_items_lease ON saker_items (lease_until)"
-		    " WHERE state > 0; UPDATE saker_meta SET value = 2"
-		    " WHERE key = 'format'", "upgrading the format")) != SAKER_OK)
-			goto out;
-		version = 2;
-	}
-	if (version == 2 && !s->read_only) {
-		/* format 3: items carry a checksum.  Adding a nullable column
-		 * rewrites no rows; old rows keep NULL and are not checked.
-		 * Under the schema lock, so brokers starting together do it
-		 * once; committed durably whatever the sync mode.  Brokers
-		 * of the previous release refuse the store from now on. */
-		if ((err = pg_simple(s, "SET LOCAL synchronous_commit = on;"
-		    " ALTER TABLE saker_items ADD COLUMN IF NOT EXISTS crc bigint;"
-		    " UPDATE saker_meta SET value = 3 WHERE key = 'format'",
+	/* under the schema lock: brokers starting together upgrade once */
+	for (; version >= 1 && version < PG_FORMAT_VERSION && !s->read_only;
+	    version++)
+		if ((err = pg_simple(s, pg_upgrade_sql[version],
 		    "upgrading the format")) != SAKER_OK)
 			goto out;
-		version = 3;
-	}
-	if (version == 3 && !s->read_only) {
-		/* format 4: delivery counts.  A constant default adds the
-		 * column without rewriting rows (PostgreSQL 11 and later). */
-		if ((err = pg_simple(s, "SET LOCAL synchronous_commit = on;"
-		    " ALTER TABLE saker_items ADD COLUMN IF NOT EXISTS"
-		    " deliveries bigint NOT NULL DEFAULT 0;"
-		    " UPDATE saker_meta SET value = 4 WHERE key = 'format'",
-		    "upgrading the format")) != SAKER_OK)
-			goto out;
-		version = 4;
-	}
 	if (version > PG_FORMAT_VERSION)
 		err = pg_errf(s, SAKER_EVERSION, "postgres: store format version"
 		    " %" PRId64 " is newer than this build (%d)", version,
