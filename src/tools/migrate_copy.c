@@ -780,11 +780,9 @@ mig_target_open_direct(struct mig_target *t, const char *spec,
 	int rc;
 
 	t->direct = true;
-	t->spec = strdup(spec);
-	t->path = strdup(mig_spec_location(spec));
 	t->tmp_path = strdup(t->path);
 	t->tmp_spec = strdup(spec);
-	if (t->spec == NULL || t->path == NULL || t->tmp_path == NULL || t->tmp_spec == NULL) {
+	if (t->tmp_path == NULL || t->tmp_spec == NULL) {
 		mig_seterr(e, "out of memory");
 		goto fail;
 	}
@@ -850,14 +848,19 @@ mig_target_open(const char *spec, const char *src_spec,
 		mig_seterr(e, "source and destination are the same (%s)", spec);
 		goto fail;
 	}
-	if (!mig_is_path_store(t->drv))
-		return mig_target_open_direct(t, spec, out, e);
+	/* (checked before anything reads them) */
 	t->spec = strdup(spec);
 	t->path = strdup(mig_spec_location(spec));
+	if (t->spec == NULL || t->path == NULL) {
+		mig_seterr(e, "out of memory");
+		goto fail;
+	}
+	if (!mig_is_path_store(t->drv))
+		return mig_target_open_direct(t, spec, out, e);
 	n = strlen(t->path) + 32;
 	t->tmp_path = malloc(n);
 	t->tmp_spec = malloc(n + strlen(t->drv->name) + 1);
-	if (t->spec == NULL || t->path == NULL || t->tmp_path == NULL || t->tmp_spec == NULL) {
+	if (t->tmp_path == NULL || t->tmp_spec == NULL) {
 		mig_seterr(e, "out of memory");
 		goto fail;
 	}
