@@ -66,6 +66,8 @@ struct mig_opts {
 struct mig_err {
 	char msg[1024];
 };
+void mig_seterr(struct mig_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Set by the SIGINT/SIGTERM/SIGHUP handler that mig_signals_install()
  * installs; every loop checks it. */

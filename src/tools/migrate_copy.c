@@ -71,10 +71,7 @@ mig_signals_restore(void)
 	sigaction(SIGPIPE, &mig_old_pipe, NULL);
 }
 
-static void mig_seterr(struct mig_err *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
+void
 mig_seterr(struct mig_err *e, const char *fmt, ...)
 {
 	va_list ap;
