@@ -194,6 +194,7 @@ struct pg_store {
 
 extern const struct saker_store_driver saker_store_postgres;
 
+/* a statement's parameters, all binary (pg_pp_*()) */
 struct pgp {
 	int n;
 	const char *v[PG_MAX_PARAMS];
@@ -208,6 +209,7 @@ struct pgp {
 
 #define PG_PIPE_MAX 16
 
+/* several statements in one round trip (pg_pipe_*()) */
 struct pg_pipe {
 	int n;
 	const char *what[PG_PIPE_MAX];
