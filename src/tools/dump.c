@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,19 +24,6 @@ static const unsigned char dump_magic[12] = {
 #define DUMP_ITEM_HDR 36         /* flags, expires, due, created,
                                   * deliveries (version 2), len */
 #define DUMP_ITEM_HDR_V1 32
-
-static void dump_seterr(struct mig_err *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-dump_seterr(struct mig_err *e, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
-}
 
 /* ------------------------------------------------------------------ */
 /* writer */
@@ -155,12 +141,12 @@ dump_in(struct dump_reader *r, void *p, size_t len, const char *what,
 	got = fread(p, 1, len, r->fp);
 	if (got != len) {
 		if (mig_interrupted != 0)
-			dump_seterr(e, "interrupted");
+			mig_seterr(e, "interrupted");
 		else if (ferror(r->fp))
-			dump_seterr(e, "reading the dump failed at byte %" PRIu64 ": %s",
+			mig_seterr(e, "reading the dump failed at byte %" PRIu64 ": %s",
 			    r->off + got, strerror(errno));
 		else
-			dump_seterr(e, "truncated dump: input ends at byte %" PRIu64
+			mig_seterr(e, "truncated dump: input ends at byte %" PRIu64
 			    " inside %s", r->off + got, what);
 		return -1;
 	}
@@ -183,21 +169,21 @@ dump_reader_start(struct dump_reader *r, FILE *fp, struct mig_err *e)
 	r->tsum = MIG_FNV_INIT;
 	got = fread(h, 1, sizeof(h), fp);
 	if (got >= 8 && memcmp(h, dump_magic, 8) == 0 && got < sizeof(h)) {
-		dump_seterr(e, "truncated dump: input ends at byte %zu inside the header", got);
+		mig_seterr(e, "truncated dump: input ends at byte %zu inside the header", got);
 		return -1;
 	}
 	if (got < sizeof(h) || memcmp(h, dump_magic, 8) != 0) {
-		dump_seterr(e, "not a saker dump (bad magic)");
+		mig_seterr(e, "not a saker dump (bad magic)");
 		return -1;
 	}
 	if (memcmp(h + 8, dump_magic + 8, 4) != 0) {
-		dump_seterr(e, "damaged saker dump header (line endings converted? "
+		mig_seterr(e, "damaged saker dump header (line endings converted? "
 		    "dumps are binary)");
 		return -1;
 	}
 	version = saker_get_be32(h + 12);
 	if (version < DUMP_VERSION_MIN || version > DUMP_VERSION) {
-		dump_seterr(e, "dump format version %" PRIu32 " is not supported by "
+		mig_seterr(e, "dump format version %" PRIu32 " is not supported by "
 		    "this saker (it reads versions %d to %d)", version,
 		    DUMP_VERSION_MIN, DUMP_VERSION);
 		return -1;
@@ -218,7 +204,7 @@ dump_read_item(struct dump_reader *r, struct dump_rec *rec, int tag,
 	size_t have = 0;
 
 	if (!r->in_queue) {
-		dump_seterr(e, "bad dump: item outside a queue at byte %" PRIu64, r->off - 1);
+		mig_seterr(e, "bad dump: item outside a queue at byte %" PRIu64, r->off - 1);
 		return -1;
 	}
 	if (dump_in(r, b, hlen, "an item", e) < 0)
@@ -232,12 +218,12 @@ dump_read_item(struct dump_reader *r, struct dump_rec *rec, int tag,
 		rec->item.deliveries = saker_get_be32(b + 28);
 	len = saker_get_be32(b + hlen - 4);
 	if (len > DUMP_MAX_ITEM) {
-		dump_seterr(e, "bad dump: item of %" PRIu32 " bytes at byte %" PRIu64
+		mig_seterr(e, "bad dump: item of %" PRIu32 " bytes at byte %" PRIu64
 		    " (limit %u)", len, r->off, DUMP_MAX_ITEM);
 		return -1;
 	}
 	if ((tag == 'R' && rec->item.due_ms != 0) || (tag == 'D' && rec->item.due_ms <= 0)) {
-		dump_seterr(e, "bad dump: bad due time at byte %" PRIu64, r->off);
+		mig_seterr(e, "bad dump: bad due time at byte %" PRIu64, r->off);
 		return -1;
 	}
 	/* Grow with the data actually read, so a damaged length on a short
@@ -250,7 +236,7 @@ dump_read_item(struct dump_reader *r, struct dump_rec *rec, int tag,
 			while (cap < have + chunk)
 				cap *= 2;
 			if ((nb = realloc(r->buf, cap)) == NULL) {
-				dump_seterr(e, "out of memory");
+				mig_seterr(e, "out of memory");
 				return -1;
 			}
 			r->buf = nb;
@@ -276,18 +262,18 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 	uint64_t sum;
 
 	if (r->ended) {
-		dump_seterr(e, "read past the end of the dump");
+		mig_seterr(e, "read past the end of the dump");
 		return -1;
 	}
 	/* The checksums cover the tag byte, except the 'E'/'Z' that carry them. */
 	if (fread(&tag, 1, 1, r->fp) != 1) {
 		if (mig_interrupted != 0)
-			dump_seterr(e, "interrupted");
+			mig_seterr(e, "interrupted");
 		else if (ferror(r->fp))
-			dump_seterr(e, "reading the dump failed at byte %" PRIu64 ": %s",
+			mig_seterr(e, "reading the dump failed at byte %" PRIu64 ": %s",
 			    r->off, strerror(errno));
 		else
-			dump_seterr(e, "truncated dump: input ends at byte %" PRIu64
+			mig_seterr(e, "truncated dump: input ends at byte %" PRIu64
 			    " without the end record", r->off);
 		return -1;
 	}
@@ -302,7 +288,7 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 		size_t len;
 
 		if (r->in_queue) {
-			dump_seterr(e, "bad dump: queue inside a queue at byte %" PRIu64, r->off - 1);
+			mig_seterr(e, "bad dump: queue inside a queue at byte %" PRIu64, r->off - 1);
 			return -1;
 		}
 		r->in_queue = true;
@@ -311,14 +297,14 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 			return -1;
 		len = (size_t)b[0] << 8 | b[1];
 		if (len == 0 || len > SAKER_QNAME_MAX) {
-			dump_seterr(e, "bad dump: queue name of %zu bytes at byte %" PRIu64,
+			mig_seterr(e, "bad dump: queue name of %zu bytes at byte %" PRIu64,
 			    len, r->off);
 			return -1;
 		}
 		if (dump_in(r, r->name, len, "a queue name", e) < 0)
 			return -1;
 		if (!saker_qname_stored_ok(r->name, len)) {
-			dump_seterr(e, "bad dump: invalid queue name at byte %" PRIu64, r->off - len);
+			mig_seterr(e, "bad dump: invalid queue name at byte %" PRIu64, r->off - len);
 			return -1;
 		}
 		r->name_len = len;
@@ -333,7 +319,7 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 		return dump_read_item(r, rec, tag, e);
 	case 'E':
 		if (!r->in_queue) {
-			dump_seterr(e, "bad dump: queue end outside a queue at byte %" PRIu64,
+			mig_seterr(e, "bad dump: queue end outside a queue at byte %" PRIu64,
 			    r->off - 1);
 			return -1;
 		}
@@ -344,7 +330,7 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 		if (dump_in(r, b, 16, "a queue end", e) < 0)
 			return -1;
 		if (saker_get_be64(b) != r->qitems || saker_get_be64(b + 8) != sum) {
-			dump_seterr(e, "bad dump: queue '%.*s' is damaged (count or checksum "
+			mig_seterr(e, "bad dump: queue '%.*s' is damaged (count or checksum "
 			    "mismatch at byte %" PRIu64 ")", (int)r->name_len, r->name, r->off);
 			return -1;
 		}
@@ -354,7 +340,7 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 		unsigned char extra;
 
 		if (r->in_queue) {
-			dump_seterr(e, "bad dump: stream ends inside a queue at byte %" PRIu64,
+			mig_seterr(e, "bad dump: stream ends inside a queue at byte %" PRIu64,
 			    r->off - 1);
 			return -1;
 		}
@@ -363,12 +349,12 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 			return -1;
 		if (saker_get_be64(b) != r->nqueues || saker_get_be64(b + 8) != r->nitems ||
 		    saker_get_be64(b + 16) != sum) {
-			dump_seterr(e, "bad dump: end record does not match the stream "
+			mig_seterr(e, "bad dump: end record does not match the stream "
 			    "(count or checksum mismatch)");
 			return -1;
 		}
 		if (fread(&extra, 1, 1, r->fp) == 1) {
-			dump_seterr(e, "bad dump: data after the end record at byte %" PRIu64,
+			mig_seterr(e, "bad dump: data after the end record at byte %" PRIu64,
 			    r->off);
 			return -1;
 		}
@@ -377,7 +363,7 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 		return DUMP_REC_END;
 	}
 	default:
-		dump_seterr(e, "bad dump: unknown record type 0x%02x at byte %" PRIu64,
+		mig_seterr(e, "bad dump: unknown record type 0x%02x at byte %" PRIu64,
 		    tag, r->off - 1);
 		return -1;
 	}
@@ -416,14 +402,14 @@ dump_cb_item(void *arg, const struct saker_item *it, int state, bool was_open)
 
 	(void)was_open;
 	if (it->len > DUMP_MAX_ITEM) {
-		dump_seterr(c->e, "an item of %zu bytes is larger than the dump "
+		mig_seterr(c->e, "an item of %zu bytes is larger than the dump "
 		    "format allows", it->len);
 		return 1;
 	}
 	dump_write_item(&c->w, it, state);
 	mig_meter_add(&c->m, it->len);
 	if (c->w.failed) {
-		dump_seterr(c->e, "writing the dump failed: %s", strerror(errno));
+		mig_seterr(c->e, "writing the dump failed: %s", strerror(errno));
 		return 1;
 	}
 	return 0;

@@ -66,6 +66,8 @@ struct mig_opts {
 struct mig_err {
 	char msg[1024];
 };
+void mig_seterr(struct mig_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Set by the SIGINT/SIGTERM/SIGHUP handler that mig_signals_install()
  * installs; every loop checks it. */
@@ -124,6 +126,8 @@ int mig_target_queue(struct mig_target *t, const char *name, size_t len,
     struct mig_err *e);
 int mig_target_put(struct mig_target *t, const struct saker_item *it, int state,
     bool was_open, struct mig_err *e);
+/* Every queue of src, walked by mig_source_each(), into t. */
+int mig_target_copy(struct mig_target *t, saker_store *src, struct mig_err *e);
 /* Commit, close, fsync, verify, rename into place.  After a failure the
  * destination is untouched; mig_target_free() removes the temporary. */
 int mig_target_finish(struct mig_target *t, struct mig_err *e);

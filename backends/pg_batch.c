@@ -1,0 +1,549 @@
+/* pg_batch.c -- the PostgreSQL driver's batch: writes buffered for the
+ * next pipeline, statements run after them, the group commit and the
+ * rollback of a batch that failed. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "pg_int.h"
+
+/* NOTIFY payloads are limited to 8000 bytes. */
+#define PG_NOTIFY_MAX 7000
+/* Most queues a commit claims for the next turn (pg_commit). */
+#define PG_PRECLAIM_MAX 4
+
+/* ---- writes buffered for the next pipeline ---- */
+
+static bool
+pg_pending(const struct pg_store *s)
+{
+	return s->put_name.n > 0 || s->st_id.n > 0 || s->del_id.n > 0;
+}
+
+/* fn on each of the batch's arrays */
+void
+pg_batch_arrs(struct pg_store *s, void (*fn)(struct pg_arr *))
+{
+	struct pg_arr *a[] = { &s->put_name, &s->put_vis, &s->put_due,
+	    &s->put_flags, &s->put_exp, &s->put_created, &s->put_data,
+	    &s->put_crc, &s->put_dlv, &s->st_qid, &s->st_id, &s->st_st,
+	    &s->del_qid, &s->del_id };
+	size_t i;
+
+	for (i = 0; i < sizeof(a) / sizeof(a[0]); i++)
+		fn(a[i]);
+}
+
+static void
+pg_pending_reset(struct pg_store *s)
+{
+	pg_batch_arrs(s, pg_arr_reset);
+	pg_os_clear(&s->st_ids);
+	s->put_bytes = 0;
+}
+
+/* A state change of an item this broker holds (see P_SETSTATE). */
+int
+pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st)
+{
+	if (!pg_arr_reserve(&s->st_qid, 12) || !pg_arr_reserve(&s->st_id, 12) ||
+	    !pg_arr_reserve(&s->st_st, 12) ||
+	    pg_os_add(&s->st_ids, id, qid) != SAKER_OK)
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	pg_arr_i64(&s->st_qid, qid);
+	pg_arr_i64(&s->st_id, (int64_t)id);
+	pg_arr_i64(&s->st_st, st);
+	return SAKER_OK;
+}
+
+bool
+pg_del_room(struct pg_store *s)
+{
+	return pg_arr_reserve(&s->del_qid, 12) && pg_arr_reserve(&s->del_id, 12);
+}
+
+/* Delete an item this broker holds; pg_del_room() made room. */
+void
+pg_del_add(struct pg_store *s, int64_t qid, uint64_t id)
+{
+	pg_arr_i64(&s->del_qid, qid);
+	pg_arr_i64(&s->del_id, (int64_t)id);
+}
+
+/* The batch ended: its takes no longer count for the claims of the next. */
+static void
+pg_took_clear(struct pg_store *s)
+{
+	struct saker_queue *q;
+
+	while ((q = LIST_FIRST(&s->took)) != NULL) {
+		LIST_REMOVE(q, took_link);
+		q->took = false;
+	}
+}
+
+/* Queue the batch's BEGIN (if not sent yet) and every buffered write
+ * ahead of whatever the caller sends next. */
+void
+pg_send_pending(struct pg_store *s, struct pg_pipe *pp)
+{
+	struct pgp p;
+
+	if (s->in_txn && !s->begun) {
+		pg_pipe_send(s, pp, 0, "BEGIN", NULL, "begin");
+		s->begun = true;
+	}
+	if (s->put_name.n > 0) {
+		memset(&p, 0, sizeof(p));
+		pg_pp_arr(&p, &s->put_name);
+		pp->qsync = pp->n;
+		pg_pipe_send(s, pp, P_QSYNC, NULL, &p, "creating queues");
+		pg_pp_arr(&p, &s->put_vis);
+		pg_pp_arr(&p, &s->put_due);
+		pg_pp_arr(&p, &s->put_flags);
+		pg_pp_arr(&p, &s->put_exp);
+		pg_pp_arr(&p, &s->put_created);
+		pg_pp_arr(&p, &s->put_data);
+		pg_pp_arr(&p, &s->put_crc);
+		pg_pp_i64(&p, (int64_t)s->put_name.n);
+		pg_pp_arr(&p, &s->put_dlv);
+		pg_pipe_send(s, pp, P_PUTS, NULL, &p, "inserting items");
+	}
+	if (s->st_id.n > 0) {
+		memset(&p, 0, sizeof(p));
+		pg_pp_arr(&p, &s->st_qid);
+		pg_pp_arr(&p, &s->st_id);
+		pg_pp_arr(&p, &s->st_st);
+		pg_pp_str(&p, s->owner);
+		pg_pipe_send(s, pp, P_SETSTATE, NULL, &p, "changing item states");
+	}
+	if (s->del_id.n > 0) {
+		memset(&p, 0, sizeof(p));
+		pg_pp_arr(&p, &s->del_qid);
+		pg_pp_arr(&p, &s->del_id);
+		pg_pp_str(&p, s->owner);
+		pg_pipe_send(s, pp, P_DELS, NULL, &p, "deleting items");
+	}
+	/* libpq copied the parameters; if the pipeline fails the whole
+	 * batch is rolled back anyway */
+	pg_pending_reset(s);
+}
+
+/* After a pipeline that carried pending writes succeeded: queues that
+ * another broker deleted and this batch re-created have new ids. */
+void
+pg_pending_done(struct pg_store *s, struct pg_pipe *pp)
+{
+	const PGresult *r;
+	struct saker_queue *q;
+	int64_t id;
+	int i;
+
+	if (pp->qsync < 0 || (r = pp->res[pp->qsync]) == NULL)
+		return;
+	for (i = 0; i < PQntuples(r); i++) {
+		id = pg_rv_i64(r, i, 0);
+		q = pg_find_name(s, PQgetvalue(r, i, 1),
+		    (size_t)PQgetlength(r, i, 1));
+		if (q != NULL && q->id != id && id != 0)
+			pg_rehash_id(s, q, id);
+	}
+}
+
+/* Run a prepared statement after the batch's pending writes, in one
+ * round trip; NULL (and s->code, s->err set) on failure. */
+PGresult *
+pg_run(struct pg_store *s, int which, const struct pgp *p, const char *what)
+{
+	struct pg_pipe pp;
+	PGresult *res;
+
+	if (s->conn == NULL) {
+		pg_down(s);
+		return NULL;
+	}
+	pg_pipe_init(&pp);
+	pg_send_pending(s, &pp);
+	pg_pipe_send(s, &pp, which, NULL, p, what);
+	if (!pg_pipe_wait(s, &pp)) {
+		pg_pipe_fail(s, &pp);
+		return NULL;
+	}
+	pg_pending_done(s, &pp);
+	res = pp.res[pp.n - 1];
+	pp.res[pp.n - 1] = NULL;
+	pg_pipe_clear(&pp);
+	return res;
+}
+
+/* Send the pending writes now (before a listing that must see them). */
+int
+pg_flush(struct pg_store *s)
+{
+	struct pg_pipe pp;
+
+	if (s->conn == NULL || (!pg_pending(s) && (s->begun || !s->in_txn)))
+		return SAKER_OK;
+	pg_pipe_init(&pp);
+	pg_send_pending(s, &pp);
+	if (!pg_pipe_wait(s, &pp))
+		return pg_pipe_fail(s, &pp);
+	pg_pending_done(s, &pp);
+	pg_pipe_clear(&pp);
+	return SAKER_OK;
+}
+
+/* Rebuild the set of open items from the database (after a rollback or a
+ * reconnect: the database knows which leases are still ours). */
+static void
+pg_reload_open(struct pg_store *s)
+{
+	struct pgp p = { 0 };
+	PGresult *res;
+	int i;
+
+	pg_os_clear(&s->open);
+	if (s->conn == NULL || s->read_only)
+		return;
+	pg_pp_str(&p, s->owner);
+	if ((res = pg_run(s, P_MINE, &p, "reading open items")) == NULL)
+		return;
+	for (i = 0; i < PQntuples(res); i++)
+		(void)pg_os_add(&s->open, (uint64_t)pg_rv_i64(res, i, 1),
+		    pg_rv_i64(res, i, 0));
+	PQclear(res);
+}
+
+/* Undo the in-memory side of a batch that did not commit. */
+static void
+pg_restore(struct pg_store *s)
+{
+	struct saker_queue *q;
+	struct kit_qent *e, *next;
+	size_t i = 0;
+
+	while ((q = LIST_FIRST(&s->dirty)) != NULL)
+		pg_unlist(q);
+	while ((q = LIST_FIRST(&s->pend)) != NULL)
+		pg_unlist(q);
+	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
+		next = kit_qtab_next(&s->qt, &i, e);
+		q = PG_Q(e);
+		if (!q->fresh)
+			continue;
+		/* never existed; the core may still hold the handle until
+		 * it looks every queue up again */
+		pg_hash_remove(s, q);
+		q->dead = true;
+		q->fresh = false;
+		LIST_INSERT_HEAD(&s->zombies, q, gone_link);
+	}
+	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
+		LIST_REMOVE(q, gone_link);
+		pg_queue_free(q);
+	}
+}
+
+void
+pg_lose_batch(struct pg_store *s, int code)
+{
+	PGresult *res;
+	struct pgp p = { 0 };
+
+	s->in_txn = false;
+	s->begun = false;
+	s->txn_gen++;
+	s->renew_at = 0;
+	if (s->conn != NULL)
+		PQclear(pg_exec(s, "ROLLBACK"));
+	if (!s->lost) {
+		s->lost = true;
+		s->lost_err = code;
+		pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
+	}
+	pg_pending_reset(s);
+	pg_took_clear(s);
+	/* Claims of earlier batches are still ours in the database, but
+	 * which of them this batch handed out is unknown now: give them all
+	 * back at once, in their place in the FIFO. */
+	pg_held_drop_all(s);
+	if (s->conn != NULL && !s->read_only) {
+		pg_pp_str(&p, s->owner);
+		if ((res = pg_run(s, P_GIVEBACK, &p, "returning claims")) != NULL)
+			PQclear(res);
+	}
+	pg_restore(s);
+	pg_reload_open(s);
+}
+
+int
+pg_begin(struct pg_store *s)
+{
+	if (s->read_only)
+		return pg_errf(s, SAKER_EREADONLY, "postgres: opened read-only");
+	if (s->lost)
+		return pg_errf(s, s->lost_err, "%s (batch rolled back)",
+		    s->lost_why);
+	if (s->conn == NULL)
+		return pg_down(s);
+	if (s->in_txn)
+		return SAKER_OK;
+	/* the BEGIN goes out with the batch's first statement */
+	s->in_txn = true;
+	s->begun = false;
+	s->txn_gen++;
+	return SAKER_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* batches */
+
+/* One array of NOTIFY payloads naming every queue that gained items in
+ * this batch; names hold no newline, so it separates them. */
+static int
+pg_notify_arr(struct pg_store *s, struct pg_arr *a)
+{
+	struct saker_queue *q;
+	char *buf;
+	size_t off = 0;
+
+	if (LIST_EMPTY(&s->pend) || s->read_only)
+		return SAKER_OK;
+	if ((buf = malloc(PG_NOTIFY_MAX + 1)) == NULL)
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	for (q = LIST_FIRST(&s->pend); q != NULL || off > 0;
+	    q = q != NULL ? LIST_NEXT(q, pend_link) : NULL) {
+		if (q != NULL && q->len >= PG_NOTIFY_MAX)
+			continue;
+		if (q == NULL || off + q->len + 1 > PG_NOTIFY_MAX) {
+			if (!pg_arr_reserve(a, 4 + off)) {
+				free(buf);
+				return pg_errf(s, SAKER_ENOMEM, "out of memory");
+			}
+			pg_arr_put(a, buf, off);
+			off = 0;
+			if (q == NULL)
+				break;
+		}
+		memcpy(buf + off, q->name, q->len);
+		off += q->len;
+		buf[off++] = '\n';
+	}
+	free(buf);
+	return SAKER_OK;
+}
+
+/* The batch's counter deltas, one row per queue. */
+static int
+pg_counts_arr(struct pg_store *s, struct pg_arr *qid, struct pg_arr *tot,
+    struct pg_arr *exp)
+{
+	struct saker_queue *q;
+
+	LIST_FOREACH(q, &s->dirty, dirty_link) {
+		if (q->d_total == 0 && q->d_expired == 0)
+			continue;
+		if (!pg_arr_reserve(qid, 12) || !pg_arr_reserve(tot, 12) ||
+		    !pg_arr_reserve(exp, 12))
+			return pg_errf(s, SAKER_ENOMEM, "out of memory");
+		pg_arr_i64(qid, q->id);
+		pg_arr_i64(tot, q->d_total);
+		pg_arr_i64(exp, q->d_expired);
+	}
+	return SAKER_OK;
+}
+
+/*
+ * The whole batch in one round trip: BEGIN (if no statement went out
+ * yet), the buffered puts, state changes and deletes, the counters, the
+ * NOTIFY and the COMMIT, pipelined.  However many commands the loop turn
+ * ran, that is at most eight statements.
+ */
+int
+pg_commit(saker_store *base)
+{
+	struct pg_store *s = PG(base);
+	struct saker_queue *q;
+	struct pg_arr cq = { .oid = OID_INT8 }, ct = { .oid = OID_INT8 },
+	    ce = { .oid = OID_INT8 }, nt = { .oid = OID_TEXT };
+	struct pg_pipe pp;
+	struct pgp p;
+	struct saker_queue *pre[PG_PRECLAIM_MAX];
+	int pre_ix[PG_PRECLAIM_MAX], npre = 0, k;
+	bool in_doubt = false;
+	const char *st;
+	uint64_t t0, bno;
+	int err, commit_ix;
+
+	if (s->lost) {
+		s->lost = false;
+		return pg_errf(s, s->lost_err, "%s (batch rolled back)",
+		    s->lost_why);
+	}
+	/* Nothing to commit is no failure, even while down (store.h):
+	 * the replies of a turn that wrote nothing (a get that timed out
+	 * with a miss, in the same turn as the tick) stand.  /healthz
+	 * learns of the connection from store_stats. */
+	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->pend)) {
+		s->batch_no++;
+		return SAKER_OK;
+	}
+	if (s->conn == NULL && !s->read_only)
+		return pg_down(s);
+	bno = s->batch_no++;
+	t0 = saker_mono_ns();
+	if ((err = pg_begin(s)) != SAKER_OK ||
+	    (err = pg_counts_arr(s, &cq, &ct, &ce)) != SAKER_OK ||
+	    (err = pg_notify_arr(s, &nt)) != SAKER_OK)
+		goto fail;
+	pg_pipe_init(&pp);
+	pg_send_pending(s, &pp);
+	if (cq.n > 0) {
+		memset(&p, 0, sizeof(p));
+		pg_pp_str(&p, s->owner);
+		pg_pp_arr(&p, &cq);
+		pg_pp_arr(&p, &ct);
+		pg_pp_arr(&p, &ce);
+		pg_pipe_send(s, &pp, P_COUNTS, NULL, &p, "writing counters");
+	}
+	if (nt.n > 0) {
+		memset(&p, 0, sizeof(p));
+		pg_pp_str(&p, s->chan);
+		pg_pp_arr(&p, &nt);
+		pg_pipe_send(s, &pp, P_NOTIFY, NULL, &p, "notify");
+	}
+	/* Busy queues claim for the next turn in this round trip: the items
+	 * this batch put are there already, so the next turn's takes need
+	 * none (a pair workload costs one round trip per turn). */
+	LIST_FOREACH(q, &s->took, took_link) {
+		if (npre == PG_PRECLAIM_MAX || pp.n >= PG_PIPE_MAX - 2)
+			break;
+		if (q->dead || q->held != NULL || q->take_batch != bno ||
+		    q->takes_cur < 2 || q->empty_gen == s->txn_gen)
+			continue;
+		if (s->nheld == 0 && s->open.n == 0 && npre == 0)
+			s->lease_floor = s->last_now;
+		memset(&p, 0, sizeof(p));
+		pg_pp_i64(&p, q->id);
+		pg_pp_i64(&p, s->last_now);
+		pg_pp_i64(&p, s->last_now + PG_SKEW_MS);
+		pg_pp_i64(&p, INT64_MIN);
+		pg_pp_i64(&p, 0);
+		pg_pp_str(&p, s->owner);
+		pg_pp_i64(&p, s->lease_ms);
+		pg_pp_i64(&p, q->takes_cur > PG_CLAIM_MAX ? PG_CLAIM_MAX :
+		    q->takes_cur);
+		pre_ix[npre] = pp.n;
+		pre[npre++] = q;
+		pg_pipe_send(s, &pp, P_CLAIM, NULL, &p, "claiming items");
+	}
+	commit_ix = pp.n;
+	pg_pipe_send(s, &pp, 0, "COMMIT", NULL, "commit");
+	pg_arr_free(&cq);
+	pg_arr_free(&ct);
+	pg_arr_free(&ce);
+	pg_arr_free(&nt);
+	if (!pg_pipe_wait(s, &pp)) {
+		/* A statement before the COMMIT that PostgreSQL refused aborts
+		 * the transaction (the COMMIT is skipped).  Otherwise, when the
+		 * connection broke, the COMMIT may have happened or not, and
+		 * nobody can tell us which. */
+		st = pp.bad_res != NULL ? PQresultErrorField(pp.bad_res,
+		    PG_DIAG_SQLSTATE) : NULL;
+		in_doubt = PQstatus(s->conn) != CONNECTION_OK &&
+		    !(st != NULL && pp.bad < commit_ix);
+		err = pg_pipe_fail(s, &pp);
+		if (in_doubt) {
+			char why[300];
+
+			/* the client's SERVER_ERROR line says so */
+			s->in_doubt++;
+			pg_oneline(why, sizeof(why), s->conn == NULL &&
+			    s->down_why[0] != '\0' ? s->down_why : s->err);
+			pg_errf(s, SAKER_EINDOUBT, "postgres: outcome unknown, the"
+			    " COMMIT got no answer (%s): the batch may or may not"
+			    " be stored; retrying a write may duplicate it", why);
+			pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
+		}
+		goto fail;
+	}
+	pg_pending_done(s, &pp);
+	for (k = 0; k < npre; k++) {
+		/* blocked clients of this broker are served from them now */
+		if (pg_held_install(s, pre[k], pp.res[pre_ix[k]], s->last_now) ==
+		    SAKER_OK)
+			pg_notify_local(s, pre[k]);
+		pp.res[pre_ix[k]] = NULL;
+	}
+	pg_pipe_clear(&pp);
+	pg_took_clear(s);
+	s->in_txn = false;
+	s->begun = false;
+	s->txn_gen++;
+	if (s->renew_at != 0) {
+		s->lease_floor = s->renew_at;
+		s->renew_at = 0;
+	}
+	while ((q = LIST_FIRST(&s->dirty)) != NULL) {
+		q->fresh = false;
+		pg_unlist(q);
+	}
+	while ((q = LIST_FIRST(&s->pend)) != NULL)
+		pg_unlist(q);
+	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
+		LIST_REMOVE(q, gone_link);
+		pg_queue_free(q);
+	}
+	/* queues created in this batch are committed now */
+	{
+		struct kit_qent *e;
+		size_t i = 0;
+
+		for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
+		    e = kit_qtab_next(&s->qt, &i, e))
+			PG_Q(e)->fresh = false;
+	}
+	s->commits++;
+	s->last_commit_ms = s->last_now;
+	if (s->sync == SAKER_SYNC_ALWAYS)
+		s->fsyncs++;
+	else if (s->sync == SAKER_SYNC_PERIODIC)
+		s->unsynced = true;
+	s->commit_ns += saker_mono_ns() - t0;
+	return SAKER_OK;
+
+fail:
+	pg_arr_free(&cq);
+	pg_arr_free(&ct);
+	pg_arr_free(&ce);
+	pg_arr_free(&nt);
+	pg_took_clear(s);
+	/* pg_fail() rolled back and recorded it; report it once */
+	if (s->lost)
+		err = s->lost_err;
+	else if (s->in_txn)
+		pg_lose_batch(s, err);
+	s->lost = false;
+	return in_doubt ? SAKER_EINDOUBT : err;
+}
+
+int
+pg_sync(saker_store *base)
+{
+	struct pg_store *s = PG(base);
+
+	if (s->sync != SAKER_SYNC_PERIODIC || !s->unsynced || s->read_only ||
+	    s->in_txn || s->conn == NULL)
+		return SAKER_OK;
+	/* A synchronous commit that writes a commit record flushes the WAL up
+	 * to it, and with it every asynchronous commit before. */
+	if (pg_simple(s, "BEGIN; SET LOCAL synchronous_commit = on;"
+	    " SELECT txid_current(); COMMIT", "sync") != SAKER_OK)
+		return s->code;
+	s->fsyncs++;
+	s->unsynced = false;
+	return SAKER_OK;
+}

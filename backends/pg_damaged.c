@@ -1,0 +1,140 @@
+/* pg_damaged.c -- the PostgreSQL driver's damaged items: an item that
+ * fails its checksum is moved to "<queue>_damaged" (store.h, take()). */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_int.h"
+
+/* ---- damaged items ---- */
+
+/* Whether a damaged item can be moved aside now. */
+static bool
+pg_can_move(const struct pg_store *s)
+{
+	return !s->read_only && !s->lost && s->conn != NULL;
+}
+
+/*
+ * The item of row `row` of res (ITEM_COLS) failed its checksum: the layer
+ * copies its bytes, as they are, to q's quarantine queue in the current
+ * batch (saker_store_quarantine(); res NULL: the store takes no writes, it
+ * stays).  The caller removes the original once this succeeded, in the
+ * same batch.  Either way s->err holds the message naming both queues.
+ */
+static int
+pg_put_damaged(struct pg_store *s, struct saker_queue *q, const PGresult *res,
+    int row, int64_t id, int64_t now_ms)
+{
+	struct saker_item it;
+	char msg[sizeof(s->err)];
+	void *copy = NULL;
+	int err;
+
+	memset(&it, 0, sizeof(it));
+	if (res != NULL) {
+		it.flags = (uint32_t)pg_rv_i64(res, row, C_FLAGS);
+		it.created_ms = pg_rv_i64(res, row, C_CREATED);
+		it.len = (size_t)PQgetlength(res, row, C_DATA);
+		/* res may be freed if a statement below fails */
+		if (it.len > 0 && (copy = malloc(it.len)) == NULL)
+			return pg_errf(s, SAKER_ENOMEM, "out of memory");
+		if (it.len > 0)
+			memcpy(copy, PQgetvalue(res, row, C_DATA), it.len);
+		it.data = copy != NULL ? copy : "";
+	}
+	err = saker_store_quarantine(&s->base, q, q->name, q->len,
+	    (uint64_t)id, res != NULL ? &it : NULL, now_ms, msg, sizeof(msg));
+	free(copy);
+	pg_errf(s, SAKER_ECORRUPT, "%s", msg);
+	return err;
+}
+
+/* pg_take_one() met a damaged item (the only row of res, which this
+ * takes): in the batch, move it aside and remove it from q. */
+int
+pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,
+    PGresult *res, int64_t now_ms)
+{
+	struct pgp p = { 0 };
+	PGresult *dr;
+	int64_t id = pg_rv_i64(res, 0, C_ID);
+	uint64_t n;
+	int err;
+
+	if (mode == SAKER_TAKE_PEEK) {
+		/* a peek changed nothing yet: delete it first, unless another
+		 * broker has taken it meanwhile (it meets the damage then) */
+		if (!pg_can_move(s)) {
+			PQclear(res);
+			(void)pg_put_damaged(s, q, NULL, 0, id, now_ms);
+			return SAKER_ECORRUPT;
+		}
+		pg_pp_i64(&p, q->id);
+		pg_pp_i64(&p, id);
+		if ((err = pg_begin(s)) != SAKER_OK ||
+		    (dr = pg_run(s, P_DEL_READY, &p, "moving a damaged item")) ==
+		    NULL) {
+			PQclear(res);
+			return err != SAKER_OK ? err : s->code;
+		}
+		n = pg_rv_changed(dr);
+		PQclear(dr);
+		if (n == 0) {
+			PQclear(res);
+			return pg_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %"
+			    PRId64 " failed its checksum (taken meanwhile by"
+			    " another broker)", (int)q->len, q->name, id);
+		}
+	}
+	/* REMOVE deleted it, OPEN leased it to us (state 1), PEEK above */
+	if (mode == SAKER_TAKE_OPEN && !pg_del_room(s))
+		err = pg_errf(s, SAKER_ENOMEM, "out of memory");
+	else
+		err = pg_put_damaged(s, q, res, 0, id, now_ms);
+	if (err == SAKER_OK && mode == SAKER_TAKE_OPEN)
+		pg_del_add(s, q->id, (uint64_t)id);
+	if (err != SAKER_OK && !s->lost) {
+		/* not moved: put it back as it was (it stays damaged) */
+		int e2 = mode == SAKER_TAKE_OPEN ? pg_st_add(s, q->id,
+		    (uint64_t)id, 0) : pg_reinsert(s, q, res);
+
+		PQclear(res);
+		return e2 != SAKER_OK ? e2 : SAKER_ECORRUPT;
+	}
+	PQclear(res);
+	return SAKER_ECORRUPT;
+}
+
+/* Claimed item held_rows[i] failed its checksum: move it aside and delete
+ * it in the batch, and serve the others as before. */
+int
+pg_held_damaged(struct pg_store *s, struct saker_queue *q, int i,
+    int64_t now_ms)
+{
+	int row = q->held_rows[i], err;
+	int64_t id = pg_rv_i64(q->held, row, C_ID);
+
+	if (!pg_can_move(s)) {
+		(void)pg_put_damaged(s, q, NULL, 0, id, now_ms);
+		return SAKER_ECORRUPT;
+	}
+	if ((err = pg_begin(s)) != SAKER_OK)
+		return err;
+	if (!pg_del_room(s))
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	/* a failed statement loses the batch, and with it q->held */
+	if (pg_put_damaged(s, q, q->held, row, id, now_ms) != SAKER_OK)
+		return SAKER_ECORRUPT;
+	pg_del_add(s, q->id, (uint64_t)id);
+	memmove(q->held_rows + q->held_head + 1, q->held_rows + q->held_head,
+	    (size_t)(i - q->held_head) * sizeof(*q->held_rows));
+	q->held_head++;
+	s->nheld--;
+	if (q->held_head == q->held_n)
+		pg_held_drop(s, q);
+	return SAKER_ECORRUPT;
+}

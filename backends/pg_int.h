@@ -1,0 +1,350 @@
+/* pg_int.h -- the PostgreSQL driver's private header: its structs and
+ * the functions its files share (postgres.c, pg_*.c). */
+#ifndef SAKER_PG_INT_H
+#define SAKER_PG_INT_H
+
+#include <sys/queue.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "saker/store.h"
+#include "qtab.h"
+
+/* Items put by a broker whose clock runs ahead are still taken if they are
+ * at most this far in the future; the bound keeps a queue full of delayed
+ * items from being scanned by every take. */
+#define PG_SKEW_MS 60000
+#define PG_MAX_PARAMS 12
+/* Most items one take claims ahead (they are held in memory). */
+#define PG_CLAIM_MAX 64
+
+/* the columns of ITEM_COLS, by number */
+enum { C_ID, C_FLAGS, C_EXPIRES, C_CREATED, C_VIS, C_DUE, C_DATA, C_CRC,
+    C_DLV };
+
+enum {
+	P_Q_FIND, P_Q_CREATE, P_Q_LIST, P_Q_DELETE, P_I_DELQ, P_C_DELQ,
+	P_TAKE_REMOVE, P_TAKE_OPEN, P_PEEK, P_REINSERT, P_DEL1, P_DEL_READY,
+	P_CONFIRM, P_RELEASE, P_EXPIRE, P_STATS, P_C_ADD, P_PROMOTE,
+	P_NEXT, P_RENEW, P_SWEEP, P_MINE, P_RELEASE_ALL, P_IT_OPEN,
+	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
+	P_QSYNC, P_PUTS, P_SETSTATE, P_DELS, P_COUNTS, P_CLAIM, P_GIVEBACK,
+	P_MOVE, P_EXPIRE_GET, P_DELAY, P_COUNT
+};
+
+struct saker_queue {
+	struct saker_queue_base base; /* the layer's (store.h): first */
+	int64_t id;
+	char *name;
+	size_t len;
+	void *ctx;
+	bool fresh;		/* created in the current batch */
+	bool dead;		/* deleted or rolled back out of existence */
+	bool dirty;		/* on the counter list */
+	bool pend;		/* on the NOTIFY list */
+	bool deleted;		/* on the deleted list */
+	int64_t d_total, d_expired;	/* uncommitted counter deltas */
+	unsigned hint_gen;	/* hint valid while == the store's txn_gen */
+	int64_t hint_vis, hint_id;	/* see HEAD_WHERE */
+	/* Claimed ahead (state 2): rows of `held`, served in (vis, id) order
+	 * from held_rows[held_head] on.  Only claimed when empty. */
+	PGresult *held;
+	int *held_rows;
+	int held_head, held_n;
+	int64_t held_used_ms;	/* last take from it: idle ones go back */
+	/* == the store's txn_gen: a claim in this transaction found nothing
+	 * and nothing was added since, so the next take need not ask */
+	unsigned empty_gen;
+	/* takes per batch, for the claim size */
+	uint64_t take_batch;
+	unsigned takes_cur, takes_prev;
+	bool took;		/* on the store's took list */
+	LIST_ENTRY(saker_queue) held_link;
+	LIST_ENTRY(saker_queue) took_link;
+	LIST_ENTRY(saker_queue) dirty_link;
+	LIST_ENTRY(saker_queue) pend_link;
+	LIST_ENTRY(saker_queue) gone_link;	/* deleted or zombie list */
+	uint64_t expired_to;
+	struct kit_qent qe;	/* in s->qt while live (qtab.h) */
+};
+
+LIST_HEAD(pg_qlist, saker_queue);
+
+/* A PostgreSQL binary one-dimensional array, built element by element:
+ * the columns of the batched statements. */
+struct pg_arr {
+	unsigned char *p;
+	size_t len, cap;
+	uint32_t n, oid;
+};
+
+/* Open items this broker holds: id (unique store-wide) -> queue id. */
+struct pg_oset {
+	uint64_t *ids;
+	int64_t *qids;
+	size_t cap, n;
+};
+
+/*
+ * A connection made without blocking: PQconnectStartParams(), then
+ * PQconnectPoll() whenever its socket is ready, the socket registered in
+ * the store's epoll descriptor (the one watch_fd() gives the loop).
+ * `up`: connected and set up; before that `want` says what
+ * PQconnectPoll() waits for and `deadline_ns` when to give up.
+ */
+enum { PG_L_MAIN, PG_L_LISTEN, PG_L_VACUUM, PG_L_N };
+struct pg_link {
+	PGconn *c;
+	bool up;
+	PostgresPollingStatusType want;
+	uint64_t deadline_ns;
+	int regfd;		/* registered in efd, or -1 */
+};
+
+struct pg_store {
+	saker_store base;
+	PGconn *conn;		/* statements: links[PG_L_MAIN].c once it is
+				 * up and set up; NULL while down */
+	struct pg_link links[PG_L_N];
+	int efd;		/* epoll: every link's socket (watch_fd) */
+	int64_t timeout_ms;	/* timeout= */
+	uint64_t wait_ns;	/* statement deadline: timeout, or more in open */
+	uint64_t deadline_ns;	/* of the round trip under way */
+	bool opened;		/* open() done: a connection is a reconnect */
+	uint64_t reconnects, in_doubt;
+	int64_t last_commit_ms;	/* last_now at the last commit that wrote */
+	bool down_said;		/* the current down_why went to the log */
+	char ka_user_timeout[24];	/* tcp_user_timeout default (ms) */
+	PQconninfoOption *copts;	/* the connection string, parsed */
+	int nhosts;			/* elements of its host list */
+	unsigned host_rot;		/* first host of the next attempt */
+	char rot_host[2048], rot_addr[2048], rot_port[2048];
+	char *conninfo;		/* as given to libpq */
+	char *schema;		/* or NULL */
+	char *chan;		/* notification channel */
+	char owner[128];	/* lease owner: unique per process start */
+	int64_t lease_ms;
+	saker_sync_mode sync;
+	bool read_only;
+	int64_t version;	/* the store's format (pg_check_schema()) */
+	saker_notify_fn notify;
+	void *notify_arg;
+
+	bool in_txn;
+	unsigned txn_gen;	/* bumped when a transaction ends */
+	bool lost;		/* batch rolled back by a failed statement */
+	int lost_err;
+	char lost_why[256];
+	bool unsynced;
+	int code;		/* of the last failure */
+
+	int64_t retry_at;		/* next attempt of the main connection */
+	int64_t attempt_at;		/* start of the last attempt */
+	int64_t lretry_at;		/* listen connection */
+	bool listening;			/* LISTEN answered */
+	int64_t probe_ms;		/* probe= (0: no probes) */
+	bool probing;			/* a probe is out (pg_next()) */
+	uint64_t probe_dead_ns;		/* unanswered then: silence */
+	uint64_t probes;
+	char down_why[256];
+
+	int64_t last_now;	/* newest now_ms seen: "delayed" in stats */
+	int64_t last_vis;	/* keeps this broker's puts in order */
+	int64_t promoted_to;	/* promote() reported items due up to here */
+	int64_t renewed_at;
+
+	struct kit_qtab qt;	/* the live queues by name and id */
+	struct pg_qlist dirty, pend, deleted, zombies, holding, took;
+	struct pg_oset open;
+
+	/*
+	 * Writes of the batch not yet sent: they go out in one pipeline
+	 * ahead of the next statement that must see them, or with the
+	 * COMMIT.  begun: the BEGIN of the batch went out.
+	 */
+	bool begun;
+	struct pg_arr put_name, put_vis, put_due, put_flags, put_exp,
+	    put_created, put_data, put_crc, put_dlv;
+	size_t put_bytes;
+	struct pg_arr st_qid, st_id, st_st;
+	struct pg_oset st_ids;	/* ids with a state change in st_* */
+	struct pg_arr del_qid, del_id;
+	uint64_t batch_no;	/* commits so far: takes per batch */
+	size_t nheld;		/* items claimed ahead, all queues */
+	int64_t lease_floor;	/* every lease we hold runs at least
+				 * lease_ms from here (local clock) */
+	int64_t renew_at;	/* start of an uncommitted renewal */
+
+	uint64_t commits, fsyncs, commit_ns;
+	/* the VACUUMs on their own connection: every vacuum_ms (0:
+	 * never) while commits move; vacuuming while one runs */
+	int64_t vacuum_ms, vacuum_at;
+	uint64_t vacuum_commits;
+	bool vacuuming;
+	char err[1024];
+};
+
+#define PG(s) ((struct pg_store *)(void *)(s))
+
+extern const struct saker_store_driver saker_store_postgres;
+
+/* a statement's parameters, all binary (pg_pp_*()) */
+struct pgp {
+	int n;
+	const char *v[PG_MAX_PARAMS];
+	int l[PG_MAX_PARAMS];
+	int f[PG_MAX_PARAMS];
+	unsigned char b[PG_MAX_PARAMS][8];
+};
+
+#define OID_BYTEA 17
+#define OID_INT8 20
+#define OID_TEXT 25
+
+#define PG_PIPE_MAX 16
+
+/* several statements in one round trip (pg_pipe_*()) */
+struct pg_pipe {
+	int n;
+	const char *what[PG_PIPE_MAX];
+	PGresult *res[PG_PIPE_MAX];	/* kept results, by statement */
+	int bad;			/* first failed statement, or -1 */
+	PGresult *bad_res;
+	int qsync;			/* index of P_QSYNC, or -1 */
+	bool sendfail;			/* a statement could not be sent */
+};
+
+#define PG_Q(e) KIT_QENT_QUEUE(e, struct saker_queue, qe)
+
+#define PG_HOSTS_MAX 32
+
+/* pg_wire.c */
+int pg_errf(struct pg_store *s, int code, const char *fmt, ...);
+void pg_oneline(char *dst, size_t len, const char *msg);
+void pg_link_drop(struct pg_store *s, struct pg_link *l, bool abort);
+void pg_deadline(struct pg_store *s);
+bool pg_next(struct pg_store *s, PGresult **res);
+PGresult *pg_exec(struct pg_store *s, const char *sql);
+int pg_simple(struct pg_store *s, const char *sql, const char *what);
+int pg_down(struct pg_store *s);
+int pg_fail(struct pg_store *s, const PGresult *res, const char *what);
+void pg_pp_i64(struct pgp *p, int64_t x);
+void pg_pp_bin(struct pgp *p, const void *d, size_t len);
+void pg_pp_null(struct pgp *p);
+void pg_pp_str(struct pgp *p, const char *str);
+int64_t pg_rv_i64(const PGresult *r, int row, int col);
+uint64_t pg_rv_changed(const PGresult *r);
+bool pg_arr_reserve(struct pg_arr *a, size_t more);
+void pg_arr_put(struct pg_arr *a, const void *d, size_t len);
+void pg_arr_i64(struct pg_arr *a, int64_t x);
+void pg_arr_reset(struct pg_arr *a);
+void pg_arr_free(struct pg_arr *a);
+void pg_pp_arr(struct pgp *p, struct pg_arr *a);
+void pg_pipe_init(struct pg_pipe *pp);
+void pg_pipe_clear(struct pg_pipe *pp);
+bool pg_pipe_wait(struct pg_store *s, struct pg_pipe *pp);
+bool pg_pipe_send(struct pg_store *s, struct pg_pipe *pp, int which,
+    const char *sql, const struct pgp *p, const char *what);
+int pg_pipe_fail(struct pg_store *s, struct pg_pipe *pp);
+int pg_link_start(struct pg_store *s, struct pg_link *l, uint64_t wait_ns);
+int pg_link_step(struct pg_store *s, struct pg_link *l);
+int pg_link_wait(struct pg_store *s, struct pg_link *l, uint64_t wait_ns);
+void pg_notify_local(struct pg_store *s, struct saker_queue *q);
+void pg_gained(struct pg_store *s, struct saker_queue *q);
+int pg_links(struct pg_store *s, int64_t now_ms);
+int pg_main_up(struct pg_store *s);
+int pg_attempt_failed(struct pg_store *s, int64_t now_ms);
+int pg_listen_open(struct pg_store *s);
+int pg_watch_fd(saker_store *base);
+int pg_fd_ready(saker_store *base, int64_t now_ms);
+
+/* pg_conninfo.c */
+int pg_list_n(const char *list);
+void pg_params(struct pg_store *s, const char **kw, const char **val,
+    size_t max);
+void pg_rotate_past(struct pg_store *s, PGconn *c);
+int pg_channel_opts(struct pg_store *s, const struct saker_store_opts *opts,
+    char *err, size_t errlen);
+int pg_parse_location(struct pg_store *s, const char *loc, char *err,
+    size_t errlen);
+extern const struct saker_store_option pg_options[];
+
+/* pg_sql.c */
+int pg_prepare_all(struct pg_store *s);
+int pg_session(struct pg_store *s);
+int pg_check_schema(struct pg_store *s, bool create);
+extern const char pg_fold_sql[];
+
+/* pg_batch.c */
+void pg_batch_arrs(struct pg_store *s, void (*fn)(struct pg_arr *));
+int pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st);
+bool pg_del_room(struct pg_store *s);
+void pg_del_add(struct pg_store *s, int64_t qid, uint64_t id);
+void pg_send_pending(struct pg_store *s, struct pg_pipe *pp);
+void pg_pending_done(struct pg_store *s, struct pg_pipe *pp);
+PGresult *pg_run(struct pg_store *s, int which, const struct pgp *p,
+    const char *what);
+int pg_flush(struct pg_store *s);
+void pg_lose_batch(struct pg_store *s, int code);
+int pg_begin(struct pg_store *s);
+int pg_commit(saker_store *base);
+int pg_sync(saker_store *base);
+
+/* pg_lease.c */
+int pg_os_add(struct pg_oset *o, uint64_t id, int64_t qid);
+bool pg_os_take(struct pg_oset *o, uint64_t id, int64_t qid);
+void pg_os_drop_queue(struct pg_oset *o, int64_t qid);
+void pg_os_clear(struct pg_oset *o);
+bool pg_os_has(const struct pg_oset *o, uint64_t id);
+bool pg_lease_ok(const struct pg_store *s, int64_t now_ms);
+void pg_held_drop(struct pg_store *s, struct saker_queue *q);
+void pg_held_drop_all(struct pg_store *s);
+int pg_held_return(struct pg_store *s, struct saker_queue *q);
+int pg_claim(struct pg_store *s, struct saker_queue *q, int n, int64_t now_ms);
+int pg_claim_size(struct pg_store *s, struct saker_queue *q);
+int pg_held_install(struct pg_store *s, struct saker_queue *q, PGresult *res,
+    int64_t now_ms);
+int pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
+    int64_t now_ms, saker_item_fn fn, void *arg);
+int pg_peek_held(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
+    saker_item_fn fn, void *arg);
+int pg_run_leased(struct pg_store *s, int which, const struct pgp *p,
+    const char *what, uint64_t id, const char *after);
+void pg_vacuum_drop(struct pg_store *s, int64_t now_ms);
+int pg_vacuum_tick(struct pg_store *s, int64_t now_ms);
+int pg_tick(saker_store *base, int64_t now_ms);
+
+/* pg_damaged.c */
+int pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,
+    PGresult *res, int64_t now_ms);
+int pg_held_damaged(struct pg_store *s, struct saker_queue *q, int i,
+    int64_t now_ms);
+
+/* postgres.c */
+void pg_hash_remove(struct pg_store *s, struct saker_queue *q);
+void pg_rehash_id(struct pg_store *s, struct saker_queue *q, int64_t id);
+struct saker_queue *pg_find_name(struct pg_store *s, const char *name,
+    size_t len);
+struct saker_queue *pg_find_id(struct pg_store *s, int64_t id);
+void pg_queue_free(struct saker_queue *q);
+void pg_expired(struct pg_store *s, struct saker_queue *q, int64_t n);
+void pg_unlist(struct saker_queue *q);
+int pg_queue_open(saker_store *base, const char *name, size_t len, bool create,
+    void *queue_ctx, saker_queue **out);
+int pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms);
+void pg_row_item(const PGresult *res, int row, struct saker_item *it,
+    saker_item_state state);
+bool pg_row_sound(const PGresult *res, int row);
+int pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
+    int row, const int col[4], int64_t now_ms, bool *moved);
+int pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r);
+extern const int pg_item_cols[4];
+void pg_head_params(const struct pg_store *s, const struct saker_queue *q,
+    struct pgp *p, int64_t now_ms);
+
+#endif

@@ -1,0 +1,520 @@
+/* pg_sql.c -- the PostgreSQL driver's SQL: the statements it prepares,
+ * the schema it creates and upgrades, the session settings. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_int.h"
+
+/* 2: state 2 (claimed ahead); the lease index covers it.
+ * 3: saker_items.crc, the item's CRC32C (kit_item_crc); NULL in rows
+ * written before format 3, which are not checked.
+ * 4: saker_items.deliveries, the delivery count (store.h); 0 in rows
+ * written before. */
+#define PG_FORMAT_VERSION 4
+
+#define DBNOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+/* ready for stats and listings: visible, or claimed ahead by a broker */
+#define READY "((state = 0 AND due <= $2::bigint) OR state = 2)"
+/* @CRC@ stands for the crc column, or NULL::bigint while a read-only
+ * open reads a store from before format 3; @DLV@ for the deliveries
+ * column, or 0::bigint before format 4 (pg_prepare_all()). */
+#define ITEM_COLS "id, flags, expires, created, vis, due, data, @CRC@, @DLV@"
+
+#define PG_DLV_MAX "65535"	/* SAKER_DELIVERIES_MAX */
+/* $4, $5: the last item this transaction took from the queue.  Rows a
+ * transaction deleted stay in the index until it ends and every later
+ * scan would step over them again; starting past them keeps a batch of
+ * takes linear. */
+#define HEAD_WHERE "qid = $1::bigint AND state = 0 AND due <= $2::bigint" \
+	" AND vis <= $3::bigint AND (vis, id) > ($4::bigint, $5::bigint)"
+/* the first n rows of HEAD_WHERE, locked, as c(qid, id); what the
+ * statement made of them comes back as ITEM_COLS */
+#define HEAD_ROWS(n) "WITH c AS (SELECT qid, id FROM saker_items WHERE " \
+	HEAD_WHERE " ORDER BY vis, id LIMIT " n " FOR UPDATE SKIP LOCKED)"
+#define RETURNING_ITEM " RETURNING i.id, i.flags, i.expires, i.created," \
+	" i.vis, i.due, i.data, @CRC@, @DLV@"
+/* back to the queue, no longer leased */
+#define GIVE_BACK "UPDATE saker_items SET state = 0, owner = NULL," \
+	" lease_until = 0"
+/* an open item leased to this broker */
+#define MY_OPEN " WHERE qid = $1::bigint AND id = $2::bigint AND state = 1" \
+	" AND owner = $3::text"
+/* the expired among no more than $3 ready items from the head (store.h) */
+#define EXPIRED_AT_HEAD "DELETE FROM saker_items WHERE (qid, id) IN" \
+	" (SELECT qid, id FROM (SELECT qid, id, expires FROM saker_items WHERE" \
+	" qid = $1::bigint AND state = 0 AND due <= $2::bigint" \
+	" ORDER BY vis, id LIMIT $3::bigint FOR UPDATE SKIP LOCKED) AS h" \
+	" WHERE expires <> 0 AND expires <= $2::bigint)"
+
+static const char *const pg_sql[P_COUNT] = {
+	[P_Q_FIND] = "SELECT id FROM saker_queues WHERE name = $1::bytea",
+	[P_Q_CREATE] = "INSERT INTO saker_queues(name) VALUES ($1::bytea)"
+	    " ON CONFLICT (name) DO NOTHING RETURNING id",
+	[P_Q_LIST] = "SELECT name FROM saker_queues",
+	[P_Q_DELETE] = "DELETE FROM saker_queues WHERE id = $1::bigint",
+	[P_I_DELQ] = "DELETE FROM saker_items WHERE qid = $1::bigint",
+	[P_C_DELQ] = "DELETE FROM saker_counts WHERE qid = $1::bigint",
+	[P_TAKE_REMOVE] = HEAD_ROWS("1")
+	    " DELETE FROM saker_items i USING c WHERE i.qid = c.qid AND"
+	    " i.id = c.id" RETURNING_ITEM,
+	[P_TAKE_OPEN] = HEAD_ROWS("1")
+	    " UPDATE saker_items i SET state = 1, owner = $6::text,"
+	    " lease_until = " DBNOW " + $7::bigint,"
+	    " deliveries = least(i.deliveries + 1, " PG_DLV_MAX ")"
+	    " FROM c WHERE i.qid = c.qid"
+	    " AND i.id = c.id" RETURNING_ITEM,
+	[P_PEEK] = "SELECT " ITEM_COLS " FROM saker_items WHERE " HEAD_WHERE
+	    " ORDER BY vis, id LIMIT 1",
+	[P_REINSERT] = "INSERT INTO saker_items(qid, id, vis, due, state, flags,"
+	    " expires, created, len, data, crc, deliveries) VALUES ($1::bigint,"
+	    " $2::bigint, $3::bigint, $4::bigint, 0, $5::bigint, $6::bigint,"
+	    " $7::bigint, $8::bigint, $9::bytea, $10::bigint, $11::bigint)",
+	[P_DEL1] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
+	    " id = $2::bigint",
+	/* a damaged item seen by a peek: only while nobody has taken it */
+	[P_DEL_READY] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
+	    " id = $2::bigint AND state = 0",
+	[P_CONFIRM] = "DELETE FROM saker_items" MY_OPEN,
+	[P_RELEASE] = GIVE_BACK MY_OPEN,
+	[P_EXPIRE] = EXPIRED_AT_HEAD,
+	[P_STATS] = "SELECT count(*) FILTER (WHERE " READY "),"
+	    " coalesce(sum(len) FILTER (WHERE " READY "),"
+	    " 0)::bigint, count(*) FILTER (WHERE state = 0 AND due > $2::bigint),"
+	    " count(*) FILTER (WHERE state = 1),"
+	    " (SELECT coalesce(sum(total), 0)::bigint FROM saker_counts"
+	    " WHERE qid = $1::bigint),"
+	    " (SELECT coalesce(sum(expired), 0)::bigint FROM saker_counts"
+	    " WHERE qid = $1::bigint),"
+	    " coalesce((SELECT created FROM saker_items WHERE qid = $1::bigint"
+	    " AND " READY " ORDER BY vis, id LIMIT 1), 0)"
+	    " FROM saker_items WHERE qid = $1::bigint",
+	[P_C_ADD] = "INSERT INTO saker_counts(qid, owner, total, expired) VALUES"
+	    " ($1::bigint, $2::text, $3::bigint, $4::bigint) ON CONFLICT (qid, owner)"
+	    " DO UPDATE SET total = saker_counts.total + excluded.total,"
+	    " expired = saker_counts.expired + excluded.expired",
+	/* Items that fell due in (prev, now]: the expired ones are dropped
+	 * (kind 1), the queues of the others are reported (kind 0). */
+	[P_PROMOTE] = "WITH x AS (DELETE FROM saker_items WHERE state = 0 AND"
+	    " due > $1::bigint AND due <= $2::bigint AND expires <> 0 AND"
+	    " expires <= $2::bigint RETURNING qid, flags, created, data,"
+	    " @DLV@ AS dlv)"
+	    " SELECT qid, 1::bigint, flags, created, data, dlv FROM x UNION ALL"
+	    " SELECT DISTINCT qid, 0::bigint, 0::bigint, 0::bigint, ''::bytea,"
+	    " 0::bigint FROM saker_items WHERE state = 0 AND"
+	    " due > $1::bigint AND due <= $2::bigint AND (expires = 0 OR"
+	    " expires > $2::bigint)",
+	/* P_EXPIRE for a queue with expire_to: the rows come back to be
+	 * moved (flags, created, data, deliveries) */
+	[P_EXPIRE_GET] = EXPIRED_AT_HEAD " RETURNING flags, created, data, @DLV@",
+	[P_NEXT] = "SELECT coalesce(min(due), 0)::bigint FROM saker_items"
+	    " WHERE state = 0 AND due > $1::bigint",
+	[P_RENEW] = "UPDATE saker_items SET lease_until = " DBNOW " + $2::bigint"
+	    " WHERE state > 0 AND owner = $1::text",
+	/* The rows by their ctid (a TID scan): as a join of (qid, id) the
+	 * planner may scan the whole table per swept row while its
+	 * statistics still say it is empty -- a 2.8 s sweep on the loop was
+	 * seen on a fresh 40,000-item table.  A row locked here cannot move
+	 * before the UPDATE; state > 0 again in case it did. */
+	[P_SWEEP] = GIVE_BACK " WHERE ctid = ANY (ARRAY (SELECT ctid FROM"
+	    " saker_items WHERE state > 0 AND lease_until < " DBNOW
+	    " FOR UPDATE SKIP LOCKED)) AND state > 0 RETURNING qid",
+	[P_MINE] = "SELECT qid, id FROM saker_items WHERE state = 1 AND"
+	    " owner = $1::text",
+	[P_RELEASE_ALL] = GIVE_BACK " WHERE state > 0 AND owner = $1::text"
+	    " RETURNING qid",
+	[P_IT_OPEN] = "SELECT " ITEM_COLS " FROM saker_items WHERE"
+	    " qid = $1::bigint AND state = 1 ORDER BY vis, id",
+	[P_IT_READY] = "SELECT " ITEM_COLS " FROM saker_items WHERE"
+	    " qid = $1::bigint AND " READY " ORDER BY vis, id",
+	[P_IT_DELAYED] = "SELECT " ITEM_COLS " FROM saker_items WHERE"
+	    " qid = $1::bigint AND state = 0 AND due > $2::bigint ORDER BY due, id",
+	[P_NOTIFY] = "SELECT pg_notify($1::text, unnest($2::text[]))",
+	[P_SIZE] = "SELECT (pg_total_relation_size('saker_items') +"
+	    " pg_total_relation_size('saker_queues') +"
+	    " pg_total_relation_size('saker_counts'))::bigint",
+	/*
+	 * The batched statements: one per kind of write per batch, whatever
+	 * the number of commands, sent in one pipeline with the COMMIT.
+	 * $1 of P_QSYNC and P_PUTS is the same array of queue names, one per
+	 * item.  P_QSYNC re-creates a queue another broker deleted and
+	 * reports every queue's id, so handles follow a delete elsewhere.
+	 */
+	[P_QSYNC] = "WITH n AS (SELECT DISTINCT unnest($1::bytea[]) AS name),"
+	    " c AS (INSERT INTO saker_queues(name) SELECT name FROM n"
+	    " ON CONFLICT (name) DO NOTHING RETURNING id, name)"
+	    " SELECT id, name FROM c UNION ALL"
+	    " SELECT q.id, q.name FROM saker_queues q JOIN n ON q.name = n.name",
+	/* Ids are drawn in put order (volatile functions are evaluated after
+	 * the sort); FOR KEY SHARE makes a concurrent queue delete wait for
+	 * this batch.  A queue deleted between P_QSYNC and here fails the
+	 * statement, and with it the batch, rather than drop an item. */
+	[P_PUTS] = "WITH ins AS (INSERT INTO saker_items(qid, id, vis, due,"
+	    " state, flags, expires, created, len, data, crc, deliveries)"
+	    " SELECT q.id, u.id, u.vis, u.due, 0, u.flags, u.expires, u.created,"
+	    " length(u.data), u.data, u.crc, u.dlv FROM (SELECT"
+	    " nextval('saker_item_id') AS id,"
+	    " x.* FROM unnest($1::bytea[], $2::bigint[], $3::bigint[],"
+	    " $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[],"
+	    " $8::bigint[], $10::bigint[]) WITH ORDINALITY AS x(name, vis, due,"
+	    " flags, expires, created, data, crc, dlv, ord) ORDER BY x.ord"
+	    " OFFSET 0) u JOIN"
+	    " saker_queues q ON q.name = u.name FOR KEY SHARE OF q RETURNING 1)"
+	    " SELECT CASE WHEN count(*) = $9::bigint THEN 0 ELSE"
+	    " ('saker: queue deleted by another broker during the batch; stored '"
+	    " || count(*))::int END FROM ins",
+	/* state changes of items this broker holds: 0 gives one back, 1 opens
+	 * a claimed one, 2 claims (never sent: claims are P_CLAIM) */
+	[P_SETSTATE] = "UPDATE saker_items i SET state = u.st,"
+	    " deliveries = CASE WHEN u.st = 1 THEN least(i.deliveries + 1, "
+	    PG_DLV_MAX ") ELSE i.deliveries END,"
+	    " owner = CASE WHEN u.st = 0 THEN NULL ELSE i.owner END,"
+	    " lease_until = CASE WHEN u.st = 0 THEN 0 ELSE i.lease_until END"
+	    " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[])"
+	    " AS u(qid, id, st) WHERE i.qid = u.qid AND i.id = u.id"
+	    " AND i.state > 0 AND i.owner = $4::text",
+	/* confirmed open items and claimed items taken or expired */
+	[P_DELS] = "DELETE FROM saker_items i USING unnest($1::bigint[],"
+	    " $2::bigint[]) AS u(qid, id) WHERE i.qid = u.qid AND i.id = u.id"
+	    " AND i.state > 0 AND i.owner = $3::text",
+	[P_COUNTS] = "INSERT INTO saker_counts(qid, owner, total, expired)"
+	    " SELECT u.qid, $1::text, u.t, u.e FROM unnest($2::bigint[],"
+	    " $3::bigint[], $4::bigint[]) AS u(qid, t, e)"
+	    " ON CONFLICT (qid, owner) DO UPDATE SET"
+	    " total = saker_counts.total + excluded.total,"
+	    " expired = saker_counts.expired + excluded.expired",
+	/* claim ahead: up to $8 of the oldest visible items, leased to this
+	 * broker as state 2 and served from its memory */
+	[P_CLAIM] = HEAD_ROWS("$8::bigint")
+	    " UPDATE saker_items i SET state = 2, owner = $6::text,"
+	    " lease_until = " DBNOW " + $7::bigint FROM c WHERE i.qid = c.qid"
+	    " AND i.id = c.id" RETURNING_ITEM,
+	[P_GIVEBACK] = GIVE_BACK " WHERE state = 2 AND owner = $1::text"
+	    " RETURNING qid",
+	/* an open item of this broker to the tail of another queue, with
+	 * its count (the dead-letter move); a new id puts it after the
+	 * items already there with the same vis */
+	[P_MOVE] = "UPDATE saker_items SET qid = $4::bigint, vis = $5::bigint,"
+	    " id = nextval('saker_item_id'),"
+	    " due = 0, state = 0, owner = NULL, lease_until = 0" MY_OPEN,
+	/* an open item of this broker back as a delayed one, due at $4:
+	 * vis = due joins it to the tail when it falls due, and a new id
+	 * after the items already there with the same vis (release_delayed) */
+	[P_DELAY] = GIVE_BACK ", due = $4::bigint, vis = $4::bigint,"
+	    " id = nextval('saker_item_id')" MY_OPEN,
+};
+
+static const char pg_schema_sql[] =
+    "CREATE TABLE saker_meta ("
+    " key text PRIMARY KEY,"
+    " value bigint NOT NULL);"
+    "CREATE TABLE saker_queues ("
+    " id bigserial PRIMARY KEY,"
+    " name bytea NOT NULL UNIQUE);"
+    "CREATE SEQUENCE saker_item_id;"
+    "CREATE TABLE saker_items ("
+    " qid bigint NOT NULL,"
+    " id bigint NOT NULL,"
+    " vis bigint NOT NULL,"		/* ordering time */
+    " due bigint NOT NULL,"		/* visible from; 0 = at once */
+    " state smallint NOT NULL,"		/* 0 ready or delayed, 1 open,"
+					 * 2 claimed ahead by a broker */
+    " owner text,"			/* lease owner of an open item */
+    " lease_until bigint NOT NULL DEFAULT 0," /* database clock, ms */
+    " flags bigint NOT NULL,"
+    " expires bigint NOT NULL,"
+    " created bigint NOT NULL,"
+    " len bigint NOT NULL,"
+    " data bytea NOT NULL,"
+    " crc bigint,"			/* kit_item_crc(); NULL: unchecked */
+    " deliveries bigint NOT NULL DEFAULT 0," /* take(OPEN) hand-outs */
+    " PRIMARY KEY (qid, id))"
+    " WITH (autovacuum_vacuum_scale_factor = 0.01,"
+    " autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 1);"
+    "CREATE INDEX saker_items_head ON saker_items (qid, vis, id)"
+    " WHERE state = 0;"
+    "CREATE INDEX saker_items_due ON saker_items (due)"
+    " WHERE state = 0 AND due > 0;"
+    "CREATE INDEX saker_items_lease ON saker_items (lease_until)"
+    " WHERE state > 0;"
+    "CREATE TABLE saker_counts ("
+    " qid bigint NOT NULL,"
+    " owner text NOT NULL,"
+    " total bigint NOT NULL,"
+    " expired bigint NOT NULL,"
+    " PRIMARY KEY (qid, owner));";
+
+/* [v]: format v to v + 1 */
+static const char *const pg_upgrade_sql[] = {
+	/* format 1 had no claimed items; its brokers must not share a store
+	 * with this one, hence the version bump */
+	[1] = "DROP INDEX saker_items_lease;"
+	    " CREATE INDEX saker_items_lease ON saker_items (lease_until)"
+	    " WHERE state > 0; UPDATE saker_meta SET value = 2"
+	    " WHERE key = 'format'",
+	/* format 3: items carry a checksum.  Adding a nullable column
+	 * rewrites no rows; old rows keep NULL and are not checked.
+	 * Committed durably whatever the sync mode.  Brokers of the
+	 * previous release refuse the store from now on. */
+	[2] = "SET LOCAL synchronous_commit = on;"
+	    " ALTER TABLE saker_items ADD COLUMN IF NOT EXISTS crc bigint;"
+	    " UPDATE saker_meta SET value = 3 WHERE key = 'format'",
+	/* format 4: delivery counts.  A constant default adds the column
+	 * without rewriting rows (PostgreSQL 11 and later). */
+	[3] = "SET LOCAL synchronous_commit = on;"
+	    " ALTER TABLE saker_items ADD COLUMN IF NOT EXISTS"
+	    " deliveries bigint NOT NULL DEFAULT 0;"
+	    " UPDATE saker_meta SET value = 4 WHERE key = 'format'",
+};
+_Static_assert(sizeof(pg_upgrade_sql) / sizeof(pg_upgrade_sql[0]) ==
+    PG_FORMAT_VERSION, "a new format needs its upgrade");
+
+/* Counter rows of earlier broker processes are folded into one row per
+ * queue; additive upserts make this safe while other brokers run. */
+const char pg_fold_sql[] =
+    "BEGIN;"
+    "DELETE FROM saker_counts c WHERE NOT EXISTS"
+    " (SELECT 1 FROM saker_queues q WHERE q.id = c.qid);"
+    "WITH d AS (DELETE FROM saker_counts WHERE owner <> '' RETURNING qid,"
+    " total, expired) INSERT INTO saker_counts(qid, owner, total, expired)"
+    " SELECT qid, '', sum(total)::bigint, sum(expired)::bigint FROM d"
+    " GROUP BY qid ON CONFLICT (qid, owner) DO UPDATE SET"
+    " total = saker_counts.total + excluded.total,"
+    " expired = saker_counts.expired + excluded.expired;"
+    "COMMIT";
+
+/* sql with every `mark` (5 bytes) replaced by `by`; NULL when out of
+ * memory. */
+static char *
+pg_sql_sub(const char *sql, const char *mark, const char *by)
+{
+	const char *at;
+	char *out;
+	size_t n;
+
+	n = strlen(sql) + 1;
+	for (at = sql; (at = strstr(at, mark)) != NULL; at += 5)
+		n += strlen(by);
+	if ((out = malloc(n)) == NULL)
+		return NULL;
+	out[0] = '\0';
+	while ((at = strstr(sql, mark)) != NULL) {
+		strncat(out, sql, (size_t)(at - sql));
+		strcat(out, by);
+		sql = at + 5;
+	}
+	strcat(out, sql);
+	return out;
+}
+
+/* pg_sql[i] with @CRC@ replaced by `crc` and @DLV@ by `dlv`. */
+static char *
+pg_sql_for(const char *sql, const char *crc, const char *dlv)
+{
+	char *a, *b;
+
+	if ((a = pg_sql_sub(sql, "@CRC@", crc)) == NULL)
+		return NULL;
+	b = pg_sql_sub(a, "@DLV@", dlv);
+	free(a);
+	return b;
+}
+
+/* The session settings: durability, read-only, schema. */
+static void
+pg_session_sql(const struct pg_store *s, char *sql_set, size_t len)
+{
+	/* the schema name was checked to need no quoting beyond this */
+	snprintf(sql_set, len, "SELECT set_config("
+	    "'synchronous_commit', '%s', false), set_config("
+	    "'default_transaction_read_only', '%s', false)%s%s%s",
+	    s->sync == SAKER_SYNC_ALWAYS ? "on" : "off",
+	    s->read_only ? "on" : "off", s->schema != NULL ?
+	    ", set_config('search_path', '\"" : "", s->schema != NULL ?
+	    s->schema : "", s->schema != NULL ? "\"', false)" : "");
+}
+
+/* open(): the session settings before anything reads the schema. */
+int
+pg_session(struct pg_store *s)
+{
+	char sql[256];
+	PGresult *res;
+	int err = SAKER_OK;
+
+	pg_session_sql(s, sql, sizeof(sql));
+	res = pg_exec(s, sql);
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
+		err = pg_fail(s, res, "session setup");
+	PQclear(res);
+	return err;
+}
+
+/*
+ * Set up the session and prepare every statement, pipelined: one round
+ * trip (a reconnect runs it on the loop, bounded by the deadline like
+ * any statement).
+ */
+int
+pg_prepare_all(struct pg_store *s)
+{
+	PGresult *res;
+	char name[16], sql_set[256], *sql;
+	const char *what = "session setup";
+	int i, n = 0, got = 0, bad = 0, nulls = 0;
+	bool ok = true;
+
+	pg_session_sql(s, sql_set, sizeof(sql_set));
+	if (!PQenterPipelineMode(s->conn) ||
+	    !PQsendQueryParams(s->conn, sql_set, 0, NULL, NULL, NULL, NULL, 0))
+		ok = false;
+	n++;
+	for (i = 0; ok && i < P_COUNT; i++) {
+		/* a read-only open of a format 2 store (dump, migrate, check)
+		 * reads it as it is: no crc column, nothing to check, and no
+		 * inserts */
+		if (s->version < 3 && (i == P_PUTS || i == P_REINSERT))
+			continue;
+		/* ... and before format 4 no delivery counts: no writes of
+		 * them */
+		if (s->version < 4 && (i == P_PUTS || i == P_REINSERT ||
+		    i == P_TAKE_OPEN || i == P_SETSTATE || i == P_MOVE))
+			continue;
+		snprintf(name, sizeof(name), "s%d", i);
+		if ((sql = pg_sql_for(pg_sql[i], s->version < 3 ?
+		    "NULL::bigint" : "crc", s->version < 4 ? "0::bigint" :
+		    "deliveries")) == NULL) {
+			(void)PQexitPipelineMode(s->conn);
+			return pg_errf(s, SAKER_ENOMEM, "out of memory");
+		}
+		ok = PQsendPrepare(s->conn, name, sql, 0, NULL) == 1;
+		free(sql);
+		n++;
+	}
+	if (!ok || !PQpipelineSync(s->conn)) {
+		pg_fail(s, NULL, what);
+		return s->code;
+	}
+	pg_deadline(s);
+	for (;;) {
+		if (!pg_next(s, &res))
+			return pg_fail(s, NULL, what);
+		if (res == NULL) {
+			if (++nulls > 1 || PQstatus(s->conn) == CONNECTION_BAD)
+				break;
+			continue;
+		}
+		nulls = 0;
+		if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
+			PQclear(res);
+			break;
+		}
+		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+		    PQresultStatus(res) != PGRES_TUPLES_OK &&
+		    PQresultStatus(res) != PGRES_PIPELINE_ABORTED && !bad) {
+			bad = 1;
+			pg_fail(s, res, got == 0 ? what : "preparing statements"
+			    " (is the saker schema damaged?)");
+		}
+		got++;
+		PQclear(res);
+		if (s->conn == NULL)
+			return s->code;
+	}
+	if (s->conn != NULL && PQpipelineStatus(s->conn) != PQ_PIPELINE_OFF)
+		(void)PQexitPipelineMode(s->conn);
+	if (bad)
+		return s->code;
+	if (got < n)
+		return pg_fail(s, NULL, what);
+	return SAKER_OK;
+}
+
+/* ---- schema ---- */
+
+int
+pg_check_schema(struct pg_store *s, bool create)
+{
+	char sql[256];
+	PGresult *res;
+	int64_t version = 0;
+	bool exists;
+	int err;
+
+	if ((err = pg_simple(s, "BEGIN", "begin")) != SAKER_OK)
+		return err;
+	/* brokers starting together on an empty database create it once;
+	 * CREATE SCHEMA IF NOT EXISTS too, under the lock: two at once can
+	 * fail one with a unique violation on pg_namespace */
+	if (!s->read_only && (err = pg_simple(s, "SELECT pg_advisory_xact_lock("
+	    "7308604707263426418)", "locking the schema")) != SAKER_OK)
+		goto out;
+	if (s->schema != NULL && create && !s->read_only) {
+		snprintf(sql, sizeof(sql), "CREATE SCHEMA IF NOT EXISTS \"%s\"",
+		    s->schema);
+		if ((err = pg_simple(s, sql, "creating schema")) != SAKER_OK)
+			goto out;
+	}
+	res = pg_exec(s, "SELECT to_regclass('saker_meta') IS NOT NULL");
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
+		err = pg_fail(s, res, "checking the schema");
+		PQclear(res);
+		goto out;
+	}
+	exists = PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	if (!exists) {
+		if (!create || s->read_only) {
+			err = pg_errf(s, SAKER_ENOTFOUND, "postgres: no saker"
+			    " store in this database%s%s", s->schema != NULL ?
+			    ", schema " : "", s->schema != NULL ? s->schema : "");
+			goto out;
+		}
+		if ((err = pg_simple(s, pg_schema_sql, "creating tables")) !=
+		    SAKER_OK)
+			goto out;
+		snprintf(sql, sizeof(sql), "INSERT INTO saker_meta VALUES"
+		    " ('format', %d)", PG_FORMAT_VERSION);
+		if ((err = pg_simple(s, sql, "creating tables")) != SAKER_OK)
+			goto out;
+		err = pg_simple(s, "COMMIT", "creating tables");
+		s->version = PG_FORMAT_VERSION;
+		return err;
+	}
+	res = pg_exec(s, "SELECT value::text FROM saker_meta WHERE"
+	    " key = 'format'");
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
+		err = pg_fail(s, res, "reading the format version");
+		PQclear(res);
+		goto out;
+	}
+	if (PQntuples(res) > 0)
+		version = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	/* under the schema lock: brokers starting together upgrade once */
+	for (; version >= 1 && version < PG_FORMAT_VERSION && !s->read_only;
+	    version++)
+		if ((err = pg_simple(s, pg_upgrade_sql[version],
+		    "upgrading the format")) != SAKER_OK)
+			goto out;
+	if (version > PG_FORMAT_VERSION)
+		err = pg_errf(s, SAKER_EVERSION, "postgres: store format version"
+		    " %" PRId64 " is newer than this build (%d)", version,
+		    PG_FORMAT_VERSION);
+	else if (version < 1)
+		err = pg_errf(s, SAKER_ECORRUPT, "postgres: bad saker format"
+		    " version %" PRId64, version);
+	else
+		err = SAKER_OK;
+	s->version = version;
+out:
+	res = pg_exec(s, err == SAKER_OK ? "COMMIT" : "ROLLBACK");
+	if (err == SAKER_OK && (res == NULL ||
+	    PQresultStatus(res) != PGRES_COMMAND_OK))
+		err = pg_fail(s, res, "checking the schema");
+	PQclear(res);
+	return err;
+}
