@@ -472,7 +472,7 @@ get_missing(int c, int round, int n)
  * made again by the next expiry) is read by a plain get. */
 START_TEST(test_miss_leaves_nothing)
 {
-	char *conf = write_conf("q.conf",
+	char *conf = tl_write_file("q.conf",
 	    "[queue ex]\nmax_age = 300ms\nexpire_to = ex_late\n");
 	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
 	int c = tl_connect(s->port), w = tl_connect(s->port);
