@@ -239,24 +239,34 @@ conn_start_tls(struct conn *c, const char *server, char *err, size_t errlen)
 #endif
 }
 
-/* Try each server of a comma-separated list in turn. */
-static int
-conn_open(struct conn *c, const char *servers, char *which, size_t wlen,
-    char *err, size_t errlen)
+static void
+conn_deadline(struct conn *c, uint64_t ms)
 {
-	char *list = strdup(servers), *tok, *save = NULL;
+	c->deadline_ns = saker_mono_ns() + ms * 1000000u;
+}
+
+/* Try each server of a comma-separated list in turn; the connection has
+ * the usual reply deadline.  NULL after telling stderr why (for `saker
+ * cmd`). */
+static struct conn *
+conn_open(const char *cmd, const char *servers, char *which, size_t wlen)
+{
+	char *list = strdup(servers), *tok, *save = NULL, err[512];
+	struct conn *c = malloc(sizeof(*c));
 	int fd = -1;
 
-	if (list == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
+	if (list == NULL || c == NULL) {
+		fprintf(stderr, "saker %s: out of memory\n", cmd);
+		free(list);
+		free(c);
+		return NULL;
 	}
 	for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-		if ((fd = client_connect(tok, err, errlen)) == -1)
+		if ((fd = client_connect(tok, err, sizeof(err))) == -1)
 			continue;
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
-		if (conn_start_tls(c, tok, err, errlen) == 0) {
+		if (conn_start_tls(c, tok, err, sizeof(err)) == 0) {
 			snprintf(which, wlen, "%s", tok);
 			break;
 		}
@@ -264,10 +274,14 @@ conn_open(struct conn *c, const char *servers, char *which, size_t wlen,
 		fd = -1;
 	}
 	free(list);
-	if (fd == -1)
-		return -1;
+	if (fd == -1) {
+		fprintf(stderr, "saker %s: %s\n", cmd, err);
+		free(c);
+		return NULL;
+	}
 	c->server = which;
-	return 0;
+	conn_deadline(c, CLIENT_REPLY_MS);
+	return c;
 }
 
 static void
@@ -467,6 +481,17 @@ parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return true;
 }
 
+/* put -d and get -t: the wire takes milliseconds, so send the parsed value */
+static bool
+parse_ms(const char *cmd, const char *what, const char *s, int64_t *ms)
+{
+	if (parse_duration(s, DURATION_BARE_MS, 315360000000LL, ms) == 0)
+		return true;
+	fprintf(stderr, "saker %s: bad %s '%s' (milliseconds),"
+	    " or a duration with a unit: 250ms, 1.5s, 2m\n", cmd, what, s);
+	return false;
+}
+
 /* ------------------------------------------------------------------ */
 /* saker put */
 
@@ -545,7 +570,7 @@ put_main(int argc, char **argv)
 	const char *servers = CLIENT_DEFAULT_SERVER, *queue, *delay = NULL, *at = NULL;
 	uint64_t flags = 0, exptime = 0, v;
 	int64_t ms;
-	char which[512], err[512], head[600], *data = NULL, *line, delaybuf[24];
+	char which[512], head[600], *data = NULL, *line, delaybuf[24];
 	size_t len;
 	struct conn *c = NULL;
 	int ch, n, rc = 1;
@@ -568,14 +593,8 @@ put_main(int argc, char **argv)
 			}
 			break;
 		case 'd':
-			/* the wire takes milliseconds: send the parsed value */
-			if (parse_duration(optarg, DURATION_BARE_MS,
-			    315360000000LL, &ms) != 0) {
-				fprintf(stderr, "saker put: bad delay '%s' (milliseconds),"
-				    " or a duration with a unit: 250ms, 1.5s, 2m\n",
-				    optarg);
+			if (!parse_ms("put", "delay", optarg, &ms))
 				return 2;
-			}
 			snprintf(delaybuf, sizeof(delaybuf), "%" PRId64, ms);
 			delay = delaybuf;
 			break;
@@ -613,17 +632,8 @@ put_main(int argc, char **argv)
 	n = snprintf(head, sizeof(head), "set %s%s%s %" PRIu64 " %" PRIu64 " %zu\r\n",
 	    queue, delay != NULL ? "/delay=" : at != NULL ? "/at=" : "",
 	    delay != NULL ? delay : at != NULL ? at : "", flags, exptime, len);
-	if ((c = malloc(sizeof(*c))) == NULL) {
-		fprintf(stderr, "saker put: out of memory\n");
+	if ((c = conn_open("put", servers, which, sizeof(which))) == NULL)
 		goto out;
-	}
-	if (conn_open(c, servers, which, sizeof(which), err, sizeof(err)) == -1) {
-		fprintf(stderr, "saker put: %s\n", err);
-		free(c);
-		c = NULL;
-		goto out;
-	}
-	c->deadline_ns = saker_mono_ns() + (uint64_t)CLIENT_REPLY_MS * 1000000u;
 	if (conn_write(c, head, (size_t)n) == -1 || conn_write(c, data, len) == -1 ||
 	    conn_write(c, "\r\n", 2) == -1 || (line = conn_line(c)) == NULL) {
 		io_error("put", c);
@@ -692,7 +702,7 @@ get_main(int argc, char **argv)
 	const char *servers = CLIENT_DEFAULT_SERVER, *queue;
 	uint64_t timeout = 0;
 	int64_t ms;
-	char which[512], err[512], req[600], key[600], *line;
+	char which[512], req[600], key[600], *line;
 	struct conn *c = NULL;
 	bool peek = false, show_flags = false, out_failed = false, quiet = false;
 	bool show_dlv = false;
@@ -705,13 +715,8 @@ get_main(int argc, char **argv)
 		case 's': servers = optarg; break;
 		case 'q': quiet = true; break;
 		case 't':
-			if (parse_duration(optarg, DURATION_BARE_MS,
-			    315360000000LL, &ms) != 0) {
-				fprintf(stderr, "saker get: bad timeout '%s' (milliseconds),"
-				    " or a duration with a unit: 250ms, 1.5s, 2m\n",
-				    optarg);
+			if (!parse_ms("get", "timeout", optarg, &ms))
 				return 2;
-			}
 			timeout = (uint64_t)ms;
 			break;
 		case 'p': peek = true; break;
@@ -738,17 +743,9 @@ get_main(int argc, char **argv)
 	/* the count comes with the meta get (its flag d) */
 	n = show_dlv ? snprintf(req, sizeof(req), "mg %s v f d\r\n", key) :
 	    snprintf(req, sizeof(req), "get %s\r\n", key);
-	if ((c = malloc(sizeof(*c))) == NULL) {
-		fprintf(stderr, "saker get: out of memory\n");
+	if ((c = conn_open("get", servers, which, sizeof(which))) == NULL)
 		return 1;
-	}
-	if (conn_open(c, servers, which, sizeof(which), err, sizeof(err)) == -1) {
-		fprintf(stderr, "saker get: %s\n", err);
-		free(c);
-		return 1;
-	}
-	c->deadline_ns = saker_mono_ns() +
-	    (timeout + (uint64_t)CLIENT_REPLY_MS) * 1000000u;
+	conn_deadline(c, timeout + CLIENT_REPLY_MS);
 	if (conn_write(c, req, (size_t)n) == -1 || (line = conn_line(c)) == NULL) {
 		io_error("get", c);
 		goto out;
@@ -923,28 +920,14 @@ stats_print(struct stat_line *sl, size_t n)
 static int
 stats_one(const char *server, bool raw, bool header)
 {
-	char err[512], *line;
+	char which[512], *line;
 	struct conn *c;
 	struct stat_line *sl = NULL;
 	size_t n = 0, i;
-	int fd, rc = 1;
+	int rc = 1;
 
-	if ((fd = client_connect(server, err, sizeof(err))) == -1) {
-		fprintf(stderr, "saker stats: %s\n", err);
+	if ((c = conn_open("stats", server, which, sizeof(which))) == NULL)
 		return 1;
-	}
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		close(fd);
-		fprintf(stderr, "saker stats: out of memory\n");
-		return 1;
-	}
-	c->fd = fd;
-	c->server = server;
-	if (conn_start_tls(c, server, err, sizeof(err)) == -1) {
-		fprintf(stderr, "saker stats: %s\n", err);
-		goto out;
-	}
-	c->deadline_ns = saker_mono_ns() + (uint64_t)CLIENT_REPLY_MS * 1000000u;
 	if (conn_write(c, "stats\r\n", 7) == -1) {
 		io_error("stats", c);
 		goto out;
@@ -1076,9 +1059,8 @@ requeue_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *servers = CLIENT_DEFAULT_SERVER, *from, *to;
-	uint64_t max = UINT64_MAX, total = 0, want;
-	unsigned long long n;
-	char which[512], err[512], req[600], *line, *end;
+	uint64_t max = UINT64_MAX, total = 0, want, n;
+	char which[512], req[600], *line;
 	struct conn *c = NULL;
 	bool tty = isatty(STDERR_FILENO) != 0;
 	int ch, len, rc = 1;
@@ -1114,30 +1096,19 @@ requeue_main(int argc, char **argv)
 		fprintf(stderr, "saker requeue: FROM and TO are the same queue\n");
 		return 2;
 	}
-	if ((c = malloc(sizeof(*c))) == NULL) {
-		fprintf(stderr, "saker requeue: out of memory\n");
+	if ((c = conn_open("requeue", servers, which, sizeof(which))) == NULL)
 		return 1;
-	}
-	if (conn_open(c, servers, which, sizeof(which), err, sizeof(err)) == -1) {
-		fprintf(stderr, "saker requeue: %s\n", err);
-		free(c);
-		return 1;
-	}
 	for (;;) {
 		want = max - total < REQUEUE_BATCH ? max - total : REQUEUE_BATCH;
 		len = snprintf(req, sizeof(req), "requeue %s %s %" PRIu64 "\r\n",
 		    from, to, want);
-		c->deadline_ns = saker_mono_ns() +
-		    (uint64_t)CLIENT_REPLY_MS * 1000000u;
+		conn_deadline(c, CLIENT_REPLY_MS);
 		if (conn_write(c, req, (size_t)len) == -1 ||
 		    (line = conn_line(c)) == NULL) {
 			io_error("requeue", c);
 			goto out;
 		}
-		errno = 0;
-		n = strtoull(line, &end, 10);
-		if (line[0] < '0' || line[0] > '9' || *end != '\0' || errno != 0 ||
-		    n > want) {
+		if (!parse_u64(line, want, &n)) {
 			fprintf(stderr, "saker requeue: %s replied: %s\n", which, line);
 			goto out;
 		}
