@@ -17,34 +17,7 @@
 
 #include "saker/store.h"
 #include "check_cmd.h"
-
-struct names {
-	char **v;
-	size_t n, cap;
-};
-
-static int
-add_name(void *arg, const char *name, size_t len)
-{
-	struct names *ns = arg;
-	char *copy;
-
-	if (ns->n == ns->cap) {
-		size_t cap = ns->cap ? ns->cap * 2 : 64;
-		char **v = realloc(ns->v, cap * sizeof(*v));
-
-		if (v == NULL)
-			return SAKER_ENOMEM;
-		ns->v = v;
-		ns->cap = cap;
-	}
-	if ((copy = malloc(len + 1)) == NULL)
-		return SAKER_ENOMEM;
-	memcpy(copy, name, len);
-	copy[len] = '\0';
-	ns->v[ns->n++] = copy;
-	return 0;
-}
+#include "migrate.h"
 
 static int
 count_item(void *arg, const struct saker_item *item)
@@ -52,12 +25,6 @@ count_item(void *arg, const struct saker_item *item)
 	(void)item;
 	(*(unsigned long long *)arg)++;
 	return 0;
-}
-
-static int
-cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static void
@@ -82,7 +49,7 @@ check_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct saker_store_opts o;
-	struct names ns = { NULL, 0, 0 };
+	struct mig_names ns = { NULL, 0, 0, false };
 	unsigned long long items = 0, n;
 	saker_store *s = NULL;
 	saker_queue *q;
@@ -110,18 +77,17 @@ check_main(int argc, char **argv)
 		fprintf(stderr, "saker check: %s: %s\n", argv[optind], err);
 		return 1;
 	}
-	rc = s->driver->queues(s, add_name, &ns);
-	if (rc != SAKER_OK) {
+	rc = s->driver->queues(s, mig_collect_name, &ns);
+	if (rc != SAKER_OK || ns.oom) {
 		fprintf(stderr, "saker check: %s: listing queues: %s\n",
-		    argv[optind], rc == SAKER_ENOMEM ? "out of memory" :
-		    s->driver->errmsg(s));
+		    argv[optind], ns.oom ? "out of memory" : s->driver->errmsg(s));
 		bad++;
 	}
 	if (ns.n > 0)
-		qsort(ns.v, ns.n, sizeof(*ns.v), cmp_names);
+		qsort(ns.v, ns.n, sizeof(*ns.v), mig_name_cmp);
 	for (i = 0; i < ns.n; i++) {
 		n = 0;
-		rc = s->driver->queue_open(s, ns.v[i], strlen(ns.v[i]), false,
+		rc = s->driver->queue_open(s, ns.v[i].s, ns.v[i].len, false,
 		    NULL, &q);
 		if (rc == SAKER_OK)
 			rc = s->driver->iterate(s, q, count_item, &n);
@@ -129,8 +95,8 @@ check_main(int argc, char **argv)
 		if (rc != SAKER_OK) {
 			const char *why = s->driver->errmsg(s);
 
-			printf("damaged: queue '%s': %s (after %llu sound items)\n",
-			    ns.v[i], why != NULL && *why != '\0' ? why :
+			printf("damaged: queue '%.*s': %s (after %llu sound items)\n",
+			    (int)ns.v[i].len, ns.v[i].s, why != NULL && *why != '\0' ? why :
 			    saker_strerror(rc), n);
 			bad++;
 		}
@@ -138,9 +104,7 @@ check_main(int argc, char **argv)
 	if (!quiet || bad > 0)
 		printf("%s: %zu queues, %llu items read; %s\n", argv[optind],
 		    ns.n, items, bad == 0 ? "no damage found" : "DAMAGED");
-	for (i = 0; i < ns.n; i++)
-		free(ns.v[i]);
-	free(ns.v);
+	mig_names_free(&ns);
 	saker_store_close(s);
 	return bad == 0 ? 0 : 1;
 }

@@ -360,18 +360,7 @@ mig_source_open(const char *spec, saker_store **out, struct mig_err *e)
 	return 0;
 }
 
-struct mig_name {
-	char *s;
-	size_t len;
-};
-
-struct mig_names {
-	struct mig_name *v;
-	size_t n, cap;
-	bool oom;
-};
-
-static int
+int
 mig_collect_name(void *arg, const char *name, size_t len)
 {
 	struct mig_names *ns = arg;
@@ -396,7 +385,7 @@ mig_collect_name(void *arg, const char *name, size_t len)
 	return 0;
 }
 
-static int
+int
 mig_name_cmp(const void *a, const void *b)
 {
 	const struct mig_name *x = a, *y = b;
@@ -408,7 +397,7 @@ mig_name_cmp(const void *a, const void *b)
 	return x->len < y->len ? -1 : x->len > y->len;
 }
 
-static void
+void
 mig_names_free(struct mig_names *ns)
 {
 	size_t i;
@@ -560,12 +549,6 @@ mig_source_totals(saker_store *s, uint64_t *items, uint64_t *bytes)
 
 /* ------------------------------------------------------------------ */
 /* targets */
-
-const char *
-mig_target_spec(const struct mig_target *t)
-{
-	return t->spec;
-}
 
 /* Find queue `name` in the sorted qs, inserting it when absent. */
 static struct mig_q *
