@@ -129,6 +129,22 @@ dump_writer_finish(struct dump_writer *w)
 /* ------------------------------------------------------------------ */
 /* reader */
 
+/* A read stopped short at byte `at`; a truncated dump ends `how` `what`. */
+static int
+dump_short(struct dump_reader *r, uint64_t at, const char *how,
+    const char *what, struct mig_err *e)
+{
+	if (mig_interrupted != 0)
+		mig_seterr(e, "interrupted");
+	else if (ferror(r->fp))
+		mig_seterr(e, "reading the dump failed at byte %" PRIu64 ": %s",
+		    at, strerror(errno));
+	else
+		mig_seterr(e, "truncated dump: input ends at byte %" PRIu64 " %s %s",
+		    at, how, what);
+	return -1;
+}
+
 /* Read exactly len bytes into p; they count towards the checksums. */
 static int
 dump_in(struct dump_reader *r, void *p, size_t len, const char *what,
@@ -139,17 +155,8 @@ dump_in(struct dump_reader *r, void *p, size_t len, const char *what,
 	if (len == 0)
 		return 0;
 	got = fread(p, 1, len, r->fp);
-	if (got != len) {
-		if (mig_interrupted != 0)
-			mig_seterr(e, "interrupted");
-		else if (ferror(r->fp))
-			mig_seterr(e, "reading the dump failed at byte %" PRIu64 ": %s",
-			    r->off + got, strerror(errno));
-		else
-			mig_seterr(e, "truncated dump: input ends at byte %" PRIu64
-			    " inside %s", r->off + got, what);
-		return -1;
-	}
+	if (got != len)
+		return dump_short(r, r->off + got, "inside", what, e);
 	r->off += len;
 	r->tsum = mig_fnv(r->tsum, p, len);
 	if (r->in_queue)
@@ -266,17 +273,8 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 		return -1;
 	}
 	/* The checksums cover the tag byte, except the 'E'/'Z' that carry them. */
-	if (fread(&tag, 1, 1, r->fp) != 1) {
-		if (mig_interrupted != 0)
-			mig_seterr(e, "interrupted");
-		else if (ferror(r->fp))
-			mig_seterr(e, "reading the dump failed at byte %" PRIu64 ": %s",
-			    r->off, strerror(errno));
-		else
-			mig_seterr(e, "truncated dump: input ends at byte %" PRIu64
-			    " without the end record", r->off);
-		return -1;
-	}
+	if (fread(&tag, 1, 1, r->fp) != 1)
+		return dump_short(r, r->off, "without", "the end record", e);
 	r->off++;
 	if (tag == 'R' || tag == 'D' || tag == 'Q') {
 		r->tsum = mig_fnv(r->tsum, &tag, 1);
@@ -655,15 +653,9 @@ load_main(int argc, char **argv)
 	mig_signals_install();
 	now_ms = saker_now_ms();
 	/* Check the header before touching the destination at all. */
-	if (dump_reader_start(&r, fp, &e) < 0) {
-		fprintf(stderr, "saker load: %s; %s left as it was\n", e.msg, argv[optind]);
-		goto out;
-	}
-	if (mig_target_open(argv[optind], NULL, &opts, now_ms, &t, &e) < 0) {
-		fprintf(stderr, "saker load: %s; %s left as it was\n", e.msg, argv[optind]);
-		goto out;
-	}
-	if (load_records(&r, t, now_ms, &e) < 0 || mig_target_finish(t, &e) < 0) {
+	if (dump_reader_start(&r, fp, &e) < 0 ||
+	    mig_target_open(argv[optind], NULL, &opts, now_ms, &t, &e) < 0 ||
+	    load_records(&r, t, now_ms, &e) < 0 || mig_target_finish(t, &e) < 0) {
 		mig_target_free(t);
 		t = NULL;
 		fprintf(stderr, "saker load: %s; %s left as it was\n", e.msg, argv[optind]);

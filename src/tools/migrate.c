@@ -81,18 +81,15 @@ migrate_main(int argc, char **argv)
 		fprintf(stderr, "saker migrate: %s\n", e.msg);
 		goto out;
 	}
-	if (mig_target_open(argv[optind + 1], argv[optind], &opts, now_ms, &t, &e) < 0) {
-		fprintf(stderr, "saker migrate: %s; %s left as it was\n", e.msg,
-		    argv[optind + 1]);
-		goto out;
-	}
-	mig_source_totals(src, &items, &bytes);
-	mig_target_set_totals(t, items, bytes);
-	if (mig_target_copy(t, src, &e) == 0) {
-		saker_store_close(src);
-		src = NULL;
-		if (mig_target_finish(t, &e) == 0)
-			rc = 0;
+	if (mig_target_open(argv[optind + 1], argv[optind], &opts, now_ms, &t, &e) == 0) {
+		mig_source_totals(src, &items, &bytes);
+		mig_target_set_totals(t, items, bytes);
+		if (mig_target_copy(t, src, &e) == 0) {
+			saker_store_close(src);
+			src = NULL;
+			if (mig_target_finish(t, &e) == 0)
+				rc = 0;
+		}
 	}
 	if (rc != 0) {
 		mig_target_free(t);
