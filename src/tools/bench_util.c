@@ -11,8 +11,6 @@
 #include <time.h>
 #include <event2/event.h>
 
-#include <event2/event.h>
-
 #include "bench_int.h"
 
 /* ---------------------------------------------------------------- utils */
@@ -43,7 +41,6 @@ xrealloc(void *p, size_t n)
 	return q;
 }
 
-/* Set bit i; return its previous value. */
 bool
 bits_test(const struct bits *bs, uint64_t i)
 {
@@ -52,6 +49,7 @@ bits_test(const struct bits *bs, uint64_t i)
 	return w < bs->nw && (bs->w[w] & (1ull << (i % 64))) != 0;
 }
 
+/* Set bit i; return its previous value. */
 bool
 bits_test_set(struct bits *bs, uint64_t i)
 {
