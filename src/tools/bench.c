@@ -536,6 +536,8 @@ setup_conns(struct bench *b)
 static void
 teardown(struct bench *b)
 {
+	struct event *evs[] = { b->phase_ev, b->tick_ev, b->progress_ev,
+	    b->sig_ev, b->flush_ev };
 	int i;
 
 	for (i = 0; b->conns != NULL && i < b->nconns; i++) {
@@ -558,16 +560,9 @@ teardown(struct bench *b)
 	free(b->qnames);
 	free(b->qlens);
 	free(b->pad);
-	if (b->phase_ev != NULL)
-		event_free(b->phase_ev);
-	if (b->tick_ev != NULL)
-		event_free(b->tick_ev);
-	if (b->progress_ev != NULL)
-		event_free(b->progress_ev);
-	if (b->sig_ev != NULL)
-		event_free(b->sig_ev);
-	if (b->flush_ev != NULL)
-		event_free(b->flush_ev);
+	for (i = 0; i < (int)(sizeof(evs) / sizeof(evs[0])); i++)
+		if (evs[i] != NULL)
+			event_free(evs[i]);
 	if (b->base != NULL)
 		event_base_free(b->base);
 }
