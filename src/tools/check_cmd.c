@@ -27,18 +27,14 @@ count_item(void *arg, const struct saker_item *item)
 	return 0;
 }
 
-static void
-check_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char check_usage[] =
 	    "usage: saker check [-q] SPEC\n"
 	    "Verify the store at SPEC (TYPE:LOCATION) without changing it: its\n"
 	    "structure (LMDB: every page of its B-trees) and the checksum of every\n"
 	    "item. Prints one line per damaged queue, then a summary.\n"
 	    "  -q, --quiet   print only the damage\n"
 	    "Exit status: 0 sound, 1 damaged or cannot be read, 2 usage error.\n"
-	    "Stop sakerd first: a store in use is refused.\n");
-}
+	    "Stop sakerd first: a store in use is refused.\n";
 
 int
 check_main(int argc, char **argv)
@@ -62,12 +58,12 @@ check_main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'q': quiet = true; break;
-		case 'h': check_usage(stdout); return 0;
-		default:  check_usage(stderr); return 2;
+		case 'h': fputs(check_usage, stdout); return 0;
+		default:  fputs(check_usage, stderr); return 2;
 		}
 	}
 	if (argc - optind != 1) {
-		check_usage(stderr);
+		fputs(check_usage, stderr);
 		return 2;
 	}
 	memset(&o, 0, sizeof(o));

@@ -495,10 +495,7 @@ parse_ms(const char *cmd, const char *what, const char *s, int64_t *ms)
 /* ------------------------------------------------------------------ */
 /* saker put */
 
-static void
-put_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char put_usage[] =
 	    "usage: saker put [-s SERVER] [-f FLAGS] [-e EXPTIME] [-d MS | -a UNIXTIME]\n"
 	    "                 QUEUE [DATA|-]\n"
 	    "\n"
@@ -517,8 +514,7 @@ put_usage(FILE *fp)
 	    TLS_CLIENT_HELP
 	    "  -h, --help           this text\n"
 	    "\n"
-	    "Exit status: 0 STORED, 1 not stored or no server, 2 usage error.\n");
-}
+	    "Exit status: 0 STORED, 1 not stored or no server, 2 usage error.\n";
 
 static char *
 read_all(FILE *fp, size_t *len)
@@ -605,12 +601,12 @@ put_main(int argc, char **argv)
 			}
 			at = optarg;
 			break;
-		case 'h': put_usage(stdout); return 0;
-		default:  put_usage(stderr); return 2;
+		case 'h': fputs(put_usage, stdout); return 0;
+		default:  fputs(put_usage, stderr); return 2;
 		}
 	}
 	if (argc - optind < 1 || argc - optind > 2 || (delay != NULL && at != NULL)) {
-		put_usage(stderr);
+		fputs(put_usage, stderr);
 		return 2;
 	}
 	queue = argv[optind];
@@ -658,10 +654,7 @@ out:
 /* ------------------------------------------------------------------ */
 /* saker get */
 
-static void
-get_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char get_usage[] =
 	    "usage: saker get [-s SERVER] [-t MS] [-p] [-F] [-D] [-q] QUEUE\n"
 	    "\n"
 	    "Dequeue one item and write its data to standard output, unchanged\n"
@@ -683,8 +676,7 @@ get_usage(FILE *fp)
 	    "Standard output is exactly the item's data (plus a newline when it is a\n"
 	    "terminal).  Exit status: 0 an item was written, 1 queue empty (after the\n"
 	    "timeout; \"saker get: queue Q is empty\" on standard error) or no server,\n"
-	    "2 usage error.\n");
-}
+	    "2 usage error.\n";
 
 int
 get_main(int argc, char **argv)
@@ -722,12 +714,12 @@ get_main(int argc, char **argv)
 		case 'p': peek = true; break;
 		case 'F': show_flags = true; break;
 		case 'D': show_dlv = true; break;
-		case 'h': get_usage(stdout); return 0;
-		default:  get_usage(stderr); return 2;
+		case 'h': fputs(get_usage, stdout); return 0;
+		default:  fputs(get_usage, stderr); return 2;
 		}
 	}
 	if (argc - optind != 1) {
-		get_usage(stderr);
+		fputs(get_usage, stderr);
 		return 2;
 	}
 	queue = argv[optind];
@@ -800,10 +792,7 @@ out:
 /* ------------------------------------------------------------------ */
 /* saker stats */
 
-static void
-stats_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char stats_usage[] =
 	    "usage: saker stats [-s SERVER[,SERVER...]] [--raw]\n"
 	    "\n"
 	    "Print the server's statistics as a table: global counters, then one\n"
@@ -816,8 +805,7 @@ stats_usage(FILE *fp)
 	    TLS_CLIENT_HELP
 	    "  -h, --help         this text\n"
 	    "\n"
-	    "Exit status: 0 ok, 1 a server could not be reached, 2 usage error.\n");
-}
+	    "Exit status: 0 ok, 1 a server could not be reached, 2 usage error.\n";
 
 struct stat_line {
 	char *name;
@@ -998,12 +986,12 @@ stats_main(int argc, char **argv)
 		switch (ch) {
 		case 's': servers = optarg; break;
 		case 'r': raw = true; break;
-		case 'h': stats_usage(stdout); return 0;
-		default:  stats_usage(stderr); return 2;
+		case 'h': fputs(stats_usage, stdout); return 0;
+		default:  fputs(stats_usage, stderr); return 2;
 		}
 	}
 	if (argc != optind) {
-		stats_usage(stderr);
+		fputs(stats_usage, stderr);
 		return 2;
 	}
 	if ((list = strdup(servers)) == NULL)

@@ -426,10 +426,7 @@ static const struct mig_source_cb dump_cb = {
 	dump_cb_queue, dump_cb_item, dump_cb_queue_end
 };
 
-static void
-dump_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char dump_usage[] =
 	    "usage: saker dump [--progress|--quiet] [-o FILE] SPEC > FILE\n"
 	    "\n"
 	    "Write every queue of the store SPEC (TYPE:LOCATION) as a portable,\n"
@@ -442,8 +439,7 @@ dump_usage(FILE *fp)
 	    "  -q, --quiet        no progress line, no summary\n"
 	    "  -h, --help         this text\n"
 	    "\n"
-	    "Exit status: 0 written, 1 failure, 2 usage error.\n");
-}
+	    "Exit status: 0 written, 1 failure, 2 usage error.\n";
 
 int
 dump_main(int argc, char **argv)
@@ -472,12 +468,12 @@ dump_main(int argc, char **argv)
 		case 'o': output = optarg; break;
 		case 'p': mode = MIG_PROGRESS_ON; break;
 		case 'q': quiet = true; mode = MIG_PROGRESS_OFF; break;
-		case 'h': dump_usage(stdout); return 0;
-		default:  dump_usage(stderr); return 2;
+		case 'h': fputs(dump_usage, stdout); return 0;
+		default:  fputs(dump_usage, stderr); return 2;
 		}
 	}
 	if (argc - optind != 1) {
-		dump_usage(stderr);
+		fputs(dump_usage, stderr);
 		return 2;
 	}
 	if (output == NULL && isatty(STDOUT_FILENO)) {
@@ -545,10 +541,7 @@ out:
 /* ------------------------------------------------------------------ */
 /* saker load */
 
-static void
-load_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char load_usage[] =
 	    "usage: saker load [--append] [--progress|--quiet] [-i FILE] SPEC < FILE\n"
 	    "\n"
 	    "Read a stream written by `saker dump` from standard input or FILE into\n"
@@ -563,8 +556,7 @@ load_usage(FILE *fp)
 	    "  -q, --quiet       no progress line, no summary\n"
 	    "  -h, --help        this text\n"
 	    "\n"
-	    "Exit status: 0 loaded and verified, 1 failure, 2 usage error.\n");
-}
+	    "Exit status: 0 loaded and verified, 1 failure, 2 usage error.\n";
 
 /* Feed every record of r into t; 0 at the end record. */
 static int
@@ -628,12 +620,12 @@ load_main(int argc, char **argv)
 		case 'i': input = optarg; break;
 		case 'p': opts.progress = MIG_PROGRESS_ON; break;
 		case 'q': opts.quiet = true; opts.progress = MIG_PROGRESS_OFF; break;
-		case 'h': load_usage(stdout); return 0;
-		default:  load_usage(stderr); return 2;
+		case 'h': fputs(load_usage, stdout); return 0;
+		default:  fputs(load_usage, stderr); return 2;
 		}
 	}
 	if (argc - optind != 1) {
-		load_usage(stderr);
+		fputs(load_usage, stderr);
 		return 2;
 	}
 	if (mig_spec_driver(argv[optind], "destination", &e) == NULL) {

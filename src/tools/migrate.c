@@ -10,10 +10,7 @@
 #include "clock.h"
 #include "migrate.h"
 
-static void
-migrate_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char migrate_usage[] =
 	    "usage: saker migrate [--append] [--progress|--quiet] SRC_SPEC DST_SPEC\n"
 	    "\n"
 	    "Copy every queue of the store SRC_SPEC into DST_SPEC (TYPE:LOCATION,\n"
@@ -29,8 +26,7 @@ migrate_usage(FILE *fp)
 	    "  -q, --quiet  no progress line, no summary\n"
 	    "  -h, --help   this text\n"
 	    "\n"
-	    "Exit status: 0 copied and verified, 1 failure, 2 usage error.\n");
-}
+	    "Exit status: 0 copied and verified, 1 failure, 2 usage error.\n";
 
 int
 migrate_main(int argc, char **argv)
@@ -57,12 +53,12 @@ migrate_main(int argc, char **argv)
 		case 'a': opts.append = true; break;
 		case 'p': opts.progress = MIG_PROGRESS_ON; break;
 		case 'q': opts.quiet = true; opts.progress = MIG_PROGRESS_OFF; break;
-		case 'h': migrate_usage(stdout); return 0;
-		default:  migrate_usage(stderr); return 2;
+		case 'h': fputs(migrate_usage, stdout); return 0;
+		default:  fputs(migrate_usage, stderr); return 2;
 		}
 	}
 	if (argc - optind != 2) {
-		migrate_usage(stderr);
+		fputs(migrate_usage, stderr);
 		return 2;
 	}
 	if (mig_spec_driver(argv[optind], "source", &e) == NULL ||
