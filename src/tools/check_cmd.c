@@ -44,7 +44,7 @@ check_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct saker_store_opts o;
+	struct saker_store_opts o = { .read_only = true };
 	struct mig_names ns = { NULL, 0, 0, false };
 	unsigned long long items = 0, n;
 	saker_store *s = NULL;
@@ -66,8 +66,6 @@ check_main(int argc, char **argv)
 		fputs(check_usage, stderr);
 		return 2;
 	}
-	memset(&o, 0, sizeof(o));
-	o.read_only = true;
 	rc = saker_store_open(argv[optind], &o, &s, err, sizeof(err));
 	if (rc != SAKER_OK) {
 		fprintf(stderr, "saker check: %s: %s\n", argv[optind], err);

@@ -498,7 +498,7 @@ dump_main(int argc, char **argv)
 	memset(&c, 0, sizeof(c));
 	c.e = &e;
 	mig_meter_start(&c.m, mode);
-	mig_source_totals(src, &c.m.total_items, &c.m.total_bytes);
+	c.m.total_items = mig_source_totals(src);
 	dump_writer_start(&c.w, fp);
 	errno = 0;
 	if (mig_source_each(src, saker_now_ms(), &dump_cb, &c, &e) < 0) {

@@ -42,7 +42,6 @@ migrate_main(int argc, char **argv)
 	struct mig_err e;
 	struct mig_target *t = NULL;
 	saker_store *src = NULL;
-	uint64_t items, bytes;
 	int64_t now_ms;
 	int ch, rc = 1;
 
@@ -78,8 +77,7 @@ migrate_main(int argc, char **argv)
 		goto out;
 	}
 	if (mig_target_open(argv[optind + 1], argv[optind], &opts, now_ms, &t, &e) == 0) {
-		mig_source_totals(src, &items, &bytes);
-		mig_target_set_totals(t, items, bytes);
+		mig_target_set_totals(t, mig_source_totals(src));
 		if (mig_target_copy(t, src, &e) == 0) {
 			saker_store_close(src);
 			src = NULL;

@@ -130,8 +130,8 @@ struct mig_source_cb {
 int mig_source_each(saker_store *s, int64_t now_ms, const struct mig_source_cb *cb,
     void *arg, struct mig_err *e);
 
-/* Source totals for the progress line: items of every state, data bytes. */
-void mig_source_totals(saker_store *s, uint64_t *items, uint64_t *bytes);
+/* Source total for the progress line: items of every state. */
+uint64_t mig_source_totals(saker_store *s);
 
 /* The target. */
 struct mig_target;
@@ -150,8 +150,8 @@ int mig_target_finish(struct mig_target *t, struct mig_err *e);
 /* Free t; when mig_target_finish() did not succeed, first remove the
  * temporary (the abandon path).  NULL-safe. */
 void mig_target_free(struct mig_target *t);
-/* Progress: expected totals (0 = unknown). */
-void mig_target_set_totals(struct mig_target *t, uint64_t items, uint64_t bytes);
+/* Progress: the items expected (0 = unknown). */
+void mig_target_set_totals(struct mig_target *t, uint64_t items);
 /* One line per queue copied from the source, then a total line starting
  * with `verb` ("migrated", "loaded"). */
 void mig_target_summary(struct mig_target *t, FILE *fp, const char *verb);
@@ -164,7 +164,7 @@ struct mig_meter {
 	bool on;
 	bool drawn;
 	uint64_t items, bytes;
-	uint64_t total_items, total_bytes;
+	uint64_t total_items;
 	uint64_t start_ns, last_ns;
 };
 void mig_meter_start(struct mig_meter *m, enum mig_progress_mode mode);

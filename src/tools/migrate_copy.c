@@ -327,7 +327,7 @@ mig_is_path_store(const struct saker_store_driver *drv)
 int
 mig_source_open(const char *spec, saker_store **out, struct mig_err *e)
 {
-	struct saker_store_opts o;
+	struct saker_store_opts o = { .read_only = true, .sync = SAKER_SYNC_NEVER };
 	struct stat st;
 	char err[512] = "";
 	int rc;
@@ -341,10 +341,6 @@ mig_source_open(const char *spec, saker_store **out, struct mig_err *e)
 		mig_seterr(e, "source %s: %s", spec, strerror(errno));
 		return -1;
 	}
-	memset(&o, 0, sizeof(o));
-	o.read_only = true;
-	o.create = false;
-	o.sync = SAKER_SYNC_NEVER;
 	rc = saker_store_open(spec, &o, out, err, sizeof(err));
 	if (rc == SAKER_ELOCKED) {
 		mig_seterr(e, "source %s is in use by a running sakerd or another "
@@ -501,11 +497,11 @@ mig_source_each(saker_store *s, int64_t now_ms, const struct mig_source_cb *cb,
 }
 
 /* Items of every state in store s (`what` in messages), -1 on error;
- * *nqueues: the queues holding any, *bytes: their data.  `lax` skips a
- * queue that cannot be read instead. */
+ * *nqueues: the queues holding any.  `lax` skips a queue that cannot be
+ * read instead. */
 static int64_t
 mig_count_items(saker_store *s, const char *what, bool lax, size_t *nqueues,
-    uint64_t *bytes, struct mig_err *e)
+    struct mig_err *e)
 {
 	struct mig_names ns;
 	struct saker_queue_stats st;
@@ -515,7 +511,6 @@ mig_count_items(saker_store *s, const char *what, bool lax, size_t *nqueues,
 	size_t i;
 
 	*nqueues = 0;
-	*bytes = 0;
 	if (mig_list_queues(s, &ns, what, e) < 0)
 		return -1;
 	for (i = 0; i < ns.n; i++) {
@@ -531,20 +526,19 @@ mig_count_items(saker_store *s, const char *what, bool lax, size_t *nqueues,
 		k = st.items + st.delayed_items + st.open_items;
 		*nqueues += k > 0;
 		n += (int64_t)k;
-		*bytes += st.bytes;
 	}
 	mig_names_free(&ns);
 	return n;
 }
 
-void
-mig_source_totals(saker_store *s, uint64_t *items, uint64_t *bytes)
+uint64_t
+mig_source_totals(saker_store *s)
 {
 	struct mig_err e;
 	size_t nq;
-	int64_t n = mig_count_items(s, "the source", true, &nq, bytes, &e);
+	int64_t n = mig_count_items(s, "the source", true, &nq, &e);
 
-	*items = n > 0 ? (uint64_t)n : 0;
+	return n > 0 ? (uint64_t)n : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -752,10 +746,9 @@ static int
 mig_target_open_direct(struct mig_target *t, const char *spec,
     struct mig_target **out, struct mig_err *e)
 {
-	struct saker_store_opts o;
+	struct saker_store_opts o = { .sync = SAKER_SYNC_ALWAYS, .create = true };
 	char err[512] = "";
 	int64_t items;
-	uint64_t bytes;
 	size_t nq;
 	int rc;
 
@@ -771,9 +764,6 @@ mig_target_open_direct(struct mig_target *t, const char *spec,
 		    "shared database cannot be undone atomically", t->drv->name);
 		goto fail;
 	}
-	memset(&o, 0, sizeof(o));
-	o.sync = SAKER_SYNC_ALWAYS;
-	o.create = true;
 	rc = saker_store_open(spec, &o, &t->st, err, sizeof(err));
 	if (rc != SAKER_OK || t->st == NULL) {
 		mig_seterr(e, "cannot open destination %s: %s", spec,
@@ -782,7 +772,7 @@ mig_target_open_direct(struct mig_target *t, const char *spec,
 		goto fail;
 	}
 	if ((items = mig_count_items(t->st, "the destination", false, &nq,
-	    &bytes, e)) < 0)
+	    e)) < 0)
 		goto fail;
 	if (items > 0 || nq > 0) {
 		mig_seterr(e, "destination %s is not empty (%" PRId64 " items in %zu "
@@ -805,7 +795,7 @@ mig_target_open(const char *spec, const char *src_spec,
     struct mig_err *e)
 {
 	struct mig_target *t;
-	struct saker_store_opts o;
+	struct saker_store_opts o = { .sync = SAKER_SYNC_NEVER };
 	saker_store *old = NULL;
 	struct stat st;
 	char err[512] = "";
@@ -850,8 +840,6 @@ mig_target_open(const char *spec, const char *src_spec,
 	snprintf(t->tmp_path, n, "%s.tmp-%ld", t->path, (long)getpid());
 	snprintf(t->tmp_spec, n + strlen(t->drv->name) + 1, "%s:%s", t->drv->name, t->tmp_path);
 
-	memset(&o, 0, sizeof(o));
-	o.sync = SAKER_SYNC_NEVER;
 	if (stat(t->path, &st) == 0) {
 		t->replace = true;
 		if (t->is_dir && !S_ISDIR(st.st_mode)) {
@@ -864,7 +852,6 @@ mig_target_open(const char *spec, const char *src_spec,
 		}
 		if (!mig_trivial(t->path, &st, t->is_dir)) {
 			int64_t items;
-			uint64_t bytes;
 			size_t nq;
 
 			o.read_only = true;
@@ -882,7 +869,7 @@ mig_target_open(const char *spec, const char *src_spec,
 				goto fail;
 			}
 			if ((items = mig_count_items(old, "the destination", false,
-			    &nq, &bytes, e)) < 0)
+			    &nq, e)) < 0)
 				goto fail;
 			if (items > 0 && !opts->append) {
 				mig_seterr(e, "destination %s is not empty (%" PRId64 " items "
@@ -1001,15 +988,12 @@ static const struct mig_source_cb mig_verify_cb = { mig_v_queue, mig_v_item, mig
 static int
 mig_target_verify(struct mig_target *t, struct mig_err *e)
 {
-	struct saker_store_opts o;
+	struct saker_store_opts o = { .read_only = true, .sync = SAKER_SYNC_NEVER };
 	struct mig_vctx v;
 	saker_store *s = NULL;
 	char err[512] = "";
 	int rc;
 
-	memset(&o, 0, sizeof(o));
-	o.read_only = true;
-	o.sync = SAKER_SYNC_NEVER;
 	rc = saker_store_open(t->tmp_spec, &o, &s, err, sizeof(err));
 	if (rc != SAKER_OK || s == NULL) {
 		mig_seterr(e, "verification failed: cannot reopen %s: %s", t->tmp_spec,
@@ -1171,12 +1155,10 @@ static void
 mig_undo_direct(struct mig_target *t)
 {
 	saker_store *s = t->st;
-	struct saker_store_opts o;
+	struct saker_store_opts o = { .sync = SAKER_SYNC_ALWAYS };
 	char err[512];
 
 	if (s == NULL) {
-		memset(&o, 0, sizeof(o));
-		o.sync = SAKER_SYNC_ALWAYS;
 		if (saker_store_open(t->spec, &o, &s, err, sizeof(err)) != SAKER_OK) {
 			fprintf(stderr, "saker: could not reopen %s to undo a failed "
 			    "migration: %s\n", t->spec, err);
