@@ -4,7 +4,6 @@
 #include <sys/types.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "bench_int.h"
 #include "clock.h"

@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "bench_int.h"
 #include "clock.h"
