@@ -309,8 +309,6 @@ flush_conns(evutil_socket_t fd, short what, void *arg)
 	struct bench *b = arg;
 	struct conn *c;
 
-	(void)fd;
-	(void)what;
 	while ((c = b->flush_head) != NULL) {
 		struct evbuffer *out;
 

@@ -22,7 +22,6 @@
 static int
 count_item(void *arg, const struct saker_item *item)
 {
-	(void)item;
 	(*(unsigned long long *)arg)++;
 	return 0;
 }

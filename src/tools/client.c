@@ -164,8 +164,6 @@ client_connect(const char *server, char *err, size_t errlen)
 	return fd;
 }
 
-static void conn_close(struct conn *c);
-
 #ifdef HAVE_OPENSSL
 /* Wait for what OpenSSL asked for after a call returned `rc`.  Returns 0
  * to retry, -1 with errno set (EPROTO: a TLS error, see the queue). */
@@ -231,12 +229,22 @@ conn_start_tls(struct conn *c, const char *server, char *err, size_t errlen)
 	}
 	return -1;
 #else
-	(void)c;
-	(void)server;
-	(void)err;
-	(void)errlen;
 	return 0;
 #endif
+}
+
+static void
+conn_close(struct conn *c)
+{
+#ifdef HAVE_OPENSSL
+	if (c->ssl != NULL) {
+		SSL_free(c->ssl);
+		c->ssl = NULL;
+	}
+#endif
+	if (c->fd != -1)
+		close(c->fd);
+	c->fd = -1;
 }
 
 static void
@@ -282,20 +290,6 @@ conn_open(const char *cmd, const char *servers, char *which, size_t wlen)
 	c->server = which;
 	conn_deadline(c, CLIENT_REPLY_MS);
 	return c;
-}
-
-static void
-conn_close(struct conn *c)
-{
-#ifdef HAVE_OPENSSL
-	if (c->ssl != NULL) {
-		SSL_free(c->ssl);
-		c->ssl = NULL;
-	}
-#endif
-	if (c->fd != -1)
-		close(c->fd);
-	c->fd = -1;
 }
 
 static int

@@ -40,12 +40,6 @@ dump_out(struct dump_writer *w, const void *p, size_t len)
 }
 
 void
-dump_writer_start(struct dump_writer *w, FILE *fp)
-{
-	dump_writer_start_version(w, fp, DUMP_VERSION);
-}
-
-void
 dump_writer_start_version(struct dump_writer *w, FILE *fp, uint32_t version)
 {
 	unsigned char v[4];
@@ -397,7 +391,6 @@ dump_cb_item(void *arg, const struct saker_item *it, int state, bool was_open)
 {
 	struct dump_ctx *c = arg;
 
-	(void)was_open;
 	if (it->len > DUMP_MAX_ITEM) {
 		mig_seterr(c->e, "an item of %zu bytes is larger than the dump "
 		    "format allows", it->len);
@@ -498,7 +491,7 @@ dump_main(int argc, char **argv)
 	c.e = &e;
 	mig_meter_start(&c.m, mode);
 	c.m.total_items = mig_source_totals(src);
-	dump_writer_start(&c.w, fp);
+	dump_writer_start_version(&c.w, fp, DUMP_VERSION);
 	errno = 0;
 	if (mig_source_each(src, saker_now_ms(), &dump_cb, &c, &e) < 0) {
 		mig_meter_end(&c.m);

@@ -243,8 +243,6 @@ mig_same_location(const char *a, const char *b)
 static int
 mig_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	(void)st;
-	(void)ftw;
 	if (flag == FTW_DP)
 		return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
 	return unlink(path) == 0 || errno == ENOENT ? 0 : -1;
@@ -291,8 +289,6 @@ mig_fsync_path(const char *path)
 static int
 mig_fsync_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	(void)st;
-	(void)ftw;
 	if (flag != FTW_F && flag != FTW_D && flag != FTW_DP)
 		return 0;
 	return mig_fsync_path(path);
@@ -950,7 +946,6 @@ mig_v_item(void *arg, const struct saker_item *it, int state, bool was_open)
 {
 	struct mig_vctx *v = arg;
 
-	(void)was_open;
 	mig_digest_add(&v->got, it, state);
 	return 0;
 }
