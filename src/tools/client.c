@@ -92,7 +92,8 @@ connect_fd(int fd, const struct sockaddr *sa, socklen_t salen)
 int
 client_connect(const char *server, char *err, size_t errlen)
 {
-	struct addrinfo hints, *res = NULL, *ai;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL, *ai;
 	char host[256];
 	const char *port = "22133", *colon;
 	int fd = -1, rc, saved = 0;
@@ -139,9 +140,6 @@ client_connect(const char *server, char *err, size_t errlen)
 		if (colon != NULL)
 			port = colon + 1;
 	}
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
 	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
 		snprintf(err, errlen, "cannot resolve %s: %s", server, gai_strerror(rc));
 		return -1;
