@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <event2/event.h>
 
 #include "bench_int.h"
+#include "clock.h"
 
 /* ---------------------------------------------------------------- utils */
 
@@ -133,11 +133,8 @@ hist_add(struct hist *h, uint64_t v)
 	if (v > h->max)
 		h->max = v;
 	if (v >= HIST_SLOW_NS) {
-		struct timespec ts;
-		int64_t now;
+		int64_t now = saker_now_ms();
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 		if (h->nslow > 0 &&
 		    now - h->slow[h->nslow - 1].at_ms < HIST_SLOW_GAP_MS) {
 			if (v > h->slow[h->nslow - 1].v)
