@@ -202,18 +202,13 @@ mig_spec_driver(const char *spec, const char *role, struct mig_err *e)
 static char *
 mig_canon(const char *path)
 {
-	char buf[PATH_MAX], *d, *b, *dir, *res = NULL;
+	char buf[PATH_MAX], *d, *b, *res = NULL;
 
 	if (realpath(path, buf) != NULL)
 		return strdup(buf);
-	if ((d = strdup(path)) == NULL)
-		return NULL;
-	if ((b = strdup(path)) == NULL) {
-		free(d);
-		return NULL;
-	}
-	dir = dirname(d);
-	if (realpath(dir, buf) != NULL) {
+	d = strdup(path);
+	b = strdup(path);
+	if (d != NULL && b != NULL && realpath(dirname(d), buf) != NULL) {
 		size_t n = strlen(buf) + strlen(basename(b)) + 2;
 		if ((res = malloc(n)) != NULL)
 			snprintf(res, n, "%s/%s", buf, basename(b));
@@ -409,14 +404,12 @@ mig_list_queues(saker_store *s, struct mig_names *ns, const char *what,
 
 	memset(ns, 0, sizeof(*ns));
 	rc = s->driver->queues(s, mig_collect_name, ns);
-	if (ns->oom) {
+	if (ns->oom)
 		mig_seterr(e, "out of memory listing the queues of %s", what);
-		mig_names_free(ns);
-		return -1;
-	}
-	if (rc < 0) {
+	else if (rc < 0)
 		mig_seterr(e, "listing the queues of %s failed: %s", what,
 		    s->driver->errmsg(s));
+	if (ns->oom || rc < 0) {
 		mig_names_free(ns);
 		return -1;
 	}
