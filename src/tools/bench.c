@@ -309,8 +309,6 @@ flush_conns(evutil_socket_t fd, short what, void *arg)
 	struct bench *b = arg;
 	struct conn *c;
 
-	(void)fd;
-	(void)what;
 	while ((c = b->flush_head) != NULL) {
 		struct evbuffer *out;
 
@@ -437,7 +435,8 @@ resolve(struct bench *b)
 {
 	char host[256];
 	const char *colon, *port = "22133";
-	struct addrinfo hints, *res;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
 	int e;
 
 	snprintf(host, sizeof(host), "%s", b->o.server);
@@ -450,9 +449,6 @@ resolve(struct bench *b)
 		memmove(host, host + 1, strlen(host));
 		host[strcspn(host, "]")] = '\0';
 	}
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
 	if ((e = getaddrinfo(host[0] ? host : "127.0.0.1", port, &hints,
 	    &res)) != 0) {
 		fprintf(stderr, "saker bench: %s: %s\n", b->o.server,
@@ -536,6 +532,8 @@ setup_conns(struct bench *b)
 static void
 teardown(struct bench *b)
 {
+	struct event *evs[] = { b->phase_ev, b->tick_ev, b->progress_ev,
+	    b->sig_ev, b->flush_ev };
 	int i;
 
 	for (i = 0; b->conns != NULL && i < b->nconns; i++) {
@@ -558,16 +556,9 @@ teardown(struct bench *b)
 	free(b->qnames);
 	free(b->qlens);
 	free(b->pad);
-	if (b->phase_ev != NULL)
-		event_free(b->phase_ev);
-	if (b->tick_ev != NULL)
-		event_free(b->tick_ev);
-	if (b->progress_ev != NULL)
-		event_free(b->progress_ev);
-	if (b->sig_ev != NULL)
-		event_free(b->sig_ev);
-	if (b->flush_ev != NULL)
-		event_free(b->flush_ev);
+	for (i = 0; i < (int)(sizeof(evs) / sizeof(evs[0])); i++)
+		if (evs[i] != NULL)
+			event_free(evs[i]);
 	if (b->base != NULL)
 		event_base_free(b->base);
 }
@@ -613,12 +604,11 @@ bench_main(int argc, char **argv)
 	b->qlens = calloc((size_t)b->nall, sizeof(*b->qlens));
 	b->pad = malloc((size_t)b->o.size);
 	b->base = event_base_new();
+	rc = 1;
 	if (b->qnames == NULL || b->qlens == NULL || b->pad == NULL ||
 	    b->base == NULL) {
 		fprintf(stderr, "saker bench: out of memory\n");
-		teardown(b);
-		free(b);
-		return 1;
+		goto out;
 	}
 	memset(b->pad, 'x', (size_t)b->o.size);
 	for (i = 0; i < b->nall; i++) {
@@ -626,12 +616,8 @@ bench_main(int argc, char **argv)
 
 		snprintf(name, sizeof(name), "%s%d%s", b->o.prefix,
 		    i % b->nqueues, i < b->nqueues ? "" : "_dead");
-		b->qnames[i] = strdup(name);
-		if (b->qnames[i] == NULL) {
-			teardown(b);
-			free(b);
-			return 1;
-		}
+		if ((b->qnames[i] = strdup(name)) == NULL)
+			goto out;
 		b->qlens[i] = strlen(name);
 	}
 	b->phase_ev = evtimer_new(b->base, on_phase_timer, b);
@@ -648,20 +634,17 @@ bench_main(int argc, char **argv)
 		evtimer_add(b->progress_ev, &s1);
 	}
 	b->t_start = saker_mono_ns();
-	if (setup_conns(b) != 0) {
-		teardown(b);
-		free(b);
-		return 1;
-	}
+	if (setup_conns(b) != 0)
+		goto out;
 	event_base_dispatch(b->base);
 	if (b->progress_ev != NULL)
 		fprintf(stderr, "\r%-78s\r", "");
-	if (b->failed) {
+	if (b->failed)
 		fprintf(stderr, "saker bench: %s (during %s)\n", b->errmsg,
 		    phase_names[b->phase]);
-		rc = 1;
-	} else
+	else
 		rc = report(b);
+out:
 	teardown(b);
 	free(b);
 	return rc;

@@ -112,7 +112,6 @@ struct conn {
 	unsigned rhead, rcount, rcap;
 
 	unsigned setup_step;
-	bool setup_done;
 	unsigned pair_next;     /* 0: set next, 1: get next; retry: 2 = the
 	                         * held job's close or abort next */
 	bool held;              /* retry: holds an item it opened */
@@ -186,7 +185,7 @@ struct bench {
 	uint16_t tag;           /* per run: tells our items from others' */
 
 	enum phase phase;
-	int nconnected, nsetup, ndrain_done;
+	int nconnected;
 	struct event *phase_ev, *tick_ev, *progress_ev, *sig_ev;
 	struct event *flush_ev;	/* made active when flush_head is not empty */
 	struct conn *flush_head;

@@ -4,7 +4,6 @@
 #include <sys/types.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "bench_int.h"
 #include "clock.h"
@@ -19,6 +18,18 @@ spread_queue(const struct bench *b, uint64_t i)
 }
 
 /* One setup request for connection c, or false when it has no more. */
+/* --rate: whether another set may go now, counting it if so */
+static bool
+rate_take(struct bench *b)
+{
+	double el = (double)(saker_mono_ns() - b->rate_t0) / 1e9;
+
+	if ((double)b->rate_sent >= el * b->o.rate)
+		return false;
+	b->rate_sent++;
+	return true;
+}
+
 static bool
 setup_next(struct conn *c)
 {
@@ -108,13 +119,8 @@ issue_next(struct conn *c)
 			send_get(c, R_GET, c->queue);
 		return true;
 	case M_PRODUCE:
-		if (b->o.rate > 0) {
-			double el = (double)(saker_mono_ns() - b->rate_t0) / 1e9;
-
-			if ((double)b->rate_sent >= el * b->o.rate)
-				return false;
-			b->rate_sent++;
-		}
+		if (b->o.rate > 0 && !rate_take(b))
+			return false;
 		send_set(c, c->queue, -1);
 		return true;
 	case M_CONSUME:
@@ -133,17 +139,10 @@ issue_next(struct conn *c)
 			send_get(c, R_BGET, c->queue);
 			return true;
 		}
-		if (b->o.rate <= 0)
+		if (b->o.rate <= 0 || !rate_take(b))
 			return false;
-		{
-			double el = (double)(saker_mono_ns() - b->rate_t0) / 1e9;
-
-			if ((double)b->rate_sent >= el * b->o.rate)
-				return false;
-			b->rate_sent++;
-			times_put(c, 2 * c->seq, saker_mono_ns());
-			send_set(c, spread_queue(b, c->seq), -1);
-		}
+		times_put(c, 2 * c->seq, saker_mono_ns());
+		send_set(c, spread_queue(b, c->seq), -1);
 		return true;
 	case M_RETRY:
 		/* One request at a time, each chosen by the last reply: set,

@@ -57,16 +57,16 @@ TLS_CLIENT_HELP
 "--warmup, milliseconds for the others (as before units were accepted).\n");
 }
 
+/* The index of s in names[0..n) (mode_names, ...: indexed by the enum),
+ * or -1. */
 static int
-parse_mode(const char *s, enum mode *m)
+pick(const char *s, const char *const *names, int n)
 {
-	size_t i;
+	int i;
 
-	for (i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++)
-		if (strcmp(s, mode_names[i]) == 0) {
-			*m = (enum mode)i;
-			return 0;
-		}
+	for (i = 0; i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
 	return -1;
 }
 
@@ -125,7 +125,7 @@ parse_opts(struct opts *o, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int ch;
+	int ch, i;
 	double v;
 	int64_t ms;
 	bool rate_set = false;
@@ -148,11 +148,12 @@ parse_opts(struct opts *o, int argc, char **argv)
 	o->verify = o->clean = true;
 
 	if (argc > 1 && argv[1][0] != '-') {
-		if (parse_mode(argv[1], &o->mode) != 0) {
+		if ((i = pick(argv[1], mode_names, M_RETRY + 1)) < 0) {
 			fprintf(stderr, "saker bench: unknown mode '%s'\n",
 			    argv[1]);
 			return -1;
 		}
+		o->mode = (enum mode)i;
 		argv++;
 		argc--;
 	}
@@ -166,18 +167,14 @@ parse_opts(struct opts *o, int argc, char **argv)
 		switch (ch) {
 		case 's': o->server = optarg; break;
 		case O_PROTO:
-			if (strcmp(optarg, "memcache") == 0)
-				o->proto = P_MC;
-			else if (strcmp(optarg, "resp") == 0)
-				o->proto = P_RESP;
-			else if (strcmp(optarg, "beanstalk") == 0)
-				o->proto = P_BS;
-			else
+			if ((i = pick(optarg, proto_names, P_BS + 1)) < 0)
 				goto bad;
+			o->proto = (enum proto)i;
 			break;
 		case 'm':
-			if (parse_mode(optarg, &o->mode) != 0)
+			if ((i = pick(optarg, mode_names, M_RETRY + 1)) < 0)
 				goto bad;
+			o->mode = (enum mode)i;
 			break;
 		case 'c':
 			if (!num(optarg, 1, MAX_CONNS - 1, &v)) goto bad;
@@ -211,14 +208,9 @@ parse_opts(struct opts *o, int argc, char **argv)
 			o->keys = (int)v;
 			break;
 		case O_FILL:
-			if (strcmp(optarg, "items") == 0)
-				o->fill = F_ITEMS;
-			else if (strcmp(optarg, "empty") == 0)
-				o->fill = F_EMPTY;
-			else if (strcmp(optarg, "missing") == 0)
-				o->fill = F_MISSING;
-			else
+			if ((i = pick(optarg, fill_names, F_MISSING + 1)) < 0)
 				goto bad;
+			o->fill = (enum fill)i;
 			break;
 		case O_ITEMS:
 			if (!num(optarg, 1, 1e10, &v)) goto bad;

@@ -266,8 +266,9 @@ data_done(struct conn *c, const char *hdr, size_t n, uint64_t now)
 	}
 }
 
+/* A data block follows the line, its length at s; false when that is bad. */
 static bool
-parse_size(const char *s, size_t *out)
+data_follows(struct conn *c, const char *s)
 {
 	char *end;
 	unsigned long long v;
@@ -276,7 +277,9 @@ parse_size(const char *s, size_t *out)
 	v = strtoull(s, &end, 10);
 	if (errno != 0 || end == s || v > (1ull << 31))
 		return false;
-	*out = (size_t)v;
+	c->blen = (size_t)v;
+	c->need = c->blen + 2;
+	c->in_data = true;
 	return true;
 }
 
@@ -297,12 +300,8 @@ line_done(struct conn *c, char *line, size_t len)
 				p++;
 				field++;
 			}
-			if (p == NULL || !parse_size(p, &c->blen)) {
+			if (p == NULL || !data_follows(c, p))
 				fail(b, "bad VALUE line: %.80s", line);
-				return;
-			}
-			c->need = c->blen + 2;
-			c->in_data = true;
 		} else if (starts(line, len, "END")) {
 			complete(c, true, c->nhits, line);
 			c->nhits = 0;
@@ -337,12 +336,8 @@ line_done(struct conn *c, char *line, size_t len)
 				complete(c, true, 0, line);
 				return;
 			}
-			if (!parse_size(line + 1, &c->blen)) {
+			if (!data_follows(c, line + 1))
 				fail(b, "bad RESP bulk length: %.80s", line);
-				return;
-			}
-			c->need = c->blen + 2;
-			c->in_data = true;
 			return;
 		default:
 			fail(b, "bad RESP reply: %.80s", line);
@@ -354,12 +349,8 @@ line_done(struct conn *c, char *line, size_t len)
 			char *end;
 
 			c->bs_id = strtoull(line + 9, &end, 10);
-			if (*end != ' ' || !parse_size(end + 1, &c->blen)) {
+			if (*end != ' ' || !data_follows(c, end + 1))
 				fail(b, "bad RESERVED line: %.80s", line);
-				return;
-			}
-			c->need = c->blen + 2;
-			c->in_data = true;
 		} else if (starts(line, len, "INSERTED") ||
 		    starts(line, len, "USING") || starts(line, len, "WATCHING") ||
 		    starts(line, len, "DELETED") ||

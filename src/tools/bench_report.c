@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "bench_int.h"
 #include "clock.h"
@@ -213,14 +212,13 @@ report(struct bench *b)
 			print_hist(&b->elat, "e2e", true);
 		printf(",\"errors\":%" PRIu64 ",\"verified\":%s",
 		    b->errors, o->verify && !b->drain_timeout ? "true" : "false");
-		if (o->verify)
+		if (o->verify) {
 			printf(",\"in\":%" PRIu64 ",\"out\":%" PRIu64
 			    ",\"leftover\":%" PRIu64 ",\"lost\":%" PRIu64
 			    ",\"duplicates\":%" PRIu64 ",\"unacked_seen\":%" PRIu64
 			    ",\"foreign\":%" PRIu64, b->acked_total,
 			    b->received, b->leftover, lost, b->dups, unacked,
 			    b->foreign);
-		if (o->verify) {
 			print_items(b, true, true);
 			print_items(b, false, true);
 		}

@@ -8,12 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <event2/event.h>
-
 #include <event2/event.h>
 
 #include "bench_int.h"
+#include "clock.h"
 
 /* ---------------------------------------------------------------- utils */
 
@@ -43,7 +41,6 @@ xrealloc(void *p, size_t n)
 	return q;
 }
 
-/* Set bit i; return its previous value. */
 bool
 bits_test(const struct bits *bs, uint64_t i)
 {
@@ -52,6 +49,7 @@ bits_test(const struct bits *bs, uint64_t i)
 	return w < bs->nw && (bs->w[w] & (1ull << (i % 64))) != 0;
 }
 
+/* Set bit i; return its previous value. */
 bool
 bits_test_set(struct bits *bs, uint64_t i)
 {
@@ -135,11 +133,8 @@ hist_add(struct hist *h, uint64_t v)
 	if (v > h->max)
 		h->max = v;
 	if (v >= HIST_SLOW_NS) {
-		struct timespec ts;
-		int64_t now;
+		int64_t now = saker_now_ms();
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 		if (h->nslow > 0 &&
 		    now - h->slow[h->nslow - 1].at_ms < HIST_SLOW_GAP_MS) {
 			if (v > h->slow[h->nslow - 1].v)

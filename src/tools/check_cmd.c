@@ -17,61 +17,23 @@
 
 #include "saker/store.h"
 #include "check_cmd.h"
-
-struct names {
-	char **v;
-	size_t n, cap;
-};
-
-static int
-add_name(void *arg, const char *name, size_t len)
-{
-	struct names *ns = arg;
-	char *copy;
-
-	if (ns->n == ns->cap) {
-		size_t cap = ns->cap ? ns->cap * 2 : 64;
-		char **v = realloc(ns->v, cap * sizeof(*v));
-
-		if (v == NULL)
-			return SAKER_ENOMEM;
-		ns->v = v;
-		ns->cap = cap;
-	}
-	if ((copy = malloc(len + 1)) == NULL)
-		return SAKER_ENOMEM;
-	memcpy(copy, name, len);
-	copy[len] = '\0';
-	ns->v[ns->n++] = copy;
-	return 0;
-}
+#include "migrate.h"
 
 static int
 count_item(void *arg, const struct saker_item *item)
 {
-	(void)item;
 	(*(unsigned long long *)arg)++;
 	return 0;
 }
 
-static int
-cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void
-check_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char check_usage[] =
 	    "usage: saker check [-q] SPEC\n"
 	    "Verify the store at SPEC (TYPE:LOCATION) without changing it: its\n"
 	    "structure (LMDB: every page of its B-trees) and the checksum of every\n"
 	    "item. Prints one line per damaged queue, then a summary.\n"
 	    "  -q, --quiet   print only the damage\n"
 	    "Exit status: 0 sound, 1 damaged or cannot be read, 2 usage error.\n"
-	    "Stop sakerd first: a store in use is refused.\n");
-}
+	    "Stop sakerd first: a store in use is refused.\n";
 
 int
 check_main(int argc, char **argv)
@@ -81,8 +43,8 @@ check_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct saker_store_opts o;
-	struct names ns = { NULL, 0, 0 };
+	struct saker_store_opts o = { .read_only = true };
+	struct mig_names ns = { NULL, 0, 0, false };
 	unsigned long long items = 0, n;
 	saker_store *s = NULL;
 	saker_queue *q;
@@ -95,33 +57,30 @@ check_main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'q': quiet = true; break;
-		case 'h': check_usage(stdout); return 0;
-		default:  check_usage(stderr); return 2;
+		case 'h': fputs(check_usage, stdout); return 0;
+		default:  fputs(check_usage, stderr); return 2;
 		}
 	}
 	if (argc - optind != 1) {
-		check_usage(stderr);
+		fputs(check_usage, stderr);
 		return 2;
 	}
-	memset(&o, 0, sizeof(o));
-	o.read_only = true;
 	rc = saker_store_open(argv[optind], &o, &s, err, sizeof(err));
 	if (rc != SAKER_OK) {
 		fprintf(stderr, "saker check: %s: %s\n", argv[optind], err);
 		return 1;
 	}
-	rc = s->driver->queues(s, add_name, &ns);
-	if (rc != SAKER_OK) {
+	rc = s->driver->queues(s, mig_collect_name, &ns);
+	if (rc != SAKER_OK || ns.oom) {
 		fprintf(stderr, "saker check: %s: listing queues: %s\n",
-		    argv[optind], rc == SAKER_ENOMEM ? "out of memory" :
-		    s->driver->errmsg(s));
+		    argv[optind], ns.oom ? "out of memory" : s->driver->errmsg(s));
 		bad++;
 	}
 	if (ns.n > 0)
-		qsort(ns.v, ns.n, sizeof(*ns.v), cmp_names);
+		qsort(ns.v, ns.n, sizeof(*ns.v), mig_name_cmp);
 	for (i = 0; i < ns.n; i++) {
 		n = 0;
-		rc = s->driver->queue_open(s, ns.v[i], strlen(ns.v[i]), false,
+		rc = s->driver->queue_open(s, ns.v[i].s, ns.v[i].len, false,
 		    NULL, &q);
 		if (rc == SAKER_OK)
 			rc = s->driver->iterate(s, q, count_item, &n);
@@ -129,8 +88,8 @@ check_main(int argc, char **argv)
 		if (rc != SAKER_OK) {
 			const char *why = s->driver->errmsg(s);
 
-			printf("damaged: queue '%s': %s (after %llu sound items)\n",
-			    ns.v[i], why != NULL && *why != '\0' ? why :
+			printf("damaged: queue '%.*s': %s (after %llu sound items)\n",
+			    (int)ns.v[i].len, ns.v[i].s, why != NULL && *why != '\0' ? why :
 			    saker_strerror(rc), n);
 			bad++;
 		}
@@ -138,9 +97,7 @@ check_main(int argc, char **argv)
 	if (!quiet || bad > 0)
 		printf("%s: %zu queues, %llu items read; %s\n", argv[optind],
 		    ns.n, items, bad == 0 ? "no damage found" : "DAMAGED");
-	for (i = 0; i < ns.n; i++)
-		free(ns.v[i]);
-	free(ns.v);
+	mig_names_free(&ns);
 	saker_store_close(s);
 	return bad == 0 ? 0 : 1;
 }

@@ -92,7 +92,8 @@ connect_fd(int fd, const struct sockaddr *sa, socklen_t salen)
 int
 client_connect(const char *server, char *err, size_t errlen)
 {
-	struct addrinfo hints, *res = NULL, *ai;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL, *ai;
 	char host[256];
 	const char *port = "22133", *colon;
 	int fd = -1, rc, saved = 0;
@@ -139,9 +140,6 @@ client_connect(const char *server, char *err, size_t errlen)
 		if (colon != NULL)
 			port = colon + 1;
 	}
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
 	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
 		snprintf(err, errlen, "cannot resolve %s: %s", server, gai_strerror(rc));
 		return -1;
@@ -163,8 +161,6 @@ client_connect(const char *server, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot connect to %s: %s", server, strerror(saved));
 	return fd;
 }
-
-static void conn_close(struct conn *c);
 
 #ifdef HAVE_OPENSSL
 /* Wait for what OpenSSL asked for after a call returned `rc`.  Returns 0
@@ -231,43 +227,8 @@ conn_start_tls(struct conn *c, const char *server, char *err, size_t errlen)
 	}
 	return -1;
 #else
-	(void)c;
-	(void)server;
-	(void)err;
-	(void)errlen;
 	return 0;
 #endif
-}
-
-/* Try each server of a comma-separated list in turn. */
-static int
-conn_open(struct conn *c, const char *servers, char *which, size_t wlen,
-    char *err, size_t errlen)
-{
-	char *list = strdup(servers), *tok, *save = NULL;
-	int fd = -1;
-
-	if (list == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-		if ((fd = client_connect(tok, err, errlen)) == -1)
-			continue;
-		memset(c, 0, sizeof(*c));
-		c->fd = fd;
-		if (conn_start_tls(c, tok, err, errlen) == 0) {
-			snprintf(which, wlen, "%s", tok);
-			break;
-		}
-		conn_close(c);
-		fd = -1;
-	}
-	free(list);
-	if (fd == -1)
-		return -1;
-	c->server = which;
-	return 0;
 }
 
 static void
@@ -282,6 +243,51 @@ conn_close(struct conn *c)
 	if (c->fd != -1)
 		close(c->fd);
 	c->fd = -1;
+}
+
+static void
+conn_deadline(struct conn *c, uint64_t ms)
+{
+	c->deadline_ns = saker_mono_ns() + ms * 1000000u;
+}
+
+/* Try each server of a comma-separated list in turn; the connection has
+ * the usual reply deadline.  NULL after telling stderr why (for `saker
+ * cmd`). */
+static struct conn *
+conn_open(const char *cmd, const char *servers, char *which, size_t wlen)
+{
+	char *list = strdup(servers), *tok, *save = NULL, err[512];
+	struct conn *c = malloc(sizeof(*c));
+	int fd = -1;
+
+	if (list == NULL || c == NULL) {
+		fprintf(stderr, "saker %s: out of memory\n", cmd);
+		free(list);
+		free(c);
+		return NULL;
+	}
+	for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		if ((fd = client_connect(tok, err, sizeof(err))) == -1)
+			continue;
+		memset(c, 0, sizeof(*c));
+		c->fd = fd;
+		if (conn_start_tls(c, tok, err, sizeof(err)) == 0) {
+			snprintf(which, wlen, "%s", tok);
+			break;
+		}
+		conn_close(c);
+		fd = -1;
+	}
+	free(list);
+	if (fd == -1) {
+		fprintf(stderr, "saker %s: %s\n", cmd, err);
+		free(c);
+		return NULL;
+	}
+	c->server = which;
+	conn_deadline(c, CLIENT_REPLY_MS);
+	return c;
 }
 
 static int
@@ -467,13 +473,21 @@ parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return true;
 }
 
+/* put -d and get -t: the wire takes milliseconds, so send the parsed value */
+static bool
+parse_ms(const char *cmd, const char *what, const char *s, int64_t *ms)
+{
+	if (parse_duration(s, DURATION_BARE_MS, 315360000000LL, ms) == 0)
+		return true;
+	fprintf(stderr, "saker %s: bad %s '%s' (milliseconds),"
+	    " or a duration with a unit: 250ms, 1.5s, 2m\n", cmd, what, s);
+	return false;
+}
+
 /* ------------------------------------------------------------------ */
 /* saker put */
 
-static void
-put_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char put_usage[] =
 	    "usage: saker put [-s SERVER] [-f FLAGS] [-e EXPTIME] [-d MS | -a UNIXTIME]\n"
 	    "                 QUEUE [DATA|-]\n"
 	    "\n"
@@ -492,8 +506,7 @@ put_usage(FILE *fp)
 	    TLS_CLIENT_HELP
 	    "  -h, --help           this text\n"
 	    "\n"
-	    "Exit status: 0 STORED, 1 not stored or no server, 2 usage error.\n");
-}
+	    "Exit status: 0 STORED, 1 not stored or no server, 2 usage error.\n";
 
 static char *
 read_all(FILE *fp, size_t *len)
@@ -545,7 +558,7 @@ put_main(int argc, char **argv)
 	const char *servers = CLIENT_DEFAULT_SERVER, *queue, *delay = NULL, *at = NULL;
 	uint64_t flags = 0, exptime = 0, v;
 	int64_t ms;
-	char which[512], err[512], head[600], *data = NULL, *line, delaybuf[24];
+	char which[512], head[600], *data = NULL, *line, delaybuf[24];
 	size_t len;
 	struct conn *c = NULL;
 	int ch, n, rc = 1;
@@ -568,14 +581,8 @@ put_main(int argc, char **argv)
 			}
 			break;
 		case 'd':
-			/* the wire takes milliseconds: send the parsed value */
-			if (parse_duration(optarg, DURATION_BARE_MS,
-			    315360000000LL, &ms) != 0) {
-				fprintf(stderr, "saker put: bad delay '%s' (milliseconds),"
-				    " or a duration with a unit: 250ms, 1.5s, 2m\n",
-				    optarg);
+			if (!parse_ms("put", "delay", optarg, &ms))
 				return 2;
-			}
 			snprintf(delaybuf, sizeof(delaybuf), "%" PRId64, ms);
 			delay = delaybuf;
 			break;
@@ -586,12 +593,12 @@ put_main(int argc, char **argv)
 			}
 			at = optarg;
 			break;
-		case 'h': put_usage(stdout); return 0;
-		default:  put_usage(stderr); return 2;
+		case 'h': fputs(put_usage, stdout); return 0;
+		default:  fputs(put_usage, stderr); return 2;
 		}
 	}
 	if (argc - optind < 1 || argc - optind > 2 || (delay != NULL && at != NULL)) {
-		put_usage(stderr);
+		fputs(put_usage, stderr);
 		return 2;
 	}
 	queue = argv[optind];
@@ -613,17 +620,8 @@ put_main(int argc, char **argv)
 	n = snprintf(head, sizeof(head), "set %s%s%s %" PRIu64 " %" PRIu64 " %zu\r\n",
 	    queue, delay != NULL ? "/delay=" : at != NULL ? "/at=" : "",
 	    delay != NULL ? delay : at != NULL ? at : "", flags, exptime, len);
-	if ((c = malloc(sizeof(*c))) == NULL) {
-		fprintf(stderr, "saker put: out of memory\n");
+	if ((c = conn_open("put", servers, which, sizeof(which))) == NULL)
 		goto out;
-	}
-	if (conn_open(c, servers, which, sizeof(which), err, sizeof(err)) == -1) {
-		fprintf(stderr, "saker put: %s\n", err);
-		free(c);
-		c = NULL;
-		goto out;
-	}
-	c->deadline_ns = saker_mono_ns() + (uint64_t)CLIENT_REPLY_MS * 1000000u;
 	if (conn_write(c, head, (size_t)n) == -1 || conn_write(c, data, len) == -1 ||
 	    conn_write(c, "\r\n", 2) == -1 || (line = conn_line(c)) == NULL) {
 		io_error("put", c);
@@ -648,10 +646,7 @@ out:
 /* ------------------------------------------------------------------ */
 /* saker get */
 
-static void
-get_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char get_usage[] =
 	    "usage: saker get [-s SERVER] [-t MS] [-p] [-F] [-D] [-q] QUEUE\n"
 	    "\n"
 	    "Dequeue one item and write its data to standard output, unchanged\n"
@@ -673,8 +668,7 @@ get_usage(FILE *fp)
 	    "Standard output is exactly the item's data (plus a newline when it is a\n"
 	    "terminal).  Exit status: 0 an item was written, 1 queue empty (after the\n"
 	    "timeout; \"saker get: queue Q is empty\" on standard error) or no server,\n"
-	    "2 usage error.\n");
-}
+	    "2 usage error.\n";
 
 int
 get_main(int argc, char **argv)
@@ -692,7 +686,7 @@ get_main(int argc, char **argv)
 	const char *servers = CLIENT_DEFAULT_SERVER, *queue;
 	uint64_t timeout = 0;
 	int64_t ms;
-	char which[512], err[512], req[600], key[600], *line;
+	char which[512], req[600], key[600], *line;
 	struct conn *c = NULL;
 	bool peek = false, show_flags = false, out_failed = false, quiet = false;
 	bool show_dlv = false;
@@ -705,24 +699,19 @@ get_main(int argc, char **argv)
 		case 's': servers = optarg; break;
 		case 'q': quiet = true; break;
 		case 't':
-			if (parse_duration(optarg, DURATION_BARE_MS,
-			    315360000000LL, &ms) != 0) {
-				fprintf(stderr, "saker get: bad timeout '%s' (milliseconds),"
-				    " or a duration with a unit: 250ms, 1.5s, 2m\n",
-				    optarg);
+			if (!parse_ms("get", "timeout", optarg, &ms))
 				return 2;
-			}
 			timeout = (uint64_t)ms;
 			break;
 		case 'p': peek = true; break;
 		case 'F': show_flags = true; break;
 		case 'D': show_dlv = true; break;
-		case 'h': get_usage(stdout); return 0;
-		default:  get_usage(stderr); return 2;
+		case 'h': fputs(get_usage, stdout); return 0;
+		default:  fputs(get_usage, stderr); return 2;
 		}
 	}
 	if (argc - optind != 1) {
-		get_usage(stderr);
+		fputs(get_usage, stderr);
 		return 2;
 	}
 	queue = argv[optind];
@@ -738,17 +727,9 @@ get_main(int argc, char **argv)
 	/* the count comes with the meta get (its flag d) */
 	n = show_dlv ? snprintf(req, sizeof(req), "mg %s v f d\r\n", key) :
 	    snprintf(req, sizeof(req), "get %s\r\n", key);
-	if ((c = malloc(sizeof(*c))) == NULL) {
-		fprintf(stderr, "saker get: out of memory\n");
+	if ((c = conn_open("get", servers, which, sizeof(which))) == NULL)
 		return 1;
-	}
-	if (conn_open(c, servers, which, sizeof(which), err, sizeof(err)) == -1) {
-		fprintf(stderr, "saker get: %s\n", err);
-		free(c);
-		return 1;
-	}
-	c->deadline_ns = saker_mono_ns() +
-	    (timeout + (uint64_t)CLIENT_REPLY_MS) * 1000000u;
+	conn_deadline(c, timeout + CLIENT_REPLY_MS);
 	if (conn_write(c, req, (size_t)n) == -1 || (line = conn_line(c)) == NULL) {
 		io_error("get", c);
 		goto out;
@@ -803,10 +784,7 @@ out:
 /* ------------------------------------------------------------------ */
 /* saker stats */
 
-static void
-stats_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char stats_usage[] =
 	    "usage: saker stats [-s SERVER[,SERVER...]] [--raw]\n"
 	    "\n"
 	    "Print the server's statistics as a table: global counters, then one\n"
@@ -819,8 +797,7 @@ stats_usage(FILE *fp)
 	    TLS_CLIENT_HELP
 	    "  -h, --help         this text\n"
 	    "\n"
-	    "Exit status: 0 ok, 1 a server could not be reached, 2 usage error.\n");
-}
+	    "Exit status: 0 ok, 1 a server could not be reached, 2 usage error.\n";
 
 struct stat_line {
 	char *name;
@@ -923,28 +900,14 @@ stats_print(struct stat_line *sl, size_t n)
 static int
 stats_one(const char *server, bool raw, bool header)
 {
-	char err[512], *line;
+	char which[512], *line;
 	struct conn *c;
 	struct stat_line *sl = NULL;
 	size_t n = 0, i;
-	int fd, rc = 1;
+	int rc = 1;
 
-	if ((fd = client_connect(server, err, sizeof(err))) == -1) {
-		fprintf(stderr, "saker stats: %s\n", err);
+	if ((c = conn_open("stats", server, which, sizeof(which))) == NULL)
 		return 1;
-	}
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		close(fd);
-		fprintf(stderr, "saker stats: out of memory\n");
-		return 1;
-	}
-	c->fd = fd;
-	c->server = server;
-	if (conn_start_tls(c, server, err, sizeof(err)) == -1) {
-		fprintf(stderr, "saker stats: %s\n", err);
-		goto out;
-	}
-	c->deadline_ns = saker_mono_ns() + (uint64_t)CLIENT_REPLY_MS * 1000000u;
 	if (conn_write(c, "stats\r\n", 7) == -1) {
 		io_error("stats", c);
 		goto out;
@@ -1015,12 +978,12 @@ stats_main(int argc, char **argv)
 		switch (ch) {
 		case 's': servers = optarg; break;
 		case 'r': raw = true; break;
-		case 'h': stats_usage(stdout); return 0;
-		default:  stats_usage(stderr); return 2;
+		case 'h': fputs(stats_usage, stdout); return 0;
+		default:  fputs(stats_usage, stderr); return 2;
 		}
 	}
 	if (argc != optind) {
-		stats_usage(stderr);
+		fputs(stats_usage, stderr);
 		return 2;
 	}
 	if ((list = strdup(servers)) == NULL)
@@ -1076,9 +1039,8 @@ requeue_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *servers = CLIENT_DEFAULT_SERVER, *from, *to;
-	uint64_t max = UINT64_MAX, total = 0, want;
-	unsigned long long n;
-	char which[512], err[512], req[600], *line, *end;
+	uint64_t max = UINT64_MAX, total = 0, want, n;
+	char which[512], req[600], *line;
 	struct conn *c = NULL;
 	bool tty = isatty(STDERR_FILENO) != 0;
 	int ch, len, rc = 1;
@@ -1114,30 +1076,19 @@ requeue_main(int argc, char **argv)
 		fprintf(stderr, "saker requeue: FROM and TO are the same queue\n");
 		return 2;
 	}
-	if ((c = malloc(sizeof(*c))) == NULL) {
-		fprintf(stderr, "saker requeue: out of memory\n");
+	if ((c = conn_open("requeue", servers, which, sizeof(which))) == NULL)
 		return 1;
-	}
-	if (conn_open(c, servers, which, sizeof(which), err, sizeof(err)) == -1) {
-		fprintf(stderr, "saker requeue: %s\n", err);
-		free(c);
-		return 1;
-	}
 	for (;;) {
 		want = max - total < REQUEUE_BATCH ? max - total : REQUEUE_BATCH;
 		len = snprintf(req, sizeof(req), "requeue %s %s %" PRIu64 "\r\n",
 		    from, to, want);
-		c->deadline_ns = saker_mono_ns() +
-		    (uint64_t)CLIENT_REPLY_MS * 1000000u;
+		conn_deadline(c, CLIENT_REPLY_MS);
 		if (conn_write(c, req, (size_t)len) == -1 ||
 		    (line = conn_line(c)) == NULL) {
 			io_error("requeue", c);
 			goto out;
 		}
-		errno = 0;
-		n = strtoull(line, &end, 10);
-		if (line[0] < '0' || line[0] > '9' || *end != '\0' || errno != 0 ||
-		    n > want) {
+		if (!parse_u64(line, want, &n)) {
 			fprintf(stderr, "saker requeue: %s replied: %s\n", which, line);
 			goto out;
 		}

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "saker/store.h"
@@ -38,12 +37,6 @@ dump_out(struct dump_writer *w, const void *p, size_t len)
 		w->qsum = mig_fnv(w->qsum, p, len);
 	if (!w->failed && fwrite(p, 1, len, w->fp) != len)
 		w->failed = true;
-}
-
-void
-dump_writer_start(struct dump_writer *w, FILE *fp)
-{
-	dump_writer_start_version(w, fp, DUMP_VERSION);
 }
 
 void
@@ -129,6 +122,22 @@ dump_writer_finish(struct dump_writer *w)
 /* ------------------------------------------------------------------ */
 /* reader */
 
+/* A read stopped short at byte `at`; a truncated dump ends `how` `what`. */
+static int
+dump_short(struct dump_reader *r, uint64_t at, const char *how,
+    const char *what, struct mig_err *e)
+{
+	if (mig_interrupted != 0)
+		mig_seterr(e, "interrupted");
+	else if (ferror(r->fp))
+		mig_seterr(e, "reading the dump failed at byte %" PRIu64 ": %s",
+		    at, strerror(errno));
+	else
+		mig_seterr(e, "truncated dump: input ends at byte %" PRIu64 " %s %s",
+		    at, how, what);
+	return -1;
+}
+
 /* Read exactly len bytes into p; they count towards the checksums. */
 static int
 dump_in(struct dump_reader *r, void *p, size_t len, const char *what,
@@ -139,17 +148,8 @@ dump_in(struct dump_reader *r, void *p, size_t len, const char *what,
 	if (len == 0)
 		return 0;
 	got = fread(p, 1, len, r->fp);
-	if (got != len) {
-		if (mig_interrupted != 0)
-			mig_seterr(e, "interrupted");
-		else if (ferror(r->fp))
-			mig_seterr(e, "reading the dump failed at byte %" PRIu64 ": %s",
-			    r->off + got, strerror(errno));
-		else
-			mig_seterr(e, "truncated dump: input ends at byte %" PRIu64
-			    " inside %s", r->off + got, what);
-		return -1;
-	}
+	if (got != len)
+		return dump_short(r, r->off + got, "inside", what, e);
 	r->off += len;
 	r->tsum = mig_fnv(r->tsum, p, len);
 	if (r->in_queue)
@@ -266,17 +266,8 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 		return -1;
 	}
 	/* The checksums cover the tag byte, except the 'E'/'Z' that carry them. */
-	if (fread(&tag, 1, 1, r->fp) != 1) {
-		if (mig_interrupted != 0)
-			mig_seterr(e, "interrupted");
-		else if (ferror(r->fp))
-			mig_seterr(e, "reading the dump failed at byte %" PRIu64 ": %s",
-			    r->off, strerror(errno));
-		else
-			mig_seterr(e, "truncated dump: input ends at byte %" PRIu64
-			    " without the end record", r->off);
-		return -1;
-	}
+	if (fread(&tag, 1, 1, r->fp) != 1)
+		return dump_short(r, r->off, "without", "the end record", e);
 	r->off++;
 	if (tag == 'R' || tag == 'D' || tag == 'Q') {
 		r->tsum = mig_fnv(r->tsum, &tag, 1);
@@ -400,7 +391,6 @@ dump_cb_item(void *arg, const struct saker_item *it, int state, bool was_open)
 {
 	struct dump_ctx *c = arg;
 
-	(void)was_open;
 	if (it->len > DUMP_MAX_ITEM) {
 		mig_seterr(c->e, "an item of %zu bytes is larger than the dump "
 		    "format allows", it->len);
@@ -428,10 +418,7 @@ static const struct mig_source_cb dump_cb = {
 	dump_cb_queue, dump_cb_item, dump_cb_queue_end
 };
 
-static void
-dump_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char dump_usage[] =
 	    "usage: saker dump [--progress|--quiet] [-o FILE] SPEC > FILE\n"
 	    "\n"
 	    "Write every queue of the store SPEC (TYPE:LOCATION) as a portable,\n"
@@ -444,8 +431,7 @@ dump_usage(FILE *fp)
 	    "  -q, --quiet        no progress line, no summary\n"
 	    "  -h, --help         this text\n"
 	    "\n"
-	    "Exit status: 0 written, 1 failure, 2 usage error.\n");
-}
+	    "Exit status: 0 written, 1 failure, 2 usage error.\n";
 
 int
 dump_main(int argc, char **argv)
@@ -474,12 +460,12 @@ dump_main(int argc, char **argv)
 		case 'o': output = optarg; break;
 		case 'p': mode = MIG_PROGRESS_ON; break;
 		case 'q': quiet = true; mode = MIG_PROGRESS_OFF; break;
-		case 'h': dump_usage(stdout); return 0;
-		default:  dump_usage(stderr); return 2;
+		case 'h': fputs(dump_usage, stdout); return 0;
+		default:  fputs(dump_usage, stderr); return 2;
 		}
 	}
 	if (argc - optind != 1) {
-		dump_usage(stderr);
+		fputs(dump_usage, stderr);
 		return 2;
 	}
 	if (output == NULL && isatty(STDOUT_FILENO)) {
@@ -504,8 +490,8 @@ dump_main(int argc, char **argv)
 	memset(&c, 0, sizeof(c));
 	c.e = &e;
 	mig_meter_start(&c.m, mode);
-	mig_source_totals(src, &c.m.total_items, &c.m.total_bytes);
-	dump_writer_start(&c.w, fp);
+	c.m.total_items = mig_source_totals(src);
+	dump_writer_start_version(&c.w, fp, DUMP_VERSION);
 	errno = 0;
 	if (mig_source_each(src, saker_now_ms(), &dump_cb, &c, &e) < 0) {
 		mig_meter_end(&c.m);
@@ -547,10 +533,7 @@ out:
 /* ------------------------------------------------------------------ */
 /* saker load */
 
-static void
-load_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char load_usage[] =
 	    "usage: saker load [--append] [--progress|--quiet] [-i FILE] SPEC < FILE\n"
 	    "\n"
 	    "Read a stream written by `saker dump` from standard input or FILE into\n"
@@ -565,8 +548,7 @@ load_usage(FILE *fp)
 	    "  -q, --quiet       no progress line, no summary\n"
 	    "  -h, --help        this text\n"
 	    "\n"
-	    "Exit status: 0 loaded and verified, 1 failure, 2 usage error.\n");
-}
+	    "Exit status: 0 loaded and verified, 1 failure, 2 usage error.\n";
 
 /* Feed every record of r into t; 0 at the end record. */
 static int
@@ -630,12 +612,12 @@ load_main(int argc, char **argv)
 		case 'i': input = optarg; break;
 		case 'p': opts.progress = MIG_PROGRESS_ON; break;
 		case 'q': opts.quiet = true; opts.progress = MIG_PROGRESS_OFF; break;
-		case 'h': load_usage(stdout); return 0;
-		default:  load_usage(stderr); return 2;
+		case 'h': fputs(load_usage, stdout); return 0;
+		default:  fputs(load_usage, stderr); return 2;
 		}
 	}
 	if (argc - optind != 1) {
-		load_usage(stderr);
+		fputs(load_usage, stderr);
 		return 2;
 	}
 	if (mig_spec_driver(argv[optind], "destination", &e) == NULL) {
@@ -655,15 +637,9 @@ load_main(int argc, char **argv)
 	mig_signals_install();
 	now_ms = saker_now_ms();
 	/* Check the header before touching the destination at all. */
-	if (dump_reader_start(&r, fp, &e) < 0) {
-		fprintf(stderr, "saker load: %s; %s left as it was\n", e.msg, argv[optind]);
-		goto out;
-	}
-	if (mig_target_open(argv[optind], NULL, &opts, now_ms, &t, &e) < 0) {
-		fprintf(stderr, "saker load: %s; %s left as it was\n", e.msg, argv[optind]);
-		goto out;
-	}
-	if (load_records(&r, t, now_ms, &e) < 0 || mig_target_finish(t, &e) < 0) {
+	if (dump_reader_start(&r, fp, &e) < 0 ||
+	    mig_target_open(argv[optind], NULL, &opts, now_ms, &t, &e) < 0 ||
+	    load_records(&r, t, now_ms, &e) < 0 || mig_target_finish(t, &e) < 0) {
 		mig_target_free(t);
 		t = NULL;
 		fprintf(stderr, "saker load: %s; %s left as it was\n", e.msg, argv[optind]);

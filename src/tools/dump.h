@@ -49,8 +49,7 @@ struct dump_writer {
 	bool failed;
 };
 
-void dump_writer_start(struct dump_writer *w, FILE *fp);
-/* The same, writing format `version` (DUMP_VERSION_MIN..DUMP_VERSION):
+/* Start a stream of format `version` (DUMP_VERSION_MIN..DUMP_VERSION):
  * version 1 leaves the delivery counts out, for saker 1.0.0. */
 void dump_writer_start_version(struct dump_writer *w, FILE *fp,
     uint32_t version);

@@ -10,10 +10,7 @@
 #include "clock.h"
 #include "migrate.h"
 
-static void
-migrate_usage(FILE *fp)
-{
-	fprintf(fp,
+static const char migrate_usage[] =
 	    "usage: saker migrate [--append] [--progress|--quiet] SRC_SPEC DST_SPEC\n"
 	    "\n"
 	    "Copy every queue of the store SRC_SPEC into DST_SPEC (TYPE:LOCATION,\n"
@@ -29,8 +26,7 @@ migrate_usage(FILE *fp)
 	    "  -q, --quiet  no progress line, no summary\n"
 	    "  -h, --help   this text\n"
 	    "\n"
-	    "Exit status: 0 copied and verified, 1 failure, 2 usage error.\n");
-}
+	    "Exit status: 0 copied and verified, 1 failure, 2 usage error.\n";
 
 int
 migrate_main(int argc, char **argv)
@@ -46,7 +42,6 @@ migrate_main(int argc, char **argv)
 	struct mig_err e;
 	struct mig_target *t = NULL;
 	saker_store *src = NULL;
-	uint64_t items, bytes;
 	int64_t now_ms;
 	int ch, rc = 1;
 
@@ -57,12 +52,12 @@ migrate_main(int argc, char **argv)
 		case 'a': opts.append = true; break;
 		case 'p': opts.progress = MIG_PROGRESS_ON; break;
 		case 'q': opts.quiet = true; opts.progress = MIG_PROGRESS_OFF; break;
-		case 'h': migrate_usage(stdout); return 0;
-		default:  migrate_usage(stderr); return 2;
+		case 'h': fputs(migrate_usage, stdout); return 0;
+		default:  fputs(migrate_usage, stderr); return 2;
 		}
 	}
 	if (argc - optind != 2) {
-		migrate_usage(stderr);
+		fputs(migrate_usage, stderr);
 		return 2;
 	}
 	if (mig_spec_driver(argv[optind], "source", &e) == NULL ||
@@ -81,18 +76,14 @@ migrate_main(int argc, char **argv)
 		fprintf(stderr, "saker migrate: %s\n", e.msg);
 		goto out;
 	}
-	if (mig_target_open(argv[optind + 1], argv[optind], &opts, now_ms, &t, &e) < 0) {
-		fprintf(stderr, "saker migrate: %s; %s left as it was\n", e.msg,
-		    argv[optind + 1]);
-		goto out;
-	}
-	mig_source_totals(src, &items, &bytes);
-	mig_target_set_totals(t, items, bytes);
-	if (mig_target_copy(t, src, &e) == 0) {
-		saker_store_close(src);
-		src = NULL;
-		if (mig_target_finish(t, &e) == 0)
-			rc = 0;
+	if (mig_target_open(argv[optind + 1], argv[optind], &opts, now_ms, &t, &e) == 0) {
+		mig_target_set_totals(t, mig_source_totals(src));
+		if (mig_target_copy(t, src, &e) == 0) {
+			saker_store_close(src);
+			src = NULL;
+			if (mig_target_finish(t, &e) == 0)
+				rc = 0;
+		}
 	}
 	if (rc != 0) {
 		mig_target_free(t);

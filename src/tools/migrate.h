@@ -103,6 +103,22 @@ const struct saker_store_driver *mig_spec_driver(const char *spec,
 /* Open a source store read-only; a clear message for a locked store. */
 int mig_source_open(const char *spec, saker_store **out, struct mig_err *e);
 
+/* Queue names collected by a store's queues() callback (copies, not
+ * NUL-terminated); `oom` when one could not be kept.  mig_name_cmp sorts
+ * them by name bytes. */
+struct mig_name {
+	char *s;
+	size_t len;
+};
+struct mig_names {
+	struct mig_name *v;
+	size_t n, cap;
+	bool oom;
+};
+int mig_collect_name(void *arg, const char *name, size_t len);
+int mig_name_cmp(const void *a, const void *b);
+void mig_names_free(struct mig_names *ns);
+
 /* Walk every queue of a source store, sorted by name, handing normalised
  * items (see above) to the callbacks.  A non-zero callback return stops
  * the walk and is returned (the callback has set e). */
@@ -114,8 +130,8 @@ struct mig_source_cb {
 int mig_source_each(saker_store *s, int64_t now_ms, const struct mig_source_cb *cb,
     void *arg, struct mig_err *e);
 
-/* Source totals for the progress line: items of every state, data bytes. */
-void mig_source_totals(saker_store *s, uint64_t *items, uint64_t *bytes);
+/* Source total for the progress line: items of every state. */
+uint64_t mig_source_totals(saker_store *s);
 
 /* The target. */
 struct mig_target;
@@ -134,13 +150,11 @@ int mig_target_finish(struct mig_target *t, struct mig_err *e);
 /* Free t; when mig_target_finish() did not succeed, first remove the
  * temporary (the abandon path).  NULL-safe. */
 void mig_target_free(struct mig_target *t);
-/* Progress: expected totals (0 = unknown). */
-void mig_target_set_totals(struct mig_target *t, uint64_t items, uint64_t bytes);
+/* Progress: the items expected (0 = unknown). */
+void mig_target_set_totals(struct mig_target *t, uint64_t items);
 /* One line per queue copied from the source, then a total line starting
  * with `verb` ("migrated", "loaded"). */
 void mig_target_summary(struct mig_target *t, FILE *fp, const char *verb);
-/* "lmdb:DIR": where the target is, for messages. */
-const char *mig_target_spec(const struct mig_target *t);
 
 /* Both specs name the same file or directory. */
 bool mig_same_location(const char *a, const char *b);
@@ -150,7 +164,7 @@ struct mig_meter {
 	bool on;
 	bool drawn;
 	uint64_t items, bytes;
-	uint64_t total_items, total_bytes;
+	uint64_t total_items;
 	uint64_t start_ns, last_ns;
 };
 void mig_meter_start(struct mig_meter *m, enum mig_progress_mode mode);

@@ -202,18 +202,13 @@ mig_spec_driver(const char *spec, const char *role, struct mig_err *e)
 static char *
 mig_canon(const char *path)
 {
-	char buf[PATH_MAX], *d, *b, *dir, *res = NULL;
+	char buf[PATH_MAX], *d, *b, *res = NULL;
 
 	if (realpath(path, buf) != NULL)
 		return strdup(buf);
-	if ((d = strdup(path)) == NULL)
-		return NULL;
-	if ((b = strdup(path)) == NULL) {
-		free(d);
-		return NULL;
-	}
-	dir = dirname(d);
-	if (realpath(dir, buf) != NULL) {
+	d = strdup(path);
+	b = strdup(path);
+	if (d != NULL && b != NULL && realpath(dirname(d), buf) != NULL) {
 		size_t n = strlen(buf) + strlen(basename(b)) + 2;
 		if ((res = malloc(n)) != NULL)
 			snprintf(res, n, "%s/%s", buf, basename(b));
@@ -243,8 +238,6 @@ mig_same_location(const char *a, const char *b)
 static int
 mig_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	(void)st;
-	(void)ftw;
 	if (flag == FTW_DP)
 		return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
 	return unlink(path) == 0 || errno == ENOENT ? 0 : -1;
@@ -291,8 +284,6 @@ mig_fsync_path(const char *path)
 static int
 mig_fsync_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	(void)st;
-	(void)ftw;
 	if (flag != FTW_F && flag != FTW_D && flag != FTW_DP)
 		return 0;
 	return mig_fsync_path(path);
@@ -327,7 +318,7 @@ mig_is_path_store(const struct saker_store_driver *drv)
 int
 mig_source_open(const char *spec, saker_store **out, struct mig_err *e)
 {
-	struct saker_store_opts o;
+	struct saker_store_opts o = { .read_only = true, .sync = SAKER_SYNC_NEVER };
 	struct stat st;
 	char err[512] = "";
 	int rc;
@@ -341,10 +332,6 @@ mig_source_open(const char *spec, saker_store **out, struct mig_err *e)
 		mig_seterr(e, "source %s: %s", spec, strerror(errno));
 		return -1;
 	}
-	memset(&o, 0, sizeof(o));
-	o.read_only = true;
-	o.create = false;
-	o.sync = SAKER_SYNC_NEVER;
 	rc = saker_store_open(spec, &o, out, err, sizeof(err));
 	if (rc == SAKER_ELOCKED) {
 		mig_seterr(e, "source %s is in use by a running sakerd or another "
@@ -360,18 +347,7 @@ mig_source_open(const char *spec, saker_store **out, struct mig_err *e)
 	return 0;
 }
 
-struct mig_name {
-	char *s;
-	size_t len;
-};
-
-struct mig_names {
-	struct mig_name *v;
-	size_t n, cap;
-	bool oom;
-};
-
-static int
+int
 mig_collect_name(void *arg, const char *name, size_t len)
 {
 	struct mig_names *ns = arg;
@@ -396,7 +372,7 @@ mig_collect_name(void *arg, const char *name, size_t len)
 	return 0;
 }
 
-static int
+int
 mig_name_cmp(const void *a, const void *b)
 {
 	const struct mig_name *x = a, *y = b;
@@ -408,7 +384,7 @@ mig_name_cmp(const void *a, const void *b)
 	return x->len < y->len ? -1 : x->len > y->len;
 }
 
-static void
+void
 mig_names_free(struct mig_names *ns)
 {
 	size_t i;
@@ -428,14 +404,12 @@ mig_list_queues(saker_store *s, struct mig_names *ns, const char *what,
 
 	memset(ns, 0, sizeof(*ns));
 	rc = s->driver->queues(s, mig_collect_name, ns);
-	if (ns->oom) {
+	if (ns->oom)
 		mig_seterr(e, "out of memory listing the queues of %s", what);
-		mig_names_free(ns);
-		return -1;
-	}
-	if (rc < 0) {
+	else if (rc < 0)
 		mig_seterr(e, "listing the queues of %s failed: %s", what,
 		    s->driver->errmsg(s));
+	if (ns->oom || rc < 0) {
 		mig_names_free(ns);
 		return -1;
 	}
@@ -512,11 +486,11 @@ mig_source_each(saker_store *s, int64_t now_ms, const struct mig_source_cb *cb,
 }
 
 /* Items of every state in store s (`what` in messages), -1 on error;
- * *nqueues: the queues holding any, *bytes: their data.  `lax` skips a
- * queue that cannot be read instead. */
+ * *nqueues: the queues holding any.  `lax` skips a queue that cannot be
+ * read instead. */
 static int64_t
 mig_count_items(saker_store *s, const char *what, bool lax, size_t *nqueues,
-    uint64_t *bytes, struct mig_err *e)
+    struct mig_err *e)
 {
 	struct mig_names ns;
 	struct saker_queue_stats st;
@@ -526,7 +500,6 @@ mig_count_items(saker_store *s, const char *what, bool lax, size_t *nqueues,
 	size_t i;
 
 	*nqueues = 0;
-	*bytes = 0;
 	if (mig_list_queues(s, &ns, what, e) < 0)
 		return -1;
 	for (i = 0; i < ns.n; i++) {
@@ -542,30 +515,23 @@ mig_count_items(saker_store *s, const char *what, bool lax, size_t *nqueues,
 		k = st.items + st.delayed_items + st.open_items;
 		*nqueues += k > 0;
 		n += (int64_t)k;
-		*bytes += st.bytes;
 	}
 	mig_names_free(&ns);
 	return n;
 }
 
-void
-mig_source_totals(saker_store *s, uint64_t *items, uint64_t *bytes)
+uint64_t
+mig_source_totals(saker_store *s)
 {
 	struct mig_err e;
 	size_t nq;
-	int64_t n = mig_count_items(s, "the source", true, &nq, bytes, &e);
+	int64_t n = mig_count_items(s, "the source", true, &nq, &e);
 
-	*items = n > 0 ? (uint64_t)n : 0;
+	return n > 0 ? (uint64_t)n : 0;
 }
 
 /* ------------------------------------------------------------------ */
 /* targets */
-
-const char *
-mig_target_spec(const struct mig_target *t)
-{
-	return t->spec;
-}
 
 /* Find queue `name` in the sorted qs, inserting it when absent. */
 static struct mig_q *
@@ -769,10 +735,9 @@ static int
 mig_target_open_direct(struct mig_target *t, const char *spec,
     struct mig_target **out, struct mig_err *e)
 {
-	struct saker_store_opts o;
+	struct saker_store_opts o = { .sync = SAKER_SYNC_ALWAYS, .create = true };
 	char err[512] = "";
 	int64_t items;
-	uint64_t bytes;
 	size_t nq;
 	int rc;
 
@@ -788,9 +753,6 @@ mig_target_open_direct(struct mig_target *t, const char *spec,
 		    "shared database cannot be undone atomically", t->drv->name);
 		goto fail;
 	}
-	memset(&o, 0, sizeof(o));
-	o.sync = SAKER_SYNC_ALWAYS;
-	o.create = true;
 	rc = saker_store_open(spec, &o, &t->st, err, sizeof(err));
 	if (rc != SAKER_OK || t->st == NULL) {
 		mig_seterr(e, "cannot open destination %s: %s", spec,
@@ -799,7 +761,7 @@ mig_target_open_direct(struct mig_target *t, const char *spec,
 		goto fail;
 	}
 	if ((items = mig_count_items(t->st, "the destination", false, &nq,
-	    &bytes, e)) < 0)
+	    e)) < 0)
 		goto fail;
 	if (items > 0 || nq > 0) {
 		mig_seterr(e, "destination %s is not empty (%" PRId64 " items in %zu "
@@ -822,7 +784,7 @@ mig_target_open(const char *spec, const char *src_spec,
     struct mig_err *e)
 {
 	struct mig_target *t;
-	struct saker_store_opts o;
+	struct saker_store_opts o = { .sync = SAKER_SYNC_NEVER };
 	saker_store *old = NULL;
 	struct stat st;
 	char err[512] = "";
@@ -867,8 +829,6 @@ mig_target_open(const char *spec, const char *src_spec,
 	snprintf(t->tmp_path, n, "%s.tmp-%ld", t->path, (long)getpid());
 	snprintf(t->tmp_spec, n + strlen(t->drv->name) + 1, "%s:%s", t->drv->name, t->tmp_path);
 
-	memset(&o, 0, sizeof(o));
-	o.sync = SAKER_SYNC_NEVER;
 	if (stat(t->path, &st) == 0) {
 		t->replace = true;
 		if (t->is_dir && !S_ISDIR(st.st_mode)) {
@@ -881,7 +841,6 @@ mig_target_open(const char *spec, const char *src_spec,
 		}
 		if (!mig_trivial(t->path, &st, t->is_dir)) {
 			int64_t items;
-			uint64_t bytes;
 			size_t nq;
 
 			o.read_only = true;
@@ -899,7 +858,7 @@ mig_target_open(const char *spec, const char *src_spec,
 				goto fail;
 			}
 			if ((items = mig_count_items(old, "the destination", false,
-			    &nq, &bytes, e)) < 0)
+			    &nq, e)) < 0)
 				goto fail;
 			if (items > 0 && !opts->append) {
 				mig_seterr(e, "destination %s is not empty (%" PRId64 " items "
@@ -980,7 +939,6 @@ mig_v_item(void *arg, const struct saker_item *it, int state, bool was_open)
 {
 	struct mig_vctx *v = arg;
 
-	(void)was_open;
 	mig_digest_add(&v->got, it, state);
 	return 0;
 }
@@ -1018,15 +976,12 @@ static const struct mig_source_cb mig_verify_cb = { mig_v_queue, mig_v_item, mig
 static int
 mig_target_verify(struct mig_target *t, struct mig_err *e)
 {
-	struct saker_store_opts o;
+	struct saker_store_opts o = { .read_only = true, .sync = SAKER_SYNC_NEVER };
 	struct mig_vctx v;
 	saker_store *s = NULL;
 	char err[512] = "";
 	int rc;
 
-	memset(&o, 0, sizeof(o));
-	o.read_only = true;
-	o.sync = SAKER_SYNC_NEVER;
 	rc = saker_store_open(t->tmp_spec, &o, &s, err, sizeof(err));
 	if (rc != SAKER_OK || s == NULL) {
 		mig_seterr(e, "verification failed: cannot reopen %s: %s", t->tmp_spec,
@@ -1188,12 +1143,10 @@ static void
 mig_undo_direct(struct mig_target *t)
 {
 	saker_store *s = t->st;
-	struct saker_store_opts o;
+	struct saker_store_opts o = { .sync = SAKER_SYNC_ALWAYS };
 	char err[512];
 
 	if (s == NULL) {
-		memset(&o, 0, sizeof(o));
-		o.sync = SAKER_SYNC_ALWAYS;
 		if (saker_store_open(t->spec, &o, &s, err, sizeof(err)) != SAKER_OK) {
 			fprintf(stderr, "saker: could not reopen %s to undo a failed "
 			    "migration: %s\n", t->spec, err);

@@ -88,10 +88,9 @@ mig_meter_end(struct mig_meter *m)
 }
 
 void
-mig_target_set_totals(struct mig_target *t, uint64_t items, uint64_t bytes)
+mig_target_set_totals(struct mig_target *t, uint64_t items)
 {
 	t->meter.total_items = items;
-	t->meter.total_bytes = bytes;
 }
 
 void
