@@ -705,6 +705,9 @@ START_TEST(test_server_cpu_excludes_drain)
 }
 END_TEST
 
+#define L30 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define L300 L30 L30 L30 L30 L30 L30 L30 L30 L30 L30
+
 /* Every refusal of a command line: exit status 1 and the reason; --help
  * is no refusal. */
 static const struct {
@@ -719,6 +722,9 @@ static const struct {
 	{ { "--size", "8", NULL }, "--size must be at least 16" },
 	{ { "--warmup", "-1", NULL }, "bad value for option: -1" },
 	{ { "--server-pid", "0", NULL }, "bad value for option: 0" },
+	/* longer than its 256-byte host buffer, a ':' past the end: it once
+	 * wrote a NUL there */
+	{ { "-s", L300 ":1", NULL }, "server address too long" },
 	{ { "mget", "--protocol", "resp", NULL }, "mode mget needs the memcache protocol" },
 	{ { "delayed", "--protocol", "resp", NULL }, "mode delayed needs the memcache protocol" },
 	{ { "mget", "--protocol", "beanstalk", NULL }, "mode mget is not available with beanstalk" },

@@ -439,6 +439,11 @@ resolve(struct bench *b)
 	struct addrinfo *res;
 	int e;
 
+	if (strlen(b->o.server) >= sizeof(host)) {
+		fprintf(stderr, "saker bench: %.64s...: server address too long\n",
+		    b->o.server);
+		return -1;
+	}
 	snprintf(host, sizeof(host), "%s", b->o.server);
 	if ((colon = strrchr(b->o.server, ':')) != NULL) {
 		host[colon - b->o.server] = '\0';
