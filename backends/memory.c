@@ -103,6 +103,24 @@ fail(struct mstore *ms, int code, const char *msg)
 	return code;
 }
 
+/* The checks of every call that changes queue q. */
+static int
+writable(struct mstore *ms, const struct saker_queue *q)
+{
+	if (q == NULL)
+		return fail(ms, SAKER_EINVAL, "no queue");
+	if (ms->opts.read_only)
+		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	return SAKER_OK;
+}
+
+static void
+notify(struct mstore *ms, struct saker_queue *q)
+{
+	if (ms->opts.notify != NULL)
+		ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
+}
+
 /* ------------------------------------------------------------------ */
 /* item lists */
 
@@ -166,22 +184,16 @@ list_insert_sorted(struct mlist *l, struct mitem *it)
 	after->next = it;
 }
 
+/* A released item goes back to the head, every other one to the tail. */
 static void
-ready_push_tail(struct saker_queue *q, struct mitem *it)
+ready_push(struct saker_queue *q, struct mitem *it, bool head)
 {
 	it->state = ITEM_READY;
 	it->due_ms = 0;
-	list_push_tail(&q->ready, it);
-	q->st.items++;
-	q->st.bytes += it->len;
-	q->nexpiring += it->expires_ms != 0;
-}
-
-static void
-ready_push_head(struct saker_queue *q, struct mitem *it)
-{
-	it->state = ITEM_READY;
-	list_push_head(&q->ready, it);
+	if (head)
+		list_push_head(&q->ready, it);
+	else
+		list_push_tail(&q->ready, it);
 	q->st.items++;
 	q->st.bytes += it->len;
 	q->nexpiring += it->expires_ms != 0;
@@ -470,29 +482,33 @@ otab_delete(struct mstore *ms, struct mitem *it)
 /* ------------------------------------------------------------------ */
 /* queues by name */
 
+/* Free every item of q's lists; `tables`: take them out of the heap and
+ * the open table too (not when the whole store goes). */
+static void
+queue_items_free(struct mstore *ms, struct saker_queue *q, bool tables)
+{
+	struct mlist *lists[] = { &q->ready, &q->open, &q->delayed };
+	struct mitem *it, *next;
+	size_t l;
+
+	if (tables)
+		heap_remove_queue(ms, q);
+	for (l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+		for (it = lists[l]->head; it != NULL; it = next) {
+			next = it->next;
+			if (tables && lists[l] == &q->open)
+				otab_delete(ms, it);
+			item_free(ms, it);
+		}
+		memset(lists[l], 0, sizeof(*lists[l]));
+	}
+}
+
 /* Free every item of q and reset its item counters (not total/expired). */
 static void
 queue_clear(struct mstore *ms, struct saker_queue *q)
 {
-	struct mitem *it, *next;
-
-	heap_remove_queue(ms, q);
-	for (it = q->delayed.head; it != NULL; it = next) {
-		next = it->next;
-		item_free(ms, it);
-	}
-	for (it = q->open.head; it != NULL; it = next) {
-		next = it->next;
-		otab_delete(ms, it);
-		item_free(ms, it);
-	}
-	for (it = q->ready.head; it != NULL; it = next) {
-		next = it->next;
-		item_free(ms, it);
-	}
-	memset(&q->ready, 0, sizeof(q->ready));
-	memset(&q->open, 0, sizeof(q->open));
-	memset(&q->delayed, 0, sizeof(q->delayed));
+	queue_items_free(ms, q, true);
 	q->st.items = 0;
 	q->st.bytes = 0;
 	q->nexpiring = 0;
@@ -523,16 +539,12 @@ mem_open(const char *location, const struct saker_store_opts *opts,
 		return SAKER_EINVAL;
 	}
 	ms = calloc(1, sizeof(*ms));
-	if (ms == NULL) {
-		snprintf(err, errlen, "%s", ERR_NOMEM);
-		return SAKER_ENOMEM;
-	}
-	ms->base.driver = &saker_store_memory;
-	if ((ms->queues = hashmap_new()) == NULL) {
+	if (ms == NULL || (ms->queues = hashmap_new()) == NULL) {
 		free(ms);
 		snprintf(err, errlen, "%s", ERR_NOMEM);
 		return SAKER_ENOMEM;
 	}
+	ms->base.driver = &saker_store_memory;
 	if (opts != NULL) {
 		const struct saker_store_optval *v = saker_store_optval(opts,
 		    MEM_OPT_MAX_MEMORY);
@@ -552,20 +564,8 @@ mem_open(const char *location, const struct saker_store_opts *opts,
 static int
 free_queue(void *arg, const char *name, size_t len, void *value)
 {
-	struct saker_queue *q = value;
-	struct mitem *it, *next;
-	struct mlist *lists[3];
-	int l;
-
-	lists[0] = &q->ready;
-	lists[1] = &q->open;
-	lists[2] = &q->delayed;
-	for (l = 0; l < 3; l++)
-		for (it = lists[l]->head; it != NULL; it = next) {
-			next = it->next;
-			free(it);
-		}
-	free(q);
+	queue_items_free(arg, value, false);
+	free(value);
 	return 0;
 }
 
@@ -577,7 +577,7 @@ mem_close(saker_store *s)
 	if (ms == NULL)
 		return;
 	if (ms->queues != NULL) {
-		hashmap_walk(ms->queues, free_queue, NULL);
+		hashmap_walk(ms->queues, free_queue, ms);
 		hashmap_free(ms->queues);
 	}
 	free(ms->otab);
@@ -648,8 +648,7 @@ notify_gained(struct mstore *ms, struct saker_queue *gained)
 		gained = q->notify_next;
 		q->notify_next = NULL;
 		q->notify_marked = false;
-		if (ms->opts.notify != NULL)
-			ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
+		notify(ms, q);
 	}
 }
 
@@ -669,7 +668,7 @@ expire_item(struct mstore *ms, struct saker_queue *q, struct mitem *it,
 	}
 	it->expires_ms = 0;
 	it->q = t;
-	ready_push_tail(t, it);
+	ready_push(t, it, false);
 	t->st.total_items++;
 	q->st.expired_to++;
 	gain(t, gained);
@@ -680,11 +679,10 @@ static int
 mem_queue_delete(saker_store *s, saker_queue *q)
 {
 	struct mstore *ms = MS(s);
+	int rc;
 
-	if (q == NULL)
-		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	if ((rc = writable(ms, q)) != SAKER_OK)
+		return rc;
 	queue_clear(ms, q);
 	hashmap_del(ms->queues, q->name, q->namelen);
 	free(q);
@@ -695,11 +693,10 @@ static int
 mem_queue_flush(saker_store *s, saker_queue *q)
 {
 	struct mstore *ms = MS(s);
+	int rc;
 
-	if (q == NULL)
-		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	if ((rc = writable(ms, q)) != SAKER_OK)
+		return rc;
 	queue_clear(ms, q);
 	return SAKER_OK;
 }
@@ -775,13 +772,13 @@ mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 		list_push_tail(&q->delayed, it);
 		q->st.delayed_items++;
 	} else {
-		ready_push_tail(q, it);
+		ready_push(q, it, false);
 	}
 	ms->next_id++;
 	ms->mem_used += cost;
 	q->st.total_items++;
-	if (it->state == ITEM_READY && ms->opts.notify != NULL)
-		ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
+	if (it->state == ITEM_READY)
+		notify(ms, q);
 	return SAKER_OK;
 }
 
@@ -848,21 +845,24 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	return SAKER_OK;
 }
 
-/* The open item `id` of queue q, unlinked from the open structures. */
-static struct mitem *
-open_detach(struct mstore *ms, struct saker_queue *q, uint64_t id)
+/* *out: the open item `id` of queue q, unlinked from the open structures. */
+static int
+open_detach(struct mstore *ms, struct saker_queue *q, uint64_t id,
+    struct mitem **out)
 {
-	struct mitem *it;
 	size_t k;
+	int rc;
 
+	if ((rc = writable(ms, q)) != SAKER_OK)
+		return rc;
 	k = otab_find(ms, id);
 	if (k == SIZE_MAX || ms->otab[k]->q != q)
-		return NULL;
-	it = ms->otab[k];
+		return fail(ms, SAKER_ENOTFOUND, "no such open item");
+	*out = ms->otab[k];
 	otab_delete_at(ms, k);
-	list_unlink(&q->open, it);
+	list_unlink(&q->open, *out);
 	q->st.open_items--;
-	return it;
+	return SAKER_OK;
 }
 
 static int
@@ -870,14 +870,10 @@ mem_confirm(saker_store *s, saker_queue *q, uint64_t id)
 {
 	struct mstore *ms = MS(s);
 	struct mitem *it;
+	int rc;
 
-	if (q == NULL)
-		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	it = open_detach(ms, q, id);
-	if (it == NULL)
-		return fail(ms, SAKER_ENOTFOUND, "no such open item");
+	if ((rc = open_detach(ms, q, id, &it)) != SAKER_OK)
+		return rc;
 	item_free(ms, it);
 	return SAKER_OK;
 }
@@ -887,17 +883,12 @@ mem_release(saker_store *s, saker_queue *q, uint64_t id)
 {
 	struct mstore *ms = MS(s);
 	struct mitem *it;
+	int rc;
 
-	if (q == NULL)
-		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	it = open_detach(ms, q, id);
-	if (it == NULL)
-		return fail(ms, SAKER_ENOTFOUND, "no such open item");
-	ready_push_head(q, it);
-	if (ms->opts.notify != NULL)
-		ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
+	if ((rc = open_detach(ms, q, id, &it)) != SAKER_OK)
+		return rc;
+	ready_push(q, it, true);
+	notify(ms, q);
 	return SAKER_OK;
 }
 
@@ -907,20 +898,12 @@ mem_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
 {
 	struct mstore *ms = MS(s);
 	struct mitem *it;
-	size_t k;
+	int rc;
 
 	if (due_ms <= now_ms)
 		return mem_release(s, q, id);
-	if (q == NULL)
-		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	/* room in the heap first, so a failure leaves the item open */
-	k = otab_find(ms, id);
-	if (k == SIZE_MAX || ms->otab[k]->q != q)
-		return fail(ms, SAKER_ENOTFOUND, "no such open item");
-	it = ms->otab[k];
-	(void)open_detach(ms, q, id);
+	if ((rc = open_detach(ms, q, id, &it)) != SAKER_OK)
+		return rc;
 	/* a new id: the heap orders equal due times by id (arrival) */
 	it->id = ms->next_id;
 	it->due_ms = due_ms;
@@ -944,19 +927,16 @@ mem_move(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to)
 {
 	struct mstore *ms = MS(s);
 	struct mitem *it;
+	int rc;
 
 	if (q == NULL || to == NULL || to == q)
 		return fail(ms, SAKER_EINVAL, "bad move arguments");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	it = open_detach(ms, q, id);
-	if (it == NULL)
-		return fail(ms, SAKER_ENOTFOUND, "no such open item");
+	if ((rc = open_detach(ms, q, id, &it)) != SAKER_OK)
+		return rc;
 	it->q = to;
-	ready_push_tail(to, it);
+	ready_push(to, it, false);
 	to->st.total_items++;
-	if (ms->opts.notify != NULL)
-		ms->opts.notify(ms->opts.notify_arg, to, to->ctx);
+	notify(ms, to);
 	return SAKER_OK;
 }
 
@@ -977,7 +957,7 @@ mem_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 			expire_item(ms, q, it, &gained);
 			continue;
 		}
-		ready_push_tail(q, it);
+		ready_push(q, it, false);
 		gain(q, &gained);
 	}
 	if (next_due_ms != NULL)
@@ -996,13 +976,12 @@ mem_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 	struct saker_queue *gained = NULL;
 	struct mitem *it, *next;
 	uint64_t n = 0, seen = 0;
+	int rc;
 
 	if (removed != NULL)
 		*removed = 0;
-	if (q == NULL)
-		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	if ((rc = writable(ms, q)) != SAKER_OK)
+		return rc;
 	/* The sweep calls this for every queue every few seconds: a queue of
 	 * millions of items without expiry times costs nothing. */
 	if (q->nexpiring == 0)
@@ -1045,16 +1024,14 @@ mem_iterate(saker_store *s, saker_queue *q, saker_item_fn fn, void *arg)
 
 	if (q == NULL || fn == NULL)
 		return fail(ms, SAKER_EINVAL, "bad iterate arguments");
-	for (it = q->open.head; it != NULL; it = it->next) {
-		item_view(it, &view);
-		if ((rc = fn(arg, &view)) != 0)
-			return rc;
-	}
-	for (it = q->ready.head; it != NULL; it = it->next) {
-		item_view(it, &view);
-		if ((rc = fn(arg, &view)) != 0)
-			return rc;
-	}
+	/* the open items, then the ready ones */
+	for (i = 0; i < 2; i++)
+		for (it = (i == 0 ? q->open : q->ready).head; it != NULL;
+		    it = it->next) {
+			item_view(it, &view);
+			if ((rc = fn(arg, &view)) != 0)
+				return rc;
+		}
 	n = (size_t)q->st.delayed_items;
 	if (n == 0)
 		return SAKER_OK;
