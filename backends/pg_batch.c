@@ -148,8 +148,11 @@ pg_pending_done(struct pg_store *s, struct pg_pipe *pp)
 		id = pg_rv_i64(r, i, 0);
 		q = pg_find_name(s, PQgetvalue(r, i, 1),
 		    (size_t)PQgetlength(r, i, 1));
-		if (q != NULL && q->id != id && id != 0)
-			pg_rehash_id(s, q, id);
+		/* deleted and created again elsewhere: a new id */
+		if (q != NULL && q->id != id && id != 0) {
+			kit_qtab_set_id(&s->qt, &q->qe, id);
+			q->id = id;
+		}
 	}
 }
 
@@ -236,14 +239,14 @@ pg_restore(struct pg_store *s)
 			continue;
 		/* never existed; the core may still hold the handle until
 		 * it looks every queue up again */
-		pg_hash_remove(s, q);
+		kit_qtab_remove(&s->qt, &q->qe);
 		q->dead = true;
 		q->fresh = false;
 		LIST_INSERT_HEAD(&s->zombies, q, gone_link);
 	}
 	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
 		LIST_REMOVE(q, gone_link);
-		pg_queue_free(q);
+		free(q);
 	}
 }
 
@@ -495,7 +498,7 @@ pg_commit(saker_store *base)
 		pg_unlist(q);
 	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
 		LIST_REMOVE(q, gone_link);
-		pg_queue_free(q);
+		free(q);
 	}
 	/* queues created in this batch are committed now */
 	{

@@ -39,7 +39,6 @@ enum {
 struct saker_queue {
 	struct saker_queue_base base; /* the layer's (store.h): first */
 	int64_t id;
-	char *name;
 	size_t len;
 	void *ctx;
 	bool fresh;		/* created in the current batch */
@@ -70,6 +69,7 @@ struct saker_queue {
 	LIST_ENTRY(saker_queue) gone_link;	/* deleted or zombie list */
 	uint64_t expired_to;
 	struct kit_qent qe;	/* in s->qt while live (qtab.h) */
+	char name[];		/* len bytes, not NUL-terminated */
 };
 
 LIST_HEAD(pg_qlist, saker_queue);
@@ -325,18 +325,11 @@ int pg_held_damaged(struct pg_store *s, struct saker_queue *q, int i,
     int64_t now_ms);
 
 /* postgres.c */
-void pg_hash_remove(struct pg_store *s, struct saker_queue *q);
-void pg_rehash_id(struct pg_store *s, struct saker_queue *q, int64_t id);
 struct saker_queue *pg_find_name(struct pg_store *s, const char *name,
     size_t len);
 struct saker_queue *pg_find_id(struct pg_store *s, int64_t id);
-void pg_queue_free(struct saker_queue *q);
 void pg_expired(struct pg_store *s, struct saker_queue *q, int64_t n);
 void pg_unlist(struct saker_queue *q);
-int pg_queue_open(saker_store *base, const char *name, size_t len, bool create,
-    void *queue_ctx, saker_queue **out);
-int pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
-    int64_t now_ms);
 void pg_row_item(const PGresult *res, int row, struct saker_item *it,
     saker_item_state state);
 bool pg_row_sound(const PGresult *res, int row);
