@@ -29,7 +29,7 @@ enum { C_ID, C_FLAGS, C_EXPIRES, C_CREATED, C_VIS, C_DUE, C_DATA, C_CRC,
 enum {
 	P_Q_FIND, P_Q_CREATE, P_Q_LIST, P_Q_DELETE, P_I_DELQ, P_C_DELQ,
 	P_TAKE_REMOVE, P_TAKE_OPEN, P_PEEK, P_REINSERT, P_DEL1, P_DEL_READY,
-	P_CONFIRM, P_RELEASE, P_EXPIRE, P_STATS, P_C_ADD, P_PROMOTE,
+	P_CONFIRM, P_EXPIRE, P_STATS, P_C_ADD, P_PROMOTE,
 	P_NEXT, P_RENEW, P_SWEEP, P_MINE, P_RELEASE_ALL, P_IT_OPEN,
 	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
 	P_QSYNC, P_PUTS, P_SETSTATE, P_DELS, P_COUNTS, P_CLAIM, P_GIVEBACK,
@@ -149,7 +149,6 @@ struct pg_store {
 	int64_t probe_ms;		/* probe= (0: no probes) */
 	bool probing;			/* a probe is out (pg_next()) */
 	uint64_t probe_dead_ns;		/* unanswered then: silence */
-	uint64_t probes;
 	char down_why[256];
 
 	int64_t last_now;	/* newest now_ms seen: "delayed" in stats */

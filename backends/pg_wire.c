@@ -184,7 +184,6 @@ pg_probe_send(struct pg_store *s, uint64_t now)
 		return;		/* no probe: timeout= alone decides */
 	s->probing = true;
 	s->probe_dead_ns = now + (uint64_t)s->probe_ms * 1000000u;
-	s->probes++;
 }
 
 /*
@@ -682,15 +681,6 @@ pg_quiet(void *arg, const char *msg)
 	(void)msg;
 }
 
-/* "2.000": timeout= in messages */
-static const char *
-pg_secs(const struct pg_store *s, char *buf, size_t len)
-{
-	snprintf(buf, len, "%" PRId64 ".%03d", s->timeout_ms / 1000,
-	    (int)(s->timeout_ms % 1000));
-	return buf;
-}
-
 /* Connecting link l failed: libpq says why. */
 static int
 pg_link_refused(struct pg_store *s, struct pg_link *l)
@@ -738,7 +728,6 @@ int
 pg_link_step(struct pg_store *s, struct pg_link *l)
 {
 	struct pollfd p;
-	char t[32];
 
 	if (l->c == NULL)
 		return pg_errf(s, SAKER_EIO, "postgres: not connected");
@@ -748,8 +737,8 @@ pg_link_step(struct pg_store *s, struct pg_link *l)
 				pg_rotate_past(s, l->c);
 			pg_link_drop(s, l, true);
 			return pg_errf(s, SAKER_EIO, "postgres: cannot connect:"
-			    " no answer within %s s (timeout=)",
-			    pg_secs(s, t, sizeof(t)));
+			    " no answer within %" PRId64 ".%03d s (timeout=)",
+			    s->timeout_ms / 1000, (int)(s->timeout_ms % 1000));
 		}
 		p.fd = PQsocket(l->c);
 		p.events = l->want == PGRES_POLLING_WRITING ? POLLOUT : POLLIN;

@@ -720,10 +720,13 @@ pg_confirm(saker_store *base, saker_queue *q, uint64_t id)
 }
 
 static int
-pg_release_id(struct pg_store *s, struct saker_queue *q, uint64_t id)
+pg_release(saker_store *base, saker_queue *q, uint64_t id)
 {
+	struct pg_store *s = PG(base);
 	int err;
 
+	if ((err = pg_open_begin(s, q, id)) != SAKER_OK)
+		return err;
 	if (!pg_os_take(&s->open, id, q->id))
 		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
 	/* the released item goes before the claimed ones: all of them go
@@ -739,17 +742,6 @@ pg_release_id(struct pg_store *s, struct saker_queue *q, uint64_t id)
 	}
 	pg_gained(s, q);
 	return SAKER_OK;
-}
-
-static int
-pg_release(saker_store *base, saker_queue *q, uint64_t id)
-{
-	struct pg_store *s = PG(base);
-	int err;
-
-	if ((err = pg_open_begin(s, q, id)) != SAKER_OK)
-		return err;
-	return pg_release_id(s, q, id);
 }
 
 /* Take open item id of q out of this process's set, for a statement of
