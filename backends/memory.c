@@ -328,10 +328,7 @@ heap_push(struct mstore *ms, struct mitem *it)
 		ms->heap = nh;
 		ms->hcap = ncap;
 	}
-	ms->heap[ms->hlen].due_ms = it->due_ms;
-	ms->heap[ms->hlen].id = it->id;
-	ms->heap[ms->hlen].it = it;
-	ms->hlen++;
+	ms->heap[ms->hlen++] = (struct hent){ it->due_ms, it->id, it };
 	heap_sift_up(ms, ms->hlen - 1);
 	return SAKER_OK;
 }
@@ -407,16 +404,6 @@ otab_grow(struct mstore *ms)
 	free(ms->otab);
 	ms->otab = nt;
 	ms->ocap = ncap;
-	return SAKER_OK;
-}
-
-/* Make room for one more open item before anything is moved, so that
- * opening never fails half-way. */
-static int
-otab_reserve(struct mstore *ms)
-{
-	if ((ms->ocount + 1) * 2 > ms->ocap)
-		return otab_grow(ms);
 	return SAKER_OK;
 }
 
@@ -676,20 +663,6 @@ expire_item(struct mstore *ms, struct saker_queue *q, struct mitem *it,
 
 
 static int
-mem_queue_delete(saker_store *s, saker_queue *q)
-{
-	struct mstore *ms = MS(s);
-	int rc;
-
-	if ((rc = writable(ms, q)) != SAKER_OK)
-		return rc;
-	queue_clear(ms, q);
-	hashmap_del(ms->queues, q->name, q->namelen);
-	free(q);
-	return SAKER_OK;
-}
-
-static int
 mem_queue_flush(saker_store *s, saker_queue *q)
 {
 	struct mstore *ms = MS(s);
@@ -698,6 +671,18 @@ mem_queue_flush(saker_store *s, saker_queue *q)
 	if ((rc = writable(ms, q)) != SAKER_OK)
 		return rc;
 	queue_clear(ms, q);
+	return SAKER_OK;
+}
+
+static int
+mem_queue_delete(saker_store *s, saker_queue *q)
+{
+	int rc;
+
+	if ((rc = mem_queue_flush(s, q)) != SAKER_OK)
+		return rc;
+	hashmap_del(MS(s)->queues, q->name, q->namelen);
+	free(q);
 	return SAKER_OK;
 }
 
@@ -813,7 +798,10 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	notify_gained(ms, gained);
 	if (it == NULL)
 		return SAKER_EEMPTY;
-	if (mode == SAKER_TAKE_OPEN && otab_reserve(ms) != SAKER_OK)
+	/* room for one more open item before anything is moved, so that
+	 * opening never fails half-way */
+	if (mode == SAKER_TAKE_OPEN && (ms->ocount + 1) * 2 > ms->ocap &&
+	    otab_grow(ms) != SAKER_OK)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 
 	item_view(it, &view);
