@@ -438,15 +438,16 @@ pg_arr_i64(struct pg_arr *a, int64_t x)
 	pg_arr_put(a, b, 8);
 }
 
-/* Fill in the header; the array is then a parameter value. */
-static void
-arr_done(struct pg_arr *a)
+/* The array as a parameter value, its header filled in. */
+void
+pg_pp_arr(struct pgp *p, struct pg_arr *a)
 {
 	saker_put_be32(a->p, 1);
 	saker_put_be32(a->p + 4, 0);
 	saker_put_be32(a->p + 8, a->oid);
 	saker_put_be32(a->p + 12, a->n);
 	saker_put_be32(a->p + 16, 1);
+	pg_pp_bin(p, a->p, a->len);
 }
 
 void
@@ -463,13 +464,6 @@ pg_arr_free(struct pg_arr *a)
 	a->p = NULL;
 	a->len = a->cap = 0;
 	a->n = 0;
-}
-
-void
-pg_pp_arr(struct pgp *p, struct pg_arr *a)
-{
-	arr_done(a);
-	pg_pp_bin(p, a->p, a->len);
 }
 
 /* ------------------------------------------------------------------ */
