@@ -341,15 +341,9 @@ int
 pg_session(struct pg_store *s)
 {
 	char sql[256];
-	PGresult *res;
-	int err = SAKER_OK;
 
 	pg_session_sql(s, sql, sizeof(sql));
-	res = pg_exec(s, sql);
-	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
-		err = pg_fail(s, res, "session setup");
-	PQclear(res);
-	return err;
+	return pg_simple(s, sql, "session setup");
 }
 
 /*
