@@ -1,6 +1,8 @@
 /* memory.c -- the in-memory store driver: fast, not durable. */
 #include "config.h"
 
+#include <sys/queue.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +30,7 @@
 #define ITEM_OPEN    2
 
 struct mitem {
-	struct mitem *next;
-	struct mitem *prev;
+	TAILQ_ENTRY(mitem) link;
 	struct saker_queue *q;
 	uint64_t id;
 	int64_t expires_ms;
@@ -43,10 +44,7 @@ struct mitem {
 	unsigned char data[];
 };
 
-struct mlist {
-	struct mitem *head;
-	struct mitem *tail;
-};
+TAILQ_HEAD(mlist, mitem);
 
 struct saker_queue {
 	struct saker_queue_base base; /* the layer's (store.h): first */
@@ -124,64 +122,19 @@ notify(struct mstore *ms, struct saker_queue *q)
 /* ------------------------------------------------------------------ */
 /* item lists */
 
-static void
-list_push_tail(struct mlist *l, struct mitem *it)
-{
-	it->next = NULL;
-	it->prev = l->tail;
-	if (l->tail != NULL)
-		l->tail->next = it;
-	else
-		l->head = it;
-	l->tail = it;
-}
-
-static void
-list_push_head(struct mlist *l, struct mitem *it)
-{
-	it->prev = NULL;
-	it->next = l->head;
-	if (l->head != NULL)
-		l->head->prev = it;
-	else
-		l->tail = it;
-	l->head = it;
-}
-
-static void
-list_unlink(struct mlist *l, struct mitem *it)
-{
-	if (it->prev != NULL)
-		it->prev->next = it->next;
-	else
-		l->head = it->next;
-	if (it->next != NULL)
-		it->next->prev = it->prev;
-	else
-		l->tail = it->prev;
-	it->next = it->prev = NULL;
-}
-
 /* Insert keeping the list sorted by id.  Items are nearly always opened in
  * id order, so the walk from the tail usually stops at once. */
 static void
 list_insert_sorted(struct mlist *l, struct mitem *it)
 {
-	struct mitem *after = l->tail;
+	struct mitem *after = TAILQ_LAST(l, mlist);
 
 	while (after != NULL && after->id > it->id)
-		after = after->prev;
-	if (after == NULL) {
-		list_push_head(l, it);
-		return;
-	}
-	it->prev = after;
-	it->next = after->next;
-	if (after->next != NULL)
-		after->next->prev = it;
+		after = TAILQ_PREV(after, mlist, link);
+	if (after == NULL)
+		TAILQ_INSERT_HEAD(l, it, link);
 	else
-		l->tail = it;
-	after->next = it;
+		TAILQ_INSERT_AFTER(l, after, it, link);
 }
 
 /* A released item goes back to the head, every other one to the tail. */
@@ -191,9 +144,9 @@ ready_push(struct saker_queue *q, struct mitem *it, bool head)
 	it->state = ITEM_READY;
 	it->due_ms = 0;
 	if (head)
-		list_push_head(&q->ready, it);
+		TAILQ_INSERT_HEAD(&q->ready, it, link);
 	else
-		list_push_tail(&q->ready, it);
+		TAILQ_INSERT_TAIL(&q->ready, it, link);
 	q->st.items++;
 	q->st.bytes += it->len;
 	q->nexpiring += it->expires_ms != 0;
@@ -202,7 +155,7 @@ ready_push(struct saker_queue *q, struct mitem *it, bool head)
 static void
 ready_unlink(struct saker_queue *q, struct mitem *it)
 {
-	list_unlink(&q->ready, it);
+	TAILQ_REMOVE(&q->ready, it, link);
 	q->st.items--;
 	q->st.bytes -= it->len;
 	q->nexpiring -= it->expires_ms != 0;
@@ -357,7 +310,7 @@ heap_remove_queue(struct mstore *ms, struct saker_queue *q)
 	size_t i, j;
 
 	if (q->st.delayed_items < 64 || q->st.delayed_items < ms->hlen / 8) {
-		for (it = q->delayed.head; it != NULL; it = it->next)
+		TAILQ_FOREACH(it, &q->delayed, link)
 			heap_remove(ms, it);
 		return;
 	}
@@ -481,13 +434,13 @@ queue_items_free(struct mstore *ms, struct saker_queue *q, bool tables)
 	if (tables)
 		heap_remove_queue(ms, q);
 	for (l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
-		for (it = lists[l]->head; it != NULL; it = next) {
-			next = it->next;
+		for (it = TAILQ_FIRST(lists[l]); it != NULL; it = next) {
+			next = TAILQ_NEXT(it, link);
 			if (tables && lists[l] == &q->open)
 				otab_delete(ms, it);
 			item_free(ms, it);
 		}
-		memset(lists[l], 0, sizeof(*lists[l]));
+		TAILQ_INIT(lists[l]);
 	}
 }
 
@@ -603,6 +556,9 @@ mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
 	q = calloc(1, sizeof(*q) + len + 1);
 	if (q == NULL)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	TAILQ_INIT(&q->ready);
+	TAILQ_INIT(&q->open);
+	TAILQ_INIT(&q->delayed);
 	q->namelen = len;
 	memcpy(q->name, name, len);
 	q->ctx = queue_ctx;
@@ -713,7 +669,8 @@ mem_queue_stats(saker_store *s, saker_queue *q, struct saker_queue_stats *st)
 	if (q == NULL || st == NULL)
 		return fail(MS(s), SAKER_EINVAL, "no queue");
 	*st = q->st;
-	st->head_created_ms = q->ready.head != NULL ? q->ready.head->created_ms : 0;
+	st->head_created_ms = TAILQ_EMPTY(&q->ready) ? 0 :
+	    TAILQ_FIRST(&q->ready)->created_ms;
 	return SAKER_OK;
 }
 
@@ -754,7 +711,7 @@ mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 			free(it);
 			return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 		}
-		list_push_tail(&q->delayed, it);
+		TAILQ_INSERT_TAIL(&q->delayed, it, link);
 		q->st.delayed_items++;
 	} else {
 		ready_push(q, it, false);
@@ -789,7 +746,7 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	if (mode != SAKER_TAKE_PEEK && ms->opts.read_only)
 		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
 	for (;;) {
-		it = q->ready.head;
+		it = TAILQ_FIRST(&q->ready);
 		if (it == NULL || !expired(it, now_ms))
 			break;
 		ready_unlink(q, it);
@@ -848,7 +805,7 @@ open_detach(struct mstore *ms, struct saker_queue *q, uint64_t id,
 		return fail(ms, SAKER_ENOTFOUND, "no such open item");
 	*out = ms->otab[k];
 	otab_delete_at(ms, k);
-	list_unlink(&q->open, *out);
+	TAILQ_REMOVE(&q->open, *out, link);
 	q->st.open_items--;
 	return SAKER_OK;
 }
@@ -905,7 +862,7 @@ mem_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
 	}
 	ms->next_id++;
 	it->state = ITEM_DELAYED;
-	list_push_tail(&q->delayed, it);
+	TAILQ_INSERT_TAIL(&q->delayed, it, link);
 	q->st.delayed_items++;
 	return SAKER_OK;
 }
@@ -939,7 +896,7 @@ mem_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 
 		q = it->q;
 		heap_remove(ms, it);
-		list_unlink(&q->delayed, it);
+		TAILQ_REMOVE(&q->delayed, it, link);
 		q->st.delayed_items--;
 		if (expired(it, now_ms)) {
 			expire_item(ms, q, it, &gained);
@@ -974,9 +931,9 @@ mem_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 	 * millions of items without expiry times costs nothing. */
 	if (q->nexpiring == 0)
 		return SAKER_OK;
-	for (it = q->ready.head; it != NULL && (limit == 0 || seen < limit);
-	    it = next) {
-		next = it->next;
+	for (it = TAILQ_FIRST(&q->ready); it != NULL &&
+	    (limit == 0 || seen < limit); it = next) {
+		next = TAILQ_NEXT(it, link);
 		seen++;
 		if (!expired(it, now_ms))
 			continue;
@@ -1014,8 +971,7 @@ mem_iterate(saker_store *s, saker_queue *q, saker_item_fn fn, void *arg)
 		return fail(ms, SAKER_EINVAL, "bad iterate arguments");
 	/* the open items, then the ready ones */
 	for (i = 0; i < 2; i++)
-		for (it = (i == 0 ? q->open : q->ready).head; it != NULL;
-		    it = it->next) {
+		TAILQ_FOREACH(it, i == 0 ? &q->open : &q->ready, link) {
 			item_view(it, &view);
 			if ((rc = fn(arg, &view)) != 0)
 				return rc;
@@ -1027,7 +983,8 @@ mem_iterate(saker_store *s, saker_queue *q, saker_item_fn fn, void *arg)
 	sorted = calloc(n, sizeof(*sorted));
 	if (sorted == NULL)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
-	for (i = 0, it = q->delayed.head; it != NULL && i < n; it = it->next)
+	for (i = 0, it = TAILQ_FIRST(&q->delayed); it != NULL && i < n;
+	    it = TAILQ_NEXT(it, link))
 		sorted[i++] = it;
 	qsort(sorted, i, sizeof(*sorted), cmp_due);
 	rc = 0;
