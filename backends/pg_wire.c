@@ -494,21 +494,15 @@ pg_pipe_send(struct pg_store *s, struct pg_pipe *pp, int which, const char *sql,
     const struct pgp *p, const char *what)
 {
 	char name[16];
-	int ok;
+	int ok = !pp->sendfail && pp->n < PG_PIPE_MAX - 1;
 
-	if (pp->sendfail || pp->n >= PG_PIPE_MAX - 1) {
-		pp->sendfail = true;
-		return false;
-	}
-	pp->what[pp->n] = what;
-	if (pp->n == 0 && PQpipelineStatus(s->conn) == PQ_PIPELINE_OFF &&
-	    !PQenterPipelineMode(s->conn)) {
-		pp->sendfail = true;
-		return false;
-	}
-	if (sql != NULL) {
+	if (ok)
+		pp->what[pp->n] = what;	/* pg_pipe_fail() names it */
+	if (ok && pp->n == 0 && PQpipelineStatus(s->conn) == PQ_PIPELINE_OFF)
+		ok = PQenterPipelineMode(s->conn);
+	if (ok && sql != NULL) {
 		ok = PQsendQueryParams(s->conn, sql, 0, NULL, NULL, NULL, NULL, 1);
-	} else {
+	} else if (ok) {
 		snprintf(name, sizeof(name), "s%d", which);
 		ok = PQsendQueryPrepared(s->conn, name, p != NULL ? p->n : 0,
 		    p != NULL ? p->v : NULL, p != NULL ? p->l : NULL,
