@@ -336,6 +336,8 @@ int pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
     int row, const int col[4], int64_t now_ms, bool *moved);
 int pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r);
 extern const int pg_item_cols[4];
+void pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res,
+    int row);
 void pg_head_params(const struct pg_store *s, const struct saker_queue *q,
     struct pgp *p, int64_t now_ms);
 

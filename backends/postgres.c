@@ -519,16 +519,17 @@ pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r)
 	return SAKER_OK;
 }
 
-/* The row just taken (or dropped) in this transaction: later takes in the
- * same transaction start after it. */
-static void
-pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res)
+/* The row just taken (or dropped, or claimed last) in this transaction:
+ * later takes in the same transaction start after it. */
+void
+pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res,
+    int row)
 {
 	if (!s->in_txn)
 		return;
 	q->hint_gen = s->txn_gen;
-	q->hint_vis = pg_rv_i64(res, 0, 4);
-	q->hint_id = pg_rv_i64(res, 0, 0);
+	q->hint_vis = pg_rv_i64(res, row, 4);
+	q->hint_id = pg_rv_i64(res, row, 0);
 }
 
 /* $1-$5 of HEAD_WHERE: q's visible head at now_ms, past the row this
@@ -582,7 +583,7 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 		}
 		expires = pg_rv_i64(res, 0, 2);
 		if (mode != SAKER_TAKE_PEEK)
-			pg_hint(s, q, res);
+			pg_hint(s, q, res, 0);
 		/* checked before the expiry: damage there must not drop it */
 		if (!pg_row_sound(res, 0))
 			return pg_take_damaged(s, q, mode, res, now_ms);
@@ -607,7 +608,7 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 				PQclear(res);
 				return err;
 			}
-			pg_hint(s, q, res);
+			pg_hint(s, q, res, 0);
 		} else {
 			PQclear(res);
 			return SAKER_EEMPTY;	/* cannot drop it: hide it */
