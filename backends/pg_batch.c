@@ -228,9 +228,8 @@ pg_restore(struct pg_store *s)
 	struct kit_qent *e, *next;
 	size_t i = 0;
 
-	while ((q = LIST_FIRST(&s->dirty)) != NULL)
-		pg_unlist(q);
-	while ((q = LIST_FIRST(&s->pend)) != NULL)
+	while ((q = LIST_FIRST(&s->dirty)) != NULL ||
+	    (q = LIST_FIRST(&s->pend)) != NULL)
 		pg_unlist(q);
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
 		next = kit_qtab_next(&s->qt, &i, e);
@@ -490,11 +489,8 @@ pg_commit(saker_store *base)
 		s->lease_floor = s->renew_at;
 		s->renew_at = 0;
 	}
-	while ((q = LIST_FIRST(&s->dirty)) != NULL) {
-		q->fresh = false;
-		pg_unlist(q);
-	}
-	while ((q = LIST_FIRST(&s->pend)) != NULL)
+	while ((q = LIST_FIRST(&s->dirty)) != NULL ||
+	    (q = LIST_FIRST(&s->pend)) != NULL)
 		pg_unlist(q);
 	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
 		LIST_REMOVE(q, gone_link);
