@@ -823,7 +823,7 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 	struct saker_queue *q;
 	struct pg_pipe pp;
 	struct pgp p = { 0 }, pn = { 0 };
-	PGresult *res;
+	PGresult *res, *cr;
 	int64_t qid;
 	int err, i, prom = -1;
 
@@ -879,22 +879,17 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 				pg_expired(s, q, 1);
 			continue;
 		}
-		/* a queue this broker never opened */
-		{
-			struct pgp c = { 0 };
-			PGresult *cr;
-
-			pg_pp_i64(&c, qid);
-			pg_pp_str(&c, s->owner);
-			pg_pp_i64(&c, 0);
-			pg_pp_i64(&c, 1);
-			if ((cr = pg_run(s, P_C_ADD, &c, "writing counters")) ==
-			    NULL) {
-				pg_pipe_clear(&pp);
-				return s->code;
-			}
-			PQclear(cr);
+		/* a queue this broker never opened (libpq copied p) */
+		memset(&p, 0, sizeof(p));
+		pg_pp_i64(&p, qid);
+		pg_pp_str(&p, s->owner);
+		pg_pp_i64(&p, 0);
+		pg_pp_i64(&p, 1);
+		if ((cr = pg_run(s, P_C_ADD, &p, "writing counters")) == NULL) {
+			pg_pipe_clear(&pp);
+			return s->code;
 		}
+		PQclear(cr);
 	}
 	pg_pipe_clear(&pp);
 	return SAKER_OK;
