@@ -199,8 +199,8 @@ pg_flush(struct pg_store *s)
 	return SAKER_OK;
 }
 
-/* Rebuild the set of open items from the database (after a rollback or a
- * reconnect: the database knows which leases are still ours). */
+/* Rebuild the set of open items from the database after a rollback: it
+ * knows which leases are still ours. */
 static void
 pg_reload_open(struct pg_store *s)
 {

@@ -450,7 +450,7 @@ pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id, bool count)
 
 /*
  * An expired item of q (row `row` of res; its flags, created, data and
- * deliveries in columns cf, cc, cd, cn) goes to q's expire_to queue, with
+ * deliveries in columns col[0..3]) goes to q's expire_to queue, with
  * its expiry cleared, in the batch; the caller deletes the original.
  * *moved false: q has no expire_to (or it is q): the caller drops it.
  */

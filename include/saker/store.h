@@ -237,8 +237,7 @@ struct saker_store_opts {
 	/* Extra "KEY=VALUE" driver options, NULL-terminated (may be NULL);
 	 * checked and parsed like those in the spec, which win on a repeat. */
 	const char *const *driver_opts;
-	/* Filled by saker_store_open() for open(): one entry per row of the
-	 * driver's options table.  Read it with saker_store_optval(). */
+	/* Filled by saker_store_open() for open(): saker_store_optval() */
 	const struct saker_store_optval *optvals;
 	bool read_only;          /* open for reading only (dump, migrate source) */
 	uint64_t max_item;       /* the largest item the caller will put (its
@@ -501,8 +500,7 @@ void saker_store_close(saker_store *s);
 int saker_store_relock(const struct saker_store_opts *opts, bool exclusive,
     char *err, size_t errlen);
 
-/* In open(): the value of row `i` of the driver's options table, or NULL
- * when it was not given. */
+/* In open(): row `i` of the driver's options table (DRIVER OPTIONS). */
 static inline const struct saker_store_optval *
 saker_store_optval(const struct saker_store_opts *opts, size_t i)
 {
