@@ -3,7 +3,6 @@
 
 #include <stdbool.h>
 #include <string.h>
-#include <time.h>
 
 #include "kit.h"
 
@@ -50,13 +49,8 @@ crc_sw(uint32_t c, const unsigned char *p, size_t len)
 		len--;
 	}
 	for (; len >= 8; len -= 8, p += 8) {
-		/* the byte order below is little-endian's; read bytes
-		 * explicitly so big-endian hosts get the same value */
-		w = (uint64_t)p[0] | (uint64_t)p[1] << 8 |
-		    (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
-		    (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 |
-		    (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
-		w ^= c;
+		/* the tables are little-endian's, on every host */
+		w = saker_get_le64(p) ^ c;
 		c = crc_tab[7][w & 0xff] ^ crc_tab[6][(w >> 8) & 0xff] ^
 		    crc_tab[5][(w >> 16) & 0xff] ^ crc_tab[4][(w >> 24) & 0xff] ^
 		    crc_tab[3][(w >> 32) & 0xff] ^ crc_tab[2][(w >> 40) & 0xff] ^
@@ -112,13 +106,8 @@ kit_crc32c(uint32_t crc, const void *p, size_t len)
 {
 	uint32_t c = ~crc;
 
-	if (crc_impl == 0) {
-#ifdef KIT_HAVE_SSE42
-		crc_impl = __builtin_cpu_supports("sse4.2") ? 2 : 1;
-#else
-		crc_impl = 1;
-#endif
-	}
+	if (crc_impl == 0)
+		kit_crc32c_force(2);	/* the instruction if the CPU has it */
 #ifdef KIT_HAVE_SSE42
 	if (crc_impl == 2)
 		return ~crc_hw(c, p, len);

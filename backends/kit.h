@@ -1,9 +1,8 @@
 /*
- * kit.h -- small helpers only the store drivers use: the item checksum.  Byte order (bytes.h), the table hash (hash.h) and the
- * monotonic clock (clock.h) are src/util's, shared with every layer.
- *
- * Backend-local: drivers include this, saker/store.h, src/util and
- * config.h, nothing of the core.
+ * kit.h -- the item checksum, which only the store drivers use (byte
+ * order, the table hash and the clock are src/util's: bytes.h, hash.h,
+ * clock.h).  Backend-local: drivers include this, saker/store.h,
+ * src/util and config.h, nothing of the core.
  */
 #ifndef SAKER_BACKENDS_KIT_H
 #define SAKER_BACKENDS_KIT_H

@@ -1,6 +1,8 @@
 /* memory.c -- the in-memory store driver: fast, not durable. */
 #include "config.h"
 
+#include <sys/queue.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +30,7 @@
 #define ITEM_OPEN    2
 
 struct mitem {
-	struct mitem *next;
-	struct mitem *prev;
+	TAILQ_ENTRY(mitem) link;
 	struct saker_queue *q;
 	uint64_t id;
 	int64_t expires_ms;
@@ -43,10 +44,7 @@ struct mitem {
 	unsigned char data[];
 };
 
-struct mlist {
-	struct mitem *head;
-	struct mitem *tail;
-};
+TAILQ_HEAD(mlist, mitem);
 
 struct saker_queue {
 	struct saker_queue_base base; /* the layer's (store.h): first */
@@ -103,85 +101,52 @@ fail(struct mstore *ms, int code, const char *msg)
 	return code;
 }
 
+/* The checks of every call that changes queue q. */
+static int
+writable(struct mstore *ms, const struct saker_queue *q)
+{
+	if (q == NULL)
+		return fail(ms, SAKER_EINVAL, "no queue");
+	if (ms->opts.read_only)
+		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	return SAKER_OK;
+}
+
+static void
+notify(struct mstore *ms, struct saker_queue *q)
+{
+	if (ms->opts.notify != NULL)
+		ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
+}
+
 /* ------------------------------------------------------------------ */
 /* item lists */
-
-static void
-list_push_tail(struct mlist *l, struct mitem *it)
-{
-	it->next = NULL;
-	it->prev = l->tail;
-	if (l->tail != NULL)
-		l->tail->next = it;
-	else
-		l->head = it;
-	l->tail = it;
-}
-
-static void
-list_push_head(struct mlist *l, struct mitem *it)
-{
-	it->prev = NULL;
-	it->next = l->head;
-	if (l->head != NULL)
-		l->head->prev = it;
-	else
-		l->tail = it;
-	l->head = it;
-}
-
-static void
-list_unlink(struct mlist *l, struct mitem *it)
-{
-	if (it->prev != NULL)
-		it->prev->next = it->next;
-	else
-		l->head = it->next;
-	if (it->next != NULL)
-		it->next->prev = it->prev;
-	else
-		l->tail = it->prev;
-	it->next = it->prev = NULL;
-}
 
 /* Insert keeping the list sorted by id.  Items are nearly always opened in
  * id order, so the walk from the tail usually stops at once. */
 static void
 list_insert_sorted(struct mlist *l, struct mitem *it)
 {
-	struct mitem *after = l->tail;
+	struct mitem *after = TAILQ_LAST(l, mlist);
 
 	while (after != NULL && after->id > it->id)
-		after = after->prev;
-	if (after == NULL) {
-		list_push_head(l, it);
-		return;
-	}
-	it->prev = after;
-	it->next = after->next;
-	if (after->next != NULL)
-		after->next->prev = it;
+		after = TAILQ_PREV(after, mlist, link);
+	if (after == NULL)
+		TAILQ_INSERT_HEAD(l, it, link);
 	else
-		l->tail = it;
-	after->next = it;
+		TAILQ_INSERT_AFTER(l, after, it, link);
 }
 
+/* A released item goes back to the head, every other one to the tail. */
 static void
-ready_push_tail(struct saker_queue *q, struct mitem *it)
+ready_push(struct saker_queue *q, struct mitem *it, bool head)
 {
 	it->state = ITEM_READY;
 	it->due_ms = 0;
-	list_push_tail(&q->ready, it);
-	q->st.items++;
-	q->st.bytes += it->len;
-	q->nexpiring += it->expires_ms != 0;
-}
-
-static void
-ready_push_head(struct saker_queue *q, struct mitem *it)
-{
-	it->state = ITEM_READY;
-	list_push_head(&q->ready, it);
+	if (head)
+		TAILQ_INSERT_HEAD(&q->ready, it, link);
+	else
+		TAILQ_INSERT_TAIL(&q->ready, it, link);
 	q->st.items++;
 	q->st.bytes += it->len;
 	q->nexpiring += it->expires_ms != 0;
@@ -190,7 +155,7 @@ ready_push_head(struct saker_queue *q, struct mitem *it)
 static void
 ready_unlink(struct saker_queue *q, struct mitem *it)
 {
-	list_unlink(&q->ready, it);
+	TAILQ_REMOVE(&q->ready, it, link);
 	q->st.items--;
 	q->st.bytes -= it->len;
 	q->nexpiring -= it->expires_ms != 0;
@@ -316,10 +281,7 @@ heap_push(struct mstore *ms, struct mitem *it)
 		ms->heap = nh;
 		ms->hcap = ncap;
 	}
-	ms->heap[ms->hlen].due_ms = it->due_ms;
-	ms->heap[ms->hlen].id = it->id;
-	ms->heap[ms->hlen].it = it;
-	ms->hlen++;
+	ms->heap[ms->hlen++] = (struct hent){ it->due_ms, it->id, it };
 	heap_sift_up(ms, ms->hlen - 1);
 	return SAKER_OK;
 }
@@ -348,7 +310,7 @@ heap_remove_queue(struct mstore *ms, struct saker_queue *q)
 	size_t i, j;
 
 	if (q->st.delayed_items < 64 || q->st.delayed_items < ms->hlen / 8) {
-		for (it = q->delayed.head; it != NULL; it = it->next)
+		TAILQ_FOREACH(it, &q->delayed, link)
 			heap_remove(ms, it);
 		return;
 	}
@@ -395,16 +357,6 @@ otab_grow(struct mstore *ms)
 	free(ms->otab);
 	ms->otab = nt;
 	ms->ocap = ncap;
-	return SAKER_OK;
-}
-
-/* Make room for one more open item before anything is moved, so that
- * opening never fails half-way. */
-static int
-otab_reserve(struct mstore *ms)
-{
-	if ((ms->ocount + 1) * 2 > ms->ocap)
-		return otab_grow(ms);
 	return SAKER_OK;
 }
 
@@ -470,29 +422,33 @@ otab_delete(struct mstore *ms, struct mitem *it)
 /* ------------------------------------------------------------------ */
 /* queues by name */
 
+/* Free every item of q's lists; `tables`: take them out of the heap and
+ * the open table too (not when the whole store goes). */
+static void
+queue_items_free(struct mstore *ms, struct saker_queue *q, bool tables)
+{
+	struct mlist *lists[] = { &q->ready, &q->open, &q->delayed };
+	struct mitem *it, *next;
+	size_t l;
+
+	if (tables)
+		heap_remove_queue(ms, q);
+	for (l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+		for (it = TAILQ_FIRST(lists[l]); it != NULL; it = next) {
+			next = TAILQ_NEXT(it, link);
+			if (tables && lists[l] == &q->open)
+				otab_delete(ms, it);
+			item_free(ms, it);
+		}
+		TAILQ_INIT(lists[l]);
+	}
+}
+
 /* Free every item of q and reset its item counters (not total/expired). */
 static void
 queue_clear(struct mstore *ms, struct saker_queue *q)
 {
-	struct mitem *it, *next;
-
-	heap_remove_queue(ms, q);
-	for (it = q->delayed.head; it != NULL; it = next) {
-		next = it->next;
-		item_free(ms, it);
-	}
-	for (it = q->open.head; it != NULL; it = next) {
-		next = it->next;
-		otab_delete(ms, it);
-		item_free(ms, it);
-	}
-	for (it = q->ready.head; it != NULL; it = next) {
-		next = it->next;
-		item_free(ms, it);
-	}
-	memset(&q->ready, 0, sizeof(q->ready));
-	memset(&q->open, 0, sizeof(q->open));
-	memset(&q->delayed, 0, sizeof(q->delayed));
+	queue_items_free(ms, q, true);
 	q->st.items = 0;
 	q->st.bytes = 0;
 	q->nexpiring = 0;
@@ -523,16 +479,12 @@ mem_open(const char *location, const struct saker_store_opts *opts,
 		return SAKER_EINVAL;
 	}
 	ms = calloc(1, sizeof(*ms));
-	if (ms == NULL) {
-		snprintf(err, errlen, "%s", ERR_NOMEM);
-		return SAKER_ENOMEM;
-	}
-	ms->base.driver = &saker_store_memory;
-	if ((ms->queues = hashmap_new()) == NULL) {
+	if (ms == NULL || (ms->queues = hashmap_new()) == NULL) {
 		free(ms);
 		snprintf(err, errlen, "%s", ERR_NOMEM);
 		return SAKER_ENOMEM;
 	}
+	ms->base.driver = &saker_store_memory;
 	if (opts != NULL) {
 		const struct saker_store_optval *v = saker_store_optval(opts,
 		    MEM_OPT_MAX_MEMORY);
@@ -552,20 +504,8 @@ mem_open(const char *location, const struct saker_store_opts *opts,
 static int
 free_queue(void *arg, const char *name, size_t len, void *value)
 {
-	struct saker_queue *q = value;
-	struct mitem *it, *next;
-	struct mlist *lists[3];
-	int l;
-
-	lists[0] = &q->ready;
-	lists[1] = &q->open;
-	lists[2] = &q->delayed;
-	for (l = 0; l < 3; l++)
-		for (it = lists[l]->head; it != NULL; it = next) {
-			next = it->next;
-			free(it);
-		}
-	free(q);
+	queue_items_free(arg, value, false);
+	free(value);
 	return 0;
 }
 
@@ -577,7 +517,7 @@ mem_close(saker_store *s)
 	if (ms == NULL)
 		return;
 	if (ms->queues != NULL) {
-		hashmap_walk(ms->queues, free_queue, NULL);
+		hashmap_walk(ms->queues, free_queue, ms);
 		hashmap_free(ms->queues);
 	}
 	free(ms->otab);
@@ -616,6 +556,9 @@ mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
 	q = calloc(1, sizeof(*q) + len + 1);
 	if (q == NULL)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	TAILQ_INIT(&q->ready);
+	TAILQ_INIT(&q->open);
+	TAILQ_INIT(&q->delayed);
 	q->namelen = len;
 	memcpy(q->name, name, len);
 	q->ctx = queue_ctx;
@@ -648,8 +591,7 @@ notify_gained(struct mstore *ms, struct saker_queue *gained)
 		gained = q->notify_next;
 		q->notify_next = NULL;
 		q->notify_marked = false;
-		if (ms->opts.notify != NULL)
-			ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
+		notify(ms, q);
 	}
 }
 
@@ -669,7 +611,7 @@ expire_item(struct mstore *ms, struct saker_queue *q, struct mitem *it,
 	}
 	it->expires_ms = 0;
 	it->q = t;
-	ready_push_tail(t, it);
+	ready_push(t, it, false);
 	t->st.total_items++;
 	q->st.expired_to++;
 	gain(t, gained);
@@ -677,30 +619,26 @@ expire_item(struct mstore *ms, struct saker_queue *q, struct mitem *it,
 
 
 static int
-mem_queue_delete(saker_store *s, saker_queue *q)
+mem_queue_flush(saker_store *s, saker_queue *q)
 {
 	struct mstore *ms = MS(s);
+	int rc;
 
-	if (q == NULL)
-		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	if ((rc = writable(ms, q)) != SAKER_OK)
+		return rc;
 	queue_clear(ms, q);
-	hashmap_del(ms->queues, q->name, q->namelen);
-	free(q);
 	return SAKER_OK;
 }
 
 static int
-mem_queue_flush(saker_store *s, saker_queue *q)
+mem_queue_delete(saker_store *s, saker_queue *q)
 {
-	struct mstore *ms = MS(s);
+	int rc;
 
-	if (q == NULL)
-		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	queue_clear(ms, q);
+	if ((rc = mem_queue_flush(s, q)) != SAKER_OK)
+		return rc;
+	hashmap_del(MS(s)->queues, q->name, q->namelen);
+	free(q);
 	return SAKER_OK;
 }
 
@@ -731,7 +669,8 @@ mem_queue_stats(saker_store *s, saker_queue *q, struct saker_queue_stats *st)
 	if (q == NULL || st == NULL)
 		return fail(MS(s), SAKER_EINVAL, "no queue");
 	*st = q->st;
-	st->head_created_ms = q->ready.head != NULL ? q->ready.head->created_ms : 0;
+	st->head_created_ms = TAILQ_EMPTY(&q->ready) ? 0 :
+	    TAILQ_FIRST(&q->ready)->created_ms;
 	return SAKER_OK;
 }
 
@@ -772,16 +711,16 @@ mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 			free(it);
 			return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 		}
-		list_push_tail(&q->delayed, it);
+		TAILQ_INSERT_TAIL(&q->delayed, it, link);
 		q->st.delayed_items++;
 	} else {
-		ready_push_tail(q, it);
+		ready_push(q, it, false);
 	}
 	ms->next_id++;
 	ms->mem_used += cost;
 	q->st.total_items++;
-	if (it->state == ITEM_READY && ms->opts.notify != NULL)
-		ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
+	if (it->state == ITEM_READY)
+		notify(ms, q);
 	return SAKER_OK;
 }
 
@@ -807,7 +746,7 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	if (mode != SAKER_TAKE_PEEK && ms->opts.read_only)
 		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
 	for (;;) {
-		it = q->ready.head;
+		it = TAILQ_FIRST(&q->ready);
 		if (it == NULL || !expired(it, now_ms))
 			break;
 		ready_unlink(q, it);
@@ -816,7 +755,10 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	notify_gained(ms, gained);
 	if (it == NULL)
 		return SAKER_EEMPTY;
-	if (mode == SAKER_TAKE_OPEN && otab_reserve(ms) != SAKER_OK)
+	/* room for one more open item before anything is moved, so that
+	 * opening never fails half-way */
+	if (mode == SAKER_TAKE_OPEN && (ms->ocount + 1) * 2 > ms->ocap &&
+	    otab_grow(ms) != SAKER_OK)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 
 	item_view(it, &view);
@@ -848,21 +790,24 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	return SAKER_OK;
 }
 
-/* The open item `id` of queue q, unlinked from the open structures. */
-static struct mitem *
-open_detach(struct mstore *ms, struct saker_queue *q, uint64_t id)
+/* *out: the open item `id` of queue q, unlinked from the open structures. */
+static int
+open_detach(struct mstore *ms, struct saker_queue *q, uint64_t id,
+    struct mitem **out)
 {
-	struct mitem *it;
 	size_t k;
+	int rc;
 
+	if ((rc = writable(ms, q)) != SAKER_OK)
+		return rc;
 	k = otab_find(ms, id);
 	if (k == SIZE_MAX || ms->otab[k]->q != q)
-		return NULL;
-	it = ms->otab[k];
+		return fail(ms, SAKER_ENOTFOUND, "no such open item");
+	*out = ms->otab[k];
 	otab_delete_at(ms, k);
-	list_unlink(&q->open, it);
+	TAILQ_REMOVE(&q->open, *out, link);
 	q->st.open_items--;
-	return it;
+	return SAKER_OK;
 }
 
 static int
@@ -870,14 +815,10 @@ mem_confirm(saker_store *s, saker_queue *q, uint64_t id)
 {
 	struct mstore *ms = MS(s);
 	struct mitem *it;
+	int rc;
 
-	if (q == NULL)
-		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	it = open_detach(ms, q, id);
-	if (it == NULL)
-		return fail(ms, SAKER_ENOTFOUND, "no such open item");
+	if ((rc = open_detach(ms, q, id, &it)) != SAKER_OK)
+		return rc;
 	item_free(ms, it);
 	return SAKER_OK;
 }
@@ -887,17 +828,12 @@ mem_release(saker_store *s, saker_queue *q, uint64_t id)
 {
 	struct mstore *ms = MS(s);
 	struct mitem *it;
+	int rc;
 
-	if (q == NULL)
-		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	it = open_detach(ms, q, id);
-	if (it == NULL)
-		return fail(ms, SAKER_ENOTFOUND, "no such open item");
-	ready_push_head(q, it);
-	if (ms->opts.notify != NULL)
-		ms->opts.notify(ms->opts.notify_arg, q, q->ctx);
+	if ((rc = open_detach(ms, q, id, &it)) != SAKER_OK)
+		return rc;
+	ready_push(q, it, true);
+	notify(ms, q);
 	return SAKER_OK;
 }
 
@@ -907,20 +843,12 @@ mem_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
 {
 	struct mstore *ms = MS(s);
 	struct mitem *it;
-	size_t k;
+	int rc;
 
 	if (due_ms <= now_ms)
 		return mem_release(s, q, id);
-	if (q == NULL)
-		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	/* room in the heap first, so a failure leaves the item open */
-	k = otab_find(ms, id);
-	if (k == SIZE_MAX || ms->otab[k]->q != q)
-		return fail(ms, SAKER_ENOTFOUND, "no such open item");
-	it = ms->otab[k];
-	(void)open_detach(ms, q, id);
+	if ((rc = open_detach(ms, q, id, &it)) != SAKER_OK)
+		return rc;
 	/* a new id: the heap orders equal due times by id (arrival) */
 	it->id = ms->next_id;
 	it->due_ms = due_ms;
@@ -934,7 +862,7 @@ mem_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
 	}
 	ms->next_id++;
 	it->state = ITEM_DELAYED;
-	list_push_tail(&q->delayed, it);
+	TAILQ_INSERT_TAIL(&q->delayed, it, link);
 	q->st.delayed_items++;
 	return SAKER_OK;
 }
@@ -944,19 +872,16 @@ mem_move(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to)
 {
 	struct mstore *ms = MS(s);
 	struct mitem *it;
+	int rc;
 
 	if (q == NULL || to == NULL || to == q)
 		return fail(ms, SAKER_EINVAL, "bad move arguments");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	it = open_detach(ms, q, id);
-	if (it == NULL)
-		return fail(ms, SAKER_ENOTFOUND, "no such open item");
+	if ((rc = open_detach(ms, q, id, &it)) != SAKER_OK)
+		return rc;
 	it->q = to;
-	ready_push_tail(to, it);
+	ready_push(to, it, false);
 	to->st.total_items++;
-	if (ms->opts.notify != NULL)
-		ms->opts.notify(ms->opts.notify_arg, to, to->ctx);
+	notify(ms, to);
 	return SAKER_OK;
 }
 
@@ -971,13 +896,13 @@ mem_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 
 		q = it->q;
 		heap_remove(ms, it);
-		list_unlink(&q->delayed, it);
+		TAILQ_REMOVE(&q->delayed, it, link);
 		q->st.delayed_items--;
 		if (expired(it, now_ms)) {
 			expire_item(ms, q, it, &gained);
 			continue;
 		}
-		ready_push_tail(q, it);
+		ready_push(q, it, false);
 		gain(q, &gained);
 	}
 	if (next_due_ms != NULL)
@@ -996,20 +921,19 @@ mem_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 	struct saker_queue *gained = NULL;
 	struct mitem *it, *next;
 	uint64_t n = 0, seen = 0;
+	int rc;
 
 	if (removed != NULL)
 		*removed = 0;
-	if (q == NULL)
-		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
+	if ((rc = writable(ms, q)) != SAKER_OK)
+		return rc;
 	/* The sweep calls this for every queue every few seconds: a queue of
 	 * millions of items without expiry times costs nothing. */
 	if (q->nexpiring == 0)
 		return SAKER_OK;
-	for (it = q->ready.head; it != NULL && (limit == 0 || seen < limit);
-	    it = next) {
-		next = it->next;
+	for (it = TAILQ_FIRST(&q->ready); it != NULL &&
+	    (limit == 0 || seen < limit); it = next) {
+		next = TAILQ_NEXT(it, link);
 		seen++;
 		if (!expired(it, now_ms))
 			continue;
@@ -1045,16 +969,13 @@ mem_iterate(saker_store *s, saker_queue *q, saker_item_fn fn, void *arg)
 
 	if (q == NULL || fn == NULL)
 		return fail(ms, SAKER_EINVAL, "bad iterate arguments");
-	for (it = q->open.head; it != NULL; it = it->next) {
-		item_view(it, &view);
-		if ((rc = fn(arg, &view)) != 0)
-			return rc;
-	}
-	for (it = q->ready.head; it != NULL; it = it->next) {
-		item_view(it, &view);
-		if ((rc = fn(arg, &view)) != 0)
-			return rc;
-	}
+	/* the open items, then the ready ones */
+	for (i = 0; i < 2; i++)
+		TAILQ_FOREACH(it, i == 0 ? &q->open : &q->ready, link) {
+			item_view(it, &view);
+			if ((rc = fn(arg, &view)) != 0)
+				return rc;
+		}
 	n = (size_t)q->st.delayed_items;
 	if (n == 0)
 		return SAKER_OK;
@@ -1062,7 +983,8 @@ mem_iterate(saker_store *s, saker_queue *q, saker_item_fn fn, void *arg)
 	sorted = calloc(n, sizeof(*sorted));
 	if (sorted == NULL)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
-	for (i = 0, it = q->delayed.head; it != NULL && i < n; it = it->next)
+	for (i = 0, it = TAILQ_FIRST(&q->delayed); it != NULL && i < n;
+	    it = TAILQ_NEXT(it, link))
 		sorted[i++] = it;
 	qsort(sorted, i, sizeof(*sorted), cmp_due);
 	rc = 0;

@@ -148,8 +148,11 @@ pg_pending_done(struct pg_store *s, struct pg_pipe *pp)
 		id = pg_rv_i64(r, i, 0);
 		q = pg_find_name(s, PQgetvalue(r, i, 1),
 		    (size_t)PQgetlength(r, i, 1));
-		if (q != NULL && q->id != id && id != 0)
-			pg_rehash_id(s, q, id);
+		/* deleted and created again elsewhere: a new id */
+		if (q != NULL && q->id != id && id != 0) {
+			kit_qtab_set_id(&s->qt, &q->qe, id);
+			q->id = id;
+		}
 	}
 }
 
@@ -196,8 +199,8 @@ pg_flush(struct pg_store *s)
 	return SAKER_OK;
 }
 
-/* Rebuild the set of open items from the database (after a rollback or a
- * reconnect: the database knows which leases are still ours). */
+/* Rebuild the set of open items from the database after a rollback: it
+ * knows which leases are still ours. */
 static void
 pg_reload_open(struct pg_store *s)
 {
@@ -225,9 +228,8 @@ pg_restore(struct pg_store *s)
 	struct kit_qent *e, *next;
 	size_t i = 0;
 
-	while ((q = LIST_FIRST(&s->dirty)) != NULL)
-		pg_unlist(q);
-	while ((q = LIST_FIRST(&s->pend)) != NULL)
+	while ((q = LIST_FIRST(&s->dirty)) != NULL ||
+	    (q = LIST_FIRST(&s->pend)) != NULL)
 		pg_unlist(q);
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
 		next = kit_qtab_next(&s->qt, &i, e);
@@ -236,14 +238,14 @@ pg_restore(struct pg_store *s)
 			continue;
 		/* never existed; the core may still hold the handle until
 		 * it looks every queue up again */
-		pg_hash_remove(s, q);
+		kit_qtab_remove(&s->qt, &q->qe);
 		q->dead = true;
 		q->fresh = false;
 		LIST_INSERT_HEAD(&s->zombies, q, gone_link);
 	}
 	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
 		LIST_REMOVE(q, gone_link);
-		pg_queue_free(q);
+		free(q);
 	}
 }
 
@@ -487,15 +489,12 @@ pg_commit(saker_store *base)
 		s->lease_floor = s->renew_at;
 		s->renew_at = 0;
 	}
-	while ((q = LIST_FIRST(&s->dirty)) != NULL) {
-		q->fresh = false;
-		pg_unlist(q);
-	}
-	while ((q = LIST_FIRST(&s->pend)) != NULL)
+	while ((q = LIST_FIRST(&s->dirty)) != NULL ||
+	    (q = LIST_FIRST(&s->pend)) != NULL)
 		pg_unlist(q);
 	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
 		LIST_REMOVE(q, gone_link);
-		pg_queue_free(q);
+		free(q);
 	}
 	/* queues created in this batch are committed now */
 	{

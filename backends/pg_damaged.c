@@ -9,8 +9,6 @@
 
 #include "pg_int.h"
 
-/* ---- damaged items ---- */
-
 /* Whether a damaged item can be moved aside now. */
 static bool
 pg_can_move(const struct pg_store *s)

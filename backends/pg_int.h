@@ -29,7 +29,7 @@ enum { C_ID, C_FLAGS, C_EXPIRES, C_CREATED, C_VIS, C_DUE, C_DATA, C_CRC,
 enum {
 	P_Q_FIND, P_Q_CREATE, P_Q_LIST, P_Q_DELETE, P_I_DELQ, P_C_DELQ,
 	P_TAKE_REMOVE, P_TAKE_OPEN, P_PEEK, P_REINSERT, P_DEL1, P_DEL_READY,
-	P_CONFIRM, P_RELEASE, P_EXPIRE, P_STATS, P_C_ADD, P_PROMOTE,
+	P_CONFIRM, P_EXPIRE, P_STATS, P_C_ADD, P_PROMOTE,
 	P_NEXT, P_RENEW, P_SWEEP, P_MINE, P_RELEASE_ALL, P_IT_OPEN,
 	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
 	P_QSYNC, P_PUTS, P_SETSTATE, P_DELS, P_COUNTS, P_CLAIM, P_GIVEBACK,
@@ -39,7 +39,6 @@ enum {
 struct saker_queue {
 	struct saker_queue_base base; /* the layer's (store.h): first */
 	int64_t id;
-	char *name;
 	size_t len;
 	void *ctx;
 	bool fresh;		/* created in the current batch */
@@ -70,6 +69,7 @@ struct saker_queue {
 	LIST_ENTRY(saker_queue) gone_link;	/* deleted or zombie list */
 	uint64_t expired_to;
 	struct kit_qent qe;	/* in s->qt while live (qtab.h) */
+	char name[];		/* len bytes, not NUL-terminated */
 };
 
 LIST_HEAD(pg_qlist, saker_queue);
@@ -149,7 +149,6 @@ struct pg_store {
 	int64_t probe_ms;		/* probe= (0: no probes) */
 	bool probing;			/* a probe is out (pg_next()) */
 	uint64_t probe_dead_ns;		/* unanswered then: silence */
-	uint64_t probes;
 	char down_why[256];
 
 	int64_t last_now;	/* newest now_ms seen: "delayed" in stats */
@@ -325,18 +324,11 @@ int pg_held_damaged(struct pg_store *s, struct saker_queue *q, int i,
     int64_t now_ms);
 
 /* postgres.c */
-void pg_hash_remove(struct pg_store *s, struct saker_queue *q);
-void pg_rehash_id(struct pg_store *s, struct saker_queue *q, int64_t id);
 struct saker_queue *pg_find_name(struct pg_store *s, const char *name,
     size_t len);
 struct saker_queue *pg_find_id(struct pg_store *s, int64_t id);
-void pg_queue_free(struct saker_queue *q);
 void pg_expired(struct pg_store *s, struct saker_queue *q, int64_t n);
 void pg_unlist(struct saker_queue *q);
-int pg_queue_open(saker_store *base, const char *name, size_t len, bool create,
-    void *queue_ctx, saker_queue **out);
-int pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
-    int64_t now_ms);
 void pg_row_item(const PGresult *res, int row, struct saker_item *it,
     saker_item_state state);
 bool pg_row_sound(const PGresult *res, int row);
@@ -344,6 +336,8 @@ int pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
     int row, const int col[4], int64_t now_ms, bool *moved);
 int pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r);
 extern const int pg_item_cols[4];
+void pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res,
+    int row);
 void pg_head_params(const struct pg_store *s, const struct saker_queue *q,
     struct pgp *p, int64_t now_ms);
 

@@ -225,11 +225,8 @@ pg_claim(struct pg_store *s, struct saker_queue *q, int n, int64_t now_ms)
 	pg_pp_i64(&p, n);
 	if ((res = pg_run(s, P_CLAIM, &p, "claiming items")) == NULL)
 		return s->code;
-	if (PQntuples(res) == 0) {
-		PQclear(res);
+	if (PQntuples(res) == 0)
 		q->empty_gen = s->txn_gen;
-		return SAKER_EEMPTY;
-	}
 	return pg_held_install(s, q, res, now_ms);
 }
 
@@ -259,11 +256,7 @@ pg_held_install(struct pg_store *s, struct saker_queue *q, PGresult *res,
 			rows[j] = rows[j - 1];
 		rows[j] = t;
 	}
-	if (s->in_txn) {
-		q->hint_gen = s->txn_gen;
-		q->hint_vis = pg_rv_i64(res, rows[k - 1], 4);
-		q->hint_id = pg_rv_i64(res, rows[k - 1], 0);
-	}
+	pg_hint(s, q, res, rows[k - 1]);
 	q->held = res;
 	q->held_rows = rows;
 	q->held_head = 0;

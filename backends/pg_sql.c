@@ -79,7 +79,6 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_DEL_READY] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
 	    " id = $2::bigint AND state = 0",
 	[P_CONFIRM] = "DELETE FROM saker_items" MY_OPEN,
-	[P_RELEASE] = GIVE_BACK MY_OPEN,
 	[P_EXPIRE] = EXPIRED_AT_HEAD,
 	[P_STATS] = "SELECT count(*) FILTER (WHERE " READY "),"
 	    " coalesce(sum(len) FILTER (WHERE " READY "),"
@@ -342,15 +341,9 @@ int
 pg_session(struct pg_store *s)
 {
 	char sql[256];
-	PGresult *res;
-	int err = SAKER_OK;
 
 	pg_session_sql(s, sql, sizeof(sql));
-	res = pg_exec(s, sql);
-	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
-		err = pg_fail(s, res, "session setup");
-	PQclear(res);
-	return err;
+	return pg_simple(s, sql, "session setup");
 }
 
 /*
@@ -373,13 +366,10 @@ pg_prepare_all(struct pg_store *s)
 		ok = false;
 	n++;
 	for (i = 0; ok && i < P_COUNT; i++) {
-		/* a read-only open of a format 2 store (dump, migrate, check)
-		 * reads it as it is: no crc column, nothing to check, and no
-		 * inserts */
-		if (s->version < 3 && (i == P_PUTS || i == P_REINSERT))
-			continue;
-		/* ... and before format 4 no delivery counts: no writes of
-		 * them */
+		/* a read-only open of a store from before format 4 (dump,
+		 * migrate, check) reads it as it is: before format 3 no crc
+		 * column, nothing to check; no delivery counts, and no
+		 * inserts or writes of them */
 		if (s->version < 4 && (i == P_PUTS || i == P_REINSERT ||
 		    i == P_TAKE_OPEN || i == P_SETSTATE || i == P_MOVE))
 			continue;

@@ -184,7 +184,6 @@ pg_probe_send(struct pg_store *s, uint64_t now)
 		return;		/* no probe: timeout= alone decides */
 	s->probing = true;
 	s->probe_dead_ns = now + (uint64_t)s->probe_ms * 1000000u;
-	s->probes++;
 }
 
 /*
@@ -439,15 +438,16 @@ pg_arr_i64(struct pg_arr *a, int64_t x)
 	pg_arr_put(a, b, 8);
 }
 
-/* Fill in the header; the array is then a parameter value. */
-static void
-arr_done(struct pg_arr *a)
+/* The array as a parameter value, its header filled in. */
+void
+pg_pp_arr(struct pgp *p, struct pg_arr *a)
 {
 	saker_put_be32(a->p, 1);
 	saker_put_be32(a->p + 4, 0);
 	saker_put_be32(a->p + 8, a->oid);
 	saker_put_be32(a->p + 12, a->n);
 	saker_put_be32(a->p + 16, 1);
+	pg_pp_bin(p, a->p, a->len);
 }
 
 void
@@ -464,13 +464,6 @@ pg_arr_free(struct pg_arr *a)
 	a->p = NULL;
 	a->len = a->cap = 0;
 	a->n = 0;
-}
-
-void
-pg_pp_arr(struct pgp *p, struct pg_arr *a)
-{
-	arr_done(a);
-	pg_pp_bin(p, a->p, a->len);
 }
 
 /* ------------------------------------------------------------------ */
@@ -501,21 +494,15 @@ pg_pipe_send(struct pg_store *s, struct pg_pipe *pp, int which, const char *sql,
     const struct pgp *p, const char *what)
 {
 	char name[16];
-	int ok;
+	int ok = !pp->sendfail && pp->n < PG_PIPE_MAX - 1;
 
-	if (pp->sendfail || pp->n >= PG_PIPE_MAX - 1) {
-		pp->sendfail = true;
-		return false;
-	}
-	pp->what[pp->n] = what;
-	if (pp->n == 0 && PQpipelineStatus(s->conn) == PQ_PIPELINE_OFF &&
-	    !PQenterPipelineMode(s->conn)) {
-		pp->sendfail = true;
-		return false;
-	}
-	if (sql != NULL) {
+	if (ok)
+		pp->what[pp->n] = what;	/* pg_pipe_fail() names it */
+	if (ok && pp->n == 0 && PQpipelineStatus(s->conn) == PQ_PIPELINE_OFF)
+		ok = PQenterPipelineMode(s->conn);
+	if (ok && sql != NULL) {
 		ok = PQsendQueryParams(s->conn, sql, 0, NULL, NULL, NULL, NULL, 1);
-	} else {
+	} else if (ok) {
 		snprintf(name, sizeof(name), "s%d", which);
 		ok = PQsendQueryPrepared(s->conn, name, p != NULL ? p->n : 0,
 		    p != NULL ? p->v : NULL, p != NULL ? p->l : NULL,
@@ -682,15 +669,6 @@ pg_quiet(void *arg, const char *msg)
 	(void)msg;
 }
 
-/* "2.000": timeout= in messages */
-static const char *
-pg_secs(const struct pg_store *s, char *buf, size_t len)
-{
-	snprintf(buf, len, "%" PRId64 ".%03d", s->timeout_ms / 1000,
-	    (int)(s->timeout_ms % 1000));
-	return buf;
-}
-
 /* Connecting link l failed: libpq says why. */
 static int
 pg_link_refused(struct pg_store *s, struct pg_link *l)
@@ -738,7 +716,6 @@ int
 pg_link_step(struct pg_store *s, struct pg_link *l)
 {
 	struct pollfd p;
-	char t[32];
 
 	if (l->c == NULL)
 		return pg_errf(s, SAKER_EIO, "postgres: not connected");
@@ -748,8 +725,8 @@ pg_link_step(struct pg_store *s, struct pg_link *l)
 				pg_rotate_past(s, l->c);
 			pg_link_drop(s, l, true);
 			return pg_errf(s, SAKER_EIO, "postgres: cannot connect:"
-			    " no answer within %s s (timeout=)",
-			    pg_secs(s, t, sizeof(t)));
+			    " no answer within %" PRId64 ".%03d s (timeout=)",
+			    s->timeout_ms / 1000, (int)(s->timeout_ms % 1000));
 		}
 		p.fd = PQsocket(l->c);
 		p.events = l->want == PGRES_POLLING_WRITING ? POLLOUT : POLLIN;

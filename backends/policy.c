@@ -58,14 +58,12 @@ saker_store_quarantine(saker_store *s, saker_queue *q, const char *qname,
 	it = *bad;
 	it.expires_ms = 0;	/* a quarantined item must not vanish */
 	it.due_ms = 0;
-	if (it.deliveries > SAKER_DELIVERIES_MAX)
-		it.deliveries = SAKER_DELIVERIES_MAX;
 	if ((rc = s->driver->queue_open(s, name, len, true, NULL, &dq)) ==
 	    SAKER_OK && dq == q) {
 		snprintf(why, sizeof(why), "the queue is its own quarantine");
 		rc = SAKER_EINVAL;
 	} else if (rc == SAKER_OK &&
-	    (rc = s->driver->put(s, dq, &it, now_ms)) == SAKER_OK) {
+	    (rc = saker_store_put(s, dq, &it, now_ms)) == SAKER_OK) {
 		snprintf(msg, msglen, "queue '%.*s': item %" PRIu64 " failed its"
 		    " checksum; moved to queue '%s'", (int)qlen, qname, id,
 		    name);

@@ -4,7 +4,6 @@
 #include <sys/epoll.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "hash.h"
 #include "kit.h"
 #include "pg_int.h"
 
@@ -56,20 +56,6 @@
 /* ------------------------------------------------------------------ */
 /* queue tables */
 
-void
-pg_hash_remove(struct pg_store *s, struct saker_queue *q)
-{
-	kit_qtab_remove(&s->qt, &q->qe);
-}
-
-/* The queue got a new id (it was deleted and created again elsewhere). */
-void
-pg_rehash_id(struct pg_store *s, struct saker_queue *q, int64_t id)
-{
-	kit_qtab_set_id(&s->qt, &q->qe, id);
-	q->id = id;
-}
-
 struct saker_queue *
 pg_find_name(struct pg_store *s, const char *name, size_t len)
 {
@@ -91,14 +77,9 @@ pg_queue_new(struct pg_store *s, const char *name, size_t len, int64_t id)
 {
 	struct saker_queue *q;
 
-	q = calloc(1, sizeof(*q));
+	q = calloc(1, sizeof(*q) + len);
 	if (q == NULL)
 		return NULL;
-	q->name = malloc(len > 0 ? len : 1);
-	if (q->name == NULL) {
-		free(q);
-		return NULL;
-	}
 	memcpy(q->name, name, len);
 	q->len = len;
 	q->id = id;
@@ -106,20 +87,10 @@ pg_queue_new(struct pg_store *s, const char *name, size_t len, int64_t id)
 	q->qe.len = len;
 	q->qe.id = id;
 	if (kit_qtab_add(&s->qt, &q->qe) != 0) {
-		free(q->name);
 		free(q);
 		return NULL;
 	}
 	return q;
-}
-
-void
-pg_queue_free(struct saker_queue *q)
-{
-	if (q == NULL)
-		return;
-	free(q->name);
-	free(q);
 }
 
 /* Something may now sit before the hint: scan from the head again. */
@@ -170,6 +141,22 @@ pg_dead(struct pg_store *s, struct saker_queue *q)
 	return SAKER_OK;
 }
 
+/* *id: the queue id statement `which` (P_Q_FIND, P_Q_CREATE) returns
+ * for p, or left alone when it returns no row. */
+static int
+pg_qid(struct pg_store *s, int which, const struct pgp *p, const char *what,
+    int64_t *id)
+{
+	PGresult *res;
+
+	if ((res = pg_run(s, which, p, what)) == NULL)
+		return s->code;
+	if (PQntuples(res) > 0)
+		*id = pg_rv_i64(res, 0, 0);
+	PQclear(res);
+	return SAKER_OK;
+}
+
 /* The id of queue `name` in the database, creating it when asked.
  * *id = 0 when it does not exist. */
 static int
@@ -177,43 +164,29 @@ pg_resolve(struct pg_store *s, const char *name, size_t len, bool create,
     int64_t *id, bool *created)
 {
 	struct pgp p = { 0 };
-	PGresult *res;
 	int err;
 
 	*id = 0;
 	*created = false;
 	pg_pp_bin(&p, name, len);
-	if ((res = pg_run(s, P_Q_FIND, &p, "looking up queue")) == NULL)
-		return s->code;
-	if (PQntuples(res) > 0)
-		*id = pg_rv_i64(res, 0, 0);
-	PQclear(res);
-	if (*id != 0 || !create)
-		return SAKER_OK;
-	if ((err = pg_begin(s)) != SAKER_OK)
+	if ((err = pg_qid(s, P_Q_FIND, &p, "looking up queue", id)) !=
+	    SAKER_OK || *id != 0 || !create)
 		return err;
-	if ((res = pg_run(s, P_Q_CREATE, &p, "creating queue")) == NULL)
-		return s->code;
-	if (PQntuples(res) > 0) {
-		*id = pg_rv_i64(res, 0, 0);
-		*created = true;
-	}
-	PQclear(res);
-	if (*id != 0)
-		return SAKER_OK;
-	/* another broker created it meanwhile */
-	if ((res = pg_run(s, P_Q_FIND, &p, "looking up queue")) == NULL)
-		return s->code;
-	if (PQntuples(res) > 0)
-		*id = pg_rv_i64(res, 0, 0);
-	PQclear(res);
+	if ((err = pg_begin(s)) != SAKER_OK ||
+	    (err = pg_qid(s, P_Q_CREATE, &p, "creating queue", id)) != SAKER_OK)
+		return err;
+	*created = *id != 0;
+	/* else another broker created it meanwhile */
+	if (*id != 0 ||
+	    (err = pg_qid(s, P_Q_FIND, &p, "looking up queue", id)) != SAKER_OK)
+		return err;
 	if (*id == 0)
 		return pg_errf(s, SAKER_EIO, "postgres: queue vanished while"
 		    " being created");
 	return SAKER_OK;
 }
 
-int
+static int
 pg_queue_open(saker_store *base, const char *name, size_t len, bool create,
     void *queue_ctx, saker_queue **out)
 {
@@ -290,7 +263,7 @@ pg_queue_delete(saker_store *base, saker_queue *q)
 	    SAKER_OK)
 		return err;
 	pg_unlist(q);
-	pg_hash_remove(s, q);
+	kit_qtab_remove(&s->qt, &q->qe);
 	q->dead = true;
 	q->fresh = false;
 	LIST_INSERT_HEAD(&s->deleted, q, gone_link);
@@ -361,7 +334,7 @@ pg_saw(struct pg_store *s, int64_t now_ms)
  * are sent ahead of the commit, so no statement grows without bound. */
 #define PG_PUT_FLUSH (8u << 20)
 
-int
+static int
 pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
     int64_t now_ms)
 {
@@ -477,7 +450,7 @@ pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id, bool count)
 
 /*
  * An expired item of q (row `row` of res; its flags, created, data and
- * deliveries in columns cf, cc, cd, cn) goes to q's expire_to queue, with
+ * deliveries in columns col[0..3]) goes to q's expire_to queue, with
  * its expiry cleared, in the batch; the caller deletes the original.
  * *moved false: q has no expire_to (or it is q): the caller drops it.
  */
@@ -546,16 +519,17 @@ pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r)
 	return SAKER_OK;
 }
 
-/* The row just taken (or dropped) in this transaction: later takes in the
- * same transaction start after it. */
-static void
-pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res)
+/* The row just taken (or dropped, or claimed last) in this transaction:
+ * later takes in the same transaction start after it. */
+void
+pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res,
+    int row)
 {
 	if (!s->in_txn)
 		return;
 	q->hint_gen = s->txn_gen;
-	q->hint_vis = pg_rv_i64(res, 0, 4);
-	q->hint_id = pg_rv_i64(res, 0, 0);
+	q->hint_vis = pg_rv_i64(res, row, 4);
+	q->hint_id = pg_rv_i64(res, row, 0);
 }
 
 /* $1-$5 of HEAD_WHERE: q's visible head at now_ms, past the row this
@@ -609,7 +583,7 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 		}
 		expires = pg_rv_i64(res, 0, 2);
 		if (mode != SAKER_TAKE_PEEK)
-			pg_hint(s, q, res);
+			pg_hint(s, q, res, 0);
 		/* checked before the expiry: damage there must not drop it */
 		if (!pg_row_sound(res, 0))
 			return pg_take_damaged(s, q, mode, res, now_ms);
@@ -634,7 +608,7 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 				PQclear(res);
 				return err;
 			}
-			pg_hint(s, q, res);
+			pg_hint(s, q, res, 0);
 		} else {
 			PQclear(res);
 			return SAKER_EEMPTY;	/* cannot drop it: hide it */
@@ -747,10 +721,13 @@ pg_confirm(saker_store *base, saker_queue *q, uint64_t id)
 }
 
 static int
-pg_release_id(struct pg_store *s, struct saker_queue *q, uint64_t id)
+pg_release(saker_store *base, saker_queue *q, uint64_t id)
 {
+	struct pg_store *s = PG(base);
 	int err;
 
+	if ((err = pg_open_begin(s, q, id)) != SAKER_OK)
+		return err;
 	if (!pg_os_take(&s->open, id, q->id))
 		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
 	/* the released item goes before the claimed ones: all of them go
@@ -766,17 +743,6 @@ pg_release_id(struct pg_store *s, struct saker_queue *q, uint64_t id)
 	}
 	pg_gained(s, q);
 	return SAKER_OK;
-}
-
-static int
-pg_release(saker_store *base, saker_queue *q, uint64_t id)
-{
-	struct pg_store *s = PG(base);
-	int err;
-
-	if ((err = pg_open_begin(s, q, id)) != SAKER_OK)
-		return err;
-	return pg_release_id(s, q, id);
 }
 
 /* Take open item id of q out of this process's set, for a statement of
@@ -857,7 +823,7 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 	struct saker_queue *q;
 	struct pg_pipe pp;
 	struct pgp p = { 0 }, pn = { 0 };
-	PGresult *res;
+	PGresult *res, *cr;
 	int64_t qid;
 	int err, i, prom = -1;
 
@@ -913,22 +879,17 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 				pg_expired(s, q, 1);
 			continue;
 		}
-		/* a queue this broker never opened */
-		{
-			struct pgp c = { 0 };
-			PGresult *cr;
-
-			pg_pp_i64(&c, qid);
-			pg_pp_str(&c, s->owner);
-			pg_pp_i64(&c, 0);
-			pg_pp_i64(&c, 1);
-			if ((cr = pg_run(s, P_C_ADD, &c, "writing counters")) ==
-			    NULL) {
-				pg_pipe_clear(&pp);
-				return s->code;
-			}
-			PQclear(cr);
+		/* a queue this broker never opened (libpq copied p) */
+		memset(&p, 0, sizeof(p));
+		pg_pp_i64(&p, qid);
+		pg_pp_str(&p, s->owner);
+		pg_pp_i64(&p, 0);
+		pg_pp_i64(&p, 1);
+		if ((cr = pg_run(s, P_C_ADD, &p, "writing counters")) == NULL) {
+			pg_pipe_clear(&pp);
+			return s->code;
 		}
+		PQclear(cr);
 	}
 	pg_pipe_clear(&pp);
 	return SAKER_OK;
@@ -1125,15 +1086,12 @@ pg_free(struct pg_store *s)
 	i = 0;
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
 		next = kit_qtab_next(&s->qt, &i, e);
-		pg_queue_free(PG_Q(e));
+		free(PG_Q(e));
 	}
-	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
+	while ((q = LIST_FIRST(&s->deleted)) != NULL ||
+	    (q = LIST_FIRST(&s->zombies)) != NULL) {
 		LIST_REMOVE(q, gone_link);
-		pg_queue_free(q);
-	}
-	while ((q = LIST_FIRST(&s->zombies)) != NULL) {
-		LIST_REMOVE(q, gone_link);
-		pg_queue_free(q);
+		free(q);
 	}
 	kit_qtab_free(&s->qt);
 	free(s->open.ids);
@@ -1185,15 +1143,11 @@ pg_make_owner(struct pg_store *s)
 {
 	char host[64] = "localhost";
 	uint64_t r = 0;
-	int fd;
 
 	(void)gethostname(host, sizeof(host) - 1);
 	host[sizeof(host) - 1] = '\0';
-	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || read(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+	if (saker_random(&r, sizeof(r)) != 0)
 		r = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
-	if (fd >= 0)
-		close(fd);
 	snprintf(s->owner, sizeof(s->owner), "%s/%d/%016" PRIx64, host,
 	    (int)getpid(), r);
 }
@@ -1234,12 +1188,7 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	s->efd = -1;
 	for (e = 0; e < PG_L_N; e++)
 		s->links[e].regfd = -1;
-	LIST_INIT(&s->dirty);
-	LIST_INIT(&s->pend);
-	LIST_INIT(&s->deleted);
-	LIST_INIT(&s->zombies);
-	LIST_INIT(&s->holding);
-	LIST_INIT(&s->took);
+	/* the queue lists are empty: calloc */
 	s->put_name.oid = s->put_data.oid = OID_BYTEA;
 	s->put_vis.oid = s->put_due.oid = s->put_flags.oid = OID_INT8;
 	s->put_exp.oid = s->put_created.oid = s->put_crc.oid = OID_INT8;

@@ -3,13 +3,11 @@
  *
  * Everything the network core knows about storage is in this header.  A
  * storage driver is a `const struct saker_store_driver` with designated
- * initialisers, listed in the registry (backends/registry.c); a new driver
- * needs nothing but this file (docs/drivers.md walks through writing one).
- *
- * Drivers are built in-tree: the registry, the drivers and the helpers they
- * share (backends/kit.h) are compiled into saker itself, and no library is
- * installed.  A new driver is one file in backends/, one line in the
- * registry and one --with-NAME switch in configure.ac.
+ * initialisers: one file in backends/, one line in the registry
+ * (backends/registry.c) and one --with-NAME switch in configure.ac
+ * (docs/drivers.md walks through writing one).  Drivers, the registry and
+ * the helpers they share (backends/kit.h) are compiled into saker itself;
+ * no library is installed.
  *
  * THE MODEL
  *   A store holds named queues.  Each queue has
@@ -63,10 +61,10 @@
  *   hand-out in the same batch as the take itself (durable with it) and
  *   gives fn the item with the new count; release(), release_delayed()
  *   and a crash (open items back to the head at open()) keep the count;
- *   confirm() deletes the item.  REMOVE, PEEK and iterate() show the stored count; put()
- *   stores item->deliveries as given.  Counts stop at
- *   SAKER_DELIVERIES_MAX.  move() hands an open item to another queue
- *   with its count.
+ *   confirm() deletes the item.  REMOVE, PEEK and iterate() show the
+ *   stored count; put() stores item->deliveries as given (load and
+ *   migrate carry it).  Counts stop at SAKER_DELIVERIES_MAX.  move()
+ *   hands an open item to another queue with its count.
  *
  * ERRORS
  *   Every fallible call returns a saker_err.  Driver-native codes (MDB_*,
@@ -129,8 +127,7 @@ struct saker_item {
 	int64_t created_ms;      /* when it was put (age, max_age); put() stores
 	                          * this value, 0 meaning now_ms */
 	uint32_t deliveries;     /* times handed out by take(OPEN): see
-	                          * DELIVERY COUNTS; put() stores this value
-	                          * (0 for a new item; load/migrate carry it) */
+	                          * DELIVERY COUNTS (0 for a new item) */
 	saker_item_state state;  /* output of iterate() only */
 	size_t len;              /* data length in bytes (may be 0) */
 	const void *data;        /* binary-safe payload */
@@ -240,8 +237,7 @@ struct saker_store_opts {
 	/* Extra "KEY=VALUE" driver options, NULL-terminated (may be NULL);
 	 * checked and parsed like those in the spec, which win on a repeat. */
 	const char *const *driver_opts;
-	/* Filled by saker_store_open() for open(): one entry per row of the
-	 * driver's options table.  Read it with saker_store_optval(). */
+	/* Filled by saker_store_open() for open(): saker_store_optval() */
 	const struct saker_store_optval *optvals;
 	bool read_only;          /* open for reading only (dump, migrate source) */
 	uint64_t max_item;       /* the largest item the caller will put (its
@@ -382,8 +378,7 @@ struct saker_store_driver {
 	/* Put open item `id` of q into q's delayed set, due at `due_ms`,
 	 * keeping its data, flags, expiry, age and delivery count, in the
 	 * current batch: after commit() (and after a restart or crash) it is
-	 * delayed, invisible to take/peek until promote() at or after
-	 * due_ms moves it to the ready tail; after a failed commit it is
+	 * delayed as if put with that due time; after a failed commit it is
 	 * still open.  Counted in delayed_items, no longer in open_items.
 	 * Among delayed items with the same due time it comes after those
 	 * already there, as if put now (its id may change: the old one is
@@ -406,14 +401,13 @@ struct saker_store_driver {
 	 * `name` (len bytes), or NULL to drop them (the default).  Not
 	 * stored: the caller says it again after open() and after a failed
 	 * commit.  A driver that routes expired items sets this to the
-	 * layer's saker_store_keep_expire_to, which keeps the name in q's
-	 * struct saker_queue_base, and asks saker_store_expire_target()
-	 * wherever it finds an item expired (take at the head, promote,
-	 * flush_expired): the item is appended to that queue with its
-	 * expiry cleared (it must not expire again at once) and its data,
-	 * flags, age and delivery count kept, in the current batch instead
-	 * of being dropped; counted in q's expired_to, not in
-	 * expired_items.  A name equal to q's own drops them. */
+	 * layer's saker_store_keep_expire_to and asks
+	 * saker_store_expire_target() wherever it finds an item expired
+	 * (take at the head, promote, flush_expired): the item is appended
+	 * to that queue with its expiry cleared (it must not expire again at
+	 * once) and its data, flags, age and delivery count kept, in the
+	 * current batch instead of being dropped; counted in q's expired_to,
+	 * not in expired_items.  A name equal to q's own drops them. */
 	int (*expire_to)(saker_store *s, saker_queue *q, const char *name,
 	    size_t len);
 
@@ -444,9 +438,8 @@ struct saker_store_driver {
 	 * and SAKER_OK when nothing is pending. */
 	int (*commit)(saker_store *s);
 
-	/* Optional (NULL): SAKER_SYNC_PERIODIC: flush committed batches to
-	 * stable storage; called on a timer.  NULL for drivers with nothing
-	 * to sync. */
+	/* Optional (NULL: nothing to sync): SAKER_SYNC_PERIODIC: flush
+	 * committed batches to stable storage; called on a timer. */
 	int (*sync)(saker_store *s);
 
 	/* Optional (NULL): store-wide counters.  The caller zeroes *st. */
@@ -507,8 +500,7 @@ void saker_store_close(saker_store *s);
 int saker_store_relock(const struct saker_store_opts *opts, bool exclusive,
     char *err, size_t errlen);
 
-/* In open(): the value of row `i` of the driver's options table, or NULL
- * when it was not given. */
+/* In open(): row `i` of the driver's options table (DRIVER OPTIONS). */
 static inline const struct saker_store_optval *
 saker_store_optval(const struct saker_store_opts *opts, size_t i)
 {
