@@ -147,8 +147,9 @@ static const char *const sq_sql[S_COUNT] = {
 	[S_D_INSERT] = "INSERT INTO delayed(due, seq, qid, flags, expires,"
 	    " created, data, crc, deliveries)"
 	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-	[S_D_DUE] = "SELECT due, seq, qid, flags, expires, created, data, @CRC@,"
-	    " @DLV@ FROM delayed WHERE due <= ?1 ORDER BY due, seq",
+	/* the columns of S_D_LIST, then qid */
+	[S_D_DUE] = "SELECT due, seq, flags, expires, created, data, @CRC@,"
+	    " @DLV@, qid FROM delayed WHERE due <= ?1 ORDER BY due, seq",
 	[S_D_DELDUE] = "DELETE FROM delayed WHERE due <= ?1",
 	[S_D_FIRST] = "SELECT due FROM delayed ORDER BY due, seq LIMIT 1",
 	[S_D_LIST] = "SELECT due, seq, flags, expires, created, data, @CRC@,"
@@ -1294,32 +1295,64 @@ sq_row_sound(sqlite3_stmt *st, int c, const struct saker_item *it)
 	    it->expires_ms, it->created_ms, it->data, it->len);
 }
 
+/* The item in st's row from column c on: seq, flags, expires, created,
+ * data, checksum, deliveries (every item listing's order).  A view: the
+ * data stays valid until st moves on. */
+static void
+sq_row_item(sqlite3_stmt *st, int c, saker_item_state state,
+    struct saker_item *it)
+{
+	memset(it, 0, sizeof(*it));
+	it->id = (uint64_t)sqlite3_column_int64(st, c);
+	it->flags = (uint32_t)sqlite3_column_int64(st, c + 1);
+	it->expires_ms = sqlite3_column_int64(st, c + 2);
+	it->created_ms = sqlite3_column_int64(st, c + 3);
+	it->data = sqlite3_column_blob(st, c + 4);
+	it->len = (size_t)sqlite3_column_bytes(st, c + 4);
+	if (it->data == NULL)
+		it->data = "";
+	it->deliveries = (uint32_t)sqlite3_column_int64(st, c + 6);
+	it->state = state;
+}
+
+/* Bind the item's flags, expiry, creation time, data, checksum and delivery
+ * count to st's parameters from `first` on (S_I_INSERT, S_D_INSERT).
+ * crc NULL: a row moved from before format 2 stays unchecked. */
+static int
+sq_bind_item(struct sq_store *s, sqlite3_stmt *st, int first,
+    const struct saker_item *it, const int64_t *crc)
+{
+	int err;
+
+	sq_bind_i64(s, st, first, it->flags);
+	sq_bind_i64(s, st, first + 1, it->expires_ms);
+	sq_bind_i64(s, st, first + 2, it->created_ms);
+	if ((err = sq_bind_blob(s, st, first + 3, it->data, it->len)) !=
+	    SAKER_OK)
+		return err;
+	if (crc != NULL)
+		sq_bind_i64(s, st, first + 4, *crc);
+	sq_bind_i64(s, st, first + 5, it->deliveries);
+	return SAKER_OK;
+}
+
 /* Append one ready item at q's tail (caller has begun the batch). */
 static int
-sq_append(struct sq_store *s, struct saker_queue *q, uint32_t flags,
-    int64_t expires, int64_t created, const void *data, size_t len,
-    const int64_t *crc, uint32_t deliveries)
+sq_append(struct sq_store *s, struct saker_queue *q,
+    const struct saker_item *it, const int64_t *crc)
 {
 	sqlite3_stmt *st = s->st[S_I_INSERT];
 	int err;
 
 	sq_bind_i64(s, st, 1, q->id);
 	sq_bind_i64(s, st, 2, q->cur.tail);
-	sq_bind_i64(s, st, 3, flags);
-	sq_bind_i64(s, st, 4, expires);
-	sq_bind_i64(s, st, 5, created);
-	if ((err = sq_bind_blob(s, st, 6, data, len)) != SAKER_OK)
-		return err;
-	/* NULL: a row moved from before format 2 stays unchecked */
-	if (crc != NULL)
-		sq_bind_i64(s, st, 7, *crc);
-	sq_bind_i64(s, st, 8, deliveries);
-	if ((err = sq_exec(s, S_I_INSERT, "insert item")) != SAKER_OK)
+	if ((err = sq_bind_item(s, st, 3, it, crc)) != SAKER_OK ||
+	    (err = sq_exec(s, S_I_INSERT, "insert item")) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
 	q->cur.tail++;
 	q->cur.items++;
-	q->cur.bytes += len;
+	q->cur.bytes += it->len;
 	return SAKER_OK;
 }
 
@@ -1328,8 +1361,9 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
     int64_t now_ms)
 {
 	struct sq_store *s = SQ(base);
-	sqlite3_stmt *st;
-	int64_t created, crc;
+	sqlite3_stmt *st = s->st[S_D_INSERT];
+	struct saker_item it;
+	int64_t crc;
 	int err;
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
@@ -1338,30 +1372,23 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 		return sq_errf(s, SAKER_EINVAL, "bad item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
-	created = item->created_ms != 0 ? item->created_ms : now_ms;
-	crc = kit_item_crc(item->flags, item->expires_ms, created, item->data,
-	    item->len);
-	if (item->due_ms <= now_ms) {
-		err = sq_append(s, q, item->flags, item->expires_ms, created,
-		    item->data, item->len, &crc, item->deliveries);
-		if (err != SAKER_OK)
+	it = *item;
+	if (it.created_ms == 0)
+		it.created_ms = now_ms;
+	crc = kit_item_crc(it.flags, it.expires_ms, it.created_ms, it.data,
+	    it.len);
+	if (it.due_ms <= now_ms) {
+		if ((err = sq_append(s, q, &it, &crc)) != SAKER_OK)
 			return err;
 		q->cur.total++;
 		sq_notify(s, q);
 		return SAKER_OK;
 	}
-	st = s->st[S_D_INSERT];
-	sq_bind_i64(s, st, 1, item->due_ms);
+	sq_bind_i64(s, st, 1, it.due_ms);
 	sq_bind_i64(s, st, 2, s->dseq);
 	sq_bind_i64(s, st, 3, q->id);
-	sq_bind_i64(s, st, 4, item->flags);
-	sq_bind_i64(s, st, 5, item->expires_ms);
-	sq_bind_i64(s, st, 6, created);
-	if ((err = sq_bind_blob(s, st, 7, item->data, item->len)) != SAKER_OK)
-		return err;
-	sq_bind_i64(s, st, 8, crc);
-	sq_bind_i64(s, st, 9, item->deliveries);
-	if ((err = sq_exec(s, S_D_INSERT, "insert delayed item")) != SAKER_OK)
+	if ((err = sq_bind_item(s, st, 4, &it, &crc)) != SAKER_OK ||
+	    (err = sq_exec(s, S_D_INSERT, "insert delayed item")) != SAKER_OK)
 		return err;
 	s->dseq++;
 	sq_mark_dirty(s, q);
@@ -1500,19 +1527,9 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 			sq_reset(h);
 			return sq_fail(s, rc, "read queue head");
 		}
-		memset(&it, 0, sizeof(it));
-		seq = sqlite3_column_int64(h, 0);
-		it.id = (uint64_t)seq;
-		it.flags = (uint32_t)sqlite3_column_int64(h, 1);
-		it.expires_ms = sqlite3_column_int64(h, 2);
-		it.created_ms = sqlite3_column_int64(h, 3);
-		it.state = SAKER_ITEM_READY;
-		it.data = sqlite3_column_blob(h, 4);
-		len = (size_t)sqlite3_column_bytes(h, 4);
-		it.len = len;
-		it.deliveries = (uint32_t)sqlite3_column_int64(h, 6);
-		if (it.data == NULL)
-			it.data = "";
+		sq_row_item(h, 0, SAKER_ITEM_READY, &it);
+		seq = (int64_t)it.id;
+		len = it.len;
 		if (!sq_row_sound(h, 5, &it))
 			return sq_move_damaged(s, q, h, seq, &it, now_ms);
 		if (it.expires_ms == 0 || it.expires_ms > now_ms)
@@ -1714,28 +1731,20 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 	sqlite3_stmt *st = s->st[S_D_DUE];
 	struct saker_queue *q;
 	struct saker_item it;
-	int64_t expires, crc;
+	int64_t crc;
 	bool xmoved;
 	int err = SAKER_OK, rc;
 
 	sq_bind_i64(s, st, 1, now_ms);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		(*moved)++;
-		q = sq_find_id(s, sqlite3_column_int64(st, 2));
+		q = sq_find_id(s, sqlite3_column_int64(st, 8));
 		if (q == NULL)
 			continue;	/* orphan row: deleted below */
 		sq_touch(s, q);
 		q->cur.delayed--;
-		expires = sqlite3_column_int64(st, 4);
-		if (expires != 0 && expires <= now_ms) {
-			memset(&it, 0, sizeof(it));
-			it.flags = (uint32_t)sqlite3_column_int64(st, 3);
-			it.created_ms = sqlite3_column_int64(st, 5);
-			it.data = sqlite3_column_blob(st, 6);
-			it.len = (size_t)sqlite3_column_bytes(st, 6);
-			it.deliveries = (uint32_t)sqlite3_column_int64(st, 8);
-			if (it.data == NULL)
-				it.data = "";
+		sq_row_item(st, 1, SAKER_ITEM_READY, &it);
+		if (it.expires_ms != 0 && it.expires_ms <= now_ms) {
 			err = sq_expire_copy(s, q, &it, now_ms, true, &xmoved);
 			if (err != SAKER_OK)
 				break;
@@ -1743,13 +1752,9 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 				q->cur.expired++;
 			continue;
 		}
-		crc = sqlite3_column_int64(st, 7);
-		err = sq_append(s, q, (uint32_t)sqlite3_column_int64(st, 3),
-		    expires, sqlite3_column_int64(st, 5),
-		    sqlite3_column_blob(st, 6),
-		    (size_t)sqlite3_column_bytes(st, 6),
-		    sqlite3_column_type(st, 7) == SQLITE_NULL ? NULL : &crc,
-		    (uint32_t)sqlite3_column_int64(st, 8));
+		crc = sqlite3_column_int64(st, 6);
+		err = sq_append(s, q, &it, sqlite3_column_type(st, 6) ==
+		    SQLITE_NULL ? NULL : &crc);
 		if (err != SAKER_OK)
 			break;
 		q->gained = true;
@@ -1810,14 +1815,7 @@ sq_expire_seq(struct sq_store *s, struct saker_queue *q, int64_t seq,
 		sq_reset(g);
 		return sq_fail(s, rc, "read expired item");
 	}
-	memset(&it, 0, sizeof(it));
-	it.flags = (uint32_t)sqlite3_column_int64(g, 1);
-	it.created_ms = sqlite3_column_int64(g, 3);
-	it.data = sqlite3_column_blob(g, 4);
-	it.len = (size_t)sqlite3_column_bytes(g, 4);
-	it.deliveries = (uint32_t)sqlite3_column_int64(g, 6);
-	if (it.data == NULL)
-		it.data = "";
+	sq_row_item(g, 0, SAKER_ITEM_READY, &it);
 	err = sq_expire_copy(s, q, &it, now_ms, false, moved);
 	sq_reset(g);
 	return err;
@@ -1897,21 +1895,11 @@ sq_iter_rows(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *st,
 	int rc, r = 0, c;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		memset(&it, 0, sizeof(it));
-		c = 0;
-		if (state == SAKER_ITEM_DELAYED)
-			it.due_ms = sqlite3_column_int64(st, c++);
-		it.id = (uint64_t)sqlite3_column_int64(st, c++);
-		it.flags = (uint32_t)sqlite3_column_int64(st, c++);
-		it.expires_ms = sqlite3_column_int64(st, c++);
-		it.created_ms = sqlite3_column_int64(st, c++);
-		it.data = sqlite3_column_blob(st, c);
-		it.len = (size_t)sqlite3_column_bytes(st, c);
-		if (it.data == NULL)
-			it.data = "";
-		it.state = state;
-		it.deliveries = (uint32_t)sqlite3_column_int64(st, c + 2);
-		if (!sq_row_sound(st, c + 1, &it)) {
+		c = state == SAKER_ITEM_DELAYED;	/* due first */
+		sq_row_item(st, c, state, &it);
+		if (c)
+			it.due_ms = sqlite3_column_int64(st, 0);
+		if (!sq_row_sound(st, c + 5, &it)) {
 			sq_reset(st);
 			return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %"
 			    PRIu64 " failed its checksum", (int)q->len, q->name,
