@@ -219,14 +219,12 @@ struct sq_state {
 struct saker_queue {
 	struct saker_queue_base base; /* the layer's (store.h): first */
 	int64_t id;
-	char *name;
-	size_t len;
+	size_t len;		/* of name */
 	void *ctx;
 	struct sq_state cur;	/* live */
 	struct sq_state saved;	/* as of the last commit */
 	bool fresh;		/* created in the current batch */
 	bool dead;		/* deleted, or rolled back out of existence */
-	bool dirty;		/* on the dirty list */
 	enum { SQ_LIST_NONE, SQ_LIST_DIRTY, SQ_LIST_DELETED,
 	    SQ_LIST_ZOMBIE } list;
 	LIST_ENTRY(saker_queue) link;
@@ -237,6 +235,7 @@ struct saker_queue {
 	bool gained;
 	struct saker_queue *touch_next;
 	uint64_t expired_to;
+	char name[];		/* len bytes, not terminated */
 };
 
 LIST_HEAD(sq_list, saker_queue);
@@ -466,47 +465,14 @@ sq_reset(sqlite3_stmt *st)
 
 #define SQ_Q(e) KIT_QENT_QUEUE(e, struct saker_queue, qe)
 
-static int
-sq_hash_add(struct sq_store *s, struct saker_queue *q)
-{
-	return kit_qtab_add(&s->qt, &q->qe) == 0 ? SAKER_OK : SAKER_ENOMEM;
-}
-
-static void
-sq_hash_remove(struct sq_store *s, struct saker_queue *q)
-{
-	kit_qtab_remove(&s->qt, &q->qe);
-}
-
-static struct saker_queue *
-sq_find_name(struct sq_store *s, const char *name, size_t len)
-{
-	struct kit_qent *e = kit_qtab_by_name(&s->qt, name, len);
-
-	return e != NULL ? SQ_Q(e) : NULL;
-}
-
-static struct saker_queue *
-sq_find_id(struct sq_store *s, int64_t id)
-{
-	struct kit_qent *e = kit_qtab_by_id(&s->qt, id);
-
-	return e != NULL ? SQ_Q(e) : NULL;
-}
-
 static struct saker_queue *
 sq_queue_new(const char *name, size_t len, int64_t id)
 {
 	struct saker_queue *q;
 
-	q = calloc(1, sizeof(*q));
+	q = calloc(1, sizeof(*q) + len);
 	if (q == NULL)
 		return NULL;
-	q->name = malloc(len > 0 ? len : 1);
-	if (q->name == NULL) {
-		free(q);
-		return NULL;
-	}
 	memcpy(q->name, name, len);
 	q->len = len;
 	q->id = id;
@@ -521,40 +487,21 @@ sq_queue_new(const char *name, size_t len, int64_t id)
 }
 
 static void
-sq_queue_free(struct saker_queue *q)
-{
-	if (q == NULL)
-		return;
-	free(q->name);
-	free(q);
-}
-
-static void
 sq_unlist(struct saker_queue *q)
 {
 	if (q->list != SQ_LIST_NONE)
 		LIST_REMOVE(q, link);
 	q->list = SQ_LIST_NONE;
-	q->dirty = false;
 }
 
 static void
 sq_mark_dirty(struct sq_store *s, struct saker_queue *q)
 {
-	if (q->dirty)
+	if (q->list == SQ_LIST_DIRTY)
 		return;
 	sq_unlist(q);
 	LIST_INSERT_HEAD(&s->dirty, q, link);
 	q->list = SQ_LIST_DIRTY;
-	q->dirty = true;
-}
-
-/* Start an operation that may change several queues (promote, delete). */
-static void
-sq_op_begin(struct sq_store *s)
-{
-	s->gen++;
-	s->touched = NULL;
 }
 
 static void
@@ -610,7 +557,7 @@ sq_restore(struct sq_store *s)
 		if (q->fresh) {
 			/* It never existed on disk.  The caller may still hold
 			 * the handle, so keep the memory until close(). */
-			sq_hash_remove(s, q);
+			kit_qtab_remove(&s->qt, &q->qe);
 			q->dead = true;
 			q->fresh = false;
 			LIST_INSERT_HEAD(&s->zombies, q, link);
@@ -623,7 +570,7 @@ sq_restore(struct sq_store *s)
 		sq_unlist(q);
 		q->cur = q->saved;
 		q->dead = false;
-		if (sq_hash_add(s, q) != SAKER_OK) {
+		if (kit_qtab_add(&s->qt, &q->qe) != 0) {
 			/* cannot happen: the table had room for it before */
 			q->dead = true;
 			LIST_INSERT_HEAD(&s->zombies, q, link);
@@ -915,7 +862,8 @@ sq_sp_begin(struct sq_store *s)
 
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
-	sq_op_begin(s);
+	s->gen++;	/* a new operation: sq_touch() records queues anew */
+	s->touched = NULL;
 	s->op_mark = s->j.len;
 	return sq_exec(s, S_SP, "savepoint");
 }
@@ -1040,7 +988,7 @@ sq_commit(saker_store *base)
 	}
 	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
 		sq_unlist(q);
-		sq_queue_free(q);
+		free(q);
 	}
 	s->dseq_saved = s->dseq;
 	if (wrote) {
@@ -1119,11 +1067,13 @@ sq_queue_open(saker_store *base, const char *name, size_t len, bool create,
 {
 	struct sq_store *s = SQ(base);
 	struct saker_queue *q;
+	struct kit_qent *e;
 
 	*out = NULL;
 	if (name == NULL || len == 0)
 		return sq_errf(s, SAKER_EINVAL, "empty queue name");
-	if ((q = sq_find_name(s, name, len)) != NULL) {
+	if ((e = kit_qtab_by_name(&s->qt, name, len)) != NULL) {
+		q = SQ_Q(e);
 		if (queue_ctx != NULL)
 			q->ctx = queue_ctx;
 		*out = q;
@@ -1138,8 +1088,8 @@ sq_queue_open(saker_store *base, const char *name, size_t len, bool create,
 		return sq_begin(s);
 	if ((q = sq_queue_new(name, len, s->next_qid)) == NULL)
 		return sq_errf(s, SAKER_ENOMEM, "out of memory");
-	if (sq_hash_add(s, q) != SAKER_OK) {
-		sq_queue_free(q);
+	if (kit_qtab_add(&s->qt, &q->qe) != 0) {
+		free(q);
 		return sq_errf(s, SAKER_ENOMEM, "out of memory");
 	}
 	/* The row is written by commit() with the counters. */
@@ -1193,11 +1143,11 @@ sq_queue_delete(saker_store *base, saker_queue *q)
 		return err;
 	if (q->cur.delayed != 0)
 		sq_refresh_next_due(s);	/* the earliest may have gone */
-	sq_hash_remove(s, q);
+	kit_qtab_remove(&s->qt, &q->qe);
 	sq_unlist(q);
 	q->dead = true;
 	if (q->fresh) {
-		sq_queue_free(q);
+		free(q);
 	} else {
 		LIST_INSERT_HEAD(&s->deleted, q, link);
 		q->list = SQ_LIST_DELETED;
@@ -1730,6 +1680,7 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 {
 	sqlite3_stmt *st = s->st[S_D_DUE];
 	struct saker_queue *q;
+	struct kit_qent *e;
 	struct saker_item it;
 	int64_t crc;
 	bool xmoved;
@@ -1738,9 +1689,10 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 	sq_bind_i64(s, st, 1, now_ms);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		(*moved)++;
-		q = sq_find_id(s, sqlite3_column_int64(st, 8));
-		if (q == NULL)
+		e = kit_qtab_by_id(&s->qt, sqlite3_column_int64(st, 8));
+		if (e == NULL)
 			continue;	/* orphan row: deleted below */
+		q = SQ_Q(e);
 		sq_touch(s, q);
 		q->cur.delayed--;
 		sq_row_item(st, 1, SAKER_ITEM_READY, &it);
@@ -2001,15 +1953,12 @@ sq_free(struct sq_store *s)
 		sqlite3_close(s->db);
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
 		next = kit_qtab_next(&s->qt, &i, e);
-		sq_queue_free(SQ_Q(e));
+		free(SQ_Q(e));
 	}
-	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
+	while ((q = LIST_FIRST(&s->deleted)) != NULL ||
+	    (q = LIST_FIRST(&s->zombies)) != NULL) {
 		LIST_REMOVE(q, link);
-		sq_queue_free(q);
-	}
-	while ((q = LIST_FIRST(&s->zombies)) != NULL) {
-		LIST_REMOVE(q, link);
-		sq_queue_free(q);
+		free(q);
 	}
 	kit_qtab_free(&s->qt);
 	lj_close(&s->j);
@@ -2437,8 +2386,8 @@ sq_load(struct sq_store *s)
 			break;
 		}
 		q = sq_queue_new(name, len, sqlite3_column_int64(st, 0));
-		if (q == NULL || sq_hash_add(s, q) != SAKER_OK) {
-			sq_queue_free(q);
+		if (q == NULL || kit_qtab_add(&s->qt, &q->qe) != 0) {
+			free(q);
 			err = sq_errf(s, SAKER_ENOMEM, "out of memory");
 			break;
 		}
