@@ -1109,19 +1109,31 @@ sq_dead(struct sq_store *s, struct saker_queue *q)
 	return SAKER_OK;
 }
 
-/* Delete every item of q (ready, open, delayed) inside a savepoint. */
+/* Delete every item of q (ready, open, delayed) and, when `drop`, its
+ * row, all or nothing (delete, flush). */
 static int
-sq_delete_items(struct sq_store *s, struct saker_queue *q)
+sq_clear(struct sq_store *s, struct saker_queue *q, bool drop)
 {
 	int err;
 
-	sq_bind_i64(s, s->st[S_I_DELQ], 1, q->id);
-	if ((err = sq_exec(s, S_I_DELQ, "delete items")) != SAKER_OK)
+	if ((err = sq_dead(s, q)) != SAKER_OK ||
+	    (err = sq_sp_begin(s)) != SAKER_OK)
 		return err;
-	if (q->cur.delayed == 0)
-		return SAKER_OK;
-	sq_bind_i64(s, s->st[S_D_DELQ], 1, q->id);
-	return sq_exec(s, S_D_DELQ, "delete delayed items");
+	sq_bind_i64(s, s->st[S_I_DELQ], 1, q->id);
+	err = sq_exec(s, S_I_DELQ, "delete items");
+	if (err == SAKER_OK && q->cur.delayed != 0) {
+		sq_bind_i64(s, s->st[S_D_DELQ], 1, q->id);
+		err = sq_exec(s, S_D_DELQ, "delete delayed items");
+	}
+	if (err == SAKER_OK && drop && !q->fresh) {
+		sq_bind_i64(s, s->st[S_Q_DELETE], 1, q->id);
+		err = sq_exec(s, S_Q_DELETE, "delete queue");
+	}
+	if ((err = sq_sp_end(s, err)) != SAKER_OK)
+		return err;
+	if (q->cur.delayed != 0)
+		sq_refresh_next_due(s);	/* the earliest may have gone */
+	return SAKER_OK;
 }
 
 static int
@@ -1130,19 +1142,8 @@ sq_queue_delete(saker_store *base, saker_queue *q)
 	struct sq_store *s = SQ(base);
 	int err;
 
-	if ((err = sq_dead(s, q)) != SAKER_OK)
+	if ((err = sq_clear(s, q, true)) != SAKER_OK)
 		return err;
-	if ((err = sq_sp_begin(s)) != SAKER_OK)
-		return err;
-	err = sq_delete_items(s, q);
-	if (err == SAKER_OK && !q->fresh) {
-		sq_bind_i64(s, s->st[S_Q_DELETE], 1, q->id);
-		err = sq_exec(s, S_Q_DELETE, "delete queue");
-	}
-	if ((err = sq_sp_end(s, err)) != SAKER_OK)
-		return err;
-	if (q->cur.delayed != 0)
-		sq_refresh_next_due(s);	/* the earliest may have gone */
 	kit_qtab_remove(&s->qt, &q->qe);
 	sq_unlist(q);
 	q->dead = true;
@@ -1161,15 +1162,8 @@ sq_queue_flush(saker_store *base, saker_queue *q)
 	struct sq_store *s = SQ(base);
 	int err;
 
-	if ((err = sq_dead(s, q)) != SAKER_OK)
+	if ((err = sq_clear(s, q, false)) != SAKER_OK)
 		return err;
-	if ((err = sq_sp_begin(s)) != SAKER_OK)
-		return err;
-	err = sq_delete_items(s, q);
-	if ((err = sq_sp_end(s, err)) != SAKER_OK)
-		return err;
-	if (q->cur.delayed != 0)
-		sq_refresh_next_due(s);	/* the earliest may have gone */
 	sq_mark_dirty(s, q);
 	q->cur.items = q->cur.bytes = q->cur.delayed = q->cur.open = 0;
 	q->cur.head = q->cur.tail;
@@ -1575,22 +1569,19 @@ sq_open_item(struct sq_store *s, saker_queue *q, uint64_t id, size_t *len)
 	return SAKER_OK;
 }
 
+/* Open item seq of q (of len bytes) back to its head (release,
+ * recovery). */
 static int
-sq_release(saker_store *base, saker_queue *q, uint64_t id)
+sq_unopen(struct sq_store *s, struct saker_queue *q, int64_t seq,
+    size_t len, const char *what)
 {
-	struct sq_store *s = SQ(base);
-	sqlite3_stmt *st;
-	size_t len;
+	sqlite3_stmt *st = s->st[S_I_RELEASE];
 	int err;
 
-	if ((err = sq_dead(s, q)) != SAKER_OK ||
-	    (err = sq_open_item(s, q, id, &len)) != SAKER_OK)
-		return err;
-	st = s->st[S_I_RELEASE];
 	sq_bind_i64(s, st, 1, q->id);
-	sq_bind_i64(s, st, 2, (int64_t)id);
+	sq_bind_i64(s, st, 2, seq);
 	sq_bind_i64(s, st, 3, q->cur.lo);
-	if ((err = sq_exec(s, S_I_RELEASE, "release item")) != SAKER_OK)
+	if ((err = sq_exec(s, S_I_RELEASE, what)) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
 	q->cur.head = q->cur.lo;
@@ -1598,6 +1589,21 @@ sq_release(saker_store *base, saker_queue *q, uint64_t id)
 	q->cur.open--;
 	q->cur.items++;
 	q->cur.bytes += len;
+	return SAKER_OK;
+}
+
+static int
+sq_release(saker_store *base, saker_queue *q, uint64_t id)
+{
+	struct sq_store *s = SQ(base);
+	size_t len;
+	int err;
+
+	if ((err = sq_dead(s, q)) != SAKER_OK ||
+	    (err = sq_open_item(s, q, id, &len)) != SAKER_OK ||
+	    (err = sq_unopen(s, q, (int64_t)id, len, "release item")) !=
+	    SAKER_OK)
+		return err;
 	sq_notify(s, q);
 	return SAKER_OK;
 }
@@ -1838,14 +1844,18 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 	return SAKER_OK;
 }
 
-/* Feed every row of a prepared item listing to fn. */
+/* Feed every row of item listing `which` of q to fn. */
 static int
-sq_iter_rows(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *st,
+sq_iter_rows(struct sq_store *s, struct saker_queue *q, int which,
     saker_item_state state, saker_item_fn fn, void *arg)
 {
+	sqlite3_stmt *st = s->st[which];
 	struct saker_item it;
 	int rc, r = 0, c;
 
+	sq_bind_i64(s, st, 1, q->id);
+	if (state == SAKER_ITEM_READY)
+		sq_bind_i64(s, st, 2, q->cur.head);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		c = state == SAKER_ITEM_DELAYED;	/* due first */
 		sq_row_item(st, c, state, &it);
@@ -1872,30 +1882,19 @@ static int
 sq_iterate(saker_store *base, saker_queue *q, saker_item_fn fn, void *arg)
 {
 	struct sq_store *s = SQ(base);
-	sqlite3_stmt *st;
 	int r;
 
 	if ((r = sq_dead(s, q)) != SAKER_OK)
 		return r;
-	if (q->cur.open > 0) {
-		st = s->st[S_I_OPENLIST];
-		sq_bind_i64(s, st, 1, q->id);
-		if ((r = sq_iter_rows(s, q, st, SAKER_ITEM_OPEN, fn, arg)) != 0)
-			return r;
-	}
-	if (q->cur.items > 0) {
-		st = s->st[S_I_READYLIST];
-		sq_bind_i64(s, st, 1, q->id);
-		sq_bind_i64(s, st, 2, q->cur.head);
-		if ((r = sq_iter_rows(s, q, st, SAKER_ITEM_READY, fn, arg)) != 0)
-			return r;
-	}
-	if (q->cur.delayed > 0) {
-		st = s->st[S_D_LIST];
-		sq_bind_i64(s, st, 1, q->id);
-		if ((r = sq_iter_rows(s, q, st, SAKER_ITEM_DELAYED, fn, arg)) != 0)
-			return r;
-	}
+	if (q->cur.open > 0 && (r = sq_iter_rows(s, q, S_I_OPENLIST,
+	    SAKER_ITEM_OPEN, fn, arg)) != 0)
+		return r;
+	if (q->cur.items > 0 && (r = sq_iter_rows(s, q, S_I_READYLIST,
+	    SAKER_ITEM_READY, fn, arg)) != 0)
+		return r;
+	if (q->cur.delayed > 0 && (r = sq_iter_rows(s, q, S_D_LIST,
+	    SAKER_ITEM_DELAYED, fn, arg)) != 0)
+		return r;
 	return SAKER_OK;
 }
 
@@ -2424,59 +2423,38 @@ static int
 sq_recover_queue(struct sq_store *s, struct saker_queue *q)
 {
 	sqlite3_stmt *st = s->st[S_I_OPENSEQS];
-	int64_t *seqs = NULL, *tmp;
-	uint64_t *lens = NULL, *tmpl, bytes = 0;
+	struct sq_row { int64_t seq; size_t len; } *rows = NULL, *tmp;
 	size_t n = 0, cap = 0, i;
-	int rc, err;
+	int rc, err = SAKER_OK;
 
 	sq_bind_i64(s, st, 1, q->id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 16;
-			tmp = realloc(seqs, cap * sizeof(*seqs));
-			if (tmp != NULL)
-				seqs = tmp;
-			tmpl = realloc(lens, cap * sizeof(*lens));
-			if (tmpl != NULL)
-				lens = tmpl;
-			if (tmp == NULL || tmpl == NULL) {
+			if ((tmp = realloc(rows, cap * sizeof(*rows))) == NULL) {
 				sq_reset(st);
-				free(seqs);
-				free(lens);
+				free(rows);
 				return sq_errf(s, SAKER_ENOMEM, "out of memory");
 			}
+			rows = tmp;
 		}
-		seqs[n] = sqlite3_column_int64(st, 0);
-		lens[n] = (uint64_t)sqlite3_column_int64(st, 1);
+		rows[n].seq = sqlite3_column_int64(st, 0);
+		rows[n].len = (size_t)sqlite3_column_int64(st, 1);
 		n++;
 	}
 	sq_reset(st);
 	if (rc != SQLITE_DONE) {
-		free(seqs);
-		free(lens);
-		return sq_fail(s, rc, "reading open items");
+		free(rows);
+		return sq_fail(s, rc, "reading rows items");
 	}
 	/* Newest first, each to the current head: original order results. */
-	err = SAKER_OK;
-	st = s->st[S_I_RELEASE];
-	for (i = n; i-- > 0;) {
-		sq_bind_i64(s, st, 1, q->id);
-		sq_bind_i64(s, st, 2, seqs[i]);
-		sq_bind_i64(s, st, 3, q->cur.lo);
-		if ((err = sq_exec(s, S_I_RELEASE, "recover open item")) !=
-		    SAKER_OK)
-			break;
-		q->cur.head = q->cur.lo;
-		q->cur.lo--;
-		bytes += lens[i];
-	}
-	free(seqs);
-	free(lens);
+	for (i = n; i-- > 0 && err == SAKER_OK;)
+		err = sq_unopen(s, q, rows[i].seq, rows[i].len,
+		    "recover rows item");
+	free(rows);
 	if (err != SAKER_OK)
 		return err;
-	sq_mark_dirty(s, q);
-	q->cur.items += n;
-	q->cur.bytes += bytes;
+	sq_mark_dirty(s, q);	/* even with no rows: the count goes */
 	q->cur.open = 0;
 	return SAKER_OK;
 }
