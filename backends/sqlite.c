@@ -394,6 +394,13 @@ sq_bind_text(struct sq_store *s, sqlite3_stmt *st, int i, const char *v)
 	sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
 }
 
+static void
+sq_reset(sqlite3_stmt *st)
+{
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
 /* Run a statement that returns no rows and reset it. */
 static int
 sq_exec(struct sq_store *s, int which, const char *what)
@@ -413,8 +420,7 @@ sq_exec(struct sq_store *s, int which, const char *what)
 			s->jnomem = true;
 	}
 	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
+	sq_reset(st);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
 		if (rec)	/* it changed nothing: nothing to replay */
 			lj_cut(&s->j, mark);
@@ -445,19 +451,11 @@ sq_bind_blob(struct sq_store *s, sqlite3_stmt *st, int i, const void *p,
 			lj_cut(&s->j, s->jst_mark);
 			s->jst = NULL;
 		}
-		sqlite3_reset(st);
-		sqlite3_clear_bindings(st);
+		sq_reset(st);
 		return sq_errf(s, rc == SQLITE_TOOBIG ? SAKER_EINVAL : SAKER_EIO,
 		    "sqlite: cannot bind %zu bytes: %s", len, sqlite3_errstr(rc));
 	}
 	return SAKER_OK;
-}
-
-static void
-sq_reset(sqlite3_stmt *st)
-{
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
 }
 
 /* ------------------------------------------------------------------ */
@@ -832,23 +830,16 @@ sq_begin(struct sq_store *s)
 	}
 	if (s->in_txn)
 		return SAKER_OK;
-	if (s->journaled) {
-		if (!s->long_txn) {
-			if ((rc = sq_step(s, S_BEGIN)) != SQLITE_DONE)
-				return sq_fail(s, rc, "begin");
-			s->long_txn = true;
-			s->long_t0 = saker_mono_ns();
-		}
-		if ((rc = sq_step(s, S_BSP)) != SQLITE_DONE)
-			return sq_fail(s, rc, "begin batch");
-		s->jnomem = false;
-		s->in_txn = true;
-		s->changes = sqlite3_total_changes(s->db);
-		return SAKER_OK;
+	/* journaled: one long transaction, a savepoint a batch */
+	if (!s->long_txn) {
+		if ((rc = sq_step(s, S_BEGIN)) != SQLITE_DONE)
+			return sq_fail(s, rc, "begin");
+		s->long_txn = s->journaled;
+		s->long_t0 = saker_mono_ns();
 	}
-	rc = sq_step(s, S_BEGIN);
-	if (rc != SQLITE_DONE)
-		return sq_fail(s, rc, "begin");
+	if (s->journaled && (rc = sq_step(s, S_BSP)) != SQLITE_DONE)
+		return sq_fail(s, rc, "begin batch");
+	s->jnomem = false;
 	s->in_txn = true;
 	s->changes = sqlite3_total_changes(s->db);
 	return SAKER_OK;
@@ -883,20 +874,19 @@ sq_sp_end(struct sq_store *s, int err)
 		return err;	/* sq_fail() already dropped the batch */
 	if (!sqlite3_get_autocommit(s->db)) {
 		rc = sq_step(s, S_SP_ROLLBACK);
-		if (rc == SQLITE_DONE) {
+		if (rc == SQLITE_DONE)
 			rc = sq_step(s, S_SP_RELEASE);
-		}
-		if (rc == SQLITE_DONE && s->journaled) {
-			lj_cut(&s->j, s->op_mark);	/* undone: not replayed */
-			s->jst = NULL;
-		} else if (rc != SQLITE_DONE && s->journaled) {
-			/* cannot undo just this operation: drop the batch */
+		/* cannot undo just this operation: drop the batch */
+		if (rc != SQLITE_DONE && s->journaled) {
 			sq_drop_batch(s);
 			sq_batch_lost(s, err);
 			return err;
-		} else if (rc != SQLITE_DONE) {
-			/* cannot undo just this operation: drop the batch */
+		}
+		if (rc != SQLITE_DONE) {
 			sq_step(s, S_ROLLBACK);
+		} else if (s->journaled) {
+			lj_cut(&s->j, s->op_mark);	/* undone: not replayed */
+			s->jst = NULL;
 		}
 	}
 	if (sqlite3_get_autocommit(s->db))
