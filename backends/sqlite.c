@@ -2031,14 +2031,28 @@ sq_check_writable(struct sq_store *s, const char *location)
 	return SAKER_OK;
 }
 
+/* Run a script that begins and commits a transaction; on a failure what
+ * it began is rolled back. */
+static int
+sq_script(struct sq_store *s, const char *sql, const char *what)
+{
+	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL), err;
+
+	if (rc == SQLITE_OK)
+		return SAKER_OK;
+	err = sq_open_err(s, sq_map(rc), rc, what);
+	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return err;
+}
+
 /* Check the application id and format version; create the schema in an
  * empty file when asked to. */
 static int
 sq_check_format(struct sq_store *s, bool create)
 {
 	int64_t appid = 0, version = 0, tables = 0;
-	char sql[512];
-	int rc;
+	char sql[sizeof(sq_schema) + 256];
+	int rc, err;
 
 	rc = sq_pragma_int(s->db, "PRAGMA application_id", &appid);
 	if (rc == SQLITE_OK)
@@ -2057,27 +2071,13 @@ sq_check_format(struct sq_store *s, bool create)
 		if (!create || s->read_only)
 			return sq_errf(s, SAKER_ECORRUPT, "sqlite %s: empty"
 			    " database, not a saker store", s->path);
-		rc = sqlite3_exec(s->db, "PRAGMA journal_mode=WAL", NULL, NULL,
-		    NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL,
-			    NULL);
-		if (rc == SQLITE_OK) {
-			snprintf(sql, sizeof(sql), "PRAGMA application_id=%d;"
-			    " PRAGMA user_version=%d;", SQ_APPLICATION_ID,
-			    SQ_FORMAT_VERSION);
-			rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-		}
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(s->db, sq_schema, NULL, NULL, NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
-		if (rc != SQLITE_OK) {
-			int err = sq_open_err(s, sq_map(rc), rc,
-			    "creating the schema");
-			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		/* WAL mode first: it cannot change inside a transaction */
+		snprintf(sql, sizeof(sql), "PRAGMA journal_mode=WAL;"
+		    " BEGIN IMMEDIATE; PRAGMA application_id=%d;"
+		    " PRAGMA user_version=%d; %s COMMIT", SQ_APPLICATION_ID,
+		    SQ_FORMAT_VERSION, sq_schema);
+		if ((err = sq_script(s, sql, "creating the schema")) != SAKER_OK)
 			return err;
-		}
 		s->version = SQ_FORMAT_VERSION;
 		return SAKER_OK;
 	}
@@ -2107,13 +2107,9 @@ sq_check_format(struct sq_store *s, bool create)
 		    " DEFAULT 0;"
 		    " ALTER TABLE delayed ADD COLUMN deliveries INTEGER NOT NULL"
 		    " DEFAULT 0;" : "", SQ_FORMAT_VERSION);
-		rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-		if (rc != SQLITE_OK) {
-			int err = sq_open_err(s, sq_map(rc), rc,
-			    "upgrading the format to version 4");
-			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		if ((err = sq_script(s, sql,
+		    "upgrading the format to version 4")) != SAKER_OK)
 			return err;
-		}
 		s->version = SQ_FORMAT_VERSION;
 	}
 	return SAKER_OK;
@@ -2163,26 +2159,11 @@ sq_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	return SQLITE_OK;
 }
 
-/* The synchronous pragma's value for the store's sync mode. */
-static const char *
-sq_sync_pragma(saker_sync_mode m)
-{
-	switch (m) {
-	case SAKER_SYNC_ALWAYS:
-		return "FULL";
-	case SAKER_SYNC_PERIODIC:
-		return "NORMAL";
-	default:
-		return "OFF";
-	}
-}
-
 static int
 sq_settings(struct sq_store *s)
 {
 	char sql[256];
-	const char *sync;
-	char *mode = NULL;
+	bool wal = false;
 	int rc;
 
 	if (!s->read_only) {
@@ -2193,23 +2174,21 @@ sq_settings(struct sq_store *s)
 		    &st, NULL);
 		if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 			const char *m = (const char *)sqlite3_column_text(st, 0);
-			mode = m != NULL ? strdup(m) : NULL;
+			wal = m != NULL && strcmp(m, "wal") == 0;
 			rc = SQLITE_OK;
 		}
 		sqlite3_finalize(st);
 		if (rc != SQLITE_OK)
 			return sq_open_err(s, (rc & 0xff) == SQLITE_BUSY ?
 			    SAKER_ELOCKED : sq_map(rc), rc, "setting WAL mode");
-		if (mode == NULL || strcmp(mode, "wal") != 0) {
-			free(mode);
+		if (!wal)
 			return sq_errf(s, SAKER_EIO, "sqlite %s: cannot switch"
 			    " to WAL mode", s->path);
-		}
-		free(mode);
 	}
-	sync = sq_sync_pragma(s->sync);
 	snprintf(sql, sizeof(sql), "PRAGMA synchronous=%s;"
-	    " PRAGMA cache_size=-%d; PRAGMA journal_size_limit=%d;", sync,
+	    " PRAGMA cache_size=-%d; PRAGMA journal_size_limit=%d;",
+	    s->sync == SAKER_SYNC_ALWAYS ? "FULL" :
+	    s->sync == SAKER_SYNC_PERIODIC ? "NORMAL" : "OFF",
 	    SQ_CACHE_KIB, SQ_JOURNAL_LIMIT);
 	rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
@@ -2224,20 +2203,21 @@ static int
 sq_prepare(struct sq_store *s)
 {
 	char sql[512], tmp[512];
-	const char *at, *crc = s->version >= 2 ? "crc" : "NULL";
-	const char *dlv = s->version >= 3 ? "deliveries" : "0";
-	int i, rc;
+	/* each tag (5 characters) and what it stands for in this store */
+	const char *const tags[][2] = {
+		{ "@CRC@", s->version >= 2 ? "crc" : "NULL" },
+		{ "@DLV@", s->version >= 3 ? "deliveries" : "0" },
+	};
+	const char *at;
+	int i, t, rc;
 
 	for (i = 0; i < S_COUNT; i++) {
 		snprintf(sql, sizeof(sql), "%s", sq_sql[i]);
-		if ((at = strstr(sql, "@CRC@")) != NULL) {
+		for (t = 0; t < 2; t++) {
+			if ((at = strstr(sql, tags[t][0])) == NULL)
+				continue;
 			snprintf(tmp, sizeof(tmp), "%.*s%s%s", (int)(at - sql),
-			    sql, crc, at + 5);
-			snprintf(sql, sizeof(sql), "%s", tmp);
-		}
-		if ((at = strstr(sql, "@DLV@")) != NULL) {
-			snprintf(tmp, sizeof(tmp), "%.*s%s%s", (int)(at - sql),
-			    sql, dlv, at + 5);
+			    sql, tags[t][1], at + 5);
 			snprintf(sql, sizeof(sql), "%s", tmp);
 		}
 		/* writes of newer columns: a read-only old store never
@@ -2399,10 +2379,8 @@ sq_load(struct sq_store *s)
 	if (err != SAKER_OK)
 		return err;
 	s->next_qid = maxid + 1;
-	rc = sq_pragma_int(s->db, "SELECT value FROM meta WHERE key = 'dseq'",
-	    &s->dseq);
-	if (rc != SQLITE_OK)
-		return sq_open_err(s, sq_map(rc), rc, "reading meta");
+	if ((err = sq_meta_get(s, "dseq", 0, &s->dseq)) != SAKER_OK)
+		return err;
 	s->dseq_saved = s->dseq;
 	sq_refresh_next_due(s);
 	return SAKER_OK;
