@@ -1249,6 +1249,26 @@ sq_row_item(sqlite3_stmt *st, int c, saker_item_state state,
 	it->state = state;
 }
 
+/* Run item listing `which` for q from seq on and read its first row into
+ * *it, a view until the statement is reset.  SAKER_EEMPTY: no row (the
+ * statement is reset, as on an error). */
+static int
+sq_read_item(struct sq_store *s, struct saker_queue *q, int which,
+    int64_t seq, struct saker_item *it, const char *what)
+{
+	sqlite3_stmt *st = s->st[which];
+	int rc;
+
+	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 2, seq);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		sq_row_item(st, 0, SAKER_ITEM_READY, it);
+		return SAKER_OK;
+	}
+	sq_reset(st);
+	return rc == SQLITE_DONE ? SAKER_EEMPTY : sq_fail(s, rc, what);
+}
+
 /* Bind the item's flags, expiry, creation time, data, checksum and delivery
  * count to st's parameters from `first` on (S_I_INSERT, S_D_INSERT).
  * crc NULL: a row moved from before format 2 stays unchecked. */
@@ -1437,7 +1457,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 	int64_t from, seq;
 	size_t len;
 	bool moved;
-	int err, rc, r;
+	int err, r;
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
@@ -1450,18 +1470,9 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		return err;
 	from = q->cur.head;
 	for (;;) {
-		sq_bind_i64(s, h, 1, q->id);
-		sq_bind_i64(s, h, 2, from);
-		rc = sqlite3_step(h);
-		if (rc == SQLITE_DONE) {
-			sq_reset(h);
-			return SAKER_EEMPTY;
-		}
-		if (rc != SQLITE_ROW) {
-			sq_reset(h);
-			return sq_fail(s, rc, "read queue head");
-		}
-		sq_row_item(h, 0, SAKER_ITEM_READY, &it);
+		if ((err = sq_read_item(s, q, S_I_HEAD, from, &it,
+		    "read queue head")) != SAKER_OK)
+			return err;
 		seq = (int64_t)it.id;
 		len = it.len;
 		if (!sq_row_sound(h, 5, &it))
@@ -1747,25 +1758,15 @@ static int
 sq_expire_seq(struct sq_store *s, struct saker_queue *q, int64_t seq,
     int64_t now_ms, bool *moved)
 {
-	sqlite3_stmt *g = s->st[S_I_GET];
 	struct saker_item it;
-	int err, rc;
+	int err;
 
 	*moved = false;
-	sq_bind_i64(s, g, 1, q->id);
-	sq_bind_i64(s, g, 2, seq);
-	rc = sqlite3_step(g);
-	if (rc == SQLITE_DONE) {
-		sq_reset(g);
-		return SAKER_OK;
-	}
-	if (rc != SQLITE_ROW) {
-		sq_reset(g);
-		return sq_fail(s, rc, "read expired item");
-	}
-	sq_row_item(g, 0, SAKER_ITEM_READY, &it);
+	err = sq_read_item(s, q, S_I_GET, seq, &it, "read expired item");
+	if (err != SAKER_OK)
+		return err == SAKER_EEMPTY ? SAKER_OK : err;
 	err = sq_expire_copy(s, q, &it, now_ms, false, moved);
-	sq_reset(g);
+	sq_reset(s->st[S_I_GET]);
 	return err;
 }
 
