@@ -515,16 +515,6 @@ sq_touch(struct sq_store *s, struct saker_queue *q)
 	sq_mark_dirty(s, q);
 }
 
-static void
-sq_op_undo(struct sq_store *s)
-{
-	struct saker_queue *q;
-
-	for (q = s->touched; q != NULL; q = q->touch_next)
-		q->cur = q->undo;
-	s->touched = NULL;
-}
-
 /* ------------------------------------------------------------------ */
 /* batches */
 
@@ -862,6 +852,7 @@ sq_sp_begin(struct sq_store *s)
 static int
 sq_sp_end(struct sq_store *s, int err)
 {
+	struct saker_queue *q;
 	int rc;
 
 	if (err == SAKER_OK) {
@@ -869,7 +860,9 @@ sq_sp_end(struct sq_store *s, int err)
 		if (err == SAKER_OK)
 			return SAKER_OK;
 	}
-	sq_op_undo(s);
+	for (q = s->touched; q != NULL; q = q->touch_next)
+		q->cur = q->undo;	/* the operation's queues as they were */
+	s->touched = NULL;
 	if (!s->in_txn)
 		return err;	/* sq_fail() already dropped the batch */
 	if (!sqlite3_get_autocommit(s->db)) {
@@ -899,7 +892,6 @@ sq_write_queue(struct sq_store *s, struct saker_queue *q)
 {
 	int which = q->fresh ? S_Q_INSERT : S_Q_UPDATE;
 	sqlite3_stmt *st = s->st[which];
-
 	int err;
 
 	sq_bind_i64(s, st, 1, q->id);
@@ -1000,9 +992,8 @@ fail:
 	if (s->in_txn) {
 		if (s->journaled)
 			sq_drop_batch(s);
-		else if (!sqlite3_get_autocommit(s->db)) {
+		else if (!sqlite3_get_autocommit(s->db))
 			sq_step(s, S_ROLLBACK);
-		}
 		s->in_txn = false;
 		sq_restore(s);
 		sq_refresh_next_due(s);
@@ -1972,9 +1963,8 @@ sq_close(saker_store *base)
 	/* a broken store keeps its journal for the next open to replay */
 	if (s->journaled && sq_checkpoint(s) != SAKER_OK)
 		log_error("%s", s->err);
-	if (s->in_txn || s->long_txn) {
+	if (s->in_txn || s->long_txn)
 		sq_step(s, S_ROLLBACK);
-	}
 	sq_sync(base);
 	sq_free(s);
 }
@@ -2552,10 +2542,8 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 
 fail:
 	snprintf(err, errlen, "%s", s->err);
-	if (s->in_txn) {
+	if (s->in_txn)
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-		s->in_txn = false;
-	}
 	sq_free(s);
 	return e;
 }
