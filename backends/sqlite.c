@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include "saker/store.h"
 #include "journal.h"
 #include "clock.h"
+#include "hash.h"
 #include "kit.h"
 #include "log.h"
 #include "qtab.h"
@@ -2269,12 +2269,9 @@ sq_redo_open(struct sq_store *s)
 		/* seeds the journal's checks: another store's records
 		 * never pass them */
 		uint64_t r = 0;
-		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 
-		if (fd < 0 || read(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		if (saker_random(&r, sizeof(r)) != 0)
 			r = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
-		if (fd >= 0)
-			close(fd);
 		id = (int64_t)(r >> 1) | 1;
 		if ((rc = sq_meta_put(s, "store_id", id)) != SQLITE_DONE)
 			return sq_open_err(s, sq_map(rc), rc, "writing meta");
