@@ -240,6 +240,12 @@ struct saker_queue {
 
 LIST_HEAD(sq_list, saker_queue);
 
+/* An item's row as flush_expired and crash recovery collect it. */
+struct sq_row {
+	int64_t seq;
+	size_t len;		/* of its data */
+};
+
 struct sq_store {
 	saker_store base;
 	sqlite3 *db;
@@ -1744,21 +1750,27 @@ sq_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 	return SAKER_OK;
 }
 
-/* Expired ready item `seq` of q to q's expire_to queue (flush_expired). */
+/* Expired ready item r of q goes: to q's expire_to queue, or dropped and
+ * counted (flush_expired). */
 static int
-sq_expire_seq(struct sq_store *s, struct saker_queue *q, int64_t seq,
-    int64_t now_ms, bool *moved)
+sq_expire_row(struct sq_store *s, struct saker_queue *q,
+    const struct sq_row *r, int64_t now_ms)
 {
 	struct saker_item it;
+	bool moved = false;
 	int err;
 
-	*moved = false;
-	err = sq_read_item(s, q, S_I_GET, seq, &it, "read expired item");
-	if (err != SAKER_OK)
-		return err == SAKER_EEMPTY ? SAKER_OK : err;
-	err = sq_expire_copy(s, q, &it, now_ms, false, moved);
-	sq_reset(s->st[S_I_GET]);
-	return err;
+	if (saker_store_has_expire_to(q)) {
+		err = sq_read_item(s, q, S_I_GET, r->seq, &it,
+		    "read expired item");
+		if (err == SAKER_OK) {
+			err = sq_expire_copy(s, q, &it, now_ms, false, &moved);
+			sq_reset(s->st[S_I_GET]);
+		}
+		if (err != SAKER_OK && err != SAKER_EEMPTY)
+			return err;
+	}
+	return sq_remove_ready(s, q, r->seq, r->len, !moved);
 }
 
 static int
@@ -1767,10 +1779,9 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 {
 	struct sq_store *s = SQ(base);
 	sqlite3_stmt *st = s->st[S_I_EXPIRED];
-	int64_t seqs[SQ_EXPIRE_CHUNK], from, last = 0, expires;
-	size_t lens[SQ_EXPIRE_CHUNK];
+	struct sq_row rows[SQ_EXPIRE_CHUNK];
+	int64_t from, last = 0, expires;
 	uint64_t chunk, seen = 0, got;
-	bool moved;
 	int err, rc, n, i;
 
 	*removed = 0;
@@ -1798,8 +1809,8 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 			expires = sqlite3_column_int64(st, 1);
 			if (expires == 0 || expires > now_ms)
 				continue;
-			seqs[n] = last;
-			lens[n] = (size_t)sqlite3_column_int64(st, 2);
+			rows[n].seq = last;
+			rows[n].len = (size_t)sqlite3_column_int64(st, 2);
 			n++;
 		}
 		seen += got;
@@ -1809,13 +1820,8 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 		if (n > 0 && (err = sq_begin(s)) != SAKER_OK)
 			return err;
 		for (i = 0; i < n; i++) {
-			moved = false;
-			if (saker_store_has_expire_to(q) &&
-			    (err = sq_expire_seq(s, q, seqs[i], now_ms, &moved)) !=
+			if ((err = sq_expire_row(s, q, &rows[i], now_ms)) !=
 			    SAKER_OK)
-				return err;
-			err = sq_remove_ready(s, q, seqs[i], lens[i], !moved);
-			if (err != SAKER_OK)
 				return err;
 			(*removed)++;
 		}
@@ -2379,7 +2385,7 @@ static int
 sq_recover_queue(struct sq_store *s, struct saker_queue *q)
 {
 	sqlite3_stmt *st = s->st[S_I_OPENSEQS];
-	struct sq_row { int64_t seq; size_t len; } *rows = NULL, *tmp;
+	struct sq_row *rows = NULL, *tmp;
 	size_t n = 0, cap = 0, i;
 	int rc, err = SAKER_OK;
 
