@@ -582,9 +582,9 @@ static int
 sq_redo_apply(void *arg, const unsigned char *p, size_t len)
 {
 	struct sq_store *s = arg;
-	int rc = sr_apply(s->st, S_COUNT, p, len, s->j.err, sizeof(s->j.err));
 
-	return rc == SQLITE_OK ? 0 : rc;
+	/* SQLITE_OK is 0, what lj_replay() takes for success */
+	return sr_apply(s->st, S_COUNT, p, len, s->j.err, sizeof(s->j.err));
 }
 
 /* Run a transaction statement. */
@@ -1068,11 +1068,8 @@ sq_queue_open(saker_store *base, const char *name, size_t len, bool create,
 	}
 	if (!create)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such queue");
-	if (s->read_only)
-		return sq_errf(s, SAKER_EREADONLY, "sqlite %s: opened read-only",
-		    s->path);
-	if (s->lost || s->broken)
-		return sq_begin(s);
+	if (s->read_only || s->lost || s->broken)
+		return sq_begin(s);	/* for its error */
 	if ((q = sq_queue_new(name, len, s->next_qid)) == NULL)
 		return sq_errf(s, SAKER_ENOMEM, "out of memory");
 	if (kit_qtab_add(&s->qt, &q->qe) != 0) {
@@ -1483,11 +1480,8 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 			sq_reset(h);
 			continue;	/* cannot write: just skip it */
 		}
-		if ((err = sq_begin(s)) != SAKER_OK) {
-			sq_reset(h);
-			return err;
-		}
-		err = sq_expire_copy(s, q, &it, now_ms, false, &moved);
+		if ((err = sq_begin(s)) == SAKER_OK)
+			err = sq_expire_copy(s, q, &it, now_ms, false, &moved);
 		sq_reset(h);
 		if (err != SAKER_OK ||
 		    (err = sq_remove_ready(s, q, seq, len, !moved)) != SAKER_OK)
