@@ -357,10 +357,8 @@ sq_fail(struct sq_store *s, int rc, const char *what)
 	    sqlite3_errmsg(s->db));
 	if (s->in_txn && sqlite3_get_autocommit(s->db))
 		sq_lose_batch(s, code);
-	else if (s->journaled && s->long_txn && sqlite3_get_autocommit(s->db)) {
-		s->long_txn = false;	/* between batches: none lost */
-		sq_rebuild(s);
-	}
+	else if (s->journaled && s->long_txn && sqlite3_get_autocommit(s->db))
+		sq_rebuild(s);	/* between batches: none lost */
 	return code;
 }
 
@@ -688,7 +686,6 @@ sq_checkpoint(struct sq_store *s)
 	if (!s->long_txn || s->broken)
 		return SAKER_OK;
 	if (sqlite3_get_autocommit(s->db)) {	/* rolled back under us */
-		s->long_txn = false;
 		sq_rebuild(s);
 		return s->broken ? SAKER_EIO : SAKER_OK;
 	}
@@ -788,7 +785,6 @@ sq_lose_batch(struct sq_store *s, int code)
 	if (s->journaled) {
 		/* the long transaction: every batch since the last
 		 * checkpoint, not just this one */
-		s->long_txn = false;
 		sq_rebuild(s);
 	}
 	sq_batch_lost(s, code);
@@ -819,7 +815,6 @@ sq_begin(struct sq_store *s)
 			    "rolled back by an earlier error; commit to start "
 			    "again", s->path);
 		}
-		s->long_txn = false;
 		sq_rebuild(s);
 		if (s->broken)
 			return sq_errf(s, SAKER_EREADONLY, "%s", s->err);
