@@ -218,8 +218,6 @@ struct sq_state {
 
 struct saker_queue {
 	struct saker_queue_base base; /* the layer's (store.h): first */
-	int64_t id;
-	size_t len;		/* of name */
 	void *ctx;
 	struct sq_state cur;	/* live */
 	struct sq_state saved;	/* as of the last commit */
@@ -228,14 +226,14 @@ struct saker_queue {
 	enum { SQ_LIST_NONE, SQ_LIST_DIRTY, SQ_LIST_DELETED,
 	    SQ_LIST_ZOMBIE } list;
 	LIST_ENTRY(saker_queue) link;
-	struct kit_qent qe;	/* in s->qt while live (qtab.h) */
+	struct kit_qent qe;	/* name, len and id; in s->qt while live */
 	/* per-operation undo (promote touches many queues) */
 	unsigned touch_gen;
 	struct sq_state undo;
 	bool gained;
 	struct saker_queue *touch_next;
 	uint64_t expired_to;
-	char name[];		/* len bytes, not terminated */
+	char name[];		/* qe.len bytes, not terminated */
 };
 
 LIST_HEAD(sq_list, saker_queue);
@@ -476,8 +474,6 @@ sq_queue_new(const char *name, size_t len, int64_t id)
 	if (q == NULL)
 		return NULL;
 	memcpy(q->name, name, len);
-	q->len = len;
-	q->id = id;
 	q->qe.name = q->name;
 	q->qe.len = len;
 	q->qe.id = id;
@@ -895,8 +891,8 @@ sq_write_queue(struct sq_store *s, struct saker_queue *q)
 	sqlite3_stmt *st = s->st[which];
 	int err;
 
-	sq_bind_i64(s, st, 1, q->id);
-	if (q->fresh && (err = sq_bind_blob(s, st, 2, q->name, q->len)) !=
+	sq_bind_i64(s, st, 1, q->qe.id);
+	if (q->fresh && (err = sq_bind_blob(s, st, 2, q->name, q->qe.len)) !=
 	    SAKER_OK)
 		return err;
 	sq_bind_i64(s, st, 3, q->cur.head);
@@ -1098,14 +1094,14 @@ sq_clear(struct sq_store *s, struct saker_queue *q, bool drop)
 	if ((err = sq_dead(s, q)) != SAKER_OK ||
 	    (err = sq_sp_begin(s)) != SAKER_OK)
 		return err;
-	sq_bind_i64(s, s->st[S_I_DELQ], 1, q->id);
+	sq_bind_i64(s, s->st[S_I_DELQ], 1, q->qe.id);
 	err = sq_exec(s, S_I_DELQ, "delete items");
 	if (err == SAKER_OK && q->cur.delayed != 0) {
-		sq_bind_i64(s, s->st[S_D_DELQ], 1, q->id);
+		sq_bind_i64(s, s->st[S_D_DELQ], 1, q->qe.id);
 		err = sq_exec(s, S_D_DELQ, "delete delayed items");
 	}
 	if (err == SAKER_OK && drop && !q->fresh) {
-		sq_bind_i64(s, s->st[S_Q_DELETE], 1, q->id);
+		sq_bind_i64(s, s->st[S_Q_DELETE], 1, q->qe.id);
 		err = sq_exec(s, S_Q_DELETE, "delete queue");
 	}
 	if ((err = sq_sp_end(s, err)) != SAKER_OK)
@@ -1153,17 +1149,14 @@ static int
 sq_queues(saker_store *base, saker_queue_name_fn fn, void *arg)
 {
 	struct sq_store *s = SQ(base);
-	struct saker_queue *q;
 	struct kit_qent *e;
 	size_t i = 0;
 	int r;
 
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
-	    e = kit_qtab_next(&s->qt, &i, e)) {
-		q = SQ_Q(e);
-		if ((r = fn(arg, q->name, q->len)) != 0)
+	    e = kit_qtab_next(&s->qt, &i, e))
+		if ((r = fn(arg, e->name, e->len)) != 0)
 			return r;
-	}
 	return SAKER_OK;
 }
 
@@ -1186,7 +1179,7 @@ sq_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 	st->expired_to = q->expired_to;
 	if (q->cur.items == 0)
 		return SAKER_OK;
-	sq_bind_i64(s, h, 1, q->id);
+	sq_bind_i64(s, h, 1, q->qe.id);
 	sq_bind_i64(s, h, 2, q->cur.head);
 	rc = sqlite3_step(h);
 	if (rc == SQLITE_ROW)
@@ -1248,7 +1241,7 @@ sq_read_item(struct sq_store *s, struct saker_queue *q, int which,
 	sqlite3_stmt *st = s->st[which];
 	int rc;
 
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, seq);
 	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		sq_row_item(st, 0, SAKER_ITEM_READY, it);
@@ -1287,7 +1280,7 @@ sq_append(struct sq_store *s, struct saker_queue *q,
 	sqlite3_stmt *st = s->st[S_I_INSERT];
 	int err;
 
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, q->cur.tail);
 	if ((err = sq_bind_item(s, st, 3, it, crc)) != SAKER_OK ||
 	    (err = sq_exec(s, S_I_INSERT, "insert item")) != SAKER_OK)
@@ -1329,7 +1322,7 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	}
 	sq_bind_i64(s, st, 1, it.due_ms);
 	sq_bind_i64(s, st, 2, s->dseq);
-	sq_bind_i64(s, st, 3, q->id);
+	sq_bind_i64(s, st, 3, q->qe.id);
 	if ((err = sq_bind_item(s, st, 4, &it, &crc)) != SAKER_OK ||
 	    (err = sq_exec(s, S_D_INSERT, "insert delayed item")) != SAKER_OK)
 		return err;
@@ -1350,7 +1343,7 @@ sq_remove_ready(struct sq_store *s, struct saker_queue *q, int64_t seq,
 	sqlite3_stmt *st = s->st[S_I_DELETE];
 	int err;
 
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, seq);
 	if ((err = sq_exec(s, S_I_DELETE, "delete item")) != SAKER_OK)
 		return err;
@@ -1385,7 +1378,7 @@ sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
 		memcpy(copy, it.data, it.len);
 	it.data = copy != NULL ? copy : "";
 	sq_reset(h);
-	err = saker_store_quarantine(&s->base, q, q->name, q->len,
+	err = saker_store_quarantine(&s->base, q, q->name, q->qe.len,
 	    (uint64_t)seq, writes ? &it : NULL, now_ms, s->err,
 	    sizeof(s->err));
 	if (err == SAKER_OK &&
@@ -1495,7 +1488,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		if ((err = sq_remove_ready(s, q, seq, len, false)) != SAKER_OK)
 			return err;
 	} else {
-		sq_bind_i64(s, s->st[S_I_OPEN], 1, q->id);
+		sq_bind_i64(s, s->st[S_I_OPEN], 1, q->qe.id);
 		sq_bind_i64(s, s->st[S_I_OPEN], 2, seq);
 		if ((err = sq_exec(s, S_I_OPEN, "open item")) != SAKER_OK)
 			return err;
@@ -1521,7 +1514,7 @@ sq_confirm(saker_store *base, saker_queue *q, uint64_t id)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, (int64_t)id);
 	if ((err = sq_exec(s, S_I_CONFIRM, "confirm item")) != SAKER_OK)
 		return err;
@@ -1544,7 +1537,7 @@ sq_open_item(struct sq_store *s, saker_queue *q, uint64_t id, size_t *len)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, (int64_t)id);
 	rc = sqlite3_step(st);
 	*len = rc == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 0) : 0;
@@ -1565,7 +1558,7 @@ sq_unopen(struct sq_store *s, struct saker_queue *q, int64_t seq,
 	sqlite3_stmt *st = s->st[S_I_RELEASE];
 	int err;
 
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, seq);
 	sq_bind_i64(s, st, 3, q->cur.lo);
 	if ((err = sq_exec(s, S_I_RELEASE, what)) != SAKER_OK)
@@ -1614,14 +1607,14 @@ sq_release_delayed(saker_store *base, saker_queue *q, uint64_t id,
 		return err;
 	sq_touch(s, q);
 	st = s->st[S_D_RELEASE];
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, (int64_t)id);
 	sq_bind_i64(s, st, 3, due_ms);
 	sq_bind_i64(s, st, 4, s->dseq);
 	err = sq_exec(s, S_D_RELEASE, "delay item");
 	if (err == SAKER_OK) {
 		st = s->st[S_I_CONFIRM];
-		sq_bind_i64(s, st, 1, q->id);
+		sq_bind_i64(s, st, 1, q->qe.id);
 		sq_bind_i64(s, st, 2, (int64_t)id);
 		err = sq_exec(s, S_I_CONFIRM, "delay item");
 	}
@@ -1651,9 +1644,9 @@ sq_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 	if ((err = sq_open_item(s, q, id, &len)) != SAKER_OK)
 		return err;
 	st = s->st[S_I_MOVE];
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, (int64_t)id);
-	sq_bind_i64(s, st, 3, to->id);
+	sq_bind_i64(s, st, 3, to->qe.id);
 	sq_bind_i64(s, st, 4, to->cur.tail);
 	if ((err = sq_exec(s, S_I_MOVE, "move item")) != SAKER_OK)
 		return err;
@@ -1787,7 +1780,7 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 			chunk = limit - seen;
 		if (chunk == 0)
 			break;
-		sq_bind_i64(s, st, 1, q->id);
+		sq_bind_i64(s, st, 1, q->qe.id);
 		sq_bind_i64(s, st, 2, from);
 		sq_bind_i64(s, st, 3, (int64_t)chunk);
 		n = 0;
@@ -1830,7 +1823,7 @@ sq_iter_rows(struct sq_store *s, struct saker_queue *q, int which,
 	struct saker_item it;
 	int rc, r = 0, c;
 
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	if (state == SAKER_ITEM_READY)
 		sq_bind_i64(s, st, 2, q->cur.head);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1841,8 +1834,8 @@ sq_iter_rows(struct sq_store *s, struct saker_queue *q, int which,
 		if (!sq_row_sound(st, c + 5, &it)) {
 			sq_reset(st);
 			return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %"
-			    PRIu64 " failed its checksum", (int)q->len, q->name,
-			    it.id);
+			    PRIu64 " failed its checksum", (int)q->qe.len,
+			    q->name, it.id);
 		}
 		if ((r = fn(arg, &it)) != 0)
 			break;
@@ -2353,8 +2346,8 @@ sq_load(struct sq_store *s)
 		q->cur.total = (uint64_t)sqlite3_column_int64(st, 9);
 		q->cur.expired = (uint64_t)sqlite3_column_int64(st, 10);
 		q->saved = q->cur;
-		if (q->id > maxid)
-			maxid = q->id;
+		if (q->qe.id > maxid)
+			maxid = q->qe.id;
 	}
 	if (err == SAKER_OK && rc != SQLITE_DONE)
 		err = sq_open_err(s, sq_map(rc), rc, "reading queues");
@@ -2378,7 +2371,7 @@ sq_recover_queue(struct sq_store *s, struct saker_queue *q)
 	size_t n = 0, cap = 0, i;
 	int rc, err = SAKER_OK;
 
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 16;
