@@ -1886,9 +1886,7 @@ sq_file_size(const char *path, const char *suffix)
 	struct stat sb;
 
 	if ((size_t)snprintf(buf, sizeof(buf), "%s%s", path, suffix) >=
-	    sizeof(buf))
-		return 0;
-	if (stat(buf, &sb) != 0)
+	    sizeof(buf) || stat(buf, &sb) != 0)
 		return 0;
 	return (uint64_t)sb.st_size;
 }
@@ -2244,7 +2242,7 @@ sq_redo_open(struct sq_store *s)
 {
 	char path[4096];
 	int64_t id, seq;
-	bool create = !s->read_only && s->sync == SAKER_SYNC_ALWAYS, pending;
+	bool create = !s->read_only && s->sync == SAKER_SYNC_ALWAYS;
 	int rc, e;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s%s", s->path,
@@ -2268,12 +2266,11 @@ sq_redo_open(struct sq_store *s)
 		return sq_errf(s, SAKER_EIO, "sqlite %s: %s", s->path, s->j.err);
 	s->j.store_id = (uint64_t)id;
 	if (s->read_only) {
-		rc = lj_pending(&s->j, (uint64_t)seq, &pending);
+		rc = lj_pending(&s->j, (uint64_t)seq, &s->redo_pending);
 		lj_close(&s->j);
 		if (rc != 0)
 			return sq_errf(s, SAKER_EIO, "sqlite %s: %s", s->path,
 			    s->j.err);
-		s->redo_pending = pending;
 		return SAKER_OK;
 	}
 	if (s->j.fd >= 0) {
