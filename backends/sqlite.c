@@ -941,11 +941,7 @@ sq_commit(saker_store *base)
 	if (s->journaled) {
 		if ((err = sq_batch_end(s)) != SAKER_OK)
 			goto fail;
-		rc = SQLITE_DONE;
-	} else {
-		rc = sq_step(s, S_COMMIT);
-	}
-	if (rc != SQLITE_DONE) {
+	} else if ((rc = sq_step(s, S_COMMIT)) != SQLITE_DONE) {
 		err = sq_fail(s, rc, "commit");
 		if (rc == SQLITE_IOERR_FSYNC || rc == SQLITE_IOERR_DIR_FSYNC) {
 			/* As in sq_sync(): after a failed fsync the kernel may
