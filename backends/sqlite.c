@@ -460,6 +460,57 @@ sq_bind_blob(struct sq_store *s, sqlite3_stmt *st, int i, const void *p,
 	return SAKER_OK;
 }
 
+/* Does the item read from column `c` of st's row hold its checksum?
+ * Rows from before format 2 (NULL) pass. */
+static bool
+sq_row_sound(sqlite3_stmt *st, int c, const struct saker_item *it)
+{
+	if (sqlite3_column_type(st, c) == SQLITE_NULL)
+		return true;
+	return sqlite3_column_int64(st, c) == (int64_t)kit_item_crc(it->flags,
+	    it->expires_ms, it->created_ms, it->data, it->len);
+}
+
+/* The item in st's row from column c on: seq, flags, expires, created,
+ * data, checksum, deliveries (every item listing's order).  A view: the
+ * data stays valid until st moves on. */
+static void
+sq_row_item(sqlite3_stmt *st, int c, saker_item_state state,
+    struct saker_item *it)
+{
+	memset(it, 0, sizeof(*it));
+	it->id = (uint64_t)sqlite3_column_int64(st, c);
+	it->flags = (uint32_t)sqlite3_column_int64(st, c + 1);
+	it->expires_ms = sqlite3_column_int64(st, c + 2);
+	it->created_ms = sqlite3_column_int64(st, c + 3);
+	it->data = sqlite3_column_blob(st, c + 4);
+	it->len = (size_t)sqlite3_column_bytes(st, c + 4);
+	if (it->data == NULL)
+		it->data = "";
+	it->deliveries = (uint32_t)sqlite3_column_int64(st, c + 6);
+	it->state = state;
+}
+
+/* Run item listing `which` for q from seq on and read its first row into
+ * *it, a view until the statement is reset.  SAKER_EEMPTY: no row (the
+ * statement is reset, as on an error). */
+static int
+sq_read_item(struct sq_store *s, struct saker_queue *q, int which,
+    int64_t seq, struct saker_item *it, const char *what)
+{
+	sqlite3_stmt *st = s->st[which];
+	int rc;
+
+	sq_bind_i64(s, st, 1, q->qe.id);
+	sq_bind_i64(s, st, 2, seq);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		sq_row_item(st, 0, SAKER_ITEM_READY, it);
+		return SAKER_OK;
+	}
+	sq_reset(st);
+	return rc == SQLITE_DONE ? SAKER_EEMPTY : sq_fail(s, rc, what);
+}
+
 /* ------------------------------------------------------------------ */
 /* queue tables */
 
@@ -1160,8 +1211,8 @@ static int
 sq_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 {
 	struct sq_store *s = SQ(base);
-	sqlite3_stmt *h = s->st[S_I_HEAD];
-	int err, rc;
+	struct saker_item it;
+	int err;
 
 	memset(st, 0, sizeof(*st));
 	if ((err = sq_dead(s, q)) != SAKER_OK)
@@ -1175,14 +1226,11 @@ sq_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 	st->expired_to = q->expired_to;
 	if (q->cur.items == 0)
 		return SAKER_OK;
-	sq_bind_i64(s, h, 1, q->qe.id);
-	sq_bind_i64(s, h, 2, q->cur.head);
-	rc = sqlite3_step(h);
-	if (rc == SQLITE_ROW)
-		st->head_created_ms = sqlite3_column_int64(h, 3);
-	sq_reset(h);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return sq_fail(s, rc, "read queue head");
+	if ((err = sq_read_item(s, q, S_I_HEAD, q->cur.head, &it,
+	    "read queue head")) != SAKER_OK)
+		return err == SAKER_EEMPTY ? SAKER_OK : err;
+	st->head_created_ms = it.created_ms;
+	sq_reset(s->st[S_I_HEAD]);
 	return SAKER_OK;
 }
 
@@ -1194,57 +1242,6 @@ sq_notify(struct sq_store *s, struct saker_queue *q)
 {
 	if (s->notify != NULL)
 		s->notify(s->notify_arg, q, q->ctx);
-}
-
-/* Does the item read from column `c` of st's row hold its checksum?
- * Rows from before format 2 (NULL) pass. */
-static bool
-sq_row_sound(sqlite3_stmt *st, int c, const struct saker_item *it)
-{
-	if (sqlite3_column_type(st, c) == SQLITE_NULL)
-		return true;
-	return sqlite3_column_int64(st, c) == (int64_t)kit_item_crc(it->flags,
-	    it->expires_ms, it->created_ms, it->data, it->len);
-}
-
-/* The item in st's row from column c on: seq, flags, expires, created,
- * data, checksum, deliveries (every item listing's order).  A view: the
- * data stays valid until st moves on. */
-static void
-sq_row_item(sqlite3_stmt *st, int c, saker_item_state state,
-    struct saker_item *it)
-{
-	memset(it, 0, sizeof(*it));
-	it->id = (uint64_t)sqlite3_column_int64(st, c);
-	it->flags = (uint32_t)sqlite3_column_int64(st, c + 1);
-	it->expires_ms = sqlite3_column_int64(st, c + 2);
-	it->created_ms = sqlite3_column_int64(st, c + 3);
-	it->data = sqlite3_column_blob(st, c + 4);
-	it->len = (size_t)sqlite3_column_bytes(st, c + 4);
-	if (it->data == NULL)
-		it->data = "";
-	it->deliveries = (uint32_t)sqlite3_column_int64(st, c + 6);
-	it->state = state;
-}
-
-/* Run item listing `which` for q from seq on and read its first row into
- * *it, a view until the statement is reset.  SAKER_EEMPTY: no row (the
- * statement is reset, as on an error). */
-static int
-sq_read_item(struct sq_store *s, struct saker_queue *q, int which,
-    int64_t seq, struct saker_item *it, const char *what)
-{
-	sqlite3_stmt *st = s->st[which];
-	int rc;
-
-	sq_bind_i64(s, st, 1, q->qe.id);
-	sq_bind_i64(s, st, 2, seq);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		sq_row_item(st, 0, SAKER_ITEM_READY, it);
-		return SAKER_OK;
-	}
-	sq_reset(st);
-	return rc == SQLITE_DONE ? SAKER_EEMPTY : sq_fail(s, rc, what);
 }
 
 /* Bind the item's flags, expiry, creation time, data, checksum and delivery
