@@ -940,21 +940,19 @@ sq_write_queue(struct sq_store *s, struct saker_queue *q)
 {
 	int which = q->fresh ? S_Q_INSERT : S_Q_UPDATE;
 	sqlite3_stmt *st = s->st[which];
-	int err;
+	/* ?3 .. ?11 */
+	const int64_t v[] = { q->cur.head, q->cur.tail, q->cur.lo,
+	    (int64_t)q->cur.items, (int64_t)q->cur.bytes,
+	    (int64_t)q->cur.delayed, (int64_t)q->cur.open,
+	    (int64_t)q->cur.total, (int64_t)q->cur.expired };
+	int err, i;
 
 	sq_bind_i64(s, st, 1, q->qe.id);
 	if (q->fresh && (err = sq_bind_blob(s, st, 2, q->name, q->qe.len)) !=
 	    SAKER_OK)
 		return err;
-	sq_bind_i64(s, st, 3, q->cur.head);
-	sq_bind_i64(s, st, 4, q->cur.tail);
-	sq_bind_i64(s, st, 5, q->cur.lo);
-	sq_bind_i64(s, st, 6, (int64_t)q->cur.items);
-	sq_bind_i64(s, st, 7, (int64_t)q->cur.bytes);
-	sq_bind_i64(s, st, 8, (int64_t)q->cur.delayed);
-	sq_bind_i64(s, st, 9, (int64_t)q->cur.open);
-	sq_bind_i64(s, st, 10, (int64_t)q->cur.total);
-	sq_bind_i64(s, st, 11, (int64_t)q->cur.expired);
+	for (i = 0; i < 9; i++)
+		sq_bind_i64(s, st, 3 + i, v[i]);
 	return sq_exec(s, which, "write queue");
 }
 
