@@ -1326,21 +1326,26 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	return SAKER_OK;
 }
 
-/* Remove the item at seq (ready, at the head) and account for it. */
+/* Take the item at seq (ready, at the head; len bytes) off q's ready
+ * items and account for it: `which` S_I_DELETE deletes it (counted as
+ * expired when `expired`), S_I_OPEN opens it. */
 static int
-sq_remove_ready(struct sq_store *s, struct saker_queue *q, int64_t seq,
-    size_t len, bool expired)
+sq_remove_ready(struct sq_store *s, struct saker_queue *q, int which,
+    int64_t seq, size_t len, bool expired)
 {
-	sqlite3_stmt *st = s->st[S_I_DELETE];
+	sqlite3_stmt *st = s->st[which];
 	int err;
 
 	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, seq);
-	if ((err = sq_exec(s, S_I_DELETE, "delete item")) != SAKER_OK)
+	if ((err = sq_exec(s, which, which == S_I_OPEN ? "open item" :
+	    "delete item")) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
 	q->cur.items--;
 	q->cur.bytes -= len;
+	if (which == S_I_OPEN)
+		q->cur.open++;
 	if (expired)
 		q->cur.expired++;
 	return SAKER_OK;
@@ -1373,7 +1378,8 @@ sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
 	    (uint64_t)seq, writes ? &it : NULL, now_ms, s->err,
 	    sizeof(s->err));
 	if (err == SAKER_OK &&
-	    (err = sq_remove_ready(s, q, seq, bad->len, false)) == SAKER_OK &&
+	    (err = sq_remove_ready(s, q, S_I_DELETE, seq, bad->len,
+	    false)) == SAKER_OK &&
 	    q->cur.head == seq)
 		q->cur.head = seq + 1;
 	free(copy);
@@ -1463,7 +1469,8 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 			err = sq_expire_copy(s, q, &it, now_ms, false, &moved);
 		sq_reset(h);
 		if (err != SAKER_OK ||
-		    (err = sq_remove_ready(s, q, seq, len, !moved)) != SAKER_OK)
+		    (err = sq_remove_ready(s, q, S_I_DELETE, seq, len,
+		    !moved)) != SAKER_OK)
 			return err;
 		q->cur.head = from;
 		if (q->cur.items == 0)
@@ -1475,19 +1482,9 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 	sq_reset(h);
 	if (r != 0 || mode == SAKER_TAKE_PEEK)
 		return r;
-	if (mode == SAKER_TAKE_REMOVE) {
-		if ((err = sq_remove_ready(s, q, seq, len, false)) != SAKER_OK)
-			return err;
-	} else {
-		sq_bind_i64(s, s->st[S_I_OPEN], 1, q->qe.id);
-		sq_bind_i64(s, s->st[S_I_OPEN], 2, seq);
-		if ((err = sq_exec(s, S_I_OPEN, "open item")) != SAKER_OK)
-			return err;
-		sq_mark_dirty(s, q);
-		q->cur.items--;
-		q->cur.bytes -= len;
-		q->cur.open++;
-	}
+	if ((err = sq_remove_ready(s, q, mode == SAKER_TAKE_REMOVE ?
+	    S_I_DELETE : S_I_OPEN, seq, len, false)) != SAKER_OK)
+		return err;
 	q->cur.head = seq + 1;
 	return SAKER_OK;
 }
@@ -1743,7 +1740,7 @@ sq_expire_row(struct sq_store *s, struct saker_queue *q,
 		if (err != SAKER_OK && err != SAKER_EEMPTY)
 			return err;
 	}
-	return sq_remove_ready(s, q, r->seq, r->len, !moved);
+	return sq_remove_ready(s, q, S_I_DELETE, r->seq, r->len, !moved);
 }
 
 static int
