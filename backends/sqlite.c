@@ -1129,8 +1129,8 @@ sq_dead(struct sq_store *s, struct saker_queue *q)
 	return SAKER_OK;
 }
 
-/* Delete every item of q (ready, open, delayed) and, when `drop`, its
- * row, all or nothing (delete, flush). */
+/* Delete every item of q (ready, open, delayed) and, when `drop`, q
+ * itself, all or nothing (queue_delete, queue_flush). */
 static int
 sq_clear(struct sq_store *s, struct saker_queue *q, bool drop)
 {
@@ -1153,17 +1153,12 @@ sq_clear(struct sq_store *s, struct saker_queue *q, bool drop)
 		return err;
 	if (q->cur.delayed != 0)
 		sq_refresh_next_due(s);	/* the earliest may have gone */
-	return SAKER_OK;
-}
-
-static int
-sq_queue_delete(saker_store *base, saker_queue *q)
-{
-	struct sq_store *s = SQ(base);
-	int err;
-
-	if ((err = sq_clear(s, q, true)) != SAKER_OK)
-		return err;
+	if (!drop) {
+		sq_mark_dirty(s, q);
+		q->cur.items = q->cur.bytes = q->cur.delayed = q->cur.open = 0;
+		q->cur.head = q->cur.tail;
+		return SAKER_OK;
+	}
 	kit_qtab_remove(&s->qt, &q->qe);
 	sq_unlist(q);
 	q->dead = true;
@@ -1177,17 +1172,15 @@ sq_queue_delete(saker_store *base, saker_queue *q)
 }
 
 static int
+sq_queue_delete(saker_store *base, saker_queue *q)
+{
+	return sq_clear(SQ(base), q, true);
+}
+
+static int
 sq_queue_flush(saker_store *base, saker_queue *q)
 {
-	struct sq_store *s = SQ(base);
-	int err;
-
-	if ((err = sq_clear(s, q, false)) != SAKER_OK)
-		return err;
-	sq_mark_dirty(s, q);
-	q->cur.items = q->cur.bytes = q->cur.delayed = q->cur.open = 0;
-	q->cur.head = q->cur.tail;
-	return SAKER_OK;
+	return sq_clear(SQ(base), q, false);
 }
 
 static int
