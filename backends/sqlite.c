@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include "saker/store.h"
 #include "journal.h"
 #include "clock.h"
+#include "hash.h"
 #include "kit.h"
 #include "log.h"
 #include "qtab.h"
@@ -147,8 +147,9 @@ static const char *const sq_sql[S_COUNT] = {
 	[S_D_INSERT] = "INSERT INTO delayed(due, seq, qid, flags, expires,"
 	    " created, data, crc, deliveries)"
 	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-	[S_D_DUE] = "SELECT due, seq, qid, flags, expires, created, data, @CRC@,"
-	    " @DLV@ FROM delayed WHERE due <= ?1 ORDER BY due, seq",
+	/* the columns of S_D_LIST, then qid */
+	[S_D_DUE] = "SELECT due, seq, flags, expires, created, data, @CRC@,"
+	    " @DLV@, qid FROM delayed WHERE due <= ?1 ORDER BY due, seq",
 	[S_D_DELDUE] = "DELETE FROM delayed WHERE due <= ?1",
 	[S_D_FIRST] = "SELECT due FROM delayed ORDER BY due, seq LIMIT 1",
 	[S_D_LIST] = "SELECT due, seq, flags, expires, created, data, @CRC@,"
@@ -217,28 +218,31 @@ struct sq_state {
 
 struct saker_queue {
 	struct saker_queue_base base; /* the layer's (store.h): first */
-	int64_t id;
-	char *name;
-	size_t len;
 	void *ctx;
 	struct sq_state cur;	/* live */
 	struct sq_state saved;	/* as of the last commit */
 	bool fresh;		/* created in the current batch */
 	bool dead;		/* deleted, or rolled back out of existence */
-	bool dirty;		/* on the dirty list */
 	enum { SQ_LIST_NONE, SQ_LIST_DIRTY, SQ_LIST_DELETED,
 	    SQ_LIST_ZOMBIE } list;
 	LIST_ENTRY(saker_queue) link;
-	struct kit_qent qe;	/* in s->qt while live (qtab.h) */
+	struct kit_qent qe;	/* name, len and id; in s->qt while live */
 	/* per-operation undo (promote touches many queues) */
 	unsigned touch_gen;
 	struct sq_state undo;
 	bool gained;
 	struct saker_queue *touch_next;
 	uint64_t expired_to;
+	char name[];		/* qe.len bytes, not terminated */
 };
 
 LIST_HEAD(sq_list, saker_queue);
+
+/* An item's row as flush_expired and crash recovery collect it. */
+struct sq_row {
+	int64_t seq;
+	size_t len;		/* of its data */
+};
 
 struct sq_store {
 	saker_store base;
@@ -351,10 +355,8 @@ sq_fail(struct sq_store *s, int rc, const char *what)
 	    sqlite3_errmsg(s->db));
 	if (s->in_txn && sqlite3_get_autocommit(s->db))
 		sq_lose_batch(s, code);
-	else if (s->journaled && s->long_txn && sqlite3_get_autocommit(s->db)) {
-		s->long_txn = false;	/* between batches: none lost */
-		sq_rebuild(s);
-	}
+	else if (s->journaled && s->long_txn && sqlite3_get_autocommit(s->db))
+		sq_rebuild(s);	/* between batches: none lost */
 	return code;
 }
 
@@ -394,6 +396,13 @@ sq_bind_text(struct sq_store *s, sqlite3_stmt *st, int i, const char *v)
 	sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
 }
 
+static void
+sq_reset(sqlite3_stmt *st)
+{
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
 /* Run a statement that returns no rows and reset it. */
 static int
 sq_exec(struct sq_store *s, int which, const char *what)
@@ -413,8 +422,7 @@ sq_exec(struct sq_store *s, int which, const char *what)
 			s->jnomem = true;
 	}
 	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
+	sq_reset(st);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
 		if (rec)	/* it changed nothing: nothing to replay */
 			lj_cut(&s->j, mark);
@@ -445,19 +453,62 @@ sq_bind_blob(struct sq_store *s, sqlite3_stmt *st, int i, const void *p,
 			lj_cut(&s->j, s->jst_mark);
 			s->jst = NULL;
 		}
-		sqlite3_reset(st);
-		sqlite3_clear_bindings(st);
+		sq_reset(st);
 		return sq_errf(s, rc == SQLITE_TOOBIG ? SAKER_EINVAL : SAKER_EIO,
 		    "sqlite: cannot bind %zu bytes: %s", len, sqlite3_errstr(rc));
 	}
 	return SAKER_OK;
 }
 
-static void
-sq_reset(sqlite3_stmt *st)
+/* Does the item read from column `c` of st's row hold its checksum?
+ * Rows from before format 2 (NULL) pass. */
+static bool
+sq_row_sound(sqlite3_stmt *st, int c, const struct saker_item *it)
 {
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
+	if (sqlite3_column_type(st, c) == SQLITE_NULL)
+		return true;
+	return sqlite3_column_int64(st, c) == (int64_t)kit_item_crc(it->flags,
+	    it->expires_ms, it->created_ms, it->data, it->len);
+}
+
+/* The item in st's row from column c on: seq, flags, expires, created,
+ * data, checksum, deliveries (every item listing's order).  A view: the
+ * data stays valid until st moves on. */
+static void
+sq_row_item(sqlite3_stmt *st, int c, saker_item_state state,
+    struct saker_item *it)
+{
+	memset(it, 0, sizeof(*it));
+	it->id = (uint64_t)sqlite3_column_int64(st, c);
+	it->flags = (uint32_t)sqlite3_column_int64(st, c + 1);
+	it->expires_ms = sqlite3_column_int64(st, c + 2);
+	it->created_ms = sqlite3_column_int64(st, c + 3);
+	it->data = sqlite3_column_blob(st, c + 4);
+	it->len = (size_t)sqlite3_column_bytes(st, c + 4);
+	if (it->data == NULL)
+		it->data = "";
+	it->deliveries = (uint32_t)sqlite3_column_int64(st, c + 6);
+	it->state = state;
+}
+
+/* Run item listing `which` for q from seq on and read its first row into
+ * *it, a view until the statement is reset.  SAKER_EEMPTY: no row (the
+ * statement is reset, as on an error). */
+static int
+sq_read_item(struct sq_store *s, struct saker_queue *q, int which,
+    int64_t seq, struct saker_item *it, const char *what)
+{
+	sqlite3_stmt *st = s->st[which];
+	int rc;
+
+	sq_bind_i64(s, st, 1, q->qe.id);
+	sq_bind_i64(s, st, 2, seq);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		sq_row_item(st, 0, SAKER_ITEM_READY, it);
+		return SAKER_OK;
+	}
+	sq_reset(st);
+	return rc == SQLITE_DONE ? SAKER_EEMPTY : sq_fail(s, rc, what);
 }
 
 /* ------------------------------------------------------------------ */
@@ -465,50 +516,15 @@ sq_reset(sqlite3_stmt *st)
 
 #define SQ_Q(e) KIT_QENT_QUEUE(e, struct saker_queue, qe)
 
-static int
-sq_hash_add(struct sq_store *s, struct saker_queue *q)
-{
-	return kit_qtab_add(&s->qt, &q->qe) == 0 ? SAKER_OK : SAKER_ENOMEM;
-}
-
-static void
-sq_hash_remove(struct sq_store *s, struct saker_queue *q)
-{
-	kit_qtab_remove(&s->qt, &q->qe);
-}
-
-static struct saker_queue *
-sq_find_name(struct sq_store *s, const char *name, size_t len)
-{
-	struct kit_qent *e = kit_qtab_by_name(&s->qt, name, len);
-
-	return e != NULL ? SQ_Q(e) : NULL;
-}
-
-static struct saker_queue *
-sq_find_id(struct sq_store *s, int64_t id)
-{
-	struct kit_qent *e = kit_qtab_by_id(&s->qt, id);
-
-	return e != NULL ? SQ_Q(e) : NULL;
-}
-
 static struct saker_queue *
 sq_queue_new(const char *name, size_t len, int64_t id)
 {
 	struct saker_queue *q;
 
-	q = calloc(1, sizeof(*q));
+	q = calloc(1, sizeof(*q) + len);
 	if (q == NULL)
 		return NULL;
-	q->name = malloc(len > 0 ? len : 1);
-	if (q->name == NULL) {
-		free(q);
-		return NULL;
-	}
 	memcpy(q->name, name, len);
-	q->len = len;
-	q->id = id;
 	q->qe.name = q->name;
 	q->qe.len = len;
 	q->qe.id = id;
@@ -520,40 +536,21 @@ sq_queue_new(const char *name, size_t len, int64_t id)
 }
 
 static void
-sq_queue_free(struct saker_queue *q)
-{
-	if (q == NULL)
-		return;
-	free(q->name);
-	free(q);
-}
-
-static void
 sq_unlist(struct saker_queue *q)
 {
 	if (q->list != SQ_LIST_NONE)
 		LIST_REMOVE(q, link);
 	q->list = SQ_LIST_NONE;
-	q->dirty = false;
 }
 
 static void
 sq_mark_dirty(struct sq_store *s, struct saker_queue *q)
 {
-	if (q->dirty)
+	if (q->list == SQ_LIST_DIRTY)
 		return;
 	sq_unlist(q);
 	LIST_INSERT_HEAD(&s->dirty, q, link);
 	q->list = SQ_LIST_DIRTY;
-	q->dirty = true;
-}
-
-/* Start an operation that may change several queues (promote, delete). */
-static void
-sq_op_begin(struct sq_store *s)
-{
-	s->gen++;
-	s->touched = NULL;
 }
 
 static void
@@ -567,16 +564,6 @@ sq_touch(struct sq_store *s, struct saker_queue *q)
 	q->touch_next = s->touched;
 	s->touched = q;
 	sq_mark_dirty(s, q);
-}
-
-static void
-sq_op_undo(struct sq_store *s)
-{
-	struct saker_queue *q;
-
-	for (q = s->touched; q != NULL; q = q->touch_next)
-		q->cur = q->undo;
-	s->touched = NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -609,7 +596,7 @@ sq_restore(struct sq_store *s)
 		if (q->fresh) {
 			/* It never existed on disk.  The caller may still hold
 			 * the handle, so keep the memory until close(). */
-			sq_hash_remove(s, q);
+			kit_qtab_remove(&s->qt, &q->qe);
 			q->dead = true;
 			q->fresh = false;
 			LIST_INSERT_HEAD(&s->zombies, q, link);
@@ -622,7 +609,7 @@ sq_restore(struct sq_store *s)
 		sq_unlist(q);
 		q->cur = q->saved;
 		q->dead = false;
-		if (sq_hash_add(s, q) != SAKER_OK) {
+		if (kit_qtab_add(&s->qt, &q->qe) != 0) {
 			/* cannot happen: the table had room for it before */
 			q->dead = true;
 			LIST_INSERT_HEAD(&s->zombies, q, link);
@@ -640,9 +627,9 @@ static int
 sq_redo_apply(void *arg, const unsigned char *p, size_t len)
 {
 	struct sq_store *s = arg;
-	int rc = sr_apply(s->st, S_COUNT, p, len, s->j.err, sizeof(s->j.err));
 
-	return rc == SQLITE_OK ? 0 : rc;
+	/* SQLITE_OK is 0, what lj_replay() takes for success */
+	return sr_apply(s->st, S_COUNT, p, len, s->j.err, sizeof(s->j.err));
 }
 
 /* Run a transaction statement. */
@@ -746,7 +733,6 @@ sq_checkpoint(struct sq_store *s)
 	if (!s->long_txn || s->broken)
 		return SAKER_OK;
 	if (sqlite3_get_autocommit(s->db)) {	/* rolled back under us */
-		s->long_txn = false;
 		sq_rebuild(s);
 		return s->broken ? SAKER_EIO : SAKER_OK;
 	}
@@ -846,7 +832,6 @@ sq_lose_batch(struct sq_store *s, int code)
 	if (s->journaled) {
 		/* the long transaction: every batch since the last
 		 * checkpoint, not just this one */
-		s->long_txn = false;
 		sq_rebuild(s);
 	}
 	sq_batch_lost(s, code);
@@ -877,30 +862,22 @@ sq_begin(struct sq_store *s)
 			    "rolled back by an earlier error; commit to start "
 			    "again", s->path);
 		}
-		s->long_txn = false;
 		sq_rebuild(s);
 		if (s->broken)
 			return sq_errf(s, SAKER_EREADONLY, "%s", s->err);
 	}
 	if (s->in_txn)
 		return SAKER_OK;
-	if (s->journaled) {
-		if (!s->long_txn) {
-			if ((rc = sq_step(s, S_BEGIN)) != SQLITE_DONE)
-				return sq_fail(s, rc, "begin");
-			s->long_txn = true;
-			s->long_t0 = saker_mono_ns();
-		}
-		if ((rc = sq_step(s, S_BSP)) != SQLITE_DONE)
-			return sq_fail(s, rc, "begin batch");
-		s->jnomem = false;
-		s->in_txn = true;
-		s->changes = sqlite3_total_changes(s->db);
-		return SAKER_OK;
+	/* journaled: one long transaction, a savepoint a batch */
+	if (!s->long_txn) {
+		if ((rc = sq_step(s, S_BEGIN)) != SQLITE_DONE)
+			return sq_fail(s, rc, "begin");
+		s->long_txn = s->journaled;
+		s->long_t0 = saker_mono_ns();
 	}
-	rc = sq_step(s, S_BEGIN);
-	if (rc != SQLITE_DONE)
-		return sq_fail(s, rc, "begin");
+	if (s->journaled && (rc = sq_step(s, S_BSP)) != SQLITE_DONE)
+		return sq_fail(s, rc, "begin batch");
+	s->jnomem = false;
 	s->in_txn = true;
 	s->changes = sqlite3_total_changes(s->db);
 	return SAKER_OK;
@@ -914,7 +891,8 @@ sq_sp_begin(struct sq_store *s)
 
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
-	sq_op_begin(s);
+	s->gen++;	/* a new operation: sq_touch() records queues anew */
+	s->touched = NULL;
 	s->op_mark = s->j.len;
 	return sq_exec(s, S_SP, "savepoint");
 }
@@ -922,6 +900,7 @@ sq_sp_begin(struct sq_store *s)
 static int
 sq_sp_end(struct sq_store *s, int err)
 {
+	struct saker_queue *q;
 	int rc;
 
 	if (err == SAKER_OK) {
@@ -929,25 +908,26 @@ sq_sp_end(struct sq_store *s, int err)
 		if (err == SAKER_OK)
 			return SAKER_OK;
 	}
-	sq_op_undo(s);
+	for (q = s->touched; q != NULL; q = q->touch_next)
+		q->cur = q->undo;	/* the operation's queues as they were */
+	s->touched = NULL;
 	if (!s->in_txn)
 		return err;	/* sq_fail() already dropped the batch */
 	if (!sqlite3_get_autocommit(s->db)) {
 		rc = sq_step(s, S_SP_ROLLBACK);
-		if (rc == SQLITE_DONE) {
+		if (rc == SQLITE_DONE)
 			rc = sq_step(s, S_SP_RELEASE);
-		}
-		if (rc == SQLITE_DONE && s->journaled) {
-			lj_cut(&s->j, s->op_mark);	/* undone: not replayed */
-			s->jst = NULL;
-		} else if (rc != SQLITE_DONE && s->journaled) {
-			/* cannot undo just this operation: drop the batch */
+		/* cannot undo just this operation: drop the batch */
+		if (rc != SQLITE_DONE && s->journaled) {
 			sq_drop_batch(s);
 			sq_batch_lost(s, err);
 			return err;
-		} else if (rc != SQLITE_DONE) {
-			/* cannot undo just this operation: drop the batch */
+		}
+		if (rc != SQLITE_DONE) {
 			sq_step(s, S_ROLLBACK);
+		} else if (s->journaled) {
+			lj_cut(&s->j, s->op_mark);	/* undone: not replayed */
+			s->jst = NULL;
 		}
 	}
 	if (sqlite3_get_autocommit(s->db))
@@ -960,22 +940,19 @@ sq_write_queue(struct sq_store *s, struct saker_queue *q)
 {
 	int which = q->fresh ? S_Q_INSERT : S_Q_UPDATE;
 	sqlite3_stmt *st = s->st[which];
+	/* ?3 .. ?11 */
+	const int64_t v[] = { q->cur.head, q->cur.tail, q->cur.lo,
+	    (int64_t)q->cur.items, (int64_t)q->cur.bytes,
+	    (int64_t)q->cur.delayed, (int64_t)q->cur.open,
+	    (int64_t)q->cur.total, (int64_t)q->cur.expired };
+	int err, i;
 
-	int err;
-
-	sq_bind_i64(s, st, 1, q->id);
-	if (q->fresh && (err = sq_bind_blob(s, st, 2, q->name, q->len)) !=
+	sq_bind_i64(s, st, 1, q->qe.id);
+	if (q->fresh && (err = sq_bind_blob(s, st, 2, q->name, q->qe.len)) !=
 	    SAKER_OK)
 		return err;
-	sq_bind_i64(s, st, 3, q->cur.head);
-	sq_bind_i64(s, st, 4, q->cur.tail);
-	sq_bind_i64(s, st, 5, q->cur.lo);
-	sq_bind_i64(s, st, 6, (int64_t)q->cur.items);
-	sq_bind_i64(s, st, 7, (int64_t)q->cur.bytes);
-	sq_bind_i64(s, st, 8, (int64_t)q->cur.delayed);
-	sq_bind_i64(s, st, 9, (int64_t)q->cur.open);
-	sq_bind_i64(s, st, 10, (int64_t)q->cur.total);
-	sq_bind_i64(s, st, 11, (int64_t)q->cur.expired);
+	for (i = 0; i < 9; i++)
+		sq_bind_i64(s, st, 3 + i, v[i]);
 	return sq_exec(s, which, "write queue");
 }
 
@@ -1013,11 +990,7 @@ sq_commit(saker_store *base)
 	if (s->journaled) {
 		if ((err = sq_batch_end(s)) != SAKER_OK)
 			goto fail;
-		rc = SQLITE_DONE;
-	} else {
-		rc = sq_step(s, S_COMMIT);
-	}
-	if (rc != SQLITE_DONE) {
+	} else if ((rc = sq_step(s, S_COMMIT)) != SQLITE_DONE) {
 		err = sq_fail(s, rc, "commit");
 		if (rc == SQLITE_IOERR_FSYNC || rc == SQLITE_IOERR_DIR_FSYNC) {
 			/* As in sq_sync(): after a failed fsync the kernel may
@@ -1039,7 +1012,7 @@ sq_commit(saker_store *base)
 	}
 	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
 		sq_unlist(q);
-		sq_queue_free(q);
+		free(q);
 	}
 	s->dseq_saved = s->dseq;
 	if (wrote) {
@@ -1061,9 +1034,8 @@ fail:
 	if (s->in_txn) {
 		if (s->journaled)
 			sq_drop_batch(s);
-		else if (!sqlite3_get_autocommit(s->db)) {
+		else if (!sqlite3_get_autocommit(s->db))
 			sq_step(s, S_ROLLBACK);
-		}
 		s->in_txn = false;
 		sq_restore(s);
 		sq_refresh_next_due(s);
@@ -1118,11 +1090,13 @@ sq_queue_open(saker_store *base, const char *name, size_t len, bool create,
 {
 	struct sq_store *s = SQ(base);
 	struct saker_queue *q;
+	struct kit_qent *e;
 
 	*out = NULL;
 	if (name == NULL || len == 0)
 		return sq_errf(s, SAKER_EINVAL, "empty queue name");
-	if ((q = sq_find_name(s, name, len)) != NULL) {
+	if ((e = kit_qtab_by_name(&s->qt, name, len)) != NULL) {
+		q = SQ_Q(e);
 		if (queue_ctx != NULL)
 			q->ctx = queue_ctx;
 		*out = q;
@@ -1130,15 +1104,12 @@ sq_queue_open(saker_store *base, const char *name, size_t len, bool create,
 	}
 	if (!create)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such queue");
-	if (s->read_only)
-		return sq_errf(s, SAKER_EREADONLY, "sqlite %s: opened read-only",
-		    s->path);
-	if (s->lost || s->broken)
-		return sq_begin(s);
+	if (s->read_only || s->lost || s->broken)
+		return sq_begin(s);	/* for its error */
 	if ((q = sq_queue_new(name, len, s->next_qid)) == NULL)
 		return sq_errf(s, SAKER_ENOMEM, "out of memory");
-	if (sq_hash_add(s, q) != SAKER_OK) {
-		sq_queue_free(q);
+	if (kit_qtab_add(&s->qt, &q->qe) != 0) {
+		free(q);
 		return sq_errf(s, SAKER_ENOMEM, "out of memory");
 	}
 	/* The row is written by commit() with the counters. */
@@ -1158,45 +1129,41 @@ sq_dead(struct sq_store *s, struct saker_queue *q)
 	return SAKER_OK;
 }
 
-/* Delete every item of q (ready, open, delayed) inside a savepoint. */
+/* Delete every item of q (ready, open, delayed) and, when `drop`, q
+ * itself, all or nothing (queue_delete, queue_flush). */
 static int
-sq_delete_items(struct sq_store *s, struct saker_queue *q)
+sq_clear(struct sq_store *s, struct saker_queue *q, bool drop)
 {
 	int err;
 
-	sq_bind_i64(s, s->st[S_I_DELQ], 1, q->id);
-	if ((err = sq_exec(s, S_I_DELQ, "delete items")) != SAKER_OK)
+	if ((err = sq_dead(s, q)) != SAKER_OK ||
+	    (err = sq_sp_begin(s)) != SAKER_OK)
 		return err;
-	if (q->cur.delayed == 0)
-		return SAKER_OK;
-	sq_bind_i64(s, s->st[S_D_DELQ], 1, q->id);
-	return sq_exec(s, S_D_DELQ, "delete delayed items");
-}
-
-static int
-sq_queue_delete(saker_store *base, saker_queue *q)
-{
-	struct sq_store *s = SQ(base);
-	int err;
-
-	if ((err = sq_dead(s, q)) != SAKER_OK)
-		return err;
-	if ((err = sq_sp_begin(s)) != SAKER_OK)
-		return err;
-	err = sq_delete_items(s, q);
-	if (err == SAKER_OK && !q->fresh) {
-		sq_bind_i64(s, s->st[S_Q_DELETE], 1, q->id);
+	sq_bind_i64(s, s->st[S_I_DELQ], 1, q->qe.id);
+	err = sq_exec(s, S_I_DELQ, "delete items");
+	if (err == SAKER_OK && q->cur.delayed != 0) {
+		sq_bind_i64(s, s->st[S_D_DELQ], 1, q->qe.id);
+		err = sq_exec(s, S_D_DELQ, "delete delayed items");
+	}
+	if (err == SAKER_OK && drop && !q->fresh) {
+		sq_bind_i64(s, s->st[S_Q_DELETE], 1, q->qe.id);
 		err = sq_exec(s, S_Q_DELETE, "delete queue");
 	}
 	if ((err = sq_sp_end(s, err)) != SAKER_OK)
 		return err;
 	if (q->cur.delayed != 0)
 		sq_refresh_next_due(s);	/* the earliest may have gone */
-	sq_hash_remove(s, q);
+	if (!drop) {
+		sq_mark_dirty(s, q);
+		q->cur.items = q->cur.bytes = q->cur.delayed = q->cur.open = 0;
+		q->cur.head = q->cur.tail;
+		return SAKER_OK;
+	}
+	kit_qtab_remove(&s->qt, &q->qe);
 	sq_unlist(q);
 	q->dead = true;
 	if (q->fresh) {
-		sq_queue_free(q);
+		free(q);
 	} else {
 		LIST_INSERT_HEAD(&s->deleted, q, link);
 		q->list = SQ_LIST_DELETED;
@@ -1205,41 +1172,29 @@ sq_queue_delete(saker_store *base, saker_queue *q)
 }
 
 static int
+sq_queue_delete(saker_store *base, saker_queue *q)
+{
+	return sq_clear(SQ(base), q, true);
+}
+
+static int
 sq_queue_flush(saker_store *base, saker_queue *q)
 {
-	struct sq_store *s = SQ(base);
-	int err;
-
-	if ((err = sq_dead(s, q)) != SAKER_OK)
-		return err;
-	if ((err = sq_sp_begin(s)) != SAKER_OK)
-		return err;
-	err = sq_delete_items(s, q);
-	if ((err = sq_sp_end(s, err)) != SAKER_OK)
-		return err;
-	if (q->cur.delayed != 0)
-		sq_refresh_next_due(s);	/* the earliest may have gone */
-	sq_mark_dirty(s, q);
-	q->cur.items = q->cur.bytes = q->cur.delayed = q->cur.open = 0;
-	q->cur.head = q->cur.tail;
-	return SAKER_OK;
+	return sq_clear(SQ(base), q, false);
 }
 
 static int
 sq_queues(saker_store *base, saker_queue_name_fn fn, void *arg)
 {
 	struct sq_store *s = SQ(base);
-	struct saker_queue *q;
 	struct kit_qent *e;
 	size_t i = 0;
 	int r;
 
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
-	    e = kit_qtab_next(&s->qt, &i, e)) {
-		q = SQ_Q(e);
-		if ((r = fn(arg, q->name, q->len)) != 0)
+	    e = kit_qtab_next(&s->qt, &i, e))
+		if ((r = fn(arg, e->name, e->len)) != 0)
 			return r;
-	}
 	return SAKER_OK;
 }
 
@@ -1247,8 +1202,8 @@ static int
 sq_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 {
 	struct sq_store *s = SQ(base);
-	sqlite3_stmt *h = s->st[S_I_HEAD];
-	int err, rc;
+	struct saker_item it;
+	int err;
 
 	memset(st, 0, sizeof(*st));
 	if ((err = sq_dead(s, q)) != SAKER_OK)
@@ -1262,14 +1217,11 @@ sq_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 	st->expired_to = q->expired_to;
 	if (q->cur.items == 0)
 		return SAKER_OK;
-	sq_bind_i64(s, h, 1, q->id);
-	sq_bind_i64(s, h, 2, q->cur.head);
-	rc = sqlite3_step(h);
-	if (rc == SQLITE_ROW)
-		st->head_created_ms = sqlite3_column_int64(h, 3);
-	sq_reset(h);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return sq_fail(s, rc, "read queue head");
+	if ((err = sq_read_item(s, q, S_I_HEAD, q->cur.head, &it,
+	    "read queue head")) != SAKER_OK)
+		return err == SAKER_EEMPTY ? SAKER_OK : err;
+	st->head_created_ms = it.created_ms;
+	sq_reset(s->st[S_I_HEAD]);
 	return SAKER_OK;
 }
 
@@ -1283,43 +1235,44 @@ sq_notify(struct sq_store *s, struct saker_queue *q)
 		s->notify(s->notify_arg, q, q->ctx);
 }
 
-/* Does the item read from column `c` of st's row hold its checksum?
- * Rows from before format 2 (NULL) pass. */
-static bool
-sq_row_sound(sqlite3_stmt *st, int c, const struct saker_item *it)
+/* Bind the item's flags, expiry, creation time, data, checksum and delivery
+ * count to st's parameters from `first` on (S_I_INSERT, S_D_INSERT).
+ * crc NULL: a row moved from before format 2 stays unchecked. */
+static int
+sq_bind_item(struct sq_store *s, sqlite3_stmt *st, int first,
+    const struct saker_item *it, const int64_t *crc)
 {
-	if (sqlite3_column_type(st, c) == SQLITE_NULL)
-		return true;
-	return sqlite3_column_int64(st, c) == (int64_t)kit_item_crc(it->flags,
-	    it->expires_ms, it->created_ms, it->data, it->len);
+	int err;
+
+	sq_bind_i64(s, st, first, it->flags);
+	sq_bind_i64(s, st, first + 1, it->expires_ms);
+	sq_bind_i64(s, st, first + 2, it->created_ms);
+	if ((err = sq_bind_blob(s, st, first + 3, it->data, it->len)) !=
+	    SAKER_OK)
+		return err;
+	if (crc != NULL)
+		sq_bind_i64(s, st, first + 4, *crc);
+	sq_bind_i64(s, st, first + 5, it->deliveries);
+	return SAKER_OK;
 }
 
 /* Append one ready item at q's tail (caller has begun the batch). */
 static int
-sq_append(struct sq_store *s, struct saker_queue *q, uint32_t flags,
-    int64_t expires, int64_t created, const void *data, size_t len,
-    const int64_t *crc, uint32_t deliveries)
+sq_append(struct sq_store *s, struct saker_queue *q,
+    const struct saker_item *it, const int64_t *crc)
 {
 	sqlite3_stmt *st = s->st[S_I_INSERT];
 	int err;
 
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, q->cur.tail);
-	sq_bind_i64(s, st, 3, flags);
-	sq_bind_i64(s, st, 4, expires);
-	sq_bind_i64(s, st, 5, created);
-	if ((err = sq_bind_blob(s, st, 6, data, len)) != SAKER_OK)
-		return err;
-	/* NULL: a row moved from before format 2 stays unchecked */
-	if (crc != NULL)
-		sq_bind_i64(s, st, 7, *crc);
-	sq_bind_i64(s, st, 8, deliveries);
-	if ((err = sq_exec(s, S_I_INSERT, "insert item")) != SAKER_OK)
+	if ((err = sq_bind_item(s, st, 3, it, crc)) != SAKER_OK ||
+	    (err = sq_exec(s, S_I_INSERT, "insert item")) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
 	q->cur.tail++;
 	q->cur.items++;
-	q->cur.bytes += len;
+	q->cur.bytes += it->len;
 	return SAKER_OK;
 }
 
@@ -1328,8 +1281,9 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
     int64_t now_ms)
 {
 	struct sq_store *s = SQ(base);
-	sqlite3_stmt *st;
-	int64_t created, crc;
+	sqlite3_stmt *st = s->st[S_D_INSERT];
+	struct saker_item it;
+	int64_t crc;
 	int err;
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
@@ -1338,30 +1292,23 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 		return sq_errf(s, SAKER_EINVAL, "bad item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
-	created = item->created_ms != 0 ? item->created_ms : now_ms;
-	crc = kit_item_crc(item->flags, item->expires_ms, created, item->data,
-	    item->len);
-	if (item->due_ms <= now_ms) {
-		err = sq_append(s, q, item->flags, item->expires_ms, created,
-		    item->data, item->len, &crc, item->deliveries);
-		if (err != SAKER_OK)
+	it = *item;
+	if (it.created_ms == 0)
+		it.created_ms = now_ms;
+	crc = kit_item_crc(it.flags, it.expires_ms, it.created_ms, it.data,
+	    it.len);
+	if (it.due_ms <= now_ms) {
+		if ((err = sq_append(s, q, &it, &crc)) != SAKER_OK)
 			return err;
 		q->cur.total++;
 		sq_notify(s, q);
 		return SAKER_OK;
 	}
-	st = s->st[S_D_INSERT];
-	sq_bind_i64(s, st, 1, item->due_ms);
+	sq_bind_i64(s, st, 1, it.due_ms);
 	sq_bind_i64(s, st, 2, s->dseq);
-	sq_bind_i64(s, st, 3, q->id);
-	sq_bind_i64(s, st, 4, item->flags);
-	sq_bind_i64(s, st, 5, item->expires_ms);
-	sq_bind_i64(s, st, 6, created);
-	if ((err = sq_bind_blob(s, st, 7, item->data, item->len)) != SAKER_OK)
-		return err;
-	sq_bind_i64(s, st, 8, crc);
-	sq_bind_i64(s, st, 9, item->deliveries);
-	if ((err = sq_exec(s, S_D_INSERT, "insert delayed item")) != SAKER_OK)
+	sq_bind_i64(s, st, 3, q->qe.id);
+	if ((err = sq_bind_item(s, st, 4, &it, &crc)) != SAKER_OK ||
+	    (err = sq_exec(s, S_D_INSERT, "insert delayed item")) != SAKER_OK)
 		return err;
 	s->dseq++;
 	sq_mark_dirty(s, q);
@@ -1372,21 +1319,26 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	return SAKER_OK;
 }
 
-/* Remove the item at seq (ready, at the head) and account for it. */
+/* Take the item at seq (ready, at the head; len bytes) off q's ready
+ * items and account for it: `which` S_I_DELETE deletes it (counted as
+ * expired when `expired`), S_I_OPEN opens it. */
 static int
-sq_remove_ready(struct sq_store *s, struct saker_queue *q, int64_t seq,
-    size_t len, bool expired)
+sq_remove_ready(struct sq_store *s, struct saker_queue *q, int which,
+    int64_t seq, size_t len, bool expired)
 {
-	sqlite3_stmt *st = s->st[S_I_DELETE];
+	sqlite3_stmt *st = s->st[which];
 	int err;
 
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, seq);
-	if ((err = sq_exec(s, S_I_DELETE, "delete item")) != SAKER_OK)
+	if ((err = sq_exec(s, which, which == S_I_OPEN ? "open item" :
+	    "delete item")) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
 	q->cur.items--;
 	q->cur.bytes -= len;
+	if (which == S_I_OPEN)
+		q->cur.open++;
 	if (expired)
 		q->cur.expired++;
 	return SAKER_OK;
@@ -1415,11 +1367,12 @@ sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
 		memcpy(copy, it.data, it.len);
 	it.data = copy != NULL ? copy : "";
 	sq_reset(h);
-	err = saker_store_quarantine(&s->base, q, q->name, q->len,
+	err = saker_store_quarantine(&s->base, q, q->name, q->qe.len,
 	    (uint64_t)seq, writes ? &it : NULL, now_ms, s->err,
 	    sizeof(s->err));
 	if (err == SAKER_OK &&
-	    (err = sq_remove_ready(s, q, seq, bad->len, false)) == SAKER_OK &&
+	    (err = sq_remove_ready(s, q, S_I_DELETE, seq, bad->len,
+	    false)) == SAKER_OK &&
 	    q->cur.head == seq)
 		q->cur.head = seq + 1;
 	free(copy);
@@ -1476,7 +1429,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 	int64_t from, seq;
 	size_t len;
 	bool moved;
-	int err, rc, r;
+	int err, r;
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
@@ -1489,30 +1442,11 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		return err;
 	from = q->cur.head;
 	for (;;) {
-		sq_bind_i64(s, h, 1, q->id);
-		sq_bind_i64(s, h, 2, from);
-		rc = sqlite3_step(h);
-		if (rc == SQLITE_DONE) {
-			sq_reset(h);
-			return SAKER_EEMPTY;
-		}
-		if (rc != SQLITE_ROW) {
-			sq_reset(h);
-			return sq_fail(s, rc, "read queue head");
-		}
-		memset(&it, 0, sizeof(it));
-		seq = sqlite3_column_int64(h, 0);
-		it.id = (uint64_t)seq;
-		it.flags = (uint32_t)sqlite3_column_int64(h, 1);
-		it.expires_ms = sqlite3_column_int64(h, 2);
-		it.created_ms = sqlite3_column_int64(h, 3);
-		it.state = SAKER_ITEM_READY;
-		it.data = sqlite3_column_blob(h, 4);
-		len = (size_t)sqlite3_column_bytes(h, 4);
-		it.len = len;
-		it.deliveries = (uint32_t)sqlite3_column_int64(h, 6);
-		if (it.data == NULL)
-			it.data = "";
+		if ((err = sq_read_item(s, q, S_I_HEAD, from, &it,
+		    "read queue head")) != SAKER_OK)
+			return err;
+		seq = (int64_t)it.id;
+		len = it.len;
 		if (!sq_row_sound(h, 5, &it))
 			return sq_move_damaged(s, q, h, seq, &it, now_ms);
 		if (it.expires_ms == 0 || it.expires_ms > now_ms)
@@ -1524,14 +1458,12 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 			sq_reset(h);
 			continue;	/* cannot write: just skip it */
 		}
-		if ((err = sq_begin(s)) != SAKER_OK) {
-			sq_reset(h);
-			return err;
-		}
-		err = sq_expire_copy(s, q, &it, now_ms, false, &moved);
+		if ((err = sq_begin(s)) == SAKER_OK)
+			err = sq_expire_copy(s, q, &it, now_ms, false, &moved);
 		sq_reset(h);
 		if (err != SAKER_OK ||
-		    (err = sq_remove_ready(s, q, seq, len, !moved)) != SAKER_OK)
+		    (err = sq_remove_ready(s, q, S_I_DELETE, seq, len,
+		    !moved)) != SAKER_OK)
 			return err;
 		q->cur.head = from;
 		if (q->cur.items == 0)
@@ -1543,19 +1475,9 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 	sq_reset(h);
 	if (r != 0 || mode == SAKER_TAKE_PEEK)
 		return r;
-	if (mode == SAKER_TAKE_REMOVE) {
-		if ((err = sq_remove_ready(s, q, seq, len, false)) != SAKER_OK)
-			return err;
-	} else {
-		sq_bind_i64(s, s->st[S_I_OPEN], 1, q->id);
-		sq_bind_i64(s, s->st[S_I_OPEN], 2, seq);
-		if ((err = sq_exec(s, S_I_OPEN, "open item")) != SAKER_OK)
-			return err;
-		sq_mark_dirty(s, q);
-		q->cur.items--;
-		q->cur.bytes -= len;
-		q->cur.open++;
-	}
+	if ((err = sq_remove_ready(s, q, mode == SAKER_TAKE_REMOVE ?
+	    S_I_DELETE : S_I_OPEN, seq, len, false)) != SAKER_OK)
+		return err;
 	q->cur.head = seq + 1;
 	return SAKER_OK;
 }
@@ -1573,7 +1495,7 @@ sq_confirm(saker_store *base, saker_queue *q, uint64_t id)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, (int64_t)id);
 	if ((err = sq_exec(s, S_I_CONFIRM, "confirm item")) != SAKER_OK)
 		return err;
@@ -1596,7 +1518,7 @@ sq_open_item(struct sq_store *s, saker_queue *q, uint64_t id, size_t *len)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, (int64_t)id);
 	rc = sqlite3_step(st);
 	*len = rc == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 0) : 0;
@@ -1608,22 +1530,19 @@ sq_open_item(struct sq_store *s, saker_queue *q, uint64_t id, size_t *len)
 	return SAKER_OK;
 }
 
+/* Open item seq of q (of len bytes) back to its head (release,
+ * recovery). */
 static int
-sq_release(saker_store *base, saker_queue *q, uint64_t id)
+sq_unopen(struct sq_store *s, struct saker_queue *q, int64_t seq,
+    size_t len, const char *what)
 {
-	struct sq_store *s = SQ(base);
-	sqlite3_stmt *st;
-	size_t len;
+	sqlite3_stmt *st = s->st[S_I_RELEASE];
 	int err;
 
-	if ((err = sq_dead(s, q)) != SAKER_OK ||
-	    (err = sq_open_item(s, q, id, &len)) != SAKER_OK)
-		return err;
-	st = s->st[S_I_RELEASE];
-	sq_bind_i64(s, st, 1, q->id);
-	sq_bind_i64(s, st, 2, (int64_t)id);
+	sq_bind_i64(s, st, 1, q->qe.id);
+	sq_bind_i64(s, st, 2, seq);
 	sq_bind_i64(s, st, 3, q->cur.lo);
-	if ((err = sq_exec(s, S_I_RELEASE, "release item")) != SAKER_OK)
+	if ((err = sq_exec(s, S_I_RELEASE, what)) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
 	q->cur.head = q->cur.lo;
@@ -1631,6 +1550,21 @@ sq_release(saker_store *base, saker_queue *q, uint64_t id)
 	q->cur.open--;
 	q->cur.items++;
 	q->cur.bytes += len;
+	return SAKER_OK;
+}
+
+static int
+sq_release(saker_store *base, saker_queue *q, uint64_t id)
+{
+	struct sq_store *s = SQ(base);
+	size_t len;
+	int err;
+
+	if ((err = sq_dead(s, q)) != SAKER_OK ||
+	    (err = sq_open_item(s, q, id, &len)) != SAKER_OK ||
+	    (err = sq_unopen(s, q, (int64_t)id, len, "release item")) !=
+	    SAKER_OK)
+		return err;
 	sq_notify(s, q);
 	return SAKER_OK;
 }
@@ -1654,14 +1588,14 @@ sq_release_delayed(saker_store *base, saker_queue *q, uint64_t id,
 		return err;
 	sq_touch(s, q);
 	st = s->st[S_D_RELEASE];
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, (int64_t)id);
 	sq_bind_i64(s, st, 3, due_ms);
 	sq_bind_i64(s, st, 4, s->dseq);
 	err = sq_exec(s, S_D_RELEASE, "delay item");
 	if (err == SAKER_OK) {
 		st = s->st[S_I_CONFIRM];
-		sq_bind_i64(s, st, 1, q->id);
+		sq_bind_i64(s, st, 1, q->qe.id);
 		sq_bind_i64(s, st, 2, (int64_t)id);
 		err = sq_exec(s, S_I_CONFIRM, "delay item");
 	}
@@ -1691,9 +1625,9 @@ sq_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 	if ((err = sq_open_item(s, q, id, &len)) != SAKER_OK)
 		return err;
 	st = s->st[S_I_MOVE];
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, (int64_t)id);
-	sq_bind_i64(s, st, 3, to->id);
+	sq_bind_i64(s, st, 3, to->qe.id);
 	sq_bind_i64(s, st, 4, to->cur.tail);
 	if ((err = sq_exec(s, S_I_MOVE, "move item")) != SAKER_OK)
 		return err;
@@ -1713,29 +1647,23 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 {
 	sqlite3_stmt *st = s->st[S_D_DUE];
 	struct saker_queue *q;
+	struct kit_qent *e;
 	struct saker_item it;
-	int64_t expires, crc;
+	int64_t crc;
 	bool xmoved;
 	int err = SAKER_OK, rc;
 
 	sq_bind_i64(s, st, 1, now_ms);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		(*moved)++;
-		q = sq_find_id(s, sqlite3_column_int64(st, 2));
-		if (q == NULL)
+		e = kit_qtab_by_id(&s->qt, sqlite3_column_int64(st, 8));
+		if (e == NULL)
 			continue;	/* orphan row: deleted below */
+		q = SQ_Q(e);
 		sq_touch(s, q);
 		q->cur.delayed--;
-		expires = sqlite3_column_int64(st, 4);
-		if (expires != 0 && expires <= now_ms) {
-			memset(&it, 0, sizeof(it));
-			it.flags = (uint32_t)sqlite3_column_int64(st, 3);
-			it.created_ms = sqlite3_column_int64(st, 5);
-			it.data = sqlite3_column_blob(st, 6);
-			it.len = (size_t)sqlite3_column_bytes(st, 6);
-			it.deliveries = (uint32_t)sqlite3_column_int64(st, 8);
-			if (it.data == NULL)
-				it.data = "";
+		sq_row_item(st, 1, SAKER_ITEM_READY, &it);
+		if (it.expires_ms != 0 && it.expires_ms <= now_ms) {
 			err = sq_expire_copy(s, q, &it, now_ms, true, &xmoved);
 			if (err != SAKER_OK)
 				break;
@@ -1743,13 +1671,9 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 				q->cur.expired++;
 			continue;
 		}
-		crc = sqlite3_column_int64(st, 7);
-		err = sq_append(s, q, (uint32_t)sqlite3_column_int64(st, 3),
-		    expires, sqlite3_column_int64(st, 5),
-		    sqlite3_column_blob(st, 6),
-		    (size_t)sqlite3_column_bytes(st, 6),
-		    sqlite3_column_type(st, 7) == SQLITE_NULL ? NULL : &crc,
-		    (uint32_t)sqlite3_column_int64(st, 8));
+		crc = sqlite3_column_int64(st, 6);
+		err = sq_append(s, q, &it, sqlite3_column_type(st, 6) ==
+		    SQLITE_NULL ? NULL : &crc);
 		if (err != SAKER_OK)
 			break;
 		q->gained = true;
@@ -1789,38 +1713,27 @@ sq_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 	return SAKER_OK;
 }
 
-/* Expired ready item `seq` of q to q's expire_to queue (flush_expired). */
+/* Expired ready item r of q goes: to q's expire_to queue, or dropped and
+ * counted (flush_expired). */
 static int
-sq_expire_seq(struct sq_store *s, struct saker_queue *q, int64_t seq,
-    int64_t now_ms, bool *moved)
+sq_expire_row(struct sq_store *s, struct saker_queue *q,
+    const struct sq_row *r, int64_t now_ms)
 {
-	sqlite3_stmt *g = s->st[S_I_GET];
 	struct saker_item it;
-	int err, rc;
+	bool moved = false;
+	int err;
 
-	*moved = false;
-	sq_bind_i64(s, g, 1, q->id);
-	sq_bind_i64(s, g, 2, seq);
-	rc = sqlite3_step(g);
-	if (rc == SQLITE_DONE) {
-		sq_reset(g);
-		return SAKER_OK;
+	if (saker_store_has_expire_to(q)) {
+		err = sq_read_item(s, q, S_I_GET, r->seq, &it,
+		    "read expired item");
+		if (err == SAKER_OK) {
+			err = sq_expire_copy(s, q, &it, now_ms, false, &moved);
+			sq_reset(s->st[S_I_GET]);
+		}
+		if (err != SAKER_OK && err != SAKER_EEMPTY)
+			return err;
 	}
-	if (rc != SQLITE_ROW) {
-		sq_reset(g);
-		return sq_fail(s, rc, "read expired item");
-	}
-	memset(&it, 0, sizeof(it));
-	it.flags = (uint32_t)sqlite3_column_int64(g, 1);
-	it.created_ms = sqlite3_column_int64(g, 3);
-	it.data = sqlite3_column_blob(g, 4);
-	it.len = (size_t)sqlite3_column_bytes(g, 4);
-	it.deliveries = (uint32_t)sqlite3_column_int64(g, 6);
-	if (it.data == NULL)
-		it.data = "";
-	err = sq_expire_copy(s, q, &it, now_ms, false, moved);
-	sq_reset(g);
-	return err;
+	return sq_remove_ready(s, q, S_I_DELETE, r->seq, r->len, !moved);
 }
 
 static int
@@ -1829,10 +1742,9 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 {
 	struct sq_store *s = SQ(base);
 	sqlite3_stmt *st = s->st[S_I_EXPIRED];
-	int64_t seqs[SQ_EXPIRE_CHUNK], from, last = 0, expires;
-	size_t lens[SQ_EXPIRE_CHUNK];
+	struct sq_row rows[SQ_EXPIRE_CHUNK];
+	int64_t from, last = 0, expires;
 	uint64_t chunk, seen = 0, got;
-	bool moved;
 	int err, rc, n, i;
 
 	*removed = 0;
@@ -1849,7 +1761,7 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 			chunk = limit - seen;
 		if (chunk == 0)
 			break;
-		sq_bind_i64(s, st, 1, q->id);
+		sq_bind_i64(s, st, 1, q->qe.id);
 		sq_bind_i64(s, st, 2, from);
 		sq_bind_i64(s, st, 3, (int64_t)chunk);
 		n = 0;
@@ -1860,8 +1772,8 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 			expires = sqlite3_column_int64(st, 1);
 			if (expires == 0 || expires > now_ms)
 				continue;
-			seqs[n] = last;
-			lens[n] = (size_t)sqlite3_column_int64(st, 2);
+			rows[n].seq = last;
+			rows[n].len = (size_t)sqlite3_column_int64(st, 2);
 			n++;
 		}
 		seen += got;
@@ -1871,13 +1783,8 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 		if (n > 0 && (err = sq_begin(s)) != SAKER_OK)
 			return err;
 		for (i = 0; i < n; i++) {
-			moved = false;
-			if (saker_store_has_expire_to(q) &&
-			    (err = sq_expire_seq(s, q, seqs[i], now_ms, &moved)) !=
+			if ((err = sq_expire_row(s, q, &rows[i], now_ms)) !=
 			    SAKER_OK)
-				return err;
-			err = sq_remove_ready(s, q, seqs[i], lens[i], !moved);
-			if (err != SAKER_OK)
 				return err;
 			(*removed)++;
 		}
@@ -1888,34 +1795,28 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 	return SAKER_OK;
 }
 
-/* Feed every row of a prepared item listing to fn. */
+/* Feed every row of item listing `which` of q to fn. */
 static int
-sq_iter_rows(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *st,
+sq_iter_rows(struct sq_store *s, struct saker_queue *q, int which,
     saker_item_state state, saker_item_fn fn, void *arg)
 {
+	sqlite3_stmt *st = s->st[which];
 	struct saker_item it;
 	int rc, r = 0, c;
 
+	sq_bind_i64(s, st, 1, q->qe.id);
+	if (state == SAKER_ITEM_READY)
+		sq_bind_i64(s, st, 2, q->cur.head);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		memset(&it, 0, sizeof(it));
-		c = 0;
-		if (state == SAKER_ITEM_DELAYED)
-			it.due_ms = sqlite3_column_int64(st, c++);
-		it.id = (uint64_t)sqlite3_column_int64(st, c++);
-		it.flags = (uint32_t)sqlite3_column_int64(st, c++);
-		it.expires_ms = sqlite3_column_int64(st, c++);
-		it.created_ms = sqlite3_column_int64(st, c++);
-		it.data = sqlite3_column_blob(st, c);
-		it.len = (size_t)sqlite3_column_bytes(st, c);
-		if (it.data == NULL)
-			it.data = "";
-		it.state = state;
-		it.deliveries = (uint32_t)sqlite3_column_int64(st, c + 2);
-		if (!sq_row_sound(st, c + 1, &it)) {
+		c = state == SAKER_ITEM_DELAYED;	/* due first */
+		sq_row_item(st, c, state, &it);
+		if (c)
+			it.due_ms = sqlite3_column_int64(st, 0);
+		if (!sq_row_sound(st, c + 5, &it)) {
 			sq_reset(st);
 			return sq_errf(s, SAKER_ECORRUPT, "queue '%.*s': item %"
-			    PRIu64 " failed its checksum", (int)q->len, q->name,
-			    it.id);
+			    PRIu64 " failed its checksum", (int)q->qe.len,
+			    q->name, it.id);
 		}
 		if ((r = fn(arg, &it)) != 0)
 			break;
@@ -1932,30 +1833,19 @@ static int
 sq_iterate(saker_store *base, saker_queue *q, saker_item_fn fn, void *arg)
 {
 	struct sq_store *s = SQ(base);
-	sqlite3_stmt *st;
 	int r;
 
 	if ((r = sq_dead(s, q)) != SAKER_OK)
 		return r;
-	if (q->cur.open > 0) {
-		st = s->st[S_I_OPENLIST];
-		sq_bind_i64(s, st, 1, q->id);
-		if ((r = sq_iter_rows(s, q, st, SAKER_ITEM_OPEN, fn, arg)) != 0)
-			return r;
-	}
-	if (q->cur.items > 0) {
-		st = s->st[S_I_READYLIST];
-		sq_bind_i64(s, st, 1, q->id);
-		sq_bind_i64(s, st, 2, q->cur.head);
-		if ((r = sq_iter_rows(s, q, st, SAKER_ITEM_READY, fn, arg)) != 0)
-			return r;
-	}
-	if (q->cur.delayed > 0) {
-		st = s->st[S_D_LIST];
-		sq_bind_i64(s, st, 1, q->id);
-		if ((r = sq_iter_rows(s, q, st, SAKER_ITEM_DELAYED, fn, arg)) != 0)
-			return r;
-	}
+	if (q->cur.open > 0 && (r = sq_iter_rows(s, q, S_I_OPENLIST,
+	    SAKER_ITEM_OPEN, fn, arg)) != 0)
+		return r;
+	if (q->cur.items > 0 && (r = sq_iter_rows(s, q, S_I_READYLIST,
+	    SAKER_ITEM_READY, fn, arg)) != 0)
+		return r;
+	if (q->cur.delayed > 0 && (r = sq_iter_rows(s, q, S_D_LIST,
+	    SAKER_ITEM_DELAYED, fn, arg)) != 0)
+		return r;
 	return SAKER_OK;
 }
 
@@ -1977,9 +1867,7 @@ sq_file_size(const char *path, const char *suffix)
 	struct stat sb;
 
 	if ((size_t)snprintf(buf, sizeof(buf), "%s%s", path, suffix) >=
-	    sizeof(buf))
-		return 0;
-	if (stat(buf, &sb) != 0)
+	    sizeof(buf) || stat(buf, &sb) != 0)
 		return 0;
 	return (uint64_t)sb.st_size;
 }
@@ -2013,15 +1901,12 @@ sq_free(struct sq_store *s)
 		sqlite3_close(s->db);
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
 		next = kit_qtab_next(&s->qt, &i, e);
-		sq_queue_free(SQ_Q(e));
+		free(SQ_Q(e));
 	}
-	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
+	while ((q = LIST_FIRST(&s->deleted)) != NULL ||
+	    (q = LIST_FIRST(&s->zombies)) != NULL) {
 		LIST_REMOVE(q, link);
-		sq_queue_free(q);
-	}
-	while ((q = LIST_FIRST(&s->zombies)) != NULL) {
-		LIST_REMOVE(q, link);
-		sq_queue_free(q);
+		free(q);
 	}
 	kit_qtab_free(&s->qt);
 	lj_close(&s->j);
@@ -2045,9 +1930,8 @@ sq_close(saker_store *base)
 	/* a broken store keeps its journal for the next open to replay */
 	if (s->journaled && sq_checkpoint(s) != SAKER_OK)
 		log_error("%s", s->err);
-	if (s->in_txn || s->long_txn) {
+	if (s->in_txn || s->long_txn)
 		sq_step(s, S_ROLLBACK);
-	}
 	sq_sync(base);
 	sq_free(s);
 }
@@ -2105,14 +1989,28 @@ sq_check_writable(struct sq_store *s, const char *location)
 	return SAKER_OK;
 }
 
+/* Run a script that begins and commits a transaction; on a failure what
+ * it began is rolled back. */
+static int
+sq_script(struct sq_store *s, const char *sql, const char *what)
+{
+	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL), err;
+
+	if (rc == SQLITE_OK)
+		return SAKER_OK;
+	err = sq_open_err(s, sq_map(rc), rc, what);
+	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return err;
+}
+
 /* Check the application id and format version; create the schema in an
  * empty file when asked to. */
 static int
 sq_check_format(struct sq_store *s, bool create)
 {
 	int64_t appid = 0, version = 0, tables = 0;
-	char sql[512];
-	int rc;
+	char sql[sizeof(sq_schema) + 256];
+	int rc, err;
 
 	rc = sq_pragma_int(s->db, "PRAGMA application_id", &appid);
 	if (rc == SQLITE_OK)
@@ -2131,27 +2029,13 @@ sq_check_format(struct sq_store *s, bool create)
 		if (!create || s->read_only)
 			return sq_errf(s, SAKER_ECORRUPT, "sqlite %s: empty"
 			    " database, not a saker store", s->path);
-		rc = sqlite3_exec(s->db, "PRAGMA journal_mode=WAL", NULL, NULL,
-		    NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL,
-			    NULL);
-		if (rc == SQLITE_OK) {
-			snprintf(sql, sizeof(sql), "PRAGMA application_id=%d;"
-			    " PRAGMA user_version=%d;", SQ_APPLICATION_ID,
-			    SQ_FORMAT_VERSION);
-			rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-		}
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(s->db, sq_schema, NULL, NULL, NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
-		if (rc != SQLITE_OK) {
-			int err = sq_open_err(s, sq_map(rc), rc,
-			    "creating the schema");
-			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		/* WAL mode first: it cannot change inside a transaction */
+		snprintf(sql, sizeof(sql), "PRAGMA journal_mode=WAL;"
+		    " BEGIN IMMEDIATE; PRAGMA application_id=%d;"
+		    " PRAGMA user_version=%d; %s COMMIT", SQ_APPLICATION_ID,
+		    SQ_FORMAT_VERSION, sq_schema);
+		if ((err = sq_script(s, sql, "creating the schema")) != SAKER_OK)
 			return err;
-		}
 		s->version = SQ_FORMAT_VERSION;
 		return SAKER_OK;
 	}
@@ -2181,13 +2065,9 @@ sq_check_format(struct sq_store *s, bool create)
 		    " DEFAULT 0;"
 		    " ALTER TABLE delayed ADD COLUMN deliveries INTEGER NOT NULL"
 		    " DEFAULT 0;" : "", SQ_FORMAT_VERSION);
-		rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-		if (rc != SQLITE_OK) {
-			int err = sq_open_err(s, sq_map(rc), rc,
-			    "upgrading the format to version 4");
-			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		if ((err = sq_script(s, sql,
+		    "upgrading the format to version 4")) != SAKER_OK)
 			return err;
-		}
 		s->version = SQ_FORMAT_VERSION;
 	}
 	return SAKER_OK;
@@ -2237,26 +2117,11 @@ sq_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	return SQLITE_OK;
 }
 
-/* The synchronous pragma's value for the store's sync mode. */
-static const char *
-sq_sync_pragma(saker_sync_mode m)
-{
-	switch (m) {
-	case SAKER_SYNC_ALWAYS:
-		return "FULL";
-	case SAKER_SYNC_PERIODIC:
-		return "NORMAL";
-	default:
-		return "OFF";
-	}
-}
-
 static int
 sq_settings(struct sq_store *s)
 {
 	char sql[256];
-	const char *sync;
-	char *mode = NULL;
+	bool wal = false;
 	int rc;
 
 	if (!s->read_only) {
@@ -2267,23 +2132,21 @@ sq_settings(struct sq_store *s)
 		    &st, NULL);
 		if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 			const char *m = (const char *)sqlite3_column_text(st, 0);
-			mode = m != NULL ? strdup(m) : NULL;
+			wal = m != NULL && strcmp(m, "wal") == 0;
 			rc = SQLITE_OK;
 		}
 		sqlite3_finalize(st);
 		if (rc != SQLITE_OK)
 			return sq_open_err(s, (rc & 0xff) == SQLITE_BUSY ?
 			    SAKER_ELOCKED : sq_map(rc), rc, "setting WAL mode");
-		if (mode == NULL || strcmp(mode, "wal") != 0) {
-			free(mode);
+		if (!wal)
 			return sq_errf(s, SAKER_EIO, "sqlite %s: cannot switch"
 			    " to WAL mode", s->path);
-		}
-		free(mode);
 	}
-	sync = sq_sync_pragma(s->sync);
 	snprintf(sql, sizeof(sql), "PRAGMA synchronous=%s;"
-	    " PRAGMA cache_size=-%d; PRAGMA journal_size_limit=%d;", sync,
+	    " PRAGMA cache_size=-%d; PRAGMA journal_size_limit=%d;",
+	    s->sync == SAKER_SYNC_ALWAYS ? "FULL" :
+	    s->sync == SAKER_SYNC_PERIODIC ? "NORMAL" : "OFF",
 	    SQ_CACHE_KIB, SQ_JOURNAL_LIMIT);
 	rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
@@ -2298,20 +2161,21 @@ static int
 sq_prepare(struct sq_store *s)
 {
 	char sql[512], tmp[512];
-	const char *at, *crc = s->version >= 2 ? "crc" : "NULL";
-	const char *dlv = s->version >= 3 ? "deliveries" : "0";
-	int i, rc;
+	/* each tag (5 characters) and what it stands for in this store */
+	const char *const tags[][2] = {
+		{ "@CRC@", s->version >= 2 ? "crc" : "NULL" },
+		{ "@DLV@", s->version >= 3 ? "deliveries" : "0" },
+	};
+	const char *at;
+	int i, t, rc;
 
 	for (i = 0; i < S_COUNT; i++) {
 		snprintf(sql, sizeof(sql), "%s", sq_sql[i]);
-		if ((at = strstr(sql, "@CRC@")) != NULL) {
+		for (t = 0; t < 2; t++) {
+			if ((at = strstr(sql, tags[t][0])) == NULL)
+				continue;
 			snprintf(tmp, sizeof(tmp), "%.*s%s%s", (int)(at - sql),
-			    sql, crc, at + 5);
-			snprintf(sql, sizeof(sql), "%s", tmp);
-		}
-		if ((at = strstr(sql, "@DLV@")) != NULL) {
-			snprintf(tmp, sizeof(tmp), "%.*s%s%s", (int)(at - sql),
-			    sql, dlv, at + 5);
+			    sql, tags[t][1], at + 5);
 			snprintf(sql, sizeof(sql), "%s", tmp);
 		}
 		/* writes of newer columns: a read-only old store never
@@ -2359,7 +2223,7 @@ sq_redo_open(struct sq_store *s)
 {
 	char path[4096];
 	int64_t id, seq;
-	bool create = !s->read_only && s->sync == SAKER_SYNC_ALWAYS, pending;
+	bool create = !s->read_only && s->sync == SAKER_SYNC_ALWAYS;
 	int rc, e;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s%s", s->path,
@@ -2372,12 +2236,9 @@ sq_redo_open(struct sq_store *s)
 		/* seeds the journal's checks: another store's records
 		 * never pass them */
 		uint64_t r = 0;
-		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 
-		if (fd < 0 || read(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		if (saker_random(&r, sizeof(r)) != 0)
 			r = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
-		if (fd >= 0)
-			close(fd);
 		id = (int64_t)(r >> 1) | 1;
 		if ((rc = sq_meta_put(s, "store_id", id)) != SQLITE_DONE)
 			return sq_open_err(s, sq_map(rc), rc, "writing meta");
@@ -2386,12 +2247,11 @@ sq_redo_open(struct sq_store *s)
 		return sq_errf(s, SAKER_EIO, "sqlite %s: %s", s->path, s->j.err);
 	s->j.store_id = (uint64_t)id;
 	if (s->read_only) {
-		rc = lj_pending(&s->j, (uint64_t)seq, &pending);
+		rc = lj_pending(&s->j, (uint64_t)seq, &s->redo_pending);
 		lj_close(&s->j);
 		if (rc != 0)
 			return sq_errf(s, SAKER_EIO, "sqlite %s: %s", s->path,
 			    s->j.err);
-		s->redo_pending = pending;
 		return SAKER_OK;
 	}
 	if (s->j.fd >= 0) {
@@ -2449,8 +2309,8 @@ sq_load(struct sq_store *s)
 			break;
 		}
 		q = sq_queue_new(name, len, sqlite3_column_int64(st, 0));
-		if (q == NULL || sq_hash_add(s, q) != SAKER_OK) {
-			sq_queue_free(q);
+		if (q == NULL || kit_qtab_add(&s->qt, &q->qe) != 0) {
+			free(q);
 			err = sq_errf(s, SAKER_ENOMEM, "out of memory");
 			break;
 		}
@@ -2464,8 +2324,8 @@ sq_load(struct sq_store *s)
 		q->cur.total = (uint64_t)sqlite3_column_int64(st, 9);
 		q->cur.expired = (uint64_t)sqlite3_column_int64(st, 10);
 		q->saved = q->cur;
-		if (q->id > maxid)
-			maxid = q->id;
+		if (q->qe.id > maxid)
+			maxid = q->qe.id;
 	}
 	if (err == SAKER_OK && rc != SQLITE_DONE)
 		err = sq_open_err(s, sq_map(rc), rc, "reading queues");
@@ -2473,10 +2333,8 @@ sq_load(struct sq_store *s)
 	if (err != SAKER_OK)
 		return err;
 	s->next_qid = maxid + 1;
-	rc = sq_pragma_int(s->db, "SELECT value FROM meta WHERE key = 'dseq'",
-	    &s->dseq);
-	if (rc != SQLITE_OK)
-		return sq_open_err(s, sq_map(rc), rc, "reading meta");
+	if ((err = sq_meta_get(s, "dseq", 0, &s->dseq)) != SAKER_OK)
+		return err;
 	s->dseq_saved = s->dseq;
 	sq_refresh_next_due(s);
 	return SAKER_OK;
@@ -2487,59 +2345,38 @@ static int
 sq_recover_queue(struct sq_store *s, struct saker_queue *q)
 {
 	sqlite3_stmt *st = s->st[S_I_OPENSEQS];
-	int64_t *seqs = NULL, *tmp;
-	uint64_t *lens = NULL, *tmpl, bytes = 0;
+	struct sq_row *rows = NULL, *tmp;
 	size_t n = 0, cap = 0, i;
-	int rc, err;
+	int rc, err = SAKER_OK;
 
-	sq_bind_i64(s, st, 1, q->id);
+	sq_bind_i64(s, st, 1, q->qe.id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 16;
-			tmp = realloc(seqs, cap * sizeof(*seqs));
-			if (tmp != NULL)
-				seqs = tmp;
-			tmpl = realloc(lens, cap * sizeof(*lens));
-			if (tmpl != NULL)
-				lens = tmpl;
-			if (tmp == NULL || tmpl == NULL) {
+			if ((tmp = realloc(rows, cap * sizeof(*rows))) == NULL) {
 				sq_reset(st);
-				free(seqs);
-				free(lens);
+				free(rows);
 				return sq_errf(s, SAKER_ENOMEM, "out of memory");
 			}
+			rows = tmp;
 		}
-		seqs[n] = sqlite3_column_int64(st, 0);
-		lens[n] = (uint64_t)sqlite3_column_int64(st, 1);
+		rows[n].seq = sqlite3_column_int64(st, 0);
+		rows[n].len = (size_t)sqlite3_column_int64(st, 1);
 		n++;
 	}
 	sq_reset(st);
 	if (rc != SQLITE_DONE) {
-		free(seqs);
-		free(lens);
-		return sq_fail(s, rc, "reading open items");
+		free(rows);
+		return sq_fail(s, rc, "reading rows items");
 	}
 	/* Newest first, each to the current head: original order results. */
-	err = SAKER_OK;
-	st = s->st[S_I_RELEASE];
-	for (i = n; i-- > 0;) {
-		sq_bind_i64(s, st, 1, q->id);
-		sq_bind_i64(s, st, 2, seqs[i]);
-		sq_bind_i64(s, st, 3, q->cur.lo);
-		if ((err = sq_exec(s, S_I_RELEASE, "recover open item")) !=
-		    SAKER_OK)
-			break;
-		q->cur.head = q->cur.lo;
-		q->cur.lo--;
-		bytes += lens[i];
-	}
-	free(seqs);
-	free(lens);
+	for (i = n; i-- > 0 && err == SAKER_OK;)
+		err = sq_unopen(s, q, rows[i].seq, rows[i].len,
+		    "recover rows item");
+	free(rows);
 	if (err != SAKER_OK)
 		return err;
-	sq_mark_dirty(s, q);
-	q->cur.items += n;
-	q->cur.bytes += bytes;
+	sq_mark_dirty(s, q);	/* even with no rows: the count goes */
 	q->cur.open = 0;
 	return SAKER_OK;
 }
@@ -2668,10 +2505,8 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 
 fail:
 	snprintf(err, errlen, "%s", s->err);
-	if (s->in_txn) {
+	if (s->in_txn)
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-		s->in_txn = false;
-	}
 	sq_free(s);
 	return e;
 }

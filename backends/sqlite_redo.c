@@ -27,10 +27,8 @@ put(struct lj *j, const void *p, size_t n)
 int
 sr_int(struct lj *j, int param, int64_t v)
 {
-	unsigned char e[10];
+	unsigned char e[10] = { 'i', (unsigned char)param };
 
-	e[0] = 'i';
-	e[1] = (unsigned char)param;
 	saker_put_le64(e + 2, (uint64_t)v);
 	return put(j, e, sizeof(e));
 }
@@ -38,14 +36,12 @@ sr_int(struct lj *j, int param, int64_t v)
 int
 sr_bytes(struct lj *j, char kind, int param, const void *p, size_t n)
 {
-	unsigned char e[6];
+	unsigned char e[6] = { (unsigned char)kind, (unsigned char)param };
 	size_t mark = j->len;
 	int rc;
 
 	if (n > UINT32_MAX)
 		return ENOMEM;
-	e[0] = (unsigned char)kind;
-	e[1] = (unsigned char)param;
 	saker_put_le32(e + 2, (uint32_t)n);
 	if ((rc = put(j, e, sizeof(e))) == 0 && n > 0 &&
 	    (rc = put(j, p, n)) != 0)
@@ -56,10 +52,8 @@ sr_bytes(struct lj *j, char kind, int param, const void *p, size_t n)
 int
 sr_exec(struct lj *j, int which)
 {
-	unsigned char e[2];
+	const unsigned char e[2] = { 'x', (unsigned char)which };
 
-	e[0] = 'x';
-	e[1] = (unsigned char)which;
 	return put(j, e, sizeof(e));
 }
 
