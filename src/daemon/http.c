@@ -580,10 +580,8 @@ handle(struct evhttp_request *req, void *arg)
 	/* /healthz stays open to load balancers whatever Host they send */
 	if ((path == NULL || strcmp(path, "/healthz") != 0) &&
 	    !origin_checked(h, req)) {
-		evbuffer_free(b);
-		return;
-	}
-	if (path != NULL && console_path(path)) {
+		/* answered 403 */
+	} else if (path != NULL && console_path(path)) {
 		const char *user = NULL;
 
 		/* the console and its API: the same login as /metrics */
@@ -593,28 +591,25 @@ handle(struct evhttp_request *req, void *arg)
 	    evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
 		http_send_error(req, 405, "Method Not Allowed", "only GET");
 	} else if (strcmp(uri, "/metrics") == 0) {
-		if (h->need_admin && !admin_authorized(h, req, b, "/metrics", NULL)) {
-			evbuffer_free(b);
-			return;
+		if (!h->need_admin || admin_authorized(h, req, b, "/metrics", NULL)) {
+			write_metrics(h, b);
+			evhttp_add_header(evhttp_request_get_output_headers(req),
+			    "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+			evhttp_send_reply(req, 200, "OK", b);
 		}
-		write_metrics(h, b);
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-		    "text/plain; version=0.0.4; charset=utf-8");
-		evhttp_send_reply(req, 200, "OK", b);
 	} else if (strcmp(uri, "/healthz") == 0) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 		    "text/plain; charset=utf-8");
 		struct saker_store_stats ss;
 
 		saker_store_get_stats(h->b->store, &ss);
-		if (h->b->store_failed) {
+		if (h->b->store_failed)
 			evbuffer_add_printf(b, "store not writable: %s\n", h->b->store_error);
-			evhttp_send_reply(req, 503, "Service Unavailable", b);
-		} else if (ss.server && !ss.connected) {
+		else if (ss.server && !ss.connected)
 			evbuffer_add_printf(b, "database unavailable: %s\n", ss.down_why);
-			evhttp_send_reply(req, 503, "Service Unavailable", b);
-		} else if (*h->stopping) {
+		else if (*h->stopping)
 			evbuffer_add_printf(b, "stopping\n");
+		if (evbuffer_get_length(b) > 0) {
 			evhttp_send_reply(req, 503, "Service Unavailable", b);
 		} else {
 			evbuffer_add_printf(b, "ok\n");
