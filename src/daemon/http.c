@@ -770,11 +770,21 @@ http_bev(struct event_base *base, void *arg)
 }
 
 static void
-http_reenable(evutil_socket_t fd, short what, void *arg)
+reenable_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
 	evconnlistener_enable(arg);
+}
+
+void
+http_pause_accepts(struct evconnlistener *l)
+{
+	struct timeval tv = { 0, 100000 };
+
+	evconnlistener_disable(l);
+	event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, reenable_cb,
+	    l, &tv);
 }
 
 /* Out of descriptors: libevent would retry the accept at once, forever
@@ -789,16 +799,12 @@ http_accept_error(struct evconnlistener *l, void *arg)
 
 	(void)arg;
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-		struct timeval tv = { 0, 100000 };
-
 		if (now - last_log_ms > 60000) {
 			last_log_ms = now;
 			log_warn("--http accept: %s; pausing accepts 100 ms at a time "
 			    "(logged once a minute)", evutil_socket_error_to_string(err));
 		}
-		evconnlistener_disable(l);
-		event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT,
-		    http_reenable, l, &tv);
+		http_pause_accepts(l);
 		return;
 	}
 	log_warn("--http accept: %s", evutil_socket_error_to_string(err));

@@ -270,26 +270,15 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 }
 
 static void
-reenable_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	evconnlistener_enable(arg);
-}
-
-static void
 accept_error_cb(struct evconnlistener *l, void *arg)
 {
 	int err = EVUTIL_SOCKET_ERROR();
 
 	(void)arg;
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-		/* out of descriptors: pause accepting instead of spinning */
-		struct timeval tv = { 0, 100000 };
 		log_warn("accept: %s; pausing accepts for 100 ms",
 		    evutil_socket_error_to_string(err));
-		evconnlistener_disable(l);
-		event_base_once(srv->base, -1, EV_TIMEOUT, reenable_cb, l, &tv);
+		http_pause_accepts(l);
 		return;
 	}
 	log_warn("accept: %s", evutil_socket_error_to_string(err));
