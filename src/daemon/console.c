@@ -170,7 +170,7 @@ api_server(const struct console_env *env, struct evhttp_request *req,
     const char *user)
 {
 	char csrf[CSRF_TOKEN_LEN + 1];
-
+	const struct history_stats *hs = history_stats();
 	struct broker *b = env->b;
 	struct stats *s = &b->stats;
 	struct evbuffer *out = evbuffer_new();
@@ -225,10 +225,10 @@ api_server(const struct console_env *env, struct evhttp_request *req,
 	    commits > 0 ? (double)s->commit_ns / (double)commits / 1e6 : 0.0,
 	    s->cmd_get, s->cmd_set, b->store_failed ? "true" : "false",
 	    env->writes_allowed ? "true" : "false",
-	    env->login_required ? "true" : "false", history_interval_ms(),
-	    HISTORY_SAMPLES, history_rings(),
-	    history_rings() * (uint64_t)sizeof(struct depth_history),
-	    history_walk_us(), history_walk_slices(), csrf);
+	    env->login_required ? "true" : "false", hs->interval_ms,
+	    HISTORY_SAMPLES, hs->rings,
+	    hs->rings * (uint64_t)sizeof(struct depth_history),
+	    hs->walk_us, hs->slices, csrf);
 	send_json(req, 200, "OK", out);
 }
 
@@ -547,8 +547,8 @@ api_history(struct evhttp_request *req, struct squeue *q)
 	evbuffer_add_printf(out, "{\"name\":");
 	console_json_str(out, q->name, q->len);
 	evbuffer_add_printf(out, ",\"interval_ms\":%u,\"samples\":%d,"
-	    "\"last_ms\":%" PRId64 ",\"depth\":", history_interval_ms(),
-	    HISTORY_SAMPLES, history_last_ms());
+	    "\"last_ms\":%" PRId64 ",\"depth\":", history_stats()->interval_ms,
+	    HISTORY_SAMPLES, history_stats()->last_ms);
 	history_json(out, q);
 	evbuffer_add_printf(out, "}\n");
 	send_json(req, 200, "OK", out);

@@ -18,15 +18,12 @@ static struct {
 	struct event *tick_ev;   /* every interval: start a sweep */
 	struct event *slice_ev;  /* next loop turn: the sweep's next slice */
 	struct broker *b;
-	unsigned interval_ms;
 	bool sweeping;
 	uint64_t ticks;          /* complete sweeps; the one under way is `ticks` */
 	size_t pos;              /* where the sweep's next slice starts */
 	uint64_t done;           /* queues of this sweep done */
-	uint64_t rings, rings_now;
-	uint64_t walk_us, walk_us_now;
-	uint64_t slices, slices_now;
-	int64_t last_ms;
+	uint64_t rings_now, walk_us_now, slices_now;    /* of the sweep under way */
+	struct history_stats st;
 } h;
 
 struct queue_watch *
@@ -139,10 +136,10 @@ slice_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	h.walk_us_now += (uint64_t)(saker_now_us() - t0);
 	h.ticks++;
-	h.last_ms = saker_now_ms();
-	h.rings = h.rings_now;
-	h.walk_us = h.walk_us_now;
-	h.slices = h.slices_now;
+	h.st.last_ms = saker_now_ms();
+	h.st.rings = h.rings_now;
+	h.st.walk_us = h.walk_us_now;
+	h.st.slices = h.slices_now;
 	h.sweeping = false;
 }
 
@@ -167,7 +164,7 @@ history_start(struct event_base *base, struct broker *b, unsigned interval_ms)
 	struct timeval tv;
 
 	h.b = b;
-	h.interval_ms = interval_ms;
+	h.st.interval_ms = interval_ms;
 	if (interval_ms == 0)
 		return 0;
 	h.tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, NULL);
@@ -192,34 +189,10 @@ history_stop(void)
 	h.sweeping = false;
 }
 
-unsigned
-history_interval_ms(void)
+const struct history_stats *
+history_stats(void)
 {
-	return h.interval_ms;
-}
-
-uint64_t
-history_rings(void)
-{
-	return h.rings;
-}
-
-uint64_t
-history_walk_us(void)
-{
-	return h.walk_us;
-}
-
-uint64_t
-history_walk_slices(void)
-{
-	return h.slices;
-}
-
-int64_t
-history_last_ms(void)
-{
-	return h.last_ms;
+	return &h.st;
 }
 
 void
