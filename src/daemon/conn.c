@@ -620,32 +620,28 @@ static void
 peer_names(int fd, char *host, size_t hlen, char *addr, size_t alen)
 {
 	struct sockaddr_storage ss;
+	struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
 	socklen_t sl = sizeof(ss);
 	char ip[INET6_ADDRSTRLEN];
+	bool v4;
 
 	snprintf(host, hlen, "unknown");
 	snprintf(addr, alen, "unknown peer");
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
 		return;
-	if (ss.ss_family == AF_INET) {
-		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-
-		if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip)) != NULL) {
-			snprintf(host, hlen, "%s", ip);
-			snprintf(addr, alen, "%s:%u", ip, (unsigned)ntohs(in->sin_port));
-		}
-	} else if (ss.ss_family == AF_INET6) {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-
-		if (inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip)) != NULL) {
-			snprintf(host, hlen, "%s", ip);
-			snprintf(addr, alen, "[%s]:%u", ip,
-			    (unsigned)ntohs(in6->sin6_port));
-		}
-	} else if (ss.ss_family == AF_UNIX) {
+	if (ss.ss_family == AF_UNIX) {
 		snprintf(host, hlen, "unix");
 		snprintf(addr, alen, "unix");
+		return;
 	}
+	v4 = ss.ss_family == AF_INET;
+	if ((!v4 && ss.ss_family != AF_INET6) || inet_ntop(ss.ss_family, v4 ?
+	    (void *)&in->sin_addr : (void *)&in6->sin6_addr, ip, sizeof(ip)) == NULL)
+		return;
+	snprintf(host, hlen, "%s", ip);
+	snprintf(addr, alen, v4 ? "%s:%u" : "[%s]:%u", ip,
+	    (unsigned)ntohs(v4 ? in->sin_port : in6->sin6_port));
 }
 
 static void
