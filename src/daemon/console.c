@@ -51,12 +51,6 @@
 
 static const char *const sync_names[] = { "always", "periodic", "never" };
 
-int
-console_init(void)
-{
-	return csrf_init();
-}
-
 void
 console_json_str(struct evbuffer *out, const char *s, size_t len)
 {

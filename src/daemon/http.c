@@ -23,6 +23,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "console.h"
+#include "csrf.h"
 #include "http.h"
 #include "http_reply.h"
 #include "login.h"
@@ -894,7 +895,7 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	h->wildcard = addr[0] == '\0' || strcmp(addr, "0.0.0.0") == 0 ||
 	    strcmp(addr, "::") == 0;
 	h->console.http_connections = http_connections;
-	if (console_init() != 0) {
+	if (csrf_init() != 0) {
 		log_error("--http: no random bytes for the console's CSRF token");
 		free(h);
 		return NULL;
