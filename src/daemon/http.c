@@ -487,11 +487,9 @@ host_allowed(const struct http_server *h, const char *host, size_t len)
 		len--;
 	if (len == 0 || len >= sizeof(name))
 		return false;
-	for (i = 0; i < len; i++)
-		name[i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] + 32 :
-		    host[i]);
+	memcpy(name, host, len);
 	name[len] = '\0';
-	if (strcmp(name, "localhost") == 0 || strcasecmp(name, h->addr) == 0)
+	if (strcasecmp(name, "localhost") == 0 || strcasecmp(name, h->addr) == 0)
 		return true;
 	if (h->wildcard && (inet_pton(AF_INET, name, &a6) == 1 ||
 	    inet_pton(AF_INET6, name, &a6) == 1))
