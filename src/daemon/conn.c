@@ -215,21 +215,14 @@ conn_idle_cb(evutil_socket_t fd, short what, void *arg)
 static void
 conn_free(struct conn *c)
 {
-	if (c->idle_ev != NULL)
-		event_free(c->idle_ev);
-	if (c->drain_ev != NULL)
-		event_free(c->drain_ev);
-	if (c->login_ev != NULL)
-		event_free(c->login_ev);
-	if (c->throttle_ev != NULL)
-		event_free(c->throttle_ev);
-	if (c->hs_ev != NULL)
-		event_free(c->hs_ev);
-	if (c->wait_timer != NULL)
-		event_free(c->wait_timer);
+	struct event *evs[] = { c->rev, c->wev, c->idle_ev, c->drain_ev,
+	    c->login_ev, c->throttle_ev, c->hs_ev, c->wait_timer };
+	size_t i;
+
+	for (i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+		if (evs[i] != NULL)
+			event_free(evs[i]);
 	evbuffer_free(c->out);
-	event_free(c->rev);
-	event_free(c->wev);
 	tls_free(c->tls);
 	proto_session_free(&c->s);
 	session_free(&c->s);
@@ -301,20 +294,17 @@ conn_drain_cb(evutil_socket_t fd, short what, void *arg)
 void
 conn_close(struct conn *c)
 {
+	struct event *evs[] = { c->rev, c->wev, c->idle_ev, c->drain_ev,
+	    c->login_ev, c->throttle_ev };
+	size_t i;
+
 	if (c->s.dead)
 		return;
 	/* ends its wait and returns its open items */
 	session_close(&c->s);
-	event_del(c->rev);
-	event_del(c->wev);
-	if (c->idle_ev != NULL)
-		event_del(c->idle_ev);
-	if (c->drain_ev != NULL)
-		event_del(c->drain_ev);
-	if (c->login_ev != NULL)
-		event_del(c->login_ev);
-	if (c->throttle_ev != NULL)
-		event_del(c->throttle_ev);
+	for (i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+		if (evs[i] != NULL)
+			event_del(evs[i]);
 	handshake_over(c);
 	if (c->tls != NULL) {
 		/* tell a TLS client this is an orderly end (best effort) */
