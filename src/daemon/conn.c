@@ -69,6 +69,9 @@ static void conn_drain_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_login_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_hs_cb(evutil_socket_t fd, short what, void *arg);
 static void handshake_over(struct conn *c);
+static size_t conn_memory(const struct conn *c);
+static void conn_process(struct conn *c);
+static void conn_flush(struct conn *c, const struct commit_result *res);
 static void peer_names(int fd, char *host, size_t hlen, char *addr,
     size_t alen);
 
@@ -328,7 +331,8 @@ conn_close(struct conn *c)
 		conn_free(c);
 }
 
-void
+/* Close after the replies already queued have been written. */
+static void
 conn_close_after_write(struct conn *c)
 {
 	c->s.state = SESSION_CLOSING;
@@ -478,7 +482,9 @@ out_pending(const struct conn *c)
 	return n;
 }
 
-size_t
+/* Bytes this connection holds in its buffers (TLS state included): what
+ * the memory budget counts. */
+static size_t
 conn_memory(const struct conn *c)
 {
 	size_t n = evbuffer_get_length(c->s.in) + evbuffer_get_length(c->s.pend) +
@@ -551,7 +557,10 @@ drained:
 	}
 }
 
-void
+/* The batch's commit is over: send its replies.  When it failed they
+ * become errors (proto_fail_batch()), except that with `in_doubt`
+ * (SAKER_EINDOUBT) replies handing out removed items go out as they are. */
+static void
 conn_flush(struct conn *c, const struct commit_result *res)
 {
 	struct session *s = &c->s;
@@ -735,7 +744,8 @@ conn_login_failed(struct session *s, const char *how,
 
 /* --- input -------------------------------------------------------------- */
 
-void
+/* Parse and run every complete command in the session's input. */
+static void
 conn_process(struct conn *c)
 {
 	struct session *s = &c->s;
