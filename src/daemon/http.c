@@ -39,7 +39,6 @@ struct http_server {
 	const bool *stopping;       /* the server is stopping: /healthz 503 */
 	bool need_admin;            /* /metrics: Basic auth of an admin user */
 	struct console_env console; /* the web console (console.h) */
-	struct event_base *base;
 	char addr[256];             /* the address --http listens on */
 	bool wildcard;              /* 0.0.0.0, :: or none: any of the host's */
 	const char *const *hosts;   /* --http-host names */
@@ -85,7 +84,6 @@ static struct {
 struct http_conn {
 	struct bufferevent *bev;
 	bool over;                   /* one past -c when it was accepted */
-	bool adopted;                /* in hconn.all, close callback set */
 	TAILQ_ENTRY(http_conn) link;
 	struct event *hs_ev;         /* HTTPS: the handshake's deadline */
 	struct evhttp_connection *evcon;
@@ -707,7 +705,6 @@ http_conn_adopt(evutil_socket_t fd, short what, void *arg)
 		free(hc);
 	} else {
 		TAILQ_INSERT_TAIL(&hconn.all, hc, link);
-		hc->adopted = true;
 		hc->evcon = evcon;
 		evhttp_connection_set_closecb(evcon, http_conn_closed, hc);
 		if (hc->over) {
@@ -919,7 +916,6 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	evhttp_set_max_headers_size(h->http, HTTP_MAX_HEADERS);
 	evhttp_set_max_body_size(h->http, HTTP_MAX_BODY);
 	evhttp_set_timeout(h->http, HTTP_TIMEOUT_S);
-	h->base = base;
 	evhttp_set_gencb(h->http, handle, h);
 	/* every connection's bufferevent is ours, to count it against -c
 	 * (and, with --tls-cert, to serve HTTPS with the same certificate) */
