@@ -113,18 +113,6 @@ http_max_unsent(void)
 	return HTTP_MAX_UNSENT;
 }
 
-/* Bytes of replies not yet sent, over every HTTP connection. */
-static size_t
-http_unsent(void)
-{
-	struct http_conn *hc;
-	size_t n = 0;
-
-	TAILQ_FOREACH(hc, &hconn.all, link)
-		n += evbuffer_get_length(bufferevent_get_output(hc->bev));
-	return n;
-}
-
 unsigned
 http_connections(void)
 {
@@ -550,12 +538,14 @@ handle(struct evhttp_request *req, void *arg)
 	const struct evhttp_uri *parsed = evhttp_request_get_evhttp_uri(req);
 	const char *path = parsed != NULL ? evhttp_uri_get_path(parsed) : NULL;
 	struct evbuffer *b = evbuffer_new();
+	size_t unread, unsent;
 
 	if (b == NULL) {
 		http_send_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
-	if (http_unsent() > HTTP_MAX_UNSENT) {
+	http_memory(&unread, &unsent);
+	if (unsent > HTTP_MAX_UNSENT) {
 		/* clients that do not read their replies hold enough already */
 		static int64_t last_log_ms;
 		int64_t now = saker_now_ms();
