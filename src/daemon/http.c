@@ -358,8 +358,8 @@ write_metrics(struct http_server *h, struct evbuffer *b)
 
 /*
  * /metrics with --auth-file: "Authorization: Basic base64(user:password)"
- * of a user with admin rights.  True to serve it; otherwise the reply was
- * sent: 401 with a WWW-Authenticate challenge, or 429 while the peer or
+ * of a user with admin rights (the security headers already set).  True
+ * to serve it; otherwise the reply was sent: 401 with a WWW-Authenticate challenge, or 429 while the peer or
  * the user name owes a delay for failed logins (login.h).  The 429 comes
  * before any password is checked, right or wrong, so neither its timing
  * nor its status tells a good guess, and guessing over HTTP is as slow as
@@ -367,7 +367,7 @@ write_metrics(struct http_server *h, struct evbuffer *b)
  * keeps reading while it waits).
  */
 static bool
-admin_authorized(struct http_server *h, struct evhttp_request *req, struct evbuffer *b,
+admin_authorized(struct http_server *h, struct evhttp_request *req,
     const char *what, const char **user)
 {
 	struct evkeyvalq *hdrs = evhttp_request_get_input_headers(req);
@@ -397,17 +397,14 @@ admin_authorized(struct http_server *h, struct evhttp_request *req, struct evbuf
 		colon = memchr(dec, ':', (size_t)n);
 	if (auth != NULL && (wait = login_wait(peer, dec, colon != NULL ?
 	    (size_t)(colon - dec) : 0, saker_now_ms())) > 0) {
-		char retry[32];
+		char retry[32], msg[128];
 
 		memset(dec, 0, sizeof(dec));
 		snprintf(retry, sizeof(retry), "%lld", (long long)(wait + 999) / 1000);
-		http_security_headers(req);
+		snprintf(msg, sizeof(msg), "too many failed logins from %s or for "
+		    "that user; retry later", peer);
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", retry);
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-		    "text/plain; charset=utf-8");
-		evbuffer_add_printf(b, "too many failed logins from %s or for that "
-		    "user; retry later\n", peer);
-		evhttp_send_reply(req, 429, "Too Many Requests", b);
+		http_send_error(req, 429, "Too Many Requests", msg);
 		return false;
 	}
 	if (colon != NULL)
@@ -428,14 +425,10 @@ admin_authorized(struct http_server *h, struct evhttp_request *req, struct evbuf
 		    "HTTP", saker_now_ms());
 	}
 	memset(dec, 0, sizeof(dec));
-	http_security_headers(req);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
 	    "Basic realm=\"saker\"");
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-	    "text/plain; charset=utf-8");
-	evbuffer_add_printf(b, "/metrics and the console need the login of an "
-	    "admin user (--auth-file); /healthz is open\n");
-	evhttp_send_reply(req, 401, "Unauthorized", b);
+	http_send_error(req, 401, "Unauthorized", "/metrics and the console need "
+	    "the login of an admin user (--auth-file); /healthz is open");
 	return false;
 }
 
@@ -572,13 +565,13 @@ handle(struct evhttp_request *req, void *arg)
 		const char *user = NULL;
 
 		/* the console and its API: the same login as /metrics */
-		if (!h->need_admin || admin_authorized(h, req, b, "console", &user))
+		if (!h->need_admin || admin_authorized(h, req, "console", &user))
 			console_handle(&h->console, req, user);
 	} else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
 	    evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
 		http_send_error(req, 405, "Method Not Allowed", "only GET");
 	} else if (strcmp(uri, "/metrics") == 0) {
-		if (!h->need_admin || admin_authorized(h, req, b, "/metrics", NULL)) {
+		if (!h->need_admin || admin_authorized(h, req, "/metrics", NULL)) {
 			write_metrics(h, b);
 			evhttp_add_header(evhttp_request_get_output_headers(req),
 			    "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
