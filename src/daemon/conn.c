@@ -182,8 +182,6 @@ conn_hs_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)fd;
-	(void)what;
 	if (!c->handshaking || c->s.dead)
 		return;
 	log_info("closing a TLS connection from %s whose handshake did not end "
@@ -203,8 +201,6 @@ conn_idle_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	int64_t idle = saker_now_ms() - c->last_cmd_ms;
 
-	(void)fd;
-	(void)what;
 	if (c->s.state == SESSION_WAITING ||
 	    idle < env.idle_timeout_ms) {
 		evtimer_add(c->idle_ev, env.idle_tv);
@@ -277,8 +273,6 @@ conn_drain_cb(evutil_socket_t fd, short what, void *arg)
 	struct timeval tv = { env.drain_timeout_ms / 1000,
 	    (env.drain_timeout_ms % 1000) * 1000 };
 
-	(void)fd;
-	(void)what;
 	if (c->reading || c->s.dead)
 		return;
 	if (c->written != c->drain_mark) {
@@ -420,8 +414,6 @@ wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)fd;
-	(void)what;
 	op_wait_timeout(&c->s);
 	env.drain();
 }
@@ -604,8 +596,6 @@ conn_write_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)fd;
-	(void)what;
 	conn_write(c);
 }
 
@@ -648,8 +638,6 @@ conn_login_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)fd;
-	(void)what;
 	if (c->s.authed || c->s.dead)
 		return;
 	log_info("closing a connection from %s that did not log in within %d s",
@@ -681,8 +669,6 @@ conn_throttle_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)fd;
-	(void)what;
 	if (c->s.dead || !c->throttled)
 		return;
 	c->throttled = false;
@@ -844,7 +830,6 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	ssize_t n;
 
-	(void)what;
 	if (c->tls != NULL) {
 		c->busy++;
 		n = conn_read_tls(c, fd);

@@ -120,9 +120,6 @@ slice_cb(evutil_socket_t fd, short what, void *arg)
 	struct slice sl = { h.b, t0 + HISTORY_SLICE_US };
 	static const struct timeval now = { 0, 0 };
 
-	(void)fd;
-	(void)what;
-	(void)arg;
 	if (h.b->store == NULL) {
 		h.sweeping = false;
 		return;
@@ -146,9 +143,6 @@ slice_cb(evutil_socket_t fd, short what, void *arg)
 static void
 tick_cb(evutil_socket_t fd, short what, void *arg)
 {
-	(void)fd;
-	(void)what;
-	(void)arg;
 	if (h.sweeping || h.b->store == NULL)
 		return;         /* the last sweep is not over: skip this one */
 	h.sweeping = true;

@@ -607,7 +607,6 @@ http_conn_closed(struct evhttp_connection *evcon, void *arg)
 {
 	struct http_conn *hc = arg;
 
-	(void)evcon;
 	hconn.open--;
 	TAILQ_REMOVE(&hconn.all, hc, link);
 	if (hc->hs_ev != NULL)
@@ -622,8 +621,6 @@ http_hs_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct http_conn *hc = arg;
 
-	(void)fd;
-	(void)what;
 	if (tls_bev_handshaking(hc->bev)) {
 		log_info("--http: closing a TLS connection whose handshake did not "
 		    "end within %" PRId64 " ms", hconn.handshake_ms);
@@ -679,8 +676,6 @@ http_conn_adopt(evutil_socket_t fd, short what, void *arg)
 	struct evhttp_connection *evcon;
 	void *cbarg = NULL;
 
-	(void)fd;
-	(void)what;
 	bufferevent_getcb(bev, NULL, NULL, NULL, &cbarg);
 	evcon = cbarg;
 	if (evcon == NULL || evhttp_connection_get_bufferevent(evcon) != bev) {
@@ -721,7 +716,6 @@ http_bev(struct event_base *base, void *arg)
 	struct http_conn *hc;
 	struct bufferevent *bev;
 
-	(void)arg;
 	/* --tls-cert: the same certificate serves HTTPS */
 	bev = tls_on() ? tls_http_bev(base) :
 	    bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
@@ -751,8 +745,6 @@ http_bev(struct event_base *base, void *arg)
 static void
 reenable_cb(evutil_socket_t fd, short what, void *arg)
 {
-	(void)fd;
-	(void)what;
 	evconnlistener_enable(arg);
 }
 
@@ -776,7 +768,6 @@ http_accept_error(struct evconnlistener *l, void *arg)
 	int err = EVUTIL_SOCKET_ERROR();
 	int64_t now = saker_now_ms();
 
-	(void)arg;
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
 		if (now - last_log_ms > 60000) {
 			last_log_ms = now;

@@ -39,7 +39,6 @@ struct server *srv = &the_server;
 static void
 schedule_commit(struct broker *b)
 {
-	(void)b;
 	srv->commit_scheduled = true;
 }
 
@@ -49,7 +48,6 @@ static void arm_open_timeout(struct broker *b, int64_t deadline_ms);
 static void
 hook_stop(struct broker *b)
 {
-	(void)b;
 	server_stop();
 }
 
@@ -132,7 +130,6 @@ arm_at_ms(struct event *ev, int64_t *armed_at, int64_t at_ms)
 static void
 arm_promote(struct broker *b, int64_t due_ms)
 {
-	(void)b;
 	if (due_ms > 0)
 		arm_at_ms(srv->promote_ev, &srv->promote_at, due_ms);
 }
@@ -141,7 +138,6 @@ arm_promote(struct broker *b, int64_t due_ms)
 static void
 arm_open_timeout(struct broker *b, int64_t deadline_ms)
 {
-	(void)b;
 	arm_at_ms(srv->open_timeout_ev, &srv->open_timeout_at, deadline_ms);
 }
 
@@ -167,8 +163,6 @@ job_cb(evutil_socket_t fd, short what, void *arg)
 {
 	const struct loop_job *job = arg;
 
-	(void)fd;
-	(void)what;
 	if (job->armed_at != NULL)
 		*job->armed_at = 0;
 	job->run(&srv->broker);
@@ -180,9 +174,6 @@ job_cb(evutil_socket_t fd, short what, void *arg)
 static void
 sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
-	(void)fd;
-	(void)what;
-	(void)arg;
 	broker_sweep(&srv->broker);
 }
 
@@ -224,9 +215,6 @@ load_config(void)
 static void
 sync_cb(evutil_socket_t fd, short what, void *arg)
 {
-	(void)fd;
-	(void)what;
-	(void)arg;
 	if (saker_store_sync(srv->broker.store) != SAKER_OK)
 		log_error("periodic sync failed: %s", srv->broker.store->driver->errmsg(srv->broker.store));
 }
@@ -242,9 +230,6 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	int one = 1;
 	bool tcp = sa->sa_family == AF_INET || sa->sa_family == AF_INET6;
 
-	(void)l;
-	(void)salen;
-	(void)arg;
 	/* -c counts the --http connections too */
 	if (srv->stopping || srv->broker.stats.curr_connections + http_connections() >=
 	    (uint64_t)srv->opt->max_conns) {
@@ -274,7 +259,6 @@ accept_error_cb(struct evconnlistener *l, void *arg)
 {
 	int err = EVUTIL_SOCKET_ERROR();
 
-	(void)arg;
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
 		log_warn("accept: %s; pausing accepts for 100 ms",
 		    evutil_socket_error_to_string(err));
@@ -454,8 +438,6 @@ server_stop(void)
 static void
 signal_cb(evutil_socket_t sig, short what, void *arg)
 {
-	(void)what;
-	(void)arg;
 	if (sig == SIGHUP) {
 		log_info("SIGHUP: reopening the log and rereading the config");
 		log_reopen();
