@@ -16,7 +16,6 @@
 
 #include <event2/util.h>
 
-#include "auth.h"
 #include "clock.h"
 #include "conn.h"
 #include "log.h"
