@@ -98,26 +98,22 @@ sample(struct broker *b, struct squeue *q)
 	h.rings_now++;
 }
 
-struct slice {
-	struct broker *b;
-	int64_t end_us;          /* the slice's budget ends */
-};
-
+/* arg: when the slice's budget ends (us) */
 static int
 slice_one(void *arg, struct squeue *q)
 {
-	struct slice *sl = arg;
+	const int64_t *end_us = arg;
 
-	sample(sl->b, q);
+	sample(h.b, q);
 	h.done++;
-	return h.done % CLOCK_EVERY == 0 && saker_now_us() >= sl->end_us;
+	return h.done % CLOCK_EVERY == 0 && saker_now_us() >= *end_us;
 }
 
 static void
 slice_cb(evutil_socket_t fd, short what, void *arg)
 {
 	int64_t t0 = saker_now_us();
-	struct slice sl = { h.b, t0 + HISTORY_SLICE_US };
+	int64_t end_us = t0 + HISTORY_SLICE_US;
 	static const struct timeval now = { 0, 0 };
 
 	if (h.b->store == NULL) {
@@ -125,7 +121,7 @@ slice_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	h.slices_now++;
-	if (queues_walk_from(h.b, &h.pos, slice_one, &sl) != 0) {
+	if (queues_walk_from(h.b, &h.pos, slice_one, &end_us) != 0) {
 		/* budget spent: the rest in the next loop turn */
 		h.walk_us_now += (uint64_t)(saker_now_us() - t0);
 		event_add(h.slice_ev, &now);
