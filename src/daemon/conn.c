@@ -67,7 +67,6 @@ static void conn_idle_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_drain_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_login_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_hs_cb(evutil_socket_t fd, short what, void *arg);
-static void handshake_over(struct conn *c);
 static size_t conn_memory(const struct conn *c);
 static void conn_process(struct conn *c);
 static void conn_flush(struct conn *c, const struct commit_result *res);
