@@ -44,11 +44,7 @@ schedule_commit(struct broker *b)
 static void arm_promote(struct broker *b, int64_t due_ms);
 static void arm_open_timeout(struct broker *b, int64_t deadline_ms);
 
-static void
-hook_stop(struct broker *b)
-{
-	server_stop();
-}
+static void server_stop(struct broker *b);
 
 static const struct broker_hooks hooks = {
 	.schedule_commit = schedule_commit,
@@ -59,7 +55,7 @@ static const struct broker_hooks hooks = {
 	.wait_end = conn_wait_end,
 	.close = conn_hook_close,
 	.close_after_write = conn_hook_close_after_write,
-	.stop = hook_stop,
+	.stop = server_stop,
 	.login_admit = conn_login_admit,
 	.login_failed = conn_login_failed,
 	.login_ok = conn_login_ok,
@@ -421,8 +417,9 @@ close_listeners(void)
 
 /* --- signals and stopping ---------------------------------------------- */
 
-void
-server_stop(void)
+/* Begin a graceful stop (the shutdown command, signals). */
+static void
+server_stop(struct broker *b)
 {
 	if (srv->stopping)
 		return;
@@ -449,7 +446,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	log_info("signal %d: stopping", (int)sig);
-	server_stop();
+	server_stop(&srv->broker);
 }
 
 static void
