@@ -531,6 +531,7 @@ int
 server_init(struct options *opt)
 {
 	static const int sigs[4] = { SIGTERM, SIGINT, SIGHUP, 0 };
+	static const struct timeval sweep_every = { 5, 0 }, tick_every = { 1, 0 };
 	struct saker_store_opts so;
 	char err[512], maxmem[48];
 	const char *drvopts[2] = { NULL, NULL };
@@ -590,10 +591,7 @@ server_init(struct options *opt)
 	srv->promote_ev = evtimer_new(srv->base, job_cb, (void *)&promote_job);
 	srv->open_timeout_ev = evtimer_new(srv->base, job_cb, (void *)&open_timeout_job);
 	srv->sweep_ev = event_new(srv->base, -1, EV_PERSIST, sweep_cb, NULL);
-	{
-		struct timeval tv = { 5, 0 };
-		event_add(srv->sweep_ev, &tv);
-	}
+	event_add(srv->sweep_ev, &sweep_every);
 	for (i = 0; sigs[i] != 0; i++) {
 		srv->sig_ev[i] = evsignal_new(srv->base, sigs[i], signal_cb, NULL);
 		event_add(srv->sig_ev[i], NULL);
@@ -667,9 +665,8 @@ server_init(struct options *opt)
 	srv->store_fd = -1;
 	watch_store_fd();
 	if (saker_store_needs_tick(srv->broker.store)) {
-		struct timeval tv = { 1, 0 };
 		srv->tick_ev = event_new(srv->base, -1, EV_PERSIST, job_cb, (void *)&tick_job);
-		event_add(srv->tick_ev, &tv);
+		event_add(srv->tick_ev, &tick_every);
 	}
 	if (start_listening() != 0) {
 		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
