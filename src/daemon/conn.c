@@ -16,7 +16,6 @@
 
 #include <event2/util.h>
 
-#include "auth.h"
 #include "clock.h"
 #include "conn.h"
 #include "log.h"
@@ -68,7 +67,9 @@ static void conn_idle_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_drain_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_login_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_hs_cb(evutil_socket_t fd, short what, void *arg);
-static void handshake_over(struct conn *c);
+static size_t conn_memory(const struct conn *c);
+static void conn_process(struct conn *c);
+static void conn_flush(struct conn *c, const struct commit_result *res);
 static void peer_names(int fd, char *host, size_t hlen, char *addr,
     size_t alen);
 
@@ -179,8 +180,6 @@ conn_hs_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)fd;
-	(void)what;
 	if (!c->handshaking || c->s.dead)
 		return;
 	log_info("closing a TLS connection from %s whose handshake did not end "
@@ -200,8 +199,6 @@ conn_idle_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	int64_t idle = saker_now_ms() - c->last_cmd_ms;
 
-	(void)fd;
-	(void)what;
 	if (c->s.state == SESSION_WAITING ||
 	    idle < env.idle_timeout_ms) {
 		evtimer_add(c->idle_ev, env.idle_tv);
@@ -215,21 +212,14 @@ conn_idle_cb(evutil_socket_t fd, short what, void *arg)
 static void
 conn_free(struct conn *c)
 {
-	if (c->idle_ev != NULL)
-		event_free(c->idle_ev);
-	if (c->drain_ev != NULL)
-		event_free(c->drain_ev);
-	if (c->login_ev != NULL)
-		event_free(c->login_ev);
-	if (c->throttle_ev != NULL)
-		event_free(c->throttle_ev);
-	if (c->hs_ev != NULL)
-		event_free(c->hs_ev);
-	if (c->wait_timer != NULL)
-		event_free(c->wait_timer);
+	struct event *evs[] = { c->rev, c->wev, c->idle_ev, c->drain_ev,
+	    c->login_ev, c->throttle_ev, c->hs_ev, c->wait_timer };
+	size_t i;
+
+	for (i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+		if (evs[i] != NULL)
+			event_free(evs[i]);
 	evbuffer_free(c->out);
-	event_free(c->rev);
-	event_free(c->wev);
 	tls_free(c->tls);
 	proto_session_free(&c->s);
 	session_free(&c->s);
@@ -281,8 +271,6 @@ conn_drain_cb(evutil_socket_t fd, short what, void *arg)
 	struct timeval tv = { env.drain_timeout_ms / 1000,
 	    (env.drain_timeout_ms % 1000) * 1000 };
 
-	(void)fd;
-	(void)what;
 	if (c->reading || c->s.dead)
 		return;
 	if (c->written != c->drain_mark) {
@@ -301,20 +289,17 @@ conn_drain_cb(evutil_socket_t fd, short what, void *arg)
 void
 conn_close(struct conn *c)
 {
+	struct event *evs[] = { c->rev, c->wev, c->idle_ev, c->drain_ev,
+	    c->login_ev, c->throttle_ev };
+	size_t i;
+
 	if (c->s.dead)
 		return;
 	/* ends its wait and returns its open items */
 	session_close(&c->s);
-	event_del(c->rev);
-	event_del(c->wev);
-	if (c->idle_ev != NULL)
-		event_del(c->idle_ev);
-	if (c->drain_ev != NULL)
-		event_del(c->drain_ev);
-	if (c->login_ev != NULL)
-		event_del(c->login_ev);
-	if (c->throttle_ev != NULL)
-		event_del(c->throttle_ev);
+	for (i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+		if (evs[i] != NULL)
+			event_del(evs[i]);
 	handshake_over(c);
 	if (c->tls != NULL) {
 		/* tell a TLS client this is an orderly end (best effort) */
@@ -338,7 +323,8 @@ conn_close(struct conn *c)
 		conn_free(c);
 }
 
-void
+/* Close after the replies already queued have been written. */
+static void
 conn_close_after_write(struct conn *c)
 {
 	c->s.state = SESSION_CLOSING;
@@ -426,8 +412,6 @@ wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)fd;
-	(void)what;
 	op_wait_timeout(&c->s);
 	env.drain();
 }
@@ -488,7 +472,9 @@ out_pending(const struct conn *c)
 	return n;
 }
 
-size_t
+/* Bytes this connection holds in its buffers (TLS state included): what
+ * the memory budget counts. */
+static size_t
 conn_memory(const struct conn *c)
 {
 	size_t n = evbuffer_get_length(c->s.in) + evbuffer_get_length(c->s.pend) +
@@ -561,7 +547,10 @@ drained:
 	}
 }
 
-void
+/* The batch's commit is over: send its replies.  When it failed they
+ * become errors (proto_fail_batch()), except that with `in_doubt`
+ * (SAKER_EINDOUBT) replies handing out removed items go out as they are. */
+static void
 conn_flush(struct conn *c, const struct commit_result *res)
 {
 	struct session *s = &c->s;
@@ -605,8 +594,6 @@ conn_write_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)fd;
-	(void)what;
 	conn_write(c);
 }
 
@@ -620,32 +607,28 @@ static void
 peer_names(int fd, char *host, size_t hlen, char *addr, size_t alen)
 {
 	struct sockaddr_storage ss;
+	struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
 	socklen_t sl = sizeof(ss);
 	char ip[INET6_ADDRSTRLEN];
+	bool v4;
 
 	snprintf(host, hlen, "unknown");
 	snprintf(addr, alen, "unknown peer");
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
 		return;
-	if (ss.ss_family == AF_INET) {
-		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-
-		if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip)) != NULL) {
-			snprintf(host, hlen, "%s", ip);
-			snprintf(addr, alen, "%s:%u", ip, (unsigned)ntohs(in->sin_port));
-		}
-	} else if (ss.ss_family == AF_INET6) {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-
-		if (inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip)) != NULL) {
-			snprintf(host, hlen, "%s", ip);
-			snprintf(addr, alen, "[%s]:%u", ip,
-			    (unsigned)ntohs(in6->sin6_port));
-		}
-	} else if (ss.ss_family == AF_UNIX) {
+	if (ss.ss_family == AF_UNIX) {
 		snprintf(host, hlen, "unix");
 		snprintf(addr, alen, "unix");
+		return;
 	}
+	v4 = ss.ss_family == AF_INET;
+	if ((!v4 && ss.ss_family != AF_INET6) || inet_ntop(ss.ss_family, v4 ?
+	    (void *)&in->sin_addr : (void *)&in6->sin6_addr, ip, sizeof(ip)) == NULL)
+		return;
+	snprintf(host, hlen, "%s", ip);
+	snprintf(addr, alen, v4 ? "%s:%u" : "[%s]:%u", ip,
+	    (unsigned)ntohs(v4 ? in->sin_port : in6->sin6_port));
 }
 
 static void
@@ -653,8 +636,6 @@ conn_login_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)fd;
-	(void)what;
 	if (c->s.authed || c->s.dead)
 		return;
 	log_info("closing a connection from %s that did not log in within %d s",
@@ -686,8 +667,6 @@ conn_throttle_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)fd;
-	(void)what;
 	if (c->s.dead || !c->throttled)
 		return;
 	c->throttled = false;
@@ -749,7 +728,8 @@ conn_login_failed(struct session *s, const char *how,
 
 /* --- input -------------------------------------------------------------- */
 
-void
+/* Parse and run every complete command in the session's input. */
+static void
 conn_process(struct conn *c)
 {
 	struct session *s = &c->s;
@@ -848,7 +828,6 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	ssize_t n;
 
-	(void)what;
 	if (c->tls != NULL) {
 		c->busy++;
 		n = conn_read_tls(c, fd);

@@ -85,9 +85,6 @@ unsigned conn_tls_handshakes(void);
 /* Change the most handshakes in progress at once (the fuzzers' way to
  * reach the budget with few connections). */
 void conn_set_tls_handshakes_max(unsigned n);
-/* Bytes this connection holds in its buffers (TLS state included): what a
- * per-connection memory budget counts. */
-size_t conn_memory(const struct conn *c);
 /* The broker's login hooks (login.h has the policy). */
 bool conn_login_admit(struct session *s, const char *user, size_t ulen);
 void conn_login_failed(struct session *s, const char *how,
@@ -97,10 +94,6 @@ void conn_login_ok(struct session *s);
 const char *conn_peer(struct session *s);
 /* Close now: cancel waits, return open items to their queues. */
 void conn_close(struct conn *c);
-/* Close after the replies already queued have been written. */
-void conn_close_after_write(struct conn *c);
-/* Parse and run every complete command in the session's input. */
-void conn_process(struct conn *c);
 
 /* The first open connection, or NULL. */
 struct conn *conn_first(void);
@@ -113,11 +106,6 @@ void conn_flush_batch(const struct commit_result *res);
 /* Run the pipelined input of one connection whose wait ended; false when
  * there is none. */
 bool conn_resume_one(void);
-
-/* The batch's commit is over: send its replies.  When it failed they
- * become errors (proto_fail_batch()), except that with `in_doubt`
- * (SAKER_EINDOUBT) replies handing out removed items go out as they are. */
-void conn_flush(struct conn *c, const struct commit_result *res);
 
 /* The broker's hooks for sessions that are connections (server.c uses
  * them for the broker's hooks table). */

@@ -2,10 +2,7 @@
  * docs/console.md). */
 #include "config.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -51,12 +48,6 @@
 
 static const char *const sync_names[] = { "always", "periodic", "never" };
 
-int
-console_init(void)
-{
-	return csrf_init();
-}
-
 void
 console_json_str(struct evbuffer *out, const char *s, size_t len)
 {
@@ -86,6 +77,7 @@ console_json_str(struct evbuffer *out, const char *s, size_t len)
 
 /* ------------------------------------------------------------ replies */
 
+/* Send out as the JSON reply, and free it. */
 static void
 send_json(struct evhttp_request *req, int code, const char *reason,
     struct evbuffer *out)
@@ -93,6 +85,7 @@ send_json(struct evhttp_request *req, int code, const char *reason,
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 	    "application/json");
 	evhttp_send_reply(req, code, reason, out);
+	evbuffer_free(out);
 }
 
 /* {"error": msg} with that status. */
@@ -110,7 +103,6 @@ send_error(struct evhttp_request *req, int code, const char *reason,
 	console_json_str(out, msg, strlen(msg));
 	evbuffer_add_printf(out, "}\n");
 	send_json(req, code, reason, out);
-	evbuffer_free(out);
 }
 
 /* A decimal parameter: absent leaves *v; false when malformed or over max. */
@@ -169,7 +161,7 @@ api_server(const struct console_env *env, struct evhttp_request *req,
     const char *user)
 {
 	char csrf[CSRF_TOKEN_LEN + 1];
-
+	const struct history_stats *hs = history_stats();
 	struct broker *b = env->b;
 	struct stats *s = &b->stats;
 	struct evbuffer *out = evbuffer_new();
@@ -224,12 +216,11 @@ api_server(const struct console_env *env, struct evhttp_request *req,
 	    commits > 0 ? (double)s->commit_ns / (double)commits / 1e6 : 0.0,
 	    s->cmd_get, s->cmd_set, b->store_failed ? "true" : "false",
 	    env->writes_allowed ? "true" : "false",
-	    env->login_required ? "true" : "false", history_interval_ms(),
-	    HISTORY_SAMPLES, history_rings(),
-	    history_rings() * (uint64_t)sizeof(struct depth_history),
-	    history_walk_us(), history_walk_slices(), csrf);
+	    env->login_required ? "true" : "false", hs->interval_ms,
+	    HISTORY_SAMPLES, hs->rings,
+	    hs->rings * (uint64_t)sizeof(struct depth_history),
+	    hs->walk_us, hs->slices, csrf);
 	send_json(req, 200, "OK", out);
-	evbuffer_free(out);
 }
 
 /* ------------------------------------------------------- /api/queues */
@@ -440,7 +431,6 @@ api_queues(const struct console_env *env, struct evhttp_request *req,
 	evbuffer_add_printf(out, "]}\n");
 	free(r.v);
 	send_json(req, 200, "OK", out);
-	evbuffer_free(out);
 }
 
 /* ------------------------------------------------- /api/queues/NAME/peek */
@@ -532,7 +522,6 @@ api_peek(const struct console_env *env, struct evhttp_request *req,
 	}
 	evbuffer_add_printf(p.out, "]}\n");
 	send_json(req, 200, "OK", p.out);
-	evbuffer_free(p.out);
 }
 
 /* ---------------------------------------------- /api/queues/NAME/history */
@@ -549,12 +538,11 @@ api_history(struct evhttp_request *req, struct squeue *q)
 	evbuffer_add_printf(out, "{\"name\":");
 	console_json_str(out, q->name, q->len);
 	evbuffer_add_printf(out, ",\"interval_ms\":%u,\"samples\":%d,"
-	    "\"last_ms\":%" PRId64 ",\"depth\":", history_interval_ms(),
-	    HISTORY_SAMPLES, history_last_ms());
+	    "\"last_ms\":%" PRId64 ",\"depth\":", history_stats()->interval_ms,
+	    HISTORY_SAMPLES, history_stats()->last_ms);
 	history_json(out, q);
 	evbuffer_add_printf(out, "}\n");
 	send_json(req, 200, "OK", out);
-	evbuffer_free(out);
 }
 
 /* ------------------------------------------------- /api/queues/NAME/open */
@@ -622,9 +610,8 @@ api_open(const struct console_env *env, struct evhttp_request *req,
 	evbuffer_add_printf(out, ",\"total\":%" PRIu64 ",\"open\":[", total);
 	evbuffer_add_buffer(out, items);
 	evbuffer_add_printf(out, "]}\n");
-	send_json(req, 200, "OK", out);
 	evbuffer_free(items);
-	evbuffer_free(out);
+	send_json(req, 200, "OK", out);
 }
 
 /* ------------------------------------------------------------ POSTs */
@@ -701,7 +688,6 @@ api_post(const struct console_env *env, struct evhttp_request *req,
 				evbuffer_add_printf(out, "{\"%s\":true}\n",
 				    flush ? "flushed" : "deleted");
 				send_json(req, 200, "OK", out);
-				evbuffer_free(out);
 			} else
 				http_send_error(req, 500, "Internal Server Error", "out of memory");
 			log_info("console: %s %s", flush ? "flushed" : "deleted", name);
@@ -757,7 +743,6 @@ api_post(const struct console_env *env, struct evhttp_request *req,
 		console_json_str(out, to, strlen(to));
 		evbuffer_add_printf(out, ",\"all\":%s}\n", all ? "true" : "false");
 		send_json(req, 200, "OK", out);
-		evbuffer_free(out);
 	}
 done:
 	session_close(&s);
@@ -799,16 +784,13 @@ console_handle(const struct console_env *env, struct evhttp_request *req,
 	}
 	if (env->b->store == NULL) {
 		send_error(req, 503, "Service Unavailable", "starting");
+	} else if (!get && (strcmp(path, "/api/server") == 0 ||
+	    strcmp(path, "/api/queues") == 0)) {
+		send_error(req, 405, "Method Not Allowed", "only GET");
 	} else if (strcmp(path, "/api/server") == 0) {
-		if (get)
-			api_server(env, req, user);
-		else
-			send_error(req, 405, "Method Not Allowed", "only GET");
+		api_server(env, req, user);
 	} else if (strcmp(path, "/api/queues") == 0) {
-		if (get)
-			api_queues(env, req, &qs);
-		else
-			send_error(req, 405, "Method Not Allowed", "only GET");
+		api_queues(env, req, &qs);
 	} else if (strncmp(path, "/api/queues/", 12) == 0) {
 		/* /api/queues/NAME/ACTION, NAME percent-encoded (a '/' in it,
 		 * encoded or not, makes it an invalid name) */

@@ -25,9 +25,6 @@ struct console_env {
 	unsigned (*http_connections)(void);
 };
 
-/* Draw the key of the CSRF tokens (csrf.h); -1 when no randomness is
- * available. */
-int console_init(void);
 /* Is path the console's ("/", its assets, "/api/...")? */
 bool console_path(const char *path);
 /* Serve req (a console path, already authorized as `user`, NULL without

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "csrf.h"
 #include "hash.h"
 
@@ -23,11 +24,9 @@ token_for(const char *user, size_t ulen, int64_t period,
 {
 	uint8_t msg[8 + 256];
 	size_t n;
-	int i;
 
 	/* the period first, then the name (cut: names are short) */
-	for (i = 0; i < 8; i++)
-		msg[i] = (uint8_t)((uint64_t)period >> (8 * i));
+	saker_put_le64(msg, (uint64_t)period);
 	n = ulen < sizeof(msg) - 8 ? ulen : sizeof(msg) - 8;
 	memcpy(msg + 8, user, n);
 	snprintf(out, CSRF_TOKEN_LEN + 1, "%016llx%016llx",

@@ -18,15 +18,12 @@ static struct {
 	struct event *tick_ev;   /* every interval: start a sweep */
 	struct event *slice_ev;  /* next loop turn: the sweep's next slice */
 	struct broker *b;
-	unsigned interval_ms;
 	bool sweeping;
 	uint64_t ticks;          /* complete sweeps; the one under way is `ticks` */
 	size_t pos;              /* where the sweep's next slice starts */
 	uint64_t done;           /* queues of this sweep done */
-	uint64_t rings, rings_now;
-	uint64_t walk_us, walk_us_now;
-	uint64_t slices, slices_now;
-	int64_t last_ms;
+	uint64_t rings_now, walk_us_now, slices_now;    /* of the sweep under way */
+	struct history_stats st;
 } h;
 
 struct queue_watch *
@@ -101,37 +98,30 @@ sample(struct broker *b, struct squeue *q)
 	h.rings_now++;
 }
 
-struct slice {
-	struct broker *b;
-	int64_t end_us;          /* the slice's budget ends */
-};
-
+/* arg: when the slice's budget ends (us) */
 static int
 slice_one(void *arg, struct squeue *q)
 {
-	struct slice *sl = arg;
+	const int64_t *end_us = arg;
 
-	sample(sl->b, q);
+	sample(h.b, q);
 	h.done++;
-	return h.done % CLOCK_EVERY == 0 && saker_now_us() >= sl->end_us;
+	return h.done % CLOCK_EVERY == 0 && saker_now_us() >= *end_us;
 }
 
 static void
 slice_cb(evutil_socket_t fd, short what, void *arg)
 {
 	int64_t t0 = saker_now_us();
-	struct slice sl = { h.b, t0 + HISTORY_SLICE_US };
+	int64_t end_us = t0 + HISTORY_SLICE_US;
 	static const struct timeval now = { 0, 0 };
 
-	(void)fd;
-	(void)what;
-	(void)arg;
 	if (h.b->store == NULL) {
 		h.sweeping = false;
 		return;
 	}
 	h.slices_now++;
-	if (queues_walk_from(h.b, &h.pos, slice_one, &sl) != 0) {
+	if (queues_walk_from(h.b, &h.pos, slice_one, &end_us) != 0) {
 		/* budget spent: the rest in the next loop turn */
 		h.walk_us_now += (uint64_t)(saker_now_us() - t0);
 		event_add(h.slice_ev, &now);
@@ -139,19 +129,16 @@ slice_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	h.walk_us_now += (uint64_t)(saker_now_us() - t0);
 	h.ticks++;
-	h.last_ms = saker_now_ms();
-	h.rings = h.rings_now;
-	h.walk_us = h.walk_us_now;
-	h.slices = h.slices_now;
+	h.st.last_ms = saker_now_ms();
+	h.st.rings = h.rings_now;
+	h.st.walk_us = h.walk_us_now;
+	h.st.slices = h.slices_now;
 	h.sweeping = false;
 }
 
 static void
 tick_cb(evutil_socket_t fd, short what, void *arg)
 {
-	(void)fd;
-	(void)what;
-	(void)arg;
 	if (h.sweeping || h.b->store == NULL)
 		return;         /* the last sweep is not over: skip this one */
 	h.sweeping = true;
@@ -167,7 +154,7 @@ history_start(struct event_base *base, struct broker *b, unsigned interval_ms)
 	struct timeval tv;
 
 	h.b = b;
-	h.interval_ms = interval_ms;
+	h.st.interval_ms = interval_ms;
 	if (interval_ms == 0)
 		return 0;
 	h.tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, NULL);
@@ -192,34 +179,10 @@ history_stop(void)
 	h.sweeping = false;
 }
 
-unsigned
-history_interval_ms(void)
+const struct history_stats *
+history_stats(void)
 {
-	return h.interval_ms;
-}
-
-uint64_t
-history_rings(void)
-{
-	return h.rings;
-}
-
-uint64_t
-history_walk_us(void)
-{
-	return h.walk_us;
-}
-
-uint64_t
-history_walk_slices(void)
-{
-	return h.slices;
-}
-
-int64_t
-history_last_ms(void)
-{
-	return h.last_ms;
+	return &h.st;
 }
 
 void

@@ -58,15 +58,16 @@ int history_start(struct event_base *base, struct broker *b, unsigned interval_m
 /* Stop the timer (before the event base is freed). */
 void history_stop(void);
 
-unsigned history_interval_ms(void);
-/* Queues holding a ring now, and their bytes. */
-uint64_t history_rings(void);
-/* The last complete sweep: loop time spent in it in microseconds, and
- * the slices it took. */
-uint64_t history_walk_us(void);
-uint64_t history_walk_slices(void);
-/* Wall-clock ms of the last sample (0: none yet). */
-int64_t history_last_ms(void);
+struct history_stats {
+	unsigned interval_ms;
+	uint64_t rings;                  /* queues holding a ring now */
+	/* the last complete sweep: loop time spent in it in microseconds,
+	 * and the slices it took */
+	uint64_t walk_us, slices;
+	int64_t last_ms;                 /* wall-clock ms of the last sample
+	                                  * (0: none yet) */
+};
+const struct history_stats *history_stats(void);
 
 /* Append q's samples as a JSON array, oldest first: one per complete
  * sweep in the window (at most HISTORY_SAMPLES), 0 where q had no items or

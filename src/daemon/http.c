@@ -23,6 +23,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "console.h"
+#include "csrf.h"
 #include "http.h"
 #include "http_reply.h"
 #include "login.h"
@@ -38,7 +39,6 @@ struct http_server {
 	const bool *stopping;       /* the server is stopping: /healthz 503 */
 	bool need_admin;            /* /metrics: Basic auth of an admin user */
 	struct console_env console; /* the web console (console.h) */
-	struct event_base *base;
 	char addr[256];             /* the address --http listens on */
 	bool wildcard;              /* 0.0.0.0, :: or none: any of the host's */
 	const char *const *hosts;   /* --http-host names */
@@ -84,7 +84,6 @@ static struct {
 struct http_conn {
 	struct bufferevent *bev;
 	bool over;                   /* one past -c when it was accepted */
-	bool adopted;                /* in hconn.all, close callback set */
 	TAILQ_ENTRY(http_conn) link;
 	struct event *hs_ev;         /* HTTPS: the handshake's deadline */
 	struct evhttp_connection *evcon;
@@ -112,18 +111,6 @@ size_t
 http_max_unsent(void)
 {
 	return HTTP_MAX_UNSENT;
-}
-
-/* Bytes of replies not yet sent, over every HTTP connection. */
-static size_t
-http_unsent(void)
-{
-	struct http_conn *hc;
-	size_t n = 0;
-
-	TAILQ_FOREACH(hc, &hconn.all, link)
-		n += evbuffer_get_length(bufferevent_get_output(hc->bev));
-	return n;
 }
 
 unsigned
@@ -371,8 +358,8 @@ write_metrics(struct http_server *h, struct evbuffer *b)
 
 /*
  * /metrics with --auth-file: "Authorization: Basic base64(user:password)"
- * of a user with admin rights.  True to serve it; otherwise the reply was
- * sent: 401 with a WWW-Authenticate challenge, or 429 while the peer or
+ * of a user with admin rights (the security headers already set).  True
+ * to serve it; otherwise the reply was sent: 401 with a WWW-Authenticate challenge, or 429 while the peer or
  * the user name owes a delay for failed logins (login.h).  The 429 comes
  * before any password is checked, right or wrong, so neither its timing
  * nor its status tells a good guess, and guessing over HTTP is as slow as
@@ -380,7 +367,7 @@ write_metrics(struct http_server *h, struct evbuffer *b)
  * keeps reading while it waits).
  */
 static bool
-admin_authorized(struct http_server *h, struct evhttp_request *req, struct evbuffer *b,
+admin_authorized(struct http_server *h, struct evhttp_request *req,
     const char *what, const char **user)
 {
 	struct evkeyvalq *hdrs = evhttp_request_get_input_headers(req);
@@ -410,17 +397,14 @@ admin_authorized(struct http_server *h, struct evhttp_request *req, struct evbuf
 		colon = memchr(dec, ':', (size_t)n);
 	if (auth != NULL && (wait = login_wait(peer, dec, colon != NULL ?
 	    (size_t)(colon - dec) : 0, saker_now_ms())) > 0) {
-		char retry[32];
+		char retry[32], msg[128];
 
 		memset(dec, 0, sizeof(dec));
 		snprintf(retry, sizeof(retry), "%lld", (long long)(wait + 999) / 1000);
-		http_security_headers(req);
+		snprintf(msg, sizeof(msg), "too many failed logins from %s or for "
+		    "that user; retry later", peer);
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", retry);
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-		    "text/plain; charset=utf-8");
-		evbuffer_add_printf(b, "too many failed logins from %s or for that "
-		    "user; retry later\n", peer);
-		evhttp_send_reply(req, 429, "Too Many Requests", b);
+		http_send_error(req, 429, "Too Many Requests", msg);
 		return false;
 	}
 	if (colon != NULL)
@@ -441,14 +425,10 @@ admin_authorized(struct http_server *h, struct evhttp_request *req, struct evbuf
 		    "HTTP", saker_now_ms());
 	}
 	memset(dec, 0, sizeof(dec));
-	http_security_headers(req);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
 	    "Basic realm=\"saker\"");
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-	    "text/plain; charset=utf-8");
-	evbuffer_add_printf(b, "/metrics and the console need the login of an "
-	    "admin user (--auth-file); /healthz is open\n");
-	evhttp_send_reply(req, 401, "Unauthorized", b);
+	http_send_error(req, 401, "Unauthorized", "/metrics and the console need "
+	    "the login of an admin user (--auth-file); /healthz is open");
 	return false;
 }
 
@@ -486,11 +466,9 @@ host_allowed(const struct http_server *h, const char *host, size_t len)
 		len--;
 	if (len == 0 || len >= sizeof(name))
 		return false;
-	for (i = 0; i < len; i++)
-		name[i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] + 32 :
-		    host[i]);
+	memcpy(name, host, len);
 	name[len] = '\0';
-	if (strcmp(name, "localhost") == 0 || strcasecmp(name, h->addr) == 0)
+	if (strcasecmp(name, "localhost") == 0 || strcasecmp(name, h->addr) == 0)
 		return true;
 	if (h->wildcard && (inet_pton(AF_INET, name, &a6) == 1 ||
 	    inet_pton(AF_INET6, name, &a6) == 1))
@@ -553,12 +531,14 @@ handle(struct evhttp_request *req, void *arg)
 	const struct evhttp_uri *parsed = evhttp_request_get_evhttp_uri(req);
 	const char *path = parsed != NULL ? evhttp_uri_get_path(parsed) : NULL;
 	struct evbuffer *b = evbuffer_new();
+	size_t unread, unsent;
 
 	if (b == NULL) {
 		http_send_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
-	if (http_unsent() > HTTP_MAX_UNSENT) {
+	http_memory(&unread, &unsent);
+	if (unsent > HTTP_MAX_UNSENT) {
 		/* clients that do not read their replies hold enough already */
 		static int64_t last_log_ms;
 		int64_t now = saker_now_ms();
@@ -580,41 +560,36 @@ handle(struct evhttp_request *req, void *arg)
 	/* /healthz stays open to load balancers whatever Host they send */
 	if ((path == NULL || strcmp(path, "/healthz") != 0) &&
 	    !origin_checked(h, req)) {
-		evbuffer_free(b);
-		return;
-	}
-	if (path != NULL && console_path(path)) {
+		/* answered 403 */
+	} else if (path != NULL && console_path(path)) {
 		const char *user = NULL;
 
 		/* the console and its API: the same login as /metrics */
-		if (!h->need_admin || admin_authorized(h, req, b, "console", &user))
+		if (!h->need_admin || admin_authorized(h, req, "console", &user))
 			console_handle(&h->console, req, user);
 	} else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
 	    evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
 		http_send_error(req, 405, "Method Not Allowed", "only GET");
 	} else if (strcmp(uri, "/metrics") == 0) {
-		if (h->need_admin && !admin_authorized(h, req, b, "/metrics", NULL)) {
-			evbuffer_free(b);
-			return;
+		if (!h->need_admin || admin_authorized(h, req, "/metrics", NULL)) {
+			write_metrics(h, b);
+			evhttp_add_header(evhttp_request_get_output_headers(req),
+			    "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+			evhttp_send_reply(req, 200, "OK", b);
 		}
-		write_metrics(h, b);
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-		    "text/plain; version=0.0.4; charset=utf-8");
-		evhttp_send_reply(req, 200, "OK", b);
 	} else if (strcmp(uri, "/healthz") == 0) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 		    "text/plain; charset=utf-8");
 		struct saker_store_stats ss;
 
 		saker_store_get_stats(h->b->store, &ss);
-		if (h->b->store_failed) {
+		if (h->b->store_failed)
 			evbuffer_add_printf(b, "store not writable: %s\n", h->b->store_error);
-			evhttp_send_reply(req, 503, "Service Unavailable", b);
-		} else if (ss.server && !ss.connected) {
+		else if (ss.server && !ss.connected)
 			evbuffer_add_printf(b, "database unavailable: %s\n", ss.down_why);
-			evhttp_send_reply(req, 503, "Service Unavailable", b);
-		} else if (*h->stopping) {
+		else if (*h->stopping)
 			evbuffer_add_printf(b, "stopping\n");
+		if (evbuffer_get_length(b) > 0) {
 			evhttp_send_reply(req, 503, "Service Unavailable", b);
 		} else {
 			evbuffer_add_printf(b, "ok\n");
@@ -632,7 +607,6 @@ http_conn_closed(struct evhttp_connection *evcon, void *arg)
 {
 	struct http_conn *hc = arg;
 
-	(void)evcon;
 	hconn.open--;
 	TAILQ_REMOVE(&hconn.all, hc, link);
 	if (hc->hs_ev != NULL)
@@ -647,8 +621,6 @@ http_hs_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct http_conn *hc = arg;
 
-	(void)fd;
-	(void)what;
 	if (tls_bev_handshaking(hc->bev)) {
 		log_info("--http: closing a TLS connection whose handshake did not "
 		    "end within %" PRId64 " ms", hconn.handshake_ms);
@@ -704,8 +676,6 @@ http_conn_adopt(evutil_socket_t fd, short what, void *arg)
 	struct evhttp_connection *evcon;
 	void *cbarg = NULL;
 
-	(void)fd;
-	(void)what;
 	bufferevent_getcb(bev, NULL, NULL, NULL, &cbarg);
 	evcon = cbarg;
 	if (evcon == NULL || evhttp_connection_get_bufferevent(evcon) != bev) {
@@ -713,7 +683,6 @@ http_conn_adopt(evutil_socket_t fd, short what, void *arg)
 		free(hc);
 	} else {
 		TAILQ_INSERT_TAIL(&hconn.all, hc, link);
-		hc->adopted = true;
 		hc->evcon = evcon;
 		evhttp_connection_set_closecb(evcon, http_conn_closed, hc);
 		if (hc->over) {
@@ -747,7 +716,6 @@ http_bev(struct event_base *base, void *arg)
 	struct http_conn *hc;
 	struct bufferevent *bev;
 
-	(void)arg;
 	/* --tls-cert: the same certificate serves HTTPS */
 	bev = tls_on() ? tls_http_bev(base) :
 	    bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
@@ -775,11 +743,19 @@ http_bev(struct event_base *base, void *arg)
 }
 
 static void
-http_reenable(evutil_socket_t fd, short what, void *arg)
+reenable_cb(evutil_socket_t fd, short what, void *arg)
 {
-	(void)fd;
-	(void)what;
 	evconnlistener_enable(arg);
+}
+
+void
+http_pause_accepts(struct evconnlistener *l)
+{
+	struct timeval tv = { 0, 100000 };
+
+	evconnlistener_disable(l);
+	event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, reenable_cb,
+	    l, &tv);
 }
 
 /* Out of descriptors: libevent would retry the accept at once, forever
@@ -792,18 +768,13 @@ http_accept_error(struct evconnlistener *l, void *arg)
 	int err = EVUTIL_SOCKET_ERROR();
 	int64_t now = saker_now_ms();
 
-	(void)arg;
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-		struct timeval tv = { 0, 100000 };
-
 		if (now - last_log_ms > 60000) {
 			last_log_ms = now;
 			log_warn("--http accept: %s; pausing accepts 100 ms at a time "
 			    "(logged once a minute)", evutil_socket_error_to_string(err));
 		}
-		evconnlistener_disable(l);
-		event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT,
-		    http_reenable, l, &tv);
+		http_pause_accepts(l);
 		return;
 	}
 	log_warn("--http accept: %s", evutil_socket_error_to_string(err));
@@ -893,7 +864,7 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	h->wildcard = addr[0] == '\0' || strcmp(addr, "0.0.0.0") == 0 ||
 	    strcmp(addr, "::") == 0;
 	h->console.http_connections = http_connections;
-	if (console_init() != 0) {
+	if (csrf_init() != 0) {
 		log_error("--http: no random bytes for the console's CSRF token");
 		free(h);
 		return NULL;
@@ -919,7 +890,6 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	evhttp_set_max_headers_size(h->http, HTTP_MAX_HEADERS);
 	evhttp_set_max_body_size(h->http, HTTP_MAX_BODY);
 	evhttp_set_timeout(h->http, HTTP_TIMEOUT_S);
-	h->base = base;
 	evhttp_set_gencb(h->http, handle, h);
 	/* every connection's bufferevent is ours, to count it against -c
 	 * (and, with --tls-cert, to serve HTTPS with the same certificate) */

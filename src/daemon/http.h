@@ -45,6 +45,10 @@ void http_memory(size_t *in, size_t *out);
  * requests get 503 (one reply may still exceed it). */
 size_t http_max_input(void);
 size_t http_max_unsent(void);
+/* Out of descriptors: stop accepting on l for 100 ms rather than retry
+ * the accept at once, forever (the memcache listener's too). */
+struct evconnlistener;
+void http_pause_accepts(struct evconnlistener *l);
 /* HTTP connections open now (for the memcache listener's -c check). */
 unsigned http_connections(void);
 void http_stop(struct http_server *h);

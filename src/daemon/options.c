@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,9 +218,32 @@ parse_sync(const char *s, struct options *o)
 	return 0;
 }
 
+/* Where an option that only keeps its argument keeps it; NULL for the
+ * others. */
+static const char **
+string_option(struct options *o, int c)
+{
+	switch (c) {
+	case 'l': return &o->listen;
+	case 's': return &o->unix_socket;
+	case OPT_STORE: return &o->store_spec;
+	case 'P': return &o->pidfile;
+	case 'u': return &o->user;
+	case OPT_LOG: return &o->log_target;
+	case OPT_CONFIG: return &o->config_path;
+	case OPT_AUTH_FILE: return &o->auth_file;
+	case OPT_HTTP: return &o->http;
+	case OPT_TLS_CERT: return &o->tls_cert;
+	case OPT_TLS_KEY: return &o->tls_key;
+	case OPT_TLS_CA: return &o->tls_ca;
+	default: return NULL;
+	}
+}
+
 int
 options_parse(int argc, char **argv, struct options *o)
 {
+	const char **str;
 	uint64_t size;
 	int64_t ms;
 	long v;
@@ -245,19 +267,10 @@ options_parse(int argc, char **argv, struct options *o)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "l:p:s:c:dP:u:v", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'l':
-			o->listen = optarg;
-			break;
 		case 'p':
 			if (parse_int(optarg, 0, 65535, &v) != 0)
 				goto bad;
 			o->port = (int)v;
-			break;
-		case 's':
-			o->unix_socket = optarg;
-			break;
-		case OPT_STORE:
-			o->store_spec = optarg;
 			break;
 		case OPT_SYNC:
 			if (parse_sync(optarg, o) != 0)
@@ -296,18 +309,6 @@ options_parse(int argc, char **argv, struct options *o)
 		case 'd':
 			o->daemonize = true;
 			break;
-		case 'P':
-			o->pidfile = optarg;
-			break;
-		case 'u':
-			o->user = optarg;
-			break;
-		case OPT_LOG:
-			o->log_target = optarg;
-			break;
-		case OPT_CONFIG:
-			o->config_path = optarg;
-			break;
 		case OPT_IDLE_TIMEOUT:
 			if (parse_flag_duration(optarg, 1, 86400LL * 365 * 1000,
 			    true, &o->idle_timeout_ms) != 0)
@@ -323,12 +324,6 @@ options_parse(int argc, char **argv, struct options *o)
 			if (parse_flag_duration(optarg, 1, 86400 * 1000, false,
 			    &o->drain_timeout_ms) != 0)
 				goto bad;
-			break;
-		case OPT_AUTH_FILE:
-			o->auth_file = optarg;
-			break;
-		case OPT_HTTP:
-			o->http = optarg;
 			break;
 		case OPT_HTTP_PUBLIC:
 			o->http_public = true;
@@ -348,15 +343,6 @@ options_parse(int argc, char **argv, struct options *o)
 			if (parse_flag_duration(optarg, 1, 3600 * 1000, false,
 			    &o->tls_handshake_ms) != 0)
 				goto bad;
-			break;
-		case OPT_TLS_CERT:
-			o->tls_cert = optarg;
-			break;
-		case OPT_TLS_KEY:
-			o->tls_key = optarg;
-			break;
-		case OPT_TLS_CA:
-			o->tls_ca = optarg;
 			break;
 		case OPT_HTTP_HISTORY:
 			/* 0: no sampling; else 10 ms .. an hour */
@@ -380,6 +366,10 @@ options_parse(int argc, char **argv, struct options *o)
 			usage(stdout);
 			return 1;
 		default:
+			if ((str = string_option(o, c)) != NULL) {
+				*str = optarg;
+				break;
+			}
 			fprintf(stderr, "Try 'sakerd --help' for more information.\n");
 			return -1;
 		}

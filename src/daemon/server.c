@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/listener.h>
@@ -39,19 +38,13 @@ struct server *srv = &the_server;
 static void
 schedule_commit(struct broker *b)
 {
-	(void)b;
 	srv->commit_scheduled = true;
 }
 
 static void arm_promote(struct broker *b, int64_t due_ms);
 static void arm_open_timeout(struct broker *b, int64_t deadline_ms);
 
-static void
-hook_stop(struct broker *b)
-{
-	(void)b;
-	server_stop();
-}
+static void server_stop(struct broker *b);
 
 static const struct broker_hooks hooks = {
 	.schedule_commit = schedule_commit,
@@ -62,7 +55,7 @@ static const struct broker_hooks hooks = {
 	.wait_end = conn_wait_end,
 	.close = conn_hook_close,
 	.close_after_write = conn_hook_close_after_write,
-	.stop = hook_stop,
+	.stop = server_stop,
 	.login_admit = conn_login_admit,
 	.login_failed = conn_login_failed,
 	.login_ok = conn_login_ok,
@@ -87,22 +80,9 @@ server_drain(void)
 }
 
 /* Commits the store's completed batch; once it is durable (or failed)
- * every connection in the batch gets its replies. */
-static void
-commit_batch(void)
-{
-	struct commit_result res;
-
-	srv->commit_scheduled = false;
-	broker_commit(&srv->broker, &res);
-	conn_flush_batch(&res);
-	server_drain();
-	if (srv->stopping)
-		srv->loop_done = true;
-}
-
-/* The console's POSTs: commit now, so the reply tells the outcome (the
- * same commit as at the end of this turn, only earlier). */
+ * every connection in the batch gets its replies.  The console's POSTs
+ * call it too, to commit now so the reply tells the outcome (the same
+ * commit as at the end of this turn, only earlier). */
 bool
 server_commit_now(char *why, size_t len)
 {
@@ -121,15 +101,20 @@ server_commit_now(char *why, size_t len)
 
 /* --- delayed items ------------------------------------------------------ */
 
-/* Arm ev to fire when wall-clock millisecond at_ms begins.  The delay is
+/* Arm ev to fire when wall-clock millisecond at_ms begins, unless it is
+ * armed (*armed_at, 0 = unarmed) for that time or earlier.  The delay is
  * taken in microseconds: from a truncated `now` in milliseconds the timer
  * would fire up to 1 ms after at_ms. */
 static void
-arm_at_ms(struct event *ev, int64_t at_ms)
+arm_at_ms(struct event *ev, int64_t *armed_at, int64_t at_ms)
 {
 	struct timeval tv;
-	int64_t delay = at_ms * 1000 - saker_now_us();
+	int64_t delay;
 
+	if (*armed_at != 0 && *armed_at <= at_ms)
+		return;
+	*armed_at = at_ms;
+	delay = at_ms * 1000 - saker_now_us();
 	if (delay < 0)
 		delay = 0;
 	tv.tv_sec = delay / 1000000;
@@ -140,58 +125,54 @@ arm_at_ms(struct event *ev, int64_t at_ms)
 static void
 arm_promote(struct broker *b, int64_t due_ms)
 {
-	(void)b;
-	if (due_ms <= 0 || (srv->promote_at != 0 && srv->promote_at <= due_ms))
-		return;
-	srv->promote_at = due_ms;
-	arm_at_ms(srv->promote_ev, due_ms);
-}
-
-static void
-promote_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	srv->promote_at = 0;
-	broker_promote(&srv->broker);
-	server_drain();
-}
-
-static void
-arm_open_timeout(struct broker *b, int64_t deadline_ms)
-{
-	(void)b;
-	if (srv->open_timeout_at != 0 && srv->open_timeout_at <= deadline_ms)
-		return;
-	srv->open_timeout_at = deadline_ms;
-	arm_at_ms(srv->open_timeout_ev, deadline_ms);
+	if (due_ms > 0)
+		arm_at_ms(srv->promote_ev, &srv->promote_at, due_ms);
 }
 
 /* Return open items held past their queue's open_timeout. */
 static void
-open_timeout_cb(evutil_socket_t fd, short what, void *arg)
+arm_open_timeout(struct broker *b, int64_t deadline_ms)
 {
-	(void)fd;
-	(void)what;
-	(void)arg;
-	srv->open_timeout_at = 0;
-	broker_expire_opens(&srv->broker);
+	arm_at_ms(srv->open_timeout_ev, &srv->open_timeout_at, deadline_ms);
+}
+
+/* What a timer or the store's descriptor runs on the broker, then serves
+ * whoever it made ready. */
+struct loop_job {
+	void (*run)(struct broker *b);
+	int64_t *armed_at;      /* the deadline it was armed for, cleared */
+	bool watch_store_fd;    /* the driver may have changed its descriptor */
+};
+
+static const struct loop_job promote_job = { broker_promote,
+    &the_server.promote_at, false };
+static const struct loop_job open_timeout_job = { broker_expire_opens,
+    &the_server.open_timeout_at, false };
+static const struct loop_job store_fd_job = { broker_store_ready, NULL, true };
+static const struct loop_job tick_job = { broker_tick, NULL, true };
+
+static void watch_store_fd(void);
+
+static void
+job_cb(evutil_socket_t fd, short what, void *arg)
+{
+	const struct loop_job *job = arg;
+
+	if (job->armed_at != NULL)
+		*job->armed_at = 0;
+	job->run(&srv->broker);
+	if (job->watch_store_fd)
+		watch_store_fd();
 	server_drain();
 }
 
 static void
 sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
-	(void)fd;
-	(void)what;
-	(void)arg;
 	broker_sweep(&srv->broker);
 }
 
 /* --- drivers shared with other processes -------------------------------- */
-
-static void store_fd_cb(evutil_socket_t fd, short what, void *arg);
 
 /* (Re-)register the driver's descriptor when it changed. */
 static void
@@ -209,32 +190,10 @@ watch_store_fd(void)
 	srv->store_fd = fd;
 	if (fd >= 0) {
 		srv->store_fd_ev = event_new(srv->base, fd, EV_READ | EV_PERSIST,
-		    store_fd_cb, NULL);
+		    job_cb, (void *)&store_fd_job);
 		if (srv->store_fd_ev != NULL)
 			event_add(srv->store_fd_ev, NULL);
 	}
-}
-
-static void
-store_fd_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	broker_store_ready(&srv->broker);
-	watch_store_fd();
-	server_drain();
-}
-
-static void
-tick_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	broker_tick(&srv->broker);
-	watch_store_fd();
-	server_drain();
 }
 
 static int
@@ -251,9 +210,6 @@ load_config(void)
 static void
 sync_cb(evutil_socket_t fd, short what, void *arg)
 {
-	(void)fd;
-	(void)what;
-	(void)arg;
 	if (saker_store_sync(srv->broker.store) != SAKER_OK)
 		log_error("periodic sync failed: %s", srv->broker.store->driver->errmsg(srv->broker.store));
 }
@@ -269,9 +225,6 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	int one = 1;
 	bool tcp = sa->sa_family == AF_INET || sa->sa_family == AF_INET6;
 
-	(void)l;
-	(void)salen;
-	(void)arg;
 	/* -c counts the --http connections too */
 	if (srv->stopping || srv->broker.stats.curr_connections + http_connections() >=
 	    (uint64_t)srv->opt->max_conns) {
@@ -297,26 +250,14 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 }
 
 static void
-reenable_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	evconnlistener_enable(arg);
-}
-
-static void
 accept_error_cb(struct evconnlistener *l, void *arg)
 {
 	int err = EVUTIL_SOCKET_ERROR();
 
-	(void)arg;
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-		/* out of descriptors: pause accepting instead of spinning */
-		struct timeval tv = { 0, 100000 };
 		log_warn("accept: %s; pausing accepts for 100 ms",
 		    evutil_socket_error_to_string(err));
-		evconnlistener_disable(l);
-		event_base_once(srv->base, -1, EV_TIMEOUT, reenable_cb, l, &tv);
+		http_pause_accepts(l);
 		return;
 	}
 	log_warn("accept: %s", evutil_socket_error_to_string(err));
@@ -428,14 +369,11 @@ static void
 say_ready(const struct options *opt)
 {
 	const char *spec = opt->store_spec, *colon = strchr(spec, ':');
-	char tcp[300] = "", cwd[4096], *where = NULL;
+	const char *tcp = srv->listen_name[0];  /* "" without a TCP port */
+	char cwd[4096], *where = NULL;
 	const char *sync = opt->sync == SAKER_SYNC_ALWAYS ? "always" :
 	    opt->sync == SAKER_SYNC_PERIODIC ? "periodic" : "never";
 
-	if (opt->port != 0)
-		snprintf(tcp, sizeof(tcp), strchr(opt->listen, ':') != NULL &&
-		    opt->listen[0] != '[' ? "[%s]:%d" : "%s:%d", opt->listen,
-		    opt->port);
 	/* a connection string may hold a password: not for the log */
 	if (colon != NULL && (strncmp(spec, "postgres:", 9) == 0 ||
 	    strncmp(spec, "postgres,", 9) == 0))
@@ -479,8 +417,9 @@ close_listeners(void)
 
 /* --- signals and stopping ---------------------------------------------- */
 
-void
-server_stop(void)
+/* Begin a graceful stop (the shutdown command, signals). */
+static void
+server_stop(struct broker *b)
 {
 	if (srv->stopping)
 		return;
@@ -495,8 +434,6 @@ server_stop(void)
 static void
 signal_cb(evutil_socket_t sig, short what, void *arg)
 {
-	(void)what;
-	(void)arg;
 	if (sig == SIGHUP) {
 		log_info("SIGHUP: reopening the log and rereading the config");
 		log_reopen();
@@ -509,7 +446,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	log_info("signal %d: stopping", (int)sig);
-	server_stop();
+	server_stop(&srv->broker);
 }
 
 static void
@@ -594,6 +531,7 @@ int
 server_init(struct options *opt)
 {
 	static const int sigs[4] = { SIGTERM, SIGINT, SIGHUP, 0 };
+	static const struct timeval sweep_every = { 5, 0 }, tick_every = { 1, 0 };
 	struct saker_store_opts so;
 	char err[512], maxmem[48];
 	const char *drvopts[2] = { NULL, NULL };
@@ -650,13 +588,10 @@ server_init(struct options *opt)
 		}
 		conn_setup(&env);
 	}
-	srv->promote_ev = evtimer_new(srv->base, promote_cb, NULL);
-	srv->open_timeout_ev = evtimer_new(srv->base, open_timeout_cb, NULL);
+	srv->promote_ev = evtimer_new(srv->base, job_cb, (void *)&promote_job);
+	srv->open_timeout_ev = evtimer_new(srv->base, job_cb, (void *)&open_timeout_job);
 	srv->sweep_ev = event_new(srv->base, -1, EV_PERSIST, sweep_cb, NULL);
-	{
-		struct timeval tv = { 5, 0 };
-		event_add(srv->sweep_ev, &tv);
-	}
+	event_add(srv->sweep_ev, &sweep_every);
 	for (i = 0; sigs[i] != 0; i++) {
 		srv->sig_ev[i] = evsignal_new(srv->base, sigs[i], signal_cb, NULL);
 		event_add(srv->sig_ev[i], NULL);
@@ -730,9 +665,8 @@ server_init(struct options *opt)
 	srv->store_fd = -1;
 	watch_store_fd();
 	if (saker_store_needs_tick(srv->broker.store)) {
-		struct timeval tv = { 1, 0 };
-		srv->tick_ev = event_new(srv->base, -1, EV_PERSIST, tick_cb, NULL);
-		event_add(srv->tick_ev, &tv);
+		srv->tick_ev = event_new(srv->base, -1, EV_PERSIST, job_cb, (void *)&tick_job);
+		event_add(srv->tick_ev, &tick_every);
 	}
 	if (start_listening() != 0) {
 		fprintf(stderr, "sakerd: cannot listen; see the log above\n");
@@ -776,7 +710,7 @@ server_turn(bool block)
 	event_base_loop(srv->base, block && !srv->commit_scheduled ?
 	    EVLOOP_ONCE : EVLOOP_ONCE | EVLOOP_NONBLOCK);
 	if (srv->commit_scheduled)
-		commit_batch();
+		(void)server_commit_now(NULL, 0);
 	if (t0 != 0) {
 		uint64_t cpu, wait;
 

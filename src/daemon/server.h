@@ -56,8 +56,6 @@ void server_drain(void);
 /* Commit the batch now and send its replies (the console's POSTs answer
  * the outcome); false with the reason in why when it failed. */
 bool server_commit_now(char *why, size_t len);
-/* Begin a graceful stop (shutdown command, signals). */
-void server_stop(void);
 
 /* Bind, drop privileges, open the store, load queues, and only then
  * listen: 0, or 1 after printing why.  Then server_loop() until stopped, and server_exit() (also

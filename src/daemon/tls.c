@@ -69,9 +69,6 @@ bio_read(BIO *b, char *buf, int len)
 static long
 bio_ctrl(BIO *b, int cmd, long num, void *ptr)
 {
-	(void)b;
-	(void)num;
-	(void)ptr;
 	return cmd == BIO_CTRL_FLUSH ? 1 : 0;
 }
 
