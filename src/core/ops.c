@@ -41,9 +41,8 @@ op_store_error(struct broker *b, int rc, int *result)
 	return broker_redact(b, why, b->scratch.error, sizeof(b->scratch.error));
 }
 
-/* Why queue_lookup(..., create) failed, as a result and message. */
-static int
-lookup_error(struct broker *b, int rc, const char **msg)
+int
+op_store_fail(struct broker *b, int rc, const char **msg)
 {
 	int r;
 
@@ -295,7 +294,7 @@ op_set(struct session *s, const struct op_key *k, uint32_t flags,
 	struct squeue *q;
 	int64_t now = saker_now_ms();
 	size_t i;
-	int rc, r;
+	int rc;
 
 	b->stats.cmd_set++;
 	if (!session_may(s, k->name, k->name_len, PERM_WRITE))
@@ -323,17 +322,15 @@ op_set(struct session *s, const struct op_key *k, uint32_t flags,
 	}
 	q = queue_lookup(b, k->name, k->name_len, true, &rc);
 	if (q == NULL)
-		return lookup_error(b, rc, msg);
+		return op_store_fail(b, rc, msg);
 	qc = queue_cfg(b, q);
 	if (qc->max_item_size > 0 && len > qc->max_item_size)
 		return OPR_TOO_LARGE;
 	rc = put_limited(b, q, &it, now);
 	if (rc == 1)
 		return OPR_NOT_STORED;
-	if (rc != SAKER_OK) {
-		*msg = op_store_error(b, rc, &r);
-		return r;
-	}
+	if (rc != SAKER_OK)
+		return op_store_fail(b, rc, msg);
 	broker_touch(b);
 	/* fanout: every existing child gets its own copy, within its limits */
 	for (i = 0; i < q->nchildren; i++) {
@@ -741,7 +738,7 @@ op_delete(struct session *s, const char *name, size_t len, const char **msg)
 {
 	struct broker *b = s->b;
 	struct squeue *q;
-	int rc, r;
+	int rc;
 
 	if (!session_may(s, name, len, PERM_WRITE))
 		return denied(s, "delete", name, len, msg);
@@ -751,10 +748,8 @@ op_delete(struct session *s, const char *name, size_t len, const char **msg)
 	/* no session holds items of a deleted queue open */
 	sessions_forget_queue(b, q);
 	rc = queue_delete(b, q);
-	if (rc != SAKER_OK) {
-		*msg = op_store_error(b, rc, &r);
-		return r;
-	}
+	if (rc != SAKER_OK)
+		return op_store_fail(b, rc, msg);
 	return OPR_OK;
 }
 
@@ -775,7 +770,7 @@ op_flush(struct session *s, const char *name, size_t len, const char **msg)
 {
 	struct broker *b = s->b;
 	struct squeue *q;
-	int rc = SAKER_OK, r;
+	int rc = SAKER_OK;
 
 	if (!session_may(s, name, len, PERM_WRITE))
 		return denied(s, "flush", name, len, msg);
@@ -784,13 +779,11 @@ op_flush(struct session *s, const char *name, size_t len, const char **msg)
 	 * refused */
 	q = queue_lookup(b, name, len, b->status == STATUS_UP, &rc);
 	if (q == NULL && rc != SAKER_ENOTFOUND)
-		return lookup_error(b, rc, msg);
+		return op_store_fail(b, rc, msg);
 	if (q != NULL)
 		rc = flush_one(b, q);
-	if (rc != SAKER_OK && rc != SAKER_ENOTFOUND) {
-		*msg = op_store_error(b, rc, &r);
-		return r;
-	}
+	if (rc != SAKER_OK && rc != SAKER_ENOTFOUND)
+		return op_store_fail(b, rc, msg);
 	return OPR_OK;
 }
 
@@ -813,15 +806,12 @@ op_flush_all(struct session *s, const char **msg)
 {
 	struct flush_all_ctx fa = { s->b, SAKER_OK };
 	struct broker *b = s->b;
-	int r;
 
 	if (!session_admin(s))
 		return denied(s, "flush_all", NULL, 0, msg);
 	(void)queues_walk(b, flush_all_cb, &fa);
-	if (fa.rc != SAKER_OK) {
-		*msg = op_store_error(b, fa.rc, &r);
-		return r;
-	}
+	if (fa.rc != SAKER_OK)
+		return op_store_fail(b, fa.rc, msg);
 	return OPR_OK;
 }
 
@@ -831,7 +821,7 @@ op_flush_expired(struct session *s, const char *name, size_t len,
 {
 	struct broker *b = s->b;
 	struct squeue *q;
-	int rc, r;
+	int rc;
 
 	*removed = 0;
 	if (!session_may(s, name, len, PERM_WRITE))
@@ -840,10 +830,8 @@ op_flush_expired(struct session *s, const char *name, size_t len,
 	if (q == NULL)
 		return OPR_OK;
 	rc = DRV(b)->flush_expired(b->store, q->h, saker_now_ms(), 0, removed);
-	if (rc != SAKER_OK) {
-		*msg = op_store_error(b, rc, &r);
-		return r;
-	}
+	if (rc != SAKER_OK)
+		return op_store_fail(b, rc, msg);
 	if (*removed > 0)
 		broker_touch(b);
 	return OPR_OK;
@@ -914,7 +902,7 @@ op_confirm(struct session *s, const char *name, size_t len, int64_t n,
 	struct broker *b = s->b;
 	struct squeue *q;
 	int64_t i;
-	int rc, r;
+	int rc;
 
 	if (!session_may(s, name, len, PERM_READ))
 		return denied(s, "confirm", name, len, msg);
@@ -924,10 +912,8 @@ op_confirm(struct session *s, const char *name, size_t len, int64_t n,
 	for (i = 0; i < n; i++) {
 		struct open_item *oi = session_oldest_open(s, q);
 		rc = DRV(b)->confirm(b->store, q->h, oi->id);
-		if (rc != SAKER_OK && rc != SAKER_ENOTFOUND) {
-			*msg = op_store_error(b, rc, &r);
-			return r;
-		}
+		if (rc != SAKER_OK && rc != SAKER_ENOTFOUND)
+			return op_store_fail(b, rc, msg);
 		session_forget_open(s, oi);
 		broker_touch(b);
 	}

@@ -74,10 +74,8 @@ op_requeue(struct session *s, const char *from, size_t flen, const char *to,
 	fq = queue_lookup(b, from, flen, false, &rc);
 	if (fq == NULL)
 		return OPR_OK;
-	if ((tq = queue_lookup(b, to, tlen, true, &rc)) == NULL) {
-		*msg = op_store_error(b, rc, &r);
-		return r;
-	}
+	if ((tq = queue_lookup(b, to, tlen, true, &rc)) == NULL)
+		return op_store_fail(b, rc, msg);
 	memset(&c, 0, sizeof(c));
 	while (*moved < max) {
 		/* open, copy into the target, confirm: never in neither queue,
