@@ -148,8 +148,8 @@ queue_lookup(struct broker *b, const char *name, size_t len, bool create, int *e
 /* A store shared with other processes may have gained the queue since we
  * loaded the list, and any store makes queues of its own (<q>_damaged,
  * expire_to targets): open it if it is there (never create it). */
-static void
-try_open_shared(struct broker *b, struct squeue *q)
+void
+queue_retry_shared(struct broker *b, struct squeue *q)
 {
 	if (q->h != NULL)
 		return;
@@ -212,19 +212,13 @@ queue_for_read(struct broker *b, const char *name, size_t len, bool remember)
 		q = sq_find_or_new(b, name, len);
 		if (q == NULL)
 			return NULL;
-		try_open_shared(b, q);
+		queue_retry_shared(b, q);
 		if (sq_unused(q))
 			stub_push(b, q);
 	} else {
-		try_open_shared(b, q);
+		queue_retry_shared(b, q);
 	}
 	return q;
-}
-
-void
-queue_retry_shared(struct broker *b, struct squeue *q)
-{
-	try_open_shared(b, q);
 }
 
 void
