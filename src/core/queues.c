@@ -437,6 +437,7 @@ waiter_unlink(struct broker *b, struct waiter *w)
 struct walk_ctx {
 	int (*fn)(void *, struct squeue *);
 	void *arg;
+	bool waited;            /* also the queues only in memory, waited on */
 };
 
 static int
@@ -447,7 +448,7 @@ walk_one(void *arg, const char *key, size_t len, void *value)
 
 	(void)key;
 	(void)len;
-	if (q->h == NULL)
+	if (q->h == NULL && (!wc->waited || q->nwaiters == 0))
 		return 0;
 	return wc->fn(wc->arg, q);
 }
@@ -455,7 +456,7 @@ walk_one(void *arg, const char *key, size_t len, void *value)
 int
 queues_walk(struct broker *b, int (*fn)(void *arg, struct squeue *q), void *arg)
 {
-	struct walk_ctx wc = { fn, arg };
+	struct walk_ctx wc = { fn, arg, false };
 
 	return hashmap_walk(b->queues, walk_one, &wc);
 }
@@ -464,31 +465,18 @@ int
 queues_walk_from(struct broker *b, size_t *pos,
     int (*fn)(void *arg, struct squeue *q), void *arg)
 {
-	struct walk_ctx wc = { fn, arg };
+	struct walk_ctx wc = { fn, arg, false };
 
 	return hashmap_walk_from(b->queues, pos, walk_one, &wc);
-}
-
-static int
-walk_waited_one(void *arg, const char *key, size_t len, void *value)
-{
-	struct walk_ctx *wc = arg;
-	struct squeue *q = value;
-
-	(void)key;
-	(void)len;
-	if (q->h == NULL && q->nwaiters == 0)
-		return 0;
-	return wc->fn(wc->arg, q);
 }
 
 int
 queues_walk_waited(struct broker *b, int (*fn)(void *arg, struct squeue *q),
     void *arg)
 {
-	struct walk_ctx wc = { fn, arg };
+	struct walk_ctx wc = { fn, arg, true };
 
-	return hashmap_walk(b->queues, walk_waited_one, &wc);
+	return hashmap_walk(b->queues, walk_one, &wc);
 }
 
 /* Tell the store where q's expired items go (store.h, expire_to). */
