@@ -402,6 +402,16 @@ meta_run_group(struct session *c)
 
 /* --- commands ----------------------------------------------------------- */
 
+/* Run the quiet gets collected so far; false when that started a wait. */
+static bool
+meta_settle(struct session *c)
+{
+	if (!gg_pending(c))
+		return true;
+	meta_run_group(c);
+	return c->state == SESSION_CMD;
+}
+
 /* mg: add the key to the group; a non-quiet mg runs it. */
 static bool
 meta_mg(struct session *c, const struct meta_req *m, size_t need)
@@ -411,11 +421,8 @@ meta_mg(struct session *c, const struct meta_req *m, size_t need)
 	const char *err;
 
 	err = proto_parse_get_key(c->b->proto, m->key, m->keylen, &pk);
-	if (err == NULL && !gg_room(c, m->keylen + m->olen) && gg_pending(c)) {
-		meta_run_group(c);
-		if (c->state != SESSION_CMD)
-			return false;
-	}
+	if (err == NULL && !gg_room(c, m->keylen + m->olen) && !meta_settle(c))
+		return false;
 	if (err == NULL && (gk = gg_add(c, &pk, m->key, m->keylen)) != NULL &&
 	    (m->olen == 0 || gg_stash(c, gk, m->opaque, m->olen))) {
 		gk->mflags = (uint16_t)m->mf;
@@ -427,11 +434,8 @@ meta_mg(struct session *c, const struct meta_req *m, size_t need)
 	}
 	if (gk != NULL)
 		c->ps->grp->nkeys--;        /* its opaque did not fit: take it back */
-	if (gg_pending(c)) {
-		meta_run_group(c);
-		if (c->state != SESSION_CMD)
-			return false;
-	}
+	if (!meta_settle(c))
+		return false;
 	if (err != NULL)
 		reply_str(c, err);
 	else
@@ -509,18 +513,12 @@ meta_command(struct session *c, const char *line, size_t linelen, size_t need)
 	int rc;
 
 	/* any command but mg and mn first runs the quiet gets before it */
-	if (line[1] != 'g' && line[1] != 'n' && gg_pending(c)) {
-		meta_run_group(c);
-		if (c->state != SESSION_CMD)
-			return false;
-	}
+	if (line[1] != 'g' && line[1] != 'n' && !meta_settle(c))
+		return false;
 	err = meta_parse(line, linelen, &m, keybuf, PROTO_MAX_LINE, &swallow);
 	if (err != NULL) {
-		if (line[1] == 'g' && gg_pending(c)) {
-			meta_run_group(c);
-			if (c->state != SESSION_CMD)
-				return false;
-		}
+		if (line[1] == 'g' && !meta_settle(c))
+			return false;
 		reply_str(c, err);
 		evbuffer_drain(c->in, need);
 		if (swallow >= 0)
