@@ -192,7 +192,8 @@ at_end(struct cursor *cur)
 	return !next_tok(cur, &t);
 }
 
-/* An optional trailing "noreply" and then the end of the line. */
+/* An optional trailing "noreply" and then the end of the line; all of
+ * delete <q> [noreply] and flush <q> [noreply] after the queue. */
 static const char *
 parse_noreply_end(struct cursor *cur, struct proto_cmd *cmd)
 {
@@ -466,28 +467,6 @@ parse_get(struct cursor *cur, struct proto_cmd *cmd)
 	return NULL;
 }
 
-/* delete <q> [noreply], flush <q> [noreply] */
-static const char *
-parse_queue_noreply(struct cursor *cur, struct proto_cmd *cmd)
-{
-	const char *err;
-
-	if ((err = take_plain_queue(cur, cmd)) != NULL)
-		return err;
-	return parse_noreply_end(cur, cmd);
-}
-
-/* flush_expired <q> */
-static const char *
-parse_queue_only(struct cursor *cur, struct proto_cmd *cmd)
-{
-	const char *err;
-
-	if ((err = take_plain_queue(cur, cmd)) != NULL)
-		return err;
-	return at_end(cur) ? NULL : PROTO_ERR_FORMAT;
-}
-
 /* flush_all [<delay>] [noreply] */
 static const char *
 parse_flush_all(struct cursor *cur, struct proto_cmd *cmd)
@@ -510,10 +489,7 @@ static const char *
 parse_monitor(struct cursor *cur, struct proto_cmd *cmd)
 {
 	struct tok t;
-	const char *err;
 
-	if ((err = take_plain_queue(cur, cmd)) != NULL)
-		return err;
 	if (!next_tok(cur, &t) || !parse_count(&t, &cmd->num1) ||
 	    (uint64_t)cmd->num1 > MONITOR_SECONDS_MAX)
 		return PROTO_ERR_FORMAT;
@@ -527,10 +503,7 @@ static const char *
 parse_confirm(struct cursor *cur, struct proto_cmd *cmd)
 {
 	struct tok t;
-	const char *err;
 
-	if ((err = take_plain_queue(cur, cmd)) != NULL)
-		return err;
 	if (!next_tok(cur, &t) || !parse_count(&t, &cmd->num1))
 		return PROTO_ERR_FORMAT;
 	return at_end(cur) ? NULL : PROTO_ERR_FORMAT;
@@ -541,10 +514,7 @@ static const char *
 parse_touch(struct cursor *cur, struct proto_cmd *cmd)
 {
 	struct tok t;
-	const char *err;
 
-	if ((err = take_plain_queue(cur, cmd)) != NULL)
-		return err;
 	if (!next_tok(cur, &t) || !proto_i64(t.p, t.n, &cmd->exptime))
 		return PROTO_ERR_FORMAT;
 	return parse_noreply_end(cur, cmd);
@@ -555,10 +525,7 @@ static const char *
 parse_requeue(struct cursor *cur, struct proto_cmd *cmd)
 {
 	struct tok t;
-	const char *err;
 
-	if ((err = take_plain_queue(cur, cmd)) != NULL)
-		return err;
 	if (!next_tok(cur, &t))
 		return PROTO_ERR_FORMAT;
 	if (!saker_qname_valid(t.p, t.n))
@@ -629,7 +596,7 @@ parse_stats(struct cursor *cur, struct proto_cmd *cmd)
 	return PROTO_ERR_FORMAT;
 }
 
-/* stats, version, quit, shutdown */
+/* stats, version, quit, shutdown; flush_expired <q> */
 static const char *
 parse_no_args(struct cursor *cur, struct proto_cmd *cmd)
 {
@@ -639,36 +606,41 @@ parse_no_args(struct cursor *cur, struct proto_cmd *cmd)
 
 typedef const char *(*parse_fn)(struct cursor *, struct proto_cmd *);
 
-/* The hot commands first: lookup is a linear scan by length then bytes. */
+/*
+ * The hot commands first: lookup is a linear scan by length then bytes.
+ * `queue`: the first argument is a queue name without options, taken
+ * (take_plain_queue) before the command's parser reads the rest.
+ */
 static const struct command {
 	const char *name;
 	size_t len;
 	enum proto_cmd_type type;
+	bool queue;
 	parse_fn parse;
 } commands[] = {
-	{ "get",		3,  PROTO_CMD_GET,		parse_get },
-	{ "set",		3,  PROTO_CMD_SET,		parse_set },
-	{ "gets",		4,  PROTO_CMD_GET,		parse_gets },
-	{ "delete",		6,  PROTO_CMD_DELETE,		parse_queue_noreply },
-	{ "confirm",		7,  PROTO_CMD_CONFIRM,		parse_confirm },
-	{ "touch",		5,  PROTO_CMD_TOUCH,		parse_touch },
-	{ "monitor",		7,  PROTO_CMD_MONITOR,		parse_monitor },
-	{ "flush",		5,  PROTO_CMD_FLUSH,		parse_queue_noreply },
-	{ "flush_all",		9,  PROTO_CMD_FLUSH_ALL,	parse_flush_all },
-	{ "flush_expired",	13, PROTO_CMD_FLUSH_EXPIRED,	parse_queue_only },
-	{ "requeue",		7,  PROTO_CMD_REQUEUE,		parse_requeue },
-	{ "stats",		5,  PROTO_CMD_STATS,		parse_stats },
-	{ "status",		6,  PROTO_CMD_STATUS,		parse_status },
-	{ "version",		7,  PROTO_CMD_VERSION,		parse_no_args },
-	{ "verbosity",		9,  PROTO_CMD_VERBOSITY,	parse_verbosity },
-	{ "quit",		4,  PROTO_CMD_QUIT,		parse_no_args },
-	{ "shutdown",		8,  PROTO_CMD_SHUTDOWN,		parse_no_args },
+	{ "get",		3,  PROTO_CMD_GET,		false, parse_get },
+	{ "set",		3,  PROTO_CMD_SET,		false, parse_set },
+	{ "gets",		4,  PROTO_CMD_GET,		false, parse_gets },
+	{ "delete",		6,  PROTO_CMD_DELETE,		true,  parse_noreply_end },
+	{ "confirm",		7,  PROTO_CMD_CONFIRM,		true,  parse_confirm },
+	{ "touch",		5,  PROTO_CMD_TOUCH,		true,  parse_touch },
+	{ "monitor",		7,  PROTO_CMD_MONITOR,		true,  parse_monitor },
+	{ "flush",		5,  PROTO_CMD_FLUSH,		true,  parse_noreply_end },
+	{ "flush_all",		9,  PROTO_CMD_FLUSH_ALL,	false, parse_flush_all },
+	{ "flush_expired",	13, PROTO_CMD_FLUSH_EXPIRED,	true,  parse_no_args },
+	{ "requeue",		7,  PROTO_CMD_REQUEUE,		true,  parse_requeue },
+	{ "stats",		5,  PROTO_CMD_STATS,		false, parse_stats },
+	{ "status",		6,  PROTO_CMD_STATUS,		false, parse_status },
+	{ "version",		7,  PROTO_CMD_VERSION,		false, parse_no_args },
+	{ "verbosity",		9,  PROTO_CMD_VERBOSITY,	false, parse_verbosity },
+	{ "quit",		4,  PROTO_CMD_QUIT,		false, parse_no_args },
+	{ "shutdown",		8,  PROTO_CMD_SHUTDOWN,		false, parse_no_args },
 	/* a queue's "add" is an enqueue like set (docs/protocol.md) */
-	{ "add",		3,  PROTO_CMD_SET,		parse_set },
-	{ "replace",		7,  PROTO_CMD_NOSTORE,		parse_nostore },
-	{ "append",		6,  PROTO_CMD_NOSTORE,		parse_nostore },
-	{ "prepend",		7,  PROTO_CMD_NOSTORE,		parse_nostore },
-	{ "cas",		3,  PROTO_CMD_NOSTORE,		parse_nostore },
+	{ "add",		3,  PROTO_CMD_SET,		false, parse_set },
+	{ "replace",		7,  PROTO_CMD_NOSTORE,		false, parse_nostore },
+	{ "append",		6,  PROTO_CMD_NOSTORE,		false, parse_nostore },
+	{ "prepend",		7,  PROTO_CMD_NOSTORE,		false, parse_nostore },
+	{ "cas",		3,  PROTO_CMD_NOSTORE,		false, parse_nostore },
 };
 
 bool
@@ -730,7 +702,9 @@ proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd)
 		cmd->type = c->type;
 		cmd->word = word.p;
 		cmd->word_len = word.n;
-		err = c->parse(&cur, cmd);
+		err = c->queue ? take_plain_queue(&cur, cmd) : NULL;
+		if (err == NULL)
+			err = c->parse(&cur, cmd);
 		if (err != NULL)
 			cmd->noreply = false;
 		return err;
