@@ -273,9 +273,8 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it, int64_t n
 	return rc;
 }
 
-/* The refusal of `what` on queue name: logged, OPR_DENIED. */
-static int
-denied(struct session *s, const char *what, const char *name, size_t len,
+int
+op_denied(struct session *s, const char *what, const char *name, size_t len,
     const char **msg)
 {
 	session_denied(s, what, name, len);
@@ -298,7 +297,7 @@ op_set(struct session *s, const struct op_key *k, uint32_t flags,
 
 	b->stats.cmd_set++;
 	if (!session_may(s, k->name, k->name_len, PERM_WRITE))
-		return denied(s, "set", k->name, k->name_len, msg);
+		return op_denied(s, "set", k->name, k->name_len, msg);
 	if (b->status != STATUS_UP) {
 		*msg = "server is read-only";
 		return OPR_READONLY;
@@ -687,11 +686,8 @@ op_touch(struct session *s, const char *name, size_t len, int64_t exptime,
 	} else if (exptime > 0) {
 		lease_ms = exptime * 1000;
 	}
-	if (!session_may(s, name, len, PERM_READ)) {
-		session_denied(s, "touch", name, len);
-		*msg = "permission denied";
-		return OPR_DENIED;
-	}
+	if (!session_may(s, name, len, PERM_READ))
+		return op_denied(s, "touch", name, len, msg);
 	q = queue_lookup(s->b, name, len, false, &rc);
 	if (q == NULL || touch_held(s, q, lease_ms) == 0) {
 		*msg = "no open item on the queue to touch";
@@ -741,7 +737,7 @@ op_delete(struct session *s, const char *name, size_t len, const char **msg)
 	int rc;
 
 	if (!session_may(s, name, len, PERM_WRITE))
-		return denied(s, "delete", name, len, msg);
+		return op_denied(s, "delete", name, len, msg);
 	q = queue_lookup(b, name, len, false, &rc);
 	if (q == NULL)
 		return OPR_NOT_FOUND;
@@ -773,7 +769,7 @@ op_flush(struct session *s, const char *name, size_t len, const char **msg)
 	int rc = SAKER_OK;
 
 	if (!session_may(s, name, len, PERM_WRITE))
-		return denied(s, "flush", name, len, msg);
+		return op_denied(s, "flush", name, len, msg);
 	/* flush is a write: a missing queue is created, empty (how a fanout
 	 * child starts its feed without an item); not while writes are
 	 * refused */
@@ -808,7 +804,7 @@ op_flush_all(struct session *s, const char **msg)
 	struct broker *b = s->b;
 
 	if (!session_admin(s))
-		return denied(s, "flush_all", NULL, 0, msg);
+		return op_denied(s, "flush_all", NULL, 0, msg);
 	(void)queues_walk(b, flush_all_cb, &fa);
 	if (fa.rc != SAKER_OK)
 		return op_store_fail(b, fa.rc, msg);
@@ -825,7 +821,7 @@ op_flush_expired(struct session *s, const char *name, size_t len,
 
 	*removed = 0;
 	if (!session_may(s, name, len, PERM_WRITE))
-		return denied(s, "flush_expired", name, len, msg);
+		return op_denied(s, "flush_expired", name, len, msg);
 	q = queue_lookup(b, name, len, false, &rc);
 	if (q == NULL)
 		return OPR_OK;
@@ -905,7 +901,7 @@ op_confirm(struct session *s, const char *name, size_t len, int64_t n,
 	int rc;
 
 	if (!session_may(s, name, len, PERM_READ))
-		return denied(s, "confirm", name, len, msg);
+		return op_denied(s, "confirm", name, len, msg);
 	q = queue_lookup(b, name, len, false, &rc);
 	if (q == NULL || (int64_t)session_count_open(s, q) < n)
 		return OPR_NOT_FOUND;

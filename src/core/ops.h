@@ -140,5 +140,8 @@ void op_serve_waiters(struct broker *b, struct squeue *q);
 const char *op_store_error(struct broker *b, int rc, int *result);
 /* The same as the result, the reason in *msg. */
 int op_store_fail(struct broker *b, int rc, const char **msg);
+/* The refusal of `what` on queue name: logged, OPR_DENIED. */
+int op_denied(struct session *s, const char *what, const char *name,
+    size_t len, const char **msg);
 
 #endif
