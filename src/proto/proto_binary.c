@@ -474,13 +474,10 @@ bin_runs_behind_wait(struct session *c)
 	if (h[0] != BIN_REQ_MAGIC || (uint32_t)keylen + extlen > bodylen ||
 	    evbuffer_get_length(c->in) < BIN_HEADER + (size_t)bodylen)
 		return false;
-	switch (h[1]) {
-	case BIN_SET:
-	case BIN_SETQ:
-	case BIN_ADD:
-	case BIN_ADDQ:
+	if (is_set(h[1]))
 		return bodylen - keylen - extlen <= c->b->max_item_size &&
 		    (size_t)keylen + extlen <= BIN_MAX_SMALL_BODY;
+	switch (h[1]) {
 	case BIN_DELETE:
 	case BIN_DELETEQ:
 	case BIN_FLUSH:
