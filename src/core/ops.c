@@ -41,9 +41,8 @@ op_store_error(struct broker *b, int rc, int *result)
 	return broker_redact(b, why, b->scratch.error, sizeof(b->scratch.error));
 }
 
-/* Why queue_lookup(..., create) failed, as a result and message. */
-static int
-lookup_error(struct broker *b, int rc, const char **msg)
+int
+op_store_fail(struct broker *b, int rc, const char **msg)
 {
 	int r;
 
@@ -274,9 +273,8 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it, int64_t n
 	return rc;
 }
 
-/* The refusal of `what` on queue name: logged, OPR_DENIED. */
-static int
-denied(struct session *s, const char *what, const char *name, size_t len,
+int
+op_denied(struct session *s, const char *what, const char *name, size_t len,
     const char **msg)
 {
 	session_denied(s, what, name, len);
@@ -295,11 +293,11 @@ op_set(struct session *s, const struct op_key *k, uint32_t flags,
 	struct squeue *q;
 	int64_t now = saker_now_ms();
 	size_t i;
-	int rc, r;
+	int rc;
 
 	b->stats.cmd_set++;
 	if (!session_may(s, k->name, k->name_len, PERM_WRITE))
-		return denied(s, "set", k->name, k->name_len, msg);
+		return op_denied(s, "set", k->name, k->name_len, msg);
 	if (b->status != STATUS_UP) {
 		*msg = "server is read-only";
 		return OPR_READONLY;
@@ -323,17 +321,15 @@ op_set(struct session *s, const struct op_key *k, uint32_t flags,
 	}
 	q = queue_lookup(b, k->name, k->name_len, true, &rc);
 	if (q == NULL)
-		return lookup_error(b, rc, msg);
+		return op_store_fail(b, rc, msg);
 	qc = queue_cfg(b, q);
 	if (qc->max_item_size > 0 && len > qc->max_item_size)
 		return OPR_TOO_LARGE;
 	rc = put_limited(b, q, &it, now);
 	if (rc == 1)
 		return OPR_NOT_STORED;
-	if (rc != SAKER_OK) {
-		*msg = op_store_error(b, rc, &r);
-		return r;
-	}
+	if (rc != SAKER_OK)
+		return op_store_fail(b, rc, msg);
 	broker_touch(b);
 	/* fanout: every existing child gets its own copy, within its limits */
 	for (i = 0; i < q->nchildren; i++) {
@@ -690,11 +686,8 @@ op_touch(struct session *s, const char *name, size_t len, int64_t exptime,
 	} else if (exptime > 0) {
 		lease_ms = exptime * 1000;
 	}
-	if (!session_may(s, name, len, PERM_READ)) {
-		session_denied(s, "touch", name, len);
-		*msg = "permission denied";
-		return OPR_DENIED;
-	}
+	if (!session_may(s, name, len, PERM_READ))
+		return op_denied(s, "touch", name, len, msg);
 	q = queue_lookup(s->b, name, len, false, &rc);
 	if (q == NULL || touch_held(s, q, lease_ms) == 0) {
 		*msg = "no open item on the queue to touch";
@@ -741,20 +734,18 @@ op_delete(struct session *s, const char *name, size_t len, const char **msg)
 {
 	struct broker *b = s->b;
 	struct squeue *q;
-	int rc, r;
+	int rc;
 
 	if (!session_may(s, name, len, PERM_WRITE))
-		return denied(s, "delete", name, len, msg);
+		return op_denied(s, "delete", name, len, msg);
 	q = queue_lookup(b, name, len, false, &rc);
 	if (q == NULL)
 		return OPR_NOT_FOUND;
 	/* no session holds items of a deleted queue open */
 	sessions_forget_queue(b, q);
 	rc = queue_delete(b, q);
-	if (rc != SAKER_OK) {
-		*msg = op_store_error(b, rc, &r);
-		return r;
-	}
+	if (rc != SAKER_OK)
+		return op_store_fail(b, rc, msg);
 	return OPR_OK;
 }
 
@@ -775,22 +766,20 @@ op_flush(struct session *s, const char *name, size_t len, const char **msg)
 {
 	struct broker *b = s->b;
 	struct squeue *q;
-	int rc = SAKER_OK, r;
+	int rc = SAKER_OK;
 
 	if (!session_may(s, name, len, PERM_WRITE))
-		return denied(s, "flush", name, len, msg);
+		return op_denied(s, "flush", name, len, msg);
 	/* flush is a write: a missing queue is created, empty (how a fanout
 	 * child starts its feed without an item); not while writes are
 	 * refused */
 	q = queue_lookup(b, name, len, b->status == STATUS_UP, &rc);
 	if (q == NULL && rc != SAKER_ENOTFOUND)
-		return lookup_error(b, rc, msg);
+		return op_store_fail(b, rc, msg);
 	if (q != NULL)
 		rc = flush_one(b, q);
-	if (rc != SAKER_OK && rc != SAKER_ENOTFOUND) {
-		*msg = op_store_error(b, rc, &r);
-		return r;
-	}
+	if (rc != SAKER_OK && rc != SAKER_ENOTFOUND)
+		return op_store_fail(b, rc, msg);
 	return OPR_OK;
 }
 
@@ -813,15 +802,12 @@ op_flush_all(struct session *s, const char **msg)
 {
 	struct flush_all_ctx fa = { s->b, SAKER_OK };
 	struct broker *b = s->b;
-	int r;
 
 	if (!session_admin(s))
-		return denied(s, "flush_all", NULL, 0, msg);
+		return op_denied(s, "flush_all", NULL, 0, msg);
 	(void)queues_walk(b, flush_all_cb, &fa);
-	if (fa.rc != SAKER_OK) {
-		*msg = op_store_error(b, fa.rc, &r);
-		return r;
-	}
+	if (fa.rc != SAKER_OK)
+		return op_store_fail(b, fa.rc, msg);
 	return OPR_OK;
 }
 
@@ -831,19 +817,17 @@ op_flush_expired(struct session *s, const char *name, size_t len,
 {
 	struct broker *b = s->b;
 	struct squeue *q;
-	int rc, r;
+	int rc;
 
 	*removed = 0;
 	if (!session_may(s, name, len, PERM_WRITE))
-		return denied(s, "flush_expired", name, len, msg);
+		return op_denied(s, "flush_expired", name, len, msg);
 	q = queue_lookup(b, name, len, false, &rc);
 	if (q == NULL)
 		return OPR_OK;
 	rc = DRV(b)->flush_expired(b->store, q->h, saker_now_ms(), 0, removed);
-	if (rc != SAKER_OK) {
-		*msg = op_store_error(b, rc, &r);
-		return r;
-	}
+	if (rc != SAKER_OK)
+		return op_store_fail(b, rc, msg);
 	if (*removed > 0)
 		broker_touch(b);
 	return OPR_OK;
@@ -914,20 +898,18 @@ op_confirm(struct session *s, const char *name, size_t len, int64_t n,
 	struct broker *b = s->b;
 	struct squeue *q;
 	int64_t i;
-	int rc, r;
+	int rc;
 
 	if (!session_may(s, name, len, PERM_READ))
-		return denied(s, "confirm", name, len, msg);
+		return op_denied(s, "confirm", name, len, msg);
 	q = queue_lookup(b, name, len, false, &rc);
 	if (q == NULL || (int64_t)session_count_open(s, q) < n)
 		return OPR_NOT_FOUND;
 	for (i = 0; i < n; i++) {
 		struct open_item *oi = session_oldest_open(s, q);
 		rc = DRV(b)->confirm(b->store, q->h, oi->id);
-		if (rc != SAKER_OK && rc != SAKER_ENOTFOUND) {
-			*msg = op_store_error(b, rc, &r);
-			return r;
-		}
+		if (rc != SAKER_OK && rc != SAKER_ENOTFOUND)
+			return op_store_fail(b, rc, msg);
 		session_forget_open(s, oi);
 		broker_touch(b);
 	}

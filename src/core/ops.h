@@ -138,5 +138,10 @@ void op_serve_waiters(struct broker *b, struct squeue *q);
  * OPR_SERVER); records a failure that makes the store refuse writes.
  * queue_lookup()'s QUEUE_ETOOMANY is "too many queues" (OPR_NOMEM). */
 const char *op_store_error(struct broker *b, int rc, int *result);
+/* The same as the result, the reason in *msg. */
+int op_store_fail(struct broker *b, int rc, const char **msg);
+/* The refusal of `what` on queue name: logged, OPR_DENIED. */
+int op_denied(struct session *s, const char *what, const char *name,
+    size_t len, const char **msg);
 
 #endif

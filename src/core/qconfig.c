@@ -298,10 +298,8 @@ config_load(const char *path, const struct queue_config *defaults, char *err,
 				goto fail;
 			}
 			ns = realloc(cf->sections, (cf->nsections + 1) * sizeof(*ns));
-			if (ns == NULL) {
-				snprintf(err, errlen, "%s:%u: out of memory", path, lineno);
-				goto fail;
-			}
+			if (ns == NULL)
+				goto nomem;
 			cf->sections = ns;
 			sec = &cf->sections[cf->nsections];
 			sec->len = strlen(name);
@@ -309,10 +307,8 @@ config_load(const char *path, const struct queue_config *defaults, char *err,
 			if (sec->prefix)
 				name[--sec->len] = '\0';
 			sec->pattern = strdup(name);
-			if (sec->pattern == NULL) {
-				snprintf(err, errlen, "%s:%u: out of memory", path, lineno);
-				goto fail;
-			}
+			if (sec->pattern == NULL)
+				goto nomem;
 			/* a section starts from the defaults read so far */
 			sec->qc = cf->defaults;
 			cf->nsections++;
@@ -342,6 +338,8 @@ config_load(const char *path, const struct queue_config *defaults, char *err,
 		goto fail;
 	fclose(f);
 	return cf;
+nomem:
+	snprintf(err, errlen, "%s:%u: out of memory", path, lineno);
 fail:
 	fclose(f);
 	config_free(cf);
@@ -381,11 +379,10 @@ config_names_dead_letter(const struct config *cf, const char *name, size_t len)
 {
 	size_t i;
 
-	if (strlen(cf->defaults.dead_letter) == len &&
-	    memcmp(cf->defaults.dead_letter, name, len) == 0)
-		return true;
-	for (i = 0; i < cf->nsections; i++) {
-		const char *dl = cf->sections[i].qc.dead_letter;
+	/* the sections, then the defaults (i == nsections) */
+	for (i = 0; i <= cf->nsections; i++) {
+		const char *dl = i < cf->nsections ?
+		    cf->sections[i].qc.dead_letter : cf->defaults.dead_letter;
 		if (strlen(dl) == len && memcmp(dl, name, len) == 0)
 			return true;
 	}

@@ -148,8 +148,8 @@ queue_lookup(struct broker *b, const char *name, size_t len, bool create, int *e
 /* A store shared with other processes may have gained the queue since we
  * loaded the list, and any store makes queues of its own (<q>_damaged,
  * expire_to targets): open it if it is there (never create it). */
-static void
-try_open_shared(struct broker *b, struct squeue *q)
+void
+queue_retry_shared(struct broker *b, struct squeue *q)
 {
 	if (q->h != NULL)
 		return;
@@ -212,19 +212,13 @@ queue_for_read(struct broker *b, const char *name, size_t len, bool remember)
 		q = sq_find_or_new(b, name, len);
 		if (q == NULL)
 			return NULL;
-		try_open_shared(b, q);
+		queue_retry_shared(b, q);
 		if (sq_unused(q))
 			stub_push(b, q);
 	} else {
-		try_open_shared(b, q);
+		queue_retry_shared(b, q);
 	}
 	return q;
-}
-
-void
-queue_retry_shared(struct broker *b, struct squeue *q)
-{
-	try_open_shared(b, q);
 }
 
 void
@@ -443,6 +437,7 @@ waiter_unlink(struct broker *b, struct waiter *w)
 struct walk_ctx {
 	int (*fn)(void *, struct squeue *);
 	void *arg;
+	bool waited;            /* also the queues only in memory, waited on */
 };
 
 static int
@@ -453,7 +448,7 @@ walk_one(void *arg, const char *key, size_t len, void *value)
 
 	(void)key;
 	(void)len;
-	if (q->h == NULL)
+	if (q->h == NULL && (!wc->waited || q->nwaiters == 0))
 		return 0;
 	return wc->fn(wc->arg, q);
 }
@@ -461,7 +456,7 @@ walk_one(void *arg, const char *key, size_t len, void *value)
 int
 queues_walk(struct broker *b, int (*fn)(void *arg, struct squeue *q), void *arg)
 {
-	struct walk_ctx wc = { fn, arg };
+	struct walk_ctx wc = { fn, arg, false };
 
 	return hashmap_walk(b->queues, walk_one, &wc);
 }
@@ -470,31 +465,18 @@ int
 queues_walk_from(struct broker *b, size_t *pos,
     int (*fn)(void *arg, struct squeue *q), void *arg)
 {
-	struct walk_ctx wc = { fn, arg };
+	struct walk_ctx wc = { fn, arg, false };
 
 	return hashmap_walk_from(b->queues, pos, walk_one, &wc);
-}
-
-static int
-walk_waited_one(void *arg, const char *key, size_t len, void *value)
-{
-	struct walk_ctx *wc = arg;
-	struct squeue *q = value;
-
-	(void)key;
-	(void)len;
-	if (q->h == NULL && q->nwaiters == 0)
-		return 0;
-	return wc->fn(wc->arg, q);
 }
 
 int
 queues_walk_waited(struct broker *b, int (*fn)(void *arg, struct squeue *q),
     void *arg)
 {
-	struct walk_ctx wc = { fn, arg };
+	struct walk_ctx wc = { fn, arg, true };
 
-	return hashmap_walk(b->queues, walk_waited_one, &wc);
+	return hashmap_walk(b->queues, walk_one, &wc);
 }
 
 /* Tell the store where q's expired items go (store.h, expire_to). */

@@ -19,11 +19,6 @@
 
 static const char *const sync_names[] = { "always", "periodic", "never" };
 
-struct stats_ctx {
-	struct broker *b;
-	struct evbuffer *out;
-};
-
 struct totals {
 	struct broker *b;
 	uint64_t items, total_items, bytes;
@@ -44,19 +39,16 @@ sum_one(void *arg, struct squeue *q)
 	return 0;
 }
 
-static int
-queue_one(void *arg, struct squeue *q)
+static void
+queue_one(struct broker *b, struct evbuffer *out, struct squeue *q)
 {
-	struct stats_ctx *sc = arg;
-	struct broker *b = sc->b;
-	struct evbuffer *out = sc->out;
 	struct saker_queue_stats st = { 0 };
 	int64_t age = 0;
 
 	/* (a queue only in memory, waited on by a get, has no items) */
 	if (q->h != NULL &&
 	    b->store->driver->queue_stats(b->store, q->h, &st) != SAKER_OK)
-		return 0;
+		return;
 	if (st.head_created_ms > 0) {
 		age = saker_now_ms() - st.head_created_ms;
 		if (age < 0)
@@ -77,7 +69,6 @@ queue_one(void *arg, struct squeue *q)
 	QSTAT("retries", "%" PRIu64, q->retries);
 	QSTAT("expired_to", "%" PRIu64, st.expired_to);
 #undef QSTAT
-	return 0;
 }
 
 /* Every queue (whose name starts with prefix), to be sorted by name. */
@@ -128,7 +119,6 @@ static size_t
 write_queues(struct broker *b, struct evbuffer *out, const char *prefix,
     size_t plen, size_t max, const struct perms *who)
 {
-	struct stats_ctx sc = { b, out };
 	struct qlist l = { NULL, 0, 0, prefix, plen, who, false };
 	size_t i, shown;
 
@@ -144,7 +134,7 @@ write_queues(struct broker *b, struct evbuffer *out, const char *prefix,
 		qsort(l.v, l.n, sizeof(l.v[0]), by_name);
 	shown = l.n < max ? l.n : max;
 	for (i = 0; i < shown; i++)
-		queue_one(&sc, l.v[i]);
+		queue_one(b, out, l.v[i]);
 	free(l.v);
 	return l.n - shown;
 }
@@ -161,12 +151,10 @@ void
 stats_write_queue(struct broker *b, struct evbuffer *out, const char *name,
     size_t len)
 {
-	struct stats_ctx sc = { b, out };
-	struct squeue *q;
+	struct squeue *q = queue_find(b, name, len);
 
-	q = queue_find(b, name, len);
 	if (q != NULL && (q->h != NULL || q->nwaiters > 0))
-		queue_one(&sc, q);
+		queue_one(b, out, q);
 	evbuffer_add(out, "END\r\n", 5);
 }
 

@@ -53,16 +53,10 @@ op_requeue(struct session *s, const char *from, size_t flen, const char *to,
 	int rc = SAKER_OK, r = OPR_OK;
 
 	*moved = 0;
-	if (!session_may(s, from, flen, PERM_READ)) {
-		session_denied(s, "requeue", from, flen);
-		*msg = "permission denied";
-		return OPR_DENIED;
-	}
-	if (!session_may(s, to, tlen, PERM_WRITE)) {
-		session_denied(s, "requeue", to, tlen);
-		*msg = "permission denied";
-		return OPR_DENIED;
-	}
+	if (!session_may(s, from, flen, PERM_READ))
+		return op_denied(s, "requeue", from, flen, msg);
+	if (!session_may(s, to, tlen, PERM_WRITE))
+		return op_denied(s, "requeue", to, tlen, msg);
 	if (b->status != STATUS_UP) {
 		*msg = "server is read-only";
 		return OPR_READONLY;
@@ -74,10 +68,8 @@ op_requeue(struct session *s, const char *from, size_t flen, const char *to,
 	fq = queue_lookup(b, from, flen, false, &rc);
 	if (fq == NULL)
 		return OPR_OK;
-	if ((tq = queue_lookup(b, to, tlen, true, &rc)) == NULL) {
-		*msg = op_store_error(b, rc, &r);
-		return r;
-	}
+	if ((tq = queue_lookup(b, to, tlen, true, &rc)) == NULL)
+		return op_store_fail(b, rc, msg);
 	memset(&c, 0, sizeof(c));
 	while (*moved < max) {
 		/* open, copy into the target, confirm: never in neither queue,

@@ -19,13 +19,7 @@ session_init(struct session *s, struct broker *b, bool authed)
 	s->pend = evbuffer_new();
 	s->held = evbuffer_new();
 	if (s->in == NULL || s->pend == NULL || s->held == NULL) {
-		if (s->in != NULL)
-			evbuffer_free(s->in);
-		if (s->pend != NULL)
-			evbuffer_free(s->pend);
-		if (s->held != NULL)
-			evbuffer_free(s->held);
-		s->in = s->pend = s->held = NULL;
+		session_free(s);
 		return -1;
 	}
 	TAILQ_INIT(&s->opens);

@@ -101,10 +101,7 @@ gg_add(struct session *s, const struct proto_key *k, const char *raw, size_t raw
 	gk->len = (uint16_t)rawlen;
 	memcpy(g->buf + g->len, raw, rawlen);
 	g->len += rawlen;
-	gk->name_len = (uint16_t)k->name_len;
-	gk->opts = k->opts;
-	gk->timeout_ms = k->timeout_ms;
-	gk->delay_ms = k->delay_ms;
+	gk->k = *k;
 	return gk;
 }
 
@@ -134,15 +131,9 @@ gg_run(struct session *s, const struct gg_replies *rep, int end,
 	g->end = end;
 	g->end_opaque = end_opaque;
 	for (i = 0; i < g->nkeys; i++) {
-		const struct gg_key *gk = &g->keys[i];
-		struct proto_key *k = &keys[i];
-
-		k->raw = k->name = g->buf + gk->off;
-		k->raw_len = gk->len;
-		k->name_len = gk->name_len;
-		k->opts = gk->opts;
-		k->timeout_ms = gk->timeout_ms;
-		k->delay_ms = gk->delay_ms;
+		keys[i] = g->keys[i].k;
+		keys[i].raw = keys[i].name = g->buf + g->keys[i].off;
+		keys[i].raw_len = g->keys[i].len;
 	}
 	op_get(s, &gg_get_ops, keys, g->nkeys, g->buf, g->len);
 }

@@ -27,15 +27,12 @@ enum gg_end { GG_END_NONE = 0, GG_END_NOOP, GG_END_MN };
 struct gg_key {
 	uint32_t opaque;            /* binary */
 	uint16_t off, len;          /* the key in buf (decoded, for meta b) */
-	uint16_t name_len;
 	uint16_t ooff;              /* meta O token in buf */
 	uint8_t olen;
 	uint8_t opcode;             /* binary */
 	uint16_t mflags;            /* meta flags (MF_*) */
 	bool quiet;                 /* no reply on a miss */
-	unsigned opts;
-	int64_t timeout_ms;
-	int64_t delay_ms;
+	struct proto_key k;         /* raw and name set by gg_run: buf moves */
 };
 
 struct getgroup;

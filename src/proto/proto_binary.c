@@ -69,14 +69,6 @@ bin_error(struct session *c, uint8_t opcode, uint32_t opaque, uint16_t status,
 	bin_reply(c, opcode, status, opaque, NULL, 0, msg, strlen(msg));
 }
 
-/* A request that succeeded quietly: no reply, but a failed commit must
- * still tell the client. */
-static void
-bin_quiet_ok(struct session *c, uint8_t opcode, uint32_t opaque)
-{
-	reply_record(c, opcode, opaque);
-}
-
 /* The status and message for a command-layer result. */
 static uint16_t
 bin_status(int r, const char **msg)
@@ -218,6 +210,26 @@ is_get(uint8_t op)
 	return op == BIN_GET || op == BIN_GETQ || op == BIN_GETK || op == BIN_GETKQ;
 }
 
+static bool
+is_set(uint8_t op)
+{
+	return op == BIN_SET || op == BIN_SETQ || op == BIN_ADD || op == BIN_ADDQ;
+}
+
+/* The answer to a command's result.  A quiet request that succeeded gets
+ * no reply, but is recorded: a failed commit must still tell the client. */
+static void
+bin_done(struct session *c, const struct bin_req *r, bool quiet, int res,
+    const char *msg)
+{
+	if (res != OPR_OK)
+		bin_result(c, r->opcode, r->opaque, res, msg);
+	else if (quiet)
+		reply_record(c, r->opcode, r->opaque);
+	else
+		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, NULL, 0);
+}
+
 /* Before answering anything else, the gets collected so far run, so the
  * replies keep the order of the requests.  False when that started a
  * wait: the request stays in c->in for later. */
@@ -297,12 +309,7 @@ bin_set(struct session *c, const struct bin_req *r)
 	}
 	res = op_set(c, &pk, saker_get_be32(r->ext), (int64_t)saker_get_be32(r->ext + 4), delay_ms, at_s,
 	    r->val, r->vallen, &msg);
-	if (res != OPR_OK)
-		bin_result(c, r->opcode, r->opaque, res, msg);
-	else if (quiet)
-		bin_quiet_ok(c, r->opcode, r->opaque);
-	else
-		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, NULL, 0);
+	bin_done(c, r, quiet, res, msg);
 }
 
 static void
@@ -317,12 +324,7 @@ bin_delete(struct session *c, const struct bin_req *r)
 		return;
 	}
 	res = op_delete(c, r->key, r->keylen, &msg);
-	if (res != OPR_OK)
-		bin_result(c, r->opcode, r->opaque, res, msg);
-	else if (r->opcode == BIN_DELETEQ)
-		bin_quiet_ok(c, r->opcode, r->opaque);
-	else
-		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, NULL, 0);
+	bin_done(c, r, r->opcode == BIN_DELETEQ, res, msg);
 }
 
 /* Touch: the lease of this connection's open items on the key's queue,
@@ -363,12 +365,7 @@ bin_flush(struct session *c, const struct bin_req *r)
 		return;
 	}
 	res = op_flush_all(c, &msg);
-	if (res != OPR_OK)
-		bin_result(c, r->opcode, r->opaque, res, msg);
-	else if (r->opcode == BIN_FLUSHQ)
-		bin_quiet_ok(c, r->opcode, r->opaque);
-	else
-		bin_reply(c, r->opcode, BIN_OK, r->opaque, NULL, 0, NULL, 0);
+	bin_done(c, r, r->opcode == BIN_FLUSHQ, res, msg);
 }
 
 /* One packet per "STAT name value" line of the text reply, then an
@@ -477,13 +474,10 @@ bin_runs_behind_wait(struct session *c)
 	if (h[0] != BIN_REQ_MAGIC || (uint32_t)keylen + extlen > bodylen ||
 	    evbuffer_get_length(c->in) < BIN_HEADER + (size_t)bodylen)
 		return false;
-	switch (h[1]) {
-	case BIN_SET:
-	case BIN_SETQ:
-	case BIN_ADD:
-	case BIN_ADDQ:
+	if (is_set(h[1]))
 		return bodylen - keylen - extlen <= c->b->max_item_size &&
 		    (size_t)keylen + extlen <= BIN_MAX_SMALL_BODY;
+	switch (h[1]) {
 	case BIN_DELETE:
 	case BIN_DELETEQ:
 	case BIN_FLUSH:
@@ -504,6 +498,7 @@ bin_step(struct session *c)
 	const unsigned char *p;
 	struct bin_req r;
 	size_t avail = evbuffer_get_length(c->in), total;
+	uint16_t refuse = BIN_OK;
 
 	if (avail < BIN_HEADER)
 		return PROTO_STOP;
@@ -528,30 +523,22 @@ bin_step(struct session *c)
 
 	if (!is_get(r.opcode) && r.opcode != BIN_NOOP && !bin_settle_group(c))
 		return PROTO_STOP;
-	if (!c->authed && !bin_open_opcode(r.opcode)) {
-		/* refused before its body is read: a client that has not
-		 * logged in makes us buffer nothing but the header */
+	/* refused before its body is read, which is skipped rather than
+	 * buffered: a client that has not logged in makes us buffer nothing
+	 * but the header */
+	if (!c->authed && !bin_open_opcode(r.opcode))
+		refuse = BIN_AUTH_ERROR;
+	else if (is_set(r.opcode) ? r.vallen > c->b->max_item_size ||
+	    r.keylen + r.extlen > BIN_MAX_SMALL_BODY :
+	    r.bodylen > BIN_MAX_SMALL_BODY)
+		refuse = is_set(r.opcode) ? BIN_E2BIG : BIN_EINVAL;
+	if (refuse != BIN_OK) {
 		if (!bin_settle_group(c))
 			return PROTO_STOP;
-		bin_error(c, r.opcode, r.opaque, BIN_AUTH_ERROR, "Auth failure");
-		evbuffer_drain(c->in, BIN_HEADER);
-		c->ps->swallow = r.bodylen;
-		if (c->ps->swallow > 0)
-			c->state = SESSION_SWALLOW;
-		return PROTO_COMMAND;
-	}
-	if ((r.opcode == BIN_SET || r.opcode == BIN_SETQ ||
-	    r.opcode == BIN_ADD || r.opcode == BIN_ADDQ) ?
-	    r.vallen > c->b->max_item_size || r.keylen + r.extlen > BIN_MAX_SMALL_BODY :
-	    r.bodylen > BIN_MAX_SMALL_BODY) {
-		/* skip the body rather than buffer it */
-		if (!bin_settle_group(c))
-			return PROTO_STOP;
-		if (r.opcode == BIN_SET || r.opcode == BIN_SETQ ||
-		    r.opcode == BIN_ADD || r.opcode == BIN_ADDQ)
-			bin_error(c, r.opcode, r.opaque, BIN_E2BIG, "object too large for cache");
-		else
-			bin_error(c, r.opcode, r.opaque, BIN_EINVAL, "request body too large");
+		bin_error(c, r.opcode, r.opaque, refuse,
+		    refuse == BIN_AUTH_ERROR ? "Auth failure" :
+		    refuse == BIN_E2BIG ? "object too large for cache" :
+		    "request body too large");
 		evbuffer_drain(c->in, BIN_HEADER);
 		c->ps->swallow = r.bodylen;
 		if (c->ps->swallow > 0)

@@ -138,41 +138,6 @@ meta_is_command(const char *line, size_t len)
 
 /* --- parsing ------------------------------------------------------------ */
 
-static bool
-parse_u64(const char *p, size_t n, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t i;
-
-	if (n == 0)
-		return false;
-	for (i = 0; i < n; i++) {
-		unsigned d = (unsigned)(unsigned char)p[i] - '0';
-		if (d > 9 || v > (max - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return true;
-}
-
-static bool
-parse_i64(const char *p, size_t n, int64_t *out)
-{
-	uint64_t v;
-
-	if (n > 0 && p[0] == '-') {
-		if (!parse_u64(p + 1, n - 1, INT64_MAX, &v))
-			return false;
-		*out = -(int64_t)v;
-		return true;
-	}
-	if (!parse_u64(p, n, INT64_MAX, &v))
-		return false;
-	*out = (int64_t)v;
-	return true;
-}
-
 #define E_FORMAT "CLIENT_ERROR bad command line format\r\n"
 #define E_FLAG "CLIENT_ERROR invalid flag\r\n"
 
@@ -215,14 +180,14 @@ meta_flag(struct meta_req *m, const struct proto_tok *t)
 	if (m->cmd == 's') {
 		switch (t->p[0]) {
 		case 'F':
-			if (!parse_u64(arg, an, UINT32_MAX, &u))
+			if (!proto_u64(arg, an, UINT32_MAX, &u))
 				return E_FORMAT;
 			m->flags = (uint32_t)u;
 			return NULL;
 		case 'T':
-			return parse_i64(arg, an, &m->ttl) ? NULL : E_FORMAT;
+			return proto_i64(arg, an, &m->ttl) ? NULL : E_FORMAT;
 		case 'C':
-			return parse_u64(arg, an, UINT64_MAX, &m->cas) ? NULL : E_FORMAT;
+			return proto_u64(arg, an, UINT64_MAX, &m->cas) ? NULL : E_FORMAT;
 		case 'M':
 			if (an != 1)
 				return "CLIENT_ERROR invalid mode for ms M token\r\n";
@@ -230,7 +195,7 @@ meta_flag(struct meta_req *m, const struct proto_tok *t)
 			return NULL;
 		case 'S':
 			/* the data length as a flag (memcached 1.6.0's syntax) */
-			if (!parse_u64(arg, an, SIZE_MAX - 2, &u))
+			if (!proto_u64(arg, an, SIZE_MAX - 2, &u))
 				return E_FORMAT;
 			if (!m->has_len) {
 				m->datalen = (size_t)u;
@@ -245,7 +210,7 @@ meta_flag(struct meta_req *m, const struct proto_tok *t)
 	if (m->cmd == 'd') {
 		switch (t->p[0]) {
 		case 'C':
-			return parse_u64(arg, an, UINT64_MAX, &m->cas) ? NULL : E_FORMAT;
+			return proto_u64(arg, an, UINT64_MAX, &m->cas) ? NULL : E_FORMAT;
 		case 'I': case 'T': case 'x': case 'E':
 			return NULL;
 		}
@@ -282,7 +247,7 @@ meta_parse(const char *line, size_t len, struct meta_req *m, char *keybuf,
 		struct proto_cursor save = cur;
 		struct proto_tok lt;
 
-		if (proto_next_tok(&cur, &lt) && parse_u64(lt.p, lt.n, SIZE_MAX - 2, &u)) {
+		if (proto_next_tok(&cur, &lt) && proto_u64(lt.p, lt.n, SIZE_MAX - 2, &u)) {
 			m->datalen = (size_t)u;
 			m->has_len = true;
 		} else {
@@ -437,6 +402,16 @@ meta_run_group(struct session *c)
 
 /* --- commands ----------------------------------------------------------- */
 
+/* Run the quiet gets collected so far; false when that started a wait. */
+static bool
+meta_settle(struct session *c)
+{
+	if (!gg_pending(c))
+		return true;
+	meta_run_group(c);
+	return c->state == SESSION_CMD;
+}
+
 /* mg: add the key to the group; a non-quiet mg runs it. */
 static bool
 meta_mg(struct session *c, const struct meta_req *m, size_t need)
@@ -446,11 +421,8 @@ meta_mg(struct session *c, const struct meta_req *m, size_t need)
 	const char *err;
 
 	err = proto_parse_get_key(c->b->proto, m->key, m->keylen, &pk);
-	if (err == NULL && !gg_room(c, m->keylen + m->olen) && gg_pending(c)) {
-		meta_run_group(c);
-		if (c->state != SESSION_CMD)
-			return false;
-	}
+	if (err == NULL && !gg_room(c, m->keylen + m->olen) && !meta_settle(c))
+		return false;
 	if (err == NULL && (gk = gg_add(c, &pk, m->key, m->keylen)) != NULL &&
 	    (m->olen == 0 || gg_stash(c, gk, m->opaque, m->olen))) {
 		gk->mflags = (uint16_t)m->mf;
@@ -462,11 +434,8 @@ meta_mg(struct session *c, const struct meta_req *m, size_t need)
 	}
 	if (gk != NULL)
 		c->ps->grp->nkeys--;        /* its opaque did not fit: take it back */
-	if (gg_pending(c)) {
-		meta_run_group(c);
-		if (c->state != SESSION_CMD)
-			return false;
-	}
+	if (!meta_settle(c))
+		return false;
 	if (err != NULL)
 		reply_str(c, err);
 	else
@@ -544,18 +513,12 @@ meta_command(struct session *c, const char *line, size_t linelen, size_t need)
 	int rc;
 
 	/* any command but mg and mn first runs the quiet gets before it */
-	if (line[1] != 'g' && line[1] != 'n' && gg_pending(c)) {
-		meta_run_group(c);
-		if (c->state != SESSION_CMD)
-			return false;
-	}
+	if (line[1] != 'g' && line[1] != 'n' && !meta_settle(c))
+		return false;
 	err = meta_parse(line, linelen, &m, keybuf, PROTO_MAX_LINE, &swallow);
 	if (err != NULL) {
-		if (line[1] == 'g' && gg_pending(c)) {
-			meta_run_group(c);
-			if (c->state != SESSION_CMD)
-				return false;
-		}
+		if (line[1] == 'g' && !meta_settle(c))
+			return false;
 		reply_str(c, err);
 		evbuffer_drain(c->in, need);
 		if (swallow >= 0)

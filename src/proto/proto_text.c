@@ -129,8 +129,8 @@ tok_is_ci(const char *p, size_t n, const char *lower, size_t lowerlen)
  * space, no hex), value <= max.  strtoull would accept " +0x1f" and wrap
  * silently, which is exactly what a protocol parser must not do.
  */
-static bool
-parse_uint(const char *p, size_t n, uint64_t max, uint64_t *out)
+bool
+proto_u64(const char *p, size_t n, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;
 	size_t i;
@@ -150,14 +150,14 @@ parse_uint(const char *p, size_t n, uint64_t max, uint64_t *out)
 }
 
 /* Strict signed decimal: an optional '-' then digits; fits int64_t. */
-static bool
-parse_int(const char *p, size_t n, int64_t *out)
+bool
+proto_i64(const char *p, size_t n, int64_t *out)
 {
 	uint64_t mag;
 
 	if (n > 0 && p[0] == '-') {
 		/* the magnitude of INT64_MIN is INT64_MAX + 1 */
-		if (!parse_uint(p + 1, n - 1, (uint64_t)INT64_MAX + 1, &mag))
+		if (!proto_u64(p + 1, n - 1, (uint64_t)INT64_MAX + 1, &mag))
 			return false;
 		if (mag == (uint64_t)INT64_MAX + 1)
 			*out = INT64_MIN;
@@ -165,7 +165,7 @@ parse_int(const char *p, size_t n, int64_t *out)
 			*out = -(int64_t)mag;
 		return true;
 	}
-	if (!parse_uint(p, n, (uint64_t)INT64_MAX, &mag))
+	if (!proto_u64(p, n, (uint64_t)INT64_MAX, &mag))
 		return false;
 	*out = (int64_t)mag;
 	return true;
@@ -177,7 +177,7 @@ parse_count(const struct tok *t, int64_t *out)
 {
 	uint64_t v;
 
-	if (!parse_uint(t->p, t->n, (uint64_t)INT64_MAX, &v))
+	if (!proto_u64(t->p, t->n, (uint64_t)INT64_MAX, &v))
 		return false;
 	*out = (int64_t)v;
 	return true;
@@ -192,7 +192,8 @@ at_end(struct cursor *cur)
 	return !next_tok(cur, &t);
 }
 
-/* An optional trailing "noreply" and then the end of the line. */
+/* An optional trailing "noreply" and then the end of the line; all of
+ * delete <q> [noreply] and flush <q> [noreply] after the queue. */
 static const char *
 parse_noreply_end(struct cursor *cur, struct proto_cmd *cmd)
 {
@@ -299,12 +300,12 @@ parse_get_key(const struct tok *t, struct proto_key *k)
 		else if (seglen == 5 && memcmp(seg, "touch", 5) == 0)
 			k->opts |= PROTO_OPT_TOUCH;
 		else if (seglen >= 6 && memcmp(seg, "delay=", 6) == 0) {
-			if (!parse_uint(seg + 6, seglen - 6, SET_DELAY_MAX,
+			if (!proto_u64(seg + 6, seglen - 6, SET_DELAY_MAX,
 			    &ms))
 				return PROTO_ERR_FORMAT;
 			k->delay_ms = (int64_t)ms;
 		} else if (seglen >= 2 && seg[0] == 't' && seg[1] == '=') {
-			if (!parse_uint(seg + 2, seglen - 2, GET_TIMEOUT_MAX,
+			if (!proto_u64(seg + 2, seglen - 2, GET_TIMEOUT_MAX,
 			    &ms))
 				return PROTO_ERR_FORMAT;
 			k->timeout_ms = (int64_t)ms;
@@ -345,11 +346,11 @@ parse_set_key(const struct tok *t, struct proto_cmd *cmd)
 	for (pos = k->name_len; pos < k->raw_len; ) {
 		next_segment(k, &pos, &seg, &seglen);
 		if (seglen >= 6 && memcmp(seg, "delay=", 6) == 0) {
-			if (!parse_uint(seg + 6, seglen - 6, SET_DELAY_MAX, &v))
+			if (!proto_u64(seg + 6, seglen - 6, SET_DELAY_MAX, &v))
 				return PROTO_ERR_FORMAT;
 			cmd->delay_ms = (int64_t)v;
 		} else if (seglen >= 3 && memcmp(seg, "at=", 3) == 0) {
-			if (!parse_uint(seg + 3, seglen - 3, SET_AT_MAX, &v))
+			if (!proto_u64(seg + 3, seglen - 3, SET_AT_MAX, &v))
 				return PROTO_ERR_FORMAT;
 			cmd->at_s = (int64_t)v;
 		} else
@@ -380,7 +381,7 @@ parse_set(struct cursor *cur, struct proto_cmd *cmd)
 	 * the rest of the line, a client that sent a valid length will send
 	 * that many bytes next, and the caller must skip them to stay in step.
 	 */
-	bytes_ok = n >= 4 && parse_uint(a[3].p, a[3].n, SET_BYTES_MAX, &bytes);
+	bytes_ok = n >= 4 && proto_u64(a[3].p, a[3].n, SET_BYTES_MAX, &bytes);
 	if (bytes_ok)
 		cmd->bytes = (size_t)bytes;
 
@@ -388,8 +389,8 @@ parse_set(struct cursor *cur, struct proto_cmd *cmd)
 		err = PROTO_ERR_FORMAT;
 	else
 		err = parse_set_key(&a[0], cmd);
-	if (err == NULL && (!parse_uint(a[1].p, a[1].n, UINT32_MAX, &flags) ||
-	    !parse_int(a[2].p, a[2].n, &cmd->exptime) || !bytes_ok ||
+	if (err == NULL && (!proto_u64(a[1].p, a[1].n, UINT32_MAX, &flags) ||
+	    !proto_i64(a[2].p, a[2].n, &cmd->exptime) || !bytes_ok ||
 	    (n == 5 && !tok_is(&a[4], "noreply", 7))))
 		err = PROTO_ERR_FORMAT;
 	if (err != NULL) {
@@ -423,13 +424,13 @@ parse_nostore(struct cursor *cur, struct proto_cmd *cmd)
 
 	while (n < 7 && next_tok(cur, &a[n]))
 		n++;
-	if (n < 4 || !parse_uint(a[3].p, a[3].n, SET_BYTES_MAX, &bytes))
+	if (n < 4 || !proto_u64(a[3].p, a[3].n, SET_BYTES_MAX, &bytes))
 		return PROTO_ERR_FORMAT;
 	cmd->bytes = (size_t)bytes;
 	if (n < want || n > want + 1 ||
-	    !parse_uint(a[1].p, a[1].n, UINT32_MAX, &v) ||
-	    !parse_int(a[2].p, a[2].n, &cmd->exptime) ||
-	    (is_cas && !parse_uint(a[4].p, a[4].n, UINT64_MAX, &v)) ||
+	    !proto_u64(a[1].p, a[1].n, UINT32_MAX, &v) ||
+	    !proto_i64(a[2].p, a[2].n, &cmd->exptime) ||
+	    (is_cas && !proto_u64(a[4].p, a[4].n, UINT64_MAX, &v)) ||
 	    (n == want + 1 && !tok_is(&a[want], "noreply", 7))) {
 		cmd->swallow = (int64_t)bytes + 2;
 		return PROTO_ERR_FORMAT;
@@ -466,28 +467,6 @@ parse_get(struct cursor *cur, struct proto_cmd *cmd)
 	return NULL;
 }
 
-/* delete <q> [noreply], flush <q> [noreply] */
-static const char *
-parse_queue_noreply(struct cursor *cur, struct proto_cmd *cmd)
-{
-	const char *err;
-
-	if ((err = take_plain_queue(cur, cmd)) != NULL)
-		return err;
-	return parse_noreply_end(cur, cmd);
-}
-
-/* flush_expired <q> */
-static const char *
-parse_queue_only(struct cursor *cur, struct proto_cmd *cmd)
-{
-	const char *err;
-
-	if ((err = take_plain_queue(cur, cmd)) != NULL)
-		return err;
-	return at_end(cur) ? NULL : PROTO_ERR_FORMAT;
-}
-
 /* flush_all [<delay>] [noreply] */
 static const char *
 parse_flush_all(struct cursor *cur, struct proto_cmd *cmd)
@@ -510,10 +489,7 @@ static const char *
 parse_monitor(struct cursor *cur, struct proto_cmd *cmd)
 {
 	struct tok t;
-	const char *err;
 
-	if ((err = take_plain_queue(cur, cmd)) != NULL)
-		return err;
 	if (!next_tok(cur, &t) || !parse_count(&t, &cmd->num1) ||
 	    (uint64_t)cmd->num1 > MONITOR_SECONDS_MAX)
 		return PROTO_ERR_FORMAT;
@@ -527,10 +503,7 @@ static const char *
 parse_confirm(struct cursor *cur, struct proto_cmd *cmd)
 {
 	struct tok t;
-	const char *err;
 
-	if ((err = take_plain_queue(cur, cmd)) != NULL)
-		return err;
 	if (!next_tok(cur, &t) || !parse_count(&t, &cmd->num1))
 		return PROTO_ERR_FORMAT;
 	return at_end(cur) ? NULL : PROTO_ERR_FORMAT;
@@ -541,11 +514,8 @@ static const char *
 parse_touch(struct cursor *cur, struct proto_cmd *cmd)
 {
 	struct tok t;
-	const char *err;
 
-	if ((err = take_plain_queue(cur, cmd)) != NULL)
-		return err;
-	if (!next_tok(cur, &t) || !parse_int(t.p, t.n, &cmd->exptime))
+	if (!next_tok(cur, &t) || !proto_i64(t.p, t.n, &cmd->exptime))
 		return PROTO_ERR_FORMAT;
 	return parse_noreply_end(cur, cmd);
 }
@@ -555,10 +525,7 @@ static const char *
 parse_requeue(struct cursor *cur, struct proto_cmd *cmd)
 {
 	struct tok t;
-	const char *err;
 
-	if ((err = take_plain_queue(cur, cmd)) != NULL)
-		return err;
 	if (!next_tok(cur, &t))
 		return PROTO_ERR_FORMAT;
 	if (!saker_qname_valid(t.p, t.n))
@@ -629,7 +596,7 @@ parse_stats(struct cursor *cur, struct proto_cmd *cmd)
 	return PROTO_ERR_FORMAT;
 }
 
-/* stats, version, quit, shutdown */
+/* stats, version, quit, shutdown; flush_expired <q> */
 static const char *
 parse_no_args(struct cursor *cur, struct proto_cmd *cmd)
 {
@@ -639,36 +606,41 @@ parse_no_args(struct cursor *cur, struct proto_cmd *cmd)
 
 typedef const char *(*parse_fn)(struct cursor *, struct proto_cmd *);
 
-/* The hot commands first: lookup is a linear scan by length then bytes. */
+/*
+ * The hot commands first: lookup is a linear scan by length then bytes.
+ * `queue`: the first argument is a queue name without options, taken
+ * (take_plain_queue) before the command's parser reads the rest.
+ */
 static const struct command {
 	const char *name;
 	size_t len;
 	enum proto_cmd_type type;
+	bool queue;
 	parse_fn parse;
 } commands[] = {
-	{ "get",		3,  PROTO_CMD_GET,		parse_get },
-	{ "set",		3,  PROTO_CMD_SET,		parse_set },
-	{ "gets",		4,  PROTO_CMD_GET,		parse_gets },
-	{ "delete",		6,  PROTO_CMD_DELETE,		parse_queue_noreply },
-	{ "confirm",		7,  PROTO_CMD_CONFIRM,		parse_confirm },
-	{ "touch",		5,  PROTO_CMD_TOUCH,		parse_touch },
-	{ "monitor",		7,  PROTO_CMD_MONITOR,		parse_monitor },
-	{ "flush",		5,  PROTO_CMD_FLUSH,		parse_queue_noreply },
-	{ "flush_all",		9,  PROTO_CMD_FLUSH_ALL,	parse_flush_all },
-	{ "flush_expired",	13, PROTO_CMD_FLUSH_EXPIRED,	parse_queue_only },
-	{ "requeue",		7,  PROTO_CMD_REQUEUE,		parse_requeue },
-	{ "stats",		5,  PROTO_CMD_STATS,		parse_stats },
-	{ "status",		6,  PROTO_CMD_STATUS,		parse_status },
-	{ "version",		7,  PROTO_CMD_VERSION,		parse_no_args },
-	{ "verbosity",		9,  PROTO_CMD_VERBOSITY,	parse_verbosity },
-	{ "quit",		4,  PROTO_CMD_QUIT,		parse_no_args },
-	{ "shutdown",		8,  PROTO_CMD_SHUTDOWN,		parse_no_args },
+	{ "get",		3,  PROTO_CMD_GET,		false, parse_get },
+	{ "set",		3,  PROTO_CMD_SET,		false, parse_set },
+	{ "gets",		4,  PROTO_CMD_GET,		false, parse_gets },
+	{ "delete",		6,  PROTO_CMD_DELETE,		true,  parse_noreply_end },
+	{ "confirm",		7,  PROTO_CMD_CONFIRM,		true,  parse_confirm },
+	{ "touch",		5,  PROTO_CMD_TOUCH,		true,  parse_touch },
+	{ "monitor",		7,  PROTO_CMD_MONITOR,		true,  parse_monitor },
+	{ "flush",		5,  PROTO_CMD_FLUSH,		true,  parse_noreply_end },
+	{ "flush_all",		9,  PROTO_CMD_FLUSH_ALL,	false, parse_flush_all },
+	{ "flush_expired",	13, PROTO_CMD_FLUSH_EXPIRED,	true,  parse_no_args },
+	{ "requeue",		7,  PROTO_CMD_REQUEUE,		true,  parse_requeue },
+	{ "stats",		5,  PROTO_CMD_STATS,		false, parse_stats },
+	{ "status",		6,  PROTO_CMD_STATUS,		false, parse_status },
+	{ "version",		7,  PROTO_CMD_VERSION,		false, parse_no_args },
+	{ "verbosity",		9,  PROTO_CMD_VERBOSITY,	false, parse_verbosity },
+	{ "quit",		4,  PROTO_CMD_QUIT,		false, parse_no_args },
+	{ "shutdown",		8,  PROTO_CMD_SHUTDOWN,		false, parse_no_args },
 	/* a queue's "add" is an enqueue like set (docs/protocol.md) */
-	{ "add",		3,  PROTO_CMD_SET,		parse_set },
-	{ "replace",		7,  PROTO_CMD_NOSTORE,		parse_nostore },
-	{ "append",		6,  PROTO_CMD_NOSTORE,		parse_nostore },
-	{ "prepend",		7,  PROTO_CMD_NOSTORE,		parse_nostore },
-	{ "cas",		3,  PROTO_CMD_NOSTORE,		parse_nostore },
+	{ "add",		3,  PROTO_CMD_SET,		false, parse_set },
+	{ "replace",		7,  PROTO_CMD_NOSTORE,		false, parse_nostore },
+	{ "append",		6,  PROTO_CMD_NOSTORE,		false, parse_nostore },
+	{ "prepend",		7,  PROTO_CMD_NOSTORE,		false, parse_nostore },
+	{ "cas",		3,  PROTO_CMD_NOSTORE,		false, parse_nostore },
 };
 
 bool
@@ -730,7 +702,9 @@ proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd)
 		cmd->type = c->type;
 		cmd->word = word.p;
 		cmd->word_len = word.n;
-		err = c->parse(&cur, cmd);
+		err = c->queue ? take_plain_queue(&cur, cmd) : NULL;
+		if (err == NULL)
+			err = c->parse(&cur, cmd);
 		if (err != NULL)
 			cmd->noreply = false;
 		return err;

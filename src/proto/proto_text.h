@@ -149,6 +149,10 @@ struct proto_tok {
 /* Take the next token; false at the end of the line. */
 bool proto_next_tok(struct proto_cursor *cur, struct proto_tok *t);
 
+/* Strict decimals: digits only, at most max; an optional '-' for an int64_t. */
+bool proto_u64(const char *p, size_t n, uint64_t max, uint64_t *out);
+bool proto_i64(const char *p, size_t n, int64_t *out);
+
 /*
  * Is this (possibly incomplete) line a get or gets?  Those may be up to
  * PROTO_MAX_GET_LINE bytes long, every other line PROTO_MAX_LINE.

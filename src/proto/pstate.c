@@ -28,11 +28,9 @@ reply_done(struct session *s)
 			ps->kept = n;
 			ps->kept_cap = ncap;
 		}
-		ps->kept[ps->at.nkept].idx = ps->at.replies;
-		ps->kept[ps->at.nkept].keep = ps->at.keep;
-		ps->kept[ps->at.nkept].start = ps->at.start;
-		ps->kept[ps->at.nkept].end = end;
-		ps->at.nkept++;
+		ps->kept[ps->at.nkept++] = (struct kept_reply){
+		    .idx = ps->at.replies, .keep = ps->at.keep,
+		    .start = ps->at.start, .end = end };
 	}
 done:
 	ps->at.keep = KEEP_NEVER;
@@ -56,11 +54,9 @@ reply_record(struct session *s, uint8_t opcode, uint32_t opaque)
 		ps->brecs = nr;
 		ps->brecs_cap = ncap;
 	}
-	ps->brecs[ps->at.nbrecs].end = evbuffer_get_length(s->pend);
-	ps->brecs[ps->at.nbrecs].opcode = opcode;
-	ps->brecs[ps->at.nbrecs].opaque = opaque;
-	ps->brecs[ps->at.nbrecs].keep = KEEP_NEVER;
-	ps->at.nbrecs++;
+	ps->brecs[ps->at.nbrecs++] = (struct bin_rec){
+	    .end = evbuffer_get_length(s->pend), .opaque = opaque,
+	    .opcode = opcode, .keep = KEEP_NEVER };
 	reply_schedule(s);
 }
 

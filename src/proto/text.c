@@ -406,36 +406,26 @@ text_login(struct session *s, const char *line, size_t linelen, size_t need)
 {
 	struct proto_cursor cur = { line, line + linelen };
 	struct proto_tok tok[6];
-	size_t i, ntok = 0, n;
+	size_t ntok = 0, n;
 	const char *p, *sp;
 	const struct perms *who;
 	uint64_t bytes = 0;
+	bool skip;
 	int rc;
 
 	/* split as the text parser does, but accept any key */
 	while (ntok < 6 && proto_next_tok(&cur, &tok[ntok]))
 		ntok++;
-	for (i = 0; ntok >= 5 && i < tok[4].n; i++) {
-		unsigned d = (unsigned)(unsigned char)tok[4].p[i] - '0';
-		if (d > 9 || bytes > UINT32_MAX)
-			break;
-		bytes = bytes * 10 + d;
-	}
-	if (ntok < 5 || ntok > 6 || tok[0].n != 3 ||
-	    strncasecmp(tok[0].p, "set", 3) != 0 || tok[4].n == 0 ||
-	    i != tok[4].n || bytes > 4096) {
-		/* decide from the tokens before draining: they point into
-		 * s->in, which the drain may free */
-		bool skip = ntok >= 5 && tok[0].n == 3 &&
-		    strncasecmp(tok[0].p, "set", 3) == 0 && tok[4].n > 0 &&
-		    i == tok[4].n;
-
+	/* a set with a readable length (digits, the value before the last
+	 * one within 32 bits) has data to skip; decided before draining, as
+	 * the tokens point into s->in, which the drain may free */
+	skip = ntok >= 5 && tok[0].n == 3 && strncasecmp(tok[0].p, "set", 3) == 0 &&
+	    proto_u64(tok[4].p, tok[4].n, (uint64_t)UINT32_MAX * 10 + 9, &bytes);
+	if (!skip || ntok > 6 || bytes > 4096) {
 		reply_str(s, "CLIENT_ERROR unauthenticated\r\n");
 		evbuffer_drain(s->in, need);
-		if (skip) {
-			/* a set with a readable length: skip its data */
+		if (skip)
 			text_swallow(s, (size_t)bytes + 2);
-		}
 		return true;
 	}
 	n = (size_t)bytes;
