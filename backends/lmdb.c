@@ -172,11 +172,13 @@ extern const struct saker_store_driver saker_store_lmdb;
  * Encoding
  * --------------------------------------------------------------------- */
 
-static void
-mkkey(unsigned char *k, uint64_t a, uint64_t b)
+/* The key (a, b) into kb; returns it as an MDB_val pointing at kb. */
+static MDB_val
+mkkey(unsigned char *kb, uint64_t a, uint64_t b)
 {
-	saker_put_be64(k, a);
-	saker_put_be64(k + 8, b);
+	saker_put_be64(kb, a);
+	saker_put_be64(kb + 8, b);
+	return (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
 }
 
 /* Is `k` a 16-byte key whose first half is `qid`? */
@@ -221,8 +223,7 @@ put_sentinels(MDB_txn *t, MDB_dbi items, MDB_dbi open, MDB_dbi delayed)
 	memset(k0, 0, sizeof(k0));
 	memset(kf, 0xff, sizeof(kf));
 	memset(dv, 0, sizeof(dv));
-	k.mv_data = k0;
-	k.mv_size = LM_KEY;
+	k = (MDB_val){ .mv_size = LM_KEY, .mv_data = k0 };
 	v.mv_data = dv;
 	v.mv_size = 0;
 	rc = mdb_put(t, items, &k, &v, MDB_NOOVERWRITE);
@@ -1326,9 +1327,7 @@ del_prefix(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
 	if ((rc = mdb_cursor_open(t, dbi, &c)) != 0)
 		return rc;
 	for (;;) {
-		mkkey(kb, qid, 0);
-		k.mv_data = kb;
-		k.mv_size = LM_KEY;
+		k = mkkey(kb, qid, 0);
 		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 		if (rc == MDB_NOTFOUND || (rc == 0 && !key_in(&k, qid))) {
 			rc = 0;
@@ -1369,8 +1368,7 @@ del_delayed(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
 			break;
 		*wrote = true;
 		/* Re-seek rather than trust the cursor position after a delete. */
-		k.mv_data = kb;
-		k.mv_size = LM_KEY;
+		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
 		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	}
 	mdb_cursor_close(c);
@@ -1480,9 +1478,7 @@ lm_queue_stats(saker_store *ss, saker_queue *q, struct saker_queue_stats *st)
 		return rc;
 	if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
 		return lm_fail(s, rc, "queue stats");
-	mkkey(kb, q->id, 0);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, 0);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	if (rc == 0 && key_in(&k, q->id) && hdr_read(v.mv_data, v.mv_size, &it) == 0)
 		st->head_created_ms = it.created_ms;
@@ -1505,9 +1501,7 @@ items_reserve(struct lstore *s, MDB_txn *t, struct saker_queue *q, uint64_t seq,
 	MDB_val k, v;
 	int rc = MDB_KEYEXIST;
 
-	mkkey(kb, q->id, seq);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, seq);
 	v.mv_size = size;
 	if (at_tail && q->id >= s->max_qid)
 		rc = mdb_put(t, s->db_items, &k, &v, MDB_RESERVE | MDB_APPEND);
@@ -1546,9 +1540,7 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 		rc = items_reserve(s, t, q, q->cur.tail,
 		    LM_HDR + item->len + LM_CRC, true, &dst);
 	} else {
-		mkkey(kb, (uint64_t)item->due_ms, s->next_arrival);
-		k.mv_data = kb;
-		k.mv_size = LM_KEY;
+		k = mkkey(kb, (uint64_t)item->due_ms, s->next_arrival);
 		v.mv_size = 8 + LM_HDR + item->len + LM_CRC;
 		rc = mdb_put(t, s->db_delayed, &k, &v, MDB_RESERVE);
 		dst = v.mv_data;
@@ -1601,9 +1593,7 @@ head_size(struct lstore *s, struct saker_queue *q)
 	if (lm_begin(s, true) != SAKER_OK ||
 	    mdb_cursor_open(s->txn, s->db_items, &c) != 0)
 		return 0;
-	mkkey(kb, q->id, 0);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, 0);
 	if (mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) == 0 && key_in(&k, q->id))
 		n = v.mv_size;
 	mdb_cursor_close(c);
@@ -1637,9 +1627,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 
 	if ((rc = mdb_cursor_open(t, s->db_items, &c)) != 0)
 		return rc;
-	mkkey(kb, q->id, 0);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, 0);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	for (;;) {
 		if (rc == 0 && !key_in(&k, q->id))
@@ -1661,8 +1649,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 			break;
 		res->nexp++;
 		res->expbytes += it.len;
-		k.mv_data = kb;
-		k.mv_size = LM_KEY;
+		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
 		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	}
 	if (rc != 0) {
@@ -1694,9 +1681,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		return 0;
 	}
 	if (mode == SAKER_TAKE_OPEN) {
-		mkkey(okb, q->id, seq);
-		ok.mv_data = okb;
-		ok.mv_size = LM_KEY;
+		ok = mkkey(okb, q->id, seq);
 		ov.mv_size = v.mv_size;
 		rc = mdb_put(t, s->db_open, &ok, &ov, MDB_RESERVE);
 		/* The reservation may have spilled pages: fetch the source
@@ -1769,9 +1754,7 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 		return SAKER_ECORRUPT;
 	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 		return rc;
-	mkkey(kb, q->id, res->badseq);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, res->badseq);
 	rc = mdb_del(t, s->db_items, &k, NULL);
 	if (rc == 0)
 		rc = jr_del(s, LD_ITEMS, kb, LM_KEY);
@@ -1829,9 +1812,7 @@ xto_move_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 		return SAKER_OK;
 	if ((rc = lm_begin(s, true)) != SAKER_OK)
 		return rc;
-	mkkey(kb, q->id, seq);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, seq);
 	rc = mdb_get(s->txn, s->db_items, &k, &v);
 	if (rc == MDB_NOTFOUND || (rc == 0 && !rec_sound(v.mv_data, v.mv_size)))
 		return SAKER_OK;
@@ -1848,8 +1829,7 @@ xto_move_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 		return rc;
 	if ((rc = op_begin(s, 0, &tx)) != SAKER_OK)
 		return rc;
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
 	rc = mdb_del(tx, s->db_items, &k, NULL);
 	if (rc == 0)
 		rc = jr_del(s, LD_ITEMS, kb, LM_KEY);
@@ -1880,9 +1860,7 @@ xto_head(struct lstore *s, struct saker_queue *q, int64_t now_ms)
 			return rc;
 		if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
 			return lm_fail(s, rc, "expire");
-		mkkey(kb, q->id, 0);
-		k.mv_data = kb;
-		k.mv_size = LM_KEY;
+		k = mkkey(kb, q->id, 0);
 		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 		if (rc == 0 && (!key_in(&k, q->id) ||
 		    hdr_read(v.mv_data, v.mv_size, &it) != 0 ||
@@ -1980,9 +1958,7 @@ lm_confirm(saker_store *ss, saker_queue *q, uint64_t id)
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
 	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 		return rc;
-	mkkey(kb, q->id, id);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, id);
 	rc = mdb_del(t, s->db_open, &k, NULL);
 	if (rc == 0)
 		rc = jr_del(s, LD_OPEN, kb, LM_KEY);
@@ -2046,9 +2022,7 @@ open_lookup(struct lstore *s, MDB_txn *t, MDB_cursor **c, uint64_t qid,
 		*c = NULL;
 		return rc;
 	}
-	mkkey(kb, qid, id);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, qid, id);
 	return mdb_cursor_get(*c, &k, &v, MDB_SET);
 }
 
@@ -2067,9 +2041,7 @@ lm_open_get(struct lstore *s, saker_queue *q, uint64_t id,
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
 	if ((rc = lm_begin(s, true)) != SAKER_OK)
 		return rc;
-	mkkey(kb, q->id, id);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, id);
 	rc = mdb_get(s->txn, s->db_open, &k, v);
 	if (rc == MDB_NOTFOUND)
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
@@ -2138,9 +2110,7 @@ lm_release_delayed(saker_store *ss, saker_queue *q, uint64_t id,
 		return rc;
 	if ((rc = op_begin(s, 2 * (8 + v.mv_size), &t)) != SAKER_OK)
 		return rc;
-	mkkey(dk, (uint64_t)due_ms, s->next_arrival);
-	k.mv_data = dk;
-	k.mv_size = LM_KEY;
+	k = mkkey(dk, (uint64_t)due_ms, s->next_arrival);
 	dv.mv_size = 8 + v.mv_size;
 	rc = mdb_put(t, s->db_delayed, &k, &dv, MDB_RESERVE);
 	if (rc == 0) {
@@ -2430,9 +2400,7 @@ xto_flush(struct lstore *s, struct saker_queue *q, int64_t now_ms,
 		return rc;
 	if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
 		return lm_fail(s, rc, "flush expired");
-	mkkey(kb, q->id, 0);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, 0);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit) &&
 	    n < sizeof(seqs) / sizeof(seqs[0])) {
@@ -2481,9 +2449,7 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		return rc;
 	if ((rc = mdb_cursor_open(t, s->db_items, &c)) != 0)
 		goto end;
-	mkkey(kb, q->id, 0);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, 0);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit)) {
 		seen++;
@@ -2499,8 +2465,7 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 			break;
 		n++;
 		nbytes += it.len;
-		k.mv_data = kb;
-		k.mv_size = LM_KEY;
+		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
 		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	}
 	if (rc == MDB_NOTFOUND)
@@ -2533,9 +2498,7 @@ iter_prefix(struct lstore *s, MDB_dbi dbi, struct saker_queue *q,
 
 	if ((rc = mdb_cursor_open(s->txn, dbi, &c)) != 0)
 		return rc;
-	mkkey(kb, q->id, 0);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, 0);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	while (rc == 0 && key_in(&k, q->id)) {
 		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
