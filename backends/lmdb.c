@@ -937,6 +937,25 @@ op_end(struct lstore *s, MDB_txn *t, int rc, bool wrote)
 	return rc;
 }
 
+/* Delete record `key` (LM_KEY bytes) of db `db` and journal it, as an
+ * operation of its own.  A saker_err; `what` names it in a failure. */
+static int
+op_del(struct lstore *s, int db, unsigned char *key, const char *what)
+{
+	MDB_val k = { .mv_size = LM_KEY, .mv_data = key };
+	MDB_txn *t;
+	int rc;
+
+	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
+		return rc;
+	rc = mdb_del(t, ldbi(s, db), &k, NULL);
+	if (rc == 0)
+		rc = jr_del(s, db, key, LM_KEY);
+	if ((rc = op_end(s, t, rc, true)) != 0)
+		return lm_fail(s, rc, what);
+	return SAKER_OK;
+}
+
 /* ---------------------------------------------------------------------
  * Commit and sync
  * --------------------------------------------------------------------- */
@@ -1730,8 +1749,6 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
 	size_t len;
-	MDB_txn *t;
-	MDB_val k;
 	int rc;
 
 	/* its header may be what is damaged: keep the flags and the age,
@@ -1752,14 +1769,9 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 	res->bad = NULL;
 	if (rc != SAKER_OK)
 		return SAKER_ECORRUPT;
-	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
+	mkkey(kb, q->id, res->badseq);
+	if ((rc = op_del(s, LD_ITEMS, kb, "take")) != SAKER_OK)
 		return rc;
-	k = mkkey(kb, q->id, res->badseq);
-	rc = mdb_del(t, s->db_items, &k, NULL);
-	if (rc == 0)
-		rc = jr_del(s, LD_ITEMS, kb, LM_KEY);
-	if ((rc = op_end(s, t, rc, true)) != 0)
-		return lm_fail(s, rc, "take");
 	q_change(s, q);
 	q->cur.items--;
 	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
@@ -1802,7 +1814,6 @@ xto_move_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 {
 	struct saker_queue *t;
 	unsigned char kb[LM_KEY], *copy;
-	MDB_txn *tx;
 	MDB_val k, v;
 	size_t len, size;
 	int rc;
@@ -1827,14 +1838,8 @@ xto_move_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 	free(copy);
 	if (rc != SAKER_OK)
 		return rc;
-	if ((rc = op_begin(s, 0, &tx)) != SAKER_OK)
+	if ((rc = op_del(s, LD_ITEMS, kb, "expire")) != SAKER_OK)
 		return rc;
-	k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
-	rc = mdb_del(tx, s->db_items, &k, NULL);
-	if (rc == 0)
-		rc = jr_del(s, LD_ITEMS, kb, LM_KEY);
-	if ((rc = op_end(s, tx, rc, true)) != 0)
-		return lm_fail(s, rc, "expire");
 	q_change(s, q);
 	q->cur.items--;
 	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
@@ -1948,25 +1953,18 @@ lm_confirm(saker_store *ss, saker_queue *q, uint64_t id)
 {
 	struct lstore *s = (struct lstore *)ss;
 	unsigned char kb[LM_KEY];
-	MDB_txn *t;
-	MDB_val k;
 	int rc;
 
 	if (q == NULL)
 		return seterr(s, SAKER_EINVAL, "lmdb confirm: no queue");
 	if (q->cur.open == 0)
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
-	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
-		return rc;
-	k = mkkey(kb, q->id, id);
-	rc = mdb_del(t, s->db_open, &k, NULL);
-	if (rc == 0)
-		rc = jr_del(s, LD_OPEN, kb, LM_KEY);
-	rc = op_end(s, t, rc, true);
-	if (rc == MDB_NOTFOUND)
+	mkkey(kb, q->id, id);
+	rc = op_del(s, LD_OPEN, kb, "confirm");
+	if (rc == SAKER_ENOTFOUND)	/* MDB_NOTFOUND */
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
-	if (rc != 0)
-		return lm_fail(s, rc, "confirm");
+	if (rc != SAKER_OK)
+		return rc;
 	q_change(s, q);
 	q->cur.open--;
 	return SAKER_OK;
@@ -2274,22 +2272,13 @@ xto_promoted(struct lstore *s, struct saker_queue *q, struct pr_xto *x,
     int64_t now_ms)
 {
 	struct saker_queue *t = xto_target(s, q);
-	MDB_txn *tx;
-	MDB_val k;
 	int rc;
 
 	if (t != NULL && (rc = xto_put(s, t, x->rec, x->size, now_ms)) !=
 	    SAKER_OK)
 		return rc;
-	if ((rc = op_begin(s, 0, &tx)) != SAKER_OK)
+	if ((rc = op_del(s, LD_DELAYED, x->key, "promote")) != SAKER_OK)
 		return rc;
-	k.mv_data = x->key;
-	k.mv_size = LM_KEY;
-	rc = mdb_del(tx, s->db_delayed, &k, NULL);
-	if (rc == 0)
-		rc = jr_del(s, LD_DELAYED, x->key, LM_KEY);
-	if ((rc = op_end(s, tx, rc, true)) != 0)
-		return lm_fail(s, rc, "promote");
 	q_change(s, q);
 	q->cur.delayed--;
 	if (t != NULL)
