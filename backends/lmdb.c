@@ -2007,23 +2007,6 @@ move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, int from, size_t skip,
 	return jr_move(s, from, fk, skip, LD_ITEMS, tk, LM_STATE_READY, false);
 }
 
-/* Size of open item (q, id) in the batch, or 0 when it is not open. */
-static int
-open_lookup(struct lstore *s, MDB_txn *t, MDB_cursor **c, uint64_t qid,
-    uint64_t id)
-{
-	unsigned char kb[LM_KEY];
-	MDB_val k, v;
-	int rc;
-
-	if ((rc = mdb_cursor_open(t, s->db_open, c)) != 0) {
-		*c = NULL;
-		return rc;
-	}
-	k = mkkey(kb, qid, id);
-	return mdb_cursor_get(*c, &k, &v, MDB_SET);
-}
-
 /*
  * The open item (q, id) as the batch sees it, its record in *v (to size the
  * operation that moves it) and its key in kb; opens the batch.
@@ -2048,40 +2031,60 @@ lm_open_get(struct lstore *s, saker_queue *q, uint64_t id,
 	return SAKER_OK;
 }
 
+/*
+ * Open item (q, id) back to the ready items of `to`: at the head when `to`
+ * is q (a release), at the tail of another queue (a move).
+ */
+static int
+open_to_ready(struct lstore *s, struct saker_queue *q, uint64_t id,
+    struct saker_queue *to, const char *what)
+{
+	bool at_tail = to != q;
+	unsigned char kb[LM_KEY];
+	MDB_cursor *c = NULL;
+	MDB_txn *t;
+	MDB_val k, v;
+	size_t len = 0;
+	int rc;
+
+	/* Look it up in the batch first, to size the operation. */
+	if ((rc = lm_open_get(s, q, id, kb, &v, what)) != SAKER_OK)
+		return rc;
+	if ((rc = op_begin(s, v.mv_size, &t)) != SAKER_OK)
+		return rc;
+	k = mkkey(kb, q->id, id);
+	if ((rc = mdb_cursor_open(t, s->db_open, &c)) == 0 &&
+	    (rc = mdb_cursor_get(c, &k, &v, MDB_SET)) == 0)
+		rc = move_rec(s, t, c, LD_OPEN, 0, to, at_tail ? to->cur.tail :
+		    to->cur.lo - 1, at_tail, &len);
+	if (c != NULL)
+		mdb_cursor_close(c);
+	if ((rc = op_end(s, t, rc, true)) != 0)
+		return lm_fail(s, rc, what);
+	q_change(s, q);
+	q->cur.open--;
+	q_change(s, to);
+	if (at_tail) {
+		to->cur.tail++;
+		to->cur.total++;
+	} else {
+		to->cur.lo--;
+	}
+	to->cur.items++;
+	to->cur.bytes += len;
+	if (s->notify != NULL)
+		s->notify(s->notify_arg, to, to->ctx);
+	return SAKER_OK;
+}
+
 static int
 lm_release(saker_store *ss, saker_queue *q, uint64_t id)
 {
 	struct lstore *s = (struct lstore *)ss;
-	unsigned char kb[LM_KEY];
-	MDB_cursor *c;
-	MDB_txn *t;
-	MDB_val v;
-	size_t len = 0;
-	int rc;
 
 	if (q == NULL)
 		return seterr(s, SAKER_EINVAL, "lmdb release: no queue");
-	/* Look it up in the batch first, to size the operation. */
-	if ((rc = lm_open_get(s, q, id, kb, &v, "release")) != SAKER_OK)
-		return rc;
-	if ((rc = op_begin(s, v.mv_size, &t)) != SAKER_OK)
-		return rc;
-	rc = open_lookup(s, t, &c, q->id, id);
-	if (rc == 0)
-		rc = move_rec(s, t, c, LD_OPEN, 0, q, q->cur.lo - 1, false,
-		    &len);
-	if (c != NULL)
-		mdb_cursor_close(c);
-	if ((rc = op_end(s, t, rc, true)) != 0)
-		return lm_fail(s, rc, "release");
-	q_change(s, q);
-	q->cur.lo--;
-	q->cur.open--;
-	q->cur.items++;
-	q->cur.bytes += len;
-	if (s->notify != NULL)
-		s->notify(s->notify_arg, q, q->ctx);
-	return SAKER_OK;
+	return open_to_ready(s, q, id, q, "release");
 }
 
 /*
@@ -2146,36 +2149,10 @@ static int
 lm_move(saker_store *ss, saker_queue *q, uint64_t id, saker_queue *to)
 {
 	struct lstore *s = (struct lstore *)ss;
-	unsigned char kb[LM_KEY];
-	MDB_cursor *c;
-	MDB_txn *t;
-	MDB_val v;
-	size_t len = 0;
-	int rc;
 
 	if (q == NULL || to == NULL || to == q || !to->cur.exists || to->deleted)
 		return seterr(s, SAKER_EINVAL, "lmdb move: bad argument");
-	if ((rc = lm_open_get(s, q, id, kb, &v, "move")) != SAKER_OK)
-		return rc;
-	if ((rc = op_begin(s, v.mv_size, &t)) != SAKER_OK)
-		return rc;
-	rc = open_lookup(s, t, &c, q->id, id);
-	if (rc == 0)
-		rc = move_rec(s, t, c, LD_OPEN, 0, to, to->cur.tail, true, &len);
-	if (c != NULL)
-		mdb_cursor_close(c);
-	if ((rc = op_end(s, t, rc, true)) != 0)
-		return lm_fail(s, rc, "move");
-	q_change(s, q);
-	q->cur.open--;
-	q_change(s, to);
-	to->cur.tail++;
-	to->cur.items++;
-	to->cur.bytes += len;
-	to->cur.total++;
-	if (s->notify != NULL)
-		s->notify(s->notify_arg, to, to->ctx);
-	return SAKER_OK;
+	return open_to_ready(s, q, id, to, "move");
 }
 
 /* The first delayed record in txn t: its due time and size.  Returns an
