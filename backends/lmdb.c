@@ -2451,76 +2451,51 @@ end:
 	return SAKER_OK;
 }
 
-/* Call fn for every record of q in `dbi` (keys (qid, seq)). */
+/* Call fn for every item of q in `state`: the records (qid, seq) of open
+ * or items, or the delayed records whose value starts with qid (a scan,
+ * skipped when q has none). */
 static int
-iter_prefix(struct lstore *s, MDB_dbi dbi, struct saker_queue *q,
-    saker_item_state state, saker_item_fn fn, void *arg, int *fnret)
+iter_state(struct lstore *s, struct saker_queue *q, saker_item_state state,
+    saker_item_fn fn, void *arg, int *fnret)
 {
-	unsigned char kb[LM_KEY];
+	bool delayed = state == SAKER_ITEM_DELAYED;
+	size_t skip = delayed ? 8 : 0;
+	unsigned char kb[LM_KEY], *rec;
 	struct saker_item it;
 	MDB_cursor *c;
 	MDB_val k, v;
 	int rc;
 
-	if ((rc = mdb_cursor_open(s->txn, dbi, &c)) != 0)
+	rc = mdb_cursor_open(s->txn, delayed ? s->db_delayed :
+	    state == SAKER_ITEM_OPEN ? s->db_open : s->db_items, &c);
+	if (rc != 0)
 		return rc;
 	k = mkkey(kb, q->id, 0);
-	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	while (rc == 0 && key_in(&k, q->id)) {
-		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
+	rc = mdb_cursor_get(c, &k, &v, delayed ? MDB_FIRST : MDB_SET_RANGE);
+	for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (delayed && (k.mv_size != LM_KEY || v.mv_size < 8)) {
+			rc = LM_EBADVAL;
+			break;
+		}
+		if (!delayed && !key_in(&k, q->id))
+			break;
+		if (delayed && saker_get_be64(v.mv_data) != q->id)
+			continue;
+		rec = (unsigned char *)v.mv_data + skip;
+		if ((rc = hdr_read(rec, v.mv_size - skip, &it)) != 0)
 			break;
 		it.id = saker_get_be64((unsigned char *)k.mv_data + 8);
-		if (!rec_sound(v.mv_data, v.mv_size)) {
-			*fnret = seterr(s, SAKER_ECORRUPT, "queue '%.*s': item %"
+		if (delayed)
+			it.due_ms = (int64_t)saker_get_be64(k.mv_data);
+		if (!rec_sound(rec, v.mv_size - skip)) {
+			*fnret = seterr(s, SAKER_ECORRUPT, "queue '%.*s': %sitem %"
 			    PRIu64 " failed its checksum", (int)q->len, q->name,
-			    it.id);
+			    delayed ? "delayed " : "", it.id);
 			break;
 		}
 		it.state = state;
 		if ((*fnret = fn(arg, &it)) != 0)
 			break;
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-	}
-	mdb_cursor_close(c);
-	return rc == MDB_NOTFOUND ? 0 : rc;
-}
-
-static int
-iter_delayed(struct lstore *s, struct saker_queue *q, saker_item_fn fn,
-    void *arg, int *fnret)
-{
-	struct saker_item it;
-	MDB_cursor *c;
-	MDB_val k, v;
-	int rc;
-
-	if ((rc = mdb_cursor_open(s->txn, s->db_delayed, &c)) != 0)
-		return rc;
-	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
-	while (rc == 0) {
-		if (k.mv_size != LM_KEY || v.mv_size < 8) {
-			rc = LM_EBADVAL;
-			break;
-		}
-		if (saker_get_be64(v.mv_data) == q->id) {
-			rc = hdr_read((unsigned char *)v.mv_data + 8, v.mv_size - 8,
-			    &it);
-			if (rc != 0)
-				break;
-			it.due_ms = (int64_t)saker_get_be64(k.mv_data);
-			it.id = saker_get_be64((unsigned char *)k.mv_data + 8);
-			if (!rec_sound((unsigned char *)v.mv_data + 8,
-			    v.mv_size - 8)) {
-				*fnret = seterr(s, SAKER_ECORRUPT, "queue '%.*s': "
-				    "delayed item %" PRIu64 " failed its checksum",
-				    (int)q->len, q->name, it.id);
-				break;
-			}
-			it.state = SAKER_ITEM_DELAYED;
-			if ((*fnret = fn(arg, &it)) != 0)
-				break;
-		}
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 	}
 	mdb_cursor_close(c);
 	return rc == MDB_NOTFOUND ? 0 : rc;
@@ -2540,12 +2515,11 @@ lm_iterate(saker_store *ss, saker_queue *q, saker_item_fn fn, void *arg)
 		return rc;
 	rc = 0;
 	if (q->cur.open > 0)
-		rc = iter_prefix(s, s->db_open, q, SAKER_ITEM_OPEN, fn, arg, &fnret);
+		rc = iter_state(s, q, SAKER_ITEM_OPEN, fn, arg, &fnret);
 	if (rc == 0 && fnret == 0 && q->cur.items > 0)
-		rc = iter_prefix(s, s->db_items, q, SAKER_ITEM_READY, fn, arg,
-		    &fnret);
+		rc = iter_state(s, q, SAKER_ITEM_READY, fn, arg, &fnret);
 	if (rc == 0 && fnret == 0 && q->cur.delayed > 0)
-		rc = iter_delayed(s, q, fn, arg, &fnret);
+		rc = iter_state(s, q, SAKER_ITEM_DELAYED, fn, arg, &fnret);
 	if (rc != 0)
 		return lm_fail(s, rc, "iterate");
 	return fnret;
