@@ -8,7 +8,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -960,23 +959,38 @@ op_del(struct lstore *s, int db, unsigned char *key, const char *what)
  * Commit and sync
  * --------------------------------------------------------------------- */
 
+/* Meta record `key`: read it into *v, or write it (n bytes at val).  An
+ * LMDB code. */
+static int
+meta_get(struct lstore *s, MDB_txn *t, const char *key, MDB_val *v)
+{
+	MDB_val k = { .mv_size = strlen(key), .mv_data = (void *)(uintptr_t)key };
+
+	return mdb_get(t, s->db_meta, &k, v);
+}
+
+static int
+meta_put(struct lstore *s, MDB_txn *t, const char *key, const void *val,
+    size_t n)
+{
+	MDB_val k = { .mv_size = strlen(key), .mv_data = (void *)(uintptr_t)key };
+	MDB_val v = { .mv_size = n, .mv_data = (void *)(uintptr_t)val };
+
+	return mdb_put(t, s->db_meta, &k, &v, 0);
+}
+
 /* Put meta record `key` = v into the batch (journalled) or, with
  * !journal, straight into the long txn. */
 static int
 meta_put64(struct lstore *s, const char *key, uint64_t val, bool journal)
 {
 	unsigned char num[8];
-	MDB_val k, v;
 	int rc;
 
-	k.mv_data = (void *)(uintptr_t)key;
-	k.mv_size = strlen(key);
 	saker_put_be64(num, val);
-	v.mv_data = num;
-	v.mv_size = 8;
-	rc = mdb_put(journal ? s->txn : s->ptxn, s->db_meta, &k, &v, 0);
+	rc = meta_put(s, journal ? s->txn : s->ptxn, key, num, 8);
 	if (rc == 0 && journal)
-		rc = jr_put(s, LD_META, k.mv_data, k.mv_size, num, 8);
+		rc = jr_put(s, LD_META, key, strlen(key), num, 8);
 	return rc;
 }
 
@@ -2672,12 +2686,10 @@ lm_verify(struct lstore *s)
 static int
 meta_get64(struct lstore *s, MDB_txn *t, const char *key, uint64_t *out)
 {
-	MDB_val k, v;
+	MDB_val v;
 	int rc;
 
-	k.mv_data = (void *)(uintptr_t)key;
-	k.mv_size = strlen(key);
-	rc = mdb_get(t, s->db_meta, &k, &v);
+	rc = meta_get(s, t, key, &v);
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	if (rc != 0)
@@ -2694,20 +2706,16 @@ static int
 meta_version(struct lstore *s, MDB_txn *t)
 {
 	unsigned char num[4];
-	MDB_val k, v;
+	MDB_val v;
 	int rc;
 
-	k.mv_data = "version";
-	k.mv_size = 7;
-	rc = mdb_get(t, s->db_meta, &k, &v);
+	rc = meta_get(s, t, "version", &v);
 	if (rc == 0 && v.mv_size == 4 && saker_get_be32(v.mv_data) == LM_VERSION)
 		return 0;
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return rc;
 	saker_put_be32(num, LM_VERSION);
-	v.mv_data = num;
-	v.mv_size = 4;
-	return mdb_put(t, s->db_meta, &k, &v, 0);
+	return meta_put(s, t, "version", num, 4);
 }
 
 /* Read the store's id, making one when there is none (a new store, or a
@@ -2716,66 +2724,39 @@ static int
 meta_store_id(struct lstore *s, MDB_txn *t)
 {
 	unsigned char num[8];
-	MDB_val k, v;
-	uint64_t id = 0;
-	int fd, rc;
+	MDB_val v;
+	uint64_t id;
+	int rc;
 
-	k.mv_data = "store_id";
-	k.mv_size = 8;
-	rc = mdb_get(t, s->db_meta, &k, &v);
+	rc = meta_get(s, t, "store_id", &v);
 	if (rc == 0 && v.mv_size == 8) {
 		s->store_id = saker_get_be64(v.mv_data);
 		return 0;
 	}
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return rc;
-	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || read(fd, &id, sizeof(id)) != (ssize_t)sizeof(id))
+	if (saker_random(&id, sizeof(id)) != 0)
 		id = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
-	if (fd >= 0)
-		close(fd);
 	s->store_id = id;
 	saker_put_be64(num, id);
-	v.mv_data = num;
-	v.mv_size = 8;
-	return mdb_put(t, s->db_meta, &k, &v, 0);
-}
-
-/* Write the meta records of a new store. */
-static int
-meta_init(struct lstore *s, MDB_txn *t)
-{
-	MDB_val k, v;
-	int rc;
-
-	k.mv_data = "format";
-	k.mv_size = 6;
-	v.mv_data = LM_FORMAT;
-	v.mv_size = strlen(LM_FORMAT);
-	if ((rc = mdb_put(t, s->db_meta, &k, &v, 0)) != 0)
-		return rc;
-	return meta_version(s, t);
+	return meta_put(s, t, "store_id", num, 8);
 }
 
 static int
 meta_check(struct lstore *s, MDB_txn *t)
 {
-	MDB_val k, v;
+	MDB_val v;
 	uint32_t version;
 	int rc;
 
-	k.mv_data = "format";
-	k.mv_size = 6;
-	rc = mdb_get(t, s->db_meta, &k, &v);
+	rc = meta_get(s, t, "format", &v);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return lm_fail(s, rc, "read meta");
 	if (rc != 0 || v.mv_size != strlen(LM_FORMAT) ||
 	    memcmp(v.mv_data, LM_FORMAT, v.mv_size) != 0)
 		return seterr(s, SAKER_ECORRUPT, "%s/data.mdb is not a saker store "
 		    "(no \"%s\" format record)", s->dir, LM_FORMAT);
-	k.mv_data = "version";
-	k.mv_size = 7;
-	rc = mdb_get(t, s->db_meta, &k, &v);
+	rc = meta_get(s, t, "version", &v);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return lm_fail(s, rc, "read meta");
 	if (rc != 0 || v.mv_size != 4)
@@ -2842,7 +2823,9 @@ lm_open_dbs(struct lstore *s, bool create)
 			return lm_fail(s, rc, "open database");
 		}
 	}
-	if (fresh && (rc = meta_init(s, t)) != 0) {
+	/* a new store: its format, then this build's version */
+	if (fresh && ((rc = meta_put(s, t, "format", LM_FORMAT,
+	    strlen(LM_FORMAT))) != 0 || (rc = meta_version(s, t)) != 0)) {
 		mdb_txn_abort(t);
 		return lm_fail(s, rc, "initialise store");
 	}
