@@ -341,33 +341,24 @@ expired(const struct saker_item *it, int64_t now_ms)
 	return it->expires_ms != 0 && it->expires_ms <= now_ms;
 }
 
+/* A queue record (LM_QREC bytes): q's id and counters, u64 each, in this
+ * order.  Written from q, or read into q (which then exists). */
 static void
-qrec_write(unsigned char *p, const struct saker_queue *q)
+qrec_io(unsigned char *p, struct saker_queue *q, bool write)
 {
-	saker_put_be64(p, q->id);
-	saker_put_be64(p + 8, q->cur.lo);
-	saker_put_be64(p + 16, q->cur.tail);
-	saker_put_be64(p + 24, q->cur.items);
-	saker_put_be64(p + 32, q->cur.bytes);
-	saker_put_be64(p + 40, q->cur.delayed);
-	saker_put_be64(p + 48, q->cur.open);
-	saker_put_be64(p + 56, q->cur.total);
-	saker_put_be64(p + 64, q->cur.expired);
-}
+	uint64_t *f[] = { &q->id, &q->cur.lo, &q->cur.tail, &q->cur.items,
+	    &q->cur.bytes, &q->cur.delayed, &q->cur.open, &q->cur.total,
+	    &q->cur.expired };
+	size_t i;
 
-static void
-qrec_read(const unsigned char *p, struct saker_queue *q)
-{
-	q->id = saker_get_be64(p);
-	q->cur.lo = saker_get_be64(p + 8);
-	q->cur.tail = saker_get_be64(p + 16);
-	q->cur.items = saker_get_be64(p + 24);
-	q->cur.bytes = saker_get_be64(p + 32);
-	q->cur.delayed = saker_get_be64(p + 40);
-	q->cur.open = saker_get_be64(p + 48);
-	q->cur.total = saker_get_be64(p + 56);
-	q->cur.expired = saker_get_be64(p + 64);
-	q->cur.exists = true;
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (write)
+			saker_put_be64(p + 8 * i, *f[i]);
+		else
+			*f[i] = saker_get_be64(p + 8 * i);
+	}
+	if (!write)
+		q->cur.exists = true;
 }
 
 /* ---------------------------------------------------------------------
@@ -1006,7 +997,7 @@ lm_write_state(struct lstore *s)
 		k.mv_data = q->name;
 		k.mv_size = q->len;
 		if (q->cur.exists) {
-			qrec_write(rec, q);
+			qrec_io(rec, q, true);
 			v.mv_data = rec;
 			v.mv_size = sizeof(rec);
 			rc = mdb_put(s->txn, s->db_queues, &k, &v, 0);
@@ -2945,7 +2936,7 @@ lm_load(struct lstore *s)
 			mdb_cursor_close(c);
 			return seterr(s, SAKER_ENOMEM, "lmdb: out of memory");
 		}
-		qrec_read(v.mv_data, q);
+		qrec_io(v.mv_data, q, false);
 		if (id >= s->next_qid)
 			s->next_qid = id + 1;
 	}
