@@ -1737,9 +1737,6 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 	return rc;
 }
 
-static int lm_put(saker_store *, saker_queue *, const struct saker_item *,
-    int64_t);
-
 /*
  * The head of q failed its checksum (res->bad is a copy of the record).
  * The layer copies its bytes, as they are, to q's quarantine queue
@@ -2866,7 +2863,6 @@ lm_journal_open(struct lstore *s, bool *pending)
 		return seterr(s, SAKER_EIO, "lmdb %s: %s", s->dir, s->j.err);
 	s->j.never_sync = s->sync == SAKER_SYNC_NEVER;
 	s->j.store_id = s->store_id;
-	s->ckpt_ms = mono_ms();
 	if (s->read_only) {
 		rc = lj_pending(&s->j, s->ckpt_seq, pending);
 		lj_close(&s->j);
@@ -2888,19 +2884,9 @@ lm_journal_open(struct lstore *s, bool *pending)
 		    "%llu: %s", s->dir, (unsigned long long)s->j.seq + 1,
 		    lm_strerror(rc));
 	}
-	if (s->j.seq == s->ckpt_seq) {
-		mdb_txn_abort(s->ptxn);
-		s->ptxn = NULL;
-		return SAKER_OK;
-	}
-	if ((ret = lm_checkpoint(s)) != SAKER_OK)
-		return ret;
-	if (s->ptxn != NULL) {
-		/* the checkpoint failed and left a rebuilt txn */
-		mdb_txn_abort(s->ptxn);
-		s->ptxn = NULL;
-	}
-	return SAKER_OK;
+	/* the replayed batches into the data file (with none, this only ends
+	 * the long txn); a failed checkpoint fails the open */
+	return lm_checkpoint(s);
 }
 
 static int
