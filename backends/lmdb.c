@@ -1514,12 +1514,12 @@ lm_queue_stats(saker_store *ss, saker_queue *q, struct saker_queue_stats *st)
  * Items
  * --------------------------------------------------------------------- */
 
-/* Insert (qid, seq) -> header + data into items; `src` is read only after
- * the space is reserved (see move_rec).  Uses MDB_APPEND when the key can
- * be the largest in the database: keys of the newest queue are. */
+/* Reserve `size` bytes for record (qid, seq) in db (items or open); the
+ * caller fills them.  At the tail of items, MDB_APPEND when the key can be
+ * the largest in the database: keys of the newest queue are. */
 static int
-items_reserve(struct lstore *s, MDB_txn *t, struct saker_queue *q, uint64_t seq,
-    size_t size, bool at_tail, unsigned char **dst)
+rec_reserve(struct lstore *s, MDB_txn *t, int db, struct saker_queue *q,
+    uint64_t seq, size_t size, bool at_tail, unsigned char **dst)
 {
 	unsigned char kb[LM_KEY];
 	MDB_val k, v;
@@ -1527,16 +1527,57 @@ items_reserve(struct lstore *s, MDB_txn *t, struct saker_queue *q, uint64_t seq,
 
 	k = mkkey(kb, q->id, seq);
 	v.mv_size = size;
-	if (at_tail && q->id >= s->max_qid)
+	if (at_tail && db == LD_ITEMS && q->id >= s->max_qid)
 		rc = mdb_put(t, s->db_items, &k, &v, MDB_RESERVE | MDB_APPEND);
 	if (rc == MDB_KEYEXIST) {
 		/* not the largest key after all (MDB_APPEND refuses without
 		 * touching the txn): an ordinary insert */
 		v.mv_size = size;
-		rc = mdb_put(t, s->db_items, &k, &v, MDB_RESERVE);
+		rc = mdb_put(t, ldbi(s, db), &k, &v, MDB_RESERVE);
 	}
 	*dst = v.mv_data;
 	return rc;
+}
+
+/*
+ * Move the record at cursor `c` (whose value starts `skip` bytes before the
+ * item header) to (q, seq) in db `to`, and delete it from the cursor's
+ * database: to items as a ready item, or to open (a take) as an open item
+ * with one more delivery counted.  Returns an LMDB code.
+ */
+static int
+move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, int from, size_t skip,
+    int to, struct saker_queue *q, uint64_t seq, bool at_tail, size_t *len)
+{
+	int state = to == LD_OPEN ? LM_STATE_OPEN : LM_STATE_READY;
+	unsigned char *dst, fk[LM_KEY], tk[LM_KEY];
+	MDB_val k, v;
+	size_t size;
+	int rc;
+
+	if ((rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT)) != 0)
+		return rc;
+	if (v.mv_size < skip + LM_HDR || k.mv_size != LM_KEY)
+		return LM_EBADVAL;
+	memcpy(fk, k.mv_data, LM_KEY);
+	size = v.mv_size - skip;
+	if ((rc = rec_reserve(s, t, to, q, seq, size, at_tail, &dst)) != 0)
+		return rc;
+	/* The reservation may have spilled dirty pages to disk, so fetch the
+	 * source again before copying from it. */
+	if ((rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT)) != 0)
+		return rc;
+	if (v.mv_size != size + skip)
+		return LM_EBADVAL;
+	memcpy(dst, (unsigned char *)v.mv_data + skip, size);
+	dst[0] = (unsigned char)state;
+	if (to == LD_OPEN)
+		hdr_bump(dst);
+	*len = rec_datalen(dst, size);
+	if ((rc = mdb_cursor_del(c, 0)) != 0)
+		return rc;
+	mkkey(tk, q->id, seq);
+	return jr_move(s, from, fk, skip, to, tk, state, to == LD_OPEN);
 }
 
 static int
@@ -1561,7 +1602,7 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 	if ((rc = op_begin(s, LM_HDR + LM_CRC + 8 + item->len, &t)) != SAKER_OK)
 		return rc;
 	if (ready) {
-		rc = items_reserve(s, t, q, q->cur.tail,
+		rc = rec_reserve(s, t, LD_ITEMS, q, q->cur.tail,
 		    LM_HDR + item->len + LM_CRC, true, &dst);
 	} else {
 		k = mkkey(kb, (uint64_t)item->due_ms, s->next_arrival);
@@ -1642,11 +1683,12 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
     int64_t now_ms, bool write, saker_item_fn fn, void *arg,
     struct take_res *res)
 {
-	unsigned char kb[LM_KEY], okb[LM_KEY], *dst;
+	unsigned char kb[LM_KEY];
 	struct saker_item it;
 	MDB_cursor *c;
-	MDB_val k, v, ok, ov;
+	MDB_val k, v;
 	uint64_t seq = 0;
+	size_t len;
 	int rc;
 
 	if ((rc = mdb_cursor_open(t, s->db_items, &c)) != 0)
@@ -1705,30 +1747,11 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		return 0;
 	}
 	if (mode == SAKER_TAKE_OPEN) {
-		ok = mkkey(okb, q->id, seq);
-		ov.mv_size = v.mv_size;
-		rc = mdb_put(t, s->db_open, &ok, &ov, MDB_RESERVE);
-		/* The reservation may have spilled pages: fetch the source
-		 * again before copying from it. */
-		if (rc == 0)
-			rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT);
-		if (rc == 0 && v.mv_size != ov.mv_size)
-			rc = LM_EBADVAL;
-		if (rc == 0) {
-			dst = ov.mv_data;
-			memcpy(dst, v.mv_data, v.mv_size);
-			dst[0] = LM_STATE_OPEN;
-			hdr_bump(dst);
-		}
-	}
-	if (rc == 0)
-		rc = mdb_cursor_del(c, 0);
-	if (rc == 0) {
+		rc = move_rec(s, t, c, LD_ITEMS, 0, LD_OPEN, q, seq, false,
+		    &len);
+	} else {
 		mkkey(kb, q->id, seq);
-		if (mode == SAKER_TAKE_OPEN)
-			rc = jr_move(s, LD_ITEMS, kb, 0, LD_OPEN, okb,
-			    LM_STATE_OPEN, true);
-		else
+		if ((rc = mdb_cursor_del(c, 0)) == 0)
 			rc = jr_del(s, LD_ITEMS, kb, LM_KEY);
 	}
 	if (rc == 0)
@@ -1973,43 +1996,6 @@ lm_confirm(saker_store *ss, saker_queue *q, uint64_t id)
 }
 
 /*
- * Move the record at cursor `c` (whose value starts `skip` bytes before the
- * item header) to items at (q, seq), as a ready item, and delete it from
- * the cursor's database.  Returns an LMDB code.
- */
-static int
-move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, int from, size_t skip,
-    struct saker_queue *q, uint64_t seq, bool at_tail, size_t *len)
-{
-	unsigned char *dst, fk[LM_KEY], tk[LM_KEY];
-	MDB_val k, v;
-	size_t size;
-	int rc;
-
-	if ((rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT)) != 0)
-		return rc;
-	if (v.mv_size < skip + LM_HDR || k.mv_size != LM_KEY)
-		return LM_EBADVAL;
-	memcpy(fk, k.mv_data, LM_KEY);
-	size = v.mv_size - skip;
-	if ((rc = items_reserve(s, t, q, seq, size, at_tail, &dst)) != 0)
-		return rc;
-	/* The reservation may have spilled dirty pages to disk, so fetch the
-	 * source again before copying from it. */
-	if ((rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT)) != 0)
-		return rc;
-	if (v.mv_size != size + skip)
-		return LM_EBADVAL;
-	memcpy(dst, (unsigned char *)v.mv_data + skip, size);
-	dst[0] = LM_STATE_READY;
-	*len = rec_datalen(dst, size);
-	if ((rc = mdb_cursor_del(c, 0)) != 0)
-		return rc;
-	mkkey(tk, q->id, seq);
-	return jr_move(s, from, fk, skip, LD_ITEMS, tk, LM_STATE_READY, false);
-}
-
-/*
  * The open item (q, id) as the batch sees it, its record in *v (to size the
  * operation that moves it) and its key in kb; opens the batch.
  */
@@ -2057,8 +2043,8 @@ open_to_ready(struct lstore *s, struct saker_queue *q, uint64_t id,
 	k = mkkey(kb, q->id, id);
 	if ((rc = mdb_cursor_open(t, s->db_open, &c)) == 0 &&
 	    (rc = mdb_cursor_get(c, &k, &v, MDB_SET)) == 0)
-		rc = move_rec(s, t, c, LD_OPEN, 0, to, at_tail ? to->cur.tail :
-		    to->cur.lo - 1, at_tail, &len);
+		rc = move_rec(s, t, c, LD_OPEN, 0, LD_ITEMS, to, at_tail ?
+		    to->cur.tail : to->cur.lo - 1, at_tail, &len);
 	if (c != NULL)
 		mdb_cursor_close(c);
 	if ((rc = op_end(s, t, rc, true)) != 0)
@@ -2235,8 +2221,8 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 		rc = cur_del(s, c, LD_DELAYED);
 	} else {
 		*what = PR_MOVED;
-		rc = move_rec(s, t, c, LD_DELAYED, 8, q, q->cur.tail, true,
-		    len);
+		rc = move_rec(s, t, c, LD_DELAYED, 8, LD_ITEMS, q, q->cur.tail,
+		    true, len);
 	}
 	*qp = q;
 out:
@@ -2965,7 +2951,7 @@ lm_recover(struct lstore *s)
 			rc = cur_del(s, c, LD_OPEN);	/* orphan */
 		} else {
 			len = 0;
-			rc = move_rec(s, s->txn, c, LD_OPEN, 0, q,
+			rc = move_rec(s, s->txn, c, LD_OPEN, 0, LD_ITEMS, q,
 			    q->cur.lo - 1, false, &len);
 			if (rc == 0) {
 				q_change(s, q);
