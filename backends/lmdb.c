@@ -1873,41 +1873,71 @@ xto_move_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 	return SAKER_OK;
 }
 
-/* Expired items at the head of q go to its expire_to queue (take). */
+/*
+ * Expired ready items of q go to its expire_to queue, at most 256 a call:
+ * for flush_expired those among the first `limit` (0: all; the sweep comes
+ * back for more), for take (`head`) those before the first live one,
+ * stopping at the first that cannot be moved.
+ */
 static int
-xto_head(struct lstore *s, struct saker_queue *q, int64_t now_ms)
+xto_flush(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, bool head, uint64_t *removed)
 {
+	const char *what = head ? "expire" : "flush expired";
+	uint64_t seqs[256], seen = 0;
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
 	MDB_cursor *c;
 	MDB_val k, v;
-	uint64_t seq;
+	size_t n = 0, i;
 	bool moved;
-	int rc, n;
+	int rc;
 
-	for (n = 0; n < 1000 && q->cur.items > 0; n++) {
-		if ((rc = lm_begin(s, true)) != SAKER_OK)
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
+		return lm_fail(s, rc, what);
+	k = mkkey(kb, q->id, 0);
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit) &&
+	    n < sizeof(seqs) / sizeof(seqs[0])) {
+		seen++;
+		if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
+		    expired(&it, now_ms))
+			seqs[n++] = saker_get_be64((unsigned char *)k.mv_data + 8);
+		else if (head)
+			break;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return lm_fail(s, rc, what);
+	for (i = 0; i < n; i++) {
+		if ((rc = xto_move_ready(s, q, seqs[i], now_ms, &moved)) !=
+		    SAKER_OK)
 			return rc;
-		if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
-			return lm_fail(s, rc, "expire");
-		k = mkkey(kb, q->id, 0);
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		if (rc == 0 && (!key_in(&k, q->id) ||
-		    hdr_read(v.mv_data, v.mv_size, &it) != 0 ||
-		    !expired(&it, now_ms)))
-			rc = MDB_NOTFOUND;
-		seq = rc == 0 ? saker_get_be64((unsigned char *)k.mv_data + 8) : 0;
-		mdb_cursor_close(c);
-		if (rc == MDB_NOTFOUND)
-			return SAKER_OK;
-		if (rc != 0)
-			return lm_fail(s, rc, "expire");
-		if ((rc = xto_move_ready(s, q, seq, now_ms, &moved)) != SAKER_OK)
-			return rc;
-		if (!moved)
-			return SAKER_OK;
+		if (!moved && head)
+			break;
+		if (moved && removed != NULL)
+			(*removed)++;
 	}
 	return SAKER_OK;
+}
+
+/* Expired items at the head of q go to its expire_to queue (take): up to
+ * 1000, in rounds of xto_flush's 256. */
+static int
+xto_head(struct lstore *s, struct saker_queue *q, int64_t now_ms)
+{
+	uint64_t done = 0, n;
+	int rc;
+
+	do {
+		n = 0;
+		rc = xto_flush(s, q, now_ms, 1000 - done, true, &n);
+		done += n;
+	} while (rc == SAKER_OK && n == 256 && done < 1000);
+	return rc;
 }
 
 static int
@@ -2335,48 +2365,6 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 	return ret;
 }
 
-/* flush_expired with an expire_to queue: the expired items among the
- * first `limit` go there (at most 256 a call: the sweep comes back). */
-static int
-xto_flush(struct lstore *s, struct saker_queue *q, int64_t now_ms,
-    uint64_t limit, uint64_t *removed)
-{
-	uint64_t seqs[256], seen = 0;
-	unsigned char kb[LM_KEY];
-	struct saker_item it;
-	MDB_cursor *c;
-	MDB_val k, v;
-	size_t n = 0, i;
-	bool moved;
-	int rc;
-
-	if ((rc = lm_begin(s, true)) != SAKER_OK)
-		return rc;
-	if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
-		return lm_fail(s, rc, "flush expired");
-	k = mkkey(kb, q->id, 0);
-	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit) &&
-	    n < sizeof(seqs) / sizeof(seqs[0])) {
-		seen++;
-		if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
-		    expired(&it, now_ms))
-			seqs[n++] = saker_get_be64((unsigned char *)k.mv_data + 8);
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-	}
-	mdb_cursor_close(c);
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		return lm_fail(s, rc, "flush expired");
-	for (i = 0; i < n; i++) {
-		if ((rc = xto_move_ready(s, q, seqs[i], now_ms, &moved)) !=
-		    SAKER_OK)
-			return rc;
-		if (moved && removed != NULL)
-			(*removed)++;
-	}
-	return SAKER_OK;
-}
-
 static int
 lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
@@ -2398,7 +2386,7 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		return SAKER_OK;
 	if (saker_store_has_expire_to(q) && !s->read_only &&
 	    xto_target(s, q) != NULL)
-		return xto_flush(s, q, now_ms, limit, removed);
+		return xto_flush(s, q, now_ms, limit, false, removed);
 	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 		return rc;
 	if ((rc = mdb_cursor_open(t, s->db_items, &c)) != 0)
