@@ -475,14 +475,6 @@ qtab_remove(struct lstore *s, struct saker_queue *q)
 	free(q);
 }
 
-static struct saker_queue *
-qtab_by_name(struct lstore *s, const char *name, size_t len)
-{
-	struct kit_qent *e = kit_qtab_by_name(&s->qt, name, len);
-
-	return e != NULL ? LQ(e) : NULL;
-}
-
 /* The existing queue with id `id`, or NULL. */
 static struct saker_queue *
 qtab_by_id(struct lstore *s, uint64_t id)
@@ -622,8 +614,65 @@ cur_del(struct lstore *s, MDB_cursor *c, int db)
 	return jr_del(s, db, kb, k.mv_size);
 }
 
-static int del_prefix(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote);
-static int del_delayed(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote);
+/* Delete every record of queue q from `dbi` (keys (qid, seq)). */
+static int
+del_prefix(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
+{
+	unsigned char kb[LM_KEY];
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = mdb_cursor_open(t, dbi, &c)) != 0)
+		return rc;
+	for (;;) {
+		k = mkkey(kb, qid, 0);
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		if (rc == MDB_NOTFOUND || (rc == 0 && !key_in(&k, qid))) {
+			rc = 0;
+			break;
+		}
+		if (rc != 0 || (rc = mdb_cursor_del(c, 0)) != 0)
+			break;
+		*wrote = true;
+	}
+	mdb_cursor_close(c);
+	return rc;
+}
+
+/* Delete every delayed item of queue q: a scan, but delete and flush are
+ * rare and the scan is skipped when the queue has none. */
+static int
+del_delayed(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
+{
+	unsigned char kb[LM_KEY];
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = mdb_cursor_open(t, dbi, &c)) != 0)
+		return rc;
+	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	while (rc == 0) {
+		if (v.mv_size < 8 + LM_HDR || k.mv_size != LM_KEY) {
+			rc = LM_EBADVAL;
+			break;
+		}
+		if (saker_get_be64(v.mv_data) != qid) {
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+			continue;
+		}
+		memcpy(kb, k.mv_data, LM_KEY);
+		if ((rc = mdb_cursor_del(c, 0)) != 0)
+			break;
+		*wrote = true;
+		/* Re-seek rather than trust the cursor position after a delete. */
+		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
 
 /* Replay a move: copy, then delete the source. */
 static int
@@ -712,7 +761,6 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 		case JR_DELDQ:
 			if ((size_t)(end - p) < 16)
 				return LM_EBADVAL;
-			wrote = false;
 			if (p[0] == JR_DELQ)
 				rc = del_prefix(s->ptxn, ldbi(s, db), saker_get_be64(p + 8),
 				    &wrote);
@@ -1304,13 +1352,15 @@ lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
 {
 	struct lstore *s = (struct lstore *)ss;
 	struct saker_queue *q;
+	struct kit_qent *e;
 	int rc;
 
 	*out = NULL;
 	if (name == NULL || len == 0 || len > (size_t)mdb_env_get_maxkeysize(s->env))
 		return seterr(s, SAKER_EINVAL, "lmdb: bad queue name length %zu",
 		    len);
-	q = qtab_by_name(s, name, len);
+	e = kit_qtab_by_name(&s->qt, name, len);
+	q = e != NULL ? LQ(e) : NULL;
 	if (q != NULL && q->cur.exists && !q->deleted) {
 		if (queue_ctx != NULL)
 			q->ctx = queue_ctx;
@@ -1337,66 +1387,6 @@ lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
 	q->ctx = queue_ctx;
 	*out = q;
 	return SAKER_OK;
-}
-
-/* Delete every record of queue q from `dbi` (keys (qid, seq)). */
-static int
-del_prefix(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
-{
-	unsigned char kb[LM_KEY];
-	MDB_cursor *c;
-	MDB_val k, v;
-	int rc;
-
-	if ((rc = mdb_cursor_open(t, dbi, &c)) != 0)
-		return rc;
-	for (;;) {
-		k = mkkey(kb, qid, 0);
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		if (rc == MDB_NOTFOUND || (rc == 0 && !key_in(&k, qid))) {
-			rc = 0;
-			break;
-		}
-		if (rc != 0 || (rc = mdb_cursor_del(c, 0)) != 0)
-			break;
-		*wrote = true;
-	}
-	mdb_cursor_close(c);
-	return rc;
-}
-
-/* Delete every delayed item of queue q: a scan, but delete and flush are
- * rare and the scan is skipped when the queue has none. */
-static int
-del_delayed(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
-{
-	unsigned char kb[LM_KEY];
-	MDB_cursor *c;
-	MDB_val k, v;
-	int rc;
-
-	if ((rc = mdb_cursor_open(t, dbi, &c)) != 0)
-		return rc;
-	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
-	while (rc == 0) {
-		if (v.mv_size < 8 + LM_HDR || k.mv_size != LM_KEY) {
-			rc = LM_EBADVAL;
-			break;
-		}
-		if (saker_get_be64(v.mv_data) != qid) {
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-			continue;
-		}
-		memcpy(kb, k.mv_data, LM_KEY);
-		if ((rc = mdb_cursor_del(c, 0)) != 0)
-			break;
-		*wrote = true;
-		/* Re-seek rather than trust the cursor position after a delete. */
-		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	}
-	mdb_cursor_close(c);
-	return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
 static int
@@ -2762,40 +2752,38 @@ lm_open_dbs(struct lstore *s, bool create)
 		return lm_fail(s, rc, "begin transaction");
 	if ((rc = mdb_dbi_open(t, NULL, 0, &main)) != 0 ||
 	    (rc = mdb_stat(t, main, &ms)) != 0) {
-		mdb_txn_abort(t);
-		return lm_fail(s, rc, "open main database");
+		ret = lm_fail(s, rc, "open main database");
+		goto fail;
 	}
 	fresh = ms.ms_entries == 0;
 	if (fresh && (!create || s->read_only)) {
-		mdb_txn_abort(t);
-		return seterr(s, SAKER_ENOTFOUND, "no saker store in %s (empty "
+		ret = seterr(s, SAKER_ENOTFOUND, "no saker store in %s (empty "
 		    "database)", s->dir);
+		goto fail;
 	}
 	for (i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
 		rc = mdb_dbi_open(t, dbs[i].name, fresh ? MDB_CREATE : 0,
 		    dbs[i].dbi);
 		if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
-			mdb_txn_abort(t);
-			return seterr(s, SAKER_ECORRUPT, "%s/data.mdb is an LMDB "
+			ret = seterr(s, SAKER_ECORRUPT, "%s/data.mdb is an LMDB "
 			    "database but not a saker store (no \"%s\" table)",
 			    s->dir, dbs[i].name);
+			goto fail;
 		}
 		if (rc != 0) {
-			mdb_txn_abort(t);
-			return lm_fail(s, rc, "open database");
+			ret = lm_fail(s, rc, "open database");
+			goto fail;
 		}
 	}
 	/* a new store: its format, then this build's version */
 	if (fresh && ((rc = meta_put(s, t, "format", LM_FORMAT,
 	    strlen(LM_FORMAT))) != 0 || (rc = meta_version(s, t)) != 0)) {
-		mdb_txn_abort(t);
-		return lm_fail(s, rc, "initialise store");
+		ret = lm_fail(s, rc, "initialise store");
+		goto fail;
 	}
 	if ((ret = meta_check(s, t)) != SAKER_OK ||
-	    (ret = meta_get64(s, t, "journal_seq", &s->ckpt_seq)) != SAKER_OK) {
-		mdb_txn_abort(t);
-		return ret;
-	}
+	    (ret = meta_get64(s, t, "journal_seq", &s->ckpt_seq)) != SAKER_OK)
+		goto fail;
 	/* Older stores are upgraded in place: version 2 (the journal) and 3
 	 * (item checksums; records without one still read) only add to them,
 	 * and from now on an older build must refuse the store, as it would
@@ -2803,18 +2791,19 @@ lm_open_dbs(struct lstore *s, bool create)
 	if (!s->read_only && ((rc = put_sentinels(t, s->db_items, s->db_open,
 	    s->db_delayed)) != 0 || (rc = meta_version(s, t)) != 0 ||
 	    (rc = meta_store_id(s, t)) != 0)) {
-		mdb_txn_abort(t);
-		return lm_fail(s, rc, "initialise store");
+		ret = lm_fail(s, rc, "initialise store");
+		goto fail;
 	}
 	if (s->read_only &&
-	    (ret = meta_get64(s, t, "store_id", &s->store_id)) != SAKER_OK) {
-		mdb_txn_abort(t);
-		return ret;
-	}
+	    (ret = meta_get64(s, t, "store_id", &s->store_id)) != SAKER_OK)
+		goto fail;
 	/* Commit, even a read txn: that keeps the dbi handles open. */
 	if ((rc = mdb_txn_commit(t)) != 0)
 		return lm_fail(s, rc, "initialise store");
 	return SAKER_OK;
+fail:
+	mdb_txn_abort(t);
+	return ret;
 }
 
 /*
