@@ -115,8 +115,7 @@ struct saker_queue {
 	struct saker_queue_base base; /* the layer's (store.h): first */
 	struct kit_qent ent;	/* in lstore.qt, by name and by id */
 	struct saker_queue *dirty_next, *gain_next;
-	char *name;
-	size_t len;
+	char *name;		/* its length is ent.len */
 	uint64_t id;
 	void *ctx;
 	struct lq_state cur;	/* as of the current batch */
@@ -235,23 +234,16 @@ put_sentinels(MDB_txn *t, MDB_dbi items, MDB_dbi open, MDB_dbi delayed)
 	return rc == MDB_KEYEXIST ? 0 : rc;
 }
 
-/* The delivery count of a record (bytes 2-3 of the header). */
-static uint32_t
-hdr_deliveries(const unsigned char *p)
-{
-	return ((uint32_t)p[2] << 8) | p[3];
-}
-
-/* Count one more delivery, in place (it is not under the checksum). */
+/* Count one more delivery, in place: the count is bytes 2-3 of the
+ * header (not under the checksum). */
 static void
 hdr_bump(unsigned char *p)
 {
-	uint32_t n = hdr_deliveries(p);
+	uint16_t n = saker_get_be16(p + 2);
 
 	if (n < SAKER_DELIVERIES_MAX)
 		n++;
-	p[2] = (unsigned char)(n >> 8);
-	p[3] = (unsigned char)n;
+	saker_put_be16(p + 2, n);
 }
 
 static void
@@ -260,8 +252,7 @@ hdr_write(unsigned char *p, int state, uint32_t flags, int64_t expires,
 {
 	p[0] = (unsigned char)state;
 	p[1] = LM_HF_CRC;
-	p[2] = (unsigned char)(deliveries >> 8);
-	p[3] = (unsigned char)deliveries;
+	saker_put_be16(p + 2, (uint16_t)deliveries);
 	saker_put_be32(p + 4, flags);
 	saker_put_be64(p + 8, (uint64_t)expires);
 	saker_put_be64(p + 16, (uint64_t)created);
@@ -279,7 +270,7 @@ hdr_read(const void *rec, size_t size, struct saker_item *it)
 	it->flags = saker_get_be32(p + 4);
 	it->expires_ms = (int64_t)saker_get_be64(p + 8);
 	it->created_ms = (int64_t)saker_get_be64(p + 16);
-	it->deliveries = hdr_deliveries(p);
+	it->deliveries = saker_get_be16(p + 2);
 	it->len = size - LM_HDR - ((p[1] & LM_HF_CRC) ? LM_CRC : 0);
 	it->data = p + LM_HDR;
 	return 0;
@@ -451,7 +442,6 @@ qtab_add(struct lstore *s, const char *name, size_t len, uint64_t id)
 	}
 	memcpy(q->name, name, len);
 	q->name[len] = '\0';
-	q->len = len;
 	q->id = id;
 	q->ent.name = q->name;
 	q->ent.len = len;
@@ -532,8 +522,7 @@ jr_put(struct lstore *s, int db, const void *k, size_t klen, const void *v,
 		return ENOMEM;
 	p[0] = JR_PUT;
 	p[1] = (unsigned char)db;
-	p[2] = (unsigned char)(klen >> 8);
-	p[3] = (unsigned char)klen;
+	saker_put_be16(p + 2, (uint16_t)klen);
 	saker_put_be32(p + 4, (uint32_t)vlen);
 	memcpy(p + 8, k, klen);
 	if (vlen > 0)
@@ -552,8 +541,7 @@ jr_del(struct lstore *s, int db, const void *k, size_t klen)
 		return ENOMEM;
 	p[0] = JR_DEL;
 	p[1] = (unsigned char)db;
-	p[2] = (unsigned char)(klen >> 8);
-	p[3] = (unsigned char)klen;
+	saker_put_be16(p + 2, (uint16_t)klen);
 	memcpy(p + 4, k, klen);
 	return 0;
 }
@@ -722,7 +710,7 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 		case JR_PUT:
 			if ((size_t)(end - p) < 8)
 				return LM_EBADVAL;
-			klen = ((size_t)p[2] << 8) | p[3];
+			klen = saker_get_be16(p + 2);
 			vlen = saker_get_be32(p + 4);
 			if ((size_t)(end - p) - 8 < klen ||
 			    (size_t)(end - p) - 8 - klen < vlen)
@@ -735,7 +723,7 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 			p += 8 + klen + vlen;
 			break;
 		case JR_DEL:
-			klen = ((size_t)p[2] << 8) | p[3];
+			klen = saker_get_be16(p + 2);
 			if ((size_t)(end - p) - 4 < klen)
 				return LM_EBADVAL;
 			k.mv_data = (void *)(p + 4);
@@ -1043,7 +1031,7 @@ lm_write_state(struct lstore *s)
 
 	for (q = s->dirty; q != NULL; q = q->dirty_next) {
 		k.mv_data = q->name;
-		k.mv_size = q->len;
+		k.mv_size = q->ent.len;
 		if (q->cur.exists) {
 			qrec_io(rec, q, true);
 			v.mv_data = rec;
@@ -1460,7 +1448,7 @@ lm_queues(saker_store *ss, saker_queue_name_fn fn, void *arg)
 		q = LQ(e);
 		if (!q->cur.exists || q->deleted)
 			continue;
-		if ((r = fn(arg, q->name, q->len)) != 0)
+		if ((r = fn(arg, q->name, q->ent.len)) != 0)
 			return r;
 	}
 	return SAKER_OK;
@@ -1778,7 +1766,7 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 		it.data = res->bad + LM_HDR;
 	}
 	it.len = len;
-	rc = saker_store_quarantine(&s->base, q, q->name, q->len, res->badseq,
+	rc = saker_store_quarantine(&s->base, q, q->name, q->ent.len, res->badseq,
 	    write ? &it : NULL, now_ms, s->err, sizeof(s->err));
 	free(res->bad);
 	res->bad = NULL;
@@ -2455,7 +2443,7 @@ iter_state(struct lstore *s, struct saker_queue *q, saker_item_state state,
 			it.due_ms = (int64_t)saker_get_be64(k.mv_data);
 		if (!rec_sound(rec, v.mv_size - skip)) {
 			*fnret = seterr(s, SAKER_ECORRUPT, "queue '%.*s': %sitem %"
-			    PRIu64 " failed its checksum", (int)q->len, q->name,
+			    PRIu64 " failed its checksum", (int)q->ent.len, q->name,
 			    delayed ? "delayed " : "", it.id);
 			break;
 		}
