@@ -2552,19 +2552,31 @@ lm_close(saker_store *ss)
 	lm_free(s);
 }
 
-/* Does DIR hold data.mdb?  When it does not, refuse a directory holding
- * anything else: it is not ours. */
+/*
+ * Does DIR hold data.mdb?  Then walk its pages before liblmdb maps it:
+ * liblmdb trusts its file and aborts (an assertion) or dies of SIGSEGV/
+ * SIGBUS on some damage, where a store must fail to open with a reason
+ * instead (lmdb_verify.h).  When it does not, refuse a directory holding
+ * anything else: it is not ours.
+ */
 static int
 lm_check_dir(struct lstore *s, bool *have_data)
 {
-	char path[4096];
+	char path[4096], why[512];
 	struct dirent *de;
 	struct stat sb;
 	DIR *d;
+	int rc;
 
 	snprintf(path, sizeof(path), "%s/data.mdb", s->dir);
 	if (stat(path, &sb) == 0) {
 		*have_data = true;
+		rc = lmv_verify(path, NULL, why, sizeof(why));
+		if (rc > 0)
+			return seterr(s, SAKER_ECORRUPT, "%s; restore it from a "
+			    "backup (docs/lmdb.md)", why);
+		if (rc < 0)
+			return seterr(s, SAKER_EIO, "%s", why);
 		return SAKER_OK;
 	}
 	*have_data = false;
@@ -2586,11 +2598,6 @@ lm_check_dir(struct lstore *s, bool *have_data)
 }
 
 /*
- * Walk data.mdb's pages before liblmdb maps it: liblmdb trusts its file and
- * aborts (an assertion) or dies of SIGSEGV/SIGBUS on some damage, where a
- * store must fail to open with a reason instead (lmdb_verify.h).
- */
-/*
  * The map an item must fit into: LMDB cannot grow the map while the long
  * transaction is open, and an item put in a fresh 1 GiB map of which 85 %
  * may be used (LM_GUARD_PCT) fails as "full" well below 1 GiB.  So the
@@ -2605,22 +2612,6 @@ lm_initial_map(uint64_t max_item)
 	while ((uint64_t)size / 4 < max_item && size < SIZE_MAX / 4)
 		size *= 2;
 	return size;
-}
-
-static int
-lm_verify(struct lstore *s)
-{
-	char path[4096], why[512];
-	int rc;
-
-	snprintf(path, sizeof(path), "%s/data.mdb", s->dir);
-	rc = lmv_verify(path, NULL, why, sizeof(why));
-	if (rc > 0)
-		return seterr(s, SAKER_ECORRUPT, "%s; restore it from a backup "
-		    "(docs/lmdb.md)", why);
-	if (rc < 0)
-		return seterr(s, SAKER_EIO, "%s", why);
-	return SAKER_OK;
 }
 
 static int
@@ -3029,8 +3020,6 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 		ret = seterr(s, SAKER_ENOTFOUND, "no saker store in %s", location);
 		goto fail;
 	}
-	if (have_data && (ret = lm_verify(s)) != SAKER_OK)
-		goto fail;
 
 	/* always and periodic: checkpoints are LMDB's synced commits (the
 	 * journal is synced per batch or by sync()); never: not even those. */
