@@ -1563,7 +1563,8 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
     int64_t now_ms)
 {
 	struct lstore *s = (struct lstore *)ss;
-	unsigned char kb[LM_KEY], *dst;
+	unsigned char kb[LM_KEY], *rec;
+	size_t skip, size;
 	int64_t created;
 	bool ready;
 	MDB_txn *t;
@@ -1577,35 +1578,29 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 		    "too large", item->len);
 	created = item->created_ms != 0 ? item->created_ms : now_ms;
 	ready = item->due_ms <= now_ms;
+	skip = ready ? 0 : 8;	/* a delayed record starts with the queue id */
+	size = skip + LM_HDR + item->len + LM_CRC;
 	if ((rc = op_begin(s, LM_HDR + LM_CRC + 8 + item->len, &t)) != SAKER_OK)
 		return rc;
 	if (ready) {
-		rc = rec_reserve(s, t, LD_ITEMS, q, q->cur.tail,
-		    LM_HDR + item->len + LM_CRC, true, &dst);
+		mkkey(kb, q->id, q->cur.tail);
+		rc = rec_reserve(s, t, LD_ITEMS, q, q->cur.tail, size, true, &rec);
 	} else {
 		k = mkkey(kb, (uint64_t)item->due_ms, s->next_arrival);
-		v.mv_size = 8 + LM_HDR + item->len + LM_CRC;
+		v.mv_size = size;
 		rc = mdb_put(t, s->db_delayed, &k, &v, MDB_RESERVE);
-		dst = v.mv_data;
-		if (rc == 0) {
-			saker_put_be64(dst, q->id);
-			dst += 8;
-		}
+		rec = v.mv_data;
 	}
 	if (rc == 0) {
-		hdr_write(dst, LM_STATE_READY, item->flags, item->expires_ms,
-		    created, item->deliveries);
+		if (!ready)
+			saker_put_be64(rec, q->id);
+		hdr_write(rec + skip, LM_STATE_READY, item->flags,
+		    item->expires_ms, created, item->deliveries);
 		if (item->len > 0)
-			memcpy(dst + LM_HDR, item->data, item->len);
-		rec_seal(dst, item->len);
-		if (ready) {
-			mkkey(kb, q->id, q->cur.tail);
-			rc = jr_put(s, LD_ITEMS, kb, LM_KEY, dst,
-			    LM_HDR + item->len + LM_CRC);
-		} else {
-			rc = jr_put(s, LD_DELAYED, kb, LM_KEY, dst - 8,
-			    8 + LM_HDR + item->len + LM_CRC);
-		}
+			memcpy(rec + skip + LM_HDR, item->data, item->len);
+		rec_seal(rec + skip, item->len);
+		rc = jr_put(s, ready ? LD_ITEMS : LD_DELAYED, kb, LM_KEY, rec,
+		    size);
 	}
 	if ((rc = op_end(s, t, rc, true)) != 0)
 		return lm_fail(s, rc, "put");
