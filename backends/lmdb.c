@@ -510,39 +510,26 @@ ldbi(const struct lstore *s, int db)
 	}
 }
 
+/* Record a put of k = v or, with v NULL, a delete of k, in db `db`. */
 static int
-jr_put(struct lstore *s, int db, const void *k, size_t klen, const void *v,
+jr_rec(struct lstore *s, int db, const void *k, size_t klen, const void *v,
     size_t vlen)
 {
+	size_t hdr = v != NULL ? 8 : 4;
 	unsigned char *p;
 
 	if (klen > UINT16_MAX || vlen > UINT32_MAX)
 		return MDB_BAD_VALSIZE;
-	if (lj_reserve(&s->j, 8 + klen + vlen, &p) != 0)
+	if (lj_reserve(&s->j, hdr + klen + vlen, &p) != 0)
 		return ENOMEM;
-	p[0] = JR_PUT;
+	p[0] = v != NULL ? JR_PUT : JR_DEL;
 	p[1] = (unsigned char)db;
 	saker_put_be16(p + 2, (uint16_t)klen);
-	saker_put_be32(p + 4, (uint32_t)vlen);
-	memcpy(p + 8, k, klen);
+	if (v != NULL)
+		saker_put_be32(p + 4, (uint32_t)vlen);
+	memcpy(p + hdr, k, klen);
 	if (vlen > 0)
-		memcpy(p + 8 + klen, v, vlen);
-	return 0;
-}
-
-static int
-jr_del(struct lstore *s, int db, const void *k, size_t klen)
-{
-	unsigned char *p;
-
-	if (klen > UINT16_MAX)
-		return MDB_BAD_VALSIZE;
-	if (lj_reserve(&s->j, 4 + klen, &p) != 0)
-		return ENOMEM;
-	p[0] = JR_DEL;
-	p[1] = (unsigned char)db;
-	saker_put_be16(p + 2, (uint16_t)klen);
-	memcpy(p + 4, k, klen);
+		memcpy(p + hdr + klen, v, vlen);
 	return 0;
 }
 
@@ -599,7 +586,7 @@ cur_del(struct lstore *s, MDB_cursor *c, int db)
 	memcpy(kb, k.mv_data, k.mv_size);
 	if ((rc = mdb_cursor_del(c, 0)) != 0)
 		return rc;
-	return jr_del(s, db, kb, k.mv_size);
+	return jr_rec(s, db, kb, k.mv_size, NULL, 0);
 }
 
 /* Delete every record of queue q from `dbi` (keys (qid, seq)). */
@@ -976,7 +963,7 @@ op_del(struct lstore *s, int db, unsigned char *key, const char *what)
 		return rc;
 	rc = mdb_del(t, ldbi(s, db), &k, NULL);
 	if (rc == 0)
-		rc = jr_del(s, db, key, LM_KEY);
+		rc = jr_rec(s, db, key, LM_KEY, NULL, 0);
 	if ((rc = op_end(s, t, rc, true)) != 0)
 		return lm_fail(s, rc, what);
 	return SAKER_OK;
@@ -991,7 +978,7 @@ op_del(struct lstore *s, int db, unsigned char *key, const char *what)
 static int
 meta_get(struct lstore *s, MDB_txn *t, const char *key, MDB_val *v)
 {
-	MDB_val k = { .mv_size = strlen(key), .mv_data = (void *)(uintptr_t)key };
+	MDB_val k = { strlen(key), (void *)(uintptr_t)key };
 
 	return mdb_get(t, s->db_meta, &k, v);
 }
@@ -1000,8 +987,8 @@ static int
 meta_put(struct lstore *s, MDB_txn *t, const char *key, const void *val,
     size_t n)
 {
-	MDB_val k = { .mv_size = strlen(key), .mv_data = (void *)(uintptr_t)key };
-	MDB_val v = { .mv_size = n, .mv_data = (void *)(uintptr_t)val };
+	MDB_val k = { strlen(key), (void *)(uintptr_t)key };
+	MDB_val v = { n, (void *)(uintptr_t)val };
 
 	return mdb_put(t, s->db_meta, &k, &v, 0);
 }
@@ -1017,7 +1004,7 @@ meta_put64(struct lstore *s, const char *key, uint64_t val, bool journal)
 	saker_put_be64(num, val);
 	rc = meta_put(s, journal ? s->txn : s->ptxn, key, num, 8);
 	if (rc == 0 && journal)
-		rc = jr_put(s, LD_META, key, strlen(key), num, 8);
+		rc = jr_rec(s, LD_META, key, strlen(key), num, 8);
 	return rc;
 }
 
@@ -1038,12 +1025,13 @@ lm_write_state(struct lstore *s)
 			v.mv_size = sizeof(rec);
 			rc = mdb_put(s->txn, s->db_queues, &k, &v, 0);
 			if (rc == 0)
-				rc = jr_put(s, LD_QUEUES, k.mv_data, k.mv_size,
+				rc = jr_rec(s, LD_QUEUES, k.mv_data, k.mv_size,
 				    rec, sizeof(rec));
 		} else if (q->saved.exists) {
 			rc = mdb_del(s->txn, s->db_queues, &k, NULL);
 			if (rc == 0)
-				rc = jr_del(s, LD_QUEUES, k.mv_data, k.mv_size);
+				rc = jr_rec(s, LD_QUEUES, k.mv_data, k.mv_size,
+				    NULL, 0);
 		} else {
 			rc = 0;
 		}
@@ -1584,7 +1572,8 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 		return rc;
 	if (ready) {
 		mkkey(kb, q->id, q->cur.tail);
-		rc = rec_reserve(s, t, LD_ITEMS, q, q->cur.tail, size, true, &rec);
+		rc = rec_reserve(s, t, LD_ITEMS, q, q->cur.tail, size, true,
+		    &rec);
 	} else {
 		k = mkkey(kb, (uint64_t)item->due_ms, s->next_arrival);
 		v.mv_size = size;
@@ -1599,7 +1588,7 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 		if (item->len > 0)
 			memcpy(rec + skip + LM_HDR, item->data, item->len);
 		rec_seal(rec + skip, item->len);
-		rc = jr_put(s, ready ? LD_ITEMS : LD_DELAYED, kb, LM_KEY, rec,
+		rc = jr_rec(s, ready ? LD_ITEMS : LD_DELAYED, kb, LM_KEY, rec,
 		    size);
 	}
 	if ((rc = op_end(s, t, rc, true)) != 0)
@@ -1684,7 +1673,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		}
 		memcpy(kb, k.mv_data, LM_KEY);
 		if ((rc = mdb_cursor_del(c, 0)) != 0 ||
-		    (rc = jr_del(s, LD_ITEMS, kb, LM_KEY)) != 0)
+		    (rc = jr_rec(s, LD_ITEMS, kb, LM_KEY, NULL, 0)) != 0)
 			break;
 		res->nexp++;
 		res->expbytes += it.len;
@@ -1725,7 +1714,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 	} else {
 		mkkey(kb, q->id, seq);
 		if ((rc = mdb_cursor_del(c, 0)) == 0)
-			rc = jr_del(s, LD_ITEMS, kb, LM_KEY);
+			rc = jr_rec(s, LD_ITEMS, kb, LM_KEY, NULL, 0);
 	}
 	if (rc == 0)
 		res->taken = true;
@@ -1761,8 +1750,8 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 		it.data = res->bad + LM_HDR;
 	}
 	it.len = len;
-	rc = saker_store_quarantine(&s->base, q, q->name, q->ent.len, res->badseq,
-	    write ? &it : NULL, now_ms, s->err, sizeof(s->err));
+	rc = saker_store_quarantine(&s->base, q, q->name, q->ent.len,
+	    res->badseq, write ? &it : NULL, now_ms, s->err, sizeof(s->err));
 	free(res->bad);
 	res->bad = NULL;
 	if (rc != SAKER_OK)
@@ -2117,12 +2106,12 @@ lm_release_delayed(saker_store *ss, saker_queue *q, uint64_t id,
 		saker_put_be64(dst, q->id);
 		memcpy(dst + 8, v.mv_data, v.mv_size);
 		dst[8] = LM_STATE_READY;
-		rc = jr_put(s, LD_DELAYED, dk, LM_KEY, dst, dv.mv_size);
+		rc = jr_rec(s, LD_DELAYED, dk, LM_KEY, dst, dv.mv_size);
 	}
 	if (rc == 0)
 		rc = mdb_del(t, s->db_open, &k, NULL);
 	if (rc == 0)
-		rc = jr_del(s, LD_OPEN, kb, LM_KEY);
+		rc = jr_rec(s, LD_OPEN, kb, LM_KEY, NULL, 0);
 	if ((rc = op_end(s, t, rc, true)) != 0) {
 		if (rc == MDB_NOTFOUND)
 			return seterr(s, SAKER_ENOTFOUND, "no open item %"
@@ -2376,7 +2365,7 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		}
 		memcpy(kb, k.mv_data, LM_KEY);
 		if ((rc = mdb_cursor_del(c, 0)) != 0 ||
-		    (rc = jr_del(s, LD_ITEMS, kb, LM_KEY)) != 0)
+		    (rc = jr_rec(s, LD_ITEMS, kb, LM_KEY, NULL, 0)) != 0)
 			break;
 		n++;
 		nbytes += it.len;
@@ -2438,8 +2427,8 @@ iter_state(struct lstore *s, struct saker_queue *q, saker_item_state state,
 			it.due_ms = (int64_t)saker_get_be64(k.mv_data);
 		if (!rec_sound(rec, v.mv_size - skip)) {
 			*fnret = seterr(s, SAKER_ECORRUPT, "queue '%.*s': %sitem %"
-			    PRIu64 " failed its checksum", (int)q->ent.len, q->name,
-			    delayed ? "delayed " : "", it.id);
+			    PRIu64 " failed its checksum", (int)q->ent.len,
+			    q->name, delayed ? "delayed " : "", it.id);
 			break;
 		}
 		it.state = state;
