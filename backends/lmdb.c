@@ -129,7 +129,7 @@ struct saker_queue {
 struct lstore {
 	saker_store base;
 	MDB_env *env;
-	MDB_dbi db_meta, db_queues, db_items, db_open, db_delayed;
+	MDB_dbi dbi[LD_COUNT];	/* the databases, by LD_* */
 	MDB_txn *ptxn;		/* the long write txn between checkpoints */
 	MDB_txn *txn;		/* for this batch: ptxn, or a read txn */
 	bool txn_write;
@@ -212,7 +212,7 @@ is_sentinel(const MDB_val *k, unsigned char fill)
 /* Put the sentinels in (they are never journalled: every writer puts them
  * at open, before anything else). */
 static int
-put_sentinels(MDB_txn *t, MDB_dbi items, MDB_dbi open, MDB_dbi delayed)
+put_sentinels(MDB_txn *t, const MDB_dbi *dbi)
 {
 	unsigned char k0[LM_KEY], kf[LM_KEY], dv[8 + LM_HDR];
 	MDB_val k, v;
@@ -224,13 +224,13 @@ put_sentinels(MDB_txn *t, MDB_dbi items, MDB_dbi open, MDB_dbi delayed)
 	k = (MDB_val){ .mv_size = LM_KEY, .mv_data = k0 };
 	v.mv_data = dv;
 	v.mv_size = 0;
-	rc = mdb_put(t, items, &k, &v, MDB_NOOVERWRITE);
+	rc = mdb_put(t, dbi[LD_ITEMS], &k, &v, MDB_NOOVERWRITE);
 	if (rc == 0 || rc == MDB_KEYEXIST)
-		rc = mdb_put(t, open, &k, &v, MDB_NOOVERWRITE);
+		rc = mdb_put(t, dbi[LD_OPEN], &k, &v, MDB_NOOVERWRITE);
 	k.mv_data = kf;
 	v.mv_size = sizeof(dv);
 	if (rc == 0 || rc == MDB_KEYEXIST)
-		rc = mdb_put(t, delayed, &k, &v, MDB_NOOVERWRITE);
+		rc = mdb_put(t, dbi[LD_DELAYED], &k, &v, MDB_NOOVERWRITE);
 	return rc == MDB_KEYEXIST ? 0 : rc;
 }
 
@@ -493,23 +493,6 @@ q_change(struct lstore *s, struct saker_queue *q)
  * recorders return an LMDB-style code; a failure fails the operation.
  * --------------------------------------------------------------------- */
 
-static MDB_dbi
-ldbi(const struct lstore *s, int db)
-{
-	switch (db) {
-	case LD_META:
-		return s->db_meta;
-	case LD_QUEUES:
-		return s->db_queues;
-	case LD_ITEMS:
-		return s->db_items;
-	case LD_OPEN:
-		return s->db_open;
-	default:
-		return s->db_delayed;
-	}
-}
-
 /* Record a put of k = v or, with v NULL, a delete of k, in db `db`. */
 static int
 jr_rec(struct lstore *s, int db, const void *k, size_t klen, const void *v,
@@ -706,7 +689,7 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 			k.mv_size = klen;
 			v.mv_data = (void *)(p + 8 + klen);
 			v.mv_size = vlen;
-			rc = mdb_put(s->ptxn, ldbi(s, db), &k, &v, 0);
+			rc = mdb_put(s->ptxn, s->dbi[db], &k, &v, 0);
 			p += 8 + klen + vlen;
 			break;
 		case JR_DEL:
@@ -715,7 +698,7 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 				return LM_EBADVAL;
 			k.mv_data = (void *)(p + 4);
 			k.mv_size = klen;
-			rc = mdb_del(s->ptxn, ldbi(s, db), &k, NULL);
+			rc = mdb_del(s->ptxn, s->dbi[db], &k, NULL);
 			p += 4 + klen;
 			break;
 		case JR_MOVE:
@@ -728,8 +711,8 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 			k2.mv_size = LM_KEY;
 			if (p[5] > 1)
 				return LM_EBADVAL;
-			rc = jr_apply_move(s->ptxn, ldbi(s, db), &k, p[3],
-			    ldbi(s, db2), &k2, p[4], p[5] == 1);
+			rc = jr_apply_move(s->ptxn, s->dbi[db], &k, p[3],
+			    s->dbi[db2], &k2, p[4], p[5] == 1);
 			p += 8 + 2 * LM_KEY;
 			break;
 		case JR_DELQ:
@@ -737,10 +720,10 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 			if ((size_t)(end - p) < 16)
 				return LM_EBADVAL;
 			if (p[0] == JR_DELQ)
-				rc = del_prefix(s->ptxn, ldbi(s, db), saker_get_be64(p + 8),
+				rc = del_prefix(s->ptxn, s->dbi[db], saker_get_be64(p + 8),
 				    &wrote);
 			else
-				rc = del_delayed(s->ptxn, s->db_delayed,
+				rc = del_delayed(s->ptxn, s->dbi[LD_DELAYED],
 				    saker_get_be64(p + 8), &wrote);
 			p += 16;
 			break;
@@ -961,7 +944,7 @@ op_del(struct lstore *s, int db, unsigned char *key, const char *what)
 
 	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 		return rc;
-	rc = mdb_del(t, ldbi(s, db), &k, NULL);
+	rc = mdb_del(t, s->dbi[db], &k, NULL);
 	if (rc == 0)
 		rc = jr_rec(s, db, key, LM_KEY, NULL, 0);
 	if ((rc = op_end(s, t, rc, true)) != 0)
@@ -980,7 +963,7 @@ meta_get(struct lstore *s, MDB_txn *t, const char *key, MDB_val *v)
 {
 	MDB_val k = { strlen(key), (void *)(uintptr_t)key };
 
-	return mdb_get(t, s->db_meta, &k, v);
+	return mdb_get(t, s->dbi[LD_META], &k, v);
 }
 
 static int
@@ -990,7 +973,7 @@ meta_put(struct lstore *s, MDB_txn *t, const char *key, const void *val,
 	MDB_val k = { strlen(key), (void *)(uintptr_t)key };
 	MDB_val v = { n, (void *)(uintptr_t)val };
 
-	return mdb_put(t, s->db_meta, &k, &v, 0);
+	return mdb_put(t, s->dbi[LD_META], &k, &v, 0);
 }
 
 /* Put meta record `key` = v into the batch (journalled) or, with
@@ -1023,12 +1006,12 @@ lm_write_state(struct lstore *s)
 			qrec_io(rec, q, true);
 			v.mv_data = rec;
 			v.mv_size = sizeof(rec);
-			rc = mdb_put(s->txn, s->db_queues, &k, &v, 0);
+			rc = mdb_put(s->txn, s->dbi[LD_QUEUES], &k, &v, 0);
 			if (rc == 0)
 				rc = jr_rec(s, LD_QUEUES, k.mv_data, k.mv_size,
 				    rec, sizeof(rec));
 		} else if (q->saved.exists) {
-			rc = mdb_del(s->txn, s->db_queues, &k, NULL);
+			rc = mdb_del(s->txn, s->dbi[LD_QUEUES], &k, NULL);
 			if (rc == 0)
 				rc = jr_rec(s, LD_QUEUES, k.mv_data, k.mv_size,
 				    NULL, 0);
@@ -1376,11 +1359,11 @@ empty_queue(struct lstore *s, struct saker_queue *q, const char *what)
 	rc = op_begin(s, (q->cur.items + q->cur.open + q->cur.delayed) * 64, &t);
 	if (rc != SAKER_OK)
 		return rc;
-	rc = del_prefix(t, s->db_items, q->id, &wrote);
+	rc = del_prefix(t, s->dbi[LD_ITEMS], q->id, &wrote);
 	if (rc == 0)
-		rc = del_prefix(t, s->db_open, q->id, &wrote);
+		rc = del_prefix(t, s->dbi[LD_OPEN], q->id, &wrote);
 	if (rc == 0 && q->cur.delayed > 0)
-		rc = del_delayed(t, s->db_delayed, q->id, &wrote);
+		rc = del_delayed(t, s->dbi[LD_DELAYED], q->id, &wrote);
 	if (rc == 0 && wrote)
 		rc = jr_delq(s, JR_DELQ, LD_ITEMS, q->id);
 	if (rc == 0 && wrote)
@@ -1466,7 +1449,7 @@ lm_queue_stats(saker_store *ss, saker_queue *q, struct saker_queue_stats *st)
 		return SAKER_OK;
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
 		return rc;
-	if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
+	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c)) != 0)
 		return lm_fail(s, rc, "queue stats");
 	k = mkkey(kb, q->id, 0);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
@@ -1494,12 +1477,13 @@ rec_reserve(struct lstore *s, MDB_txn *t, int db, struct saker_queue *q,
 	k = mkkey(kb, q->id, seq);
 	v.mv_size = size;
 	if (at_tail && db == LD_ITEMS && q->id >= s->max_qid)
-		rc = mdb_put(t, s->db_items, &k, &v, MDB_RESERVE | MDB_APPEND);
+		rc = mdb_put(t, s->dbi[LD_ITEMS], &k, &v,
+		    MDB_RESERVE | MDB_APPEND);
 	if (rc == MDB_KEYEXIST) {
 		/* not the largest key after all (MDB_APPEND refuses without
 		 * touching the txn): an ordinary insert */
 		v.mv_size = size;
-		rc = mdb_put(t, ldbi(s, db), &k, &v, MDB_RESERVE);
+		rc = mdb_put(t, s->dbi[db], &k, &v, MDB_RESERVE);
 	}
 	*dst = v.mv_data;
 	return rc;
@@ -1577,7 +1561,7 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 	} else {
 		k = mkkey(kb, (uint64_t)item->due_ms, s->next_arrival);
 		v.mv_size = size;
-		rc = mdb_put(t, s->db_delayed, &k, &v, MDB_RESERVE);
+		rc = mdb_put(t, s->dbi[LD_DELAYED], &k, &v, MDB_RESERVE);
 		rec = v.mv_data;
 	}
 	if (rc == 0) {
@@ -1618,7 +1602,7 @@ head_size(struct lstore *s, struct saker_queue *q)
 	size_t n = 0;
 
 	if (lm_begin(s, true) != SAKER_OK ||
-	    mdb_cursor_open(s->txn, s->db_items, &c) != 0)
+	    mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c) != 0)
 		return 0;
 	k = mkkey(kb, q->id, 0);
 	if (mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) == 0 && key_in(&k, q->id))
@@ -1653,7 +1637,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 	size_t len;
 	int rc;
 
-	if ((rc = mdb_cursor_open(t, s->db_items, &c)) != 0)
+	if ((rc = mdb_cursor_open(t, s->dbi[LD_ITEMS], &c)) != 0)
 		return rc;
 	k = mkkey(kb, q->id, 0);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
@@ -1811,7 +1795,7 @@ xto_move_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 	if ((rc = lm_begin(s, true)) != SAKER_OK)
 		return rc;
 	k = mkkey(kb, q->id, seq);
-	rc = mdb_get(s->txn, s->db_items, &k, &v);
+	rc = mdb_get(s->txn, s->dbi[LD_ITEMS], &k, &v);
 	if (rc == MDB_NOTFOUND || (rc == 0 && !rec_sound(v.mv_data, v.mv_size)))
 		return SAKER_OK;
 	if (rc != 0)
@@ -1857,7 +1841,7 @@ xto_flush(struct lstore *s, struct saker_queue *q, int64_t now_ms,
 
 	if ((rc = lm_begin(s, true)) != SAKER_OK)
 		return rc;
-	if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
+	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c)) != 0)
 		return lm_fail(s, rc, what);
 	k = mkkey(kb, q->id, 0);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
@@ -2003,7 +1987,7 @@ lm_open_get(struct lstore *s, saker_queue *q, uint64_t id,
 	if ((rc = lm_begin(s, true)) != SAKER_OK)
 		return rc;
 	k = mkkey(kb, q->id, id);
-	rc = mdb_get(s->txn, s->db_open, &k, v);
+	rc = mdb_get(s->txn, s->dbi[LD_OPEN], &k, v);
 	if (rc == MDB_NOTFOUND)
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
 	if (rc != 0)
@@ -2033,7 +2017,7 @@ open_to_ready(struct lstore *s, struct saker_queue *q, uint64_t id,
 	if ((rc = op_begin(s, v.mv_size, &t)) != SAKER_OK)
 		return rc;
 	k = mkkey(kb, q->id, id);
-	if ((rc = mdb_cursor_open(t, s->db_open, &c)) == 0 &&
+	if ((rc = mdb_cursor_open(t, s->dbi[LD_OPEN], &c)) == 0 &&
 	    (rc = mdb_cursor_get(c, &k, &v, MDB_SET)) == 0)
 		rc = move_rec(s, t, c, LD_OPEN, 0, LD_ITEMS, to, at_tail ?
 		    to->cur.tail : to->cur.lo - 1, at_tail, &len);
@@ -2093,11 +2077,11 @@ lm_release_delayed(saker_store *ss, saker_queue *q, uint64_t id,
 		return rc;
 	k = mkkey(dk, (uint64_t)due_ms, s->next_arrival);
 	dv.mv_size = 8 + v.mv_size;
-	rc = mdb_put(t, s->db_delayed, &k, &dv, MDB_RESERVE);
+	rc = mdb_put(t, s->dbi[LD_DELAYED], &k, &dv, MDB_RESERVE);
 	if (rc == 0) {
 		/* the reservation may have moved the source: fetch it again */
 		k.mv_data = kb;
-		rc = mdb_get(t, s->db_open, &k, &v);
+		rc = mdb_get(t, s->dbi[LD_OPEN], &k, &v);
 	}
 	if (rc == 0 && (v.mv_size + 8 != dv.mv_size || v.mv_size < LM_HDR))
 		rc = LM_EBADVAL;
@@ -2109,7 +2093,7 @@ lm_release_delayed(saker_store *ss, saker_queue *q, uint64_t id,
 		rc = jr_rec(s, LD_DELAYED, dk, LM_KEY, dst, dv.mv_size);
 	}
 	if (rc == 0)
-		rc = mdb_del(t, s->db_open, &k, NULL);
+		rc = mdb_del(t, s->dbi[LD_OPEN], &k, NULL);
 	if (rc == 0)
 		rc = jr_rec(s, LD_OPEN, kb, LM_KEY, NULL, 0);
 	if ((rc = op_end(s, t, rc, true)) != 0) {
@@ -2144,7 +2128,7 @@ delayed_first(struct lstore *s, MDB_txn *t, int64_t *due, size_t *size)
 	MDB_val k, v;
 	int rc;
 
-	if ((rc = mdb_cursor_open(t, s->db_delayed, &c)) != 0)
+	if ((rc = mdb_cursor_open(t, s->dbi[LD_DELAYED], &c)) != 0)
 		return rc;
 	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
 	if (rc == 0 && k.mv_size != LM_KEY)
@@ -2180,7 +2164,7 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	int rc;
 
 	*qp = NULL;
-	if ((rc = mdb_cursor_open(t, s->db_delayed, &c)) != 0)
+	if ((rc = mdb_cursor_open(t, s->dbi[LD_DELAYED], &c)) != 0)
 		return rc;
 	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
 	if (rc == 0 && (v.mv_size < 8 + LM_HDR || k.mv_size != LM_KEY)) {
@@ -2351,7 +2335,7 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		return xto_flush(s, q, now_ms, limit, false, removed);
 	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 		return rc;
-	if ((rc = mdb_cursor_open(t, s->db_items, &c)) != 0)
+	if ((rc = mdb_cursor_open(t, s->dbi[LD_ITEMS], &c)) != 0)
 		goto end;
 	k = mkkey(kb, q->id, 0);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
@@ -2404,8 +2388,8 @@ iter_state(struct lstore *s, struct saker_queue *q, saker_item_state state,
 	MDB_val k, v;
 	int rc;
 
-	rc = mdb_cursor_open(s->txn, delayed ? s->db_delayed :
-	    state == SAKER_ITEM_OPEN ? s->db_open : s->db_items, &c);
+	rc = mdb_cursor_open(s->txn, delayed ? s->dbi[LD_DELAYED] :
+	    state == SAKER_ITEM_OPEN ? s->dbi[LD_OPEN] : s->dbi[LD_ITEMS], &c);
 	if (rc != 0)
 		return rc;
 	k = mkkey(kb, q->id, 0);
@@ -2693,16 +2677,8 @@ meta_check(struct lstore *s, MDB_txn *t)
 static int
 lm_open_dbs(struct lstore *s, bool create)
 {
-	const struct {
-		const char *name;
-		MDB_dbi *dbi;
-	} dbs[] = {
-		{ "meta", &s->db_meta },
-		{ "queues", &s->db_queues },
-		{ "items", &s->db_items },
-		{ "open", &s->db_open },
-		{ "delayed", &s->db_delayed },
-	};
+	static const char *const names[LD_COUNT] = { "meta", "queues", "items",
+	    "open", "delayed" };
 	MDB_txn *t;
 	MDB_dbi main;
 	MDB_stat ms;
@@ -2724,13 +2700,13 @@ lm_open_dbs(struct lstore *s, bool create)
 		    "database)", s->dir);
 		goto fail;
 	}
-	for (i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
-		rc = mdb_dbi_open(t, dbs[i].name, fresh ? MDB_CREATE : 0,
-		    dbs[i].dbi);
+	for (i = 0; i < LD_COUNT; i++) {
+		rc = mdb_dbi_open(t, names[i], fresh ? MDB_CREATE : 0,
+		    &s->dbi[i]);
 		if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
 			ret = seterr(s, SAKER_ECORRUPT, "%s/data.mdb is an LMDB "
 			    "database but not a saker store (no \"%s\" table)",
-			    s->dir, dbs[i].name);
+			    s->dir, names[i]);
 			goto fail;
 		}
 		if (rc != 0) {
@@ -2751,8 +2727,8 @@ lm_open_dbs(struct lstore *s, bool create)
 	 * (item checksums; records without one still read) only add to them,
 	 * and from now on an older build must refuse the store, as it would
 	 * ignore the journal or read a checksum as data. */
-	if (!s->read_only && ((rc = put_sentinels(t, s->db_items, s->db_open,
-	    s->db_delayed)) != 0 || (rc = meta_version(s, t)) != 0 ||
+	if (!s->read_only && ((rc = put_sentinels(t, s->dbi)) != 0 ||
+	    (rc = meta_version(s, t)) != 0 ||
 	    (rc = meta_store_id(s, t)) != 0)) {
 		ret = lm_fail(s, rc, "initialise store");
 		goto fail;
@@ -2834,7 +2810,7 @@ lm_load(struct lstore *s)
 		return ret;
 	s->saved_next_qid = s->next_qid;
 	s->saved_next_arrival = s->next_arrival;
-	if ((rc = mdb_cursor_open(s->txn, s->db_queues, &c)) != 0)
+	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_QUEUES], &c)) != 0)
 		return lm_fail(s, rc, "read queues");
 	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
 	for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
@@ -2873,13 +2849,13 @@ lm_recover(struct lstore *s)
 	size_t len;
 	int rc, ret;
 
-	if ((rc = mdb_stat(s->txn, s->db_open, &ms)) != 0)
+	if ((rc = mdb_stat(s->txn, s->dbi[LD_OPEN], &ms)) != 0)
 		return lm_fail(s, rc, "recover");
 	if (ms.ms_entries <= 1)	/* the sentinel */
 		return SAKER_OK;
 	if ((ret = lm_begin(s, true)) != SAKER_OK)
 		return ret;
-	if ((rc = mdb_cursor_open(s->txn, s->db_open, &c)) != 0)
+	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_OPEN], &c)) != 0)
 		return lm_fail(s, rc, "recover");
 	while ((rc = mdb_cursor_get(c, &k, &v, MDB_LAST)) == 0) {
 		if (is_sentinel(&k, 0)) {
