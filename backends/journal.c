@@ -122,22 +122,24 @@ lj_reserve(struct lj *j, size_t n, unsigned char **p)
 	return 0;
 }
 
+/* pwrite() (`wr`) or pread() all n bytes at off, *done of them done.  0,
+ * errno, or for a short count ENOSPC (writing) or EILSEQ (reading: not a
+ * whole record). */
 static int
-pwrite_all(int fd, const unsigned char *p, size_t n, uint64_t off,
+pio_all(int fd, unsigned char *p, size_t n, uint64_t off, bool wr,
     size_t *done)
 {
-	ssize_t w;
+	ssize_t r;
 
-	*done = 0;
-	while (*done < n) {
-		w = pwrite(fd, p + *done, n - *done, (off_t)(off + *done));
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
+	for (*done = 0; *done < n; *done += (size_t)r) {
+		r = wr ? pwrite(fd, p + *done, n - *done, (off_t)(off + *done)) :
+		    pread(fd, p + *done, n - *done, (off_t)(off + *done));
+		if (r < 0 && errno == EINTR)
+			r = 0;
+		else if (r < 0)
 			return errno;
-		if (w == 0)
-			return ENOSPC;
-		*done += (size_t)w;
+		else if (r == 0)
+			return wr ? ENOSPC : EILSEQ;
 	}
 	return 0;
 }
@@ -147,7 +149,7 @@ pwrite_all(int fd, const unsigned char *p, size_t n, uint64_t off,
 static int
 lj_grow(struct lj *j, uint64_t want)
 {
-	static const unsigned char zeros[LJ_ZERO_CHUNK];
+	static unsigned char zeros[LJ_ZERO_CHUNK];	/* never written to */
 	uint64_t size = j->size < LJ_GROW_MIN ? LJ_GROW_MIN : j->size;
 	size_t n, done;
 	int e;
@@ -157,7 +159,7 @@ lj_grow(struct lj *j, uint64_t want)
 	while (j->size < size) {
 		n = size - j->size < sizeof(zeros) ? (size_t)(size - j->size) :
 		    sizeof(zeros);
-		e = pwrite_all(j->fd, zeros, n, j->size, &done);
+		e = pio_all(j->fd, zeros, n, j->size, true, &done);
 		j->size += done;
 		if (e != 0)
 			return lj_fail(j, e, "grow");
@@ -193,7 +195,7 @@ lj_write(struct lj *j, bool sync, bool *in_doubt)
 	saker_put_le64(h + 8, j->seq + 1);
 	saker_put_le64(h + 16, (uint64_t)j->len);
 	saker_put_le64(h + 24, rec_check(j, h, h + LJ_HDR, j->len));
-	e = pwrite_all(j->fd, h, n, j->off, &done);
+	e = pio_all(j->fd, h, n, j->off, true, &done);
 	if (e != 0)	/* a record cut short never passes its check */
 		return lj_fail(j, e, "write");
 	j->unsynced = true;
@@ -228,25 +230,6 @@ lj_sync(struct lj *j)
 	return 0;
 }
 
-static int
-pread_all(int fd, unsigned char *p, size_t n, uint64_t off)
-{
-	size_t got = 0;
-	ssize_t r;
-
-	while (got < n) {
-		r = pread(fd, p + got, n - got, (off_t)(off + got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return errno;
-		if (r == 0)
-			return EILSEQ;	/* cut short: not a whole record */
-		got += (size_t)r;
-	}
-	return 0;
-}
-
 /*
  * Read the record header at `off`.  Returns 1 for a plausible header with
  * the expected seq (its payload length in *len), 0 when the journal ends
@@ -256,11 +239,12 @@ static int
 rec_head(struct lj *j, uint64_t off, uint64_t want_seq, unsigned char *h,
     uint64_t *len)
 {
+	size_t got;
 	int e;
 
 	if (off + LJ_HDR > j->size)
 		return 0;
-	if ((e = pread_all(j->fd, h, LJ_HDR, off)) != 0)
+	if ((e = pio_all(j->fd, h, LJ_HDR, off, false, &got)) != 0)
 		return e == EILSEQ ? 0 : -e;
 	if (saker_get_le64(h) != LJ_MAGIC || saker_get_le64(h + 8) != want_seq)
 		return 0;
@@ -276,6 +260,7 @@ lj_replay(struct lj *j, uint64_t applied, uint64_t upto,
 {
 	unsigned char h[LJ_HDR], *p = NULL;
 	uint64_t off = 0, seq = applied, len = 0;
+	size_t got;
 	int r = 0;
 
 	memset(h, 0, sizeof(h));
@@ -295,8 +280,8 @@ lj_replay(struct lj *j, uint64_t applied, uint64_t upto,
 			/* a whole record from the future: another store's? */
 			free(p);
 			p = malloc(saker_get_le64(h + 16) + 1);
-			if (p != NULL && pread_all(j->fd, p, saker_get_le64(h + 16),
-			    LJ_HDR) == 0 && saker_get_le64(h + 24) ==
+			if (p != NULL && pio_all(j->fd, p, saker_get_le64(h + 16),
+			    LJ_HDR, false, &got) == 0 && saker_get_le64(h + 24) ==
 			    rec_check(j, h, p, saker_get_le64(h + 16))) {
 				snprintf(j->err, sizeof(j->err), "journal starts "
 				    "at batch %llu but the data file holds only "
@@ -315,7 +300,7 @@ lj_replay(struct lj *j, uint64_t applied, uint64_t upto,
 			r = lj_fail(j, ENOMEM, "replay");
 			break;
 		}
-		if ((r = pread_all(j->fd, p, len, off + LJ_HDR)) != 0) {
+		if ((r = pio_all(j->fd, p, len, off + LJ_HDR, false, &got)) != 0) {
 			r = r == EILSEQ ? 0 : lj_fail(j, r, "read");
 			break;
 		}

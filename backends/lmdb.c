@@ -8,7 +8,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -116,8 +115,7 @@ struct saker_queue {
 	struct saker_queue_base base; /* the layer's (store.h): first */
 	struct kit_qent ent;	/* in lstore.qt, by name and by id */
 	struct saker_queue *dirty_next, *gain_next;
-	char *name;
-	size_t len;
+	char *name;		/* its length is ent.len */
 	uint64_t id;
 	void *ctx;
 	struct lq_state cur;	/* as of the current batch */
@@ -131,7 +129,7 @@ struct saker_queue {
 struct lstore {
 	saker_store base;
 	MDB_env *env;
-	MDB_dbi db_meta, db_queues, db_items, db_open, db_delayed;
+	MDB_dbi dbi[LD_COUNT];	/* the databases, by LD_* */
 	MDB_txn *ptxn;		/* the long write txn between checkpoints */
 	MDB_txn *txn;		/* for this batch: ptxn, or a read txn */
 	bool txn_write;
@@ -172,11 +170,13 @@ extern const struct saker_store_driver saker_store_lmdb;
  * Encoding
  * --------------------------------------------------------------------- */
 
-static void
-mkkey(unsigned char *k, uint64_t a, uint64_t b)
+/* The key (a, b) into kb; returns it as an MDB_val pointing at kb. */
+static MDB_val
+mkkey(unsigned char *kb, uint64_t a, uint64_t b)
 {
-	saker_put_be64(k, a);
-	saker_put_be64(k + 8, b);
+	saker_put_be64(kb, a);
+	saker_put_be64(kb + 8, b);
+	return (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
 }
 
 /* Is `k` a 16-byte key whose first half is `qid`? */
@@ -212,7 +212,7 @@ is_sentinel(const MDB_val *k, unsigned char fill)
 /* Put the sentinels in (they are never journalled: every writer puts them
  * at open, before anything else). */
 static int
-put_sentinels(MDB_txn *t, MDB_dbi items, MDB_dbi open, MDB_dbi delayed)
+put_sentinels(MDB_txn *t, const MDB_dbi *dbi)
 {
 	unsigned char k0[LM_KEY], kf[LM_KEY], dv[8 + LM_HDR];
 	MDB_val k, v;
@@ -221,37 +221,29 @@ put_sentinels(MDB_txn *t, MDB_dbi items, MDB_dbi open, MDB_dbi delayed)
 	memset(k0, 0, sizeof(k0));
 	memset(kf, 0xff, sizeof(kf));
 	memset(dv, 0, sizeof(dv));
-	k.mv_data = k0;
-	k.mv_size = LM_KEY;
+	k = (MDB_val){ .mv_size = LM_KEY, .mv_data = k0 };
 	v.mv_data = dv;
 	v.mv_size = 0;
-	rc = mdb_put(t, items, &k, &v, MDB_NOOVERWRITE);
+	rc = mdb_put(t, dbi[LD_ITEMS], &k, &v, MDB_NOOVERWRITE);
 	if (rc == 0 || rc == MDB_KEYEXIST)
-		rc = mdb_put(t, open, &k, &v, MDB_NOOVERWRITE);
+		rc = mdb_put(t, dbi[LD_OPEN], &k, &v, MDB_NOOVERWRITE);
 	k.mv_data = kf;
 	v.mv_size = sizeof(dv);
 	if (rc == 0 || rc == MDB_KEYEXIST)
-		rc = mdb_put(t, delayed, &k, &v, MDB_NOOVERWRITE);
+		rc = mdb_put(t, dbi[LD_DELAYED], &k, &v, MDB_NOOVERWRITE);
 	return rc == MDB_KEYEXIST ? 0 : rc;
 }
 
-/* The delivery count of a record (bytes 2-3 of the header). */
-static uint32_t
-hdr_deliveries(const unsigned char *p)
-{
-	return ((uint32_t)p[2] << 8) | p[3];
-}
-
-/* Count one more delivery, in place (it is not under the checksum). */
+/* Count one more delivery, in place: the count is bytes 2-3 of the
+ * header (not under the checksum). */
 static void
 hdr_bump(unsigned char *p)
 {
-	uint32_t n = hdr_deliveries(p);
+	uint16_t n = saker_get_be16(p + 2);
 
 	if (n < SAKER_DELIVERIES_MAX)
 		n++;
-	p[2] = (unsigned char)(n >> 8);
-	p[3] = (unsigned char)n;
+	saker_put_be16(p + 2, n);
 }
 
 static void
@@ -260,8 +252,7 @@ hdr_write(unsigned char *p, int state, uint32_t flags, int64_t expires,
 {
 	p[0] = (unsigned char)state;
 	p[1] = LM_HF_CRC;
-	p[2] = (unsigned char)(deliveries >> 8);
-	p[3] = (unsigned char)deliveries;
+	saker_put_be16(p + 2, (uint16_t)deliveries);
 	saker_put_be32(p + 4, flags);
 	saker_put_be64(p + 8, (uint64_t)expires);
 	saker_put_be64(p + 16, (uint64_t)created);
@@ -279,7 +270,7 @@ hdr_read(const void *rec, size_t size, struct saker_item *it)
 	it->flags = saker_get_be32(p + 4);
 	it->expires_ms = (int64_t)saker_get_be64(p + 8);
 	it->created_ms = (int64_t)saker_get_be64(p + 16);
-	it->deliveries = hdr_deliveries(p);
+	it->deliveries = saker_get_be16(p + 2);
 	it->len = size - LM_HDR - ((p[1] & LM_HF_CRC) ? LM_CRC : 0);
 	it->data = p + LM_HDR;
 	return 0;
@@ -341,33 +332,24 @@ expired(const struct saker_item *it, int64_t now_ms)
 	return it->expires_ms != 0 && it->expires_ms <= now_ms;
 }
 
+/* A queue record (LM_QREC bytes): q's id and counters, u64 each, in this
+ * order.  Written from q, or read into q (which then exists). */
 static void
-qrec_write(unsigned char *p, const struct saker_queue *q)
+qrec_io(unsigned char *p, struct saker_queue *q, bool write)
 {
-	saker_put_be64(p, q->id);
-	saker_put_be64(p + 8, q->cur.lo);
-	saker_put_be64(p + 16, q->cur.tail);
-	saker_put_be64(p + 24, q->cur.items);
-	saker_put_be64(p + 32, q->cur.bytes);
-	saker_put_be64(p + 40, q->cur.delayed);
-	saker_put_be64(p + 48, q->cur.open);
-	saker_put_be64(p + 56, q->cur.total);
-	saker_put_be64(p + 64, q->cur.expired);
-}
+	uint64_t *f[] = { &q->id, &q->cur.lo, &q->cur.tail, &q->cur.items,
+	    &q->cur.bytes, &q->cur.delayed, &q->cur.open, &q->cur.total,
+	    &q->cur.expired };
+	size_t i;
 
-static void
-qrec_read(const unsigned char *p, struct saker_queue *q)
-{
-	q->id = saker_get_be64(p);
-	q->cur.lo = saker_get_be64(p + 8);
-	q->cur.tail = saker_get_be64(p + 16);
-	q->cur.items = saker_get_be64(p + 24);
-	q->cur.bytes = saker_get_be64(p + 32);
-	q->cur.delayed = saker_get_be64(p + 40);
-	q->cur.open = saker_get_be64(p + 48);
-	q->cur.total = saker_get_be64(p + 56);
-	q->cur.expired = saker_get_be64(p + 64);
-	q->cur.exists = true;
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (write)
+			saker_put_be64(p + 8 * i, *f[i]);
+		else
+			*f[i] = saker_get_be64(p + 8 * i);
+	}
+	if (!write)
+		q->cur.exists = true;
 }
 
 /* ---------------------------------------------------------------------
@@ -460,7 +442,6 @@ qtab_add(struct lstore *s, const char *name, size_t len, uint64_t id)
 	}
 	memcpy(q->name, name, len);
 	q->name[len] = '\0';
-	q->len = len;
 	q->id = id;
 	q->ent.name = q->name;
 	q->ent.len = len;
@@ -482,14 +463,6 @@ qtab_remove(struct lstore *s, struct saker_queue *q)
 	kit_qtab_remove(&s->qt, &q->ent);
 	free(q->name);
 	free(q);
-}
-
-static struct saker_queue *
-qtab_by_name(struct lstore *s, const char *name, size_t len)
-{
-	struct kit_qent *e = kit_qtab_by_name(&s->qt, name, len);
-
-	return e != NULL ? LQ(e) : NULL;
 }
 
 /* The existing queue with id `id`, or NULL. */
@@ -520,58 +493,26 @@ q_change(struct lstore *s, struct saker_queue *q)
  * recorders return an LMDB-style code; a failure fails the operation.
  * --------------------------------------------------------------------- */
 
-static MDB_dbi
-ldbi(const struct lstore *s, int db)
-{
-	switch (db) {
-	case LD_META:
-		return s->db_meta;
-	case LD_QUEUES:
-		return s->db_queues;
-	case LD_ITEMS:
-		return s->db_items;
-	case LD_OPEN:
-		return s->db_open;
-	default:
-		return s->db_delayed;
-	}
-}
-
+/* Record a put of k = v or, with v NULL, a delete of k, in db `db`. */
 static int
-jr_put(struct lstore *s, int db, const void *k, size_t klen, const void *v,
+jr_rec(struct lstore *s, int db, const void *k, size_t klen, const void *v,
     size_t vlen)
 {
+	size_t hdr = v != NULL ? 8 : 4;
 	unsigned char *p;
 
 	if (klen > UINT16_MAX || vlen > UINT32_MAX)
 		return MDB_BAD_VALSIZE;
-	if (lj_reserve(&s->j, 8 + klen + vlen, &p) != 0)
+	if (lj_reserve(&s->j, hdr + klen + vlen, &p) != 0)
 		return ENOMEM;
-	p[0] = JR_PUT;
+	p[0] = v != NULL ? JR_PUT : JR_DEL;
 	p[1] = (unsigned char)db;
-	p[2] = (unsigned char)(klen >> 8);
-	p[3] = (unsigned char)klen;
-	saker_put_be32(p + 4, (uint32_t)vlen);
-	memcpy(p + 8, k, klen);
+	saker_put_be16(p + 2, (uint16_t)klen);
+	if (v != NULL)
+		saker_put_be32(p + 4, (uint32_t)vlen);
+	memcpy(p + hdr, k, klen);
 	if (vlen > 0)
-		memcpy(p + 8 + klen, v, vlen);
-	return 0;
-}
-
-static int
-jr_del(struct lstore *s, int db, const void *k, size_t klen)
-{
-	unsigned char *p;
-
-	if (klen > UINT16_MAX)
-		return MDB_BAD_VALSIZE;
-	if (lj_reserve(&s->j, 4 + klen, &p) != 0)
-		return ENOMEM;
-	p[0] = JR_DEL;
-	p[1] = (unsigned char)db;
-	p[2] = (unsigned char)(klen >> 8);
-	p[3] = (unsigned char)klen;
-	memcpy(p + 4, k, klen);
+		memcpy(p + hdr + klen, v, vlen);
 	return 0;
 }
 
@@ -628,11 +569,68 @@ cur_del(struct lstore *s, MDB_cursor *c, int db)
 	memcpy(kb, k.mv_data, k.mv_size);
 	if ((rc = mdb_cursor_del(c, 0)) != 0)
 		return rc;
-	return jr_del(s, db, kb, k.mv_size);
+	return jr_rec(s, db, kb, k.mv_size, NULL, 0);
 }
 
-static int del_prefix(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote);
-static int del_delayed(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote);
+/* Delete every record of queue q from `dbi` (keys (qid, seq)). */
+static int
+del_prefix(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
+{
+	unsigned char kb[LM_KEY];
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = mdb_cursor_open(t, dbi, &c)) != 0)
+		return rc;
+	for (;;) {
+		k = mkkey(kb, qid, 0);
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		if (rc == MDB_NOTFOUND || (rc == 0 && !key_in(&k, qid))) {
+			rc = 0;
+			break;
+		}
+		if (rc != 0 || (rc = mdb_cursor_del(c, 0)) != 0)
+			break;
+		*wrote = true;
+	}
+	mdb_cursor_close(c);
+	return rc;
+}
+
+/* Delete every delayed item of queue q: a scan, but delete and flush are
+ * rare and the scan is skipped when the queue has none. */
+static int
+del_delayed(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
+{
+	unsigned char kb[LM_KEY];
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = mdb_cursor_open(t, dbi, &c)) != 0)
+		return rc;
+	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	while (rc == 0) {
+		if (v.mv_size < 8 + LM_HDR || k.mv_size != LM_KEY) {
+			rc = LM_EBADVAL;
+			break;
+		}
+		if (saker_get_be64(v.mv_data) != qid) {
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+			continue;
+		}
+		memcpy(kb, k.mv_data, LM_KEY);
+		if ((rc = mdb_cursor_del(c, 0)) != 0)
+			break;
+		*wrote = true;
+		/* Re-seek rather than trust the cursor position after a delete. */
+		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
 
 /* Replay a move: copy, then delete the source. */
 static int
@@ -682,7 +680,7 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 		case JR_PUT:
 			if ((size_t)(end - p) < 8)
 				return LM_EBADVAL;
-			klen = ((size_t)p[2] << 8) | p[3];
+			klen = saker_get_be16(p + 2);
 			vlen = saker_get_be32(p + 4);
 			if ((size_t)(end - p) - 8 < klen ||
 			    (size_t)(end - p) - 8 - klen < vlen)
@@ -691,16 +689,16 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 			k.mv_size = klen;
 			v.mv_data = (void *)(p + 8 + klen);
 			v.mv_size = vlen;
-			rc = mdb_put(s->ptxn, ldbi(s, db), &k, &v, 0);
+			rc = mdb_put(s->ptxn, s->dbi[db], &k, &v, 0);
 			p += 8 + klen + vlen;
 			break;
 		case JR_DEL:
-			klen = ((size_t)p[2] << 8) | p[3];
+			klen = saker_get_be16(p + 2);
 			if ((size_t)(end - p) - 4 < klen)
 				return LM_EBADVAL;
 			k.mv_data = (void *)(p + 4);
 			k.mv_size = klen;
-			rc = mdb_del(s->ptxn, ldbi(s, db), &k, NULL);
+			rc = mdb_del(s->ptxn, s->dbi[db], &k, NULL);
 			p += 4 + klen;
 			break;
 		case JR_MOVE:
@@ -713,20 +711,19 @@ jr_apply(void *arg, const unsigned char *p, size_t len)
 			k2.mv_size = LM_KEY;
 			if (p[5] > 1)
 				return LM_EBADVAL;
-			rc = jr_apply_move(s->ptxn, ldbi(s, db), &k, p[3],
-			    ldbi(s, db2), &k2, p[4], p[5] == 1);
+			rc = jr_apply_move(s->ptxn, s->dbi[db], &k, p[3],
+			    s->dbi[db2], &k2, p[4], p[5] == 1);
 			p += 8 + 2 * LM_KEY;
 			break;
 		case JR_DELQ:
 		case JR_DELDQ:
 			if ((size_t)(end - p) < 16)
 				return LM_EBADVAL;
-			wrote = false;
 			if (p[0] == JR_DELQ)
-				rc = del_prefix(s->ptxn, ldbi(s, db), saker_get_be64(p + 8),
+				rc = del_prefix(s->ptxn, s->dbi[db], saker_get_be64(p + 8),
 				    &wrote);
 			else
-				rc = del_delayed(s->ptxn, s->db_delayed,
+				rc = del_delayed(s->ptxn, s->dbi[LD_DELAYED],
 				    saker_get_be64(p + 8), &wrote);
 			p += 16;
 			break;
@@ -936,9 +933,48 @@ op_end(struct lstore *s, MDB_txn *t, int rc, bool wrote)
 	return rc;
 }
 
+/* Delete record `key` (LM_KEY bytes) of db `db` and journal it, as an
+ * operation of its own.  A saker_err; `what` names it in a failure. */
+static int
+op_del(struct lstore *s, int db, unsigned char *key, const char *what)
+{
+	MDB_val k = { .mv_size = LM_KEY, .mv_data = key };
+	MDB_txn *t;
+	int rc;
+
+	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
+		return rc;
+	rc = mdb_del(t, s->dbi[db], &k, NULL);
+	if (rc == 0)
+		rc = jr_rec(s, db, key, LM_KEY, NULL, 0);
+	if ((rc = op_end(s, t, rc, true)) != 0)
+		return lm_fail(s, rc, what);
+	return SAKER_OK;
+}
+
 /* ---------------------------------------------------------------------
  * Commit and sync
  * --------------------------------------------------------------------- */
+
+/* Meta record `key`: read it into *v, or write it (n bytes at val).  An
+ * LMDB code. */
+static int
+meta_get(struct lstore *s, MDB_txn *t, const char *key, MDB_val *v)
+{
+	MDB_val k = { strlen(key), (void *)(uintptr_t)key };
+
+	return mdb_get(t, s->dbi[LD_META], &k, v);
+}
+
+static int
+meta_put(struct lstore *s, MDB_txn *t, const char *key, const void *val,
+    size_t n)
+{
+	MDB_val k = { strlen(key), (void *)(uintptr_t)key };
+	MDB_val v = { n, (void *)(uintptr_t)val };
+
+	return mdb_put(t, s->dbi[LD_META], &k, &v, 0);
+}
 
 /* Put meta record `key` = v into the batch (journalled) or, with
  * !journal, straight into the long txn. */
@@ -946,17 +982,12 @@ static int
 meta_put64(struct lstore *s, const char *key, uint64_t val, bool journal)
 {
 	unsigned char num[8];
-	MDB_val k, v;
 	int rc;
 
-	k.mv_data = (void *)(uintptr_t)key;
-	k.mv_size = strlen(key);
 	saker_put_be64(num, val);
-	v.mv_data = num;
-	v.mv_size = 8;
-	rc = mdb_put(journal ? s->txn : s->ptxn, s->db_meta, &k, &v, 0);
+	rc = meta_put(s, journal ? s->txn : s->ptxn, key, num, 8);
 	if (rc == 0 && journal)
-		rc = jr_put(s, LD_META, k.mv_data, k.mv_size, num, 8);
+		rc = jr_rec(s, LD_META, key, strlen(key), num, 8);
 	return rc;
 }
 
@@ -970,19 +1001,20 @@ lm_write_state(struct lstore *s)
 
 	for (q = s->dirty; q != NULL; q = q->dirty_next) {
 		k.mv_data = q->name;
-		k.mv_size = q->len;
+		k.mv_size = q->ent.len;
 		if (q->cur.exists) {
-			qrec_write(rec, q);
+			qrec_io(rec, q, true);
 			v.mv_data = rec;
 			v.mv_size = sizeof(rec);
-			rc = mdb_put(s->txn, s->db_queues, &k, &v, 0);
+			rc = mdb_put(s->txn, s->dbi[LD_QUEUES], &k, &v, 0);
 			if (rc == 0)
-				rc = jr_put(s, LD_QUEUES, k.mv_data, k.mv_size,
+				rc = jr_rec(s, LD_QUEUES, k.mv_data, k.mv_size,
 				    rec, sizeof(rec));
 		} else if (q->saved.exists) {
-			rc = mdb_del(s->txn, s->db_queues, &k, NULL);
+			rc = mdb_del(s->txn, s->dbi[LD_QUEUES], &k, NULL);
 			if (rc == 0)
-				rc = jr_del(s, LD_QUEUES, k.mv_data, k.mv_size);
+				rc = jr_rec(s, LD_QUEUES, k.mv_data, k.mv_size,
+				    NULL, 0);
 		} else {
 			rc = 0;
 		}
@@ -1279,13 +1311,15 @@ lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
 {
 	struct lstore *s = (struct lstore *)ss;
 	struct saker_queue *q;
+	struct kit_qent *e;
 	int rc;
 
 	*out = NULL;
 	if (name == NULL || len == 0 || len > (size_t)mdb_env_get_maxkeysize(s->env))
 		return seterr(s, SAKER_EINVAL, "lmdb: bad queue name length %zu",
 		    len);
-	q = qtab_by_name(s, name, len);
+	e = kit_qtab_by_name(&s->qt, name, len);
+	q = e != NULL ? LQ(e) : NULL;
 	if (q != NULL && q->cur.exists && !q->deleted) {
 		if (queue_ctx != NULL)
 			q->ctx = queue_ctx;
@@ -1314,69 +1348,6 @@ lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
 	return SAKER_OK;
 }
 
-/* Delete every record of queue q from `dbi` (keys (qid, seq)). */
-static int
-del_prefix(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
-{
-	unsigned char kb[LM_KEY];
-	MDB_cursor *c;
-	MDB_val k, v;
-	int rc;
-
-	if ((rc = mdb_cursor_open(t, dbi, &c)) != 0)
-		return rc;
-	for (;;) {
-		mkkey(kb, qid, 0);
-		k.mv_data = kb;
-		k.mv_size = LM_KEY;
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		if (rc == MDB_NOTFOUND || (rc == 0 && !key_in(&k, qid))) {
-			rc = 0;
-			break;
-		}
-		if (rc != 0 || (rc = mdb_cursor_del(c, 0)) != 0)
-			break;
-		*wrote = true;
-	}
-	mdb_cursor_close(c);
-	return rc;
-}
-
-/* Delete every delayed item of queue q: a scan, but delete and flush are
- * rare and the scan is skipped when the queue has none. */
-static int
-del_delayed(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
-{
-	unsigned char kb[LM_KEY];
-	MDB_cursor *c;
-	MDB_val k, v;
-	int rc;
-
-	if ((rc = mdb_cursor_open(t, dbi, &c)) != 0)
-		return rc;
-	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
-	while (rc == 0) {
-		if (v.mv_size < 8 + LM_HDR || k.mv_size != LM_KEY) {
-			rc = LM_EBADVAL;
-			break;
-		}
-		if (saker_get_be64(v.mv_data) != qid) {
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-			continue;
-		}
-		memcpy(kb, k.mv_data, LM_KEY);
-		if ((rc = mdb_cursor_del(c, 0)) != 0)
-			break;
-		*wrote = true;
-		/* Re-seek rather than trust the cursor position after a delete. */
-		k.mv_data = kb;
-		k.mv_size = LM_KEY;
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	}
-	mdb_cursor_close(c);
-	return rc == MDB_NOTFOUND ? 0 : rc;
-}
-
 static int
 empty_queue(struct lstore *s, struct saker_queue *q, const char *what)
 {
@@ -1388,11 +1359,11 @@ empty_queue(struct lstore *s, struct saker_queue *q, const char *what)
 	rc = op_begin(s, (q->cur.items + q->cur.open + q->cur.delayed) * 64, &t);
 	if (rc != SAKER_OK)
 		return rc;
-	rc = del_prefix(t, s->db_items, q->id, &wrote);
+	rc = del_prefix(t, s->dbi[LD_ITEMS], q->id, &wrote);
 	if (rc == 0)
-		rc = del_prefix(t, s->db_open, q->id, &wrote);
+		rc = del_prefix(t, s->dbi[LD_OPEN], q->id, &wrote);
 	if (rc == 0 && q->cur.delayed > 0)
-		rc = del_delayed(t, s->db_delayed, q->id, &wrote);
+		rc = del_delayed(t, s->dbi[LD_DELAYED], q->id, &wrote);
 	if (rc == 0 && wrote)
 		rc = jr_delq(s, JR_DELQ, LD_ITEMS, q->id);
 	if (rc == 0 && wrote)
@@ -1448,7 +1419,7 @@ lm_queues(saker_store *ss, saker_queue_name_fn fn, void *arg)
 		q = LQ(e);
 		if (!q->cur.exists || q->deleted)
 			continue;
-		if ((r = fn(arg, q->name, q->len)) != 0)
+		if ((r = fn(arg, q->name, q->ent.len)) != 0)
 			return r;
 	}
 	return SAKER_OK;
@@ -1478,11 +1449,9 @@ lm_queue_stats(saker_store *ss, saker_queue *q, struct saker_queue_stats *st)
 		return SAKER_OK;
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
 		return rc;
-	if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
+	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c)) != 0)
 		return lm_fail(s, rc, "queue stats");
-	mkkey(kb, q->id, 0);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, 0);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	if (rc == 0 && key_in(&k, q->id) && hdr_read(v.mv_data, v.mv_size, &it) == 0)
 		st->head_created_ms = it.created_ms;
@@ -1494,31 +1463,71 @@ lm_queue_stats(saker_store *ss, saker_queue *q, struct saker_queue_stats *st)
  * Items
  * --------------------------------------------------------------------- */
 
-/* Insert (qid, seq) -> header + data into items; `src` is read only after
- * the space is reserved (see move_rec).  Uses MDB_APPEND when the key can
- * be the largest in the database: keys of the newest queue are. */
+/* Reserve `size` bytes for record (qid, seq) in db (items or open); the
+ * caller fills them.  At the tail of items, MDB_APPEND when the key can be
+ * the largest in the database: keys of the newest queue are. */
 static int
-items_reserve(struct lstore *s, MDB_txn *t, struct saker_queue *q, uint64_t seq,
-    size_t size, bool at_tail, unsigned char **dst)
+rec_reserve(struct lstore *s, MDB_txn *t, int db, struct saker_queue *q,
+    uint64_t seq, size_t size, bool at_tail, unsigned char **dst)
 {
 	unsigned char kb[LM_KEY];
 	MDB_val k, v;
 	int rc = MDB_KEYEXIST;
 
-	mkkey(kb, q->id, seq);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, seq);
 	v.mv_size = size;
-	if (at_tail && q->id >= s->max_qid)
-		rc = mdb_put(t, s->db_items, &k, &v, MDB_RESERVE | MDB_APPEND);
+	if (at_tail && db == LD_ITEMS && q->id >= s->max_qid)
+		rc = mdb_put(t, s->dbi[LD_ITEMS], &k, &v,
+		    MDB_RESERVE | MDB_APPEND);
 	if (rc == MDB_KEYEXIST) {
 		/* not the largest key after all (MDB_APPEND refuses without
 		 * touching the txn): an ordinary insert */
 		v.mv_size = size;
-		rc = mdb_put(t, s->db_items, &k, &v, MDB_RESERVE);
+		rc = mdb_put(t, s->dbi[db], &k, &v, MDB_RESERVE);
 	}
 	*dst = v.mv_data;
 	return rc;
+}
+
+/*
+ * Move the record at cursor `c` (whose value starts `skip` bytes before the
+ * item header) to (q, seq) in db `to`, and delete it from the cursor's
+ * database: to items as a ready item, or to open (a take) as an open item
+ * with one more delivery counted.  Returns an LMDB code.
+ */
+static int
+move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, int from, size_t skip,
+    int to, struct saker_queue *q, uint64_t seq, bool at_tail, size_t *len)
+{
+	int state = to == LD_OPEN ? LM_STATE_OPEN : LM_STATE_READY;
+	unsigned char *dst, fk[LM_KEY], tk[LM_KEY];
+	MDB_val k, v;
+	size_t size;
+	int rc;
+
+	if ((rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT)) != 0)
+		return rc;
+	if (v.mv_size < skip + LM_HDR || k.mv_size != LM_KEY)
+		return LM_EBADVAL;
+	memcpy(fk, k.mv_data, LM_KEY);
+	size = v.mv_size - skip;
+	if ((rc = rec_reserve(s, t, to, q, seq, size, at_tail, &dst)) != 0)
+		return rc;
+	/* The reservation may have spilled dirty pages to disk, so fetch the
+	 * source again before copying from it. */
+	if ((rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT)) != 0)
+		return rc;
+	if (v.mv_size != size + skip)
+		return LM_EBADVAL;
+	memcpy(dst, (unsigned char *)v.mv_data + skip, size);
+	dst[0] = (unsigned char)state;
+	if (to == LD_OPEN)
+		hdr_bump(dst);
+	*len = rec_datalen(dst, size);
+	if ((rc = mdb_cursor_del(c, 0)) != 0)
+		return rc;
+	mkkey(tk, q->id, seq);
+	return jr_move(s, from, fk, skip, to, tk, state, to == LD_OPEN);
 }
 
 static int
@@ -1526,7 +1535,8 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
     int64_t now_ms)
 {
 	struct lstore *s = (struct lstore *)ss;
-	unsigned char kb[LM_KEY], *dst;
+	unsigned char kb[LM_KEY], *rec;
+	size_t skip, size;
 	int64_t created;
 	bool ready;
 	MDB_txn *t;
@@ -1540,37 +1550,30 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 		    "too large", item->len);
 	created = item->created_ms != 0 ? item->created_ms : now_ms;
 	ready = item->due_ms <= now_ms;
+	skip = ready ? 0 : 8;	/* a delayed record starts with the queue id */
+	size = skip + LM_HDR + item->len + LM_CRC;
 	if ((rc = op_begin(s, LM_HDR + LM_CRC + 8 + item->len, &t)) != SAKER_OK)
 		return rc;
 	if (ready) {
-		rc = items_reserve(s, t, q, q->cur.tail,
-		    LM_HDR + item->len + LM_CRC, true, &dst);
+		mkkey(kb, q->id, q->cur.tail);
+		rc = rec_reserve(s, t, LD_ITEMS, q, q->cur.tail, size, true,
+		    &rec);
 	} else {
-		mkkey(kb, (uint64_t)item->due_ms, s->next_arrival);
-		k.mv_data = kb;
-		k.mv_size = LM_KEY;
-		v.mv_size = 8 + LM_HDR + item->len + LM_CRC;
-		rc = mdb_put(t, s->db_delayed, &k, &v, MDB_RESERVE);
-		dst = v.mv_data;
-		if (rc == 0) {
-			saker_put_be64(dst, q->id);
-			dst += 8;
-		}
+		k = mkkey(kb, (uint64_t)item->due_ms, s->next_arrival);
+		v.mv_size = size;
+		rc = mdb_put(t, s->dbi[LD_DELAYED], &k, &v, MDB_RESERVE);
+		rec = v.mv_data;
 	}
 	if (rc == 0) {
-		hdr_write(dst, LM_STATE_READY, item->flags, item->expires_ms,
-		    created, item->deliveries);
+		if (!ready)
+			saker_put_be64(rec, q->id);
+		hdr_write(rec + skip, LM_STATE_READY, item->flags,
+		    item->expires_ms, created, item->deliveries);
 		if (item->len > 0)
-			memcpy(dst + LM_HDR, item->data, item->len);
-		rec_seal(dst, item->len);
-		if (ready) {
-			mkkey(kb, q->id, q->cur.tail);
-			rc = jr_put(s, LD_ITEMS, kb, LM_KEY, dst,
-			    LM_HDR + item->len + LM_CRC);
-		} else {
-			rc = jr_put(s, LD_DELAYED, kb, LM_KEY, dst - 8,
-			    8 + LM_HDR + item->len + LM_CRC);
-		}
+			memcpy(rec + skip + LM_HDR, item->data, item->len);
+		rec_seal(rec + skip, item->len);
+		rc = jr_rec(s, ready ? LD_ITEMS : LD_DELAYED, kb, LM_KEY, rec,
+		    size);
 	}
 	if ((rc = op_end(s, t, rc, true)) != 0)
 		return lm_fail(s, rc, "put");
@@ -1599,11 +1602,9 @@ head_size(struct lstore *s, struct saker_queue *q)
 	size_t n = 0;
 
 	if (lm_begin(s, true) != SAKER_OK ||
-	    mdb_cursor_open(s->txn, s->db_items, &c) != 0)
+	    mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c) != 0)
 		return 0;
-	mkkey(kb, q->id, 0);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, 0);
 	if (mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) == 0 && key_in(&k, q->id))
 		n = v.mv_size;
 	mdb_cursor_close(c);
@@ -1628,18 +1629,17 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
     int64_t now_ms, bool write, saker_item_fn fn, void *arg,
     struct take_res *res)
 {
-	unsigned char kb[LM_KEY], okb[LM_KEY], *dst;
+	unsigned char kb[LM_KEY];
 	struct saker_item it;
 	MDB_cursor *c;
-	MDB_val k, v, ok, ov;
+	MDB_val k, v;
 	uint64_t seq = 0;
+	size_t len;
 	int rc;
 
-	if ((rc = mdb_cursor_open(t, s->db_items, &c)) != 0)
+	if ((rc = mdb_cursor_open(t, s->dbi[LD_ITEMS], &c)) != 0)
 		return rc;
-	mkkey(kb, q->id, 0);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, 0);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	for (;;) {
 		if (rc == 0 && !key_in(&k, q->id))
@@ -1657,12 +1657,11 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		}
 		memcpy(kb, k.mv_data, LM_KEY);
 		if ((rc = mdb_cursor_del(c, 0)) != 0 ||
-		    (rc = jr_del(s, LD_ITEMS, kb, LM_KEY)) != 0)
+		    (rc = jr_rec(s, LD_ITEMS, kb, LM_KEY, NULL, 0)) != 0)
 			break;
 		res->nexp++;
 		res->expbytes += it.len;
-		k.mv_data = kb;
-		k.mv_size = LM_KEY;
+		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
 		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	}
 	if (rc != 0) {
@@ -1694,42 +1693,18 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		return 0;
 	}
 	if (mode == SAKER_TAKE_OPEN) {
-		mkkey(okb, q->id, seq);
-		ok.mv_data = okb;
-		ok.mv_size = LM_KEY;
-		ov.mv_size = v.mv_size;
-		rc = mdb_put(t, s->db_open, &ok, &ov, MDB_RESERVE);
-		/* The reservation may have spilled pages: fetch the source
-		 * again before copying from it. */
-		if (rc == 0)
-			rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT);
-		if (rc == 0 && v.mv_size != ov.mv_size)
-			rc = LM_EBADVAL;
-		if (rc == 0) {
-			dst = ov.mv_data;
-			memcpy(dst, v.mv_data, v.mv_size);
-			dst[0] = LM_STATE_OPEN;
-			hdr_bump(dst);
-		}
-	}
-	if (rc == 0)
-		rc = mdb_cursor_del(c, 0);
-	if (rc == 0) {
+		rc = move_rec(s, t, c, LD_ITEMS, 0, LD_OPEN, q, seq, false,
+		    &len);
+	} else {
 		mkkey(kb, q->id, seq);
-		if (mode == SAKER_TAKE_OPEN)
-			rc = jr_move(s, LD_ITEMS, kb, 0, LD_OPEN, okb,
-			    LM_STATE_OPEN, true);
-		else
-			rc = jr_del(s, LD_ITEMS, kb, LM_KEY);
+		if ((rc = mdb_cursor_del(c, 0)) == 0)
+			rc = jr_rec(s, LD_ITEMS, kb, LM_KEY, NULL, 0);
 	}
 	if (rc == 0)
 		res->taken = true;
 	mdb_cursor_close(c);
 	return rc;
 }
-
-static int lm_put(saker_store *, saker_queue *, const struct saker_item *,
-    int64_t);
 
 /*
  * The head of q failed its checksum (res->bad is a copy of the record).
@@ -1745,8 +1720,6 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
 	size_t len;
-	MDB_txn *t;
-	MDB_val k;
 	int rc;
 
 	/* its header may be what is damaged: keep the flags and the age,
@@ -1761,22 +1734,15 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 		it.data = res->bad + LM_HDR;
 	}
 	it.len = len;
-	rc = saker_store_quarantine(&s->base, q, q->name, q->len, res->badseq,
-	    write ? &it : NULL, now_ms, s->err, sizeof(s->err));
+	rc = saker_store_quarantine(&s->base, q, q->name, q->ent.len,
+	    res->badseq, write ? &it : NULL, now_ms, s->err, sizeof(s->err));
 	free(res->bad);
 	res->bad = NULL;
 	if (rc != SAKER_OK)
 		return SAKER_ECORRUPT;
-	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
-		return rc;
 	mkkey(kb, q->id, res->badseq);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
-	rc = mdb_del(t, s->db_items, &k, NULL);
-	if (rc == 0)
-		rc = jr_del(s, LD_ITEMS, kb, LM_KEY);
-	if ((rc = op_end(s, t, rc, true)) != 0)
-		return lm_fail(s, rc, "take");
+	if ((rc = op_del(s, LD_ITEMS, kb, "take")) != SAKER_OK)
+		return rc;
 	q_change(s, q);
 	q->cur.items--;
 	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
@@ -1819,7 +1785,6 @@ xto_move_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 {
 	struct saker_queue *t;
 	unsigned char kb[LM_KEY], *copy;
-	MDB_txn *tx;
 	MDB_val k, v;
 	size_t len, size;
 	int rc;
@@ -1829,10 +1794,8 @@ xto_move_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 		return SAKER_OK;
 	if ((rc = lm_begin(s, true)) != SAKER_OK)
 		return rc;
-	mkkey(kb, q->id, seq);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
-	rc = mdb_get(s->txn, s->db_items, &k, &v);
+	k = mkkey(kb, q->id, seq);
+	rc = mdb_get(s->txn, s->dbi[LD_ITEMS], &k, &v);
 	if (rc == MDB_NOTFOUND || (rc == 0 && !rec_sound(v.mv_data, v.mv_size)))
 		return SAKER_OK;
 	if (rc != 0)
@@ -1846,15 +1809,8 @@ xto_move_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 	free(copy);
 	if (rc != SAKER_OK)
 		return rc;
-	if ((rc = op_begin(s, 0, &tx)) != SAKER_OK)
+	if ((rc = op_del(s, LD_ITEMS, kb, "expire")) != SAKER_OK)
 		return rc;
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
-	rc = mdb_del(tx, s->db_items, &k, NULL);
-	if (rc == 0)
-		rc = jr_del(s, LD_ITEMS, kb, LM_KEY);
-	if ((rc = op_end(s, tx, rc, true)) != 0)
-		return lm_fail(s, rc, "expire");
 	q_change(s, q);
 	q->cur.items--;
 	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
@@ -1863,43 +1819,71 @@ xto_move_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 	return SAKER_OK;
 }
 
-/* Expired items at the head of q go to its expire_to queue (take). */
+/*
+ * Expired ready items of q go to its expire_to queue, at most 256 a call:
+ * for flush_expired those among the first `limit` (0: all; the sweep comes
+ * back for more), for take (`head`) those before the first live one,
+ * stopping at the first that cannot be moved.
+ */
 static int
-xto_head(struct lstore *s, struct saker_queue *q, int64_t now_ms)
+xto_flush(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, bool head, uint64_t *removed)
 {
+	const char *what = head ? "expire" : "flush expired";
+	uint64_t seqs[256], seen = 0;
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
 	MDB_cursor *c;
 	MDB_val k, v;
-	uint64_t seq;
+	size_t n = 0, i;
 	bool moved;
-	int rc, n;
+	int rc;
 
-	for (n = 0; n < 1000 && q->cur.items > 0; n++) {
-		if ((rc = lm_begin(s, true)) != SAKER_OK)
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c)) != 0)
+		return lm_fail(s, rc, what);
+	k = mkkey(kb, q->id, 0);
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit) &&
+	    n < sizeof(seqs) / sizeof(seqs[0])) {
+		seen++;
+		if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
+		    expired(&it, now_ms))
+			seqs[n++] = saker_get_be64((unsigned char *)k.mv_data + 8);
+		else if (head)
+			break;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return lm_fail(s, rc, what);
+	for (i = 0; i < n; i++) {
+		if ((rc = xto_move_ready(s, q, seqs[i], now_ms, &moved)) !=
+		    SAKER_OK)
 			return rc;
-		if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
-			return lm_fail(s, rc, "expire");
-		mkkey(kb, q->id, 0);
-		k.mv_data = kb;
-		k.mv_size = LM_KEY;
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		if (rc == 0 && (!key_in(&k, q->id) ||
-		    hdr_read(v.mv_data, v.mv_size, &it) != 0 ||
-		    !expired(&it, now_ms)))
-			rc = MDB_NOTFOUND;
-		seq = rc == 0 ? saker_get_be64((unsigned char *)k.mv_data + 8) : 0;
-		mdb_cursor_close(c);
-		if (rc == MDB_NOTFOUND)
-			return SAKER_OK;
-		if (rc != 0)
-			return lm_fail(s, rc, "expire");
-		if ((rc = xto_move_ready(s, q, seq, now_ms, &moved)) != SAKER_OK)
-			return rc;
-		if (!moved)
-			return SAKER_OK;
+		if (!moved && head)
+			break;
+		if (moved && removed != NULL)
+			(*removed)++;
 	}
 	return SAKER_OK;
+}
+
+/* Expired items at the head of q go to its expire_to queue (take): up to
+ * 1000, in rounds of xto_flush's 256. */
+static int
+xto_head(struct lstore *s, struct saker_queue *q, int64_t now_ms)
+{
+	uint64_t done = 0, n;
+	int rc;
+
+	do {
+		n = 0;
+		rc = xto_flush(s, q, now_ms, 1000 - done, true, &n);
+		done += n;
+	} while (rc == SAKER_OK && n == 256 && done < 1000);
+	return rc;
 }
 
 static int
@@ -1970,86 +1954,21 @@ lm_confirm(saker_store *ss, saker_queue *q, uint64_t id)
 {
 	struct lstore *s = (struct lstore *)ss;
 	unsigned char kb[LM_KEY];
-	MDB_txn *t;
-	MDB_val k;
 	int rc;
 
 	if (q == NULL)
 		return seterr(s, SAKER_EINVAL, "lmdb confirm: no queue");
 	if (q->cur.open == 0)
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
-	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
-		return rc;
 	mkkey(kb, q->id, id);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
-	rc = mdb_del(t, s->db_open, &k, NULL);
-	if (rc == 0)
-		rc = jr_del(s, LD_OPEN, kb, LM_KEY);
-	rc = op_end(s, t, rc, true);
-	if (rc == MDB_NOTFOUND)
+	rc = op_del(s, LD_OPEN, kb, "confirm");
+	if (rc == SAKER_ENOTFOUND)	/* MDB_NOTFOUND */
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
-	if (rc != 0)
-		return lm_fail(s, rc, "confirm");
+	if (rc != SAKER_OK)
+		return rc;
 	q_change(s, q);
 	q->cur.open--;
 	return SAKER_OK;
-}
-
-/*
- * Move the record at cursor `c` (whose value starts `skip` bytes before the
- * item header) to items at (q, seq), as a ready item, and delete it from
- * the cursor's database.  Returns an LMDB code.
- */
-static int
-move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, int from, size_t skip,
-    struct saker_queue *q, uint64_t seq, bool at_tail, size_t *len)
-{
-	unsigned char *dst, fk[LM_KEY], tk[LM_KEY];
-	MDB_val k, v;
-	size_t size;
-	int rc;
-
-	if ((rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT)) != 0)
-		return rc;
-	if (v.mv_size < skip + LM_HDR || k.mv_size != LM_KEY)
-		return LM_EBADVAL;
-	memcpy(fk, k.mv_data, LM_KEY);
-	size = v.mv_size - skip;
-	if ((rc = items_reserve(s, t, q, seq, size, at_tail, &dst)) != 0)
-		return rc;
-	/* The reservation may have spilled dirty pages to disk, so fetch the
-	 * source again before copying from it. */
-	if ((rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT)) != 0)
-		return rc;
-	if (v.mv_size != size + skip)
-		return LM_EBADVAL;
-	memcpy(dst, (unsigned char *)v.mv_data + skip, size);
-	dst[0] = LM_STATE_READY;
-	*len = rec_datalen(dst, size);
-	if ((rc = mdb_cursor_del(c, 0)) != 0)
-		return rc;
-	mkkey(tk, q->id, seq);
-	return jr_move(s, from, fk, skip, LD_ITEMS, tk, LM_STATE_READY, false);
-}
-
-/* Size of open item (q, id) in the batch, or 0 when it is not open. */
-static int
-open_lookup(struct lstore *s, MDB_txn *t, MDB_cursor **c, uint64_t qid,
-    uint64_t id)
-{
-	unsigned char kb[LM_KEY];
-	MDB_val k, v;
-	int rc;
-
-	if ((rc = mdb_cursor_open(t, s->db_open, c)) != 0) {
-		*c = NULL;
-		return rc;
-	}
-	mkkey(kb, qid, id);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
-	return mdb_cursor_get(*c, &k, &v, MDB_SET);
 }
 
 /*
@@ -2067,10 +1986,8 @@ lm_open_get(struct lstore *s, saker_queue *q, uint64_t id,
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
 	if ((rc = lm_begin(s, true)) != SAKER_OK)
 		return rc;
-	mkkey(kb, q->id, id);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
-	rc = mdb_get(s->txn, s->db_open, &k, v);
+	k = mkkey(kb, q->id, id);
+	rc = mdb_get(s->txn, s->dbi[LD_OPEN], &k, v);
 	if (rc == MDB_NOTFOUND)
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
 	if (rc != 0)
@@ -2078,40 +1995,60 @@ lm_open_get(struct lstore *s, saker_queue *q, uint64_t id,
 	return SAKER_OK;
 }
 
+/*
+ * Open item (q, id) back to the ready items of `to`: at the head when `to`
+ * is q (a release), at the tail of another queue (a move).
+ */
+static int
+open_to_ready(struct lstore *s, struct saker_queue *q, uint64_t id,
+    struct saker_queue *to, const char *what)
+{
+	bool at_tail = to != q;
+	unsigned char kb[LM_KEY];
+	MDB_cursor *c = NULL;
+	MDB_txn *t;
+	MDB_val k, v;
+	size_t len = 0;
+	int rc;
+
+	/* Look it up in the batch first, to size the operation. */
+	if ((rc = lm_open_get(s, q, id, kb, &v, what)) != SAKER_OK)
+		return rc;
+	if ((rc = op_begin(s, v.mv_size, &t)) != SAKER_OK)
+		return rc;
+	k = mkkey(kb, q->id, id);
+	if ((rc = mdb_cursor_open(t, s->dbi[LD_OPEN], &c)) == 0 &&
+	    (rc = mdb_cursor_get(c, &k, &v, MDB_SET)) == 0)
+		rc = move_rec(s, t, c, LD_OPEN, 0, LD_ITEMS, to, at_tail ?
+		    to->cur.tail : to->cur.lo - 1, at_tail, &len);
+	if (c != NULL)
+		mdb_cursor_close(c);
+	if ((rc = op_end(s, t, rc, true)) != 0)
+		return lm_fail(s, rc, what);
+	q_change(s, q);
+	q->cur.open--;
+	q_change(s, to);
+	if (at_tail) {
+		to->cur.tail++;
+		to->cur.total++;
+	} else {
+		to->cur.lo--;
+	}
+	to->cur.items++;
+	to->cur.bytes += len;
+	if (s->notify != NULL)
+		s->notify(s->notify_arg, to, to->ctx);
+	return SAKER_OK;
+}
+
 static int
 lm_release(saker_store *ss, saker_queue *q, uint64_t id)
 {
 	struct lstore *s = (struct lstore *)ss;
-	unsigned char kb[LM_KEY];
-	MDB_cursor *c;
-	MDB_txn *t;
-	MDB_val v;
-	size_t len = 0;
-	int rc;
 
 	if (q == NULL)
 		return seterr(s, SAKER_EINVAL, "lmdb release: no queue");
-	/* Look it up in the batch first, to size the operation. */
-	if ((rc = lm_open_get(s, q, id, kb, &v, "release")) != SAKER_OK)
-		return rc;
-	if ((rc = op_begin(s, v.mv_size, &t)) != SAKER_OK)
-		return rc;
-	rc = open_lookup(s, t, &c, q->id, id);
-	if (rc == 0)
-		rc = move_rec(s, t, c, LD_OPEN, 0, q, q->cur.lo - 1, false,
-		    &len);
-	if (c != NULL)
-		mdb_cursor_close(c);
-	if ((rc = op_end(s, t, rc, true)) != 0)
-		return lm_fail(s, rc, "release");
-	q_change(s, q);
-	q->cur.lo--;
-	q->cur.open--;
-	q->cur.items++;
-	q->cur.bytes += len;
-	if (s->notify != NULL)
-		s->notify(s->notify_arg, q, q->ctx);
-	return SAKER_OK;
+	return open_to_ready(s, q, id, q, "release");
 }
 
 /*
@@ -2138,15 +2075,13 @@ lm_release_delayed(saker_store *ss, saker_queue *q, uint64_t id,
 		return rc;
 	if ((rc = op_begin(s, 2 * (8 + v.mv_size), &t)) != SAKER_OK)
 		return rc;
-	mkkey(dk, (uint64_t)due_ms, s->next_arrival);
-	k.mv_data = dk;
-	k.mv_size = LM_KEY;
+	k = mkkey(dk, (uint64_t)due_ms, s->next_arrival);
 	dv.mv_size = 8 + v.mv_size;
-	rc = mdb_put(t, s->db_delayed, &k, &dv, MDB_RESERVE);
+	rc = mdb_put(t, s->dbi[LD_DELAYED], &k, &dv, MDB_RESERVE);
 	if (rc == 0) {
 		/* the reservation may have moved the source: fetch it again */
 		k.mv_data = kb;
-		rc = mdb_get(t, s->db_open, &k, &v);
+		rc = mdb_get(t, s->dbi[LD_OPEN], &k, &v);
 	}
 	if (rc == 0 && (v.mv_size + 8 != dv.mv_size || v.mv_size < LM_HDR))
 		rc = LM_EBADVAL;
@@ -2155,12 +2090,12 @@ lm_release_delayed(saker_store *ss, saker_queue *q, uint64_t id,
 		saker_put_be64(dst, q->id);
 		memcpy(dst + 8, v.mv_data, v.mv_size);
 		dst[8] = LM_STATE_READY;
-		rc = jr_put(s, LD_DELAYED, dk, LM_KEY, dst, dv.mv_size);
+		rc = jr_rec(s, LD_DELAYED, dk, LM_KEY, dst, dv.mv_size);
 	}
 	if (rc == 0)
-		rc = mdb_del(t, s->db_open, &k, NULL);
+		rc = mdb_del(t, s->dbi[LD_OPEN], &k, NULL);
 	if (rc == 0)
-		rc = jr_del(s, LD_OPEN, kb, LM_KEY);
+		rc = jr_rec(s, LD_OPEN, kb, LM_KEY, NULL, 0);
 	if ((rc = op_end(s, t, rc, true)) != 0) {
 		if (rc == MDB_NOTFOUND)
 			return seterr(s, SAKER_ENOTFOUND, "no open item %"
@@ -2178,36 +2113,10 @@ static int
 lm_move(saker_store *ss, saker_queue *q, uint64_t id, saker_queue *to)
 {
 	struct lstore *s = (struct lstore *)ss;
-	unsigned char kb[LM_KEY];
-	MDB_cursor *c;
-	MDB_txn *t;
-	MDB_val v;
-	size_t len = 0;
-	int rc;
 
 	if (q == NULL || to == NULL || to == q || !to->cur.exists || to->deleted)
 		return seterr(s, SAKER_EINVAL, "lmdb move: bad argument");
-	if ((rc = lm_open_get(s, q, id, kb, &v, "move")) != SAKER_OK)
-		return rc;
-	if ((rc = op_begin(s, v.mv_size, &t)) != SAKER_OK)
-		return rc;
-	rc = open_lookup(s, t, &c, q->id, id);
-	if (rc == 0)
-		rc = move_rec(s, t, c, LD_OPEN, 0, to, to->cur.tail, true, &len);
-	if (c != NULL)
-		mdb_cursor_close(c);
-	if ((rc = op_end(s, t, rc, true)) != 0)
-		return lm_fail(s, rc, "move");
-	q_change(s, q);
-	q->cur.open--;
-	q_change(s, to);
-	to->cur.tail++;
-	to->cur.items++;
-	to->cur.bytes += len;
-	to->cur.total++;
-	if (s->notify != NULL)
-		s->notify(s->notify_arg, to, to->ctx);
-	return SAKER_OK;
+	return open_to_ready(s, q, id, to, "move");
 }
 
 /* The first delayed record in txn t: its due time and size.  Returns an
@@ -2219,7 +2128,7 @@ delayed_first(struct lstore *s, MDB_txn *t, int64_t *due, size_t *size)
 	MDB_val k, v;
 	int rc;
 
-	if ((rc = mdb_cursor_open(t, s->db_delayed, &c)) != 0)
+	if ((rc = mdb_cursor_open(t, s->dbi[LD_DELAYED], &c)) != 0)
 		return rc;
 	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
 	if (rc == 0 && k.mv_size != LM_KEY)
@@ -2255,7 +2164,7 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	int rc;
 
 	*qp = NULL;
-	if ((rc = mdb_cursor_open(t, s->db_delayed, &c)) != 0)
+	if ((rc = mdb_cursor_open(t, s->dbi[LD_DELAYED], &c)) != 0)
 		return rc;
 	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
 	if (rc == 0 && (v.mv_size < 8 + LM_HDR || k.mv_size != LM_KEY)) {
@@ -2288,8 +2197,8 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 		rc = cur_del(s, c, LD_DELAYED);
 	} else {
 		*what = PR_MOVED;
-		rc = move_rec(s, t, c, LD_DELAYED, 8, q, q->cur.tail, true,
-		    len);
+		rc = move_rec(s, t, c, LD_DELAYED, 8, LD_ITEMS, q, q->cur.tail,
+		    true, len);
 	}
 	*qp = q;
 out:
@@ -2304,22 +2213,13 @@ xto_promoted(struct lstore *s, struct saker_queue *q, struct pr_xto *x,
     int64_t now_ms)
 {
 	struct saker_queue *t = xto_target(s, q);
-	MDB_txn *tx;
-	MDB_val k;
 	int rc;
 
 	if (t != NULL && (rc = xto_put(s, t, x->rec, x->size, now_ms)) !=
 	    SAKER_OK)
 		return rc;
-	if ((rc = op_begin(s, 0, &tx)) != SAKER_OK)
+	if ((rc = op_del(s, LD_DELAYED, x->key, "promote")) != SAKER_OK)
 		return rc;
-	k.mv_data = x->key;
-	k.mv_size = LM_KEY;
-	rc = mdb_del(tx, s->db_delayed, &k, NULL);
-	if (rc == 0)
-		rc = jr_del(s, LD_DELAYED, x->key, LM_KEY);
-	if ((rc = op_end(s, tx, rc, true)) != 0)
-		return lm_fail(s, rc, "promote");
 	q_change(s, q);
 	q->cur.delayed--;
 	if (t != NULL)
@@ -2411,50 +2311,6 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 	return ret;
 }
 
-/* flush_expired with an expire_to queue: the expired items among the
- * first `limit` go there (at most 256 a call: the sweep comes back). */
-static int
-xto_flush(struct lstore *s, struct saker_queue *q, int64_t now_ms,
-    uint64_t limit, uint64_t *removed)
-{
-	uint64_t seqs[256], seen = 0;
-	unsigned char kb[LM_KEY];
-	struct saker_item it;
-	MDB_cursor *c;
-	MDB_val k, v;
-	size_t n = 0, i;
-	bool moved;
-	int rc;
-
-	if ((rc = lm_begin(s, true)) != SAKER_OK)
-		return rc;
-	if ((rc = mdb_cursor_open(s->txn, s->db_items, &c)) != 0)
-		return lm_fail(s, rc, "flush expired");
-	mkkey(kb, q->id, 0);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
-	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit) &&
-	    n < sizeof(seqs) / sizeof(seqs[0])) {
-		seen++;
-		if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
-		    expired(&it, now_ms))
-			seqs[n++] = saker_get_be64((unsigned char *)k.mv_data + 8);
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-	}
-	mdb_cursor_close(c);
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		return lm_fail(s, rc, "flush expired");
-	for (i = 0; i < n; i++) {
-		if ((rc = xto_move_ready(s, q, seqs[i], now_ms, &moved)) !=
-		    SAKER_OK)
-			return rc;
-		if (moved && removed != NULL)
-			(*removed)++;
-	}
-	return SAKER_OK;
-}
-
 static int
 lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
@@ -2476,14 +2332,12 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		return SAKER_OK;
 	if (saker_store_has_expire_to(q) && !s->read_only &&
 	    xto_target(s, q) != NULL)
-		return xto_flush(s, q, now_ms, limit, removed);
+		return xto_flush(s, q, now_ms, limit, false, removed);
 	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 		return rc;
-	if ((rc = mdb_cursor_open(t, s->db_items, &c)) != 0)
+	if ((rc = mdb_cursor_open(t, s->dbi[LD_ITEMS], &c)) != 0)
 		goto end;
-	mkkey(kb, q->id, 0);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
+	k = mkkey(kb, q->id, 0);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit)) {
 		seen++;
@@ -2495,12 +2349,11 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		}
 		memcpy(kb, k.mv_data, LM_KEY);
 		if ((rc = mdb_cursor_del(c, 0)) != 0 ||
-		    (rc = jr_del(s, LD_ITEMS, kb, LM_KEY)) != 0)
+		    (rc = jr_rec(s, LD_ITEMS, kb, LM_KEY, NULL, 0)) != 0)
 			break;
 		n++;
 		nbytes += it.len;
-		k.mv_data = kb;
-		k.mv_size = LM_KEY;
+		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
 		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	}
 	if (rc == MDB_NOTFOUND)
@@ -2520,78 +2373,51 @@ end:
 	return SAKER_OK;
 }
 
-/* Call fn for every record of q in `dbi` (keys (qid, seq)). */
+/* Call fn for every item of q in `state`: the records (qid, seq) of open
+ * or items, or the delayed records whose value starts with qid (a scan,
+ * skipped when q has none). */
 static int
-iter_prefix(struct lstore *s, MDB_dbi dbi, struct saker_queue *q,
-    saker_item_state state, saker_item_fn fn, void *arg, int *fnret)
+iter_state(struct lstore *s, struct saker_queue *q, saker_item_state state,
+    saker_item_fn fn, void *arg, int *fnret)
 {
-	unsigned char kb[LM_KEY];
+	bool delayed = state == SAKER_ITEM_DELAYED;
+	size_t skip = delayed ? 8 : 0;
+	unsigned char kb[LM_KEY], *rec;
 	struct saker_item it;
 	MDB_cursor *c;
 	MDB_val k, v;
 	int rc;
 
-	if ((rc = mdb_cursor_open(s->txn, dbi, &c)) != 0)
+	rc = mdb_cursor_open(s->txn, delayed ? s->dbi[LD_DELAYED] :
+	    state == SAKER_ITEM_OPEN ? s->dbi[LD_OPEN] : s->dbi[LD_ITEMS], &c);
+	if (rc != 0)
 		return rc;
-	mkkey(kb, q->id, 0);
-	k.mv_data = kb;
-	k.mv_size = LM_KEY;
-	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	while (rc == 0 && key_in(&k, q->id)) {
-		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
+	k = mkkey(kb, q->id, 0);
+	rc = mdb_cursor_get(c, &k, &v, delayed ? MDB_FIRST : MDB_SET_RANGE);
+	for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (delayed && (k.mv_size != LM_KEY || v.mv_size < 8)) {
+			rc = LM_EBADVAL;
+			break;
+		}
+		if (!delayed && !key_in(&k, q->id))
+			break;
+		if (delayed && saker_get_be64(v.mv_data) != q->id)
+			continue;
+		rec = (unsigned char *)v.mv_data + skip;
+		if ((rc = hdr_read(rec, v.mv_size - skip, &it)) != 0)
 			break;
 		it.id = saker_get_be64((unsigned char *)k.mv_data + 8);
-		if (!rec_sound(v.mv_data, v.mv_size)) {
-			*fnret = seterr(s, SAKER_ECORRUPT, "queue '%.*s': item %"
-			    PRIu64 " failed its checksum", (int)q->len, q->name,
-			    it.id);
+		if (delayed)
+			it.due_ms = (int64_t)saker_get_be64(k.mv_data);
+		if (!rec_sound(rec, v.mv_size - skip)) {
+			*fnret = seterr(s, SAKER_ECORRUPT, "queue '%.*s': %sitem %"
+			    PRIu64 " failed its checksum", (int)q->ent.len,
+			    q->name, delayed ? "delayed " : "", it.id);
 			break;
 		}
 		it.state = state;
 		if ((*fnret = fn(arg, &it)) != 0)
 			break;
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-	}
-	mdb_cursor_close(c);
-	return rc == MDB_NOTFOUND ? 0 : rc;
-}
-
-static int
-iter_delayed(struct lstore *s, struct saker_queue *q, saker_item_fn fn,
-    void *arg, int *fnret)
-{
-	struct saker_item it;
-	MDB_cursor *c;
-	MDB_val k, v;
-	int rc;
-
-	if ((rc = mdb_cursor_open(s->txn, s->db_delayed, &c)) != 0)
-		return rc;
-	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
-	while (rc == 0) {
-		if (k.mv_size != LM_KEY || v.mv_size < 8) {
-			rc = LM_EBADVAL;
-			break;
-		}
-		if (saker_get_be64(v.mv_data) == q->id) {
-			rc = hdr_read((unsigned char *)v.mv_data + 8, v.mv_size - 8,
-			    &it);
-			if (rc != 0)
-				break;
-			it.due_ms = (int64_t)saker_get_be64(k.mv_data);
-			it.id = saker_get_be64((unsigned char *)k.mv_data + 8);
-			if (!rec_sound((unsigned char *)v.mv_data + 8,
-			    v.mv_size - 8)) {
-				*fnret = seterr(s, SAKER_ECORRUPT, "queue '%.*s': "
-				    "delayed item %" PRIu64 " failed its checksum",
-				    (int)q->len, q->name, it.id);
-				break;
-			}
-			it.state = SAKER_ITEM_DELAYED;
-			if ((*fnret = fn(arg, &it)) != 0)
-				break;
-		}
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 	}
 	mdb_cursor_close(c);
 	return rc == MDB_NOTFOUND ? 0 : rc;
@@ -2611,12 +2437,11 @@ lm_iterate(saker_store *ss, saker_queue *q, saker_item_fn fn, void *arg)
 		return rc;
 	rc = 0;
 	if (q->cur.open > 0)
-		rc = iter_prefix(s, s->db_open, q, SAKER_ITEM_OPEN, fn, arg, &fnret);
+		rc = iter_state(s, q, SAKER_ITEM_OPEN, fn, arg, &fnret);
 	if (rc == 0 && fnret == 0 && q->cur.items > 0)
-		rc = iter_prefix(s, s->db_items, q, SAKER_ITEM_READY, fn, arg,
-		    &fnret);
+		rc = iter_state(s, q, SAKER_ITEM_READY, fn, arg, &fnret);
 	if (rc == 0 && fnret == 0 && q->cur.delayed > 0)
-		rc = iter_delayed(s, q, fn, arg, &fnret);
+		rc = iter_state(s, q, SAKER_ITEM_DELAYED, fn, arg, &fnret);
 	if (rc != 0)
 		return lm_fail(s, rc, "iterate");
 	return fnret;
@@ -2695,19 +2520,31 @@ lm_close(saker_store *ss)
 	lm_free(s);
 }
 
-/* Does DIR hold data.mdb?  When it does not, refuse a directory holding
- * anything else: it is not ours. */
+/*
+ * Does DIR hold data.mdb?  Then walk its pages before liblmdb maps it:
+ * liblmdb trusts its file and aborts (an assertion) or dies of SIGSEGV/
+ * SIGBUS on some damage, where a store must fail to open with a reason
+ * instead (lmdb_verify.h).  When it does not, refuse a directory holding
+ * anything else: it is not ours.
+ */
 static int
 lm_check_dir(struct lstore *s, bool *have_data)
 {
-	char path[4096];
+	char path[4096], why[512];
 	struct dirent *de;
 	struct stat sb;
 	DIR *d;
+	int rc;
 
 	snprintf(path, sizeof(path), "%s/data.mdb", s->dir);
 	if (stat(path, &sb) == 0) {
 		*have_data = true;
+		rc = lmv_verify(path, NULL, why, sizeof(why));
+		if (rc > 0)
+			return seterr(s, SAKER_ECORRUPT, "%s; restore it from a "
+			    "backup (docs/lmdb.md)", why);
+		if (rc < 0)
+			return seterr(s, SAKER_EIO, "%s", why);
 		return SAKER_OK;
 	}
 	*have_data = false;
@@ -2729,11 +2566,6 @@ lm_check_dir(struct lstore *s, bool *have_data)
 }
 
 /*
- * Walk data.mdb's pages before liblmdb maps it: liblmdb trusts its file and
- * aborts (an assertion) or dies of SIGSEGV/SIGBUS on some damage, where a
- * store must fail to open with a reason instead (lmdb_verify.h).
- */
-/*
  * The map an item must fit into: LMDB cannot grow the map while the long
  * transaction is open, and an item put in a fresh 1 GiB map of which 85 %
  * may be used (LM_GUARD_PCT) fails as "full" well below 1 GiB.  So the
@@ -2751,30 +2583,12 @@ lm_initial_map(uint64_t max_item)
 }
 
 static int
-lm_verify(struct lstore *s)
-{
-	char path[4096], why[512];
-	int rc;
-
-	snprintf(path, sizeof(path), "%s/data.mdb", s->dir);
-	rc = lmv_verify(path, NULL, why, sizeof(why));
-	if (rc > 0)
-		return seterr(s, SAKER_ECORRUPT, "%s; restore it from a backup "
-		    "(docs/lmdb.md)", why);
-	if (rc < 0)
-		return seterr(s, SAKER_EIO, "%s", why);
-	return SAKER_OK;
-}
-
-static int
 meta_get64(struct lstore *s, MDB_txn *t, const char *key, uint64_t *out)
 {
-	MDB_val k, v;
+	MDB_val v;
 	int rc;
 
-	k.mv_data = (void *)(uintptr_t)key;
-	k.mv_size = strlen(key);
-	rc = mdb_get(t, s->db_meta, &k, &v);
+	rc = meta_get(s, t, key, &v);
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	if (rc != 0)
@@ -2791,20 +2605,16 @@ static int
 meta_version(struct lstore *s, MDB_txn *t)
 {
 	unsigned char num[4];
-	MDB_val k, v;
+	MDB_val v;
 	int rc;
 
-	k.mv_data = "version";
-	k.mv_size = 7;
-	rc = mdb_get(t, s->db_meta, &k, &v);
+	rc = meta_get(s, t, "version", &v);
 	if (rc == 0 && v.mv_size == 4 && saker_get_be32(v.mv_data) == LM_VERSION)
 		return 0;
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return rc;
 	saker_put_be32(num, LM_VERSION);
-	v.mv_data = num;
-	v.mv_size = 4;
-	return mdb_put(t, s->db_meta, &k, &v, 0);
+	return meta_put(s, t, "version", num, 4);
 }
 
 /* Read the store's id, making one when there is none (a new store, or a
@@ -2813,66 +2623,39 @@ static int
 meta_store_id(struct lstore *s, MDB_txn *t)
 {
 	unsigned char num[8];
-	MDB_val k, v;
-	uint64_t id = 0;
-	int fd, rc;
+	MDB_val v;
+	uint64_t id;
+	int rc;
 
-	k.mv_data = "store_id";
-	k.mv_size = 8;
-	rc = mdb_get(t, s->db_meta, &k, &v);
+	rc = meta_get(s, t, "store_id", &v);
 	if (rc == 0 && v.mv_size == 8) {
 		s->store_id = saker_get_be64(v.mv_data);
 		return 0;
 	}
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return rc;
-	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || read(fd, &id, sizeof(id)) != (ssize_t)sizeof(id))
+	if (saker_random(&id, sizeof(id)) != 0)
 		id = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
-	if (fd >= 0)
-		close(fd);
 	s->store_id = id;
 	saker_put_be64(num, id);
-	v.mv_data = num;
-	v.mv_size = 8;
-	return mdb_put(t, s->db_meta, &k, &v, 0);
-}
-
-/* Write the meta records of a new store. */
-static int
-meta_init(struct lstore *s, MDB_txn *t)
-{
-	MDB_val k, v;
-	int rc;
-
-	k.mv_data = "format";
-	k.mv_size = 6;
-	v.mv_data = LM_FORMAT;
-	v.mv_size = strlen(LM_FORMAT);
-	if ((rc = mdb_put(t, s->db_meta, &k, &v, 0)) != 0)
-		return rc;
-	return meta_version(s, t);
+	return meta_put(s, t, "store_id", num, 8);
 }
 
 static int
 meta_check(struct lstore *s, MDB_txn *t)
 {
-	MDB_val k, v;
+	MDB_val v;
 	uint32_t version;
 	int rc;
 
-	k.mv_data = "format";
-	k.mv_size = 6;
-	rc = mdb_get(t, s->db_meta, &k, &v);
+	rc = meta_get(s, t, "format", &v);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return lm_fail(s, rc, "read meta");
 	if (rc != 0 || v.mv_size != strlen(LM_FORMAT) ||
 	    memcmp(v.mv_data, LM_FORMAT, v.mv_size) != 0)
 		return seterr(s, SAKER_ECORRUPT, "%s/data.mdb is not a saker store "
 		    "(no \"%s\" format record)", s->dir, LM_FORMAT);
-	k.mv_data = "version";
-	k.mv_size = 7;
-	rc = mdb_get(t, s->db_meta, &k, &v);
+	rc = meta_get(s, t, "version", &v);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return lm_fail(s, rc, "read meta");
 	if (rc != 0 || v.mv_size != 4)
@@ -2894,16 +2677,8 @@ meta_check(struct lstore *s, MDB_txn *t)
 static int
 lm_open_dbs(struct lstore *s, bool create)
 {
-	const struct {
-		const char *name;
-		MDB_dbi *dbi;
-	} dbs[] = {
-		{ "meta", &s->db_meta },
-		{ "queues", &s->db_queues },
-		{ "items", &s->db_items },
-		{ "open", &s->db_open },
-		{ "delayed", &s->db_delayed },
-	};
+	static const char *const names[LD_COUNT] = { "meta", "queues", "items",
+	    "open", "delayed" };
 	MDB_txn *t;
 	MDB_dbi main;
 	MDB_stat ms;
@@ -2916,57 +2691,58 @@ lm_open_dbs(struct lstore *s, bool create)
 		return lm_fail(s, rc, "begin transaction");
 	if ((rc = mdb_dbi_open(t, NULL, 0, &main)) != 0 ||
 	    (rc = mdb_stat(t, main, &ms)) != 0) {
-		mdb_txn_abort(t);
-		return lm_fail(s, rc, "open main database");
+		ret = lm_fail(s, rc, "open main database");
+		goto fail;
 	}
 	fresh = ms.ms_entries == 0;
 	if (fresh && (!create || s->read_only)) {
-		mdb_txn_abort(t);
-		return seterr(s, SAKER_ENOTFOUND, "no saker store in %s (empty "
+		ret = seterr(s, SAKER_ENOTFOUND, "no saker store in %s (empty "
 		    "database)", s->dir);
+		goto fail;
 	}
-	for (i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
-		rc = mdb_dbi_open(t, dbs[i].name, fresh ? MDB_CREATE : 0,
-		    dbs[i].dbi);
+	for (i = 0; i < LD_COUNT; i++) {
+		rc = mdb_dbi_open(t, names[i], fresh ? MDB_CREATE : 0,
+		    &s->dbi[i]);
 		if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
-			mdb_txn_abort(t);
-			return seterr(s, SAKER_ECORRUPT, "%s/data.mdb is an LMDB "
+			ret = seterr(s, SAKER_ECORRUPT, "%s/data.mdb is an LMDB "
 			    "database but not a saker store (no \"%s\" table)",
-			    s->dir, dbs[i].name);
+			    s->dir, names[i]);
+			goto fail;
 		}
 		if (rc != 0) {
-			mdb_txn_abort(t);
-			return lm_fail(s, rc, "open database");
+			ret = lm_fail(s, rc, "open database");
+			goto fail;
 		}
 	}
-	if (fresh && (rc = meta_init(s, t)) != 0) {
-		mdb_txn_abort(t);
-		return lm_fail(s, rc, "initialise store");
+	/* a new store: its format, then this build's version */
+	if (fresh && ((rc = meta_put(s, t, "format", LM_FORMAT,
+	    strlen(LM_FORMAT))) != 0 || (rc = meta_version(s, t)) != 0)) {
+		ret = lm_fail(s, rc, "initialise store");
+		goto fail;
 	}
 	if ((ret = meta_check(s, t)) != SAKER_OK ||
-	    (ret = meta_get64(s, t, "journal_seq", &s->ckpt_seq)) != SAKER_OK) {
-		mdb_txn_abort(t);
-		return ret;
-	}
+	    (ret = meta_get64(s, t, "journal_seq", &s->ckpt_seq)) != SAKER_OK)
+		goto fail;
 	/* Older stores are upgraded in place: version 2 (the journal) and 3
 	 * (item checksums; records without one still read) only add to them,
 	 * and from now on an older build must refuse the store, as it would
 	 * ignore the journal or read a checksum as data. */
-	if (!s->read_only && ((rc = put_sentinels(t, s->db_items, s->db_open,
-	    s->db_delayed)) != 0 || (rc = meta_version(s, t)) != 0 ||
+	if (!s->read_only && ((rc = put_sentinels(t, s->dbi)) != 0 ||
+	    (rc = meta_version(s, t)) != 0 ||
 	    (rc = meta_store_id(s, t)) != 0)) {
-		mdb_txn_abort(t);
-		return lm_fail(s, rc, "initialise store");
+		ret = lm_fail(s, rc, "initialise store");
+		goto fail;
 	}
 	if (s->read_only &&
-	    (ret = meta_get64(s, t, "store_id", &s->store_id)) != SAKER_OK) {
-		mdb_txn_abort(t);
-		return ret;
-	}
+	    (ret = meta_get64(s, t, "store_id", &s->store_id)) != SAKER_OK)
+		goto fail;
 	/* Commit, even a read txn: that keeps the dbi handles open. */
 	if ((rc = mdb_txn_commit(t)) != 0)
 		return lm_fail(s, rc, "initialise store");
 	return SAKER_OK;
+fail:
+	mdb_txn_abort(t);
+	return ret;
 }
 
 /*
@@ -2989,7 +2765,6 @@ lm_journal_open(struct lstore *s, bool *pending)
 		return seterr(s, SAKER_EIO, "lmdb %s: %s", s->dir, s->j.err);
 	s->j.never_sync = s->sync == SAKER_SYNC_NEVER;
 	s->j.store_id = s->store_id;
-	s->ckpt_ms = mono_ms();
 	if (s->read_only) {
 		rc = lj_pending(&s->j, s->ckpt_seq, pending);
 		lj_close(&s->j);
@@ -3011,19 +2786,9 @@ lm_journal_open(struct lstore *s, bool *pending)
 		    "%llu: %s", s->dir, (unsigned long long)s->j.seq + 1,
 		    lm_strerror(rc));
 	}
-	if (s->j.seq == s->ckpt_seq) {
-		mdb_txn_abort(s->ptxn);
-		s->ptxn = NULL;
-		return SAKER_OK;
-	}
-	if ((ret = lm_checkpoint(s)) != SAKER_OK)
-		return ret;
-	if (s->ptxn != NULL) {
-		/* the checkpoint failed and left a rebuilt txn */
-		mdb_txn_abort(s->ptxn);
-		s->ptxn = NULL;
-	}
-	return SAKER_OK;
+	/* the replayed batches into the data file (with none, this only ends
+	 * the long txn); a failed checkpoint fails the open */
+	return lm_checkpoint(s);
 }
 
 static int
@@ -3045,7 +2810,7 @@ lm_load(struct lstore *s)
 		return ret;
 	s->saved_next_qid = s->next_qid;
 	s->saved_next_arrival = s->next_arrival;
-	if ((rc = mdb_cursor_open(s->txn, s->db_queues, &c)) != 0)
+	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_QUEUES], &c)) != 0)
 		return lm_fail(s, rc, "read queues");
 	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
 	for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
@@ -3059,7 +2824,7 @@ lm_load(struct lstore *s)
 			mdb_cursor_close(c);
 			return seterr(s, SAKER_ENOMEM, "lmdb: out of memory");
 		}
-		qrec_read(v.mv_data, q);
+		qrec_io(v.mv_data, q, false);
 		if (id >= s->next_qid)
 			s->next_qid = id + 1;
 	}
@@ -3084,13 +2849,13 @@ lm_recover(struct lstore *s)
 	size_t len;
 	int rc, ret;
 
-	if ((rc = mdb_stat(s->txn, s->db_open, &ms)) != 0)
+	if ((rc = mdb_stat(s->txn, s->dbi[LD_OPEN], &ms)) != 0)
 		return lm_fail(s, rc, "recover");
 	if (ms.ms_entries <= 1)	/* the sentinel */
 		return SAKER_OK;
 	if ((ret = lm_begin(s, true)) != SAKER_OK)
 		return ret;
-	if ((rc = mdb_cursor_open(s->txn, s->db_open, &c)) != 0)
+	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_OPEN], &c)) != 0)
 		return lm_fail(s, rc, "recover");
 	while ((rc = mdb_cursor_get(c, &k, &v, MDB_LAST)) == 0) {
 		if (is_sentinel(&k, 0)) {
@@ -3102,7 +2867,7 @@ lm_recover(struct lstore *s)
 			rc = cur_del(s, c, LD_OPEN);	/* orphan */
 		} else {
 			len = 0;
-			rc = move_rec(s, s->txn, c, LD_OPEN, 0, q,
+			rc = move_rec(s, s->txn, c, LD_OPEN, 0, LD_ITEMS, q,
 			    q->cur.lo - 1, false, &len);
 			if (rc == 0) {
 				q_change(s, q);
@@ -3215,8 +2980,6 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 		ret = seterr(s, SAKER_ENOTFOUND, "no saker store in %s", location);
 		goto fail;
 	}
-	if (have_data && (ret = lm_verify(s)) != SAKER_OK)
-		goto fail;
 
 	/* always and periodic: checkpoints are LMDB's synced commits (the
 	 * journal is synced per batch or by sync()); never: not even those. */

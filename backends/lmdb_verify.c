@@ -263,21 +263,16 @@ walk_tree(struct walk *w, const unsigned char *dbrec, bool is_main,
 int
 lmv_verify(const char *path, struct lmv_stats *st, char *why, size_t whylen)
 {
-	struct walk w;
 	struct lmv_stats dummy;
+	struct walk w = { .st = st != NULL ? st : &dummy, .why = why,
+	    .whylen = whylen };
 	const unsigned char *m0, *m1, *meta;
 	struct stat sb;
 	unsigned psize;
 	void *map;
 	int fd, rc;
 
-	memset(&w, 0, sizeof(w));
-	if (st == NULL)
-		st = &dummy;
-	memset(st, 0, sizeof(*st));
-	w.st = st;
-	w.why = why;
-	w.whylen = whylen;
+	memset(w.st, 0, sizeof(*w.st));
 	why[0] = '\0';
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
 		if (errno == ENOENT)
@@ -325,8 +320,8 @@ lmv_verify(const char *path, struct lmv_stats *st, char *why, size_t whylen)
 	    m1 : m0;
 	w.psize = psize;
 	w.last = u64(meta + 24 + 2 * DBREC);
-	st->psize = psize;
-	st->last_pgno = w.last;
+	w.st->psize = psize;
+	w.st->last_pgno = w.last;
 	if (w.last < 1 || w.last >= w.size / psize) {
 		rc = bad(&w, "%s: the last page in use (%llu) lies beyond the "
 		    "file (%llu pages): truncated", path,
