@@ -359,11 +359,34 @@ rss_kb(pid_t pid)
  * or value of these contains "VERSION"). */
 #define INBUF (1 << 20)
 
+/* Send a pipelined chunk ending in "version" and read its replies into
+ * in[INBUF] up to the closing VERSION line; returns the bytes read. */
+static size_t
+send_to_version(int c, const char *buf, size_t len, char *in)
+{
+	size_t got = 0;
+
+	mustsend(c, buf, len);
+	do {
+		ssize_t r = tl_readn(c, in + got, 1, 5000);
+
+		ck_assert_int_eq(r, 1);
+		got++;
+		/* then whatever else is there, without waiting */
+		r = recv(c, in + got, INBUF - got, MSG_DONTWAIT);
+		if (r > 0)
+			got += (size_t)r;
+		ck_assert_uint_lt(got, INBUF);
+	} while (got < 10 || memcmp(in + got - 2, "\r\n", 2) != 0 ||
+	    memmem(in, got, "VERSION ", 8) == NULL);
+	return got;
+}
+
 static void
 churn_queues(int c, int round, int n)
 {
 	char *buf = malloc(1 << 16), *in = malloc(INBUF);
-	size_t len = 0, got;
+	size_t len = 0;
 	int i;
 
 	ck_assert(buf != NULL && in != NULL);
@@ -374,21 +397,8 @@ churn_queues(int c, int round, int n)
 		if (len < 60000 && i + 1 < n)
 			continue;
 		len += (size_t)snprintf(buf + len, 64, "version\r\n");
-		mustsend(c, buf, len);
+		send_to_version(c, buf, len, in);
 		len = 0;
-		got = 0;
-		do {
-			ssize_t r = tl_readn(c, in + got, 1, 5000);
-
-			ck_assert_int_eq(r, 1);
-			got++;
-			/* then whatever else is there, without waiting */
-			r = recv(c, in + got, INBUF - got, MSG_DONTWAIT);
-			if (r > 0)
-				got += (size_t)r;
-			ck_assert_uint_lt(got, INBUF);
-		} while (got < 10 || memcmp(in + got - 2, "\r\n", 2) != 0 ||
-		    memmem(in, got, "VERSION ", 8) == NULL);
 	}
 	free(in);
 	free(buf);
@@ -443,20 +453,8 @@ get_missing(int c, int round, int n)
 		if (len < 50000 && i + 1 < n)
 			continue;
 		len += (size_t)snprintf(buf + len, 64, "version\r\n");
-		mustsend(c, buf, len);
+		got = send_to_version(c, buf, len, in);
 		len = 0;
-		got = 0;
-		do {
-			ssize_t r = tl_readn(c, in + got, 1, 5000);
-
-			ck_assert_int_eq(r, 1);
-			got++;
-			r = recv(c, in + got, INBUF - got, MSG_DONTWAIT);
-			if (r > 0)
-				got += (size_t)r;
-			ck_assert_uint_lt(got, INBUF);
-		} while (got < 10 || memcmp(in + got - 2, "\r\n", 2) != 0 ||
-		    memmem(in, got, "VERSION ", 8) == NULL);
 		/* every key missed: nothing but END lines before VERSION */
 		ck_assert_ptr_null(memmem(in, got, "VALUE", 5));
 	}
