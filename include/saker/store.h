@@ -38,8 +38,17 @@
  *   If commit() fails, the driver has rolled the whole batch back: the store
  *   (on disk and in every in-memory counter) is exactly as after the previous
  *   successful commit, and the caller must treat every call of the batch as
- *   not done.  A failing single call (put on a full disk, say) leaves the rest
- *   of the batch intact and committable.
+ *   not done.  A single call the driver refuses (no such open item, a bad
+ *   argument, a memory limit, LMDB's full map) fails alone and leaves the
+ *   rest of the batch intact and committable.  A failure the storage
+ *   engine answers by rolling its own transaction back loses the batch
+ *   instead: SQLite after some disk-full, I/O and out-of-memory errors,
+ *   PostgreSQL after any statement the server refuses and after a lost
+ *   connection (a failed statement aborts a PostgreSQL transaction; a
+ *   savepoint around every call would cost a round trip each).  Then that
+ *   call and every later call of the batch fail with the error ("batch
+ *   rolled back"), and commit() returns it, the store being as after the
+ *   previous successful commit.
  *   One failure is not a clean rollback: when the fsync of a commit fails,
  *   its data may already be in the file and may or may not be there after a
  *   restart; likewise when the connection to a database server breaks
