@@ -2175,7 +2175,7 @@ skipped(const struct saker_store_driver *drv, const char *tests,
 }
 
 TCase *
-store_conformance_tcase_opts(const struct saker_store_driver *drv,
+store_conformance_fixture(const struct saker_store_driver *drv,
     const struct store_conformance_opts *opts)
 {
 	TCase *tc;
@@ -2188,7 +2188,34 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_checked_fixture(tc, slot_setups[nslots], fixture_teardown);
 	nslots++;
 	tcase_set_timeout(tc, 120);
+	return tc;
+}
 
+saker_store *
+store_conformance_store(void)
+{
+	return T.s;
+}
+
+int
+store_conformance_wakeups(void **last_ctx)
+{
+	int n = T.nnotes;
+
+	if (last_ctx != NULL)
+		*last_ctx = n > 0 && n <= MAX_NOTES ? T.notes[n - 1].ctx : NULL;
+	T.nnotes = 0;
+	return n;
+}
+
+TCase *
+store_conformance_tcase_opts(const struct saker_store_driver *drv,
+    const struct store_conformance_opts *opts)
+{
+	TCase *tc;
+
+	if ((tc = store_conformance_fixture(drv, opts)) == NULL)
+		return NULL;
 	tcase_add_test(tc, test_fifo_order);
 	tcase_add_test(tc, test_roundtrip_fields);
 	tcase_add_test(tc, test_peek);
