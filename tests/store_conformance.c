@@ -1708,13 +1708,12 @@ START_TEST(test_notify_once)
 		commit();
 		T.nnotes = 0;
 		take_empty(q2, SAKER_TAKE_PEEK, BASE + 1000);
+		notes_only(q, 1);
 		ck_assert_int_eq(T.nnotes, 1);
-		ck_assert_int_eq(count_notes(q), 1);
-		ck_assert_int_eq(count_notes(q2), 0);
+		/* (a driver whose take sees due items routed them all) */
 		T.nnotes = 0;
 		ck_assert_int_eq(promote(BASE + 1000), 0);
-		ck_assert_int_eq(T.nnotes, 1);
-		ck_assert_int_eq(count_notes(q), 1);
+		notes_only(q, 1);
 		commit();
 		ck_assert_uint_eq(qstats(q2).expired_to, 150);
 	}
