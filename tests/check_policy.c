@@ -229,7 +229,7 @@ len_cb(void *arg, const struct saker_item *it)
 START_TEST(test_quarantine_durable)
 {
 	const struct lockdrv *d = &lockdrvs[_i];
-	char name[247], dname[SAKER_DAMAGED_NAME_SIZE], want[600], err[512];
+	char name[247], dname[SAKER_STORE_QNAME_MAX + 1], want[600], err[512];
 	const char *msg;
 	saker_store *s = NULL;
 	saker_queue *q, *dq;
@@ -239,7 +239,8 @@ START_TEST(test_quarantine_durable)
 	mk_tmp();
 	memset(name, 'q', sizeof(name) - 1);
 	name[sizeof(name) - 1] = '\0';
-	saker_store_damaged_name(name, strlen(name), dname);
+	saker_store_derived_name(name, strlen(name), SAKER_SUFFIX_DAMAGED,
+	    dname);
 	ck_assert_uint_eq(strlen(dname), 250);
 	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
 	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), true,
@@ -354,20 +355,48 @@ put(saker_queue *q, const char *data, int64_t expires, uint32_t dlv)
 	ck_assert_int_eq(saker_store_put(ms, q, &it, 1000), SAKER_OK);
 }
 
-START_TEST(test_damaged_name)
+/* "<q>_damaged" and "<q>_dead": one rule, cut at the name limit. */
+START_TEST(test_derived_name)
 {
-	char name[SAKER_DAMAGED_NAME_SIZE], q[300];
+	char name[SAKER_STORE_QNAME_MAX + 1], q[300];
 
-	ck_assert_uint_eq(saker_store_damaged_name("jobs", 4, name), 12);
+	ck_assert_uint_eq(saker_store_derived_name("jobs", 4,
+	    SAKER_SUFFIX_DAMAGED, name), 12);
 	ck_assert_str_eq(name, "jobs_damaged");
-	/* cut so that the whole fits 250 bytes */
+	ck_assert_uint_eq(saker_store_derived_name("jobs", 4, SAKER_SUFFIX_DEAD,
+	    name), 9);
+	ck_assert_str_eq(name, "jobs_dead");
 	memset(q, 'x', sizeof(q));
-	ck_assert_uint_eq(saker_store_damaged_name(q, 242, name), 250);
-	ck_assert_uint_eq(saker_store_damaged_name(q, 243, name), 250);
-	ck_assert_uint_eq(saker_store_damaged_name(q, sizeof(q), name), 250);
-	ck_assert_uint_eq(strlen(name), 250);
+	/* 242 + "_damaged" is 250: kept whole; one more byte is cut */
+	ck_assert_uint_eq(saker_store_derived_name(q, 242, SAKER_SUFFIX_DAMAGED,
+	    name), 250);
 	ck_assert_int_eq(memcmp(name, q, 242), 0);
 	ck_assert_str_eq(name + 242, "_damaged");
+	ck_assert_uint_eq(saker_store_derived_name(q, 243, SAKER_SUFFIX_DAMAGED,
+	    name), 250);
+	ck_assert_str_eq(name + 242, "_damaged");
+	ck_assert_uint_eq(saker_store_derived_name(q, sizeof(q),
+	    SAKER_SUFFIX_DAMAGED, name), 250);
+	ck_assert_uint_eq(strlen(name), 250);
+	ck_assert_str_eq(name + 242, "_damaged");
+	/* the same cut for "_dead": at 245 bytes */
+	ck_assert_uint_eq(saker_store_derived_name(q, 245, SAKER_SUFFIX_DEAD,
+	    name), 250);
+	ck_assert_int_eq(memcmp(name, q, 245), 0);
+	ck_assert_str_eq(name + 245, "_dead");
+	ck_assert_uint_eq(saker_store_derived_name(q, 246, SAKER_SUFFIX_DEAD,
+	    name), 250);
+	ck_assert_str_eq(name + 245, "_dead");
+	ck_assert_uint_eq(saker_store_derived_name(q, 250, SAKER_SUFFIX_DEAD,
+	    name), 250);
+	ck_assert_int_eq(memcmp(name, q, 245), 0);
+	ck_assert_str_eq(name + 245, "_dead");
+	/* a name at the limit that ends in the suffix is its own derived
+	 * queue (the quarantine refuses that: test_quarantine_long_names) */
+	memcpy(q + 245, "_dead", 5);
+	ck_assert_uint_eq(saker_store_derived_name(q, 250, SAKER_SUFFIX_DEAD,
+	    name), 250);
+	ck_assert_int_eq(memcmp(name, q, 250), 0);
 }
 END_TEST
 
@@ -414,7 +443,7 @@ END_TEST
  * that is its own quarantine queue keeps the item. */
 START_TEST(test_quarantine_long_names)
 {
-	char name[300], dname[SAKER_DAMAGED_NAME_SIZE], msg[1024], want[1024];
+	char name[300], dname[SAKER_STORE_QNAME_MAX + 1], msg[1024], want[1024];
 	struct saker_item bad;
 	saker_queue *q, *dq;
 
@@ -426,7 +455,8 @@ START_TEST(test_quarantine_long_names)
 	q = mq(name, NULL);
 	ck_assert_int_eq(saker_store_quarantine(ms, q, name, strlen(name), 1,
 	    &bad, 1000, msg, sizeof(msg)), SAKER_OK);
-	saker_store_damaged_name(name, strlen(name), dname);
+	saker_store_derived_name(name, strlen(name), SAKER_SUFFIX_DAMAGED,
+	    dname);
 	ck_assert_int_eq(ms->driver->queue_open(ms, dname, 250, false, NULL,
 	    &dq), SAKER_OK);
 	ck_assert_int_eq(take(dq, 2000), SAKER_OK);
@@ -540,7 +570,7 @@ policy_suite(void)
 	}
 	suite_add_tcase(su, tc);
 	tc = tcase_create("names");
-	tcase_add_test(tc, test_damaged_name);
+	tcase_add_test(tc, test_derived_name);
 	suite_add_tcase(su, tc);
 	return su;
 }

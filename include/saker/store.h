@@ -545,11 +545,19 @@ bool saker_store_shared(const saker_store *s);
 int saker_store_put(saker_store *s, saker_queue *q,
     const struct saker_item *item, int64_t now_ms);
 
-/* The quarantine queue of queue `qname` (qlen bytes): "<qname>_damaged",
- * qname cut so that the whole fits 250 bytes.  Returns its length. */
-#define SAKER_DAMAGED_NAME_SIZE 251
-size_t saker_store_damaged_name(const char *qname, size_t qlen,
-    char name[SAKER_DAMAGED_NAME_SIZE]);
+/*
+ * Derived queues: a queue's quarantine queue "<qname>_damaged" (below) and
+ * the core's dead-letter queue "<qname>_dead" (src/core/deadletter.c).
+ * One rule for every suffix: qname (qlen bytes) cut so that it and the
+ * suffix fit SAKER_STORE_QNAME_MAX bytes, the longest queue name (1..250
+ * bytes, docs/protocol.md).  name gets it NUL-terminated; returns its
+ * length.
+ */
+#define SAKER_STORE_QNAME_MAX 250
+#define SAKER_SUFFIX_DAMAGED "_damaged"
+#define SAKER_SUFFIX_DEAD "_dead"
+size_t saker_store_derived_name(const char *qname, size_t qlen,
+    const char *suffix, char name[SAKER_STORE_QNAME_MAX + 1]);
 
 /*
  * For a durable driver's take(): item `id` of queue q (named qname, qlen
