@@ -416,7 +416,11 @@ struct saker_store_driver {
 	 * to that queue with its expiry cleared (it must not expire again at
 	 * once) and its data, flags, age and delivery count kept, in the
 	 * current batch instead of being dropped; counted in q's expired_to,
-	 * not in expired_items.  A name equal to q's own drops them. */
+	 * not in expired_items.  Every one moves, however many expired
+	 * together, in FIFO order; a driver that bounds the moves of one
+	 * take leaves the rest in place (skipped, never dropped) for the
+	 * next call or the sweep.  The target is woken once per call.  A
+	 * name equal to q's own drops them. */
 	int (*expire_to)(saker_store *s, saker_queue *q, const char *name,
 	    size_t len);
 
