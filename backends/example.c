@@ -357,9 +357,11 @@ ex_put(saker_store *s, saker_queue *q, const struct saker_item *item,
     int64_t now_ms)
 {
 	struct ex_store *es = EX(s);
-	struct ex_item *it = malloc(sizeof(*it) + item->len);
+	struct ex_item *it;
 
-	if (it == NULL)
+	if (item->len > 0 && item->data == NULL)
+		return fail(es, SAKER_EINVAL, "put: no data");
+	if ((it = malloc(sizeof(*it) + item->len)) == NULL)
 		return fail(es, SAKER_ENOMEM, "out of memory");
 	if (item->len > 0)
 		memcpy(it->data, item->data, item->len);

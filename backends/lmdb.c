@@ -1530,11 +1530,12 @@ move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, int from, size_t skip,
 	return jr_move(s, from, fk, skip, to, tk, state, to == LD_OPEN);
 }
 
+/* put(); `wake`: notify q when the item is ready (routed items wake their
+ * target once per call, at the caller's end: store.h, notify). */
 static int
-lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
-    int64_t now_ms)
+put_in(struct lstore *s, struct saker_queue *q, const struct saker_item *item,
+    int64_t now_ms, bool wake)
 {
-	struct lstore *s = (struct lstore *)ss;
 	unsigned char kb[LM_KEY], *rec;
 	size_t skip, size;
 	int64_t created;
@@ -1587,9 +1588,16 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 	q->cur.tail++;
 	q->cur.items++;
 	q->cur.bytes += item->len;
-	if (s->notify != NULL)
+	if (wake && s->notify != NULL)
 		s->notify(s->notify_arg, q, q->ctx);
 	return SAKER_OK;
+}
+
+static int
+lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms)
+{
+	return put_in((struct lstore *)ss, q, item, now_ms, true);
 }
 
 /* The size of the head ready item, to size a take(OPEN) (0 when none). */
@@ -1624,9 +1632,11 @@ struct take_res {
 
 /* The body of take(), run in txn t.  Returns an LMDB code; MDB_NOTFOUND
  * when no visible item was found. */
+/* `keep`: expired sound items are skipped, not deleted: they belong to
+ * q's expire_to queue and move there on a later call (xto_head). */
 static int
 take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
-    int64_t now_ms, bool write, saker_item_fn fn, void *arg,
+    int64_t now_ms, bool write, bool keep, saker_item_fn fn, void *arg,
     struct take_res *res)
 {
 	unsigned char kb[LM_KEY];
@@ -1651,7 +1661,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		seq = saker_get_be64((unsigned char *)k.mv_data + 8);
 		if (!expired(&it, now_ms))
 			break;
-		if (!write) {
+		if (!write || (keep && rec_sound(v.mv_data, v.mv_size))) {
 			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 			continue;
 		}
@@ -1770,28 +1780,36 @@ xto_put(struct lstore *s, struct saker_queue *t, const unsigned char *rec,
 		return seterr(s, SAKER_ECORRUPT, "lmdb: bad expired record");
 	it.expires_ms = 0;	/* it must not expire again at once */
 	it.due_ms = 0;
-	return lm_put(&s->base, t, &it, now_ms);
+	return put_in(s, t, &it, now_ms, false);
+}
+
+/* Wake t at the end of this call, once (lm_promote's list). */
+static void
+gain(struct saker_queue *t, struct saker_queue **gained)
+{
+	if (!t->gained) {
+		t->gained = true;
+		t->gain_next = *gained;
+		*gained = t;
+	}
 }
 
 /*
- * Ready item `seq` of q has expired and q has an expire_to queue: a copy
- * goes there, then the record is deleted, both in the batch.  *moved is
- * false when there is nothing to do (no target, not there, damaged: the
- * caller's usual path handles it).
+ * Ready item `seq` of q has expired: a copy goes to q's expire_to queue t
+ * (not woken: the caller does it once), then the record is deleted, both
+ * in the batch.  *moved is false when there is nothing to do (not there,
+ * damaged: the caller's usual path handles it).
  */
 static int
-xto_move_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
-    int64_t now_ms, bool *moved)
+xto_move_ready(struct lstore *s, struct saker_queue *q, struct saker_queue *t,
+    uint64_t seq, int64_t now_ms, bool *moved)
 {
-	struct saker_queue *t;
 	unsigned char kb[LM_KEY], *copy;
 	MDB_val k, v;
 	size_t len, size;
 	int rc;
 
 	*moved = false;
-	if ((t = xto_target(s, q)) == NULL)
-		return SAKER_OK;
 	if ((rc = lm_begin(s, true)) != SAKER_OK)
 		return rc;
 	k = mkkey(kb, q->id, seq);
@@ -1820,70 +1838,97 @@ xto_move_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 }
 
 /*
- * Expired ready items of q go to its expire_to queue, at most 256 a call:
- * for flush_expired those among the first `limit` (0: all; the sweep comes
- * back for more), for take (`head`) those before the first live one,
- * stopping at the first that cannot be moved.
+ * Expired ready items of q go to its expire_to queue t, in rounds of 256
+ * (an LMDB cursor does not survive the puts into t): for flush_expired
+ * those among the first `limit` ready items (0: all), for take (`head`)
+ * those before the first live one, at most `limit` of them, stopping at
+ * the first that cannot be moved.  Each round resumes after the last item
+ * looked at, so a live item is looked at once.  t is woken once, at the
+ * end.  *removed (may be NULL) counts the moves.
  */
 static int
-xto_flush(struct lstore *s, struct saker_queue *q, int64_t now_ms,
-    uint64_t limit, bool head, uint64_t *removed)
+xto_flush(struct lstore *s, struct saker_queue *q, struct saker_queue *t,
+    int64_t now_ms, uint64_t limit, bool head, uint64_t *removed)
 {
 	const char *what = head ? "expire" : "flush expired";
-	uint64_t seqs[256], seen = 0;
+	uint64_t seqs[256], seen = 0, from = 0, nmoved = 0;
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
 	MDB_cursor *c;
 	MDB_val k, v;
-	size_t n = 0, i;
-	bool moved;
-	int rc;
+	size_t n, i;
+	bool moved, more = true;
+	int rc = SAKER_OK;
 
-	if ((rc = lm_begin(s, true)) != SAKER_OK)
-		return rc;
-	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c)) != 0)
-		return lm_fail(s, rc, what);
-	k = mkkey(kb, q->id, 0);
-	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit) &&
-	    n < sizeof(seqs) / sizeof(seqs[0])) {
-		seen++;
-		if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
-		    expired(&it, now_ms))
-			seqs[n++] = saker_get_be64((unsigned char *)k.mv_data + 8);
-		else if (head)
+	while (more) {
+		if ((rc = lm_begin(s, true)) != SAKER_OK)
 			break;
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-	}
-	mdb_cursor_close(c);
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		return lm_fail(s, rc, what);
-	for (i = 0; i < n; i++) {
-		if ((rc = xto_move_ready(s, q, seqs[i], now_ms, &moved)) !=
-		    SAKER_OK)
-			return rc;
-		if (!moved && head)
+		if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c)) != 0) {
+			rc = lm_fail(s, rc, what);
 			break;
-		if (moved && removed != NULL)
-			(*removed)++;
+		}
+		n = 0;
+		more = false;
+		k = mkkey(kb, q->id, from);
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		while (rc == 0 && key_in(&k, q->id) &&
+		    (limit == 0 || seen < limit)) {
+			if (n == sizeof(seqs) / sizeof(seqs[0])) {
+				more = true;	/* another round */
+				break;
+			}
+			seen++;
+			from = saker_get_be64((unsigned char *)k.mv_data + 8) + 1;
+			if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
+			    expired(&it, now_ms))
+				seqs[n++] = from - 1;
+			else if (head)
+				break;
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		}
+		mdb_cursor_close(c);
+		if (rc != 0 && rc != MDB_NOTFOUND) {
+			rc = lm_fail(s, rc, what);
+			break;
+		}
+		rc = SAKER_OK;
+		for (i = 0; i < n; i++) {
+			if ((rc = xto_move_ready(s, q, t, seqs[i], now_ms,
+			    &moved)) != SAKER_OK)
+				break;
+			if (!moved && head) {
+				more = false;
+				break;
+			}
+			if (moved)
+				nmoved++;
+		}
+		if (rc != SAKER_OK)
+			break;
 	}
-	return SAKER_OK;
+	if (removed != NULL)
+		*removed += nmoved;
+	if (nmoved > 0 && s->notify != NULL && t->cur.exists)
+		s->notify(s->notify_arg, t, t->ctx);
+	return rc;
 }
 
-/* Expired items at the head of q go to its expire_to queue (take): up to
- * 1000, in rounds of xto_flush's 256. */
+/*
+ * take: the expired items at the head of q go to its expire_to queue, at
+ * most LM_XTO_HEAD a call to bound its work; take_in skips (keeps) any left
+ * over, which the next take or the sweep moves.  *routed: q has a target.
+ */
+#define LM_XTO_HEAD 1000
 static int
-xto_head(struct lstore *s, struct saker_queue *q, int64_t now_ms)
+xto_head(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    bool *routed)
 {
-	uint64_t done = 0, n;
-	int rc;
+	struct saker_queue *t = xto_target(s, q);
 
-	do {
-		n = 0;
-		rc = xto_flush(s, q, now_ms, 1000 - done, true, &n);
-		done += n;
-	} while (rc == SAKER_OK && n == 256 && done < 1000);
-	return rc;
+	*routed = t != NULL;
+	if (t == NULL)
+		return SAKER_OK;
+	return xto_flush(s, q, t, now_ms, LM_XTO_HEAD, true, NULL);
 }
 
 static int
@@ -1893,7 +1938,7 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 	struct lstore *s = (struct lstore *)ss;
 	struct take_res res;
 	MDB_txn *t;
-	bool write;
+	bool write, routed = false;
 	int rc;
 
 	if (q == NULL || fn == NULL || mode < SAKER_TAKE_REMOVE ||
@@ -1907,7 +1952,7 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 	write = !(mode == SAKER_TAKE_PEEK && (s->read_only || s->broken));
 	if (write && saker_store_has_expire_to(q) && !s->read_only &&
 	    !s->broken &&
-	    (rc = xto_head(s, q, now_ms)) != SAKER_OK)
+	    (rc = xto_head(s, q, now_ms, &routed)) != SAKER_OK)
 		return rc;
 	if (q->cur.items == 0)
 		return SAKER_EEMPTY;
@@ -1920,7 +1965,7 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 			return rc;
 		t = s->txn;
 	}
-	rc = take_in(s, t, q, mode, now_ms, write, fn, arg, &res);
+	rc = take_in(s, t, q, mode, now_ms, write, routed, fn, arg, &res);
 	if (rc == MDB_NOTFOUND)
 		rc = 0;
 	if (write)
@@ -2210,7 +2255,7 @@ out:
  * none, if it cannot be had: then dropped), then the record deleted. */
 static int
 xto_promoted(struct lstore *s, struct saker_queue *q, struct pr_xto *x,
-    int64_t now_ms)
+    int64_t now_ms, struct saker_queue **gained)
 {
 	struct saker_queue *t = xto_target(s, q);
 	int rc;
@@ -2218,6 +2263,8 @@ xto_promoted(struct lstore *s, struct saker_queue *q, struct pr_xto *x,
 	if (t != NULL && (rc = xto_put(s, t, x->rec, x->size, now_ms)) !=
 	    SAKER_OK)
 		return rc;
+	if (t != NULL)
+		gain(t, gained);
 	if ((rc = op_del(s, LD_DELAYED, x->key, "promote")) != SAKER_OK)
 		return rc;
 	q_change(s, q);
@@ -2277,7 +2324,7 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 		}
 		*next_due_ms = 0;
 		if (what == PR_XTO) {
-			ret = xto_promoted(s, q, &x, now_ms);
+			ret = xto_promoted(s, q, &x, now_ms, &gained);
 			free(x.rec);
 			if (ret != SAKER_OK)
 				break;
@@ -2294,11 +2341,7 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 		q->cur.tail++;
 		q->cur.items++;
 		q->cur.bytes += len;
-		if (!q->gained) {
-			q->gained = true;
-			q->gain_next = gained;
-			gained = q;
-		}
+		gain(q, &gained);
 	}
 	/* Queues stay valid even if the batch was rolled back meanwhile. */
 	for (q = gained; q != NULL; q = next) {
@@ -2316,6 +2359,7 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
 	struct lstore *s = (struct lstore *)ss;
+	struct saker_queue *xt;
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
 	uint64_t n = 0, nbytes = 0, seen = 0;
@@ -2331,8 +2375,8 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 	if (q->cur.items == 0)
 		return SAKER_OK;
 	if (saker_store_has_expire_to(q) && !s->read_only &&
-	    xto_target(s, q) != NULL)
-		return xto_flush(s, q, now_ms, limit, false, removed);
+	    (xt = xto_target(s, q)) != NULL)
+		return xto_flush(s, q, xt, now_ms, limit, false, removed);
 	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 		return rc;
 	if ((rc = mdb_cursor_open(t, s->dbi[LD_ITEMS], &c)) != 0)

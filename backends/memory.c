@@ -10,6 +10,7 @@
 
 #include "saker/store.h"
 #include "hashmap.h"
+#include "intmap.h"
 #include "kit.h"
 
 /*
@@ -75,9 +76,7 @@ struct mstore {
 
 	struct hashmap *queues;      /* name -> struct saker_queue * */
 
-	struct mitem **otab;         /* open items by id, same scheme */
-	size_t ocap;
-	size_t ocount;
+	struct intmap open;          /* open items by id */
 
 	struct hent *heap;           /* delayed items, min by (due, id) */
 	size_t hlen;
@@ -324,102 +323,6 @@ heap_remove_queue(struct mstore *ms, struct saker_queue *q)
 }
 
 /* ------------------------------------------------------------------ */
-/* open items by id */
-
-static size_t
-id_slot(uint64_t id, size_t cap)
-{
-	return (size_t)((id * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
-}
-
-static int
-otab_grow(struct mstore *ms)
-{
-	size_t ncap = ms->ocap != 0 ? ms->ocap * 2 : 64;
-	struct mitem **nt;
-	size_t i;
-
-	if (ncap > SIZE_MAX / sizeof(*nt))
-		return SAKER_ENOMEM;
-	nt = calloc(ncap, sizeof(*nt));
-	if (nt == NULL)
-		return SAKER_ENOMEM;
-	for (i = 0; i < ms->ocap; i++) {
-		struct mitem *it = ms->otab[i];
-		size_t k;
-
-		if (it == NULL)
-			continue;
-		for (k = id_slot(it->id, ncap); nt[k] != NULL; k = (k + 1) & (ncap - 1))
-			;
-		nt[k] = it;
-	}
-	free(ms->otab);
-	ms->otab = nt;
-	ms->ocap = ncap;
-	return SAKER_OK;
-}
-
-static void
-otab_insert(struct mstore *ms, struct mitem *it)
-{
-	size_t k;
-
-	for (k = id_slot(it->id, ms->ocap); ms->otab[k] != NULL;
-	    k = (k + 1) & (ms->ocap - 1))
-		;
-	ms->otab[k] = it;
-	ms->ocount++;
-}
-
-static size_t
-otab_find(struct mstore *ms, uint64_t id)
-{
-	size_t k;
-
-	if (ms->ocap == 0)
-		return SIZE_MAX;
-	for (k = id_slot(id, ms->ocap); ms->otab[k] != NULL;
-	    k = (k + 1) & (ms->ocap - 1))
-		if (ms->otab[k]->id == id)
-			return k;
-	return SIZE_MAX;
-}
-
-/* Backward-shift deletion keeps probe chains intact without tombstones. */
-static void
-otab_delete_at(struct mstore *ms, size_t k)
-{
-	size_t mask = ms->ocap - 1, j = k;
-
-	ms->otab[k] = NULL;
-	ms->ocount--;
-	for (;;) {
-		size_t home;
-
-		j = (j + 1) & mask;
-		if (ms->otab[j] == NULL)
-			return;
-		home = id_slot(ms->otab[j]->id, ms->ocap);
-		/* move otab[j] into the hole unless its home lies in (k, j] */
-		if (((j - home) & mask) >= ((j - k) & mask)) {
-			ms->otab[k] = ms->otab[j];
-			ms->otab[j] = NULL;
-			k = j;
-		}
-	}
-}
-
-static void
-otab_delete(struct mstore *ms, struct mitem *it)
-{
-	size_t k = otab_find(ms, it->id);
-
-	if (k != SIZE_MAX)
-		otab_delete_at(ms, k);
-}
-
-/* ------------------------------------------------------------------ */
 /* queues by name */
 
 /* Free every item of q's lists; `tables`: take them out of the heap and
@@ -437,7 +340,7 @@ queue_items_free(struct mstore *ms, struct saker_queue *q, bool tables)
 		for (it = TAILQ_FIRST(lists[l]); it != NULL; it = next) {
 			next = TAILQ_NEXT(it, link);
 			if (tables && lists[l] == &q->open)
-				otab_delete(ms, it);
+				intmap_del(&ms->open, it->id);
 			item_free(ms, it);
 		}
 		TAILQ_INIT(lists[l]);
@@ -520,7 +423,7 @@ mem_close(saker_store *s)
 		hashmap_walk(ms->queues, free_queue, ms);
 		hashmap_free(ms->queues);
 	}
-	free(ms->otab);
+	intmap_free(&ms->open);
 	free(ms->heap);
 	free(ms);
 }
@@ -757,8 +660,7 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 		return SAKER_EEMPTY;
 	/* room for one more open item before anything is moved, so that
 	 * opening never fails half-way */
-	if (mode == SAKER_TAKE_OPEN && (ms->ocount + 1) * 2 > ms->ocap &&
-	    otab_grow(ms) != SAKER_OK)
+	if (mode == SAKER_TAKE_OPEN && intmap_reserve(&ms->open, 1) != 0)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 
 	item_view(it, &view);
@@ -781,7 +683,7 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 		it->state = ITEM_OPEN;
 		it->deliveries = view.deliveries;
 		list_insert_sorted(&q->open, it);
-		otab_insert(ms, it);
+		(void)intmap_put(&ms->open, it->id, it); /* room reserved */
 		q->st.open_items++;
 		break;
 	default:
@@ -795,16 +697,14 @@ static int
 open_detach(struct mstore *ms, struct saker_queue *q, uint64_t id,
     struct mitem **out)
 {
-	size_t k;
+	struct mitem *it;
 	int rc;
 
 	if ((rc = writable(ms, q)) != SAKER_OK)
 		return rc;
-	k = otab_find(ms, id);
-	if (k == SIZE_MAX || ms->otab[k]->q != q)
+	if ((it = intmap_get(&ms->open, id)) == NULL || it->q != q)
 		return fail(ms, SAKER_ENOTFOUND, "no such open item");
-	*out = ms->otab[k];
-	otab_delete_at(ms, k);
+	*out = intmap_del(&ms->open, id);
 	TAILQ_REMOVE(&q->open, *out, link);
 	q->st.open_items--;
 	return SAKER_OK;
@@ -856,7 +756,7 @@ mem_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
 		/* back as it was: open, under its old id */
 		it->id = id;
 		list_insert_sorted(&q->open, it);
-		otab_insert(ms, it);
+		(void)intmap_put(&ms->open, id, it); /* its slot is free */
 		q->st.open_items++;
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 	}

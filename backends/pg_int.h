@@ -68,6 +68,10 @@ struct saker_queue {
 	LIST_ENTRY(saker_queue) pend_link;
 	LIST_ENTRY(saker_queue) gone_link;	/* deleted or zombie list */
 	uint64_t expired_to;
+	/* an expire_to target that gained items in this call: woken once at
+	 * the call's end (pg_xto_wake) */
+	struct saker_queue *wake_next;
+	bool wake;
 	struct kit_qent qe;	/* in s->qt while live (qtab.h) */
 	char name[];		/* len bytes, not NUL-terminated */
 };
@@ -132,6 +136,7 @@ struct pg_store {
 	bool read_only;
 	int64_t version;	/* the store's format (pg_check_schema()) */
 	saker_notify_fn notify;
+	struct saker_queue *wake_list;	/* see saker_queue.wake */
 	void *notify_arg;
 
 	bool in_txn;
@@ -334,6 +339,7 @@ void pg_row_item(const PGresult *res, int row, struct saker_item *it,
 bool pg_row_sound(const PGresult *res, int row);
 int pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
     int row, const int col[4], int64_t now_ms, bool *moved);
+void pg_xto_wake(struct pg_store *s);
 int pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r);
 extern const int pg_item_cols[4];
 void pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res,

@@ -108,7 +108,11 @@ static const char *const pg_sql[P_COUNT] = {
 	    " expires > $2::bigint)",
 	/* P_EXPIRE for a queue with expire_to: the rows come back to be
 	 * moved (flags, created, data, deliveries) */
-	[P_EXPIRE_GET] = EXPIRED_AT_HEAD " RETURNING flags, created, data, @DLV@",
+	/* in FIFO order: DELETE ... RETURNING follows no ORDER BY, and the
+	 * items must reach the expire_to queue as they stood */
+	[P_EXPIRE_GET] = "WITH x AS (" EXPIRED_AT_HEAD " RETURNING vis, id,"
+	    " flags, created, data, @DLV@ AS dlv) SELECT flags, created, data,"
+	    " dlv FROM x ORDER BY vis, id",
 	[P_NEXT] = "SELECT coalesce(min(due), 0)::bigint FROM saker_items"
 	    " WHERE state = 0 AND due > $1::bigint",
 	[P_RENEW] = "UPDATE saker_items SET lease_until = " DBNOW " + $2::bigint"

@@ -9,8 +9,6 @@
 
 #include "saker/store.h"
 
-#define DAMAGED "_damaged"	/* the quarantine queue's suffix */
-
 int
 saker_store_put(saker_store *s, saker_queue *q, const struct saker_item *item,
     int64_t now_ms)
@@ -25,16 +23,20 @@ saker_store_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 }
 
 size_t
-saker_store_damaged_name(const char *qname, size_t qlen,
-    char name[SAKER_DAMAGED_NAME_SIZE])
+saker_store_derived_name(const char *qname, size_t qlen, const char *suffix,
+    char name[SAKER_STORE_QNAME_MAX + 1])
 {
-	size_t dlen = sizeof(DAMAGED) - 1;
-	size_t base = qlen + dlen < SAKER_DAMAGED_NAME_SIZE - 1 ? qlen :
-	    SAKER_DAMAGED_NAME_SIZE - 1 - dlen;
+	size_t slen = strlen(suffix);
+	size_t base;
 
+	if (slen > SAKER_STORE_QNAME_MAX)	/* no room for any of qname */
+		slen = SAKER_STORE_QNAME_MAX;
+	base = qlen + slen <= SAKER_STORE_QNAME_MAX ? qlen :
+	    SAKER_STORE_QNAME_MAX - slen;
 	memcpy(name, qname, base);
-	memcpy(name + base, DAMAGED, dlen + 1);
-	return base + dlen;
+	memcpy(name + base, suffix, slen);
+	name[base + slen] = '\0';
+	return base + slen;
 }
 
 int
@@ -42,7 +44,7 @@ saker_store_quarantine(saker_store *s, saker_queue *q, const char *qname,
     size_t qlen, uint64_t id, const struct saker_item *bad, int64_t now_ms,
     char *msg, size_t msglen)
 {
-	char name[SAKER_DAMAGED_NAME_SIZE], why[300];
+	char name[SAKER_STORE_QNAME_MAX + 1], why[300];
 	struct saker_item it;
 	saker_queue *dq;
 	size_t len;
@@ -54,7 +56,7 @@ saker_store_quarantine(saker_store *s, saker_queue *q, const char *qname,
 		    (int)qlen, qname, id);
 		return SAKER_EREADONLY;
 	}
-	len = saker_store_damaged_name(qname, qlen, name);
+	len = saker_store_derived_name(qname, qlen, SAKER_SUFFIX_DAMAGED, name);
 	it = *bad;
 	it.expires_ms = 0;	/* a quarantined item must not vanish */
 	it.due_ms = 0;

@@ -460,6 +460,7 @@ pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 {
 	struct saker_item it;
 	struct saker_queue *t;
+	saker_notify_fn fn;
 	void *copy = NULL;
 	int64_t d;
 	int err;
@@ -481,13 +482,37 @@ pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 	if (it.len > 0)
 		memcpy(copy, PQgetvalue(res, row, col[2]), it.len);
 	it.data = copy != NULL ? copy : "";
+	/* put without the local wake-up (pg_gained still lists t for the
+	 * other brokers' NOTIFY): t is woken once, at the call's end */
+	fn = s->notify;
+	s->notify = NULL;
 	err = pg_put(&s->base, t, &it, now_ms);
+	s->notify = fn;
 	free(copy);
 	if (err == SAKER_OK) {
 		*moved = true;
 		q->expired_to++;
+		if (!t->wake) {
+			t->wake = true;
+			t->wake_next = s->wake_list;
+			s->wake_list = t;
+		}
 	}
 	return err;
+}
+
+/* Wake the expire_to targets that gained items in this call, once each. */
+void
+pg_xto_wake(struct pg_store *s)
+{
+	struct saker_queue *t;
+
+	while ((t = s->wake_list) != NULL) {
+		s->wake_list = t->wake_next;
+		t->wake_next = NULL;
+		t->wake = false;
+		pg_notify_local(s, t);
+	}
 }
 
 const int pg_item_cols[4] = { C_FLAGS, C_CREATED, C_DATA, C_DLV };
@@ -635,10 +660,9 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 }
 
 static int
-pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
-    saker_item_fn fn, void *arg)
+pg_take_in(struct pg_store *s, struct saker_queue *q, int mode,
+    int64_t now_ms, saker_item_fn fn, void *arg)
 {
-	struct pg_store *s = PG(base);
 	int err, n;
 
 	if ((err = pg_dead(s, q)) != SAKER_OK)
@@ -817,9 +841,8 @@ pg_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 }
 
 static int
-pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
+pg_promote_in(struct pg_store *s, int64_t now_ms, int64_t *next_due_ms)
 {
-	struct pg_store *s = PG(base);
 	struct saker_queue *q;
 	struct pg_pipe pp;
 	struct pgp p = { 0 }, pn = { 0 };
@@ -896,10 +919,9 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 }
 
 static int
-pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
+pg_flush_in(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
-	struct pg_store *s = PG(base);
 	struct pgp p = { 0 };
 	PGresult *res;
 	int err;
@@ -942,6 +964,37 @@ pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 	if (*removed > 0)
 		pg_expired(s, q, (int64_t)*removed);
 	return SAKER_OK;
+}
+
+/* take, promote and flush_expired may route expired items: their targets
+ * are woken once, here, at the end of the call (store.h, notify). */
+static int
+pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg)
+{
+	int err = pg_take_in(PG(base), q, mode, now_ms, fn, arg);
+
+	pg_xto_wake(PG(base));
+	return err;
+}
+
+static int
+pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
+{
+	int err = pg_promote_in(PG(base), now_ms, next_due_ms);
+
+	pg_xto_wake(PG(base));
+	return err;
+}
+
+static int
+pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	int err = pg_flush_in(PG(base), q, now_ms, limit, removed);
+
+	pg_xto_wake(PG(base));
+	return err;
 }
 
 /* Stream one listing to fn, a row at a time (queues can be large). */

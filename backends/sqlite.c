@@ -1276,11 +1276,12 @@ sq_append(struct sq_store *s, struct saker_queue *q,
 	return SAKER_OK;
 }
 
+/* put(); `wake`: notify q when the item is ready (an item routed to
+ * expire_to wakes its target once per call, at the caller's end). */
 static int
-sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
-    int64_t now_ms)
+sq_put_in(struct sq_store *s, struct saker_queue *q,
+    const struct saker_item *item, int64_t now_ms, bool wake)
 {
-	struct sq_store *s = SQ(base);
 	sqlite3_stmt *st = s->st[S_D_INSERT];
 	struct saker_item it;
 	int64_t crc;
@@ -1301,7 +1302,8 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 		if ((err = sq_append(s, q, &it, &crc)) != SAKER_OK)
 			return err;
 		q->cur.total++;
-		sq_notify(s, q);
+		if (wake)
+			sq_notify(s, q);
 		return SAKER_OK;
 	}
 	sq_bind_i64(s, st, 1, it.due_ms);
@@ -1317,6 +1319,13 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	if (s->next_due == 0 || item->due_ms < s->next_due)
 		s->next_due = item->due_ms;
 	return SAKER_OK;
+}
+
+static int
+sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms)
+{
+	return sq_put_in(SQ(base), q, item, now_ms, true);
 }
 
 /* Take the item at seq (ready, at the head; len bytes) off q's ready
@@ -1383,11 +1392,14 @@ sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
  * Expired item `src` (a view) of q: a copy goes to q's expire_to queue
  * with its expiry cleared (store.h, expire_to); the caller deletes the
  * original.  *moved is false when q has no expire_to (or it is q): the
- * caller drops the item then.  `touch`: inside promote's undo scope.
+ * caller drops the item then.  `touch`: inside promote's undo scope
+ * (promote wakes the target with the queues that gained items); else
+ * *wake = the target, for the caller to wake once at its end.
  */
 static int
 sq_expire_copy(struct sq_store *s, struct saker_queue *q,
-    const struct saker_item *src, int64_t now_ms, bool touch, bool *moved)
+    const struct saker_item *src, int64_t now_ms, bool touch,
+    struct saker_queue **wake, bool *moved)
 {
 	struct saker_item it = *src;
 	struct saker_queue *t;
@@ -1408,22 +1420,23 @@ sq_expire_copy(struct sq_store *s, struct saker_queue *q,
 	it.due_ms = 0;
 	if (touch)
 		sq_touch(s, t);
-	err = sq_put(&s->base, t, &it, now_ms);
+	err = sq_put_in(s, t, &it, now_ms, false);
 	free(copy);
 	if (err == SAKER_OK) {
 		*moved = true;
 		q->expired_to++;
 		if (touch)
 			t->gained = true;
+		else
+			*wake = t;
 	}
 	return err;
 }
 
 static int
-sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
-    saker_item_fn fn, void *arg)
+sq_take_in(struct sq_store *s, struct saker_queue *q, int mode,
+    int64_t now_ms, saker_item_fn fn, void *arg, struct saker_queue **wake)
 {
-	struct sq_store *s = SQ(base);
 	sqlite3_stmt *h = s->st[S_I_HEAD];
 	struct saker_item it;
 	int64_t from, seq;
@@ -1459,7 +1472,8 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 			continue;	/* cannot write: just skip it */
 		}
 		if ((err = sq_begin(s)) == SAKER_OK)
-			err = sq_expire_copy(s, q, &it, now_ms, false, &moved);
+			err = sq_expire_copy(s, q, &it, now_ms, false, wake,
+			    &moved);
 		sq_reset(h);
 		if (err != SAKER_OK ||
 		    (err = sq_remove_ready(s, q, S_I_DELETE, seq, len,
@@ -1480,6 +1494,18 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		return err;
 	q->cur.head = seq + 1;
 	return SAKER_OK;
+}
+
+static int
+sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg)
+{
+	struct saker_queue *wake = NULL;
+	int err = sq_take_in(SQ(base), q, mode, now_ms, fn, arg, &wake);
+
+	if (wake != NULL)	/* once, however many moved */
+		sq_notify(SQ(base), wake);
+	return err;
 }
 
 static int
@@ -1664,7 +1690,8 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 		q->cur.delayed--;
 		sq_row_item(st, 1, SAKER_ITEM_READY, &it);
 		if (it.expires_ms != 0 && it.expires_ms <= now_ms) {
-			err = sq_expire_copy(s, q, &it, now_ms, true, &xmoved);
+			err = sq_expire_copy(s, q, &it, now_ms, true, NULL,
+			    &xmoved);
 			if (err != SAKER_OK)
 				break;
 			if (!xmoved)
@@ -1717,7 +1744,7 @@ sq_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
  * counted (flush_expired). */
 static int
 sq_expire_row(struct sq_store *s, struct saker_queue *q,
-    const struct sq_row *r, int64_t now_ms)
+    const struct sq_row *r, int64_t now_ms, struct saker_queue **wake)
 {
 	struct saker_item it;
 	bool moved = false;
@@ -1727,7 +1754,8 @@ sq_expire_row(struct sq_store *s, struct saker_queue *q,
 		err = sq_read_item(s, q, S_I_GET, r->seq, &it,
 		    "read expired item");
 		if (err == SAKER_OK) {
-			err = sq_expire_copy(s, q, &it, now_ms, false, &moved);
+			err = sq_expire_copy(s, q, &it, now_ms, false, wake,
+			    &moved);
 			sq_reset(s->st[S_I_GET]);
 		}
 		if (err != SAKER_OK && err != SAKER_EEMPTY)
@@ -1737,10 +1765,9 @@ sq_expire_row(struct sq_store *s, struct saker_queue *q,
 }
 
 static int
-sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
-    uint64_t limit, uint64_t *removed)
+sq_flush_in(struct sq_store *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed, struct saker_queue **wake)
 {
-	struct sq_store *s = SQ(base);
 	sqlite3_stmt *st = s->st[S_I_EXPIRED];
 	struct sq_row rows[SQ_EXPIRE_CHUNK];
 	int64_t from, last = 0, expires;
@@ -1783,7 +1810,7 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 		if (n > 0 && (err = sq_begin(s)) != SAKER_OK)
 			return err;
 		for (i = 0; i < n; i++) {
-			if ((err = sq_expire_row(s, q, &rows[i], now_ms)) !=
+			if ((err = sq_expire_row(s, q, &rows[i], now_ms, wake)) !=
 			    SAKER_OK)
 				return err;
 			(*removed)++;
@@ -1793,6 +1820,18 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 		from = last + 1;
 	}
 	return SAKER_OK;
+}
+
+static int
+sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	struct saker_queue *wake = NULL;
+	int err = sq_flush_in(SQ(base), q, now_ms, limit, removed, &wake);
+
+	if (wake != NULL)	/* once, however many moved */
+		sq_notify(SQ(base), wake);
+	return err;
 }
 
 /* Feed every row of item listing `which` of q to fn. */

@@ -15,6 +15,10 @@
 #include <unistd.h>
 
 #include "saker/store.h"
+#include "store_conformance.h"
+#ifdef HAVE_POSTGRES
+#include "pg_cluster.h"
+#endif
 
 /* ------------------------------------------------------------------ */
 /* The lock: every driver with a lock file refuses a second opener and
@@ -225,7 +229,7 @@ len_cb(void *arg, const struct saker_item *it)
 START_TEST(test_quarantine_durable)
 {
 	const struct lockdrv *d = &lockdrvs[_i];
-	char name[247], dname[SAKER_DAMAGED_NAME_SIZE], want[600], err[512];
+	char name[247], dname[SAKER_STORE_QNAME_MAX + 1], want[600], err[512];
 	const char *msg;
 	saker_store *s = NULL;
 	saker_queue *q, *dq;
@@ -235,7 +239,8 @@ START_TEST(test_quarantine_durable)
 	mk_tmp();
 	memset(name, 'q', sizeof(name) - 1);
 	name[sizeof(name) - 1] = '\0';
-	saker_store_damaged_name(name, strlen(name), dname);
+	saker_store_derived_name(name, strlen(name), SAKER_SUFFIX_DAMAGED,
+	    dname);
 	ck_assert_uint_eq(strlen(dname), 250);
 	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
 	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), true,
@@ -282,42 +287,27 @@ START_TEST(test_quarantine_durable)
 END_TEST
 
 /* ------------------------------------------------------------------ */
-/* The rest on the memory driver: the layer's rules are the same over
- * every driver, and the conformance suite runs each driver's side. */
+/* The rest over every compiled-in driver, each test on a fresh store of
+ * the conformance suite's fixture (store_conformance.h): the layer's rules
+ * must hold whatever driver is under them. */
 
 static saker_store *ms;
 static void *notified_ctx;
-static int nnotified;
 
+/* After the conformance fixture: its store is ours. */
 static void
-on_notify(void *arg, saker_queue *q, void *ctx)
+drv_setup(void)
 {
-	(void)arg;
-	(void)q;
-	notified_ctx = ctx;
-	nnotified++;
-}
-
-static void
-mem_setup(void)
-{
-	struct saker_store_opts o;
-	char err[256];
-
-	memset(&o, 0, sizeof(o));
-	o.create = true;
-	o.notify = on_notify;
-	ck_assert_int_eq(saker_store_open("memory", &o, &ms, err, sizeof(err)),
-	    SAKER_OK);
+	ms = store_conformance_store();
+	(void)store_conformance_wakeups(NULL);
 	notified_ctx = NULL;
-	nnotified = 0;
 }
 
-static void
-mem_teardown(void)
+/* Wake-ups since the last call; the last one's ctx in notified_ctx. */
+static int
+wakeups(void)
 {
-	saker_store_close(ms);
-	ms = NULL;
+	return store_conformance_wakeups(&notified_ctx);
 }
 
 static saker_queue *
@@ -365,20 +355,48 @@ put(saker_queue *q, const char *data, int64_t expires, uint32_t dlv)
 	ck_assert_int_eq(saker_store_put(ms, q, &it, 1000), SAKER_OK);
 }
 
-START_TEST(test_damaged_name)
+/* "<q>_damaged" and "<q>_dead": one rule, cut at the name limit. */
+START_TEST(test_derived_name)
 {
-	char name[SAKER_DAMAGED_NAME_SIZE], q[300];
+	char name[SAKER_STORE_QNAME_MAX + 1], q[300];
 
-	ck_assert_uint_eq(saker_store_damaged_name("jobs", 4, name), 12);
+	ck_assert_uint_eq(saker_store_derived_name("jobs", 4,
+	    SAKER_SUFFIX_DAMAGED, name), 12);
 	ck_assert_str_eq(name, "jobs_damaged");
-	/* cut so that the whole fits 250 bytes */
+	ck_assert_uint_eq(saker_store_derived_name("jobs", 4, SAKER_SUFFIX_DEAD,
+	    name), 9);
+	ck_assert_str_eq(name, "jobs_dead");
 	memset(q, 'x', sizeof(q));
-	ck_assert_uint_eq(saker_store_damaged_name(q, 242, name), 250);
-	ck_assert_uint_eq(saker_store_damaged_name(q, 243, name), 250);
-	ck_assert_uint_eq(saker_store_damaged_name(q, sizeof(q), name), 250);
-	ck_assert_uint_eq(strlen(name), 250);
+	/* 242 + "_damaged" is 250: kept whole; one more byte is cut */
+	ck_assert_uint_eq(saker_store_derived_name(q, 242, SAKER_SUFFIX_DAMAGED,
+	    name), 250);
 	ck_assert_int_eq(memcmp(name, q, 242), 0);
 	ck_assert_str_eq(name + 242, "_damaged");
+	ck_assert_uint_eq(saker_store_derived_name(q, 243, SAKER_SUFFIX_DAMAGED,
+	    name), 250);
+	ck_assert_str_eq(name + 242, "_damaged");
+	ck_assert_uint_eq(saker_store_derived_name(q, sizeof(q),
+	    SAKER_SUFFIX_DAMAGED, name), 250);
+	ck_assert_uint_eq(strlen(name), 250);
+	ck_assert_str_eq(name + 242, "_damaged");
+	/* the same cut for "_dead": at 245 bytes */
+	ck_assert_uint_eq(saker_store_derived_name(q, 245, SAKER_SUFFIX_DEAD,
+	    name), 250);
+	ck_assert_int_eq(memcmp(name, q, 245), 0);
+	ck_assert_str_eq(name + 245, "_dead");
+	ck_assert_uint_eq(saker_store_derived_name(q, 246, SAKER_SUFFIX_DEAD,
+	    name), 250);
+	ck_assert_str_eq(name + 245, "_dead");
+	ck_assert_uint_eq(saker_store_derived_name(q, 250, SAKER_SUFFIX_DEAD,
+	    name), 250);
+	ck_assert_int_eq(memcmp(name, q, 245), 0);
+	ck_assert_str_eq(name + 245, "_dead");
+	/* a name at the limit that ends in the suffix is its own derived
+	 * queue (the quarantine refuses that: test_quarantine_long_names) */
+	memcpy(q + 245, "_dead", 5);
+	ck_assert_uint_eq(saker_store_derived_name(q, 250, SAKER_SUFFIX_DEAD,
+	    name), 250);
+	ck_assert_int_eq(memcmp(name, q, 250), 0);
 }
 END_TEST
 
@@ -403,7 +421,7 @@ START_TEST(test_quarantine)
 	    1000, msg, sizeof(msg)), SAKER_OK);
 	ck_assert_str_eq(msg, "queue 'hurt': item 17 failed its checksum;"
 	    " moved to queue 'hurt_damaged'");
-	ck_assert_int_eq(nnotified, 1);
+	ck_assert_int_eq(wakeups(), 1);
 	ck_assert_ptr_eq(notified_ctx, &ctx);
 	ck_assert_int_eq(take(dq, 2000), SAKER_OK);
 	ck_assert_str_eq(gotdata, "bytes");
@@ -425,7 +443,7 @@ END_TEST
  * that is its own quarantine queue keeps the item. */
 START_TEST(test_quarantine_long_names)
 {
-	char name[300], dname[SAKER_DAMAGED_NAME_SIZE], msg[1024], want[1024];
+	char name[300], dname[SAKER_STORE_QNAME_MAX + 1], msg[1024], want[1024];
 	struct saker_item bad;
 	saker_queue *q, *dq;
 
@@ -437,7 +455,8 @@ START_TEST(test_quarantine_long_names)
 	q = mq(name, NULL);
 	ck_assert_int_eq(saker_store_quarantine(ms, q, name, strlen(name), 1,
 	    &bad, 1000, msg, sizeof(msg)), SAKER_OK);
-	saker_store_damaged_name(name, strlen(name), dname);
+	saker_store_derived_name(name, strlen(name), SAKER_SUFFIX_DAMAGED,
+	    dname);
 	ck_assert_int_eq(ms->driver->queue_open(ms, dname, 250, false, NULL,
 	    &dq), SAKER_OK);
 	ck_assert_int_eq(take(dq, 2000), SAKER_OK);
@@ -486,10 +505,10 @@ START_TEST(test_expire_to_routing)
 	ck_assert_uint_eq(got.deliveries, 2);
 
 	/* the next expired item notifies the target with the core's ctx */
-	nnotified = 0;
 	put(q, "older", 1500, 0);
+	(void)wakeups();
 	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
-	ck_assert_int_ge(nnotified, 1);
+	ck_assert_int_eq(wakeups(), 1);
 	ck_assert_ptr_eq(notified_ctx, &ctx);
 	ck_assert_int_eq(take(late, 2000), SAKER_OK);
 
@@ -550,25 +569,93 @@ policy_suite(void)
 		tcase_add_loop_test(tc, test_quarantine_durable, 0, NLOCKDRVS);
 	}
 	suite_add_tcase(su, tc);
-	tc = tcase_create("memory");
-	tcase_add_checked_fixture(tc, mem_setup, mem_teardown);
-	tcase_add_test(tc, test_damaged_name);
-	tcase_add_test(tc, test_quarantine);
-	tcase_add_test(tc, test_quarantine_long_names);
-	tcase_add_test(tc, test_expire_to_routing);
-	tcase_add_test(tc, test_put_clamp);
+	tc = tcase_create("names");
+	tcase_add_test(tc, test_derived_name);
 	suite_add_tcase(su, tc);
 	return su;
 }
 
+/* The layer's cases over driver drv, as the conformance suite opens it. */
+static void
+add_driver(Suite *su, const struct saker_store_driver *drv,
+    const struct store_conformance_opts *o)
+{
+	TCase *tc = store_conformance_fixture(drv, o);
+
+	if (tc == NULL) {
+		fprintf(stderr, "check_policy: no room for driver %s\n",
+		    drv->name);
+		exit(EXIT_FAILURE);
+	}
+	tcase_add_checked_fixture(tc, drv_setup, NULL);
+	tcase_add_test(tc, test_quarantine);
+	tcase_add_test(tc, test_quarantine_long_names);
+	if (drv->expire_to != NULL)
+		tcase_add_test(tc, test_expire_to_routing);
+	else
+		printf("check_policy: %s: skipping test_expire_to_routing (no"
+		    " expire_to)\n", drv->name);
+	tcase_add_test(tc, test_put_clamp);
+	suite_add_tcase(su, tc);
+}
+
+#ifdef HAVE_POSTGRES
+/* PostgreSQL: one throwaway cluster for the run, a schema per test, as in
+ * check_store; skipped (not failed) without the server binaries. */
+static struct pg_cluster pgc;
+
+static void
+pg_spec(char *buf, size_t len, const char *dir)
+{
+	(void)dir;
+	pg_cluster_spec(&pgc, buf, len);
+}
+
+static int
+add_postgres(Suite *su, const struct saker_store_driver *drv)
+{
+	struct store_conformance_opts o = { pg_spec, NULL };
+	char why[256];
+	int rc = pg_cluster_start(&pgc, why, sizeof(why));
+
+	if (rc == 0) {
+		add_driver(su, drv, &o);
+		return 0;
+	}
+	printf("check_policy: skipping driver '%s': %s\n", drv->name, why);
+	pg_cluster_destroy(&pgc);
+	return rc < 0 ? -1 : 0;
+}
+#endif
+
 int
 main(void)
 {
-	SRunner *sr = srunner_create(policy_suite());
+	static const struct store_conformance_opts defaults;
+	Suite *su = policy_suite();
+	SRunner *sr;
+	size_t i;
 	int nf;
 
+	for (i = 0; saker_store_drivers[i] != NULL; i++) {
+		const struct saker_store_driver *drv = saker_store_drivers[i];
+
+#ifdef HAVE_POSTGRES
+		if (strcmp(drv->name, "postgres") == 0) {
+			if (add_postgres(su, drv) != 0)
+				return EXIT_FAILURE;
+			continue;
+		}
+#endif
+		add_driver(su, drv, &defaults);
+	}
+	fflush(stdout);
+	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
 	nf = srunner_ntests_failed(sr);
 	srunner_free(sr);
+#ifdef HAVE_POSTGRES
+	pg_cluster_destroy(&pgc);
+#endif
 	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

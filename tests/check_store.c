@@ -29,11 +29,8 @@ static struct pg_cluster pgc;
 static void
 pg_spec(char *buf, size_t len, const char *tmpdir)
 {
-	static int n;
-
 	(void)tmpdir;
-	snprintf(buf, len, "postgres:%s schema=t%d_%d", pgc.conninfo,
-	    (int)getpid(), ++n);
+	pg_cluster_spec(&pgc, buf, len);
 }
 
 #include <libpq-fe.h>

@@ -9,6 +9,7 @@
 
 #include "hash.h"
 #include "hashmap.h"
+#include "intmap.h"
 
 /* The core's table hash before it was keyed (FNV-1a with a final xor
  * shift): what an attacker could compute offline. */
@@ -145,6 +146,79 @@ START_TEST(test_siphash_vector)
 }
 END_TEST
 
+/* intmap against a plain array, through growth and many deletions (the
+ * backward shift must keep every other key findable). */
+START_TEST(test_intmap_model)
+{
+	enum { N = 5000 };
+	static void *model[N];
+	static char vals[N];
+	struct intmap m;
+	uint64_t rng = 42, k;
+	int i, live = 0;
+
+	intmap_init(&m);
+	ck_assert_ptr_null(intmap_get(&m, 7));
+	ck_assert_ptr_null(intmap_del(&m, 7));
+	memset(model, 0, sizeof(model));
+	for (i = 0; i < 200000; i++) {
+		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		/* keys spread thin and packed close: id-like and colliding */
+		k = (rng >> 33) % N;
+		if ((rng >> 20) & 1) {
+			void *old = intmap_get(&m, k * 1024);
+
+			ck_assert_ptr_eq(old, model[k]);
+			ck_assert_int_eq(intmap_put(&m, k * 1024, &vals[k]), 0);
+			live += model[k] == NULL;
+			model[k] = &vals[k];
+		} else {
+			ck_assert_ptr_eq(intmap_del(&m, k * 1024), model[k]);
+			live -= model[k] != NULL;
+			model[k] = NULL;
+		}
+		if (i % 20000 == 0)
+			for (k = 0; k < N; k++)
+				if (intmap_get(&m, k * 1024) != model[k])
+					ck_abort_msg("step %d: key %d wrong", i,
+					    (int)k);
+		ck_assert_uint_eq(intmap_count(&m), (size_t)live);
+	}
+	for (k = 0; k < N; k++)
+		ck_assert_ptr_eq(intmap_get(&m, k * 1024), model[k]);
+	intmap_free(&m);
+	ck_assert_uint_eq(intmap_count(&m), 0);
+	ck_assert_ptr_null(intmap_get(&m, 1024));
+}
+END_TEST
+
+/* After intmap_reserve(n), n puts of new keys need no memory: the memory
+ * driver reserves before it changes anything, so a take never fails
+ * half-way. */
+START_TEST(test_intmap_reserve)
+{
+	struct intmap m;
+	struct intmap_ent *e;
+	static char v;
+	uint64_t i;
+
+	intmap_init(&m);
+	ck_assert_int_eq(intmap_reserve(&m, 100), 0);
+	e = m.e;
+	for (i = 0; i < 100; i++)
+		ck_assert_int_eq(intmap_put(&m, i + 1, &v), 0);
+	ck_assert_ptr_eq(m.e, e);
+	ck_assert_uint_eq(intmap_count(&m), 100);
+	/* replacing is no new key; NULL is no value */
+	ck_assert_int_eq(intmap_put(&m, 1, &v), 0);
+	ck_assert_int_eq(intmap_put(&m, 2, NULL), -1);
+	ck_assert_uint_eq(intmap_count(&m), 100);
+	ck_assert_int_eq(intmap_reserve(&m, SIZE_MAX), -1);
+	ck_assert_ptr_eq(m.e, e);
+	intmap_free(&m);
+}
+END_TEST
+
 int
 main(int argc, char **argv)
 {
@@ -167,6 +241,10 @@ main(int argc, char **argv)
 	tcase_add_test(tc, test_seed_per_process);
 	tcase_add_test(tc, test_flooding_attack_is_real);
 	tcase_add_test(tc, test_flooding);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("intmap");
+	tcase_add_test(tc, test_intmap_model);
+	tcase_add_test(tc, test_intmap_reserve);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -182,3 +182,12 @@ pg_cluster_destroy(struct pg_cluster *c)
 		nftw(c->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	c->dir[0] = '\0';
 }
+
+void
+pg_cluster_spec(const struct pg_cluster *c, char *buf, size_t len)
+{
+	static int n;
+
+	snprintf(buf, len, "postgres:%s schema=t%d_%d", c->conninfo,
+	    (int)getpid(), ++n);
+}

@@ -26,6 +26,9 @@ int pg_cluster_start(struct pg_cluster *c, char *why, size_t whylen);
 int pg_cluster_server_stop(struct pg_cluster *c);
 /* ... and start it again. 0 on success. */
 int pg_cluster_server_start(struct pg_cluster *c);
+/* The spec of a fresh, empty store in the cluster: its own schema (the
+ * driver's schema= option), named after the process and a counter. */
+void pg_cluster_spec(const struct pg_cluster *c, char *buf, size_t len);
 /* Stop (immediate) and remove everything.  Safe to call twice. */
 void pg_cluster_destroy(struct pg_cluster *c);
 

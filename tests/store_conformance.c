@@ -1437,6 +1437,289 @@ START_TEST(test_expire_to)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* expire_to with many items at once: every one moves, in order, however
+ * many expired together (docs/protocol.md: every expired item moves).  A
+ * driver may bound its work per call; what it leaves stays in place for
+ * the next call, never dropped.  At most one wake-up of the target per
+ * call. */
+
+#define XN 1500	/* more than any driver's per-call batch of moves */
+
+static void
+xput_many(saker_queue *q, int n, int64_t expires_ms, int64_t due_ms)
+{
+	char buf[16];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(buf, sizeof(buf), "x%04d", i);
+		if (put_full(q, buf, 5, (uint32_t)i, expires_ms, due_ms, 0,
+		    BASE) != SAKER_OK)
+			ck_abort_msg("put %s: %s", buf, T.drv->errmsg(T.s));
+	}
+}
+
+/* Since T.nnotes was zeroed: at most `max` wake-ups, all of queue q. */
+static void
+notes_only_at(int line, saker_queue *q, int max)
+{
+	ck_assert_msg(T.nnotes <= max && count_notes(q) == T.nnotes,
+	    "line %d: %d wake-ups (%d of the target), want at most %d", line,
+	    T.nnotes, count_notes(q), max);
+}
+#define notes_only(q, max) notes_only_at(__LINE__, (q), (max))
+
+/* The target holds x0000..x(n-1) in order, expiry cleared. */
+static void
+xcheck_target(saker_queue *t, int n, int64_t now)
+{
+	char buf[16];
+	int i;
+
+	ck_assert_uint_eq(qstats(t).items, (uint64_t)n);
+	for (i = 0; i < n; i++) {
+		snprintf(buf, sizeof(buf), "x%04d", i);
+		if (take(t, SAKER_TAKE_REMOVE, now) != SAKER_OK)
+			ck_abort_msg("target: item %d missing: %s", i,
+			    T.drv->errmsg(T.s));
+		if (T.got.len != 5 || memcmp(T.got.data, buf, 5) != 0 ||
+		    T.got.flags != (uint32_t)i || T.got.expires_ms != 0)
+			ck_abort_msg("target: item %d: got %s (flags %u,"
+			    " expires %" PRId64 ")", i, (char *)T.got.data,
+			    T.got.flags, T.got.expires_ms);
+		if (i % 500 == 499)
+			commit();
+	}
+	take_empty(t, SAKER_TAKE_REMOVE, now);
+}
+
+/* At the head: a take meets them all. */
+START_TEST(test_expire_to_many_head)
+{
+	saker_queue *q = qopen("xmh");
+	saker_queue *t = qopen_ctx("xmh_to", (void *)&T);
+	struct saker_queue_stats st;
+	int calls = 0;
+
+	ck_assert_int_eq(T.drv->expire_to(T.s, q, "xmh_to", 6), SAKER_OK);
+	xput_many(q, XN, BASE + 10, 0);
+	put_s(q, "live", 0, 0, BASE);
+	commit();
+	T.nnotes = 0;
+	/* the live item behind them is served at once */
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 50, "live");
+	notes_only(t, 1);
+	commit();
+	/* what a bounded driver left stays, and moves on later calls */
+	while (qstats(q).items > 0) {
+		ck_assert_int_lt(++calls, 100);
+		T.nnotes = 0;
+		take_empty(q, SAKER_TAKE_REMOVE, BASE + 50);
+		notes_only(t, 1);
+		commit();
+	}
+	st = qstats(q);
+	ck_assert_uint_eq(st.expired_to, XN);
+	ck_assert_uint_eq(st.expired_items, 0);
+	xcheck_target(t, XN, BASE + 50);
+	commit();
+}
+END_TEST
+
+/* In promotion: delayed items that were expired by their due time. */
+START_TEST(test_expire_to_many_promote)
+{
+	saker_queue *q = qopen("xmp");
+	saker_queue *t = qopen_ctx("xmp_to", (void *)&T);
+	struct saker_queue_stats st;
+
+	ck_assert_int_eq(T.drv->expire_to(T.s, q, "xmp_to", 6), SAKER_OK);
+	xput_many(q, XN, BASE + 50, BASE + 100);
+	commit();
+	ck_assert_uint_eq(qstats(q).delayed_items, XN);
+	T.nnotes = 0;
+	ck_assert_int_eq(promote(BASE + 200), 0);
+	/* once, and q gained nothing */
+	notes_only(t, 1);
+	ck_assert_int_eq(T.nnotes, 1);
+	commit();
+	st = qstats(q);
+	ck_assert_uint_eq(st.delayed_items, 0);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.expired_to, XN);
+	ck_assert_uint_eq(st.expired_items, 0);
+	xcheck_target(t, XN, BASE + 200);
+	commit();
+}
+END_TEST
+
+/* In the sweep, without a limit (all in one call) and with one (each
+ * call looks at most at `limit` items; the sweep comes back). */
+START_TEST(test_expire_to_many_sweep)
+{
+	saker_queue *q = qopen("xms");
+	saker_queue *t = qopen_ctx("xms_to", (void *)&T);
+	struct saker_queue_stats st;
+	uint64_t removed, total = 0;
+	int calls = 0;
+
+	ck_assert_int_eq(T.drv->expire_to(T.s, q, "xms_to", 6), SAKER_OK);
+	/* a live item first: the sweep, not a take, must find them */
+	put_s(q, "live", 0, 0, BASE);
+	xput_many(q, XN, BASE + 10, 0);
+	commit();
+	T.nnotes = 0;
+	ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 50, 0, &removed),
+	    SAKER_OK);
+	ck_assert_uint_eq(removed, XN);
+	notes_only(t, 1);
+	ck_assert_int_eq(T.nnotes, 1);
+	commit();
+	st = qstats(q);
+	ck_assert_uint_eq(st.items, 1);
+	ck_assert_uint_eq(st.expired_to, XN);
+	ck_assert_uint_eq(st.expired_items, 0);
+	xcheck_target(t, XN, BASE + 50);
+
+	/* with a limit */
+	xput_many(q, XN, BASE + 10, 0);
+	commit();
+	do {
+		ck_assert_int_lt(++calls, 100);
+		T.nnotes = 0;
+		removed = 0;
+		ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 50, 400,
+		    &removed), SAKER_OK);
+		ck_assert_uint_le(removed, 400);
+		notes_only(t, 1);
+		total += removed;
+		commit();
+	} while (qstats(q).items > 1);
+	ck_assert_uint_eq(total, XN);
+	st = qstats(q);
+	ck_assert_uint_eq(st.expired_to, 2 * XN);
+	ck_assert_uint_eq(st.expired_items, 0);
+	xcheck_target(t, XN, BASE + 50);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 50, "live");
+	commit();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* A failing call inside a batch leaves the rest of it committable
+ * (store.h, BATCHES AND DURABILITY). */
+START_TEST(test_batch_survives_failure)
+{
+	saker_queue *q = qopen("bf");
+	saker_queue *q2 = qopen("bf2");
+	struct saker_item bad;
+	uint64_t id;
+
+	put_s(q, "keep", 0, 0, BASE);
+	put_s(q, "open", 0, 0, BASE);
+	commit();
+	put_s(q, "a", 0, 0, BASE);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "keep");
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "open");
+	/* calls that fail, in the middle of the batch */
+	ck_assert_int_eq(T.drv->confirm(T.s, q, id + 1000), SAKER_ENOTFOUND);
+	ck_assert_int_eq(T.drv->release(T.s, q, id + 1000), SAKER_ENOTFOUND);
+	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id + 1000, BASE + 500,
+	    BASE), SAKER_ENOTFOUND);
+	if (T.drv->move != NULL)
+		ck_assert_int_eq(T.drv->move(T.s, q, id + 1000, q2),
+		    SAKER_ENOTFOUND);
+	memset(&bad, 0, sizeof(bad));
+	bad.len = 4;	/* and no data */
+	ck_assert_int_eq(T.drv->put(T.s, q, &bad, BASE), SAKER_EINVAL);
+	/* the batch goes on and commits whole */
+	put_s(q, "b", 0, 0, BASE);
+	put_s(q2, "c", 0, 0, BASE);
+	commit();
+	if (T.drv->durable)
+		reopen();
+	q = qfind_at(__LINE__, "bf");
+	q2 = qfind_at(__LINE__, "bf2");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, T.drv->durable ? "open" : "a");
+	if (T.drv->durable)	/* open items come back at open() */
+		take_s(q, SAKER_TAKE_REMOVE, BASE, "a");
+	else
+		ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_OK);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "b");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	take_s(q2, SAKER_TAKE_REMOVE, BASE, "c");
+	commit();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Wake-ups: at most once per queue per call, whatever the call moves. */
+START_TEST(test_notify_once)
+{
+	int c1, c2;
+	saker_queue *q = qopen_ctx("wo", &c1);
+	saker_queue *q2 = qopen_ctx("wo2", &c2);
+	uint64_t ids[3];
+	int i;
+
+	/* promote of many items into one queue */
+	for (i = 0; i < 300; i++)
+		put_s(q, "d", 0, BASE + 10 + i % 7, BASE);
+	put_s(q2, "e", 0, BASE + 12, BASE);
+	commit();
+	T.nnotes = 0;
+	ck_assert_int_eq(promote(BASE + 100), 0);
+	ck_assert_int_eq(count_notes(q), 1);
+	ck_assert_int_eq(count_notes(q2), 1);
+	ck_assert_int_eq(T.nnotes, 2);
+	commit();
+	/* put and release: once each */
+	for (i = 0; i < 3; i++)
+		ids[i] = take_s(q, SAKER_TAKE_OPEN, BASE + 100, "d");
+	T.nnotes = 0;
+	ck_assert_int_eq(T.drv->release(T.s, q, ids[2]), SAKER_OK);
+	ck_assert_int_eq(T.nnotes, 1);
+	put_s(q, "p", 0, 0, BASE + 100);
+	ck_assert_int_eq(T.nnotes, 2);
+	ck_assert_int_eq(count_notes(q), 2);
+	/* move: the target once, the source not at all */
+	if (T.drv->move != NULL) {
+		T.nnotes = 0;
+		ck_assert_int_eq(T.drv->move(T.s, q, ids[1], q2), SAKER_OK);
+		ck_assert_int_eq(T.nnotes, 1);
+		ck_assert_int_eq(count_notes(q2), 1);
+	}
+	commit();
+	take_s(q2, SAKER_TAKE_REMOVE, BASE + 100, "e");
+	if (T.drv->move != NULL)
+		take_s(q2, SAKER_TAKE_REMOVE, BASE + 100, "d");
+	take_empty(q2, SAKER_TAKE_REMOVE, BASE + 100);
+	commit();
+	/* routing expired items into a target: once per call */
+	if (T.drv->expire_to != NULL) {
+		ck_assert_int_eq(T.drv->expire_to(T.s, q2, "wo", 2), SAKER_OK);
+		for (i = 0; i < 50; i++)
+			put_s(q2, "x", BASE + 150, 0, BASE + 100);
+		for (i = 0; i < 50; i++)
+			put_s(q2, "y", BASE + 150, BASE + 120, BASE + 100);
+		for (i = 0; i < 50; i++)
+			put_s(q2, "z", BASE + 150, BASE + 500, BASE + 100);
+		commit();
+		T.nnotes = 0;
+		take_empty(q2, SAKER_TAKE_PEEK, BASE + 1000);
+		notes_only(q, 1);
+		ck_assert_int_eq(T.nnotes, 1);
+		/* (a driver whose take sees due items routed them all) */
+		T.nnotes = 0;
+		ck_assert_int_eq(promote(BASE + 1000), 0);
+		notes_only(q, 1);
+		commit();
+		ck_assert_uint_eq(qstats(q2).expired_to, 150);
+	}
+}
+END_TEST
+
 /* durable drivers: reopen */
 
 static saker_queue *
@@ -1891,7 +2174,7 @@ skipped(const struct saker_store_driver *drv, const char *tests,
 }
 
 TCase *
-store_conformance_tcase_opts(const struct saker_store_driver *drv,
+store_conformance_fixture(const struct saker_store_driver *drv,
     const struct store_conformance_opts *opts)
 {
 	TCase *tc;
@@ -1904,7 +2187,34 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_checked_fixture(tc, slot_setups[nslots], fixture_teardown);
 	nslots++;
 	tcase_set_timeout(tc, 120);
+	return tc;
+}
 
+saker_store *
+store_conformance_store(void)
+{
+	return T.s;
+}
+
+int
+store_conformance_wakeups(void **last_ctx)
+{
+	int n = T.nnotes;
+
+	if (last_ctx != NULL)
+		*last_ctx = n > 0 && n <= MAX_NOTES ? T.notes[n - 1].ctx : NULL;
+	T.nnotes = 0;
+	return n;
+}
+
+TCase *
+store_conformance_tcase_opts(const struct saker_store_driver *drv,
+    const struct store_conformance_opts *opts)
+{
+	TCase *tc;
+
+	if ((tc = store_conformance_fixture(drv, opts)) == NULL)
+		return NULL;
 	tcase_add_test(tc, test_fifo_order);
 	tcase_add_test(tc, test_roundtrip_fields);
 	tcase_add_test(tc, test_peek);
@@ -1932,10 +2242,15 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 		tcase_add_test(tc, test_move);
 	} else
 		skipped(drv, "test_deliveries test_move", "no SAKER_CAP_DELIVERIES");
-	if (drv->expire_to != NULL)
+	tcase_add_test(tc, test_batch_survives_failure);
+	tcase_add_test(tc, test_notify_once);
+	if (drv->expire_to != NULL) {
 		tcase_add_test(tc, test_expire_to);
-	else
-		skipped(drv, "test_expire_to", "no expire_to");
+		tcase_add_test(tc, test_expire_to_many_head);
+		tcase_add_test(tc, test_expire_to_many_promote);
+		tcase_add_test(tc, test_expire_to_many_sweep);
+	} else
+		skipped(drv, "test_expire_to*", "no expire_to");
 	if (!drv->durable) {
 		skipped(drv, "test_reopen_* test_locked test_damaged_item",
 		    "not durable");

@@ -31,4 +31,18 @@ struct store_conformance_opts {
 TCase *store_conformance_tcase_opts(const struct saker_store_driver *drv,
     const struct store_conformance_opts *opts);
 
+/*
+ * The suite's fixture without its tests, for tests of the layer that run
+ * over every driver (check_policy): each test of the TCase gets a fresh
+ * store as above, opened with the wake-up log below.  Shares the limit of
+ * 8 TCases per process.
+ */
+TCase *store_conformance_fixture(const struct saker_store_driver *drv,
+    const struct store_conformance_opts *opts);
+/* The store of the running test. */
+saker_store *store_conformance_store(void);
+/* notify() calls since the test began or the last call of this; *last_ctx
+ * (may be NULL) gets the queue ctx of the last of them, NULL if none. */
+int store_conformance_wakeups(void **last_ctx);
+
 #endif /* SAKER_STORE_CONFORMANCE_H */

@@ -38,8 +38,17 @@
  *   If commit() fails, the driver has rolled the whole batch back: the store
  *   (on disk and in every in-memory counter) is exactly as after the previous
  *   successful commit, and the caller must treat every call of the batch as
- *   not done.  A failing single call (put on a full disk, say) leaves the rest
- *   of the batch intact and committable.
+ *   not done.  A single call the driver refuses (no such open item, a bad
+ *   argument, a memory limit, LMDB's full map) fails alone and leaves the
+ *   rest of the batch intact and committable.  A failure the storage
+ *   engine answers by rolling its own transaction back loses the batch
+ *   instead: SQLite after some disk-full, I/O and out-of-memory errors,
+ *   PostgreSQL after any statement the server refuses and after a lost
+ *   connection (a failed statement aborts a PostgreSQL transaction; a
+ *   savepoint around every call would cost a round trip each).  Then that
+ *   call and every later call of the batch fail with the error ("batch
+ *   rolled back"), and commit() returns it, the store being as after the
+ *   previous successful commit.
  *   One failure is not a clean rollback: when the fsync of a commit fails,
  *   its data may already be in the file and may or may not be there after a
  *   restart; likewise when the connection to a database server breaks
@@ -407,7 +416,11 @@ struct saker_store_driver {
 	 * to that queue with its expiry cleared (it must not expire again at
 	 * once) and its data, flags, age and delivery count kept, in the
 	 * current batch instead of being dropped; counted in q's expired_to,
-	 * not in expired_items.  A name equal to q's own drops them. */
+	 * not in expired_items.  Every one moves, however many expired
+	 * together, in FIFO order; a driver that bounds the moves of one
+	 * take leaves the rest in place (skipped, never dropped) for the
+	 * next call or the sweep.  The target is woken once per call.  A
+	 * name equal to q's own drops them. */
 	int (*expire_to)(saker_store *s, saker_queue *q, const char *name,
 	    size_t len);
 
@@ -536,11 +549,19 @@ bool saker_store_shared(const saker_store *s);
 int saker_store_put(saker_store *s, saker_queue *q,
     const struct saker_item *item, int64_t now_ms);
 
-/* The quarantine queue of queue `qname` (qlen bytes): "<qname>_damaged",
- * qname cut so that the whole fits 250 bytes.  Returns its length. */
-#define SAKER_DAMAGED_NAME_SIZE 251
-size_t saker_store_damaged_name(const char *qname, size_t qlen,
-    char name[SAKER_DAMAGED_NAME_SIZE]);
+/*
+ * Derived queues: a queue's quarantine queue "<qname>_damaged" (below) and
+ * the core's dead-letter queue "<qname>_dead" (src/core/deadletter.c).
+ * One rule for every suffix: qname (qlen bytes) cut so that it and the
+ * suffix fit SAKER_STORE_QNAME_MAX bytes, the longest queue name (1..250
+ * bytes, docs/protocol.md).  name gets it NUL-terminated; returns its
+ * length.
+ */
+#define SAKER_STORE_QNAME_MAX 250
+#define SAKER_SUFFIX_DAMAGED "_damaged"
+#define SAKER_SUFFIX_DEAD "_dead"
+size_t saker_store_derived_name(const char *qname, size_t qlen,
+    const char *suffix, char name[SAKER_STORE_QNAME_MAX + 1]);
 
 /*
  * For a durable driver's take(): item `id` of queue q (named qname, qlen

@@ -11,33 +11,34 @@
 #include "queues.h"
 #include "retry.h"
 
-#define DL_SUFFIX "_dead"
+/* the core's names and the store layer's rule for derived names agree */
+_Static_assert(SAKER_QNAME_MAX == SAKER_STORE_QNAME_MAX,
+    "queue name limits differ");
 
 void
 dl_name(struct broker *b, struct squeue *q, char *buf, size_t len)
 {
 	const struct queue_config *qc = queue_cfg(b, q);
-	size_t base;
+	char name[SAKER_STORE_QNAME_MAX + 1];
 
 	if (qc->dead_letter[0] != '\0') {
 		snprintf(buf, len, "%s", qc->dead_letter);
 		return;
 	}
-	/* the queue's name, cut so that the suffix fits the name limit */
-	base = q->len + strlen(DL_SUFFIX) <= SAKER_QNAME_MAX ? q->len :
-	    SAKER_QNAME_MAX - strlen(DL_SUFFIX);
-	snprintf(buf, len, "%.*s%s", (int)base, q->name, DL_SUFFIX);
+	/* the layer's rule, as for "<q>_damaged" */
+	saker_store_derived_name(q->name, q->len, SAKER_SUFFIX_DEAD, name);
+	snprintf(buf, len, "%s", name);
 }
 
 bool
 dl_is_dead_letter(struct broker *b, const struct squeue *q)
 {
-	size_t sl = strlen(DL_SUFFIX);
+	size_t sl = strlen(SAKER_SUFFIX_DEAD);
 	const struct queue_config *src;
 
 	if (config_names_dead_letter(b->config, q->name, q->len))
 		return true;
-	if (q->len <= sl || memcmp(q->name + q->len - sl, DL_SUFFIX, sl) != 0)
+	if (q->len <= sl || memcmp(q->name + q->len - sl, SAKER_SUFFIX_DEAD, sl) != 0)
 		return false;
 	/* "<Q>_dead" of a queue Q that sends its dead letters there (for a
 	 * name cut to fit the suffix, the cut name stands for Q) */

@@ -33,15 +33,16 @@
 
 #include "bench.h"
 #include "bench_int.h"
+#include "bench_load.h"
+#include "bench_opts.h"
+#include "bench_reply.h"
+#include "bench_report.h"
+#include "bench_util.h"
+#include "bench_wire.h"
 #include "clock.h"
 #include "tls_client.h"
 
-const char *const mode_names[M_RETRY + 1] = {
-	"pair", "produce", "consume", "mget", "blocking", "delayed", "retry"
-};
-const char *const proto_names[P_BS + 1] = { "memcache", "resp", "beanstalk" };
-const char *const fill_names[F_MISSING + 1] = { "items", "empty", "missing" };
-const char *const phase_names[PH_DONE + 1] = {
+static const char *const phase_names[PH_DONE + 1] = {
 	"connect", "setup", "prefill", "warmup", "measure", "stop", "drain",
 	"done"
 };
@@ -68,8 +69,8 @@ consumers_idle(const struct bench *b)
 	return true;
 }
 
-/* Move on when the current phase's work is finished. */
-void
+/* Move on when the current phase's work is finished (b->progress). */
+static void
 check_progress(struct bench *b)
 {
 	int i, busy = 0;
@@ -171,36 +172,6 @@ arm_phase_timer(struct bench *b, double seconds)
 	evtimer_add(b->phase_ev, &tv);
 }
 
-/* The --server-pid process's user and system CPU so far; u->ok is false
- * without the option or when /proc does not tell. */
-void
-server_cpu(const struct bench *b, struct cpu_use *u)
-{
-	char path[64], buf[1024], *p;
-	unsigned long ut, st;
-	FILE *f;
-	size_t n;
-
-	u->ok = false;
-	if (b->o.server_pid <= 0)
-		return;
-	snprintf(path, sizeof(path), "/proc/%ld/stat", b->o.server_pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* Fields after the parenthesised command name; utime is field 14. */
-	if ((p = strrchr(buf, ')')) == NULL)
-		return;
-	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-	    &ut, &st) != 2)
-		return;
-	u->user = (double)ut / (double)sysconf(_SC_CLK_TCK);
-	u->sys = (double)st / (double)sysconf(_SC_CLK_TCK);
-	u->ok = true;
-}
-
 static void
 close_consumers(struct bench *b)
 {
@@ -298,41 +269,6 @@ enter_phase(struct bench *b, enum phase ph)
 	pump_all(b);
 	if (!b->failed && b->phase == ph)
 		check_progress(b);
-}
-
-/* The end of a loop pass: write what send_bytes() queued on plain
- * connections.  What the socket does not take at once goes to the
- * bufferevent, whose write event sends it and on_written() turns off. */
-static void
-flush_conns(evutil_socket_t fd, short what, void *arg)
-{
-	struct bench *b = arg;
-	struct conn *c;
-
-	while ((c = b->flush_head) != NULL) {
-		struct evbuffer *out;
-
-		b->flush_head = c->flush_next;
-		c->flush_queued = false;
-		if (c->bev == NULL)
-			continue;
-		out = bufferevent_get_output(c->bev);
-		/* behind bytes still waiting there, to keep the order */
-		if (evbuffer_get_length(out) == 0 &&
-		    evbuffer_write(c->pend, bufferevent_getfd(c->bev)) < 0 &&
-		    errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-			fail(b, "connection %d: write: %s", c->id,
-			    strerror(errno));
-			return;
-		}
-		if (evbuffer_get_length(c->pend) > 0) {
-			if (bufferevent_write_buffer(c->bev, c->pend) != 0) {
-				fail(b, "connection %d: write failed", c->id);
-				return;
-			}
-			bufferevent_enable(c->bev, EV_WRITE);
-		}
-	}
 }
 
 static void
@@ -579,6 +515,7 @@ bench_main(int argc, char **argv)
 
 	if ((b = calloc(1, sizeof(*b))) == NULL)
 		return 1;
+	b->progress = check_progress;
 	if ((rc = parse_opts(&b->o, argc, argv)) != 0) {
 		free(b);
 		return rc < 0 ? 1 : 0;

@@ -1,7 +1,18 @@
-/* bench_int.h -- what the parts of `saker bench` share: constants, the
- * run's state and the functions one part calls in another.  bench.c runs
- * the phases; bench_opts.c, bench_load.c, bench_wire.c, bench_reply.c,
- * bench_report.c and bench_util.c are the parts. */
+/*
+ * bench_int.h -- what the parts of `saker bench` share: constants and the
+ * run's state (types only; each part's functions are in its own header).
+ *
+ * The parts call one way, from the top down (check_layers.sh sees it
+ * through the headers each includes):
+ *   bench.c         the phases and main
+ *   bench_reply.c   reading replies; tells bench.c of progress through
+ *                   b->progress, a callback, never by a call
+ *   bench_load.c    what each connection sends next
+ *   bench_wire.c    requests onto the wire, and writing them out
+ *   bench_report.c  the result (uses bench_opts.h's name tables)
+ *   bench_opts.c    the command line
+ *   bench_util.c    failure, bit sets, histograms, the server's CPU
+ */
 #ifndef SAKER_BENCH_INT_H
 #define SAKER_BENCH_INT_H
 
@@ -54,11 +65,6 @@ enum rtype {
 enum role { ROLE_WORKER, ROLE_PRODUCER, ROLE_CONSUMER };
 /* mget: what the queues named by the keys hold during the run */
 enum fill { F_ITEMS, F_EMPTY, F_MISSING };
-
-extern const char *const mode_names[M_RETRY + 1];
-extern const char *const proto_names[P_BS + 1];
-extern const char *const phase_names[PH_DONE + 1];
-extern const char *const fill_names[F_MISSING + 1];
 
 /* ---------------------------------------------------------------- types */
 
@@ -185,6 +191,9 @@ struct bench {
 	uint16_t tag;           /* per run: tells our items from others' */
 
 	enum phase phase;
+	/* Called after replies were read: the phase's work may be done.
+	 * Set by bench.c, which owns the phases. */
+	void (*progress)(struct bench *b);
 	int nconnected;
 	struct event *phase_ev, *tick_ev, *progress_ev, *sig_ev;
 	struct event *flush_ev;	/* made active when flush_head is not empty */
@@ -228,47 +237,5 @@ struct bench {
 	struct rusage ru0, ru1;
 	bool stopped;		/* srv1 and ru1 taken */
 };
-
-/* bench.c */
-void check_progress(struct bench *b);
-void server_cpu(const struct bench *b, struct cpu_use *u);
-
-/* bench_opts.c */
-int parse_opts(struct opts *o, int argc, char **argv);
-
-/* bench_load.c */
-void pump(struct conn *c);
-void pump_all(struct bench *b);
-
-/* bench_wire.c */
-bool get_hex(const char *p, int n, uint64_t *v);
-struct req * ring_push(struct conn *c, enum rtype t, int q);
-void send_bytes(struct conn *c, const void *p, size_t n);
-void send_resp(struct conn *c, int argc, const char *const *argv,
-    const size_t *lens);
-void send_set(struct conn *c, int q, long delay_ms);
-void send_get(struct conn *c, enum rtype t, int q);
-void send_mget(struct conn *c);
-void send_line(struct conn *c, enum rtype t, const char *fmt, ...);
-
-/* bench_reply.c */
-bool measuring(const struct bench *b);
-bool starts(const char *line, size_t len, const char *word);
-void on_read(struct bufferevent *bev, void *arg);
-
-/* bench_report.c */
-int report(struct bench *b);
-
-/* bench_util.c */
-void fail(struct bench *b, const char *fmt, ...);
-void * xrealloc(void *p, size_t n);
-bool bits_test(const struct bits *bs, uint64_t i);
-bool bits_test_set(struct bits *bs, uint64_t i);
-void times_put(struct conn *c, uint64_t seq, uint64_t t);
-uint64_t times_get(const struct conn *c, uint64_t seq);
-void hist_add(struct hist *h, uint64_t v);
-uint64_t hist_quantile(const struct hist *h, uint64_t ppm);
-/* Samples below `ns` (the histogram's resolution: < 0.8 %). */
-uint64_t hist_count_below(const struct hist *h, uint64_t ns);
 
 #endif

@@ -6,6 +6,9 @@
 #include <stdint.h>
 
 #include "bench_int.h"
+#include "bench_load.h"
+#include "bench_util.h"
+#include "bench_wire.h"
 #include "clock.h"
 
 /* ------------------------------------------------------------ the pump */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bench_int.h"
+#include "bench_opts.h"
 #include "tls_client.h"
 #include "duration.h"
 
@@ -56,6 +57,12 @@ TLS_CLIENT_HELP
 "A DURATION is 250ms, 1.5s, 2m, 1h; a bare number is seconds for -t and\n"
 "--warmup, milliseconds for the others (as before units were accepted).\n");
 }
+
+const char *const mode_names[M_RETRY + 1] = {
+	"pair", "produce", "consume", "mget", "blocking", "delayed", "retry"
+};
+const char *const proto_names[P_BS + 1] = { "memcache", "resp", "beanstalk" };
+const char *const fill_names[F_MISSING + 1] = { "items", "empty", "missing" };
 
 /* The index of s in names[0..n) (mode_names, ...: indexed by the enum),
  * or -1. */

@@ -17,11 +17,15 @@
 #include <event2/bufferevent.h>
 
 #include "bench_int.h"
+#include "bench_load.h"
+#include "bench_reply.h"
+#include "bench_util.h"
+#include "bench_wire.h"
 #include "clock.h"
 
 /* ------------------------------------------------------- reply handling */
 
-bool
+static bool
 measuring(const struct bench *b)
 {
 	return b->phase == PH_MEASURE;
@@ -222,7 +226,7 @@ complete(struct conn *c, bool ok, int hits, const char *line)
 	}
 }
 
-bool
+static bool
 starts(const char *line, size_t len, const char *word)
 {
 	size_t n = strlen(word);
@@ -404,6 +408,6 @@ on_read(struct bufferevent *bev, void *arg)
 	}
 	if (b->failed)
 		return;
-	check_progress(b);
+	b->progress(b);	/* bench.c's phases, by callback: they are above */
 	pump(c);
 }

@@ -10,6 +10,9 @@
 #include <time.h>
 
 #include "bench_int.h"
+#include "bench_opts.h"
+#include "bench_report.h"
+#include "bench_util.h"
 #include "clock.h"
 
 /* ----------------------------------------------------------- reporting */

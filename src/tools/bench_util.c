@@ -1,4 +1,4 @@
-/* bench_util.c -- `saker bench`: the clock, failing a run, growing arrays, seen/acked bit sets, the latency histogram. */
+/* bench_util.c -- `saker bench`: the clock, failing a run, growing arrays, seen/acked bit sets, the latency histogram, the server's CPU. */
 #include "config.h"
 
 #include <sys/types.h>
@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <event2/event.h>
 
 #include "bench_int.h"
+#include "bench_util.h"
 #include "clock.h"
 
 /* ---------------------------------------------------------------- utils */
@@ -182,4 +184,33 @@ hist_quantile(const struct hist *h, uint64_t ppm)
 		}
 	}
 	return h->max;
+}
+
+/* (bench_util.h) */
+void
+server_cpu(const struct bench *b, struct cpu_use *u)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut, st;
+	FILE *f;
+	size_t n;
+
+	u->ok = false;
+	if (b->o.server_pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", b->o.server_pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* Fields after the parenthesised command name; utime is field 14. */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return;
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+	    &ut, &st) != 2)
+		return;
+	u->user = (double)ut / (double)sysconf(_SC_CLK_TCK);
+	u->sys = (double)st / (double)sysconf(_SC_CLK_TCK);
+	u->ok = true;
 }

@@ -1,7 +1,8 @@
-/* bench_wire.c -- `saker bench`: item payloads and the requests of each protocol (memcache, RESP, beanstalk). */
+/* bench_wire.c -- `saker bench`: item payloads, the requests of each protocol (memcache, RESP, beanstalk) and writing them out at the end of a loop pass. */
 #include "config.h"
 
 #include <sys/types.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,6 +15,8 @@
 #include <event2/event.h>
 
 #include "bench_int.h"
+#include "bench_util.h"
+#include "bench_wire.h"
 #include "clock.h"
 
 /* -------------------------------------------------------------- payload */
@@ -273,4 +276,39 @@ send_line(struct conn *c, enum rtype t, const char *fmt, ...)
 	}
 	ring_push(c, t, -1);
 	send_bytes(c, buf, (size_t)n);
+}
+
+/* The end of a loop pass: write what send_bytes() queued on plain
+ * connections.  What the socket does not take at once goes to the
+ * bufferevent, whose write event sends it and on_written() turns off. */
+void
+flush_conns(evutil_socket_t fd, short what, void *arg)
+{
+	struct bench *b = arg;
+	struct conn *c;
+
+	while ((c = b->flush_head) != NULL) {
+		struct evbuffer *out;
+
+		b->flush_head = c->flush_next;
+		c->flush_queued = false;
+		if (c->bev == NULL)
+			continue;
+		out = bufferevent_get_output(c->bev);
+		/* behind bytes still waiting there, to keep the order */
+		if (evbuffer_get_length(out) == 0 &&
+		    evbuffer_write(c->pend, bufferevent_getfd(c->bev)) < 0 &&
+		    errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			fail(b, "connection %d: write: %s", c->id,
+			    strerror(errno));
+			return;
+		}
+		if (evbuffer_get_length(c->pend) > 0) {
+			if (bufferevent_write_buffer(c->bev, c->pend) != 0) {
+				fail(b, "connection %d: write failed", c->id);
+				return;
+			}
+			bufferevent_enable(c->bev, EV_WRITE);
+		}
+	}
 }
