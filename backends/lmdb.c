@@ -3038,6 +3038,7 @@ fail:
 const struct saker_store_driver saker_store_lmdb = {
 	.name = "lmdb",
 	.location_help = "DIR",
+	.location = SAKER_LOCATION_DIR,
 	.durable = true,
 	.caps = SAKER_CAP_DELIVERIES,
 	.options = lm_options,

@@ -1279,6 +1279,7 @@ fail:
 const struct saker_store_driver saker_store_postgres = {
 	.name = "postgres",
 	.location_help = "'host=... dbname=...'",
+	.location = SAKER_LOCATION_SECRET,
 	.durable = true,
 	.options = pg_options,
 	.caps = SAKER_CAP_SHARED | SAKER_CAP_DELIVERIES,

@@ -76,6 +76,24 @@ saker_store_driver_find(const char *name, size_t len)
 	return NULL;
 }
 
+const struct saker_store_driver *
+saker_store_spec_driver(const char *spec)
+{
+	return spec != NULL ? saker_store_driver_find(spec, strcspn(spec, ",:")) :
+	    NULL;
+}
+
+bool
+saker_store_driver_takes(const struct saker_store_driver *drv, const char *key)
+{
+	size_t i;
+
+	for (i = 0; drv->options != NULL && drv->options[i].name != NULL; i++)
+		if (strcmp(drv->options[i].name, key) == 0)
+			return true;
+	return false;
+}
+
 const char *
 saker_store_driver_list(void)
 {

@@ -2514,6 +2514,7 @@ fail:
 const struct saker_store_driver saker_store_sqlite = {
 	.name = "sqlite",
 	.location_help = "FILE",
+	.location = SAKER_LOCATION_FILE,
 	.durable = true,
 	.caps = SAKER_CAP_DELIVERIES,
 	.lock = SAKER_LOCK_BESIDE,

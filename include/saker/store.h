@@ -298,9 +298,23 @@ typedef enum saker_lock_kind {
 /* Delivery counts stop here (they fit 16 bits on every driver). */
 #define SAKER_DELIVERIES_MAX 65535u
 
+/* What the LOCATION of a spec is, the `location` of a driver: the tools
+ * and the daemon ask this, never the driver's name. */
+typedef enum saker_location_kind {
+	SAKER_LOCATION_NONE = 0, /* takes no location (memory) */
+	SAKER_LOCATION_DIR,      /* a directory: migrate builds a new one
+	                          * beside it and renames it into place */
+	SAKER_LOCATION_FILE,     /* a file (its sidecars beside it): the same */
+	SAKER_LOCATION_SECRET    /* a connection string, written in place; it
+	                          * may hold a password, so logs show the
+	                          * TYPE alone, never the location */
+} saker_location_kind;
+
 struct saker_store_driver {
 	const char *name;        /* "memory", "lmdb", ... the TYPE of a spec */
-	const char *location_help; /* "DIR", "FILE", or NULL if no location */
+	const char *location_help; /* "DIR", "FILE", or NULL if no location:
+	                          * for messages only; see `location` */
+	saker_location_kind location;
 	bool durable;            /* survives a restart (migrate source/target) */
 	unsigned caps;           /* SAKER_CAP_* bits */
 	const struct saker_store_option *options; /* the keys it takes (see
@@ -479,6 +493,13 @@ extern const struct saker_store_driver *const saker_store_drivers[];
 /* The driver called `name` (length len), or NULL. */
 const struct saker_store_driver *saker_store_driver_find(const char *name, size_t len);
 
+/* The driver a spec "TYPE[,...][:LOCATION]" names, or NULL. */
+const struct saker_store_driver *saker_store_spec_driver(const char *spec);
+
+/* Does the driver take option `key` (its `options` table)? */
+bool saker_store_driver_takes(const struct saker_store_driver *drv,
+    const char *key);
+
 /* "memory, lmdb, sqlite" -- the compiled-in types, for error messages. */
 const char *saker_store_driver_list(void);
 
@@ -522,6 +543,44 @@ bool saker_store_needs_tick(const saker_store *s);
 
 /* Is the store shared with other processes (SAKER_CAP_SHARED)? */
 bool saker_store_shared(const saker_store *s);
+
+/* ---------------------------------------------------------------------
+ * THE CORE'S CALLS (backends/layer.c).  The core and the tools reach the
+ * store only through these, never through the vtable: each is the hook of
+ * the same name with the layer's rules around it (see THE LAYER below),
+ * so a rule about storage is written once, here, for every driver.
+ * --------------------------------------------------------------------- */
+
+const char *saker_store_name(const saker_store *s);  /* the driver's TYPE */
+unsigned saker_store_caps(const saker_store *s);     /* SAKER_CAP_* */
+const char *saker_store_errmsg(saker_store *s);      /* never NULL */
+int saker_store_queue_open(saker_store *s, const char *name, size_t len,
+    bool create, void *queue_ctx, saker_queue **out);
+int saker_store_queue_delete(saker_store *s, saker_queue *q);
+int saker_store_queue_flush(saker_store *s, saker_queue *q);
+int saker_store_queues(saker_store *s, saker_queue_name_fn fn, void *arg);
+int saker_store_queue_stats(saker_store *s, saker_queue *q,
+    struct saker_queue_stats *st);
+int saker_store_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg);
+int saker_store_confirm(saker_store *s, saker_queue *q, uint64_t id);
+int saker_store_release(saker_store *s, saker_queue *q, uint64_t id);
+int saker_store_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
+    int64_t due_ms, int64_t now_ms);
+/* SAKER_EINVAL when the driver has no move() */
+int saker_store_move(saker_store *s, saker_queue *q, uint64_t id,
+    saker_queue *to);
+/* Can the driver route expired items (has it expire_to())? */
+bool saker_store_routes_expired(const saker_store *s);
+/* expire_to(); without the hook: SAKER_OK for name NULL, else EINVAL */
+int saker_store_expire_to(saker_store *s, saker_queue *q, const char *name,
+    size_t len);
+int saker_store_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms);
+int saker_store_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed);
+int saker_store_iterate(saker_store *s, saker_queue *q, saker_item_fn fn,
+    void *arg);
+int saker_store_commit(saker_store *s);
 
 /* ---------------------------------------------------------------------
  * THE LAYER (backends/policy.c, lock.c): the broker's rules about storage,

@@ -128,7 +128,7 @@ queue_lookup(struct broker *b, const char *name, size_t len, bool create, int *e
 		*err = SAKER_ENOMEM;
 		return NULL;
 	}
-	rc = b->store->driver->queue_open(b->store, name, len, true, q, &q->h);
+	rc = saker_store_queue_open(b->store, name, len, true, q, &q->h);
 	if (rc != SAKER_OK) {
 		q->h = NULL;
 		*err = rc;
@@ -153,7 +153,7 @@ queue_retry_shared(struct broker *b, struct squeue *q)
 {
 	if (q->h != NULL)
 		return;
-	if (b->store->driver->queue_open(b->store, q->name, q->len, false, q,
+	if (saker_store_queue_open(b->store, q->name, q->len, false, q,
 	    &q->h) == SAKER_OK) {
 		b->nqueues++;
 		q->qc = NULL;	/* a new handle: the store learns its settings */
@@ -180,7 +180,7 @@ static void
 attach_unknown(struct broker *b)
 {
 	b->store_unattached = false;
-	if (b->store->driver->queues(b->store, attach_one, b) < 0)
+	if (saker_store_queues(b->store, attach_one, b) < 0)
 		b->store_unattached = true;	/* look again at the next miss */
 }
 
@@ -204,7 +204,7 @@ queue_for_read(struct broker *b, const char *name, size_t len, bool remember)
 			attach_unknown(b);
 			q = hashmap_get(b->queues, name, len);
 		}
-		if (q == NULL && (!shared || b->store->driver->queue_open(
+		if (q == NULL && (!shared || saker_store_queue_open(
 		    b->store, name, len, false, NULL, &h) != SAKER_OK))
 			return b->missing;
 	}
@@ -243,7 +243,7 @@ queue_delete(struct broker *b, struct squeue *q)
 {
 	int rc;
 
-	rc = b->store->driver->queue_delete(b->store, q->h);
+	rc = saker_store_queue_delete(b->store, q->h);
 	if (rc != SAKER_OK)
 		return rc;
 	q->h = NULL;
@@ -306,7 +306,7 @@ load_one(void *arg, const char *name, size_t len)
 		*rc = SAKER_ENOMEM;
 		return 1;
 	}
-	*rc = b->store->driver->queue_open(b->store, name, len, false, q, &q->h);
+	*rc = saker_store_queue_open(b->store, name, len, false, q, &q->h);
 	if (*rc == SAKER_OK)
 		b->nqueues++;
 	return *rc != SAKER_OK;
@@ -327,7 +327,7 @@ queues_load(struct broker *b)
 	TAILQ_INIT(&b->missing->waiters);
 	b->nqueues = 0;
 	b->stubs = NULL;
-	wrc = b->store->driver->queues(b->store, load_one, &lc);
+	wrc = saker_store_queues(b->store, load_one, &lc);
 	if (lc.rc != SAKER_OK)
 		return lc.rc;
 	if (wrc < 0)
@@ -398,7 +398,7 @@ reopen_handle(void *arg, const char *key, size_t len, void *value)
 
 	if (q->h == NULL)
 		return 0;
-	if (b->store->driver->queue_open(b->store, key, len, false, q, &q->h) != SAKER_OK) {
+	if (saker_store_queue_open(b->store, key, len, false, q, &q->h) != SAKER_OK) {
 		q->h = NULL;
 		b->nqueues--;
 	}
@@ -487,17 +487,17 @@ apply_expire_to(struct broker *b, struct squeue *q)
 
 	if (q->h == NULL)
 		return;
-	if (b->store->driver->expire_to == NULL) {
+	if (!saker_store_routes_expired(b->store)) {
 		if (to[0] != '\0')
 			log_warn("queue %s: expire_to %s: the %s store cannot move"
 			    " expired items; they are dropped", q->name, to,
-			    b->store->driver->name);
+			    saker_store_name(b->store));
 		return;
 	}
-	if (b->store->driver->expire_to(b->store, q->h, to[0] != '\0' ? to :
+	if (saker_store_expire_to(b->store, q->h, to[0] != '\0' ? to :
 	    NULL, strlen(to)) != SAKER_OK)
 		log_error("queue %s: expire_to %s: %s", q->name, to,
-		    b->store->driver->errmsg(b->store));
+		    saker_store_errmsg(b->store));
 }
 
 /* Make sure queue `name` exists in the store and the broker. */
