@@ -3043,6 +3043,8 @@ const struct saker_store_driver saker_store_lmdb = {
 	.caps = SAKER_CAP_DELIVERIES,
 	.options = lm_options,
 	.lock = SAKER_LOCK_IN_DIR,
+	/* the queue record on disk holds the four counters (format 1) */
+	.own_counts = true,
 	.open = lm_open,
 	.close = lm_close,
 	.errmsg = lm_errmsg,

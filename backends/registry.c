@@ -349,6 +349,7 @@ saker_store_fd_ready(saker_store *s, int64_t now_ms)
 int
 saker_store_tick(saker_store *s, int64_t now_ms)
 {
+	s->tick++;	/* shared stores: counters are counted again (layer.c) */
 	return s->driver->tick != NULL ? s->driver->tick(s, now_ms) : SAKER_OK;
 }
 

@@ -2518,6 +2518,8 @@ const struct saker_store_driver saker_store_sqlite = {
 	.durable = true,
 	.caps = SAKER_CAP_DELIVERIES,
 	.lock = SAKER_LOCK_BESIDE,
+	/* the queues table holds the four counters (format 1) */
+	.own_counts = true,
 	.open = sq_open,
 	.close = sq_close,
 	.errmsg = sq_errmsg,

@@ -769,7 +769,7 @@ damaged_start(bool zero)
 		ck_assert_int_eq(st->driver->put(st, q, &it, 1700000000000LL),
 		    SAKER_OK);
 	}
-	ck_assert_int_eq(st->driver->commit(st), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(st), SAKER_OK);
 	saker_store_close(st);
 	path = tl_strdupf("%s/data.mdb", dir);
 	ck_assert_int_eq(stat(path, &sb), 0);

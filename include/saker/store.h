@@ -112,7 +112,8 @@ typedef enum saker_sync_mode {
 typedef enum saker_item_state {
 	SAKER_ITEM_READY = 0,
 	SAKER_ITEM_DELAYED = 1,
-	SAKER_ITEM_OPEN = 2
+	SAKER_ITEM_OPEN = 2,
+	SAKER_ITEM_NONE = 3     /* not in the queue: saker_store_account() */
 } saker_item_state;
 
 /* One item.  As input to put(): id and state are ignored.  As output: a
@@ -185,6 +186,13 @@ typedef struct saker_queue saker_queue;
 struct saker_queue_base {
 	size_t xtolen;          /* expire_to: where expired items go */
 	char xto[256];          /* (xtolen 0: dropped) */
+	/* the queue's counters (THE LAYER, COUNTERS): items and bytes
+	 * ready, delayed, open; then their value at the batch's first
+	 * change, restored when the batch is lost */
+	uint64_t n[4], snap[4];
+	struct saker_queue_base *touched_next; /* the batch's changed queues */
+	bool touched;
+	unsigned synced;        /* shared stores: the tick of the last count */
 };
 
 /*
@@ -259,6 +267,10 @@ struct saker_store_opts {
 typedef struct saker_store {
 	const struct saker_store_driver *driver;
 	struct saker_store_lock *lock; /* the layer's, from open to close */
+	struct saker_queue_base *touched; /* queues whose counters the
+	                          * current batch changed (layer.c) */
+	unsigned tick;          /* tick() calls (layer.c): shared stores
+	                          * count a queue again once per tick */
 } saker_store;
 
 /*
@@ -320,6 +332,12 @@ struct saker_store_driver {
 	const struct saker_store_option *options; /* the keys it takes (see
 	                          * DRIVER OPTIONS); NULL = none */
 	saker_lock_kind lock;    /* how the layer locks the location */
+	/* Its on-disk format keeps each queue's items, bytes, delayed and
+	 * open counts (LMDB, SQLite): queue_stats() fills them, O(1), and
+	 * the layer keeps none.  false: the driver reports every change of
+	 * an item's state through saker_store_account() and the layer
+	 * keeps the counters (THE LAYER, COUNTERS). */
+	bool own_counts;
 
 	/* Open (creating per opts->create) the store at `location` (NULL when
 	 * the spec had none).  On failure returns an error, sets *out = NULL and
@@ -355,7 +373,16 @@ struct saker_store_driver {
 	/* List every queue, in no particular order. */
 	int (*queues)(saker_store *s, saker_queue_name_fn fn, void *arg);
 
+	/* total_items, expired_items, expired_to and head_created_ms, and
+	 * with own_counts the other four; cheap (no scan of the queue). */
 	int (*queue_stats)(saker_store *s, saker_queue *q, struct saker_queue_stats *st);
+
+	/* SAKER_CAP_SHARED without own_counts: items, bytes, delayed_items
+	 * and open_items of q counted in the store (may scan the queue:
+	 * the layer asks at most once per tick() per queue, for a queue
+	 * whose stats are read), so changes other processes made show. */
+	int (*queue_count)(saker_store *s, saker_queue *q,
+	    struct saker_queue_stats *st);
 
 	/* --- items -------------------------------------------------------- */
 
@@ -561,6 +588,10 @@ int saker_store_queue_flush(saker_store *s, saker_queue *q);
 int saker_store_queues(saker_store *s, saker_queue_name_fn fn, void *arg);
 int saker_store_queue_stats(saker_store *s, saker_queue *q,
     struct saker_queue_stats *st);
+/* items, bytes, delayed_items and open_items only (the rest untouched):
+ * the capacity check's, without a round trip to a database */
+int saker_store_queue_counts(saker_store *s, saker_queue *q,
+    struct saker_queue_stats *st);
 int saker_store_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
     saker_item_fn fn, void *arg);
 int saker_store_confirm(saker_store *s, saker_queue *q, uint64_t id);
@@ -632,6 +663,38 @@ saker_store_has_expire_to(const saker_queue *q)
  * expired items are dropped.  An error from queue_open() otherwise. */
 int saker_store_expire_target(saker_store *s, saker_queue *q,
     saker_queue **to);
+
+/*
+ * COUNTERS.  The layer keeps every queue's items, bytes (of ready items),
+ * delayed_items and open_items in its struct saker_queue_base, so that
+ * saker_store_queue_stats() and every capacity check are O(1) on every
+ * store.  A driver without own_counts tells the layer each change of an
+ * item's state, a fact like notify(): put (NONE -> READY or DELAYED),
+ * take (READY -> OPEN, or -> NONE: removed, or an expired item dropped
+ * or routed, the target then NONE -> READY), confirm (OPEN -> NONE),
+ * release (OPEN -> READY or DELAYED), move (OPEN -> NONE in q, NONE ->
+ * READY in `to`), promote (DELAYED -> READY, or -> NONE when expired),
+ * flush_expired (READY -> NONE).  queue_flush() and queue_delete() are
+ * counted by the layer itself.  The layer remembers each queue's
+ * counters at the first change of a batch and puts them back when
+ * commit() fails or the driver says it lost the batch.
+ */
+void saker_store_account(saker_store *s, saker_queue *q,
+    saker_item_state from, saker_item_state to, size_t len);
+/* n items of `bytes` data bytes in all, at once (a promotion in SQL) */
+void saker_store_account_n(saker_store *s, saker_queue *q,
+    saker_item_state from, saker_item_state to, uint64_t n, uint64_t bytes);
+
+/* For a shared store's driver that changed q in a way it cannot tell
+ * item by item (a promotion in the database, an item put back whose size
+ * it does not know): the layer counts q in the store again (queue_count)
+ * at the next read of its counters outside a batch that changed it. */
+void saker_store_recount(saker_store *s, saker_queue *q);
+
+/* For a driver that rolled its batch back outside commit() (a lost
+ * connection, an aborted transaction): the counters go back to the last
+ * commit too.  Its next commit() is then that of a new batch. */
+void saker_store_batch_lost(saker_store *s);
 
 #ifdef __cplusplus
 }

@@ -244,7 +244,7 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it, int64_t n
 			struct saker_queue_stats st = { 0 };
 			bool full;
 
-			rc = saker_store_queue_stats(b->store, q->h, &st);
+			rc = saker_store_queue_counts(b->store, q->h, &st);
 			if (rc != SAKER_OK)
 				return rc;
 			full = (qc->max_items > 0 && st.items + st.delayed_items >= qc->max_items) ||
