@@ -166,7 +166,7 @@ saker_store_queue_flush(saker_store *s, saker_queue *q)
 {
 	int rc = s->driver->queue_flush(s, q);
 
-	if (rc == SAKER_OK) {
+	if (rc == SAKER_OK && !s->driver->own_counts) {
 		touch(s, base(q));
 		memset(base(q)->n, 0, sizeof(base(q)->n));
 	}

@@ -61,6 +61,11 @@ sq_remove(struct broker *b, struct squeue *q)
 	squeue_free(b, q);
 }
 
+/* Walks nested in a walk's callback must not add entries to the table. */
+static unsigned walk_depth;
+
+static void queue_attach(struct broker *b, const char *name);
+
 static struct squeue *
 sq_find_or_new(struct broker *b, const char *name, size_t len)
 {
@@ -141,7 +146,11 @@ queue_lookup(struct broker *b, const char *name, size_t len, bool create, int *e
 	b->stats.queue_creates++;
 	broker_touch(b);
 	q->qc = NULL;	/* a new handle: the store learns its settings */
-	(void)queue_cfg(b, q);
+	/* the expire_to target exists from when the configuration names it
+	 * for a queue (docs/protocol.md), so `stats` lists it and the items
+	 * the store moves there */
+	if (queue_cfg(b, q)->expire_to[0] != '\0' && walk_depth == 0)
+		queue_attach(b, q->qc->expire_to);
 	return q;
 }
 
@@ -453,12 +462,29 @@ walk_one(void *arg, const char *key, size_t len, void *value)
 	return wc->fn(wc->arg, q);
 }
 
+/* A listing shows every queue the store has made of its own (an expire_to
+ * target made again, <q>_damaged) with the items it moved there: give
+ * them entries first, outside any walk (attach_unknown()). */
+static int
+walk(struct broker *b, struct walk_ctx *wc)
+{
+	int rc;
+
+	if (b->store_unattached && walk_depth == 0 &&
+	    !saker_store_shared(b->store))
+		attach_unknown(b);
+	walk_depth++;
+	rc = hashmap_walk(b->queues, walk_one, wc);
+	walk_depth--;
+	return rc;
+}
+
 int
 queues_walk(struct broker *b, int (*fn)(void *arg, struct squeue *q), void *arg)
 {
 	struct walk_ctx wc = { fn, arg, false };
 
-	return hashmap_walk(b->queues, walk_one, &wc);
+	return walk(b, &wc);
 }
 
 int
@@ -476,7 +502,7 @@ queues_walk_waited(struct broker *b, int (*fn)(void *arg, struct squeue *q),
 {
 	struct walk_ctx wc = { fn, arg, true };
 
-	return hashmap_walk(b->queues, walk_one, &wc);
+	return walk(b, &wc);
 }
 
 /* Tell the store where q's expired items go (store.h, expire_to). */
