@@ -582,7 +582,6 @@ const struct saker_store_driver saker_store_example = {
 	.name = "example",
 	.location_help = NULL,
 	.durable = false,
-	.caps = SAKER_CAP_DELIVERIES,
 	.options = NULL,
 	.open = ex_open,
 	.close = ex_close,

@@ -131,12 +131,6 @@ saker_store_name(const saker_store *s)
 	return s->driver->name;
 }
 
-unsigned
-saker_store_caps(const saker_store *s)
-{
-	return s->driver->caps;
-}
-
 const char *
 saker_store_errmsg(saker_store *s)
 {
@@ -265,8 +259,6 @@ saker_store_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
 int
 saker_store_move(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to)
 {
-	if (s->driver->move == NULL)
-		return SAKER_EINVAL;
 	return s->driver->move(s, q, id, to);
 }
 

@@ -3040,7 +3040,6 @@ const struct saker_store_driver saker_store_lmdb = {
 	.location_help = "DIR",
 	.location = SAKER_LOCATION_DIR,
 	.durable = true,
-	.caps = SAKER_CAP_DELIVERIES,
 	.options = lm_options,
 	.lock = SAKER_LOCK_IN_DIR,
 	/* the queue record on disk holds the four counters (format 1) */

@@ -1020,7 +1020,6 @@ const struct saker_store_driver saker_store_memory = {
 	.name = "memory",
 	.location_help = NULL,
 	.durable = false,
-	.caps = SAKER_CAP_DELIVERIES,
 	.options = mem_options,
 	.open = mem_open,
 	.close = mem_close,

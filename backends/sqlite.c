@@ -2516,7 +2516,6 @@ const struct saker_store_driver saker_store_sqlite = {
 	.location_help = "FILE",
 	.location = SAKER_LOCATION_FILE,
 	.durable = true,
-	.caps = SAKER_CAP_DELIVERIES,
 	.lock = SAKER_LOCK_BESIDE,
 	/* the queues table holds the four counters (format 1) */
 	.own_counts = true,

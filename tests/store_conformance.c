@@ -1240,7 +1240,7 @@ START_TEST(test_bulk)
 END_TEST
 
 /* ------------------------------------------------------------------ */
-/* delivery counts and move (SAKER_CAP_DELIVERIES) */
+/* delivery counts and move */
 
 /* Put a string item with a delivery count (load, migrate). */
 static void
@@ -1750,8 +1750,7 @@ START_TEST(test_release_delayed)
 	ck_assert_uint_eq(T.got.flags, 42);
 	ck_assert_int_eq(T.got.expires_ms, BASE + 100000);
 	ck_assert_int_eq(T.got.created_ms, BASE - 7);
-	if (T.drv->caps & SAKER_CAP_DELIVERIES)
-		ck_assert_uint_eq(T.got.deliveries, 2);
+	ck_assert_uint_eq(T.got.deliveries, 2);
 	/* due now: a plain release, to the head, ahead of later items */
 	put_s(q, "C", 0, 0, BASE + 500);
 	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 500,
@@ -1799,8 +1798,7 @@ START_TEST(test_release_delayed)
 	take_s(q, SAKER_TAKE_REMOVE, BASE + 2000, "A");
 	ck_assert_uint_eq(T.got.flags, 42);
 	ck_assert_int_eq(T.got.created_ms, BASE - 7);
-	if (T.drv->caps & SAKER_CAP_DELIVERIES)
-		ck_assert_uint_eq(T.got.deliveries, 3);
+	ck_assert_uint_eq(T.got.deliveries, 3);
 	commit();
 }
 END_TEST
@@ -1927,11 +1925,8 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_commit);
 	tcase_add_test(tc, test_many_queues);
 	tcase_add_test(tc, test_bulk);
-	if (drv->caps & SAKER_CAP_DELIVERIES) {
-		tcase_add_test(tc, test_deliveries);
-		tcase_add_test(tc, test_move);
-	} else
-		skipped(drv, "test_deliveries test_move", "no SAKER_CAP_DELIVERIES");
+	tcase_add_test(tc, test_deliveries);
+	tcase_add_test(tc, test_move);
 	if (drv->expire_to != NULL)
 		tcase_add_test(tc, test_expire_to);
 	else
@@ -1946,8 +1941,7 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_reopen_delayed);
 	tcase_add_test(tc, test_reopen_open_items);
 	tcase_add_test(tc, test_reopen_deleted_queue);
-	if (drv->caps & SAKER_CAP_DELIVERIES)
-		tcase_add_test(tc, test_reopen_deliveries);
+	tcase_add_test(tc, test_reopen_deliveries);
 	tcase_add_test(tc, test_reopen_read_only);
 	if ((drv->caps & SAKER_CAP_SHARED) == 0)
 		tcase_add_test(tc, test_locked);

@@ -37,10 +37,14 @@ trap 'exit 130' INT TERM
 [ ${#RUNAS[@]} -gt 0 ] && chown nobody "$TMP"
 "${RUNAS[@]}" "$PGBIN/initdb" -D "$TMP/data" -A trust -U saker -E UTF8 \
     >"$TMP/initdb.log" 2>&1 || { cat "$TMP/initdb.log"; exit 1; }
-PGPORT=$(free_port)
-"${RUNAS[@]}" "$PGBIN/pg_ctl" -D "$TMP/data" -l "$TMP/server.log" -w -o \
-    "-c listen_addresses=127.0.0.1 -p $PGPORT -k $TMP" start >/dev/null ||
-    { cat "$TMP/server.log"; exit 1; }
+# a free port may be taken by someone else meanwhile: try three
+for try in 1 2 3; do
+	PGPORT=$(free_port)
+	"${RUNAS[@]}" "$PGBIN/pg_ctl" -D "$TMP/data" -l "$TMP/server.log" -w -o \
+	    "-c listen_addresses=127.0.0.1 -p $PGPORT -k $TMP" start >/dev/null &&
+	    break
+	[ "$try" = 3 ] && { cat "$TMP/server.log"; exit 1; }
+done
 DB="host=127.0.0.1 port=$PGPORT dbname=postgres user=saker"
 printf '[queue bench0]\nmax_items = 100000000\n' >"$TMP/capped.conf"
 : >"$TMP/plain.conf"
@@ -48,11 +52,16 @@ printf '[queue bench0]\nmax_items = 100000000\n' >"$TMP/capped.conf"
 # broker CONFIG: a sakerd on a free port with that --config
 broker() {
 	[ -n "$PID" ] && { kill "$PID"; wait "$PID" 2>/dev/null; }
-	PORT=$(free_port)
-	"$SAKERD" -l 127.0.0.1 -p "$PORT" --store "postgres:$DB" \
-	    --config "$1" >"$TMP/sakerd.log" 2>&1 &
-	PID=$!
-	wait_port "$PORT" || { cat "$TMP/sakerd.log"; exit 1; }
+	for try in 1 2 3; do
+		PORT=$(free_port)
+		"$SAKERD" -l 127.0.0.1 -p "$PORT" --store "postgres:$DB" \
+		    --config "$1" >"$TMP/sakerd.log" 2>&1 &
+		PID=$!
+		wait_port "$PORT" && sleep 0.3 && kill -0 "$PID" 2>/dev/null && return
+		wait "$PID" 2>/dev/null
+	done
+	cat "$TMP/sakerd.log"
+	exit 1
 }
 
 # run: acknowledged sets/s of 16 producers, one queue

@@ -20,8 +20,11 @@
  *   Every item carries 32-bit client flags, an absolute expiry time, the time
  *   it was put, and opaque binary data.  All times are wall-clock milliseconds
  *   since the Unix epoch (int64_t); the caller passes `now_ms` into every call
- *   that needs a clock, so drivers never read the clock themselves and tests
- *   control time.
+ *   that needs a clock, so drivers never read the wall clock for an item's
+ *   times (expiry, due time, age) and tests control them.  Drivers do read
+ *   the monotonic clock (saker_mono_ns()) for their own housekeeping: how
+ *   long a commit took, the age of a long transaction before a checkpoint,
+ *   a database round trip's deadline.
  *
  * THREADING
  *   A store handle is used by one thread at a time.  Drivers never touch
@@ -38,8 +41,14 @@
  *   If commit() fails, the driver has rolled the whole batch back: the store
  *   (on disk and in every in-memory counter) is exactly as after the previous
  *   successful commit, and the caller must treat every call of the batch as
- *   not done.  A failing single call (put on a full disk, say) leaves the rest
- *   of the batch intact and committable.
+ *   not done.  A failing single call may leave the rest of the batch
+ *   committable (memory: a put over max-memory; every driver: ENOTFOUND,
+ *   EEMPTY, EINVAL) or lose the whole batch: LMDB on most write errors
+ *   (a full map), SQLite when it rolls its transaction back, PostgreSQL on
+ *   any failed statement.  A driver that lost its batch tells the layer
+ *   (saker_store_batch_lost()), fails every later write of it with the
+ *   same code and fails the commit() that ends it; the core answers every
+ *   call of that batch SERVER_ERROR, as after a failed commit.
  *   One failure is not a clean rollback: when the fsync of a commit fails,
  *   its data may already be in the file and may or may not be there after a
  *   restart; likewise when the connection to a database server breaks
@@ -55,7 +64,7 @@
  *   valid only until the callback returns; copy what you keep.  Strings and
  *   items passed *into* a driver are copied by it if it keeps them.
  *
- * DELIVERY COUNTS (drivers with SAKER_CAP_DELIVERIES)
+ * DELIVERY COUNTS (every driver)
  *   Every item carries the number of times it was handed out by a
  *   take(SAKER_TAKE_OPEN), stored with the item.  That take counts the
  *   hand-out in the same batch as the take itself (durable with it) and
@@ -300,12 +309,8 @@ typedef enum saker_lock_kind {
  *                   open() of a shared store never returns SAKER_ELOCKED.
  */
 #define SAKER_CAP_SHARED (1u << 0)
-/*
- * SAKER_CAP_DELIVERIES  Items carry a delivery count (DELIVERY COUNTS, at
- *                   the top) and move() is implemented.  Without it every
- *                   count reads 0 and move is NULL.
- */
-#define SAKER_CAP_DELIVERIES (1u << 1)
+/* (1u << 1) was SAKER_CAP_DELIVERIES, which every driver had: delivery
+ * counts and move() are part of every driver's contract now. */
 
 /* Delivery counts stop here (they fit 16 bits on every driver). */
 #define SAKER_DELIVERIES_MAX 65535u
@@ -430,7 +435,7 @@ struct saker_store_driver {
 	int (*release_delayed)(saker_store *s, saker_queue *q, uint64_t id,
 	    int64_t due_ms, int64_t now_ms);
 
-	/* SAKER_CAP_DELIVERIES only (else NULL): append open item `id` of q
+	/* Append open item `id` of q
 	 * to the ready tail of queue `to` (another queue), keeping its data,
 	 * flags, expiry, age and delivery count, in the current batch: after
 	 * commit() it is in `to` and not in q, after a failed commit it is
@@ -579,7 +584,6 @@ bool saker_store_shared(const saker_store *s);
  * --------------------------------------------------------------------- */
 
 const char *saker_store_name(const saker_store *s);  /* the driver's TYPE */
-unsigned saker_store_caps(const saker_store *s);     /* SAKER_CAP_* */
 const char *saker_store_errmsg(saker_store *s);      /* never NULL */
 int saker_store_queue_open(saker_store *s, const char *name, size_t len,
     bool create, void *queue_ctx, saker_queue **out);
@@ -598,7 +602,6 @@ int saker_store_confirm(saker_store *s, saker_queue *q, uint64_t id);
 int saker_store_release(saker_store *s, saker_queue *q, uint64_t id);
 int saker_store_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
     int64_t due_ms, int64_t now_ms);
-/* SAKER_EINVAL when the driver has no move() */
 int saker_store_move(saker_store *s, saker_queue *q, uint64_t id,
     saker_queue *to);
 /* Can the driver route expired items (has it expire_to())? */
@@ -614,11 +617,12 @@ int saker_store_iterate(saker_store *s, saker_queue *q, saker_item_fn fn,
 int saker_store_commit(saker_store *s);
 
 /* ---------------------------------------------------------------------
- * THE LAYER (backends/policy.c, lock.c): the broker's rules about storage,
- * once over every driver: the lock file (saker_lock_kind), the delivery-
- * count clamp (saker_store_put), the quarantine of damaged items and the
- * expire_to targets.  Drivers keep the primitives of the vtable and call
- * the functions below where their comments say.
+ * THE LAYER (backends/policy.c, lock.c, layer.c): the broker's rules about
+ * storage, once over every driver: the lock file (saker_lock_kind), the
+ * delivery-count clamp (saker_store_put), the quarantine of damaged items,
+ * the expire_to targets and the per-queue counters (COUNTERS, below).
+ * Drivers keep the primitives of the vtable and call the functions below
+ * where their comments say.
  * --------------------------------------------------------------------- */
 
 /* put(), with item->deliveries clamped to SAKER_DELIVERIES_MAX (a dump

@@ -51,7 +51,6 @@ dl_spent(struct broker *b, struct squeue *q, uint32_t before)
 	uint32_t max = queue_cfg(b, q)->max_deliveries;
 
 	return max > 0 && before >= max &&
-	    (saker_store_caps(b->store) & SAKER_CAP_DELIVERIES) != 0 &&
 	    !dl_is_dead_letter(b, q);
 }
 
