@@ -149,10 +149,22 @@ saker_store_queue_open(saker_store *s, const char *name, size_t len,
 int
 saker_store_queue_delete(saker_store *s, saker_queue *q)
 {
+	struct saker_queue_base *b = base(q);
+	bool was = b->touched;
+	int rc;
+
 	/* a failed commit cannot bring a deleted handle back (the driver
-	 * frees it), so its counters need no restoring */
-	untouch(s, base(q));
-	return s->driver->queue_delete(s, q);
+	 * frees it), so its counters need no restoring; off the list
+	 * before the handle is freed */
+	untouch(s, b);
+	rc = s->driver->queue_delete(s, q);
+	if (rc != SAKER_OK && was) {
+		/* still there: back on the list, its snapshot kept */
+		b->touched = true;
+		b->touched_next = s->touched;
+		s->touched = b;
+	}
+	return rc;
 }
 
 int

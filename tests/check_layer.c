@@ -1,5 +1,6 @@
 /* check_layer.c -- the layer's per-queue counters (store.h, COUNTERS):
- * kept from what the driver reports, put back when a batch is lost.  The
+ * kept from what the driver reports, put back when a batch is lost,
+ * counted in the store again on a shared one.  The
  * memory driver never fails a commit, so its vtable is copied here with a
  * commit() that fails on demand: what is tested is the layer's undo. */
 #include "config.h"
@@ -161,6 +162,59 @@ START_TEST(test_batch_lost)
 }
 END_TEST
 
+/* A shared store: the layer counts a queue in the store again once per
+ * tick when its counters are read (other brokers change it too), never in
+ * a batch that changed it, and when the driver asks. */
+static uint64_t other_items;	/* what "the database" holds */
+static int counts_asked;
+
+static int
+count_hook(saker_store *s, saker_queue *q, struct saker_queue_stats *st)
+{
+	(void)s;
+	(void)q;
+	counts_asked++;
+	st->items = other_items;
+	st->bytes = other_items * 10;
+	return SAKER_OK;
+}
+
+START_TEST(test_shared_recount)
+{
+	saker_store *s = open_failing();
+	saker_queue *q;
+
+	faildrv.caps = SAKER_CAP_SHARED;
+	faildrv.queue_count = count_hook;
+	counts_asked = 0;
+	other_items = 100;
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, true, NULL, &q),
+	    SAKER_OK);
+	ck_counts(s, q, 100, 1000, 0, 0);	/* counted at the first read */
+	ck_assert_int_eq(counts_asked, 1);
+	put(s, q, 10, 0);			/* this broker's put: at once */
+	ck_counts(s, q, 101, 1010, 0, 0);
+	ck_assert_int_eq(counts_asked, 1);	/* no round trip */
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	other_items = 150;			/* the others put 49 */
+	ck_counts(s, q, 101, 1010, 0, 0);	/* until the next tick */
+	ck_assert_int_eq(saker_store_tick(s, 2000), SAKER_OK);
+	put(s, q, 10, 0);
+	ck_counts(s, q, 102, 1020, 0, 0);	/* changed in this batch: kept */
+	ck_assert_int_eq(counts_asked, 1);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	other_items = 151;
+	ck_counts(s, q, 151, 1510, 0, 0);	/* counted again, once */
+	ck_counts(s, q, 151, 1510, 0, 0);
+	ck_assert_int_eq(counts_asked, 2);
+	other_items = 160;
+	saker_store_recount(s, q);		/* the driver asks */
+	ck_counts(s, q, 160, 1600, 0, 0);
+	ck_assert_int_eq(counts_asked, 3);
+	saker_store_close(s);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -172,6 +226,7 @@ main(void)
 	tcase_add_test(tc, test_failed_commit_restores);
 	tcase_add_test(tc, test_flush_and_delete);
 	tcase_add_test(tc, test_batch_lost);
+	tcase_add_test(tc, test_shared_recount);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

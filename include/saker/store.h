@@ -592,8 +592,9 @@ int saker_store_queue_flush(saker_store *s, saker_queue *q);
 int saker_store_queues(saker_store *s, saker_queue_name_fn fn, void *arg);
 int saker_store_queue_stats(saker_store *s, saker_queue *q,
     struct saker_queue_stats *st);
-/* items, bytes, delayed_items and open_items only (the rest untouched):
- * the capacity check's, without a round trip to a database */
+/* items, bytes, delayed_items and open_items (an own_counts driver may
+ * fill the rest too): the capacity check's, without a round trip to a
+ * database (but a shared store's recount, at most once per tick) */
 int saker_store_queue_counts(saker_store *s, saker_queue *q,
     struct saker_queue_stats *st);
 int saker_store_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
