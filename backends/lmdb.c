@@ -3039,6 +3039,8 @@ const struct saker_store_driver saker_store_lmdb = {
 	.name = "lmdb",
 	.location_help = "DIR",
 	.location = SAKER_LOCATION_DIR,
+	/* sakerd is durable by default when LMDB is built (README) */
+	.default_location = "./saker-data",
 	.durable = true,
 	.options = lm_options,
 	.lock = SAKER_LOCK_IN_DIR,

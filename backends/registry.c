@@ -76,6 +76,25 @@ saker_store_driver_find(const char *name, size_t len)
 	return NULL;
 }
 
+const char *
+saker_store_default_spec(void)
+{
+	static char spec[300];
+	size_t i;
+
+	if (spec[0] != '\0')
+		return spec;
+	for (i = 0; saker_store_drivers[i] != NULL; i++)
+		if (saker_store_drivers[i]->default_location != NULL) {
+			snprintf(spec, sizeof(spec), "%s:%s",
+			    saker_store_drivers[i]->name,
+			    saker_store_drivers[i]->default_location);
+			return spec;
+		}
+	snprintf(spec, sizeof(spec), "%s", saker_store_drivers[0]->name);
+	return spec;
+}
+
 const struct saker_store_driver *
 saker_store_spec_driver(const char *spec)
 {

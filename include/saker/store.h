@@ -332,6 +332,10 @@ struct saker_store_driver {
 	const char *location_help; /* "DIR", "FILE", or NULL if no location:
 	                          * for messages only; see `location` */
 	saker_location_kind location;
+	/* sakerd's default store: the first driver of the registry with a
+	 * default location, at that location (LMDB's "./saker-data"); the
+	 * first driver (memory) when none has one.  NULL: none. */
+	const char *default_location;
 	bool durable;            /* survives a restart (migrate source/target) */
 	unsigned caps;           /* SAKER_CAP_* bits */
 	const struct saker_store_option *options; /* the keys it takes (see
@@ -524,6 +528,10 @@ extern const struct saker_store_driver *const saker_store_drivers[];
 
 /* The driver called `name` (length len), or NULL. */
 const struct saker_store_driver *saker_store_driver_find(const char *name, size_t len);
+
+/* sakerd's default --store ("lmdb:./saker-data", or "memory"): see
+ * `default_location` of the driver. */
+const char *saker_store_default_spec(void);
 
 /* The driver a spec "TYPE[,...][:LOCATION]" names, or NULL. */
 const struct saker_store_driver *saker_store_spec_driver(const char *spec);

@@ -161,7 +161,7 @@ usage(FILE *f)
 "certificate and key (a bad file keeps the old one).\n"
 "See sakerd(8) and saker-protocol(7).\n",
 	    SAKERD_DEFAULT_PORT, saker_store_driver_list(), STORE_FORMS,
-	    SAKERD_DEFAULT_STORE, SAKERD_DEFAULT_DRAIN_TIMEOUT,
+	    saker_store_default_spec(), SAKERD_DEFAULT_DRAIN_TIMEOUT,
 	    SAKERD_DEFAULT_MAX_QUEUES, SAKERD_DEFAULT_TLS_HANDSHAKE);
 }
 
@@ -268,7 +268,7 @@ options_parse(int argc, char **argv, struct options *o)
 	memset(o, 0, sizeof(*o));
 	o->listen = "127.0.0.1";
 	o->port = SAKERD_DEFAULT_PORT;
-	o->store_spec = SAKERD_DEFAULT_STORE;
+	o->store_spec = saker_store_default_spec();
 	o->sync = SAKER_SYNC_ALWAYS;
 	o->sync_period_ms = 100;
 	o->max_conns = 4096;
