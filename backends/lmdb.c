@@ -107,6 +107,8 @@ enum {
 
 struct lq_state {
 	uint64_t lo, tail;	/* ready seqs are in [lo, tail) */
+	/* items..open too: the queue record on disk holds them (format 1),
+	 * so this driver keeps them, undone with the batch (own_counts) */
 	uint64_t items, bytes, delayed, open, total, expired;
 	bool exists;		/* the queue has (will have) a record */
 };

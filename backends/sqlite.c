@@ -213,6 +213,8 @@ struct sq_state {
 	int64_t head;		/* every ready item has seq >= head */
 	int64_t tail;		/* next seq appended */
 	int64_t lo;		/* next seq released to the head */
+	/* items..open too: the queues table holds them (format 1), so
+	 * this driver keeps them, undone with the batch (own_counts) */
 	uint64_t items, bytes, delayed, open, total, expired;
 };
 
