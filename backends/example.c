@@ -39,9 +39,13 @@ struct ex_list {
 
 /* store.h declares struct saker_queue opaque: each driver defines it. */
 struct saker_queue {
+	struct saker_queue_base base; /* the layer's (store.h): first */
 	struct saker_queue *next; /* the store's list of queues */
 	void *ctx;                /* the core's, given back in notify() */
 	struct ex_list ready, open;
+	/* total_items and expired_items; the layer counts items, bytes,
+	 * delayed and open from what the calls below tell it (store.h,
+	 * COUNTERS) */
 	struct saker_queue_stats st;
 	bool gained;              /* promote(): gained ready items this call */
 	size_t len;
@@ -103,13 +107,14 @@ list_unlink(struct ex_list *l, struct ex_item *prev)
 
 /* The open item `id` of q, unlinked; NULL if there is none. */
 static struct ex_item *
-open_unlink(struct saker_queue *q, uint64_t id)
+open_unlink(saker_store *s, struct saker_queue *q, uint64_t id)
 {
 	struct ex_item *it, *prev = NULL;
 
 	for (it = q->open.head; it != NULL; prev = it, it = it->next)
 		if (it->id == id) {
-			q->st.open_items--;
+			saker_store_account(s, q, SAKER_ITEM_OPEN,
+			    SAKER_ITEM_NONE, it->len);
 			return list_unlink(&q->open, prev);
 		}
 	return NULL;
@@ -134,32 +139,30 @@ delayed_insert(struct ex_store *es, struct ex_item *it)
 		if (cur == NULL)
 			es->delayed.tail = it;
 	}
-	it->q->st.delayed_items++;
+	saker_store_account(&es->base, it->q, SAKER_ITEM_NONE,
+	    SAKER_ITEM_DELAYED, it->len);
 }
 
 static void
-ready_append(struct saker_queue *q, struct ex_item *it)
+ready_append(saker_store *s, struct saker_queue *q, struct ex_item *it)
 {
 	list_append(&q->ready, it);
-	q->st.items++;
-	q->st.bytes += it->len;
+	saker_store_account(s, q, SAKER_ITEM_NONE, SAKER_ITEM_READY, it->len);
 }
 
 static void
-ready_push_head(struct saker_queue *q, struct ex_item *it)
+ready_push_head(saker_store *s, struct saker_queue *q, struct ex_item *it)
 {
 	list_push_head(&q->ready, it);
-	q->st.items++;
-	q->st.bytes += it->len;
+	saker_store_account(s, q, SAKER_ITEM_NONE, SAKER_ITEM_READY, it->len);
 }
 
 static struct ex_item *
-ready_pop(struct saker_queue *q)
+ready_pop(saker_store *s, struct saker_queue *q)
 {
 	struct ex_item *it = list_unlink(&q->ready, NULL);
 
-	q->st.items--;
-	q->st.bytes -= it->len;
+	saker_store_account(s, q, SAKER_ITEM_READY, SAKER_ITEM_NONE, it->len);
 	return it;
 }
 
@@ -309,9 +312,7 @@ ex_queue_flush(saker_store *s, saker_queue *q)
 		free(list_unlink(&es->delayed, prev));
 		it = prev != NULL ? prev->next : es->delayed.head;
 	}
-	q->st.items = q->st.bytes = 0;
-	q->st.delayed_items = q->st.open_items = 0;
-	return SAKER_OK;
+	return SAKER_OK;	/* (the layer zeroes its counters) */
 }
 
 static int
@@ -343,7 +344,9 @@ static int
 ex_queue_stats(saker_store *s, saker_queue *q, struct saker_queue_stats *st)
 {
 	(void)s;
-	*st = q->st;
+	memset(st, 0, sizeof(*st));
+	st->total_items = q->st.total_items;
+	st->expired_items = q->st.expired_items;
 	st->head_created_ms = q->ready.head != NULL ?
 	    q->ready.head->created_ms : 0;
 	return SAKER_OK;
@@ -379,7 +382,7 @@ ex_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 		delayed_insert(es, it);
 		return SAKER_OK;
 	}
-	ready_append(q, it);
+	ready_append(s, q, it);
 	notify(es, q);
 	return SAKER_OK;
 }
@@ -395,7 +398,7 @@ ex_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 
 	/* expired items met at the head are dropped and counted */
 	while (q->ready.head != NULL && expired(q->ready.head, now_ms)) {
-		free(ready_pop(q));
+		free(ready_pop(s, q));
 		q->st.expired_items++;
 	}
 	if ((it = q->ready.head) == NULL)
@@ -410,7 +413,7 @@ ex_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	}
 	if ((rc = fn(arg, &v)) != 0 || mode == SAKER_TAKE_PEEK)
 		return rc;
-	ready_pop(q);
+	ready_pop(s, q);
 	if (mode == SAKER_TAKE_REMOVE) {
 		free(it);
 		return SAKER_OK;
@@ -418,14 +421,14 @@ ex_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	it->id = ++es->last_id;
 	it->deliveries = v.deliveries;
 	list_append(&q->open, it);
-	q->st.open_items++;
+	saker_store_account(s, q, SAKER_ITEM_NONE, SAKER_ITEM_OPEN, it->len);
 	return SAKER_OK;
 }
 
 static int
 ex_confirm(saker_store *s, saker_queue *q, uint64_t id)
 {
-	struct ex_item *it = open_unlink(q, id);
+	struct ex_item *it = open_unlink(s, q, id);
 
 	if (it == NULL)
 		return fail(EX(s), SAKER_ENOTFOUND, "no such open item");
@@ -436,11 +439,11 @@ ex_confirm(saker_store *s, saker_queue *q, uint64_t id)
 static int
 ex_release(saker_store *s, saker_queue *q, uint64_t id)
 {
-	struct ex_item *it = open_unlink(q, id);
+	struct ex_item *it = open_unlink(s, q, id);
 
 	if (it == NULL)
 		return fail(EX(s), SAKER_ENOTFOUND, "no such open item");
-	ready_push_head(q, it);
+	ready_push_head(s, q, it);
 	notify(EX(s), q);
 	return SAKER_OK;
 }
@@ -454,7 +457,7 @@ ex_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
 
 	if (due_ms <= now_ms)
 		return ex_release(s, q, id);
-	if ((it = open_unlink(q, id)) == NULL)
+	if ((it = open_unlink(s, q, id)) == NULL)
 		return fail(es, SAKER_ENOTFOUND, "no such open item");
 	it->due_ms = due_ms;
 	it->id = ++es->last_id;  /* arrival order, as if put now */
@@ -469,10 +472,10 @@ ex_move(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to)
 
 	if (to == q)
 		return fail(EX(s), SAKER_EINVAL, "move to the same queue");
-	if ((it = open_unlink(q, id)) == NULL)
+	if ((it = open_unlink(s, q, id)) == NULL)
 		return fail(EX(s), SAKER_ENOTFOUND, "no such open item");
 	it->q = to;
-	ready_append(to, it);
+	ready_append(s, to, it);
 	to->st.total_items++;
 	notify(EX(s), to);
 	return SAKER_OK;
@@ -492,13 +495,14 @@ ex_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 		struct ex_item *it = list_unlink(&es->delayed, NULL);
 
 		q = it->q;
-		q->st.delayed_items--;
+		saker_store_account(s, q, SAKER_ITEM_DELAYED, SAKER_ITEM_NONE,
+		    it->len);
 		if (expired(it, now_ms)) {
 			q->st.expired_items++;
 			free(it);
 			continue;
 		}
-		ready_append(q, it);
+		ready_append(s, q, it);
 		q->gained = any = true;
 	}
 	*next_due_ms = es->delayed.head != NULL ? es->delayed.head->due_ms : 0;
@@ -518,7 +522,6 @@ ex_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 	struct ex_item *it = q->ready.head, *prev = NULL;
 	uint64_t seen = 0;
 
-	(void)s;
 	*removed = 0;
 	while (it != NULL && (limit == 0 || seen++ < limit)) {
 		if (!expired(it, now_ms)) {
@@ -526,8 +529,8 @@ ex_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 			it = it->next;
 			continue;
 		}
-		q->st.items--;
-		q->st.bytes -= it->len;
+		saker_store_account(s, q, SAKER_ITEM_READY, SAKER_ITEM_NONE,
+		    it->len);
 		q->st.expired_items++;
 		(*removed)++;
 		free(list_unlink(&q->ready, prev));
@@ -581,7 +584,6 @@ const struct saker_store_driver saker_store_example = {
 	.name = "example",
 	.location_help = NULL,
 	.durable = false,
-	.caps = SAKER_CAP_DELIVERIES,
 	.options = NULL,
 	.open = ex_open,
 	.close = ex_close,

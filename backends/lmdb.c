@@ -107,6 +107,8 @@ enum {
 
 struct lq_state {
 	uint64_t lo, tail;	/* ready seqs are in [lo, tail) */
+	/* items..open too: the queue record on disk holds them (format 1),
+	 * so this driver keeps them, undone with the batch (own_counts) */
 	uint64_t items, bytes, delayed, open, total, expired;
 	bool exists;		/* the queue has (will have) a record */
 };
@@ -3082,10 +3084,14 @@ fail:
 const struct saker_store_driver saker_store_lmdb = {
 	.name = "lmdb",
 	.location_help = "DIR",
+	.location = SAKER_LOCATION_DIR,
+	/* sakerd is durable by default when LMDB is built (README) */
+	.default_location = "./saker-data",
 	.durable = true,
-	.caps = SAKER_CAP_DELIVERIES,
 	.options = lm_options,
 	.lock = SAKER_LOCK_IN_DIR,
+	/* the queue record on disk holds the four counters (format 1) */
+	.own_counts = true,
 	.open = lm_open,
 	.close = lm_close,
 	.errmsg = lm_errmsg,

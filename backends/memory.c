@@ -29,6 +29,7 @@
 #define ITEM_READY   0
 #define ITEM_DELAYED 1
 #define ITEM_OPEN    2
+#define ITEM_NONE    3    /* on no list (the values are saker_item_state's) */
 
 struct mitem {
 	TAILQ_ENTRY(mitem) link;
@@ -52,7 +53,10 @@ struct saker_queue {
 	struct mlist ready;
 	struct mlist open;       /* sorted by id: oldest first */
 	struct mlist delayed;    /* unordered; the heap holds the order */
-	struct saker_queue_stats st;
+	/* items, bytes, delayed and open are the layer's (store.h,
+	 * COUNTERS); these three it asks the driver for */
+	uint64_t total, expired, expired_to;
+	uint64_t ndelayed;       /* on `delayed`: sizes iterate()'s sort */
 	uint64_t nexpiring;      /* ready items with an expiry time */
 	void *ctx;
 	struct saker_queue *notify_next; /* promote(): queues that gained items */
@@ -136,27 +140,35 @@ list_insert_sorted(struct mlist *l, struct mitem *it)
 		TAILQ_INSERT_AFTER(l, after, it, link);
 }
 
-/* A released item goes back to the head, every other one to the tail. */
+/* Item `it` of queue it->q goes to state `to`: the layer counts it. */
 static void
-ready_push(struct saker_queue *q, struct mitem *it, bool head)
+restate(struct mstore *ms, struct mitem *it, uint32_t to)
 {
-	it->state = ITEM_READY;
+	saker_store_account(&ms->base, it->q, (saker_item_state)it->state,
+	    (saker_item_state)to, it->len);
+	it->state = to;
+}
+
+/* A released item goes back to the head, every other one to the tail.
+ * it->q is q; it is on no list (ITEM_NONE). */
+static void
+ready_push(struct mstore *ms, struct saker_queue *q, struct mitem *it,
+    bool head)
+{
+	restate(ms, it, ITEM_READY);
 	it->due_ms = 0;
 	if (head)
 		TAILQ_INSERT_HEAD(&q->ready, it, link);
 	else
 		TAILQ_INSERT_TAIL(&q->ready, it, link);
-	q->st.items++;
-	q->st.bytes += it->len;
 	q->nexpiring += it->expires_ms != 0;
 }
 
 static void
-ready_unlink(struct saker_queue *q, struct mitem *it)
+ready_unlink(struct mstore *ms, struct saker_queue *q, struct mitem *it)
 {
 	TAILQ_REMOVE(&q->ready, it, link);
-	q->st.items--;
-	q->st.bytes -= it->len;
+	restate(ms, it, ITEM_NONE);
 	q->nexpiring -= it->expires_ms != 0;
 }
 
@@ -308,7 +320,7 @@ heap_remove_queue(struct mstore *ms, struct saker_queue *q)
 	struct mitem *it;
 	size_t i, j;
 
-	if (q->st.delayed_items < 64 || q->st.delayed_items < ms->hlen / 8) {
+	if (q->ndelayed < 64 || q->ndelayed < ms->hlen / 8) {
 		TAILQ_FOREACH(it, &q->delayed, link)
 			heap_remove(ms, it);
 		return;
@@ -351,12 +363,9 @@ queue_items_free(struct mstore *ms, struct saker_queue *q, bool tables)
 static void
 queue_clear(struct mstore *ms, struct saker_queue *q)
 {
-	queue_items_free(ms, q, true);
-	q->st.items = 0;
-	q->st.bytes = 0;
+	queue_items_free(ms, q, true);	/* the layer zeroes its counters */
 	q->nexpiring = 0;
-	q->st.delayed_items = 0;
-	q->st.open_items = 0;
+	q->ndelayed = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -508,15 +517,15 @@ expire_item(struct mstore *ms, struct saker_queue *q, struct mitem *it,
 
 	if (saker_store_expire_target(&ms->base, q, &t) != SAKER_OK ||
 	    t == NULL) {
-		q->st.expired_items++;
+		q->expired++;
 		item_free(ms, it);
 		return;
 	}
 	it->expires_ms = 0;
 	it->q = t;
-	ready_push(t, it, false);
-	t->st.total_items++;
-	q->st.expired_to++;
+	ready_push(ms, t, it, false);
+	t->total++;
+	q->expired_to++;
 	gain(t, gained);
 }
 
@@ -571,7 +580,10 @@ mem_queue_stats(saker_store *s, saker_queue *q, struct saker_queue_stats *st)
 {
 	if (q == NULL || st == NULL)
 		return fail(MS(s), SAKER_EINVAL, "no queue");
-	*st = q->st;
+	memset(st, 0, sizeof(*st));
+	st->total_items = q->total;
+	st->expired_items = q->expired;
+	st->expired_to = q->expired_to;
 	st->head_created_ms = TAILQ_EMPTY(&q->ready) ? 0 :
 	    TAILQ_FIRST(&q->ready)->created_ms;
 	return SAKER_OK;
@@ -598,6 +610,7 @@ mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 	if (it == NULL)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 	it->q = q;
+	it->state = ITEM_NONE;
 	it->id = ms->next_id;
 	it->flags = item->flags;
 	it->expires_ms = item->expires_ms;
@@ -608,20 +621,20 @@ mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 		memcpy(it->data, item->data, item->len);
 
 	if (item->due_ms > now_ms) {
-		it->state = ITEM_DELAYED;
 		it->due_ms = item->due_ms;
 		if (heap_push(ms, it) != SAKER_OK) {
 			free(it);
 			return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 		}
+		restate(ms, it, ITEM_DELAYED);
 		TAILQ_INSERT_TAIL(&q->delayed, it, link);
-		q->st.delayed_items++;
+		q->ndelayed++;
 	} else {
-		ready_push(q, it, false);
+		ready_push(ms, q, it, false);
 	}
 	ms->next_id++;
 	ms->mem_used += cost;
-	q->st.total_items++;
+	q->total++;
 	if (it->state == ITEM_READY)
 		notify(ms, q);
 	return SAKER_OK;
@@ -652,7 +665,7 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 		it = TAILQ_FIRST(&q->ready);
 		if (it == NULL || !expired(it, now_ms))
 			break;
-		ready_unlink(q, it);
+		ready_unlink(ms, q, it);
 		expire_item(ms, q, it, &gained);
 	}
 	notify_gained(ms, gained);
@@ -675,16 +688,15 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 
 	switch (mode) {
 	case SAKER_TAKE_REMOVE:
-		ready_unlink(q, it);
+		ready_unlink(ms, q, it);
 		item_free(ms, it);
 		break;
 	case SAKER_TAKE_OPEN:
-		ready_unlink(q, it);
-		it->state = ITEM_OPEN;
+		ready_unlink(ms, q, it);
+		restate(ms, it, ITEM_OPEN);
 		it->deliveries = view.deliveries;
 		list_insert_sorted(&q->open, it);
 		(void)intmap_put(&ms->open, it->id, it); /* room reserved */
-		q->st.open_items++;
 		break;
 	default:
 		break;
@@ -706,7 +718,7 @@ open_detach(struct mstore *ms, struct saker_queue *q, uint64_t id,
 		return fail(ms, SAKER_ENOTFOUND, "no such open item");
 	*out = intmap_del(&ms->open, id);
 	TAILQ_REMOVE(&q->open, *out, link);
-	q->st.open_items--;
+	restate(ms, *out, ITEM_NONE);
 	return SAKER_OK;
 }
 
@@ -732,7 +744,7 @@ mem_release(saker_store *s, saker_queue *q, uint64_t id)
 
 	if ((rc = open_detach(ms, q, id, &it)) != SAKER_OK)
 		return rc;
-	ready_push(q, it, true);
+	ready_push(ms, q, it, true);
 	notify(ms, q);
 	return SAKER_OK;
 }
@@ -757,13 +769,13 @@ mem_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
 		it->id = id;
 		list_insert_sorted(&q->open, it);
 		(void)intmap_put(&ms->open, id, it); /* its slot is free */
-		q->st.open_items++;
+		restate(ms, it, ITEM_OPEN);
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 	}
 	ms->next_id++;
-	it->state = ITEM_DELAYED;
+	restate(ms, it, ITEM_DELAYED);
 	TAILQ_INSERT_TAIL(&q->delayed, it, link);
-	q->st.delayed_items++;
+	q->ndelayed++;
 	return SAKER_OK;
 }
 
@@ -779,8 +791,8 @@ mem_move(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to)
 	if ((rc = open_detach(ms, q, id, &it)) != SAKER_OK)
 		return rc;
 	it->q = to;
-	ready_push(to, it, false);
-	to->st.total_items++;
+	ready_push(ms, to, it, false);
+	to->total++;
 	notify(ms, to);
 	return SAKER_OK;
 }
@@ -797,12 +809,13 @@ mem_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 		q = it->q;
 		heap_remove(ms, it);
 		TAILQ_REMOVE(&q->delayed, it, link);
-		q->st.delayed_items--;
+		restate(ms, it, ITEM_NONE);
+		q->ndelayed--;
 		if (expired(it, now_ms)) {
 			expire_item(ms, q, it, &gained);
 			continue;
 		}
-		ready_push(q, it, false);
+		ready_push(ms, q, it, false);
 		gain(q, &gained);
 	}
 	if (next_due_ms != NULL)
@@ -837,7 +850,7 @@ mem_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 		seen++;
 		if (!expired(it, now_ms))
 			continue;
-		ready_unlink(q, it);
+		ready_unlink(ms, q, it);
 		expire_item(ms, q, it, &gained);
 		n++;
 	}
@@ -876,7 +889,7 @@ mem_iterate(saker_store *s, saker_queue *q, saker_item_fn fn, void *arg)
 			if ((rc = fn(arg, &view)) != 0)
 				return rc;
 		}
-	n = (size_t)q->st.delayed_items;
+	n = (size_t)q->ndelayed;
 	if (n == 0)
 		return SAKER_OK;
 	/* the heap is store-wide: sort this queue's share on the side */
@@ -907,7 +920,6 @@ const struct saker_store_driver saker_store_memory = {
 	.name = "memory",
 	.location_help = NULL,
 	.durable = false,
-	.caps = SAKER_CAP_DELIVERIES,
 	.options = mem_options,
 	.open = mem_open,
 	.close = mem_close,

@@ -279,6 +279,7 @@ pg_lose_batch(struct pg_store *s, int code)
 	}
 	pg_restore(s);
 	pg_reload_open(s);
+	saker_store_batch_lost(&s->base);	/* the layer's counters too */
 }
 
 int

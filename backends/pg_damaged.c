@@ -95,6 +95,9 @@ pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,
 		err = pg_put_damaged(s, q, res, 0, id, now_ms);
 	if (err == SAKER_OK && mode == SAKER_TAKE_OPEN)
 		pg_del_add(s, q->id, (uint64_t)id);
+	if (err == SAKER_OK)	/* moved aside: gone from q */
+		saker_store_account(&s->base, q, SAKER_ITEM_READY,
+		    SAKER_ITEM_NONE, (size_t)PQgetlength(res, 0, C_DATA));
 	if (err != SAKER_OK && !s->lost) {
 		/* not moved: put it back as it was (it stays damaged) */
 		int e2 = mode == SAKER_TAKE_OPEN ? pg_st_add(s, q->id,
@@ -128,6 +131,8 @@ pg_held_damaged(struct pg_store *s, struct saker_queue *q, int i,
 	if (pg_put_damaged(s, q, q->held, row, id, now_ms) != SAKER_OK)
 		return SAKER_ECORRUPT;
 	pg_del_add(s, q->id, (uint64_t)id);
+	saker_store_account(&s->base, q, SAKER_ITEM_READY, SAKER_ITEM_NONE,
+	    (size_t)PQgetlength(q->held, row, C_DATA));
 	memmove(q->held_rows + q->held_head + 1, q->held_rows + q->held_head,
 	    (size_t)(i - q->held_head) * sizeof(*q->held_rows));
 	q->held_head++;

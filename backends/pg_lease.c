@@ -291,6 +291,9 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 			    now_ms, &moved)) != SAKER_OK)
 				return err;
 			pg_del_add(s, q->id, id);
+			saker_store_account(&s->base, q, SAKER_ITEM_READY,
+			    SAKER_ITEM_NONE, (size_t)PQgetlength(q->held, row,
+			    C_DATA));
 			if (!moved)
 				pg_expired(s, q, 1);
 			q->held_head++;
@@ -319,6 +322,9 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 			(void)pg_os_take(&s->open, id, q->id);
 			return err;
 		}
+		saker_store_account(&s->base, q, SAKER_ITEM_READY,
+		    mode == SAKER_TAKE_OPEN ? SAKER_ITEM_OPEN : SAKER_ITEM_NONE,
+		    it.len);
 		q->held_head++;
 		s->nheld--;
 		q->held_used_ms = now_ms;

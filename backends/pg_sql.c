@@ -79,17 +79,21 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_DEL_READY] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
 	    " id = $2::bigint AND state = 0",
 	[P_CONFIRM] = "DELETE FROM saker_items" MY_OPEN,
-	[P_EXPIRE] = EXPIRED_AT_HEAD,
-	[P_STATS] = "SELECT count(*) FILTER (WHERE " READY "),"
-	    " coalesce(sum(len) FILTER (WHERE " READY "),"
-	    " 0)::bigint, count(*) FILTER (WHERE state = 0 AND due > $2::bigint),"
-	    " count(*) FILTER (WHERE state = 1),"
+	/* how many and their bytes: the layer's counters (store.h) */
+	[P_EXPIRE] = "WITH d AS (" EXPIRED_AT_HEAD " RETURNING len)"
+	    " SELECT count(*)::bigint, coalesce(sum(len), 0)::bigint FROM d",
+	/* no scan of the queue: the layer keeps the counts (P_QCOUNT) */
+	[P_STATS] = "SELECT"
 	    " (SELECT coalesce(sum(total), 0)::bigint FROM saker_counts"
 	    " WHERE qid = $1::bigint),"
 	    " (SELECT coalesce(sum(expired), 0)::bigint FROM saker_counts"
 	    " WHERE qid = $1::bigint),"
 	    " coalesce((SELECT created FROM saker_items WHERE qid = $1::bigint"
-	    " AND " READY " ORDER BY vis, id LIMIT 1), 0)"
+	    " AND " READY " ORDER BY vis, id LIMIT 1), 0)",
+	[P_QCOUNT] = "SELECT count(*) FILTER (WHERE " READY "),"
+	    " coalesce(sum(len) FILTER (WHERE " READY "),"
+	    " 0)::bigint, count(*) FILTER (WHERE state = 0 AND due > $2::bigint),"
+	    " count(*) FILTER (WHERE state = 1)"
 	    " FROM saker_items WHERE qid = $1::bigint",
 	[P_C_ADD] = "INSERT INTO saker_counts(qid, owner, total, expired) VALUES"
 	    " ($1::bigint, $2::text, $3::bigint, $4::bigint) ON CONFLICT (qid, owner)"
@@ -102,10 +106,11 @@ static const char *const pg_sql[P_COUNT] = {
 	    " expires <= $2::bigint RETURNING qid, flags, created, data,"
 	    " @DLV@ AS dlv)"
 	    " SELECT qid, 1::bigint, flags, created, data, dlv FROM x UNION ALL"
-	    " SELECT DISTINCT qid, 0::bigint, 0::bigint, 0::bigint, ''::bytea,"
+	    " SELECT qid, 0::bigint, count(*)::bigint,"
+	    " coalesce(sum(len), 0)::bigint, ''::bytea,"
 	    " 0::bigint FROM saker_items WHERE state = 0 AND"
 	    " due > $1::bigint AND due <= $2::bigint AND (expires = 0 OR"
-	    " expires > $2::bigint)",
+	    " expires > $2::bigint) GROUP BY qid",
 	/* P_EXPIRE for a queue with expire_to: the rows come back to be
 	 * moved (flags, created, data, deliveries) */
 	/* in FIFO order: DELETE ... RETURNING follows no ORDER BY, and the

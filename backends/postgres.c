@@ -307,14 +307,36 @@ pg_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 	if ((res = pg_run(s, P_STATS, &p, "reading queue stats")) == NULL)
 		return s->code;
 	if (PQntuples(res) > 0) {
+		st->total_items = (uint64_t)(pg_rv_i64(res, 0, 0) + q->d_total);
+		st->expired_items = (uint64_t)(pg_rv_i64(res, 0, 1) + q->d_expired);
+		st->expired_to = q->expired_to;
+		st->head_created_ms = pg_rv_i64(res, 0, 2);
+	}
+	PQclear(res);
+	return SAKER_OK;
+}
+
+/* The layer's recount (store.h, queue_count): a scan of the queue's rows,
+ * at most once a second per queue whose counters are read. */
+static int
+pg_queue_count(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
+{
+	struct pg_store *s = PG(base);
+	struct pgp p = { 0 };
+	PGresult *res;
+	int err;
+
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	pg_pp_i64(&p, q->id);
+	pg_pp_i64(&p, s->last_now);
+	if ((res = pg_run(s, P_QCOUNT, &p, "counting queue items")) == NULL)
+		return s->code;
+	if (PQntuples(res) > 0) {
 		st->items = (uint64_t)pg_rv_i64(res, 0, 0);
 		st->bytes = (uint64_t)pg_rv_i64(res, 0, 1);
 		st->delayed_items = (uint64_t)pg_rv_i64(res, 0, 2);
 		st->open_items = (uint64_t)pg_rv_i64(res, 0, 3);
-		st->total_items = (uint64_t)(pg_rv_i64(res, 0, 4) + q->d_total);
-		st->expired_items = (uint64_t)(pg_rv_i64(res, 0, 5) + q->d_expired);
-		st->expired_to = q->expired_to;
-		st->head_created_ms = pg_rv_i64(res, 0, 6);
 	}
 	PQclear(res);
 	return SAKER_OK;
@@ -380,6 +402,8 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	s->put_bytes += item->len;
 	pg_mark_dirty(s, q);
 	q->d_total++;
+	saker_store_account(base, q, SAKER_ITEM_NONE, due != 0 ?
+	    SAKER_ITEM_DELAYED : SAKER_ITEM_READY, item->len);
 	if (due == 0)
 		pg_gained(s, q);
 	if (q->hint_gen == s->txn_gen && vis <= q->hint_vis)
@@ -616,6 +640,10 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 			break;
 		/* expired at the head: drop it, count it (or move it to the
 		 * expire_to queue), look again */
+		if (mode == SAKER_TAKE_REMOVE || (!s->read_only &&
+		    s->conn != NULL && !s->lost))
+			saker_store_account(&s->base, q, SAKER_ITEM_READY,
+			    SAKER_ITEM_NONE, (size_t)PQgetlength(res, 0, C_DATA));
 		if (mode == SAKER_TAKE_REMOVE) {
 			if ((err = pg_xto_put(s, q, res, 0, pg_item_cols, now_ms,
 			    &moved)) != SAKER_OK) {
@@ -653,6 +681,10 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 		    pg_errf(s, SAKER_ENOMEM, "out of memory");
 	else
 		err = SAKER_OK;
+	if (r == 0 && err == SAKER_OK && mode != SAKER_TAKE_PEEK)
+		saker_store_account(&s->base, q, SAKER_ITEM_READY,
+		    mode == SAKER_TAKE_OPEN ? SAKER_ITEM_OPEN : SAKER_ITEM_NONE,
+		    it.len);
 	PQclear(res);
 	if (err != SAKER_OK)
 		return err;
@@ -735,13 +767,19 @@ pg_confirm(saker_store *base, saker_queue *q, uint64_t id)
 	 * statement; otherwise ask now whether it still is. */
 	if (pg_lease_ok(s, s->last_now)) {
 		pg_del_add(s, q->id, id);
+		saker_store_account(base, q, SAKER_ITEM_OPEN, SAKER_ITEM_NONE, 0);
 		return SAKER_OK;
 	}
 	pg_pp_i64(&p, q->id);
 	pg_pp_i64(&p, (int64_t)id);
 	pg_pp_str(&p, s->owner);
-	return pg_run_leased(s, P_CONFIRM, &p, "confirming item", id,
+	err = pg_run_leased(s, P_CONFIRM, &p, "confirming item", id,
 	    "; it may be delivered again");
+	/* a lost lease: no longer ours, not open here either */
+	saker_store_account(base, q, SAKER_ITEM_OPEN, SAKER_ITEM_NONE, 0);
+	if (err != SAKER_OK)
+		saker_store_recount(base, q);
+	return err;
 }
 
 static int
@@ -765,6 +803,9 @@ pg_release(saker_store *base, saker_queue *q, uint64_t id)
 			(void)pg_os_add(&s->open, id, q->id);
 		return err;
 	}
+	/* its size is not known here: the bytes are counted again */
+	saker_store_account(base, q, SAKER_ITEM_OPEN, SAKER_ITEM_READY, 0);
+	saker_store_recount(base, q);
 	pg_gained(s, q);
 	return SAKER_OK;
 }
@@ -804,7 +845,12 @@ pg_release_delayed(saker_store *base, saker_queue *q, uint64_t id,
 	pg_pp_i64(&p, (int64_t)id);
 	pg_pp_str(&p, s->owner);
 	pg_pp_i64(&p, due_ms);
-	return pg_run_leased(s, P_DELAY, &p, "delaying item", id, "");
+	err = pg_run_leased(s, P_DELAY, &p, "delaying item", id, "");
+	saker_store_account(base, q, SAKER_ITEM_OPEN, err == SAKER_OK ?
+	    SAKER_ITEM_DELAYED : SAKER_ITEM_NONE, 0);
+	if (err != SAKER_OK)
+		saker_store_recount(base, q);
+	return err;
 }
 
 static int
@@ -829,9 +875,15 @@ pg_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 	pg_pp_str(&p, s->owner);
 	pg_pp_i64(&p, to->id);
 	pg_pp_i64(&p, vis);
-	if ((err = pg_run_leased(s, P_MOVE, &p, "moving item", id, "")) !=
-	    SAKER_OK)
+	err = pg_run_leased(s, P_MOVE, &p, "moving item", id, "");
+	saker_store_account(base, q, SAKER_ITEM_OPEN, SAKER_ITEM_NONE, 0);
+	if (err != SAKER_OK) {
+		saker_store_recount(base, q);
 		return err;
+	}
+	/* its size is not known here: `to` is counted again */
+	saker_store_account(base, to, SAKER_ITEM_NONE, SAKER_ITEM_READY, 0);
+	saker_store_recount(base, to);
 	pg_mark_dirty(s, to);
 	to->d_total++;
 	pg_gained(s, to);
@@ -884,13 +936,22 @@ pg_promote_in(struct pg_store *s, int64_t now_ms, int64_t *next_due_ms)
 		qid = pg_rv_i64(res, i, 0);
 		q = pg_find_id(s, qid);
 		if (pg_rv_i64(res, i, 1) == 0) {
-			if (q != NULL)
+			/* n items of q fell due, with their bytes */
+			if (q != NULL) {
+				saker_store_account_n(&s->base, q,
+				    SAKER_ITEM_DELAYED, SAKER_ITEM_READY,
+				    (uint64_t)pg_rv_i64(res, i, 2),
+				    (uint64_t)pg_rv_i64(res, i, 3));
 				pg_gained(s, q);
+			}
 			continue;
 		}
 		if (q != NULL) {
 			static const int cols[4] = { 2, 3, 4, 5 };
 			bool moved = false;
+
+			saker_store_account(&s->base, q, SAKER_ITEM_DELAYED,
+			    SAKER_ITEM_NONE, 0);
 
 			if (saker_store_has_expire_to(q) &&
 			    (err = pg_xto_put(s, q, res, i, cols, now_ms,
@@ -943,6 +1004,8 @@ pg_flush_in(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
 		    NULL)
 			return s->code;
 		for (i = 0; i < PQntuples(res); i++) {
+			saker_store_account(&s->base, q, SAKER_ITEM_READY,
+			    SAKER_ITEM_NONE, (size_t)PQgetlength(res, i, 2));
 			if ((err = pg_xto_put(s, q, res, i, cols, now_ms, &moved)) !=
 			    SAKER_OK) {
 				PQclear(res);
@@ -959,10 +1022,13 @@ pg_flush_in(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
 	}
 	if ((res = pg_run(s, P_EXPIRE, &p, "dropping expired items")) == NULL)
 		return s->code;
-	*removed = pg_rv_changed(res);
-	PQclear(res);
-	if (*removed > 0)
+	*removed = PQntuples(res) > 0 ? (uint64_t)pg_rv_i64(res, 0, 0) : 0;
+	if (*removed > 0) {
 		pg_expired(s, q, (int64_t)*removed);
+		saker_store_account_n(&s->base, q, SAKER_ITEM_READY,
+		    SAKER_ITEM_NONE, *removed, (uint64_t)pg_rv_i64(res, 0, 1));
+	}
+	PQclear(res);
 	return SAKER_OK;
 }
 
@@ -1332,9 +1398,10 @@ fail:
 const struct saker_store_driver saker_store_postgres = {
 	.name = "postgres",
 	.location_help = "'host=... dbname=...'",
+	.location = SAKER_LOCATION_SECRET,
 	.durable = true,
 	.options = pg_options,
-	.caps = SAKER_CAP_SHARED | SAKER_CAP_DELIVERIES,
+	.caps = SAKER_CAP_SHARED,
 	.open = pg_open,
 	.close = pg_close,
 	.errmsg = pg_errmsg,
@@ -1343,6 +1410,7 @@ const struct saker_store_driver saker_store_postgres = {
 	.queue_flush = pg_queue_flush,
 	.queues = pg_queues,
 	.queue_stats = pg_queue_stats,
+	.queue_count = pg_queue_count,
 	.put = pg_put,
 	.take = pg_take,
 	.confirm = pg_confirm,

@@ -77,6 +77,43 @@ saker_store_driver_find(const char *name, size_t len)
 }
 
 const char *
+saker_store_default_spec(void)
+{
+	static char spec[300];
+	size_t i;
+
+	if (spec[0] != '\0')
+		return spec;
+	for (i = 0; saker_store_drivers[i] != NULL; i++)
+		if (saker_store_drivers[i]->default_location != NULL) {
+			snprintf(spec, sizeof(spec), "%s:%s",
+			    saker_store_drivers[i]->name,
+			    saker_store_drivers[i]->default_location);
+			return spec;
+		}
+	snprintf(spec, sizeof(spec), "%s", saker_store_drivers[0]->name);
+	return spec;
+}
+
+const struct saker_store_driver *
+saker_store_spec_driver(const char *spec)
+{
+	return spec != NULL ? saker_store_driver_find(spec, strcspn(spec, ",:")) :
+	    NULL;
+}
+
+bool
+saker_store_driver_takes(const struct saker_store_driver *drv, const char *key)
+{
+	size_t i;
+
+	for (i = 0; drv->options != NULL && drv->options[i].name != NULL; i++)
+		if (strcmp(drv->options[i].name, key) == 0)
+			return true;
+	return false;
+}
+
+const char *
 saker_store_driver_list(void)
 {
 	static char list[128];
@@ -331,6 +368,7 @@ saker_store_fd_ready(saker_store *s, int64_t now_ms)
 int
 saker_store_tick(saker_store *s, int64_t now_ms)
 {
+	s->tick++;	/* shared stores: counters are counted again (layer.c) */
 	return s->driver->tick != NULL ? s->driver->tick(s, now_ms) : SAKER_OK;
 }
 

@@ -213,6 +213,8 @@ struct sq_state {
 	int64_t head;		/* every ready item has seq >= head */
 	int64_t tail;		/* next seq appended */
 	int64_t lo;		/* next seq released to the head */
+	/* items..open too: the queues table holds them (format 1), so
+	 * this driver keeps them, undone with the batch (own_counts) */
 	uint64_t items, bytes, delayed, open, total, expired;
 };
 
@@ -2553,9 +2555,11 @@ fail:
 const struct saker_store_driver saker_store_sqlite = {
 	.name = "sqlite",
 	.location_help = "FILE",
+	.location = SAKER_LOCATION_FILE,
 	.durable = true,
-	.caps = SAKER_CAP_DELIVERIES,
 	.lock = SAKER_LOCK_BESIDE,
+	/* the queues table holds the four counters (format 1) */
+	.own_counts = true,
 	.open = sq_open,
 	.close = sq_close,
 	.errmsg = sq_errmsg,

@@ -163,7 +163,7 @@ fill_store(const char *spec)
 	}
 	/* an empty queue is copied too */
 	ck_assert_int_eq(s->driver->queue_open(s, "empty", 5, true, NULL, &q), SAKER_OK);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 }
 
@@ -489,7 +489,7 @@ START_TEST(check_store_cmd)
 	ck_assert_int_eq(s->driver->queue_open(s, "hurt", 4, true, NULL, &q),
 	    SAKER_OK);
 	put_item(s, q, "a marker to flip", 16, 0, 0, 0, 1700000000000LL);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 
 	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "check",
@@ -687,7 +687,7 @@ START_TEST(migrate_refusals)
 		saker_queue *q;
 
 		ck_assert_int_eq(t->driver->queue_open(t, "alpha", 5, false, NULL, &q), SAKER_OK);
-		ck_assert_int_eq(t->driver->queue_stats(t, q, &st), SAKER_OK);
+		ck_assert_int_eq(saker_store_queue_stats(t, q, &st), SAKER_OK);
 		ck_assert_uint_eq(st.items, 24);
 		ck_assert_uint_eq(st.delayed_items, 6);
 		saker_store_close(t);
@@ -730,7 +730,7 @@ fill_many(const char *spec, int n)
 		snprintf(buf, sizeof(buf), "%08d", i);
 		put_item(s, q, buf, sizeof(buf), 0, 0, 0, now);
 	}
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 }
 

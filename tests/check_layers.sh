@@ -13,6 +13,8 @@
 #     as one (conn.c and conn.h are "conn"): conn including server.h while
 #     server includes conn.h is a circle, as is a.h including b.h including
 #     a.h, directly or through others.
+#   - a driver hook called above the layer: src/ reaches the store only
+#     through the saker_store_*() functions (store.h), never a vtable.
 # config.h (generated) and system headers (<...>) are not files of the tree.
 set -u
 top=${srcdir:-.}
@@ -111,9 +113,21 @@ if [ -s "$edges.err" ]; then
 fi
 rm -f "$edges.err"
 
+# the core and the tools reach the store through the layer's functions
+# (store.h, THE CORE'S CALLS), never through a driver's vtable: no
+# `->driver` (the handle's vtable) and no hook called on a driver
+# descriptor (`drv->open(`) under src/
+hooks=$(grep -rnE --include='*.[ch]' -e '->driver\b|\bdrv->[a-z_]+\(' src |
+    grep -v '^[^:]*:[0-9]*:[[:space:]]*\*')
+if [ -n "$hooks" ]; then
+	echo "a driver hook called above the layer (use saker_store_*()):"
+	echo "$hooks" | sed 's/^/  /'
+	fail=1
+fi
+
 if [ $fail -ne 0 ]; then
 	echo "FAIL: the dependency rule is broken (docs/design.md, \"Layers\")"
 	exit 1
 fi
-echo "ok: no upward include, no include circle"
+echo "ok: no upward include, no include circle, no driver hook above the layer"
 exit 0

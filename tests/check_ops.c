@@ -529,6 +529,43 @@ START_TEST(test_miss_leaves_nothing)
 }
 END_TEST
 
+/* `stats` lists a queue the store made (issue 42): the expire_to target
+ * from when the configuration names it for a queue in use, with the
+ * items moved into it, before any client reads it; and a target the store
+ * makes again after a delete, with its item. */
+START_TEST(test_stats_list_store_made)
+{
+	char *conf = tl_write_file("x.conf",
+	    "[queue xq]\nmax_age = 200ms\nexpire_to = xq_late\n");
+	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
+	int c = tl_connect(s->port);
+
+	ck_assert_int_eq(tl_stat(c, "queue_xq_late_items"), -1);
+	tl_set(c, "xq", "a");
+	tl_set(c, "xq", "b");
+	tl_set(c, "xq", "c");
+	/* named by the configuration of a queue in use: made, listed */
+	ck_assert_int_eq(tl_stat(c, "queue_xq_late_items"), 0);
+	tl_sleep_ms(300);
+	tl_ckget(c, "xq", NULL);	/* all three expired: moved */
+	ck_assert_int_eq(tl_stat(c, "queue_xq_items"), 0);
+	ck_assert_int_eq(tl_stat(c, "queue_xq_late_items"), 3);
+	/* deleted, then made again by the store for the next expiry */
+	mustsends(c, "delete xq_late\r\n");
+	ckresp(c, "DELETED\r\n");
+	ck_assert_int_eq(tl_stat(c, "queue_xq_late_items"), -1);
+	tl_set(c, "xq", "d");
+	tl_sleep_ms(300);
+	tl_ckget(c, "xq", NULL);
+	ck_assert_int_eq(tl_stat(c, "queue_xq_late_items"), 1);
+	tl_ckget(c, "xq_late", "d");
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(conf);
+}
+END_TEST
+
 START_TEST(test_pidfile_and_daemon)
 {
 	char *pidfile = tl_strdupf("%s/sakerd.pid", tl_dir);
@@ -769,7 +806,7 @@ damaged_start(bool zero)
 		ck_assert_int_eq(st->driver->put(st, q, &it, 1700000000000LL),
 		    SAKER_OK);
 	}
-	ck_assert_int_eq(st->driver->commit(st), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(st), SAKER_OK);
 	saker_store_close(st);
 	path = tl_strdupf("%s/data.mdb", dir);
 	ck_assert_int_eq(stat(path, &sb), 0);
@@ -817,6 +854,7 @@ main(void)
 	tcase_add_test(tc, test_fanout);
 	tcase_add_test(tc, test_queue_churn);
 	tcase_add_test(tc, test_miss_leaves_nothing);
+	tcase_add_test(tc, test_stats_list_store_made);
 	tcase_add_test(tc, test_pidfile_and_daemon);
 	tcase_add_test(tc, test_idle_timeout);
 	tcase_add_test(tc, test_startup_errors);

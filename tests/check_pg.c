@@ -657,6 +657,51 @@ START_TEST(test_expire_to_across)
 }
 END_TEST
 
+/* A capped queue on two brokers (issue 42): each broker's capacity check
+ * reads the store layer's counters, which count its own changes at once
+ * and the other broker's after the next tick (about a second): the cap
+ * holds on one broker exactly, and across two once a second has passed. */
+START_TEST(test_cap_across)
+{
+	char *conf = tl_strdupf("%s/cap.conf", pgc.dir), *sp = spec("cap");
+	struct tl_server *a, *b;
+	int fa, fb;
+	FILE *f;
+
+	f = fopen(conf, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("[queue cap]\nmax_items = 5\n", f);
+	fclose(f);
+	a = tl_server_start(sp, "--config", conf, NULL);
+	b = tl_server_start(sp, "--config", conf, NULL);
+	fa = tl_connect(a->port);
+	fb = tl_connect(b->port);
+	tl_set(fa, "cap", "1");
+	tl_set(fa, "cap", "2");
+	tl_set(fa, "cap", "3");
+	tl_sleep_ms(1300);	/* a tick on B: it counts the queue again */
+	tl_set(fb, "cap", "4");
+	tl_set(fb, "cap", "5");
+	mustsends(fb, "set cap 0 0 1\r\n6\r\n");
+	ckresp(fb, "NOT_STORED\r\n");	/* B's own puts, at once */
+	ck_assert_int_eq(tl_stat(fb, "queue_cap_items"), 5);
+	tl_ckget(fb, "cap", "1");
+	tl_sleep_ms(1300);	/* and on A: B's two puts and its get show */
+	ck_assert_int_eq(tl_stat(fa, "queue_cap_items"), 4);
+	tl_set(fa, "cap", "6");
+	mustsends(fa, "set cap 0 0 1\r\n7\r\n");
+	ckresp(fa, "NOT_STORED\r\n");
+	close(fa);
+	close(fb);
+	tl_server_stop(a);
+	tl_server_stop(b);
+	tl_server_free(a);
+	tl_server_free(b);
+	free(sp);
+	free(conf);
+}
+END_TEST
+
 /* Retries across brokers (issue 37): an item A gives back with a delay
  * is not served by B before it is due, keeps its count, and survives A's
  * kill -9; a lease B's worker keeps touching outlives open_timeout and the
@@ -763,6 +808,7 @@ main(void)
 	tcase_add_test(tc, test_dead_letter_across);
 	tcase_add_test(tc, test_expire_to_across);
 	tcase_add_test(tc, test_retry_across);
+	tcase_add_test(tc, test_cap_across);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

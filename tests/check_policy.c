@@ -249,7 +249,7 @@ START_TEST(test_quarantine_durable)
 	it.data = dmg_marker;
 	it.len = sizeof(dmg_marker) - 1;
 	ck_assert_int_eq(saker_store_put(s, q, &it, 1000), SAKER_OK);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 	dmg_hits = 0;
 	ck_assert_int_eq(nftw(tmpdir, dmg_entry, 16, FTW_PHYS), 0);
@@ -266,7 +266,7 @@ START_TEST(test_quarantine_durable)
 	ck_assert_msg(strncmp(msg, "queue '", 7) == 0 &&
 	    strncmp(msg + 7, name, strlen(name)) == 0 &&
 	    strstr(msg, want) != NULL, "errmsg: %s", msg);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 
 	/* kept under the cut name, bytes as they are; gone from q */
@@ -280,7 +280,7 @@ START_TEST(test_quarantine_durable)
 	    NULL, &q), SAKER_OK);
 	ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_REMOVE, 3000, nop_cb,
 	    NULL), SAKER_EEMPTY);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 	rm_rf(tmpdir);
 }
@@ -496,7 +496,7 @@ START_TEST(test_expire_to_routing)
 	    &late), SAKER_OK);
 	ck_assert_int_eq(saker_store_expire_target(ms, q, &t), SAKER_OK);
 	ck_assert_ptr_eq(t, late);
-	ck_assert_int_eq(ms->driver->queue_stats(ms, q, &st), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(ms, q, &st), SAKER_OK);
 	ck_assert_uint_eq(st.expired_to, 1);
 	ck_assert_uint_eq(st.expired_items, 0);
 	ck_assert_int_eq(take(late, 2000), SAKER_OK);
@@ -522,7 +522,7 @@ START_TEST(test_expire_to_routing)
 	ck_assert(!saker_store_has_expire_to(q));
 	put(q, "gone too", 1500, 0);
 	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
-	ck_assert_int_eq(ms->driver->queue_stats(ms, q, &st), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(ms, q, &st), SAKER_OK);
 	ck_assert_uint_eq(st.expired_to, 2);
 	ck_assert_uint_eq(st.expired_items, 2);
 	ck_assert_int_eq(take(late, 2000), SAKER_EEMPTY);

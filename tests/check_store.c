@@ -338,13 +338,13 @@ compat_check(const char *spec)
 	it.data = "new";
 	it.len = 3;
 	ck_assert_int_eq(s->driver->put(s, q, &it, 1700000000000LL), SAKER_OK);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 	ck_assert_int_eq(saker_store_open(spec, &o, &s, err, sizeof(err)),
 	    SAKER_OK);
 	compat_take(s, "q3", "new", 0);
 	compat_take(s, "q1", "delayed", 2);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 }
 
@@ -742,7 +742,7 @@ jn_take_all(saker_store *s, const char *const *want)
 	for (; *want != NULL; want++)
 		lm_expect(s, SAKER_TAKE_REMOVE, *want);
 	lm_expect(s, SAKER_TAKE_REMOVE, "");
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 }
 
 /* In a child: make batches that only the journal holds (no checkpoint
@@ -762,10 +762,10 @@ jn_crash_after_batches(const struct jdrv *d, const char *dir)
 			_exit(2);
 		lm_put_str(s, q, "one");
 		lm_put_str(s, q, "two");
-		if (s->driver->commit(s) != SAKER_OK)
+		if (saker_store_commit(s) != SAKER_OK)
 			_exit(3);
 		lm_put_str(s, q, "three");
-		if (s->driver->commit(s) != SAKER_OK)
+		if (saker_store_commit(s) != SAKER_OK)
 			_exit(4);
 		/* No close, no checkpoint, no exit handlers (nor a leak
 		 * report under valgrind): a crash. */
@@ -795,7 +795,7 @@ START_TEST(test_journal_read_only)
 	lm_expect(s, SAKER_TAKE_REMOVE, "one");
 	lm_expect(s, SAKER_TAKE_REMOVE, "two");
 	lm_expect(s, SAKER_TAKE_REMOVE, "three");
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 	/* the takes were checkpointed at close: nothing comes back */
 	s = jn_open_store(d, dir, false);
@@ -990,7 +990,7 @@ START_TEST(test_sqlite_format_3)
 	ck_assert_int_eq(s->driver->queue_open(s, "q", 1, true, NULL, &q),
 	    SAKER_OK);
 	lm_put_str(s, q, "old");
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 	snprintf(path, sizeof(path), "%s/store.db", dir);
 	ck_assert_int_eq(sq_user_version(path), 4);
@@ -1005,7 +1005,7 @@ START_TEST(test_sqlite_format_3)
 	ck_assert_int_eq(sq_user_version(path), 3);
 	s = jn_open_store(d, dir, false);
 	lm_expect(s, SAKER_TAKE_REMOVE, "old");
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 	ck_assert_int_eq(sq_user_version(path), 4);
 	jn_rmstore(d, dir);
@@ -1042,7 +1042,7 @@ sq_fsize_child(const struct jdrv *d, const char *dir)
 	it.data = "one";
 	it.len = 3;
 	if (s->driver->put(s, q, &it, BASE) != SAKER_OK ||
-	    s->driver->commit(s) != SAKER_OK)
+	    saker_store_commit(s) != SAKER_OK)
 		_exit(12);
 	/* its record cannot grow the journal past the limit */
 	memset(big, 'b', sizeof(big));
@@ -1050,12 +1050,12 @@ sq_fsize_child(const struct jdrv *d, const char *dir)
 	it.len = sizeof(big);
 	if (s->driver->put(s, q, &it, BASE) != SAKER_OK)
 		_exit(13);
-	if ((rc = s->driver->commit(s)) != SAKER_EFULL)
+	if ((rc = saker_store_commit(s)) != SAKER_EFULL)
 		_exit(rc == SAKER_OK ? 14 : 15);
 	it.data = "two";
 	it.len = 3;
 	if (s->driver->put(s, q, &it, BASE) != SAKER_OK ||
-	    s->driver->commit(s) != SAKER_OK)
+	    saker_store_commit(s) != SAKER_OK)
 		_exit(16);
 	/* 10 MiB in one batch: more than SQLite's 8 MiB page cache, so it
 	 * writes pages to the WAL, which cannot grow past the limit */
@@ -1063,13 +1063,13 @@ sq_fsize_child(const struct jdrv *d, const char *dir)
 	it.len = sizeof(big);
 	for (i = 0, rc = SAKER_OK; i < 4 && rc == SAKER_OK; i++)
 		rc = s->driver->put(s, q, &it, BASE);
-	if (rc == SAKER_OK && s->driver->commit(s) == SAKER_OK)
+	if (rc == SAKER_OK && saker_store_commit(s) == SAKER_OK)
 		_exit(17);
-	s->driver->commit(s);	/* a lost batch reports once more, or not */
+	saker_store_commit(s);	/* a lost batch reports once more, or not */
 	it.data = "three";
 	it.len = 5;
 	if (s->driver->put(s, q, &it, BASE) != SAKER_OK ||
-	    s->driver->commit(s) != SAKER_OK)
+	    saker_store_commit(s) != SAKER_OK)
 		_exit(18);
 	saker_store_close(s);
 	_exit(0);
@@ -1287,7 +1287,7 @@ lm_damage(bool zero)
 		    true, NULL, &q), SAKER_OK);
 		lm_put_str(s, q, "some item data, long enough to fill pages");
 	}
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 
 	snprintf(path, sizeof(path), "%s/data.mdb", dir);
@@ -1508,7 +1508,7 @@ START_TEST(test_pg_damaged_paths)
 	px_put(s, "it", "it-1", 0);
 	px_put(s, "it", px_marker, 0);
 	px_put(s, "it", "it-2", 0);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	c = px_conn(schema);
 	ck_assert_int_eq(px_damage_items(c, px_marker, strlen(px_marker)), 5);
 
@@ -1521,20 +1521,20 @@ START_TEST(test_pg_damaged_paths)
 	/* one item by one statement: open, peek */
 	px_corrupt(s, "one", SAKER_TAKE_OPEN, "moved to queue 'one_damaged'");
 	px_corrupt(s, "pk", SAKER_TAKE_PEEK, "moved to queue 'pk_damaged'");
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	px_take(s, "one", SAKER_TAKE_OPEN, "one-ok");
 	px_take(s, "pk", SAKER_TAKE_PEEK, "pk-ok");
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 
 	/* claimed ahead: the 2nd take of a batch claims 2 items */
 	px_take(s, "held", SAKER_TAKE_REMOVE, "held-1");
 	px_corrupt(s, "held", SAKER_TAKE_REMOVE, "'held_damaged'");
 	px_take(s, "held", SAKER_TAKE_REMOVE, "held-2");
 	px_take(s, "held", SAKER_TAKE_REMOVE, NULL);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 
 	/* the 4th take claims 4: hp-3, expiring, damaged, hp-4; a peek
 	 * steps over the expired one to the damaged one */
@@ -1545,7 +1545,7 @@ START_TEST(test_pg_damaged_paths)
 	px_take(s, "hp", SAKER_TAKE_PEEK, "hp-4");
 	px_take(s, "hp", SAKER_TAKE_REMOVE, "hp-4");
 	px_take(s, "hp", SAKER_TAKE_REMOVE, NULL);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 
 	/* iterate (saker check) names it and hands out only what is sound */
 	ck_assert_int_eq(s->driver->iterate(s, px_q(s, "it"), px_count_cb, &n),
@@ -1566,7 +1566,7 @@ START_TEST(test_pg_damaged_paths)
 	px_take(s, "one", SAKER_TAKE_REMOVE, NULL);
 	px_take(s, "pk", SAKER_TAKE_REMOVE, "pk-ok");
 	px_take(s, "pk", SAKER_TAKE_REMOVE, NULL);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 	PQfinish(c);
 }
@@ -1583,10 +1583,10 @@ START_TEST(test_pg_refused_keeps_crc)
 	snprintf(schema, sizeof(schema), "ref_%d", (int)getpid());
 	s = px_open(schema, false, SAKER_OK);
 	px_put(s, "r", "kept", 0);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	ck_assert_int_eq(s->driver->take(s, px_q(s, "r"), SAKER_TAKE_REMOVE,
 	    BASE + 100, px_cb, &g), 1);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	c = px_conn(schema);
 	px_val(c, "SELECT count(*) FROM saker_items WHERE crc IS NOT NULL",
 	    v, sizeof(v));
@@ -1594,7 +1594,7 @@ START_TEST(test_pg_refused_keeps_crc)
 	/* and it is checked: damaged now, it is not served */
 	ck_assert_int_eq(px_damage_items(c, "kept", 4), 1);
 	px_corrupt(s, "r", SAKER_TAKE_REMOVE, "'r_damaged'");
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	PQfinish(c);
 	saker_store_close(s);
 }
@@ -1676,7 +1676,7 @@ START_TEST(test_pg_upgrade_format2)
 	ck_assert_str_eq(g.data, "first");
 	ck_assert_uint_eq(g.flags, 7);
 	px_put(s, "q3", "new", 0);
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	/* the new item has a checksum, the old ones none */
 	px_val(c, "SELECT count(*) FROM saker_items WHERE crc IS NOT NULL", v,
 	    sizeof(v));
@@ -1693,7 +1693,7 @@ START_TEST(test_pg_upgrade_format2)
 	/* the open item of the broker that is gone: its lease ran out */
 	ck_assert_int_eq(s->driver->tick(s, BASE), SAKER_OK);
 	px_take(s, "q2", SAKER_TAKE_REMOVE, "other");
-	ck_assert_int_eq(s->driver->commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 
 	/* a newer format is refused */

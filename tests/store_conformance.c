@@ -264,7 +264,7 @@ qstats_at(int line, saker_queue *q)
 	int rc;
 
 	memset(&st, 0xa5, sizeof(st));
-	rc = T.drv->queue_stats(T.s, q, &st);
+	rc = saker_store_queue_stats(T.s, q, &st);
 	ck_assert_msg(rc == SAKER_OK, "line %d: queue_stats: %d", line, rc);
 	return st;
 }
@@ -285,7 +285,7 @@ promote_at(int line, int64_t now)
 static void
 commit_at(int line)
 {
-	int rc = T.drv->commit(T.s);
+	int rc = saker_store_commit(T.s);
 
 	ck_assert_msg(rc == SAKER_OK, "line %d: commit: %d (%s)", line, rc,
 	    T.drv->errmsg(T.s));
@@ -957,7 +957,7 @@ START_TEST(test_queue_delete)
 	take_s(q, SAKER_TAKE_OPEN, BASE, "ready1");
 	commit();
 
-	ck_assert_int_eq(T.drv->queue_delete(T.s, q), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_delete(T.s, q), SAKER_OK);
 	commit();
 	memset(&l, 0, sizeof(l));
 	ck_assert_int_eq(T.drv->queues(T.s, qlist_cb, &l), SAKER_OK);
@@ -984,8 +984,8 @@ START_TEST(test_queue_delete)
 	take_s(other, SAKER_TAKE_REMOVE, BASE + 1000, "o-delayed");
 
 	/* deleting an empty queue works too */
-	ck_assert_int_eq(T.drv->queue_delete(T.s, q), SAKER_OK);
-	ck_assert_int_eq(T.drv->queue_delete(T.s, other), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_delete(T.s, q), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_delete(T.s, other), SAKER_OK);
 	memset(&l, 0, sizeof(l));
 	ck_assert_int_eq(T.drv->queues(T.s, qlist_cb, &l), SAKER_OK);
 	ck_assert_int_eq(l.n, 0);
@@ -1009,7 +1009,7 @@ START_TEST(test_queue_flush)
 	take_s(q, SAKER_TAKE_PEEK, BASE + 20, "r3");  /* r2 expires */
 	commit();
 
-	ck_assert_int_eq(T.drv->queue_flush(T.s, q), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_flush(T.s, q), SAKER_OK);
 	st = qstats(q);
 	ck_assert_uint_eq(st.items, 0);
 	ck_assert_uint_eq(st.bytes, 0);
@@ -1240,7 +1240,7 @@ START_TEST(test_bulk)
 END_TEST
 
 /* ------------------------------------------------------------------ */
-/* delivery counts and move (SAKER_CAP_DELIVERIES) */
+/* delivery counts and move */
 
 /* Put a string item with a delivery count (load, migrate). */
 static void
@@ -2033,8 +2033,7 @@ START_TEST(test_release_delayed)
 	ck_assert_uint_eq(T.got.flags, 42);
 	ck_assert_int_eq(T.got.expires_ms, BASE + 100000);
 	ck_assert_int_eq(T.got.created_ms, BASE - 7);
-	if (T.drv->caps & SAKER_CAP_DELIVERIES)
-		ck_assert_uint_eq(T.got.deliveries, 2);
+	ck_assert_uint_eq(T.got.deliveries, 2);
 	/* due now: a plain release, to the head, ahead of later items */
 	put_s(q, "C", 0, 0, BASE + 500);
 	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 500,
@@ -2082,8 +2081,7 @@ START_TEST(test_release_delayed)
 	take_s(q, SAKER_TAKE_REMOVE, BASE + 2000, "A");
 	ck_assert_uint_eq(T.got.flags, 42);
 	ck_assert_int_eq(T.got.created_ms, BASE - 7);
-	if (T.drv->caps & SAKER_CAP_DELIVERIES)
-		ck_assert_uint_eq(T.got.deliveries, 3);
+	ck_assert_uint_eq(T.got.deliveries, 3);
 	commit();
 }
 END_TEST
@@ -2098,8 +2096,8 @@ START_TEST(test_reopen_deleted_queue)
 	put_s(q, "y", 0, BASE + 100, BASE);
 	put_s(q2, "z", 0, 0, BASE);
 	commit();
-	ck_assert_int_eq(T.drv->queue_delete(T.s, q), SAKER_OK);
-	ck_assert_int_eq(T.drv->queue_flush(T.s, q2), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_delete(T.s, q), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_flush(T.s, q2), SAKER_OK);
 	commit();
 	reopen();
 	memset(&l, 0, sizeof(l));
@@ -2237,11 +2235,8 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_commit);
 	tcase_add_test(tc, test_many_queues);
 	tcase_add_test(tc, test_bulk);
-	if (drv->caps & SAKER_CAP_DELIVERIES) {
-		tcase_add_test(tc, test_deliveries);
-		tcase_add_test(tc, test_move);
-	} else
-		skipped(drv, "test_deliveries test_move", "no SAKER_CAP_DELIVERIES");
+	tcase_add_test(tc, test_deliveries);
+	tcase_add_test(tc, test_move);
 	tcase_add_test(tc, test_batch_survives_failure);
 	tcase_add_test(tc, test_notify_once);
 	if (drv->expire_to != NULL) {
@@ -2261,8 +2256,7 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_reopen_delayed);
 	tcase_add_test(tc, test_reopen_open_items);
 	tcase_add_test(tc, test_reopen_deleted_queue);
-	if (drv->caps & SAKER_CAP_DELIVERIES)
-		tcase_add_test(tc, test_reopen_deliveries);
+	tcase_add_test(tc, test_reopen_deliveries);
 	tcase_add_test(tc, test_reopen_read_only);
 	if ((drv->caps & SAKER_CAP_SHARED) == 0)
 		tcase_add_test(tc, test_locked);

@@ -20,8 +20,11 @@
  *   Every item carries 32-bit client flags, an absolute expiry time, the time
  *   it was put, and opaque binary data.  All times are wall-clock milliseconds
  *   since the Unix epoch (int64_t); the caller passes `now_ms` into every call
- *   that needs a clock, so drivers never read the clock themselves and tests
- *   control time.
+ *   that needs a clock, so drivers never read the wall clock for an item's
+ *   times (expiry, due time, age) and tests control them.  Drivers do read
+ *   the monotonic clock (saker_mono_ns()) for their own housekeeping: how
+ *   long a commit took, the age of a long transaction before a checkpoint,
+ *   a database round trip's deadline.
  *
  * THREADING
  *   A store handle is used by one thread at a time.  Drivers never touch
@@ -45,10 +48,13 @@
  *   instead: SQLite after some disk-full, I/O and out-of-memory errors,
  *   PostgreSQL after any statement the server refuses and after a lost
  *   connection (a failed statement aborts a PostgreSQL transaction; a
- *   savepoint around every call would cost a round trip each).  Then that
- *   call and every later call of the batch fail with the error ("batch
- *   rolled back"), and commit() returns it, the store being as after the
- *   previous successful commit.
+ *   savepoint around every call would cost a round trip each).  A driver
+ *   that lost its batch tells the layer (saker_store_batch_lost(), which
+ *   restores its counters), fails that call and every later call of the
+ *   batch with the error ("batch rolled back") and fails the commit() that
+ *   ends it, the store being as after the previous successful commit; the
+ *   core answers every call of that batch SERVER_ERROR, as after a failed
+ *   commit.
  *   One failure is not a clean rollback: when the fsync of a commit fails,
  *   its data may already be in the file and may or may not be there after a
  *   restart; likewise when the connection to a database server breaks
@@ -64,7 +70,7 @@
  *   valid only until the callback returns; copy what you keep.  Strings and
  *   items passed *into* a driver are copied by it if it keeps them.
  *
- * DELIVERY COUNTS (drivers with SAKER_CAP_DELIVERIES)
+ * DELIVERY COUNTS (every driver)
  *   Every item carries the number of times it was handed out by a
  *   take(SAKER_TAKE_OPEN), stored with the item.  That take counts the
  *   hand-out in the same batch as the take itself (durable with it) and
@@ -121,7 +127,8 @@ typedef enum saker_sync_mode {
 typedef enum saker_item_state {
 	SAKER_ITEM_READY = 0,
 	SAKER_ITEM_DELAYED = 1,
-	SAKER_ITEM_OPEN = 2
+	SAKER_ITEM_OPEN = 2,
+	SAKER_ITEM_NONE = 3     /* not in the queue: saker_store_account() */
 } saker_item_state;
 
 /* One item.  As input to put(): id and state are ignored.  As output: a
@@ -194,6 +201,13 @@ typedef struct saker_queue saker_queue;
 struct saker_queue_base {
 	size_t xtolen;          /* expire_to: where expired items go */
 	char xto[256];          /* (xtolen 0: dropped) */
+	/* the queue's counters (THE LAYER, COUNTERS): items and bytes
+	 * ready, delayed, open; then their value at the batch's first
+	 * change, restored when the batch is lost */
+	uint64_t n[4], snap[4];
+	struct saker_queue_base *touched_next; /* the batch's changed queues */
+	bool touched;
+	unsigned synced;        /* shared stores: the tick of the last count */
 };
 
 /*
@@ -268,6 +282,10 @@ struct saker_store_opts {
 typedef struct saker_store {
 	const struct saker_store_driver *driver;
 	struct saker_store_lock *lock; /* the layer's, from open to close */
+	struct saker_queue_base *touched; /* queues whose counters the
+	                          * current batch changed (layer.c) */
+	unsigned tick;          /* tick() calls (layer.c): shared stores
+	                          * count a queue again once per tick */
 } saker_store;
 
 /*
@@ -297,24 +315,44 @@ typedef enum saker_lock_kind {
  *                   open() of a shared store never returns SAKER_ELOCKED.
  */
 #define SAKER_CAP_SHARED (1u << 0)
-/*
- * SAKER_CAP_DELIVERIES  Items carry a delivery count (DELIVERY COUNTS, at
- *                   the top) and move() is implemented.  Without it every
- *                   count reads 0 and move is NULL.
- */
-#define SAKER_CAP_DELIVERIES (1u << 1)
+/* (1u << 1) was SAKER_CAP_DELIVERIES, which every driver had: delivery
+ * counts and move() are part of every driver's contract now. */
 
 /* Delivery counts stop here (they fit 16 bits on every driver). */
 #define SAKER_DELIVERIES_MAX 65535u
 
+/* What the LOCATION of a spec is, the `location` of a driver: the tools
+ * and the daemon ask this, never the driver's name. */
+typedef enum saker_location_kind {
+	SAKER_LOCATION_NONE = 0, /* takes no location (memory) */
+	SAKER_LOCATION_DIR,      /* a directory: migrate builds a new one
+	                          * beside it and renames it into place */
+	SAKER_LOCATION_FILE,     /* a file (its sidecars beside it): the same */
+	SAKER_LOCATION_SECRET    /* a connection string, written in place; it
+	                          * may hold a password, so logs show the
+	                          * TYPE alone, never the location */
+} saker_location_kind;
+
 struct saker_store_driver {
 	const char *name;        /* "memory", "lmdb", ... the TYPE of a spec */
-	const char *location_help; /* "DIR", "FILE", or NULL if no location */
+	const char *location_help; /* "DIR", "FILE", or NULL if no location:
+	                          * for messages only; see `location` */
+	saker_location_kind location;
+	/* sakerd's default store: the first driver of the registry with a
+	 * default location, at that location (LMDB's "./saker-data"); the
+	 * first driver (memory) when none has one.  NULL: none. */
+	const char *default_location;
 	bool durable;            /* survives a restart (migrate source/target) */
 	unsigned caps;           /* SAKER_CAP_* bits */
 	const struct saker_store_option *options; /* the keys it takes (see
 	                          * DRIVER OPTIONS); NULL = none */
 	saker_lock_kind lock;    /* how the layer locks the location */
+	/* Its on-disk format keeps each queue's items, bytes, delayed and
+	 * open counts (LMDB, SQLite): queue_stats() fills them, O(1), and
+	 * the layer keeps none.  false: the driver reports every change of
+	 * an item's state through saker_store_account() and the layer
+	 * keeps the counters (THE LAYER, COUNTERS). */
+	bool own_counts;
 
 	/* Open (creating per opts->create) the store at `location` (NULL when
 	 * the spec had none).  On failure returns an error, sets *out = NULL and
@@ -350,7 +388,16 @@ struct saker_store_driver {
 	/* List every queue, in no particular order. */
 	int (*queues)(saker_store *s, saker_queue_name_fn fn, void *arg);
 
+	/* total_items, expired_items, expired_to and head_created_ms, and
+	 * with own_counts the other four; cheap (no scan of the queue). */
 	int (*queue_stats)(saker_store *s, saker_queue *q, struct saker_queue_stats *st);
+
+	/* SAKER_CAP_SHARED without own_counts: items, bytes, delayed_items
+	 * and open_items of q counted in the store (may scan the queue:
+	 * the layer asks at most once per tick() per queue, for a queue
+	 * whose stats are read), so changes other processes made show. */
+	int (*queue_count)(saker_store *s, saker_queue *q,
+	    struct saker_queue_stats *st);
 
 	/* --- items -------------------------------------------------------- */
 
@@ -398,7 +445,7 @@ struct saker_store_driver {
 	int (*release_delayed)(saker_store *s, saker_queue *q, uint64_t id,
 	    int64_t due_ms, int64_t now_ms);
 
-	/* SAKER_CAP_DELIVERIES only (else NULL): append open item `id` of q
+	/* Append open item `id` of q
 	 * to the ready tail of queue `to` (another queue), keeping its data,
 	 * flags, expiry, age and delivery count, in the current batch: after
 	 * commit() it is in `to` and not in q, after a failed commit it is
@@ -492,6 +539,17 @@ extern const struct saker_store_driver *const saker_store_drivers[];
 /* The driver called `name` (length len), or NULL. */
 const struct saker_store_driver *saker_store_driver_find(const char *name, size_t len);
 
+/* sakerd's default --store ("lmdb:./saker-data", or "memory"): see
+ * `default_location` of the driver. */
+const char *saker_store_default_spec(void);
+
+/* The driver a spec "TYPE[,...][:LOCATION]" names, or NULL. */
+const struct saker_store_driver *saker_store_spec_driver(const char *spec);
+
+/* Does the driver take option `key` (its `options` table)? */
+bool saker_store_driver_takes(const struct saker_store_driver *drv,
+    const char *key);
+
 /* "memory, lmdb, sqlite" -- the compiled-in types, for error messages. */
 const char *saker_store_driver_list(void);
 
@@ -537,11 +595,53 @@ bool saker_store_needs_tick(const saker_store *s);
 bool saker_store_shared(const saker_store *s);
 
 /* ---------------------------------------------------------------------
- * THE LAYER (backends/policy.c, lock.c): the broker's rules about storage,
- * once over every driver: the lock file (saker_lock_kind), the delivery-
- * count clamp (saker_store_put), the quarantine of damaged items and the
- * expire_to targets.  Drivers keep the primitives of the vtable and call
- * the functions below where their comments say.
+ * THE CORE'S CALLS (backends/layer.c).  The core and the tools reach the
+ * store only through these, never through the vtable: each is the hook of
+ * the same name with the layer's rules around it (see THE LAYER below),
+ * so a rule about storage is written once, here, for every driver.
+ * --------------------------------------------------------------------- */
+
+const char *saker_store_name(const saker_store *s);  /* the driver's TYPE */
+const char *saker_store_errmsg(saker_store *s);      /* never NULL */
+int saker_store_queue_open(saker_store *s, const char *name, size_t len,
+    bool create, void *queue_ctx, saker_queue **out);
+int saker_store_queue_delete(saker_store *s, saker_queue *q);
+int saker_store_queue_flush(saker_store *s, saker_queue *q);
+int saker_store_queues(saker_store *s, saker_queue_name_fn fn, void *arg);
+int saker_store_queue_stats(saker_store *s, saker_queue *q,
+    struct saker_queue_stats *st);
+/* items, bytes, delayed_items and open_items (an own_counts driver may
+ * fill the rest too): the capacity check's, without a round trip to a
+ * database (but a shared store's recount, at most once per tick) */
+int saker_store_queue_counts(saker_store *s, saker_queue *q,
+    struct saker_queue_stats *st);
+int saker_store_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg);
+int saker_store_confirm(saker_store *s, saker_queue *q, uint64_t id);
+int saker_store_release(saker_store *s, saker_queue *q, uint64_t id);
+int saker_store_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
+    int64_t due_ms, int64_t now_ms);
+int saker_store_move(saker_store *s, saker_queue *q, uint64_t id,
+    saker_queue *to);
+/* Can the driver route expired items (has it expire_to())? */
+bool saker_store_routes_expired(const saker_store *s);
+/* expire_to(); without the hook: SAKER_OK for name NULL, else EINVAL */
+int saker_store_expire_to(saker_store *s, saker_queue *q, const char *name,
+    size_t len);
+int saker_store_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms);
+int saker_store_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed);
+int saker_store_iterate(saker_store *s, saker_queue *q, saker_item_fn fn,
+    void *arg);
+int saker_store_commit(saker_store *s);
+
+/* ---------------------------------------------------------------------
+ * THE LAYER (backends/policy.c, lock.c, layer.c): the broker's rules about
+ * storage, once over every driver: the lock file (saker_lock_kind), the
+ * delivery-count clamp (saker_store_put), the quarantine of damaged items,
+ * the expire_to targets and the per-queue counters (COUNTERS, below).
+ * Drivers keep the primitives of the vtable and call the functions below
+ * where their comments say.
  * --------------------------------------------------------------------- */
 
 /* put(), with item->deliveries clamped to SAKER_DELIVERIES_MAX (a dump
@@ -594,6 +694,38 @@ saker_store_has_expire_to(const saker_queue *q)
  * expired items are dropped.  An error from queue_open() otherwise. */
 int saker_store_expire_target(saker_store *s, saker_queue *q,
     saker_queue **to);
+
+/*
+ * COUNTERS.  The layer keeps every queue's items, bytes (of ready items),
+ * delayed_items and open_items in its struct saker_queue_base, so that
+ * saker_store_queue_stats() and every capacity check are O(1) on every
+ * store.  A driver without own_counts tells the layer each change of an
+ * item's state, a fact like notify(): put (NONE -> READY or DELAYED),
+ * take (READY -> OPEN, or -> NONE: removed, or an expired item dropped
+ * or routed, the target then NONE -> READY), confirm (OPEN -> NONE),
+ * release (OPEN -> READY or DELAYED), move (OPEN -> NONE in q, NONE ->
+ * READY in `to`), promote (DELAYED -> READY, or -> NONE when expired),
+ * flush_expired (READY -> NONE).  queue_flush() and queue_delete() are
+ * counted by the layer itself.  The layer remembers each queue's
+ * counters at the first change of a batch and puts them back when
+ * commit() fails or the driver says it lost the batch.
+ */
+void saker_store_account(saker_store *s, saker_queue *q,
+    saker_item_state from, saker_item_state to, size_t len);
+/* n items of `bytes` data bytes in all, at once (a promotion in SQL) */
+void saker_store_account_n(saker_store *s, saker_queue *q,
+    saker_item_state from, saker_item_state to, uint64_t n, uint64_t bytes);
+
+/* For a shared store's driver that changed q in a way it cannot tell
+ * item by item (a promotion in the database, an item put back whose size
+ * it does not know): the layer counts q in the store again (queue_count)
+ * at the next read of its counters outside a batch that changed it. */
+void saker_store_recount(saker_store *s, saker_queue *q);
+
+/* For a driver that rolled its batch back outside commit() (a lost
+ * connection, an aborted transaction): the counters go back to the last
+ * commit too.  Its next commit() is then that of a new batch. */
+void saker_store_batch_lost(saker_store *s);
 
 #ifdef __cplusplus
 }

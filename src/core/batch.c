@@ -18,7 +18,6 @@
 #include "retry.h"
 #include "session.h"
 
-#define DRV(b) ((b)->store->driver)
 
 /* With -vv, commits, promotions and sweeps that hold the loop at least
  * this long are logged with their duration. */
@@ -41,7 +40,7 @@ broker_commit(struct broker *b, struct commit_result *res)
 			saker_store_get_stats(b->store, &st);
 			commits = st.commits;
 		}
-		rc = DRV(b)->commit(b->store);
+		rc = saker_store_commit(b->store);
 		t0 = saker_mono_ns() - t0;
 		stats_commit(&b->stats, t0);
 		/* issue 25's evidence: what held the loop, when (-vv) */
@@ -56,7 +55,7 @@ broker_commit(struct broker *b, struct commit_result *res)
 			res->in_doubt = rc == SAKER_EINDOUBT;
 			/* Copied: reopening the handles below overwrites the
 			 * driver's message buffer before the replies go out. */
-			reason = DRV(b)->errmsg(b->store);
+			reason = saker_store_errmsg(b->store);
 			if (reason == NULL || *reason == '\0')
 				reason = saker_strerror(rc);
 			/* the log names the file, the clients' replies do not */
@@ -117,12 +116,12 @@ broker_promote(struct broker *b)
 
 	if (log_get_level() >= LOG_LVL_DEBUG)
 		t0 = saker_mono_ns();
-	rc = DRV(b)->promote(b->store, now, &next);
+	rc = saker_store_promote(b->store, now, &next);
 	if (t0 != 0 && saker_mono_ns() - t0 >= DEBUG_SLOW_NS)
 		log_debug("promote: %" PRIu64 " us",
 		    (saker_mono_ns() - t0) / 1000);
 	if (rc != SAKER_OK) {
-		const char *why = DRV(b)->errmsg(b->store);
+		const char *why = saker_store_errmsg(b->store);
 
 		/* Logged once per failure streak, not every retry. */
 		if (!b->promote_failing)
@@ -189,14 +188,14 @@ sweep_one(void *arg, struct squeue *q)
 	struct saker_queue_stats st;
 	uint64_t removed = 0;
 
-	if (DRV(b)->flush_expired(b->store, q->h, saker_now_ms(),
+	if (saker_store_flush_expired(b->store, q->h, saker_now_ms(),
 	    SWEEP_LIMIT, &removed) == SAKER_OK && removed > 0)
 		broker_touch(b);
 	/* expired items moved by the store since the last sweep (here, by
 	 * takes, by promotion): one log line */
 	memset(&st, 0, sizeof(st));
 	if (qc->expire_to[0] != '\0' &&
-	    DRV(b)->queue_stats(b->store, q->h, &st) == SAKER_OK &&
+	    saker_store_queue_stats(b->store, q->h, &st) == SAKER_OK &&
 	    st.expired_to > q->expired_to_seen) {
 		log_info("queue %s: %" PRIu64 " expired items moved to %s (%"
 		    PRIu64 " so far)", q->name, st.expired_to -
@@ -222,7 +221,7 @@ void
 broker_store_ready(struct broker *b)
 {
 	if (saker_store_fd_ready(b->store, saker_now_ms()) != SAKER_OK)
-		log_warn("store notification: %s", DRV(b)->errmsg(b->store));
+		log_warn("store notification: %s", saker_store_errmsg(b->store));
 	broker_touch(b);
 }
 
@@ -244,12 +243,12 @@ broker_tick(struct broker *b)
 	int64_t next = 0;
 
 	if (saker_store_tick(b->store, saker_now_ms()) != SAKER_OK)
-		log_warn("store housekeeping: %s", DRV(b)->errmsg(b->store));
+		log_warn("store housekeeping: %s", saker_store_errmsg(b->store));
 	/* other processes may have added items or delayed items we were not
 	 * told about: look again */
 	if (saker_store_shared(b->store))
 		queues_walk_waited(b, retry_waiters, b);
-	if (DRV(b)->promote(b->store, saker_now_ms(), &next) == SAKER_OK &&
+	if (saker_store_promote(b->store, saker_now_ms(), &next) == SAKER_OK &&
 	    next > 0)
 		b->hooks->arm_promote(b, next);
 	broker_touch(b);

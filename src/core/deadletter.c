@@ -52,7 +52,6 @@ dl_spent(struct broker *b, struct squeue *q, uint32_t before)
 	uint32_t max = queue_cfg(b, q)->max_deliveries;
 
 	return max > 0 && before >= max &&
-	    (b->store->driver->caps & SAKER_CAP_DELIVERIES) != 0 &&
 	    !dl_is_dead_letter(b, q);
 }
 
@@ -72,11 +71,11 @@ dl_move(struct broker *b, struct squeue *q, uint64_t id, uint32_t deliveries)
 		    saker_strerror(rc));
 		return dq == q ? SAKER_EINVAL : rc;
 	}
-	rc = b->store->driver->move(b->store, q->h, id, dq->h);
+	rc = saker_store_move(b->store, q->h, id, dq->h);
 	if (rc != SAKER_OK) {
 		if (rc != SAKER_ENOTFOUND)
 			log_error("queue %s: moving an item to %s: %s", q->name,
-			    name, b->store->driver->errmsg(b->store));
+			    name, saker_store_errmsg(b->store));
 		return rc;
 	}
 	q->dead_lettered++;

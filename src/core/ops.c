@@ -19,7 +19,6 @@
 #define TEN_YEARS_MS (315360000000LL)
 #define MEMCACHE_REL_MAX (2592000LL)   /* 30 days: larger exptimes are absolute */
 
-#define DRV(b) ((b)->store->driver)
 
 const char *
 op_store_error(struct broker *b, int rc, int *result)
@@ -31,7 +30,7 @@ op_store_error(struct broker *b, int rc, int *result)
 		*result = OPR_NOMEM;
 		return "too many queues";
 	}
-	why = DRV(b)->errmsg(b->store);
+	why = saker_store_errmsg(b->store);
 	if (why == NULL || *why == '\0')
 		why = saker_strerror(rc);
 	if (rc == SAKER_EREADONLY || rc == SAKER_EIO || rc == SAKER_EFULL)
@@ -152,17 +151,17 @@ take_for(struct session *s, struct squeue *q, unsigned opts, size_t k,
 	for (;;) {
 		tc.mode = mode;
 		tc.spent = false;
-		rc = DRV(b)->take(b->store, q->h, mode, now, take_cb, &tc);
+		rc = saker_store_take(b->store, q->h, mode, now, take_cb, &tc);
 		if (rc == TAKE_SPENT) {
 			/* open it, unseen, to move it */
 			tc.mode = SAKER_TAKE_OPEN;
 			tc.spent = false;
-			rc = DRV(b)->take(b->store, q->h, SAKER_TAKE_OPEN, now,
+			rc = saker_store_take(b->store, q->h, SAKER_TAKE_OPEN, now,
 			    take_cb, &tc);
 			if (rc == SAKER_OK && !tc.spent) {
 				/* another item came first (a shared store):
 				 * give it back untouched by a consumer */
-				(void)DRV(b)->release(b->store, q->h, tc.id);
+				(void)saker_store_release(b->store, q->h, tc.id);
 				broker_touch(b);
 				continue;
 			}
@@ -172,7 +171,7 @@ take_for(struct session *s, struct squeue *q, unsigned opts, size_t k,
 		broker_touch(b);
 		if (dl_move(b, q, tc.id, tc.deliveries) != SAKER_OK) {
 			/* cannot move it: back to the head, and no item */
-			(void)DRV(b)->release(b->store, q->h, tc.id);
+			(void)saker_store_release(b->store, q->h, tc.id);
 			rc = SAKER_EEMPTY;
 			break;
 		}
@@ -245,7 +244,7 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it, int64_t n
 			struct saker_queue_stats st = { 0 };
 			bool full;
 
-			rc = DRV(b)->queue_stats(b->store, q->h, &st);
+			rc = saker_store_queue_counts(b->store, q->h, &st);
 			if (rc != SAKER_OK)
 				return rc;
 			full = (qc->max_items > 0 && st.items + st.delayed_items >= qc->max_items) ||
@@ -254,7 +253,7 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it, int64_t n
 				break;
 			if (!qc->discard_old_when_full)
 				return 1;
-			rc = DRV(b)->take(b->store, q->h, SAKER_TAKE_REMOVE, now, discard_cb, NULL);
+			rc = saker_store_take(b->store, q->h, SAKER_TAKE_REMOVE, now, discard_cb, NULL);
 			if (rc == SAKER_EEMPTY)
 				return 1;       /* full of delayed or open items */
 			if (rc != SAKER_OK)
@@ -338,7 +337,7 @@ op_set(struct session *s, const struct op_key *k, uint32_t flags,
 			continue;
 		rc = put_limited(b, ch, &it, now);
 		if (rc < 0)
-			log_error("fanout copy to %s failed: %s", ch->name, DRV(b)->errmsg(b->store));
+			log_error("fanout copy to %s failed: %s", ch->name, saker_store_errmsg(b->store));
 	}
 	if (it.due_ms > now)
 		b->hooks->arm_promote(b, it.due_ms);
@@ -453,7 +452,7 @@ op_serve_waiters(struct broker *b, struct squeue *q)
 			break;
 		if (rc != SAKER_OK) {
 			log_error("handing an item of %s to a waiter: %s", q->name,
-			    DRV(b)->errmsg(b->store));
+			    saker_store_errmsg(b->store));
 			session_end_wait(s);
 			msg = op_store_error(b, rc, &r);
 			ops->error(s, k, r, msg);
@@ -579,7 +578,7 @@ get_run(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 		    qs[i]->h != NULL &&
 		    (oi = session_oldest_open(s, qs[i])) != NULL) {
 			if (k->opts & OP_OPT_CLOSE)
-				rc = DRV(b)->confirm(b->store, qs[i]->h, oi->id);
+				rc = saker_store_confirm(b->store, qs[i]->h, oi->id);
 			else
 				rc = dl_give_back(b, qs[i], oi->id,
 				    oi->deliveries, k->delay_ms >= 0 ?
@@ -626,7 +625,7 @@ get_run(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 			 * logged once while the store fails for that reason
 			 * (a store that is down fails every get) */
 			bool said = b->store_failed &&
-			    strncmp(b->store_error, DRV(b)->errmsg(b->store),
+			    strncmp(b->store_error, saker_store_errmsg(b->store),
 			    sizeof(b->store_error) - 1) == 0;
 
 			msg = op_store_error(b, rc, &r);
@@ -636,7 +635,7 @@ get_run(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 			return;
 		} else {
 			/* replies already written for earlier keys stay valid */
-			log_error("get from %s: %s", qs[i]->name, DRV(b)->errmsg(b->store));
+			log_error("get from %s: %s", qs[i]->name, saker_store_errmsg(b->store));
 		}
 	}
 	if (nhits == 0 && fetches && timeout > 0) {
@@ -752,7 +751,7 @@ op_delete(struct session *s, const char *name, size_t len, const char **msg)
 static int
 flush_one(struct broker *b, struct squeue *q)
 {
-	int rc = DRV(b)->queue_flush(b->store, q->h);
+	int rc = saker_store_queue_flush(b->store, q->h);
 
 	if (rc == SAKER_OK) {
 		sessions_forget_queue(b, q);
@@ -825,7 +824,7 @@ op_flush_expired(struct session *s, const char *name, size_t len,
 	q = queue_lookup(b, name, len, false, &rc);
 	if (q == NULL)
 		return OPR_OK;
-	rc = DRV(b)->flush_expired(b->store, q->h, saker_now_ms(), 0, removed);
+	rc = saker_store_flush_expired(b->store, q->h, saker_now_ms(), 0, removed);
 	if (rc != SAKER_OK)
 		return op_store_fail(b, rc, msg);
 	if (*removed > 0)
@@ -907,7 +906,7 @@ op_confirm(struct session *s, const char *name, size_t len, int64_t n,
 		return OPR_NOT_FOUND;
 	for (i = 0; i < n; i++) {
 		struct open_item *oi = session_oldest_open(s, q);
-		rc = DRV(b)->confirm(b->store, q->h, oi->id);
+		rc = saker_store_confirm(b->store, q->h, oi->id);
 		if (rc != SAKER_OK && rc != SAKER_ENOTFOUND)
 			return op_store_fail(b, rc, msg);
 		session_forget_open(s, oi);

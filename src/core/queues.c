@@ -61,6 +61,11 @@ sq_remove(struct broker *b, struct squeue *q)
 	squeue_free(b, q);
 }
 
+/* Walks nested in a walk's callback must not add entries to the table. */
+static unsigned walk_depth;
+
+static void queue_attach(struct broker *b, const char *name);
+
 static struct squeue *
 sq_find_or_new(struct broker *b, const char *name, size_t len)
 {
@@ -128,7 +133,7 @@ queue_lookup(struct broker *b, const char *name, size_t len, bool create, int *e
 		*err = SAKER_ENOMEM;
 		return NULL;
 	}
-	rc = b->store->driver->queue_open(b->store, name, len, true, q, &q->h);
+	rc = saker_store_queue_open(b->store, name, len, true, q, &q->h);
 	if (rc != SAKER_OK) {
 		q->h = NULL;
 		*err = rc;
@@ -141,7 +146,11 @@ queue_lookup(struct broker *b, const char *name, size_t len, bool create, int *e
 	b->stats.queue_creates++;
 	broker_touch(b);
 	q->qc = NULL;	/* a new handle: the store learns its settings */
-	(void)queue_cfg(b, q);
+	/* the expire_to target exists from when the configuration names it
+	 * for a queue (docs/protocol.md), so `stats` lists it and the items
+	 * the store moves there */
+	if (queue_cfg(b, q)->expire_to[0] != '\0' && walk_depth == 0)
+		queue_attach(b, q->qc->expire_to);
 	return q;
 }
 
@@ -153,7 +162,7 @@ queue_retry_shared(struct broker *b, struct squeue *q)
 {
 	if (q->h != NULL)
 		return;
-	if (b->store->driver->queue_open(b->store, q->name, q->len, false, q,
+	if (saker_store_queue_open(b->store, q->name, q->len, false, q,
 	    &q->h) == SAKER_OK) {
 		b->nqueues++;
 		q->qc = NULL;	/* a new handle: the store learns its settings */
@@ -180,7 +189,7 @@ static void
 attach_unknown(struct broker *b)
 {
 	b->store_unattached = false;
-	if (b->store->driver->queues(b->store, attach_one, b) < 0)
+	if (saker_store_queues(b->store, attach_one, b) < 0)
 		b->store_unattached = true;	/* look again at the next miss */
 }
 
@@ -204,7 +213,7 @@ queue_for_read(struct broker *b, const char *name, size_t len, bool remember)
 			attach_unknown(b);
 			q = hashmap_get(b->queues, name, len);
 		}
-		if (q == NULL && (!shared || b->store->driver->queue_open(
+		if (q == NULL && (!shared || saker_store_queue_open(
 		    b->store, name, len, false, NULL, &h) != SAKER_OK))
 			return b->missing;
 	}
@@ -243,7 +252,7 @@ queue_delete(struct broker *b, struct squeue *q)
 {
 	int rc;
 
-	rc = b->store->driver->queue_delete(b->store, q->h);
+	rc = saker_store_queue_delete(b->store, q->h);
 	if (rc != SAKER_OK)
 		return rc;
 	q->h = NULL;
@@ -306,7 +315,7 @@ load_one(void *arg, const char *name, size_t len)
 		*rc = SAKER_ENOMEM;
 		return 1;
 	}
-	*rc = b->store->driver->queue_open(b->store, name, len, false, q, &q->h);
+	*rc = saker_store_queue_open(b->store, name, len, false, q, &q->h);
 	if (*rc == SAKER_OK)
 		b->nqueues++;
 	return *rc != SAKER_OK;
@@ -327,7 +336,7 @@ queues_load(struct broker *b)
 	TAILQ_INIT(&b->missing->waiters);
 	b->nqueues = 0;
 	b->stubs = NULL;
-	wrc = b->store->driver->queues(b->store, load_one, &lc);
+	wrc = saker_store_queues(b->store, load_one, &lc);
 	if (lc.rc != SAKER_OK)
 		return lc.rc;
 	if (wrc < 0)
@@ -398,7 +407,7 @@ reopen_handle(void *arg, const char *key, size_t len, void *value)
 
 	if (q->h == NULL)
 		return 0;
-	if (b->store->driver->queue_open(b->store, key, len, false, q, &q->h) != SAKER_OK) {
+	if (saker_store_queue_open(b->store, key, len, false, q, &q->h) != SAKER_OK) {
 		q->h = NULL;
 		b->nqueues--;
 	}
@@ -453,12 +462,29 @@ walk_one(void *arg, const char *key, size_t len, void *value)
 	return wc->fn(wc->arg, q);
 }
 
+/* A listing shows every queue the store has made of its own (an expire_to
+ * target made again, <q>_damaged) with the items it moved there: give
+ * them entries first, outside any walk (attach_unknown()). */
+static int
+walk(struct broker *b, struct walk_ctx *wc)
+{
+	int rc;
+
+	if (b->store_unattached && walk_depth == 0 &&
+	    !saker_store_shared(b->store))
+		attach_unknown(b);
+	walk_depth++;
+	rc = hashmap_walk(b->queues, walk_one, wc);
+	walk_depth--;
+	return rc;
+}
+
 int
 queues_walk(struct broker *b, int (*fn)(void *arg, struct squeue *q), void *arg)
 {
 	struct walk_ctx wc = { fn, arg, false };
 
-	return hashmap_walk(b->queues, walk_one, &wc);
+	return walk(b, &wc);
 }
 
 int
@@ -476,7 +502,7 @@ queues_walk_waited(struct broker *b, int (*fn)(void *arg, struct squeue *q),
 {
 	struct walk_ctx wc = { fn, arg, true };
 
-	return hashmap_walk(b->queues, walk_one, &wc);
+	return walk(b, &wc);
 }
 
 /* Tell the store where q's expired items go (store.h, expire_to). */
@@ -487,17 +513,17 @@ apply_expire_to(struct broker *b, struct squeue *q)
 
 	if (q->h == NULL)
 		return;
-	if (b->store->driver->expire_to == NULL) {
+	if (!saker_store_routes_expired(b->store)) {
 		if (to[0] != '\0')
 			log_warn("queue %s: expire_to %s: the %s store cannot move"
 			    " expired items; they are dropped", q->name, to,
-			    b->store->driver->name);
+			    saker_store_name(b->store));
 		return;
 	}
-	if (b->store->driver->expire_to(b->store, q->h, to[0] != '\0' ? to :
+	if (saker_store_expire_to(b->store, q->h, to[0] != '\0' ? to :
 	    NULL, strlen(to)) != SAKER_OK)
 		log_error("queue %s: expire_to %s: %s", q->name, to,
-		    b->store->driver->errmsg(b->store));
+		    saker_store_errmsg(b->store));
 }
 
 /* Make sure queue `name` exists in the store and the broker. */

@@ -31,7 +31,7 @@ sum_one(void *arg, struct squeue *q)
 	struct broker *b = t->b;
 	struct saker_queue_stats st = { 0 };
 
-	if (b->store->driver->queue_stats(b->store, q->h, &st) == SAKER_OK) {
+	if (saker_store_queue_stats(b->store, q->h, &st) == SAKER_OK) {
 		t->items += st.items;
 		t->total_items += st.total_items;
 		t->bytes += st.bytes;
@@ -47,7 +47,7 @@ queue_one(struct broker *b, struct evbuffer *out, struct squeue *q)
 
 	/* (a queue only in memory, waited on by a get, has no items) */
 	if (q->h != NULL &&
-	    b->store->driver->queue_stats(b->store, q->h, &st) != SAKER_OK)
+	    saker_store_queue_stats(b->store, q->h, &st) != SAKER_OK)
 		return;
 	if (st.head_created_ms > 0) {
 		age = saker_now_ms() - st.head_created_ms;
@@ -200,7 +200,7 @@ stats_write(struct broker *b, struct evbuffer *out, const struct perms *who)
 	STAT("uptime", "%lld", (long long)(now - s->started));
 	STAT("time", "%lld", (long long)now);
 	STAT("version", "%s", PACKAGE_VERSION);
-	STAT("store", "%s", b->store->driver->name);
+	STAT("store", "%s", saker_store_name(b->store));
 	STAT("sync", "%s", sync_names[b->sync]);
 	stats_write_server(b, out);
 	STAT("curr_connections", "%" PRIu64, s->curr_connections);

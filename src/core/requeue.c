@@ -46,7 +46,6 @@ op_requeue(struct session *s, const char *from, size_t flen, const char *to,
     size_t tlen, uint64_t max, uint64_t *moved, const char **msg)
 {
 	struct broker *b = s->b;
-	const struct saker_store_driver *d = b->store->driver;
 	struct rq_copy c;
 	struct squeue *fq, *tq;
 	int64_t now = saker_now_ms();
@@ -74,7 +73,7 @@ op_requeue(struct session *s, const char *from, size_t flen, const char *to,
 	while (*moved < max) {
 		/* open, copy into the target, confirm: never in neither queue,
 		 * and after the commit in exactly one */
-		rc = d->take(b->store, fq->h, SAKER_TAKE_OPEN, now, rq_copy_cb, &c);
+		rc = saker_store_take(b->store, fq->h, SAKER_TAKE_OPEN, now, rq_copy_cb, &c);
 		if (rc == SAKER_EEMPTY || (rc == 1 && c.oom))
 			break;
 		if (rc != SAKER_OK)
@@ -85,10 +84,10 @@ op_requeue(struct session *s, const char *from, size_t flen, const char *to,
 		c.it.state = SAKER_ITEM_READY;
 		rc = saker_store_put(b->store, tq->h, &c.it, now);
 		if (rc != SAKER_OK) {
-			(void)d->release(b->store, fq->h, c.it.id);
+			(void)saker_store_release(b->store, fq->h, c.it.id);
 			break;
 		}
-		if ((rc = d->confirm(b->store, fq->h, c.it.id)) != SAKER_OK)
+		if ((rc = saker_store_confirm(b->store, fq->h, c.it.id)) != SAKER_OK)
 			break;
 		tq->enqueued++;
 		fq->dequeued++;

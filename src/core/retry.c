@@ -49,7 +49,6 @@ int
 retry_give_back(struct broker *b, struct squeue *q, uint64_t id,
     uint32_t deliveries, int64_t delay_ms)
 {
-	const struct saker_store_driver *d = b->store->driver;
 	int64_t now = saker_now_ms(), due;
 	int rc;
 
@@ -57,7 +56,7 @@ retry_give_back(struct broker *b, struct squeue *q, uint64_t id,
 		delay_ms = b->closing ? 0 : retry_backoff(queue_cfg(b, q),
 		    deliveries, retry_random(b));
 	if (delay_ms <= 0) {
-		rc = d->release(b->store, q->h, id);
+		rc = saker_store_release(b->store, q->h, id);
 		if (rc == SAKER_OK)
 			broker_touch(b);
 		return rc;
@@ -69,7 +68,7 @@ retry_give_back(struct broker *b, struct squeue *q, uint64_t id,
 	 * RETRY_TICK_MS late */
 	due = now + delay_ms + 1;
 	due += (RETRY_TICK_MS - due % RETRY_TICK_MS) % RETRY_TICK_MS;
-	rc = d->release_delayed(b->store, q->h, id, due, now);
+	rc = saker_store_release_delayed(b->store, q->h, id, due, now);
 	if (rc != SAKER_OK)
 		return rc;
 	broker_touch(b);

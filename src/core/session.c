@@ -49,7 +49,7 @@ session_close(struct session *s)
 			    oi->deliveries, RETRY_BACKOFF);
 			if (rc != SAKER_OK && rc != SAKER_ENOTFOUND)
 				log_error("returning an open item to %s: %s", oi->q->name,
-				    b->store->driver->errmsg(b->store));
+				    saker_store_errmsg(b->store));
 		}
 		session_forget_open(s, oi);
 	}

@@ -179,7 +179,7 @@ api_server(const struct console_env *env, struct evhttp_request *req,
 	evbuffer_add_printf(out, "{\"version\":");
 	console_json_str(out, PACKAGE_VERSION, strlen(PACKAGE_VERSION));
 	evbuffer_add_printf(out, ",\"store\":");
-	console_json_str(out, b->store->driver->name, strlen(b->store->driver->name));
+	console_json_str(out, saker_store_name(b->store), strlen(saker_store_name(b->store)));
 	{
 		/* the database of a store on a server (postgres) */
 		struct saker_store_stats ss;
@@ -302,7 +302,7 @@ row_one(void *arg, struct squeue *q)
 	memset(w, 0, sizeof(*w));
 	w->q = q;
 	if (q->h != NULL &&
-	    r->b->store->driver->queue_stats(r->b->store, q->h, &w->st) != SAKER_OK)
+	    saker_store_queue_stats(r->b->store, q->h, &w->st) != SAKER_OK)
 		return 0;
 	if (w->st.head_created_ms > 0 && r->now > w->st.head_created_ms)
 		w->age_ms = r->now - w->st.head_created_ms;
@@ -513,7 +513,7 @@ api_peek(const struct console_env *env, struct evhttp_request *req,
 	evbuffer_add_printf(p.out, "{\"name\":");
 	console_json_str(p.out, q->name, q->len);
 	evbuffer_add_printf(p.out, ",\"items\":[");
-	rc = q->h != NULL ? env->b->store->driver->iterate(env->b->store, q->h,
+	rc = q->h != NULL ? saker_store_iterate(env->b->store, q->h,
 	    peek_one, &p) : 0;
 	if (rc < 0) {
 		evbuffer_free(p.out);

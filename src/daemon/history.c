@@ -67,7 +67,7 @@ sample(struct broker *b, struct squeue *q)
 
 	if (r != NULL && r->last == t)
 		return;         /* seen this sweep (the table moved under us) */
-	if (b->store->driver->queue_stats(b->store, q->h, &st) != SAKER_OK)
+	if (saker_store_queue_stats(b->store, q->h, &st) != SAKER_OK)
 		d = r != NULL ? r->depth[r->last % SLOTS] : 0;  /* as before */
 	else
 		d = st.items > UINT32_MAX ? UINT32_MAX : (uint32_t)st.items;

@@ -190,7 +190,7 @@ collect_one(void *arg, struct squeue *q)
 	}
 	memset(&qc->rows[qc->n], 0, sizeof(qc->rows[qc->n]));
 	qc->rows[qc->n].q = q;
-	if (qc->b->store->driver->queue_stats(qc->b->store, q->h, &qc->rows[qc->n].st) == SAKER_OK)
+	if (saker_store_queue_stats(qc->b->store, q->h, &qc->rows[qc->n].st) == SAKER_OK)
 		qc->n++;
 	return 0;
 }
@@ -250,7 +250,7 @@ write_metrics(struct http_server *h, struct evbuffer *b)
 	}
 	metric_head(b, "saker_info", "gauge", "Build and store of this server.");
 	evbuffer_add_printf(b, "saker_info{version=\"%s\",store=\"%s\"} 1\n",
-	    PACKAGE_VERSION, h->b->store->driver->name);
+	    PACKAGE_VERSION, saker_store_name(h->b->store));
 	metric_u64(b, "saker_uptime_seconds", "gauge", "Seconds since the server started.",
 	    (uint64_t)(time(NULL) - s->started));
 	metric_u64(b, "saker_connections", "gauge", "Open client connections.",

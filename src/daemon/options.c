@@ -161,7 +161,7 @@ usage(FILE *f)
 "certificate and key (a bad file keeps the old one).\n"
 "See sakerd(8) and saker-protocol(7).\n",
 	    SAKERD_DEFAULT_PORT, saker_store_driver_list(), STORE_FORMS,
-	    SAKERD_DEFAULT_STORE, SAKERD_DEFAULT_DRAIN_TIMEOUT,
+	    saker_store_default_spec(), SAKERD_DEFAULT_DRAIN_TIMEOUT,
 	    SAKERD_DEFAULT_MAX_QUEUES, SAKERD_DEFAULT_TLS_HANDSHAKE);
 }
 
@@ -240,9 +240,25 @@ string_option(struct options *o, int c)
 	}
 }
 
+/* "memory": the drivers that take max-memory=, for the message */
+static const char *
+max_memory_stores(void)
+{
+	static char list[128];
+	size_t i, off = 0;
+
+	for (i = 0; saker_store_drivers[i] != NULL && off < sizeof(list); i++)
+		if (saker_store_driver_takes(saker_store_drivers[i], "max-memory"))
+			off += (size_t)snprintf(list + off, sizeof(list) - off,
+			    "%s%s", off > 0 ? ", " : "",
+			    saker_store_drivers[i]->name);
+	return list;
+}
+
 int
 options_parse(int argc, char **argv, struct options *o)
 {
+	const struct saker_store_driver *drv;
 	const char **str;
 	uint64_t size;
 	int64_t ms;
@@ -252,7 +268,7 @@ options_parse(int argc, char **argv, struct options *o)
 	memset(o, 0, sizeof(*o));
 	o->listen = "127.0.0.1";
 	o->port = SAKERD_DEFAULT_PORT;
-	o->store_spec = SAKERD_DEFAULT_STORE;
+	o->store_spec = saker_store_default_spec();
 	o->sync = SAKER_SYNC_ALWAYS;
 	o->sync_period_ms = 100;
 	o->max_conns = 4096;
@@ -396,11 +412,13 @@ options_parse(int argc, char **argv, struct options *o)
 		return -1;
 	}
 #endif
-	if (o->max_memory_set && (strncmp(o->store_spec, "memory", 6) != 0 ||
-	    (o->store_spec[6] != '\0' && o->store_spec[6] != ','))) {
+	drv = saker_store_spec_driver(o->store_spec);
+	if (o->max_memory_set &&
+	    (drv == NULL || !saker_store_driver_takes(drv, "max-memory"))) {
 		/* 1.0 ignored it there; say so instead */
-		fprintf(stderr, "sakerd: --max-memory is an option of the memory "
-		    "store only, not of --store %s\n", o->store_spec);
+		fprintf(stderr, "sakerd: --max-memory is an option of the %s "
+		    "store only, not of --store %s\n", max_memory_stores(),
+		    o->store_spec);
 		return -1;
 	}
 	if (o->max_conn_memory == 0) {

@@ -22,13 +22,9 @@
  * worker), yet bounded: 100,000 queues of one small item each made sakerd's
  * RSS about 70 MB (memory and lmdb stores; docs/security.md) */
 #define SAKERD_DEFAULT_MAX_QUEUES 100000
-/* Durable by default when the LMDB driver is built (README, "Choosing a
- * store"; sakerd(8)). */
-#ifdef HAVE_LMDB
-#define SAKERD_DEFAULT_STORE "lmdb:./saker-data"
-#else
-#define SAKERD_DEFAULT_STORE "memory"
-#endif
+/* The default --store is the store layer's saker_store_default_spec():
+ * durable by default when the LMDB driver is built (README, "Choosing a
+ * store"; sakerd(8)), else memory. */
 
 struct options {
 	const char *listen;          /* -l; NULL with -s alone = no TCP */

@@ -211,7 +211,7 @@ static void
 sync_cb(evutil_socket_t fd, short what, void *arg)
 {
 	if (saker_store_sync(srv->broker.store) != SAKER_OK)
-		log_error("periodic sync failed: %s", srv->broker.store->driver->errmsg(srv->broker.store));
+		log_error("periodic sync failed: %s", saker_store_errmsg(srv->broker.store));
 }
 
 /* --- listening ---------------------------------------------------------- */
@@ -369,15 +369,16 @@ static void
 say_ready(const struct options *opt)
 {
 	const char *spec = opt->store_spec, *colon = strchr(spec, ':');
+	const struct saker_store_driver *drv = saker_store_spec_driver(spec);
 	const char *tcp = srv->listen_name[0];  /* "" without a TCP port */
 	char cwd[4096], *where = NULL;
 	const char *sync = opt->sync == SAKER_SYNC_ALWAYS ? "always" :
 	    opt->sync == SAKER_SYNC_PERIODIC ? "periodic" : "never";
 
 	/* a connection string may hold a password: not for the log */
-	if (colon != NULL && (strncmp(spec, "postgres:", 9) == 0 ||
-	    strncmp(spec, "postgres,", 9) == 0))
-		where = strdup("postgres");
+	if (colon != NULL && drv != NULL &&
+	    drv->location == SAKER_LOCATION_SECRET)
+		where = strdup(drv->name);
 	else if (colon != NULL && colon[1] != '/' && colon[1] != '\0' &&
 	    getcwd(cwd, sizeof(cwd)) != NULL) {
 		size_t tl = (size_t)(colon - spec), n;
@@ -464,10 +465,10 @@ shutdown_everything(void)
 		srv->store_fd_ev = NULL;
 	}
 	if (srv->broker.store != NULL) {
-		rc = srv->broker.store->driver->commit(srv->broker.store);
+		rc = saker_store_commit(srv->broker.store);
 		if (rc != SAKER_OK)
 			log_error("final commit failed: %s",
-			    srv->broker.store->driver->errmsg(srv->broker.store));
+			    saker_store_errmsg(srv->broker.store));
 		saker_store_close(srv->broker.store);
 		srv->broker.store = NULL;
 	}

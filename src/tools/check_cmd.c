@@ -70,23 +70,23 @@ check_main(int argc, char **argv)
 		fprintf(stderr, "saker check: %s: %s\n", argv[optind], err);
 		return 1;
 	}
-	rc = s->driver->queues(s, mig_collect_name, &ns);
+	rc = saker_store_queues(s, mig_collect_name, &ns);
 	if (rc != SAKER_OK || ns.oom) {
 		fprintf(stderr, "saker check: %s: listing queues: %s\n",
-		    argv[optind], ns.oom ? "out of memory" : s->driver->errmsg(s));
+		    argv[optind], ns.oom ? "out of memory" : saker_store_errmsg(s));
 		bad++;
 	}
 	if (ns.n > 0)
 		qsort(ns.v, ns.n, sizeof(*ns.v), mig_name_cmp);
 	for (i = 0; i < ns.n; i++) {
 		n = 0;
-		rc = s->driver->queue_open(s, ns.v[i].s, ns.v[i].len, false,
+		rc = saker_store_queue_open(s, ns.v[i].s, ns.v[i].len, false,
 		    NULL, &q);
 		if (rc == SAKER_OK)
-			rc = s->driver->iterate(s, q, count_item, &n);
+			rc = saker_store_iterate(s, q, count_item, &n);
 		items += n;
 		if (rc != SAKER_OK) {
-			const char *why = s->driver->errmsg(s);
+			const char *why = saker_store_errmsg(s);
 
 			printf("damaged: queue '%.*s': %s (after %llu sound items)\n",
 			    (int)ns.v[i].len, ns.v[i].s, why != NULL && *why != '\0' ? why :

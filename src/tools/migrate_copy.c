@@ -308,8 +308,8 @@ mig_fsync_parent(const char *path)
 static bool
 mig_is_path_store(const struct saker_store_driver *drv)
 {
-	return drv->location_help != NULL && (strcmp(drv->location_help, "DIR") == 0 ||
-	    strcmp(drv->location_help, "FILE") == 0);
+	return drv->location == SAKER_LOCATION_DIR ||
+	    drv->location == SAKER_LOCATION_FILE;
 }
 
 /* ------------------------------------------------------------------ */
@@ -403,12 +403,12 @@ mig_list_queues(saker_store *s, struct mig_names *ns, const char *what,
 	int rc;
 
 	memset(ns, 0, sizeof(*ns));
-	rc = s->driver->queues(s, mig_collect_name, ns);
+	rc = saker_store_queues(s, mig_collect_name, ns);
 	if (ns->oom)
 		mig_seterr(e, "out of memory listing the queues of %s", what);
 	else if (rc < 0)
 		mig_seterr(e, "listing the queues of %s failed: %s", what,
-		    s->driver->errmsg(s));
+		    saker_store_errmsg(s));
 	if (ns->oom || rc < 0) {
 		mig_names_free(ns);
 		return -1;
@@ -462,20 +462,20 @@ mig_source_each(saker_store *s, int64_t now_ms, const struct mig_source_cb *cb,
 		const char *name = ns.v[i].s;
 		int len = (int)ns.v[i].len;
 
-		if (s->driver->queue_open(s, name, ns.v[i].len, false, NULL, &q) != SAKER_OK) {
+		if (saker_store_queue_open(s, name, ns.v[i].len, false, NULL, &q) != SAKER_OK) {
 			mig_seterr(e, "cannot open queue '%.*s': %s", len, name,
-			    s->driver->errmsg(s));
+			    saker_store_errmsg(s));
 			rc = -1;
 			break;
 		}
 		if (cb->queue_begin != NULL &&
 		    (rc = cb->queue_begin(arg, name, ns.v[i].len)) != 0)
 			break;
-		rc = s->driver->iterate(s, q, mig_walk_item, &w);
+		rc = saker_store_iterate(s, q, mig_walk_item, &w);
 		if (rc != 0) {
 			if (w.stop == 0)
 				mig_seterr(e, "reading queue '%.*s' failed: %s", len,
-				    name, s->driver->errmsg(s));
+				    name, saker_store_errmsg(s));
 			break;
 		}
 		if (cb->queue_end != NULL)
@@ -504,11 +504,11 @@ mig_count_items(saker_store *s, const char *what, bool lax, size_t *nqueues,
 		return -1;
 	for (i = 0; i < ns.n; i++) {
 		memset(&st, 0, sizeof(st));
-		if (s->driver->queue_open(s, ns.v[i].s, ns.v[i].len, false, NULL, &q) != SAKER_OK ||
-		    s->driver->queue_stats(s, q, &st) != SAKER_OK) {
+		if (saker_store_queue_open(s, ns.v[i].s, ns.v[i].len, false, NULL, &q) != SAKER_OK ||
+		    saker_store_queue_stats(s, q, &st) != SAKER_OK) {
 			if (lax)
 				continue;
-			mig_seterr(e, "reading %s failed: %s", what, s->driver->errmsg(s));
+			mig_seterr(e, "reading %s failed: %s", what, saker_store_errmsg(s));
 			mig_names_free(&ns);
 			return -1;
 		}
@@ -587,9 +587,9 @@ mig_target_queue(struct mig_target *t, const char *name, size_t len,
 		mig_seterr(e, "invalid queue name '%.*s'", (int)(len > 250 ? 250 : len), name);
 		return -1;
 	}
-	if (t->drv->queue_open(t->st, name, len, true, NULL, &t->q) != SAKER_OK) {
+	if (saker_store_queue_open(t->st, name, len, true, NULL, &t->q) != SAKER_OK) {
 		mig_seterr(e, "creating queue '%.*s' in %s failed: %s", (int)len, name,
-		    t->spec, t->drv->errmsg(t->st));
+		    t->spec, saker_store_errmsg(t->st));
 		return -1;
 	}
 	if ((mq = mig_target_q(t, name, len, true)) == NULL) {
@@ -604,8 +604,8 @@ mig_target_queue(struct mig_target *t, const char *name, size_t len,
 static int
 mig_target_commit(struct mig_target *t, struct mig_err *e)
 {
-	if (t->drv->commit(t->st) != SAKER_OK) {
-		mig_seterr(e, "writing %s failed: %s", t->spec, t->drv->errmsg(t->st));
+	if (saker_store_commit(t->st) != SAKER_OK) {
+		mig_seterr(e, "writing %s failed: %s", t->spec, saker_store_errmsg(t->st));
 		return -1;
 	}
 	t->pending = t->pending_bytes = 0;
@@ -643,7 +643,7 @@ mig_target_put(struct mig_target *t, const struct saker_item *it, int state,
 	}
 	if (saker_store_put(t->st, t->q, &p, t->now_ms) != SAKER_OK) {
 		mig_seterr(e, "writing to %s failed: %s (queue '%.*s', item %" PRIu64 ")",
-		    t->spec, t->drv->errmsg(t->st), (int)mq->len, mq->name,
+		    t->spec, saker_store_errmsg(t->st), (int)mq->len, mq->name,
 		    mq->want.ready + mq->want.delayed + 1);
 		return -1;
 	}
@@ -802,7 +802,7 @@ mig_target_open(const char *spec, const char *src_spec,
 	mig_meter_start(&t->meter, opts->quiet ? MIG_PROGRESS_OFF : opts->progress);
 	if ((t->drv = mig_spec_driver(spec, "destination", e)) == NULL)
 		goto fail;
-	t->is_dir = strcmp(t->drv->location_help, "DIR") == 0;
+	t->is_dir = t->drv->location == SAKER_LOCATION_DIR;
 	if (src_spec != NULL && mig_same_location(src_spec, spec)) {
 		mig_seterr(e, "source and destination are the same (%s)", spec);
 		goto fail;
@@ -1134,8 +1134,8 @@ mig_undo_one(void *arg, const char *name, size_t len)
 	saker_store *s = arg;
 	saker_queue *q;
 
-	if (s->driver->queue_open(s, name, len, false, NULL, &q) == SAKER_OK)
-		(void)s->driver->queue_delete(s, q);
+	if (saker_store_queue_open(s, name, len, false, NULL, &q) == SAKER_OK)
+		(void)saker_store_queue_delete(s, q);
 	return 0;
 }
 
@@ -1153,10 +1153,10 @@ mig_undo_direct(struct mig_target *t)
 			return;
 		}
 	}
-	(void)s->driver->queues(s, mig_undo_one, s);
-	if (s->driver->commit(s) != SAKER_OK)
+	(void)saker_store_queues(s, mig_undo_one, s);
+	if (saker_store_commit(s) != SAKER_OK)
 		fprintf(stderr, "saker: undoing the failed migration into %s failed: "
-		    "%s\n", t->spec, s->driver->errmsg(s));
+		    "%s\n", t->spec, saker_store_errmsg(s));
 	if (s != t->st)
 		saker_store_close(s);
 }

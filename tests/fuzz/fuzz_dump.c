@@ -76,7 +76,7 @@ fuzz_dump(const uint8_t *data, size_t size)
 			FUZZ_CHECK(!"unknown record type");
 		}
 	}
-	(void)drv->commit(s);
+	(void)saker_store_commit(s);
 out:
 	dump_reader_free(&r);
 	drv->close(s);

@@ -409,7 +409,7 @@ op_flush(struct fz *f)
 
 	if (mq == NULL)
 		return;
-	FUZZ_CHECK(f->drv->queue_flush(f->s, mq->h) == SAKER_OK);
+	FUZZ_CHECK(saker_store_queue_flush(f->s, mq->h) == SAKER_OK);
 	f->live -= mq->nready + mq->ndelayed + mq->nopen;
 	mq->nready = mq->ndelayed = mq->nopen = 0;
 }
@@ -421,7 +421,7 @@ op_delete(struct fz *f)
 
 	if (mq == NULL)
 		return;
-	FUZZ_CHECK(f->drv->queue_delete(f->s, mq->h) == SAKER_OK);
+	FUZZ_CHECK(saker_store_queue_delete(f->s, mq->h) == SAKER_OK);
 	f->live -= mq->nready + mq->ndelayed + mq->nopen;
 	mq->exists = false;
 	mq->h = NULL;
@@ -495,6 +495,23 @@ count_queue_cb(void *arg, const char *name, size_t len)
 	return 0;
 }
 
+/* What iterate() shows, by state: the store's items themselves. */
+struct tally {
+	uint64_t n[3], bytes;
+};
+
+static int
+tally_cb(void *arg, const struct saker_item *item)
+{
+	struct tally *t = arg;
+
+	if (item->state <= SAKER_ITEM_OPEN)
+		t->n[item->state]++;
+	if (item->state == SAKER_ITEM_READY)
+		t->bytes += item->len;
+	return 0;
+}
+
 static void
 op_check(struct fz *f)
 {
@@ -509,7 +526,7 @@ op_check(struct fz *f)
 		if (!mq->exists)
 			continue;
 		want_nq++;
-		FUZZ_CHECK(f->drv->queue_stats(f->s, mq->h, &st) == SAKER_OK);
+		FUZZ_CHECK(saker_store_queue_stats(f->s, mq->h, &st) == SAKER_OK);
 		for (bytes = 0, k = 0; k < mq->nready; k++)
 			bytes += mq->ready[k].len;
 		FUZZ_CHECK(st.items == mq->nready);
@@ -524,6 +541,16 @@ op_check(struct fz *f)
 		f->iter_pos = 0;
 		FUZZ_CHECK(f->drv->iterate(f->s, mq->h, iter_cb, f) == 0);
 		FUZZ_CHECK(f->iter_pos == mq->nopen + mq->nready + mq->ndelayed);
+		/* the layer's counters against the items the driver holds */
+		{
+			struct tally ty = { { 0, 0, 0 }, 0 };
+
+			FUZZ_CHECK(f->drv->iterate(f->s, mq->h, tally_cb, &ty) == 0);
+			FUZZ_CHECK(st.items == ty.n[SAKER_ITEM_READY]);
+			FUZZ_CHECK(st.bytes == ty.bytes);
+			FUZZ_CHECK(st.delayed_items == ty.n[SAKER_ITEM_DELAYED]);
+			FUZZ_CHECK(st.open_items == ty.n[SAKER_ITEM_OPEN]);
+		}
 	}
 	FUZZ_CHECK(f->drv->queues(f->s, count_queue_cb, &nq) == 0);
 	FUZZ_CHECK(nq == want_nq);
@@ -619,7 +646,7 @@ check_reachable(struct fz *f)
 
 		FUZZ_CHECK(drv->queue_open(f->s, l->name[i], l->len[i], false,
 		    NULL, &r->h) == SAKER_OK);
-		FUZZ_CHECK(drv->queue_stats(f->s, r->h, &st) == SAKER_OK);
+		FUZZ_CHECK(saker_store_queue_stats(f->s, r->h, &st) == SAKER_OK);
 		r->counted = st.items + st.delayed_items + st.open_items;
 		r->gone = st.expired_items + st.expired_to;
 		l->cap = st.open_items;
@@ -649,7 +676,7 @@ check_reachable(struct fz *f)
 				break;
 			FUZZ_CHECK(rc == SAKER_OK);
 		}
-		FUZZ_CHECK(drv->queue_stats(f->s, r->h, &st) == SAKER_OK);
+		FUZZ_CHECK(saker_store_queue_stats(f->s, r->h, &st) == SAKER_OK);
 		/* counted = taken + dropped as expired: none unreachable,
 		 * none made up */
 		FUZZ_CHECK(taken + (st.expired_items + st.expired_to - r->gone) ==
@@ -660,7 +687,7 @@ check_reachable(struct fz *f)
 		FUZZ_CHECK(drv->iterate(f->s, r->h, count_cb, &left) == 0);
 		FUZZ_CHECK(left == 0);
 	}
-	FUZZ_CHECK(drv->commit(f->s) == SAKER_OK);
+	FUZZ_CHECK(saker_store_commit(f->s) == SAKER_OK);
 	free(l);
 }
 
@@ -699,14 +726,14 @@ fuzz_store_driver(const struct saker_store_driver *drv, const char *location,
 		case OP_DELETE:		op_delete(f); break;
 		case OP_TIME:		f->now += (int64_t)next8(f) * (next8(f) + 1); break;
 		case OP_FLUSH_EXPIRED:	op_flush_expired(f); break;
-		case OP_COMMIT:		FUZZ_CHECK(drv->commit(f->s) == SAKER_OK); break;
+		case OP_COMMIT:		FUZZ_CHECK(saker_store_commit(f->s) == SAKER_OK); break;
 		case OP_CHECK:		op_check(f); break;
 		case OP_REOPEN:		op_reopen(f); break;
 		case OP_RELEASE_DELAYED: op_release_delayed(f); break;
 		}
 	}
 	op_check(f);
-	FUZZ_CHECK(drv->commit(f->s) == SAKER_OK);
+	FUZZ_CHECK(saker_store_commit(f->s) == SAKER_OK);
 	check_reachable(f);
 	drv->close(f->s);
 	free(f);

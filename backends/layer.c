@@ -1,0 +1,320 @@
+/* layer.c -- the core's only way to the store (store.h, THE LAYER): one
+ * function per store call, so the core and the tools never reach into a
+ * driver's vtable and every rule about storage has one place to live. */
+#include "config.h"
+
+#include <string.h>
+
+#include "saker/store.h"
+
+/* ------------------------------------------------------------------ */
+/* counters (store.h, COUNTERS) */
+
+enum { N_ITEMS, N_BYTES, N_DELAYED, N_OPEN };
+
+static struct saker_queue_base *
+base(saker_queue *q)
+{
+	return (struct saker_queue_base *)(void *)q;
+}
+
+/* First change of q in this batch: remember the counters to restore. */
+static void
+touch(saker_store *s, struct saker_queue_base *b)
+{
+	if (b->touched)
+		return;
+	memcpy(b->snap, b->n, sizeof(b->snap));
+	b->touched = true;
+	b->touched_next = s->touched;
+	s->touched = b;
+}
+
+/* never below 0: a shared store's counter may be behind what other
+ * brokers took until the next count */
+static void
+sub(uint64_t *v, uint64_t d)
+{
+	*v = *v > d ? *v - d : 0;
+}
+
+void
+saker_store_account_n(saker_store *s, saker_queue *q, saker_item_state from,
+    saker_item_state to, uint64_t n, uint64_t bytes)
+{
+	struct saker_queue_base *b;
+
+	if (from == to || q == NULL || n == 0)
+		return;
+	b = base(q);
+	touch(s, b);
+	switch (from) {
+	case SAKER_ITEM_READY:
+		sub(&b->n[N_ITEMS], n);
+		sub(&b->n[N_BYTES], bytes);
+		break;
+	case SAKER_ITEM_DELAYED:
+		sub(&b->n[N_DELAYED], n);
+		break;
+	case SAKER_ITEM_OPEN:
+		sub(&b->n[N_OPEN], n);
+		break;
+	case SAKER_ITEM_NONE:
+		break;
+	}
+	switch (to) {
+	case SAKER_ITEM_READY:
+		b->n[N_ITEMS] += n;
+		b->n[N_BYTES] += bytes;
+		break;
+	case SAKER_ITEM_DELAYED:
+		b->n[N_DELAYED] += n;
+		break;
+	case SAKER_ITEM_OPEN:
+		b->n[N_OPEN] += n;
+		break;
+	case SAKER_ITEM_NONE:
+		break;
+	}
+}
+
+void
+saker_store_account(saker_store *s, saker_queue *q, saker_item_state from,
+    saker_item_state to, size_t len)
+{
+	saker_store_account_n(s, q, from, to, 1, len);
+}
+
+/* The batch ended: kept (commit succeeded) or lost (counters back). */
+static void
+batch_end(saker_store *s, bool lost)
+{
+	struct saker_queue_base *b;
+
+	while ((b = s->touched) != NULL) {
+		s->touched = b->touched_next;
+		if (lost)
+			memcpy(b->n, b->snap, sizeof(b->n));
+		b->touched = false;
+		b->touched_next = NULL;
+	}
+}
+
+void
+saker_store_batch_lost(saker_store *s)
+{
+	batch_end(s, true);
+}
+
+/* q leaves the store: off the batch's list before its handle is freed */
+static void
+untouch(saker_store *s, struct saker_queue_base *b)
+{
+	struct saker_queue_base **p;
+
+	if (!b->touched)
+		return;
+	for (p = &s->touched; *p != NULL; p = &(*p)->touched_next)
+		if (*p == b) {
+			*p = b->touched_next;
+			break;
+		}
+	b->touched = false;
+}
+
+/* ------------------------------------------------------------------ */
+/* the calls */
+
+const char *
+saker_store_name(const saker_store *s)
+{
+	return s->driver->name;
+}
+
+const char *
+saker_store_errmsg(saker_store *s)
+{
+	const char *e = s->driver->errmsg(s);
+
+	return e != NULL ? e : "";
+}
+
+int
+saker_store_queue_open(saker_store *s, const char *name, size_t len,
+    bool create, void *queue_ctx, saker_queue **out)
+{
+	return s->driver->queue_open(s, name, len, create, queue_ctx, out);
+}
+
+int
+saker_store_queue_delete(saker_store *s, saker_queue *q)
+{
+	struct saker_queue_base *b = base(q);
+	bool was = b->touched;
+	int rc;
+
+	/* a failed commit cannot bring a deleted handle back (the driver
+	 * frees it), so its counters need no restoring; off the list
+	 * before the handle is freed */
+	untouch(s, b);
+	rc = s->driver->queue_delete(s, q);
+	if (rc != SAKER_OK && was) {
+		/* still there: back on the list, its snapshot kept */
+		b->touched = true;
+		b->touched_next = s->touched;
+		s->touched = b;
+	}
+	return rc;
+}
+
+int
+saker_store_queue_flush(saker_store *s, saker_queue *q)
+{
+	int rc = s->driver->queue_flush(s, q);
+
+	if (rc == SAKER_OK && !s->driver->own_counts) {
+		touch(s, base(q));
+		memset(base(q)->n, 0, sizeof(base(q)->n));
+	}
+	return rc;
+}
+
+int
+saker_store_queues(saker_store *s, saker_queue_name_fn fn, void *arg)
+{
+	return s->driver->queues(s, fn, arg);
+}
+
+/*
+ * The four counters are the layer's (own_counts drivers: the driver's,
+ * O(1) too).  On a shared store other brokers change the queue as well:
+ * a queue not changed in this batch is counted in the store again when it
+ * was not since the last tick() (or a driver asked saker_store_recount()),
+ * so a counter is behind by at most what the others did in about a
+ * second (docs/scaling.md).
+ */
+int
+saker_store_queue_counts(saker_store *s, saker_queue *q,
+    struct saker_queue_stats *st)
+{
+	struct saker_queue_base *b = base(q);
+	struct saker_queue_stats c;
+	int rc;
+
+	if (s->driver->own_counts)
+		return s->driver->queue_stats(s, q, st);
+	if (s->driver->queue_count != NULL && b->synced != s->tick + 1 &&
+	    !b->touched) {
+		memset(&c, 0, sizeof(c));
+		if ((rc = s->driver->queue_count(s, q, &c)) != SAKER_OK)
+			return rc;
+		b->n[N_ITEMS] = c.items;
+		b->n[N_BYTES] = c.bytes;
+		b->n[N_DELAYED] = c.delayed_items;
+		b->n[N_OPEN] = c.open_items;
+		b->synced = s->tick + 1;
+	}
+	st->items = b->n[N_ITEMS];
+	st->bytes = b->n[N_BYTES];
+	st->delayed_items = b->n[N_DELAYED];
+	st->open_items = b->n[N_OPEN];
+	return SAKER_OK;
+}
+
+void
+saker_store_recount(saker_store *s, saker_queue *q)
+{
+	(void)s;
+	if (q != NULL)
+		base(q)->synced = 0;
+}
+
+/* The driver fills what it keeps (total, expired, head age), the layer
+ * the four counters. */
+int
+saker_store_queue_stats(saker_store *s, saker_queue *q,
+    struct saker_queue_stats *st)
+{
+	int rc = s->driver->queue_stats(s, q, st);
+
+	if (rc != SAKER_OK || s->driver->own_counts)
+		return rc;
+	return saker_store_queue_counts(s, q, st);
+}
+
+int
+saker_store_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg)
+{
+	return s->driver->take(s, q, mode, now_ms, fn, arg);
+}
+
+int
+saker_store_confirm(saker_store *s, saker_queue *q, uint64_t id)
+{
+	return s->driver->confirm(s, q, id);
+}
+
+int
+saker_store_release(saker_store *s, saker_queue *q, uint64_t id)
+{
+	return s->driver->release(s, q, id);
+}
+
+int
+saker_store_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
+    int64_t due_ms, int64_t now_ms)
+{
+	return s->driver->release_delayed(s, q, id, due_ms, now_ms);
+}
+
+int
+saker_store_move(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to)
+{
+	return s->driver->move(s, q, id, to);
+}
+
+bool
+saker_store_routes_expired(const saker_store *s)
+{
+	return s->driver->expire_to != NULL;
+}
+
+int
+saker_store_expire_to(saker_store *s, saker_queue *q, const char *name,
+    size_t len)
+{
+	if (s->driver->expire_to == NULL)
+		return name == NULL ? SAKER_OK : SAKER_EINVAL;
+	return s->driver->expire_to(s, q, name, len);
+}
+
+int
+saker_store_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
+{
+	return s->driver->promote(s, now_ms, next_due_ms);
+}
+
+int
+saker_store_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	return s->driver->flush_expired(s, q, now_ms, limit, removed);
+}
+
+int
+saker_store_iterate(saker_store *s, saker_queue *q, saker_item_fn fn,
+    void *arg)
+{
+	return s->driver->iterate(s, q, fn, arg);
+}
+
+/* A failed commit rolled the batch back (store.h): the counters too. */
+int
+saker_store_commit(saker_store *s)
+{
+	int rc = s->driver->commit(s);
+
+	batch_end(s, rc != SAKER_OK);
+	return rc;
+}
