@@ -13,6 +13,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1145,6 +1146,306 @@ START_TEST(client_put_options)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* --user: logging in to a server started with --auth-file */
+
+/* A file in dir with text and mode; the path malloc'd. */
+static char *
+file_mode(const char *dir, const char *name, const char *text, mode_t mode)
+{
+	char *path = tl_strdupf("%s/%s", dir, name);
+
+	write_file(path, text, strlen(text));
+	ck_assert_int_eq(chmod(path, mode), 0);
+	return path;
+}
+
+/* saker with its own session: no controlling terminal (tty_in NULL), or
+ * a pseudo-terminal as its controlling terminal, on which tty_in is typed
+ * once the prompt `prompt` has appeared; everything shown on the terminal
+ * goes to *shown.  stdin is /dev/null, stderr to *err.  Returns the exit
+ * status. */
+static int
+run_saker_session(const char *dir, const char *tty_in, const char *prompt,
+    char **shown, char **err, const char *const *args)
+{
+	const char *argv[16];
+	char *epath = tl_strdupf("%s/session.err", dir), buf[4096];
+	size_t n = 0, got = 0;
+	int master = -1, status;
+	pid_t pid;
+
+	argv[n++] = "saker";
+	while (*args != NULL && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	if (tty_in != NULL) {
+		master = posix_openpt(O_RDWR | O_NOCTTY);
+		ck_assert_int_ge(master, 0);
+		ck_assert_int_eq(grantpt(master), 0);
+		ck_assert_int_eq(unlockpt(master), 0);
+	}
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		int in = open("/dev/null", O_RDONLY), e;
+
+		/* a new session has no controlling terminal until it opens one */
+		if (setsid() == -1 || in == -1)
+			_exit(126);
+		if (tty_in != NULL && open(ptsname(master), O_RDWR) == -1)
+			_exit(126);
+		e = open(epath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (e == -1)
+			_exit(126);
+		dup2(in, 0);
+		dup2(e, 2);
+		execv(tl_saker_path(), (char *const *)argv);
+		_exit(127);
+	}
+	if (tty_in != NULL) {
+		int64_t end = tl_now_ms() + tl_slow(10000);
+		/* held open here so that the terminal never hangs up before
+		 * saker has opened it (reads would fail with EIO) */
+		int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+		bool typed = false, exited = false;
+
+		ck_assert_int_ge(slave, 0);
+		/* read what saker shows, type tty_in after the prompt, until
+		 * saker has exited and nothing more is shown */
+		while (tl_now_ms() < end && got < sizeof(buf) - 1) {
+			struct pollfd p = { master, POLLIN, 0 };
+			ssize_t r = 0;
+
+			if (poll(&p, 1, 100) == 1)
+				r = read(master, buf + got, 1);
+			if (r == 1) {
+				got++;
+				buf[got] = '\0';
+				if (!typed && strstr(buf, prompt) != NULL) {
+					ck_assert_int_eq(write(master, tty_in,
+					    strlen(tty_in)), (ssize_t)strlen(tty_in));
+					typed = true;
+				}
+				continue;
+			}
+			if (exited)
+				break;
+			if (waitpid(pid, &status, WNOHANG) == pid)
+				exited = true;
+		}
+		buf[got] = '\0';
+		*shown = strdup(buf);
+		close(slave);
+		close(master);
+		if (exited)
+			pid = 0;
+		else
+			kill(pid, SIGKILL);	/* it hangs: failed below */
+	}
+	if (pid != 0)
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	*err = tl_read_file(epath, NULL);
+	free(epath);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+START_TEST(client_login)
+{
+	char *dir = tl_mkdtemp();
+	char *users = file_mode(dir, "users", "admin:adminpw:admin\n"
+	    "ro:ro pass:queues=*,read\n", 0600);
+	char *pw = file_mode(dir, "ro.pw", "ro pass\n", 0600);
+	char *open_pw = file_mode(dir, "open.pw", "ro pass\n", 0640);
+	struct tl_server *s = tl_server_start("memory", "--auth-file", users,
+	    NULL);
+	char *srv = tl_strdupf("127.0.0.1:%d", s->port), *out, *err, *want;
+	size_t len;
+
+	unsetenv("SAKER_USER");
+	unsetenv("SAKER_PASSWORD");
+	/* no login: the server's refusal in words that say what to do */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "stats",
+	    "-s", srv, NULL), 1);
+	ck_assert_msg(strstr(err, "requires a login") != NULL &&
+	    strstr(err, "--user NAME") != NULL, "%s", err);
+	free(err);
+	/* from the environment: every command */
+	setenv("SAKER_USER", "admin", 1);
+	setenv("SAKER_PASSWORD", "adminpw", 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s",
+	    srv, "jobs", "hello", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s",
+	    srv, "jobs", "world", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "requeue",
+	    "-s", srv, "--max", "1", "jobs", "later", NULL), 0);
+	ck_assert_str_eq(out, "requeued 1 items from jobs to later\n");
+	free(out);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "stats",
+	    "--raw", "-s", srv, NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "STAT queue_jobs_items 1\n"));
+	ck_assert_ptr_nonnull(strstr(out, "STAT queue_later_items 1\n"));
+	free(out);
+	/* from a file, --user over SAKER_USER; a read-only user reads... */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, NULL, "get",
+	    "--user", "ro", "--password-file", pw, "-s", srv, "later", NULL), 0);
+	ck_assert(len == 5 && memcmp(out, "hello", 5) == 0);
+	free(out);
+	unsetenv("SAKER_PASSWORD");
+	unsetenv("SAKER_USER");
+	/* an empty file name is a usage error */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put",
+	    "--user=ro", "--password-file=", NULL), 2);
+	ck_assert_str_eq(err, "saker: --password-file needs a file name\n");
+	free(err);
+	/* ...and may not write: said with its name */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put",
+	    "--user=ro", "-s", srv, "--password-file", pw, "jobs", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "user 'ro' may not") != NULL, "%s", err);
+	free(err);
+	/* a wrong password: one line, status 1 */
+	setenv("SAKER_PASSWORD", "nope", 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, &err, "get",
+	    "--user", "admin", "-s", srv, "jobs", NULL), 1);
+	want = tl_strdupf("saker get: %s refused the login of user 'admin': "
+	    "wrong user name or password\n", srv);
+	ck_assert_str_eq(err, want);
+	ck_assert_uint_eq(len, 0);
+	free(want);
+	free(out);
+	free(err);
+	/* a password without a user name */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "stats",
+	    "-s", srv, NULL), 1);
+	ck_assert_str_eq(err, "saker stats: a password without a user name: "
+	    "give --user NAME or SAKER_USER\n");
+	free(err);
+	unsetenv("SAKER_PASSWORD");
+	/* a password file others may read is refused before connecting */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "get",
+	    "--user", "ro", "--password-file", open_pw, "-s", srv, "jobs",
+	    NULL), 1);
+	want = tl_strdupf("saker get: password file %s is open to group or "
+	    "others (mode 0640); run chmod 600 %s\n", open_pw, open_pw);
+	ck_assert_str_eq(err, want);
+	free(want);
+	free(err);
+	/* never a password argument */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "get",
+	    "--user", "ro", "--password", "ro pass", "jobs", NULL), 2);
+	ck_assert_ptr_nonnull(strstr(err, "use --password-file FILE or "
+	    "SAKER_PASSWORD"));
+	free(err);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "stats",
+	    "--password=ro", NULL), 2);
+	ck_assert_ptr_nonnull(strstr(err, "shown to every user by ps"));
+	free(err);
+	/* a login that is not needed is harmless: nothing stored */
+	tl_server_free(s);
+	s = tl_server_start("memory", NULL);
+	free(srv);
+	srv = tl_strdupf("127.0.0.1:%d", s->port);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put",
+	    "--user", "ro", "--password-file", pw, "-s", srv, "q", "x", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "stats",
+	    "--raw", "-s", srv, NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "STAT curr_items 1\n"));
+	ck_assert_ptr_null(strstr(out, "login"));
+	free(out);
+	tl_server_free(s);
+	free(srv);
+	free(users);
+	free(pw);
+	free(open_pw);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+/* No password anywhere: asked on the terminal, without echo; with no
+ * terminal, one line that says where a password can come from. */
+START_TEST(client_login_prompt)
+{
+	char *dir = tl_mkdtemp();
+	char *users = file_mode(dir, "users", "admin:s3cret word:admin\n", 0600);
+	struct tl_server *s = tl_server_start("memory", "--auth-file", users,
+	    NULL);
+	char *srv = tl_strdupf("127.0.0.1:%d", s->port), *shown = NULL, *err;
+	const char *put[] = { "put", "--user", "admin", "-s", srv, "q", "hi",
+	    NULL };
+
+	unsetenv("SAKER_USER");
+	unsetenv("SAKER_PASSWORD");
+	ck_assert_int_eq(run_saker_session(dir, "s3cret word\n",
+	    "Password for admin: ", &shown, &err, put), 0);
+	ck_assert_msg(strstr(shown, "Password for admin: ") != NULL, "%s", shown);
+	ck_assert_msg(strstr(shown, "s3cret") == NULL, "echoed: %s", shown);
+	ck_assert_str_eq(err, "");
+	free(shown);
+	free(err);
+	ck_assert_int_eq(run_saker_session(dir, "wrong\n", "Password for admin: ",
+	    &shown, &err, put), 1);
+	ck_assert_ptr_nonnull(strstr(err, "wrong user name or password"));
+	free(shown);
+	free(err);
+	ck_assert_int_eq(run_saker_session(dir, NULL, NULL, NULL, &err, put), 1);
+	ck_assert_str_eq(err, "saker put: user admin needs a password: give "
+	    "--password-file FILE or SAKER_PASSWORD (no terminal to ask on)\n");
+	free(err);
+	tl_server_free(s);
+	free(srv);
+	free(users);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+#ifdef HAVE_OPENSSL
+/* The login over TLS, with a self-signed certificate made as the README
+ * says. */
+START_TEST(client_login_tls)
+{
+	char *dir = tl_mkdtemp();
+	char *users = file_mode(dir, "users", "admin:adminpw:admin\n", 0600);
+	char *cmd = tl_strdupf("cd %s && openssl req -x509 -newkey ec -pkeyopt "
+	    "ec_paramgen_curve:P-256 -nodes -days 30 -subj /CN=127.0.0.1 "
+	    "-addext subjectAltName=IP:127.0.0.1 -keyout server.key -out "
+	    "server.pem >/dev/null 2>&1", dir);
+	char *cert = tl_strdupf("%s/server.pem", dir);
+	char *key = tl_strdupf("%s/server.key", dir);
+	struct tl_server *s;
+	char *srv, *out;
+	size_t len;
+
+	if (system(cmd) != 0) {
+		fprintf(stderr, "client_login_tls: skipped (no openssl command)\n");
+		goto done;
+	}
+	s = tl_server_start("memory", "--auth-file", users, "--tls-cert", cert,
+	    "--tls-key", key, NULL);
+	srv = tl_strdupf("127.0.0.1:%d", s->port);
+	setenv("SAKER_PASSWORD", "adminpw", 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put",
+	    "--tls-ca", cert, "--user", "admin", "-s", srv, "q", "over tls",
+	    NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, NULL, "get",
+	    "--tls-ca", cert, "--user", "admin", "-s", srv, "q", NULL), 0);
+	ck_assert(len == 8 && memcmp(out, "over tls", 8) == 0);
+	free(out);
+	unsetenv("SAKER_PASSWORD");
+	tl_server_free(s);
+	free(srv);
+done:
+	free(cmd);
+	free(cert);
+	free(key);
+	free(users);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+#endif
+
 int
 main(void)
 {
@@ -1191,6 +1492,11 @@ main(void)
 	tc = tcase_create("client");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, client_put_get_stats);
+	tcase_add_test(tc, client_login);
+	tcase_add_test(tc, client_login_prompt);
+#ifdef HAVE_OPENSSL
+	tcase_add_test(tc, client_login_tls);
+#endif
 	suite_add_tcase(su, tc);
 
 	sr = srunner_create(su);
