@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1446,6 +1447,173 @@ done:
 END_TEST
 #endif
 
+/* ------------------------------------------------------------------ */
+/* sakerd's own messages */
+
+/*
+ * sakerd in directory cwd with the NULL-terminated arguments, its stderr
+ * into a file of dir: when it exits by itself (a refusal) its status; when
+ * it logs that it is serving, it is stopped with SIGTERM and the status
+ * of that exit is returned.  *log gets what it wrote.
+ */
+static int
+run_sakerd(const char *dir, const char *cwd, char **log, ...)
+{
+	const char *argv[24];
+	char *path = tl_strdupf("%s/sakerd.err", dir), *text = NULL;
+	const char *bin = tl_sakerd_path();	/* absolute, before the chdir */
+	int64_t end = tl_now_ms() + tl_slow(10000);
+	int n = 1, status = -1;
+	bool termed = false;
+	va_list ap;
+	pid_t pid;
+
+	argv[0] = "sakerd";
+	va_start(ap, log);
+	for (const char *a = va_arg(ap, const char *); a != NULL && n < 23;
+	    a = va_arg(ap, const char *))
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	/* not the last run's log: its "serving" would stop this one early */
+	unlink(path);
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		int e = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (e == -1 || chdir(cwd) != 0)
+			_exit(126);
+		dup2(e, 2);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		ck_assert_msg(tl_now_ms() < end, "sakerd neither served nor exited");
+		free(text);
+		text = tl_read_file(path, NULL);
+		if (!termed && text != NULL && strstr(text, " serving ") != NULL) {
+			kill(pid, SIGTERM);
+			termed = true;
+		}
+		tl_sleep_ms(20);
+	}
+	free(text);
+	*log = tl_read_file(path, NULL);
+	free(path);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* A value refused names the option it was given to, not itself. */
+START_TEST(sakerd_bad_values)
+{
+	static const char *const cases[][3] = {
+		{ "--sync", "bogus", "invalid value 'bogus' for option --sync\n" },
+		{ "-p", "abc", "invalid value 'abc' for option -p/--port\n" },
+		{ "--port=70000", NULL, "invalid value '70000' for option -p/--port\n" },
+		{ "--max-item-size", "zz",
+		  "invalid value 'zz' for option --max-item-size\n" },
+		{ "--idle-timeout", "-1", "invalid value '-1' for option --idle-timeout\n" },
+	};
+	char *dir = tl_mkdtemp(), *log;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_int_eq(run_sakerd(dir, dir, &log, cases[i][0],
+		    cases[i][1], NULL), 1);
+		ck_assert_msg(strncmp(log, "sakerd: ", 8) == 0 &&
+		    strncmp(log + 8, cases[i][2], strlen(cases[i][2])) == 0,
+		    "%s: %s", cases[i][0], log);
+		free(log);
+	}
+	/* a driver this build lacks is named as such, with the package */
+#ifdef HAVE_POSTGRES
+	ck_assert_int_eq(run_sakerd(dir, dir, &log, "--store", "nosuch:x", NULL), 1);
+	ck_assert_ptr_nonnull(strstr(log, "unknown store type 'nosuch'"));
+#else
+	ck_assert_int_eq(run_sakerd(dir, dir, &log, "--store", "postgres:x", NULL), 1);
+	ck_assert_msg(strstr(log, "store type 'postgres' is not compiled in: "
+	    "configure found no libpq (or had --with-postgres=no); install "
+	    "libpq-dev and rebuild") != NULL, "%s", log);
+#endif
+	free(log);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+#ifdef HAVE_LMDB
+/* Started in "/", a relative store is shown from the root, "lmdb:/tmp/..."
+ * (1.0.0: "lmdb://tmp/..."). */
+START_TEST(sakerd_store_from_root)
+{
+	char *dir = tl_mkdtemp(), *log, *spec, *want;
+	char *port = tl_strdupf("%d", tl_free_port());
+
+	spec = tl_strdupf("lmdb:%s/store", dir + 1);	/* relative to / */
+	want = tl_strdupf("store lmdb:%s/store, sync", dir);
+	ck_assert_int_eq(run_sakerd(dir, "/", &log, "-p", port, "--store", spec,
+	    NULL), 0);
+	ck_assert_msg(strstr(log, want) != NULL, "%s", log);
+	free(log);
+	free(want);
+	free(spec);
+	free(port);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+#endif
+
+/* Run as root: after -u the pidfile's directory may be root's; sakerd
+ * empties the file it cannot remove and says why.  And a store made by
+ * root refused to the -u user says whose it is and what to do. */
+START_TEST(sakerd_user_files)
+{
+	char *dir = tl_mkdtemp(), *log, *pid, *store, *want;
+	char *port = tl_strdupf("%d", tl_free_port());
+	size_t len = 99;
+	char *text;
+
+	if (geteuid() != 0 || getpwnam("nobody") == NULL) {
+		fprintf(stderr, "sakerd_user_files: skipped (needs root and the "
+		    "user nobody)\n");
+		goto out;
+	}
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	pid = tl_strdupf("%s/sakerd.pid", dir);
+	ck_assert_int_eq(run_sakerd(dir, dir, &log, "-p", port, "--store",
+	    "memory", "-u", "nobody", "-P", pid, NULL), 0);
+	text = tl_read_file(pid, &len);
+	ck_assert_msg(text == NULL || len == 0, "pidfile left with %s", text);
+	ck_assert_msg(text == NULL || strstr(log, "emptied it instead") != NULL,
+	    "%s", log);
+	free(text);
+	free(log);
+	free(pid);
+#ifdef HAVE_LMDB
+	store = tl_strdupf("lmdb:%s/store", dir);
+	ck_assert_int_eq(run_sakerd(dir, dir, &log, "-p", port, "--store",
+	    store, NULL), 0);
+	free(log);
+	ck_assert_int_eq(run_sakerd(dir, dir, &log, "-p", port, "--store",
+	    store, "-u", "nobody", NULL), 1);
+	want = tl_strdupf("belongs to root (uid 0) and this process runs as "
+	    "nobody (uid %ld): run it as that user, or give the store to this "
+	    "one (chown -R nobody %s)", (long)getpwnam("nobody")->pw_uid,
+	    store + 5);
+	ck_assert_msg(strstr(log, want) != NULL, "%s", log);
+	free(want);
+	free(log);
+	free(store);
+#endif
+out:
+	free(port);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1472,6 +1640,11 @@ main(void)
 	    (int)(sizeof(bad_servers) / sizeof(bad_servers[0])));
 	tcase_add_test(tc, client_put_options);
 	tcase_add_test(tc, refuse_types);
+	tcase_add_test(tc, sakerd_bad_values);
+	tcase_add_test(tc, sakerd_user_files);
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, sakerd_store_from_root);
+#endif
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, check_store_cmd);
 #endif
