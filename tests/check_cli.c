@@ -1614,6 +1614,54 @@ out:
 }
 END_TEST
 
+#ifdef HAVE_SQLITE
+/* A SQLite store's files are its owner's only, as LMDB's, whatever the
+ * umask (1.0.0 made them 0644: every local user could read the items). */
+START_TEST(sqlite_file_mode)
+{
+	static const char *const files[] = { "store.db", "store.db-wal",
+	    "store.db-shm" };
+	struct tl_server *s;
+	struct stat st;
+	char *path, *dir = tl_mkdtemp(), *spec = tl_strdupf("sqlite:%s/m.db", dir);
+	char *dump;
+	size_t i, len;
+	int fd;
+
+	umask(022);
+	s = tl_server_start("sqlite", NULL);
+	fd = tl_connect(s->port);
+	tl_set(fd, "jobs", "secret");
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		path = tl_strdupf("%s/%s", s->dir, files[i]);
+		ck_assert_msg(stat(path, &st) == 0, "%s: %s", path, strerror(errno));
+		ck_assert_msg((st.st_mode & 0777) == 0600, "%s: mode %o", path,
+		    (unsigned)(st.st_mode & 0777));
+		free(path);
+	}
+	close(fd);
+	tl_server_stop(s);
+	/* a store saker makes (load, migrate) too */
+	path = tl_strdupf("sqlite:%s/store.db", s->dir);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &dump, &len, NULL, "dump", path,
+	    NULL), 0);
+	free(path);
+	path = tl_strdupf("%s/dump", dir);
+	write_file(path, dump, len);
+	ck_assert_int_eq(tl_run_saker(dir, path, NULL, NULL, NULL, "load", spec,
+	    NULL), 0);
+	ck_assert_int_eq(stat(spec + 7, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0600);
+	tl_server_free(s);
+	free(dump);
+	free(path);
+	free(spec);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+#endif
+
 int
 main(void)
 {
@@ -1641,6 +1689,9 @@ main(void)
 	tcase_add_test(tc, client_put_options);
 	tcase_add_test(tc, refuse_types);
 	tcase_add_test(tc, sakerd_bad_values);
+#ifdef HAVE_SQLITE
+	tcase_add_test(tc, sqlite_file_mode);
+#endif
 	tcase_add_test(tc, sakerd_user_files);
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, sakerd_store_from_root);
