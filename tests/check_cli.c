@@ -1315,6 +1315,25 @@ START_TEST(client_login)
 	free(want);
 	free(out);
 	free(err);
+	/* bench logs every connection in */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "bench",
+	    "--user", "admin", "-s", srv, "-t", "300ms", "-c", "2", "--quiet",
+	    NULL), 1);
+	want = tl_strdupf("saker bench: %s refused the login of user 'admin': "
+	    "wrong user name or password (during connect)\n", srv);
+	ck_assert_str_eq(err, want);
+	free(want);
+	free(out);
+	free(err);
+	setenv("SAKER_PASSWORD", "adminpw", 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "bench",
+	    "--user", "admin", "-s", srv, "-t", "300ms", "-c", "2", "--quiet",
+	    "--queue-prefix", "bq", NULL), 0);
+	ck_assert_msg(strstr(out, "=> ok") != NULL && strstr(out, "error "
+	    "replies") == NULL, "%s%s", out, err);
+	free(out);
+	free(err);
+	setenv("SAKER_PASSWORD", "nope", 1);
 	/* a password without a user name */
 	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "stats",
 	    "-s", srv, NULL), 1);

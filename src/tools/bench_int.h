@@ -124,6 +124,7 @@ struct conn {
 	bool drain_done;
 
 	/* Reply parser. */
+	bool logging_in;        /* --user: the login's reply comes first */
 	bool in_data;           /* reading a data block */
 	size_t need;            /* bytes of the block still to come, CRLF included */
 	size_t blen;            /* length of the block proper */
@@ -185,7 +186,9 @@ struct bench {
 	uint16_t tag;           /* per run: tells our items from others' */
 
 	enum phase phase;
-	int nconnected;
+	int nconnected;         /* connected (and logged in, with --user) */
+	char *login;            /* --user: the login request, or NULL */
+	size_t login_len;
 	struct event *phase_ev, *tick_ev, *progress_ev, *sig_ev;
 	struct event *flush_ev;	/* made active when flush_head is not empty */
 	struct conn *flush_head;
@@ -255,6 +258,8 @@ void send_line(struct conn *c, enum rtype t, const char *fmt, ...);
 bool measuring(const struct bench *b);
 bool starts(const char *line, size_t len, const char *word);
 void on_read(struct bufferevent *bev, void *arg);
+/* bench.c: the reply to c's login (a line without its CRLF). */
+void login_reply(struct conn *c, const char *line);
 
 /* bench_report.c */
 int report(struct bench *b);

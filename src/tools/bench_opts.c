@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bench_int.h"
+#include "client_login.h"
 #include "tls_client.h"
 #include "duration.h"
 
@@ -50,6 +51,7 @@ usage(FILE *f)
 "                           time: user, system, and per item\n"
 "      --no-verify          do not check items (needed for memcached)\n"
 TLS_CLIENT_HELP
+CLIENT_LOGIN_HELP
 "      --no-clean           do not delete the queues first\n"
 "      --json               one JSON object on stdout\n"
 "      --quiet              no progress display\n"

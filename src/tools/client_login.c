@@ -25,7 +25,6 @@ static const char *password_file;  /* --password-file */
 static char password[LOGIN_DATA_MAX];
 static size_t password_len;
 static bool password_known;
-static bool given;                 /* an option, not the environment */
 
 int
 client_login_take_options(int *argc, char **argv)
@@ -69,7 +68,6 @@ client_login_take_options(int *argc, char **argv)
 			return -1;
 		}
 		*dst = val;
-		given = true;
 	}
 	argv[o] = NULL;
 	*argc = o;
@@ -84,12 +82,6 @@ client_login_wanted(void)
 	const char *env = getenv("SAKER_PASSWORD");
 
 	return user != NULL || password_file != NULL || (env != NULL && *env != '\0');
-}
-
-bool
-client_login_given(void)
-{
-	return given;
 }
 
 const char *

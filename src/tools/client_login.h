@@ -23,9 +23,6 @@ int client_login_take_options(int *argc, char **argv);
  * error that client_login_request reports)? */
 bool client_login_wanted(void);
 
-/* Were --user or --password-file given (not only the environment)? */
-bool client_login_given(void);
-
 /* The user name of the login, or NULL. */
 const char *client_login_user(void);
 

@@ -47,8 +47,8 @@ usage(FILE *fp)
 	    "`saker COMMAND --help` describes a command; saker(1) has the details.\n"
 	    "put, get, stats, requeue and bench take --tls [--tls-ca FILE]\n"
 	    "[--tls-cert FILE --tls-key FILE] to talk to a server started with\n"
-	    "--tls-cert; put, get, stats and requeue take --user NAME [--password-file\n"
-	    "FILE] (or SAKER_USER and SAKER_PASSWORD) for one with --auth-file.\n"
+	    "--tls-cert; and --user NAME [--password-file FILE] (or SAKER_USER and\n"
+	    "SAKER_PASSWORD) for one with --auth-file.\n"
 	    "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	    saker_store_driver_list());
 }
@@ -104,12 +104,6 @@ main(int argc, char **argv)
 	}
 	/* getopt names the program in its messages ("saker put: unrecognized
 	 * option"), as the commands' own lines do */
-	if (sc->fn == bench_main && client_login_given()) {
-		/* its connections are asynchronous and send no login */
-		fprintf(stderr, "saker bench: --user: bench does not log in; run "
-		    "it against a server without --auth-file\n");
-		return 2;
-	}
 	snprintf(prog, sizeof(prog), "saker %s", sc->name);
 	argv[1] = prog;
 	return sc->fn(argc - 1, argv + 1);
