@@ -256,8 +256,13 @@ parse_opts(struct opts *o, int argc, char **argv)
 		}
 		continue;
 bad:
-		fprintf(stderr, "saker bench: bad value for option: %s\n",
-		    optarg);
+		/* the option named from the table: optarg alone does not
+		 * say which one was wrong */
+		for (i = 0; lo[i].name != NULL && lo[i].val != ch; i++)
+			;
+		fprintf(stderr, "saker bench: bad value '%s' for option %s%s--%s\n",
+		    optarg, ch < 0x80 ? (char[3]){ '-', (char)ch, '\0' } : "",
+		    ch < 0x80 ? "/" : "", lo[i].name != NULL ? lo[i].name : "?");
 		return -1;
 	}
 	if (optind != argc) {
