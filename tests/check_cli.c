@@ -34,6 +34,21 @@
 /* ------------------------------------------------------------------ */
 /* helpers */
 
+/* The helpers of the durable drivers' tests, which a build without LMDB
+ * or SQLite leaves out. */
+#define DRIVER_HELPER __attribute__((unused))
+
+static void
+write_file(const char *path, const void *p, size_t len)
+{
+	FILE *fp = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(p, 1, len, fp), len);
+	ck_assert_int_eq(fclose(fp), 0);
+}
+
+
 static bool
 exists(const char *path)
 {
@@ -43,7 +58,7 @@ exists(const char *path)
 }
 
 /* No "*.tmp-*" sibling left in dir. */
-static void
+DRIVER_HELPER static void
 ck_no_temporaries(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -114,7 +129,7 @@ static struct model models[3];
  *   taken open and never confirmed; delayed items whose due time has
  *   passed (promoted at the next start); delayed items a day ahead.
  */
-static void
+DRIVER_HELPER static void
 fill_store(const char *spec)
 {
 	static const char *names[3] = { "alpha", "jobs+audit", "z_q" };
@@ -193,7 +208,7 @@ check_cb(void *arg, const struct saker_item *it)
 
 /* The store at spec holds exactly what a restart of fill_store()'s store
  * would show. */
-static void
+DRIVER_HELPER static void
 check_store(const char *spec)
 {
 	saker_store *s = open_store(spec, false, true);
@@ -211,7 +226,7 @@ check_store(const char *spec)
 	saker_store_close(s);
 }
 
-static char *
+DRIVER_HELPER static char *
 dump_to_string(const char *dir, const char *spec, size_t *len)
 {
 	char *out = NULL, *err = NULL;
@@ -860,15 +875,6 @@ START_TEST(dump_load_identity)
 }
 END_TEST
 
-static void
-write_file(const char *path, const void *p, size_t len)
-{
-	FILE *fp = fopen(path, "wb");
-
-	ck_assert_ptr_nonnull(fp);
-	ck_assert_uint_eq(fwrite(p, 1, len, fp), len);
-	ck_assert_int_eq(fclose(fp), 0);
-}
 
 START_TEST(load_bad_input)
 {
