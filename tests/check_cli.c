@@ -1605,6 +1605,12 @@ START_TEST(sakerd_user_files)
 		    "user nobody)\n");
 		goto out;
 	}
+	/* memcheck, once -u has changed the uid, cannot remove its own vgdb
+	 * files and says so in the log, which tests/valgrind.sh fails */
+	if (getenv("TL_VALGRIND") != NULL) {
+		fprintf(stderr, "sakerd_user_files: skipped under valgrind\n");
+		goto out;
+	}
 	ck_assert_int_eq(chmod(dir, 0755), 0);
 	pid = tl_strdupf("%s/sakerd.pid", dir);
 	ck_assert_int_eq(run_sakerd(dir, dir, &log, "-p", port, "--store",
