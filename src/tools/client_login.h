@@ -39,7 +39,7 @@ void client_login_free(char *req, size_t len);
 #define CLIENT_LOGIN_HELP \
 	"      --user NAME          log in as NAME (server has --auth-file);\n" \
 	"                           or SAKER_USER\n" \
-	"      --password-file FILE its password: FILE's first line (mode 600);\n" \
+	"      --password-file FILE its password: FILE's first line (chmod 600);\n" \
 	"                           or SAKER_PASSWORD, or asked on the terminal\n"
 
 #endif
