@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,57 @@ lock_flock(struct saker_store_lock *l, bool exclusive, char *err, size_t errlen)
 	return SAKER_OK;
 }
 
+/* "NAME (uid N)" of uid, or "uid N" when it has no name. */
+static void
+user_name(uid_t uid, char *buf, size_t len)
+{
+	struct passwd *pw = getpwuid(uid);
+
+	if (pw != NULL)
+		snprintf(buf, len, "%s (uid %ld)", pw->pw_name, (long)uid);
+	else
+		snprintf(buf, len, "uid %ld", (long)uid);
+}
+
+/*
+ * A lock file refused with EACCES: when it (or, not yet made, its
+ * directory) belongs to a user other than this process's, say both and
+ * what to do -- a store made by root and then served by a system user is
+ * the usual case.  Appended to err.
+ */
+static void
+owner_hint(const struct saker_store_lock *l, char *err, size_t errlen)
+{
+	struct stat sb;
+	struct passwd *pw;
+	char owner[96], me[96], dir[4096], *slash;
+	size_t n = strlen(err), ll = strlen(l->location);
+	bool inside = strncmp(l->buf, l->location, ll) == 0 && l->buf[ll] == '/';
+	bool is_dir = false;
+
+	if (stat(l->buf, &sb) != 0) {
+		/* not made yet: its directory refused it */
+		snprintf(dir, sizeof(dir), "%s", l->buf);
+		if ((slash = strrchr(dir, '/')) != NULL)
+			slash[slash == dir ? 1 : 0] = '\0';
+		else
+			snprintf(dir, sizeof(dir), ".");
+		if (stat(dir, &sb) != 0)
+			return;
+		is_dir = true;
+	}
+	if (sb.st_uid == geteuid())
+		return;
+	user_name(sb.st_uid, owner, sizeof(owner));
+	user_name(geteuid(), me, sizeof(me));
+	pw = getpwuid(geteuid());
+	snprintf(err + n, errlen - n, "; %s belongs to %s and this process runs "
+	    "as %s: run it as that user, or give the store to this one (chown%s "
+	    "%s %s%s)", is_dir ? "its directory" : "it", owner, me,
+	    inside ? " -R" : "", pw != NULL ? pw->pw_name : "USER",
+	    inside || !is_dir ? l->location : dir, inside || is_dir ? "" : "*");
+}
+
 /* Open l's file for a writer (created) or a reader (never created).
  * SAKER_ENOTFOUND: the location is missing or no directory. */
 static int
@@ -112,6 +164,8 @@ lock_file(struct saker_store_lock *l, bool writer, char *err, size_t errlen)
 		return SAKER_OK;	/* nobody wrote here, or cannot: no lock */
 	snprintf(err, errlen, "store %s: cannot open lock file %s: %s",
 	    l->location, l->buf, strerror(e));
+	if (e == EACCES)
+		owner_hint(l, err, errlen);
 	return e == ENOENT || e == ENOTDIR ? SAKER_ENOTFOUND :
 	    e == EACCES || e == EROFS ? SAKER_EREADONLY : SAKER_EIO;
 }

@@ -231,6 +231,38 @@ parse_option(const struct saker_store_driver *drv, const char *kv, size_t len,
 	return SAKER_OK;
 }
 
+/* The drivers configure builds when it finds their library: one it did
+ * not build is named as such, with the package that brings the library
+ * (Debian's name). */
+static const struct {
+	const char *type, *lib, *option, *package;
+} optional_drivers[] = {
+	{ "lmdb", "liblmdb", "lmdb", "liblmdb-dev" },
+	{ "sqlite", "sqlite3", "sqlite", "libsqlite3-dev" },
+	{ "postgres", "libpq", "postgres", "libpq-dev" },
+};
+
+/* No driver for spec[0..tlen): known but not built, or unknown. */
+static void
+absent_driver(const char *spec, size_t tlen, char *err, size_t errlen)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(optional_drivers) / sizeof(optional_drivers[0]); i++) {
+		if (strlen(optional_drivers[i].type) != tlen ||
+		    strncmp(spec, optional_drivers[i].type, tlen) != 0)
+			continue;
+		snprintf(err, errlen, "store type '%s' is not compiled in: configure "
+		    "found no %s (or had --with-%s=no); install %s and rebuild "
+		    "(./configure && make)", optional_drivers[i].type,
+		    optional_drivers[i].lib, optional_drivers[i].option,
+		    optional_drivers[i].package);
+		return;
+	}
+	snprintf(err, errlen, "unknown store type '%.*s' (compiled-in types: %s)",
+	    (int)tlen, spec, saker_store_driver_list());
+}
+
 int
 saker_store_open(const char *spec, const struct saker_store_opts *opts,
     saker_store **out, char *err, size_t errlen)
@@ -254,8 +286,7 @@ saker_store_open(const char *spec, const struct saker_store_opts *opts,
 	tlen = strcspn(spec, ",:");
 	drv = saker_store_driver_find(spec, tlen);
 	if (drv == NULL) {
-		snprintf(err, errlen, "unknown store type '%.*s' (compiled-in types: %s)",
-		    (int)tlen, spec, saker_store_driver_list());
+		absent_driver(spec, tlen, err, errlen);
 		return SAKER_EINVAL;
 	}
 	if (colon != NULL)

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -2479,6 +2480,17 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 			    strerror(errno));
 			goto fail;
 		}
+		/* made here, mode 0600, as LMDB's files: SQLite would follow
+		 * the umask (0644: every local user could read the items);
+		 * its -wal and -shm files take the database file's mode */
+		if ((rc = open(location, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+		    0600)) == -1 && errno != EEXIST) {
+			e = sq_errf(s, SAKER_EIO, "sqlite %s: cannot create: %s",
+			    location, strerror(errno));
+			goto fail;
+		}
+		if (rc != -1)
+			close(rc);
 	} else if (!S_ISREG(sb.st_mode)) {
 		e = sq_errf(s, SAKER_EINVAL, "sqlite %s: not a regular file",
 		    location);

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pwd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,6 +34,21 @@
 /* ------------------------------------------------------------------ */
 /* helpers */
 
+/* The helpers of the durable drivers' tests, which a build without LMDB
+ * or SQLite leaves out. */
+#define DRIVER_HELPER __attribute__((unused))
+
+static void
+write_file(const char *path, const void *p, size_t len)
+{
+	FILE *fp = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(p, 1, len, fp), len);
+	ck_assert_int_eq(fclose(fp), 0);
+}
+
+
 static bool
 exists(const char *path)
 {
@@ -41,7 +58,7 @@ exists(const char *path)
 }
 
 /* No "*.tmp-*" sibling left in dir. */
-static void
+DRIVER_HELPER static void
 ck_no_temporaries(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -112,7 +129,7 @@ static struct model models[3];
  *   taken open and never confirmed; delayed items whose due time has
  *   passed (promoted at the next start); delayed items a day ahead.
  */
-static void
+DRIVER_HELPER static void
 fill_store(const char *spec)
 {
 	static const char *names[3] = { "alpha", "jobs+audit", "z_q" };
@@ -191,7 +208,7 @@ check_cb(void *arg, const struct saker_item *it)
 
 /* The store at spec holds exactly what a restart of fill_store()'s store
  * would show. */
-static void
+DRIVER_HELPER static void
 check_store(const char *spec)
 {
 	saker_store *s = open_store(spec, false, true);
@@ -209,7 +226,7 @@ check_store(const char *spec)
 	saker_store_close(s);
 }
 
-static char *
+DRIVER_HELPER static char *
 dump_to_string(const char *dir, const char *spec, size_t *len)
 {
 	char *out = NULL, *err = NULL;
@@ -858,15 +875,6 @@ START_TEST(dump_load_identity)
 }
 END_TEST
 
-static void
-write_file(const char *path, const void *p, size_t len)
-{
-	FILE *fp = fopen(path, "wb");
-
-	ck_assert_ptr_nonnull(fp);
-	ck_assert_uint_eq(fwrite(p, 1, len, fp), len);
-	ck_assert_int_eq(fclose(fp), 0);
-}
 
 START_TEST(load_bad_input)
 {
@@ -1145,6 +1153,546 @@ START_TEST(client_put_options)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* --user: logging in to a server started with --auth-file */
+
+/* A file in dir with text and mode; the path malloc'd. */
+static char *
+file_mode(const char *dir, const char *name, const char *text, mode_t mode)
+{
+	char *path = tl_strdupf("%s/%s", dir, name);
+
+	write_file(path, text, strlen(text));
+	ck_assert_int_eq(chmod(path, mode), 0);
+	return path;
+}
+
+/* saker with its own session: no controlling terminal (tty_in NULL), or
+ * a pseudo-terminal as its controlling terminal, on which tty_in is typed
+ * once the prompt `prompt` has appeared; everything shown on the terminal
+ * goes to *shown.  stdin is /dev/null, stderr to *err.  Returns the exit
+ * status. */
+static int
+run_saker_session(const char *dir, const char *tty_in, const char *prompt,
+    char **shown, char **err, const char *const *args)
+{
+	const char *argv[16];
+	char *epath = tl_strdupf("%s/session.err", dir), buf[4096];
+	size_t n = 0, got = 0;
+	int master = -1, status;
+	pid_t pid;
+
+	argv[n++] = "saker";
+	while (*args != NULL && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	if (tty_in != NULL) {
+		master = posix_openpt(O_RDWR | O_NOCTTY);
+		ck_assert_int_ge(master, 0);
+		ck_assert_int_eq(grantpt(master), 0);
+		ck_assert_int_eq(unlockpt(master), 0);
+	}
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		int in = open("/dev/null", O_RDONLY), e;
+
+		/* a new session has no controlling terminal until it opens one */
+		if (setsid() == -1 || in == -1)
+			_exit(126);
+		if (tty_in != NULL && open(ptsname(master), O_RDWR) == -1)
+			_exit(126);
+		e = open(epath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (e == -1)
+			_exit(126);
+		dup2(in, 0);
+		dup2(e, 2);
+		execv(tl_saker_path(), (char *const *)argv);
+		_exit(127);
+	}
+	if (tty_in != NULL) {
+		int64_t end = tl_now_ms() + tl_slow(10000);
+		/* held open here so that the terminal never hangs up before
+		 * saker has opened it (reads would fail with EIO) */
+		int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+		bool typed = false, exited = false;
+
+		ck_assert_int_ge(slave, 0);
+		/* read what saker shows, type tty_in after the prompt, until
+		 * saker has exited and nothing more is shown */
+		while (tl_now_ms() < end && got < sizeof(buf) - 1) {
+			struct pollfd p = { master, POLLIN, 0 };
+			ssize_t r = 0;
+
+			if (poll(&p, 1, 100) == 1)
+				r = read(master, buf + got, 1);
+			if (r == 1) {
+				got++;
+				buf[got] = '\0';
+				if (!typed && strstr(buf, prompt) != NULL) {
+					ck_assert_int_eq(write(master, tty_in,
+					    strlen(tty_in)), (ssize_t)strlen(tty_in));
+					typed = true;
+				}
+				continue;
+			}
+			if (exited)
+				break;
+			if (waitpid(pid, &status, WNOHANG) == pid)
+				exited = true;
+		}
+		buf[got] = '\0';
+		*shown = strdup(buf);
+		close(slave);
+		close(master);
+		if (exited)
+			pid = 0;
+		else
+			kill(pid, SIGKILL);	/* it hangs: failed below */
+	}
+	if (pid != 0)
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	*err = tl_read_file(epath, NULL);
+	free(epath);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+START_TEST(client_login)
+{
+	char *dir = tl_mkdtemp();
+	char *users = file_mode(dir, "users", "admin:adminpw:admin\n"
+	    "ro:ro pass:queues=*,read\n", 0600);
+	char *pw = file_mode(dir, "ro.pw", "ro pass\n", 0600);
+	char *open_pw = file_mode(dir, "open.pw", "ro pass\n", 0640);
+	struct tl_server *s = tl_server_start("memory", "--auth-file", users,
+	    NULL);
+	char *srv = tl_strdupf("127.0.0.1:%d", s->port), *out, *err, *want;
+	size_t len;
+
+	unsetenv("SAKER_USER");
+	unsetenv("SAKER_PASSWORD");
+	/* no login: the server's refusal in words that say what to do */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "stats",
+	    "-s", srv, NULL), 1);
+	ck_assert_msg(strstr(err, "requires a login") != NULL &&
+	    strstr(err, "--user NAME") != NULL, "%s", err);
+	free(err);
+	/* from the environment: every command */
+	setenv("SAKER_USER", "admin", 1);
+	setenv("SAKER_PASSWORD", "adminpw", 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s",
+	    srv, "jobs", "hello", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s",
+	    srv, "jobs", "world", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "requeue",
+	    "-s", srv, "--max", "1", "jobs", "later", NULL), 0);
+	ck_assert_str_eq(out, "requeued 1 items from jobs to later\n");
+	free(out);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "stats",
+	    "--raw", "-s", srv, NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "STAT queue_jobs_items 1\n"));
+	ck_assert_ptr_nonnull(strstr(out, "STAT queue_later_items 1\n"));
+	free(out);
+	/* from a file, --user over SAKER_USER; a read-only user reads... */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, NULL, "get",
+	    "--user", "ro", "--password-file", pw, "-s", srv, "later", NULL), 0);
+	ck_assert(len == 5 && memcmp(out, "hello", 5) == 0);
+	free(out);
+	unsetenv("SAKER_PASSWORD");
+	unsetenv("SAKER_USER");
+	/* an empty file name is a usage error */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put",
+	    "--user=ro", "--password-file=", NULL), 2);
+	ck_assert_str_eq(err, "saker: --password-file needs a file name\n");
+	free(err);
+	/* ...and may not write: said with its name */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put",
+	    "--user=ro", "-s", srv, "--password-file", pw, "jobs", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "user 'ro' may not") != NULL, "%s", err);
+	free(err);
+	/* a wrong password: one line, status 1 */
+	setenv("SAKER_PASSWORD", "nope", 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, &err, "get",
+	    "--user", "admin", "-s", srv, "jobs", NULL), 1);
+	want = tl_strdupf("saker get: %s refused the login of user 'admin': "
+	    "wrong user name or password\n", srv);
+	ck_assert_str_eq(err, want);
+	ck_assert_uint_eq(len, 0);
+	free(want);
+	free(out);
+	free(err);
+	/* bench logs every connection in */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "bench",
+	    "--user", "admin", "-s", srv, "-t", "300ms", "-c", "2", "--quiet",
+	    NULL), 1);
+	want = tl_strdupf("saker bench: %s refused the login of user 'admin': "
+	    "wrong user name or password (during connect)\n", srv);
+	ck_assert_str_eq(err, want);
+	free(want);
+	free(out);
+	free(err);
+	setenv("SAKER_PASSWORD", "adminpw", 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "bench",
+	    "--user", "admin", "-s", srv, "-t", "300ms", "-c", "2", "--quiet",
+	    "--queue-prefix", "bq", NULL), 0);
+	ck_assert_msg(strstr(out, "=> ok") != NULL && strstr(out, "error "
+	    "replies") == NULL, "%s%s", out, err);
+	free(out);
+	free(err);
+	setenv("SAKER_PASSWORD", "nope", 1);
+	/* a password without a user name */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "stats",
+	    "-s", srv, NULL), 1);
+	ck_assert_str_eq(err, "saker stats: a password without a user name: "
+	    "give --user NAME or SAKER_USER\n");
+	free(err);
+	unsetenv("SAKER_PASSWORD");
+	/* a password file others may read is refused before connecting */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "get",
+	    "--user", "ro", "--password-file", open_pw, "-s", srv, "jobs",
+	    NULL), 1);
+	want = tl_strdupf("saker get: password file %s is open to group or "
+	    "others (mode 0640); run chmod 600 %s\n", open_pw, open_pw);
+	ck_assert_str_eq(err, want);
+	free(want);
+	free(err);
+	/* never a password argument */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "get",
+	    "--user", "ro", "--password", "ro pass", "jobs", NULL), 2);
+	ck_assert_ptr_nonnull(strstr(err, "use --password-file FILE or "
+	    "SAKER_PASSWORD"));
+	free(err);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "stats",
+	    "--password=ro", NULL), 2);
+	ck_assert_ptr_nonnull(strstr(err, "shown to every user by ps"));
+	free(err);
+	/* a login that is not needed is harmless: nothing stored */
+	tl_server_free(s);
+	s = tl_server_start("memory", NULL);
+	free(srv);
+	srv = tl_strdupf("127.0.0.1:%d", s->port);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put",
+	    "--user", "ro", "--password-file", pw, "-s", srv, "q", "x", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, NULL, "stats",
+	    "--raw", "-s", srv, NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "STAT curr_items 1\n"));
+	ck_assert_ptr_null(strstr(out, "login"));
+	free(out);
+	tl_server_free(s);
+	free(srv);
+	free(users);
+	free(pw);
+	free(open_pw);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+/* No password anywhere: asked on the terminal, without echo; with no
+ * terminal, one line that says where a password can come from. */
+START_TEST(client_login_prompt)
+{
+	char *dir = tl_mkdtemp();
+	char *users = file_mode(dir, "users", "admin:s3cret word:admin\n", 0600);
+	struct tl_server *s = tl_server_start("memory", "--auth-file", users,
+	    NULL);
+	char *srv = tl_strdupf("127.0.0.1:%d", s->port), *shown = NULL, *err;
+	const char *put[] = { "put", "--user", "admin", "-s", srv, "q", "hi",
+	    NULL };
+
+	unsetenv("SAKER_USER");
+	unsetenv("SAKER_PASSWORD");
+	ck_assert_int_eq(run_saker_session(dir, "s3cret word\n",
+	    "Password for admin: ", &shown, &err, put), 0);
+	ck_assert_msg(strstr(shown, "Password for admin: ") != NULL, "%s", shown);
+	ck_assert_msg(strstr(shown, "s3cret") == NULL, "echoed: %s", shown);
+	ck_assert_str_eq(err, "");
+	free(shown);
+	free(err);
+	ck_assert_int_eq(run_saker_session(dir, "wrong\n", "Password for admin: ",
+	    &shown, &err, put), 1);
+	ck_assert_ptr_nonnull(strstr(err, "wrong user name or password"));
+	free(shown);
+	free(err);
+	ck_assert_int_eq(run_saker_session(dir, NULL, NULL, NULL, &err, put), 1);
+	ck_assert_str_eq(err, "saker put: user admin needs a password: give "
+	    "--password-file FILE or SAKER_PASSWORD (no terminal to ask on)\n");
+	free(err);
+	tl_server_free(s);
+	free(srv);
+	free(users);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+#ifdef HAVE_OPENSSL
+/* The login over TLS, with a self-signed certificate made as the README
+ * says. */
+START_TEST(client_login_tls)
+{
+	char *dir = tl_mkdtemp();
+	char *users = file_mode(dir, "users", "admin:adminpw:admin\n", 0600);
+	char *cmd = tl_strdupf("cd %s && openssl req -x509 -newkey ec -pkeyopt "
+	    "ec_paramgen_curve:P-256 -nodes -days 30 -subj /CN=127.0.0.1 "
+	    "-addext subjectAltName=IP:127.0.0.1 -keyout server.key -out "
+	    "server.pem >/dev/null 2>&1", dir);
+	char *cert = tl_strdupf("%s/server.pem", dir);
+	char *key = tl_strdupf("%s/server.key", dir);
+	struct tl_server *s;
+	char *srv, *out;
+	size_t len;
+
+	if (system(cmd) != 0) {
+		fprintf(stderr, "client_login_tls: skipped (no openssl command)\n");
+		goto done;
+	}
+	s = tl_server_start("memory", "--auth-file", users, "--tls-cert", cert,
+	    "--tls-key", key, NULL);
+	srv = tl_strdupf("127.0.0.1:%d", s->port);
+	setenv("SAKER_PASSWORD", "adminpw", 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put",
+	    "--tls-ca", cert, "--user", "admin", "-s", srv, "q", "over tls",
+	    NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, NULL, "get",
+	    "--tls-ca", cert, "--user", "admin", "-s", srv, "q", NULL), 0);
+	ck_assert(len == 8 && memcmp(out, "over tls", 8) == 0);
+	free(out);
+	unsetenv("SAKER_PASSWORD");
+	tl_server_free(s);
+	free(srv);
+done:
+	free(cmd);
+	free(cert);
+	free(key);
+	free(users);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+#endif
+
+/* ------------------------------------------------------------------ */
+/* sakerd's own messages */
+
+/*
+ * sakerd in directory cwd with the NULL-terminated arguments, its stderr
+ * into a file of dir: when it exits by itself (a refusal) its status; when
+ * it logs that it is serving, it is stopped with SIGTERM and the status
+ * of that exit is returned.  *log gets what it wrote.
+ */
+static int
+run_sakerd(const char *dir, const char *cwd, char **log, ...)
+{
+	const char *argv[24];
+	char *path = tl_strdupf("%s/sakerd.err", dir), *text = NULL;
+	const char *bin = tl_sakerd_path();	/* absolute, before the chdir */
+	int64_t end = tl_now_ms() + tl_slow(10000);
+	int n = 1, status = -1;
+	bool termed = false;
+	va_list ap;
+	pid_t pid;
+
+	argv[0] = "sakerd";
+	va_start(ap, log);
+	for (const char *a = va_arg(ap, const char *); a != NULL && n < 23;
+	    a = va_arg(ap, const char *))
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	/* not the last run's log: its "serving" would stop this one early */
+	unlink(path);
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		int e = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (e == -1 || chdir(cwd) != 0)
+			_exit(126);
+		dup2(e, 2);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		ck_assert_msg(tl_now_ms() < end, "sakerd neither served nor exited");
+		free(text);
+		text = tl_read_file(path, NULL);
+		if (!termed && text != NULL && strstr(text, " serving ") != NULL) {
+			kill(pid, SIGTERM);
+			termed = true;
+		}
+		tl_sleep_ms(20);
+	}
+	free(text);
+	*log = tl_read_file(path, NULL);
+	free(path);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* A value refused names the option it was given to, not itself. */
+START_TEST(sakerd_bad_values)
+{
+	static const char *const cases[][3] = {
+		{ "--sync", "bogus", "invalid value 'bogus' for option --sync\n" },
+		{ "-p", "abc", "invalid value 'abc' for option -p/--port\n" },
+		{ "--port=70000", NULL, "invalid value '70000' for option -p/--port\n" },
+		{ "--max-item-size", "zz",
+		  "invalid value 'zz' for option --max-item-size\n" },
+		{ "--idle-timeout", "-1", "invalid value '-1' for option --idle-timeout\n" },
+	};
+	char *dir = tl_mkdtemp(), *log;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_int_eq(run_sakerd(dir, dir, &log, cases[i][0],
+		    cases[i][1], NULL), 1);
+		ck_assert_msg(strncmp(log, "sakerd: ", 8) == 0 &&
+		    strncmp(log + 8, cases[i][2], strlen(cases[i][2])) == 0,
+		    "%s: %s", cases[i][0], log);
+		free(log);
+	}
+	/* a driver this build lacks is named as such, with the package */
+#ifdef HAVE_POSTGRES
+	ck_assert_int_eq(run_sakerd(dir, dir, &log, "--store", "nosuch:x", NULL), 1);
+	ck_assert_ptr_nonnull(strstr(log, "unknown store type 'nosuch'"));
+#else
+	ck_assert_int_eq(run_sakerd(dir, dir, &log, "--store", "postgres:x", NULL), 1);
+	ck_assert_msg(strstr(log, "store type 'postgres' is not compiled in: "
+	    "configure found no libpq (or had --with-postgres=no); install "
+	    "libpq-dev and rebuild") != NULL, "%s", log);
+#endif
+	free(log);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+#ifdef HAVE_LMDB
+/* Started in "/", a relative store is shown from the root, "lmdb:/tmp/..."
+ * (1.0.0: "lmdb://tmp/..."). */
+START_TEST(sakerd_store_from_root)
+{
+	char *dir = tl_mkdtemp(), *log, *spec, *want;
+	char *port = tl_strdupf("%d", tl_free_port());
+
+	spec = tl_strdupf("lmdb:%s/store", dir + 1);	/* relative to / */
+	want = tl_strdupf("store lmdb:%s/store, sync", dir);
+	ck_assert_int_eq(run_sakerd(dir, "/", &log, "-p", port, "--store", spec,
+	    NULL), 0);
+	ck_assert_msg(strstr(log, want) != NULL, "%s", log);
+	free(log);
+	free(want);
+	free(spec);
+	free(port);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+#endif
+
+/* Run as root: after -u the pidfile's directory may be root's; sakerd
+ * empties the file it cannot remove and says why.  And a store made by
+ * root refused to the -u user says whose it is and what to do. */
+START_TEST(sakerd_user_files)
+{
+	char *dir = tl_mkdtemp(), *log, *pid, *store, *want;
+	char *port = tl_strdupf("%d", tl_free_port());
+	size_t len = 99;
+	char *text;
+
+	if (geteuid() != 0 || getpwnam("nobody") == NULL) {
+		fprintf(stderr, "sakerd_user_files: skipped (needs root and the "
+		    "user nobody)\n");
+		goto out;
+	}
+	/* memcheck, once -u has changed the uid, cannot remove its own vgdb
+	 * files and says so in the log, which tests/valgrind.sh fails */
+	if (getenv("TL_VALGRIND") != NULL) {
+		fprintf(stderr, "sakerd_user_files: skipped under valgrind\n");
+		goto out;
+	}
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	pid = tl_strdupf("%s/sakerd.pid", dir);
+	ck_assert_int_eq(run_sakerd(dir, dir, &log, "-p", port, "--store",
+	    "memory", "-u", "nobody", "-P", pid, NULL), 0);
+	text = tl_read_file(pid, &len);
+	ck_assert_msg(text == NULL || len == 0, "pidfile left with %s", text);
+	ck_assert_msg(text == NULL || strstr(log, "emptied it instead") != NULL,
+	    "%s", log);
+	free(text);
+	free(log);
+	free(pid);
+#ifdef HAVE_LMDB
+	store = tl_strdupf("lmdb:%s/store", dir);
+	ck_assert_int_eq(run_sakerd(dir, dir, &log, "-p", port, "--store",
+	    store, NULL), 0);
+	free(log);
+	ck_assert_int_eq(run_sakerd(dir, dir, &log, "-p", port, "--store",
+	    store, "-u", "nobody", NULL), 1);
+	want = tl_strdupf("belongs to root (uid 0) and this process runs as "
+	    "nobody (uid %ld): run it as that user, or give the store to this "
+	    "one (chown -R nobody %s)", (long)getpwnam("nobody")->pw_uid,
+	    store + 5);
+	ck_assert_msg(strstr(log, want) != NULL, "%s", log);
+	free(want);
+	free(log);
+	free(store);
+#endif
+out:
+	free(port);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+#ifdef HAVE_SQLITE
+/* A SQLite store's files are its owner's only, as LMDB's, whatever the
+ * umask (1.0.0 made them 0644: every local user could read the items). */
+START_TEST(sqlite_file_mode)
+{
+	static const char *const files[] = { "store.db", "store.db-wal",
+	    "store.db-shm" };
+	struct tl_server *s;
+	struct stat st;
+	char *path, *dir = tl_mkdtemp(), *spec = tl_strdupf("sqlite:%s/m.db", dir);
+	char *dump;
+	size_t i, len;
+	int fd;
+
+	umask(022);
+	s = tl_server_start("sqlite", NULL);
+	fd = tl_connect(s->port);
+	tl_set(fd, "jobs", "secret");
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		path = tl_strdupf("%s/%s", s->dir, files[i]);
+		ck_assert_msg(stat(path, &st) == 0, "%s: %s", path, strerror(errno));
+		ck_assert_msg((st.st_mode & 0777) == 0600, "%s: mode %o", path,
+		    (unsigned)(st.st_mode & 0777));
+		free(path);
+	}
+	close(fd);
+	tl_server_stop(s);
+	/* a store saker makes (load, migrate) too */
+	path = tl_strdupf("sqlite:%s/store.db", s->dir);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &dump, &len, NULL, "dump", path,
+	    NULL), 0);
+	free(path);
+	path = tl_strdupf("%s/dump", dir);
+	write_file(path, dump, len);
+	ck_assert_int_eq(tl_run_saker(dir, path, NULL, NULL, NULL, "load", spec,
+	    NULL), 0);
+	ck_assert_int_eq(stat(spec + 7, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0600);
+	tl_server_free(s);
+	free(dump);
+	free(path);
+	free(spec);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+#endif
+
 int
 main(void)
 {
@@ -1171,6 +1719,14 @@ main(void)
 	    (int)(sizeof(bad_servers) / sizeof(bad_servers[0])));
 	tcase_add_test(tc, client_put_options);
 	tcase_add_test(tc, refuse_types);
+	tcase_add_test(tc, sakerd_bad_values);
+#ifdef HAVE_SQLITE
+	tcase_add_test(tc, sqlite_file_mode);
+#endif
+	tcase_add_test(tc, sakerd_user_files);
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, sakerd_store_from_root);
+#endif
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, check_store_cmd);
 #endif
@@ -1191,6 +1747,11 @@ main(void)
 	tc = tcase_create("client");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, client_put_get_stats);
+	tcase_add_test(tc, client_login);
+	tcase_add_test(tc, client_login_prompt);
+#ifdef HAVE_OPENSSL
+	tcase_add_test(tc, client_login_tls);
+#endif
 	suite_add_tcase(su, tc);
 
 	sr = srunner_create(su);

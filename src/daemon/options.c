@@ -83,10 +83,11 @@ usage(FILE *f)
 "commands and binary).\n"
 "\n"
 "  -l, --listen ADDR         TCP address to listen on (default 127.0.0.1)\n"
-"  -p, --port PORT           TCP port (default %d; 0 disables TCP when -s is given)\n"
+"  -p, --port PORT           TCP port (default %d; 0: no TCP, with -s only)\n"
 "  -s, --unix-socket PATH    also listen on a unix-domain socket\n"
 "      --store TYPE[,KEY=VAL...][:LOC]  storage driver and its options\n"
-"                            (sakerd(8)); compiled in: %s\n"
+"                            (sakerd(8)); compiled in:\n"
+"                            %s\n"
 "                            %s (default %s)\n"
 "      --sync MODE           always | periodic[:DURATION] | never (default\n"
 "                            always): when a durable store fsyncs acknowledged\n"
@@ -107,9 +108,9 @@ usage(FILE *f)
 "                            the same as --store memory,max-memory=BYTES)\n"
 "      --max-open N          open (unconfirmed) items one connection may hold\n"
 "                            per queue (default 1; --config can set it per queue)\n"
-"      --max-queues N        most queues; a write that would create one more\n"
-"                            answers SERVER_ERROR too many queues (default %d,\n"
-"                            0: no limit); gets never create queues\n"
+"      --max-queues N        most queues (default %d, 0: no limit); a write\n"
+"                            that would create one more answers SERVER_ERROR\n"
+"                            too many queues; gets never create queues\n"
 "      --config FILE         per-queue limits (see sakerd(8)); reread on SIGHUP\n"
 "      --auth-file FILE      require a login: lines user:HASH[:PERMS] (crypt(3):\n"
 "                            $y$, $6$) or user:password[:PERMS] (warned),\n"
@@ -253,6 +254,18 @@ max_memory_stores(void)
 			    "%s%s", off > 0 ? ", " : "",
 			    saker_store_drivers[i]->name);
 	return list;
+}
+
+/* The long name of option c. */
+static const char *
+long_name(int c)
+{
+	const struct option *lo;
+
+	for (lo = longopts; lo->name != NULL; lo++)
+		if (lo->val == c)
+			return lo->name;
+	return "?";
 }
 
 int
@@ -444,7 +457,11 @@ options_parse(int argc, char **argv, struct options *o)
 	}
 	return 0;
 bad:
-	fprintf(stderr, "sakerd: invalid value '%s' for option %s\n"
-	    "Try 'sakerd --help' for more information.\n", optarg, argv[optind - 1]);
+	/* named from the table: argv[optind - 1] is the value itself when
+	 * it came as a separate argument */
+	fprintf(stderr, "sakerd: invalid value '%s' for option %s%s--%s\n"
+	    "Try 'sakerd --help' for more information.\n", optarg,
+	    c < 0x80 ? (char[3]){ '-', (char)c, '\0' } : "", c < 0x80 ? "/" : "",
+	    long_name(c));
 	return -1;
 }

@@ -60,6 +60,28 @@ pidfile_write(void)
 }
 
 /*
+ * At a clean exit.  After -u the pidfile's directory (/run, say) may be
+ * writable by root only: then the file is emptied, so that no stale pid
+ * stays in it for a script to signal, and the log says where it belongs.
+ */
+static void
+pidfile_remove(const char *path, const char *user)
+{
+	int e;
+
+	if (unlink(path) == 0 || errno == ENOENT)
+		return;
+	e = errno;
+	if (ftruncate(pidfd, 0) == 0)
+		log_notice("cannot remove the pidfile %s: %s; emptied it instead%s%s%s",
+		    path, strerror(e), user != NULL ? " (to be removed, it belongs "
+		    "in a directory that user " : "", user != NULL ? user : "",
+		    user != NULL ? " may write, as -u drops root)" : "");
+	else
+		log_warn("cannot remove the pidfile %s: %s", path, strerror(e));
+}
+
+/*
  * Detach.  The parent stays until the child reports that it is serving (or
  * dies), so `sakerd -d` still fails with status 1 and the reason on the
  * terminal when, say, the store cannot be opened.
@@ -242,7 +264,7 @@ main(int argc, char **argv)
 	server_exit();
 	if (pidfd >= 0) {
 		if (rc == 0)
-			unlink(opt.pidfile);
+			pidfile_remove(opt.pidfile, opt.user);
 		close(pidfd);
 	}
 	free_absolute_paths();

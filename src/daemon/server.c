@@ -386,7 +386,9 @@ say_ready(const struct options *opt)
 		n = tl + strlen(cwd) + strlen(colon) + 2;
 		where = malloc(n);
 		if (where != NULL)
-			snprintf(where, n, "%.*s:%s/%s", (int)tl, spec, cwd,
+			/* started in "/": "lmdb:/saker-data", not "lmdb://..." */
+			snprintf(where, n, "%.*s:%s/%s", (int)tl, spec,
+			    strcmp(cwd, "/") == 0 ? "" : cwd,
 			    colon[1] == '.' && colon[2] == '/' ? colon + 3 : colon + 1);
 	}
 	log_notice("sakerd %s serving %s%s%s%s, store %s, sync %s",

@@ -39,6 +39,7 @@
 #include "bench_report.h"
 #include "bench_util.h"
 #include "bench_wire.h"
+#include "client_login.h"
 #include "clock.h"
 #include "tls_client.h"
 
@@ -280,6 +281,31 @@ on_written(struct bufferevent *bev, void *arg)
 		bufferevent_disable(bev, EV_WRITE);
 }
 
+/* One more connection is ready for the workload. */
+static void
+conn_ready(struct bench *b)
+{
+	if (++b->nconnected == b->nconns) {
+		b->phase = PH_SETUP;
+		enter_phase(b, PH_SETUP);
+	}
+}
+
+static void
+login_reply(struct conn *c, const char *line)
+{
+	c->logging_in = false;
+	/* a server without --auth-file refuses the login's key, no more */
+	if (strcmp(line, "STORED") == 0 ||
+	    strcmp(line, "CLIENT_ERROR bad queue name") == 0)
+		conn_ready(c->b);
+	else if (strcmp(line, "CLIENT_ERROR authentication failure") == 0)
+		fail(c->b, "%s refused the login of user '%s': wrong user name or "
+		    "password", c->b->o.server, client_login_user());
+	else
+		fail(c->b, "%s replied to the login: %.80s", c->b->o.server, line);
+}
+
 static void
 on_event(struct bufferevent *bev, short what, void *arg)
 {
@@ -296,12 +322,18 @@ on_event(struct bufferevent *bev, short what, void *arg)
 				fail(b, "connection %d: out of memory", c->id);
 				return;
 			}
-			bufferevent_disable(bev, EV_WRITE);
+			/* the login goes straight out; on_written turns the
+			 * write event off once it has */
+			if (b->login == NULL)
+				bufferevent_disable(bev, EV_WRITE);
 		}
-		if (++b->nconnected == b->nconns) {
-			b->phase = PH_SETUP;
-			enter_phase(b, PH_SETUP);
+		if (b->login != NULL) {
+			c->logging_in = true;
+			if (bufferevent_write(bev, b->login, b->login_len) != 0)
+				fail(b, "connection %d: out of memory", c->id);
+			return;
 		}
+		conn_ready(b);
 		return;
 	}
 #ifdef HAVE_OPENSSL
@@ -516,12 +548,28 @@ bench_main(int argc, char **argv)
 	if ((b = calloc(1, sizeof(*b))) == NULL)
 		return 1;
 	b->progress = check_progress;
+	b->login_reply = login_reply;
 	if ((rc = parse_opts(&b->o, argc, argv)) != 0) {
 		free(b);
 		return rc < 0 ? 1 : 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if (client_login_wanted()) {
+		/* asked for (a prompt, say) before the first connection */
+		if (b->o.proto != P_MC) {
+			fprintf(stderr, "saker bench: --user: logins are for the "
+			    "memcache protocol only\n");
+			free(b);
+			return 2;
+		}
+		if ((b->login = client_login_request("bench", &b->login_len)) ==
+		    NULL) {
+			free(b);
+			return 1;
+		}
+	}
 	if (resolve(b) != 0) {
+		client_login_free(b->login, b->login_len);
 		free(b);
 		return 1;
 	}
@@ -588,6 +636,7 @@ bench_main(int argc, char **argv)
 		rc = report(b);
 out:
 	teardown(b);
+	client_login_free(b->login, b->login_len);
 	free(b);
 	return rc;
 }

@@ -130,6 +130,7 @@ struct conn {
 	bool drain_done;
 
 	/* Reply parser. */
+	bool logging_in;        /* --user: the login's reply comes first */
 	bool in_data;           /* reading a data block */
 	size_t need;            /* bytes of the block still to come, CRLF included */
 	size_t blen;            /* length of the block proper */
@@ -194,7 +195,12 @@ struct bench {
 	/* Called after replies were read: the phase's work may be done.
 	 * Set by bench.c, which owns the phases. */
 	void (*progress)(struct bench *b);
-	int nconnected;
+	/* Called with the reply to c's login (a line without its CRLF).
+	 * Set by bench.c, which owns the connections' setup. */
+	void (*login_reply)(struct conn *c, const char *line);
+	int nconnected;         /* connected (and logged in, with --user) */
+	char *login;            /* --user: the login request, or NULL */
+	size_t login_len;
 	struct event *phase_ev, *tick_ev, *progress_ev, *sig_ev;
 	struct event *flush_ev;	/* made active when flush_head is not empty */
 	struct conn *flush_head;

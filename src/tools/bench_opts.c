@@ -11,6 +11,7 @@
 
 #include "bench_int.h"
 #include "bench_opts.h"
+#include "client_login.h"
 #include "tls_client.h"
 #include "duration.h"
 
@@ -51,6 +52,7 @@ usage(FILE *f)
 "                           time: user, system, and per item\n"
 "      --no-verify          do not check items (needed for memcached)\n"
 TLS_CLIENT_HELP
+CLIENT_LOGIN_HELP
 "      --no-clean           do not delete the queues first\n"
 "      --json               one JSON object on stdout\n"
 "      --quiet              no progress display\n"
@@ -261,8 +263,13 @@ parse_opts(struct opts *o, int argc, char **argv)
 		}
 		continue;
 bad:
-		fprintf(stderr, "saker bench: bad value for option: %s\n",
-		    optarg);
+		/* the option named from the table: optarg alone does not
+		 * say which one was wrong */
+		for (i = 0; lo[i].name != NULL && lo[i].val != ch; i++)
+			;
+		fprintf(stderr, "saker bench: bad value '%s' for option %s%s--%s\n",
+		    optarg, ch < 0x80 ? (char[3]){ '-', (char)ch, '\0' } : "",
+		    ch < 0x80 ? "/" : "", lo[i].name != NULL ? lo[i].name : "?");
 		return -1;
 	}
 	if (optind != argc) {

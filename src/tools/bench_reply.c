@@ -403,7 +403,10 @@ on_read(struct bufferevent *bev, void *arg)
 			evbuffer_remove(in, line, (size_t)pos.pos);
 			line[pos.pos] = '\0';
 			evbuffer_drain(in, eol_len);
-			line_done(c, line, (size_t)pos.pos);
+			if (c->logging_in)
+				b->login_reply(c, line);
+			else
+				line_done(c, line, (size_t)pos.pos);
 		}
 	}
 	if (b->failed)

@@ -21,6 +21,7 @@
 #endif
 
 #include "client.h"
+#include "client_login.h"
 #include "clock.h"
 #include "duration.h"
 #include "qname.h"
@@ -251,6 +252,8 @@ conn_deadline(struct conn *c, uint64_t ms)
 	c->deadline_ns = saker_mono_ns() + ms * 1000000u;
 }
 
+static int conn_login(const char *cmd, struct conn *c);
+
 /* Try each server of a comma-separated list in turn; the connection has
  * the usual reply deadline.  NULL after telling stderr why (for `saker
  * cmd`). */
@@ -287,6 +290,11 @@ conn_open(const char *cmd, const char *servers, char *which, size_t wlen)
 	}
 	c->server = which;
 	conn_deadline(c, CLIENT_REPLY_MS);
+	if (client_login_wanted() && conn_login(cmd, c) == -1) {
+		conn_close(c);
+		free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -457,6 +465,59 @@ io_error(const char *cmd, struct conn *c)
 		    strerror(errno));
 }
 
+/*
+ * --user: memcached's ASCII login, before the command.  A server without
+ * --auth-file refuses the login's key as a queue name and stores nothing;
+ * the command goes on without a login there.
+ */
+static int
+conn_login(const char *cmd, struct conn *c)
+{
+	size_t len = 0;
+	char *req = client_login_request(cmd, &len), *line;
+	int rc;
+
+	if (req == NULL)
+		return -1;
+	rc = conn_write(c, req, len);
+	client_login_free(req, len);
+	if (rc == -1 || (line = conn_line(c)) == NULL) {
+		io_error(cmd, c);
+		return -1;
+	}
+	if (strcmp(line, "STORED") == 0 ||
+	    strcmp(line, "CLIENT_ERROR bad queue name") == 0)
+		return 0;
+	if (strcmp(line, "CLIENT_ERROR authentication failure") == 0)
+		fprintf(stderr, "saker %s: %s refused the login of user '%s': "
+		    "wrong user name or password\n", cmd, c->server,
+		    client_login_user());
+	else
+		fprintf(stderr, "saker %s: %s replied to the login: %s\n", cmd,
+		    c->server, line);
+	return -1;
+}
+
+/* A reply that is not what `cmd` expects, in one line; a server that
+ * wants a login says so in words a user can act on. */
+static void
+bad_reply(const char *cmd, const char *server, const char *line)
+{
+	if (!client_login_wanted() &&
+	    (strcmp(line, "CLIENT_ERROR authentication failure") == 0 ||
+	    strcmp(line, "CLIENT_ERROR unauthenticated") == 0))
+		fprintf(stderr, "saker %s: %s requires a login (%s): give --user "
+		    "NAME or SAKER_USER, and --password-file FILE or "
+		    "SAKER_PASSWORD\n", cmd, server, line);
+	else if (strcmp(line, "CLIENT_ERROR permission denied") == 0 &&
+	    client_login_user() != NULL)
+		fprintf(stderr, "saker %s: %s: user '%s' may not do that "
+		    "(CLIENT_ERROR permission denied)\n", cmd, server,
+		    client_login_user());
+	else
+		fprintf(stderr, "saker %s: %s replied: %s\n", cmd, server, line);
+}
+
 static bool
 parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
@@ -504,6 +565,7 @@ static const char put_usage[] =
 "                       1.5s, 2m; a bare number is milliseconds)\n"
 	    "  -a, --at UNIXTIME    make the item visible at that time\n"
 	    TLS_CLIENT_HELP
+	    CLIENT_LOGIN_HELP
 	    "  -h, --help           this text\n"
 	    "\n"
 	    "Exit status: 0 STORED, 1 not stored or no server, 2 usage error.\n";
@@ -632,7 +694,7 @@ put_main(int argc, char **argv)
 	else if (strcmp(line, "NOT_STORED") == 0)
 		fprintf(stderr, "saker put: queue '%s' is full (NOT_STORED)\n", queue);
 	else
-		fprintf(stderr, "saker put: %s replied: %s\n", which, line);
+		bad_reply("put", which, line);
 out:
 	if (c != NULL) {
 		conn_close(c);
@@ -663,6 +725,7 @@ static const char get_usage[] =
 	    "                       handed out by /open) to standard error\n"
 	    "  -q, --quiet          say nothing on standard error when the queue is empty\n"
 	    TLS_CLIENT_HELP
+	    CLIENT_LOGIN_HELP
 	    "  -h, --help           this text\n"
 	    "\n"
 	    "Standard output is exactly the item's data (plus a newline when it is a\n"
@@ -750,7 +813,7 @@ get_main(int argc, char **argv)
 	    sscanf(line + 3, "%llu f%llu d%llu", &bytes, &flags, &dlv) != 3 :
 	    strncmp(line, "VALUE ", 6) != 0 ||
 	    sscanf(line + 6, "%*s %llu %llu", &flags, &bytes) != 2) {
-		fprintf(stderr, "saker get: %s replied: %s\n", which, line);
+		bad_reply("get", which, line);
 		goto out;
 	}
 	if (conn_copy(c, (size_t)bytes, stdout, &out_failed) == -1 ||
@@ -795,6 +858,7 @@ static const char stats_usage[] =
 	    "                     (default " CLIENT_DEFAULT_SERVER ")\n"
 	    "  -r, --raw          print the STAT lines as the server sent them\n"
 	    TLS_CLIENT_HELP
+	    CLIENT_LOGIN_HELP
 	    "  -h, --help         this text\n"
 	    "\n"
 	    "Exit status: 0 ok, 1 a server could not be reached, 2 usage error.\n";
@@ -925,7 +989,7 @@ stats_one(const char *server, bool raw, bool header)
 		if (strcmp(line, "END") == 0)
 			break;
 		if (strncmp(line, "STAT ", 5) != 0 || (sp = strchr(line + 5, ' ')) == NULL) {
-			fprintf(stderr, "saker stats: %s replied: %s\n", server, line);
+			bad_reply("stats", server, line);
 			goto out;
 		}
 		if (raw) {
@@ -1022,6 +1086,7 @@ requeue_usage(FILE *fp)
 	    "                       (default " CLIENT_DEFAULT_SERVER ")\n"
 	    "  -m, --max N          move at most N items (default: until FROM is empty)\n"
 	    TLS_CLIENT_HELP
+	    CLIENT_LOGIN_HELP
 	    "  -h, --help           this text\n"
 	    "\n"
 	    "Standard output says how many items moved.  Exit status: 0 done,\n"
@@ -1089,7 +1154,7 @@ requeue_main(int argc, char **argv)
 			goto out;
 		}
 		if (!parse_u64(line, want, &n)) {
-			fprintf(stderr, "saker requeue: %s replied: %s\n", which, line);
+			bad_reply("requeue", which, line);
 			goto out;
 		}
 		total += n;

@@ -8,6 +8,7 @@
 #include "bench.h"
 #include "check_cmd.h"
 #include "client.h"
+#include "client_login.h"
 #include "dump.h"
 #include "migrate.h"
 #include "tls_client.h"
@@ -41,11 +42,13 @@ usage(FILE *fp)
 		fprintf(fp, "  saker %s\n", subcommands[i].synopsis);
 	fprintf(fp,
 	    "\n"
-	    "SPEC is TYPE[,KEY=VALUE...]:LOCATION (store types built in: %s;\n"
-	    "the KEY=VALUE driver options are in sakerd(8)).\n"
+	    "SPEC is TYPE[,KEY=VALUE...]:LOCATION; the KEY=VALUE driver options\n"
+	    "are in sakerd(8).  Store types built in: %s.\n"
 	    "`saker COMMAND --help` describes a command; saker(1) has the details.\n"
-	    "put, get, stats, requeue and bench take --tls [--tls-ca FILE] [--tls-cert FILE\n"
-	    "--tls-key FILE] to talk to a server started with --tls-cert.\n"
+	    "put, get, stats, requeue and bench take --tls [--tls-ca FILE]\n"
+	    "[--tls-cert FILE --tls-key FILE] to talk to a server started with\n"
+	    "--tls-cert; and --user NAME [--password-file FILE] (or SAKER_USER and\n"
+	    "SAKER_PASSWORD) for one with --auth-file.\n"
 	    "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	    saker_store_driver_list());
 }
@@ -67,7 +70,8 @@ main(int argc, char **argv)
 	const struct subcommand *sc;
 	char prog[64];
 
-	if (tls_client_take_options(&argc, argv) != 0)
+	if (tls_client_take_options(&argc, argv) != 0 ||
+	    client_login_take_options(&argc, argv) != 0)
 		return 2;
 	if (argc < 2) {
 		usage(stderr);
