@@ -12,6 +12,7 @@
 #include <libpq-fe.h>
 
 #include "saker/store.h"
+#include "intmap.h"
 #include "qtab.h"
 
 /* Items put by a broker whose clock runs ahead are still taken if they are
@@ -86,13 +87,6 @@ struct pg_arr {
 	uint32_t n, oid;
 };
 
-/* Open items this broker holds: id (unique store-wide) -> queue id. */
-struct pg_oset {
-	uint64_t *ids;
-	int64_t *qids;
-	size_t cap, n;
-};
-
 /*
  * A connection made without blocking: PQconnectStartParams(), then
  * PQconnectPoll() whenever its socket is ready, the socket registered in
@@ -163,7 +157,8 @@ struct pg_store {
 
 	struct kit_qtab qt;	/* the live queues by name and id */
 	struct pg_qlist dirty, pend, deleted, zombies, holding, took;
-	struct pg_oset open;
+	/* open items this broker holds: id (unique store-wide) -> queue id */
+	struct intmap open;
 
 	/*
 	 * Writes of the batch not yet sent: they go out in one pipeline
@@ -175,7 +170,7 @@ struct pg_store {
 	    put_created, put_data, put_crc, put_dlv;
 	size_t put_bytes;
 	struct pg_arr st_qid, st_id, st_st;
-	struct pg_oset st_ids;	/* ids with a state change in st_* */
+	struct intmap st_ids;	/* ids with a state change in st_* */
 	struct pg_arr del_qid, del_id;
 	uint64_t batch_no;	/* commits so far: takes per batch */
 	size_t nheld;		/* items claimed ahead, all queues */
@@ -299,11 +294,7 @@ int pg_commit(saker_store *base);
 int pg_sync(saker_store *base);
 
 /* pg_lease.c */
-int pg_os_add(struct pg_oset *o, uint64_t id, int64_t qid);
-bool pg_os_take(struct pg_oset *o, uint64_t id, int64_t qid);
-void pg_os_drop_queue(struct pg_oset *o, int64_t qid);
-void pg_os_clear(struct pg_oset *o);
-bool pg_os_has(const struct pg_oset *o, uint64_t id);
+bool pg_os_take(struct intmap *o, uint64_t id, int64_t qid);
 bool pg_lease_ok(const struct pg_store *s, int64_t now_ms);
 void pg_held_drop(struct pg_store *s, struct saker_queue *q);
 void pg_held_drop_all(struct pg_store *s);

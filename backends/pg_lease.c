@@ -18,120 +18,16 @@
 /* ------------------------------------------------------------------ */
 /* the set of open items this broker holds */
 
-static size_t
-os_slot(uint64_t id, size_t cap)
-{
-	return (size_t)((id * 0x9e3779b97f4a7c15ULL) >> 20) & (cap - 1);
-}
-
-int
-pg_os_add(struct pg_oset *o, uint64_t id, int64_t qid)
-{
-	size_t i;
-
-	if ((o->n + 1) * 2 > o->cap) {
-		struct pg_oset no;
-		size_t k;
-
-		no.cap = o->cap ? o->cap * 2 : 64;
-		no.n = 0;
-		no.ids = calloc(no.cap, sizeof(*no.ids));
-		no.qids = calloc(no.cap, sizeof(*no.qids));
-		if (no.ids == NULL || no.qids == NULL) {
-			free(no.ids);
-			free(no.qids);
-			return SAKER_ENOMEM;
-		}
-		for (k = 0; k < o->cap; k++)
-			if (o->ids[k] != 0)
-				(void)pg_os_add(&no, o->ids[k], o->qids[k]);
-		free(o->ids);
-		free(o->qids);
-		*o = no;
-	}
-	for (i = os_slot(id, o->cap); o->ids[i] != 0; i = (i + 1) & (o->cap - 1))
-		if (o->ids[i] == id) {
-			o->qids[i] = qid;
-			return SAKER_OK;
-		}
-	o->ids[i] = id;
-	o->qids[i] = qid;
-	o->n++;
-	return SAKER_OK;
-}
-
-static void
-os_del_at(struct pg_oset *o, size_t i)
-{
-	size_t j, k;
-
-	o->ids[i] = 0;
-	o->n--;
-	/* backward-shift deletion keeps probe chains intact without tombstones */
-	for (j = (i + 1) & (o->cap - 1); o->ids[j] != 0; j = (j + 1) & (o->cap - 1)) {
-		k = os_slot(o->ids[j], o->cap);
-		if ((j > i && (k <= i || k > j)) || (j < i && k <= i && k > j)) {
-			o->ids[i] = o->ids[j];
-			o->qids[i] = o->qids[j];
-			o->ids[j] = 0;
-			i = j;
-		}
-	}
-}
-
 /* Remove id if it is held on queue qid; true if it was. */
 bool
-pg_os_take(struct pg_oset *o, uint64_t id, int64_t qid)
+pg_os_take(struct intmap *o, uint64_t id, int64_t qid)
 {
-	size_t i;
+	uint64_t v = intmap_get_u64(o, id);
 
-	if (o->cap == 0 || id == 0)
+	if (v == 0 || v != (uint64_t)qid)
 		return false;
-	for (i = os_slot(id, o->cap); o->ids[i] != 0; i = (i + 1) & (o->cap - 1)) {
-		if (o->ids[i] != id)
-			continue;
-		if (o->qids[i] != qid)
-			return false;
-		os_del_at(o, i);
-		return true;
-	}
-	return false;
-}
-
-void
-pg_os_drop_queue(struct pg_oset *o, int64_t qid)
-{
-	size_t i = 0;
-
-	while (i < o->cap) {
-		if (o->ids[i] != 0 && o->qids[i] == qid)
-			os_del_at(o, i);	/* slot i may refill: look again */
-		else
-			i++;
-	}
-}
-
-void
-pg_os_clear(struct pg_oset *o)
-{
-	if (o->cap > 0) {
-		memset(o->ids, 0, o->cap * sizeof(*o->ids));
-		o->n = 0;
-	}
-}
-
-/* Whether id has a state change waiting in the batch's arrays. */
-bool
-pg_os_has(const struct pg_oset *o, uint64_t id)
-{
-	size_t i;
-
-	if (o->cap == 0 || id == 0)
-		return false;
-	for (i = os_slot(id, o->cap); o->ids[i] != 0; i = (i + 1) & (o->cap - 1))
-		if (o->ids[i] == id)
-			return true;
-	return false;
+	(void)intmap_del_u64(o, id);
+	return true;
 }
 
 /* ---- claim ahead ---- */
@@ -297,8 +193,8 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 			s->nheld--;
 			continue;
 		}
-		if (mode == SAKER_TAKE_OPEN && pg_os_add(&s->open, id, q->id) !=
-		    SAKER_OK)
+		if (mode == SAKER_TAKE_OPEN && intmap_put_u64(&s->open, id,
+		    (uint64_t)q->id) != 0)
 			return pg_errf(s, SAKER_ENOMEM, "out of memory");
 		pg_row_item(q->held, row, &it, SAKER_ITEM_READY);
 		/* P_SETSTATE counts the delivery of a claimed item it opens */

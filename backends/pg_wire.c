@@ -896,7 +896,7 @@ pg_main_up(struct pg_store *s)
 		return s->code;
 	}
 	l->up = true;
-	pg_os_clear(&s->open);
+	intmap_clear(&s->open);
 	if (!s->read_only) {
 		struct pgp p = { 0 };
 		struct saker_queue *q;

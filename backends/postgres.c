@@ -245,7 +245,7 @@ pg_queue_empty(struct pg_store *s, struct saker_queue *q, const char *what)
 	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_begin(s)) != SAKER_OK ||
 	    (err = pg_exec_qid(s, P_I_DELQ, q->id, what)) != SAKER_OK)
 		return err;
-	pg_os_drop_queue(&s->open, q->id);
+	(void)intmap_del_value_u64(&s->open, (uint64_t)q->id);
 	pg_held_drop(s, q);
 	return SAKER_OK;
 }
@@ -649,7 +649,7 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 	else if (r != 0 && mode == SAKER_TAKE_OPEN)
 		err = pg_st_add(s, q->id, it.id, 0);
 	else if (mode == SAKER_TAKE_OPEN)
-		err = pg_os_add(&s->open, it.id, q->id) == SAKER_OK ? SAKER_OK :
+		err = intmap_put_u64(&s->open, it.id, (uint64_t)q->id) == 0 ? SAKER_OK :
 		    pg_errf(s, SAKER_ENOMEM, "out of memory");
 	else
 		err = SAKER_OK;
@@ -757,12 +757,12 @@ pg_release(saker_store *base, saker_queue *q, uint64_t id)
 	/* the released item goes before the claimed ones: all of them go
 	 * back to the database's FIFO in their places */
 	if ((err = pg_held_return(s, q)) != SAKER_OK ||
-	    (pg_os_has(&s->st_ids, id) && (err = pg_flush(s)) != SAKER_OK) ||
+	    (intmap_get_u64(&s->st_ids, id) != 0 && (err = pg_flush(s)) != SAKER_OK) ||
 	    (err = pg_st_add(s, q->id, id, 0)) != SAKER_OK) {
 		/* still open, unless the batch was lost (the set was reloaded
 		 * from the database then) */
 		if (!s->lost)
-			(void)pg_os_add(&s->open, id, q->id);
+			(void)intmap_put_u64(&s->open, id, (uint64_t)q->id);
 		return err;
 	}
 	pg_gained(s, q);
@@ -779,9 +779,9 @@ pg_open_take(struct pg_store *s, struct saker_queue *q, uint64_t id)
 
 	if (!pg_os_take(&s->open, id, q->id))
 		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
-	if (pg_os_has(&s->st_ids, id) && (err = pg_flush(s)) != SAKER_OK) {
+	if (intmap_get_u64(&s->st_ids, id) != 0 && (err = pg_flush(s)) != SAKER_OK) {
 		if (!s->lost)
-			(void)pg_os_add(&s->open, id, q->id);
+			(void)intmap_put_u64(&s->open, id, (uint64_t)q->id);
 		return err;
 	}
 	return SAKER_OK;
@@ -1134,8 +1134,7 @@ pg_free(struct pg_store *s)
 		close(s->efd);
 	pg_held_drop_all(s);
 	pg_batch_arrs(s, pg_arr_free);
-	free(s->st_ids.ids);
-	free(s->st_ids.qids);
+	intmap_free(&s->st_ids);
 	i = 0;
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
 		next = kit_qtab_next(&s->qt, &i, e);
@@ -1147,8 +1146,7 @@ pg_free(struct pg_store *s)
 		free(q);
 	}
 	kit_qtab_free(&s->qt);
-	free(s->open.ids);
-	free(s->open.qids);
+	intmap_free(&s->open);
 	free(s->conninfo);
 	if (s->copts != NULL)
 		PQconninfoFree(s->copts);
