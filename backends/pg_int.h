@@ -103,8 +103,31 @@ struct pg_link {
 	int regfd;		/* registered in efd, or -1 */
 };
 
+struct pg_store;
+
+/*
+ * What the wire layer (pg_wire.c) tells the driver above it, which it
+ * cannot call: the driver sets s->wcb before the first connection.
+ */
+struct pg_wire_cb {
+	/* The statement connection is gone (called before its links are
+	 * dropped): what its session claimed is void. */
+	void (*conn_lost)(struct pg_store *s);
+	/* A statement of the batch failed, or its session went: roll the
+	 * batch back, fail its commit with `code`. */
+	void (*lose_batch)(struct pg_store *s, int code);
+	/* The statement connection (re)connected: set its session up;
+	 * not SAKER_OK: it was dropped, s->code says why. */
+	int (*session_up)(struct pg_store *s);
+	/* Another broker's NOTIFY named queue name[0..len). */
+	void (*notified)(struct pg_store *s, const char *name, size_t len);
+	/* Notifications may have been missed (LISTEN answered again). */
+	void (*missed)(struct pg_store *s);
+};
+
 struct pg_store {
 	saker_store base;
+	const struct pg_wire_cb *wcb;	/* the driver's (pg_wire_cb) */
 	PGconn *conn;		/* statements: links[PG_L_MAIN].c once it is
 				 * up and set up; NULL while down */
 	struct pg_link links[PG_L_N];
@@ -252,14 +275,16 @@ int pg_pipe_fail(struct pg_store *s, struct pg_pipe *pp);
 int pg_link_start(struct pg_store *s, struct pg_link *l, uint64_t wait_ns);
 int pg_link_step(struct pg_store *s, struct pg_link *l);
 int pg_link_wait(struct pg_store *s, struct pg_link *l, uint64_t wait_ns);
-void pg_notify_local(struct pg_store *s, struct saker_queue *q);
-void pg_gained(struct pg_store *s, struct saker_queue *q);
 int pg_links(struct pg_store *s, int64_t now_ms);
-int pg_main_up(struct pg_store *s);
+bool pg_readable(PGconn *c);
 int pg_attempt_failed(struct pg_store *s, int64_t now_ms);
 int pg_listen_open(struct pg_store *s);
 int pg_watch_fd(saker_store *base);
-int pg_fd_ready(saker_store *base, int64_t now_ms);
+
+/* pg_queue.c */
+void pg_notify_local(struct pg_store *s, struct saker_queue *q);
+void pg_gained(struct pg_store *s, struct saker_queue *q);
+void pg_notify_all(struct pg_store *s);
 
 /* pg_conninfo.c */
 int pg_list_n(const char *list);
@@ -311,7 +336,10 @@ int pg_run_leased(struct pg_store *s, int which, const struct pgp *p,
     const char *what, uint64_t id, const char *after);
 void pg_vacuum_drop(struct pg_store *s, int64_t now_ms);
 int pg_vacuum_tick(struct pg_store *s, int64_t now_ms);
+void pg_vacuum_poll(struct pg_store *s, int64_t now_ms);
+int pg_main_up(struct pg_store *s);
 int pg_tick(saker_store *base, int64_t now_ms);
+int pg_fd_ready(saker_store *base, int64_t now_ms);
 
 /* pg_damaged.c */
 int pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,

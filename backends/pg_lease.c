@@ -1,6 +1,7 @@
 /* pg_lease.c -- the PostgreSQL driver's leases: the open items this
  * broker holds, items claimed ahead, lease renewal and the sweep of dead
- * brokers' leases (tick), the VACUUM connection. */
+ * brokers' leases (tick), the VACUUM connection, and a new statement
+ * session handing back what the lost one held (pg_main_up). */
 #include "config.h"
 
 #include <inttypes.h>
@@ -360,6 +361,67 @@ pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 	return SAKER_OK;
 }
 
+/* The VACUUM link's part of pg_links(): a connection being made or a
+ * VACUUM under way advances, a link the server closed is dropped. */
+void
+pg_vacuum_poll(struct pg_store *s, int64_t now_ms)
+{
+	struct pg_link *l;
+
+	l = &s->links[PG_L_VACUUM];
+	if (l->c != NULL && (!l->up || s->vacuuming))
+		(void)pg_vacuum_tick(s, now_ms);
+	else if (l->up && pg_readable(l->c) && (!PQconsumeInput(l->c) ||
+	    PQstatus(l->c) == CONNECTION_BAD))
+		pg_vacuum_drop(s, now_ms);
+}
+
+/* The statement connection just connected: set it up (one bounded
+ * round trip), hand back what the old session held. */
+int
+pg_main_up(struct pg_store *s)
+{
+	struct pg_link *l = &s->links[PG_L_MAIN];
+
+	s->conn = l->c;
+	if (pg_prepare_all(s) != SAKER_OK) {
+		pg_link_drop(s, l, true);
+		return s->code;
+	}
+	l->up = true;
+	intmap_clear(&s->open);
+	if (!s->read_only) {
+		struct pgp p = { 0 };
+		struct saker_queue *q;
+		PGresult *res;
+		int i;
+
+		/* Everything the lost session held goes back to its queue
+		 * now, claimed ahead and open alike (at least once): which of
+		 * them the failed batches handed out, and which of their
+		 * clients are still there, is unknown, and a lease this
+		 * broker kept renewing would never run out. */
+		pg_pp_str(&p, s->owner);
+		if ((res = pg_run(s, P_RELEASE_ALL, &p, "returning open and"
+		    " claimed items")) == NULL)
+			return s->code;
+		for (i = 0; i < PQntuples(res); i++)
+			if ((q = pg_find_id(s, pg_rv_i64(res, i, 0))) != NULL)
+				pg_gained(s, q);
+		PQclear(res);
+	}
+	if (s->conn == NULL)
+		return s->code;
+	s->down_why[0] = '\0';
+	s->down_said = false;
+	s->lretry_at = 0;
+	if (s->opened)
+		s->reconnects++;
+	/* waiters look again: what they missed is there to take */
+	pg_notify_all(s);
+	return SAKER_OK;
+}
+
 int
 pg_tick(saker_store *base, int64_t now_ms)
 {
@@ -372,6 +434,7 @@ pg_tick(saker_store *base, int64_t now_ms)
 	if (s->read_only)
 		return SAKER_OK;
 	err = pg_links(s, now_ms);
+	pg_vacuum_poll(s, now_ms);
 	if (s->conn == NULL) {
 		struct pg_link *l = &s->links[PG_L_MAIN];
 
@@ -427,4 +490,17 @@ pg_tick(saker_store *base, int64_t now_ms)
 	PQclear(res);
 	/* last: its failure (a warning) must not skip the work above */
 	return pg_vacuum_tick(s, now_ms);
+}
+
+int
+pg_fd_ready(saker_store *base, int64_t now_ms)
+{
+	struct pg_store *s = PG(base);
+	int err;
+
+	if (s->read_only)
+		return SAKER_OK;
+	err = pg_links(s, now_ms);
+	pg_vacuum_poll(s, now_ms);
+	return err;
 }

@@ -1203,6 +1203,22 @@ pg_make_owner(struct pg_store *s)
 	    (int)getpid(), r);
 }
 
+/* A NOTIFY named this queue: its waiters look (pg_wire_cb.notified). */
+static void
+pg_notified(struct pg_store *s, const char *name, size_t len)
+{
+	pg_notify_local(s, pg_find_name(s, name, len));
+}
+
+/* The wire layer's reports, answered by the parts above it. */
+static const struct pg_wire_cb pg_wire_cbs = {
+	.conn_lost = pg_held_drop_all,
+	.lose_batch = pg_lose_batch,
+	.session_up = pg_main_up,
+	.notified = pg_notified,
+	.missed = pg_notify_all,
+};
+
 static int
 pg_open(const char *location, const struct saker_store_opts *opts,
     saker_store **out, char *err, size_t errlen)
@@ -1228,6 +1244,7 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 		return SAKER_ENOMEM;
 	}
 	s->base.driver = &saker_store_postgres;
+	s->wcb = &pg_wire_cbs;
 	s->sync = opts->sync;
 	s->read_only = opts->read_only;
 	s->notify = opts->notify;
