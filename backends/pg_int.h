@@ -282,6 +282,22 @@ int pg_listen_open(struct pg_store *s);
 int pg_watch_fd(saker_store *base);
 
 /* pg_queue.c */
+struct saker_queue *pg_find_name(struct pg_store *s, const char *name,
+    size_t len);
+struct saker_queue *pg_find_id(struct pg_store *s, int64_t id);
+void pg_unhint(struct saker_queue *q);
+void pg_mark_dirty(struct pg_store *s, struct saker_queue *q);
+void pg_expired(struct pg_store *s, struct saker_queue *q, int64_t n);
+void pg_unlist(struct saker_queue *q);
+int pg_dead(struct pg_store *s, struct saker_queue *q);
+void pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res,
+    int row);
+void pg_head_params(const struct pg_store *s, const struct saker_queue *q,
+    struct pgp *p, int64_t now_ms);
+void pg_held_drop(struct pg_store *s, struct saker_queue *q);
+void pg_held_drop_all(struct pg_store *s);
+int pg_held_install(struct pg_store *s, struct saker_queue *q, PGresult *res,
+    int64_t now_ms);
 void pg_notify_local(struct pg_store *s, struct saker_queue *q);
 void pg_gained(struct pg_store *s, struct saker_queue *q);
 void pg_notify_all(struct pg_store *s);
@@ -321,13 +337,9 @@ int pg_sync(saker_store *base);
 /* pg_lease.c */
 bool pg_os_take(struct intmap *o, uint64_t id, int64_t qid);
 bool pg_lease_ok(const struct pg_store *s, int64_t now_ms);
-void pg_held_drop(struct pg_store *s, struct saker_queue *q);
-void pg_held_drop_all(struct pg_store *s);
 int pg_held_return(struct pg_store *s, struct saker_queue *q);
 int pg_claim(struct pg_store *s, struct saker_queue *q, int n, int64_t now_ms);
 int pg_claim_size(struct pg_store *s, struct saker_queue *q);
-int pg_held_install(struct pg_store *s, struct saker_queue *q, PGresult *res,
-    int64_t now_ms);
 int pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
     int64_t now_ms, saker_item_fn fn, void *arg);
 int pg_peek_held(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
@@ -348,11 +360,6 @@ int pg_held_damaged(struct pg_store *s, struct saker_queue *q, int i,
     int64_t now_ms);
 
 /* postgres.c */
-struct saker_queue *pg_find_name(struct pg_store *s, const char *name,
-    size_t len);
-struct saker_queue *pg_find_id(struct pg_store *s, int64_t id);
-void pg_expired(struct pg_store *s, struct saker_queue *q, int64_t n);
-void pg_unlist(struct saker_queue *q);
 void pg_row_item(const PGresult *res, int row, struct saker_item *it,
     saker_item_state state);
 bool pg_row_sound(const PGresult *res, int row);
@@ -361,9 +368,5 @@ int pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 void pg_xto_wake(struct pg_store *s);
 int pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r);
 extern const int pg_item_cols[4];
-void pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res,
-    int row);
-void pg_head_params(const struct pg_store *s, const struct saker_queue *q,
-    struct pgp *p, int64_t now_ms);
 
 #endif

@@ -41,30 +41,6 @@ pg_lease_ok(const struct pg_store *s, int64_t now_ms)
 	return now_ms < s->lease_floor + s->lease_ms - s->lease_ms / 4;
 }
 
-/* Forget the queue's claimed items here (the database is not told). */
-void
-pg_held_drop(struct pg_store *s, struct saker_queue *q)
-{
-	if (q->held == NULL)
-		return;
-	s->nheld -= (size_t)(q->held_n - q->held_head);
-	PQclear(q->held);
-	free(q->held_rows);
-	q->held = NULL;
-	q->held_rows = NULL;
-	q->held_head = q->held_n = 0;
-	LIST_REMOVE(q, held_link);
-}
-
-void
-pg_held_drop_all(struct pg_store *s)
-{
-	struct saker_queue *q;
-
-	while ((q = LIST_FIRST(&s->holding)) != NULL)
-		pg_held_drop(s, q);
-}
-
 /* Hand the queue's unserved claimed items back (state 0) in this batch;
  * they keep their place in the FIFO. */
 int
@@ -125,43 +101,6 @@ pg_claim(struct pg_store *s, struct saker_queue *q, int n, int64_t now_ms)
 	if (PQntuples(res) == 0)
 		q->empty_gen = s->txn_gen;
 	return pg_held_install(s, q, res, now_ms);
-}
-
-/* Serve the claimed rows of res (P_CLAIM's) from q->held; takes res. */
-int
-pg_held_install(struct pg_store *s, struct saker_queue *q, PGresult *res,
-    int64_t now_ms)
-{
-	int *rows, k = PQntuples(res), i, j, t;
-
-	if (k == 0) {
-		PQclear(res);
-		return SAKER_EEMPTY;
-	}
-	if ((rows = malloc((size_t)k * sizeof(*rows))) == NULL) {
-		PQclear(res);
-		/* still leased to us: the sweep returns them */
-		return pg_errf(s, SAKER_ENOMEM, "out of memory");
-	}
-	/* RETURNING has no order: sort by (vis, id), at most PG_CLAIM_MAX */
-	for (i = 0; i < k; i++) {
-		t = i;
-		for (j = i; j > 0 && (pg_rv_i64(res, rows[j - 1], 4) >
-		    pg_rv_i64(res, t, 4) || (pg_rv_i64(res, rows[j - 1], 4) ==
-		    pg_rv_i64(res, t, 4) && pg_rv_i64(res, rows[j - 1], 0) >
-		    pg_rv_i64(res, t, 0))); j--)
-			rows[j] = rows[j - 1];
-		rows[j] = t;
-	}
-	pg_hint(s, q, res, rows[k - 1]);
-	q->held = res;
-	q->held_rows = rows;
-	q->held_head = 0;
-	q->held_n = k;
-	q->held_used_ms = now_ms;
-	s->nheld += (size_t)k;
-	LIST_INSERT_HEAD(&s->holding, q, held_link);
-	return SAKER_OK;
 }
 
 /* Serve a take from the claimed items; SAKER_EEMPTY when they ran out. */

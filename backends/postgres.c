@@ -56,22 +56,6 @@
 /* ------------------------------------------------------------------ */
 /* queue tables */
 
-struct saker_queue *
-pg_find_name(struct pg_store *s, const char *name, size_t len)
-{
-	struct kit_qent *e = kit_qtab_by_name(&s->qt, name, len);
-
-	return e != NULL ? PG_Q(e) : NULL;
-}
-
-struct saker_queue *
-pg_find_id(struct pg_store *s, int64_t id)
-{
-	struct kit_qent *e = kit_qtab_by_id(&s->qt, id);
-
-	return e != NULL ? PG_Q(e) : NULL;
-}
-
 static struct saker_queue *
 pg_queue_new(struct pg_store *s, const char *name, size_t len, int64_t id)
 {
@@ -93,53 +77,8 @@ pg_queue_new(struct pg_store *s, const char *name, size_t len, int64_t id)
 	return q;
 }
 
-/* Something may now sit before the hint: scan from the head again. */
-static void
-pg_unhint(struct saker_queue *q)
-{
-	q->hint_gen--;
-}
-
-static void
-pg_mark_dirty(struct pg_store *s, struct saker_queue *q)
-{
-	if (q->dirty)
-		return;
-	LIST_INSERT_HEAD(&s->dirty, q, dirty_link);
-	q->dirty = true;
-}
-
-/* n items of q expired and were dropped: counted at the commit */
-void
-pg_expired(struct pg_store *s, struct saker_queue *q, int64_t n)
-{
-	pg_mark_dirty(s, q);
-	q->d_expired += n;
-}
-
-void
-pg_unlist(struct saker_queue *q)
-{
-	if (q->dirty)
-		LIST_REMOVE(q, dirty_link);
-	if (q->pend)
-		LIST_REMOVE(q, pend_link);
-	if (q->took)
-		LIST_REMOVE(q, took_link);
-	q->dirty = q->pend = q->took = false;
-	q->d_total = q->d_expired = 0;
-}
-
 /* ------------------------------------------------------------------ */
 /* queues */
-
-static int
-pg_dead(struct pg_store *s, struct saker_queue *q)
-{
-	if (q == NULL || q->dead)
-		return pg_errf(s, SAKER_ENOTFOUND, "no such queue");
-	return SAKER_OK;
-}
 
 /* *id: the queue id statement `which` (P_Q_FIND, P_Q_CREATE) returns
  * for p, or left alone when it returns no row. */
@@ -542,38 +481,6 @@ pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r)
 		return s->code;
 	PQclear(res);
 	return SAKER_OK;
-}
-
-/* The row just taken (or dropped, or claimed last) in this transaction:
- * later takes in the same transaction start after it. */
-void
-pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res,
-    int row)
-{
-	if (!s->in_txn)
-		return;
-	q->hint_gen = s->txn_gen;
-	q->hint_vis = pg_rv_i64(res, row, 4);
-	q->hint_id = pg_rv_i64(res, row, 0);
-}
-
-/* $1-$5 of HEAD_WHERE: q's visible head at now_ms, past the row this
- * transaction took last (pg_hint()). */
-void
-pg_head_params(const struct pg_store *s, const struct saker_queue *q,
-    struct pgp *p, int64_t now_ms)
-{
-	memset(p, 0, sizeof(*p));
-	pg_pp_i64(p, q->id);
-	pg_pp_i64(p, now_ms);
-	pg_pp_i64(p, now_ms + PG_SKEW_MS);
-	if (q->hint_gen == s->txn_gen && s->in_txn) {
-		pg_pp_i64(p, q->hint_vis);
-		pg_pp_i64(p, q->hint_id);
-	} else {
-		pg_pp_i64(p, INT64_MIN);
-		pg_pp_i64(p, 0);
-	}
 }
 
 /* One item by one statement: the quiet path (claim size 1) and peek. */
