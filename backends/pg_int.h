@@ -359,7 +359,10 @@ int pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,
 int pg_held_damaged(struct pg_store *s, struct saker_queue *q, int i,
     int64_t now_ms);
 
-/* postgres.c */
+/* pg_item.c */
+void pg_saw(struct pg_store *s, int64_t now_ms);
+int pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms);
 void pg_row_item(const PGresult *res, int row, struct saker_item *it,
     saker_item_state state);
 bool pg_row_sound(const PGresult *res, int row);
