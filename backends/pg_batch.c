@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "clock.h"
-#include "pg_int.h"
+#include "pg_batch.h"
+#include "pg_queue.h"
+#include "pg_wire.h"
 
 /* NOTIFY payloads are limited to 8000 bytes. */
 #define PG_NOTIFY_MAX 7000

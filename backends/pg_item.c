@@ -7,7 +7,10 @@
 #include <string.h>
 
 #include "kit.h"
-#include "pg_int.h"
+#include "pg_batch.h"
+#include "pg_item.h"
+#include "pg_queue.h"
+#include "pg_wire.h"
 
 /* The newest now_ms the driver was given ("delayed" in stats, the
  * commit's claims ahead). */

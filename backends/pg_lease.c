@@ -9,7 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg_int.h"
+#include "pg_batch.h"
+#include "pg_damaged.h"
+#include "pg_item.h"
+#include "pg_lease.h"
+#include "pg_queue.h"
+#include "pg_sql.h"
+#include "pg_wire.h"
 
 /* the VACUUM connection, after a failure */
 #define PG_VACUUM_RETRY_MS 16000

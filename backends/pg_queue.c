@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg_int.h"
+#include "pg_queue.h"
+#include "pg_wire.h"
 
 /* ------------------------------------------------------------------ */
 /* queue tables */

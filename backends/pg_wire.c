@@ -19,7 +19,8 @@
 
 #include "bytes.h"
 #include "clock.h"
-#include "pg_int.h"
+#include "pg_conninfo.h"
+#include "pg_wire.h"
 
 /* Reconnection attempts: one per tick (about a second).  They are cheap
  * now that they never block the loop (pg_link_*), and the window after a

@@ -13,7 +13,15 @@
 #include "clock.h"
 #include "hash.h"
 #include "kit.h"
-#include "pg_int.h"
+#include "pg_batch.h"
+#include "pg_conninfo.h"
+#include "pg_damaged.h"
+#include "pg_item.h"
+#include "pg_lease.h"
+#include "pg_queue.h"
+#include "pg_sql.h"
+#include "pg_wire.h"
+#include "postgres.h"
 
 /* PostgreSQL's largest field value is 1 GB less one byte (MaxAllocSize)
  * including its 4-byte header; keep a little more aside for the wire. */
