@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "clock.h"
-#include "pg_int.h"
+#include "pg_batch.h"
+#include "pg_queue.h"
+#include "pg_wire.h"
 
 /* NOTIFY payloads are limited to 8000 bytes. */
 #define PG_NOTIFY_MAX 7000
@@ -41,7 +43,7 @@ static void
 pg_pending_reset(struct pg_store *s)
 {
 	pg_batch_arrs(s, pg_arr_reset);
-	pg_os_clear(&s->st_ids);
+	intmap_clear(&s->st_ids);
 	s->put_bytes = 0;
 }
 
@@ -51,7 +53,7 @@ pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st)
 {
 	if (!pg_arr_reserve(&s->st_qid, 12) || !pg_arr_reserve(&s->st_id, 12) ||
 	    !pg_arr_reserve(&s->st_st, 12) ||
-	    pg_os_add(&s->st_ids, id, qid) != SAKER_OK)
+	    intmap_put_u64(&s->st_ids, id, (uint64_t)qid) != 0)
 		return pg_errf(s, SAKER_ENOMEM, "out of memory");
 	pg_arr_i64(&s->st_qid, qid);
 	pg_arr_i64(&s->st_id, (int64_t)id);
@@ -208,15 +210,15 @@ pg_reload_open(struct pg_store *s)
 	PGresult *res;
 	int i;
 
-	pg_os_clear(&s->open);
+	intmap_clear(&s->open);
 	if (s->conn == NULL || s->read_only)
 		return;
 	pg_pp_str(&p, s->owner);
 	if ((res = pg_run(s, P_MINE, &p, "reading open items")) == NULL)
 		return;
 	for (i = 0; i < PQntuples(res); i++)
-		(void)pg_os_add(&s->open, (uint64_t)pg_rv_i64(res, i, 1),
-		    pg_rv_i64(res, i, 0));
+		(void)intmap_put_u64(&s->open, (uint64_t)pg_rv_i64(res, i, 1),
+		    (uint64_t)pg_rv_i64(res, i, 0));
 	PQclear(res);
 }
 

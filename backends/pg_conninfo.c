@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "duration.h"
-#include "pg_int.h"
+#include "pg_conninfo.h"
 
 /* ---- connection parameters, with the hosts of a list rotated ---- */
 

@@ -7,7 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg_int.h"
+#include "pg_batch.h"
+#include "pg_damaged.h"
+#include "pg_item.h"
+#include "pg_queue.h"
+#include "pg_wire.h"
 
 /* Whether a damaged item can be moved aside now. */
 static bool

@@ -1,5 +1,17 @@
-/* pg_int.h -- the PostgreSQL driver's private header: its structs and
- * the functions its files share (postgres.c, pg_*.c). */
+/* pg_int.h -- the PostgreSQL driver's private types: the store, its
+ * queues and links, and the constants its parts share.  No functions:
+ * each part declares what it exports in its own header, so that the
+ * includes show who calls whom (tests/check_layers.sh).  The parts call
+ * one way, top down:
+ *   postgres.c (the driver's hooks, open and close)
+ *   > pg_lease (claims, leases, tick, the VACUUM link, a new session)
+ *   > pg_damaged (checksum failures) > pg_item (rows, put, expire_to)
+ *   > pg_batch (buffered writes, commit, rollback) > pg_queue (queues in
+ *   memory, claimed items, wake-ups) > pg_wire (connections, round
+ *   trips, pipelines; it reports up through struct pg_wire_cb)
+ *   > pg_conninfo (options, the connection string);
+ *   pg_sql (statements, schema) is called by postgres.c and pg_lease and
+ *   calls pg_wire. */
 #ifndef SAKER_PG_INT_H
 #define SAKER_PG_INT_H
 
@@ -12,13 +24,13 @@
 #include <libpq-fe.h>
 
 #include "saker/store.h"
+#include "intmap.h"
 #include "qtab.h"
 
 /* Items put by a broker whose clock runs ahead are still taken if they are
  * at most this far in the future; the bound keeps a queue full of delayed
  * items from being scanned by every take. */
 #define PG_SKEW_MS 60000
-#define PG_MAX_PARAMS 12
 /* Most items one take claims ahead (they are held in memory). */
 #define PG_CLAIM_MAX 64
 
@@ -86,13 +98,6 @@ struct pg_arr {
 	uint32_t n, oid;
 };
 
-/* Open items this broker holds: id (unique store-wide) -> queue id. */
-struct pg_oset {
-	uint64_t *ids;
-	int64_t *qids;
-	size_t cap, n;
-};
-
 /*
  * A connection made without blocking: PQconnectStartParams(), then
  * PQconnectPoll() whenever its socket is ready, the socket registered in
@@ -109,8 +114,11 @@ struct pg_link {
 	int regfd;		/* registered in efd, or -1 */
 };
 
+struct pg_wire_cb;
+
 struct pg_store {
 	saker_store base;
+	const struct pg_wire_cb *wcb;	/* the driver's (pg_wire.h) */
 	PGconn *conn;		/* statements: links[PG_L_MAIN].c once it is
 				 * up and set up; NULL while down */
 	struct pg_link links[PG_L_N];
@@ -163,7 +171,8 @@ struct pg_store {
 
 	struct kit_qtab qt;	/* the live queues by name and id */
 	struct pg_qlist dirty, pend, deleted, zombies, holding, took;
-	struct pg_oset open;
+	/* open items this broker holds: id (unique store-wide) -> queue id */
+	struct intmap open;
 
 	/*
 	 * Writes of the batch not yet sent: they go out in one pipeline
@@ -175,7 +184,7 @@ struct pg_store {
 	    put_created, put_data, put_crc, put_dlv;
 	size_t put_bytes;
 	struct pg_arr st_qid, st_id, st_st;
-	struct pg_oset st_ids;	/* ids with a state change in st_* */
+	struct intmap st_ids;	/* ids with a state change in st_* */
 	struct pg_arr del_qid, del_id;
 	uint64_t batch_no;	/* commits so far: takes per batch */
 	size_t nheld;		/* items claimed ahead, all queues */
@@ -194,157 +203,8 @@ struct pg_store {
 
 #define PG(s) ((struct pg_store *)(void *)(s))
 
-extern const struct saker_store_driver saker_store_postgres;
-
-/* a statement's parameters, all binary (pg_pp_*()) */
-struct pgp {
-	int n;
-	const char *v[PG_MAX_PARAMS];
-	int l[PG_MAX_PARAMS];
-	int f[PG_MAX_PARAMS];
-	unsigned char b[PG_MAX_PARAMS][8];
-};
-
-#define OID_BYTEA 17
-#define OID_INT8 20
-#define OID_TEXT 25
-
-#define PG_PIPE_MAX 16
-
-/* several statements in one round trip (pg_pipe_*()) */
-struct pg_pipe {
-	int n;
-	const char *what[PG_PIPE_MAX];
-	PGresult *res[PG_PIPE_MAX];	/* kept results, by statement */
-	int bad;			/* first failed statement, or -1 */
-	PGresult *bad_res;
-	int qsync;			/* index of P_QSYNC, or -1 */
-	bool sendfail;			/* a statement could not be sent */
-};
-
 #define PG_Q(e) KIT_QENT_QUEUE(e, struct saker_queue, qe)
 
 #define PG_HOSTS_MAX 32
-
-/* pg_wire.c */
-int pg_errf(struct pg_store *s, int code, const char *fmt, ...);
-void pg_oneline(char *dst, size_t len, const char *msg);
-void pg_link_drop(struct pg_store *s, struct pg_link *l, bool abort);
-void pg_deadline(struct pg_store *s);
-bool pg_next(struct pg_store *s, PGresult **res);
-PGresult *pg_exec(struct pg_store *s, const char *sql);
-int pg_simple(struct pg_store *s, const char *sql, const char *what);
-int pg_down(struct pg_store *s);
-int pg_fail(struct pg_store *s, const PGresult *res, const char *what);
-void pg_pp_i64(struct pgp *p, int64_t x);
-void pg_pp_bin(struct pgp *p, const void *d, size_t len);
-void pg_pp_null(struct pgp *p);
-void pg_pp_str(struct pgp *p, const char *str);
-int64_t pg_rv_i64(const PGresult *r, int row, int col);
-uint64_t pg_rv_changed(const PGresult *r);
-bool pg_arr_reserve(struct pg_arr *a, size_t more);
-void pg_arr_put(struct pg_arr *a, const void *d, size_t len);
-void pg_arr_i64(struct pg_arr *a, int64_t x);
-void pg_arr_reset(struct pg_arr *a);
-void pg_arr_free(struct pg_arr *a);
-void pg_pp_arr(struct pgp *p, struct pg_arr *a);
-void pg_pipe_init(struct pg_pipe *pp);
-void pg_pipe_clear(struct pg_pipe *pp);
-bool pg_pipe_wait(struct pg_store *s, struct pg_pipe *pp);
-bool pg_pipe_send(struct pg_store *s, struct pg_pipe *pp, int which,
-    const char *sql, const struct pgp *p, const char *what);
-int pg_pipe_fail(struct pg_store *s, struct pg_pipe *pp);
-int pg_link_start(struct pg_store *s, struct pg_link *l, uint64_t wait_ns);
-int pg_link_step(struct pg_store *s, struct pg_link *l);
-int pg_link_wait(struct pg_store *s, struct pg_link *l, uint64_t wait_ns);
-void pg_notify_local(struct pg_store *s, struct saker_queue *q);
-void pg_gained(struct pg_store *s, struct saker_queue *q);
-int pg_links(struct pg_store *s, int64_t now_ms);
-int pg_main_up(struct pg_store *s);
-int pg_attempt_failed(struct pg_store *s, int64_t now_ms);
-int pg_listen_open(struct pg_store *s);
-int pg_watch_fd(saker_store *base);
-int pg_fd_ready(saker_store *base, int64_t now_ms);
-
-/* pg_conninfo.c */
-int pg_list_n(const char *list);
-void pg_params(struct pg_store *s, const char **kw, const char **val,
-    size_t max);
-void pg_rotate_past(struct pg_store *s, PGconn *c);
-int pg_channel_opts(struct pg_store *s, const struct saker_store_opts *opts,
-    char *err, size_t errlen);
-int pg_parse_location(struct pg_store *s, const char *loc, char *err,
-    size_t errlen);
-extern const struct saker_store_option pg_options[];
-
-/* pg_sql.c */
-int pg_prepare_all(struct pg_store *s);
-int pg_session(struct pg_store *s);
-int pg_check_schema(struct pg_store *s, bool create);
-extern const char pg_fold_sql[];
-
-/* pg_batch.c */
-void pg_batch_arrs(struct pg_store *s, void (*fn)(struct pg_arr *));
-int pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st);
-bool pg_del_room(struct pg_store *s);
-void pg_del_add(struct pg_store *s, int64_t qid, uint64_t id);
-void pg_send_pending(struct pg_store *s, struct pg_pipe *pp);
-void pg_pending_done(struct pg_store *s, struct pg_pipe *pp);
-PGresult *pg_run(struct pg_store *s, int which, const struct pgp *p,
-    const char *what);
-int pg_flush(struct pg_store *s);
-void pg_lose_batch(struct pg_store *s, int code);
-int pg_begin(struct pg_store *s);
-int pg_commit(saker_store *base);
-int pg_sync(saker_store *base);
-
-/* pg_lease.c */
-int pg_os_add(struct pg_oset *o, uint64_t id, int64_t qid);
-bool pg_os_take(struct pg_oset *o, uint64_t id, int64_t qid);
-void pg_os_drop_queue(struct pg_oset *o, int64_t qid);
-void pg_os_clear(struct pg_oset *o);
-bool pg_os_has(const struct pg_oset *o, uint64_t id);
-bool pg_lease_ok(const struct pg_store *s, int64_t now_ms);
-void pg_held_drop(struct pg_store *s, struct saker_queue *q);
-void pg_held_drop_all(struct pg_store *s);
-int pg_held_return(struct pg_store *s, struct saker_queue *q);
-int pg_claim(struct pg_store *s, struct saker_queue *q, int n, int64_t now_ms);
-int pg_claim_size(struct pg_store *s, struct saker_queue *q);
-int pg_held_install(struct pg_store *s, struct saker_queue *q, PGresult *res,
-    int64_t now_ms);
-int pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
-    int64_t now_ms, saker_item_fn fn, void *arg);
-int pg_peek_held(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
-    saker_item_fn fn, void *arg);
-int pg_run_leased(struct pg_store *s, int which, const struct pgp *p,
-    const char *what, uint64_t id, const char *after);
-void pg_vacuum_drop(struct pg_store *s, int64_t now_ms);
-int pg_vacuum_tick(struct pg_store *s, int64_t now_ms);
-int pg_tick(saker_store *base, int64_t now_ms);
-
-/* pg_damaged.c */
-int pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,
-    PGresult *res, int64_t now_ms);
-int pg_held_damaged(struct pg_store *s, struct saker_queue *q, int i,
-    int64_t now_ms);
-
-/* postgres.c */
-struct saker_queue *pg_find_name(struct pg_store *s, const char *name,
-    size_t len);
-struct saker_queue *pg_find_id(struct pg_store *s, int64_t id);
-void pg_expired(struct pg_store *s, struct saker_queue *q, int64_t n);
-void pg_unlist(struct saker_queue *q);
-void pg_row_item(const PGresult *res, int row, struct saker_item *it,
-    saker_item_state state);
-bool pg_row_sound(const PGresult *res, int row);
-int pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
-    int row, const int col[4], int64_t now_ms, bool *moved);
-void pg_xto_wake(struct pg_store *s);
-int pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r);
-extern const int pg_item_cols[4];
-void pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res,
-    int row);
-void pg_head_params(const struct pg_store *s, const struct saker_queue *q,
-    struct pgp *p, int64_t now_ms);
 
 #endif

@@ -1,6 +1,7 @@
 /* pg_lease.c -- the PostgreSQL driver's leases: the open items this
  * broker holds, items claimed ahead, lease renewal and the sweep of dead
- * brokers' leases (tick), the VACUUM connection. */
+ * brokers' leases (tick), the VACUUM connection, and a new statement
+ * session handing back what the lost one held (pg_main_up). */
 #include "config.h"
 
 #include <inttypes.h>
@@ -8,7 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg_int.h"
+#include "pg_batch.h"
+#include "pg_damaged.h"
+#include "pg_item.h"
+#include "pg_lease.h"
+#include "pg_queue.h"
+#include "pg_sql.h"
+#include "pg_wire.h"
 
 /* the VACUUM connection, after a failure */
 #define PG_VACUUM_RETRY_MS 16000
@@ -18,120 +25,16 @@
 /* ------------------------------------------------------------------ */
 /* the set of open items this broker holds */
 
-static size_t
-os_slot(uint64_t id, size_t cap)
-{
-	return (size_t)((id * 0x9e3779b97f4a7c15ULL) >> 20) & (cap - 1);
-}
-
-int
-pg_os_add(struct pg_oset *o, uint64_t id, int64_t qid)
-{
-	size_t i;
-
-	if ((o->n + 1) * 2 > o->cap) {
-		struct pg_oset no;
-		size_t k;
-
-		no.cap = o->cap ? o->cap * 2 : 64;
-		no.n = 0;
-		no.ids = calloc(no.cap, sizeof(*no.ids));
-		no.qids = calloc(no.cap, sizeof(*no.qids));
-		if (no.ids == NULL || no.qids == NULL) {
-			free(no.ids);
-			free(no.qids);
-			return SAKER_ENOMEM;
-		}
-		for (k = 0; k < o->cap; k++)
-			if (o->ids[k] != 0)
-				(void)pg_os_add(&no, o->ids[k], o->qids[k]);
-		free(o->ids);
-		free(o->qids);
-		*o = no;
-	}
-	for (i = os_slot(id, o->cap); o->ids[i] != 0; i = (i + 1) & (o->cap - 1))
-		if (o->ids[i] == id) {
-			o->qids[i] = qid;
-			return SAKER_OK;
-		}
-	o->ids[i] = id;
-	o->qids[i] = qid;
-	o->n++;
-	return SAKER_OK;
-}
-
-static void
-os_del_at(struct pg_oset *o, size_t i)
-{
-	size_t j, k;
-
-	o->ids[i] = 0;
-	o->n--;
-	/* backward-shift deletion keeps probe chains intact without tombstones */
-	for (j = (i + 1) & (o->cap - 1); o->ids[j] != 0; j = (j + 1) & (o->cap - 1)) {
-		k = os_slot(o->ids[j], o->cap);
-		if ((j > i && (k <= i || k > j)) || (j < i && k <= i && k > j)) {
-			o->ids[i] = o->ids[j];
-			o->qids[i] = o->qids[j];
-			o->ids[j] = 0;
-			i = j;
-		}
-	}
-}
-
 /* Remove id if it is held on queue qid; true if it was. */
 bool
-pg_os_take(struct pg_oset *o, uint64_t id, int64_t qid)
+pg_os_take(struct intmap *o, uint64_t id, int64_t qid)
 {
-	size_t i;
+	uint64_t v = intmap_get_u64(o, id);
 
-	if (o->cap == 0 || id == 0)
+	if (v == 0 || v != (uint64_t)qid)
 		return false;
-	for (i = os_slot(id, o->cap); o->ids[i] != 0; i = (i + 1) & (o->cap - 1)) {
-		if (o->ids[i] != id)
-			continue;
-		if (o->qids[i] != qid)
-			return false;
-		os_del_at(o, i);
-		return true;
-	}
-	return false;
-}
-
-void
-pg_os_drop_queue(struct pg_oset *o, int64_t qid)
-{
-	size_t i = 0;
-
-	while (i < o->cap) {
-		if (o->ids[i] != 0 && o->qids[i] == qid)
-			os_del_at(o, i);	/* slot i may refill: look again */
-		else
-			i++;
-	}
-}
-
-void
-pg_os_clear(struct pg_oset *o)
-{
-	if (o->cap > 0) {
-		memset(o->ids, 0, o->cap * sizeof(*o->ids));
-		o->n = 0;
-	}
-}
-
-/* Whether id has a state change waiting in the batch's arrays. */
-bool
-pg_os_has(const struct pg_oset *o, uint64_t id)
-{
-	size_t i;
-
-	if (o->cap == 0 || id == 0)
-		return false;
-	for (i = os_slot(id, o->cap); o->ids[i] != 0; i = (i + 1) & (o->cap - 1))
-		if (o->ids[i] == id)
-			return true;
-	return false;
+	(void)intmap_del_u64(o, id);
+	return true;
 }
 
 /* ---- claim ahead ---- */
@@ -142,30 +45,6 @@ bool
 pg_lease_ok(const struct pg_store *s, int64_t now_ms)
 {
 	return now_ms < s->lease_floor + s->lease_ms - s->lease_ms / 4;
-}
-
-/* Forget the queue's claimed items here (the database is not told). */
-void
-pg_held_drop(struct pg_store *s, struct saker_queue *q)
-{
-	if (q->held == NULL)
-		return;
-	s->nheld -= (size_t)(q->held_n - q->held_head);
-	PQclear(q->held);
-	free(q->held_rows);
-	q->held = NULL;
-	q->held_rows = NULL;
-	q->held_head = q->held_n = 0;
-	LIST_REMOVE(q, held_link);
-}
-
-void
-pg_held_drop_all(struct pg_store *s)
-{
-	struct saker_queue *q;
-
-	while ((q = LIST_FIRST(&s->holding)) != NULL)
-		pg_held_drop(s, q);
 }
 
 /* Hand the queue's unserved claimed items back (state 0) in this batch;
@@ -230,43 +109,6 @@ pg_claim(struct pg_store *s, struct saker_queue *q, int n, int64_t now_ms)
 	return pg_held_install(s, q, res, now_ms);
 }
 
-/* Serve the claimed rows of res (P_CLAIM's) from q->held; takes res. */
-int
-pg_held_install(struct pg_store *s, struct saker_queue *q, PGresult *res,
-    int64_t now_ms)
-{
-	int *rows, k = PQntuples(res), i, j, t;
-
-	if (k == 0) {
-		PQclear(res);
-		return SAKER_EEMPTY;
-	}
-	if ((rows = malloc((size_t)k * sizeof(*rows))) == NULL) {
-		PQclear(res);
-		/* still leased to us: the sweep returns them */
-		return pg_errf(s, SAKER_ENOMEM, "out of memory");
-	}
-	/* RETURNING has no order: sort by (vis, id), at most PG_CLAIM_MAX */
-	for (i = 0; i < k; i++) {
-		t = i;
-		for (j = i; j > 0 && (pg_rv_i64(res, rows[j - 1], 4) >
-		    pg_rv_i64(res, t, 4) || (pg_rv_i64(res, rows[j - 1], 4) ==
-		    pg_rv_i64(res, t, 4) && pg_rv_i64(res, rows[j - 1], 0) >
-		    pg_rv_i64(res, t, 0))); j--)
-			rows[j] = rows[j - 1];
-		rows[j] = t;
-	}
-	pg_hint(s, q, res, rows[k - 1]);
-	q->held = res;
-	q->held_rows = rows;
-	q->held_head = 0;
-	q->held_n = k;
-	q->held_used_ms = now_ms;
-	s->nheld += (size_t)k;
-	LIST_INSERT_HEAD(&s->holding, q, held_link);
-	return SAKER_OK;
-}
-
 /* Serve a take from the claimed items; SAKER_EEMPTY when they ran out. */
 int
 pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
@@ -300,8 +142,8 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 			s->nheld--;
 			continue;
 		}
-		if (mode == SAKER_TAKE_OPEN && pg_os_add(&s->open, id, q->id) !=
-		    SAKER_OK)
+		if (mode == SAKER_TAKE_OPEN && intmap_put_u64(&s->open, id,
+		    (uint64_t)q->id) != 0)
 			return pg_errf(s, SAKER_ENOMEM, "out of memory");
 		pg_row_item(q->held, row, &it, SAKER_ITEM_READY);
 		/* P_SETSTATE counts the delivery of a claimed item it opens */
@@ -470,6 +312,67 @@ pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 	return SAKER_OK;
 }
 
+/* The VACUUM link's part of pg_links(): a connection being made or a
+ * VACUUM under way advances, a link the server closed is dropped. */
+void
+pg_vacuum_poll(struct pg_store *s, int64_t now_ms)
+{
+	struct pg_link *l;
+
+	l = &s->links[PG_L_VACUUM];
+	if (l->c != NULL && (!l->up || s->vacuuming))
+		(void)pg_vacuum_tick(s, now_ms);
+	else if (l->up && pg_readable(l->c) && (!PQconsumeInput(l->c) ||
+	    PQstatus(l->c) == CONNECTION_BAD))
+		pg_vacuum_drop(s, now_ms);
+}
+
+/* The statement connection just connected: set it up (one bounded
+ * round trip), hand back what the old session held. */
+int
+pg_main_up(struct pg_store *s)
+{
+	struct pg_link *l = &s->links[PG_L_MAIN];
+
+	s->conn = l->c;
+	if (pg_prepare_all(s) != SAKER_OK) {
+		pg_link_drop(s, l, true);
+		return s->code;
+	}
+	l->up = true;
+	intmap_clear(&s->open);
+	if (!s->read_only) {
+		struct pgp p = { 0 };
+		struct saker_queue *q;
+		PGresult *res;
+		int i;
+
+		/* Everything the lost session held goes back to its queue
+		 * now, claimed ahead and open alike (at least once): which of
+		 * them the failed batches handed out, and which of their
+		 * clients are still there, is unknown, and a lease this
+		 * broker kept renewing would never run out. */
+		pg_pp_str(&p, s->owner);
+		if ((res = pg_run(s, P_RELEASE_ALL, &p, "returning open and"
+		    " claimed items")) == NULL)
+			return s->code;
+		for (i = 0; i < PQntuples(res); i++)
+			if ((q = pg_find_id(s, pg_rv_i64(res, i, 0))) != NULL)
+				pg_gained(s, q);
+		PQclear(res);
+	}
+	if (s->conn == NULL)
+		return s->code;
+	s->down_why[0] = '\0';
+	s->down_said = false;
+	s->lretry_at = 0;
+	if (s->opened)
+		s->reconnects++;
+	/* waiters look again: what they missed is there to take */
+	pg_notify_all(s);
+	return SAKER_OK;
+}
+
 int
 pg_tick(saker_store *base, int64_t now_ms)
 {
@@ -482,6 +385,7 @@ pg_tick(saker_store *base, int64_t now_ms)
 	if (s->read_only)
 		return SAKER_OK;
 	err = pg_links(s, now_ms);
+	pg_vacuum_poll(s, now_ms);
 	if (s->conn == NULL) {
 		struct pg_link *l = &s->links[PG_L_MAIN];
 
@@ -537,4 +441,17 @@ pg_tick(saker_store *base, int64_t now_ms)
 	PQclear(res);
 	/* last: its failure (a warning) must not skip the work above */
 	return pg_vacuum_tick(s, now_ms);
+}
+
+int
+pg_fd_ready(saker_store *base, int64_t now_ms)
+{
+	struct pg_store *s = PG(base);
+	int err;
+
+	if (s->read_only)
+		return SAKER_OK;
+	err = pg_links(s, now_ms);
+	pg_vacuum_poll(s, now_ms);
+	return err;
 }

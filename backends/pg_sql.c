@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg_int.h"
+#include "pg_sql.h"
+#include "pg_wire.h"
 
 /* 2: state 2 (claimed ahead); the lease index covers it.
  * 3: saker_items.crc, the item's CRC32C (kit_item_crc); NULL in rows

@@ -1,6 +1,9 @@
 /* pg_wire.c -- the PostgreSQL driver's connections: connecting and
  * reconnecting without blocking, the bounded wait for an answer and its
- * probe, binary parameters and arrays, pipelines, LISTEN/NOTIFY. */
+ * probe, binary parameters and arrays, pipelines, LISTEN/NOTIFY.  It
+ * calls nothing of the driver above it: a lost connection, a failed
+ * batch, a new session and a notification are reported through the
+ * callbacks the driver set (s->wcb, struct pg_wire_cb). */
 #include "config.h"
 
 #include <sys/epoll.h>
@@ -16,7 +19,8 @@
 
 #include "bytes.h"
 #include "clock.h"
-#include "pg_int.h"
+#include "pg_conninfo.h"
+#include "pg_wire.h"
 
 /* Reconnection attempts: one per tick (about a second).  They are cheap
  * now that they never block the loop (pg_link_*), and the window after a
@@ -606,14 +610,14 @@ pg_conn_lost(struct pg_store *s, const char *why)
 	pg_oneline(s->down_why, sizeof(s->down_why), why);
 	s->down_said = false;
 	/* after a reconnect the claims are given back: forget them now */
-	pg_held_drop_all(s);
+	s->wcb->conn_lost(s);
 	for (i = 0; i < PG_L_N; i++)
 		pg_link_drop(s, &s->links[i], true);
 	if (s->in_txn) {
 		/* the batch's statements went with the session */
 		pg_errf(s, SAKER_EIO, "postgres: connection lost: %s",
 		    s->down_why);
-		pg_lose_batch(s, SAKER_EIO);
+		s->wcb->lose_batch(s, SAKER_EIO);
 	}
 	s->listening = false;
 	s->vacuuming = false;
@@ -650,7 +654,7 @@ pg_fail(struct pg_store *s, const PGresult *res, const char *what)
 	s->code = code;
 	/* (pg_conn_lost() may have rolled it back already) */
 	if (txn && s->in_txn)
-		pg_lose_batch(s, code);
+		s->wcb->lose_batch(s, code);
 	return code;
 }
 
@@ -790,41 +794,6 @@ pg_listen_send(struct pg_store *s)
 	return SAKER_OK;
 }
 
-void
-pg_notify_local(struct pg_store *s, struct saker_queue *q)
-{
-	if (q != NULL)
-		q->empty_gen = s->txn_gen - 1;
-	if (s->notify != NULL && q != NULL && !q->dead)
-		s->notify(s->notify_arg, q, q->ctx);
-}
-
-/* Tell local waiters and, at commit, the other brokers. */
-void
-pg_gained(struct pg_store *s, struct saker_queue *q)
-{
-	if (q->hint_gen == s->txn_gen)
-		q->hint_gen--;	/* a released item may sit before the hint */
-	pg_notify_local(s, q);
-	if (!q->pend) {
-		LIST_INSERT_HEAD(&s->pend, q, pend_link);
-		q->pend = true;
-	}
-}
-
-/* After a reconnect notifications may have been missed: look at every
- * queue again. */
-static void
-pg_notify_all(struct pg_store *s)
-{
-	struct kit_qent *e;
-	size_t i = 0;
-
-	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
-	    e = kit_qtab_next(&s->qt, &i, e))
-		pg_notify_local(s, PG_Q(e));
-}
-
 /*
  * Read what the listen link has: the answer to LISTEN, notifications.
  * A lost listen connection is made again by pg_links(); the statement
@@ -852,7 +821,7 @@ pg_listen_read(struct pg_store *s, int64_t now_ms)
 		else if (!s->listening) {
 			s->listening = true;
 			/* notifications were lost meanwhile */
-			pg_notify_all(s);
+			s->wcb->missed(s);
 		}
 		PQclear(res);
 	}
@@ -873,59 +842,13 @@ pg_listen_read(struct pg_store *s, int64_t now_ms)
 				if (nl == NULL)
 					nl = end;
 				if (nl > p)
-					pg_notify_local(s, pg_find_name(s, p,
-					    (size_t)(nl - p)));
+					s->wcb->notified(s, p,
+					    (size_t)(nl - p));
 				p = nl + 1;
 			}
 		}
 		PQfreemem(n);
 	}
-	return SAKER_OK;
-}
-
-/* The statement connection just connected: set it up (one bounded
- * round trip), hand back what the old session held. */
-int
-pg_main_up(struct pg_store *s)
-{
-	struct pg_link *l = &s->links[PG_L_MAIN];
-
-	s->conn = l->c;
-	if (pg_prepare_all(s) != SAKER_OK) {
-		pg_link_drop(s, l, true);
-		return s->code;
-	}
-	l->up = true;
-	pg_os_clear(&s->open);
-	if (!s->read_only) {
-		struct pgp p = { 0 };
-		struct saker_queue *q;
-		PGresult *res;
-		int i;
-
-		/* Everything the lost session held goes back to its queue
-		 * now, claimed ahead and open alike (at least once): which of
-		 * them the failed batches handed out, and which of their
-		 * clients are still there, is unknown, and a lease this
-		 * broker kept renewing would never run out. */
-		pg_pp_str(&p, s->owner);
-		if ((res = pg_run(s, P_RELEASE_ALL, &p, "returning open and"
-		    " claimed items")) == NULL)
-			return s->code;
-		for (i = 0; i < PQntuples(res); i++)
-			if ((q = pg_find_id(s, pg_rv_i64(res, i, 0))) != NULL)
-				pg_gained(s, q);
-		PQclear(res);
-	}
-	if (s->conn == NULL)
-		return s->code;
-	s->down_why[0] = '\0';
-	s->down_said = false;
-	s->lretry_at = 0;
-	if (s->opened)
-		s->reconnects++;
-	/* waiters look again: what they missed is there to take */
-	pg_notify_all(s);
 	return SAKER_OK;
 }
 
@@ -951,7 +874,8 @@ pg_attempt_failed(struct pg_store *s, int64_t now_ms)
 	    " until it answers", why, PG_RETRY_MIN_MS / 1000);
 }
 
-static bool
+/* Has c's socket input (or an end) to read, now? */
+bool
 pg_readable(PGconn *c)
 {
 	struct pollfd p = { .fd = PQsocket(c), .events = POLLIN };
@@ -960,10 +884,12 @@ pg_readable(PGconn *c)
 }
 
 /*
- * Everything the sockets allow now, on every link, without waiting
- * (fd_ready() and tick()): connections being made advance, a statement
- * connection the server closed is noticed while idle, the listen
- * connection is read and made again.
+ * Everything the sockets allow now, on the statement and listen links,
+ * without waiting (fd_ready() and tick()): connections being made
+ * advance (a statement connection made is set up by wcb->session_up), a
+ * statement connection the server closed is noticed while idle, the
+ * listen connection is read and made again.  The VACUUM link is the
+ * caller's (pg_vacuum_poll()).
  */
 int
 pg_links(struct pg_store *s, int64_t now_ms)
@@ -975,7 +901,7 @@ pg_links(struct pg_store *s, int64_t now_ms)
 
 	if (l->c != NULL && !l->up) {
 		r = pg_link_step(s, l);
-		if (r > 0 && pg_main_up(s) != SAKER_OK)
+		if (r > 0 && s->wcb->session_up(s) != SAKER_OK)
 			r = -1;
 		if (r < 0)
 			err = pg_attempt_failed(s, now_ms);
@@ -1008,12 +934,6 @@ pg_links(struct pg_store *s, int64_t now_ms)
 	if (l->up && (r = pg_listen_read(s, now_ms)) != SAKER_OK &&
 	    err == SAKER_OK)
 		err = r;
-	l = &s->links[PG_L_VACUUM];
-	if (l->c != NULL && (!l->up || s->vacuuming))
-		(void)pg_vacuum_tick(s, now_ms);
-	else if (l->up && pg_readable(l->c) && (!PQconsumeInput(l->c) ||
-	    PQstatus(l->c) == CONNECTION_BAD))
-		pg_vacuum_drop(s, now_ms);
 	return err;
 }
 
@@ -1045,14 +965,4 @@ pg_watch_fd(saker_store *base)
 
 	/* one descriptor for all of them, so it never changes */
 	return s->efd;
-}
-
-int
-pg_fd_ready(saker_store *base, int64_t now_ms)
-{
-	struct pg_store *s = PG(base);
-
-	if (s->read_only)
-		return SAKER_OK;
-	return pg_links(s, now_ms);
 }

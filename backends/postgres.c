@@ -13,7 +13,15 @@
 #include "clock.h"
 #include "hash.h"
 #include "kit.h"
-#include "pg_int.h"
+#include "pg_batch.h"
+#include "pg_conninfo.h"
+#include "pg_damaged.h"
+#include "pg_item.h"
+#include "pg_lease.h"
+#include "pg_queue.h"
+#include "pg_sql.h"
+#include "pg_wire.h"
+#include "postgres.h"
 
 /* PostgreSQL's largest field value is 1 GB less one byte (MaxAllocSize)
  * including its 4-byte header; keep a little more aside for the wire. */
@@ -56,22 +64,6 @@
 /* ------------------------------------------------------------------ */
 /* queue tables */
 
-struct saker_queue *
-pg_find_name(struct pg_store *s, const char *name, size_t len)
-{
-	struct kit_qent *e = kit_qtab_by_name(&s->qt, name, len);
-
-	return e != NULL ? PG_Q(e) : NULL;
-}
-
-struct saker_queue *
-pg_find_id(struct pg_store *s, int64_t id)
-{
-	struct kit_qent *e = kit_qtab_by_id(&s->qt, id);
-
-	return e != NULL ? PG_Q(e) : NULL;
-}
-
 static struct saker_queue *
 pg_queue_new(struct pg_store *s, const char *name, size_t len, int64_t id)
 {
@@ -93,53 +85,8 @@ pg_queue_new(struct pg_store *s, const char *name, size_t len, int64_t id)
 	return q;
 }
 
-/* Something may now sit before the hint: scan from the head again. */
-static void
-pg_unhint(struct saker_queue *q)
-{
-	q->hint_gen--;
-}
-
-static void
-pg_mark_dirty(struct pg_store *s, struct saker_queue *q)
-{
-	if (q->dirty)
-		return;
-	LIST_INSERT_HEAD(&s->dirty, q, dirty_link);
-	q->dirty = true;
-}
-
-/* n items of q expired and were dropped: counted at the commit */
-void
-pg_expired(struct pg_store *s, struct saker_queue *q, int64_t n)
-{
-	pg_mark_dirty(s, q);
-	q->d_expired += n;
-}
-
-void
-pg_unlist(struct saker_queue *q)
-{
-	if (q->dirty)
-		LIST_REMOVE(q, dirty_link);
-	if (q->pend)
-		LIST_REMOVE(q, pend_link);
-	if (q->took)
-		LIST_REMOVE(q, took_link);
-	q->dirty = q->pend = q->took = false;
-	q->d_total = q->d_expired = 0;
-}
-
 /* ------------------------------------------------------------------ */
 /* queues */
-
-static int
-pg_dead(struct pg_store *s, struct saker_queue *q)
-{
-	if (q == NULL || q->dead)
-		return pg_errf(s, SAKER_ENOTFOUND, "no such queue");
-	return SAKER_OK;
-}
 
 /* *id: the queue id statement `which` (P_Q_FIND, P_Q_CREATE) returns
  * for p, or left alone when it returns no row. */
@@ -245,7 +192,7 @@ pg_queue_empty(struct pg_store *s, struct saker_queue *q, const char *what)
 	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_begin(s)) != SAKER_OK ||
 	    (err = pg_exec_qid(s, P_I_DELQ, q->id, what)) != SAKER_OK)
 		return err;
-	pg_os_drop_queue(&s->open, q->id);
+	(void)intmap_del_value_u64(&s->open, (uint64_t)q->id);
 	pg_held_drop(s, q);
 	return SAKER_OK;
 }
@@ -345,117 +292,6 @@ pg_queue_count(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 /* ------------------------------------------------------------------ */
 /* items */
 
-static void
-pg_saw(struct pg_store *s, int64_t now_ms)
-{
-	if (now_ms > s->last_now)
-		s->last_now = now_ms;
-}
-
-/* Puts wait in the batch's arrays; beyond this many bytes of data they
- * are sent ahead of the commit, so no statement grows without bound. */
-#define PG_PUT_FLUSH (8u << 20)
-
-static int
-pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
-    int64_t now_ms)
-{
-	struct pg_store *s = PG(base);
-	int64_t due, vis, created;
-	int err;
-
-	if ((err = pg_dead(s, q)) != SAKER_OK)
-		return err;
-	if (item == NULL || (item->data == NULL && item->len > 0) ||
-	    item->len > INT32_MAX)
-		return pg_errf(s, SAKER_EINVAL, "bad item");
-	if ((err = pg_begin(s)) != SAKER_OK)
-		return err;
-	if (!pg_arr_reserve(&s->put_name, 4 + q->len) ||
-	    !pg_arr_reserve(&s->put_vis, 12) || !pg_arr_reserve(&s->put_due, 12) ||
-	    !pg_arr_reserve(&s->put_flags, 12) || !pg_arr_reserve(&s->put_exp, 12) ||
-	    !pg_arr_reserve(&s->put_created, 12) ||
-	    !pg_arr_reserve(&s->put_crc, 12) || !pg_arr_reserve(&s->put_dlv, 12) ||
-	    !pg_arr_reserve(&s->put_data, 4 + item->len))
-		return pg_errf(s, SAKER_ENOMEM, "out of memory");
-	pg_saw(s, now_ms);
-	due = item->due_ms > now_ms ? item->due_ms : 0;
-	if (due != 0) {
-		vis = due;
-	} else {
-		vis = now_ms > s->last_vis ? now_ms : s->last_vis;
-		s->last_vis = vis;
-	}
-	/* the queue goes by name: P_QSYNC re-creates it if another broker
-	 * deleted it meanwhile */
-	pg_arr_put(&s->put_name, q->name, q->len);
-	pg_arr_i64(&s->put_vis, vis);
-	pg_arr_i64(&s->put_due, due);
-	pg_arr_i64(&s->put_flags, (int64_t)item->flags);
-	pg_arr_i64(&s->put_exp, item->expires_ms);
-	created = item->created_ms != 0 ? item->created_ms : now_ms;
-	pg_arr_i64(&s->put_created, created);
-	pg_arr_put(&s->put_data, item->data, item->len);
-	pg_arr_i64(&s->put_dlv, (int64_t)item->deliveries);
-	pg_arr_i64(&s->put_crc, kit_item_crc(item->flags, item->expires_ms,
-	    created, item->data, item->len));
-	s->put_bytes += item->len;
-	pg_mark_dirty(s, q);
-	q->d_total++;
-	saker_store_account(base, q, SAKER_ITEM_NONE, due != 0 ?
-	    SAKER_ITEM_DELAYED : SAKER_ITEM_READY, item->len);
-	if (due == 0)
-		pg_gained(s, q);
-	if (q->hint_gen == s->txn_gen && vis <= q->hint_vis)
-		pg_unhint(q);
-	if (s->put_bytes >= PG_PUT_FLUSH)
-		return pg_flush(s);
-	return SAKER_OK;
-}
-
-void
-pg_row_item(const PGresult *res, int row, struct saker_item *it,
-    saker_item_state state)
-{
-	memset(it, 0, sizeof(*it));
-	it->id = (uint64_t)pg_rv_i64(res, row, C_ID);
-	it->flags = (uint32_t)pg_rv_i64(res, row, C_FLAGS);
-	it->expires_ms = pg_rv_i64(res, row, C_EXPIRES);
-	it->created_ms = pg_rv_i64(res, row, C_CREATED);
-	if (state == SAKER_ITEM_DELAYED)
-		it->due_ms = pg_rv_i64(res, row, C_DUE);
-	it->state = state;
-	it->data = PQgetvalue(res, row, C_DATA);
-	it->len = (size_t)PQgetlength(res, row, C_DATA);
-	if (PQnfields(res) > C_DLV && !PQgetisnull(res, row, C_DLV)) {
-		int64_t d = pg_rv_i64(res, row, C_DLV);
-
-		it->deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
-		    SAKER_DELIVERIES_MAX : (uint32_t)d;
-	}
-}
-
-/* Does the item of this row (ITEM_COLS) hold its checksum?  Rows from
- * before format 3 (NULL) pass. */
-bool
-pg_row_sound(const PGresult *res, int row)
-{
-	uint32_t flags;
-
-	if (PQgetisnull(res, row, C_CRC))
-		return true;
-	if (PQgetlength(res, row, C_CRC) != 8 ||
-	    PQgetlength(res, row, C_FLAGS) != 8)
-		return false;
-	flags = (uint32_t)pg_rv_i64(res, row, C_FLAGS);
-	/* flags are a u32 stored in a bigint: anything else is damage */
-	if (pg_rv_i64(res, row, C_FLAGS) != (int64_t)flags)
-		return false;
-	return pg_rv_i64(res, row, C_CRC) == (int64_t)kit_item_crc(flags,
-	    pg_rv_i64(res, row, C_EXPIRES), pg_rv_i64(res, row, C_CREATED),
-	    PQgetvalue(res, row, C_DATA), (size_t)PQgetlength(res, row, C_DATA));
-}
-
 static int
 pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id, bool count)
 {
@@ -470,134 +306,6 @@ pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id, bool count)
 		pg_expired(s, q, 1);
 	PQclear(res);
 	return SAKER_OK;
-}
-
-/*
- * An expired item of q (row `row` of res; its flags, created, data and
- * deliveries in columns col[0..3]) goes to q's expire_to queue, with
- * its expiry cleared, in the batch; the caller deletes the original.
- * *moved false: q has no expire_to (or it is q): the caller drops it.
- */
-int
-pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
-    int row, const int col[4], int64_t now_ms, bool *moved)
-{
-	struct saker_item it;
-	struct saker_queue *t;
-	saker_notify_fn fn;
-	void *copy = NULL;
-	int64_t d;
-	int err;
-
-	*moved = false;
-	if ((err = saker_store_expire_target(&s->base, q, &t)) != SAKER_OK ||
-	    t == NULL)
-		return err;
-	memset(&it, 0, sizeof(it));
-	it.flags = (uint32_t)pg_rv_i64(res, row, col[0]);
-	it.created_ms = pg_rv_i64(res, row, col[1]);
-	d = pg_rv_i64(res, row, col[3]);
-	it.deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
-	    SAKER_DELIVERIES_MAX : (uint32_t)d;
-	it.len = (size_t)PQgetlength(res, row, col[2]);
-	/* res may be freed if a statement below fails (the batch is lost) */
-	if (it.len > 0 && (copy = malloc(it.len)) == NULL)
-		return pg_errf(s, SAKER_ENOMEM, "out of memory");
-	if (it.len > 0)
-		memcpy(copy, PQgetvalue(res, row, col[2]), it.len);
-	it.data = copy != NULL ? copy : "";
-	/* put without the local wake-up (pg_gained still lists t for the
-	 * other brokers' NOTIFY): t is woken once, at the call's end */
-	fn = s->notify;
-	s->notify = NULL;
-	err = pg_put(&s->base, t, &it, now_ms);
-	s->notify = fn;
-	free(copy);
-	if (err == SAKER_OK) {
-		*moved = true;
-		q->expired_to++;
-		if (!t->wake) {
-			t->wake = true;
-			t->wake_next = s->wake_list;
-			s->wake_list = t;
-		}
-	}
-	return err;
-}
-
-/* Wake the expire_to targets that gained items in this call, once each. */
-void
-pg_xto_wake(struct pg_store *s)
-{
-	struct saker_queue *t;
-
-	while ((t = s->wake_list) != NULL) {
-		s->wake_list = t->wake_next;
-		t->wake_next = NULL;
-		t->wake = false;
-		pg_notify_local(s, t);
-	}
-}
-
-const int pg_item_cols[4] = { C_FLAGS, C_CREATED, C_DATA, C_DLV };
-
-/* Put back a removed item the caller refused, exactly as it was. */
-int
-pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r)
-{
-	struct pgp p = { 0 };
-	PGresult *res;
-
-	pg_pp_i64(&p, q->id);
-	pg_pp_i64(&p, pg_rv_i64(r, 0, 0));
-	pg_pp_i64(&p, pg_rv_i64(r, 0, 4));
-	pg_pp_i64(&p, pg_rv_i64(r, 0, 5));
-	pg_pp_i64(&p, pg_rv_i64(r, 0, 1));
-	pg_pp_i64(&p, pg_rv_i64(r, 0, 2));
-	pg_pp_i64(&p, pg_rv_i64(r, 0, 3));
-	pg_pp_i64(&p, PQgetlength(r, 0, 6));
-	pg_pp_bin(&p, PQgetvalue(r, 0, 6), (size_t)PQgetlength(r, 0, 6));
-	if (PQgetisnull(r, 0, C_CRC))
-		pg_pp_null(&p);	/* from before format 3: stays unchecked */
-	else
-		pg_pp_i64(&p, pg_rv_i64(r, 0, C_CRC));
-	pg_pp_i64(&p, pg_rv_i64(r, 0, C_DLV));
-	if ((res = pg_run(s, P_REINSERT, &p, "returning item")) == NULL)
-		return s->code;
-	PQclear(res);
-	return SAKER_OK;
-}
-
-/* The row just taken (or dropped, or claimed last) in this transaction:
- * later takes in the same transaction start after it. */
-void
-pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res,
-    int row)
-{
-	if (!s->in_txn)
-		return;
-	q->hint_gen = s->txn_gen;
-	q->hint_vis = pg_rv_i64(res, row, 4);
-	q->hint_id = pg_rv_i64(res, row, 0);
-}
-
-/* $1-$5 of HEAD_WHERE: q's visible head at now_ms, past the row this
- * transaction took last (pg_hint()). */
-void
-pg_head_params(const struct pg_store *s, const struct saker_queue *q,
-    struct pgp *p, int64_t now_ms)
-{
-	memset(p, 0, sizeof(*p));
-	pg_pp_i64(p, q->id);
-	pg_pp_i64(p, now_ms);
-	pg_pp_i64(p, now_ms + PG_SKEW_MS);
-	if (q->hint_gen == s->txn_gen && s->in_txn) {
-		pg_pp_i64(p, q->hint_vis);
-		pg_pp_i64(p, q->hint_id);
-	} else {
-		pg_pp_i64(p, INT64_MIN);
-		pg_pp_i64(p, 0);
-	}
 }
 
 /* One item by one statement: the quiet path (claim size 1) and peek. */
@@ -677,7 +385,7 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 	else if (r != 0 && mode == SAKER_TAKE_OPEN)
 		err = pg_st_add(s, q->id, it.id, 0);
 	else if (mode == SAKER_TAKE_OPEN)
-		err = pg_os_add(&s->open, it.id, q->id) == SAKER_OK ? SAKER_OK :
+		err = intmap_put_u64(&s->open, it.id, (uint64_t)q->id) == 0 ? SAKER_OK :
 		    pg_errf(s, SAKER_ENOMEM, "out of memory");
 	else
 		err = SAKER_OK;
@@ -795,12 +503,12 @@ pg_release(saker_store *base, saker_queue *q, uint64_t id)
 	/* the released item goes before the claimed ones: all of them go
 	 * back to the database's FIFO in their places */
 	if ((err = pg_held_return(s, q)) != SAKER_OK ||
-	    (pg_os_has(&s->st_ids, id) && (err = pg_flush(s)) != SAKER_OK) ||
+	    (intmap_get_u64(&s->st_ids, id) != 0 && (err = pg_flush(s)) != SAKER_OK) ||
 	    (err = pg_st_add(s, q->id, id, 0)) != SAKER_OK) {
 		/* still open, unless the batch was lost (the set was reloaded
 		 * from the database then) */
 		if (!s->lost)
-			(void)pg_os_add(&s->open, id, q->id);
+			(void)intmap_put_u64(&s->open, id, (uint64_t)q->id);
 		return err;
 	}
 	/* its size is not known here: the bytes are counted again */
@@ -820,9 +528,9 @@ pg_open_take(struct pg_store *s, struct saker_queue *q, uint64_t id)
 
 	if (!pg_os_take(&s->open, id, q->id))
 		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
-	if (pg_os_has(&s->st_ids, id) && (err = pg_flush(s)) != SAKER_OK) {
+	if (intmap_get_u64(&s->st_ids, id) != 0 && (err = pg_flush(s)) != SAKER_OK) {
 		if (!s->lost)
-			(void)pg_os_add(&s->open, id, q->id);
+			(void)intmap_put_u64(&s->open, id, (uint64_t)q->id);
 		return err;
 	}
 	return SAKER_OK;
@@ -1200,8 +908,7 @@ pg_free(struct pg_store *s)
 		close(s->efd);
 	pg_held_drop_all(s);
 	pg_batch_arrs(s, pg_arr_free);
-	free(s->st_ids.ids);
-	free(s->st_ids.qids);
+	intmap_free(&s->st_ids);
 	i = 0;
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
 		next = kit_qtab_next(&s->qt, &i, e);
@@ -1213,8 +920,7 @@ pg_free(struct pg_store *s)
 		free(q);
 	}
 	kit_qtab_free(&s->qt);
-	free(s->open.ids);
-	free(s->open.qids);
+	intmap_free(&s->open);
 	free(s->conninfo);
 	if (s->copts != NULL)
 		PQconninfoFree(s->copts);
@@ -1271,6 +977,22 @@ pg_make_owner(struct pg_store *s)
 	    (int)getpid(), r);
 }
 
+/* A NOTIFY named this queue: its waiters look (pg_wire_cb.notified). */
+static void
+pg_notified(struct pg_store *s, const char *name, size_t len)
+{
+	pg_notify_local(s, pg_find_name(s, name, len));
+}
+
+/* The wire layer's reports, answered by the parts above it. */
+static const struct pg_wire_cb pg_wire_cbs = {
+	.conn_lost = pg_held_drop_all,
+	.lose_batch = pg_lose_batch,
+	.session_up = pg_main_up,
+	.notified = pg_notified,
+	.missed = pg_notify_all,
+};
+
 static int
 pg_open(const char *location, const struct saker_store_opts *opts,
     saker_store **out, char *err, size_t errlen)
@@ -1296,6 +1018,7 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 		return SAKER_ENOMEM;
 	}
 	s->base.driver = &saker_store_postgres;
+	s->wcb = &pg_wire_cbs;
 	s->sync = opts->sync;
 	s->read_only = opts->read_only;
 	s->notify = opts->notify;

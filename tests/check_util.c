@@ -219,6 +219,83 @@ START_TEST(test_intmap_reserve)
 }
 END_TEST
 
+/* The integer-valued map the postgres driver keeps its open items in
+ * (item id -> queue id): against a plain array, through growth, deletes
+ * by key and by value (a queue's items all go at once), and a clear that
+ * keeps the slots. */
+START_TEST(test_intmap_u64)
+{
+	enum { N = 4000, Q = 7 };
+	static uint64_t model[N];
+	struct intmap m;
+	struct intmap_ent *e;
+	uint64_t rng = 7, k, v;
+	size_t live = 0, gone;
+	int i;
+
+	intmap_init(&m);
+	ck_assert_uint_eq(intmap_get_u64(&m, 1), 0);
+	ck_assert_uint_eq(intmap_del_u64(&m, 1), 0);
+	ck_assert_uint_eq(intmap_del_value_u64(&m, 1), 0);
+	ck_assert_int_eq(intmap_put_u64(&m, 1, 0), -1);	/* 0 is no value */
+	memset(model, 0, sizeof(model));
+	for (i = 0; i < 100000; i++) {
+		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		k = (rng >> 33) % N;
+		v = 1 + (rng >> 40) % Q;
+		switch ((rng >> 20) % 64) {
+		case 0:
+			/* every entry of one value goes; the others stay */
+			gone = 0;
+			for (k = 0; k < N; k++)
+				if (model[k] == v) {
+					model[k] = 0;
+					gone++;
+				}
+			ck_assert_uint_eq(intmap_del_value_u64(&m, v), gone);
+			live -= gone;
+			for (k = 0; k < N; k++)
+				if (intmap_get_u64(&m, k * 4096 + 1) != model[k])
+					ck_abort_msg("step %d: key %d wrong", i,
+					    (int)k);
+			break;
+		case 1: case 2: case 3: case 4: case 5: case 6: case 7:
+		case 8: case 9: case 10: case 11: case 12: case 13:
+		case 14: case 15: case 16: case 17: case 18: case 19:
+		case 20: case 21: case 22: case 23: case 24: case 25:
+		case 26: case 27: case 28: case 29: case 30: case 31:
+			ck_assert_uint_eq(intmap_del_u64(&m, k * 4096 + 1),
+			    model[k]);
+			live -= model[k] != 0;
+			model[k] = 0;
+			break;
+		default:
+			ck_assert_uint_eq(intmap_get_u64(&m, k * 4096 + 1),
+			    model[k]);
+			ck_assert_int_eq(intmap_put_u64(&m, k * 4096 + 1, v), 0);
+			live += model[k] == 0;
+			model[k] = v;
+			break;
+		}
+		ck_assert_uint_eq(intmap_count(&m), live);
+	}
+	for (k = 0; k < N; k++)
+		ck_assert_uint_eq(intmap_get_u64(&m, k * 4096 + 1), model[k]);
+	/* clear: nothing is found, the slots stay for reuse */
+	e = m.e;
+	ck_assert_uint_gt(live, 0);
+	intmap_clear(&m);
+	ck_assert_uint_eq(intmap_count(&m), 0);
+	ck_assert_ptr_eq(m.e, e);
+	for (k = 0; k < N; k++)
+		ck_assert_uint_eq(intmap_get_u64(&m, k * 4096 + 1), 0);
+	ck_assert_int_eq(intmap_put_u64(&m, 5, 9), 0);
+	ck_assert_uint_eq(intmap_get_u64(&m, 5), 9);
+	ck_assert_ptr_eq(m.e, e);
+	intmap_free(&m);
+}
+END_TEST
+
 int
 main(int argc, char **argv)
 {
@@ -245,6 +322,7 @@ main(int argc, char **argv)
 	tc = tcase_create("intmap");
 	tcase_add_test(tc, test_intmap_model);
 	tcase_add_test(tc, test_intmap_reserve);
+	tcase_add_test(tc, test_intmap_u64);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -41,9 +41,9 @@ resize(struct intmap *m, size_t ncap)
 	if ((ne = calloc(ncap, sizeof(*ne))) == NULL)
 		return -1;
 	for (i = 0; i < m->cap; i++) {
-		if (m->e[i].value == NULL)
+		if (m->e[i].value == 0)
 			continue;
-		for (k = slot(m->e[i].key, ncap); ne[k].value != NULL;
+		for (k = slot(m->e[i].key, ncap); ne[k].value != 0;
 		    k = (k + 1) & (ncap - 1))
 			;
 		ne[k] = m->e[i];
@@ -78,7 +78,7 @@ find(const struct intmap *m, uint64_t key)
 
 	if (m->cap == 0)
 		return SIZE_MAX;
-	for (k = slot(key, m->cap); m->e[k].value != NULL;
+	for (k = slot(key, m->cap); m->e[k].value != 0;
 	    k = (k + 1) & (m->cap - 1))
 		if (m->e[k].key == key)
 			return k;
@@ -86,11 +86,11 @@ find(const struct intmap *m, uint64_t key)
 }
 
 int
-intmap_put(struct intmap *m, uint64_t key, void *value)
+intmap_put_u64(struct intmap *m, uint64_t key, uint64_t value)
 {
 	size_t k = find(m, key);
 
-	if (value == NULL)
+	if (value == 0)
 		return -1;
 	if (k != SIZE_MAX) {
 		m->e[k].value = value;
@@ -98,7 +98,7 @@ intmap_put(struct intmap *m, uint64_t key, void *value)
 	}
 	if (intmap_reserve(m, 1) != 0)
 		return -1;
-	for (k = slot(key, m->cap); m->e[k].value != NULL;
+	for (k = slot(key, m->cap); m->e[k].value != 0;
 	    k = (k + 1) & (m->cap - 1))
 		;
 	m->e[k].key = key;
@@ -107,38 +107,93 @@ intmap_put(struct intmap *m, uint64_t key, void *value)
 	return 0;
 }
 
-void *
-intmap_get(const struct intmap *m, uint64_t key)
+uint64_t
+intmap_get_u64(const struct intmap *m, uint64_t key)
 {
 	size_t k = find(m, key);
 
-	return k == SIZE_MAX ? NULL : m->e[k].value;
+	return k == SIZE_MAX ? 0 : m->e[k].value;
 }
 
-void *
-intmap_del(struct intmap *m, uint64_t key)
+/* Empty slot k and close the hole (backward shift), so that every probe
+ * chain stays whole.  Only slots after k (cyclically) move into it. */
+static void
+del_at(struct intmap *m, size_t k)
 {
-	size_t k = find(m, key), j, home, mask;
-	void *value;
+	size_t j, home, mask = m->cap - 1;
 
-	if (k == SIZE_MAX)
-		return NULL;
-	value = m->e[k].value;
-	m->e[k].value = NULL;
+	m->e[k].value = 0;
 	m->n--;
-	/* backward shift: close the hole so every probe chain stays whole */
-	mask = m->cap - 1;
 	for (j = k;;) {
 		j = (j + 1) & mask;
-		if (m->e[j].value == NULL)
+		if (m->e[j].value == 0)
 			break;
 		home = slot(m->e[j].key, m->cap);
 		/* move e[j] into the hole unless its home lies in (k, j] */
 		if (((j - home) & mask) >= ((j - k) & mask)) {
 			m->e[k] = m->e[j];
-			m->e[j].value = NULL;
+			m->e[j].value = 0;
 			k = j;
 		}
 	}
+}
+
+uint64_t
+intmap_del_u64(struct intmap *m, uint64_t key)
+{
+	size_t k = find(m, key);
+	uint64_t value;
+
+	if (k == SIZE_MAX)
+		return 0;
+	value = m->e[k].value;
+	del_at(m, k);
 	return value;
+}
+
+size_t
+intmap_del_value_u64(struct intmap *m, uint64_t value)
+{
+	size_t i = 0, n = 0;
+
+	while (i < m->cap) {
+		if (m->e[i].value != 0 && m->e[i].value == value) {
+			/* slot i may refill from a later one: look again */
+			del_at(m, i);
+			n++;
+		} else {
+			i++;
+		}
+	}
+	return n;
+}
+
+void
+intmap_clear(struct intmap *m)
+{
+	if (m->cap > 0)
+		memset(m->e, 0, m->cap * sizeof(*m->e));
+	m->n = 0;
+}
+
+/* Pointers are kept as integers: NULL (no value) is 0 on every platform
+ * this builds on, and a uintptr_t fits in 64 bits. */
+int
+intmap_put(struct intmap *m, uint64_t key, void *value)
+{
+	if (value == NULL)
+		return -1;
+	return intmap_put_u64(m, key, (uint64_t)(uintptr_t)value);
+}
+
+void *
+intmap_get(const struct intmap *m, uint64_t key)
+{
+	return (void *)(uintptr_t)intmap_get_u64(m, key);
+}
+
+void *
+intmap_del(struct intmap *m, uint64_t key)
+{
+	return (void *)(uintptr_t)intmap_del_u64(m, key);
 }

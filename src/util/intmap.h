@@ -5,7 +5,8 @@
  * fixed multiplicative one, not hash.h's keyed SipHash.
  *
  * The struct is public so it can be embedded; zero it (or intmap_init)
- * before use.  Values are the caller's and never NULL. */
+ * before use.  Values are the caller's: pointers (never NULL), or, through
+ * the *_u64 functions, 64-bit integers (never 0), not both in one map. */
 #ifndef SAKER_INTMAP_H
 #define SAKER_INTMAP_H
 #include <stddef.h>
@@ -13,7 +14,9 @@
 
 struct intmap_ent {
 	uint64_t key;
-	void *value;		/* NULL: an empty slot */
+	/* 0: an empty slot.  An integer, so that a map of ids to ids needs
+	 * no allocation per entry; a pointer is kept as its uintptr_t. */
+	uint64_t value;
 };
 
 struct intmap {
@@ -35,6 +38,15 @@ int intmap_put(struct intmap *m, uint64_t key, void *value);
 void *intmap_get(const struct intmap *m, uint64_t key);
 /* Remove key; its value, or NULL when it was not there. */
 void *intmap_del(struct intmap *m, uint64_t key);
+/* Forget every entry, keeping the slots (no memory is freed). */
+void intmap_clear(struct intmap *m);
+
+/* The same for integer values (never 0): 0 stands for "not there". */
+int intmap_put_u64(struct intmap *m, uint64_t key, uint64_t value);
+uint64_t intmap_get_u64(const struct intmap *m, uint64_t key);
+uint64_t intmap_del_u64(struct intmap *m, uint64_t key);
+/* Remove every entry whose value is `value`; how many went. */
+size_t intmap_del_value_u64(struct intmap *m, uint64_t value);
 
 static inline size_t
 intmap_count(const struct intmap *m)

@@ -1,0 +1,22 @@
+/* pg_batch.h -- the PostgreSQL driver's batch (pg_batch.c). */
+#ifndef SAKER_PG_BATCH_H
+#define SAKER_PG_BATCH_H
+
+#include "pg_int.h"
+#include "pg_wire.h"
+
+void pg_batch_arrs(struct pg_store *s, void (*fn)(struct pg_arr *));
+int pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st);
+bool pg_del_room(struct pg_store *s);
+void pg_del_add(struct pg_store *s, int64_t qid, uint64_t id);
+void pg_send_pending(struct pg_store *s, struct pg_pipe *pp);
+void pg_pending_done(struct pg_store *s, struct pg_pipe *pp);
+PGresult *pg_run(struct pg_store *s, int which, const struct pgp *p,
+    const char *what);
+int pg_flush(struct pg_store *s);
+void pg_lose_batch(struct pg_store *s, int code);
+int pg_begin(struct pg_store *s);
+int pg_commit(saker_store *base);
+int pg_sync(saker_store *base);
+
+#endif

@@ -1,0 +1,224 @@
+/* pg_item.c -- the PostgreSQL driver's items: a row as an item and its
+ * checksum, the put into the batch's arrays, an expired item's move to
+ * its queue's expire_to, a refused item put back as it was. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kit.h"
+#include "pg_batch.h"
+#include "pg_item.h"
+#include "pg_queue.h"
+#include "pg_wire.h"
+
+/* The newest now_ms the driver was given ("delayed" in stats, the
+ * commit's claims ahead). */
+void
+pg_saw(struct pg_store *s, int64_t now_ms)
+{
+	if (now_ms > s->last_now)
+		s->last_now = now_ms;
+}
+
+/* Puts wait in the batch's arrays; beyond this many bytes of data they
+ * are sent ahead of the commit, so no statement grows without bound. */
+#define PG_PUT_FLUSH (8u << 20)
+
+/* The put hook: the item joins the batch's arrays (sent ahead of the
+ * next statement, or with the COMMIT). */
+int
+pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms)
+{
+	struct pg_store *s = PG(base);
+	int64_t due, vis, created;
+	int err;
+
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	if (item == NULL || (item->data == NULL && item->len > 0) ||
+	    item->len > INT32_MAX)
+		return pg_errf(s, SAKER_EINVAL, "bad item");
+	if ((err = pg_begin(s)) != SAKER_OK)
+		return err;
+	if (!pg_arr_reserve(&s->put_name, 4 + q->len) ||
+	    !pg_arr_reserve(&s->put_vis, 12) || !pg_arr_reserve(&s->put_due, 12) ||
+	    !pg_arr_reserve(&s->put_flags, 12) || !pg_arr_reserve(&s->put_exp, 12) ||
+	    !pg_arr_reserve(&s->put_created, 12) ||
+	    !pg_arr_reserve(&s->put_crc, 12) || !pg_arr_reserve(&s->put_dlv, 12) ||
+	    !pg_arr_reserve(&s->put_data, 4 + item->len))
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	pg_saw(s, now_ms);
+	due = item->due_ms > now_ms ? item->due_ms : 0;
+	if (due != 0) {
+		vis = due;
+	} else {
+		vis = now_ms > s->last_vis ? now_ms : s->last_vis;
+		s->last_vis = vis;
+	}
+	/* the queue goes by name: P_QSYNC re-creates it if another broker
+	 * deleted it meanwhile */
+	pg_arr_put(&s->put_name, q->name, q->len);
+	pg_arr_i64(&s->put_vis, vis);
+	pg_arr_i64(&s->put_due, due);
+	pg_arr_i64(&s->put_flags, (int64_t)item->flags);
+	pg_arr_i64(&s->put_exp, item->expires_ms);
+	created = item->created_ms != 0 ? item->created_ms : now_ms;
+	pg_arr_i64(&s->put_created, created);
+	pg_arr_put(&s->put_data, item->data, item->len);
+	pg_arr_i64(&s->put_dlv, (int64_t)item->deliveries);
+	pg_arr_i64(&s->put_crc, kit_item_crc(item->flags, item->expires_ms,
+	    created, item->data, item->len));
+	s->put_bytes += item->len;
+	pg_mark_dirty(s, q);
+	q->d_total++;
+	saker_store_account(base, q, SAKER_ITEM_NONE, due != 0 ?
+	    SAKER_ITEM_DELAYED : SAKER_ITEM_READY, item->len);
+	if (due == 0)
+		pg_gained(s, q);
+	if (q->hint_gen == s->txn_gen && vis <= q->hint_vis)
+		pg_unhint(q);
+	if (s->put_bytes >= PG_PUT_FLUSH)
+		return pg_flush(s);
+	return SAKER_OK;
+}
+
+void
+pg_row_item(const PGresult *res, int row, struct saker_item *it,
+    saker_item_state state)
+{
+	memset(it, 0, sizeof(*it));
+	it->id = (uint64_t)pg_rv_i64(res, row, C_ID);
+	it->flags = (uint32_t)pg_rv_i64(res, row, C_FLAGS);
+	it->expires_ms = pg_rv_i64(res, row, C_EXPIRES);
+	it->created_ms = pg_rv_i64(res, row, C_CREATED);
+	if (state == SAKER_ITEM_DELAYED)
+		it->due_ms = pg_rv_i64(res, row, C_DUE);
+	it->state = state;
+	it->data = PQgetvalue(res, row, C_DATA);
+	it->len = (size_t)PQgetlength(res, row, C_DATA);
+	if (PQnfields(res) > C_DLV && !PQgetisnull(res, row, C_DLV)) {
+		int64_t d = pg_rv_i64(res, row, C_DLV);
+
+		it->deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
+		    SAKER_DELIVERIES_MAX : (uint32_t)d;
+	}
+}
+
+/* Does the item of this row (ITEM_COLS) hold its checksum?  Rows from
+ * before format 3 (NULL) pass. */
+bool
+pg_row_sound(const PGresult *res, int row)
+{
+	uint32_t flags;
+
+	if (PQgetisnull(res, row, C_CRC))
+		return true;
+	if (PQgetlength(res, row, C_CRC) != 8 ||
+	    PQgetlength(res, row, C_FLAGS) != 8)
+		return false;
+	flags = (uint32_t)pg_rv_i64(res, row, C_FLAGS);
+	/* flags are a u32 stored in a bigint: anything else is damage */
+	if (pg_rv_i64(res, row, C_FLAGS) != (int64_t)flags)
+		return false;
+	return pg_rv_i64(res, row, C_CRC) == (int64_t)kit_item_crc(flags,
+	    pg_rv_i64(res, row, C_EXPIRES), pg_rv_i64(res, row, C_CREATED),
+	    PQgetvalue(res, row, C_DATA), (size_t)PQgetlength(res, row, C_DATA));
+}
+
+/*
+ * An expired item of q (row `row` of res; its flags, created, data and
+ * deliveries in columns col[0..3]) goes to q's expire_to queue, with
+ * its expiry cleared, in the batch; the caller deletes the original.
+ * *moved false: q has no expire_to (or it is q): the caller drops it.
+ */
+int
+pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
+    int row, const int col[4], int64_t now_ms, bool *moved)
+{
+	struct saker_item it;
+	struct saker_queue *t;
+	saker_notify_fn fn;
+	void *copy = NULL;
+	int64_t d;
+	int err;
+
+	*moved = false;
+	if ((err = saker_store_expire_target(&s->base, q, &t)) != SAKER_OK ||
+	    t == NULL)
+		return err;
+	memset(&it, 0, sizeof(it));
+	it.flags = (uint32_t)pg_rv_i64(res, row, col[0]);
+	it.created_ms = pg_rv_i64(res, row, col[1]);
+	d = pg_rv_i64(res, row, col[3]);
+	it.deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
+	    SAKER_DELIVERIES_MAX : (uint32_t)d;
+	it.len = (size_t)PQgetlength(res, row, col[2]);
+	/* res may be freed if a statement below fails (the batch is lost) */
+	if (it.len > 0 && (copy = malloc(it.len)) == NULL)
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	if (it.len > 0)
+		memcpy(copy, PQgetvalue(res, row, col[2]), it.len);
+	it.data = copy != NULL ? copy : "";
+	/* put without the local wake-up (pg_gained still lists t for the
+	 * other brokers' NOTIFY): t is woken once, at the call's end */
+	fn = s->notify;
+	s->notify = NULL;
+	err = pg_put(&s->base, t, &it, now_ms);
+	s->notify = fn;
+	free(copy);
+	if (err == SAKER_OK) {
+		*moved = true;
+		q->expired_to++;
+		if (!t->wake) {
+			t->wake = true;
+			t->wake_next = s->wake_list;
+			s->wake_list = t;
+		}
+	}
+	return err;
+}
+
+/* Wake the expire_to targets that gained items in this call, once each. */
+void
+pg_xto_wake(struct pg_store *s)
+{
+	struct saker_queue *t;
+
+	while ((t = s->wake_list) != NULL) {
+		s->wake_list = t->wake_next;
+		t->wake_next = NULL;
+		t->wake = false;
+		pg_notify_local(s, t);
+	}
+}
+
+const int pg_item_cols[4] = { C_FLAGS, C_CREATED, C_DATA, C_DLV };
+
+/* Put back a removed item the caller refused, exactly as it was. */
+int
+pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r)
+{
+	struct pgp p = { 0 };
+	PGresult *res;
+
+	pg_pp_i64(&p, q->id);
+	pg_pp_i64(&p, pg_rv_i64(r, 0, 0));
+	pg_pp_i64(&p, pg_rv_i64(r, 0, 4));
+	pg_pp_i64(&p, pg_rv_i64(r, 0, 5));
+	pg_pp_i64(&p, pg_rv_i64(r, 0, 1));
+	pg_pp_i64(&p, pg_rv_i64(r, 0, 2));
+	pg_pp_i64(&p, pg_rv_i64(r, 0, 3));
+	pg_pp_i64(&p, PQgetlength(r, 0, 6));
+	pg_pp_bin(&p, PQgetvalue(r, 0, 6), (size_t)PQgetlength(r, 0, 6));
+	if (PQgetisnull(r, 0, C_CRC))
+		pg_pp_null(&p);	/* from before format 3: stays unchecked */
+	else
+		pg_pp_i64(&p, pg_rv_i64(r, 0, C_CRC));
+	pg_pp_i64(&p, pg_rv_i64(r, 0, C_DLV));
+	if ((res = pg_run(s, P_REINSERT, &p, "returning item")) == NULL)
+		return s->code;
+	PQclear(res);
+	return SAKER_OK;
+}
