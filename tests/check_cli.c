@@ -30,6 +30,7 @@
 #include "clock.h"
 #include "dump.h"
 #include "migrate.h"
+#include "migrate_copy.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers */

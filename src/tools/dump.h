@@ -17,7 +17,7 @@
  *           byte before this 'Z' (header included).  Nothing may follow.
  *
  * Queues appear sorted by name bytes; items in a queue in restart order
- * (ready FIFO, then delayed by due time): see migrate.h, NORMALISED ITEMS.
+ * (ready FIFO, then delayed by due time): see migrate_copy.h, NORMALISED ITEMS.
  * Version 1 (saker 1.0.0) is version 2 without the deliveries field; a
  * reader takes both (version 1 items count 0 deliveries).
  * A reader refuses an unknown version, a bad tag, a bad checksum or count,
@@ -33,7 +33,7 @@
 #include <stdio.h>
 
 #include "saker/store.h"
-#include "migrate.h"
+#include "migrate_int.h"
 
 #define DUMP_VERSION 2
 #define DUMP_VERSION_MIN 1

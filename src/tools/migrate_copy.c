@@ -1,4 +1,4 @@
-/* migrate_copy.c -- the generic store-to-store copy engine (migrate.h):
+/* migrate_copy.c -- the generic store-to-store copy engine (migrate_copy.h):
  * sources, the target built aside, verified and renamed into place. */
 #include "config.h"
 
@@ -19,8 +19,9 @@
 
 #include "saker/store.h"
 #include "bytes.h"
-#include "migrate.h"
+#include "migrate_copy.h"
 #include "migrate_int.h"
+#include "migrate_progress.h"
 #include "qname.h"
 
 /* Commit at least this often by bytes, too: a batch of 10000 large items
