@@ -340,7 +340,7 @@ START_TEST(dump_format_roundtrip)
 }
 END_TEST
 
-/* Version 1 streams (saker 1.0.0, no delivery counts) are still read. */
+/* Version 1 streams (no delivery counts) are still read. */
 START_TEST(dump_format_v1)
 {
 	size_t len, len2;
