@@ -242,9 +242,8 @@ static const struct {
 	{ "postgres", "libpq", "postgres", "libpq-dev" },
 };
 
-/* No driver for spec[0..tlen): known but not built, or unknown. */
-static void
-absent_driver(const char *spec, size_t tlen, char *err, size_t errlen)
+void
+saker_store_type_error(const char *spec, size_t tlen, char *err, size_t errlen)
 {
 	size_t i;
 
@@ -286,7 +285,7 @@ saker_store_open(const char *spec, const struct saker_store_opts *opts,
 	tlen = strcspn(spec, ",:");
 	drv = saker_store_driver_find(spec, tlen);
 	if (drv == NULL) {
-		absent_driver(spec, tlen, err, errlen);
+		saker_store_type_error(spec, tlen, err, errlen);
 		return SAKER_EINVAL;
 	}
 	if (colon != NULL)

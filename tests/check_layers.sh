@@ -122,9 +122,6 @@ for h in $(find src backends -name '*.h' | sort); do
 			fail=1
 		fi
 		continue ;;
-	# migrate's header still declares the functions of all its files
-	# (issue 42: to be split as bench and postgres were)
-	src/tools/migrate.h) continue ;;
 	esac
 	[ -f "$c" ] || continue
 	for fn in $(grep -E '^[A-Za-z_][A-Za-z0-9_ *]*[ *][a-z_][a-z0-9_]*\(' "$h" |

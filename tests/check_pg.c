@@ -26,14 +26,32 @@ spec(const char *schema)
 	    schema, (int)getpid());
 }
 
+/* Two brokers on the schema, both started with the configuration text
+ * `conf` (written to DIR/SCHEMA.conf), or with none when it is NULL. */
+static void
+two_conf(const char *schema, const char *conf, struct tl_server **a,
+    struct tl_server **b)
+{
+	char *sp = spec(schema), *path = NULL;
+	FILE *f;
+
+	if (conf != NULL) {
+		path = tl_strdupf("%s/%s.conf", pgc.dir, schema);
+		f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		fputs(conf, f);
+		ck_assert_int_eq(fclose(f), 0);
+	}
+	*a = tl_server_start(sp, path != NULL ? "--config" : NULL, path, NULL);
+	*b = tl_server_start(sp, path != NULL ? "--config" : NULL, path, NULL);
+	free(path);
+	free(sp);
+}
+
 static void
 two(const char *schema, struct tl_server **a, struct tl_server **b)
 {
-	char *sp = spec(schema);
-
-	*a = tl_server_start(sp, NULL);
-	*b = tl_server_start(sp, NULL);
-	free(sp);
+	two_conf(schema, NULL, a, b);
 }
 
 START_TEST(test_set_a_get_b)
@@ -562,18 +580,12 @@ END_TEST
  * by the lease sweep and is moved at its next take, not served. */
 START_TEST(test_dead_letter_across)
 {
-	char *conf = tl_strdupf("%s/dl.conf", pgc.dir), *sp = spec("dl");
 	struct tl_server *a, *b;
 	int fa, fb, w, i;
 	int64_t t0;
-	FILE *f;
 
-	f = fopen(conf, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs("[queue p]\nmax_deliveries = 2\n[queue s]\nmax_deliveries = 1\n", f);
-	fclose(f);
-	a = tl_server_start(sp, "--config", conf, NULL);
-	b = tl_server_start(sp, "--config", conf, NULL);
+	two_conf("dl", "[queue p]\nmax_deliveries = 2\n"
+	    "[queue s]\nmax_deliveries = 1\n", &a, &b);
 	fa = tl_connect(a->port);
 	fb = tl_connect(b->port);
 	tl_set(fb, "p", "bad");
@@ -614,8 +626,6 @@ START_TEST(test_dead_letter_across)
 	tl_server_stop(b);
 	tl_server_free(a);
 	tl_server_free(b);
-	free(sp);
-	free(conf);
 }
 END_TEST
 
@@ -623,17 +633,11 @@ END_TEST
  * broker that meets it, and served from the target. */
 START_TEST(test_expire_to_across)
 {
-	char *conf = tl_strdupf("%s/xto.conf", pgc.dir), *sp = spec("xto");
 	struct tl_server *a, *b;
 	int fa, fb;
-	FILE *f;
 
-	f = fopen(conf, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs("[queue ex]\nmax_age = 300ms\nexpire_to = ex_late\n", f);
-	fclose(f);
-	a = tl_server_start(sp, "--config", conf, NULL);
-	b = tl_server_start(sp, "--config", conf, NULL);
+	two_conf("xto", "[queue ex]\nmax_age = 300ms\nexpire_to = ex_late\n",
+	    &a, &b);
 	fa = tl_connect(a->port);
 	fb = tl_connect(b->port);
 	tl_setn(fb, "ex", 5, 0, "old", 3);
@@ -652,8 +656,6 @@ START_TEST(test_expire_to_across)
 	tl_server_stop(b);
 	tl_server_free(a);
 	tl_server_free(b);
-	free(sp);
-	free(conf);
 }
 END_TEST
 
@@ -663,17 +665,10 @@ END_TEST
  * holds on one broker exactly, and across two once a second has passed. */
 START_TEST(test_cap_across)
 {
-	char *conf = tl_strdupf("%s/cap.conf", pgc.dir), *sp = spec("cap");
 	struct tl_server *a, *b;
 	int fa, fb;
-	FILE *f;
 
-	f = fopen(conf, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs("[queue cap]\nmax_items = 5\n", f);
-	fclose(f);
-	a = tl_server_start(sp, "--config", conf, NULL);
-	b = tl_server_start(sp, "--config", conf, NULL);
+	two_conf("cap", "[queue cap]\nmax_items = 5\n", &a, &b);
 	fa = tl_connect(a->port);
 	fb = tl_connect(b->port);
 	tl_set(fa, "cap", "1");
@@ -697,8 +692,6 @@ START_TEST(test_cap_across)
 	tl_server_stop(b);
 	tl_server_free(a);
 	tl_server_free(b);
-	free(sp);
-	free(conf);
 }
 END_TEST
 
@@ -709,19 +702,12 @@ END_TEST
  * an abort on either broker. */
 START_TEST(test_retry_across)
 {
-	char *conf = tl_strdupf("%s/rt.conf", pgc.dir), *sp = spec("rt");
 	struct tl_server *a, *b;
 	int fa, fb, i;
 	int64_t t0, ms;
-	FILE *f;
 
-	f = fopen(conf, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs("[queue rj]\nopen_timeout = 800ms\nretry_backoff = 1500,1500\n",
-	    f);
-	fclose(f);
-	a = tl_server_start(sp, "--config", conf, NULL);
-	b = tl_server_start(sp, "--config", conf, NULL);
+	two_conf("rt", "[queue rj]\nopen_timeout = 800ms\n"
+	    "retry_backoff = 1500,1500\n", &a, &b);
 	fa = tl_connect(a->port);
 	fb = tl_connect(b->port);
 	tl_set(fb, "rj", "job");
@@ -772,8 +758,6 @@ START_TEST(test_retry_across)
 	tl_server_stop(b);
 	tl_server_free(a);
 	tl_server_free(b);
-	free(sp);
-	free(conf);
 }
 END_TEST
 

@@ -359,6 +359,7 @@ put(saker_queue *q, const char *data, int64_t expires, uint32_t dlv)
 START_TEST(test_derived_name)
 {
 	char name[SAKER_STORE_QNAME_MAX + 1], q[300];
+	size_t i, j;
 
 	ck_assert_uint_eq(saker_store_derived_name("jobs", 4,
 	    SAKER_SUFFIX_DAMAGED, name), 12);
@@ -366,31 +367,22 @@ START_TEST(test_derived_name)
 	ck_assert_uint_eq(saker_store_derived_name("jobs", 4, SAKER_SUFFIX_DEAD,
 	    name), 9);
 	ck_assert_str_eq(name, "jobs_dead");
+	/* NAME + suffix up to 250 bytes is kept whole; a longer NAME is cut
+	 * so that the suffix fits: one rule for both suffixes */
 	memset(q, 'x', sizeof(q));
-	/* 242 + "_damaged" is 250: kept whole; one more byte is cut */
-	ck_assert_uint_eq(saker_store_derived_name(q, 242, SAKER_SUFFIX_DAMAGED,
-	    name), 250);
-	ck_assert_int_eq(memcmp(name, q, 242), 0);
-	ck_assert_str_eq(name + 242, "_damaged");
-	ck_assert_uint_eq(saker_store_derived_name(q, 243, SAKER_SUFFIX_DAMAGED,
-	    name), 250);
-	ck_assert_str_eq(name + 242, "_damaged");
-	ck_assert_uint_eq(saker_store_derived_name(q, sizeof(q),
-	    SAKER_SUFFIX_DAMAGED, name), 250);
-	ck_assert_uint_eq(strlen(name), 250);
-	ck_assert_str_eq(name + 242, "_damaged");
-	/* the same cut for "_dead": at 245 bytes */
-	ck_assert_uint_eq(saker_store_derived_name(q, 245, SAKER_SUFFIX_DEAD,
-	    name), 250);
-	ck_assert_int_eq(memcmp(name, q, 245), 0);
-	ck_assert_str_eq(name + 245, "_dead");
-	ck_assert_uint_eq(saker_store_derived_name(q, 246, SAKER_SUFFIX_DEAD,
-	    name), 250);
-	ck_assert_str_eq(name + 245, "_dead");
-	ck_assert_uint_eq(saker_store_derived_name(q, 250, SAKER_SUFFIX_DEAD,
-	    name), 250);
-	ck_assert_int_eq(memcmp(name, q, 245), 0);
-	ck_assert_str_eq(name + 245, "_dead");
+	for (i = 0; i < 2; i++) {
+		const char *sfx = i == 0 ? SAKER_SUFFIX_DAMAGED : SAKER_SUFFIX_DEAD;
+		size_t keep = SAKER_STORE_QNAME_MAX - strlen(sfx);
+		const size_t lens[] = { keep, keep + 1, SAKER_STORE_QNAME_MAX,
+		    sizeof(q) };
+
+		for (j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
+			ck_assert_uint_eq(saker_store_derived_name(q, lens[j], sfx,
+			    name), SAKER_STORE_QNAME_MAX);
+			ck_assert_int_eq(memcmp(name, q, keep), 0);
+			ck_assert_str_eq(name + keep, sfx);
+		}
+	}
 	/* a name at the limit that ends in the suffix is its own derived
 	 * queue (the quarantine refuses that: test_quarantine_long_names) */
 	memcpy(q + 245, "_dead", 5);

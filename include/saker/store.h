@@ -553,6 +553,14 @@ bool saker_store_driver_takes(const struct saker_store_driver *drv,
 /* "memory, lmdb, sqlite" -- the compiled-in types, for error messages. */
 const char *saker_store_driver_list(void);
 
+/* The message for a type spec[0..tlen) no compiled-in driver has: a known
+ * driver this build left out is named as such with the package that brings
+ * its library ("not compiled in: ..."), anything else is listed as unknown
+ * with the compiled-in types.  saker_store_open() gives it; so do the tools
+ * that check a spec before opening it. */
+void saker_store_type_error(const char *spec, size_t tlen, char *err,
+    size_t errlen);
+
 /* Open a store from a spec "TYPE[,KEY=VALUE...][:LOCATION]", split at the
  * first ':'.  Unknown types, unknown option keys and bad option values give
  * SAKER_EINVAL and a one-line message (listing the compiled-in types, or

@@ -17,7 +17,8 @@
 
 #include "saker/store.h"
 #include "check_cmd.h"
-#include "migrate.h"
+#include "migrate_copy.h"
+#include "migrate_int.h"
 
 static int
 count_item(void *arg, const struct saker_item *item)

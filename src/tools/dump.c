@@ -13,7 +13,9 @@
 #include "bytes.h"
 #include "clock.h"
 #include "dump.h"
-#include "migrate.h"
+#include "migrate_copy.h"
+#include "migrate_int.h"
+#include "migrate_progress.h"
 #include "qname.h"
 
 static const unsigned char dump_magic[12] = {

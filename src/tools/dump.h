@@ -17,8 +17,8 @@
  *           byte before this 'Z' (header included).  Nothing may follow.
  *
  * Queues appear sorted by name bytes; items in a queue in restart order
- * (ready FIFO, then delayed by due time): see migrate.h, NORMALISED ITEMS.
- * Version 1 (saker 1.0.0) is version 2 without the deliveries field; a
+ * (ready FIFO, then delayed by due time): see migrate_copy.h, NORMALISED ITEMS.
+ * Version 1 (before delivery counts) is version 2 without the deliveries field; a
  * reader takes both (version 1 items count 0 deliveries).
  * A reader refuses an unknown version, a bad tag, a bad checksum or count,
  * and a stream that ends before 'Z'.  Loading a stream into an empty store
@@ -33,7 +33,7 @@
 #include <stdio.h>
 
 #include "saker/store.h"
-#include "migrate.h"
+#include "migrate_int.h"
 
 #define DUMP_VERSION 2
 #define DUMP_VERSION_MIN 1
@@ -50,7 +50,7 @@ struct dump_writer {
 };
 
 /* Start a stream of format `version` (DUMP_VERSION_MIN..DUMP_VERSION):
- * version 1 leaves the delivery counts out, for saker 1.0.0. */
+ * version 1 leaves the delivery counts out, for a reader of version 1 only. */
 void dump_writer_start_version(struct dump_writer *w, FILE *fp,
     uint32_t version);
 void dump_write_queue(struct dump_writer *w, const char *name, size_t len);

@@ -9,6 +9,9 @@
 #include "saker/store.h"
 #include "clock.h"
 #include "migrate.h"
+#include "migrate_copy.h"
+#include "migrate_int.h"
+#include "migrate_progress.h"
 
 static const char migrate_usage[] =
 	    "usage: saker migrate [--append] [--progress|--quiet] SRC_SPEC DST_SPEC\n"

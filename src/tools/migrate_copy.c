@@ -1,4 +1,4 @@
-/* migrate_copy.c -- the generic store-to-store copy engine (migrate.h):
+/* migrate_copy.c -- the generic store-to-store copy engine (migrate_copy.h):
  * sources, the target built aside, verified and renamed into place. */
 #include "config.h"
 
@@ -19,8 +19,9 @@
 
 #include "saker/store.h"
 #include "bytes.h"
-#include "migrate.h"
+#include "migrate_copy.h"
 #include "migrate_int.h"
+#include "migrate_progress.h"
 #include "qname.h"
 
 /* Commit at least this often by bytes, too: a batch of 10000 large items
@@ -172,12 +173,16 @@ mig_spec_driver(const char *spec, const char *role, struct mig_err *e)
 {
 	const struct saker_store_driver *drv;
 	const char *colon = strchr(spec, ':');
-	size_t tlen = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
+	/* the type ends at the first option or the location, as the
+	 * registry reads it (saker_store_open()) */
+	size_t tlen = strcspn(spec, ",:");
 
 	drv = saker_store_driver_find(spec, tlen);
 	if (drv == NULL) {
-		mig_seterr(e, "unknown %s store type '%.*s' (compiled-in types: %s)",
-		    role, (int)tlen, spec, saker_store_driver_list());
+		char why[512];
+
+		saker_store_type_error(spec, tlen, why, sizeof(why));
+		mig_seterr(e, "%s store '%s': %s", role, spec, why);
 		return NULL;
 	}
 	if (drv->open == NULL) {

@@ -1,6 +1,11 @@
-/* migrate_int.h -- the copy target's state, private to the copy engine
- * (migrate_copy.c) and its progress report (migrate_progress.c).  Include
- * migrate.h first. */
+/*
+ * migrate_int.h -- the types the copy engine's files share (migrate_copy.c,
+ * migrate_progress.c, migrate.c, dump.c, check_cmd.c): options, the error
+ * text, the digest, the name list, the source callbacks, the progress meter
+ * and the copy target's state.  Types and constants only: each file's
+ * functions are declared in its own header (migrate_copy.h,
+ * migrate_progress.h, migrate.h, dump.h).
+ */
 #ifndef SAKER_MIGRATE_INT_H
 #define SAKER_MIGRATE_INT_H
 
@@ -10,6 +15,73 @@
 
 #include "saker/store.h"
 
+#define MIG_COMMIT_EVERY 10000
+
+/* Normalised item states (also the record tags of the dump format). */
+#define MIG_READY 'R'
+#define MIG_DELAYED 'D'
+
+enum mig_progress_mode {
+	MIG_PROGRESS_AUTO = 0,   /* on when stderr is a terminal */
+	MIG_PROGRESS_ON,         /* --progress */
+	MIG_PROGRESS_OFF         /* --quiet */
+};
+
+struct mig_opts {
+	bool append;             /* add after existing items of a non-empty target */
+	enum mig_progress_mode progress;
+	bool quiet;              /* no progress, no summary */
+};
+
+/* Error text of the last failure; filled by every fallible mig_* call. */
+struct mig_err {
+	char msg[1024];
+};
+
+/* FNV-1a 64: the checksum primitive of migrate and the dump format. */
+#define MIG_FNV_INIT 0xcbf29ce484222325ULL
+
+/* Per-queue digest (migrate_copy.h, CHECKSUM). */
+struct mig_digest {
+	uint64_t ready;
+	uint64_t delayed;
+	uint64_t bytes;
+	uint64_t ready_chain;
+	uint64_t delayed_chain;
+	uint64_t delayed_sum;
+};
+
+/* Queue names collected by a store's queues() callback (copies, not
+ * NUL-terminated); `oom` when one could not be kept. */
+struct mig_name {
+	char *s;
+	size_t len;
+};
+struct mig_names {
+	struct mig_name *v;
+	size_t n, cap;
+	bool oom;
+};
+
+/* Callbacks of mig_source_each(): a non-zero return stops the walk and is
+ * returned (the callback has set the error). */
+struct mig_source_cb {
+	int (*queue_begin)(void *arg, const char *name, size_t len);
+	int (*item)(void *arg, const struct saker_item *it, int state, bool was_open);
+	int (*queue_end)(void *arg);
+};
+
+/* Progress line shared with dump (stderr, redrawn in place). */
+struct mig_meter {
+	bool on;
+	bool drawn;
+	uint64_t items, bytes;
+	uint64_t total_items;
+	uint64_t start_ns, last_ns;
+};
+
+/* The copy target's state: built by migrate_copy.c, reported on by
+ * migrate_progress.c. */
 struct mig_q {
 	char *name;
 	size_t len;

@@ -1,4 +1,4 @@
-/* migrate_progress.c -- progress of a copy (migrate.h): the meter line
+/* migrate_progress.c -- progress of a copy (migrate_progress.h): the meter line
  * redrawn on stderr, shared with dump, and the summary at the end. */
 #include "config.h"
 
@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "migrate.h"
 #include "migrate_int.h"
+#include "migrate_progress.h"
 
 void
 mig_human_bytes(char *buf, size_t len, uint64_t bytes)

@@ -5,7 +5,7 @@
 
 #include "dump.h"
 #include "fuzz.h"
-#include "migrate.h"
+#include "migrate_int.h"
 
 extern const struct saker_store_driver saker_store_memory;
 
