@@ -1063,6 +1063,9 @@ lt_begin(void *arg)
 	struct lstore *s = arg;
 
 	s->begin_err = lm_begin_long(s);
+	if (s->begin_err != SAKER_OK)
+		snprintf(s->lt.err, sizeof(s->lt.err), "%.*s",
+		    (int)sizeof(s->lt.err) - 1, s->err);
 	return s->begin_err;
 }
 

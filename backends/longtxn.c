@@ -84,7 +84,9 @@ ltx_rebuild(struct ltx *lt)
 		return 0;	/* nothing since the checkpoint */
 	lt->j.err[0] = '\0';
 	if (lt->ops->begin(lt->arg) != 0) {
-		snprintf(lt->err, sizeof(lt->err), "cannot begin a transaction");
+		if (lt->err[0] == '\0')	/* ops->begin may say why */
+			snprintf(lt->err, sizeof(lt->err), "cannot begin a "
+			    "transaction");
 		rc = LTX_EBEGIN;
 		goto fail;
 	}

@@ -48,7 +48,8 @@
 #define LTX_EBEGIN	(-1)
 
 struct ltx_ops {
-	/* Begin the long transaction (none is open).  0 or non-zero. */
+	/* Begin the long transaction (none is open).  0 or non-zero, and
+	 * then it may say why in the engine's err. */
 	int (*begin)(void *arg);
 	/* Apply one journal payload to it.  0 or non-zero (the driver's
 	 * code, passed back to the engine's caller). */
