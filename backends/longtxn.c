@@ -9,9 +9,45 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "saker/store.h"
 
 #include "clock.h"
+#include "hash.h"
 #include "longtxn.h"
+
+uint64_t
+ltx_new_id(void)
+{
+	uint64_t r = 0;
+
+	if (saker_random(&r, sizeof(r)) != 0)
+		r = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
+	return (r >> 1) | 1;
+}
+
+int
+ltx_write(struct ltx *lt, bool sync)
+{
+	bool in_doubt = false;
+	int rc = lj_write(&lt->j, sync, &in_doubt);
+
+	if (rc == 0) {
+		if (lt->first_ns == 0)
+			lt->first_ns = saker_mono_ns();
+		return SAKER_OK;
+	}
+	if (!in_doubt && (rc == ENOSPC || rc == EDQUOT || rc == EFBIG)) {
+		snprintf(lt->err, sizeof(lt->err), "storage full (%.200s)",
+		    lt->j.err);
+		return SAKER_EFULL;
+	}
+	snprintf(lt->err, sizeof(lt->err), "%s", lt->j.err);
+	if (!in_doubt && rc == ENOMEM)
+		return SAKER_ENOMEM;
+	return in_doubt ? SAKER_EINDOUBT : SAKER_EIO;
+}
 
 void
 ltx_init(struct ltx *lt, const struct ltx_ops *ops, void *arg,

@@ -77,7 +77,7 @@ struct ltx {
 	uint64_t checkpoint_ns;
 	uint64_t last_ns;	/* how long the last attempt took */
 	bool failing;		/* the last checkpoint failed */
-	char err[256];		/* why a rebuild failed */
+	char err[320];		/* why a rebuild or a journal write failed */
 };
 
 /* Before anything else: no journal open, the driver's ops and limits. */
@@ -103,13 +103,22 @@ int ltx_pending(struct ltx *lt, bool *pending);
  * when the journal does. */
 int ltx_replay(struct ltx *lt);
 
-/* The batch's record is in the journal (lj_write succeeded). */
-static inline void
-ltx_written(struct ltx *lt, uint64_t now_ns)
-{
-	if (lt->first_ns == 0)
-		lt->first_ns = now_ns;
-}
+/* A new store's id, which seeds its journal's checks (journal.h): random,
+ * positive as an int64 and never 0. */
+uint64_t ltx_new_id(void);
+
+/*
+ * Make the current batch durable: its record into the journal, with
+ * fdatasync when `sync`.  A saker_err: SAKER_OK; SAKER_EFULL or
+ * SAKER_ENOMEM when none of it counts and the store may go on writing;
+ * SAKER_EIO when a write or fdatasync failed, which leaves the page cache
+ * in an unknown state, so the store must stop writing rather than risk
+ * acknowledging what may not be on disk; SAKER_EINDOUBT the same, with the
+ * record maybe in the journal.  lt->err says why.  On a failure the caller
+ * rolls the batch back (the long transaction holds it, the journal does
+ * not or may not).
+ */
+int ltx_write(struct ltx *lt, bool sync);
 
 /* Time for a checkpoint (the long transaction being open)? */
 bool ltx_due(const struct ltx *lt, uint64_t now_ns);
