@@ -2930,43 +2930,6 @@ lm_recover(struct lstore *s)
 	return lm_commit(&s->base);
 }
 
-static int lm_open(const char *, const struct saker_store_opts *,
-    saker_store **, char *, size_t);
-
-/*
- * A read-only opener found batches in the journal that the data file does
- * not hold yet (a crash).  Recover them as a writer would (that needs the
- * exclusive lock: saker_store_relock()), then open read-only again.
- */
-static int
-lm_open_recover(struct lstore *s, const char *location,
-    const struct saker_store_opts *opts, saker_store **out, char *err,
-    size_t errlen)
-{
-	struct saker_store_opts rw;
-	saker_store *tmp;
-	int ret;
-
-	lm_free(s);
-	memset(&rw, 0, sizeof(rw));
-	rw.sync = SAKER_SYNC_ALWAYS;
-	if ((ret = saker_store_relock(opts, true, err, errlen)) == SAKER_OK)
-		ret = lm_open(location, &rw, &tmp, err, errlen);
-	if (ret != SAKER_OK) {
-		char why[512];
-
-		snprintf(why, sizeof(why), "%s", err);
-		snprintf(err, errlen, "lmdb %s: the store needs crash recovery "
-		    "(its journal holds batches the data file does not), which "
-		    "needs write access: %s", location, why);
-		return ret;
-	}
-	lm_close(tmp);
-	if ((ret = saker_store_relock(opts, false, err, errlen)) != SAKER_OK)
-		return ret;
-	return lm_open(location, opts, out, err, errlen);
-}
-
 static int
 lm_open(const char *location, const struct saker_store_opts *opts,
     saker_store **out, char *err, size_t errlen)
@@ -3057,8 +3020,11 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 	if ((ret = lm_open_dbs(s, opts->create)) != SAKER_OK ||
 	    (ret = lm_journal_open(s, &pending)) != SAKER_OK)
 		goto fail;
-	if (pending)
-		return lm_open_recover(s, location, opts, out, err, errlen);
+	if (pending) {
+		lm_free(s);
+		return ltx_open_recovered(&saker_store_lmdb, location, opts, out,
+		    err, errlen);
+	}
 	if ((ret = lm_load(s)) != SAKER_OK)
 		goto fail;
 	if (!s->read_only && (ret = lm_recover(s)) != SAKER_OK)

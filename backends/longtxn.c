@@ -189,3 +189,30 @@ ltx_close(struct ltx *lt)
 {
 	lj_close(&lt->j);
 }
+
+int
+ltx_open_recovered(const struct saker_store_driver *drv, const char *location,
+    const struct saker_store_opts *opts, saker_store **out, char *err,
+    size_t errlen)
+{
+	struct saker_store_opts rw;
+	saker_store *tmp;
+	char why[512];
+	int rc;
+
+	memset(&rw, 0, sizeof(rw));
+	rw.sync = SAKER_SYNC_ALWAYS;
+	if ((rc = saker_store_relock(opts, true, why, sizeof(why))) != SAKER_OK ||
+	    (rc = drv->open(location, &rw, &tmp, why, sizeof(why))) !=
+	    SAKER_OK) {
+		snprintf(err, errlen, "%s %s: its journal holds acknowledged "
+		    "batches the data file does not yet (after a crash), and "
+		    "applying them needs write access: %s", drv->name, location,
+		    why);
+		return rc;
+	}
+	drv->close(tmp);
+	if ((rc = saker_store_relock(opts, false, err, errlen)) != SAKER_OK)
+		return rc;
+	return drv->open(location, opts, out, err, errlen);
+}

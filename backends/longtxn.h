@@ -36,6 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "saker/store.h"
+
 #include "journal.h"
 
 /* A checkpoint that failed is tried again this much later (after a
@@ -144,5 +146,18 @@ int ltx_checkpoint(struct ltx *lt, bool *fatal, bool *rebuilt);
 int ltx_rebuild(struct ltx *lt);
 
 void ltx_close(struct ltx *lt);
+
+/*
+ * A read-only opener (dump, a migrate source) found batches in the journal
+ * that the data file does not hold yet (ltx_pending(), after a crash): it
+ * must not replay them itself, so they are recovered as a writer would
+ * (drv->open for writing, drv->close), which needs the exclusive lock
+ * (saker_store_relock()), and the store is then opened read-only with
+ * `opts`.  The caller has freed its own half-open store.  A saker_err,
+ * with err saying why.
+ */
+int ltx_open_recovered(const struct saker_store_driver *drv,
+    const char *location, const struct saker_store_opts *opts,
+    saker_store **out, char *err, size_t errlen);
 
 #endif /* SAKER_LONGTXN_H */

@@ -2525,29 +2525,9 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 	    (e = sq_redo_open(s)) != SAKER_OK)
 		goto fail;
 	if (s->redo_pending) {
-		/* after a crash: recover as a writer would (that needs the
-		 * exclusive lock: saker_store_relock()), then open read-only */
-		struct saker_store_opts rw;
-		saker_store *tmp;
-		char why[512];
-
 		sq_free(s);
-		memset(&rw, 0, sizeof(rw));
-		rw.sync = SAKER_SYNC_ALWAYS;
-		if ((e = saker_store_relock(opts, true, why, sizeof(why))) !=
-		    SAKER_OK || (e = sq_open(location, &rw, &tmp, why,
-		    sizeof(why))) != SAKER_OK) {
-			snprintf(err, errlen, "sqlite %s: its journal holds "
-			    "acknowledged batches the database does not yet, "
-			    "and applying them needs write access: %s", location,
-			    why);
-			return e;
-		}
-		sq_close(tmp);
-		if ((e = saker_store_relock(opts, false, err, errlen)) !=
-		    SAKER_OK)
-			return e;
-		return sq_open(location, opts, out, err, errlen);
+		return ltx_open_recovered(&saker_store_sqlite, location, opts, out,
+		    err, errlen);
 	}
 	if ((e = sq_load(s)) != SAKER_OK || (e = sq_recover(s)) != SAKER_OK)
 		goto fail;
