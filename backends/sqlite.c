@@ -16,7 +16,7 @@
 #include <sqlite3.h>
 
 #include "saker/store.h"
-#include "journal.h"
+#include "longtxn.h"
 #include "clock.h"
 #include "hash.h"
 #include "kit.h"
@@ -68,7 +68,8 @@
  * loop for as long as its commit and WAL copy take, about proportional to
  * the bytes: under 50 producers 512 KiB took 0.9 ms at the median (max
  * 11.5 ms), 8 MiB 19 ms (max 42 ms), for the same throughput
- * (docs/sqlite.md).
+ * (docs/sqlite.md).  LMDB's checkpoint, which copies no WAL, keeps 8 MiB
+ * (lmdb.c).  The policy over these is longtxn.h's, shared with LMDB.
  */
 #define SQ_CKPT_BYTES ((uint64_t)512 << 10)
 #define SQ_CKPT_NS ((uint64_t)1000 * 1000 * 1000)
@@ -277,15 +278,15 @@ struct sq_store {
 	struct saker_queue *touched;
 
 	uint64_t commits, fsyncs, commit_ns;
-	uint64_t ckpts, ckpt_ns;	/* the WAL's checkpoints (sq_wal_hook()) */
+	uint64_t ckpts, ckpt_ns;	/* the WAL's checkpoints (sq_wal_hook()),
+					 * counted when not journaled */
 	bool ckpt_failing;	/* the last one failed (warned once) */
 
 	/* --sync always: the redo journal (sqlite_redo.h) */
 	bool journaled;		/* batches go to the journal, not to COMMIT */
-	struct lj j;		/* fd -1 when not journaled */
+	struct ltx lt;		/* the journal (fd -1 when not journaled) and
+				 * the checkpoint policy (longtxn.h) */
 	bool long_txn;		/* BEGIN done; a checkpoint COMMITs it */
-	uint64_t long_t0;	/* when it began (saker_mono_ns) */
-	uint64_t jseq;		/* last batch in the committed database */
 	sqlite3_stmt *jst;	/* the writing statement whose binds are */
 	size_t jst_mark;	/* recorded from this batch offset on */
 	size_t op_mark;		/* batch offset when the operation began */
@@ -376,9 +377,9 @@ sq_rec_bind(struct sq_store *s, sqlite3_stmt *st)
 		return false;
 	if (s->jst != st) {
 		if (s->jst != NULL)
-			lj_cut(&s->j, s->jst_mark);
+			lj_cut(&s->lt.j, s->jst_mark);
 		s->jst = st;
-		s->jst_mark = s->j.len;
+		s->jst_mark = s->lt.j.len;
 	}
 	return true;
 }
@@ -386,7 +387,7 @@ sq_rec_bind(struct sq_store *s, sqlite3_stmt *st)
 static void
 sq_bind_i64(struct sq_store *s, sqlite3_stmt *st, int i, int64_t v)
 {
-	if (sq_rec_bind(s, st) && sr_int(&s->j, i, v) != 0)
+	if (sq_rec_bind(s, st) && sr_int(&s->lt.j, i, v) != 0)
 		s->jnomem = true;
 	sqlite3_bind_int64(st, i, v);
 }
@@ -394,7 +395,7 @@ sq_bind_i64(struct sq_store *s, sqlite3_stmt *st, int i, int64_t v)
 static void
 sq_bind_text(struct sq_store *s, sqlite3_stmt *st, int i, const char *v)
 {
-	if (sq_rec_bind(s, st) && sr_bytes(&s->j, 't', i, v, strlen(v)) != 0)
+	if (sq_rec_bind(s, st) && sr_bytes(&s->lt.j, 't', i, v, strlen(v)) != 0)
 		s->jnomem = true;
 	sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
 }
@@ -412,23 +413,23 @@ sq_exec(struct sq_store *s, int which, const char *what)
 {
 	sqlite3_stmt *st = s->st[which];
 	bool rec = s->journaled && !sqlite3_stmt_readonly(st);
-	size_t mark = s->j.len;
+	size_t mark = s->lt.j.len;
 	int rc;
 
 	if (rec) {
 		if (s->jst == st)
 			mark = s->jst_mark;
 		else if (s->jst != NULL)
-			lj_cut(&s->j, mark = s->jst_mark);
+			lj_cut(&s->lt.j, mark = s->jst_mark);
 		s->jst = NULL;
-		if (sr_exec(&s->j, which) != 0)
+		if (sr_exec(&s->lt.j, which) != 0)
 			s->jnomem = true;
 	}
 	rc = sqlite3_step(st);
 	sq_reset(st);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
 		if (rec)	/* it changed nothing: nothing to replay */
-			lj_cut(&s->j, mark);
+			lj_cut(&s->lt.j, mark);
 		return sq_fail(s, rc, what);
 	}
 	return SAKER_OK;
@@ -449,11 +450,11 @@ sq_bind_blob(struct sq_store *s, sqlite3_stmt *st, int i, const void *p,
 	/* A NULL pointer would bind SQL NULL; empty items are empty blobs. */
 	rc = sqlite3_bind_blob(st, i, len > 0 ? p : "", (int)len, SQLITE_STATIC);
 	if (rc == SQLITE_OK && sq_rec_bind(s, st) &&
-	    sr_bytes(&s->j, 'b', i, p, len) != 0)
+	    sr_bytes(&s->lt.j, 'b', i, p, len) != 0)
 		s->jnomem = true;
 	if (rc != SQLITE_OK) {
 		if (s->jst == st) {
-			lj_cut(&s->j, s->jst_mark);
+			lj_cut(&s->lt.j, s->jst_mark);
 			s->jst = NULL;
 		}
 		sq_reset(st);
@@ -632,7 +633,7 @@ sq_redo_apply(void *arg, const unsigned char *p, size_t len)
 	struct sq_store *s = arg;
 
 	/* SQLITE_OK is 0, what lj_replay() takes for success */
-	return sr_apply(s->st, S_COUNT, p, len, s->j.err, sizeof(s->j.err));
+	return sr_apply(s->st, S_COUNT, p, len, s->lt.j.err, sizeof(s->lt.j.err));
 }
 
 /* Run a transaction statement. */
@@ -661,49 +662,88 @@ sq_meta_put(struct sq_store *s, const char *key, int64_t v)
 }
 
 /*
- * SQLite rolled back the long transaction (or is told to): begin it again
- * and replay every batch the journal holds since the last checkpoint, so
- * that it holds every acknowledged batch again.  When even that fails the
- * store refuses writes; the next open replays the journal.
+ * The long transaction for the engine (longtxn.h): SQLite's mechanism
+ * under its checkpoint policy.
  */
-static void
-sq_rebuild(struct sq_store *s)
+static int
+lt_begin(void *arg)
 {
-	uint64_t seq = s->j.seq, off = s->j.off;
-	char why[256];
-	int rc;
+	struct sq_store *s = arg;
+	int rc = sq_step(s, S_BEGIN);
+
+	if (rc != SQLITE_DONE) {
+		snprintf(s->lt.err, sizeof(s->lt.err), "begin: %s",
+		    sqlite3_errmsg(s->db));
+		return rc;
+	}
+	s->long_txn = true;
+	return 0;
+}
+
+static void
+lt_abort(void *arg)
+{
+	struct sq_store *s = arg;
 
 	if (!sqlite3_get_autocommit(s->db))
 		sq_step(s, S_ROLLBACK);
 	s->long_txn = false;
-	lj_cut(&s->j, 0);
+}
+
+/* SQLite's synced commit with "journal_seq" = seq.  A failed fsync is
+ * fatal (the WAL's pages may be gone); anything else (a full disk, say)
+ * leaves the journal holding every batch until a later try succeeds. */
+static int
+lt_commit(void *arg, uint64_t seq, bool *fatal)
+{
+	struct sq_store *s = arg;
+	int rc;
+
+	rc = sq_meta_put(s, "journal_seq", (int64_t)seq);
+	if (rc == SQLITE_DONE)
+		rc = sq_step(s, S_COMMIT);
+	if (rc == SQLITE_DONE) {
+		s->long_txn = false;
+		return 0;
+	}
+	snprintf(s->err, sizeof(s->err), "sqlite %s: checkpoint: %s",
+	    s->path, sqlite3_errmsg(s->db));
+	*fatal = rc == SQLITE_IOERR_FSYNC || rc == SQLITE_IOERR_DIR_FSYNC;
+	lt_abort(s);
+	return rc;
+}
+
+static const struct ltx_ops sq_ltx_ops = {
+	.begin = lt_begin,
+	.apply = sq_redo_apply,
+	.commit = lt_commit,
+	.abort = lt_abort,
+};
+
+/*
+ * SQLite rolled back the long transaction (or is told to): rebuild it
+ * (ltx_rebuild()), so that it holds every acknowledged batch again.  When
+ * even that fails the store refuses writes; the next open replays the
+ * journal.
+ */
+static void
+sq_rebuild(struct sq_store *s)
+{
+	uint64_t n = s->lt.j.seq - s->lt.ckpt_seq;
+
 	s->jst = NULL;
-	if (seq == s->jseq)
-		return;
-	if ((rc = sq_step(s, S_BEGIN)) != SQLITE_DONE)
-		snprintf(why, sizeof(why), "begin: %s", sqlite3_errmsg(s->db));
-	else if ((rc = lj_replay(&s->j, s->jseq, off, sq_redo_apply, s)) != 0)
-		snprintf(why, sizeof(why), "%s", s->j.err);
-	else if (s->j.seq != seq || s->j.off != off) {
-		rc = -1;
-		snprintf(why, sizeof(why), "the journal ends at batch %" PRIu64
-		    ", not %" PRIu64, s->j.seq, seq);
-	}
-	if (rc == 0) {
-		s->long_txn = true;
-		s->long_t0 = saker_mono_ns();
-		log_warn("sqlite %s: the transaction since the last checkpoint "
-		    "was rolled back; %" PRIu64 " batches replayed from the "
-		    "journal", s->path, seq - s->jseq);
+	if (ltx_rebuild(&s->lt) == 0) {
+		if (n > 0)
+			log_warn("sqlite %s: the transaction since the last "
+			    "checkpoint was rolled back; %" PRIu64 " batches "
+			    "replayed from the journal", s->path, n);
 		return;
 	}
-	if (!sqlite3_get_autocommit(s->db))
-		sq_step(s, S_ROLLBACK);
 	s->broken = true;
 	snprintf(s->err, sizeof(s->err), "sqlite %s: the transaction since the"
 	    " last checkpoint was rolled back and replaying the journal failed"
 	    " (%s); refusing writes until restart, which replays it again",
-	    s->path, why);
+	    s->path, s->lt.err);
 	log_error("%s", s->err);
 }
 
@@ -716,21 +756,21 @@ sq_drop_batch(struct sq_store *s)
 
 	if (rc == SQLITE_DONE)
 		rc = sq_step(s, S_BSP_RELEASE);
-	lj_cut(&s->j, 0);
+	lj_cut(&s->lt.j, 0);
 	s->jst = NULL;
 	if (rc != SQLITE_DONE || sqlite3_get_autocommit(s->db))
 		sq_rebuild(s);
 }
 
 /*
- * Commit the long transaction (SQLite's synced commit) with the number of
- * the last batch it holds; the journal then starts again.  A failure
- * leaves every acknowledged batch in the journal.
+ * Checkpoint (ltx_checkpoint()): the long transaction committed, the
+ * journal starts again.  A failure leaves every acknowledged batch in the
+ * journal and the long transaction rebuilt from it.
  */
 static int
 sq_checkpoint(struct sq_store *s)
 {
-	uint64_t t0 = saker_mono_ns(), ns;
+	bool fatal, rebuilt;
 	int rc;
 
 	if (!s->long_txn || s->broken)
@@ -739,38 +779,29 @@ sq_checkpoint(struct sq_store *s)
 		sq_rebuild(s);
 		return s->broken ? SAKER_EIO : SAKER_OK;
 	}
-	rc = sq_meta_put(s, "journal_seq", (int64_t)s->j.seq);
-	if (rc == SQLITE_DONE)
-		rc = sq_step(s, S_COMMIT);
-	ns = saker_mono_ns() - t0;
-	s->ckpts++;
-	s->ckpt_ns += ns;
-	if (rc != SQLITE_DONE) {
-		snprintf(s->err, sizeof(s->err), "sqlite %s: checkpoint: %s",
-		    s->path, sqlite3_errmsg(s->db));
-		if (!s->ckpt_failing)
-			log_warn("%s; the journal keeps every batch until one "
-			    "succeeds", s->err);
-		s->ckpt_failing = true;
-		if (rc == SQLITE_IOERR_FSYNC || rc == SQLITE_IOERR_DIR_FSYNC) {
-			/* the WAL's pages may be gone: fail-stop */
-			if (!sqlite3_get_autocommit(s->db))
-				sq_step(s, S_ROLLBACK);
-			s->long_txn = false;
-			s->broken = true;
-			return SAKER_EIO;
-		}
-		if (sqlite3_get_autocommit(s->db))
-			sq_rebuild(s);
-		return sq_map(rc);
+	rc = ltx_checkpoint(&s->lt, &fatal, &rebuilt);
+	if (rc == 0) {
+		s->ckpt_failing = false;
+		log_debug("sqlite checkpoint: %" PRIu64 " us, journal batches up "
+		    "to %" PRIu64, s->lt.last_ns / 1000, s->lt.ckpt_seq);
+		return SAKER_OK;
 	}
-	s->ckpt_failing = false;
-	s->long_txn = false;
-	s->jseq = s->j.seq;
-	lj_restart(&s->j);
-	log_debug("sqlite checkpoint: %" PRIu64 " us, journal batches up to %"
-	    PRIu64, ns / 1000, s->jseq);
-	return SAKER_OK;
+	if (!s->ckpt_failing)
+		log_warn("%s; the journal keeps every batch until one succeeds",
+		    s->err);
+	s->ckpt_failing = true;
+	if (!rebuilt) {
+		s->broken = true;
+		snprintf(s->err, sizeof(s->err), "sqlite %s: checkpoint failed "
+		    "and replaying the journal failed (%s); refusing writes "
+		    "until restart, which replays it again", s->path, s->lt.err);
+		log_error("%s", s->err);
+	}
+	if (fatal) {
+		s->broken = true;
+		return SAKER_EIO;
+	}
+	return sq_map(rc);
 }
 
 /* The batch's record into the journal, flushed; then the batch joins the
@@ -778,8 +809,7 @@ sq_checkpoint(struct sq_store *s)
 static int
 sq_batch_end(struct sq_store *s)
 {
-	bool in_doubt;
-	int rc;
+	int rc, err;
 
 	if (s->jnomem)
 		return sq_errf(s, SAKER_ENOMEM, "sqlite %s: out of memory for "
@@ -788,30 +818,25 @@ sq_batch_end(struct sq_store *s)
 		return sq_errf(s, SAKER_EIO, "sqlite %s: the transaction was "
 		    "rolled back during the batch", s->path);
 	if (s->jst != NULL) {	/* values bound to a statement never run */
-		lj_cut(&s->j, s->jst_mark);
+		lj_cut(&s->lt.j, s->jst_mark);
 		s->jst = NULL;
 	}
-	if (s->j.len > 0 && (rc = lj_write(&s->j, true, &in_doubt)) != 0) {
-		if (!in_doubt && (rc == ENOSPC || rc == EDQUOT || rc == EFBIG))
-			return sq_errf(s, SAKER_EFULL, "sqlite %s: batch rolled "
-			    "back: storage full (%s)", s->path, s->j.err);
-		if (!in_doubt && rc == ENOMEM)
-			return sq_errf(s, SAKER_ENOMEM, "sqlite %s: batch rolled"
-			    " back: %s", s->path, s->j.err);
-		/* A failed write or fdatasync leaves the page cache in an
-		 * unknown state: fail-stop, as for SQLite's own fsync. */
-		s->broken = true;
-		return sq_errf(s, in_doubt ? SAKER_EINDOUBT : SAKER_EIO,
-		    "sqlite %s: commit failed%s: %s; refusing writes until "
-		    "restart", s->path, in_doubt ? " and may or may not have "
-		    "reached the disk" : ", batch rolled back", s->j.err);
+	if (s->lt.j.len > 0 &&
+	    (err = ltx_write(&s->lt, true)) != SAKER_OK) {
+		if (err == SAKER_EFULL || err == SAKER_ENOMEM)
+			return sq_errf(s, err, "sqlite %s: batch rolled back: %s",
+			    s->path, s->lt.err);
+		s->broken = true;	/* as for SQLite's own fsync */
+		return sq_errf(s, err, "sqlite %s: commit failed%s: %s; refusing"
+		    " writes until restart", s->path, err == SAKER_EINDOUBT ?
+		    " and may or may not have reached the disk" :
+		    ", batch rolled back", s->lt.err);
 	}
 	rc = sq_step(s, S_BSP_RELEASE);
 	s->in_txn = false;
 	if (rc != SQLITE_DONE || sqlite3_get_autocommit(s->db))
 		sq_rebuild(s);	/* the journal has the batch now */
-	if (!s->broken && (s->j.off >= SQ_CKPT_BYTES ||
-	    saker_mono_ns() - s->long_t0 >= SQ_CKPT_NS))
+	if (!s->broken && ltx_due(&s->lt, saker_mono_ns()))
 		(void)sq_checkpoint(s);	/* the batch is durable anyway */
 	return SAKER_OK;
 }
@@ -876,7 +901,6 @@ sq_begin(struct sq_store *s)
 		if ((rc = sq_step(s, S_BEGIN)) != SQLITE_DONE)
 			return sq_fail(s, rc, "begin");
 		s->long_txn = s->journaled;
-		s->long_t0 = saker_mono_ns();
 	}
 	if (s->journaled && (rc = sq_step(s, S_BSP)) != SQLITE_DONE)
 		return sq_fail(s, rc, "begin batch");
@@ -896,7 +920,7 @@ sq_sp_begin(struct sq_store *s)
 		return err;
 	s->gen++;	/* a new operation: sq_touch() records queues anew */
 	s->touched = NULL;
-	s->op_mark = s->j.len;
+	s->op_mark = s->lt.j.len;
 	return sq_exec(s, S_SP, "savepoint");
 }
 
@@ -929,7 +953,7 @@ sq_sp_end(struct sq_store *s, int err)
 		if (rc != SQLITE_DONE) {
 			sq_step(s, S_ROLLBACK);
 		} else if (s->journaled) {
-			lj_cut(&s->j, s->op_mark);	/* undone: not replayed */
+			lj_cut(&s->lt.j, s->op_mark);	/* undone: not replayed */
 			s->jst = NULL;
 		}
 	}
@@ -1926,8 +1950,8 @@ sq_store_stats(saker_store *base, struct saker_store_stats *st)
 	st->disk_bytes = sq_file_size(s->path, "") +
 	    sq_file_size(s->path, "-wal") +
 	    sq_file_size(s->path, SQ_REDO_SUFFIX);
-	st->checkpoints = s->ckpts;
-	st->checkpoint_ns = s->ckpt_ns;
+	st->checkpoints = s->ckpts + s->lt.checkpoints;
+	st->checkpoint_ns = s->ckpt_ns + s->lt.checkpoint_ns;
 }
 
 static void
@@ -1951,7 +1975,7 @@ sq_free(struct sq_store *s)
 		free(q);
 	}
 	kit_qtab_free(&s->qt);
-	lj_close(&s->j);
+	ltx_close(&s->lt);
 	free(s->path);
 	free(s);
 }
@@ -2277,54 +2301,41 @@ sq_redo_open(struct sq_store *s)
 	if (id == 0 && !s->read_only) {
 		/* seeds the journal's checks: another store's records
 		 * never pass them */
-		uint64_t r = 0;
-
-		if (saker_random(&r, sizeof(r)) != 0)
-			r = saker_mono_ns() ^ ((uint64_t)getpid() << 32);
-		id = (int64_t)(r >> 1) | 1;
+		id = (int64_t)ltx_new_id();
 		if ((rc = sq_meta_put(s, "store_id", id)) != SQLITE_DONE)
 			return sq_open_err(s, sq_map(rc), rc, "writing meta");
 	}
-	if (lj_open(&s->j, path, create) != 0)
-		return sq_errf(s, SAKER_EIO, "sqlite %s: %s", s->path, s->j.err);
-	s->j.store_id = (uint64_t)id;
+	if (ltx_open(&s->lt, path, create, (uint64_t)id, false, (uint64_t)seq)
+	    != 0)
+		return sq_errf(s, SAKER_EIO, "sqlite %s: %s", s->path, s->lt.j.err);
 	if (s->read_only) {
-		rc = lj_pending(&s->j, (uint64_t)seq, &s->redo_pending);
-		lj_close(&s->j);
-		if (rc != 0)
+		if ((rc = ltx_pending(&s->lt, &s->redo_pending)) != 0)
 			return sq_errf(s, SAKER_EIO, "sqlite %s: %s", s->path,
-			    s->j.err);
+			    s->lt.j.err);
 		return SAKER_OK;
 	}
-	if (s->j.fd >= 0) {
-		if ((rc = sq_step(s, S_BEGIN)) != SQLITE_DONE)
-			return sq_open_err(s, sq_map(rc), rc, "begin");
-		rc = lj_replay(&s->j, (uint64_t)seq, UINT64_MAX, sq_redo_apply,
-		    s);
-		if (rc == 0 && s->j.seq > (uint64_t)seq) {
-			rc = sq_meta_put(s, "journal_seq", (int64_t)s->j.seq) ==
-			    SQLITE_DONE ? 0 : -1;
-			if (rc == 0 && sq_step(s, S_COMMIT) != SQLITE_DONE)
-				rc = -1;
-			if (rc != 0)
-				snprintf(s->j.err, sizeof(s->j.err), "%s",
-				    sqlite3_errmsg(s->db));
-			else
-				log_info("sqlite %s: %" PRIu64 " acknowledged "
-				    "batches replayed from %s", s->path,
-				    s->j.seq - (uint64_t)seq, path);
-		}
-		if (!sqlite3_get_autocommit(s->db))
-			sq_step(s, S_ROLLBACK);
+	if (s->lt.j.fd >= 0) {
+		bool fatal, rebuilt;
+		char why[sizeof(s->err)];
+
+		if ((rc = ltx_replay(&s->lt)) == LTX_EBEGIN)
+			snprintf(why, sizeof(why), "%s", s->lt.err);
+		else if (rc != 0)
+			snprintf(why, sizeof(why), "%s", s->lt.j.err);
+		else if ((rc = ltx_checkpoint(&s->lt, &fatal, &rebuilt)) != 0)
+			snprintf(why, sizeof(why), "%s", s->err);
+		else if (s->lt.j.seq > (uint64_t)seq)
+			log_info("sqlite %s: %" PRIu64 " acknowledged batches "
+			    "replayed from %s", s->path,
+			    s->lt.j.seq - (uint64_t)seq, path);
+		lt_abort(s);	/* what a failed checkpoint rebuilt */
 		if (rc != 0)
 			return sq_errf(s, rc == EILSEQ ? SAKER_ECORRUPT :
 			    SAKER_EIO, "sqlite %s: replaying its journal %s: %s",
-			    s->path, path, s->j.err);
+			    s->path, path, why);
 	}
-	s->jseq = s->j.seq;
-	lj_restart(&s->j);
 	if (!create)
-		lj_close(&s->j);
+		lj_close(&s->lt.j);
 	return SAKER_OK;
 }
 
@@ -2465,6 +2476,7 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 		return SAKER_ENOMEM;
 	}
 	s->base.driver = &saker_store_sqlite;
+	ltx_init(&s->lt, &sq_ltx_ops, s, SQ_CKPT_BYTES, SQ_CKPT_NS);
 	s->sync = opts->sync;
 	s->read_only = opts->read_only;
 	s->notify = opts->notify;
@@ -2525,33 +2537,13 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 	    (e = sq_redo_open(s)) != SAKER_OK)
 		goto fail;
 	if (s->redo_pending) {
-		/* after a crash: recover as a writer would (that needs the
-		 * exclusive lock: saker_store_relock()), then open read-only */
-		struct saker_store_opts rw;
-		saker_store *tmp;
-		char why[512];
-
 		sq_free(s);
-		memset(&rw, 0, sizeof(rw));
-		rw.sync = SAKER_SYNC_ALWAYS;
-		if ((e = saker_store_relock(opts, true, why, sizeof(why))) !=
-		    SAKER_OK || (e = sq_open(location, &rw, &tmp, why,
-		    sizeof(why))) != SAKER_OK) {
-			snprintf(err, errlen, "sqlite %s: its journal holds "
-			    "acknowledged batches the database does not yet, "
-			    "and applying them needs write access: %s", location,
-			    why);
-			return e;
-		}
-		sq_close(tmp);
-		if ((e = saker_store_relock(opts, false, err, errlen)) !=
-		    SAKER_OK)
-			return e;
-		return sq_open(location, opts, out, err, errlen);
+		return ltx_open_recovered(&saker_store_sqlite, location, opts, out,
+		    err, errlen);
 	}
 	if ((e = sq_load(s)) != SAKER_OK || (e = sq_recover(s)) != SAKER_OK)
 		goto fail;
-	s->journaled = s->j.fd >= 0;
+	s->journaled = s->lt.j.fd >= 0;
 	s->err[0] = '\0';
 	*out = &s->base;
 	return SAKER_OK;
