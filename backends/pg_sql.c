@@ -40,9 +40,24 @@
 /* back to the queue, no longer leased */
 #define GIVE_BACK "UPDATE saker_items SET state = 0, owner = NULL," \
 	" lease_until = 0"
+/* Rows this broker holds, looked up by key: state::integer so the
+ * planner cannot use saker_items_lease (WHERE state > 0) for them.  While
+ * something holds the xmin horizon its statistics still say few rows are
+ * leased, and a bitmap scan of that index visits every dead version of
+ * every item ever claimed, once per batch (issue 47: 275 buffers a batch
+ * after a minute, the first cost of a held horizon). */
+#define HELD "state::integer > 0"
+/* The rows of the keys in arrays q, i, by their ctids: a lookup in the
+ * primary key per element, whatever the statistics say (a join of the
+ * arrays with the table was planned as a scan of the whole primary key,
+ * dead entries and all, under a held horizon). */
+#define BY_KEYS(q, i) "ctid = ANY (ARRAY (SELECT x.ctid FROM unnest(" q \
+	"::bigint[], " i "::bigint[]) AS k(qid, id) CROSS JOIN LATERAL" \
+	" (SELECT ctid FROM saker_items WHERE qid = k.qid AND id = k.id" \
+	" LIMIT 1) x))"	/* LIMIT: not pulled up into a join */
 /* an open item leased to this broker */
-#define MY_OPEN " WHERE qid = $1::bigint AND id = $2::bigint AND state = 1" \
-	" AND owner = $3::text"
+#define MY_OPEN " WHERE qid = $1::bigint AND id = $2::bigint" \
+	" AND state::integer = 1 AND owner = $3::text"
 /* the expired among no more than $3 ready items from the head (store.h) */
 #define EXPIRED_AT_HEAD "DELETE FROM saker_items WHERE (qid, id) IN" \
 	" (SELECT qid, id FROM (SELECT qid, id, expires FROM saker_items WHERE" \
@@ -167,18 +182,17 @@ static const char *const pg_sql[P_COUNT] = {
 	    " || count(*))::int END FROM ins",
 	/* state changes of items this broker holds: 0 gives one back, 1 opens
 	 * a claimed one, 2 claims (never sent: claims are P_CLAIM) */
-	[P_SETSTATE] = "UPDATE saker_items i SET state = u.st,"
-	    " deliveries = CASE WHEN u.st = 1 THEN least(i.deliveries + 1, "
-	    PG_DLV_MAX ") ELSE i.deliveries END,"
-	    " owner = CASE WHEN u.st = 0 THEN NULL ELSE i.owner END,"
-	    " lease_until = CASE WHEN u.st = 0 THEN 0 ELSE i.lease_until END"
+	[P_SETSTATE] = "UPDATE saker_items i SET (state, deliveries, owner,"
+	    " lease_until) = (SELECT u.st, CASE WHEN u.st = 1 THEN"
+	    " least(i.deliveries + 1, " PG_DLV_MAX ") ELSE i.deliveries END,"
+	    " CASE WHEN u.st = 0 THEN NULL ELSE i.owner END,"
+	    " CASE WHEN u.st = 0 THEN 0 ELSE i.lease_until END"
 	    " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[])"
-	    " AS u(qid, id, st) WHERE i.qid = u.qid AND i.id = u.id"
-	    " AND i.state > 0 AND i.owner = $4::text",
+	    " AS u(qid, id, st) WHERE u.qid = i.qid AND u.id = i.id LIMIT 1)"
+	    " WHERE " BY_KEYS("$1", "$2") " AND " HELD " AND owner = $4::text",
 	/* confirmed open items and claimed items taken or expired */
-	[P_DELS] = "DELETE FROM saker_items i USING unnest($1::bigint[],"
-	    " $2::bigint[]) AS u(qid, id) WHERE i.qid = u.qid AND i.id = u.id"
-	    " AND i.state > 0 AND i.owner = $3::text",
+	[P_DELS] = "DELETE FROM saker_items WHERE " BY_KEYS("$1", "$2")
+	    " AND " HELD " AND owner = $3::text",
 	[P_COUNTS] = "INSERT INTO saker_counts(qid, owner, total, expired)"
 	    " SELECT u.qid, $1::text, u.t, u.e FROM unnest($2::bigint[],"
 	    " $3::bigint[], $4::bigint[]) AS u(qid, t, e)"
