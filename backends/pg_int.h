@@ -33,7 +33,7 @@ enum {
 	P_NEXT, P_RENEW, P_SWEEP, P_MINE, P_RELEASE_ALL, P_IT_OPEN,
 	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
 	P_QSYNC, P_PUTS, P_SETSTATE, P_DELS, P_COUNTS, P_CLAIM, P_GIVEBACK,
-	P_MOVE, P_EXPIRE_GET, P_DELAY, P_COUNT
+	P_MOVE, P_EXPIRE_GET, P_DELAY, P_ADV_LOCK, P_ADVANCE, P_COUNT
 };
 
 struct saker_queue {
@@ -49,6 +49,11 @@ struct saker_queue {
 	int64_t d_total, d_expired;	/* uncommitted counter deltas */
 	unsigned hint_gen;	/* hint valid while == the store's txn_gen */
 	int64_t hint_vis, hint_id;	/* see HEAD_WHERE */
+	/* the queue's low-water mark as this broker last saw it (P_ADVANCE):
+	 * never above the database's; adv: taken from since the last
+	 * advance */
+	int64_t lo_vis, lo_id;
+	bool adv;
 	/* Claimed ahead (state 2): rows of `held`, served in (vis, id) order
 	 * from held_rows[held_head] on.  Only claimed when empty. */
 	PGresult *held;
@@ -154,6 +159,7 @@ struct pg_store {
 	int64_t last_now;	/* newest now_ms seen: "delayed" in stats */
 	int64_t last_vis;	/* keeps this broker's puts in order */
 	int64_t promoted_to;	/* promote() reported items due up to here */
+	int64_t adv_at;		/* last low-water mark advance (pg_commit) */
 	int64_t renewed_at;
 
 	struct kit_qtab qt;	/* the live queues by name and id */

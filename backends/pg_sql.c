@@ -14,7 +14,10 @@
  * written before format 3, which are not checked.
  * 4: saker_items.deliveries, the delivery count (store.h); 0 in rows
  * written before. */
-#define PG_FORMAT_VERSION 4
+/* 5: saker_queues.lo_vis, lo_id, the queue's low-water mark (P_ADVANCE),
+ * and saker_items_held; writers of this format keep every key of a
+ * queue at or above its mark, older brokers would not. */
+#define PG_FORMAT_VERSION 5
 
 #define DBNOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 /* ready for stats and listings: visible, or claimed ahead by a broker */
@@ -25,6 +28,11 @@
 #define ITEM_COLS "id, flags, expires, created, vis, due, data, @CRC@, @DLV@"
 
 #define PG_DLV_MAX "65535"	/* SAKER_DELIVERIES_MAX */
+/* The vis of a new key in queue row q: v, or just past the queue's
+ * low-water mark when v is not above it (a broker whose clock runs
+ * behind), so no key is ever made below the mark (P_ADVANCE). */
+#define ABOVE_MARK(v, q) "CASE WHEN " v " > " q ".lo_vis THEN " v \
+	" ELSE " q ".lo_vis + 1 END"
 /* $4, $5: the last item this transaction took from the queue.  Rows a
  * transaction deleted stay in the index until it ends and every later
  * scan would step over them again; starting past them keeps a batch of
@@ -168,7 +176,8 @@ static const char *const pg_sql[P_COUNT] = {
 	 * statement, and with it the batch, rather than drop an item. */
 	[P_PUTS] = "WITH ins AS (INSERT INTO saker_items(qid, id, vis, due,"
 	    " state, flags, expires, created, len, data, crc, deliveries)"
-	    " SELECT q.id, u.id, u.vis, u.due, 0, u.flags, u.expires, u.created,"
+	    " SELECT q.id, u.id, " ABOVE_MARK("u.vis", "q") ", u.due, 0,"
+	    " u.flags, u.expires, u.created,"
 	    " length(u.data), u.data, u.crc, u.dlv FROM (SELECT"
 	    " nextval('saker_item_id') AS id,"
 	    " x.* FROM unnest($1::bytea[], $2::bigint[], $3::bigint[],"
@@ -210,15 +219,52 @@ static const char *const pg_sql[P_COUNT] = {
 	/* an open item of this broker to the tail of another queue, with
 	 * its count (the dead-letter move); a new id puts it after the
 	 * items already there with the same vis */
-	[P_MOVE] = "UPDATE saker_items SET qid = $4::bigint, vis = $5::bigint,"
+	[P_MOVE] = "UPDATE saker_items SET qid = $4::bigint, vis = coalesce("
+	    "(SELECT " ABOVE_MARK("$5::bigint", "m") " FROM saker_queues m"
+	    " WHERE m.id = $4::bigint FOR KEY SHARE), $5::bigint),"
 	    " id = nextval('saker_item_id'),"
 	    " due = 0, state = 0, owner = NULL, lease_until = 0" MY_OPEN,
 	/* an open item of this broker back as a delayed one, due at $4:
 	 * vis = due joins it to the tail when it falls due, and a new id
 	 * after the items already there with the same vis (release_delayed) */
-	[P_DELAY] = GIVE_BACK ", due = $4::bigint, vis = $4::bigint,"
+	[P_DELAY] = GIVE_BACK ", due = $4::bigint, vis = coalesce((SELECT "
+	    ABOVE_MARK("$4::bigint", "m") " FROM saker_queues m WHERE"
+	    " m.id = $1::bigint FOR KEY SHARE), $4::bigint),"
 	    " id = nextval('saker_item_id')" MY_OPEN,
+	/*
+	 * The low-water mark of a queue (lo_vis, lo_id): no row of the queue,
+	 * whatever its state, has a smaller (vis, id), so takes start their
+	 * index scan there (pg_head_params()) instead of stepping over the
+	 * dead versions of every item consumed since the last VACUUM -- all
+	 * of them while something holds the xmin horizon (issue 47).  Held
+	 * rows count (a released item keeps its key); new keys are made at
+	 * or above it (ABOVE_MARK).  Moved up once a second by a broker that
+	 * takes from the queue: P_ADV_LOCK first locks the queue rows no
+	 * batch is putting into (FOR UPDATE conflicts with their FOR KEY
+	 * SHARE; skipped ones wait for the next time), then P_ADVANCE, a
+	 * statement whose snapshot sees every put that saw the old mark,
+	 * moves each to its first row, or to now when that is later
+	 * (delayed items only, or none).
+	 */
+	[P_ADV_LOCK] = "SELECT id FROM saker_queues WHERE id = ANY ($1::bigint[])"
+	    " FOR UPDATE SKIP LOCKED",
+	[P_ADVANCE] = "UPDATE saker_queues q SET lo_vis = c.vis, lo_id = c.id"
+	    " FROM saker_queues l CROSS JOIN LATERAL (SELECT x.vis, x.id FROM"
+	    " ((SELECT vis, id FROM saker_items WHERE qid = l.id AND state = 0"
+	    " AND (vis, id) >= (l.lo_vis, l.lo_id) ORDER BY vis, id LIMIT 1)"
+	    " UNION ALL (SELECT vis, id FROM saker_items WHERE qid = l.id AND"
+	    " state > 0 AND (vis, id) >= (l.lo_vis, l.lo_id) ORDER BY vis, id"
+	    " LIMIT 1) UNION ALL SELECT $2::bigint, 0::bigint) AS x"
+	    " ORDER BY x.vis, x.id LIMIT 1) AS c"
+	    " WHERE l.id = ANY ($1::bigint[]) AND q.id = l.id"
+	    " AND (c.vis, c.id) > (l.lo_vis, l.lo_id)"
+	    " RETURNING q.id, q.lo_vis, q.lo_id",
 };
+
+#define PG_LO_MIN "(-9223372036854775807 - 1)"
+/* the held rows of a queue in (vis, id) order, for P_ADVANCE */
+#define PG_HELD_INDEX "CREATE INDEX saker_items_held ON saker_items" \
+	" (qid, vis, id) WHERE state > 0"
 
 static const char pg_schema_sql[] =
     "CREATE TABLE saker_meta ("
@@ -226,7 +272,9 @@ static const char pg_schema_sql[] =
     " value bigint NOT NULL);"
     "CREATE TABLE saker_queues ("
     " id bigserial PRIMARY KEY,"
-    " name bytea NOT NULL UNIQUE);"
+    " name bytea NOT NULL UNIQUE,"
+    " lo_vis bigint NOT NULL DEFAULT " PG_LO_MIN ","	/* low-water mark */
+    " lo_id bigint NOT NULL DEFAULT 0);"
     "CREATE SEQUENCE saker_item_id;"
     "CREATE TABLE saker_items ("
     " qid bigint NOT NULL,"
@@ -253,6 +301,7 @@ static const char pg_schema_sql[] =
     " WHERE state = 0 AND due > 0;"
     "CREATE INDEX saker_items_lease ON saker_items (lease_until)"
     " WHERE state > 0;"
+    PG_HELD_INDEX ";"
     "CREATE TABLE saker_counts ("
     " qid bigint NOT NULL,"
     " owner text NOT NULL,"
@@ -281,6 +330,14 @@ static const char *const pg_upgrade_sql[] = {
 	    " ALTER TABLE saker_items ADD COLUMN IF NOT EXISTS"
 	    " deliveries bigint NOT NULL DEFAULT 0;"
 	    " UPDATE saker_meta SET value = 4 WHERE key = 'format'",
+	/* format 5: the low-water marks start at the bottom (constant
+	 * defaults: no rewrite); brokers of format 4 make keys below a
+	 * mark and are refused from now on */
+	[4] = "SET LOCAL synchronous_commit = on;"
+	    " ALTER TABLE saker_queues ADD COLUMN IF NOT EXISTS lo_vis bigint"
+	    " NOT NULL DEFAULT " PG_LO_MIN ", ADD COLUMN IF NOT EXISTS lo_id"
+	    " bigint NOT NULL DEFAULT 0; " PG_HELD_INDEX ";"
+	    " UPDATE saker_meta SET value = 5 WHERE key = 'format'",
 };
 _Static_assert(sizeof(pg_upgrade_sql) / sizeof(pg_upgrade_sql[0]) ==
     PG_FORMAT_VERSION, "a new format needs its upgrade");
@@ -386,6 +443,10 @@ pg_prepare_all(struct pg_store *s)
 		 * inserts or writes of them */
 		if (s->version < 4 && (i == P_PUTS || i == P_REINSERT ||
 		    i == P_TAKE_OPEN || i == P_SETSTATE || i == P_MOVE))
+			continue;
+		/* nor low-water marks before format 5 */
+		if (s->version < 5 && (i == P_PUTS || i == P_MOVE ||
+		    i == P_DELAY || i == P_ADV_LOCK || i == P_ADVANCE))
 			continue;
 		snprintf(name, sizeof(name), "s%d", i);
 		if ((sql = pg_sql_for(pg_sql[i], s->version < 3 ?

@@ -86,6 +86,7 @@ pg_queue_new(struct pg_store *s, const char *name, size_t len, int64_t id)
 	q->qe.name = q->name;
 	q->qe.len = len;
 	q->qe.id = id;
+	q->lo_vis = INT64_MIN;	/* the database's default mark */
 	if (kit_qtab_add(&s->qt, &q->qe) != 0) {
 		free(q);
 		return NULL;
@@ -533,7 +534,7 @@ pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 }
 
 /* $1-$5 of HEAD_WHERE: q's visible head at now_ms, past the row this
- * transaction took last (pg_hint()). */
+ * transaction took last (pg_hint()), or from its low-water mark. */
 void
 pg_head_params(const struct pg_store *s, const struct saker_queue *q,
     struct pgp *p, int64_t now_ms)
@@ -546,8 +547,9 @@ pg_head_params(const struct pg_store *s, const struct saker_queue *q,
 		pg_pp_i64(p, q->hint_vis);
 		pg_pp_i64(p, q->hint_id);
 	} else {
-		pg_pp_i64(p, INT64_MIN);
-		pg_pp_i64(p, 0);
+		/* (vis, id) > ($4, $5): from the low-water mark on */
+		pg_pp_i64(p, q->lo_vis);
+		pg_pp_i64(p, q->lo_id - 1);
 	}
 }
 
@@ -656,6 +658,7 @@ pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		return pg_take_one(s, q, mode, now_ms, fn, arg);
 	}
 	n = pg_claim_size(s, q);
+	q->adv = true;
 	if (!q->took) {
 		LIST_INSERT_HEAD(&s->took, q, took_link);
 		q->took = true;
