@@ -230,9 +230,22 @@ pg_restore(struct pg_store *s)
 	struct kit_qent *e, *next;
 	size_t i = 0;
 
-	while ((q = LIST_FIRST(&s->dirty)) != NULL ||
-	    (q = LIST_FIRST(&s->pend)) != NULL)
-		pg_unlist(q);
+	struct saker_queue *qn;
+
+	while ((q = LIST_FIRST(&s->pend)) != NULL) {
+		LIST_REMOVE(q, pend_link);
+		q->pend = false;
+	}
+	/* the deltas of committed batches are still to be written */
+	for (q = LIST_FIRST(&s->dirty); q != NULL; q = qn) {
+		qn = LIST_NEXT(q, dirty_link);
+		if (q->c_total == 0 && q->c_expired == 0) {
+			pg_unlist(q);
+			continue;
+		}
+		q->d_total = q->c_total;
+		q->d_expired = q->c_expired;
+	}
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
 		next = kit_qtab_next(&s->qt, &i, e);
 		q = PG_Q(e);
@@ -340,7 +353,17 @@ pg_notify_arr(struct pg_store *s, struct pg_arr *a)
 	return SAKER_OK;
 }
 
-/* The batch's counter deltas, one row per queue. */
+/*
+ * The counters (saker_counts) are written at most once a second: a row
+ * updated by every commit grows a chain of dead versions that every
+ * later update walks while something holds the xmin horizon (issue 47:
+ * 51 buffers a commit after two minutes, and growing).  Until then
+ * queue_stats adds them from memory; a broker that dies loses a second
+ * of counts, never items.
+ */
+#define PG_COUNTS_MS 1000
+
+/* The counter deltas, one row per queue. */
 static int
 pg_counts_arr(struct pg_store *s, struct pg_arr *qid, struct pg_arr *tot,
     struct pg_arr *exp)
@@ -459,7 +482,7 @@ pg_commit(saker_store *base)
 	struct pgp p;
 	struct saker_queue *pre[PG_PRECLAIM_MAX];
 	int pre_ix[PG_PRECLAIM_MAX], npre = 0, k, adv_ix = -1;
-	bool in_doubt = false;
+	bool in_doubt = false, counts;
 	const char *st;
 	uint64_t t0, bno;
 	int err, commit_ix;
@@ -473,7 +496,9 @@ pg_commit(saker_store *base)
 	 * the replies of a turn that wrote nothing (a get that timed out
 	 * with a miss, in the same turn as the tick) stand.  /healthz
 	 * learns of the connection from store_stats. */
-	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->pend)) {
+	counts = s->counts_now || s->last_now - s->counts_at >= PG_COUNTS_MS;
+	if (!s->in_txn && (!counts || LIST_EMPTY(&s->dirty)) &&
+	    LIST_EMPTY(&s->pend)) {
 		s->batch_no++;
 		return SAKER_OK;
 	}
@@ -482,7 +507,7 @@ pg_commit(saker_store *base)
 	bno = s->batch_no++;
 	t0 = saker_mono_ns();
 	if ((err = pg_begin(s)) != SAKER_OK ||
-	    (err = pg_counts_arr(s, &cq, &ct, &ce)) != SAKER_OK ||
+	    (counts && (err = pg_counts_arr(s, &cq, &ct, &ce)) != SAKER_OK) ||
 	    (err = pg_notify_arr(s, &nt)) != SAKER_OK)
 		goto fail;
 	pg_pipe_init(&pp);
@@ -580,9 +605,21 @@ pg_commit(saker_store *base)
 		s->lease_floor = s->renew_at;
 		s->renew_at = 0;
 	}
-	while ((q = LIST_FIRST(&s->dirty)) != NULL ||
-	    (q = LIST_FIRST(&s->pend)) != NULL)
-		pg_unlist(q);
+	if (counts) {
+		s->counts_at = s->last_now;
+		s->counts_now = false;
+		while ((q = LIST_FIRST(&s->dirty)) != NULL)
+			pg_unlist(q);
+	} else {
+		LIST_FOREACH(q, &s->dirty, dirty_link) {
+			q->c_total = q->d_total;
+			q->c_expired = q->d_expired;
+		}
+	}
+	while ((q = LIST_FIRST(&s->pend)) != NULL) {
+		LIST_REMOVE(q, pend_link);
+		q->pend = false;
+	}
 	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
 		LIST_REMOVE(q, gone_link);
 		free(q);

@@ -33,7 +33,8 @@ enum {
 	P_NEXT, P_RENEW, P_SWEEP, P_MINE, P_RELEASE_ALL, P_IT_OPEN,
 	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
 	P_QSYNC, P_PUTS, P_SETSTATE, P_DELS, P_COUNTS, P_CLAIM, P_GIVEBACK,
-	P_MOVE, P_EXPIRE_GET, P_DELAY, P_ADV_LOCK, P_ADVANCE, P_COUNT
+	P_MOVE, P_EXPIRE_GET, P_DELAY, P_ADV_LOCK, P_ADVANCE, P_HORIZON,
+	P_COUNT
 };
 
 struct saker_queue {
@@ -46,7 +47,10 @@ struct saker_queue {
 	bool dirty;		/* on the counter list */
 	bool pend;		/* on the NOTIFY list */
 	bool deleted;		/* on the deleted list */
-	int64_t d_total, d_expired;	/* uncommitted counter deltas */
+	/* counter deltas not written yet (P_COUNTS, once a second); c_*:
+	 * the part of them from batches that committed */
+	int64_t d_total, d_expired;
+	int64_t c_total, c_expired;
 	unsigned hint_gen;	/* hint valid while == the store's txn_gen */
 	int64_t hint_vis, hint_id;	/* see HEAD_WHERE */
 	/* the queue's low-water mark as this broker last saw it (P_ADVANCE):
@@ -160,6 +164,12 @@ struct pg_store {
 	int64_t last_vis;	/* keeps this broker's puts in order */
 	int64_t promoted_to;	/* promote() reported items due up to here */
 	int64_t adv_at;		/* last low-water mark advance (pg_commit) */
+	int64_t counts_at;	/* last write of the counters (pg_commit) */
+	bool counts_now;	/* write them at the next commit (close) */
+	/* what VACUUM waits behind (pg_horizon_tick(), store_stats): -1
+	 * until known; the last warning about it */
+	int64_t horizon_ms, horizon_xids, dead_rows;
+	int64_t horizon_warned, horizon_warn_ms;	/* horizon_warn= */
 	int64_t renewed_at;
 
 	struct kit_qtab qt;	/* the live queues by name and id */

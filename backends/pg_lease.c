@@ -464,6 +464,47 @@ pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 	return SAKER_OK;
 }
 
+/* Warnings about a held horizon again while it lasts, this often. */
+#define PG_HORIZON_REWARN_MS 300000
+
+/*
+ * What VACUUM waits behind, read once a tick for store_stats (P_HORIZON),
+ * and a warning (the tick's error) when the oldest snapshot of the
+ * database passes horizon_warn=, again every 5 minutes while it lasts:
+ * the store keeps its speed (the low-water marks), but every consumed
+ * item stays on disk until that transaction ends.
+ */
+static int
+pg_horizon_tick(struct pg_store *s, int64_t now_ms)
+{
+	PGresult *res;
+
+	if ((res = pg_run(s, P_HORIZON, NULL, "reading the xmin horizon")) ==
+	    NULL)
+		return s->code;
+	if (PQntuples(res) > 0) {
+		s->horizon_ms = pg_rv_i64(res, 0, 0);
+		s->horizon_xids = pg_rv_i64(res, 0, 1);
+		s->dead_rows = pg_rv_i64(res, 0, 2);
+	}
+	PQclear(res);
+	if (s->horizon_warn_ms == 0 || s->horizon_ms < s->horizon_warn_ms) {
+		s->horizon_warned = 0;
+		return SAKER_OK;
+	}
+	if (s->horizon_warned != 0 &&
+	    now_ms - s->horizon_warned < PG_HORIZON_REWARN_MS)
+		return SAKER_OK;
+	s->horizon_warned = now_ms;
+	return pg_errf(s, SAKER_EIO, "postgres: a transaction of the database"
+	    " has held a snapshot for %" PRId64 " s (oldest xmin %" PRId64
+	    " transactions back): VACUUM cannot remove the %" PRId64 " dead"
+	    " rows of saker_items, the store grows with every item consumed"
+	    " until it ends (pg_stat_activity: idle in transaction, long"
+	    " queries; docs/scaling.md)", s->horizon_ms / 1000,
+	    s->horizon_xids, s->dead_rows);
+}
+
 int
 pg_tick(saker_store *base, int64_t now_ms)
 {
@@ -529,6 +570,10 @@ pg_tick(saker_store *base, int64_t now_ms)
 			pg_gained(s, q);
 	}
 	PQclear(res);
-	/* last: its failure (a warning) must not skip the work above */
-	return pg_vacuum_tick(s, now_ms);
+	/* last: their failures (warnings) must not skip the work above */
+	r = pg_horizon_tick(s, now_ms);
+	if (s->lost || s->conn == NULL)
+		return r;
+	err = pg_vacuum_tick(s, now_ms);
+	return err != SAKER_OK ? err : r;
 }

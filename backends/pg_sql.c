@@ -259,6 +259,26 @@ static const char *const pg_sql[P_COUNT] = {
 	    " WHERE l.id = ANY ($1::bigint[]) AND q.id = l.id"
 	    " AND (c.vis, c.id) > (l.lo_vis, l.lo_id)"
 	    " RETURNING q.id, q.lo_vis, q.lo_id",
+	/* What VACUUM of saker_items waits behind (pg_horizon_tick()): the
+	 * age of the oldest transaction of this database holding a snapshot
+	 * (ms; prepared transactions count from their PREPARE), the oldest
+	 * xmin held anywhere (sessions, replication slots, standbys'
+	 * hot_standby_feedback, prepared transactions) in transactions, and
+	 * the dead rows of saker_items.  Other users' sessions show only to
+	 * members of pg_read_all_stats. */
+	[P_HORIZON] = "SELECT coalesce((extract(epoch FROM clock_timestamp() -"
+	    " least((SELECT min(xact_start) FROM pg_stat_activity WHERE"
+	    " backend_xmin IS NOT NULL AND pid <> pg_backend_pid() AND"
+	    " datname = current_database() AND backend_type <>"
+	    " 'autovacuum worker' AND query NOT ILIKE 'vacuum%'),"
+	    " (SELECT min(prepared) FROM"
+	    " pg_prepared_xacts WHERE database = current_database()))) *"
+	    " 1000)::bigint, 0), greatest((SELECT max(age(backend_xmin)) FROM"
+	    " pg_stat_activity WHERE pid <> pg_backend_pid()), (SELECT"
+	    " max(age(xmin)) FROM pg_replication_slots), (SELECT"
+	    " max(age(backend_xmin)) FROM pg_stat_replication), (SELECT"
+	    " max(age(transaction)) FROM pg_prepared_xacts), 0)::bigint,"
+	    " pg_stat_get_dead_tuples('saker_items'::regclass)",
 };
 
 #define PG_LO_MIN "(-9223372036854775807 - 1)"

@@ -30,6 +30,8 @@
 /* Default of the vacuum= option: the broker's own VACUUM of saker_items
  * at most this often, while it writes (pg_vacuum_tick()). */
 #define PG_VACUUM_MS 1000
+/* Default of the horizon_warn= option (pg_horizon_tick()). */
+#define PG_HORIZON_WARN_MS 60000
 
 /*
  * Layout (docs/scaling.md has the full story):
@@ -128,7 +130,7 @@ pg_unlist(struct saker_queue *q)
 	if (q->took)
 		LIST_REMOVE(q, took_link);
 	q->dirty = q->pend = q->took = false;
-	q->d_total = q->d_expired = 0;
+	q->d_total = q->d_expired = q->c_total = q->c_expired = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1058,6 +1060,9 @@ pg_store_stats(saker_store *base, struct saker_store_stats *st)
 	st->reconnects = s->reconnects;
 	st->in_doubt = s->in_doubt;
 	st->last_commit_ms = s->last_commit_ms;
+	st->horizon_age_ms = s->horizon_ms;
+	st->horizon_xids = s->horizon_xids;
+	st->dead_rows = s->dead_rows;
 	if (s->conn == NULL)
 		pg_oneline(st->down_why, sizeof(st->down_why),
 		    s->down_why[0] != '\0' ? s->down_why : "connecting");
@@ -1119,6 +1124,7 @@ pg_close(saker_store *base)
 	if (s == NULL)
 		return;
 	if (!s->read_only && s->conn != NULL) {
+		s->counts_now = true;
 		(void)pg_commit(base);
 		/* A clean stop hands our open items back at once; only a
 		 * broker that dies leaves them to the lease sweep. */
@@ -1186,6 +1192,8 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	s->notify_arg = opts->notify_arg;
 	s->lease_ms = PG_LEASE_MS;
 	s->vacuum_ms = PG_VACUUM_MS;
+	s->horizon_warn_ms = PG_HORIZON_WARN_MS;
+	s->horizon_ms = s->horizon_xids = s->dead_rows = -1;
 	s->timeout_ms = PG_TIMEOUT_MS;
 	s->probe_ms = PG_PROBE_MS;
 	s->efd = -1;
