@@ -165,6 +165,9 @@ struct pg_store {
 	int64_t promoted_to;	/* promote() reported items due up to here */
 	int64_t adv_at;		/* last low-water mark advance (pg_commit) */
 	int64_t counts_at;	/* last write of the counters (pg_commit) */
+	/* the lease sweep's start on the database clock, and the local time
+	 * of the last sweep from the bottom (pg_tick()) */
+	int64_t sweep_from, sweep_full_at;
 	bool counts_now;	/* write them at the next commit (close) */
 	/* what VACUUM waits behind (pg_horizon_tick(), store_stats): -1
 	 * until known; the last warning about it */

@@ -14,6 +14,10 @@
 #define PG_VACUUM_RETRY_MS 16000
 /* Claimed items not taken for this long go back to the queue. */
 #define PG_HELD_IDLE_MS 1000
+/* The lease sweep looks this far behind the last one, besides timeout=,
+ * and from the bottom this often (pg_tick()). */
+#define PG_SWEEP_MARGIN_MS 1000
+#define PG_SWEEP_FULL_MS 300000
 
 /* ------------------------------------------------------------------ */
 /* the set of open items this broker holds */
@@ -559,12 +563,27 @@ pg_tick(saker_store *base, int64_t now_ms)
 		/* counts once the batch commits */
 		s->renew_at = now_ms;
 	}
-	/* return the leases of brokers that died */
+	/* return the leases of brokers that died: those that ran out since
+	 * the last sweep (less a margin for batches that committed late),
+	 * and every PG_SWEEP_FULL_MS all of them, in case one was skipped
+	 * (locked) then */
 	if ((err = pg_begin(s)) != SAKER_OK)
 		return err;
-	if ((res = pg_run(s, P_SWEEP, NULL, "returning expired leases")) == NULL)
+	memset(&p, 0, sizeof(p));
+	if (s->sweep_full_at == 0 || now_ms - s->sweep_full_at >=
+	    PG_SWEEP_FULL_MS) {
+		s->sweep_full_at = now_ms;
+		s->sweep_from = INT64_MIN;
+	}
+	pg_pp_i64(&p, s->sweep_from);
+	if ((res = pg_run(s, P_SWEEP, &p, "returning expired leases")) == NULL)
 		return s->code;
 	for (i = 0; i < PQntuples(res); i++) {
+		if (pg_rv_i64(res, i, 0) == 0) {
+			s->sweep_from = pg_rv_i64(res, i, 1) - s->timeout_ms -
+			    PG_SWEEP_MARGIN_MS;
+			continue;
+		}
 		q = pg_find_id(s, pg_rv_i64(res, i, 0));
 		if (q != NULL)
 			pg_gained(s, q);

@@ -141,9 +141,15 @@ static const char *const pg_sql[P_COUNT] = {
 	 * statistics still say it is empty -- a 2.8 s sweep on the loop was
 	 * seen on a fresh 40,000-item table.  A row locked here cannot move
 	 * before the UPDATE; state > 0 again in case it did. */
-	[P_SWEEP] = GIVE_BACK " WHERE ctid = ANY (ARRAY (SELECT ctid FROM"
-	    " saker_items WHERE state > 0 AND lease_until < " DBNOW
-	    " FOR UPDATE SKIP LOCKED)) AND state > 0 RETURNING qid",
+	/* Leases that ran out at $1 or later (pg_tick()): under a held
+	 * horizon the lease index keeps an entry for every item ever claimed
+	 * or opened, and a sweep from the bottom steps over all of them.
+	 * The last row is (0, the database's clock). */
+	[P_SWEEP] = "WITH r AS (" GIVE_BACK " WHERE ctid = ANY (ARRAY (SELECT"
+	    " ctid FROM saker_items WHERE state > 0 AND lease_until >= $1::bigint"
+	    " AND lease_until < " DBNOW " FOR UPDATE SKIP LOCKED)) AND state > 0"
+	    " RETURNING qid) SELECT qid, 0::bigint FROM r UNION ALL"
+	    " SELECT 0::bigint, " DBNOW,
 	[P_MINE] = "SELECT qid, id FROM saker_items WHERE state = 1 AND"
 	    " owner = $1::text",
 	[P_RELEASE_ALL] = GIVE_BACK " WHERE state > 0 AND owner = $1::text"
