@@ -18,6 +18,8 @@
  * and from the bottom this often (pg_tick()). */
 #define PG_SWEEP_MARGIN_MS 1000
 #define PG_SWEEP_FULL_MS 300000
+/* A snapshot held this long: the broker's VACUUMs this far apart. */
+#define PG_HORIZON_VACUUM_MS 30000
 
 /* ------------------------------------------------------------------ */
 /* the set of open items this broker holds */
@@ -417,7 +419,13 @@ pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 		while (!PQisBusy(l->c)) {
 			if ((res = PQgetResult(l->c)) == NULL) {
 				s->vacuuming = false;
-				s->vacuum_at = now_ms + s->vacuum_ms;
+				/* behind a held snapshot it can remove nothing
+				 * newer, and reads the whole grown table each
+				 * time: less often then */
+				s->vacuum_at = now_ms + (s->horizon_ms >=
+				    PG_HORIZON_VACUUM_MS && s->vacuum_ms <
+				    PG_HORIZON_VACUUM_MS ? PG_HORIZON_VACUUM_MS :
+				    s->vacuum_ms);
 				break;
 			}
 			if (PQresultStatus(res) != PGRES_COMMAND_OK)

@@ -70,6 +70,7 @@
 #define EXPIRED_AT_HEAD "DELETE FROM saker_items WHERE (qid, id) IN" \
 	" (SELECT qid, id FROM (SELECT qid, id, expires FROM saker_items WHERE" \
 	" qid = $1::bigint AND state = 0 AND due <= $2::bigint" \
+	" AND (vis, id) >= ($4::bigint, $5::bigint)" \
 	" ORDER BY vis, id LIMIT $3::bigint FOR UPDATE SKIP LOCKED) AS h" \
 	" WHERE expires <> 0 AND expires <= $2::bigint)"
 

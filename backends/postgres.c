@@ -916,6 +916,8 @@ pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 	pg_pp_i64(&p, q->id);
 	pg_pp_i64(&p, now_ms);
 	pg_pp_i64(&p, limit == 0 || limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
+	pg_pp_i64(&p, q->lo_vis);	/* from the low-water mark on */
+	pg_pp_i64(&p, q->lo_id);
 	if (saker_store_has_expire_to(q) && s->version >= 4) {
 		static const int cols[4] = { 0, 1, 2, 3 };
 		uint64_t dropped = 0;
