@@ -572,14 +572,17 @@ pg_tick(saker_store *base, int64_t now_ms)
 		s->renew_at = now_ms;
 	}
 	/* return the leases of brokers that died: those that ran out since
-	 * the last sweep (less a margin for batches that committed late),
-	 * and every PG_SWEEP_FULL_MS all of them, in case one was skipped
-	 * (locked) then */
+	 * the last sweep (less a margin for batches that committed late);
+	 * all of them at the first tick and every PG_SWEEP_FULL_MS, in case
+	 * one was skipped (locked by a batch that then rolled back), but
+	 * not while a snapshot is held: that sweep would step over every
+	 * dead lease entry since (a 5-minute held run timed out a commit) */
 	if ((err = pg_begin(s)) != SAKER_OK)
 		return err;
 	memset(&p, 0, sizeof(p));
-	if (s->sweep_full_at == 0 || now_ms - s->sweep_full_at >=
-	    PG_SWEEP_FULL_MS) {
+	if (s->sweep_full_at == 0 || (now_ms - s->sweep_full_at >=
+	    PG_SWEEP_FULL_MS && s->horizon_ms >= 0 &&
+	    s->horizon_ms < PG_HORIZON_VACUUM_MS)) {
 		s->sweep_full_at = now_ms;
 		s->sweep_from = INT64_MIN;
 	}

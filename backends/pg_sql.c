@@ -420,14 +420,17 @@ pg_sql_for(const char *sql, const char *crc, const char *dlv)
 	return b;
 }
 
-/* The session settings: durability, read-only, schema. */
+/* The session settings: durability, read-only, schema; READ COMMITTED
+ * whatever the database's default, since P_ADVANCE must see what
+ * committed before P_ADV_LOCK got its locks. */
 static void
 pg_session_sql(const struct pg_store *s, char *sql_set, size_t len)
 {
 	/* the schema name was checked to need no quoting beyond this */
 	snprintf(sql_set, len, "SELECT set_config("
 	    "'synchronous_commit', '%s', false), set_config("
-	    "'default_transaction_read_only', '%s', false)%s%s%s",
+	    "'default_transaction_read_only', '%s', false), set_config("
+	    "'default_transaction_isolation', 'read committed', false)%s%s%s",
 	    s->sync == SAKER_SYNC_ALWAYS ? "on" : "off",
 	    s->read_only ? "on" : "off", s->schema != NULL ?
 	    ", set_config('search_path', '\"" : "", s->schema != NULL ?
@@ -438,7 +441,7 @@ pg_session_sql(const struct pg_store *s, char *sql_set, size_t len)
 int
 pg_session(struct pg_store *s)
 {
-	char sql[256];
+	char sql[512];
 
 	pg_session_sql(s, sql, sizeof(sql));
 	return pg_simple(s, sql, "session setup");
@@ -453,7 +456,7 @@ int
 pg_prepare_all(struct pg_store *s)
 {
 	PGresult *res;
-	char name[16], sql_set[256], *sql;
+	char name[16], sql_set[512], *sql;
 	const char *what = "session setup";
 	int i, n = 0, got = 0, bad = 0, nulls = 0;
 	bool ok = true;
