@@ -14,10 +14,12 @@
 #define PG_VACUUM_RETRY_MS 16000
 /* Claimed items not taken for this long go back to the queue. */
 #define PG_HELD_IDLE_MS 1000
-/* The lease sweep looks this far behind the last one, besides timeout=,
- * and from the bottom this often (pg_tick()). */
+/* The lease sweep looks this far behind the last one (besides timeout=
+ * when the lease is shorter), and from the bottom this often when the
+ * table has fewer dead rows than this (pg_tick()). */
 #define PG_SWEEP_MARGIN_MS 1000
 #define PG_SWEEP_FULL_MS 300000
+#define PG_SWEEP_FULL_DEAD 50000
 /* A snapshot held this long: the broker's VACUUMs this far apart. */
 #define PG_HORIZON_VACUUM_MS 30000
 
@@ -575,14 +577,16 @@ pg_tick(saker_store *base, int64_t now_ms)
 	 * the last sweep (less a margin for batches that committed late);
 	 * all of them at the first tick and every PG_SWEEP_FULL_MS, in case
 	 * one was skipped (locked by a batch that then rolled back), but
-	 * not while a snapshot is held: that sweep would step over every
-	 * dead lease entry since (a 5-minute held run timed out a commit) */
+	 * not while a snapshot is held or many dead rows wait for VACUUM:
+	 * it would step over every dead lease entry (a 5-minute held run
+	 * timed out a commit) */
 	if ((err = pg_begin(s)) != SAKER_OK)
 		return err;
 	memset(&p, 0, sizeof(p));
 	if (s->sweep_full_at == 0 || (now_ms - s->sweep_full_at >=
 	    PG_SWEEP_FULL_MS && s->horizon_ms >= 0 &&
-	    s->horizon_ms < PG_HORIZON_VACUUM_MS)) {
+	    s->horizon_ms < PG_HORIZON_VACUUM_MS && s->dead_rows >= 0 &&
+	    s->dead_rows < PG_SWEEP_FULL_DEAD)) {
 		s->sweep_full_at = now_ms;
 		s->sweep_from = INT64_MIN;
 	}
@@ -591,8 +595,12 @@ pg_tick(saker_store *base, int64_t now_ms)
 		return s->code;
 	for (i = 0; i < PQntuples(res); i++) {
 		if (pg_rv_i64(res, i, 0) == 0) {
-			s->sweep_from = pg_rv_i64(res, i, 1) - s->timeout_ms -
-			    PG_SWEEP_MARGIN_MS;
+			/* a claim committed up to timeout= after its lease
+			 * started: a lease longer than that has run out only
+			 * after its row became visible */
+			s->sweep_from = pg_rv_i64(res, i, 1) - PG_SWEEP_MARGIN_MS -
+			    (s->lease_ms > s->timeout_ms + PG_SWEEP_MARGIN_MS ?
+			    0 : s->timeout_ms);
 			continue;
 		}
 		q = pg_find_id(s, pg_rv_i64(res, i, 0));
