@@ -478,6 +478,54 @@ pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 	return SAKER_OK;
 }
 
+/*
+ * Renew the leases of every row this broker holds: its open items (the
+ * set mirrors the database) and the claimed ones in memory, by key.  A
+ * statement by owner alone read every entry of saker_items_lease, dead
+ * ones too (60 ms a renewal after 5 minutes of a held horizon).
+ */
+static int
+pg_renew(struct pg_store *s)
+{
+	struct pg_arr qa = { .oid = OID_INT8 }, ia = { .oid = OID_INT8 };
+	struct saker_queue *q;
+	struct pgp p;
+	PGresult *res;
+	size_t k;
+	int i, err = SAKER_OK;
+
+	for (k = 0; k < s->open.cap; k++) {
+		if (s->open.ids[k] == 0)
+			continue;
+		if (!pg_arr_reserve(&qa, 12) || !pg_arr_reserve(&ia, 12))
+			goto nomem;
+		pg_arr_i64(&qa, s->open.qids[k]);
+		pg_arr_i64(&ia, (int64_t)s->open.ids[k]);
+	}
+	LIST_FOREACH(q, &s->holding, held_link)
+		for (i = q->held_head; i < q->held_n; i++) {
+			if (!pg_arr_reserve(&qa, 12) || !pg_arr_reserve(&ia, 12))
+				goto nomem;
+			pg_arr_i64(&qa, q->id);
+			pg_arr_i64(&ia, pg_rv_i64(q->held, q->held_rows[i], 0));
+		}
+	memset(&p, 0, sizeof(p));
+	pg_pp_str(&p, s->owner);
+	pg_pp_i64(&p, s->lease_ms);
+	pg_pp_arr(&p, &qa);
+	pg_pp_arr(&p, &ia);
+	if ((res = pg_run(s, P_RENEW, &p, "renewing leases")) == NULL)
+		err = s->code;
+	PQclear(res);
+	pg_arr_free(&qa);
+	pg_arr_free(&ia);
+	return err;
+nomem:
+	pg_arr_free(&qa);
+	pg_arr_free(&ia);
+	return pg_errf(s, SAKER_ENOMEM, "out of memory");
+}
+
 /* Warnings about a held horizon again while it lasts, this often. */
 #define PG_HORIZON_REWARN_MS 300000
 
@@ -563,12 +611,8 @@ pg_tick(saker_store *base, int64_t now_ms)
 	    now_ms - s->renewed_at >= s->lease_ms / 4) {
 		if ((err = pg_begin(s)) != SAKER_OK)
 			return err;
-		memset(&p, 0, sizeof(p));
-		pg_pp_str(&p, s->owner);
-		pg_pp_i64(&p, s->lease_ms);
-		if ((res = pg_run(s, P_RENEW, &p, "renewing leases")) == NULL)
-			return s->code;
-		PQclear(res);
+		if ((err = pg_renew(s)) != SAKER_OK)
+			return err;
 		s->renewed_at = now_ms;
 		/* counts once the batch commits */
 		s->renew_at = now_ms;

@@ -135,8 +135,9 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_EXPIRE_GET] = EXPIRED_AT_HEAD " RETURNING flags, created, data, @DLV@",
 	[P_NEXT] = "SELECT coalesce(min(due), 0)::bigint FROM saker_items"
 	    " WHERE state = 0 AND due > $1::bigint",
+	/* the rows this broker holds, by key (pg_renew()) */
 	[P_RENEW] = "UPDATE saker_items SET lease_until = " DBNOW " + $2::bigint"
-	    " WHERE state > 0 AND owner = $1::text",
+	    " WHERE " BY_KEYS("$3", "$4") " AND " HELD " AND owner = $1::text",
 	/* The rows by their ctid (a TID scan): as a join of (qid, id) the
 	 * planner may scan the whole table per swept row while its
 	 * statistics still say it is empty -- a 2.8 s sweep on the loop was

@@ -637,6 +637,39 @@ START_TEST(test_held_horizon)
 }
 END_TEST
 
+/* A live broker renews the leases of the items it holds open (by key):
+ * with a 2 s lease, an item open on A for 5 s is not handed to B, and
+ * A can still close it. */
+START_TEST(test_renew_keeps_open)
+{
+	struct tl_server *a, *b;
+	int fa, fb;
+	int64_t t0;
+
+	two("renew", &a, &b);
+	fa = tl_connect(a->port);
+	fb = tl_connect(b->port);
+	tl_set(fa, "r", "one");
+	tl_set(fa, "r", "two");
+	tl_ckget(fa, "r/open", "one");
+	t0 = tl_now_ms();
+	while (tl_now_ms() - t0 < 5000) {
+		tl_ckget(fb, "r/peek", "two");
+		tl_sleep_ms(250);
+	}
+	mustsends(fa, "get r/close\r\n");
+	ckresp(fa, "END\r\n");
+	tl_ckget(fb, "r", "two");
+	tl_ckget(fb, "r", NULL);
+	close(fa);
+	close(fb);
+	tl_server_stop(a);
+	tl_server_stop(b);
+	tl_server_free(a);
+	tl_server_free(b);
+}
+END_TEST
+
 START_TEST(test_two_brokers_once)
 {
 	enum { N = 600, ROUND = 20 };
@@ -879,6 +912,7 @@ main(void)
 	tcase_add_test(tc, test_two_brokers_once);
 	tcase_add_test(tc, test_vacuum);
 	tcase_add_test(tc, test_held_horizon);
+	tcase_add_test(tc, test_renew_keeps_open);
 	tcase_add_test(tc, test_damaged_item_across);
 	tcase_add_test(tc, test_dead_letter_across);
 	tcase_add_test(tc, test_expire_to_across);
