@@ -423,7 +423,12 @@ pg_sql_for(const char *sql, const char *crc, const char *dlv)
 
 /* The session settings: durability, read-only, schema; READ COMMITTED
  * whatever the database's default, since P_ADVANCE must see what
- * committed before P_ADV_LOCK got its locks. */
+ * committed before P_ADV_LOCK got its locks; no bitmap scans: with the
+ * statistics of a queue table (nearly empty, after a VACUUM of a full
+ * one) the planner took a bitmap scan of a queue's every primary key
+ * entry, dead ones too, and a sort, for the claim that the head index
+ * answers in order (13,092 buffers and 220 ms against 34 under a held
+ * horizon). */
 static void
 pg_session_sql(const struct pg_store *s, char *sql_set, size_t len)
 {
@@ -431,7 +436,8 @@ pg_session_sql(const struct pg_store *s, char *sql_set, size_t len)
 	snprintf(sql_set, len, "SELECT set_config("
 	    "'synchronous_commit', '%s', false), set_config("
 	    "'default_transaction_read_only', '%s', false), set_config("
-	    "'default_transaction_isolation', 'read committed', false)%s%s%s",
+	    "'default_transaction_isolation', 'read committed', false),"
+	    " set_config('enable_bitmapscan', 'off', false)%s%s%s",
 	    s->sync == SAKER_SYNC_ALWAYS ? "on" : "off",
 	    s->read_only ? "on" : "off", s->schema != NULL ?
 	    ", set_config('search_path', '\"" : "", s->schema != NULL ?
