@@ -92,10 +92,16 @@ dead() { sql "SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables WHERE
 size() { sql "SELECT coalesce(sum(pg_total_relation_size(oid)), 0) FROM pg_class WHERE relkind = 'r' AND relname LIKE '$1'"; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 
-PORT=$(free_port)
-"$SAKERD" -l 127.0.0.1 -p "$PORT" --store "postgres:$DB" >"$TMP/sakerd.log" 2>&1 &
-PIDS+=($!)
-wait_port "$PORT" || { echo "sakerd did not start:"; cat "$TMP/sakerd.log"; exit 1; }
+# a free port may be taken meanwhile: three tries
+for try in 1 2 3; do
+	PORT=$(free_port)
+	"$SAKERD" -l 127.0.0.1 -p "$PORT" --store "postgres:$DB" >"$TMP/sakerd.log" 2>&1 &
+	SPID=$!
+	wait_port "$PORT" && kill -0 "$SPID" 2>/dev/null && break
+	wait "$SPID" 2>/dev/null
+	[ "$try" = 3 ] && { echo "sakerd did not start:"; cat "$TMP/sakerd.log"; exit 1; }
+done
+PIDS+=("$SPID")
 
 echo "horizon.sh: PostgreSQL $("$PGBIN/postgres" --version | awk '{ print $3 }'), unix socket, $CONNS connections, ${SECS} s windows, $(nproc) cores"
 echo "plan: $PLAN"
