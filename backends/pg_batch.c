@@ -154,6 +154,8 @@ pg_pending_done(struct pg_store *s, struct pg_pipe *pp)
 		if (q != NULL && q->id != id && id != 0) {
 			kit_qtab_set_id(&s->qt, &q->qe, id);
 			q->id = id;
+			q->lo_vis = INT64_MIN;	/* a new row's mark */
+			q->lo_id = 0;
 		}
 	}
 }
@@ -230,9 +232,22 @@ pg_restore(struct pg_store *s)
 	struct kit_qent *e, *next;
 	size_t i = 0;
 
-	while ((q = LIST_FIRST(&s->dirty)) != NULL ||
-	    (q = LIST_FIRST(&s->pend)) != NULL)
-		pg_unlist(q);
+	struct saker_queue *qn;
+
+	while ((q = LIST_FIRST(&s->pend)) != NULL) {
+		LIST_REMOVE(q, pend_link);
+		q->pend = false;
+	}
+	/* the deltas of committed batches are still to be written */
+	for (q = LIST_FIRST(&s->dirty); q != NULL; q = qn) {
+		qn = LIST_NEXT(q, dirty_link);
+		if (q->c_total == 0 && q->c_expired == 0) {
+			pg_unlist(q);
+			continue;
+		}
+		q->d_total = q->c_total;
+		q->d_expired = q->c_expired;
+	}
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {
 		next = kit_qtab_next(&s->qt, &i, e);
 		q = PG_Q(e);
@@ -341,7 +356,17 @@ pg_notify_arr(struct pg_store *s, struct pg_arr *a)
 	return SAKER_OK;
 }
 
-/* The batch's counter deltas, one row per queue. */
+/*
+ * The counters (saker_counts) are written at most once a second: a row
+ * updated by every commit grows a chain of dead versions that every
+ * later update walks while something holds the xmin horizon (issue 47:
+ * 51 buffers a commit after two minutes, and growing).  Until then
+ * queue_stats adds them from memory; a broker that dies loses a second
+ * of counts, never items.
+ */
+#define PG_COUNTS_MS 1000
+
+/* The counter deltas, one row per queue. */
 static int
 pg_counts_arr(struct pg_store *s, struct pg_arr *qid, struct pg_arr *tot,
     struct pg_arr *exp)
@@ -361,6 +386,88 @@ pg_counts_arr(struct pg_store *s, struct pg_arr *qid, struct pg_arr *tot,
 	return SAKER_OK;
 }
 
+/* Most queues one advance of the low-water marks looks at. */
+#define PG_ADV_MAX 64
+
+/*
+ * At most once a second, at the end of a batch: lock the queue rows of
+ * up to PG_ADV_MAX queues this broker took from since the last time
+ * (P_ADV_LOCK, one round trip), and send P_ADVANCE for those it got in
+ * the commit's pipeline.  Last in the batch so that nothing after it
+ * waits for a lock while it holds theirs.  *adv_ix: its index in pp, or
+ * -1.
+ */
+static int
+pg_advance_send(struct pg_store *s, struct pg_pipe *pp, int *adv_ix)
+{
+	struct pg_arr ids = { .oid = OID_INT8 }, got = { .oid = OID_INT8 };
+	struct saker_queue *q;
+	struct kit_qent *e;
+	struct pgp p;
+	PGresult *res;
+	size_t i = 0;
+	int k, err = SAKER_OK;
+
+	*adv_ix = -1;
+	if (s->version < 5 || s->last_now - s->adv_at < 1000)
+		return SAKER_OK;
+	s->adv_at = s->last_now;
+	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL &&
+	    ids.n < PG_ADV_MAX; e = kit_qtab_next(&s->qt, &i, e)) {
+		q = PG_Q(e);
+		if (!q->adv || q->dead || q->fresh)
+			continue;
+		if (!pg_arr_reserve(&ids, 12)) {
+			err = pg_errf(s, SAKER_ENOMEM, "out of memory");
+			goto out;
+		}
+		pg_arr_i64(&ids, q->id);
+		q->adv = false;
+	}
+	if (ids.n == 0)
+		goto out;
+	memset(&p, 0, sizeof(p));
+	pg_pp_arr(&p, &ids);
+	if ((res = pg_run(s, P_ADV_LOCK, &p, "locking queues")) == NULL) {
+		err = s->code;
+		goto out;
+	}
+	for (k = 0; k < PQntuples(res); k++) {
+		if (!pg_arr_reserve(&got, 12)) {
+			PQclear(res);
+			err = pg_errf(s, SAKER_ENOMEM, "out of memory");
+			goto out;
+		}
+		pg_arr_i64(&got, pg_rv_i64(res, k, 0));
+	}
+	PQclear(res);
+	if (got.n == 0)
+		goto out;
+	memset(&p, 0, sizeof(p));
+	pg_pp_arr(&p, &got);
+	pg_pp_i64(&p, s->last_now);
+	*adv_ix = pp->n;
+	pg_pipe_send(s, pp, P_ADVANCE, NULL, &p, "advancing low-water marks");
+out:
+	pg_arr_free(&ids);
+	pg_arr_free(&got);
+	return err;
+}
+
+/* The committed marks of P_ADVANCE's result. */
+static void
+pg_advance_done(struct pg_store *s, const PGresult *res)
+{
+	struct saker_queue *q;
+	int k;
+
+	for (k = 0; k < PQntuples(res); k++)
+		if ((q = pg_find_id(s, pg_rv_i64(res, k, 0))) != NULL) {
+			q->lo_vis = pg_rv_i64(res, k, 1);
+			q->lo_id = pg_rv_i64(res, k, 2);
+		}
+}
+
 /*
  * The whole batch in one round trip: BEGIN (if no statement went out
  * yet), the buffered puts, state changes and deletes, the counters, the
@@ -377,8 +484,8 @@ pg_commit(saker_store *base)
 	struct pg_pipe pp;
 	struct pgp p;
 	struct saker_queue *pre[PG_PRECLAIM_MAX];
-	int pre_ix[PG_PRECLAIM_MAX], npre = 0, k;
-	bool in_doubt = false;
+	int pre_ix[PG_PRECLAIM_MAX], npre = 0, k, adv_ix = -1;
+	bool in_doubt = false, counts;
 	const char *st;
 	uint64_t t0, bno;
 	int err, commit_ix;
@@ -392,7 +499,9 @@ pg_commit(saker_store *base)
 	 * the replies of a turn that wrote nothing (a get that timed out
 	 * with a miss, in the same turn as the tick) stand.  /healthz
 	 * learns of the connection from store_stats. */
-	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->pend)) {
+	counts = s->counts_now || s->last_now - s->counts_at >= PG_COUNTS_MS;
+	if (!s->in_txn && (!counts || LIST_EMPTY(&s->dirty)) &&
+	    LIST_EMPTY(&s->pend)) {
 		s->batch_no++;
 		return SAKER_OK;
 	}
@@ -401,10 +510,15 @@ pg_commit(saker_store *base)
 	bno = s->batch_no++;
 	t0 = saker_mono_ns();
 	if ((err = pg_begin(s)) != SAKER_OK ||
-	    (err = pg_counts_arr(s, &cq, &ct, &ce)) != SAKER_OK ||
+	    (counts && (err = pg_counts_arr(s, &cq, &ct, &ce)) != SAKER_OK) ||
 	    (err = pg_notify_arr(s, &nt)) != SAKER_OK)
 		goto fail;
 	pg_pipe_init(&pp);
+	if (!s->read_only && (err = pg_advance_send(s, &pp, &adv_ix)) !=
+	    SAKER_OK) {
+		pg_pipe_clear(&pp);
+		goto fail;
+	}
 	pg_send_pending(s, &pp);
 	if (cq.n > 0) {
 		memset(&p, 0, sizeof(p));
@@ -435,8 +549,8 @@ pg_commit(saker_store *base)
 		pg_pp_i64(&p, q->id);
 		pg_pp_i64(&p, s->last_now);
 		pg_pp_i64(&p, s->last_now + PG_SKEW_MS);
-		pg_pp_i64(&p, INT64_MIN);
-		pg_pp_i64(&p, 0);
+		pg_pp_i64(&p, q->lo_vis);
+		pg_pp_i64(&p, q->lo_id - 1);
 		pg_pp_str(&p, s->owner);
 		pg_pp_i64(&p, s->lease_ms);
 		pg_pp_i64(&p, q->takes_cur > PG_CLAIM_MAX ? PG_CLAIM_MAX :
@@ -476,6 +590,8 @@ pg_commit(saker_store *base)
 		goto fail;
 	}
 	pg_pending_done(s, &pp);
+	if (adv_ix >= 0)
+		pg_advance_done(s, pp.res[adv_ix]);
 	for (k = 0; k < npre; k++) {
 		/* blocked clients of this broker are served from them now */
 		if (pg_held_install(s, pre[k], pp.res[pre_ix[k]], s->last_now) ==
@@ -492,9 +608,21 @@ pg_commit(saker_store *base)
 		s->lease_floor = s->renew_at;
 		s->renew_at = 0;
 	}
-	while ((q = LIST_FIRST(&s->dirty)) != NULL ||
-	    (q = LIST_FIRST(&s->pend)) != NULL)
-		pg_unlist(q);
+	if (counts) {
+		s->counts_at = s->last_now;
+		s->counts_now = false;
+		while ((q = LIST_FIRST(&s->dirty)) != NULL)
+			pg_unlist(q);
+	} else {
+		LIST_FOREACH(q, &s->dirty, dirty_link) {
+			q->c_total = q->d_total;
+			q->c_expired = q->d_expired;
+		}
+	}
+	while ((q = LIST_FIRST(&s->pend)) != NULL) {
+		LIST_REMOVE(q, pend_link);
+		q->pend = false;
+	}
 	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
 		LIST_REMOVE(q, gone_link);
 		free(q);

@@ -163,7 +163,7 @@ pg_rotate_past(struct pg_store *s, PGconn *c)
  * host=db dbname=saker".  The same keys inside the connection string
  * (1.0's form) still work; the options win when both are given. */
 enum { PG_OPT_SCHEMA, PG_OPT_LEASE, PG_OPT_VACUUM, PG_OPT_TIMEOUT,
-    PG_OPT_PROBE };
+    PG_OPT_PROBE, PG_OPT_HORIZON_WARN };
 const struct saker_store_option pg_options[] = {
 	[PG_OPT_SCHEMA] = { "schema", SAKER_OPT_STRING, 0, 0,
 	    "schema to keep the tables in: 1-50 of a-z, 0-9, _" },
@@ -183,6 +183,10 @@ const struct saker_store_option pg_options[] = {
 	    " while a statement is silent, before the database counts as"
 	    " unreachable (bare: seconds; default 250ms, at most 1h; 0:"
 	    " timeout= alone)" },
+	[PG_OPT_HORIZON_WARN] = { "horizon_warn", SAKER_OPT_SECONDS, 0,
+	    86400000, "warn in the log when a transaction of the database has"
+	    " held a snapshot this long, keeping VACUUM from the store's dead"
+	    " rows (bare: seconds; default 60s, at most 24h; 0: never)" },
 	{ NULL, SAKER_OPT_STRING, 0, 0, NULL }
 };
 
@@ -232,6 +236,8 @@ pg_channel_opts(struct pg_store *s, const struct saker_store_opts *opts,
 		return e;
 	if ((v = saker_store_optval(opts, PG_OPT_LEASE)) != NULL)
 		s->lease_ms = (int64_t)v->u;
+	if ((v = saker_store_optval(opts, PG_OPT_HORIZON_WARN)) != NULL)
+		s->horizon_warn_ms = (int64_t)v->u;
 	if ((v = saker_store_optval(opts, PG_OPT_VACUUM)) != NULL)
 		s->vacuum_ms = (int64_t)v->u;
 	if ((v = saker_store_optval(opts, PG_OPT_TIMEOUT)) != NULL)

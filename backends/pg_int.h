@@ -45,7 +45,8 @@ enum {
 	P_NEXT, P_RENEW, P_SWEEP, P_MINE, P_RELEASE_ALL, P_IT_OPEN,
 	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
 	P_QSYNC, P_PUTS, P_SETSTATE, P_DELS, P_COUNTS, P_CLAIM, P_GIVEBACK,
-	P_MOVE, P_EXPIRE_GET, P_DELAY, P_QCOUNT, P_COUNT
+	P_MOVE, P_EXPIRE_GET, P_DELAY, P_QCOUNT, P_ADV_LOCK, P_ADVANCE,
+	P_HORIZON, P_COUNT
 };
 
 struct saker_queue {
@@ -58,9 +59,17 @@ struct saker_queue {
 	bool dirty;		/* on the counter list */
 	bool pend;		/* on the NOTIFY list */
 	bool deleted;		/* on the deleted list */
-	int64_t d_total, d_expired;	/* uncommitted counter deltas */
+	/* counter deltas not written yet (P_COUNTS, once a second); c_*:
+	 * the part of them from batches that committed */
+	int64_t d_total, d_expired;
+	int64_t c_total, c_expired;
 	unsigned hint_gen;	/* hint valid while == the store's txn_gen */
 	int64_t hint_vis, hint_id;	/* see HEAD_WHERE */
+	/* the queue's low-water mark as this broker last saw it (P_ADVANCE):
+	 * never above the database's; adv: taken from since the last
+	 * advance */
+	int64_t lo_vis, lo_id;
+	bool adv;
 	/* Claimed ahead (state 2): rows of `held`, served in (vis, id) order
 	 * from held_rows[held_head] on.  Only claimed when empty. */
 	PGresult *held;
@@ -167,6 +176,16 @@ struct pg_store {
 	int64_t last_now;	/* newest now_ms seen: "delayed" in stats */
 	int64_t last_vis;	/* keeps this broker's puts in order */
 	int64_t promoted_to;	/* promote() reported items due up to here */
+	int64_t adv_at;		/* last low-water mark advance (pg_commit) */
+	int64_t counts_at;	/* last write of the counters (pg_commit) */
+	/* the lease sweep's start on the database clock, and the local time
+	 * of the last sweep from the bottom (pg_tick()) */
+	int64_t sweep_from, sweep_full_at;
+	bool counts_now;	/* write them at the next commit (close) */
+	/* what VACUUM waits behind (pg_horizon_tick(), store_stats): -1
+	 * until known; the last warning about it */
+	int64_t horizon_ms, horizon_xids, dead_rows;
+	int64_t horizon_warned, horizon_warn_ms;	/* horizon_warn= */
 	int64_t renewed_at;
 
 	struct kit_qtab qt;	/* the live queues by name and id */

@@ -1,7 +1,8 @@
 /* pg_lease.c -- the PostgreSQL driver's leases: the open items this
  * broker holds, items claimed ahead, lease renewal and the sweep of dead
- * brokers' leases (tick), the VACUUM connection, and a new statement
- * session handing back what the lost one held (pg_main_up). */
+ * brokers' leases (tick), the VACUUM connection and what it waits behind
+ * (the xmin horizon), and a new statement session handing back what the
+ * lost one held (pg_main_up). */
 #include "config.h"
 
 #include <inttypes.h>
@@ -21,6 +22,14 @@
 #define PG_VACUUM_RETRY_MS 16000
 /* Claimed items not taken for this long go back to the queue. */
 #define PG_HELD_IDLE_MS 1000
+/* The lease sweep looks this far behind the last one (besides timeout=
+ * when the lease is shorter), and from the bottom this often when the
+ * table has fewer dead rows than this (pg_tick()). */
+#define PG_SWEEP_MARGIN_MS 1000
+#define PG_SWEEP_FULL_MS 300000
+#define PG_SWEEP_FULL_DEAD 50000
+/* A snapshot held this long: the broker's VACUUMs this far apart. */
+#define PG_HORIZON_VACUUM_MS 30000
 
 /* ------------------------------------------------------------------ */
 /* the set of open items this broker holds */
@@ -261,7 +270,13 @@ pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 		while (!PQisBusy(l->c)) {
 			if ((res = PQgetResult(l->c)) == NULL) {
 				s->vacuuming = false;
-				s->vacuum_at = now_ms + s->vacuum_ms;
+				/* behind a held snapshot it can remove nothing
+				 * newer, and reads the whole grown table each
+				 * time: less often then */
+				s->vacuum_at = now_ms + (s->horizon_ms >=
+				    PG_HORIZON_VACUUM_MS && s->vacuum_ms <
+				    PG_HORIZON_VACUUM_MS ? PG_HORIZON_VACUUM_MS :
+				    s->vacuum_ms);
 				break;
 			}
 			if (PQresultStatus(res) != PGRES_COMMAND_OK)
@@ -373,6 +388,94 @@ pg_main_up(struct pg_store *s)
 	return SAKER_OK;
 }
 
+/*
+ * Renew the leases of every row this broker holds: its open items (the
+ * set mirrors the database) and the claimed ones in memory, by key.  A
+ * statement by owner alone read every entry of saker_items_lease, dead
+ * ones too (60 ms a renewal after 5 minutes of a held horizon).
+ */
+static int
+pg_renew(struct pg_store *s)
+{
+	struct pg_arr qa = { .oid = OID_INT8 }, ia = { .oid = OID_INT8 };
+	struct saker_queue *q;
+	struct pgp p;
+	PGresult *res;
+	uint64_t id, qid;
+	size_t k = 0;
+	int i, err = SAKER_OK;
+
+	while (intmap_next_u64(&s->open, &k, &id, &qid)) {
+		if (!pg_arr_reserve(&qa, 12) || !pg_arr_reserve(&ia, 12))
+			goto nomem;
+		pg_arr_i64(&qa, (int64_t)qid);
+		pg_arr_i64(&ia, (int64_t)id);
+	}
+	LIST_FOREACH(q, &s->holding, held_link)
+		for (i = q->held_head; i < q->held_n; i++) {
+			if (!pg_arr_reserve(&qa, 12) || !pg_arr_reserve(&ia, 12))
+				goto nomem;
+			pg_arr_i64(&qa, q->id);
+			pg_arr_i64(&ia, pg_rv_i64(q->held, q->held_rows[i], 0));
+		}
+	memset(&p, 0, sizeof(p));
+	pg_pp_str(&p, s->owner);
+	pg_pp_i64(&p, s->lease_ms);
+	pg_pp_arr(&p, &qa);
+	pg_pp_arr(&p, &ia);
+	if ((res = pg_run(s, P_RENEW, &p, "renewing leases")) == NULL)
+		err = s->code;
+	PQclear(res);
+	pg_arr_free(&qa);
+	pg_arr_free(&ia);
+	return err;
+nomem:
+	pg_arr_free(&qa);
+	pg_arr_free(&ia);
+	return pg_errf(s, SAKER_ENOMEM, "out of memory");
+}
+
+/* Warnings about a held horizon again while it lasts, this often. */
+#define PG_HORIZON_REWARN_MS 300000
+
+/*
+ * What VACUUM waits behind, read once a tick for store_stats (P_HORIZON),
+ * and a warning (the tick's error) when the oldest snapshot of the
+ * database passes horizon_warn=, again every 5 minutes while it lasts:
+ * the store keeps its speed (the low-water marks), but every consumed
+ * item stays on disk until that transaction ends.
+ */
+static int
+pg_horizon_tick(struct pg_store *s, int64_t now_ms)
+{
+	PGresult *res;
+
+	if ((res = pg_run(s, P_HORIZON, NULL, "reading the xmin horizon")) ==
+	    NULL)
+		return s->code;
+	if (PQntuples(res) > 0) {
+		s->horizon_ms = pg_rv_i64(res, 0, 0);
+		s->horizon_xids = pg_rv_i64(res, 0, 1);
+		s->dead_rows = pg_rv_i64(res, 0, 2);
+	}
+	PQclear(res);
+	if (s->horizon_warn_ms == 0 || s->horizon_ms < s->horizon_warn_ms) {
+		s->horizon_warned = 0;
+		return SAKER_OK;
+	}
+	if (s->horizon_warned != 0 &&
+	    now_ms - s->horizon_warned < PG_HORIZON_REWARN_MS)
+		return SAKER_OK;
+	s->horizon_warned = now_ms;
+	return pg_errf(s, SAKER_EIO, "postgres: a transaction of the database"
+	    " has held a snapshot for %" PRId64 " s (oldest xmin %" PRId64
+	    " transactions back): VACUUM cannot remove the %" PRId64 " dead"
+	    " rows of saker_items, the store grows with every item consumed"
+	    " until it ends (pg_stat_activity: idle in transaction, long"
+	    " queries; docs/scaling.md)", s->horizon_ms / 1000,
+	    s->horizon_xids, s->dead_rows);
+}
+
 int
 pg_tick(saker_store *base, int64_t now_ms)
 {
@@ -418,29 +521,53 @@ pg_tick(saker_store *base, int64_t now_ms)
 	    now_ms - s->renewed_at >= s->lease_ms / 4) {
 		if ((err = pg_begin(s)) != SAKER_OK)
 			return err;
-		memset(&p, 0, sizeof(p));
-		pg_pp_str(&p, s->owner);
-		pg_pp_i64(&p, s->lease_ms);
-		if ((res = pg_run(s, P_RENEW, &p, "renewing leases")) == NULL)
-			return s->code;
-		PQclear(res);
+		if ((err = pg_renew(s)) != SAKER_OK)
+			return err;
 		s->renewed_at = now_ms;
 		/* counts once the batch commits */
 		s->renew_at = now_ms;
 	}
-	/* return the leases of brokers that died */
+	/* return the leases of brokers that died: those that ran out since
+	 * the last sweep (less a margin for batches that committed late);
+	 * all of them at the first tick and every PG_SWEEP_FULL_MS, in case
+	 * one was skipped (locked by a batch that then rolled back), but
+	 * not while a snapshot is held or many dead rows wait for VACUUM:
+	 * it would step over every dead lease entry (a 5-minute held run
+	 * timed out a commit) */
 	if ((err = pg_begin(s)) != SAKER_OK)
 		return err;
-	if ((res = pg_run(s, P_SWEEP, NULL, "returning expired leases")) == NULL)
+	memset(&p, 0, sizeof(p));
+	if (s->sweep_full_at == 0 || (now_ms - s->sweep_full_at >=
+	    PG_SWEEP_FULL_MS && s->horizon_ms >= 0 &&
+	    s->horizon_ms < PG_HORIZON_VACUUM_MS && s->dead_rows >= 0 &&
+	    s->dead_rows < PG_SWEEP_FULL_DEAD)) {
+		s->sweep_full_at = now_ms;
+		s->sweep_from = INT64_MIN;
+	}
+	pg_pp_i64(&p, s->sweep_from);
+	if ((res = pg_run(s, P_SWEEP, &p, "returning expired leases")) == NULL)
 		return s->code;
 	for (i = 0; i < PQntuples(res); i++) {
+		if (pg_rv_i64(res, i, 0) == 0) {
+			/* a claim committed up to timeout= after its lease
+			 * started: a lease longer than that has run out only
+			 * after its row became visible */
+			s->sweep_from = pg_rv_i64(res, i, 1) - PG_SWEEP_MARGIN_MS -
+			    (s->lease_ms > s->timeout_ms + PG_SWEEP_MARGIN_MS ?
+			    0 : s->timeout_ms);
+			continue;
+		}
 		q = pg_find_id(s, pg_rv_i64(res, i, 0));
 		if (q != NULL)
 			pg_gained(s, q);
 	}
 	PQclear(res);
-	/* last: its failure (a warning) must not skip the work above */
-	return pg_vacuum_tick(s, now_ms);
+	/* last: their failures (warnings) must not skip the work above */
+	r = pg_horizon_tick(s, now_ms);
+	if (s->lost || s->conn == NULL)
+		return r;
+	err = pg_vacuum_tick(s, now_ms);
+	return err != SAKER_OK ? err : r;
 }
 
 int

@@ -62,7 +62,7 @@ pg_unlist(struct saker_queue *q)
 	if (q->took)
 		LIST_REMOVE(q, took_link);
 	q->dirty = q->pend = q->took = false;
-	q->d_total = q->d_expired = 0;
+	q->d_total = q->d_expired = q->c_total = q->c_expired = 0;
 }
 
 int
@@ -90,7 +90,7 @@ pg_hint(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 }
 
 /* $1-$5 of HEAD_WHERE: q's visible head at now_ms, past the row this
- * transaction took last (pg_hint()). */
+ * transaction took last (pg_hint()), or from its low-water mark. */
 void
 pg_head_params(const struct pg_store *s, const struct saker_queue *q,
     struct pgp *p, int64_t now_ms)
@@ -103,8 +103,9 @@ pg_head_params(const struct pg_store *s, const struct saker_queue *q,
 		pg_pp_i64(p, q->hint_vis);
 		pg_pp_i64(p, q->hint_id);
 	} else {
-		pg_pp_i64(p, INT64_MIN);
-		pg_pp_i64(p, 0);
+		/* (vis, id) > ($4, $5): from the low-water mark on */
+		pg_pp_i64(p, q->lo_vis);
+		pg_pp_i64(p, q->lo_id - 1);
 	}
 }
 

@@ -15,7 +15,10 @@
  * written before format 3, which are not checked.
  * 4: saker_items.deliveries, the delivery count (store.h); 0 in rows
  * written before. */
-#define PG_FORMAT_VERSION 4
+/* 5: saker_queues.lo_vis, lo_id, the queue's low-water mark (P_ADVANCE),
+ * and saker_items_held; writers of this format keep every key of a
+ * queue at or above its mark, older brokers would not. */
+#define PG_FORMAT_VERSION 5
 
 #define DBNOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 /* ready for stats and listings: visible, or claimed ahead by a broker */
@@ -26,6 +29,11 @@
 #define ITEM_COLS "id, flags, expires, created, vis, due, data, @CRC@, @DLV@"
 
 #define PG_DLV_MAX "65535"	/* SAKER_DELIVERIES_MAX */
+/* The vis of a new key in queue row q: v, or just past the queue's
+ * low-water mark when v is not above it (a broker whose clock runs
+ * behind), so no key is ever made below the mark (P_ADVANCE). */
+#define ABOVE_MARK(v, q) "CASE WHEN " v " > " q ".lo_vis THEN " v \
+	" ELSE " q ".lo_vis + 1 END"
 /* $4, $5: the last item this transaction took from the queue.  Rows a
  * transaction deleted stay in the index until it ends and every later
  * scan would step over them again; starting past them keeps a batch of
@@ -41,13 +49,29 @@
 /* back to the queue, no longer leased */
 #define GIVE_BACK "UPDATE saker_items SET state = 0, owner = NULL," \
 	" lease_until = 0"
+/* Rows this broker holds, looked up by key: state::integer so the
+ * planner cannot use saker_items_lease (WHERE state > 0) for them.  While
+ * something holds the xmin horizon its statistics still say few rows are
+ * leased, and a bitmap scan of that index visits every dead version of
+ * every item ever claimed, once per batch (issue 47: 275 buffers a batch
+ * after a minute, the first cost of a held horizon). */
+#define HELD "state::integer > 0"
+/* The rows of the keys in arrays q, i, by their ctids: a lookup in the
+ * primary key per element, whatever the statistics say (a join of the
+ * arrays with the table was planned as a scan of the whole primary key,
+ * dead entries and all, under a held horizon). */
+#define BY_KEYS(q, i) "ctid = ANY (ARRAY (SELECT x.ctid FROM unnest(" q \
+	"::bigint[], " i "::bigint[]) AS k(qid, id) CROSS JOIN LATERAL" \
+	" (SELECT ctid FROM saker_items WHERE qid = k.qid AND id = k.id" \
+	" LIMIT 1) x))"	/* LIMIT: not pulled up into a join */
 /* an open item leased to this broker */
-#define MY_OPEN " WHERE qid = $1::bigint AND id = $2::bigint AND state = 1" \
-	" AND owner = $3::text"
+#define MY_OPEN " WHERE qid = $1::bigint AND id = $2::bigint" \
+	" AND state::integer = 1 AND owner = $3::text"
 /* the expired among no more than $3 ready items from the head (store.h) */
 #define EXPIRED_AT_HEAD "DELETE FROM saker_items WHERE (qid, id) IN" \
 	" (SELECT qid, id FROM (SELECT qid, id, expires FROM saker_items WHERE" \
 	" qid = $1::bigint AND state = 0 AND due <= $2::bigint" \
+	" AND (vis, id) >= ($4::bigint, $5::bigint)" \
 	" ORDER BY vis, id LIMIT $3::bigint FOR UPDATE SKIP LOCKED) AS h" \
 	" WHERE expires <> 0 AND expires <= $2::bigint)"
 
@@ -121,16 +145,23 @@ static const char *const pg_sql[P_COUNT] = {
 	    " dlv FROM x ORDER BY vis, id",
 	[P_NEXT] = "SELECT coalesce(min(due), 0)::bigint FROM saker_items"
 	    " WHERE state = 0 AND due > $1::bigint",
+	/* the rows this broker holds, by key (pg_renew()) */
 	[P_RENEW] = "UPDATE saker_items SET lease_until = " DBNOW " + $2::bigint"
-	    " WHERE state > 0 AND owner = $1::text",
+	    " WHERE " BY_KEYS("$3", "$4") " AND " HELD " AND owner = $1::text",
 	/* The rows by their ctid (a TID scan): as a join of (qid, id) the
 	 * planner may scan the whole table per swept row while its
 	 * statistics still say it is empty -- a 2.8 s sweep on the loop was
 	 * seen on a fresh 40,000-item table.  A row locked here cannot move
 	 * before the UPDATE; state > 0 again in case it did. */
-	[P_SWEEP] = GIVE_BACK " WHERE ctid = ANY (ARRAY (SELECT ctid FROM"
-	    " saker_items WHERE state > 0 AND lease_until < " DBNOW
-	    " FOR UPDATE SKIP LOCKED)) AND state > 0 RETURNING qid",
+	/* Leases that ran out at $1 or later (pg_tick()): under a held
+	 * horizon the lease index keeps an entry for every item ever claimed
+	 * or opened, and a sweep from the bottom steps over all of them.
+	 * The last row is (0, the database's clock). */
+	[P_SWEEP] = "WITH r AS (" GIVE_BACK " WHERE ctid = ANY (ARRAY (SELECT"
+	    " ctid FROM saker_items WHERE state > 0 AND lease_until >= $1::bigint"
+	    " AND lease_until < " DBNOW " FOR UPDATE SKIP LOCKED)) AND state > 0"
+	    " RETURNING qid) SELECT qid, 0::bigint FROM r UNION ALL"
+	    " SELECT 0::bigint, " DBNOW,
 	[P_MINE] = "SELECT qid, id FROM saker_items WHERE state = 1 AND"
 	    " owner = $1::text",
 	[P_RELEASE_ALL] = GIVE_BACK " WHERE state > 0 AND owner = $1::text"
@@ -163,7 +194,8 @@ static const char *const pg_sql[P_COUNT] = {
 	 * statement, and with it the batch, rather than drop an item. */
 	[P_PUTS] = "WITH ins AS (INSERT INTO saker_items(qid, id, vis, due,"
 	    " state, flags, expires, created, len, data, crc, deliveries)"
-	    " SELECT q.id, u.id, u.vis, u.due, 0, u.flags, u.expires, u.created,"
+	    " SELECT q.id, u.id, " ABOVE_MARK("u.vis", "q") ", u.due, 0,"
+	    " u.flags, u.expires, u.created,"
 	    " length(u.data), u.data, u.crc, u.dlv FROM (SELECT"
 	    " nextval('saker_item_id') AS id,"
 	    " x.* FROM unnest($1::bytea[], $2::bigint[], $3::bigint[],"
@@ -177,18 +209,17 @@ static const char *const pg_sql[P_COUNT] = {
 	    " || count(*))::int END FROM ins",
 	/* state changes of items this broker holds: 0 gives one back, 1 opens
 	 * a claimed one, 2 claims (never sent: claims are P_CLAIM) */
-	[P_SETSTATE] = "UPDATE saker_items i SET state = u.st,"
-	    " deliveries = CASE WHEN u.st = 1 THEN least(i.deliveries + 1, "
-	    PG_DLV_MAX ") ELSE i.deliveries END,"
-	    " owner = CASE WHEN u.st = 0 THEN NULL ELSE i.owner END,"
-	    " lease_until = CASE WHEN u.st = 0 THEN 0 ELSE i.lease_until END"
+	[P_SETSTATE] = "UPDATE saker_items i SET (state, deliveries, owner,"
+	    " lease_until) = (SELECT u.st, CASE WHEN u.st = 1 THEN"
+	    " least(i.deliveries + 1, " PG_DLV_MAX ") ELSE i.deliveries END,"
+	    " CASE WHEN u.st = 0 THEN NULL ELSE i.owner END,"
+	    " CASE WHEN u.st = 0 THEN 0 ELSE i.lease_until END"
 	    " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[])"
-	    " AS u(qid, id, st) WHERE i.qid = u.qid AND i.id = u.id"
-	    " AND i.state > 0 AND i.owner = $4::text",
+	    " AS u(qid, id, st) WHERE u.qid = i.qid AND u.id = i.id LIMIT 1)"
+	    " WHERE " BY_KEYS("$1", "$2") " AND " HELD " AND owner = $4::text",
 	/* confirmed open items and claimed items taken or expired */
-	[P_DELS] = "DELETE FROM saker_items i USING unnest($1::bigint[],"
-	    " $2::bigint[]) AS u(qid, id) WHERE i.qid = u.qid AND i.id = u.id"
-	    " AND i.state > 0 AND i.owner = $3::text",
+	[P_DELS] = "DELETE FROM saker_items WHERE " BY_KEYS("$1", "$2")
+	    " AND " HELD " AND owner = $3::text",
 	[P_COUNTS] = "INSERT INTO saker_counts(qid, owner, total, expired)"
 	    " SELECT u.qid, $1::text, u.t, u.e FROM unnest($2::bigint[],"
 	    " $3::bigint[], $4::bigint[]) AS u(qid, t, e)"
@@ -206,15 +237,72 @@ static const char *const pg_sql[P_COUNT] = {
 	/* an open item of this broker to the tail of another queue, with
 	 * its count (the dead-letter move); a new id puts it after the
 	 * items already there with the same vis */
-	[P_MOVE] = "UPDATE saker_items SET qid = $4::bigint, vis = $5::bigint,"
+	[P_MOVE] = "UPDATE saker_items SET qid = $4::bigint, vis = coalesce("
+	    "(SELECT " ABOVE_MARK("$5::bigint", "m") " FROM saker_queues m"
+	    " WHERE m.id = $4::bigint FOR KEY SHARE), $5::bigint),"
 	    " id = nextval('saker_item_id'),"
 	    " due = 0, state = 0, owner = NULL, lease_until = 0" MY_OPEN,
 	/* an open item of this broker back as a delayed one, due at $4:
 	 * vis = due joins it to the tail when it falls due, and a new id
 	 * after the items already there with the same vis (release_delayed) */
-	[P_DELAY] = GIVE_BACK ", due = $4::bigint, vis = $4::bigint,"
+	[P_DELAY] = GIVE_BACK ", due = $4::bigint, vis = coalesce((SELECT "
+	    ABOVE_MARK("$4::bigint", "m") " FROM saker_queues m WHERE"
+	    " m.id = $1::bigint FOR KEY SHARE), $4::bigint),"
 	    " id = nextval('saker_item_id')" MY_OPEN,
+	/*
+	 * The low-water mark of a queue (lo_vis, lo_id): no row of the queue,
+	 * whatever its state, has a smaller (vis, id), so takes start their
+	 * index scan there (pg_head_params()) instead of stepping over the
+	 * dead versions of every item consumed since the last VACUUM -- all
+	 * of them while something holds the xmin horizon (issue 47).  Held
+	 * rows count (a released item keeps its key); new keys are made at
+	 * or above it (ABOVE_MARK).  Moved up once a second by a broker that
+	 * takes from the queue: P_ADV_LOCK first locks the queue rows no
+	 * batch is putting into (FOR UPDATE conflicts with their FOR KEY
+	 * SHARE; skipped ones wait for the next time), then P_ADVANCE, a
+	 * statement whose snapshot sees every put that saw the old mark,
+	 * moves each to its first row, or to now when that is later
+	 * (delayed items only, or none).
+	 */
+	[P_ADV_LOCK] = "SELECT id FROM saker_queues WHERE id = ANY ($1::bigint[])"
+	    " FOR UPDATE SKIP LOCKED",
+	[P_ADVANCE] = "UPDATE saker_queues q SET lo_vis = c.vis, lo_id = c.id"
+	    " FROM saker_queues l CROSS JOIN LATERAL (SELECT x.vis, x.id FROM"
+	    " ((SELECT vis, id FROM saker_items WHERE qid = l.id AND state = 0"
+	    " AND (vis, id) >= (l.lo_vis, l.lo_id) ORDER BY vis, id LIMIT 1)"
+	    " UNION ALL (SELECT vis, id FROM saker_items WHERE qid = l.id AND"
+	    " state > 0 AND (vis, id) >= (l.lo_vis, l.lo_id) ORDER BY vis, id"
+	    " LIMIT 1) UNION ALL SELECT $2::bigint, 0::bigint) AS x"
+	    " ORDER BY x.vis, x.id LIMIT 1) AS c"
+	    " WHERE l.id = ANY ($1::bigint[]) AND q.id = l.id"
+	    " AND (c.vis, c.id) > (l.lo_vis, l.lo_id)"
+	    " RETURNING q.id, q.lo_vis, q.lo_id",
+	/* What VACUUM of saker_items waits behind (pg_horizon_tick()): the
+	 * age of the oldest transaction of this database holding a snapshot
+	 * (ms; prepared transactions count from their PREPARE), the oldest
+	 * xmin held anywhere (sessions, replication slots, standbys'
+	 * hot_standby_feedback, prepared transactions) in transactions, and
+	 * the dead rows of saker_items.  Other users' sessions show only to
+	 * members of pg_read_all_stats. */
+	[P_HORIZON] = "SELECT coalesce((extract(epoch FROM clock_timestamp() -"
+	    " least((SELECT min(xact_start) FROM pg_stat_activity WHERE"
+	    " backend_xmin IS NOT NULL AND pid <> pg_backend_pid() AND"
+	    " datname = current_database() AND backend_type <>"
+	    " 'autovacuum worker' AND query NOT ILIKE 'vacuum%'),"
+	    " (SELECT min(prepared) FROM"
+	    " pg_prepared_xacts WHERE database = current_database()))) *"
+	    " 1000)::bigint, 0), greatest((SELECT max(age(backend_xmin)) FROM"
+	    " pg_stat_activity WHERE pid <> pg_backend_pid()), (SELECT"
+	    " max(age(xmin)) FROM pg_replication_slots), (SELECT"
+	    " max(age(backend_xmin)) FROM pg_stat_replication), (SELECT"
+	    " max(age(transaction)) FROM pg_prepared_xacts), 0)::bigint,"
+	    " pg_stat_get_dead_tuples('saker_items'::regclass)",
 };
+
+#define PG_LO_MIN "(-9223372036854775807 - 1)"
+/* the held rows of a queue in (vis, id) order, for P_ADVANCE */
+#define PG_HELD_INDEX "CREATE INDEX saker_items_held ON saker_items" \
+	" (qid, vis, id) WHERE state > 0"
 
 static const char pg_schema_sql[] =
     "CREATE TABLE saker_meta ("
@@ -222,7 +310,9 @@ static const char pg_schema_sql[] =
     " value bigint NOT NULL);"
     "CREATE TABLE saker_queues ("
     " id bigserial PRIMARY KEY,"
-    " name bytea NOT NULL UNIQUE);"
+    " name bytea NOT NULL UNIQUE,"
+    " lo_vis bigint NOT NULL DEFAULT " PG_LO_MIN ","	/* low-water mark */
+    " lo_id bigint NOT NULL DEFAULT 0);"
     "CREATE SEQUENCE saker_item_id;"
     "CREATE TABLE saker_items ("
     " qid bigint NOT NULL,"
@@ -249,6 +339,7 @@ static const char pg_schema_sql[] =
     " WHERE state = 0 AND due > 0;"
     "CREATE INDEX saker_items_lease ON saker_items (lease_until)"
     " WHERE state > 0;"
+    PG_HELD_INDEX ";"
     "CREATE TABLE saker_counts ("
     " qid bigint NOT NULL,"
     " owner text NOT NULL,"
@@ -277,6 +368,14 @@ static const char *const pg_upgrade_sql[] = {
 	    " ALTER TABLE saker_items ADD COLUMN IF NOT EXISTS"
 	    " deliveries bigint NOT NULL DEFAULT 0;"
 	    " UPDATE saker_meta SET value = 4 WHERE key = 'format'",
+	/* format 5: the low-water marks start at the bottom (constant
+	 * defaults: no rewrite); brokers of format 4 make keys below a
+	 * mark and are refused from now on */
+	[4] = "SET LOCAL synchronous_commit = on;"
+	    " ALTER TABLE saker_queues ADD COLUMN IF NOT EXISTS lo_vis bigint"
+	    " NOT NULL DEFAULT " PG_LO_MIN ", ADD COLUMN IF NOT EXISTS lo_id"
+	    " bigint NOT NULL DEFAULT 0; " PG_HELD_INDEX ";"
+	    " UPDATE saker_meta SET value = 5 WHERE key = 'format'",
 };
 _Static_assert(sizeof(pg_upgrade_sql) / sizeof(pg_upgrade_sql[0]) ==
     PG_FORMAT_VERSION, "a new format needs its upgrade");
@@ -332,14 +431,23 @@ pg_sql_for(const char *sql, const char *crc, const char *dlv)
 	return b;
 }
 
-/* The session settings: durability, read-only, schema. */
+/* The session settings: durability, read-only, schema; READ COMMITTED
+ * whatever the database's default, since P_ADVANCE must see what
+ * committed before P_ADV_LOCK got its locks; no bitmap scans: with the
+ * statistics of a queue table (nearly empty, after a VACUUM of a full
+ * one) the planner took a bitmap scan of a queue's every primary key
+ * entry, dead ones too, and a sort, for the claim that the head index
+ * answers in order (13,092 buffers and 220 ms against 34 under a held
+ * horizon). */
 static void
 pg_session_sql(const struct pg_store *s, char *sql_set, size_t len)
 {
 	/* the schema name was checked to need no quoting beyond this */
 	snprintf(sql_set, len, "SELECT set_config("
 	    "'synchronous_commit', '%s', false), set_config("
-	    "'default_transaction_read_only', '%s', false)%s%s%s",
+	    "'default_transaction_read_only', '%s', false), set_config("
+	    "'default_transaction_isolation', 'read committed', false),"
+	    " set_config('enable_bitmapscan', 'off', false)%s%s%s",
 	    s->sync == SAKER_SYNC_ALWAYS ? "on" : "off",
 	    s->read_only ? "on" : "off", s->schema != NULL ?
 	    ", set_config('search_path', '\"" : "", s->schema != NULL ?
@@ -350,7 +458,7 @@ pg_session_sql(const struct pg_store *s, char *sql_set, size_t len)
 int
 pg_session(struct pg_store *s)
 {
-	char sql[256];
+	char sql[512];
 
 	pg_session_sql(s, sql, sizeof(sql));
 	return pg_simple(s, sql, "session setup");
@@ -365,7 +473,7 @@ int
 pg_prepare_all(struct pg_store *s)
 {
 	PGresult *res;
-	char name[16], sql_set[256], *sql;
+	char name[16], sql_set[512], *sql;
 	const char *what = "session setup";
 	int i, n = 0, got = 0, bad = 0, nulls = 0;
 	bool ok = true;
@@ -382,6 +490,10 @@ pg_prepare_all(struct pg_store *s)
 		 * inserts or writes of them */
 		if (s->version < 4 && (i == P_PUTS || i == P_REINSERT ||
 		    i == P_TAKE_OPEN || i == P_SETSTATE || i == P_MOVE))
+			continue;
+		/* nor low-water marks before format 5 */
+		if (s->version < 5 && (i == P_PUTS || i == P_MOVE ||
+		    i == P_DELAY || i == P_ADV_LOCK || i == P_ADVANCE))
 			continue;
 		snprintf(name, sizeof(name), "s%d", i);
 		if ((sql = pg_sql_for(pg_sql[i], s->version < 3 ?

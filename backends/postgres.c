@@ -38,6 +38,8 @@
 /* Default of the vacuum= option: the broker's own VACUUM of saker_items
  * at most this often, while it writes (pg_vacuum_tick()). */
 #define PG_VACUUM_MS 1000
+/* Default of the horizon_warn= option (pg_horizon_tick()). */
+#define PG_HORIZON_WARN_MS 60000
 
 /*
  * Layout (docs/scaling.md has the full story):
@@ -78,6 +80,7 @@ pg_queue_new(struct pg_store *s, const char *name, size_t len, int64_t id)
 	q->qe.name = q->name;
 	q->qe.len = len;
 	q->qe.id = id;
+	q->lo_vis = INT64_MIN;	/* the database's default mark */
 	if (kit_qtab_add(&s->qt, &q->qe) != 0) {
 		free(q);
 		return NULL;
@@ -420,6 +423,7 @@ pg_take_in(struct pg_store *s, struct saker_queue *q, int mode,
 		return pg_take_one(s, q, mode, now_ms, fn, arg);
 	}
 	n = pg_claim_size(s, q);
+	q->adv = true;
 	if (!q->took) {
 		LIST_INSERT_HEAD(&s->took, q, took_link);
 		q->took = true;
@@ -702,6 +706,8 @@ pg_flush_in(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
 	pg_pp_i64(&p, q->id);
 	pg_pp_i64(&p, now_ms);
 	pg_pp_i64(&p, limit == 0 || limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
+	pg_pp_i64(&p, q->lo_vis);	/* from the low-water mark on */
+	pg_pp_i64(&p, q->lo_id);
 	if (saker_store_has_expire_to(q) && s->version >= 4) {
 		static const int cols[4] = { 0, 1, 2, 3 };
 		uint64_t dropped = 0;
@@ -882,6 +888,9 @@ pg_store_stats(saker_store *base, struct saker_store_stats *st)
 	st->reconnects = s->reconnects;
 	st->in_doubt = s->in_doubt;
 	st->last_commit_ms = s->last_commit_ms;
+	st->horizon_age_ms = s->horizon_ms;
+	st->horizon_xids = s->horizon_xids;
+	st->dead_rows = s->dead_rows;
 	if (s->conn == NULL)
 		pg_oneline(st->down_why, sizeof(st->down_why),
 		    s->down_why[0] != '\0' ? s->down_why : "connecting");
@@ -941,6 +950,7 @@ pg_close(saker_store *base)
 	if (s == NULL)
 		return;
 	if (!s->read_only && s->conn != NULL) {
+		s->counts_now = true;
 		(void)pg_commit(base);
 		/* A clean stop hands our open items back at once; only a
 		 * broker that dies leaves them to the lease sweep. */
@@ -1025,6 +1035,8 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	s->notify_arg = opts->notify_arg;
 	s->lease_ms = PG_LEASE_MS;
 	s->vacuum_ms = PG_VACUUM_MS;
+	s->horizon_warn_ms = PG_HORIZON_WARN_MS;
+	s->horizon_ms = s->horizon_xids = s->dead_rows = -1;
 	s->timeout_ms = PG_TIMEOUT_MS;
 	s->probe_ms = PG_PROBE_MS;
 	s->efd = -1;

@@ -536,6 +536,158 @@ START_TEST(test_vacuum)
 }
 END_TEST
 
+/* One value of sql on the test's schema (malloc'd). */
+static char *
+schema_val(const char *schema, const char *sql)
+{
+	char *ci = tl_strdupf("%s options='-c search_path=%s_%d'",
+	    pgc.conninfo, schema, (int)getpid());
+	PGconn *c = PQconnectdb(ci);
+	PGresult *r;
+	char *v;
+
+	free(ci);
+	ck_assert_int_eq(PQstatus(c), CONNECTION_OK);
+	r = PQexec(c, sql);
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s",
+	    PQresultErrorMessage(r));
+	v = tl_strdupf("%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	PQfinish(c);
+	return v;
+}
+
+/*
+ * Issue 47: a session holding a snapshot keeps VACUUM from the dead rows
+ * of consumed items.  stats says how long and how many, the log warns
+ * past horizon_warn=, and the queue's low-water mark moves on regardless
+ * (takes start there), held back only by the item open since before it:
+ * released, that item is served first.
+ */
+START_TEST(test_held_horizon)
+{
+	struct tl_server *a;
+	PGconn *hold;
+	PGresult *r;
+	char *sp, *st, *lo0, *lo1;
+	int fa, fo, i;
+	int64_t t0;
+	long long v;
+
+	sp = tl_strdupf("postgres,horizon_warn=1:%s schema=hz_%d lease=30",
+	    pgc.conninfo, (int)getpid());
+	a = tl_server_start(sp, NULL);
+	free(sp);
+	fa = tl_connect(a->port);
+	fo = tl_connect(a->port);
+	/* nothing holds a snapshot yet */
+	t0 = tl_now_ms();
+	while ((v = tl_stat(fa, "store_horizon_age")) < 0 &&
+	    tl_now_ms() - t0 < tl_slow(5000))
+		tl_sleep_ms(100);
+	ck_assert_int_eq(v, 0);
+	tl_set(fa, "h", "first");
+	tl_ckget(fo, "h/open", "first");
+
+	hold = PQconnectdb(pgc.conninfo);
+	ck_assert_int_eq(PQstatus(hold), CONNECTION_OK);
+	r = PQexec(hold, "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1");
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	PQclear(r);
+	lo0 = schema_val("hz", "SELECT lo_vis FROM saker_queues");
+	/* pairs for 2.5 s: the mark moves at most once a second */
+	t0 = tl_now_ms();
+	for (i = 0; i < 200 || tl_now_ms() - t0 < 2500; i++) {
+		tl_set(fa, "h", "x");
+		tl_ckget(fa, "h", "x");
+	}
+	lo1 = schema_val("hz", "SELECT lo_vis FROM saker_queues");
+	ck_assert_msg(strtoll(lo1, NULL, 10) > strtoll(lo0, NULL, 10),
+	    "the mark did not move: %s -> %s", lo0, lo1);
+	/* held back by the open item: at or below its key */
+	free(lo1);
+	lo1 = schema_val("hz", "SELECT (q.lo_vis, q.lo_id) <= (i.vis, i.id) FROM"
+	    " saker_queues q, saker_items i WHERE i.data = 'first'");
+	ck_assert_str_eq(lo1, "t");
+	/* released, it is still the head */
+	mustsends(fo, "get h/abort\r\n");
+	ckresp(fo, "END\r\n");
+	tl_set(fa, "h", "after");
+	tl_ckget(fa, "h", "first");
+	tl_ckget(fa, "h", "after");
+
+	/* stats: the held snapshot's age, the dead rows it keeps */
+	t0 = tl_now_ms();
+	while (tl_now_ms() - t0 < tl_slow(10000)) {
+		st = tl_stats(fa);
+		v = tl_stat_value(st, "store_dead_rows");
+		if (tl_stat_value(st, "store_horizon_age") >= 2 && v >= 100) {
+			free(st);
+			break;
+		}
+		free(st);
+		tl_sleep_ms(200);
+	}
+	ck_assert_int_ge(tl_stat(fa, "store_horizon_age"), 2);
+	ck_assert_int_ge(tl_stat(fa, "store_horizon_xids"), 1);
+	ck_assert_int_ge(tl_stat(fa, "store_dead_rows"), 100);
+	{
+		char *log = tl_read_file(a->log, NULL);
+
+		ck_assert_msg(log != NULL && strstr(log, "has held a snapshot for")
+		    != NULL, "no warning in the log: %s", log ? log : "");
+		free(log);
+	}
+	/* ended: the age drops back */
+	PQclear(PQexec(hold, "COMMIT"));
+	PQfinish(hold);
+	t0 = tl_now_ms();
+	while ((v = tl_stat(fa, "store_horizon_age")) >= 1 &&
+	    tl_now_ms() - t0 < tl_slow(5000))
+		tl_sleep_ms(100);
+	ck_assert_int_lt(v, 1);
+	free(lo0);
+	free(lo1);
+	close(fa);
+	close(fo);
+	tl_server_stop(a);
+	tl_server_free(a);
+}
+END_TEST
+
+/* A live broker renews the leases of the items it holds open (by key):
+ * with a 2 s lease, an item open on A for 5 s is not handed to B, and
+ * A can still close it. */
+START_TEST(test_renew_keeps_open)
+{
+	struct tl_server *a, *b;
+	int fa, fb;
+	int64_t t0;
+
+	two("renew", &a, &b);
+	fa = tl_connect(a->port);
+	fb = tl_connect(b->port);
+	tl_set(fa, "r", "one");
+	tl_set(fa, "r", "two");
+	tl_ckget(fa, "r/open", "one");
+	t0 = tl_now_ms();
+	while (tl_now_ms() - t0 < 5000) {
+		tl_ckget(fb, "r/peek", "two");
+		tl_sleep_ms(250);
+	}
+	mustsends(fa, "get r/close\r\n");
+	ckresp(fa, "END\r\n");
+	tl_ckget(fb, "r", "two");
+	tl_ckget(fb, "r", NULL);
+	close(fa);
+	close(fb);
+	tl_server_stop(a);
+	tl_server_stop(b);
+	tl_server_free(a);
+	tl_server_free(b);
+}
+END_TEST
+
 START_TEST(test_two_brokers_once)
 {
 	enum { N = 600, ROUND = 20 };
@@ -788,6 +940,8 @@ main(void)
 	tcase_add_test(tc, test_claims_back_on_stop);
 	tcase_add_test(tc, test_two_brokers_once);
 	tcase_add_test(tc, test_vacuum);
+	tcase_add_test(tc, test_held_horizon);
+	tcase_add_test(tc, test_renew_keeps_open);
 	tcase_add_test(tc, test_damaged_item_across);
 	tcase_add_test(tc, test_dead_letter_across);
 	tcase_add_test(tc, test_expire_to_across);

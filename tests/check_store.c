@@ -1662,12 +1662,13 @@ START_TEST(test_pg_upgrade_format2)
 	    sizeof(v));
 	ck_assert_str_eq(v, "2");
 
-	/* a writable open upgrades it (to format 4: checksums, delivery
-	 * counts); the old items come out intact, counting 0 deliveries */
+	/* a writable open upgrades it (to format 5: checksums, delivery
+	 * counts, low-water marks); the old items come out intact, counting
+	 * 0 deliveries */
 	s = px_open(schema, false, SAKER_OK);
 	px_val(c, "SELECT value FROM saker_meta WHERE key = 'format'", v,
 	    sizeof(v));
-	ck_assert_str_eq(v, "4");
+	ck_assert_str_eq(v, "5");
 	px_val(c, "SELECT count(*) FROM saker_items WHERE deliveries <> 0", v,
 	    sizeof(v));
 	ck_assert_str_eq(v, "0");
@@ -1686,7 +1687,7 @@ START_TEST(test_pg_upgrade_format2)
 	ck_assert_str_eq(v, "2");
 	saker_store_close(s);
 
-	/* a second broker finds format 4 and upgrades nothing */
+	/* a second broker finds format 5 and upgrades nothing */
 	s = px_open(schema, false, SAKER_OK);
 	px_take(s, "q1", SAKER_TAKE_REMOVE, "second");
 	px_take(s, "q3", SAKER_TAKE_REMOVE, "new");
@@ -1697,7 +1698,7 @@ START_TEST(test_pg_upgrade_format2)
 	saker_store_close(s);
 
 	/* a newer format is refused */
-	px_exec(c, "UPDATE saker_meta SET value = 5 WHERE key = 'format'");
+	px_exec(c, "UPDATE saker_meta SET value = 6 WHERE key = 'format'");
 	s = px_open(schema, false, SAKER_EVERSION);
 	ck_assert_ptr_null(s);
 	PQfinish(c);

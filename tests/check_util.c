@@ -296,6 +296,49 @@ START_TEST(test_intmap_u64)
 }
 END_TEST
 
+/* A walk of the map (the postgres driver renews its open items' leases
+ * by key) yields every entry exactly once with its value, also after
+ * deletions moved entries back, and nothing from an empty or cleared
+ * map. */
+START_TEST(test_intmap_next)
+{
+	enum { N = 3000 };
+	static unsigned char seen[N];
+	struct intmap m;
+	uint64_t k, v;
+	size_t pos = 0, n = 0, live = 0;
+
+	intmap_init(&m);
+	ck_assert_int_eq(intmap_next_u64(&m, &pos, &k, &v), 0);
+	for (k = 0; k < N; k++)
+		ck_assert_int_eq(intmap_put_u64(&m, k * 4096 + 3, k + 100), 0);
+	/* every third goes: backward shifts move the others */
+	for (k = 0; k < N; k += 3)
+		ck_assert_uint_eq(intmap_del_u64(&m, k * 4096 + 3), k + 100);
+	memset(seen, 0, sizeof(seen));
+	while (intmap_next_u64(&m, &pos, &k, &v)) {
+		ck_assert_uint_eq((k - 3) % 4096, 0);
+		k = (k - 3) / 4096;
+		ck_assert_uint_lt(k, N);
+		ck_assert_uint_ne(k % 3, 0);
+		ck_assert_uint_eq(v, k + 100);
+		ck_assert_uint_eq(seen[k], 0);
+		seen[k] = 1;
+		n++;
+	}
+	for (k = 0; k < N; k++)
+		live += k % 3 != 0;
+	ck_assert_uint_eq(n, live);
+	ck_assert_uint_eq(n, intmap_count(&m));
+	/* at the end it stays at the end */
+	ck_assert_int_eq(intmap_next_u64(&m, &pos, &k, &v), 0);
+	intmap_clear(&m);
+	pos = 0;
+	ck_assert_int_eq(intmap_next_u64(&m, &pos, &k, &v), 0);
+	intmap_free(&m);
+}
+END_TEST
+
 int
 main(int argc, char **argv)
 {
@@ -323,6 +366,7 @@ main(int argc, char **argv)
 	tcase_add_test(tc, test_intmap_model);
 	tcase_add_test(tc, test_intmap_reserve);
 	tcase_add_test(tc, test_intmap_u64);
+	tcase_add_test(tc, test_intmap_next);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -189,6 +189,15 @@ struct saker_store_stats {
 	int64_t last_commit_ms; /* wall clock of the last commit that wrote;
 	                         * 0: none since open() */
 	char down_why[160];     /* while !connected: why, one line */
+	/* While server: what VACUUM of the store's tables waits behind,
+	 * read by the driver about once a second (-1: not known) */
+	int64_t horizon_age_ms; /* the oldest transaction or prepared
+	                         * transaction of the database holding a
+	                         * snapshot, by its start; 0: none */
+	int64_t horizon_xids;   /* the oldest xmin anyone holds (sessions,
+	                         * replication slots, standbys' feedback,
+	                         * prepared transactions), in transactions */
+	int64_t dead_rows;      /* dead row versions of the items table */
 };
 
 /* A queue handle; opaque to the core.  Valid from queue_open() until

@@ -175,6 +175,12 @@ stats_write_server(struct broker *b, struct evbuffer *out)
 	    ss.reconnects, ss.in_doubt, ss.last_commit_ms > 0 &&
 	    ss.last_commit_ms < now ? (double)(now - ss.last_commit_ms) / 1e3 :
 	    ss.last_commit_ms > 0 ? 0.0 : -1.0);
+	/* what VACUUM of the store waits behind (-1: not known yet) */
+	evbuffer_add_printf(out, "STAT store_horizon_age %.3f\r\n"
+	    "STAT store_horizon_xids %" PRId64 "\r\n"
+	    "STAT store_dead_rows %" PRId64 "\r\n", ss.horizon_age_ms >= 0 ?
+	    (double)ss.horizon_age_ms / 1e3 : -1.0, ss.horizon_xids,
+	    ss.dead_rows);
 	/* the reason, without spaces: stats values are one word */
 	if (!ss.connected) {
 		char *p;

@@ -309,6 +309,18 @@ write_metrics(struct http_server *h, struct evbuffer *b)
 		    "Seconds since the last commit that wrote (since the start"
 		    " before the first).", last < saker_now_ms() ?
 		    (double)(saker_now_ms() - last) / 1000.0 : 0.0);
+		if (ss.horizon_age_ms >= 0) {
+			metric_dbl(b, "saker_store_horizon_age_seconds", "gauge",
+			    "Age of the oldest transaction of the database"
+			    " holding a snapshot (VACUUM waits behind it).",
+			    (double)ss.horizon_age_ms / 1000.0);
+			metric_u64(b, "saker_store_horizon_xids", "gauge",
+			    "Transactions between the oldest xmin held anywhere"
+			    " and now.", (uint64_t)ss.horizon_xids);
+			metric_u64(b, "saker_store_dead_rows", "gauge",
+			    "Dead row versions of the store's item table.",
+			    ss.dead_rows > 0 ? (uint64_t)ss.dead_rows : 0);
+		}
 	}
 	metric_head(b, "saker_store_commit_seconds", "histogram",
 	    "Time spent in store commits (one per event-loop turn that wrote).");

@@ -168,6 +168,20 @@ intmap_del_value_u64(struct intmap *m, uint64_t value)
 	return n;
 }
 
+int
+intmap_next_u64(const struct intmap *m, size_t *pos, uint64_t *key,
+    uint64_t *value)
+{
+	for (; *pos < m->cap; (*pos)++)
+		if (m->e[*pos].value != 0) {
+			*key = m->e[*pos].key;
+			*value = m->e[*pos].value;
+			(*pos)++;
+			return 1;
+		}
+	return 0;
+}
+
 void
 intmap_clear(struct intmap *m)
 {

@@ -47,6 +47,11 @@ uint64_t intmap_get_u64(const struct intmap *m, uint64_t key);
 uint64_t intmap_del_u64(struct intmap *m, uint64_t key);
 /* Remove every entry whose value is `value`; how many went. */
 size_t intmap_del_value_u64(struct intmap *m, uint64_t value);
+/* Every entry once, in no particular order: *pos starts at 0; 1 with the
+ * next entry's key and value, 0 when there are no more.  The map must
+ * not change during the walk. */
+int intmap_next_u64(const struct intmap *m, size_t *pos, uint64_t *key,
+    uint64_t *value);
 
 static inline size_t
 intmap_count(const struct intmap *m)
