@@ -618,26 +618,21 @@ http_keepalive_ok(int fd)
 
 /* Item 3: HTTP connections were not counted against -c (300 half-sent
  * requests held open, more accepted without end).  They share -c with the
- * memcache connections now: past it an HTTP connection is closed at once,
- * and everything works again when they go. */
+ * memcache connections now, and hold at most a quarter of it (issue 45):
+ * past either an HTTP connection is closed at once, and everything works
+ * again when they go. */
 START_TEST(test_http_counts_against_max_conns)
 {
-	int hport = tl_free_port(), fd[4], more[20], m[4], i;
+	int hport = tl_free_port(), fd, more[20], m[4], i;
 	char *spec = tl_strdupf("127.0.0.1:%d", hport), *r;
 	struct tl_server *s = tl_server_start("memory", "--http", spec, "-c", "4",
 	    NULL);
 
-	/* four connections, each served once and then holding a half-sent
-	 * request, take every slot */
-	for (i = 0; i < 4; i++) {
-		fd[i] = http_connect(hport);
-		http_keepalive_ok(fd[i]);
-		mustsends(fd[i], "GET /metrics HTTP/1.1\r\nHost:");
-	}
-	m[0] = tl_connect(s->port);
-	ckresp(m[0], "SERVER_ERROR too many open connections\r\n");
-	tl_expect_closed(m[0], 2000);
-	close(m[0]);
+	/* one connection, served once and then holding a half-sent request,
+	 * takes HTTP's share of -c 4 */
+	fd = http_connect(hport);
+	http_keepalive_ok(fd);
+	mustsends(fd, "GET /metrics HTTP/1.1\r\nHost:");
 	/* more HTTP connections are closed at once (not after the 10 s
 	 * request timeout), without a byte */
 	for (i = 0; i < 20; i++)
@@ -650,63 +645,44 @@ START_TEST(test_http_counts_against_max_conns)
 		tl_expect_closed(more[i], 100);
 		close(more[i]);
 	}
-	/* the held ones still work */
-	mustsends(fd[0], " 127.0.0.1\r\n\r\n");
-	r = read_all(fd[0], 5000);
-	ck_assert_msg(strncmp(r, "HTTP/1.1 200", 12) == 0, "%s", r);
-	free(r);
-	for (i = 0; i < 4; i++)
-		close(fd[i]);
-	/* slots free again: memcache and HTTP are served */
-	{
-		int64_t deadline = tl_now_ms() + 5000;
-		char *l;
-
-		for (;;) {
-			m[0] = tl_connect(s->port);
-			mustsends(m[0], "version\r\n");
-			l = tl_mustreadline(m[0]);
-			if (strncmp(l, "VERSION ", 8) == 0) {
-				free(l);
-				break;
-			}
-			free(l);
-			close(m[0]);
-			ck_assert_msg(tl_now_ms() < deadline, "slots never freed");
-			tl_sleep_ms(20);
-		}
-	}
-	ck_assert_int_ge(tl_stat(m[0], "rejected_connections"), 21);
-	close(m[0]);
-	fd[0] = tl_connect(hport);
-	mustsends(fd[0], "GET /healthz HTTP/1.0\r\n\r\n");
-	r = read_all(fd[0], 5000);
-	ck_assert_msg(strstr(r, " 200 ") != NULL, "%s", r);
-	free(r);
-	close(fd[0]);
-
-	/* memcache connections count for HTTP too */
-	for (i = 0; i < 4; i++) {
+	/* the other three slots are memcache's; the fourth client is one
+	 * too many */
+	for (i = 0; i < 3; i++) {
 		m[i] = tl_connect(s->port);
 		mustsends(m[i], "version\r\n");
 		free(tl_mustreadline(m[i]));
 	}
-	fd[0] = tl_connect(hport);
-	mustsends(fd[0], "GET /healthz HTTP/1.0\r\n\r\n");
-	r = read_all(fd[0], 3000);
+	m[3] = tl_connect(s->port);
+	ckresp(m[3], "SERVER_ERROR too many open connections\r\n");
+	tl_expect_closed(m[3], 2000);
+	close(m[3]);
+	/* the held one still works */
+	mustsends(fd, " 127.0.0.1\r\n\r\n");
+	r = read_all(fd, 5000);
+	ck_assert_msg(strncmp(r, "HTTP/1.1 200", 12) == 0, "%s", r);
+	free(r);
+	close(fd);
+	ck_assert_int_ge(tl_stat(m[0], "rejected_connections"), 21);
+	/* memcache connections count for HTTP too */
+	m[3] = tl_connect(s->port);
+	mustsends(m[3], "version\r\n");
+	free(tl_mustreadline(m[3]));
+	fd = tl_connect(hport);
+	mustsends(fd, "GET /healthz HTTP/1.0\r\n\r\n");
+	r = read_all(fd, 3000);
 	ck_assert_str_eq(r, "");
 	free(r);
-	close(fd[0]);
+	close(fd);
 	close(m[3]);
 	/* one slot back: HTTP is served */
 	{
 		int64_t deadline = tl_now_ms() + 5000;
 
 		for (;;) {
-			fd[0] = tl_connect(hport);
-			mustsends(fd[0], "GET /healthz HTTP/1.0\r\n\r\n");
-			r = read_all(fd[0], 3000);
-			close(fd[0]);
+			fd = tl_connect(hport);
+			mustsends(fd, "GET /healthz HTTP/1.0\r\n\r\n");
+			r = read_all(fd, 3000);
+			close(fd);
 			if (strstr(r, " 200 ") != NULL) {
 				free(r);
 				break;
@@ -1588,6 +1564,163 @@ START_TEST(test_wait_on_missing_queue)
 }
 END_TEST
 
+/* ------------------------------------------------------------ issue 45 */
+
+/* send() that ignores a closed peer (the next read tells). */
+static void
+mustsends_nosig(int fd, const char *s)
+{
+	(void)send(fd, s, strlen(s), MSG_NOSIGNAL);
+}
+
+/* Send one more header byte on fd every `every` ms until the server
+ * closes it: the ms from t0 it took, or -1 if it was still open at
+ * t0 + max_ms (the slowloris of issue 45: evhttp's timeout is per read). */
+static int64_t
+drip_until_closed(int fd, int64_t t0, int every, int max_ms)
+{
+	char c;
+
+	while (tl_now_ms() - t0 < max_ms) {
+		struct pollfd p = { fd, POLLIN, 0 };
+
+		if (send(fd, "a", 1, MSG_NOSIGNAL) != 1)
+			return tl_now_ms() - t0;
+		if (poll(&p, 1, every) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) <= 0)
+			return tl_now_ms() - t0;
+	}
+	return -1;
+}
+
+/* Finding 1: 100 clients each sending a header byte every 8 s held 100 of
+ * -c 100 for 330 s and every memcache client was refused.  Now a request
+ * must arrive whole within 10 s of the accept, and HTTP holds at most a
+ * quarter of -c: memcache clients are served while HTTP clients drip. */
+START_TEST(test_http_drip_deadline)
+{
+	int hport = tl_free_port(), fd[2], m[6], extra, i;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport), *r;
+	struct tl_server *s = tl_server_start("memory", "--http", spec, "-c", "8",
+	    NULL);
+	int64_t t0, ms;
+
+	t0 = tl_now_ms();
+	for (i = 0; i < 2; i++) {
+		fd[i] = http_connect(hport);
+		mustsends(fd[i], "GET /healthz HTTP/1.1\r\nX-Drip: ");
+	}
+	/* HTTP's share (8 / 4) is held: one more HTTP client is closed at
+	 * once, but the other six slots take memcache clients */
+	tl_sleep_ms(200);
+	extra = tl_connect(hport);
+	mustsends(extra, "GET /healthz HTTP/1.0\r\n\r\n");
+	r = read_all(extra, 3000);
+	ck_assert_str_eq(r, "");
+	free(r);
+	close(extra);
+	for (i = 0; i < 6; i++) {
+		m[i] = tl_connect(s->port);
+		mustsends(m[i], "version\r\n");
+		r = tl_mustreadline(m[i]);
+		ck_assert_msg(strncmp(r, "VERSION ", 8) == 0, "%s", r);
+		free(r);
+	}
+	/* a byte a second: on bd89b77 still open after 25 s; now closed at
+	 * the 10 s request deadline */
+	ms = drip_until_closed(fd[0], t0, 1000, 25000);
+	ck_assert_msg(ms >= 9000 && ms < 13000, "closed after %lld ms",
+	    (long long)ms);
+	ms = drip_until_closed(fd[1], t0, 100, 14000);
+	ck_assert_msg(ms >= 0 && ms < 14000, "closed after %lld ms", (long long)ms);
+	for (i = 0; i < 6; i++)
+		close(m[i]);
+	for (i = 0; i < 2; i++)
+		close(fd[i]);
+	/* a keep-alive connection that sits idle goes the same way */
+	fd[0] = http_connect(hport);
+	http_keepalive_ok(fd[0]);
+	t0 = tl_now_ms();
+	tl_expect_closed(fd[0], 13000);
+	ck_assert_int_ge(tl_now_ms() - t0, 8000);
+	close(fd[0]);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+}
+END_TEST
+
+/* --idle-timeout shorter than the request deadline applies to HTTP too
+ * (on bd89b77 it did not: the memcache port closed at it, HTTP never). */
+START_TEST(test_http_idle_timeout)
+{
+	int hport = tl_free_port(), fd;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport);
+	struct tl_server *s = tl_server_start("memory", "--http", spec,
+	    "--idle-timeout", "2s", NULL);
+	int64_t t0 = tl_now_ms(), ms;
+
+	fd = http_connect(hport);
+	mustsends(fd, "GET /healthz HTTP/1.1\r\nX-Drip: ");
+	ms = drip_until_closed(fd, t0, 500, 8000);
+	ck_assert_msg(ms >= 1500 && ms < 4000, "closed after %lld ms", (long long)ms);
+	close(fd);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+}
+END_TEST
+
+/* With --auth-file, a connection answered 401 again and again (a request
+ * every 3 s, each within the request deadline) held its slot forever on
+ * bd89b77; now it is closed at the login deadline (30 s), as on the
+ * memcache port, while an admin's connection stays. */
+START_TEST(test_http_login_deadline)
+{
+	char *auth = tl_write_file("users", "admin:pw:admin\n");
+	int hport = tl_free_port(), anon, admin, i;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport), *b64, *req, *r;
+	struct tl_server *s = tl_server_start("memory", "--http", spec,
+	    "--auth-file", auth, NULL);
+	int64_t t0 = tl_now_ms();
+	bool anon_open = true;
+
+	b64 = tl_base64("admin:pw");
+	req = tl_strdupf("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+	    "Authorization: Basic %s\r\n\r\n", b64);
+	anon = http_connect(hport);
+	admin = http_connect(hport);
+	for (i = 0; tl_now_ms() - t0 < 36000; i++) {
+		if (anon_open) {
+			mustsends_nosig(anon, "GET /metrics HTTP/1.1\r\n"
+			    "Host: 127.0.0.1\r\n\r\n");
+			r = read_all(anon, 300);
+			if (*r == '\0') {
+				anon_open = false;
+				ck_assert_msg(tl_now_ms() - t0 >= 29000, "closed after "
+				    "%lld ms", (long long)(tl_now_ms() - t0));
+			} else {
+				ck_assert_msg(strstr(r, " 401 ") != NULL, "%s", r);
+			}
+			free(r);
+		}
+		mustsends(admin, req);
+		r = read_all(admin, 300);
+		ck_assert_msg(strncmp(r, "HTTP/1.1 200", 12) == 0, "%s", r);
+		free(r);
+		tl_sleep_ms(3000);
+	}
+	ck_assert_msg(!anon_open, "the unauthorized connection is still open");
+	close(anon);
+	close(admin);
+	free(req);
+	free(b64);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+	free(auth);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1644,6 +1777,14 @@ main(void)
 	tcase_add_test(tc, test_gets_create_nothing);
 	tcase_add_test(tc, test_max_queues);
 	tcase_add_test(tc, test_wait_on_missing_queue);
+	suite_add_tcase(su, tc);
+	/* issue 45 (CK_RUN_CASE=i45) */
+	tc = tcase_create("i45");
+	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_http_drip_deadline);
+	tcase_add_test(tc, test_http_idle_timeout);
+	tcase_add_test(tc, test_http_login_deadline);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
