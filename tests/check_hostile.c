@@ -1721,6 +1721,248 @@ START_TEST(test_http_login_deadline)
 }
 END_TEST
 
+/* A raw connection to 127.0.0.1:port for a child process: -1 on error
+ * (no Check assertion: its exit would run testlib's atexit cleanup, which
+ * stops the parent's servers). */
+static int
+raw_connect(int port)
+{
+	struct sockaddr_in a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)port);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A child process guessing admin's password from 127.0.0.1 with `n`
+ * connections (text auth and HTTP Basic, every third) for `ms`, each
+ * sending its next guess when the last is answered; its pid. */
+static pid_t
+guess_in_child(int port, int hport, int n, int ms)
+{
+	static const char text[] = "set auth 0 0 11\r\nadmin guess\r\n";
+	static const char http[] = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n"
+	    "Authorization: Basic YWRtaW46Z3Vlc3M=\r\n\r\n";
+	pid_t pid = fork();
+	struct pollfd pfd[32];
+	char buf[4096];
+	int64_t end;
+	int i;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid > 0)
+		return pid;
+	end = tl_now_ms() + ms;
+	for (i = 0; i < n; i++)
+		pfd[i].fd = -1;
+	while (tl_now_ms() < end) {
+		for (i = 0; i < n; i++) {
+			bool web = i % 3 == 2;
+
+			if (pfd[i].fd < 0 && (pfd[i].fd = raw_connect(web ? hport :
+			    port)) >= 0)
+				(void)send(pfd[i].fd, web ? http : text, web ?
+				    sizeof(http) - 1 : sizeof(text) - 1, MSG_NOSIGNAL);
+			pfd[i].events = POLLIN;
+		}
+		if (poll(pfd, (nfds_t)n, 50) <= 0)
+			continue;
+		for (i = 0; i < n; i++) {
+			ssize_t r;
+
+			if (pfd[i].fd < 0 || (pfd[i].revents & (POLLIN | POLLHUP |
+			    POLLERR)) == 0)
+				continue;
+			r = read(pfd[i].fd, buf, sizeof(buf));
+			if (r > 0 && i % 3 != 2) {
+				(void)send(pfd[i].fd, text, sizeof(text) - 1,
+				    MSG_NOSIGNAL);
+			} else if (r <= 0) {
+				close(pfd[i].fd);
+				pfd[i].fd = -1;
+				if (i % 3 == 2)
+					tl_sleep_ms(5);  /* 429s come at once */
+			}
+		}
+	}
+	_exit(0);
+}
+
+/* GET /metrics with admin's Basic login from source address src: the
+ * status line's code. */
+static int
+basic_from(int hport, const char *src, const char *userpass)
+{
+	int fd = connect_from(hport, src), code = 0;
+	char *b64 = tl_base64(userpass), *req, *r;
+
+	req = tl_strdupf("GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n"
+	    "Authorization: Basic %s\r\n\r\n", b64);
+	mustsends(fd, req);
+	r = read_all(fd, 5000);
+	if (strncmp(r, "HTTP/1.", 7) == 0)
+		code = atoi(r + 9);
+	free(r);
+	free(req);
+	free(b64);
+	close(fd);
+	return code;
+}
+
+/*
+ * Finding 2: 12 connections guessing `admin` from one address made the
+ * real admin's HTTP Basic login answer 429 on 8 of 8 tries and its text
+ * logins wait 4-15 s, from any address.  Now the user-wide delay is owed
+ * only from networks that failed: admin from 127.0.5.1 (another /24)
+ * gets in at once, 8 times of 8, while 127.0.0.1 keeps guessing.
+ */
+START_TEST(test_login_no_lockout)
+{
+	char *auth = tl_write_file("users", "admin:root1:admin\n");
+	int hport = tl_free_port(), i, st, fd;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport);
+	struct tl_server *s = tl_server_start("memory", "--auth-file", auth,
+	    "--http", spec, NULL);
+	pid_t pid;
+	int64_t ms, worst = 0;
+
+	pid = guess_in_child(s->port, hport, 12, 12000);
+	tl_sleep_ms(2500);      /* admin owes 1 s and more by now */
+	for (i = 0; i < 8; i++) {
+		ck_assert(text_login_from(s->port, "127.0.5.1", "admin", "root1", &ms));
+		if (ms > worst)
+			worst = ms;
+		ck_assert_int_eq(basic_from(hport, "127.0.5.1", "admin:root1"), 200);
+		tl_sleep_ms(500);
+	}
+	ck_assert_msg(worst < 1000, "admin's login took %lld ms", (long long)worst);
+	/* the guessing network still waits for admin's delay (and races the
+	 * guesses for it) */
+	fd = connect_from(s->port, "127.0.0.77");
+	mustsends(fd, "set auth 0 0 10\r\nadmin nope\r\n");
+	ck_assert_msg(tl_quiet(fd, 1000), "a guess from the guessing /24 was "
+	    "answered within 1 s");
+	close(fd);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+	free(auth);
+}
+END_TEST
+
+/*
+ * Finding 3: the throttle table forgot the least recently failed entry
+ * of a full bucket, and 7,500 failures (passwords holding a NUL: no
+ * crypt) from 2,500 fresh addresses evicted admin's: the next guesses were
+ * free again.  Now unknown names make no entries and an entry with more
+ * failures outlives those with fewer: after the same flood a guess at
+ * admin from the guessing network still waits for admin's 5 s.
+ */
+START_TEST(test_login_table_flood)
+{
+	char *auth = tl_write_file("users", "admin:root1:admin\n");
+	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
+	char src[32], buf[4096], *l;
+	int i, j, fd;
+	size_t n;
+	int64_t ms;
+
+	for (i = 0; i < 12; i++) {
+		snprintf(src, sizeof(src), "127.0.0.%d", 1 + i % 3);
+		ck_assert(!text_login_from(s->port, src, "admin", "guess", NULL));
+	}
+	for (i = 0; i < 2500; i++) {
+		snprintf(src, sizeof(src), "127.1.%d.%d", i / 250, 1 + i % 250);
+		fd = connect_from(s->port, src);
+		n = 0;
+		for (j = 0; j < 3; j++) {
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+			    "set auth 0 0 10\r\nu%05d a", i * 3 + j);
+			buf[n++] = '\0';
+			memcpy(buf + n, "b\r\n", 3);
+			n += 3;
+		}
+		mustsend(fd, buf, n);
+		for (j = 0; j < 3; j++) {
+			l = tl_readline_ms(fd, 10000);
+			ck_assert_msg(l != NULL && strstr(l, "authentication failure"),
+			    "%s", l != NULL ? l : "(nothing)");
+			free(l);
+		}
+		close(fd);
+	}
+	/* the first guess may find admin's delay over; the second owes it */
+	(void)text_login_from(s->port, "127.0.0.20", "admin", "guess", NULL);
+	ck_assert(!text_login_from(s->port, "127.0.0.21", "admin", "guess", &ms));
+	ck_assert_msg(ms >= 4000, "the guess after the flood took %lld ms",
+	    (long long)ms);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(auth);
+}
+END_TEST
+
+/*
+ * Finding 5: with mixed hash costs in the auth file the dummy check used
+ * the first hash: an unknown user cost 350 us and admin (the expensive
+ * hash) 50 ms.  Now the dummy is the most expensive hash: a cheap hash
+ * first in the file, admin's 100,000-round one second, and an unknown
+ * user takes as long as admin.  A password holding a NUL (refused
+ * without a crypt on bd89b77) takes as long too.  Each try comes from its
+ * own address and network, so that no delay is owed.
+ */
+START_TEST(test_login_mixed_hash_costs)
+{
+	char *auth = tl_write_file("users", "bob:$6$abcdefgh12345678$j0kj2KHvD7Pd"
+	    "nzmJi0bLlExB7q30Vn.1r3mEYqRn4Pnq1l71cLdTIlRU0gJYiviPlrkeTEy1IrzdLf5S"
+	    "lkT660:\nadmin:" SLOW_HASH ":admin\n");
+	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
+	int64_t known = INT64_MAX, unknown = INT64_MAX, nul = INT64_MAX, t0, ms;
+	char src[32], *l;
+	int i, fd;
+
+	for (i = 0; i < 3; i++) {
+		snprintf(src, sizeof(src), "127.3.%d.1", i);
+		ck_assert(!text_login_from(s->port, src, "admin", "wrong", &ms));
+		if (ms < known)
+			known = ms;
+		snprintf(src, sizeof(src), "127.4.%d.1", i);
+		ck_assert(!text_login_from(s->port, src, "nobody", "wrong", &ms));
+		if (ms < unknown)
+			unknown = ms;
+		snprintf(src, sizeof(src), "127.5.%d.1", i);
+		fd = connect_from(s->port, src);
+		t0 = tl_now_ms();
+		mustsend(fd, "set auth 0 0 9\r\nadmin a\0b\r\n", 27);
+		l = tl_readline_ms(fd, 20000);
+		ck_assert_msg(l != NULL && strstr(l, "authentication failure"), "%s",
+		    l != NULL ? l : "(nothing)");
+		free(l);
+		close(fd);
+		if (tl_now_ms() - t0 < nul)
+			nul = tl_now_ms() - t0;
+	}
+	ck_assert_msg(known >= 10, "the slow hash took %lld ms", (long long)known);
+	ck_assert_msg(unknown * 2 >= known, "unknown user %lld ms, admin %lld ms",
+	    (long long)unknown, (long long)known);
+	ck_assert_msg(nul * 2 >= known, "a NUL password %lld ms, admin %lld ms",
+	    (long long)nul, (long long)known);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(auth);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1785,6 +2027,9 @@ main(void)
 	tcase_add_test(tc, test_http_drip_deadline);
 	tcase_add_test(tc, test_http_idle_timeout);
 	tcase_add_test(tc, test_http_login_deadline);
+	tcase_add_test(tc, test_login_no_lockout);
+	tcase_add_test(tc, test_login_table_flood);
+	tcase_add_test(tc, test_login_mixed_hash_costs);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

@@ -452,18 +452,23 @@ admin_authorized(struct http_server *h, struct evhttp_request *req,
 
 		if (hc != NULL)
 			hc->authed = true;      /* past the login deadline */
-		login_ok(peer, dec, (size_t)(colon - dec));
+		login_ok(peer, dec, (size_t)(colon - dec), saker_now_ms());
 		memset(dec, 0, sizeof(dec));
 		if (user != NULL)
 			*user = who->user;      /* the console's CSRF tokens */
 		return true;
 	}
 	if (who != NULL) {
-		login_ok(peer, dec, (size_t)(colon - dec));
+		login_ok(peer, dec, (size_t)(colon - dec), saker_now_ms());
 		log_warn("%s: user %s from %s is not an admin", what, who->user, peer);
 	} else if (auth != NULL) {
-		(void)login_failed(peer, dec, colon != NULL ? (size_t)(colon - dec) : 0,
-		    "HTTP", saker_now_ms());
+		size_t ulen = colon != NULL ? (size_t)(colon - dec) : 0;
+
+		/* malformed credentials cost a check too (auth.h) */
+		if (colon == NULL)
+			auth_dummy(h->b->auth);
+		(void)login_failed(peer, dec, ulen, auth_known(h->b->auth, dec,
+		    ulen), "HTTP", saker_now_ms());
 	}
 	memset(dec, 0, sizeof(dec));
 	evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
