@@ -657,6 +657,7 @@ http_conn_closed(struct evhttp_connection *evcon, void *arg)
 {
 	struct http_conn *hc = arg;
 
+	console_conn_closed(evcon);
 	hconn.open--;
 	TAILQ_REMOVE(&hconn.all, hc, link);
 	if (hc->hs_ev != NULL)
