@@ -132,7 +132,17 @@ conn_new(int fd, bool tls)
 		if (nhandshakes >= env.tls_handshakes_max &&
 		    !TAILQ_EMPTY(&handshakes)) {
 			static int64_t last_log_ms;
-			struct conn *old = TAILQ_FIRST(&handshakes);
+			struct conn *old;
+
+			/* the oldest that has not even sent a whole
+			 * ClientHello; else the oldest: a flood of stalled
+			 * ones evicted real mutual-TLS handshakes half the
+			 * time (issue 45) */
+			TAILQ_FOREACH(old, &handshakes, hs_link)
+				if (!tls_hello_seen(old->tls))
+					break;
+			if (old == NULL)
+				old = TAILQ_FIRST(&handshakes);
 
 			if (c->accepted_ms - last_log_ms >= 60000) {
 				last_log_ms = c->accepted_ms;

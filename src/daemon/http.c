@@ -770,9 +770,15 @@ handshake_budget(struct http_conn *newc)
 	TAILQ_FOREACH(hc, &hconn.all, link)
 		n += tls_bev_handshaking(hc->bev);
 	while (n > hconn.max_http || hconn.open > hconn.max_http) {
+		/* the oldest without a whole ClientHello first (conn.c) */
 		TAILQ_FOREACH(hc, &hconn.all, link)
-			if (hc != newc && tls_bev_handshaking(hc->bev))
+			if (hc != newc && tls_bev_handshaking(hc->bev) &&
+			    !tls_bev_hello_seen(hc->bev))
 				break;
+		if (hc == NULL)
+			TAILQ_FOREACH(hc, &hconn.all, link)
+				if (hc != newc && tls_bev_handshaking(hc->bev))
+					break;
 		if (hc == NULL)
 			break;
 		if (last_log_ms == 0 || now - last_log_ms >= 60000) {
