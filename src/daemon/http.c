@@ -79,6 +79,9 @@ struct http_server {
  * connection holds at most this much input and one reply.
  */
 #define HTTP_MAX_INPUT (HTTP_MAX_HEADERS + HTTP_MAX_BODY + 4096)
+/* /healthz answers 503 for this long after the store refused a write,
+ * even if a commit succeeded since. */
+#define HEALTHZ_REFUSED_MS 30000
 /* Unsent replies of all HTTP connections together: past it a request is
  * answered 503 at once, without building its reply, until they drain. */
 #define HTTP_MAX_UNSENT (16u * 1024 * 1024)
@@ -635,6 +638,13 @@ handle(struct evhttp_request *req, void *arg)
 		saker_store_get_stats(h->b->store, &ss);
 		if (h->b->store_failed)
 			evbuffer_add_printf(b, "store not writable: %s\n", h->b->store_error);
+		else if (h->b->store_failed_ms != 0 &&
+		    saker_now_ms() - h->b->store_failed_ms < HEALTHZ_REFUSED_MS)
+			/* a later commit that only took items succeeded: on a
+			 * full disk /healthz said ok while every set failed */
+			evbuffer_add_printf(b, "store refused a write %.1f s ago: "
+			    "%s\n", (double)(saker_now_ms() -
+			    h->b->store_failed_ms) / 1000.0, h->b->store_error);
 		else if (ss.server && !ss.connected)
 			evbuffer_add_printf(b, "database unavailable: %s\n", ss.down_why);
 		else if (*h->stopping)
