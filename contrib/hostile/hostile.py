@@ -299,7 +299,7 @@ class Guesser:
         return None
 
 
-def guess_for(gs, secs):
+def guess_for(gs, secs, close=True):
     checked = 0
     end = time.time() + secs
     while time.time() < end:
@@ -315,7 +315,7 @@ def guess_for(gs, secs):
             if v == 0 and g.kind == "http":
                 time.sleep(0.001)
             g.send()
-    for g in gs:
+    for g in gs if close else []:
         if g.sock:
             g.sock.close()
     return checked
@@ -368,16 +368,18 @@ def scenario_slowloris(a, tmp):
     srv = Server(a.sakerd, ["--http", "127.0.0.1:@HPORT@", "-c", "100",
                             "--idle-timeout", "20s"], tmp)
     drips, t0, refused, served, held = [], time.time(), 0, 0, []
-    for _ in range(1000):
-        try:
-            c = socket.create_connection(("127.0.0.1", srv.hport), 1)
-            c.sendall(b"GET /healthz HTTP/1.1\r\nX-Drip: ")
-            c.setblocking(False)
-            drips.append(c)
-        except OSError:
-            pass
     secs = min(a.secs, 60)
     while time.time() - t0 < secs:
+        # the attacker reconnects whatever was closed
+        while len(drips) < 1000:
+            try:
+                c = socket.create_connection(("127.0.0.1", srv.hport), 1)
+                c.sendall(b"GET /healthz HTTP/1.1\r\nX-Drip: ")
+                c.setblocking(False)
+                drips.append(c)
+            except OSError:
+                break
+        time.sleep(0.2)     # refused ones are closed by now
         for c in list(drips):
             try:
                 if c.recv(1) == b"":
@@ -404,8 +406,8 @@ def scenario_slowloris(a, tmp):
             refused += 1
         held.append((round(time.time() - t0), len(drips)))
         time.sleep(5)
-    print("slowloris: 1,000 HTTP clients dripping a header byte every 5 s, -c 100:"
-          " HTTP connections still open over time %s; memcache clients served %d,"
+    print("slowloris: 1,000 HTTP clients (reconnecting) dripping a header byte every"
+          " 5 s, -c 100 --idle-timeout 20s: HTTP connections open over time (s, n) %s; memcache clients served %d,"
           " refused %d; RSS %.1f MB" % (held, served, refused, srv.rss_mb()))
     for c in drips:
         c.close()
@@ -424,7 +426,7 @@ def scenario_lockout(a, tmp):
     import base64
     auth = base64.b64encode(b"admin:root1").decode()
     while time.time() - t0 < min(a.secs, 15):
-        guess_for(gs, 0.5)
+        guess_for(gs, 0.5, close=False)
         s = socket.socket()
         s.bind(("127.0.5.1", 0))
         s.connect(("127.0.0.1", srv.port))
