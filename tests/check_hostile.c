@@ -2125,6 +2125,47 @@ START_TEST(test_healthz_full_disk)
 }
 END_TEST
 
+/*
+ * Finding 5: `touch` held an item for 10 years on a queue whose
+ * open_timeout is 2 s.  One touch now holds it at most an hour (or the
+ * open_timeout when longer): the console's open list shows the deadline.
+ */
+START_TEST(test_touch_lease_ceiling)
+{
+	int hport = tl_free_port(), fd;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport), *cmd, *r, *d;
+	char *conf = tl_write_file("q.conf", "[queue q]\nopen_timeout = 2s\n");
+	struct tl_server *s = tl_server_start("memory", "--http", spec,
+	    "--config", conf, NULL);
+	int64_t deadline;
+
+	fd = tl_connect(s->port);
+	mustsends(fd, "set q 0 0 3\r\njob\r\nget q/open\r\n");
+	ckresp(fd, "STORED\r\nVALUE q/open 0 3\r\njob\r\nEND\r\n");
+	cmd = tl_strdupf("touch q %lld\r\n", (long long)tl_unix_s() +
+	    315000000LL);
+	mustsends(fd, cmd);
+	ckresp(fd, "TOUCHED\r\n");
+	r = tl_http(hport, "GET", "/api/queues/q/open", NULL, NULL);
+	ck_assert_ptr_nonnull(r);
+	d = strstr(r, "\"deadline_ms\":");
+	ck_assert_msg(d != NULL, "%s", r);
+	deadline = strtoll(d + 14, NULL, 10);
+	/* 10 years ahead on bd89b77 */
+	ck_assert_msg(deadline <= tl_unix_ms() + 3600 * 1000 + 5000 &&
+	    deadline >= tl_unix_ms() + 3600 * 1000 - 60000,
+	    "deadline %lld, now %lld", (long long)deadline,
+	    (long long)tl_unix_ms());
+	free(r);
+	free(cmd);
+	close(fd);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+	free(conf);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -2194,6 +2235,7 @@ main(void)
 	tcase_add_test(tc, test_login_mixed_hash_costs);
 	tcase_add_test(tc, test_console_listing_sliced);
 	tcase_add_test(tc, test_healthz_full_disk);
+	tcase_add_test(tc, test_touch_lease_ceiling);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
