@@ -414,6 +414,17 @@ list_job_free(struct list_job *j)
 	free(j);
 }
 
+bool
+console_conn_busy(struct evhttp_connection *evcon)
+{
+	struct list_job *j;
+
+	TAILQ_FOREACH(j, &list_jobs, link)
+		if (evhttp_request_get_connection(j->req) == evcon)
+			return true;
+	return false;
+}
+
 void
 console_conn_closed(struct evhttp_connection *evcon)
 {

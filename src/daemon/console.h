@@ -36,6 +36,10 @@ void console_handle(const struct console_env *env, struct evhttp_request *req,
  * for its requests end, unanswered (evhttp frees the requests). */
 struct evhttp_connection;
 void console_conn_closed(struct evhttp_connection *evcon);
+/* Is a listing in progress for a request of evcon (its reply is being
+ * made: http.c's request deadline waits for it, as for a reply being
+ * written)? */
+bool console_conn_busy(struct evhttp_connection *evcon);
 
 /* Append s[0..len) as a JSON string, quotes included: every byte outside
  * printable ASCII, and " \ < > &, escaped as \uXXXX or \" \\. */

@@ -59,8 +59,9 @@ struct http_server {
  * request read: the next request must be read whole within
  * HTTP_REQUEST_MS (or --idle-timeout if shorter), which is also how long
  * a keep-alive connection may sit idle.  A reply still being written
- * then has until HTTP_REPLY_MS from its request (a client reading a
- * byte now and then), and with --auth-file a connection that has made
+ * (or made over loop turns: a console listing) then has until
+ * HTTP_REPLY_MS from its request (a client reading a byte now and
+ * then), and with --auth-file a connection that has made
  * no authorized request within LOGIN_TIMEOUT_S of its accept is closed,
  * as on the memcache port.
  */
@@ -725,7 +726,10 @@ http_deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct http_conn *hc = arg;
 	int64_t now = saker_now_ms();
-	bool replying = evbuffer_get_length(bufferevent_get_output(hc->bev)) > 0;
+	/* a reply being written, or made over loop turns (a console
+	 * listing of many queues) */
+	bool replying = evbuffer_get_length(bufferevent_get_output(hc->bev)) > 0 ||
+	    console_conn_busy(hc->evcon);
 
 	if (hconn.need_login && !hc->authed &&
 	    now - hc->accepted_ms >= LOGIN_TIMEOUT_S * 1000 && !replying) {
