@@ -618,26 +618,21 @@ http_keepalive_ok(int fd)
 
 /* Item 3: HTTP connections were not counted against -c (300 half-sent
  * requests held open, more accepted without end).  They share -c with the
- * memcache connections now: past it an HTTP connection is closed at once,
- * and everything works again when they go. */
+ * memcache connections now, and hold at most a quarter of it (issue 45):
+ * past either an HTTP connection is closed at once, and everything works
+ * again when they go. */
 START_TEST(test_http_counts_against_max_conns)
 {
-	int hport = tl_free_port(), fd[4], more[20], m[4], i;
+	int hport = tl_free_port(), fd, more[20], m[4], i;
 	char *spec = tl_strdupf("127.0.0.1:%d", hport), *r;
 	struct tl_server *s = tl_server_start("memory", "--http", spec, "-c", "4",
 	    NULL);
 
-	/* four connections, each served once and then holding a half-sent
-	 * request, take every slot */
-	for (i = 0; i < 4; i++) {
-		fd[i] = http_connect(hport);
-		http_keepalive_ok(fd[i]);
-		mustsends(fd[i], "GET /metrics HTTP/1.1\r\nHost:");
-	}
-	m[0] = tl_connect(s->port);
-	ckresp(m[0], "SERVER_ERROR too many open connections\r\n");
-	tl_expect_closed(m[0], 2000);
-	close(m[0]);
+	/* one connection, served once and then holding a half-sent request,
+	 * takes HTTP's share of -c 4 */
+	fd = http_connect(hport);
+	http_keepalive_ok(fd);
+	mustsends(fd, "GET /metrics HTTP/1.1\r\nHost:");
 	/* more HTTP connections are closed at once (not after the 10 s
 	 * request timeout), without a byte */
 	for (i = 0; i < 20; i++)
@@ -650,63 +645,44 @@ START_TEST(test_http_counts_against_max_conns)
 		tl_expect_closed(more[i], 100);
 		close(more[i]);
 	}
-	/* the held ones still work */
-	mustsends(fd[0], " 127.0.0.1\r\n\r\n");
-	r = read_all(fd[0], 5000);
-	ck_assert_msg(strncmp(r, "HTTP/1.1 200", 12) == 0, "%s", r);
-	free(r);
-	for (i = 0; i < 4; i++)
-		close(fd[i]);
-	/* slots free again: memcache and HTTP are served */
-	{
-		int64_t deadline = tl_now_ms() + 5000;
-		char *l;
-
-		for (;;) {
-			m[0] = tl_connect(s->port);
-			mustsends(m[0], "version\r\n");
-			l = tl_mustreadline(m[0]);
-			if (strncmp(l, "VERSION ", 8) == 0) {
-				free(l);
-				break;
-			}
-			free(l);
-			close(m[0]);
-			ck_assert_msg(tl_now_ms() < deadline, "slots never freed");
-			tl_sleep_ms(20);
-		}
-	}
-	ck_assert_int_ge(tl_stat(m[0], "rejected_connections"), 21);
-	close(m[0]);
-	fd[0] = tl_connect(hport);
-	mustsends(fd[0], "GET /healthz HTTP/1.0\r\n\r\n");
-	r = read_all(fd[0], 5000);
-	ck_assert_msg(strstr(r, " 200 ") != NULL, "%s", r);
-	free(r);
-	close(fd[0]);
-
-	/* memcache connections count for HTTP too */
-	for (i = 0; i < 4; i++) {
+	/* the other three slots are memcache's; the fourth client is one
+	 * too many */
+	for (i = 0; i < 3; i++) {
 		m[i] = tl_connect(s->port);
 		mustsends(m[i], "version\r\n");
 		free(tl_mustreadline(m[i]));
 	}
-	fd[0] = tl_connect(hport);
-	mustsends(fd[0], "GET /healthz HTTP/1.0\r\n\r\n");
-	r = read_all(fd[0], 3000);
+	m[3] = tl_connect(s->port);
+	ckresp(m[3], "SERVER_ERROR too many open connections\r\n");
+	tl_expect_closed(m[3], 2000);
+	close(m[3]);
+	/* the held one still works */
+	mustsends(fd, " 127.0.0.1\r\n\r\n");
+	r = read_all(fd, 5000);
+	ck_assert_msg(strncmp(r, "HTTP/1.1 200", 12) == 0, "%s", r);
+	free(r);
+	close(fd);
+	ck_assert_int_ge(tl_stat(m[0], "rejected_connections"), 21);
+	/* memcache connections count for HTTP too */
+	m[3] = tl_connect(s->port);
+	mustsends(m[3], "version\r\n");
+	free(tl_mustreadline(m[3]));
+	fd = tl_connect(hport);
+	mustsends(fd, "GET /healthz HTTP/1.0\r\n\r\n");
+	r = read_all(fd, 3000);
 	ck_assert_str_eq(r, "");
 	free(r);
-	close(fd[0]);
+	close(fd);
 	close(m[3]);
 	/* one slot back: HTTP is served */
 	{
 		int64_t deadline = tl_now_ms() + 5000;
 
 		for (;;) {
-			fd[0] = tl_connect(hport);
-			mustsends(fd[0], "GET /healthz HTTP/1.0\r\n\r\n");
-			r = read_all(fd[0], 3000);
-			close(fd[0]);
+			fd = tl_connect(hport);
+			mustsends(fd, "GET /healthz HTTP/1.0\r\n\r\n");
+			r = read_all(fd, 3000);
+			close(fd);
 			if (strstr(r, " 200 ") != NULL) {
 				free(r);
 				break;
@@ -1588,6 +1564,608 @@ START_TEST(test_wait_on_missing_queue)
 }
 END_TEST
 
+/* ------------------------------------------------------------ issue 45 */
+
+/* send() that ignores a closed peer (the next read tells). */
+static void
+mustsends_nosig(int fd, const char *s)
+{
+	(void)send(fd, s, strlen(s), MSG_NOSIGNAL);
+}
+
+/* Send one more header byte on fd every `every` ms until the server
+ * closes it: the ms from t0 it took, or -1 if it was still open at
+ * t0 + max_ms (the slowloris of issue 45: evhttp's timeout is per read). */
+static int64_t
+drip_until_closed(int fd, int64_t t0, int every, int max_ms)
+{
+	char c;
+
+	while (tl_now_ms() - t0 < max_ms) {
+		struct pollfd p = { fd, POLLIN, 0 };
+
+		if (send(fd, "a", 1, MSG_NOSIGNAL) != 1)
+			return tl_now_ms() - t0;
+		if (poll(&p, 1, every) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) <= 0)
+			return tl_now_ms() - t0;
+	}
+	return -1;
+}
+
+/* Finding 1: 100 clients each sending a header byte every 8 s held 100 of
+ * -c 100 for 330 s and every memcache client was refused.  Now a request
+ * must arrive whole within 10 s of the accept, and HTTP holds at most a
+ * quarter of -c: memcache clients are served while HTTP clients drip. */
+START_TEST(test_http_drip_deadline)
+{
+	int hport = tl_free_port(), fd[2], m[6], extra, i;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport), *r;
+	struct tl_server *s = tl_server_start("memory", "--http", spec, "-c", "8",
+	    NULL);
+	int64_t t0, ms;
+
+	t0 = tl_now_ms();
+	for (i = 0; i < 2; i++) {
+		fd[i] = http_connect(hport);
+		mustsends(fd[i], "GET /healthz HTTP/1.1\r\nX-Drip: ");
+	}
+	/* HTTP's share (8 / 4) is held: one more HTTP client is closed at
+	 * once, but the other six slots take memcache clients */
+	tl_sleep_ms(200);
+	extra = tl_connect(hport);
+	mustsends(extra, "GET /healthz HTTP/1.0\r\n\r\n");
+	r = read_all(extra, 3000);
+	ck_assert_str_eq(r, "");
+	free(r);
+	close(extra);
+	for (i = 0; i < 6; i++) {
+		m[i] = tl_connect(s->port);
+		mustsends(m[i], "version\r\n");
+		r = tl_mustreadline(m[i]);
+		ck_assert_msg(strncmp(r, "VERSION ", 8) == 0, "%s", r);
+		free(r);
+	}
+	/* a byte a second: on bd89b77 still open after 25 s; now closed at
+	 * the 10 s request deadline */
+	ms = drip_until_closed(fd[0], t0, 1000, 25000);
+	ck_assert_msg(ms >= 9000 && ms < 13000, "closed after %lld ms",
+	    (long long)ms);
+	ms = drip_until_closed(fd[1], t0, 100, 14000);
+	ck_assert_msg(ms >= 0 && ms < 14000, "closed after %lld ms", (long long)ms);
+	for (i = 0; i < 6; i++)
+		close(m[i]);
+	for (i = 0; i < 2; i++)
+		close(fd[i]);
+	/* a keep-alive connection that sits idle goes the same way */
+	fd[0] = http_connect(hport);
+	http_keepalive_ok(fd[0]);
+	t0 = tl_now_ms();
+	tl_expect_closed(fd[0], 13000);
+	ck_assert_int_ge(tl_now_ms() - t0, 8000);
+	close(fd[0]);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+}
+END_TEST
+
+/* --idle-timeout shorter than the request deadline applies to HTTP too
+ * (on bd89b77 it did not: the memcache port closed at it, HTTP never). */
+START_TEST(test_http_idle_timeout)
+{
+	int hport = tl_free_port(), fd;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport);
+	struct tl_server *s = tl_server_start("memory", "--http", spec,
+	    "--idle-timeout", "2s", NULL);
+	int64_t t0 = tl_now_ms(), ms;
+
+	fd = http_connect(hport);
+	mustsends(fd, "GET /healthz HTTP/1.1\r\nX-Drip: ");
+	ms = drip_until_closed(fd, t0, 500, 8000);
+	ck_assert_msg(ms >= 1500 && ms < 4000, "closed after %lld ms", (long long)ms);
+	close(fd);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+}
+END_TEST
+
+/* With --auth-file, a connection answered 401 again and again (a request
+ * every 3 s, each within the request deadline) held its slot forever on
+ * bd89b77; now it is closed at the login deadline (30 s), as on the
+ * memcache port, while an admin's connection stays. */
+START_TEST(test_http_login_deadline)
+{
+	char *auth = tl_write_file("users", "admin:pw:admin\n");
+	int hport = tl_free_port(), anon, admin, i;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport), *b64, *req, *r;
+	struct tl_server *s = tl_server_start("memory", "--http", spec,
+	    "--auth-file", auth, NULL);
+	int64_t t0 = tl_now_ms();
+	bool anon_open = true;
+
+	b64 = tl_base64("admin:pw");
+	req = tl_strdupf("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+	    "Authorization: Basic %s\r\n\r\n", b64);
+	anon = http_connect(hport);
+	admin = http_connect(hport);
+	for (i = 0; tl_now_ms() - t0 < 36000; i++) {
+		if (anon_open) {
+			mustsends_nosig(anon, "GET /metrics HTTP/1.1\r\n"
+			    "Host: 127.0.0.1\r\n\r\n");
+			r = read_all(anon, 300);
+			if (*r == '\0') {
+				anon_open = false;
+				ck_assert_msg(tl_now_ms() - t0 >= 29000, "closed after "
+				    "%lld ms", (long long)(tl_now_ms() - t0));
+			} else {
+				ck_assert_msg(strstr(r, " 401 ") != NULL, "%s", r);
+			}
+			free(r);
+		}
+		mustsends(admin, req);
+		r = read_all(admin, 300);
+		ck_assert_msg(strncmp(r, "HTTP/1.1 200", 12) == 0, "%s", r);
+		free(r);
+		tl_sleep_ms(3000);
+	}
+	ck_assert_msg(!anon_open, "the unauthorized connection is still open");
+	close(anon);
+	close(admin);
+	free(req);
+	free(b64);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+	free(auth);
+}
+END_TEST
+
+/* A raw connection to 127.0.0.1:port for a child process: -1 on error
+ * (no Check assertion: its exit would run testlib's atexit cleanup, which
+ * stops the parent's servers). */
+static int
+raw_connect(int port)
+{
+	struct sockaddr_in a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)port);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A child process guessing admin's password from 127.0.0.1 with `n`
+ * connections (text auth and HTTP Basic, every third) for `ms`, each
+ * sending its next guess when the last is answered; its pid. */
+static pid_t
+guess_in_child(int port, int hport, int n, int ms)
+{
+	static const char text[] = "set auth 0 0 11\r\nadmin guess\r\n";
+	static const char http[] = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n"
+	    "Authorization: Basic YWRtaW46Z3Vlc3M=\r\n\r\n";
+	pid_t pid = fork();
+	struct pollfd pfd[32];
+	char buf[4096];
+	int64_t end;
+	int i;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid > 0)
+		return pid;
+	end = tl_now_ms() + ms;
+	for (i = 0; i < n; i++)
+		pfd[i].fd = -1;
+	while (tl_now_ms() < end) {
+		for (i = 0; i < n; i++) {
+			bool web = i % 3 == 2;
+
+			if (pfd[i].fd < 0 && (pfd[i].fd = raw_connect(web ? hport :
+			    port)) >= 0)
+				(void)send(pfd[i].fd, web ? http : text, web ?
+				    sizeof(http) - 1 : sizeof(text) - 1, MSG_NOSIGNAL);
+			pfd[i].events = POLLIN;
+		}
+		if (poll(pfd, (nfds_t)n, 50) <= 0)
+			continue;
+		for (i = 0; i < n; i++) {
+			ssize_t r;
+
+			if (pfd[i].fd < 0 || (pfd[i].revents & (POLLIN | POLLHUP |
+			    POLLERR)) == 0)
+				continue;
+			r = read(pfd[i].fd, buf, sizeof(buf));
+			if (r > 0 && i % 3 != 2) {
+				(void)send(pfd[i].fd, text, sizeof(text) - 1,
+				    MSG_NOSIGNAL);
+			} else if (r <= 0) {
+				close(pfd[i].fd);
+				pfd[i].fd = -1;
+				if (i % 3 == 2)
+					tl_sleep_ms(5);  /* 429s come at once */
+			}
+		}
+	}
+	_exit(0);
+}
+
+/* GET /metrics with admin's Basic login from source address src: the
+ * status line's code. */
+static int
+basic_from(int hport, const char *src, const char *userpass)
+{
+	int fd = connect_from(hport, src), code = 0;
+	char *b64 = tl_base64(userpass), *req, *r;
+
+	req = tl_strdupf("GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n"
+	    "Authorization: Basic %s\r\n\r\n", b64);
+	mustsends(fd, req);
+	r = read_all(fd, 5000);
+	if (strncmp(r, "HTTP/1.", 7) == 0)
+		code = atoi(r + 9);
+	free(r);
+	free(req);
+	free(b64);
+	close(fd);
+	return code;
+}
+
+/*
+ * Finding 2: 12 connections guessing `admin` from one address made the
+ * real admin's HTTP Basic login answer 429 on 8 of 8 tries and its text
+ * logins wait 4-15 s, from any address.  Now the user-wide delay is owed
+ * only from networks that failed: admin from 127.0.5.1 (another /24)
+ * gets in at once, 8 times of 8, while 127.0.0.1 keeps guessing.
+ */
+START_TEST(test_login_no_lockout)
+{
+	char *auth = tl_write_file("users", "admin:root1:admin\n");
+	int hport = tl_free_port(), i, st, fd;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport);
+	struct tl_server *s = tl_server_start("memory", "--auth-file", auth,
+	    "--http", spec, NULL);
+	pid_t pid;
+	int64_t ms, worst = 0;
+
+	pid = guess_in_child(s->port, hport, 12, 12000);
+	tl_sleep_ms(2500);      /* admin owes 1 s and more by now */
+	for (i = 0; i < 8; i++) {
+		ck_assert(text_login_from(s->port, "127.0.5.1", "admin", "root1", &ms));
+		if (ms > worst)
+			worst = ms;
+		ck_assert_int_eq(basic_from(hport, "127.0.5.1", "admin:root1"), 200);
+		tl_sleep_ms(500);
+	}
+	ck_assert_msg(worst < 1000, "admin's login took %lld ms", (long long)worst);
+	/* the guessing network still waits for admin's delay (and races the
+	 * guesses for it) */
+	fd = connect_from(s->port, "127.0.0.77");
+	mustsends(fd, "set auth 0 0 10\r\nadmin nope\r\n");
+	ck_assert_msg(tl_quiet(fd, 1000), "a guess from the guessing /24 was "
+	    "answered within 1 s");
+	close(fd);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+	free(auth);
+}
+END_TEST
+
+/*
+ * Finding 3: the throttle table forgot the least recently failed entry
+ * of a full bucket, and 7,500 failures (passwords holding a NUL: no
+ * crypt) from 2,500 fresh addresses evicted admin's: the next guesses were
+ * free again.  Now unknown names make no entries and an entry with more
+ * failures outlives those with fewer: after the same flood a guess at
+ * admin from the guessing network still waits for admin's 5 s.
+ */
+START_TEST(test_login_table_flood)
+{
+	char *auth = tl_write_file("users", "admin:root1:admin\n");
+	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
+	char src[32], buf[4096], *l;
+	int i, j, fd;
+	size_t n;
+	int64_t ms;
+
+	for (i = 0; i < 12; i++) {
+		snprintf(src, sizeof(src), "127.0.0.%d", 1 + i % 3);
+		ck_assert(!text_login_from(s->port, src, "admin", "guess", NULL));
+	}
+	for (i = 0; i < 2500; i++) {
+		snprintf(src, sizeof(src), "127.1.%d.%d", i / 250, 1 + i % 250);
+		fd = connect_from(s->port, src);
+		n = 0;
+		for (j = 0; j < 3; j++) {
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+			    "set auth 0 0 10\r\nu%05d a", i * 3 + j);
+			buf[n++] = '\0';
+			memcpy(buf + n, "b\r\n", 3);
+			n += 3;
+		}
+		mustsend(fd, buf, n);
+		for (j = 0; j < 3; j++) {
+			l = tl_readline_ms(fd, 10000);
+			ck_assert_msg(l != NULL && strstr(l, "authentication failure"),
+			    "%s", l != NULL ? l : "(nothing)");
+			free(l);
+		}
+		close(fd);
+	}
+	/* the first guess may find admin's delay over; the second owes it */
+	(void)text_login_from(s->port, "127.0.0.20", "admin", "guess", NULL);
+	ck_assert(!text_login_from(s->port, "127.0.0.21", "admin", "guess", &ms));
+	ck_assert_msg(ms >= 4000, "the guess after the flood took %lld ms",
+	    (long long)ms);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(auth);
+}
+END_TEST
+
+/*
+ * Finding 5: with mixed hash costs in the auth file the dummy check used
+ * the first hash: an unknown user cost 350 us and admin (the expensive
+ * hash) 50 ms.  Now the dummy is the most expensive hash: a cheap hash
+ * first in the file, admin's 100,000-round one second, and an unknown
+ * user takes as long as admin.  A password holding a NUL (refused
+ * without a crypt on bd89b77) takes as long too.  Each try comes from its
+ * own address and network, so that no delay is owed.
+ */
+START_TEST(test_login_mixed_hash_costs)
+{
+	char *auth = tl_write_file("users", "bob:$6$abcdefgh12345678$j0kj2KHvD7Pd"
+	    "nzmJi0bLlExB7q30Vn.1r3mEYqRn4Pnq1l71cLdTIlRU0gJYiviPlrkeTEy1IrzdLf5S"
+	    "lkT660:\nadmin:" SLOW_HASH ":admin\n");
+	struct tl_server *s = tl_server_start("memory", "--auth-file", auth, NULL);
+	int64_t known = INT64_MAX, unknown = INT64_MAX, nul = INT64_MAX, t0, ms;
+	char src[32], *l;
+	int i, fd;
+
+	for (i = 0; i < 3; i++) {
+		snprintf(src, sizeof(src), "127.3.%d.1", i);
+		ck_assert(!text_login_from(s->port, src, "admin", "wrong", &ms));
+		if (ms < known)
+			known = ms;
+		snprintf(src, sizeof(src), "127.4.%d.1", i);
+		ck_assert(!text_login_from(s->port, src, "nobody", "wrong", &ms));
+		if (ms < unknown)
+			unknown = ms;
+		snprintf(src, sizeof(src), "127.5.%d.1", i);
+		fd = connect_from(s->port, src);
+		t0 = tl_now_ms();
+		mustsend(fd, "set auth 0 0 9\r\nadmin a\0b\r\n", 27);
+		l = tl_readline_ms(fd, 20000);
+		ck_assert_msg(l != NULL && strstr(l, "authentication failure"), "%s",
+		    l != NULL ? l : "(nothing)");
+		free(l);
+		close(fd);
+		if (tl_now_ms() - t0 < nul)
+			nul = tl_now_ms() - t0;
+	}
+	ck_assert_msg(known >= 10, "the slow hash took %lld ms", (long long)known);
+	ck_assert_msg(unknown * 2 >= known, "unknown user %lld ms, admin %lld ms",
+	    (long long)unknown, (long long)known);
+	ck_assert_msg(nul * 2 >= known, "a NUL password %lld ms, admin %lld ms",
+	    (long long)nul, (long long)known);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(auth);
+}
+END_TEST
+
+/* n queues of one item each, q000000.. (pipelined, one round trip). */
+static void
+make_queues(int port, int n)
+{
+	size_t cap = (size_t)n * 40 + 64, len = 0;
+	char *buf = malloc(cap), *l;
+	int fd = tl_connect(port), i;
+
+	ck_assert_ptr_nonnull(buf);
+	for (i = 0; i < n; i++)
+		len += (size_t)snprintf(buf + len, cap - len,
+		    "set q%06d 0 0 1 noreply\r\nx\r\n", i);
+	len += (size_t)snprintf(buf + len, cap - len, "version\r\n");
+	mustsend(fd, buf, len);
+	l = tl_readline_ms(fd, tl_slow(60000));
+	ck_assert_msg(l != NULL && strncmp(l, "VERSION", 7) == 0, "%s",
+	    l != NULL ? l : "(nothing)");
+	free(l);
+	free(buf);
+	close(fd);
+}
+
+/*
+ * Finding 4: with 100,000 queues one GET /api/queues held the loop 0.08 s
+ * (memory) whatever limit=, so a `version` sent just after it waited for
+ * the whole listing.  Now a listing runs a slice at a time: the version
+ * sent 5 ms after a limit=1 listing is answered before it, round after
+ * round.  And a third listing while two are in progress gets 503.
+ */
+START_TEST(test_console_listing_sliced)
+{
+	int hport = tl_free_port(), h[3], m, i, first = 0;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport), *r;
+	struct tl_server *s = tl_server_start("memory", "--http", spec,
+	    "--max-queues", "200000", NULL);
+	static const char get[] = "GET /api/queues?limit=1&sort=-items HTTP/1.0\r\n"
+	    "Host: 127.0.0.1\r\n\r\n";
+
+	make_queues(s->port, 100000);
+	m = tl_connect(s->port);
+	for (i = 0; i < 5; i++) {
+		struct pollfd p[2];
+		char *l;
+
+		h[0] = http_connect(hport);
+		mustsends(h[0], get);
+		tl_sleep_ms(5);
+		mustsends(m, "version\r\n");
+		p[0].fd = h[0];
+		p[1].fd = m;
+		p[0].events = p[1].events = POLLIN;
+		ck_assert_int_gt(poll(p, 2, tl_slow(20000)), 0);
+		/* the version's answer alone: it came first */
+		if ((p[1].revents & POLLIN) != 0 && (p[0].revents & POLLIN) == 0)
+			first++;
+		l = tl_mustreadline(m);
+		ck_assert_msg(strncmp(l, "VERSION", 7) == 0, "%s", l);
+		free(l);
+		r = read_all(h[0], tl_slow(20000));
+		ck_assert_msg(strstr(r, " 200 ") != NULL &&
+		    strstr(r, "\"total\":100000") != NULL, "%.300s", r);
+		free(r);
+		close(h[0]);
+	}
+	ck_assert_msg(first >= 4, "version answered first in %d of 5 rounds",
+	    first);
+	/* two listings in progress at most */
+	for (i = 0; i < 3; i++) {
+		h[i] = http_connect(hport);
+		mustsends(h[i], get);
+	}
+	first = 0;
+	for (i = 0; i < 3; i++) {
+		r = read_all(h[i], tl_slow(20000));
+		first += strstr(r, " 503 ") != NULL;
+		close(h[i]);
+		free(r);
+	}
+	ck_assert_int_eq(first, 1);
+	close(m);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+}
+END_TEST
+
+/* GET /healthz: the status line's code and the body, into *body. */
+static int
+healthz(int hport, char **body)
+{
+	int fd = http_connect(hport), code = 0;
+	char *r, *b;
+
+	mustsends(fd, "GET /healthz HTTP/1.0\r\n\r\n");
+	r = read_all(fd, 5000);
+	close(fd);
+	if (strncmp(r, "HTTP/1.", 7) == 0)
+		code = atoi(r + 9);
+	b = strstr(r, "\r\n\r\n");
+	*body = strdup(b != NULL ? b + 4 : "");
+	free(r);
+	return code;
+}
+
+/*
+ * Finding 5: /healthz said ok while a full disk failed every set: a get
+ * (a commit that only deletes) cleared the failure.  Now it answers 503
+ * for 30 s after any refused write.  The full disk is RLIMIT_FSIZE
+ * (sakerd inherits it, and SIGXFSZ ignored): writes past 2 MB fail.
+ */
+START_TEST(test_healthz_full_disk)
+{
+	int hport = tl_free_port(), fd, i, refused = 0;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport), *body, *val, *l;
+	struct rlimit old, lim;
+	struct tl_server *s;
+	size_t vlen = 50000;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 2 * 1024 * 1024;
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	s = tl_server_start("sqlite", "--http", spec, NULL);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	fd = tl_connect(s->port);
+	val = malloc(vlen + 64);
+	ck_assert_ptr_nonnull(val);
+	for (i = 0; i < 80 && refused == 0; i++) {
+		int n = snprintf(val, 64, "set q 0 0 %zu\r\n", vlen);
+
+		memset(val + n, 'x', vlen);
+		memcpy(val + n + vlen, "\r\n", 2);
+		mustsend(fd, val, (size_t)n + vlen + 2);
+		l = tl_mustreadline(fd);
+		if (strncmp(l, "SERVER_ERROR", 12) == 0)
+			refused++;
+		else
+			ck_assert_str_eq(l, "STORED");
+		free(l);
+	}
+	free(val);
+	ck_assert_msg(refused > 0, "the store never filled");
+	ck_assert_int_eq(healthz(hport, &body), 503);
+	free(body);
+	/* a get commits a delete: on bd89b77 /healthz said ok from here */
+	mustsends(fd, "get q\r\n");
+	l = tl_mustreadline(fd);
+	ck_assert_msg(strncmp(l, "VALUE q", 7) == 0, "%s", l);
+	free(l);
+	(void)tl_readn(fd, (char[65536]){0}, vlen + 7, 5000);
+	ck_assert_int_eq(healthz(hport, &body), 503);
+	ck_assert_msg(strstr(body, "refused a write") != NULL, "%s", body);
+	free(body);
+	close(fd);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+}
+END_TEST
+
+/*
+ * Finding 5: `touch` held an item for 10 years on a queue whose
+ * open_timeout is 2 s.  One touch now holds it at most an hour (or the
+ * open_timeout when longer): the console's open list shows the deadline.
+ */
+START_TEST(test_touch_lease_ceiling)
+{
+	int hport = tl_free_port(), fd;
+	char *spec = tl_strdupf("127.0.0.1:%d", hport), *cmd, *r, *d;
+	char *conf = tl_write_file("q.conf", "[queue q]\nopen_timeout = 2s\n");
+	struct tl_server *s = tl_server_start("memory", "--http", spec,
+	    "--config", conf, NULL);
+	int64_t deadline;
+
+	fd = tl_connect(s->port);
+	mustsends(fd, "set q 0 0 3\r\njob\r\nget q/open\r\n");
+	ckresp(fd, "STORED\r\nVALUE q/open 0 3\r\njob\r\nEND\r\n");
+	cmd = tl_strdupf("touch q %lld\r\n", (long long)tl_unix_s() +
+	    315000000LL);
+	mustsends(fd, cmd);
+	ckresp(fd, "TOUCHED\r\n");
+	r = tl_http(hport, "GET", "/api/queues/q/open", NULL, NULL);
+	ck_assert_ptr_nonnull(r);
+	d = strstr(r, "\"deadline_ms\":");
+	ck_assert_msg(d != NULL, "%s", r);
+	deadline = strtoll(d + 14, NULL, 10);
+	/* 10 years ahead on bd89b77 */
+	ck_assert_msg(deadline <= tl_unix_ms() + 3600 * 1000 + 5000 &&
+	    deadline >= tl_unix_ms() + 3600 * 1000 - 60000,
+	    "deadline %lld, now %lld", (long long)deadline,
+	    (long long)tl_unix_ms());
+	free(r);
+	free(cmd);
+	close(fd);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+	free(conf);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1644,6 +2222,20 @@ main(void)
 	tcase_add_test(tc, test_gets_create_nothing);
 	tcase_add_test(tc, test_max_queues);
 	tcase_add_test(tc, test_wait_on_missing_queue);
+	suite_add_tcase(su, tc);
+	/* issue 45 (CK_RUN_CASE=i45) */
+	tc = tcase_create("i45");
+	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_http_drip_deadline);
+	tcase_add_test(tc, test_http_idle_timeout);
+	tcase_add_test(tc, test_http_login_deadline);
+	tcase_add_test(tc, test_login_no_lockout);
+	tcase_add_test(tc, test_login_table_flood);
+	tcase_add_test(tc, test_login_mixed_hash_costs);
+	tcase_add_test(tc, test_console_listing_sliced);
+	tcase_add_test(tc, test_healthz_full_disk);
+	tcase_add_test(tc, test_touch_lease_ceiling);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

@@ -72,7 +72,7 @@ START_TEST(test_login_ipv6_64)
 	login_reset();
 	for (i = 0; i < 3; i++) {
 		snprintf(a, sizeof(a), "2001:db8:1:2::%x", i + 1);
-		(void)login_failed(a, "u", 1, "text", T0);
+		(void)login_failed(a, "u", 1, true, "text", T0);
 	}
 	/* the third failure makes the /64 owe 250 ms, for any user */
 	ck_assert_int_eq(login_wait("2001:db8:1:2:ffff:1:2:3", "other", 5, T0), 250);
@@ -81,7 +81,7 @@ START_TEST(test_login_ipv6_64)
 	/* an IPv4-mapped address is its IPv4 address */
 	login_reset();
 	for (i = 0; i < 3; i++)
-		(void)login_failed("::ffff:10.0.0.1", "u", 1, "text", T0);
+		(void)login_failed("::ffff:10.0.0.1", "u", 1, true, "text", T0);
 	ck_assert_int_eq(login_wait("10.0.0.1", "v", 1, T0), 250);
 }
 END_TEST
@@ -91,30 +91,30 @@ END_TEST
 START_TEST(test_login_ok_own_user)
 {
 	login_reset();
-	(void)login_failed("10.0.0.1", "admin", 5, "HTTP", T0);
-	(void)login_failed("10.0.0.1", "admin", 5, "HTTP", T0);
-	(void)login_failed("10.0.0.1", "bob", 3, "text", T0);
+	(void)login_failed("10.0.0.1", "admin", 5, true, "HTTP", T0);
+	(void)login_failed("10.0.0.1", "admin", 5, true, "HTTP", T0);
+	(void)login_failed("10.0.0.1", "bob", 3, true, "text", T0);
 	ck_assert_int_eq(login_wait("10.0.0.1", "x", 1, T0), 250);
-	login_ok("10.0.0.1", "bob", 3);
+	login_ok("10.0.0.1", "bob", 3, T0);
 	/* bob's one failure is gone: 2 left, nothing owed */
 	ck_assert_int_eq(login_wait("10.0.0.1", "x", 1, T0), 0);
-	(void)login_failed("10.0.0.1", "admin", 5, "HTTP", T0);
+	(void)login_failed("10.0.0.1", "admin", 5, true, "HTTP", T0);
 	ck_assert_int_eq(login_wait("10.0.0.1", "x", 1, T0), 250);
 	/* another user's login changes nothing for admin */
-	login_ok("10.0.0.1", "carol", 5);
+	login_ok("10.0.0.1", "carol", 5, T0);
 	ck_assert_int_eq(login_wait("10.0.0.1", "admin", 5, T0), 250);
 	/* admin's from another address leaves these */
-	login_ok("10.0.0.2", "admin", 5);
+	login_ok("10.0.0.2", "admin", 5, T0);
 	ck_assert_int_eq(login_wait("10.0.0.1", "x", 1, T0), 250);
 	ck_assert_int_eq(login_wait("10.0.0.9", "admin", 5, T0), 250);
-	login_ok("10.0.0.1", "admin", 5);
+	login_ok("10.0.0.1", "admin", 5, T0);
 	ck_assert_int_eq(login_wait("10.0.0.1", "admin", 5, T0), 0);
 }
 END_TEST
 
 /* The table is static: a flood of 200,000 addresses and names costs no
- * memory, and an address that keeps failing keeps its count (the least
- * recently failed entries go first). */
+ * memory, and an address that keeps failing keeps its count (entries
+ * with the fewest failures go first). */
 START_TEST(test_login_table_bounded)
 {
 	char a[64];
@@ -125,14 +125,78 @@ START_TEST(test_login_table_bounded)
 	for (i = 0; i < 200000; i++) {
 		snprintf(a, sizeof(a), "10.%d.%d.%d", (i >> 16) & 255, (i >> 8) & 255,
 		    i & 255);
-		(void)login_failed(a, a, strlen(a), "text", T0 + i / 100);
+		(void)login_failed(a, a, strlen(a), true, "text", T0 + i / 100);
 		if (i % 1000 == 0)
-			(void)login_failed("192.0.2.1", "admin", 5, "text",
+			(void)login_failed("192.0.2.1", "admin", 5, true, "text",
 			    T0 + i / 100);
 	}
 	ck_assert_int_gt(login_wait("192.0.2.1", "x", 1, T0 + 2000), 0);
 	log_set_level(LOG_LVL_WARN);
 }
+
+/* Issue 45, finding 2: 12 connections guessing `admin` from one address
+ * made admin's own logins wait everywhere.  The user-wide delay is owed
+ * only by addresses whose network (/24) failed lately. */
+START_TEST(test_login_user_not_locked_out)
+{
+	int i;
+
+	login_reset();
+	for (i = 0; i < 12; i++)
+		(void)login_failed("10.0.0.1", "admin", 5, true, "text", T0);
+	ck_assert_int_eq(login_wait("10.0.0.1", "admin", 5, T0), 5000);
+	/* the attacker's network neighbours wait for admin's delay */
+	ck_assert_int_eq(login_wait("10.0.0.7", "admin", 5, T0), 5000);
+	ck_assert_int_eq(login_wait("10.0.0.7", "bob", 3, T0), 0);
+	/* admin from elsewhere is not held back (5000 on bd89b77) */
+	ck_assert_int_eq(login_wait("10.0.1.7", "admin", 5, T0), 0);
+	ck_assert_int_eq(login_wait("192.0.2.1", "admin", 5, T0), 0);
+	/* an IPv6 /48 is one network, its /64s several addresses */
+	login_reset();
+	for (i = 0; i < 5; i++)
+		(void)login_failed("2001:db8:1:1::1", "admin", 5, true, "text", T0);
+	ck_assert_int_gt(login_wait("2001:db8:1:ffff::1", "admin", 5, T0), 0);
+	ck_assert_int_eq(login_wait("2001:db8:1:ffff::1", "bob", 3, T0), 0);
+	ck_assert_int_eq(login_wait("2001:db8:2::1", "admin", 5, T0), 0);
+	/* Unix socket peers by uid (all one "unix" on bd89b77) */
+	login_reset();
+	for (i = 0; i < 5; i++)
+		(void)login_failed("unix:uid=1000", "app", 3, true, "text", T0);
+	ck_assert_int_gt(login_wait("unix:uid=1000", "x", 1, T0), 0);
+	ck_assert_int_eq(login_wait("unix:uid=1001", "app", 3, T0), 0);
+}
+END_TEST
+
+/* Issue 45, finding 3: 7,500 cheap failures from 2,500 fresh addresses
+ * evicted admin's entry.  Unknown names make no user entries, user names
+ * have slots of their own, and an entry that failed often outlives any
+ * number that failed less. */
+START_TEST(test_login_table_not_flushed)
+{
+	char a[64], u[32];
+	int i;
+
+	login_reset();
+	log_set_level(LOG_LVL_ERROR);
+	for (i = 0; i < 20; i++)
+		(void)login_failed("192.0.2.1", "admin", 5, true, "text", T0);
+	for (i = 0; i < 200000; i++) {
+		snprintf(a, sizeof(a), "10.%d.%d.%d", (i >> 16) & 255, (i >> 8) & 255,
+		    i & 255);
+		snprintf(u, sizeof(u), "u%d", i);
+		(void)login_failed(a, u, strlen(u), false, "text", T0 + 1000);
+		(void)login_failed(a, "admin", 5, true, "text", T0 + 1000);
+	}
+	log_set_level(LOG_LVL_WARN);
+	/* the guessing address, its network and admin all kept their 20 */
+	ck_assert_int_eq(login_wait("192.0.2.1", "x", 1, T0 + 1000), 4000);
+	ck_assert_int_gt(login_wait("192.0.2.9", "admin", 5, T0 + 1000), 0);
+	/* the unknown names own nothing: a fresh network owes nothing for
+	 * them, nor for admin */
+	ck_assert_int_eq(login_wait("198.51.100.1", "u5", 2, T0 + 1000), 0);
+	ck_assert_int_eq(login_wait("198.51.100.1", "admin", 5, T0 + 1000), 0);
+}
+END_TEST
 
 /* Failures are logged at most once a second per address, with a count,
  * and 20 lines a second in all. */
@@ -147,12 +211,12 @@ START_TEST(test_login_log_rate)
 	ck_assert_int_eq(log_open(path), 0);
 	login_reset();
 	for (i = 0; i < 1000; i++)
-		(void)login_failed("10.0.0.1", "u", 1, "text", T0 + i);
+		(void)login_failed("10.0.0.1", "u", 1, true, "text", T0 + i);
 	for (i = 0; i < 100; i++) {
 		snprintf(a, sizeof(a), "10.1.0.%d", i);
-		(void)login_failed(a, "u", 1, "text", T0 + 1500);
+		(void)login_failed(a, "u", 1, true, "text", T0 + 1500);
 	}
-	(void)login_failed("10.0.0.1", "u", 1, "text", T0 + 2600);
+	(void)login_failed("10.0.0.1", "u", 1, true, "text", T0 + 2600);
 	log_open("stderr");
 	f = fopen(path, "r");
 	ck_assert_ptr_nonnull(f);
@@ -226,6 +290,8 @@ http_suite(void)
 	tcase_add_test(tc, test_login_ipv6_64);
 	tcase_add_test(tc, test_login_ok_own_user);
 	tcase_add_test(tc, test_login_table_bounded);
+	tcase_add_test(tc, test_login_user_not_locked_out);
+	tcase_add_test(tc, test_login_table_not_flushed);
 	tcase_add_test(tc, test_login_log_rate);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("csrf");

@@ -8,6 +8,9 @@
  * installed is skipped, except under CI=true, where it fails. */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -440,6 +443,113 @@ START_TEST(test_stalled_handshakes_budget)
 }
 END_TEST
 
+/* A relay on a free port to 127.0.0.1:to for one connection, in a child
+ * process: the client's first chunk (its ClientHello) goes through at
+ * once, the rest only `hold_ms` later; the server's side at once.  A
+ * real mutual-TLS client on a slow link.  Its port in *port. */
+static pid_t
+slow_relay(int to, int hold_ms, int *port)
+{
+	struct sockaddr_in a;
+	socklen_t alen = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0), c, s, one = 1, first = 1;
+	int64_t held_until = 0;
+	pid_t pid;
+
+	ck_assert_int_ge(l, 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&a, &alen), 0);
+	*port = ntohs(a.sin_port);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid > 0) {
+		close(l);
+		return pid;
+	}
+	/* the child: no Check assertion (its exit would stop the server) */
+	if ((c = accept(l, NULL, NULL)) < 0 ||
+	    (s = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+		_exit(1);
+	a.sin_port = htons((uint16_t)to);
+	if (connect(s, (struct sockaddr *)&a, sizeof(a)) != 0)
+		_exit(1);
+	for (;;) {
+		struct pollfd p[2] = { { c, POLLIN, 0 }, { s, POLLIN, 0 } };
+		char buf[16384];
+		ssize_t n;
+
+		if (held_until != 0 && tl_now_ms() < held_until)
+			p[0].events = 0;
+		if (poll(p, 2, 50) < 0)
+			_exit(1);
+		if ((p[1].revents & (POLLIN | POLLHUP)) != 0) {
+			if ((n = read(s, buf, sizeof(buf))) <= 0 ||
+			    write(c, buf, (size_t)n) != n)
+				_exit(0);
+		}
+		if ((p[0].revents & (POLLIN | POLLHUP)) != 0) {
+			if ((n = read(c, buf, sizeof(buf))) <= 0 ||
+			    write(s, buf, (size_t)n) != n)
+				_exit(0);
+			if (first) {
+				first = 0;
+				held_until = tl_now_ms() + hold_ms;
+			}
+		}
+	}
+}
+
+/*
+ * Issue 45: a flood of stalled handshakes evicted about half of real
+ * mutual-TLS handshakes as "the oldest".  Now those that have not sent a
+ * whole ClientHello go first: a certified client whose second flight is
+ * held 1.5 s by a slow link, while 20 half ClientHellos arrive (-c 20: 5
+ * in progress at most), still gets in.
+ */
+START_TEST(test_real_handshake_outlives_flood)
+{
+	static const unsigned char part[] = { 0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00 };
+	char *ca = path("ca.pem"), *out, *cmd;
+	int fd[20], i, rport, st;
+	pid_t relay;
+	FILE *f;
+	size_t n;
+
+	start_tls("--tls-ca", ca, "-c", "20");
+	relay = slow_relay(srv->port, 1500, &rport);
+	cmd = tl_strdupf("(sleep 3; printf 'version\\r\\nquit\\r\\n') | openssl "
+	    "s_client -quiet -verify_return_error -CAfile %s/ca.pem -cert "
+	    "%s/client.pem -key %s/client.key -connect 127.0.0.1:%d 2>&1", dir, dir,
+	    dir, rport);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	/* its ClientHello is through; then the flood */
+	tl_sleep_ms(300);
+	for (i = 0; i < 20; i++) {
+		fd[i] = tl_connect(srv->port);
+		mustsend(fd[i], part, sizeof(part));
+		tl_sleep_ms(20);
+	}
+	out = calloc(1, 65536);
+	ck_assert_ptr_nonnull(out);
+	n = fread(out, 1, 65535, f);
+	out[n] = '\0';
+	pclose(f);
+	ck_assert_msg(strstr(out, "VERSION ") != NULL, "%s", out);
+	free(out);
+	free(cmd);
+	for (i = 0; i < 20; i++)
+		close(fd[i]);
+	waitpid(relay, &st, 0);
+	free(ca);
+}
+END_TEST
+
 /* --tls-handshake-timeout sets the deadline, with or without --auth-file. */
 START_TEST(test_handshake_timeout_flag)
 {
@@ -680,6 +790,12 @@ main(void)
 	tcase_add_test(tc, test_https);
 	tcase_add_test(tc, test_saker_cli);
 	tcase_add_test(tc, test_saker_cli_client_cert);
+	suite_add_tcase(s, tc);
+	/* issue 45 (CK_RUN_CASE=i45) */
+	tc = tcase_create("i45");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_real_handshake_outlives_flood);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

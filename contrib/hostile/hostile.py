@@ -13,6 +13,15 @@ Scenarios (all by default):
   login     50 parallel connections guess admin's password over text auth,
             SASL PLAIN and HTTP Basic together; also from 4 addresses at
             one user, and the time a right password behind wrong ones takes
+  slowloris 1,000 HTTP clients send a header byte every 5 s with
+            -c 100 --idle-timeout 20s: HTTP slots held, memcache clients
+            refused, over time
+  lockout   12 connections guess admin from 127.0.0.1 while admin logs in
+            from 127.0.5.1 (text and HTTP Basic): admin's answer times
+  console   --queues queues (100,000), 8 clients looping GET /api/queues
+            ?limit=50 (and sort=-items): memcache `version` latency p50/p99
+            meanwhile, and the console requests answered; --store to pick
+            the store (memory, sqlite:PATH, lmdb:PATH)
 
 Each scenario starts its own sakerd on free 127.0.0.1 ports in a temporary
 directory and stops it; nothing runs longer than --secs (the login and tls
@@ -42,13 +51,13 @@ def free_port():
 
 
 class Server:
-    def __init__(self, sakerd, args, tmp):
+    def __init__(self, sakerd, args, tmp, store="memory"):
         self.port = free_port()
         self.hport = free_port()
         self.log = open(os.path.join(tmp, "sakerd.log"), "ab")
         self.p = subprocess.Popen([sakerd, "-l", "127.0.0.1", "-p", str(self.port),
-                                   "--store", "memory"] + [a.replace("@HPORT@", str(self.hport))
-                                                           for a in args],
+                                   "--store", store] + [a.replace("@HPORT@", str(self.hport))
+                                                        for a in args],
                                   stdout=self.log, stderr=self.log, cwd=tmp)
         end = time.time() + 10
         while time.time() < end:
@@ -74,9 +83,13 @@ class Server:
 
 def fill_queues(port, n):
     s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(b"".join(b"set queue-with-a-longish-name-%05d 0 0 5 noreply\r\nhello\r\n" % i
-                       for i in range(n)) + b"version\r\n")
-    s.recv(100)
+    for lo in range(0, n, 10000):
+        s.sendall(b"".join(b"set queue-with-a-longish-name-%06d 0 0 5 noreply\r\nhello\r\n" % i
+                           for i in range(lo, min(n, lo + 10000))) + b"version\r\n")
+        buf = b""
+        s.settimeout(600)
+        while b"VERSION" not in buf:
+            buf += s.recv(100)
     s.close()
 
 
@@ -286,7 +299,7 @@ class Guesser:
         return None
 
 
-def guess_for(gs, secs):
+def guess_for(gs, secs, close=True):
     checked = 0
     end = time.time() + secs
     while time.time() < end:
@@ -302,7 +315,7 @@ def guess_for(gs, secs):
             if v == 0 and g.kind == "http":
                 time.sleep(0.001)
             g.send()
-    for g in gs:
+    for g in gs if close else []:
         if g.sock:
             g.sock.close()
     return checked
@@ -346,11 +359,181 @@ def scenario_login(a, tmp):
     srv.stop()
 
 
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(len(v) * p))] if v else float("nan")
+
+
+def scenario_slowloris(a, tmp):
+    srv = Server(a.sakerd, ["--http", "127.0.0.1:@HPORT@", "-c", "100",
+                            "--idle-timeout", "20s"], tmp)
+    drips, t0, refused, served, held = [], time.time(), 0, 0, []
+    secs = min(a.secs, 60)
+    while time.time() - t0 < secs:
+        # the attacker reconnects whatever was closed
+        while len(drips) < 1000:
+            try:
+                c = socket.create_connection(("127.0.0.1", srv.hport), 1)
+                c.sendall(b"GET /healthz HTTP/1.1\r\nX-Drip: ")
+                c.setblocking(False)
+                drips.append(c)
+            except OSError:
+                break
+        time.sleep(0.2)     # refused ones are closed by now
+        for c in list(drips):
+            try:
+                if c.recv(1) == b"":
+                    raise OSError
+            except BlockingIOError:
+                try:
+                    c.send(b"a")
+                except OSError:
+                    drips.remove(c)
+                    c.close()
+            except OSError:
+                drips.remove(c)
+                c.close()
+        try:
+            m = socket.create_connection(("127.0.0.1", srv.port), 1)
+            m.settimeout(2)
+            m.sendall(b"version\r\n")
+            if m.recv(100).startswith(b"VERSION"):
+                served += 1
+            else:
+                refused += 1
+            m.close()
+        except OSError:
+            refused += 1
+        held.append((round(time.time() - t0), len(drips)))
+        time.sleep(5)
+    print("slowloris: 1,000 HTTP clients (reconnecting) dripping a header byte every"
+          " 5 s, -c 100 --idle-timeout 20s: HTTP connections open over time (s, n) %s; memcache clients served %d,"
+          " refused %d; RSS %.1f MB" % (held, served, refused, srv.rss_mb()))
+    for c in drips:
+        c.close()
+    srv.stop()
+
+
+def scenario_lockout(a, tmp):
+    users = os.path.join(tmp, "users")
+    with open(users, "w") as f:
+        f.write("admin:root1:admin\n")
+    os.chmod(users, 0o600)
+    srv = Server(a.sakerd, ["--http", "127.0.0.1:@HPORT@", "--auth-file", users], tmp)
+    gs = [Guesser(("text", "text", "http")[i % 3], srv) for i in range(12)]
+    t0 = time.time()
+    text_ms, http_codes = [], []
+    import base64
+    auth = base64.b64encode(b"admin:root1").decode()
+    while time.time() - t0 < min(a.secs, 15):
+        guess_for(gs, 0.5, close=False)
+        s = socket.socket()
+        s.bind(("127.0.5.1", 0))
+        s.connect(("127.0.0.1", srv.port))
+        t1 = time.time()
+        s.sendall(b"set auth 0 0 11\r\nadmin root1\r\n")
+        s.settimeout(20)
+        try:
+            ok = s.recv(100).startswith(b"STORED")
+        except OSError:
+            ok = False
+        text_ms.append((time.time() - t1) * 1000 if ok else float("inf"))
+        s.close()
+        h = socket.socket()
+        h.bind(("127.0.5.1", 0))
+        h.connect(("127.0.0.1", srv.hport))
+        h.sendall(("GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Basic %s"
+                   "\r\n\r\n" % auth).encode())
+        h.settimeout(20)
+        try:
+            http_codes.append(int(h.recv(100).split()[1]))
+        except (OSError, IndexError, ValueError):
+            http_codes.append(0)
+        h.close()
+    for g in gs:
+        if g.sock is not None:
+            g.sock.close()
+    print("lockout: 12 connections guessing admin from 127.0.0.1; admin from 127.0.5.1:"
+          " text login p50 %.0f ms max %.0f ms (%d tries), HTTP Basic statuses %s" %
+          (pct(text_ms, 0.5), max(text_ms), len(text_ms), http_codes))
+    srv.stop()
+
+
+def console_run(a, srv, path):
+    # the loopers are processes: threads would share the GIL with the
+    # version probe and time Python, not sakerd
+    import multiprocessing
+    stop = time.time() + min(a.secs, 20)
+    done = multiprocessing.Queue()
+
+    def looper(i):
+        q = path + ("&sort=-items" if i % 2 and path.startswith("/api") else "")
+        answered, slow = 0, []
+        while time.time() < stop:
+            try:
+                t1 = time.time()
+                c = socket.create_connection(("127.0.0.1", srv.hport), 30)
+                c.sendall(("GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" % q).encode())
+                buf = b""
+                while True:
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    buf += d
+                c.close()
+                if b" 200 " in buf[:20]:
+                    answered += 1
+                    slow.append(time.time() - t1)
+                else:
+                    time.sleep(0.05)
+            except OSError:
+                time.sleep(0.05)
+        done.put((answered, slow))
+    ts = [multiprocessing.Process(target=looper, args=(i,)) for i in range(8)]
+    for th in ts:
+        th.start()
+    lat = []
+    m = socket.create_connection(("127.0.0.1", srv.port))
+    while time.time() < stop:
+        t1 = time.time()
+        m.sendall(b"version\r\n")
+        m.recv(100)
+        lat.append((time.time() - t1) * 1000)
+        time.sleep(0.01)
+    answered, slow = [0], []
+    for _ in ts:
+        n, sl = done.get()     # all of them before any join (the pipe)
+        answered[0] += n
+        slow += sl
+    for th in ts:
+        th.join()
+    m.close()
+    print("console: 8 clients looping GET %s%s: %d answered (%.3f s median each);"
+          " memcache version p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d samples); RSS %.1f MB" %
+          (path, " (half sort=-items)" if path.startswith("/api") else "", answered[0],
+           pct(slow, 0.5), pct(lat, 0.5), pct(lat, 0.99), max(lat), len(lat), srv.rss_mb()))
+
+
+def scenario_console(a, tmp):
+    srv = Server(a.sakerd, ["--http", "127.0.0.1:@HPORT@", "--max-queues", "1000000"],
+                 tmp, a.store)
+    t = time.time()
+    fill_queues(srv.port, a.queues)
+    print("console: %d queues made in %.1f s (%s store)" % (a.queues, time.time() - t,
+                                                             a.store))
+    # /healthz as the control: what the machine's load alone costs
+    console_run(a, srv, "/healthz")
+    console_run(a, srv, "/api/queues?limit=50")
+    srv.stop()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sakerd", default="./sakerd")
     ap.add_argument("--secs", type=int, default=60)
+    ap.add_argument("--queues", type=int, default=100000)
+    ap.add_argument("--store", default="memory")
     ap.add_argument("scenarios", nargs="*",
                     default=["memcache", "http", "tls", "login"])
     a = ap.parse_args()

@@ -31,11 +31,21 @@ void auth_reload(struct broker *b);
 /* Is user/password in the file?  Its rights (valid until the next
  * reload, which updates the sessions holding them), or NULL.  The time
  * taken does not depend on how much of a password matched, nor on
- * whether the user exists (one crypt(3) of the file's first hash stands
- * in for an unknown user).  It does not throttle: callers ask login.h
+ * whether the user exists (one crypt(3) of the file's most expensive hash
+ * stands in for an unknown user; a user whose hash costs less than half
+ * of that pays it as well).  It does not throttle: callers ask login.h
  * first. */
 const struct perms *auth_check(struct auth *a, const char *user, size_t ulen,
     const char *pass, size_t plen);
+/* Is user[0..ulen) in the file?  (Every entry compared: no early exit.)
+ * Failures of other names are no guess at anyone's password (login.h). */
+bool auth_known(struct auth *a, const char *user, size_t ulen);
+/* auth_check() calls so far: a login that failed without one (a malformed
+ * login the protocol refused before checking) is given auth_dummy(), so
+ * that no failure is cheaper than a checked one. */
+unsigned long auth_checks(const struct auth *a);
+/* One crypt(3) of the dummy hash (auth_check()'s cost), result unused. */
+void auth_dummy(struct auth *a);
 /* Forget every user (NULL: nothing). */
 void auth_free(struct auth *a);
 

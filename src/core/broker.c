@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "broker.h"
+#include "clock.h"
 #include "log.h"
 
 void
@@ -25,6 +26,7 @@ void
 broker_store_failed(struct broker *b, const char *reason)
 {
 	b->store_failed = true;
+	b->store_failed_ms = saker_now_ms();
 	broker_redact(b, reason, b->store_error, sizeof(b->store_error));
 }
 

@@ -115,6 +115,10 @@ struct broker {
 
 	bool store_failed;            /* last commit failed: /healthz says so */
 	char store_error[256];        /* why, as clients may see it (redacted) */
+	/* When the store last refused a write: a commit that only deleted
+	 * (a get) clears store_failed on a full disk that still refuses
+	 * every set, so /healthz also looks at this (issue 45). */
+	int64_t store_failed_ms;
 	/* The store's location (the spec after its ':'): a file path or a
 	 * conninfo, for the log only.  broker_redact() takes it out of what
 	 * clients see (issue 35: SERVER_ERROR replies named the SQLite

@@ -663,6 +663,7 @@ op_get(struct session *s, const struct get_ops *ops, const struct op_key *keys,
 /* --- touch ------------------------------------------------------------- */
 
 #define LEASE_MAX_S 315360000LL		/* 10 years */
+#define LEASE_CEIL_MS (3600LL * 1000)	/* what one touch may hold */
 
 int
 op_touch(struct session *s, const char *name, size_t len, int64_t exptime,
@@ -709,6 +710,13 @@ touch_held(struct session *s, struct squeue *q, int64_t lease_ms)
 
 	if (lease_ms < 0)
 		lease_ms = queue_cfg(b, q)->open_timeout_ms;
+	/* one touch holds an item at most LEASE_CEIL_MS (or the queue's
+	 * open_timeout, when longer): a touch of 10 years kept an item
+	 * from a queue whose open_timeout is 2 s (issue 45); a longer job
+	 * touches again */
+	if (lease_ms > LEASE_CEIL_MS && lease_ms > queue_cfg(b, q)->open_timeout_ms)
+		lease_ms = queue_cfg(b, q)->open_timeout_ms > LEASE_CEIL_MS ?
+		    queue_cfg(b, q)->open_timeout_ms : LEASE_CEIL_MS;
 	deadline = lease_ms > 0 ? saker_now_ms() + lease_ms : 0;
 	TAILQ_FOREACH(oi, &s->opens, link) {
 		if (oi->q != q)

@@ -505,6 +505,15 @@ queues_walk_waited(struct broker *b, int (*fn)(void *arg, struct squeue *q),
 	return walk(b, &wc);
 }
 
+int
+queues_walk_waited_from(struct broker *b, size_t *pos,
+    int (*fn)(void *arg, struct squeue *q), void *arg)
+{
+	struct walk_ctx wc = { fn, arg, true };
+
+	return hashmap_walk_from(b->queues, pos, walk_one, &wc);
+}
+
 /* Tell the store where q's expired items go (store.h, expire_to). */
 static void
 apply_expire_to(struct broker *b, struct squeue *q)

@@ -133,7 +133,10 @@ void queues_apply_config(struct broker *b);
 /* Visit every queue that exists in the store. */
 int queues_walk(struct broker *b, int (*fn)(void *arg, struct squeue *q), void *arg);
 /* The same a piece at a time (hashmap_walk_from): *pos is 0 at the start
- * and again at the end. */
+ * and again at the end.  queues_walk_waited_from() also visits the queues
+ * only in memory that gets wait on (the console's listing). */
+int queues_walk_waited_from(struct broker *b, size_t *pos,
+    int (*fn)(void *arg, struct squeue *q), void *arg);
 int queues_walk_from(struct broker *b, size_t *pos,
     int (*fn)(void *arg, struct squeue *q), void *arg);
 /* The same, and the in-memory-only queues that gets are waiting on (for

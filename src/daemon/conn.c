@@ -16,6 +16,7 @@
 
 #include <event2/util.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "conn.h"
 #include "log.h"
@@ -131,7 +132,17 @@ conn_new(int fd, bool tls)
 		if (nhandshakes >= env.tls_handshakes_max &&
 		    !TAILQ_EMPTY(&handshakes)) {
 			static int64_t last_log_ms;
-			struct conn *old = TAILQ_FIRST(&handshakes);
+			struct conn *old;
+
+			/* the oldest that has not even sent a whole
+			 * ClientHello; else the oldest: a flood of stalled
+			 * ones evicted real mutual-TLS handshakes half the
+			 * time (issue 45) */
+			TAILQ_FOREACH(old, &handshakes, hs_link)
+				if (!tls_hello_seen(old->tls))
+					break;
+			if (old == NULL)
+				old = TAILQ_FIRST(&handshakes);
 
 			if (c->accepted_ms - last_log_ms >= 60000) {
 				last_log_ms = c->accepted_ms;
@@ -602,7 +613,9 @@ conn_write_cb(evutil_socket_t fd, short what, void *arg)
 /* One getpeername() for both names of the peer: `host`, the address
  * without the port, is the key of login throttling, so one host's
  * connections share it; `addr`, with the port, tells connections apart in
- * log lines.  Both are "unix" for -s. */
+ * log lines.  For -s, both name the peer's uid (SO_PEERCRED): the local
+ * users of a Unix socket are throttled apart, not as one "unix" peer
+ * (issue 45), and its pid tells connections apart. */
 static void
 peer_names(int fd, char *host, size_t hlen, char *addr, size_t alen)
 {
@@ -618,8 +631,17 @@ peer_names(int fd, char *host, size_t hlen, char *addr, size_t alen)
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
 		return;
 	if (ss.ss_family == AF_UNIX) {
-		snprintf(host, hlen, "unix");
-		snprintf(addr, alen, "unix");
+		struct ucred cr;
+		socklen_t crl = sizeof(cr);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) == 0) {
+			snprintf(host, hlen, "unix:uid=%u", (unsigned)cr.uid);
+			snprintf(addr, alen, "unix:uid=%u,pid=%ld", (unsigned)cr.uid,
+			    (long)cr.pid);
+		} else {
+			snprintf(host, hlen, "unix");
+			snprintf(addr, alen, "unix");
+		}
 		return;
 	}
 	v4 = ss.ss_family == AF_INET;
@@ -655,7 +677,7 @@ conn_login_ok(struct session *s)
 {
 	struct conn *c = conn_of(s);
 
-	login_ok(c->peer, c->login_user, c->login_ulen);
+	login_ok(c->peer, c->login_user, c->login_ulen, saker_now_ms());
 	if (c->login_ev != NULL)
 		event_del(c->login_ev);
 }
@@ -689,6 +711,7 @@ conn_login_admit(struct session *s, const char *user, size_t ulen)
 		c->login_ulen = ulen < sizeof(c->login_user) ? ulen :
 		    sizeof(c->login_user);
 		memcpy(c->login_user, user, c->login_ulen);
+		c->login_checks = auth_checks(env.broker->auth);
 		return true;
 	}
 	if (c->throttle_ev == NULL &&
@@ -715,8 +738,14 @@ conn_login_failed(struct session *s, const char *how,
 {
 	struct conn *c = conn_of(s);
 
-	(void)login_failed(c->peer, c->login_user, c->login_ulen, how,
-	    saker_now_ms());
+	struct auth *a = env.broker->auth;
+
+	/* refused without a check (a login the protocol found malformed):
+	 * it costs a check all the same */
+	if (auth_checks(a) == c->login_checks)
+		auth_dummy(a);
+	(void)login_failed(c->peer, c->login_user, c->login_ulen,
+	    auth_known(a, c->login_user, c->login_ulen), how, saker_now_ms());
 	c->login_fails++;
 	answer(&c->s);
 	if (c->login_fails >= LOGIN_CONN_TRIES) {

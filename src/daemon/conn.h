@@ -31,7 +31,7 @@ struct conn {
 
 	struct event *wait_timer;       /* a blocking get's timeout */
 	char peer[64];                  /* the client's host: the key of login
-	                                 * throttling ("unix" for -s) */
+	                                 * throttling ("unix:uid=N" for -s) */
 	char addr[72];                  /* host and port, which tell connections
 	                                 * apart: logs, the console's holders */
 	struct event *login_ev;         /* --auth-file: LOGIN_TIMEOUT_S */
@@ -39,6 +39,7 @@ struct conn {
 	bool throttled;                 /* no command runs until it fires */
 	char login_user[128];           /* the user of the login admitted last */
 	size_t login_ulen;
+	unsigned long login_checks;     /* auth_checks() when it was admitted */
 	unsigned login_fails;           /* failed logins on this connection */
 	struct event *idle_ev;          /* --idle-timeout */
 	struct event *drain_ev;         /* --drain-timeout, over the budget */

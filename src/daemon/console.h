@@ -32,6 +32,15 @@ bool console_path(const char *path);
 void console_handle(const struct console_env *env, struct evhttp_request *req,
     const char *user);
 
+/* evcon is closing (http.c's close callback): the listings in progress
+ * for its requests end, unanswered (evhttp frees the requests). */
+struct evhttp_connection;
+void console_conn_closed(struct evhttp_connection *evcon);
+/* Is a listing in progress for a request of evcon (its reply is being
+ * made: http.c's request deadline waits for it, as for a reply being
+ * written)? */
+bool console_conn_busy(struct evhttp_connection *evcon);
+
 /* Append s[0..len) as a JSON string, quotes included: every byte outside
  * printable ASCII, and " \ < > &, escaped as \uXXXX or \" \\. */
 struct evbuffer;

@@ -53,6 +53,24 @@ struct http_server {
  * reply that does not move for this long too (evhttp's write timeout). */
 #define HTTP_TIMEOUT_S 10
 /*
+ * evhttp's timeout is per read: one header byte every 9 s kept a request
+ * open for hours, and its slot of -c with it (issue 45).  So each
+ * exchange has a deadline of its own, from the accept or from the last
+ * request read: the next request must be read whole within
+ * HTTP_REQUEST_MS (or --idle-timeout if shorter), which is also how long
+ * a keep-alive connection may sit idle.  A reply still being written
+ * (or made over loop turns: a console listing) then has until
+ * HTTP_REPLY_MS from its request (a client reading a byte now and
+ * then), and with --auth-file a connection that has made
+ * no authorized request within LOGIN_TIMEOUT_S of its accept is closed,
+ * as on the memcache port.
+ */
+#define HTTP_REQUEST_MS (HTTP_TIMEOUT_S * 1000)
+#define HTTP_REPLY_MS 60000
+/* The share of -c HTTP connections may hold together: the rest is the
+ * memcache port's, whatever the HTTP clients do. */
+#define HTTP_CONN_SHARE 4
+/*
  * Input read ahead of the request being answered, per connection.  evhttp
  * answers one request at a time, but while a reply is being written it
  * keeps reading (to notice a close) with nobody consuming: a client that
@@ -62,6 +80,9 @@ struct http_server {
  * connection holds at most this much input and one reply.
  */
 #define HTTP_MAX_INPUT (HTTP_MAX_HEADERS + HTTP_MAX_BODY + 4096)
+/* /healthz answers 503 for this long after the store refused a write,
+ * even if a commit succeeded since. */
+#define HEALTHZ_REFUSED_MS 30000
 /* Unsent replies of all HTTP connections together: past it a request is
  * answered 503 at once, without building its reply, until they drain. */
 #define HTTP_MAX_UNSENT (16u * 1024 * 1024)
@@ -75,10 +96,14 @@ static struct {
 	const uint64_t *others;      /* memcache connections open */
 	uint64_t *rejected;          /* stats.rejected_connections */
 	uint64_t max;                /* -c */
+	uint64_t max_http;           /* HTTP's share of it (HTTP_CONN_SHARE) */
+	int64_t request_ms;          /* HTTP_REQUEST_MS or --idle-timeout */
+	bool need_login;             /* --auth-file: the login deadline */
 	TAILQ_HEAD(, http_conn) all; /* every connection adopted */
 	uint64_t over_budget;        /* requests refused by HTTP_MAX_UNSENT */
 	int64_t handshake_ms;        /* --tls-handshake-timeout (HTTPS) */
-} hconn = { .all = TAILQ_HEAD_INITIALIZER(hconn.all), .handshake_ms = 5000 };
+} hconn = { .all = TAILQ_HEAD_INITIALIZER(hconn.all), .handshake_ms = 5000,
+    .request_ms = HTTP_REQUEST_MS };
 
 /* One HTTP connection: counted from http_bev() to its close. */
 struct http_conn {
@@ -87,7 +112,23 @@ struct http_conn {
 	TAILQ_ENTRY(http_conn) link;
 	struct event *hs_ev;         /* HTTPS: the handshake's deadline */
 	struct evhttp_connection *evcon;
+	struct event *dl_ev;         /* the exchange's deadline */
+	int64_t accepted_ms;
+	int64_t since_ms;            /* accepted, or the last request read */
+	bool authed;                 /* made an authorized request */
 };
+
+/* The HTTP connection of evcon (at most -c / HTTP_CONN_SHARE of them). */
+static struct http_conn *
+conn_of(struct evhttp_connection *evcon)
+{
+	struct http_conn *hc;
+
+	TAILQ_FOREACH(hc, &hconn.all, link)
+		if (hc->evcon == evcon)
+			return hc;
+	return NULL;
+}
 
 void
 http_memory(size_t *in, size_t *out)
@@ -423,18 +464,27 @@ admin_authorized(struct http_server *h, struct evhttp_request *req,
 		who = auth_check(h->b->auth, dec, (size_t)(colon - dec), colon + 1,
 		    (size_t)(dec + n - colon - 1));
 	if (who != NULL && (who->rights & PERM_ADMIN) != 0) {
-		login_ok(peer, dec, (size_t)(colon - dec));
+		struct http_conn *hc = conn_of(evhttp_request_get_connection(req));
+
+		if (hc != NULL)
+			hc->authed = true;      /* past the login deadline */
+		login_ok(peer, dec, (size_t)(colon - dec), saker_now_ms());
 		memset(dec, 0, sizeof(dec));
 		if (user != NULL)
 			*user = who->user;      /* the console's CSRF tokens */
 		return true;
 	}
 	if (who != NULL) {
-		login_ok(peer, dec, (size_t)(colon - dec));
+		login_ok(peer, dec, (size_t)(colon - dec), saker_now_ms());
 		log_warn("%s: user %s from %s is not an admin", what, who->user, peer);
 	} else if (auth != NULL) {
-		(void)login_failed(peer, dec, colon != NULL ? (size_t)(colon - dec) : 0,
-		    "HTTP", saker_now_ms());
+		size_t ulen = colon != NULL ? (size_t)(colon - dec) : 0;
+
+		/* malformed credentials cost a check too (auth.h) */
+		if (colon == NULL)
+			auth_dummy(h->b->auth);
+		(void)login_failed(peer, dec, ulen, auth_known(h->b->auth, dec,
+		    ulen), "HTTP", saker_now_ms());
 	}
 	memset(dec, 0, sizeof(dec));
 	evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
@@ -545,6 +595,10 @@ handle(struct evhttp_request *req, void *arg)
 	struct evbuffer *b = evbuffer_new();
 	size_t unread, unsent;
 
+	struct http_conn *hc = conn_of(evhttp_request_get_connection(req));
+
+	if (hc != NULL)
+		hc->since_ms = saker_now_ms();  /* the next exchange's deadline */
 	if (b == NULL) {
 		http_send_error(req, 500, "Internal Server Error", "out of memory");
 		return;
@@ -597,6 +651,13 @@ handle(struct evhttp_request *req, void *arg)
 		saker_store_get_stats(h->b->store, &ss);
 		if (h->b->store_failed)
 			evbuffer_add_printf(b, "store not writable: %s\n", h->b->store_error);
+		else if (h->b->store_failed_ms != 0 &&
+		    saker_now_ms() - h->b->store_failed_ms < HEALTHZ_REFUSED_MS)
+			/* a later commit that only took items succeeded: on a
+			 * full disk /healthz said ok while every set failed */
+			evbuffer_add_printf(b, "store refused a write %.1f s ago: "
+			    "%s\n", (double)(saker_now_ms() -
+			    h->b->store_failed_ms) / 1000.0, h->b->store_error);
 		else if (ss.server && !ss.connected)
 			evbuffer_add_printf(b, "database unavailable: %s\n", ss.down_why);
 		else if (*h->stopping)
@@ -619,11 +680,87 @@ http_conn_closed(struct evhttp_connection *evcon, void *arg)
 {
 	struct http_conn *hc = arg;
 
+	console_conn_closed(evcon);
 	hconn.open--;
 	TAILQ_REMOVE(&hconn.all, hc, link);
 	if (hc->hs_ev != NULL)
 		event_free(hc->hs_ev);
+	if (hc->dl_ev != NULL)
+		event_free(hc->dl_ev);
 	free(hc);
+}
+
+/* When hc's deadline comes (see HTTP_REQUEST_MS). */
+static int64_t
+deadline_of(const struct http_conn *hc)
+{
+	int64_t d = hc->since_ms + hconn.request_ms;
+	int64_t login = hc->accepted_ms + LOGIN_TIMEOUT_S * 1000;
+
+	if (hconn.need_login && !hc->authed && login < d)
+		d = login;
+	return d;
+}
+
+static void
+arm_deadline(struct http_conn *hc, int64_t now)
+{
+	int64_t ms = deadline_of(hc) - now;
+	struct timeval tv;
+
+	if (ms < 1)
+		ms = 1;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(hc->dl_ev, &tv);
+}
+
+/* Log the first closing of a kind, then at most once a minute: a flood
+ * of dripping clients must not fill the disk. */
+static void
+close_late(struct http_conn *hc, const char *why, int64_t now)
+{
+	static int64_t last_log_ms;
+	static uint64_t closed;
+
+	closed++;
+	if (last_log_ms == 0 || now - last_log_ms >= 60000) {
+		last_log_ms = now;
+		log_info("--http: closing a connection that %s (%" PRIu64 " such "
+		    "closings so far; logged once a minute)", why, closed);
+	}
+	evhttp_connection_free(hc->evcon);      /* frees hc */
+}
+
+/* The exchange's deadline (or a moment to look again) has come. */
+static void
+http_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn *hc = arg;
+	int64_t now = saker_now_ms();
+	/* a reply being written, or made over loop turns (a console
+	 * listing of many queues) */
+	bool replying = evbuffer_get_length(bufferevent_get_output(hc->bev)) > 0 ||
+	    console_conn_busy(hc->evcon);
+
+	if (hconn.need_login && !hc->authed &&
+	    now - hc->accepted_ms >= LOGIN_TIMEOUT_S * 1000 && !replying) {
+		close_late(hc, "made no authorized request within the login "
+		    "deadline", now);
+	} else if (now < deadline_of(hc)) {
+		arm_deadline(hc, now);
+	} else if (!replying) {
+		close_late(hc, "sent no whole request within the request "
+		    "deadline", now);
+	} else if (now - hc->since_ms >= HTTP_REPLY_MS) {
+		close_late(hc, "did not read its reply within the reply "
+		    "deadline", now);
+	} else {
+		/* a reply in flight: look again in a second */
+		struct timeval tv = { 1, 0 };
+
+		evtimer_add(hc->dl_ev, &tv);
+	}
 }
 
 /* HTTPS: the handshake's deadline (--tls-handshake-timeout, shorter than
@@ -641,36 +778,56 @@ http_hs_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * HTTPS: at most a quarter of -c handshakes in progress, as on the
- * memcache port (conn.c): a new connection past it closes the oldest
- * still in its handshake, so stalled ones cannot hold more than that
- * share of the slots, each for at most the deadline.
+ * HTTPS: at most HTTP's share of -c in handshakes, as on the memcache
+ * port (conn.c), and a new connection past that share, or past the share
+ * itself while handshakes are in progress, closes the oldest still in its
+ * handshake: stalled ones cannot keep real HTTPS clients out, each holds
+ * its slot for at most the deadline.  False when the share is full of
+ * established connections: newc must go.
  */
-static void
+static bool
 handshake_budget(struct http_conn *newc)
 {
+	static int64_t last_log_ms;
 	struct http_conn *hc;
-	uint64_t max = hconn.max / 4 > 0 ? hconn.max / 4 : 1, n = 0;
+	uint64_t n = 0;
+	int64_t now = saker_now_ms();
 
 	TAILQ_FOREACH(hc, &hconn.all, link)
 		n += tls_bev_handshaking(hc->bev);
-	while (n > max) {
+	while (n > hconn.max_http || hconn.open > hconn.max_http) {
+		/* the oldest without a whole ClientHello first (conn.c) */
 		TAILQ_FOREACH(hc, &hconn.all, link)
-			if (hc != newc && tls_bev_handshaking(hc->bev))
+			if (hc != newc && tls_bev_handshaking(hc->bev) &&
+			    !tls_bev_hello_seen(hc->bev))
 				break;
 		if (hc == NULL)
-			return;
-		log_info("--http: %" PRIu64 " TLS handshakes in progress: closing "
-		    "the oldest", n);
+			TAILQ_FOREACH(hc, &hconn.all, link)
+				if (hc != newc && tls_bev_handshaking(hc->bev))
+					break;
+		if (hc == NULL)
+			break;
+		if (last_log_ms == 0 || now - last_log_ms >= 60000) {
+			last_log_ms = now;
+			log_info("--http: %" PRIu64 " TLS handshakes in progress: "
+			    "closing the oldest (logged once a minute)", n);
+		}
 		evhttp_connection_free(hc->evcon);      /* frees hc */
 		n--;
 	}
+	return hconn.open <= hconn.max_http;
 }
 
 void
 http_set_handshake_timeout(int64_t ms)
 {
 	hconn.handshake_ms = ms;
+}
+
+void
+http_set_idle_timeout(int64_t ms)
+{
+	hconn.request_ms = ms > 0 && ms < HTTP_REQUEST_MS ? ms : HTTP_REQUEST_MS;
 }
 
 /*
@@ -699,8 +856,22 @@ http_conn_adopt(evutil_socket_t fd, short what, void *arg)
 		evhttp_connection_set_closecb(evcon, http_conn_closed, hc);
 		if (hc->over) {
 			evhttp_connection_free(evcon);
-		} else if (tls_on()) {
-			handshake_budget(hc);
+			goto done;
+		}
+		hc->accepted_ms = hc->since_ms = saker_now_ms();
+		if ((hc->dl_ev = evtimer_new(bufferevent_get_base(bev),
+		    http_deadline_cb, hc)) == NULL) {
+			/* without its deadline it could be held forever */
+			evhttp_connection_free(evcon);
+			goto done;
+		}
+		arm_deadline(hc, hc->accepted_ms);
+		if (tls_on()) {
+			if (!handshake_budget(hc)) {
+				(*hconn.rejected)++;
+				evhttp_connection_free(evcon);
+				goto done;
+			}
 			if ((hc->hs_ev = evtimer_new(bufferevent_get_base(bev),
 			    http_hs_cb, hc)) != NULL) {
 				struct timeval tv = { hconn.handshake_ms / 1000,
@@ -710,6 +881,7 @@ http_conn_adopt(evutil_socket_t fd, short what, void *arg)
 			}
 		}
 	}
+done:
 	bufferevent_decref(bev);
 }
 
@@ -741,7 +913,10 @@ http_bev(struct event_base *base, void *arg)
 	bufferevent_setwatermark(bev, EV_READ, 0, HTTP_MAX_INPUT);
 	hc->bev = bev;
 	hconn.open++;
-	hc->over = *hconn.others + hconn.open > hconn.max;
+	/* HTTPS past the share may yet take a stalled handshake's slot
+	 * (handshake_budget()) */
+	hc->over = *hconn.others + hconn.open > hconn.max ||
+	    (hconn.open > hconn.max_http && !tls_on());
 	if (hc->over)
 		(*hconn.rejected)++;
 	bufferevent_incref(bev);
@@ -908,6 +1083,9 @@ http_start(struct event_base *base, const char *spec, struct broker *b,
 	hconn.others = &b->stats.curr_connections;
 	hconn.rejected = &b->stats.rejected_connections;
 	hconn.max = max_conns > 0 ? (uint64_t)max_conns : 0;
+	hconn.max_http = hconn.max / HTTP_CONN_SHARE > 0 ?
+	    hconn.max / HTTP_CONN_SHARE : 1;
+	hconn.need_login = need_admin;
 	evhttp_set_bevcb(h->http, http_bev, NULL);
 	if (spec != NULL)
 		log_info("console on %s://%s:%ld/, metrics on /metrics%s",

@@ -20,7 +20,10 @@ struct http_server;
  * --auth-file user with admin rights (401 otherwise).  commit() commits
  * the current batch at once (the console's POSTs answer its
  * outcome).  HTTP connections count against max_conns (-c) together with
- * b's memcache connections (stats.curr_connections); one past it is closed at once.  NULL on error
+ * b's memcache connections (stats.curr_connections), and may hold at most a
+ * quarter of it together; one past either is closed at once.  Each must
+ * send a whole request within 10 s of its accept or its last request, and
+ * with need_admin make an authorized one within LOGIN_TIMEOUT_S.  NULL on error
  * (logged). */
 struct http_server *http_start(struct event_base *base, const char *spec,
     struct broker *b, unsigned max_queues, const bool *stopping,
@@ -38,6 +41,10 @@ void http_allow_hosts(struct http_server *h, const char *const *names, size_t n)
 int http_listen_fd(struct http_server *h, evutil_socket_t fd);
 /* --tls-handshake-timeout for HTTPS connections (default 5 s). */
 void http_set_handshake_timeout(int64_t ms);
+/* --idle-timeout (0: none): when shorter than the 10 s request deadline,
+ * a connection must send each whole request (and may sit idle between
+ * them) at most this long. */
+void http_set_idle_timeout(int64_t ms);
 /* Bytes the HTTP connections hold now: unread input and unsent replies
  * (the fuzzers check the budgets with it). */
 void http_memory(size_t *in, size_t *out);

@@ -623,6 +623,7 @@ server_init(struct options *opt)
 	if (srv->http != NULL)
 		http_allow_hosts(srv->http, opt->http_hosts, opt->nhttp_hosts);
 	http_set_handshake_timeout(opt->tls_handshake_ms);
+	http_set_idle_timeout(opt->idle_timeout_ms);
 	if (srv->http != NULL &&
 	    history_start(srv->base, &srv->broker, opt->http_history_ms) != 0) {
 		fprintf(stderr, "sakerd: out of memory\n");

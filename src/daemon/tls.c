@@ -381,6 +381,20 @@ tls_bev_handshaking(struct bufferevent *bev)
 }
 
 bool
+tls_hello_seen(const struct tls *t)
+{
+	return SSL_get_state(t->ssl) != TLS_ST_BEFORE;
+}
+
+bool
+tls_bev_hello_seen(struct bufferevent *bev)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+
+	return ssl == NULL || SSL_get_state(ssl) != TLS_ST_BEFORE;
+}
+
+bool
 tls_handshake_done(const struct tls *t)
 {
 	return SSL_is_init_finished(t->ssl);

@@ -71,6 +71,11 @@ size_t tls_memory(const struct tls *t);
 struct bufferevent *tls_http_bev(struct event_base *base);
 /* Is bev (of tls_http_bev) still in its handshake? */
 bool tls_bev_handshaking(struct bufferevent *bev);
+/* Has the handshake got a whole ClientHello (and answered it)?  Stalled
+ * handshakes of a flood rarely have; a real client's has, one packet in:
+ * when too many are in progress, those without go first (issue 45). */
+bool tls_hello_seen(const struct tls *t);
+bool tls_bev_hello_seen(struct bufferevent *bev);
 #else
 static inline int tls_setup(const char *c, const char *k, const char *a)
 { (void)c; (void)k; (void)a; return -1; }
@@ -90,6 +95,8 @@ static inline size_t tls_memory(const struct tls *t) { (void)t; return 0; }
 static inline bool tls_handshake_done(const struct tls *t) { (void)t; return true; }
 static inline struct bufferevent *tls_http_bev(struct event_base *b) { (void)b; return NULL; }
 static inline bool tls_bev_handshaking(struct bufferevent *b) { (void)b; return false; }
+static inline bool tls_hello_seen(const struct tls *t) { (void)t; return true; }
+static inline bool tls_bev_hello_seen(struct bufferevent *b) { (void)b; return true; }
 #endif
 
 #endif
