@@ -313,6 +313,29 @@ START_TEST(test_no_store)
 }
 END_TEST
 
+/* A second start (a second server in one process) begins a fresh
+ * history: no sweeps, no stats, no samples from before. */
+START_TEST(test_restart_is_fresh)
+{
+	struct squeue *q = mkqueue("q");
+
+	ck_assert_int_eq(history_start(base, &br, 10), 0);
+	put(q, 1);
+	sweeps(3);
+	ck_json(q, "[1,1,1]");
+	history_stop();
+	ck_assert_int_eq(history_start(base, &br, 20), 0);
+	ck_assert_uint_eq(history_stats()->interval_ms, 20);
+	ck_assert_int_eq(history_stats()->last_ms, 0);
+	ck_assert_uint_eq(history_stats()->rings, 0);
+	ck_json(q, "[]");
+	take(q);
+	put(q, 2);
+	sweeps(1);
+	ck_json(q, "[2]");
+}
+END_TEST
+
 /* Many queues: every one sampled once per sweep, the sweep cut in slices
  * of about HISTORY_SLICE_US when it takes longer than that. */
 START_TEST(test_many_queues)
@@ -357,6 +380,7 @@ main(void)
 	tcase_add_test(tc, test_failed_read_repeats_last);
 	tcase_add_test(tc, test_off);
 	tcase_add_test(tc, test_no_store);
+	tcase_add_test(tc, test_restart_is_fresh);
 	tcase_add_test(tc, test_many_queues);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
