@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -750,6 +752,82 @@ START_TEST(test_startup_errors)
 }
 END_TEST
 
+/* Files sakerd must open before it serves: a pidfile or log it cannot
+ * open is a startup error on the terminal, naming the file and why. */
+START_TEST(test_startup_files)
+{
+	char *err = NULL;
+
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "-P",
+	    "/nonexistent/dir/sakerd.pid", NULL), 1);
+	ck_assert_msg(strstr(err, "sakerd: cannot open pidfile "
+	    "/nonexistent/dir/sakerd.pid: No such file or directory\n") != NULL,
+	    "%s", err);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "--log",
+	    "/nonexistent/dir/sakerd.log", NULL), 1);
+	ck_assert_msg(strstr(err, "sakerd: cannot open log "
+	    "/nonexistent/dir/sakerd.log: No such file or directory\n") != NULL,
+	    "%s", err);
+	free(err);
+	/* -d makes the paths absolute first: the same refusals */
+	ck_assert_int_eq(run_sakerd(&err, "-d", "--store", "memory", "-P",
+	    "/nonexistent/dir/sakerd.pid", NULL), 1);
+	ck_assert_msg(strstr(err, "cannot open pidfile") != NULL, "%s", err);
+	free(err);
+}
+END_TEST
+
+/* Readiness for systemd's Type=notify: one datagram "READY=1" on
+ * $NOTIFY_SOCKET once the server serves, "STOPPING=1" when it stops. */
+START_TEST(test_systemd_notify)
+{
+	struct sockaddr_un sun;
+	struct timeval tv = { 5, 0 };
+	struct tl_server *s;
+	char *path = tl_strdupf("%s/notify", tl_dir), buf[256];
+	ssize_t n;
+	int fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	ck_assert_uint_lt(strlen(path), sizeof(sun.sun_path));
+	strcpy(sun.sun_path, path);
+	ck_assert_int_ge(fd = socket(AF_UNIX, SOCK_DGRAM, 0), 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	/* the test process's own environment: Check runs each test in a
+	 * child of its own, and the server inherits it */
+	ck_assert_int_eq(setenv("NOTIFY_SOCKET", path, 1), 0);
+	s = tl_server_start("memory", NULL);
+	unsetenv("NOTIFY_SOCKET");
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_str_eq(buf, "READY=1\nSTATUS=serving");
+	tl_server_stop(s);
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_str_eq(buf, "STOPPING=1");
+	tl_server_free(s);
+
+	/* a relative NOTIFY_SOCKET is no systemd's: ignored, and the
+	 * server starts all the same */
+	ck_assert_int_eq(setenv("NOTIFY_SOCKET", "notify", 1), 0);
+	s = tl_server_start("memory", NULL);
+	unsetenv("NOTIFY_SOCKET");
+	tv.tv_sec = 0;
+	tv.tv_usec = 200000;
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	ck_assert_int_lt(recv(fd, buf, sizeof(buf), 0), 0);
+	tl_server_stop(s);
+	tl_server_free(s);
+	close(fd);
+	free(path);
+}
+END_TEST
+
 /* --max-item-size beyond what the store can hold is refused at startup
  * with the reason (SQLite once answered a 1 GiB set with a misleading
  * "NOT NULL constraint failed"). */
@@ -858,6 +936,8 @@ main(void)
 	tcase_add_test(tc, test_pidfile_and_daemon);
 	tcase_add_test(tc, test_idle_timeout);
 	tcase_add_test(tc, test_startup_errors);
+	tcase_add_test(tc, test_startup_files);
+	tcase_add_test(tc, test_systemd_notify);
 	tcase_add_test(tc, test_duration_everywhere);
 	tcase_add_test(tc, test_max_item_refused);
 #ifdef HAVE_LMDB
