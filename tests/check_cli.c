@@ -751,6 +751,105 @@ fill_many(const char *spec, int n)
 	saker_store_close(s);
 }
 
+static void
+put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	ck_assert_int_eq(fputs(text, f) >= 0, 1);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A destination that is not what its type needs, or a temporary left
+ * by a killed run, is refused before anything is written, each with the
+ * reason; what was there stays. */
+START_TEST(migrate_destination_refusals)
+{
+	char *dir = tl_mkdtemp(), *err = NULL;
+	char *a = tl_strdupf("lmdb:%s/a", dir);
+	char *file = tl_strdupf("%s/plain", dir), *sub = tl_strdupf("%s/sub", dir);
+	char *junk = tl_strdupf("%s/junk.db", dir);
+	char *to_file = tl_strdupf("lmdb:%s", file), *to_dir = tl_strdupf("sqlite:%s", sub);
+	char *to_junk = tl_strdupf("sqlite:%s", junk);
+	char *to_new = tl_strdupf("sqlite:%s/new.db", dir);
+	char *tmp = tl_strdupf("%s/new.db.tmp-%ld", dir, (long)getpid());
+	char *argv[] = { "migrate", "-q", a, to_new, NULL };
+	char *text;
+	size_t len;
+	FILE *fe;
+	int se, rc;
+
+	fill_store(a);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", a,
+	    "sqlite:", NULL), 1);
+	ck_assert_msg(strstr(err, "destination store 'sqlite:' needs a location: "
+	    "sqlite:FILE") != NULL, "%s", err);
+	free(err);
+
+	put_file(file, "not a store");
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", a,
+	    to_file, NULL), 1);
+	ck_assert_msg(strstr(err, "exists and is not a directory") != NULL, "%s", err);
+	free(err);
+
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", a,
+	    to_dir, NULL), 1);
+	ck_assert_msg(strstr(err, "is a directory, expected a file") != NULL, "%s", err);
+	free(err);
+
+	/* a file that is no SQLite database: not taken for an empty one */
+	put_file(junk, "this is not an SQLite database, not at all");
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", a,
+	    to_junk, NULL), 1);
+	ck_assert_msg(strstr(err, "exists but cannot be opened as a sqlite store")
+	    != NULL, "%s", err);
+	free(err);
+	text = tl_read_file(junk, &len);
+	ck_assert_str_eq(text, "this is not an SQLite database, not at all");
+	free(text);
+
+	/* a temporary of this process's pid: in-process, so the pid is ours */
+	put_file(tmp, "left over");
+	ck_assert_ptr_nonnull(fe = tmpfile());
+	fflush(stderr);
+	se = dup(2);
+	dup2(fileno(fe), 2);
+	rc = migrate_main(4, argv);
+	fflush(stderr);
+	dup2(se, 2);
+	close(se);
+	ck_assert_int_eq(rc, 1);
+	rewind(fe);
+	{
+		char buf[1024];
+
+		len = fread(buf, 1, sizeof(buf) - 1, fe);
+		buf[len] = '\0';
+		ck_assert_msg(strstr(buf, "already exists (left by a killed run?); "
+		    "remove it first") != NULL, "%s", buf);
+	}
+	fclose(fe);
+	ck_assert(!exists(to_new + 7));
+	text = tl_read_file(tmp, &len);
+	ck_assert_str_eq(text, "left over");	/* not ours to remove */
+	free(text);
+
+	free(a);
+	free(file);
+	free(sub);
+	free(junk);
+	free(to_file);
+	free(to_dir);
+	free(to_junk);
+	free(to_new);
+	free(tmp);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 /* Interrupted after some batches were committed: the destination is left
  * as it was, new or existing. */
 START_TEST(migrate_interrupted)
@@ -1737,6 +1836,7 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, migrate_roundtrip);
 	tcase_add_test(tc, migrate_refusals);
+	tcase_add_test(tc, migrate_destination_refusals);
 	tcase_add_test(tc, migrate_interrupted);
 	tcase_add_test(tc, migrate_disk_full);
 	tcase_add_test(tc, dump_load_identity);
