@@ -328,6 +328,49 @@ START_TEST(test_auth_file)
 }
 END_TEST
 
+/* Write text to a new 0600 file; its path in path (a mkstemp template). */
+static void
+auth_text(char *path, const char *text, size_t len)
+{
+	int fd;
+
+	ck_assert_int_ge(fd = mkstemp(path), 0);
+	ck_assert_int_eq(fchmod(fd, 0600), 0);
+	ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
+	close(fd);
+}
+
+/* What --auth-file refuses to read, and a file written on Windows. */
+START_TEST(test_auth_file_refusals)
+{
+	char dir[] = "/tmp/check_options.XXXXXX", big[] = "/tmp/check_options.XXXXXX";
+	char crlf[] = "/tmp/check_options.XXXXXX";
+	static const char win[] = "# users\r\n\r\nalice:pw\r\nbob:pw2:\r\n";
+	char *text;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(parse("--auth-file", dir, NULL), -1);
+	ck_errs(": not a regular file\n");
+	rmdir(dir);
+
+	ck_assert_ptr_nonnull(text = calloc(1, 1024 * 1024 + 2));
+	memset(text, '#', 1024 * 1024 + 1);
+	auth_text(big, text, 1024 * 1024 + 1);
+	free(text);
+	ck_assert_int_eq(parse("--auth-file", big, NULL), -1);
+	ck_errs(": larger than 1048576 bytes\n");
+	unlink(big);
+
+	/* CRLF: the \r is no part of a password or of the (empty)
+	 * permissions field, which would be refused */
+	auth_text(crlf, win, sizeof(win) - 1);
+	ck_assert_int_eq(parse("--auth-file", crlf, NULL), 0);
+	ck_assert_ptr_nonnull(o.auth);
+	auth_free(o.auth);
+	unlink(crlf);
+}
+END_TEST
+
 /* --version and --help print to stdout and ask for exit 0; an unknown
  * option points at --help. */
 START_TEST(test_version_help)
@@ -364,6 +407,7 @@ main(void)
 	tcase_add_test(tc, test_conflicts);
 	tcase_add_test(tc, test_max_memory_other_store);
 	tcase_add_test(tc, test_auth_file);
+	tcase_add_test(tc, test_auth_file_refusals);
 	tcase_add_test(tc, test_version_help);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
