@@ -1081,6 +1081,9 @@ END_TEST
 
 /* Command lines the client refuses: exit status, and the start of the
  * first line on stderr (or stdout for --help). */
+/* longer than a sockaddr_un's path (108 bytes) */
+#define SOCK_TOO_LONG "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 static const struct {
 	const char *argv[7];
 	int status;
@@ -1103,6 +1106,12 @@ static const struct {
 	{ { "requeue", "--help", NULL }, 0, "usage: saker requeue [-s SERVER] [--max N] FROM TO" },
 	{ { "put", "-s", "[::1", "q", "x", NULL }, 1, "saker put: bad server address '[::1' (expected HOST:PORT)" },
 	{ { "put", "-s", "/nonexistent/sock", "q", "x", NULL }, 1, "saker put: cannot connect to /nonexistent/sock: " },
+	{ { "put", "-s", ":22133", "q", "x", NULL }, 1, "saker put: bad server address ':22133' (expected HOST:PORT)" },
+	{ { "get", "-s", "[::1]x", "q", NULL }, 1, "saker get: bad server address '[::1]x' (expected HOST:PORT)" },
+	{ { "stats", "-s", "/" SOCK_TOO_LONG, NULL }, 1, "saker stats: cannot connect to /" SOCK_TOO_LONG ": socket path too long" },
+	{ { "requeue", "--max", "0", "a", "b", NULL }, 2, "saker requeue: bad --max '0' (a number of items, at least 1)" },
+	{ { "requeue", "--max", "x", "a", "b", NULL }, 2, "saker requeue: bad --max 'x'" },
+	{ { "requeue", "--bogus", "a", "b", NULL }, 2, "saker requeue: unrecognized option '--bogus'" },
 };
 
 START_TEST(client_refusals)
@@ -1175,19 +1184,36 @@ static const struct {
 	{ "HELLO there\r\n", "get", "replied: HELLO there", "" },
 	/* an item, then no END */
 	{ "VALUE q 0 1\r\nx\r\nNOPE\r\n", "get", "unexpected reply", "NOPE" },
+	{ "NOT_STORED\r\n", "put", "saker put: queue 'q' is full (NOT_STORED)", "" },
+	{ NULL, "stats", "closed the connection", "" },
+	{ "SERVER_ERROR busy\r\n", "stats", "replied: SERVER_ERROR busy", "" },
+	{ "STAT pid 1\r\nSTATE\r\n", "stats", "replied: STATE", "" },
+	{ NULL, "requeue", "closed the connection", "" },
+	{ "CLIENT_ERROR nope\r\n", "requeue", "saker requeue: ", "replied: CLIENT_ERROR nope" },
+	{ "99999\r\n", "requeue", "replied: 99999", "" },	/* more than asked */
 };
 
 START_TEST(client_bad_servers)
 {
+	const char *cmd = bad_servers[_i].cmd;
 	char *dir = tl_mkdtemp(), *err = NULL, *srv;
-	int port, st;
+	int port, st, rc;
 	pid_t pid = fake_server(&port, bad_servers[_i].reply);
 
 	srv = tl_strdupf("127.0.0.1:%d", port);
-	ck_assert_int_eq(strcmp(bad_servers[_i].cmd, "put") == 0 ?
-	    tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s", srv, "q", "x",
-	    NULL) : tl_run_saker(dir, NULL, NULL, NULL, &err, "get", "-s", srv,
-	    "q", NULL), 1);
+	if (strcmp(cmd, "put") == 0)
+		rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s", srv,
+		    "q", "x", NULL);
+	else if (strcmp(cmd, "get") == 0)
+		rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "get", "-s", srv,
+		    "q", NULL);
+	else if (strcmp(cmd, "stats") == 0)
+		rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "stats", "-s", srv,
+		    NULL);
+	else
+		rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "requeue", "-s",
+		    srv, "dead", "live", NULL);
+	ck_assert_msg(rc == 1, "%s: status %d: %s", cmd, rc, err);
 	ck_assert_msg(strstr(err, bad_servers[_i].says) != NULL &&
 	    strstr(err, bad_servers[_i].says2) != NULL, "%s", err);
 	if (bad_servers[_i].reply == NULL)
@@ -1196,6 +1222,46 @@ START_TEST(client_bad_servers)
 	free(err);
 	free(srv);
 	waitpid(pid, &st, 0);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+/* stats over a list of servers: each in turn under a "== SERVER"
+ * header, its counters and its queues' table. */
+START_TEST(client_stats_many)
+{
+	char *dir = tl_mkdtemp(), *out = NULL, *err = NULL, *list, *head;
+	struct tl_server *s = tl_server_start("memory", NULL);
+	int c = tl_connect(s->port);
+	const char *p;
+	int n = 0;
+
+	tl_set(c, "jobs", "x");
+	close(c);
+	list = tl_strdupf("127.0.0.1:%d,127.0.0.1:%d", s->port, s->port);
+	head = tl_strdupf("== 127.0.0.1:%d\n", s->port);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "stats", "-s",
+	    list, NULL), 0);
+	for (p = out; (p = strstr(p, head)) != NULL; p++)
+		n++;
+	ck_assert_msg(n == 2, "%d headers: %s", n, out);
+	ck_assert_msg(strncmp(out, head, strlen(head)) == 0, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "\nQUEUE "));
+	ck_assert_ptr_nonnull(strstr(out, "\njobs "));
+	free(out);
+	free(err);
+	/* --raw: the STAT lines as sent, under the same headers */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "stats", "-r",
+	    "-s", list, NULL), 0);
+	ck_assert_msg(strncmp(out, head, strlen(head)) == 0, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "STAT queue_jobs_items 1\n"));
+	free(out);
+	free(err);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(list);
+	free(head);
 	tl_rmrf(dir);
 	free(dir);
 }
@@ -1816,6 +1882,7 @@ main(void)
 	    (int)(sizeof(refusals) / sizeof(refusals[0])));
 	tcase_add_loop_test(tc, client_bad_servers, 0,
 	    (int)(sizeof(bad_servers) / sizeof(bad_servers[0])));
+	tcase_add_test(tc, client_stats_many);
 	tcase_add_test(tc, client_put_options);
 	tcase_add_test(tc, refuse_types);
 	tcase_add_test(tc, sakerd_bad_values);
