@@ -548,6 +548,27 @@ START_TEST(check_store_cmd)
 END_TEST
 #endif
 
+/* Sizes in the progress line and the summary: B, then KiB and MiB with
+ * one decimal, GiB with two. */
+START_TEST(human_bytes)
+{
+	char b[32];
+
+	mig_human_bytes(b, sizeof(b), 0);
+	ck_assert_str_eq(b, "0 B");
+	mig_human_bytes(b, sizeof(b), 1023);
+	ck_assert_str_eq(b, "1023 B");
+	mig_human_bytes(b, sizeof(b), 1024);
+	ck_assert_str_eq(b, "1.0 KiB");
+	mig_human_bytes(b, sizeof(b), 1536);
+	ck_assert_str_eq(b, "1.5 KiB");
+	mig_human_bytes(b, sizeof(b), 5u << 20);
+	ck_assert_str_eq(b, "5.0 MiB");
+	mig_human_bytes(b, sizeof(b), (3ull << 30) + (1ull << 29));
+	ck_assert_str_eq(b, "3.50 GiB");
+}
+END_TEST
+
 START_TEST(cli_usage)
 {
 	char *dir = tl_mkdtemp(), *out = NULL, *err = NULL;
@@ -760,6 +781,40 @@ put_file(const char *path, const char *text)
 	ck_assert_int_eq(fputs(text, f) >= 0, 1);
 	ck_assert_int_eq(fclose(f), 0);
 }
+
+/* --progress draws the meter on stderr even when it is no terminal: a
+ * line redrawn with \r, ending at 100% and a newline; -q draws none. */
+START_TEST(migrate_progress_line)
+{
+	char *dir = tl_mkdtemp(), *out = NULL, *err = NULL, *p;
+	char *a = tl_strdupf("lmdb:%s/a", dir), *b = tl_strdupf("sqlite:%s/b.db", dir);
+	int rc;
+
+	fill_store(a);
+	rc = tl_run_saker(dir, NULL, &out, NULL, &err, "migrate", "--progress", a,
+	    b, NULL);
+	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
+	ck_assert_msg(err[0] == '\r', "%s", err);
+	ck_assert_msg((p = strstr(err, " items (100%)  ")) != NULL, "%s", err);
+	ck_assert_msg(strstr(p, " items/s") != NULL, "%s", err);
+	ck_assert_msg(err[strlen(err) - 1] == '\n', "%s", err);
+	ck_assert_ptr_nonnull(strstr(out, "verified"));
+	free(out);
+	free(err);
+	free(a);
+	a = tl_strdupf("lmdb:%s/c", dir);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "migrate",
+	    "-q", b, a, NULL), 0);
+	ck_assert_str_eq(err, "");
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+	free(a);
+	free(b);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
 
 /* A destination that is not what its type needs, or a temporary left
  * by a killed run, is refused before anything is written, each with the
@@ -1878,6 +1933,7 @@ main(void)
 	 * busy machine even with CK_TIMEOUT_MULTIPLIER */
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, cli_usage);
+	tcase_add_test(tc, human_bytes);
 	tcase_add_loop_test(tc, client_refusals, 0,
 	    (int)(sizeof(refusals) / sizeof(refusals[0])));
 	tcase_add_loop_test(tc, client_bad_servers, 0,
@@ -1904,6 +1960,7 @@ main(void)
 	tcase_add_test(tc, migrate_roundtrip);
 	tcase_add_test(tc, migrate_refusals);
 	tcase_add_test(tc, migrate_destination_refusals);
+	tcase_add_test(tc, migrate_progress_line);
 	tcase_add_test(tc, migrate_interrupted);
 	tcase_add_test(tc, migrate_disk_full);
 	tcase_add_test(tc, dump_load_identity);
