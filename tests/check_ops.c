@@ -778,6 +778,39 @@ START_TEST(test_startup_files)
 }
 END_TEST
 
+/* --log FILE and logrotate: after the file is renamed, SIGHUP makes
+ * sakerd write to a new file of that name. */
+START_TEST(test_log_reopen)
+{
+	char *log = tl_strdupf("%s/sakerd.log", tl_dir);
+	char *old = tl_strdupf("%s/sakerd.log.1", tl_dir), *text;
+	struct tl_server *s = tl_server_start("memory", "-v", "--log", log, NULL);
+	int64_t deadline = tl_now_ms() + 5000;
+	int c = tl_connect(s->port);
+
+	ck_assert_int_eq(rename(log, old), 0);
+	ck_assert_int_eq(kill(s->pid, SIGHUP), 0);
+	while (tl_stat(c, "reloads") < 1) {
+		ck_assert_msg(tl_now_ms() < deadline, "no reload");
+		tl_sleep_ms(10);
+	}
+	close(c);
+	tl_server_stop(s);
+	text = tl_read_file(old, NULL);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "SIGHUP: reopening the log") != NULL, "%s", text);
+	ck_assert_msg(strstr(text, "stopping") == NULL, "%s", text);
+	free(text);
+	text = tl_read_file(log, NULL);
+	ck_assert_msg(text != NULL, "no new %s", log);
+	ck_assert_msg(strstr(text, "signal 15: stopping") != NULL, "%s", text);
+	free(text);
+	tl_server_free(s);
+	free(log);
+	free(old);
+}
+END_TEST
+
 /* Readiness for systemd's Type=notify: one datagram "READY=1" on
  * $NOTIFY_SOCKET once the server serves, "STOPPING=1" when it stops. */
 START_TEST(test_systemd_notify)
@@ -938,6 +971,7 @@ main(void)
 	tcase_add_test(tc, test_startup_errors);
 	tcase_add_test(tc, test_startup_files);
 	tcase_add_test(tc, test_systemd_notify);
+	tcase_add_test(tc, test_log_reopen);
 	tcase_add_test(tc, test_duration_everywhere);
 	tcase_add_test(tc, test_max_item_refused);
 #ifdef HAVE_LMDB
