@@ -531,6 +531,41 @@ START_TEST(test_miss_leaves_nothing)
 }
 END_TEST
 
+/* expire_to added by a reload to a queue already in use: its target is
+ * made at the reload (listed before any expiry) and gets the expired
+ * items; taken out again, they are dropped as before. */
+START_TEST(test_expire_to_by_reload)
+{
+	char *conf = tl_write_file("r.conf", "[queue rq]\nmax_age = 200ms\n");
+	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
+	int c = tl_connect(s->port);
+
+	tl_set(c, "rq", "a");
+	tl_set(c, "other", "o");
+	ck_assert_int_eq(tl_stat(c, "queue_rq_late_items"), -1);
+	tl_reload(s, conf, "[queue rq]\nmax_age = 200ms\nexpire_to = rq_late\n"
+	    "[queue other]\nexpire_to = other_late\n");
+	ck_assert_int_eq(tl_stat(c, "queue_rq_late_items"), 0);
+	ck_assert_int_eq(tl_stat(c, "queue_other_late_items"), 0);
+	tl_sleep_ms(300);
+	tl_ckget(c, "rq", NULL);		/* expired: moved */
+	tl_ckget(c, "rq_late", "a");
+	ck_assert_int_eq(tl_stat(c, "queue_rq_expired_to"), 1);
+	tl_reload(s, conf, "[queue rq]\nmax_age = 200ms\n");
+	tl_set(c, "rq", "b");
+	tl_sleep_ms(300);
+	tl_ckget(c, "rq", NULL);		/* expired: dropped */
+	tl_ckget(c, "rq_late", NULL);
+	ck_assert_int_eq(tl_stat(c, "queue_rq_expired_items"), 1);	/* dropped */
+	ck_assert_int_eq(tl_stat(c, "queue_rq_expired_to"), 1);	/* not moved */
+	tl_ckget(c, "other", "o");
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(conf);
+}
+END_TEST
+
 /* `stats` lists a queue the store made (issue 42): the expire_to target
  * from when the configuration names it for a queue in use, with the
  * items moved into it, before any client reads it; and a target the store
@@ -966,6 +1001,7 @@ main(void)
 	tcase_add_test(tc, test_queue_churn);
 	tcase_add_test(tc, test_miss_leaves_nothing);
 	tcase_add_test(tc, test_stats_list_store_made);
+	tcase_add_test(tc, test_expire_to_by_reload);
 	tcase_add_test(tc, test_pidfile_and_daemon);
 	tcase_add_test(tc, test_idle_timeout);
 	tcase_add_test(tc, test_startup_errors);
