@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -787,6 +789,60 @@ START_TEST(test_startup_errors)
 }
 END_TEST
 
+/* What sakerd cannot listen on or run as: exit 1 with the reason in the
+ * log (stderr here) and the line that points at it. */
+START_TEST(test_listen_refusals)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	char *err = NULL, *port, *want, *longpath;
+	int busy = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "-l",
+	    "not an address", NULL), 1);
+	ck_assert_msg(strstr(err, "cannot parse listen address 'not an address'")
+	    != NULL && strstr(err, "sakerd: cannot listen; see the log above\n")
+	    != NULL, "%s", err);
+	free(err);
+
+	/* a port another socket listens on */
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(busy, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(busy, 1), 0);
+	ck_assert_int_eq(getsockname(busy, (struct sockaddr *)&sa, &sl), 0);
+	port = tl_strdupf("%d", ntohs(sa.sin_port));
+	want = tl_strdupf("cannot listen on 127.0.0.1:%s: Address already in use",
+	    port);
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "-p", port, NULL), 1);
+	ck_assert_msg(strstr(err, want) != NULL, "%s", err);
+	free(err);
+	close(busy);
+
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "-p", "0", "-s",
+	    "/nonexistent/dir/s.sock", NULL), 1);
+	ck_assert_msg(strstr(err, "cannot listen on /nonexistent/dir/s.sock: "
+	    "No such file or directory") != NULL, "%s", err);
+	free(err);
+	longpath = tl_strdupf("%s/%0120d.sock", tl_dir, 0);
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "-p", "0", "-s",
+	    longpath, NULL), 1);
+	ck_assert_msg(strstr(err, "unix socket path too long: ") != NULL, "%s", err);
+	free(err);
+
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "-p", "0", "-s",
+	    "s.sock", "-u", "no_such_user_here", NULL), 1);
+	ck_assert_msg(strstr(err, "-u no_such_user_here: no such user") != NULL &&
+	    strstr(err, "sakerd: cannot drop privileges; see the log above\n")
+	    != NULL, "%s", err);
+	free(err);
+	free(port);
+	free(want);
+	free(longpath);
+}
+END_TEST
+
 /* Files sakerd must open before it serves: a pidfile or log it cannot
  * open is a startup error on the terminal, naming the file and why. */
 START_TEST(test_startup_files)
@@ -1006,6 +1062,7 @@ main(void)
 	tcase_add_test(tc, test_idle_timeout);
 	tcase_add_test(tc, test_startup_errors);
 	tcase_add_test(tc, test_startup_files);
+	tcase_add_test(tc, test_listen_refusals);
 	tcase_add_test(tc, test_systemd_notify);
 	tcase_add_test(tc, test_log_reopen);
 	tcase_add_test(tc, test_duration_everywhere);
