@@ -789,6 +789,41 @@ START_TEST(test_startup_errors)
 }
 END_TEST
 
+#ifdef HAVE_LMDB
+/* A store with more queues than a new --max-queues: a warning at start,
+ * every queue it has still works, new ones are refused. */
+START_TEST(test_max_queues_below_store)
+{
+	char *spec = tl_strdupf("lmdb:%s/many", tl_dir);
+	struct tl_server *s = tl_server_start(spec, NULL);
+	int c = tl_connect(s->port);
+	char *log;
+
+	tl_set(c, "q1", "a");
+	tl_set(c, "q2", "b");
+	tl_set(c, "q3", "c");
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	s = tl_server_start(spec, "--max-queues", "2", NULL);
+	c = tl_connect(s->port);
+	log = tl_read_file(s->log, NULL);
+	ck_assert_msg(log != NULL && strstr(log, "the store has 3 queues, more than "
+	    "--max-queues 2: they all work, new ones are refused") != NULL,
+	    "%s", log);
+	free(log);
+	tl_set(c, "q3", "d");
+	tl_ckget(c, "q1", "a");
+	mustsends(c, "set q4 0 0 1\r\nx\r\n");
+	ckresp(c, "SERVER_ERROR too many queues\r\n");
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+}
+END_TEST
+#endif
+
 /* What sakerd cannot listen on or run as: exit 1 with the reason in the
  * log (stderr here) and the line that points at it. */
 START_TEST(test_listen_refusals)
@@ -1063,6 +1098,9 @@ main(void)
 	tcase_add_test(tc, test_startup_errors);
 	tcase_add_test(tc, test_startup_files);
 	tcase_add_test(tc, test_listen_refusals);
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, test_max_queues_below_store);
+#endif
 	tcase_add_test(tc, test_systemd_notify);
 	tcase_add_test(tc, test_log_reopen);
 	tcase_add_test(tc, test_duration_everywhere);
