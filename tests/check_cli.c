@@ -516,12 +516,26 @@ START_TEST(check_store_cmd)
 	free(out);
 	free(err);
 
+	/* -q: nothing to say about a sound store */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "check", "-q",
+	    spec, NULL), 0);
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+
 	ck_assert_int_gt(flip_marker(sdir, "a marker to flip"), 0);
 	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "check",
 	    spec, NULL), 1);
 	ck_assert_msg(strstr(out, "damaged: queue 'hurt'") != NULL &&
 	    strstr(out, "'good'") == NULL && strstr(out, "DAMAGED") != NULL,
 	    "out: %s", out);
+	free(out);
+	free(err);
+	/* -q: damage is reported in full, summary included */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "check", "-q",
+	    spec, NULL), 1);
+	ck_assert_msg(strstr(out, "damaged: queue 'hurt'") != NULL &&
+	    strstr(out, "DAMAGED") != NULL, "out: %s", out);
 	free(out);
 	free(err);
 
@@ -1167,6 +1181,11 @@ static const struct {
 	{ { "requeue", "--max", "0", "a", "b", NULL }, 2, "saker requeue: bad --max '0' (a number of items, at least 1)" },
 	{ { "requeue", "--max", "x", "a", "b", NULL }, 2, "saker requeue: bad --max 'x'" },
 	{ { "requeue", "--bogus", "a", "b", NULL }, 2, "saker requeue: unrecognized option '--bogus'" },
+	{ { "check", NULL }, 2, "usage: saker check [-q] SPEC" },
+	{ { "check", "a", "b", NULL }, 2, "usage: saker check [-q] SPEC" },
+	{ { "check", "--help", NULL }, 0, "usage: saker check [-q] SPEC" },
+	{ { "check", "--bogus", "x", NULL }, 2, "saker check: unrecognized option '--bogus'" },
+	{ { "check", "nosuch:x", NULL }, 1, "saker check: nosuch:x: unknown store type 'nosuch'" },
 };
 
 START_TEST(client_refusals)
