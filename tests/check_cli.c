@@ -1496,6 +1496,100 @@ run_saker_session(const char *dir, const char *tty_in, const char *prompt,
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* What the client refuses before it sends a login: each with its reason
+ * and status 1, nothing sent that a server could log. */
+START_TEST(client_login_refusals)
+{
+	char *dir = tl_mkdtemp(), *err = NULL, *longpw, *want;
+	char *empty = file_mode(dir, "empty.pw", "", 0600);
+	char *blank = file_mode(dir, "blank.pw", "\nsecond\n", 0600);
+	struct tl_server *s = tl_server_start("memory", NULL);
+	char *srv = tl_strdupf("127.0.0.1:%d", s->port);
+	char *bigpw;
+
+	unsetenv("SAKER_USER");
+	unsetenv("SAKER_PASSWORD");
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "u", "--password-file", "/nonexistent/pw", "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "saker put: cannot open password file "
+	    "/nonexistent/pw: No such file or directory\n") != NULL, "%s", err);
+	free(err);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "u", "--password-file", dir, "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "is not a regular file") != NULL, "%s", err);
+	free(err);
+	/* an empty first line is an empty password */
+	want = tl_strdupf("saker put: the password for user u is empty in %s\n",
+	    empty);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "u", "--password-file", empty, "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, want) != NULL, "%s", err);
+	free(err);
+	free(want);
+	want = tl_strdupf("saker put: the password for user u is empty in %s\n",
+	    blank);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "u", "--password-file", blank, "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, want) != NULL, "%s", err);
+	free(err);
+	free(want);
+	/* a first line of 4096 bytes or more */
+	ck_assert_ptr_nonnull(longpw = calloc(1, 5000));
+	memset(longpw, 'p', 4999);
+	bigpw = file_mode(dir, "big.pw", longpw, 0600);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "u", "--password-file", bigpw, "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "the first line is longer than 4095 bytes")
+	    != NULL, "%s", err);
+	free(err);
+	setenv("SAKER_PASSWORD", longpw, 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "u", "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "saker put: SAKER_PASSWORD is longer than 4095 "
+	    "bytes\n") != NULL, "%s", err);
+	free(err);
+	/* user and password together over what the server takes */
+	longpw[4000] = '\0';
+	setenv("SAKER_PASSWORD", longpw, 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "a-rather-long-user-name-for-this-purpose-that-goes-on-and-on-and-on-"
+	    "and-on-for-well-over-ninety-six-bytes-in-all-to-pass-the-limit",
+	    "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "user name and password are longer than the "
+	    "server takes (4096 bytes)") != NULL, "%s", err);
+	free(err);
+	setenv("SAKER_PASSWORD", "pw", 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "a b", "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "saker put: bad user name 'a b' (no spaces, "
+	    "colons or control characters)") != NULL, "%s", err);
+	free(err);
+	/* a password alone: whose? */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s",
+	    srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "a password without a user name: give --user "
+	    "NAME or SAKER_USER") != NULL, "%s", err);
+	free(err);
+	unsetenv("SAKER_PASSWORD");
+	/* nothing reached the queue */
+	{
+		int c = tl_connect(s->port);
+
+		ck_assert_int_eq(tl_stat(c, "curr_items"), 0);
+		close(c);
+	}
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(longpw);
+	free(bigpw);
+	free(empty);
+	free(blank);
+	free(srv);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(client_login)
 {
 	char *dir = tl_mkdtemp();
@@ -1991,6 +2085,7 @@ main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, client_put_get_stats);
 	tcase_add_test(tc, client_login);
+	tcase_add_test(tc, client_login_refusals);
 	tcase_add_test(tc, client_login_prompt);
 #ifdef HAVE_OPENSSL
 	tcase_add_test(tc, client_login_tls);
