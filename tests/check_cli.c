@@ -796,6 +796,53 @@ put_file(const char *path, const char *text)
 	ck_assert_int_eq(fclose(f), 0);
 }
 
+/* dump -o: written under a temporary name and renamed into place, so a
+ * file that cannot be made or replaced is refused with nothing left
+ * behind; --progress and -q as for migrate. */
+START_TEST(dump_output)
+{
+	char *dir = tl_mkdtemp(), *out = NULL, *err = NULL;
+	char *a = tl_strdupf("lmdb:%s/a", dir), *file = tl_strdupf("%s/d.dump", dir);
+	char *sub = tl_strdupf("%s/sub", dir);
+	struct stat sb;
+
+	fill_store(a);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "dump", "-o",
+	    "/nonexistent/dir/d", a, NULL), 1);
+	ck_assert_msg(strstr(err, "saker dump: cannot create /nonexistent/dir/d.tmp-")
+	    != NULL, "%s", err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "dump", "-q",
+	    "-o", sub, a, NULL), 1);
+	ck_assert_msg(strstr(err, "saker dump: cannot write ") != NULL &&
+	    strstr(err, ": Is a directory") != NULL, "%s", err);
+	free(out);
+	free(err);
+	ck_no_temporaries(dir);
+
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "dump",
+	    "--progress", "-o", file, a, NULL), 0);
+	ck_assert_msg(err[0] == '\r' && strstr(err, " items (100%)") != NULL &&
+	    strstr(err, "dumped ") != NULL, "%s", err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(stat(file, &sb), 0);
+	ck_assert_int_gt(sb.st_size, 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "dump", "-q",
+	    "-o", file, a, NULL), 0);
+	ck_assert_str_eq(err, "");
+	free(out);
+	free(err);
+	free(a);
+	free(file);
+	free(sub);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 /* --progress draws the meter on stderr even when it is no terminal: a
  * line redrawn with \r, ending at 100% and a newline; -q draws none. */
 START_TEST(migrate_progress_line)
@@ -2081,6 +2128,7 @@ main(void)
 	tcase_add_test(tc, migrate_refusals);
 	tcase_add_test(tc, migrate_destination_refusals);
 	tcase_add_test(tc, migrate_progress_line);
+	tcase_add_test(tc, dump_output);
 	tcase_add_test(tc, migrate_interrupted);
 	tcase_add_test(tc, migrate_disk_full);
 	tcase_add_test(tc, dump_load_identity);
