@@ -517,12 +517,26 @@ START_TEST(check_store_cmd)
 	free(out);
 	free(err);
 
+	/* -q: nothing to say about a sound store */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "check", "-q",
+	    spec, NULL), 0);
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+
 	ck_assert_int_gt(flip_marker(sdir, "a marker to flip"), 0);
 	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "check",
 	    spec, NULL), 1);
 	ck_assert_msg(strstr(out, "damaged: queue 'hurt'") != NULL &&
 	    strstr(out, "'good'") == NULL && strstr(out, "DAMAGED") != NULL,
 	    "out: %s", out);
+	free(out);
+	free(err);
+	/* -q: damage is reported in full, summary included */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "check", "-q",
+	    spec, NULL), 1);
+	ck_assert_msg(strstr(out, "damaged: queue 'hurt'") != NULL &&
+	    strstr(out, "DAMAGED") != NULL, "out: %s", out);
 	free(out);
 	free(err);
 
@@ -548,6 +562,27 @@ START_TEST(check_store_cmd)
 }
 END_TEST
 #endif
+
+/* Sizes in the progress line and the summary: B, then KiB and MiB with
+ * one decimal, GiB with two. */
+START_TEST(human_bytes)
+{
+	char b[32];
+
+	mig_human_bytes(b, sizeof(b), 0);
+	ck_assert_str_eq(b, "0 B");
+	mig_human_bytes(b, sizeof(b), 1023);
+	ck_assert_str_eq(b, "1023 B");
+	mig_human_bytes(b, sizeof(b), 1024);
+	ck_assert_str_eq(b, "1.0 KiB");
+	mig_human_bytes(b, sizeof(b), 1536);
+	ck_assert_str_eq(b, "1.5 KiB");
+	mig_human_bytes(b, sizeof(b), 5u << 20);
+	ck_assert_str_eq(b, "5.0 MiB");
+	mig_human_bytes(b, sizeof(b), (3ull << 30) + (1ull << 29));
+	ck_assert_str_eq(b, "3.50 GiB");
+}
+END_TEST
 
 START_TEST(cli_usage)
 {
@@ -813,6 +848,186 @@ fill_many(const char *spec, int n)
 	saker_store_close(s);
 }
 
+static void
+put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	ck_assert_int_eq(fputs(text, f) >= 0, 1);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* dump -o: written under a temporary name and renamed into place, so a
+ * file that cannot be made or replaced is refused with nothing left
+ * behind; --progress and -q as for migrate. */
+START_TEST(dump_output)
+{
+	char *dir = tl_mkdtemp(), *out = NULL, *err = NULL;
+	char *a = tl_strdupf("lmdb:%s/a", dir), *file = tl_strdupf("%s/d.dump", dir);
+	char *sub = tl_strdupf("%s/sub", dir);
+	struct stat sb;
+
+	fill_store(a);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "dump", "-o",
+	    "/nonexistent/dir/d", a, NULL), 1);
+	ck_assert_msg(strstr(err, "saker dump: cannot create /nonexistent/dir/d.tmp-")
+	    != NULL, "%s", err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "dump", "-q",
+	    "-o", sub, a, NULL), 1);
+	ck_assert_msg(strstr(err, "saker dump: cannot write ") != NULL &&
+	    strstr(err, ": Is a directory") != NULL, "%s", err);
+	free(out);
+	free(err);
+	ck_no_temporaries(dir);
+
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "dump",
+	    "--progress", "-o", file, a, NULL), 0);
+	ck_assert_msg(err[0] == '\r' && strstr(err, " items (100%)") != NULL &&
+	    strstr(err, "dumped ") != NULL, "%s", err);
+	free(out);
+	free(err);
+	ck_assert_int_eq(stat(file, &sb), 0);
+	ck_assert_int_gt(sb.st_size, 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "dump", "-q",
+	    "-o", file, a, NULL), 0);
+	ck_assert_str_eq(err, "");
+	free(out);
+	free(err);
+	free(a);
+	free(file);
+	free(sub);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+/* --progress draws the meter on stderr even when it is no terminal: a
+ * line redrawn with \r, ending at 100% and a newline; -q draws none. */
+START_TEST(migrate_progress_line)
+{
+	char *dir = tl_mkdtemp(), *out = NULL, *err = NULL, *p;
+	char *a = tl_strdupf("lmdb:%s/a", dir), *b = tl_strdupf("sqlite:%s/b.db", dir);
+	int rc;
+
+	fill_store(a);
+	rc = tl_run_saker(dir, NULL, &out, NULL, &err, "migrate", "--progress", a,
+	    b, NULL);
+	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
+	ck_assert_msg(err[0] == '\r', "%s", err);
+	ck_assert_msg((p = strstr(err, " items (100%)  ")) != NULL, "%s", err);
+	ck_assert_msg(strstr(p, " items/s") != NULL, "%s", err);
+	ck_assert_msg(err[strlen(err) - 1] == '\n', "%s", err);
+	ck_assert_ptr_nonnull(strstr(out, "verified"));
+	free(out);
+	free(err);
+	free(a);
+	a = tl_strdupf("lmdb:%s/c", dir);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "migrate",
+	    "-q", b, a, NULL), 0);
+	ck_assert_str_eq(err, "");
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+	free(a);
+	free(b);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+/* A destination that is not what its type needs, or a temporary left
+ * by a killed run, is refused before anything is written, each with the
+ * reason; what was there stays. */
+START_TEST(migrate_destination_refusals)
+{
+	char *dir = tl_mkdtemp(), *err = NULL;
+	char *a = tl_strdupf("lmdb:%s/a", dir);
+	char *file = tl_strdupf("%s/plain", dir), *sub = tl_strdupf("%s/sub", dir);
+	char *junk = tl_strdupf("%s/junk.db", dir);
+	char *to_file = tl_strdupf("lmdb:%s", file), *to_dir = tl_strdupf("sqlite:%s", sub);
+	char *to_junk = tl_strdupf("sqlite:%s", junk);
+	char *to_new = tl_strdupf("sqlite:%s/new.db", dir);
+	char *tmp = tl_strdupf("%s/new.db.tmp-%ld", dir, (long)getpid());
+	char *argv[] = { "migrate", "-q", a, to_new, NULL };
+	char *text;
+	size_t len;
+	FILE *fe;
+	int se, rc;
+
+	fill_store(a);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", a,
+	    "sqlite:", NULL), 1);
+	ck_assert_msg(strstr(err, "destination store 'sqlite:' needs a location: "
+	    "sqlite:FILE") != NULL, "%s", err);
+	free(err);
+
+	put_file(file, "not a store");
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", a,
+	    to_file, NULL), 1);
+	ck_assert_msg(strstr(err, "exists and is not a directory") != NULL, "%s", err);
+	free(err);
+
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", a,
+	    to_dir, NULL), 1);
+	ck_assert_msg(strstr(err, "is a directory, expected a file") != NULL, "%s", err);
+	free(err);
+
+	/* a file that is no SQLite database: not taken for an empty one */
+	put_file(junk, "this is not an SQLite database, not at all");
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "migrate", a,
+	    to_junk, NULL), 1);
+	ck_assert_msg(strstr(err, "exists but cannot be opened as a sqlite store")
+	    != NULL, "%s", err);
+	free(err);
+	text = tl_read_file(junk, &len);
+	ck_assert_str_eq(text, "this is not an SQLite database, not at all");
+	free(text);
+
+	/* a temporary of this process's pid: in-process, so the pid is ours */
+	put_file(tmp, "left over");
+	ck_assert_ptr_nonnull(fe = tmpfile());
+	fflush(stderr);
+	se = dup(2);
+	dup2(fileno(fe), 2);
+	rc = migrate_main(4, argv);
+	fflush(stderr);
+	dup2(se, 2);
+	close(se);
+	ck_assert_int_eq(rc, 1);
+	rewind(fe);
+	{
+		char buf[1024];
+
+		len = fread(buf, 1, sizeof(buf) - 1, fe);
+		buf[len] = '\0';
+		ck_assert_msg(strstr(buf, "already exists (left by a killed run?); "
+		    "remove it first") != NULL, "%s", buf);
+	}
+	fclose(fe);
+	ck_assert(!exists(to_new + 7));
+	text = tl_read_file(tmp, &len);
+	ck_assert_str_eq(text, "left over");	/* not ours to remove */
+	free(text);
+
+	free(a);
+	free(file);
+	free(sub);
+	free(junk);
+	free(to_file);
+	free(to_dir);
+	free(to_junk);
+	free(to_new);
+	free(tmp);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 /* Interrupted after some batches were committed: the destination is left
  * as it was, new or existing. */
 START_TEST(migrate_interrupted)
@@ -1044,6 +1259,9 @@ END_TEST
 
 /* Command lines the client refuses: exit status, and the start of the
  * first line on stderr (or stdout for --help). */
+/* longer than a sockaddr_un's path (108 bytes) */
+#define SOCK_TOO_LONG "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 static const struct {
 	const char *argv[7];
 	int status;
@@ -1066,6 +1284,24 @@ static const struct {
 	{ { "requeue", "--help", NULL }, 0, "usage: saker requeue [-s SERVER] [--max N] FROM TO" },
 	{ { "put", "-s", "[::1", "q", "x", NULL }, 1, "saker put: bad server address '[::1' (expected HOST:PORT)" },
 	{ { "put", "-s", "/nonexistent/sock", "q", "x", NULL }, 1, "saker put: cannot connect to /nonexistent/sock: " },
+	{ { "put", "-s", ":22133", "q", "x", NULL }, 1, "saker put: bad server address ':22133' (expected HOST:PORT)" },
+	{ { "get", "-s", "[::1]x", "q", NULL }, 1, "saker get: bad server address '[::1]x' (expected HOST:PORT)" },
+	{ { "stats", "-s", "/" SOCK_TOO_LONG, NULL }, 1, "saker stats: cannot connect to /" SOCK_TOO_LONG ": socket path too long" },
+	{ { "requeue", "--max", "0", "a", "b", NULL }, 2, "saker requeue: bad --max '0' (a number of items, at least 1)" },
+	{ { "requeue", "--max", "x", "a", "b", NULL }, 2, "saker requeue: bad --max 'x'" },
+	{ { "requeue", "--bogus", "a", "b", NULL }, 2, "saker requeue: unrecognized option '--bogus'" },
+	{ { "check", NULL }, 2, "usage: saker check [-q] SPEC" },
+	{ { "dump", NULL }, 2, "usage: saker dump [--progress|--quiet] [-o FILE] SPEC" },
+	{ { "dump", "--help", NULL }, 0, "usage: saker dump [--progress|--quiet] [-o FILE] SPEC" },
+	{ { "dump", "--bogus", "x", NULL }, 2, "saker dump: unrecognized option '--bogus'" },
+	{ { "load", "a", "b", NULL }, 2, "usage: saker load [--append]" },
+	{ { "load", "--help", NULL }, 0, "usage: saker load [--append]" },
+	{ { "load", "--bogus", "x", NULL }, 2, "saker load: unrecognized option '--bogus'" },
+	{ { "load", "-i", "/nonexistent/dump", "lmdb:/nonexistent/st", NULL }, 1, "saker load: /nonexistent/dump: No such file or directory" },
+	{ { "check", "a", "b", NULL }, 2, "usage: saker check [-q] SPEC" },
+	{ { "check", "--help", NULL }, 0, "usage: saker check [-q] SPEC" },
+	{ { "check", "--bogus", "x", NULL }, 2, "saker check: unrecognized option '--bogus'" },
+	{ { "check", "nosuch:x", NULL }, 1, "saker check: nosuch:x: unknown store type 'nosuch'" },
 };
 
 START_TEST(client_refusals)
@@ -1138,19 +1374,36 @@ static const struct {
 	{ "HELLO there\r\n", "get", "replied: HELLO there", "" },
 	/* an item, then no END */
 	{ "VALUE q 0 1\r\nx\r\nNOPE\r\n", "get", "unexpected reply", "NOPE" },
+	{ "NOT_STORED\r\n", "put", "saker put: queue 'q' is full (NOT_STORED)", "" },
+	{ NULL, "stats", "closed the connection", "" },
+	{ "SERVER_ERROR busy\r\n", "stats", "replied: SERVER_ERROR busy", "" },
+	{ "STAT pid 1\r\nSTATE\r\n", "stats", "replied: STATE", "" },
+	{ NULL, "requeue", "closed the connection", "" },
+	{ "CLIENT_ERROR nope\r\n", "requeue", "saker requeue: ", "replied: CLIENT_ERROR nope" },
+	{ "99999\r\n", "requeue", "replied: 99999", "" },	/* more than asked */
 };
 
 START_TEST(client_bad_servers)
 {
+	const char *cmd = bad_servers[_i].cmd;
 	char *dir = tl_mkdtemp(), *err = NULL, *srv;
-	int port, st;
+	int port, st, rc;
 	pid_t pid = fake_server(&port, bad_servers[_i].reply);
 
 	srv = tl_strdupf("127.0.0.1:%d", port);
-	ck_assert_int_eq(strcmp(bad_servers[_i].cmd, "put") == 0 ?
-	    tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s", srv, "q", "x",
-	    NULL) : tl_run_saker(dir, NULL, NULL, NULL, &err, "get", "-s", srv,
-	    "q", NULL), 1);
+	if (strcmp(cmd, "put") == 0)
+		rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s", srv,
+		    "q", "x", NULL);
+	else if (strcmp(cmd, "get") == 0)
+		rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "get", "-s", srv,
+		    "q", NULL);
+	else if (strcmp(cmd, "stats") == 0)
+		rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "stats", "-s", srv,
+		    NULL);
+	else
+		rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "requeue", "-s",
+		    srv, "dead", "live", NULL);
+	ck_assert_msg(rc == 1, "%s: status %d: %s", cmd, rc, err);
 	ck_assert_msg(strstr(err, bad_servers[_i].says) != NULL &&
 	    strstr(err, bad_servers[_i].says2) != NULL, "%s", err);
 	if (bad_servers[_i].reply == NULL)
@@ -1159,6 +1412,46 @@ START_TEST(client_bad_servers)
 	free(err);
 	free(srv);
 	waitpid(pid, &st, 0);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+/* stats over a list of servers: each in turn under a "== SERVER"
+ * header, its counters and its queues' table. */
+START_TEST(client_stats_many)
+{
+	char *dir = tl_mkdtemp(), *out = NULL, *err = NULL, *list, *head;
+	struct tl_server *s = tl_server_start("memory", NULL);
+	int c = tl_connect(s->port);
+	const char *p;
+	int n = 0;
+
+	tl_set(c, "jobs", "x");
+	close(c);
+	list = tl_strdupf("127.0.0.1:%d,127.0.0.1:%d", s->port, s->port);
+	head = tl_strdupf("== 127.0.0.1:%d\n", s->port);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "stats", "-s",
+	    list, NULL), 0);
+	for (p = out; (p = strstr(p, head)) != NULL; p++)
+		n++;
+	ck_assert_msg(n == 2, "%d headers: %s", n, out);
+	ck_assert_msg(strncmp(out, head, strlen(head)) == 0, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "\nQUEUE "));
+	ck_assert_ptr_nonnull(strstr(out, "\njobs "));
+	free(out);
+	free(err);
+	/* --raw: the STAT lines as sent, under the same headers */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "stats", "-r",
+	    "-s", list, NULL), 0);
+	ck_assert_msg(strncmp(out, head, strlen(head)) == 0, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "STAT queue_jobs_items 1\n"));
+	free(out);
+	free(err);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(list);
+	free(head);
 	tl_rmrf(dir);
 	free(dir);
 }
@@ -1318,6 +1611,100 @@ run_saker_session(const char *dir, const char *tty_in, const char *prompt,
 	free(epath);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+/* What the client refuses before it sends a login: each with its reason
+ * and status 1, nothing sent that a server could log. */
+START_TEST(client_login_refusals)
+{
+	char *dir = tl_mkdtemp(), *err = NULL, *longpw, *want;
+	char *empty = file_mode(dir, "empty.pw", "", 0600);
+	char *blank = file_mode(dir, "blank.pw", "\nsecond\n", 0600);
+	struct tl_server *s = tl_server_start("memory", NULL);
+	char *srv = tl_strdupf("127.0.0.1:%d", s->port);
+	char *bigpw;
+
+	unsetenv("SAKER_USER");
+	unsetenv("SAKER_PASSWORD");
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "u", "--password-file", "/nonexistent/pw", "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "saker put: cannot open password file "
+	    "/nonexistent/pw: No such file or directory\n") != NULL, "%s", err);
+	free(err);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "u", "--password-file", dir, "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "is not a regular file") != NULL, "%s", err);
+	free(err);
+	/* an empty first line is an empty password */
+	want = tl_strdupf("saker put: the password for user u is empty in %s\n",
+	    empty);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "u", "--password-file", empty, "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, want) != NULL, "%s", err);
+	free(err);
+	free(want);
+	want = tl_strdupf("saker put: the password for user u is empty in %s\n",
+	    blank);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "u", "--password-file", blank, "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, want) != NULL, "%s", err);
+	free(err);
+	free(want);
+	/* a first line of 4096 bytes or more */
+	ck_assert_ptr_nonnull(longpw = calloc(1, 5000));
+	memset(longpw, 'p', 4999);
+	bigpw = file_mode(dir, "big.pw", longpw, 0600);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "u", "--password-file", bigpw, "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "the first line is longer than 4095 bytes")
+	    != NULL, "%s", err);
+	free(err);
+	setenv("SAKER_PASSWORD", longpw, 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "u", "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "saker put: SAKER_PASSWORD is longer than 4095 "
+	    "bytes\n") != NULL, "%s", err);
+	free(err);
+	/* user and password together over what the server takes */
+	longpw[4000] = '\0';
+	setenv("SAKER_PASSWORD", longpw, 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "a-rather-long-user-name-for-this-purpose-that-goes-on-and-on-and-on-"
+	    "and-on-for-well-over-ninety-six-bytes-in-all-to-pass-the-limit",
+	    "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "user name and password are longer than the "
+	    "server takes (4096 bytes)") != NULL, "%s", err);
+	free(err);
+	setenv("SAKER_PASSWORD", "pw", 1);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "--user",
+	    "a b", "-s", srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "saker put: bad user name 'a b' (no spaces, "
+	    "colons or control characters)") != NULL, "%s", err);
+	free(err);
+	/* a password alone: whose? */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, &err, "put", "-s",
+	    srv, "q", "x", NULL), 1);
+	ck_assert_msg(strstr(err, "a password without a user name: give --user "
+	    "NAME or SAKER_USER") != NULL, "%s", err);
+	free(err);
+	unsetenv("SAKER_PASSWORD");
+	/* nothing reached the queue */
+	{
+		int c = tl_connect(s->port);
+
+		ck_assert_int_eq(tl_stat(c, "curr_items"), 0);
+		close(c);
+	}
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(longpw);
+	free(bigpw);
+	free(empty);
+	free(blank);
+	free(srv);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
 
 START_TEST(client_login)
 {
@@ -1775,10 +2162,12 @@ main(void)
 	 * busy machine even with CK_TIMEOUT_MULTIPLIER */
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, cli_usage);
+	tcase_add_test(tc, human_bytes);
 	tcase_add_loop_test(tc, client_refusals, 0,
 	    (int)(sizeof(refusals) / sizeof(refusals[0])));
 	tcase_add_loop_test(tc, client_bad_servers, 0,
 	    (int)(sizeof(bad_servers) / sizeof(bad_servers[0])));
+	tcase_add_test(tc, client_stats_many);
 	tcase_add_test(tc, client_put_options);
 	tcase_add_test(tc, refuse_types);
 	tcase_add_test(tc, migrate_absent_driver);
@@ -1800,6 +2189,9 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, migrate_roundtrip);
 	tcase_add_test(tc, migrate_refusals);
+	tcase_add_test(tc, migrate_destination_refusals);
+	tcase_add_test(tc, migrate_progress_line);
+	tcase_add_test(tc, dump_output);
 	tcase_add_test(tc, migrate_interrupted);
 	tcase_add_test(tc, migrate_disk_full);
 	tcase_add_test(tc, dump_load_identity);
@@ -1811,6 +2203,7 @@ main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, client_put_get_stats);
 	tcase_add_test(tc, client_login);
+	tcase_add_test(tc, client_login_refusals);
 	tcase_add_test(tc, client_login_prompt);
 #ifdef HAVE_OPENSSL
 	tcase_add_test(tc, client_login_tls);

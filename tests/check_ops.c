@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -529,6 +533,41 @@ START_TEST(test_miss_leaves_nothing)
 }
 END_TEST
 
+/* expire_to added by a reload to a queue already in use: its target is
+ * made at the reload (listed before any expiry) and gets the expired
+ * items; taken out again, they are dropped as before. */
+START_TEST(test_expire_to_by_reload)
+{
+	char *conf = tl_write_file("r.conf", "[queue rq]\nmax_age = 200ms\n");
+	struct tl_server *s = tl_server_start("memory", "--config", conf, NULL);
+	int c = tl_connect(s->port);
+
+	tl_set(c, "rq", "a");
+	tl_set(c, "other", "o");
+	ck_assert_int_eq(tl_stat(c, "queue_rq_late_items"), -1);
+	tl_reload(s, conf, "[queue rq]\nmax_age = 200ms\nexpire_to = rq_late\n"
+	    "[queue other]\nexpire_to = other_late\n");
+	ck_assert_int_eq(tl_stat(c, "queue_rq_late_items"), 0);
+	ck_assert_int_eq(tl_stat(c, "queue_other_late_items"), 0);
+	tl_sleep_ms(300);
+	tl_ckget(c, "rq", NULL);		/* expired: moved */
+	tl_ckget(c, "rq_late", "a");
+	ck_assert_int_eq(tl_stat(c, "queue_rq_expired_to"), 1);
+	tl_reload(s, conf, "[queue rq]\nmax_age = 200ms\n");
+	tl_set(c, "rq", "b");
+	tl_sleep_ms(300);
+	tl_ckget(c, "rq", NULL);		/* expired: dropped */
+	tl_ckget(c, "rq_late", NULL);
+	ck_assert_int_eq(tl_stat(c, "queue_rq_expired_items"), 1);	/* dropped */
+	ck_assert_int_eq(tl_stat(c, "queue_rq_expired_to"), 1);	/* not moved */
+	tl_ckget(c, "other", "o");
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(conf);
+}
+END_TEST
+
 /* `stats` lists a queue the store made (issue 42): the expire_to target
  * from when the configuration names it for a queue in use, with the
  * items moved into it, before any client reads it; and a target the store
@@ -750,6 +789,204 @@ START_TEST(test_startup_errors)
 }
 END_TEST
 
+#ifdef HAVE_LMDB
+/* A store with more queues than a new --max-queues: a warning at start,
+ * every queue it has still works, new ones are refused. */
+START_TEST(test_max_queues_below_store)
+{
+	char *spec = tl_strdupf("lmdb:%s/many", tl_dir);
+	struct tl_server *s = tl_server_start(spec, NULL);
+	int c = tl_connect(s->port);
+	char *log;
+
+	tl_set(c, "q1", "a");
+	tl_set(c, "q2", "b");
+	tl_set(c, "q3", "c");
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	s = tl_server_start(spec, "--max-queues", "2", NULL);
+	c = tl_connect(s->port);
+	log = tl_read_file(s->log, NULL);
+	ck_assert_msg(log != NULL && strstr(log, "the store has 3 queues, more than "
+	    "--max-queues 2: they all work, new ones are refused") != NULL,
+	    "%s", log);
+	free(log);
+	tl_set(c, "q3", "d");
+	tl_ckget(c, "q1", "a");
+	mustsends(c, "set q4 0 0 1\r\nx\r\n");
+	ckresp(c, "SERVER_ERROR too many queues\r\n");
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(spec);
+}
+END_TEST
+#endif
+
+/* What sakerd cannot listen on or run as: exit 1 with the reason in the
+ * log (stderr here) and the line that points at it. */
+START_TEST(test_listen_refusals)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	char *err = NULL, *port, *want, *longpath;
+	int busy = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "-l",
+	    "not an address", NULL), 1);
+	ck_assert_msg(strstr(err, "cannot parse listen address 'not an address'")
+	    != NULL && strstr(err, "sakerd: cannot listen; see the log above\n")
+	    != NULL, "%s", err);
+	free(err);
+
+	/* a port another socket listens on */
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(busy, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(busy, 1), 0);
+	ck_assert_int_eq(getsockname(busy, (struct sockaddr *)&sa, &sl), 0);
+	port = tl_strdupf("%d", ntohs(sa.sin_port));
+	want = tl_strdupf("cannot listen on 127.0.0.1:%s: Address already in use",
+	    port);
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "-p", port, NULL), 1);
+	ck_assert_msg(strstr(err, want) != NULL, "%s", err);
+	free(err);
+	close(busy);
+
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "-p", "0", "-s",
+	    "/nonexistent/dir/s.sock", NULL), 1);
+	ck_assert_msg(strstr(err, "cannot listen on /nonexistent/dir/s.sock: "
+	    "No such file or directory") != NULL, "%s", err);
+	free(err);
+	longpath = tl_strdupf("%s/%0120d.sock", tl_dir, 0);
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "-p", "0", "-s",
+	    longpath, NULL), 1);
+	ck_assert_msg(strstr(err, "unix socket path too long: ") != NULL, "%s", err);
+	free(err);
+
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "-p", "0", "-s",
+	    "s.sock", "-u", "no_such_user_here", NULL), 1);
+	ck_assert_msg(strstr(err, "-u no_such_user_here: no such user") != NULL &&
+	    strstr(err, "sakerd: cannot drop privileges; see the log above\n")
+	    != NULL, "%s", err);
+	free(err);
+	free(port);
+	free(want);
+	free(longpath);
+}
+END_TEST
+
+/* Files sakerd must open before it serves: a pidfile or log it cannot
+ * open is a startup error on the terminal, naming the file and why. */
+START_TEST(test_startup_files)
+{
+	char *err = NULL;
+
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "-P",
+	    "/nonexistent/dir/sakerd.pid", NULL), 1);
+	ck_assert_msg(strstr(err, "sakerd: cannot open pidfile "
+	    "/nonexistent/dir/sakerd.pid: No such file or directory\n") != NULL,
+	    "%s", err);
+	free(err);
+	ck_assert_int_eq(run_sakerd(&err, "--store", "memory", "--log",
+	    "/nonexistent/dir/sakerd.log", NULL), 1);
+	ck_assert_msg(strstr(err, "sakerd: cannot open log "
+	    "/nonexistent/dir/sakerd.log: No such file or directory\n") != NULL,
+	    "%s", err);
+	free(err);
+	/* -d makes the paths absolute first: the same refusals */
+	ck_assert_int_eq(run_sakerd(&err, "-d", "--store", "memory", "-P",
+	    "/nonexistent/dir/sakerd.pid", NULL), 1);
+	ck_assert_msg(strstr(err, "cannot open pidfile") != NULL, "%s", err);
+	free(err);
+}
+END_TEST
+
+/* --log FILE and logrotate: after the file is renamed, SIGHUP makes
+ * sakerd write to a new file of that name. */
+START_TEST(test_log_reopen)
+{
+	char *log = tl_strdupf("%s/sakerd.log", tl_dir);
+	char *old = tl_strdupf("%s/sakerd.log.1", tl_dir), *text;
+	struct tl_server *s = tl_server_start("memory", "-v", "--log", log, NULL);
+	int64_t deadline = tl_now_ms() + 5000;
+	int c = tl_connect(s->port);
+
+	ck_assert_int_eq(rename(log, old), 0);
+	ck_assert_int_eq(kill(s->pid, SIGHUP), 0);
+	while (tl_stat(c, "reloads") < 1) {
+		ck_assert_msg(tl_now_ms() < deadline, "no reload");
+		tl_sleep_ms(10);
+	}
+	close(c);
+	tl_server_stop(s);
+	text = tl_read_file(old, NULL);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "SIGHUP: reopening the log") != NULL, "%s", text);
+	ck_assert_msg(strstr(text, "stopping") == NULL, "%s", text);
+	free(text);
+	text = tl_read_file(log, NULL);
+	ck_assert_msg(text != NULL, "no new %s", log);
+	ck_assert_msg(strstr(text, "signal 15: stopping") != NULL, "%s", text);
+	free(text);
+	tl_server_free(s);
+	free(log);
+	free(old);
+}
+END_TEST
+
+/* Readiness for systemd's Type=notify: one datagram "READY=1" on
+ * $NOTIFY_SOCKET once the server serves, "STOPPING=1" when it stops. */
+START_TEST(test_systemd_notify)
+{
+	struct sockaddr_un sun;
+	struct timeval tv = { 5, 0 };
+	struct tl_server *s;
+	char *path = tl_strdupf("%s/notify", tl_dir), buf[256];
+	ssize_t n;
+	int fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	ck_assert_uint_lt(strlen(path), sizeof(sun.sun_path));
+	strcpy(sun.sun_path, path);
+	ck_assert_int_ge(fd = socket(AF_UNIX, SOCK_DGRAM, 0), 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	/* the test process's own environment: Check runs each test in a
+	 * child of its own, and the server inherits it */
+	ck_assert_int_eq(setenv("NOTIFY_SOCKET", path, 1), 0);
+	s = tl_server_start("memory", NULL);
+	unsetenv("NOTIFY_SOCKET");
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_str_eq(buf, "READY=1\nSTATUS=serving");
+	tl_server_stop(s);
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_str_eq(buf, "STOPPING=1");
+	tl_server_free(s);
+
+	/* a relative NOTIFY_SOCKET is no systemd's: ignored, and the
+	 * server starts all the same */
+	ck_assert_int_eq(setenv("NOTIFY_SOCKET", "notify", 1), 0);
+	s = tl_server_start("memory", NULL);
+	unsetenv("NOTIFY_SOCKET");
+	tv.tv_sec = 0;
+	tv.tv_usec = 200000;
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	ck_assert_int_lt(recv(fd, buf, sizeof(buf), 0), 0);
+	tl_server_stop(s);
+	tl_server_free(s);
+	close(fd);
+	free(path);
+}
+END_TEST
+
 /* --max-item-size beyond what the store can hold is refused at startup
  * with the reason (SQLite once answered a 1 GiB set with a misleading
  * "NOT NULL constraint failed"). */
@@ -855,9 +1092,17 @@ main(void)
 	tcase_add_test(tc, test_queue_churn);
 	tcase_add_test(tc, test_miss_leaves_nothing);
 	tcase_add_test(tc, test_stats_list_store_made);
+	tcase_add_test(tc, test_expire_to_by_reload);
 	tcase_add_test(tc, test_pidfile_and_daemon);
 	tcase_add_test(tc, test_idle_timeout);
 	tcase_add_test(tc, test_startup_errors);
+	tcase_add_test(tc, test_startup_files);
+	tcase_add_test(tc, test_listen_refusals);
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, test_max_queues_below_store);
+#endif
+	tcase_add_test(tc, test_systemd_notify);
+	tcase_add_test(tc, test_log_reopen);
 	tcase_add_test(tc, test_duration_everywhere);
 	tcase_add_test(tc, test_max_item_refused);
 #ifdef HAVE_LMDB

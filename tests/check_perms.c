@@ -106,6 +106,41 @@ ck_log_count(const char *what, int n)
 
 #define DENIED "CLIENT_ERROR permission denied\r\n"
 
+/* requeue reads its source and writes its target: each right checked,
+ * and refused while the server is read-only; nothing moves then. */
+START_TEST(test_requeue_rights)
+{
+	int root, a, w;
+
+	start(users, NULL);
+	root = login("root", "rpw");
+	tl_set(root, "jobs1", "one");
+	tl_set(root, "other", "o");
+	a = login("alice", "apw");
+	w = login("wo", "wpw");
+	/* alice reads jobs1 but writes nothing; wo writes jobs1 but reads
+	 * nothing */
+	mustsends(a, "requeue jobs1 jobs2 10\r\nrequeue other jobs1 1\r\n");
+	ckresp(a, DENIED DENIED);
+	mustsends(w, "requeue jobs1 jobs1 1\r\nrequeue other jobs1 1\r\n");
+	ckresp(w, DENIED DENIED);
+	mustsends(root, "status readonly\r\n");
+	ckresp(root, "END\r\n");
+	mustsends(root, "requeue jobs1 jobs2 10\r\n");
+	ckresp(root, "SERVER_ERROR server is read-only\r\n");
+	mustsends(root, "status up\r\n");
+	ckresp(root, "END\r\n");
+	tl_ckget(root, "jobs1/peek", "one");	/* nothing moved */
+	mustsends(root, "requeue jobs1 jobs2 10\r\n");
+	ckresp(root, "1\r\n");
+	tl_ckget(root, "jobs2", "one");
+	ck_assert_int_eq(tl_stat(root, "permission_denied"), 4);
+	close(root);
+	close(a);
+	close(w);
+}
+END_TEST
+
 START_TEST(test_text_rights)
 {
 	int root, a, w;
@@ -777,6 +812,7 @@ suite(void)
 	tcase_add_test(tc, test_metrics_throttled);
 	tcase_add_test(tc, test_metrics_public);
 	tcase_add_test(tc, test_pymemcache);
+	tcase_add_test(tc, test_requeue_rights);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -612,6 +612,44 @@ START_TEST(test_cli_shows_deliveries)
 }
 END_TEST
 
+/* A dead-letter queue --max-queues does not allow: the spent item stays
+ * in its queue (never lost, never served again), and the log says why. */
+START_TEST(test_dead_letter_no_room)
+{
+	char *conf = tl_write_file("full.conf", "[queue jobs]\nmax_deliveries = 1\n");
+	struct tl_server *s = tl_server_start("memory", "--config", conf,
+	    "--max-queues", "1", NULL);
+	int c = tl_connect(s->port);
+	int64_t deadline = tl_now_ms() + 5000;
+	char *log;
+
+	tl_set(c, "jobs", "spent");
+	tl_ckget(c, "jobs/open", "spent");
+	mustsends(c, "get jobs/abort\r\n");
+	ckresp(c, "END\r\n");
+	mustsends(c, "get jobs\r\n");
+	ckresp(c, "END\r\n");
+	ck_assert_int_eq(tl_stat(c, "queue_jobs_items"), 1);
+	ck_assert_int_eq(tl_stat(c, "queue_jobs_dead_lettered"), 0);
+	ck_assert_int_eq(tl_stat(c, "queue_jobs_dead_items"), -1);
+	for (;;) {
+		log = tl_read_file(s->log, NULL);
+		if (log != NULL && strstr(log, "queue jobs: cannot open its "
+		    "dead-letter queue jobs_dead: too many queues (--max-queues)")
+		    != NULL)
+			break;
+		ck_assert_msg(tl_now_ms() < deadline, "log: %s", log);
+		free(log);
+		tl_sleep_ms(10);
+	}
+	free(log);
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(conf);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -630,6 +668,7 @@ main(void)
 	tcase_add_test(tc, test_dead_letter_sqlite);
 #endif
 	tcase_add_test(tc, test_dead_letter_reload);
+	tcase_add_test(tc, test_dead_letter_no_room);
 	tcase_add_test(tc, test_dead_letter_readable);
 	tcase_add_test(tc, test_cli_shows_deliveries);
 	tcase_add_test(tc, test_expire_to_memory);

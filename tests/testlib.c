@@ -604,11 +604,8 @@ tl_cleanup_at_exit(void)
 		/* A forked child inherits the table; only the owner acts. */
 		if (s == NULL || s->owner != getpid())
 			continue;
-		if (s->pid > 0) {
-			kill(s->pid, SIGKILL);
-			waitpid(s->pid, NULL, 0);
-			s->pid = 0;
-		}
+		if (s->pid > 0)
+			tl_server_kill(s);
 		if (getenv("TL_KEEP") == NULL)
 			tl_rmrf(s->dir);
 	}
@@ -815,10 +812,25 @@ tl_server_stop_(const char *file, int line, struct tl_server *s)
 	}
 }
 
+/* Under `make coverage` (TL_COVERAGE set): SIGUSR2 first, on which a
+ * coverage build of sakerd writes its gcov counts and dies of SIGKILL
+ * itself (src/daemon/sakerd.c), so what the killed servers ran is
+ * counted; the same death otherwise.  True when s is gone. */
+static bool
+coverage_kill(struct tl_server *s)
+{
+	if (getenv("TL_COVERAGE") == NULL)
+		return false;
+	kill(s->pid, SIGUSR2);
+	return tl_server_wait_exit(s, 2000) != -1;
+}
+
 void
 tl_server_kill(struct tl_server *s)
 {
 	if (s == NULL || s->pid <= 0)
+		return;
+	if (coverage_kill(s))
 		return;
 	kill(s->pid, SIGKILL);
 	if (waitpid(s->pid, &s->status, 0) == -1)

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include <event2/buffer.h>
 
@@ -153,6 +154,11 @@ history_start(struct event_base *base, struct broker *b, unsigned interval_ms)
 {
 	struct timeval tv;
 
+	/* a fresh history: a second server in one process (the fuzz
+	 * targets, in-process tests) must not inherit the last one's sweep
+	 * count, or its charts would open with a window of made-up zeros */
+	history_stop();
+	memset(&h, 0, sizeof(h));
 	h.b = b;
 	h.st.interval_ms = interval_ms;
 	if (interval_ms == 0)

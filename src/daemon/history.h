@@ -52,8 +52,9 @@ struct queue_watch *queue_watch(struct squeue *q);
 /* For broker.queue_ext_free. */
 void queue_watch_free(void *ext);
 
-/* Sample b's queues every interval_ms on base (0: never).  -1 when out of
- * memory. */
+/* Sample b's queues every interval_ms on base (0: never), from a fresh
+ * history (the last start's timer stopped, its sweep count and stats
+ * gone).  -1 when out of memory. */
 int history_start(struct event_base *base, struct broker *b, unsigned interval_ms);
 /* Stop the timer (before the event base is freed). */
 void history_stop(void);

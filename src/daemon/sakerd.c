@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,25 @@
 #include "log.h"
 #include "options.h"
 #include "server.h"
+
+#ifdef SAKER_COVERAGE
+/* ./configure --enable-coverage only.  gcov writes its counts at exit(),
+ * and most test servers end with SIGKILL (a teardown, or a crash on
+ * purpose), so what they ran went uncounted.  tests/testlib.c sends
+ * SIGUSR2 first under `make coverage` (TL_COVERAGE): the counts are
+ * written, then the process dies of SIGKILL as before, with no commit
+ * and no cleanup, so a crash test still tests a crash. */
+extern void __gcov_dump(void);
+
+static void
+coverage_dump_and_die(int sig)
+{
+	(void)sig;
+	__gcov_dump();
+	signal(SIGKILL, SIG_DFL);
+	raise(SIGKILL);
+}
+#endif
 
 static int pidfd = -1;
 static int ready_fd = -1;    /* -d: tells the waiting parent we are up */
@@ -236,6 +256,9 @@ main(int argc, char **argv)
 	struct options opt;
 	int rc;
 
+#ifdef SAKER_COVERAGE
+	signal(SIGUSR2, coverage_dump_and_die);
+#endif
 	rc = options_parse(argc, argv, &opt);
 	if (rc != 0)
 		return rc > 0 ? 0 : 1;

@@ -482,11 +482,15 @@ dump_main(int argc, char **argv)
 	}
 	if (output != NULL) {
 		snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", output, (long)getpid());
-		if ((fp = fopen(tmp, "wxe")) == NULL) {
+		/* not into fp at once: on failure `out` would fclose(NULL) */
+		FILE *f = fopen(tmp, "wxe");
+
+		if (f == NULL) {
 			fprintf(stderr, "saker dump: cannot create %s: %s\n", tmp, strerror(errno));
 			tmp[0] = '\0';
 			goto out;
 		}
+		fp = f;
 	}
 	setvbuf(fp, obuf, _IOFBF, sizeof(obuf));
 	memset(&c, 0, sizeof(c));
