@@ -31,6 +31,7 @@
 #include "dump.h"
 #include "migrate.h"
 #include "migrate_copy.h"
+#include "migrate_progress.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers */

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "migrate.h"
+#include "migrate_copy.h"
 #include "pg_cluster.h"
 #include "saker/store.h"
 #include "testlib.h"

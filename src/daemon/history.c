@@ -130,6 +130,7 @@ slice_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	h.walk_us_now += (uint64_t)(saker_now_us() - t0);
 	h.ticks++;
+	h.st.sweeps = h.ticks;
 	h.st.last_ms = saker_now_ms();
 	h.st.rings = h.rings_now;
 	h.st.walk_us = h.walk_us_now;

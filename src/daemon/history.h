@@ -67,6 +67,8 @@ struct history_stats {
 	uint64_t walk_us, slices;
 	int64_t last_ms;                 /* wall-clock ms of the last sample
 	                                  * (0: none yet) */
+	uint64_t sweeps;                 /* complete sweeps since the start:
+	                                  * two may end in one millisecond */
 };
 const struct history_stats *history_stats(void);
 
