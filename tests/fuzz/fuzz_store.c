@@ -24,7 +24,7 @@ extern const struct saker_store_driver saker_store_example;
 
 enum { OP_PUT, OP_TAKE, OP_OPEN, OP_PEEK, OP_CONFIRM, OP_RELEASE,
 	OP_PROMOTE, OP_FLUSH, OP_DELETE, OP_TIME, OP_FLUSH_EXPIRED,
-	OP_COMMIT, OP_CHECK, OP_REOPEN, OP_RELEASE_DELAYED, NOPS };
+	OP_COMMIT, OP_CHECK, OP_REOPEN, OP_RELEASE_DELAYED, OP_MOVE, NOPS };
 
 struct mitem {
 	uint64_t serial;	/* also in the first 8 data bytes */
@@ -311,6 +311,39 @@ op_confirm_release(struct fz *f, bool release)
 		f->live--;
 		FUZZ_CHECK(mq->notified == 0);
 	}
+	memmove(&mq->open[k], &mq->open[k + 1], (mq->nopen - k - 1) * sizeof(mq->open[0]));
+	mq->nopen--;
+}
+
+/* move(): an open item to the ready tail of another queue (made when
+ * missing), the dead-letter move; its counters change in two queues. */
+static void
+op_move(struct fz *f)
+{
+	struct mqueue *mq = pick_queue(f, false), *to;
+	size_t k = next8(f);
+	uint64_t id;
+	int rc;
+
+	to = pick_queue(f, true);
+	if (mq == NULL)
+		return;
+	k %= mq->nopen + 1;
+	if (to == mq || k == mq->nopen) {
+		/* the same queue, or an id that is not open in it */
+		id = 1000000 + f->serial;
+		if (to == mq && k < mq->nopen)
+			id = mq->open[k].id;
+		rc = f->drv->move(f->s, mq->h, id, to->h);
+		FUZZ_CHECK(rc == (to == mq ? SAKER_EINVAL : SAKER_ENOTFOUND));
+		FUZZ_CHECK(mq->notified == 0 && to->notified == 0);
+		return;
+	}
+	rc = f->drv->move(f->s, mq->h, mq->open[k].id, to->h);
+	FUZZ_CHECK(rc == SAKER_OK);
+	FUZZ_CHECK(mq->notified == 0 && to->notified == 1);
+	to->ready[to->nready++] = mq->open[k];
+	to->total++;
 	memmove(&mq->open[k], &mq->open[k + 1], (mq->nopen - k - 1) * sizeof(mq->open[0]));
 	mq->nopen--;
 }
@@ -730,6 +763,7 @@ fuzz_store_driver(const struct saker_store_driver *drv, const char *location,
 		case OP_CHECK:		op_check(f); break;
 		case OP_REOPEN:		op_reopen(f); break;
 		case OP_RELEASE_DELAYED: op_release_delayed(f); break;
+		case OP_MOVE:		op_move(f); break;
 		}
 	}
 	op_check(f);
