@@ -85,7 +85,13 @@ broker_commit(struct broker *b, struct commit_result *res)
 					log_info("store commits succeed again");
 				}
 			}
+			/* a set went through: what /healthz remembers of a
+			 * refused write (a full disk, a database outage) is
+			 * over */
+			if (b->batch_put)
+				b->store_failed_ms = 0;
 		}
+		b->batch_put = false;
 	}
 	b->flush_batch = b->batch++;
 }

@@ -105,6 +105,7 @@ struct broker {
 	uint64_t batch;               /* current batch number */
 	uint64_t flush_batch;         /* the batch the commit is flushing */
 	bool dirty;                   /* store written since last commit */
+	bool batch_put;               /* and a client's item put in it */
 	struct squeue_list ready;     /* queues that gained items: serve waiters */
 	struct squeue *graveyard;     /* deleted queues, freed after the commit */
 	struct squeue *stubs;         /* in-memory-only queues gets named */
@@ -117,7 +118,8 @@ struct broker {
 	char store_error[256];        /* why, as clients may see it (redacted) */
 	/* When the store last refused a write: a commit that only deleted
 	 * (a get) clears store_failed on a full disk that still refuses
-	 * every set, so /healthz also looks at this (issue 45). */
+	 * every set, so /healthz also looks at this (issue 45) until a
+	 * commit holding a put succeeds (0 then: sets work again). */
 	int64_t store_failed_ms;
 	/* The store's location (the spec after its ':'): a file path or a
 	 * conninfo, for the log only.  broker_redact() takes it out of what

@@ -267,8 +267,10 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it, int64_t n
 			copy.expires_ms = limit;
 	}
 	rc = saker_store_put(b->store, q->h, &copy, now);
-	if (rc == SAKER_OK)
+	if (rc == SAKER_OK) {
 		q->enqueued++;
+		b->batch_put = true;
+	}
 	return rc;
 }
 
