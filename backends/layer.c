@@ -6,11 +6,12 @@
 #include <string.h>
 
 #include "saker/store.h"
+#include "itemattr.h"
 
 /* ------------------------------------------------------------------ */
 /* counters (store.h, COUNTERS) */
 
-enum { N_ITEMS, N_BYTES, N_DELAYED, N_OPEN };
+enum { N_ITEMS, N_BYTES, N_DELAYED, N_OPEN, N_IDS };
 
 static struct saker_queue_base *
 base(saker_queue *q)
@@ -173,8 +174,9 @@ saker_store_queue_flush(saker_store *s, saker_queue *q)
 	int rc = s->driver->queue_flush(s, q);
 
 	if (rc == SAKER_OK && !s->driver->own_counts) {
+		/* the items go; the queue's deduplication ids stay */
 		touch(s, base(q));
-		memset(base(q)->n, 0, sizeof(base(q)->n));
+		memset(base(q)->n, 0, N_IDS * sizeof(base(q)->n[0]));
 	}
 	return rc;
 }
@@ -237,7 +239,11 @@ saker_store_queue_stats(saker_store *s, saker_queue *q,
 {
 	int rc = s->driver->queue_stats(s, q, st);
 
-	if (rc != SAKER_OK || s->driver->own_counts)
+	if (rc != SAKER_OK)
+		return rc;
+	st->dedup_ids = base(q)->n[N_IDS];
+	st->dedup_hits = base(q)->dedup_hits;
+	if (s->driver->own_counts)
 		return rc;
 	return saker_store_queue_counts(s, q, st);
 }
@@ -316,5 +322,148 @@ saker_store_commit(saker_store *s)
 	int rc = s->driver->commit(s);
 
 	batch_end(s, rc != SAKER_OK);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* deduplication ids (store.h, DEDUPLICATION) */
+
+static int
+count_id(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	(void)key;
+	(void)len;
+	(void)expires_ms;
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+/* The layer counts q's ids from its first use since open (one pass over
+ * the records the store kept), then by each record made or swept. */
+static int
+ids_known(saker_store *s, saker_queue *q)
+{
+	struct saker_queue_base *b = base(q);
+	uint64_t n = 0;
+	int rc;
+
+	if (b->ids_known)
+		return SAKER_OK;
+	if (s->driver->dedup_iterate == NULL)
+		return SAKER_EINVAL;	/* a driver without ids (none ships) */
+	if ((rc = s->driver->dedup_iterate(s, q, count_id, &n)) != SAKER_OK)
+		return rc;
+	b->n[N_IDS] = n;
+	b->ids_known = true;
+	return SAKER_OK;
+}
+
+static void
+ids_add(saker_store *s, saker_queue *q, int64_t d)
+{
+	struct saker_queue_base *b = base(q);
+
+	touch(s, b);
+	if (d >= 0)
+		b->n[N_IDS] += (uint64_t)d;
+	else
+		sub(&b->n[N_IDS], (uint64_t)-d);
+}
+
+int
+saker_store_dedup_sweep(saker_store *s, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	uint64_t n = 0;
+	int rc;
+
+	if ((rc = ids_known(s, q)) != SAKER_OK)
+		return rc;
+	rc = s->driver->dedup_sweep(s, q, now_ms, limit, &n);
+	if (n > 0)
+		ids_add(s, q, -(int64_t)n);
+	if (removed != NULL)
+		*removed = n;
+	return rc;
+}
+
+int
+saker_store_dedup_iterate(saker_store *s, saker_queue *q, saker_dedup_fn fn,
+    void *arg)
+{
+	return s->driver->dedup_iterate(s, q, fn, arg);
+}
+
+static bool
+key_ok(const void *key, size_t len)
+{
+	return key != NULL && len > 0 && len <= SAKER_DEDUP_KEY_MAX;
+}
+
+int
+saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
+    size_t len, int64_t expires_ms, int64_t now_ms)
+{
+	bool replaced = false;
+	int rc;
+
+	if (!key_ok(key, len))
+		return SAKER_EINVAL;
+
+	if ((rc = ids_known(s, q)) != SAKER_OK)
+		return rc;
+	rc = s->driver->dedup_put(s, q, key, len, expires_ms, now_ms,
+	    &replaced);
+	if (rc == SAKER_OK && !replaced)
+		ids_add(s, q, 1);
+	return rc == SAKER_EEXIST ? SAKER_OK : rc;
+}
+
+int
+saker_store_put_once(saker_store *s, saker_queue *q,
+    const struct saker_item *item, const void *key, size_t len,
+    int64_t window_ms, uint64_t max_ids, int64_t now_ms)
+{
+	unsigned char attrs[SAKER_ATTRS_MAX];
+	struct saker_item it;
+	bool replaced = false;
+	size_t alen;
+	int rc;
+
+	if (!key_ok(key, len) || item == NULL || window_ms <= 0)
+		return SAKER_EINVAL;
+	if ((rc = ids_known(s, q)) != SAKER_OK)
+		return rc;
+	if (max_ids > 0 && base(q)->n[N_IDS] >= max_ids) {
+		/* make room from what has expired before refusing */
+		rc = saker_store_dedup_sweep(s, q, now_ms, 0, NULL);
+		if (rc != SAKER_OK)
+			return rc;
+		if (base(q)->n[N_IDS] >= max_ids)
+			return SAKER_EFULL;
+	}
+	alen = itemattr_set(attrs, sizeof(attrs), item->attrs,
+	    item->attrs_len, ITEMATTR_ID, key, len);
+	if (alen == 0)
+		return SAKER_EINVAL;
+	rc = s->driver->dedup_put(s, q, key, len, now_ms + window_ms, now_ms,
+	    &replaced);
+	if (rc == SAKER_EEXIST) {
+		base(q)->dedup_hits++;
+		return rc;
+	}
+	if (rc != SAKER_OK)
+		return rc;
+	if (!replaced)
+		ids_add(s, q, 1);
+	it = *item;
+	it.attrs = attrs;
+	it.attrs_len = alen;
+	if ((rc = saker_store_put(s, q, &it, now_ms)) != SAKER_OK) {
+		/* the put failed alone: the id must not outlive it (a
+		 * retry would be taken for a duplicate of nothing) */
+		if (s->driver->dedup_del(s, q, key, len) == SAKER_OK)
+			ids_add(s, q, -1);
+	}
 	return rc;
 }

@@ -59,6 +59,7 @@ saker_strerror(int err)
 	case SAKER_ELOCKED:   return "store is in use by another process";
 	case SAKER_EREADONLY: return "store is read-only";
 	case SAKER_EINDOUBT:  return "commit failed; its outcome is unknown";
+	case SAKER_EEXIST:    return "already recorded";
 	default:              return "unknown error";
 	}
 }

@@ -10,6 +10,7 @@
 #include "hash.h"
 #include "hashmap.h"
 #include "intmap.h"
+#include "itemattr.h"
 
 /* The core's table hash before it was keyed (FNV-1a with a final xor
  * shift): what an attacker could compute offline. */
@@ -339,6 +340,55 @@ START_TEST(test_intmap_next)
 }
 END_TEST
 
+/* the attribute record: set, replace, keep unknown types, refuse junk */
+START_TEST(test_itemattr)
+{
+	unsigned char a[64], b[64], c[16];
+	static const unsigned char unknown[] = { 1, 200, 0, 2, 'x', 'y' };
+	static const unsigned char newer[] = { 2, 9, 9 };
+	static const unsigned char cut[] = { 1, 1, 0, 5, 'a' };
+	const void *v;
+	size_t n, vlen;
+
+	ck_assert(itemattr_valid(NULL, 0));
+	ck_assert(!itemattr_get(NULL, 0, ITEMATTR_ID, &v, &vlen));
+	n = itemattr_set(a, sizeof(a), NULL, 0, ITEMATTR_ID, "job-1", 5);
+	ck_assert_uint_eq(n, 1 + 3 + 5);
+	ck_assert(itemattr_valid(a, n));
+	ck_assert(itemattr_get(a, n, ITEMATTR_ID, &v, &vlen));
+	ck_assert_uint_eq(vlen, 5);
+	ck_assert_mem_eq(v, "job-1", 5);
+	/* replacing keeps one entry of the type */
+	n = itemattr_set(b, sizeof(b), a, n, ITEMATTR_ID, "k", 1);
+	ck_assert_uint_eq(n, 1 + 3 + 1);
+	ck_assert(itemattr_get(b, n, ITEMATTR_ID, &v, &vlen));
+	ck_assert_uint_eq(vlen, 1);
+	/* an unknown type survives a set, byte-exact, first */
+	ck_assert(itemattr_valid(unknown, sizeof(unknown)));
+	ck_assert(!itemattr_get(unknown, sizeof(unknown), ITEMATTR_ID, &v,
+	    &vlen));
+	n = itemattr_set(a, sizeof(a), unknown, sizeof(unknown), ITEMATTR_ID,
+	    "z", 1);
+	ck_assert_uint_eq(n, sizeof(unknown) + 4);
+	ck_assert_mem_eq(a, unknown, sizeof(unknown));
+	ck_assert(itemattr_get(a, n, ITEMATTR_ID, &v, &vlen));
+	/* a newer version is opaque: valid, nothing known in it, not
+	 * rewritten by this build */
+	ck_assert(itemattr_valid(newer, sizeof(newer)));
+	ck_assert(!itemattr_get(newer, sizeof(newer), ITEMATTR_ID, &v, &vlen));
+	ck_assert_uint_eq(itemattr_set(a, sizeof(a), newer, sizeof(newer),
+	    ITEMATTR_ID, "z", 1), 0);
+	/* a cut entry is malformed; too small a buffer refuses */
+	ck_assert(!itemattr_valid(cut, sizeof(cut)));
+	ck_assert(!itemattr_get(cut, sizeof(cut), ITEMATTR_ID, &v, &vlen));
+	ck_assert_uint_eq(itemattr_set(c, sizeof(c), NULL, 0, ITEMATTR_ID,
+	    "0123456789abcdef", 16), 0);
+	ck_assert_uint_eq(itemattr_set(c, sizeof(c), NULL, 0, 0, "a", 1), 0);
+	ck_assert_uint_eq(itemattr_set(c, sizeof(c), NULL, 0, 256, "a", 1), 0);
+}
+END_TEST
+
+
 int
 main(int argc, char **argv)
 {
@@ -367,6 +417,7 @@ main(int argc, char **argv)
 	tcase_add_test(tc, test_intmap_reserve);
 	tcase_add_test(tc, test_intmap_u64);
 	tcase_add_test(tc, test_intmap_next);
+	tcase_add_test(tc, test_itemattr);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -110,7 +110,8 @@ typedef enum saker_err {
 	SAKER_EVERSION = -8,  /* on-disk format newer than this build */
 	SAKER_ELOCKED = -9,   /* another process has the store open */
 	SAKER_EREADONLY = -10, /* store refuses writes (e.g. after a failed fsync) */
-	SAKER_EINDOUBT = -11  /* commit(): the outcome is unknown (see top) */
+	SAKER_EINDOUBT = -11, /* commit(): the outcome is unknown (see top) */
+	SAKER_EEXIST = -12    /* dedup_put(): the id is already recorded */
 } saker_err;
 
 /* A fixed, short description of a code ("storage full", ...). Never NULL. */
@@ -147,11 +148,33 @@ struct saker_item {
 	saker_item_state state;  /* output of iterate() only */
 	size_t len;              /* data length in bytes (may be 0) */
 	const void *data;        /* binary-safe payload */
+	size_t attrs_len;        /* item attributes (ITEM ATTRIBUTES, below): */
+	const void *attrs;       /* opaque bytes, 0..SAKER_ATTRS_MAX, stored
+	                          * with the item by every call that keeps it
+	                          * (put, release, move, expiry routing, the
+	                          * quarantine copy) and handed back byte-exact
+	                          * by take and iterate; 0 and NULL: none */
 };
+
+/*
+ * ITEM ATTRIBUTES
+ *   Everything an item carries beyond data, flags, expiry, due time, age
+ *   and delivery count (the deduplication id first; a priority or a trace
+ *   id next) travels in one versioned record the layer and the core encode
+ *   (src/util/itemattr.h): a driver stores attrs_len bytes with the item
+ *   and never looks inside, so a new attribute changes no driver and no
+ *   on-disk format.
+ */
+#define SAKER_ATTRS_MAX 1024u
 
 /* Receives one item.  Return 0 to go on (iterate) or accept it (take);
  * non-zero stops an iteration (and is returned by iterate()). */
 typedef int (*saker_item_fn)(void *arg, const struct saker_item *item);
+
+/* Receives one deduplication record: key (len bytes, not NUL-terminated)
+ * and its expiry.  Non-zero stops the iteration. */
+typedef int (*saker_dedup_fn)(void *arg, const void *key, size_t len,
+    int64_t expires_ms);
 
 /* Receives one queue name (not NUL-terminated). Non-zero stops the listing. */
 typedef int (*saker_queue_name_fn)(void *arg, const char *name, size_t len);
@@ -167,6 +190,10 @@ struct saker_queue_stats {
 	uint64_t expired_to;    /* items that expired and went to the queue's
 	                         * expire_to queue, since open() (not stored) */
 	int64_t head_created_ms;/* created_ms of the head ready item; 0 if none */
+	/* filled by the layer (saker_store_queue_stats), not the driver: */
+	uint64_t dedup_ids;     /* deduplication ids recorded (live or not
+	                         * yet swept) */
+	uint64_t dedup_hits;    /* sets answered as duplicates since open */
 };
 
 /* Store-wide counters; a driver fills what it has and leaves the rest 0. */
@@ -213,7 +240,9 @@ struct saker_queue_base {
 	/* the queue's counters (THE LAYER, COUNTERS): items and bytes
 	 * ready, delayed, open; then their value at the batch's first
 	 * change, restored when the batch is lost */
-	uint64_t n[4], snap[4];
+	uint64_t n[5], snap[5]; /* [4]: deduplication ids recorded */
+	bool ids_known;         /* n[4] counted (dedup_count) since open */
+	uint64_t dedup_hits;    /* duplicates answered since open */
 	struct saker_queue_base *touched_next; /* the batch's changed queues */
 	bool touched;
 	unsigned synced;        /* shared stores: the tick of the last count */
@@ -501,6 +530,37 @@ struct saker_store_driver {
 	 * non-zero and returns that value. */
 	int (*iterate)(saker_store *s, saker_queue *q, saker_item_fn fn, void *arg);
 
+	/* --- deduplication ids (DEDUPLICATION, below) ---------------------- */
+
+	/* Record id `key` (1..SAKER_DEDUP_KEY_MAX bytes) of q, live until
+	 * expires_ms, in the current batch: durable with the batch's other
+	 * writes, gone with them when it is lost.  SAKER_EEXIST (nothing
+	 * changed) when a record of key on q has expires_ms > now_ms; a
+	 * record that has expired is replaced, and *replaced says so (the
+	 * number of records did not grow).  On a shared store the record
+	 * is the database's, seen by every broker: of two batches recording
+	 * one key at once, one commits it and the other gets SAKER_EEXIST. */
+	int (*dedup_put)(saker_store *s, saker_queue *q, const void *key,
+	    size_t len, int64_t expires_ms, int64_t now_ms, bool *replaced);
+
+	/* Remove the record of key on q in the current batch (the put it was
+	 * made for failed alone).  SAKER_ENOTFOUND when there is none. */
+	int (*dedup_del)(saker_store *s, saker_queue *q, const void *key,
+	    size_t len);
+
+	/* Remove records of q with expires_ms <= now_ms, oldest expiry first,
+	 * at most `limit` of them (0 = all); count them in *removed.  Cheap
+	 * when none has expired (records kept in expiry order or indexed by
+	 * it): the layer sweeps before refusing an id at the limit. */
+	int (*dedup_sweep)(saker_store *s, saker_queue *q, int64_t now_ms,
+	    uint64_t limit, uint64_t *removed);
+
+	/* Call fn for every record of q (expired ones not yet swept too), in
+	 * no particular order; stops when fn returns non-zero and returns
+	 * that value.  Dump, migrate and the layer's count at first use. */
+	int (*dedup_iterate)(saker_store *s, saker_queue *q,
+	    saker_dedup_fn fn, void *arg);
+
 	/* --- batches ------------------------------------------------------ */
 
 	/* Make the current batch durable per the sync mode (see top).  Cheap
@@ -738,6 +798,39 @@ void saker_store_account_n(saker_store *s, saker_queue *q,
  * it does not know): the layer counts q in the store again (queue_count)
  * at the next read of its counters outside a batch that changed it. */
 void saker_store_recount(saker_store *s, saker_queue *q);
+
+/*
+ * DEDUPLICATION.  A producer that retries a set (its commit's outcome was
+ * unknown, its connection broke, its client resent) names the set with an
+ * id; the queue keeps each id for its dedup_window, and a set with an id
+ * already kept is answered as stored without a second item
+ * (docs/protocol.md).  The record and the item are written in one batch,
+ * both or neither; the item carries its id among its attributes.
+ */
+#define SAKER_DEDUP_KEY_MAX 128u
+
+/* put() of `item` (attrs ignored: the layer writes them) with id `key`
+ * (1..SAKER_DEDUP_KEY_MAX bytes) on q, remembered until now_ms +
+ * window_ms.  SAKER_EEXIST when q keeps the id already: nothing was put,
+ * the duplicate is counted (dedup_hits).  SAKER_EFULL when q keeps
+ * max_ids ids that have not expired (0: no limit): the caller words
+ * the message. */
+int saker_store_put_once(saker_store *s, saker_queue *q,
+    const struct saker_item *item, const void *key, size_t len,
+    int64_t window_ms, uint64_t max_ids, int64_t now_ms);
+
+/* Drop the expired ids of q, at most limit (0 = all): the core's sweep. */
+int saker_store_dedup_sweep(saker_store *s, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed);
+
+/* Every id q keeps, with its expiry (dump, migrate). */
+int saker_store_dedup_iterate(saker_store *s, saker_queue *q,
+    saker_dedup_fn fn, void *arg);
+
+/* Keep id `key` on q until expires_ms as it is (load, migrate): SAKER_OK
+ * also when q kept it already. */
+int saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
+    size_t len, int64_t expires_ms, int64_t now_ms);
 
 /* For a driver that rolled its batch back outside commit() (a lost
  * connection, an aborted transaction): the counters go back to the last
