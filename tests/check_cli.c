@@ -1276,6 +1276,10 @@ static const struct {
 	{ { "get", "-t", "-1s", "q", NULL }, 2, "saker get: bad timeout '-1s' (milliseconds), or a duration" },
 	{ { "put", "-a", "253402300800", "q", "x", NULL }, 2, "saker put: bad time '253402300800' (unix seconds)" },
 	{ { "put", "--bogus", NULL }, 2, "saker put: unrecognized option '--bogus'" },
+	{ { "put", "--id", "", "q", "x", NULL }, 2, "saker put: bad id '' (1..128 printable bytes, no space or '/')" },
+	{ { "put", "-i", "a/b", "q", "x", NULL }, 2, "saker put: bad id 'a/b'" },
+	{ { "put", "-i", "a b", "q", "x", NULL }, 2, "saker put: bad id 'a b'" },
+	{ { "put", "-i", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "q", "x", NULL }, 2, "saker put: bad id 'xxx" },
 	{ { "get", NULL }, 2, "usage: saker get " },
 	{ { "get", "bad/name//", NULL }, 2, "saker get: bad queue name 'bad/name//'" },
 	{ { "stats", "--bogus", NULL }, 2, "saker stats: unrecognized option '--bogus'" },
@@ -1324,10 +1328,11 @@ START_TEST(client_refusals)
 }
 END_TEST
 
-/* A fake server on a free port: accepts one connection, reads a request,
- * answers `reply` (NULL: closes at once); a child process. */
+/* A fake server on a free port: accepts one connection, reads a request
+ * (into the file `log` when not NULL), answers `reply` (NULL: closes at
+ * once); a child process. */
 static pid_t
-fake_server(int *port, const char *reply)
+fake_server(int *port, const char *reply, const char *log)
 {
 	struct sockaddr_in sa;
 	socklen_t sl = sizeof(sa);
@@ -1347,13 +1352,21 @@ fake_server(int *port, const char *reply)
 	ck_assert_int_ne(pid, -1);
 	if (pid == 0) {
 		char buf[4096];
+		ssize_t got;
 		int fd;
 
 		alarm(20);
 		fd = accept(lfd, NULL, NULL);
 		if (fd >= 0 && reply != NULL) {
-			if (read(fd, buf, sizeof(buf)) > 0 &&
-			    write(fd, reply, strlen(reply)) < 0)
+			if ((got = read(fd, buf, sizeof(buf))) <= 0)
+				_exit(1);
+			if (log != NULL) {
+				FILE *fp = fopen(log, "wb");
+				if (fp == NULL || fwrite(buf, 1, (size_t)got, fp) !=
+				    (size_t)got || fclose(fp) != 0)
+					_exit(1);
+			}
+			if (write(fd, reply, strlen(reply)) < 0)
 				_exit(1);
 			tl_sleep_ms(200);
 		}
@@ -1389,7 +1402,7 @@ START_TEST(client_bad_servers)
 	const char *cmd = bad_servers[_i].cmd;
 	char *dir = tl_mkdtemp(), *err = NULL, *srv;
 	int port, st, rc;
-	pid_t pid = fake_server(&port, bad_servers[_i].reply);
+	pid_t pid = fake_server(&port, bad_servers[_i].reply, NULL);
 
 	srv = tl_strdupf("127.0.0.1:%d", port);
 	if (strcmp(cmd, "put") == 0)
@@ -1413,6 +1426,30 @@ START_TEST(client_bad_servers)
 	free(err);
 	free(srv);
 	waitpid(pid, &st, 0);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+/* put --id sends the id as the set key's /id= segment, after a delay. */
+START_TEST(client_put_id_wire)
+{
+	char *dir = tl_mkdtemp(), *log = tl_strdupf("%s/req", dir), *srv, *req;
+	int port, st;
+	size_t len;
+	pid_t pid = fake_server(&port, "STORED\r\n", log);
+
+	srv = tl_strdupf("127.0.0.1:%d", port);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s",
+	    srv, "-d", "250", "--id", "order-42:a.b", "jobs", "xyz", NULL), 0);
+	waitpid(pid, &st, 0);
+	req = tl_read_file(log, &len);
+	ck_assert_ptr_nonnull(req);
+	ck_assert_msg(len == 47 && memcmp(req, "set jobs/delay=250/id=order-42:a.b "
+	    "0 0 3\r\nxyz\r\n", len) == 0, "sent: %.*s", (int)len, req);
+	free(req);
+	free(srv);
+	free(log);
 	tl_rmrf(dir);
 	free(dir);
 }
@@ -2170,6 +2207,7 @@ main(void)
 	    (int)(sizeof(bad_servers) / sizeof(bad_servers[0])));
 	tcase_add_test(tc, client_stats_many);
 	tcase_add_test(tc, client_put_options);
+	tcase_add_test(tc, client_put_id_wire);
 	tcase_add_test(tc, refuse_types);
 	tcase_add_test(tc, migrate_absent_driver);
 	tcase_add_test(tc, sakerd_bad_values);

@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "duration.h"
 #include "qname.h"
+#include "saker/store.h"
 #include "tls_client.h"
 
 #define CLIENT_MAX_DATA (1u << 30)
@@ -550,7 +551,7 @@ parse_ms(const char *cmd, const char *what, const char *s, int64_t *ms)
 
 static const char put_usage[] =
 	    "usage: saker put [-s SERVER] [-f FLAGS] [-e EXPTIME] [-d MS | -a UNIXTIME]\n"
-	    "                 QUEUE [DATA|-]\n"
+	    "                 [-i KEY] QUEUE [DATA|-]\n"
 	    "\n"
 	    "Enqueue one item: DATA, or standard input when DATA is '-' or absent\n"
 	    "(binary-safe, up to the server's item size limit).\n"
@@ -564,11 +565,34 @@ static const char put_usage[] =
 	    "  -d, --delay DURATION make the item visible DURATION from now (250ms,\n"
 "                       1.5s, 2m; a bare number is milliseconds)\n"
 	    "  -a, --at UNIXTIME    make the item visible at that time\n"
+	    "  -i, --id KEY         deduplication id (1..128 printable bytes, no '/'):\n"
+	    "                       the queue keeps one item per id for its\n"
+	    "                       dedup_window, so a retry of this put with the\n"
+	    "                       same KEY is answered STORED without a second item\n"
 	    TLS_CLIENT_HELP
 	    CLIENT_LOGIN_HELP
 	    "  -h, --help           this text\n"
 	    "\n"
 	    "Exit status: 0 STORED, 1 not stored or no server, 2 usage error.\n";
+
+/* The id travels as a key segment (`set q/id=KEY`): the protocol's key
+ * rules (no space or control byte) and its segment separator '/' bound
+ * what it may hold; the store bounds its length (SAKER_SAKER_DEDUP_KEY_MAX). */
+
+static bool
+dedup_key_ok(const char *k)
+{
+	size_t n = strlen(k), i;
+
+	if (n == 0 || n > SAKER_DEDUP_KEY_MAX)
+		return false;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)k[i];
+		if (c <= ' ' || c == 0x7f || c == '/')
+			return false;
+	}
+	return true;
+}
 
 static char *
 read_all(FILE *fp, size_t *len)
@@ -614,20 +638,22 @@ put_main(int argc, char **argv)
 		{ "expire", required_argument, NULL, 'e' },
 		{ "delay", required_argument, NULL, 'd' },
 		{ "at", required_argument, NULL, 'a' },
+		{ "id", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *servers = CLIENT_DEFAULT_SERVER, *queue, *delay = NULL, *at = NULL;
+	const char *id = NULL;
 	uint64_t flags = 0, exptime = 0, v;
 	int64_t ms;
-	char which[512], head[600], *data = NULL, *line, delaybuf[24];
+	char which[512], head[800], *data = NULL, *line, delaybuf[24];
 	size_t len;
 	struct conn *c = NULL;
 	int ch, n, rc = 1;
 	bool own = false;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "s:f:e:d:a:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:f:e:d:a:i:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': servers = optarg; break;
 		case 'f':
@@ -655,6 +681,14 @@ put_main(int argc, char **argv)
 			}
 			at = optarg;
 			break;
+		case 'i':
+			if (!dedup_key_ok(optarg)) {
+				fprintf(stderr, "saker put: bad id '%s' (1..%u printable "
+				    "bytes, no space or '/')\n", optarg, SAKER_DEDUP_KEY_MAX);
+				return 2;
+			}
+			id = optarg;
+			break;
 		case 'h': fputs(put_usage, stdout); return 0;
 		default:  fputs(put_usage, stderr); return 2;
 		}
@@ -679,9 +713,10 @@ put_main(int argc, char **argv)
 		}
 		own = true;
 	}
-	n = snprintf(head, sizeof(head), "set %s%s%s %" PRIu64 " %" PRIu64 " %zu\r\n",
+	n = snprintf(head, sizeof(head), "set %s%s%s%s%s %" PRIu64 " %" PRIu64 " %zu\r\n",
 	    queue, delay != NULL ? "/delay=" : at != NULL ? "/at=" : "",
-	    delay != NULL ? delay : at != NULL ? at : "", flags, exptime, len);
+	    delay != NULL ? delay : at != NULL ? at : "",
+	    id != NULL ? "/id=" : "", id != NULL ? id : "", flags, exptime, len);
 	if ((c = conn_open("put", servers, which, sizeof(which))) == NULL)
 		goto out;
 	if (conn_write(c, head, (size_t)n) == -1 || conn_write(c, data, len) == -1 ||
