@@ -29,6 +29,7 @@
  * binary. */
 #include "clock.h"
 #include "dump.h"
+#include "itemattr.h"
 #include "migrate.h"
 #include "migrate_copy.h"
 #include "migrate_progress.h"
@@ -242,6 +243,21 @@ dump_to_string(const char *dir, const char *spec, size_t *len)
 /* ------------------------------------------------------------------ */
 /* the dump format, on synthetic streams */
 
+/* An attribute record holding the id `id`, in a static buffer. */
+static const void *
+attrs_with_id(const char *id, size_t *len)
+{
+	static unsigned char rec[SAKER_ATTRS_MAX];
+
+	*len = itemattr_set(rec, sizeof(rec), NULL, 0, ITEMATTR_ID, id, strlen(id));
+	ck_assert_uint_gt(*len, 0);
+	return rec;
+}
+
+/* Queue "a": a ready item with attributes and binary data, an empty
+ * delayed one; ids "k1" and "k\0/2"; queue "b+c" empty.  Version 3 writes
+ * all of it; version 2 leaves attributes and ids out, version 1 the
+ * delivery counts too. */
 static char *
 synthetic_stream_version(size_t *len, uint32_t version)
 {
@@ -261,10 +277,15 @@ synthetic_stream_version(size_t *len, uint32_t version)
 	it.expires_ms = 123456789012LL;
 	it.created_ms = 42;
 	it.deliveries = 70000;
+	it.attrs = attrs_with_id("order-7", &it.attrs_len);
 	dump_write_item(&w, &it, MIG_READY);
 	it.len = 0;
+	it.attrs = NULL;
+	it.attrs_len = 0;
 	it.due_ms = 9000000000000LL;
 	dump_write_item(&w, &it, MIG_DELAYED);
+	dump_write_id(&w, "k1", 2, 8000000000000LL);
+	dump_write_id(&w, "k\0/2", 4, 8000000000001LL);
 	dump_write_queue_end(&w);
 	dump_write_queue(&w, "b+c", 3);
 	dump_write_queue_end(&w);
@@ -312,7 +333,10 @@ START_TEST(dump_format_roundtrip)
 	struct mig_err e;
 	FILE *fp = fmemopen(buf, len, "rb");
 
-	ck_assert_int_eq(memcmp(buf, "SAKERDMP\r\n\x1a\n\0\0\0\2", 16), 0);
+	const void *id;
+	size_t idlen;
+
+	ck_assert_int_eq(memcmp(buf, "SAKERDMP\r\n\x1a\n\0\0\0\3", 16), 0);
 	ck_assert_int_eq(dump_reader_start(&r, fp, &e), 0);
 	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE);
 	ck_assert_int_eq(rec.name_len, 1);
@@ -325,10 +349,22 @@ START_TEST(dump_format_roundtrip)
 	ck_assert_int_eq(rec.item.due_ms, 0);
 	ck_assert_int_eq(rec.item.created_ms, 42);
 	ck_assert_uint_eq(rec.item.deliveries, 70000);
+	/* the attribute record comes back byte-exact */
+	ck_assert(itemattr_get(rec.item.attrs, rec.item.attrs_len, ITEMATTR_ID,
+	    &id, &idlen));
+	ck_assert(idlen == 7 && memcmp(id, "order-7", 7) == 0);
+	ck_assert_uint_eq(rec.item.attrs_len, 1 + 3 + 7);
 	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_ITEM);
 	ck_assert_int_eq(rec.state, MIG_DELAYED);
 	ck_assert_int_eq(rec.item.len, 0);
+	ck_assert_uint_eq(rec.item.attrs_len, 0);
 	ck_assert_int_eq(rec.item.due_ms, 9000000000000LL);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_ID);
+	ck_assert(rec.key_len == 2 && memcmp(rec.key, "k1", 2) == 0);
+	ck_assert_int_eq(rec.expires_ms, 8000000000000LL);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_ID);
+	ck_assert(rec.key_len == 4 && memcmp(rec.key, "k\0/2", 4) == 0);
+	ck_assert_int_eq(rec.expires_ms, 8000000000001LL);
 	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE_END);
 	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE);
 	ck_assert_int_eq(rec.name_len, 3);
@@ -341,19 +377,24 @@ START_TEST(dump_format_roundtrip)
 }
 END_TEST
 
-/* Version 1 streams (no delivery counts) are still read. */
-START_TEST(dump_format_v1)
+/* Version 1 streams (no delivery counts) and version 2 streams (no
+ * attributes, no ids) are still read. */
+START_TEST(dump_format_old_versions)
 {
-	size_t len, len2;
+	size_t len, len2, len3;
 	char *buf = synthetic_stream_version(&len, 1);
-	char *buf2 = synthetic_stream(&len2);
+	char *buf2 = synthetic_stream_version(&len2, 2);
+	char *buf3 = synthetic_stream(&len3);
 	struct dump_reader r;
 	struct dump_rec rec;
 	struct mig_err e;
 	FILE *fp = fmemopen(buf, len, "rb");
 
 	ck_assert_int_eq(memcmp(buf, "SAKERDMP\r\n\x1a\n\0\0\0\1", 16), 0);
+	ck_assert_int_eq(memcmp(buf2, "SAKERDMP\r\n\x1a\n\0\0\0\2", 16), 0);
 	ck_assert_uint_eq(len + 8, len2);	/* 4 bytes per item */
+	/* version 3: 2 bytes per item, 11 of attributes, two ids of 11 + 2, 11 + 4 */
+	ck_assert_uint_eq(len2 + 4 + 11 + 13 + 15, len3);
 	ck_assert_int_eq(dump_reader_start(&r, fp, &e), 0);
 	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE);
 	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_ITEM);
@@ -361,6 +402,7 @@ START_TEST(dump_format_v1)
 	ck_assert_uint_eq(rec.item.flags, 0xdeadbeef);
 	ck_assert_int_eq(rec.item.created_ms, 42);
 	ck_assert_uint_eq(rec.item.deliveries, 0);
+	ck_assert_uint_eq(rec.item.attrs_len, 0);
 	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_ITEM);
 	ck_assert_int_eq(rec.item.due_ms, 9000000000000LL);
 	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE_END);
@@ -369,15 +411,99 @@ START_TEST(dump_format_v1)
 	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_END);
 	dump_reader_free(&r);
 	fclose(fp);
-	/* version 3 is refused with the versions this build reads */
-	buf[15] = 3;
+	fp = fmemopen(buf2, len2, "rb");
+	ck_assert_int_eq(dump_reader_start(&r, fp, &e), 0);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_ITEM);
+	ck_assert_int_eq(rec.item.len, 7);
+	ck_assert_uint_eq(rec.item.deliveries, 70000);
+	ck_assert_uint_eq(rec.item.attrs_len, 0);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_ITEM);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE_END);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_QUEUE_END);
+	ck_assert_int_eq(dump_read(&r, &rec, &e), DUMP_REC_END);
+	dump_reader_free(&r);
+	fclose(fp);
+	/* version 4 is refused with the versions this build reads */
+	buf[15] = 4;
 	fp = fmemopen(buf, len, "rb");
 	ck_assert_int_eq(dump_reader_start(&r, fp, &e), -1);
-	ck_assert_msg(strstr(e.msg, "versions 1 to 2") != NULL, "%s", e.msg);
+	ck_assert_msg(strstr(e.msg, "versions 1 to 3") != NULL, "%s", e.msg);
 	dump_reader_free(&r);
 	fclose(fp);
 	free(buf);
 	free(buf2);
+	free(buf3);
+}
+END_TEST
+
+/* A stream whose checksums are right but whose content is not: malformed
+ * attributes, an id of a bad length, an item after the ids, an id in a
+ * version 2 stream.  Each is refused with a message naming it. */
+static char *
+stream_with(size_t *len, uint32_t version, const void *attrs, size_t alen,
+    const void *key, size_t klen, bool item_after)
+{
+	struct dump_writer w;
+	struct saker_item it;
+	char *buf = NULL;
+	FILE *fp = open_memstream(&buf, len);
+
+	ck_assert_ptr_nonnull(fp);
+	dump_writer_start_version(&w, fp, version);
+	dump_write_queue(&w, "q", 1);
+	memset(&it, 0, sizeof(it));
+	it.data = "d";
+	it.len = 1;
+	it.attrs = attrs;
+	it.attrs_len = alen;
+	dump_write_item(&w, &it, MIG_READY);
+	if (key != NULL) {
+		/* bypass the writer's version check: a damaged old stream */
+		uint32_t v = w.version;
+		w.version = 3;
+		dump_write_id(&w, key, klen, 9000000000000LL);
+		w.version = v;
+	}
+	if (item_after)
+		dump_write_item(&w, &it, MIG_READY);
+	dump_write_queue_end(&w);
+	ck_assert_int_eq(dump_writer_finish(&w), 0);
+	fclose(fp);
+	return buf;
+}
+
+START_TEST(dump_format_bad_content)
+{
+	static const unsigned char trunc_entry[] = { 1, 1, 0, 5, 'a' };
+	static const unsigned char good[] = { 1, 1, 0, 1, 'a' };
+	char key[SAKER_DEDUP_KEY_MAX + 1];
+	struct mig_err e;
+	size_t len;
+	char *buf;
+	int n;
+
+	memset(key, 'k', sizeof(key));
+	buf = stream_with(&len, 3, good, sizeof(good), "k", 1, false);
+	ck_assert_int_eq(read_stream(buf, len, &n, &e), 0);
+	free(buf);
+	buf = stream_with(&len, 3, trunc_entry, sizeof(trunc_entry), NULL, 0, false);
+	ck_assert_int_eq(read_stream(buf, len, &n, &e), -1);
+	ck_assert_msg(strstr(e.msg, "malformed item attributes") != NULL, "%s", e.msg);
+	free(buf);
+	buf = stream_with(&len, 3, NULL, 0, key, sizeof(key), false);
+	ck_assert_int_eq(read_stream(buf, len, &n, &e), -1);
+	ck_assert_msg(strstr(e.msg, "id of 129 bytes") != NULL, "%s", e.msg);
+	free(buf);
+	buf = stream_with(&len, 3, NULL, 0, key, 128, true);
+	ck_assert_int_eq(read_stream(buf, len, &n, &e), -1);
+	ck_assert_msg(strstr(e.msg, "item after the queue's ids") != NULL, "%s", e.msg);
+	free(buf);
+	buf = stream_with(&len, 2, NULL, 0, "k", 1, false);
+	ck_assert_int_eq(read_stream(buf, len, &n, &e), -1);
+	ck_assert_msg(strstr(e.msg, "unknown record type 0x49") != NULL, "%s", e.msg);
+	free(buf);
 }
 END_TEST
 
@@ -407,9 +533,9 @@ START_TEST(dump_format_bad_input)
 	ck_assert_int_eq(read_stream(copy, len, &n, &e), -1);
 	ck_assert_ptr_nonnull(strstr(e.msg, "not a saker dump"));
 	memcpy(copy, buf, len);
-	copy[15] = 3;
+	copy[15] = 4;
 	ck_assert_int_eq(read_stream(copy, len, &n, &e), -1);
-	ck_assert_ptr_nonnull(strstr(e.msg, "version 3"));
+	ck_assert_ptr_nonnull(strstr(e.msg, "version 4"));
 	memcpy(copy, buf, len);
 	copy[len] = 'Z';
 	ck_assert_int_eq(read_stream(copy, len + 1, &n, &e), -1);
@@ -2190,7 +2316,8 @@ main(void)
 
 	tc = tcase_create("format");
 	tcase_add_test(tc, dump_format_roundtrip);
-	tcase_add_test(tc, dump_format_v1);
+	tcase_add_test(tc, dump_format_old_versions);
+	tcase_add_test(tc, dump_format_bad_content);
 	tcase_add_test(tc, dump_format_bad_input);
 	tcase_add_test(tc, digest_order_matters);
 	suite_add_tcase(su, tc);

@@ -13,6 +13,7 @@
 #include "bytes.h"
 #include "clock.h"
 #include "dump.h"
+#include "itemattr.h"
 #include "migrate_copy.h"
 #include "migrate_int.h"
 #include "migrate_progress.h"
@@ -22,8 +23,10 @@ static const unsigned char dump_magic[12] = {
 	'S', 'A', 'K', 'E', 'R', 'D', 'M', 'P', 0x0d, 0x0a, 0x1a, 0x0a
 };
 
-#define DUMP_ITEM_HDR 36         /* flags, expires, due, created,
-                                  * deliveries (version 2), len */
+#define DUMP_ITEM_HDR 38         /* flags, expires, due, created,
+                                  * deliveries (version 2 on), attributes
+                                  * length (version 3 on), len */
+#define DUMP_ITEM_HDR_V2 36
 #define DUMP_ITEM_HDR_V1 32
 
 /* ------------------------------------------------------------------ */
@@ -74,7 +77,7 @@ void
 dump_write_item(struct dump_writer *w, const struct saker_item *it, int state)
 {
 	unsigned char b[1 + DUMP_ITEM_HDR];
-	size_t n = 29;
+	size_t n = 29, alen = w->version >= 3 ? it->attrs_len : 0;
 
 	b[0] = state == MIG_DELAYED ? 'D' : 'R';
 	saker_put_be32(b + 1, it->flags);
@@ -85,11 +88,33 @@ dump_write_item(struct dump_writer *w, const struct saker_item *it, int state)
 		saker_put_be32(b + n, it->deliveries);
 		n += 4;
 	}
+	if (w->version >= 3) {
+		/* callers pass records of at most SAKER_ATTRS_MAX bytes */
+		saker_put_be16(b + n, (uint16_t)alen);
+		n += 2;
+	}
 	saker_put_be32(b + n, (uint32_t)it->len);
 	dump_out(w, b, n + 4);
+	dump_out(w, it->attrs, alen);
 	dump_out(w, it->data, it->len);
 	w->qitems++;
 	w->nitems++;
+}
+
+void
+dump_write_id(struct dump_writer *w, const void *key, size_t len,
+    int64_t expires_ms)
+{
+	unsigned char b[11];
+
+	if (w->version < 3)
+		return;		/* older formats have no ids */
+	b[0] = 'I';
+	saker_put_be64(b + 1, (uint64_t)expires_ms);
+	saker_put_be16(b + 9, (uint16_t)len);
+	dump_out(w, b, sizeof(b));
+	dump_out(w, key, len);
+	w->nids++;
 }
 
 void
@@ -201,12 +226,18 @@ dump_read_item(struct dump_reader *r, struct dump_rec *rec, int tag,
     struct mig_err *e)
 {
 	unsigned char b[DUMP_ITEM_HDR];
-	size_t hlen = r->version >= 2 ? DUMP_ITEM_HDR : DUMP_ITEM_HDR_V1;
+	size_t hlen = r->version >= 3 ? DUMP_ITEM_HDR : r->version >= 2 ?
+	    DUMP_ITEM_HDR_V2 : DUMP_ITEM_HDR_V1;
 	uint32_t len;
-	size_t have = 0;
+	size_t have = 0, alen = 0;
 
 	if (!r->in_queue) {
 		mig_seterr(e, "bad dump: item outside a queue at byte %" PRIu64, r->off - 1);
+		return -1;
+	}
+	if (r->ids_seen) {
+		mig_seterr(e, "bad dump: item after the queue's ids at byte %" PRIu64,
+		    r->off - 1);
 		return -1;
 	}
 	if (dump_in(r, b, hlen, "an item", e) < 0)
@@ -218,7 +249,14 @@ dump_read_item(struct dump_reader *r, struct dump_rec *rec, int tag,
 	rec->item.created_ms = (int64_t)saker_get_be64(b + 20);
 	if (r->version >= 2)
 		rec->item.deliveries = saker_get_be32(b + 28);
+	if (r->version >= 3)
+		alen = saker_get_be16(b + 32);
 	len = saker_get_be32(b + hlen - 4);
+	if (alen > SAKER_ATTRS_MAX) {
+		mig_seterr(e, "bad dump: item attributes of %zu bytes at byte %" PRIu64
+		    " (limit %u)", alen, r->off, SAKER_ATTRS_MAX);
+		return -1;
+	}
 	if (len > DUMP_MAX_ITEM) {
 		mig_seterr(e, "bad dump: item of %" PRIu32 " bytes at byte %" PRIu64
 		    " (limit %u)", len, r->off, DUMP_MAX_ITEM);
@@ -226,6 +264,13 @@ dump_read_item(struct dump_reader *r, struct dump_rec *rec, int tag,
 	}
 	if ((tag == 'R' && rec->item.due_ms != 0) || (tag == 'D' && rec->item.due_ms <= 0)) {
 		mig_seterr(e, "bad dump: bad due time at byte %" PRIu64, r->off);
+		return -1;
+	}
+	if (dump_in(r, r->attrs, alen, "item attributes", e) < 0)
+		return -1;
+	if (!itemattr_valid(r->attrs, alen)) {
+		mig_seterr(e, "bad dump: malformed item attributes at byte %" PRIu64,
+		    r->off - alen);
 		return -1;
 	}
 	/* Grow with the data actually read, so a damaged length on a short
@@ -250,11 +295,47 @@ dump_read_item(struct dump_reader *r, struct dump_rec *rec, int tag,
 	}
 	rec->item.len = len;
 	rec->item.data = r->buf;
+	rec->item.attrs_len = alen;
+	rec->item.attrs = alen > 0 ? r->attrs : NULL;
 	rec->state = tag == 'D' ? MIG_DELAYED : MIG_READY;
 	rec->type = DUMP_REC_ITEM;
 	r->qitems++;
 	r->nitems++;
 	return DUMP_REC_ITEM;
+}
+
+static int
+dump_read_id(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
+{
+	unsigned char b[10];
+	size_t len;
+
+	if (r->version < 3) {
+		mig_seterr(e, "bad dump: unknown record type 0x%02x at byte %" PRIu64,
+		    'I', r->off - 1);
+		return -1;
+	}
+	if (!r->in_queue) {
+		mig_seterr(e, "bad dump: id outside a queue at byte %" PRIu64, r->off - 1);
+		return -1;
+	}
+	if (dump_in(r, b, sizeof(b), "an id", e) < 0)
+		return -1;
+	len = saker_get_be16(b + 8);
+	if (len == 0 || len > SAKER_DEDUP_KEY_MAX) {
+		mig_seterr(e, "bad dump: id of %zu bytes at byte %" PRIu64
+		    " (1..%u)", len, r->off, SAKER_DEDUP_KEY_MAX);
+		return -1;
+	}
+	if (dump_in(r, r->key, len, "an id", e) < 0)
+		return -1;
+	r->ids_seen = true;
+	r->nids++;
+	rec->type = DUMP_REC_ID;
+	rec->key = r->key;
+	rec->key_len = len;
+	rec->expires_ms = (int64_t)saker_get_be64(b);
+	return DUMP_REC_ID;
 }
 
 int
@@ -271,7 +352,7 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 	if (fread(&tag, 1, 1, r->fp) != 1)
 		return dump_short(r, r->off, "without", "the end record", e);
 	r->off++;
-	if (tag == 'R' || tag == 'D' || tag == 'Q') {
+	if (tag == 'R' || tag == 'D' || tag == 'Q' || (tag == 'I' && r->version >= 3)) {
 		r->tsum = mig_fnv(r->tsum, &tag, 1);
 		if (r->in_queue || tag == 'Q')
 			r->qsum = mig_fnv(tag == 'Q' ? MIG_FNV_INIT : r->qsum, &tag, 1);
@@ -285,6 +366,7 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 			return -1;
 		}
 		r->in_queue = true;
+		r->ids_seen = false;
 		r->qitems = 0;
 		if (dump_in(r, b, 2, "a queue name", e) < 0)
 			return -1;
@@ -310,6 +392,8 @@ dump_read(struct dump_reader *r, struct dump_rec *rec, struct mig_err *e)
 	case 'R':
 	case 'D':
 		return dump_read_item(r, rec, tag, e);
+	case 'I':
+		return dump_read_id(r, rec, e);
 	case 'E':
 		if (!r->in_queue) {
 			mig_seterr(e, "bad dump: queue end outside a queue at byte %" PRIu64,
@@ -416,8 +500,21 @@ dump_cb_queue_end(void *arg)
 	return 0;
 }
 
+static int
+dump_cb_id(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	struct dump_ctx *c = arg;
+
+	dump_write_id(&c->w, key, len, expires_ms);
+	if (c->w.failed) {
+		mig_seterr(c->e, "writing the dump failed: %s", strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
 static const struct mig_source_cb dump_cb = {
-	dump_cb_queue, dump_cb_item, dump_cb_queue_end
+	dump_cb_queue, dump_cb_item, dump_cb_queue_end, dump_cb_id
 };
 
 static const char dump_usage[] =
@@ -425,7 +522,8 @@ static const char dump_usage[] =
 	    "\n"
 	    "Write every queue of the store SPEC (TYPE:LOCATION) as a portable,\n"
 	    "versioned binary stream (format: saker(1), DUMP FORMAT) to standard\n"
-	    "output or FILE.  Items are written as a restart would show them.\n"
+	    "output or FILE.  Items are written as a restart would show them, with\n"
+	    "their attributes; each queue's live deduplication ids with their expiry.\n"
 	    "Stop sakerd on the store first.\n"
 	    "\n"
 	    "  -o, --output FILE  write FILE (atomically: FILE.tmp-PID, then rename)\n"
@@ -522,8 +620,11 @@ dump_main(int argc, char **argv)
 	if (!quiet) {
 		char b[32];
 		mig_human_bytes(b, sizeof(b), c.m.bytes);
-		fprintf(stderr, "dumped %" PRIu64 " items (%s) in %" PRIu64 " queues from %s\n",
-		    c.w.nitems, b, c.w.nqueues, argv[optind]);
+		fprintf(stderr, "dumped %" PRIu64 " items (%s) in %" PRIu64 " queues",
+		    c.w.nitems, b, c.w.nqueues);
+		if (c.w.nids > 0)
+			fprintf(stderr, ", %" PRIu64 " deduplication ids", c.w.nids);
+		fprintf(stderr, " from %s\n", argv[optind]);
 	}
 	rc = 0;
 out:
@@ -542,8 +643,9 @@ out:
 static const char load_usage[] =
 	    "usage: saker load [--append] [--progress|--quiet] [-i FILE] SPEC < FILE\n"
 	    "\n"
-	    "Read a stream written by `saker dump` from standard input or FILE into\n"
-	    "the store SPEC (TYPE:LOCATION), created if it does not exist.  The\n"
+	    "Read a stream written by `saker dump` (any format version) from standard\n"
+	    "input or FILE into the store SPEC (TYPE:LOCATION), created if it does\n"
+	    "not exist; deduplication ids keep their expiry.  The\n"
 	    "store is built beside its final place, verified and renamed into\n"
 	    "place; on bad input, any failure or an interrupt it is left as it was.\n"
 	    "A non-empty store is refused unless --append is given.\n"
@@ -576,6 +678,11 @@ load_records(struct dump_reader *r, struct mig_target *t, int64_t now_ms,
 				rec.item.due_ms = 0;
 			}
 			if (mig_target_put(t, &rec.item, rec.state, false, e) < 0)
+				return -1;
+			break;
+		case DUMP_REC_ID:
+			if (mig_target_id(t, rec.key, rec.key_len, rec.expires_ms,
+			    e) < 0)
 				return -1;
 			break;
 		case DUMP_REC_QUEUE_END:

@@ -19,6 +19,7 @@
 
 #include "saker/store.h"
 #include "bytes.h"
+#include "itemattr.h"
 #include "migrate_copy.h"
 #include "migrate_int.h"
 #include "migrate_progress.h"
@@ -128,7 +129,14 @@ mig_item_hash(const struct saker_item *it, int state)
 	saker_put_be64(b + 12, state == MIG_DELAYED ? (uint64_t)it->due_ms : 0);
 	saker_put_be64(b + 20, (uint64_t)it->len);
 	h = mig_fnv(MIG_FNV_INIT, b, sizeof(b));
-	return it->len > 0 ? mig_fnv(h, it->data, it->len) : h;
+	if (it->len > 0)
+		h = mig_fnv(h, it->data, it->len);
+	if (it->attrs_len > 0) {
+		saker_put_be16(b, (uint16_t)it->attrs_len);
+		h = mig_fnv(h, b, 2);
+		h = mig_fnv(h, it->attrs, it->attrs_len);
+	}
+	return h;
 }
 
 void
@@ -155,6 +163,17 @@ mig_digest_add(struct mig_digest *d, const struct saker_item *it, int state)
 		d->ready_chain = mig_fnv(d->ready_chain, b, sizeof(b));
 	}
 	d->bytes += it->len;
+}
+
+void
+mig_digest_add_id(struct mig_digest *d, const void *key, size_t len,
+    int64_t expires_ms)
+{
+	unsigned char b[8];
+
+	saker_put_be64(b, (uint64_t)expires_ms);
+	d->ids++;
+	d->ids_sum += mig_fnv(mig_fnv(MIG_FNV_INIT, b, sizeof(b)), key, len);
 }
 
 /* ------------------------------------------------------------------ */
@@ -451,6 +470,104 @@ mig_walk_item(void *arg, const struct saker_item *it)
 	return rc;
 }
 
+/* A queue's deduplication ids, collected to be handed out sorted. */
+struct mig_id {
+	int64_t expires_ms;
+	size_t len;
+	unsigned char key[SAKER_DEDUP_KEY_MAX];
+};
+
+struct mig_ids {
+	struct mig_id *v;
+	size_t n, cap;
+	int64_t now_ms;
+	bool oom, bad;
+};
+
+static int
+mig_collect_id(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	struct mig_ids *ids = arg;
+
+	if (expires_ms <= ids->now_ms)
+		return 0;	/* expired: a restart's sweep would drop it */
+	if (len == 0 || len > SAKER_DEDUP_KEY_MAX) {
+		ids->bad = true;
+		return 1;
+	}
+	if (ids->n == ids->cap) {
+		size_t cap = ids->cap > 0 ? ids->cap * 2 : 64;
+		struct mig_id *v = realloc(ids->v, cap * sizeof(*v));
+
+		if (v == NULL) {
+			ids->oom = true;
+			return 1;
+		}
+		ids->v = v;
+		ids->cap = cap;
+	}
+	ids->v[ids->n].expires_ms = expires_ms;
+	ids->v[ids->n].len = len;
+	memcpy(ids->v[ids->n].key, key, len);
+	ids->n++;
+	return 0;
+}
+
+static int
+mig_id_cmp(const void *a, const void *b)
+{
+	const struct mig_id *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->key, y->key, n);
+
+	if (c != 0)
+		return c;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* Hand q's live ids to cb->id, sorted by key bytes (dumps must be
+ * reproducible; the driver lists them in no particular order). */
+static int
+mig_source_ids(saker_store *s, saker_queue *q, const char *name, int len,
+    int64_t now_ms, const struct mig_source_cb *cb, void *arg,
+    struct mig_err *e)
+{
+	struct mig_ids ids;
+	size_t i;
+	int rc = 0;
+
+	/* a driver from before ids keeps none */
+	if (cb->id == NULL || s->driver->dedup_iterate == NULL)
+		return 0;
+	memset(&ids, 0, sizeof(ids));
+	ids.now_ms = now_ms;
+	rc = saker_store_dedup_iterate(s, q, mig_collect_id, &ids);
+	if (ids.oom || ids.bad || rc != 0) {
+		if (ids.oom)
+			mig_seterr(e, "out of memory reading the ids of queue '%.*s'",
+			    len, name);
+		else if (ids.bad)
+			mig_seterr(e, "queue '%.*s' holds a deduplication id of a "
+			    "bad length", len, name);
+		else
+			mig_seterr(e, "reading the ids of queue '%.*s' failed: %s",
+			    len, name, saker_store_errmsg(s));
+		free(ids.v);
+		return -1;
+	}
+	if (ids.n > 1)
+		qsort(ids.v, ids.n, sizeof(*ids.v), mig_id_cmp);
+	for (i = 0; i < ids.n && rc == 0; i++) {
+		if (mig_check_interrupt(e) < 0)
+			rc = -1;
+		else
+			rc = cb->id(arg, ids.v[i].key, ids.v[i].len,
+			    ids.v[i].expires_ms);
+	}
+	free(ids.v);
+	return rc;
+}
+
 int
 mig_source_each(saker_store *s, int64_t now_ms, const struct mig_source_cb *cb,
     void *arg, struct mig_err *e)
@@ -483,6 +600,9 @@ mig_source_each(saker_store *s, int64_t now_ms, const struct mig_source_cb *cb,
 				    name, saker_store_errmsg(s));
 			break;
 		}
+		if ((rc = mig_source_ids(s, q, name, len, now_ms, cb, arg,
+		    e)) != 0)
+			break;
 		if (cb->queue_end != NULL)
 			rc = cb->queue_end(arg);
 	}
@@ -635,6 +755,21 @@ mig_target_put(struct mig_target *t, const struct saker_item *it, int state,
 		if (mig_check_interrupt(e) < 0)
 			return -1;
 	}
+	if (p.attrs_len > SAKER_ATTRS_MAX || !itemattr_valid(p.attrs, p.attrs_len)) {
+		mig_seterr(e, "item %" PRIu64 " of queue '%.*s' has malformed "
+		    "attributes", mq->want.ready + mq->want.delayed + 1,
+		    (int)mq->len, mq->name);
+		return -1;
+	}
+	if (p.attrs_len > 0 && t->st->driver->dedup_put == NULL) {
+		/* a driver from before item attributes (it has no id hooks
+		 * either) would drop them: say so rather than fail the
+		 * verification */
+		mig_seterr(e, "the %s store of this build cannot keep item "
+		    "attributes (queue '%.*s')", t->drv->name, (int)mq->len,
+		    mq->name);
+		return -1;
+	}
 	p.id = 0;
 	p.state = SAKER_ITEM_READY;
 	if (state != MIG_DELAYED)
@@ -674,6 +809,45 @@ mig_target_put(struct mig_target *t, const struct saker_item *it, int state,
 	return 0;
 }
 
+int
+mig_target_id(struct mig_target *t, const void *key, size_t len,
+    int64_t expires_ms, struct mig_err *e)
+{
+	struct mig_q *mq = &t->qs[t->cur];
+	int rc;
+
+	if (mig_check_interrupt(e) < 0)
+		return -1;
+	if (t->q == NULL) {
+		mig_seterr(e, "id outside any queue");
+		return -1;
+	}
+	if (expires_ms <= t->now_ms)
+		return 0;	/* expired since the dump: gone, as in the source */
+	if (t->st->driver->dedup_put == NULL) {
+		mig_seterr(e, "the %s store of this build cannot keep deduplication "
+		    "ids (queue '%.*s' has some)", t->drv->name, (int)mq->len,
+		    mq->name);
+		return -1;
+	}
+	rc = saker_store_dedup_load(t->st, t->q, key, len, expires_ms, t->now_ms);
+	if (rc != SAKER_OK) {
+		mig_seterr(e, "writing a deduplication id of queue '%.*s' to %s "
+		    "failed: %s", (int)mq->len, mq->name, t->spec,
+		    rc == SAKER_EINVAL ? "bad id" : saker_store_errmsg(t->st));
+		return -1;
+	}
+	mig_digest_add_id(&mq->want, key, len, expires_ms);
+	mq->id_inputs |= t->input;
+	if (t->input == 2) {
+		mq->src_ids++;
+		t->src_ids++;
+	}
+	if (++t->pending >= MIG_COMMIT_EVERY)
+		return mig_target_commit(t, e);
+	return 0;
+}
+
 struct mig_tcb {
 	struct mig_target *t;
 	struct mig_err *e;
@@ -695,8 +869,16 @@ mig_tcb_item(void *arg, const struct saker_item *it, int state, bool was_open)
 	return mig_target_put(c->t, it, state, was_open, c->e) < 0 ? 1 : 0;
 }
 
+static int
+mig_tcb_id(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	struct mig_tcb *c = arg;
+
+	return mig_target_id(c->t, key, len, expires_ms, c->e) < 0 ? 1 : 0;
+}
+
 static const struct mig_source_cb mig_target_cb = {
-	mig_tcb_queue, mig_tcb_item, NULL
+	mig_tcb_queue, mig_tcb_item, NULL, mig_tcb_id
 };
 
 int
@@ -973,10 +1155,28 @@ mig_v_end(void *arg)
 		    "items of queue '%.*s'", len, name);
 		return 1;
 	}
+	if (v->mq->id_inputs == 3 ? g->ids > w->ids :
+	    g->ids != w->ids || g->ids_sum != w->ids_sum) {
+		mig_seterr(v->e, "verification failed: queue '%.*s' should keep %"
+		    PRIu64 " deduplication ids, keeps %" PRIu64 "%s", len, name,
+		    w->ids, g->ids, g->ids == w->ids ? " (checksum mismatch)" : "");
+		return 1;
+	}
 	return 0;
 }
 
-static const struct mig_source_cb mig_verify_cb = { mig_v_queue, mig_v_item, mig_v_end };
+static int
+mig_v_id(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	struct mig_vctx *v = arg;
+
+	mig_digest_add_id(&v->got, key, len, expires_ms);
+	return 0;
+}
+
+static const struct mig_source_cb mig_verify_cb = {
+	mig_v_queue, mig_v_item, mig_v_end, mig_v_id
+};
 
 static int
 mig_target_verify(struct mig_target *t, struct mig_err *e)

@@ -24,15 +24,25 @@
  *   Items are put() with now_ms = T, so the target's ready/delayed split
  *   is deterministic and the checksums below compare equal.
  *
+ * DEDUPLICATION IDS
+ *   Each queue's ids (store.h, DEDUPLICATION) follow its items, sorted by
+ *   key bytes, with their absolute expiry; ids expired at T are left out
+ *   (a restart would sweep them).  A source or target driver from before
+ *   ids has none to give and refuses to take any.
+ *
  * CHECKSUM (verification)
  *   Per item: h = FNV-1a-64 over BE32 flags, BE64 expires_ms, BE64 due,
- *   BE64 len, data.  Per queue: counts of ready and delayed items; a chain
+ *   BE64 len, data, then (when the item has attributes) BE16 attributes
+ *   length and the attribute record, byte-exact.  Per queue: counts of ready and delayed items; a chain
  *   over ready items in FIFO order (c = FNV-1a-64 continuing from c over
  *   BE64 h); the same chain over delayed items in (due, arrival) order; and
  *   the sum mod 2^64 of the delayed items' h.  Delayed items are compared
  *   by chain, or by sum when the queue's delayed items came from two inputs
  *   (--append onto a queue that already had delayed items), because the
- *   target then interleaves them by due time.
+ *   target then interleaves them by due time.  Ids are compared by count
+ *   and by the sum mod 2^64 of FNV-1a-64 over BE64 expiry and key; when
+ *   both inputs of --append gave a queue ids, the target keeps one of an
+ *   id both had, so only "no more than written" is checked.
  */
 #ifndef SAKER_MIGRATE_COPY_H
 #define SAKER_MIGRATE_COPY_H
@@ -63,6 +73,8 @@ uint64_t mig_fnv(uint64_t h, const void *p, size_t len);
 /* Per-queue digest, as described above. */
 void mig_digest_init(struct mig_digest *d);
 void mig_digest_add(struct mig_digest *d, const struct saker_item *it, int state);
+void mig_digest_add_id(struct mig_digest *d, const void *key, size_t len,
+    int64_t expires_ms);
 
 /* Check a spec names a compiled-in, durable driver with a location.
  * `role` ("source", "destination") is used in the message. */
@@ -95,6 +107,9 @@ int mig_target_queue(struct mig_target *t, const char *name, size_t len,
     struct mig_err *e);
 int mig_target_put(struct mig_target *t, const struct saker_item *it, int state,
     bool was_open, struct mig_err *e);
+/* A deduplication id of the current queue (skipped when expired at T). */
+int mig_target_id(struct mig_target *t, const void *key, size_t len,
+    int64_t expires_ms, struct mig_err *e);
 /* Every queue of src, walked by mig_source_each(), into t. */
 int mig_target_copy(struct mig_target *t, saker_store *src, struct mig_err *e);
 /* Commit, close, fsync, verify, rename into place.  After a failure the

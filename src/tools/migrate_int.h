@@ -49,6 +49,8 @@ struct mig_digest {
 	uint64_t ready_chain;
 	uint64_t delayed_chain;
 	uint64_t delayed_sum;
+	uint64_t ids;            /* deduplication ids, and the sum mod 2^64 */
+	uint64_t ids_sum;        /* of FNV-1a-64 over BE64 expiry and key */
 };
 
 /* Queue names collected by a store's queues() callback (copies, not
@@ -69,6 +71,9 @@ struct mig_source_cb {
 	int (*queue_begin)(void *arg, const char *name, size_t len);
 	int (*item)(void *arg, const struct saker_item *it, int state, bool was_open);
 	int (*queue_end)(void *arg);
+	/* a deduplication id of the queue, after its items (NULL: ids are
+	 * not wanted) */
+	int (*id)(void *arg, const void *key, size_t len, int64_t expires_ms);
 };
 
 /* Progress line shared with dump (stderr, redrawn in place). */
@@ -87,6 +92,8 @@ struct mig_q {
 	size_t len;
 	struct mig_digest want;
 	unsigned delayed_inputs;         /* bit per input that added delayed items */
+	unsigned id_inputs;              /* bit per input that added ids */
+	uint64_t src_ids;
 	bool from_src;
 	uint64_t src_ready, src_delayed, src_open, src_bytes;
 };
@@ -110,7 +117,7 @@ struct mig_target {
 	int64_t now_ms;
 	unsigned input;                  /* 1 = the existing destination, 2 = source */
 	uint64_t pending, pending_bytes;
-	uint64_t src_items, src_bytes;
+	uint64_t src_items, src_bytes, src_ids;
 	struct mig_meter meter;
 };
 

@@ -108,12 +108,18 @@ mig_target_summary(struct mig_target *t, FILE *fp, const char *verb)
 		nsrc++;
 		mig_human_bytes(b, sizeof(b), q->src_bytes);
 		fprintf(fp, "  %.*s: %" PRIu64 " items (%" PRIu64 " ready, %" PRIu64
-		    " delayed, %" PRIu64 " were open), %s\n", (int)q->len, q->name,
+		    " delayed, %" PRIu64 " were open), %s", (int)q->len, q->name,
 		    q->src_ready + q->src_delayed, q->src_ready, q->src_delayed,
 		    q->src_open, b);
+		if (q->src_ids > 0)
+			fprintf(fp, ", %" PRIu64 " deduplication ids", q->src_ids);
+		fputc('\n', fp);
 	}
 	mig_human_bytes(b, sizeof(b), t->src_bytes);
 	fprintf(fp, "%s %" PRIu64 " items (%s) in %zu queues to %s in %.2f s "
-	    "(%.0f items/s); verified\n", verb, t->src_items, b, nsrc, t->spec,
+	    "(%.0f items/s)", verb, t->src_items, b, nsrc, t->spec,
 	    secs, secs > 0 ? (double)t->src_items / secs : 0.0);
+	if (t->src_ids > 0)
+		fprintf(fp, ", %" PRIu64 " deduplication ids", t->src_ids);
+	fputs("; verified\n", fp);
 }
