@@ -545,6 +545,82 @@ START_TEST(dump_format_bad_input)
 }
 END_TEST
 
+/* The copy engine's source walk hands out items with their attribute
+ * records and, after them, the queue's live ids sorted by key (the
+ * driver lists them in no order); an expired id is left out.  On the
+ * memory driver, in-process. */
+struct walk_log {
+	char text[512];
+	size_t n;
+};
+
+static int
+wl_queue(void *arg, const char *name, size_t len)
+{
+	struct walk_log *l = arg;
+
+	l->n += (size_t)snprintf(l->text + l->n, sizeof(l->text) - l->n, "Q%.*s ",
+	    (int)len, name);
+	return 0;
+}
+
+static int
+wl_item(void *arg, const struct saker_item *it, int state, bool was_open)
+{
+	struct walk_log *l = arg;
+	const void *v;
+	size_t vlen;
+
+	(void)was_open;
+	if (!itemattr_get(it->attrs, it->attrs_len, ITEMATTR_ID, &v, &vlen))
+		v = "-", vlen = 1;
+	l->n += (size_t)snprintf(l->text + l->n, sizeof(l->text) - l->n, "%c%.*s/%.*s ",
+	    state, (int)it->len, (const char *)it->data, (int)vlen, (const char *)v);
+	return 0;
+}
+
+static int
+wl_id(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	struct walk_log *l = arg;
+
+	l->n += (size_t)snprintf(l->text + l->n, sizeof(l->text) - l->n, "I%.*s@%lld ",
+	    (int)len, (const char *)key, (long long)(expires_ms % 1000));
+	return 0;
+}
+
+START_TEST(source_walk_ids)
+{
+	static const struct mig_source_cb cb = { wl_queue, wl_item, NULL, wl_id };
+	saker_store *s = open_store("memory", true, false);
+	int64_t now = 1700000000000LL;
+	struct saker_item it;
+	struct walk_log l;
+	struct mig_err e;
+	saker_queue *q;
+
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, true, NULL, &q), SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	it.data = "a";
+	it.len = 1;
+	it.attrs = attrs_with_id("ka", &it.attrs_len);
+	ck_assert_int_eq(saker_store_put(s, q, &it, now), SAKER_OK);
+	it.data = "b";
+	it.attrs = NULL;
+	it.attrs_len = 0;
+	ck_assert_int_eq(saker_store_put(s, q, &it, now), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_load(s, q, "zz", 2, now + 5001, now), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_load(s, q, "ka", 2, now + 5002, now), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_load(s, q, "gone", 4, now + 10, now), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_load(s, q, "k", 1, now + 5003, now), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(mig_source_each(s, now + 10, &cb, &l, &e), 0);
+	ck_assert_str_eq(l.text, "Qq Ra/ka Rb/- Ik@3 Ika@2 Izz@1 ");
+	saker_store_close(s);
+}
+END_TEST
+
 START_TEST(digest_order_matters)
 {
 	struct mig_digest a, b;
@@ -1279,6 +1355,200 @@ START_TEST(dump_load_identity)
 }
 END_TEST
 
+
+/* Does the driver of spec keep attributes and ids (a build whose driver
+ * predates them cannot: the test then says so and checks nothing)? */
+DRIVER_HELPER static bool
+driver_has_ids(const char *spec)
+{
+	const struct saker_store_driver *d = saker_store_driver_find(spec,
+	    strcspn(spec, ",:"));
+
+	ck_assert_ptr_nonnull(d);
+	if (d->dedup_put != NULL)
+		return true;
+	fprintf(stderr, "check_cli: NOT TESTED: the %s driver of this build has "
+	    "no deduplication hooks\n", d->name);
+	return false;
+}
+
+/* Queue "ids": two items with attribute records (an id, and an unknown
+ * type 200 a newer build would add), two live ids and an expired one. */
+DRIVER_HELPER static void
+fill_ids(const char *spec)
+{
+	static const unsigned char newer[] = { 1, 200, 0, 3, 'x', 'y', 'z',
+	    1, 0, 2, 'i', '1' };
+	saker_store *s = open_store(spec, true, false);
+	int64_t now = saker_now_ms();
+	struct saker_item it;
+	saker_queue *q;
+
+	ck_assert_int_eq(saker_store_queue_open(s, "ids", 3, true, NULL, &q), SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	it.data = "one";
+	it.len = 3;
+	it.created_ms = now;
+	it.attrs = newer;
+	it.attrs_len = sizeof(newer);
+	ck_assert_int_eq(saker_store_put(s, q, &it, now), SAKER_OK);
+	it.data = "two";
+	it.attrs = attrs_with_id("i2", &it.attrs_len);
+	ck_assert_int_eq(saker_store_put(s, q, &it, now), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_load(s, q, "i1", 2, now + 3600000, now), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_load(s, q, "i2\0b", 4, now + 7200000, now), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_load(s, q, "old", 3, now + 300, now), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+}
+
+struct idlist {
+	int n;
+	char keys[8][8];
+	int64_t exp[8];
+};
+
+static int
+idlist_add(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	struct idlist *l = arg;
+
+	ck_assert_int_lt(l->n, 8);
+	ck_assert_uint_lt(len, 8);
+	memset(l->keys[l->n], 0, 8);
+	memcpy(l->keys[l->n], key, len);
+	l->exp[l->n++] = expires_ms;
+	return 0;
+}
+
+static int
+attrs_check(void *arg, const struct saker_item *it)
+{
+	int *i = arg;
+	const void *v;
+	size_t vlen;
+
+	if ((*i)++ == 0) {
+		/* the record a newer build wrote, byte-exact */
+		ck_assert_uint_eq(it->attrs_len, 12);
+		ck_assert_int_eq(memcmp(it->attrs, "\1\310\0\3xyz\1\0\2i1", 12), 0);
+	} else {
+		ck_assert(itemattr_get(it->attrs, it->attrs_len, ITEMATTR_ID, &v, &vlen));
+		ck_assert(vlen == 2 && memcmp(v, "i2", 2) == 0);
+	}
+	return 0;
+}
+
+/* spec keeps what fill_ids() wrote, but the expired id; the ids keep
+ * the expiry they had (not a new window). */
+DRIVER_HELPER static void
+check_ids(const char *spec, const struct idlist *want)
+{
+	saker_store *s = open_store(spec, false, true);
+	struct idlist got;
+	saker_queue *q;
+	int i = 0, j, k;
+
+	ck_assert_int_eq(saker_store_queue_open(s, "ids", 3, false, NULL, &q), SAKER_OK);
+	ck_assert_int_eq(saker_store_iterate(s, q, attrs_check, &i), 0);
+	ck_assert_int_eq(i, 2);
+	memset(&got, 0, sizeof(got));
+	ck_assert_int_eq(saker_store_dedup_iterate(s, q, idlist_add, &got), 0);
+	ck_assert_int_eq(got.n, 2);
+	for (j = 0; j < want->n; j++) {
+		for (k = 0; k < got.n; k++)
+			if (memcmp(got.keys[k], want->keys[j], 8) == 0)
+				break;
+		ck_assert_msg(k < got.n, "id %s lost", want->keys[j]);
+		ck_assert_int_eq(got.exp[k], want->exp[j]);
+	}
+	saker_store_close(s);
+}
+
+/* dump, load and migrate carry item attributes byte-exact and the live
+ * deduplication ids with their expiry; the dump of the copy is the same
+ * bytes; a version 2 dump still loads. */
+START_TEST(dump_load_ids)
+{
+	char *dir = tl_mkdtemp(), *err = NULL, *out = NULL;
+	char *a = tl_strdupf("lmdb:%s/a", dir), *b = tl_strdupf("sqlite:%s/b.db", dir);
+	char *c = tl_strdupf("lmdb:%s/c", dir), *f1 = tl_strdupf("%s/one.dump", dir);
+	char *d = tl_strdupf("sqlite:%s/d.db", dir), *f2 = tl_strdupf("%s/v2.dump", dir);
+	struct idlist want, all;
+	saker_store *s;
+	saker_queue *q;
+	char *d1, *d2, *d3, *v2;
+	size_t l1, l2, l3, lv2;
+	int rc, i;
+
+	if (!driver_has_ids(a) || !driver_has_ids(b))
+		goto out;
+	fill_ids(a);
+	/* the ids a copy must keep, with their expiry, read from the source:
+	 * all but "old", which expires now */
+	s = open_store(a, false, true);
+	ck_assert_int_eq(saker_store_queue_open(s, "ids", 3, false, NULL, &q), SAKER_OK);
+	memset(&all, 0, sizeof(all));
+	ck_assert_int_eq(saker_store_dedup_iterate(s, q, idlist_add, &all), 0);
+	ck_assert_int_eq(all.n, 3);
+	saker_store_close(s);
+	memset(&want, 0, sizeof(want));
+	for (i = 0; i < all.n; i++)
+		if (strcmp(all.keys[i], "old") != 0)
+			idlist_add(&want, all.keys[i], strlen(all.keys[i]) +
+			    (all.keys[i][1] == '2' ? 2 : 0), all.exp[i]);
+	ck_assert_int_eq(want.n, 2);
+	tl_sleep_ms(400);
+
+	rc = tl_run_saker(dir, NULL, NULL, NULL, &err, "dump", "-o", f1, a, NULL);
+	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
+	ck_assert_msg(strstr(err, "dumped 2 items") != NULL &&
+	    strstr(err, ", 2 deduplication ids from") != NULL, "%s", err);
+	free(err);
+	d1 = tl_read_file(f1, &l1);
+	rc = tl_run_saker(dir, f1, &out, NULL, &err, "load", b, NULL);
+	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
+	ck_assert_msg(strstr(out, "ids: 2 items (2 ready, 0 delayed, 0 were open), "
+	    "6 B, 2 deduplication ids") != NULL, "%s", out);
+	free(out);
+	free(err);
+	check_ids(b, &want);
+	d2 = dump_to_string(dir, b, &l2);
+	ck_assert(l1 == l2 && memcmp(d1, d2, l1) == 0);
+	/* migrate: sqlite -> lmdb, verified by the ids' checksum too */
+	rc = tl_run_saker(dir, NULL, &out, NULL, &err, "migrate", b, c, NULL);
+	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
+	ck_assert_msg(strstr(out, ", 2 deduplication ids; verified") != NULL, "%s", out);
+	free(out);
+	free(err);
+	check_ids(c, &want);
+	d3 = dump_to_string(dir, c, &l3);
+	ck_assert(l1 == l3 && memcmp(d1, d3, l1) == 0);
+	/* an old (version 2) dump loads: items without attributes, no ids */
+	v2 = synthetic_stream_version(&lv2, 2);
+	write_file(f2, v2, lv2);
+	rc = tl_run_saker(dir, f2, &out, NULL, &err, "load", d, NULL);
+	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
+	ck_assert_msg(strstr(out, "loaded 2 items") != NULL &&
+	    strstr(out, "deduplication") == NULL, "%s", out);
+	free(out);
+	free(err);
+	free(v2);
+	free(d1);
+	free(d2);
+	free(d3);
+	ck_no_temporaries(dir);
+out:
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+	free(f1);
+	free(f2);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
 
 START_TEST(load_bad_input)
 {
@@ -2320,6 +2590,7 @@ main(void)
 	tcase_add_test(tc, dump_format_bad_content);
 	tcase_add_test(tc, dump_format_bad_input);
 	tcase_add_test(tc, digest_order_matters);
+	tcase_add_test(tc, source_walk_ids);
 	suite_add_tcase(su, tc);
 
 	tc = tcase_create("usage");
@@ -2361,6 +2632,7 @@ main(void)
 	tcase_add_test(tc, migrate_interrupted);
 	tcase_add_test(tc, migrate_disk_full);
 	tcase_add_test(tc, dump_load_identity);
+	tcase_add_test(tc, dump_load_ids);
 	tcase_add_test(tc, load_bad_input);
 	suite_add_tcase(su, tc);
 #endif
