@@ -1724,6 +1724,15 @@ START_TEST(client_refusals)
 }
 END_TEST
 
+/* buf[0..len) holds two CRLF-ended lines. */
+static bool
+two_lines(const char *buf, size_t len)
+{
+	const char *p = memmem(buf, len, "\r\n", 2);
+
+	return p != NULL && memmem(p + 2, len - (size_t)(p + 2 - buf), "\r\n", 2) != NULL;
+}
+
 /* A fake server on a free port: accepts one connection, reads a request
  * (into the file `log` when not NULL), answers `reply` (NULL: closes at
  * once); a child process. */
@@ -1756,6 +1765,15 @@ fake_server(int *port, const char *reply, const char *log)
 		if (fd >= 0 && reply != NULL) {
 			if ((got = read(fd, buf, sizeof(buf))) <= 0)
 				_exit(1);
+			/* a logged request is a set: its line and its data
+			 * may come in two writes; read up to the data's CRLF */
+			while (log != NULL && (size_t)got < sizeof(buf) &&
+			    !two_lines(buf, (size_t)got)) {
+				ssize_t more = read(fd, buf + got, sizeof(buf) - (size_t)got);
+				if (more <= 0)
+					_exit(1);
+				got += more;
+			}
 			if (log != NULL) {
 				FILE *fp = fopen(log, "wb");
 				if (fp == NULL || fwrite(buf, 1, (size_t)got, fp) !=
