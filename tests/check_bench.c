@@ -404,6 +404,53 @@ json_sum(const char *json, const char *name)
  * a slow sample of at least that length with its wall-clock time, within
  * the run.
  */
+/* --resend: sets refused by a full queue (NOT_STORED) go again, the
+ * same items, until stored; every item sent is acknowledged once and
+ * received once.  Without --resend the refused ones are just errors. */
+START_TEST(test_resend)
+{
+	char *dir = tl_mkdtemp(), *conf = tl_strdupf("%s/r.conf", dir);
+	char *json = NULL, *err = NULL;
+	struct tl_server *s;
+	FILE *f = fopen(conf, "w");
+	int rc;
+
+	ck_assert_ptr_nonnull(f);
+	fputs("[queue rs*]\nmax_items = 4\n", f);
+	fclose(f);
+	s = tl_server_start("memory", "--config", conf, NULL);
+	rc = bench(s->dir, s->port, &json, &err, "blocking", "-t", "1", "-c", "1",
+	    "-d", "16", "--rate", "2000", "--timeout", "200", "--queue-prefix",
+	    "rs", "--resend", NULL);
+	ck_assert_msg(rc == 0, "bench exited %d: %s", rc, err);
+	ck_assert_msg(json_true(json, "verified") && json_num(json, "lost") == 0 &&
+	    json_num(json, "duplicates") == 0 && json_num(json, "unacked_seen") == 0,
+	    "%s", json);
+	ck_assert_msg(json_num(json, "errors") > 0 && json_num(json, "resent") > 0 &&
+	    json_num(json, "resend_pending") == 0, "%s", json);
+	/* every item sent was stored in the end: acknowledged and received */
+	ck_assert_msg(json_num(json, "set_items") > 0 &&
+	    json_num(json, "in") == json_num(json, "set_items") &&
+	    json_num(json, "out") == json_num(json, "set_items"), "%s", json);
+	ck_assert_msg(strstr(json, "\"ids\":false") != NULL, "%s", json);
+	free(json);
+	free(err);
+	/* the same without --resend: refused sets stay refused */
+	rc = bench(s->dir, s->port, &json, &err, "blocking", "-t", "1", "-c", "1",
+	    "-d", "16", "--rate", "2000", "--timeout", "200", "--queue-prefix",
+	    "rs", NULL);
+	ck_assert_msg(rc == 0, "bench exited %d: %s", rc, err);
+	ck_assert_msg(json_num(json, "errors") > 0 && json_num(json, "resent") == -1,
+	    "%s", json);
+	free(json);
+	free(err);
+	tl_server_free(s);
+	free(conf);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_hist_and_slow_samples)
 {
 	struct tl_server *s = tl_server_start("memory", NULL);
@@ -736,6 +783,9 @@ static const struct {
 	{ { "pair", "--fill", "empty", NULL }, "--fill is for mode mget" },
 	{ { "mget", "-k", "10", "-q", "5", NULL }, "-q must be equal to -k with --fill items" },
 	{ { "mget", "-q", "50", "--fill", "missing", NULL }, "-q must be at least -k" },
+	{ { "pair", "--ids", "--protocol", "resp", NULL }, "--ids needs the memcache protocol" },
+	{ { "pair", "--resend", NULL }, "--resend is for modes produce and blocking" },
+	{ { "blocking", "--resend", "--no-verify", NULL }, "--resend is for modes produce and blocking, on the memcache protocol, verifying" },
 };
 
 START_TEST(test_refusals)
@@ -826,6 +876,7 @@ main(void)
 #endif
 	tcase_add_test(tc, test_hist_and_slow_samples);
 	tcase_add_test(tc, test_retry_mode);
+	tcase_add_test(tc, test_resend);
 	tcase_add_test(tc, test_mget_fill);
 	tcase_add_test(tc, test_detects_theft);
 	tcase_add_test(tc, test_detects_duplicates);

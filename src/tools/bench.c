@@ -80,6 +80,23 @@ check_progress(struct bench *b)
 		busy += b->conns[i].rcount > 0 ||
 		    /* retry: a job held open is closed before the drain */
 		    (b->o.mode == M_RETRY && b->conns[i].pair_next == 2);
+	/* --resend: sets still to be acknowledged, waiting or in flight (a
+	 * refusal sends them again), hold the stop, up to RESEND_STOP_NS (a
+	 * server that never takes them again) */
+	if (b->phase == PH_STOP && b->o.resend &&
+	    saker_mono_ns() < b->t_stop + RESEND_STOP_NS) {
+		bool held = b->resend_pending_now > 0;
+
+		for (i = 0; i < b->nconns && !held; i++)
+			held = b->conns[i].role != ROLE_CONSUMER &&
+			    b->conns[i].rcount > 0;
+		if (held) {
+			/* the grace for items on their way to consumers
+			 * counts from the last set's acknowledgement */
+			b->resend_held_ns = saker_mono_ns();
+			return;
+		}
+	}
 	switch (b->phase) {
 	case PH_SETUP:
 		if (busy == 0) {
@@ -117,6 +134,9 @@ check_progress(struct bench *b)
 			 * wait for the last due time before giving up on them. */
 			uint64_t from = b->last_due > b->t_stop ? b->last_due :
 			    b->t_stop;
+
+			if (b->resend_held_ns > from)
+				from = b->resend_held_ns;
 
 			/* every acknowledged item in: closing the consumers
 			 * now cannot take one that is on its way to them */
@@ -241,7 +261,8 @@ enter_phase(struct bench *b, enum phase ph)
 		server_cpu(b, &b->srv1);
 		b->stopped = true;
 		evtimer_del(b->phase_ev);
-		if (b->o.mode == M_BLOCKING || b->o.mode == M_DELAYED)
+		if (b->o.mode == M_BLOCKING || b->o.mode == M_DELAYED ||
+		    b->o.resend)
 			arm_phase_timer(b, 0.1);
 		break;
 	case PH_DRAIN:
@@ -517,6 +538,7 @@ teardown(struct bench *b)
 		if (c->pend != NULL)
 			evbuffer_free(c->pend);
 		free(c->ring);
+		free(c->rs);
 		free(c->acked.w);
 		free(c->seen.w);
 		free(c->t_ns);
@@ -614,7 +636,9 @@ bench_main(int argc, char **argv)
 	b->flush_ev = event_new(b->base, -1, 0, flush_conns, b);
 	b->sig_ev = evsignal_new(b->base, SIGINT, on_signal, b);
 	evsignal_add(b->sig_ev, NULL);
-	if (b->o.rate > 0) {
+	/* --resend: sets go again when their backoff ends, not only
+	 * after a reply */
+	if (b->o.rate > 0 || b->o.resend) {
 		b->tick_ev = event_new(b->base, -1, EV_PERSIST, on_tick, b);
 		evtimer_add(b->tick_ev, &ms1);
 	}

@@ -34,6 +34,13 @@
 #define MAX_CONNS     65535     /* producer id must fit four hex digits */
 #define MAX_KEYS      128       /* docs/protocol.md, "Multi-get": most keys in one get */
 #define GRACE_NS      (2000ull * 1000 * 1000)
+/* --resend: a set not acknowledged is sent again after RESEND_MIN_NS,
+ * doubling per attempt up to RESEND_MAX_NS (an outage must not turn into
+ * a flood of doomed sets); the stop waits at most RESEND_STOP_NS for the
+ * last ones to be acknowledged. */
+#define RESEND_MIN_NS  (100ull * 1000 * 1000)
+#define RESEND_MAX_NS  (2000ull * 1000 * 1000)
+#define RESEND_STOP_NS (120ull * 1000 * 1000 * 1000)
 
 /* HDR-style log-linear histogram in nanoseconds: 128 linear sub-buckets per
  * power of two gives < 0.8% error from 256 ns up to 2^38 ns (~275 s). */
@@ -98,6 +105,15 @@ struct req {
 	int queue;              /* queue index, or -1 */
 	uint64_t t_ns;          /* when sent */
 	uint64_t seq;           /* R_SET: sequence number of the item */
+	unsigned tries;         /* R_SET: sends of this item before this one */
+};
+
+/* --resend: a set to send again (same sequence number, same id). */
+struct resend {
+	uint64_t seq;
+	int queue;
+	unsigned tries;         /* sends so far */
+	uint64_t at_ns;         /* not before */
 };
 
 struct bench;
@@ -124,6 +140,10 @@ struct conn {
 	bool held_fail;         /* ... and fails it */
 	uint64_t held_pid, held_seq;
 	uint64_t seq;           /* next sequence number this producer uses */
+	/* --resend: sets answered with an error, oldest first (a FIFO
+	 * ring; only its head's time is checked) */
+	struct resend *rs;
+	unsigned rs_head, rs_count, rs_cap;
 
 	/* Drain: this connection empties queues drain_q, drain_q + stride... */
 	int drain_q;
@@ -163,6 +183,8 @@ struct opts {
 	long retry_delay_ms;    /* retry: abort/delay=; -1: the queue's backoff */
 	const char *prefix;
 	bool json, verify, clean, quiet;
+	bool ids;               /* every set carries /id=<tag><producer><seq> */
+	bool resend;            /* a set not acknowledged is sent again */
 	long server_pid;
 	bool items_set;
 	bool queues_set;
@@ -235,6 +257,11 @@ struct bench {
 	uint64_t early, before_ack;
 	uint64_t retries, dead;  /* retry: aborts sent; items drained from the
 	                          * dead-letter queues */
+	uint64_t resent;        /* --resend: sets sent again */
+	uint64_t resend_pending_now; /* --resend: sets waiting to go again, over
+	                         * every connection (at the end: never
+	                         * acknowledged) */
+	uint64_t resend_held_ns; /* --resend: the stop last waited for a set */
 	char first_error[128];
 
 	/* CPU at the start and the end of the measured phase (the end is

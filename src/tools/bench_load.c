@@ -4,6 +4,7 @@
 #include <sys/types.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "bench_int.h"
 #include "bench_load.h"
@@ -18,6 +19,59 @@ static int
 spread_queue(const struct bench *b, uint64_t i)
 {
 	return (int)(i % (uint64_t)b->nqueues);
+}
+
+void
+resend_later(struct conn *c, uint64_t seq, int q, unsigned tries)
+{
+	uint64_t wait = RESEND_MIN_NS;
+	struct resend *r;
+
+	while (tries > 1 && wait < RESEND_MAX_NS) {
+		wait *= 2;
+		tries--;
+	}
+	if (wait > RESEND_MAX_NS)
+		wait = RESEND_MAX_NS;
+	if (c->rs_count == c->rs_cap) {
+		unsigned ncap = c->rs_cap > 0 ? c->rs_cap * 2 : 64, i;
+		struct resend *nr = xrealloc(NULL, ncap * sizeof(*nr));
+
+		for (i = 0; i < c->rs_count; i++)
+			nr[i] = c->rs[(c->rs_head + i) % c->rs_cap];
+		free(c->rs);
+		c->rs = nr;
+		c->rs_head = 0;
+		c->rs_cap = ncap;
+	}
+	r = &c->rs[(c->rs_head + c->rs_count) % c->rs_cap];
+	r->seq = seq;
+	r->queue = q;
+	r->tries = tries;
+	r->at_ns = saker_mono_ns() + wait;
+	c->rs_count++;
+	c->b->resend_pending_now++;
+}
+
+/* --resend: send the oldest set waiting to go again, when its time has
+ * come.  Before new sets, and in the stop too: a set counts as done only
+ * when acknowledged. */
+static bool
+resend_next(struct conn *c)
+{
+	struct resend *r;
+
+	if (c->rs_count == 0)
+		return false;
+	r = &c->rs[c->rs_head];
+	if (r->at_ns > saker_mono_ns())
+		return false;
+	send_set_again(c, r->queue, r->seq, r->tries);
+	c->rs_head = (c->rs_head + 1) % c->rs_cap;
+	c->rs_count--;
+	c->b->resend_pending_now--;
+	c->b->resent++;
+	return true;
 }
 
 /* One setup request for connection c, or false when it has no more. */
@@ -99,6 +153,8 @@ issue_next(struct conn *c)
 			send_get(c, R_BGET, c->queue);
 			return true;
 		}
+		if (resend_next(c))
+			return true;
 		/* A worker holding a job finishes it: the drain must not meet
 		 * an open item (and a job done is a job done). */
 		if (b->o.mode == M_RETRY && c->pair_next == 2 &&
@@ -113,6 +169,8 @@ issue_next(struct conn *c)
 	}
 	if (!running)
 		return false;
+	if (c->role != ROLE_CONSUMER && resend_next(c))
+		return true;
 	switch (b->o.mode) {
 	case M_PAIR:
 		c->pair_next ^= 1;

@@ -51,6 +51,14 @@ usage(FILE *f)
 "      --server-pid PID     also report that process's CPU in the measured\n"
 "                           time: user, system, and per item\n"
 "      --no-verify          do not check items (needed for memcached)\n"
+"      --ids                every set carries a unique deduplication id\n"
+"                           (set q/id=KEY; memcache protocol), to measure\n"
+"                           what ids cost against plain sets\n"
+"      --resend             produce/blocking: a set not acknowledged (an\n"
+"                           error reply, a commit in doubt) is sent again,\n"
+"                           the same item, until STORED (backoff 100 ms\n"
+"                           doubling to 2 s); with --ids the server keeps\n"
+"                           one, so lost 0 and duplicates 0 is exactly-once\n"
 TLS_CLIENT_HELP
 CLIENT_LOGIN_HELP
 "      --no-clean           do not delete the queues first\n"
@@ -106,7 +114,7 @@ parse_opts(struct opts *o, int argc, char **argv)
 {
 	enum { O_PROTO = 256, O_SIZE, O_WARMUP, O_ITEMS, O_RATE, O_WINDOW,
 	    O_TIMEOUT, O_PREFIX, O_PID, O_NOVERIFY, O_NOCLEAN, O_JSON,
-	    O_QUIET, O_FAIL, O_RDELAY, O_FILL };
+	    O_QUIET, O_FAIL, O_RDELAY, O_FILL, O_IDS, O_RESEND };
 	static const struct option lo[] = {
 		{ "server", required_argument, NULL, 's' },
 		{ "protocol", required_argument, NULL, O_PROTO },
@@ -131,6 +139,8 @@ parse_opts(struct opts *o, int argc, char **argv)
 		{ "quiet", no_argument, NULL, O_QUIET },
 		{ "fail", required_argument, NULL, O_FAIL },
 		{ "retry-delay", required_argument, NULL, O_RDELAY },
+		{ "ids", no_argument, NULL, O_IDS },
+		{ "resend", no_argument, NULL, O_RESEND },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -249,6 +259,8 @@ parse_opts(struct opts *o, int argc, char **argv)
 		case O_NOCLEAN: o->clean = false; break;
 		case O_JSON: o->json = true; break;
 		case O_QUIET: o->quiet = true; break;
+		case O_IDS: o->ids = true; break;
+		case O_RESEND: o->resend = true; break;
 		case O_FAIL:
 			if (!num(optarg, 0, 100, &v)) goto bad;
 			o->fail_pct = (int)v;
@@ -301,6 +313,17 @@ bad:
 	if (o->mode == M_RETRY && o->depth != 1) {
 		fprintf(stderr, "saker bench: mode retry runs at depth 1 "
 		    "(each request waits for the last reply)\n");
+		return -1;
+	}
+	if (o->ids && o->proto != P_MC) {
+		fprintf(stderr, "saker bench: --ids needs the memcache "
+		    "protocol\n");
+		return -1;
+	}
+	if (o->resend && (o->proto != P_MC || !o->verify ||
+	    (o->mode != M_BLOCKING && o->mode != M_PRODUCE))) {
+		fprintf(stderr, "saker bench: --resend is for modes produce and "
+		    "blocking, on the memcache protocol, verifying\n");
 		return -1;
 	}
 	if (o->proto != P_MC && o->mode == M_RETRY) {

@@ -148,6 +148,13 @@ complete(struct conn *c, bool ok, int hits, const char *line)
 			snprintf(b->first_error, sizeof(b->first_error), "%s",
 			    line);
 	}
+	/* --resend: a set not acknowledged may or may not be stored (the
+	 * commit's outcome unknown, the store failing); send it again, the
+	 * same item under the same id, until it is.  A CLIENT_ERROR is a
+	 * request the server will never take: sending it again cannot help. */
+	if (r.type == R_SET && !ok && b->o.resend &&
+	    (line == NULL || strncmp(line, "CLIENT_ERROR", 12) != 0))
+		resend_later(c, r.seq, r.queue, r.tries + 1);
 	if (r.type == R_SET && ok) {
 		b->acked_total++;
 		if (b->o.verify && !bits_test_set(&c->acked, r.seq) &&

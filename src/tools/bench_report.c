@@ -158,6 +158,18 @@ print_hist(const struct hist *h, const char *pre, bool json)
 		    h->n ? (double)h->sum / (double)h->n / 1000.0 : 0.0, h->n);
 }
 
+/* Distinct items the producers sent (a resend is the same item). */
+static uint64_t
+set_items(const struct bench *b)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < b->nconns; i++)
+		n += b->conns[i].seq;
+	return n;
+}
+
 int
 report(struct bench *b)
 {
@@ -198,6 +210,11 @@ report(struct bench *b)
 			    fill_names[o->fill]);
 		if (o->mode == M_BLOCKING || o->mode == M_PRODUCE)
 			printf(",\"rate\":%.0f", o->rate);
+		printf(",\"ids\":%s", o->ids ? "true" : "false");
+		if (o->resend)
+			printf(",\"set_items\":%" PRIu64 ",\"resent\":%" PRIu64
+			    ",\"resend_pending\":%" PRIu64, set_items(b),
+			    b->resent, b->resend_pending_now);
 		printf(",\"seconds\":%.3f,\"ops\":%" PRIu64 ",\"ops_per_s\":%.0f,"
 		    "\"items\":%" PRIu64 ",\"items_per_s\":%.0f,\"sets\":%"
 		    PRIu64 ",\"gets\":%" PRIu64 ",\"misses\":%" PRIu64,
@@ -242,9 +259,9 @@ report(struct bench *b)
 		return bad ? 2 : 0;
 	}
 	printf("saker bench %s: %s %s, %d conns, depth %d, %d-byte items, "
-	    "%d queue%s\n", mode_names[o->mode], proto_names[o->proto],
+	    "%d queue%s%s\n", mode_names[o->mode], proto_names[o->proto],
 	    o->server, o->conns, o->depth, o->size, b->nqueues,
-	    b->nqueues == 1 ? "" : "s");
+	    b->nqueues == 1 ? "" : "s", o->ids ? ", sets with ids" : "");
 	printf("  measured %.2f s: %" PRIu64 " items (%.0f items/s), %" PRIu64
 	    " ops (%.0f ops/s), %" PRIu64 " empty gets\n", secs, b->m_items,
 	    (double)b->m_items / secs, b->m_ops, (double)b->m_ops / secs,
@@ -280,6 +297,11 @@ report(struct bench *b)
 	if (b->errors > 0)
 		printf("  %" PRIu64 " error replies, first: %s\n", b->errors,
 		    b->first_error);
+	if (o->resend)
+		printf("  resent %" PRIu64 " sets not acknowledged%s; %" PRIu64
+		    " never acknowledged\n", b->resent, o->ids ?
+		    " (same ids)" : " (no ids: a resend may duplicate)",
+		    b->resend_pending_now);
 	if (o->verify)
 		printf("  verify: in %" PRIu64 ", out %" PRIu64 " (%" PRIu64
 		    " left after the run), lost %" PRIu64 ", duplicates %"

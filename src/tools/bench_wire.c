@@ -144,15 +144,27 @@ send_resp(struct conn *c, int argc, const char *const *argv,
 	send_bytes(c, c->out, off);
 }
 
-/* Enqueue one item on queue q, delayed by delay_ms when >= 0. */
-void
-send_set(struct conn *c, int q, long delay_ms)
+/* Enqueue item seq on queue q, delayed by delay_ms when >= 0. */
+static void
+send_set_seq(struct conn *c, int q, long delay_ms, uint64_t seq,
+    unsigned tries)
 {
 	struct bench *b = c->b;
 	struct req *r = ring_push(c, R_SET, q);
 	size_t size = (size_t)b->o.size, off;
+	char id[32] = "";
 
-	r->seq = c->seq++;
+	r->seq = seq;
+	r->tries = tries;
+	/* --ids: unique per run (the tag), producer and item; a resend
+	 * carries the same id, so the server keeps one item */
+	if (b->o.ids) {
+		memcpy(id, "/id=", 4);
+		put_hex(id + 4, b->tag, 4);
+		put_hex(id + 8, (uint64_t)c->id, 4);
+		put_hex(id + 12, seq, 16);
+		id[28] = '\0';
+	}
 	if (b->o.verify) {
 		put_hex(c->payload, b->tag, 4);
 		put_hex(c->payload + 4, (uint64_t)c->id, 4);
@@ -171,15 +183,28 @@ send_set(struct conn *c, int q, long delay_ms)
 		    size);
 	else if (delay_ms >= 0)
 		off = (size_t)snprintf(c->out, c->out_cap,
-		    "set %s/delay=%ld 0 0 %zu\r\n", b->qnames[q], delay_ms, size);
+		    "set %s/delay=%ld%s 0 0 %zu\r\n", b->qnames[q], delay_ms, id,
+		    size);
 	else
-		off = (size_t)snprintf(c->out, c->out_cap, "set %s 0 0 %zu\r\n",
-		    b->qnames[q], size);
+		off = (size_t)snprintf(c->out, c->out_cap, "set %s%s 0 0 %zu\r\n",
+		    b->qnames[q], id, size);
 	memcpy(c->out + off, c->payload, size);
 	off += size;
 	c->out[off++] = '\r';
 	c->out[off++] = '\n';
 	send_bytes(c, c->out, off);
+}
+
+void
+send_set(struct conn *c, int q, long delay_ms)
+{
+	send_set_seq(c, q, delay_ms, c->seq++, 0);
+}
+
+void
+send_set_again(struct conn *c, int q, uint64_t seq, unsigned tries)
+{
+	send_set_seq(c, q, -1, seq, tries);
 }
 
 void
