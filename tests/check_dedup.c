@@ -369,6 +369,58 @@ START_TEST(test_flood)
 }
 END_TEST
 
+#ifdef HAVE_LMDB
+/* On LMDB the id is in the item's commit: after kill -9 (--sync always: an
+ * acknowledged set is on disk) and after a clean restart a retry is still
+ * a duplicate, the item still carries its id, and the count of ids is
+ * rebuilt from the store. */
+START_TEST(test_lmdb_restart)
+{
+	char *conf = tl_write_file("dedup.conf", "[queue d]\ndedup_window = 1h\n");
+	struct tl_server *s = tl_server_start("lmdb", "--sync", "always",
+	    "--config", conf, NULL);
+	int c = tl_connect(s->port);
+
+	set_reply(c, "d/id=k1", "one", "STORED\r\n");
+	set_reply(c, "d/id=k2", "two", "STORED\r\n");
+	set_reply(c, "d", "three", "STORED\r\n");
+	close(c);
+	tl_server_kill(s);
+	tl_server_restart(s);
+	c = tl_connect(s->port);
+	set_reply(c, "d/id=k1", "one", "STORED\r\n");
+	set_reply(c, "d/id=k2", "two", "STORED\r\n");
+	/* (the layer counts a queue's ids at their first use after open) */
+	ck_assert_int_eq(qstat(c, "d", "dedup_ids"), 2);
+	ck_assert_int_eq(qstat(c, "d", "items"), 3);
+	ck_assert_int_eq(qstat(c, "d", "dedup_hits"), 2);
+	mustsends(c, "mg d v i\r\n");
+	ckresp(c, "VA 3 ik1\r\none\r\n");
+	/* open and given back by the disconnect: the id stays with it */
+	mustsends(c, "mg d/open v i\r\n");
+	ckresp(c, "VA 3 ik2\r\ntwo\r\n");
+	close(c);
+	tl_server_stop(s);
+	tl_server_restart(s);
+	c = tl_connect(s->port);
+	set_reply(c, "d/id=k1", "one", "STORED\r\n");
+	set_reply(c, "d/id=k3", "four", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "d", "dedup_ids"), 3);
+	ck_assert_int_eq(qstat(c, "d", "items"), 3);
+	mustsends(c, "mg d v i\r\n");
+	ckresp(c, "VA 3 ik2\r\ntwo\r\n");
+	mustsends(c, "mg d v i\r\n");
+	ckresp(c, "VA 5\r\nthree\r\n");
+	mustsends(c, "mg d v i\r\n");
+	ckresp(c, "VA 4 ik3\r\nfour\r\n");
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+	free(conf);
+}
+END_TEST
+#endif
+
 static Suite *
 dedup_suite(void)
 {
@@ -385,6 +437,13 @@ dedup_suite(void)
 	tcase_add_test(tc, test_metrics);
 	tcase_add_test(tc, test_flood);
 	suite_add_tcase(s, tc);
+#ifdef HAVE_LMDB
+	tc = tcase_create("lmdb");
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
+	tcase_add_test(tc, test_lmdb_restart);
+	suite_add_tcase(s, tc);
+#endif
 	return s;
 }
 
