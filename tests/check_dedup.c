@@ -171,8 +171,8 @@ START_TEST(test_bad_ids)
 END_TEST
 
 /* max_dedup_ids: past it a new id is refused with the queue and the
- * setting named; sets without an id go on; once the window passes, the
- * set at the limit sweeps and is taken. */
+ * setting named, a kept id is still a duplicate; sets without an id go
+ * on; once the window passes, the set at the limit sweeps and is taken. */
 START_TEST(test_limit)
 {
 	static const char full[] = "SERVER_ERROR queue lim keeps max_dedup_ids=3"
@@ -191,6 +191,9 @@ START_TEST(test_limit)
 	mustsends(c, "ms lim/id=6 1\r\nf\r\n");
 	ckresp(c, full);
 	set_reply(c, "lim", "plain", "STORED\r\n");
+	/* a retry of a kept id is a duplicate at the limit too */
+	set_reply(c, "lim/id=2", "b", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "lim", "dedup_hits"), 1);
 	ck_assert_int_eq(qstat(c, "lim", "items"), 4);
 	ck_assert_int_eq(qstat(c, "lim", "dedup_ids"), 3);
 	/* another queue has its own limit (the default) */
