@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "deadletter.h"
+#include "itemattr.h"
 #include "log.h"
 #include "ops.h"
 #include "queues.h"
@@ -17,6 +18,9 @@
 #include "retry.h"
 
 #define TEN_YEARS_MS (315360000000LL)
+
+_Static_assert(OP_ID_MAX == SAKER_DEDUP_KEY_MAX,
+    "the protocol's id bound is the store's");
 #define MEMCACHE_REL_MAX (2592000LL)   /* 30 days: larger exptimes are absolute */
 
 
@@ -230,10 +234,15 @@ discard_cb(void *arg, const struct saker_item *it)
 	return 0;
 }
 
-/* Put `it` into q within q's limits.  Returns SAKER_OK, a store error, or
- * 1 when the queue is full and configured to refuse (NOT_STORED). */
+/* Put `it` into q within q's limits, and when id is not NULL once per id
+ * in q's dedup_window.  Returns SAKER_OK, a store error (SAKER_EEXIST:
+ * q keeps the id, nothing was put; SAKER_EFULL: storage or q's
+ * max_dedup_ids), or 1 when the queue is full and configured to refuse
+ * (NOT_STORED).  The limits come first: a full queue refuses or discards
+ * as for any set, whatever the id. */
 static int
-put_limited(struct broker *b, struct squeue *q, struct saker_item *it, int64_t now)
+put_limited(struct broker *b, struct squeue *q, struct saker_item *it,
+    const char *id, size_t id_len, int64_t now)
 {
 	const struct queue_config *qc = queue_cfg(b, q);
 	struct saker_item copy = *it;
@@ -266,7 +275,11 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it, int64_t n
 		if (copy.expires_ms == 0 || copy.expires_ms > limit)
 			copy.expires_ms = limit;
 	}
-	rc = saker_store_put(b->store, q->h, &copy, now);
+	if (id != NULL)
+		rc = saker_store_put_once(b->store, q->h, &copy, id, id_len,
+		    qconfig_dedup_window(qc), qconfig_max_dedup_ids(qc), now);
+	else
+		rc = saker_store_put(b->store, q->h, &copy, now);
 	if (rc == SAKER_OK) {
 		q->enqueued++;
 		b->batch_put = true;
@@ -283,13 +296,32 @@ op_denied(struct session *s, const char *what, const char *name, size_t len,
 	return OPR_DENIED;
 }
 
+/* A set refused at q's max_dedup_ids, or storage full?  The layer says
+ * SAKER_EFULL for both; q's count of ids tells them apart. */
+static int
+set_full(struct broker *b, struct squeue *q, const char **msg)
+{
+	const struct queue_config *qc = queue_cfg(b, q);
+	struct saker_queue_stats st = { 0 };
+
+	if (saker_store_queue_stats(b->store, q->h, &st) != SAKER_OK ||
+	    st.dedup_ids < qconfig_max_dedup_ids(qc))
+		return op_store_fail(b, SAKER_EFULL, msg);
+	snprintf(b->scratch.error, sizeof(b->scratch.error),
+	    "queue %s keeps max_dedup_ids=%" PRIu64 " ids within its"
+	    " dedup_window; retry later", q->name, qconfig_max_dedup_ids(qc));
+	*msg = b->scratch.error;
+	return OPR_NOMEM;
+}
+
 int
 op_set(struct session *s, const struct op_key *k, uint32_t flags,
-    int64_t exptime, int64_t delay_ms, int64_t at_s, const void *data,
-    size_t len, const char **msg)
+    int64_t exptime, int64_t delay_ms, int64_t at_s, const char *id,
+    size_t id_len, const void *data, size_t len, const char **msg)
 {
 	struct broker *b = s->b;
 	const struct queue_config *qc;
+	unsigned char attrs[SAKER_ATTRS_MAX];
 	struct saker_item it;
 	struct squeue *q;
 	int64_t now = saker_now_ms();
@@ -326,18 +358,37 @@ op_set(struct session *s, const struct op_key *k, uint32_t flags,
 	qc = queue_cfg(b, q);
 	if (qc->max_item_size > 0 && len > qc->max_item_size)
 		return OPR_TOO_LARGE;
-	rc = put_limited(b, q, &it, now);
+	if (id != NULL) {
+		/* the item carries its id (an mg flag returns it); fanout
+		 * copies carry it too */
+		it.attrs_len = itemattr_set(attrs, sizeof(attrs), NULL, 0,
+		    ITEMATTR_ID, id, id_len);
+		if (it.attrs_len == 0)
+			return OPR_FORMAT;	/* the parser bounds ids */
+		it.attrs = attrs;
+	}
+	rc = put_limited(b, q, &it, id, id_len, now);
 	if (rc == 1)
 		return OPR_NOT_STORED;
+	if (rc == SAKER_EEXIST) {
+		/* a retry of a set already stored: its answer again */
+		b->stats.set_duplicates++;
+		return OPR_OK;
+	}
+	if (rc == SAKER_EFULL && id != NULL) {
+		broker_touch(b);	/* the layer may have swept ids first */
+		return set_full(b, q, msg);
+	}
 	if (rc != SAKER_OK)
 		return op_store_fail(b, rc, msg);
 	broker_touch(b);
-	/* fanout: every existing child gets its own copy, within its limits */
+	/* fanout: every existing child gets its own copy, within its limits
+	 * (the parent's id decided that this set is no duplicate) */
 	for (i = 0; i < q->nchildren; i++) {
 		struct squeue *ch = q->children[i];
 		if (ch->h == NULL)
 			continue;
-		rc = put_limited(b, ch, &it, now);
+		rc = put_limited(b, ch, &it, NULL, 0, now);
 		if (rc < 0)
 			log_error("fanout copy to %s failed: %s", ch->name, saker_store_errmsg(b->store));
 	}
