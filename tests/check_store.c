@@ -18,6 +18,7 @@ extern const struct saker_store_driver saker_store_memory;
 #ifdef HAVE_POSTGRES
 #include <unistd.h>
 #include "pg_cluster.h"
+#include "itemattr.h"
 
 /*
  * PostgreSQL: one throwaway cluster for the whole run (tests/pg_cluster.c);
@@ -1358,6 +1359,8 @@ add_driver(Suite *su, const struct saker_store_driver *drv)
 
 struct px_got {
 	char data[64];
+	char id[64];	/* the deduplication id ("" for none) */
+	size_t attrs_len;
 	uint32_t flags;
 	int calls;
 	int refuse;	/* answer this from the callback */
@@ -1367,9 +1370,16 @@ static int
 px_cb(void *arg, const struct saker_item *it)
 {
 	struct px_got *g = arg;
+	const void *v;
+	size_t vlen;
 
 	snprintf(g->data, sizeof(g->data), "%.*s", (int)it->len,
 	    (const char *)it->data);
+	g->attrs_len = it->attrs_len;
+	g->id[0] = '\0';
+	if (itemattr_get(it->attrs, it->attrs_len, ITEMATTR_ID, &v, &vlen))
+		snprintf(g->id, sizeof(g->id), "%.*s", (int)vlen,
+		    (const char *)v);
 	g->flags = it->flags;
 	g->calls++;
 	return g->refuse;
@@ -1416,6 +1426,23 @@ px_put(saker_store *s, const char *qname, const char *data, int64_t expires)
 	it.expires_ms = expires;
 	ck_assert_int_eq(s->driver->put(s, px_q(s, qname), &it, BASE),
 	    SAKER_OK);
+}
+
+/* saker_store_put_once() of data with id `key` (window 60 s) */
+static void
+px_put_once(saker_store *s, const char *qname, const char *data,
+    const char *key, int want)
+{
+	struct saker_item it;
+	int rc;
+
+	memset(&it, 0, sizeof(it));
+	it.data = data;
+	it.len = strlen(data);
+	rc = saker_store_put_once(s, px_q(s, qname), &it, key, strlen(key),
+	    60000, 0, BASE);
+	ck_assert_msg(rc == want, "put_once %s: %d (%s)", key, rc,
+	    s->driver->errmsg(s));
 }
 
 /* take and expect `want` (NULL: SAKER_EEMPTY) */
@@ -1662,13 +1689,13 @@ START_TEST(test_pg_upgrade_format2)
 	    sizeof(v));
 	ck_assert_str_eq(v, "2");
 
-	/* a writable open upgrades it (to format 5: checksums, delivery
-	 * counts, low-water marks); the old items come out intact, counting
-	 * 0 deliveries */
+	/* a writable open upgrades it (to format 6: checksums, delivery
+	 * counts, low-water marks, attributes and ids); the old items come
+	 * out intact, counting 0 deliveries, with no attributes */
 	s = px_open(schema, false, SAKER_OK);
 	px_val(c, "SELECT value FROM saker_meta WHERE key = 'format'", v,
 	    sizeof(v));
-	ck_assert_str_eq(v, "5");
+	ck_assert_str_eq(v, "6");
 	px_val(c, "SELECT count(*) FROM saker_items WHERE deliveries <> 0", v,
 	    sizeof(v));
 	ck_assert_str_eq(v, "0");
@@ -1676,21 +1703,33 @@ START_TEST(test_pg_upgrade_format2)
 	    BASE + 100, px_cb, &g), SAKER_OK);
 	ck_assert_str_eq(g.data, "first");
 	ck_assert_uint_eq(g.flags, 7);
+	ck_assert_uint_eq(g.attrs_len, 0);
 	px_put(s, "q3", "new", 0);
+	px_put_once(s, "q3", "with-id", "k1", SAKER_OK);
+	px_put_once(s, "q3", "again", "k1", SAKER_EEXIST);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
-	/* the new item has a checksum, the old ones none */
+	px_val(c, "SELECT count(*) FROM saker_dedup", v, sizeof(v));
+	ck_assert_str_eq(v, "1");
+	/* the new items have a checksum, the old ones none */
 	px_val(c, "SELECT count(*) FROM saker_items WHERE crc IS NOT NULL", v,
 	    sizeof(v));
-	ck_assert_str_eq(v, "1");
+	ck_assert_str_eq(v, "2");
 	px_val(c, "SELECT count(*) FROM saker_items WHERE crc IS NULL", v,
 	    sizeof(v));
 	ck_assert_str_eq(v, "2");
 	saker_store_close(s);
 
-	/* a second broker finds format 5 and upgrades nothing */
+	/* a second broker finds format 6 and upgrades nothing; it knows
+	 * the id */
 	s = px_open(schema, false, SAKER_OK);
 	px_take(s, "q1", SAKER_TAKE_REMOVE, "second");
 	px_take(s, "q3", SAKER_TAKE_REMOVE, "new");
+	px_put_once(s, "q3", "again", "k1", SAKER_EEXIST);
+	g.calls = 0;
+	ck_assert_int_eq(s->driver->take(s, px_q(s, "q3"), SAKER_TAKE_REMOVE,
+	    BASE + 100, px_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, "with-id");
+	ck_assert_str_eq(g.id, "k1");
 	/* the open item of the broker that is gone: its lease ran out */
 	ck_assert_int_eq(s->driver->tick(s, BASE), SAKER_OK);
 	px_take(s, "q2", SAKER_TAKE_REMOVE, "other");
@@ -1698,7 +1737,7 @@ START_TEST(test_pg_upgrade_format2)
 	saker_store_close(s);
 
 	/* a newer format is refused */
-	px_exec(c, "UPDATE saker_meta SET value = 6 WHERE key = 'format'");
+	px_exec(c, "UPDATE saker_meta SET value = 7 WHERE key = 'format'");
 	s = px_open(schema, false, SAKER_EVERSION);
 	ck_assert_ptr_null(s);
 	PQfinish(c);
