@@ -17,6 +17,7 @@
 extern const struct saker_store_driver saker_store_memory;
 #ifdef HAVE_POSTGRES
 #include <unistd.h>
+#include <sys/wait.h>
 #include "pg_cluster.h"
 #include "itemattr.h"
 
@@ -1744,6 +1745,143 @@ START_TEST(test_pg_upgrade_format2)
 }
 END_TEST
 
+/* Take from qname and expect data with deduplication id `id`. */
+static void
+px_take_id(saker_store *s, const char *qname, const char *data,
+    const char *id)
+{
+	struct px_got g = { .calls = 0 };
+
+	ck_assert_int_eq(s->driver->take(s, px_q(s, qname), SAKER_TAKE_REMOVE,
+	    BASE + 100, px_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, data);
+	ck_assert_str_eq(g.id, id);
+}
+
+/* Attributes through the driver's own paths: a refused take put back,
+ * items claimed ahead, and the checksum, which covers them. */
+START_TEST(test_pg_attrs_paths)
+{
+	struct px_got g = { .refuse = 1 };
+	char schema[32];
+	saker_store *s;
+	PGconn *c;
+	PGresult *r;
+
+	snprintf(schema, sizeof(schema), "atr_%d", (int)getpid());
+	s = px_open(schema, false, SAKER_OK);
+	px_put_once(s, "a", "a1", "k1", SAKER_OK);
+	px_put_once(s, "a", "a2", "k2", SAKER_OK);
+	px_put_once(s, "a", "a3", "k3", SAKER_OK);
+	px_put_once(s, "a", "a4", "k4", SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	/* refused: P_REINSERT puts it back, attrs and all */
+	ck_assert_int_eq(s->driver->take(s, px_q(s, "a"), SAKER_TAKE_REMOVE,
+	    BASE + 100, px_cb, &g), 1);
+	ck_assert_str_eq(g.id, "k1");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	/* one batch: one take alone, then from the items claimed ahead */
+	px_take_id(s, "a", "a1", "k1");
+	px_take_id(s, "a", "a2", "k2");
+	px_take_id(s, "a", "a3", "k3");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);	/* nothing claimed ahead from here */
+	/* a changed attribute byte fails the checksum: moved aside */
+	c = px_conn(schema);
+	r = PQexec(c, "UPDATE saker_items SET attrs = set_byte(attrs, 4,"
+	    " get_byte(attrs, 4) # 32) WHERE attrs IS NOT NULL");
+	ck_assert_str_eq(PQcmdTuples(r), "1");
+	PQclear(r);
+	s = px_open(schema, false, SAKER_OK);
+	px_corrupt(s, "a", SAKER_TAKE_REMOVE, "'a_damaged'");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	px_take_id(s, "a_damaged", "a4", "K4");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	PQfinish(c);
+	saker_store_close(s);
+}
+END_TEST
+
+/* A second broker recording key: 0 when put_once answers `want` (and
+ * its batch commits), else 1; 2 when it cannot start. */
+static pid_t
+px_once_child(const char *schema, const char *key, int want)
+{
+	struct saker_store_opts o = { .create = true,
+	    .sync = SAKER_SYNC_NEVER };
+	struct saker_item it = { .data = "b", .len = 1 };
+	saker_store *b = NULL;
+	saker_queue *q = NULL;
+	char sp[512], err[256];
+	pid_t pid = fork();
+	int rc;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid > 0)
+		return pid;
+	snprintf(sp, sizeof(sp), "postgres:%s schema=%s", pgc.conninfo, schema);
+	if (saker_store_open(sp, &o, &b, err, sizeof(err)) != SAKER_OK ||
+	    b->driver->queue_open(b, "d", 1, true, NULL, &q) != SAKER_OK)
+		_exit(2);
+	rc = saker_store_put_once(b, q, &it, key, strlen(key), 60000, 0,
+	    BASE);
+	if (saker_store_commit(b) != SAKER_OK)
+		_exit(2);
+	_exit(rc == want ? 0 : 1);
+}
+
+static void
+px_child_done(pid_t pid)
+{
+	int st = 0;
+
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: %d", st);
+}
+
+/* Two brokers record one id at once: the second waits for the first's
+ * batch, then is refused the id if it committed, or records it if it
+ * rolled back (here: its session is ended). */
+START_TEST(test_pg_dedup_race)
+{
+	char schema[32], v[64];
+	saker_store *a;
+	PGconn *c;
+	pid_t pid;
+	int st;
+
+	snprintf(schema, sizeof(schema), "race_%d", (int)getpid());
+	a = px_open(schema, false, SAKER_OK);
+	px_put_once(a, "d", "a", "k", SAKER_OK);
+	pid = px_once_child(schema, "k", SAKER_EEXIST);
+	usleep(500000);
+	ck_assert_int_eq(waitpid(pid, &st, WNOHANG), 0);	/* it waits */
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	px_child_done(pid);
+
+	px_put_once(a, "d", "a2", "k2", SAKER_OK);
+	pid = px_once_child(schema, "k2", SAKER_OK);
+	usleep(500000);
+	ck_assert_int_eq(waitpid(pid, &st, WNOHANG), 0);
+	c = px_conn(schema);
+	px_val(c, "SELECT count(pg_terminate_backend(pid)) FROM"
+	    " pg_stat_activity WHERE datname = current_database() AND"
+	    " state = 'idle in transaction' AND query LIKE '%saker_dedup%'",
+	    v, sizeof(v));
+	ck_assert_str_eq(v, "1");
+	px_child_done(pid);
+	ck_assert_int_ne(saker_store_commit(a), SAKER_OK);
+	saker_store_close(a);
+	px_val(c, "SELECT string_agg(convert_from(data, 'UTF8'), ','"
+	    " ORDER BY id) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "a,b");
+	px_val(c, "SELECT string_agg(convert_from(key, 'UTF8'), ','"
+	    " ORDER BY key) FROM saker_dedup", v, sizeof(v));
+	ck_assert_str_eq(v, "k,k2");
+	PQfinish(c);
+}
+END_TEST
+
 /* One throwaway cluster for the run; skipped (not failed) when the
  * PostgreSQL server binaries are missing. */
 static int
@@ -1764,6 +1902,8 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 			tcase_add_test(ptc, test_pg_damaged_paths);
 			tcase_add_test(ptc, test_pg_refused_keeps_crc);
 			tcase_add_test(ptc, test_pg_upgrade_format2);
+			tcase_add_test(ptc, test_pg_attrs_paths);
+			tcase_add_test(ptc, test_pg_dedup_race);
 			suite_add_tcase(su, ptc);
 		}
 		return 0;
