@@ -28,8 +28,16 @@ struct ex_item {
 	uint64_t id;
 	uint32_t flags, deliveries;
 	int64_t expires_ms, due_ms, created_ms;
-	size_t len;
+	size_t len, attrs_len;    /* the attributes follow the data */
 	unsigned char data[];
+};
+
+/* A deduplication record: a linear list per queue, like everything here */
+struct ex_id {
+	struct ex_id *next;
+	int64_t expires_ms;
+	size_t len;
+	unsigned char key[];
 };
 
 /* A singly linked list with a tail, for appending. */
@@ -43,6 +51,7 @@ struct saker_queue {
 	struct saker_queue *next; /* the store's list of queues */
 	void *ctx;                /* the core's, given back in notify() */
 	struct ex_list ready, open;
+	struct ex_id *ids;        /* deduplication records, newest first */
 	/* total_items and expired_items; the layer counts items, bytes,
 	 * delayed and open from what the calls below tell it (store.h,
 	 * COUNTERS) */
@@ -192,6 +201,19 @@ view(const struct ex_item *it, saker_item_state state, struct saker_item *v)
 	v->state = state;
 	v->len = it->len;
 	v->data = it->data;
+	v->attrs_len = it->attrs_len;
+	v->attrs = it->attrs_len > 0 ? it->data + it->len : NULL;
+}
+
+static void
+free_ids(struct saker_queue *q)
+{
+	while (q->ids != NULL) {
+		struct ex_id *next = q->ids->next;
+
+		free(q->ids);
+		q->ids = next;
+	}
 }
 
 static void
@@ -244,6 +266,7 @@ ex_close(saker_store *s)
 		next = q->next;
 		free_list(q->ready.head);
 		free_list(q->open.head);
+		free_ids(q);
 		free(q);
 	}
 	free_list(es->delayed.head);
@@ -325,6 +348,7 @@ ex_queue_delete(saker_store *s, saker_queue *q)
 	for (pp = &es->queues; *pp != q; pp = &(*pp)->next)
 		;
 	*pp = q->next;
+	free_ids(q);
 	free(q);
 	return SAKER_OK;
 }
@@ -364,11 +388,16 @@ ex_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 
 	if (item->len > 0 && item->data == NULL)
 		return fail(es, SAKER_EINVAL, "put: no data");
-	if ((it = malloc(sizeof(*it) + item->len)) == NULL)
+	if (item->attrs_len > SAKER_ATTRS_MAX)
+		return fail(es, SAKER_EINVAL, "put: attributes too long");
+	if ((it = malloc(sizeof(*it) + item->len + item->attrs_len)) == NULL)
 		return fail(es, SAKER_ENOMEM, "out of memory");
 	if (item->len > 0)
 		memcpy(it->data, item->data, item->len);
+	if (item->attrs_len > 0)
+		memcpy(it->data + item->len, item->attrs, item->attrs_len);
 	it->len = item->len;
+	it->attrs_len = item->attrs_len;
 	it->q = q;
 	it->id = ++es->last_id;
 	it->flags = item->flags;
@@ -540,6 +569,97 @@ ex_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 }
 
 /* ------------------------------------------------------------------ */
+/* deduplication ids: linear scans of the queue's list */
+
+/* The link that points at q's record of key (the one after the last
+ * record when there is none). */
+static struct ex_id **
+id_find(struct saker_queue *q, const void *key, size_t len)
+{
+	struct ex_id **pp;
+
+	for (pp = &q->ids; *pp != NULL; pp = &(*pp)->next)
+		if ((*pp)->len == len && memcmp((*pp)->key, key, len) == 0)
+			break;
+	return pp;
+}
+
+static int
+ex_dedup_put(saker_store *s, saker_queue *q, const void *key, size_t len,
+    int64_t expires_ms, int64_t now_ms, bool *replaced)
+{
+	struct ex_id *d = *id_find(q, key, len);
+
+	*replaced = d != NULL;
+	if (d != NULL) {
+		if (d->expires_ms > now_ms)
+			return SAKER_EEXIST;
+		d->expires_ms = expires_ms;
+		return SAKER_OK;
+	}
+	if ((d = malloc(sizeof(*d) + len)) == NULL)
+		return fail(EX(s), SAKER_ENOMEM, "out of memory");
+	d->expires_ms = expires_ms;
+	d->len = len;
+	memcpy(d->key, key, len);
+	d->next = q->ids;
+	q->ids = d;
+	return SAKER_OK;
+}
+
+static int
+ex_dedup_del(saker_store *s, saker_queue *q, const void *key, size_t len)
+{
+	struct ex_id **pp = id_find(q, key, len), *d = *pp;
+
+	if (d == NULL)
+		return fail(EX(s), SAKER_ENOTFOUND, "no such id");
+	*pp = d->next;
+	free(d);
+	return SAKER_OK;
+}
+
+/* (oldest expiry first is the contract; a whole scan per removal keeps
+ * this driver short, not fast) */
+static int
+ex_dedup_sweep(saker_store *s, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	struct ex_id **pp, **oldest, *d;
+
+	(void)s;
+	*removed = 0;
+	while (limit == 0 || *removed < limit) {
+		oldest = NULL;
+		for (pp = &q->ids; *pp != NULL; pp = &(*pp)->next)
+			if ((*pp)->expires_ms <= now_ms && (oldest == NULL ||
+			    (*pp)->expires_ms < (*oldest)->expires_ms))
+				oldest = pp;
+		if (oldest == NULL)
+			break;
+		d = *oldest;
+		*oldest = d->next;
+		free(d);
+		(*removed)++;
+	}
+	return SAKER_OK;
+}
+
+static int
+ex_dedup_iterate(saker_store *s, saker_queue *q, saker_dedup_fn fn,
+    void *arg)
+{
+	struct ex_id *d;
+	int rc;
+
+	(void)s;
+	for (d = q->ids; d != NULL; d = d->next)
+		if ((rc = fn(arg, d->key, d->len, d->expires_ms)) != 0)
+			return rc;
+	return SAKER_OK;
+}
+
+/* ------------------------------------------------------------------ */
 /* iterate, commit */
 
 /* Hand every item of `head`'s list that belongs to q to fn. */
@@ -602,6 +722,10 @@ const struct saker_store_driver saker_store_example = {
 	.promote = ex_promote,
 	.flush_expired = ex_flush_expired,
 	.iterate = ex_iterate,
+	.dedup_put = ex_dedup_put,
+	.dedup_del = ex_dedup_del,
+	.dedup_sweep = ex_dedup_sweep,
+	.dedup_iterate = ex_dedup_iterate,
 	.commit = ex_commit,
 	/* optional, left NULL: expire_to (expired items are dropped), sync,
 	 * store_stats, watch_fd, fd_ready, tick */

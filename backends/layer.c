@@ -426,7 +426,7 @@ saker_store_put_once(saker_store *s, saker_queue *q,
 {
 	unsigned char attrs[SAKER_ATTRS_MAX];
 	struct saker_item it;
-	bool replaced = false;
+	bool replaced = false, full;
 	size_t alen;
 	int rc;
 
@@ -434,14 +434,12 @@ saker_store_put_once(saker_store *s, saker_queue *q,
 		return SAKER_EINVAL;
 	if ((rc = ids_known(s, q)) != SAKER_OK)
 		return rc;
-	if (max_ids > 0 && base(q)->n[N_IDS] >= max_ids) {
-		/* make room from what has expired before refusing */
-		rc = saker_store_dedup_sweep(s, q, now_ms, 0, NULL);
-		if (rc != SAKER_OK)
-			return rc;
-		if (base(q)->n[N_IDS] >= max_ids)
-			return SAKER_EFULL;
-	}
+	/* make room from what has expired before looking at the limit */
+	full = max_ids > 0 && base(q)->n[N_IDS] >= max_ids;
+	if (full && (rc = saker_store_dedup_sweep(s, q, now_ms, 0, NULL)) !=
+	    SAKER_OK)
+		return rc;
+	full = max_ids > 0 && base(q)->n[N_IDS] >= max_ids;
 	alen = itemattr_set(attrs, sizeof(attrs), item->attrs,
 	    item->attrs_len, ITEMATTR_ID, key, len);
 	if (alen == 0)
@@ -449,11 +447,17 @@ saker_store_put_once(saker_store *s, saker_queue *q,
 	rc = s->driver->dedup_put(s, q, key, len, now_ms + window_ms, now_ms,
 	    &replaced);
 	if (rc == SAKER_EEXIST) {
+		/* a retry is answered as one at the limit too */
 		base(q)->dedup_hits++;
 		return rc;
 	}
 	if (rc != SAKER_OK)
 		return rc;
+	if (full && !replaced) {
+		/* a new id past the limit: take the record back */
+		s->driver->dedup_del(s, q, key, len);
+		return SAKER_EFULL;
+	}
 	if (!replaced)
 		ids_add(s, q, 1);
 	it = *item;

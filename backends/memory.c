@@ -43,8 +43,21 @@ struct mitem {
 	uint32_t flags;
 	uint32_t state;
 	uint32_t deliveries;     /* take(OPEN) hand-outs (store.h) */
+	uint32_t attrs_len;      /* the attributes follow the data */
 	unsigned char data[];
 };
+
+/* A deduplication record (store.h, DEDUPLICATION): in its queue's map by
+ * key and on its queue's list in expiry order, so a sweep looks at the
+ * head only. */
+struct mdedup {
+	TAILQ_ENTRY(mdedup) link;
+	int64_t expires_ms;
+	size_t len;
+	char key[];
+};
+
+TAILQ_HEAD(dlist, mdedup);
 
 TAILQ_HEAD(mlist, mitem);
 
@@ -53,6 +66,9 @@ struct saker_queue {
 	struct mlist ready;
 	struct mlist open;       /* sorted by id: oldest first */
 	struct mlist delayed;    /* unordered; the heap holds the order */
+	struct hashmap *ids;     /* deduplication key -> struct mdedup *,
+	                          * made at the first id */
+	struct dlist idlist;     /* the same records, by expiry */
 	/* items, bytes, delayed and open are the layer's (store.h,
 	 * COUNTERS); these three it asks the driver for */
 	uint64_t total, expired, expired_to;
@@ -173,15 +189,15 @@ ready_unlink(struct mstore *ms, struct saker_queue *q, struct mitem *it)
 }
 
 static size_t
-item_cost(size_t len)
+item_cost(size_t len, size_t attrs_len)
 {
-	return sizeof(struct mitem) + len;
+	return sizeof(struct mitem) + len + attrs_len;
 }
 
 static void
 item_free(struct mstore *ms, struct mitem *it)
 {
-	ms->mem_used -= item_cost(it->len);
+	ms->mem_used -= item_cost(it->len, it->attrs_len);
 	free(it);
 }
 
@@ -204,6 +220,8 @@ item_view(const struct mitem *it, struct saker_item *v)
 	v->deliveries = it->deliveries;
 	v->len = it->len;
 	v->data = it->data;
+	v->attrs_len = it->attrs_len;
+	v->attrs = it->attrs_len > 0 ? it->data + it->len : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -369,6 +387,144 @@ queue_clear(struct mstore *ms, struct saker_queue *q)
 }
 
 /* ------------------------------------------------------------------ */
+/* deduplication ids */
+
+static size_t
+id_cost(size_t len)
+{
+	/* the record, and the map's copy of the key with its slot */
+	return sizeof(struct mdedup) + 2 * len + 32;
+}
+
+static void
+id_free(struct mstore *ms, struct saker_queue *q, struct mdedup *d)
+{
+	TAILQ_REMOVE(&q->idlist, d, link);
+	hashmap_del(q->ids, d->key, d->len);
+	ms->mem_used -= id_cost(d->len);
+	free(d);
+}
+
+/* After d's expiry changed or it was made: its place on the list, which
+ * stays in expiry order (from the tail: with one window per queue a new
+ * record goes last). */
+static void
+id_place(struct saker_queue *q, struct mdedup *d)
+{
+	struct mdedup *after = TAILQ_LAST(&q->idlist, dlist);
+
+	while (after != NULL && after->expires_ms > d->expires_ms)
+		after = TAILQ_PREV(after, dlist, link);
+	if (after == NULL)
+		TAILQ_INSERT_HEAD(&q->idlist, d, link);
+	else
+		TAILQ_INSERT_AFTER(&q->idlist, after, d, link);
+}
+
+static void
+ids_free(struct mstore *ms, struct saker_queue *q)
+{
+	struct mdedup *d;
+
+	while ((d = TAILQ_FIRST(&q->idlist)) != NULL)
+		id_free(ms, q, d);
+	hashmap_free(q->ids);
+	q->ids = NULL;
+}
+
+static int
+mem_dedup_put(saker_store *s, saker_queue *q, const void *key, size_t len,
+    int64_t expires_ms, int64_t now_ms, bool *replaced)
+{
+	struct mstore *ms = MS(s);
+	struct mdedup *d;
+	int rc;
+
+	*replaced = false;
+	if ((rc = writable(ms, q)) != SAKER_OK)
+		return rc;
+	if (key == NULL || len == 0 || len > SAKER_DEDUP_KEY_MAX)
+		return fail(ms, SAKER_EINVAL, "bad deduplication id");
+	if (q->ids == NULL && (q->ids = hashmap_new()) == NULL)
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	if ((d = hashmap_get(q->ids, key, len)) != NULL) {
+		if (d->expires_ms > now_ms)
+			return SAKER_EEXIST;
+		TAILQ_REMOVE(&q->idlist, d, link);
+		d->expires_ms = expires_ms;
+		id_place(q, d);
+		*replaced = true;
+		return SAKER_OK;
+	}
+	if (ms->max_memory != 0 && ms->mem_used + id_cost(len) >
+	    ms->max_memory)
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	if ((d = malloc(sizeof(*d) + len)) == NULL)
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	d->expires_ms = expires_ms;
+	d->len = len;
+	memcpy(d->key, key, len);
+	if (hashmap_put(q->ids, d->key, len, d) != 0) {
+		free(d);
+		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
+	}
+	id_place(q, d);
+	ms->mem_used += id_cost(len);
+	return SAKER_OK;
+}
+
+static int
+mem_dedup_del(saker_store *s, saker_queue *q, const void *key, size_t len)
+{
+	struct mstore *ms = MS(s);
+	struct mdedup *d;
+	int rc;
+
+	if ((rc = writable(ms, q)) != SAKER_OK)
+		return rc;
+	if (q->ids == NULL || (d = hashmap_get(q->ids, key, len)) == NULL)
+		return fail(ms, SAKER_ENOTFOUND, "no such deduplication id");
+	id_free(ms, q, d);
+	return SAKER_OK;
+}
+
+static int
+mem_dedup_sweep(saker_store *s, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	struct mstore *ms = MS(s);
+	struct mdedup *d;
+	uint64_t n = 0;
+	int rc;
+
+	*removed = 0;
+	if ((rc = writable(ms, q)) != SAKER_OK)
+		return rc;
+	while ((d = TAILQ_FIRST(&q->idlist)) != NULL &&
+	    d->expires_ms <= now_ms && (limit == 0 || n < limit)) {
+		id_free(ms, q, d);
+		n++;
+	}
+	*removed = n;
+	return SAKER_OK;
+}
+
+static int
+mem_dedup_iterate(saker_store *s, saker_queue *q, saker_dedup_fn fn,
+    void *arg)
+{
+	struct mdedup *d;
+	int rc;
+
+	if (q == NULL || fn == NULL)
+		return fail(MS(s), SAKER_EINVAL, "bad iterate arguments");
+	TAILQ_FOREACH(d, &q->idlist, link)
+		if ((rc = fn(arg, d->key, d->len, d->expires_ms)) != 0)
+			return rc;
+	return SAKER_OK;
+}
+
+/* ------------------------------------------------------------------ */
 /* the vtable */
 
 enum { MEM_OPT_MAX_MEMORY };
@@ -417,6 +573,7 @@ static int
 free_queue(void *arg, const char *name, size_t len, void *value)
 {
 	queue_items_free(arg, value, false);
+	ids_free(arg, value);
 	free(value);
 	return 0;
 }
@@ -471,6 +628,7 @@ mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
 	TAILQ_INIT(&q->ready);
 	TAILQ_INIT(&q->open);
 	TAILQ_INIT(&q->delayed);
+	TAILQ_INIT(&q->idlist);
 	q->namelen = len;
 	memcpy(q->name, name, len);
 	q->ctx = queue_ctx;
@@ -550,6 +708,7 @@ mem_queue_delete(saker_store *s, saker_queue *q)
 	if ((rc = mem_queue_flush(s, q)) != SAKER_OK)
 		return rc;
 	hashmap_del(MS(s)->queues, q->name, q->namelen);
+	ids_free(MS(s), q);
 	free(q);
 	return SAKER_OK;
 }
@@ -601,9 +760,12 @@ mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
 	if (q == NULL || item == NULL || (item->len > 0 && item->data == NULL))
 		return fail(ms, SAKER_EINVAL, "bad item");
-	if (item->len > SIZE_MAX - sizeof(*it))
+	if (item->attrs_len > SAKER_ATTRS_MAX ||
+	    (item->attrs_len > 0 && item->attrs == NULL))
+		return fail(ms, SAKER_EINVAL, "bad item attributes");
+	if (item->len > SIZE_MAX - sizeof(*it) - SAKER_ATTRS_MAX)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
-	cost = item_cost(item->len);
+	cost = item_cost(item->len, item->attrs_len);
 	if (ms->max_memory != 0 && ms->mem_used + cost > ms->max_memory)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 	it = malloc(cost);
@@ -617,8 +779,11 @@ mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 	it->created_ms = item->created_ms != 0 ? item->created_ms : now_ms;
 	it->deliveries = item->deliveries;
 	it->len = item->len;
+	it->attrs_len = (uint32_t)item->attrs_len;
 	if (item->len > 0)
 		memcpy(it->data, item->data, item->len);
+	if (item->attrs_len > 0)
+		memcpy(it->data + item->len, item->attrs, item->attrs_len);
 
 	if (item->due_ms > now_ms) {
 		it->due_ms = item->due_ms;
@@ -939,6 +1104,10 @@ const struct saker_store_driver saker_store_memory = {
 	.promote = mem_promote,
 	.flush_expired = mem_flush_expired,
 	.iterate = mem_iterate,
+	.dedup_put = mem_dedup_put,
+	.dedup_del = mem_dedup_del,
+	.dedup_sweep = mem_dedup_sweep,
+	.dedup_iterate = mem_dedup_iterate,
 	.commit = mem_commit,
 	.sync = NULL,
 	.store_stats = NULL,

@@ -31,6 +31,8 @@ struct got {
 	saker_item_state state;
 	size_t len;
 	unsigned char *data;
+	size_t attrs_len;
+	unsigned char attrs[SAKER_ATTRS_MAX];
 };
 
 struct note {
@@ -210,6 +212,11 @@ got_copy(struct got *g, const struct saker_item *item)
 	if (item->len > 0)
 		memcpy(g->data, item->data, item->len);
 	g->data[item->len] = '\0';
+	if (item->attrs_len > SAKER_ATTRS_MAX)
+		ck_abort_msg("attrs_len %zu over SAKER_ATTRS_MAX", item->attrs_len);
+	g->attrs_len = item->attrs_len;
+	if (item->attrs_len > 0)
+		memcpy(g->attrs, item->attrs, item->attrs_len);
 }
 
 static int
@@ -2205,6 +2212,348 @@ store_conformance_wakeups(void **last_ctx)
 	return n;
 }
 
+/* ------------------------------------------------------------------ */
+/* item attributes and deduplication ids (store.h) */
+
+/* a record of the attribute format with one unknown type: opaque to the
+ * driver, so any bytes would do; these are also a valid record */
+static size_t
+attrs_of(unsigned char *a, size_t cap, unsigned tag, size_t vlen)
+{
+	size_t i;
+
+	ck_assert_uint_ge(cap, 4 + vlen);
+	a[0] = 1;
+	a[1] = (unsigned char)tag;
+	a[2] = (unsigned char)(vlen >> 8);
+	a[3] = (unsigned char)vlen;
+	for (i = 0; i < vlen; i++)
+		a[4 + i] = (unsigned char)(tag * 31 + i * 7);	/* zeros too */
+	return 4 + vlen;
+}
+
+static int
+put_attrs(saker_queue *q, const char *str, const void *attrs, size_t alen,
+    int64_t expires_ms, int64_t due_ms, int64_t now)
+{
+	struct saker_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.expires_ms = expires_ms;
+	it.due_ms = due_ms;
+	it.len = strlen(str);
+	it.data = str;
+	it.attrs = attrs;
+	it.attrs_len = alen;
+	return T.drv->put(T.s, q, &it, now);
+}
+
+#define got_attrs(a, n) do { \
+	ck_assert_uint_eq(T.got.attrs_len, (n)); \
+	if ((n) > 0) \
+		ck_assert_mem_eq(T.got.attrs, (a), (n)); \
+} while (0)
+
+/* attributes go everywhere the item goes, byte-exact */
+START_TEST(test_attrs_roundtrip)
+{
+	saker_queue *q = qopen("at"), *q2 = qopen("at2");
+	unsigned char a[SAKER_ATTRS_MAX], b[64], c[64];
+	size_t na = attrs_of(a, sizeof(a), 200, SAKER_ATTRS_MAX - 4);
+	size_t nb = attrs_of(b, sizeof(b), 201, 9), nc = attrs_of(c, sizeof(c),
+	    202, 0);
+	struct itlog log;
+	uint64_t id;
+
+	memset(&log, 0, sizeof(log));
+	ck_assert_int_eq(put_attrs(q, "A", a, na, 0, 0, BASE), SAKER_OK);
+	ck_assert_int_eq(put_attrs(q, "B", b, nb, 0, 0, BASE), SAKER_OK);
+	put_s(q, "C", 0, 0, BASE);
+	ck_assert_int_eq(put_attrs(q, "D", c, nc, 0, BASE + 100, BASE),
+	    SAKER_OK);
+	commit();
+	/* iterate: open, ready, delayed, each with its own */
+	ck_assert_int_eq(T.drv->iterate(T.s, q, iter_cb, &log), SAKER_OK);
+	ck_assert_int_eq(log.n, 4);
+	ck_assert_uint_eq(log.items[0].attrs_len, na);
+	ck_assert_mem_eq(log.items[0].attrs, a, na);
+	ck_assert_uint_eq(log.items[1].attrs_len, nb);
+	ck_assert_uint_eq(log.items[2].attrs_len, 0);
+	ck_assert_uint_eq(log.items[3].attrs_len, nc);
+	ck_assert_mem_eq(log.items[3].attrs, c, nc);
+	itlog_free(&log);
+	/* peek, open + release, open + release_delayed + promote */
+	take_s(q, SAKER_TAKE_PEEK, BASE, "A");
+	got_attrs(a, na);
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
+	got_attrs(a, na);
+	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_OK);
+	commit();
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
+	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 50, BASE),
+	    SAKER_OK);
+	commit();
+	/* move to another queue */
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "B");
+	got_attrs(b, nb);
+	ck_assert_int_eq(T.drv->move(T.s, q, id, q2), SAKER_OK);
+	commit();
+	take_s(q2, SAKER_TAKE_REMOVE, BASE, "B");
+	got_attrs(b, nb);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "C");
+	ck_assert_uint_eq(T.got.attrs_len, 0);
+	promote(BASE + 200);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 200, "A");
+	got_attrs(a, na);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 200, "D");
+	got_attrs(c, nc);
+	commit();
+	/* routed when it expires */
+	if (T.drv->expire_to != NULL) {
+		ck_assert_int_eq(T.drv->expire_to(T.s, q, "at2", 3), SAKER_OK);
+		ck_assert_int_eq(put_attrs(q, "E", b, nb, BASE + 300, 0,
+		    BASE + 200), SAKER_OK);
+		commit();
+		take_empty(q, SAKER_TAKE_REMOVE, BASE + 400);
+		commit();
+		take_s(q2, SAKER_TAKE_REMOVE, BASE + 400, "E");
+		got_attrs(b, nb);
+		commit();
+	}
+	/* and through a restart */
+	if (T.drv->durable) {
+		ck_assert_int_eq(put_attrs(q, "F", a, na, 0, 0, BASE), SAKER_OK);
+		ck_assert_int_eq(put_attrs(q, "G", b, nb, 0, BASE + 900, BASE),
+		    SAKER_OK);
+		commit();
+		take_s(q, SAKER_TAKE_OPEN, BASE, "F");
+		commit();
+		reopen();	/* F open: back at the head */
+		q = qfind("at");
+		take_s(q, SAKER_TAKE_REMOVE, BASE, "F");
+		got_attrs(a, na);
+		promote(BASE + 1000);
+		take_s(q, SAKER_TAKE_REMOVE, BASE + 1000, "G");
+		got_attrs(b, nb);
+		commit();
+	}
+}
+END_TEST
+
+struct idlog {
+	char keys[8][SAKER_DEDUP_KEY_MAX + 1];
+	int64_t exp[8];
+	int n;
+};
+
+static int
+id_cb(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	struct idlog *l = arg;
+
+	ck_assert_uint_le(len, SAKER_DEDUP_KEY_MAX);
+	if (l->n < 8) {
+		memcpy(l->keys[l->n], key, len);
+		l->keys[l->n][len] = '\0';
+		l->exp[l->n] = expires_ms;
+	}
+	l->n++;
+	return 0;
+}
+
+static int
+put_once(saker_queue *q, const char *str, const char *key, int64_t window,
+    uint64_t max_ids, int64_t now)
+{
+	struct saker_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.len = strlen(str);
+	it.data = str;
+	return saker_store_put_once(T.s, q, &it, key, strlen(key), window,
+	    max_ids, now);
+}
+
+/* the id of the item handed out last, from its attributes */
+static void
+got_id(const char *want)
+{
+	/* version 1, one entry of type 1 (ITEMATTR_ID): the layer wrote it */
+	ck_assert_uint_eq(T.got.attrs_len, 4 + strlen(want));
+	ck_assert_uint_eq(T.got.attrs[0], 1);
+	ck_assert_uint_eq(T.got.attrs[1], 1);
+	ck_assert_uint_eq((size_t)T.got.attrs[2] << 8 | T.got.attrs[3],
+	    strlen(want));
+	ck_assert_mem_eq(T.got.attrs + 4, want, strlen(want));
+}
+
+START_TEST(test_dedup)
+{
+	saker_queue *q = qopen("dd"), *q2 = qopen("dd2");
+	struct saker_queue_stats st;
+	char longkey[SAKER_DEDUP_KEY_MAX + 2];
+	struct idlog l;
+	uint64_t removed = 9;
+	bool replaced;
+
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(put_once(q, "A", "job-1", 1000, 0, BASE), SAKER_OK);
+	ck_assert_int_eq(put_once(q, "A2", "job-1", 1000, 0, BASE + 1),
+	    SAKER_EEXIST);
+	ck_assert_int_eq(put_once(q, "B", "job-2", 1000, 0, BASE + 2),
+	    SAKER_OK);
+	/* ids are per queue; binary bytes are ids too */
+	ck_assert_int_eq(put_once(q2, "A", "job-1", 1000, 0, BASE), SAKER_OK);
+	commit();
+	ck_assert_int_eq(put_once(q, "A3", "job-1", 1000, 0, BASE + 999),
+	    SAKER_EEXIST);
+	commit();
+	st = qstats(q);
+	ck_assert_uint_eq(st.items, 2);
+	ck_assert_uint_eq(st.total_items, 2);
+	ck_assert_uint_eq(st.dedup_ids, 2);
+	ck_assert_uint_eq(st.dedup_hits, 2);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 10, "A");
+	got_id("job-1");
+	commit();
+	/* consumed, still in the window: still a duplicate */
+	ck_assert_int_eq(put_once(q, "A4", "job-1", 1000, 0, BASE + 20),
+	    SAKER_EEXIST);
+	/* the window is over at expires_ms: the id is new again */
+	ck_assert_int_eq(put_once(q, "A5", "job-1", 1000, 0, BASE + 1000),
+	    SAKER_OK);
+	commit();
+	ck_assert_uint_eq(qstats(q).dedup_ids, 2);
+	ck_assert_int_eq(saker_store_dedup_iterate(T.s, q, id_cb, &l),
+	    SAKER_OK);
+	ck_assert_int_eq(l.n, 2);
+	ck_assert(strcmp(l.keys[0], "job-1") == 0 ?
+	    l.exp[0] == BASE + 2000 && strcmp(l.keys[1], "job-2") == 0 &&
+	    l.exp[1] == BASE + 1002 :
+	    l.exp[1] == BASE + 2000 && strcmp(l.keys[0], "job-2") == 0);
+	/* the sweep takes what expired, oldest first, bounded */
+	ck_assert_int_eq(saker_store_dedup_sweep(T.s, q, BASE + 1500, 0,
+	    &removed), SAKER_OK);
+	ck_assert_uint_eq(removed, 1);
+	commit();
+	ck_assert_uint_eq(qstats(q).dedup_ids, 1);
+	ck_assert_int_eq(put_once(q, "B2", "job-2", 1000, 0, BASE + 1500),
+	    SAKER_OK);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 1500, "B");
+	got_id("job-2");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 1500, "A5");
+	got_id("job-1");
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 1500, "B2");
+	commit();
+	/* the hooks' own answers */
+	ck_assert_int_eq(T.drv->dedup_put(T.s, q, "job-2", 5, BASE + 9000,
+	    BASE + 1600, &replaced), SAKER_EEXIST);
+	ck_assert_int_eq(T.drv->dedup_del(T.s, q, "nope", 4), SAKER_ENOTFOUND);
+	/* bad ids */
+	memset(longkey, 'k', sizeof(longkey));
+	longkey[SAKER_DEDUP_KEY_MAX + 1] = '\0';
+	ck_assert_int_eq(put_once(q, "X", longkey, 1000, 0, BASE),
+	    SAKER_EINVAL);
+	ck_assert_int_eq(put_once(q, "X", "", 1000, 0, BASE), SAKER_EINVAL);
+	ck_assert_int_eq(put_once(q, "X", "ok", 0, 0, BASE), SAKER_EINVAL);
+	longkey[SAKER_DEDUP_KEY_MAX] = '\0';
+	ck_assert_int_eq(put_once(q, "L", longkey, 1000, 0, BASE + 1600),
+	    SAKER_OK);
+	commit();
+	ck_assert_uint_eq(qstats(q).items, 1);
+}
+END_TEST
+
+/* the limit counts live ids; expired ones make room */
+START_TEST(test_dedup_limit)
+{
+	saker_queue *q = qopen("dl");
+	char key[16];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		ck_assert_int_eq(put_once(q, "x", key, 100 + i, 3, BASE),
+		    SAKER_OK);
+	}
+	ck_assert_int_eq(put_once(q, "x", "k3", 100, 3, BASE), SAKER_EFULL);
+	/* a duplicate at the limit is still a duplicate, not an error */
+	ck_assert_int_eq(put_once(q, "x", "k1", 100, 3, BASE), SAKER_EEXIST);
+	commit();
+	ck_assert_uint_eq(qstats(q).items, 3);
+	/* k0 expired at BASE + 100: swept to make room */
+	ck_assert_int_eq(put_once(q, "x", "k3", 100, 3, BASE + 100), SAKER_OK);
+	commit();
+	ck_assert_uint_eq(qstats(q).dedup_ids, 3);
+	ck_assert_uint_eq(qstats(q).items, 4);
+	/* replacing an expired id does not count twice */
+	ck_assert_int_eq(put_once(q, "x", "k1", 100, 0, BASE + 101), SAKER_OK);
+	ck_assert_uint_eq(qstats(q).dedup_ids, 3);
+	commit();
+}
+END_TEST
+
+/* flush keeps a queue's ids, delete drops them; load keeps an expiry */
+START_TEST(test_dedup_queue_life)
+{
+	saker_queue *q = qopen("dq");
+	struct idlog l;
+
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(put_once(q, "A", "a", 1000, 0, BASE), SAKER_OK);
+	commit();
+	ck_assert_int_eq(saker_store_queue_flush(T.s, q), SAKER_OK);
+	commit();
+	ck_assert_uint_eq(qstats(q).items, 0);
+	ck_assert_uint_eq(qstats(q).dedup_ids, 1);
+	ck_assert_int_eq(put_once(q, "A", "a", 1000, 0, BASE + 1),
+	    SAKER_EEXIST);
+	ck_assert_int_eq(saker_store_queue_delete(T.s, q), SAKER_OK);
+	commit();
+	q = qopen("dq");
+	ck_assert_uint_eq(qstats(q).dedup_ids, 0);
+	ck_assert_int_eq(put_once(q, "A", "a", 1000, 0, BASE + 2), SAKER_OK);
+	/* load: the given expiry, a repeat is no error */
+	ck_assert_int_eq(saker_store_dedup_load(T.s, q, "b", 1, BASE + 77,
+	    BASE), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_load(T.s, q, "b", 1, BASE + 77,
+	    BASE), SAKER_OK);
+	commit();
+	ck_assert_int_eq(saker_store_dedup_iterate(T.s, q, id_cb, &l),
+	    SAKER_OK);
+	ck_assert_int_eq(l.n, 2);
+	ck_assert(l.exp[0] == BASE + 77 || l.exp[1] == BASE + 77);
+	ck_assert_uint_eq(qstats(q).dedup_ids, 2);
+	ck_assert_int_eq(put_once(q, "B", "b", 1000, 0, BASE + 76),
+	    SAKER_EEXIST);
+	ck_assert_int_eq(put_once(q, "B", "b", 1000, 0, BASE + 77), SAKER_OK);
+	commit();
+}
+END_TEST
+
+/* ids are durable with their batch: through a restart, counted again */
+START_TEST(test_reopen_dedup)
+{
+	saker_queue *q = qopen("rdd");
+	struct saker_queue_stats st;
+
+	ck_assert_int_eq(put_once(q, "A", "a", 60000, 0, BASE), SAKER_OK);
+	ck_assert_int_eq(put_once(q, "B", "b", 10, 0, BASE), SAKER_OK);
+	commit();
+	reopen();
+	q = qfind("rdd");
+	ck_assert_int_eq(put_once(q, "A", "a", 60000, 0, BASE + 100),
+	    SAKER_EEXIST);
+	st = qstats(q);
+	ck_assert_uint_eq(st.dedup_ids, 2);
+	ck_assert_uint_eq(st.items, 2);
+	ck_assert_int_eq(put_once(q, "B", "b", 10, 0, BASE + 100), SAKER_OK);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 100, "A");
+	got_id("a");
+	commit();
+}
+END_TEST
+
 TCase *
 store_conformance_tcase_opts(const struct saker_store_driver *drv,
     const struct store_conformance_opts *opts)
@@ -2239,6 +2588,14 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_move);
 	tcase_add_test(tc, test_batch_survives_failure);
 	tcase_add_test(tc, test_notify_once);
+	/* XXX while the drivers gain them (this series): required at its end */
+	if (drv->dedup_put != NULL) {
+		tcase_add_test(tc, test_attrs_roundtrip);
+		tcase_add_test(tc, test_dedup);
+		tcase_add_test(tc, test_dedup_limit);
+		tcase_add_test(tc, test_dedup_queue_life);
+	} else
+		skipped(drv, "test_attrs_roundtrip test_dedup*", "NOT YET");
 	if (drv->expire_to != NULL) {
 		tcase_add_test(tc, test_expire_to);
 		tcase_add_test(tc, test_expire_to_many_head);
@@ -2258,6 +2615,8 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_reopen_deleted_queue);
 	tcase_add_test(tc, test_reopen_deliveries);
 	tcase_add_test(tc, test_reopen_read_only);
+	if (drv->dedup_put != NULL)
+		tcase_add_test(tc, test_reopen_dedup);
 	if ((drv->caps & SAKER_CAP_SHARED) == 0)
 		tcase_add_test(tc, test_locked);
 	else

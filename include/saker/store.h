@@ -812,9 +812,9 @@ void saker_store_recount(saker_store *s, saker_queue *q);
 /* put() of `item` (attrs ignored: the layer writes them) with id `key`
  * (1..SAKER_DEDUP_KEY_MAX bytes) on q, remembered until now_ms +
  * window_ms.  SAKER_EEXIST when q keeps the id already: nothing was put,
- * the duplicate is counted (dedup_hits).  SAKER_EFULL when q keeps
- * max_ids ids that have not expired (0: no limit): the caller words
- * the message. */
+ * the duplicate is counted (dedup_hits).  SAKER_EFULL when the id is
+ * new and q keeps max_ids ids that have not expired (0: no limit): the
+ * caller words the message. */
 int saker_store_put_once(saker_store *s, saker_queue *q,
     const struct saker_item *item, const void *key, size_t len,
     int64_t window_ms, uint64_t max_ids, int64_t now_ms);

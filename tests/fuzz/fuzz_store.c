@@ -24,7 +24,11 @@ extern const struct saker_store_driver saker_store_example;
 
 enum { OP_PUT, OP_TAKE, OP_OPEN, OP_PEEK, OP_CONFIRM, OP_RELEASE,
 	OP_PROMOTE, OP_FLUSH, OP_DELETE, OP_TIME, OP_FLUSH_EXPIRED,
-	OP_COMMIT, OP_CHECK, OP_REOPEN, OP_RELEASE_DELAYED, OP_MOVE, NOPS };
+	OP_COMMIT, OP_CHECK, OP_REOPEN, OP_RELEASE_DELAYED, OP_MOVE,
+	OP_PUT_ONCE, OP_DEDUP_SWEEP, NOPS };
+
+#define NKEYS		16	/* deduplication ids k0..k15 per queue */
+#define MAXATTRS	48
 
 struct mitem {
 	uint64_t serial;	/* also in the first 8 data bytes */
@@ -33,6 +37,8 @@ struct mitem {
 	uint32_t flags;
 	int64_t expires, due, created;
 	size_t len;
+	size_t alen;		/* its attributes, handed back byte-exact */
+	unsigned char attrs[MAXATTRS];
 };
 
 struct mqueue {
@@ -42,6 +48,8 @@ struct mqueue {
 	size_t nready, ndelayed, nopen;
 	uint64_t total, expired;
 	int notified;
+	int64_t id_exp[NKEYS];	/* deduplication ids: 0 = none */
+	uint64_t hits;
 };
 
 struct fz {
@@ -112,6 +120,8 @@ check_item(struct fz *f, const struct saker_item *got, const struct mitem *m)
 	FUZZ_CHECK(got->flags == m->flags);
 	FUZZ_CHECK(got->expires_ms == m->expires);
 	FUZZ_CHECK(got->created_ms == m->created);
+	FUZZ_CHECK(got->attrs_len == m->alen);
+	FUZZ_CHECK(m->alen == 0 || memcmp(got->attrs, m->attrs, m->alen) == 0);
 }
 
 static void
@@ -163,6 +173,8 @@ pick_queue(struct fz *f, bool create)
 	mq->exists = true;
 	mq->nready = mq->ndelayed = mq->nopen = 0;
 	mq->total = mq->expired = 0;
+	memset(mq->id_exp, 0, sizeof(mq->id_exp));
+	mq->hits = 0;
 	return mq;
 }
 
@@ -188,6 +200,11 @@ op_put(struct fz *f)
 	m.serial = ++f->serial;
 	m.arrival = ++f->arrival;
 	fill(f->buf, m.serial, m.len);
+	/* opaque attributes of any shape (none for some items) */
+	m.alen = m.serial % 5 == 0 ? 0 : m.serial % MAXATTRS;
+	if (f->drv->dedup_put == NULL)	/* XXX until every driver has them */
+		m.alen = 0;
+	fill(m.attrs, m.serial * 7, m.alen);
 	memset(&in, 0, sizeof(in));
 	in.flags = m.flags;
 	in.expires_ms = m.expires;
@@ -197,6 +214,8 @@ op_put(struct fz *f)
 	in.data = f->buf;
 	in.id = 12345;		/* ignored on input */
 	in.state = SAKER_ITEM_OPEN;
+	in.attrs = m.attrs;
+	in.attrs_len = m.alen;
 	rc = f->drv->put(f->s, mq->h, &in, f->now);
 	FUZZ_CHECK(rc == SAKER_OK);
 	f->live++;
@@ -435,6 +454,135 @@ op_promote(struct fz *f)
 	FUZZ_CHECK(next_due == want_next);
 }
 
+static size_t
+key_of(char *k, unsigned i)
+{
+	return (size_t)snprintf(k, 8, "k%u", i);
+}
+
+static uint64_t
+ids_of(const struct mqueue *mq)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < NKEYS; i++)
+		n += mq->id_exp[i] != 0;
+	return n;
+}
+
+/* drop expired ids, oldest expiry first, at most limit (0: all) */
+static uint64_t
+sweep_model(struct mqueue *mq, int64_t now, uint64_t limit)
+{
+	uint64_t n = 0;
+
+	while (limit == 0 || n < limit) {
+		int i, best = -1;
+
+		for (i = 0; i < NKEYS; i++)
+			if (mq->id_exp[i] != 0 && mq->id_exp[i] <= now &&
+			    (best < 0 || mq->id_exp[i] < mq->id_exp[best]))
+				best = i;
+		if (best < 0)
+			break;
+		mq->id_exp[best] = 0;
+		n++;
+	}
+	return n;
+}
+
+/* put_once(): the layer's rules over the driver's id records */
+static void
+op_put_once(struct fz *f)
+{
+	struct mqueue *mq = pick_queue(f, true);
+	unsigned key = next8(f) % NKEYS, lb = next8(f);
+	int64_t window = ((int64_t)next8(f) + 1) * 10;
+	uint64_t max = lb & 1 ? 3 : 0;
+	struct saker_item in;
+	struct mitem m;
+	char k[8];
+	size_t klen = key_of(k, key);
+	bool full;
+	int rc, want;
+
+	if (f->live >= MAXITEMS || f->drv->dedup_put == NULL)	/* XXX */
+		return;
+	memset(&m, 0, sizeof(m));
+	m.len = 8 + (lb >> 1) % 32;
+	m.created = f->now;
+	m.serial = ++f->serial;
+	m.arrival = ++f->arrival;
+	fill(f->buf, m.serial, m.len);
+	memset(&in, 0, sizeof(in));
+	in.len = m.len;
+	in.data = f->buf;
+	rc = saker_store_put_once(f->s, mq->h, &in, k, klen, window, max,
+	    f->now);
+	/* at the limit the expired ids go first, a duplicate or not */
+	full = max > 0 && ids_of(mq) >= max;
+	if (full) {
+		sweep_model(mq, f->now, 0);
+		full = ids_of(mq) >= max;
+	}
+	if (mq->id_exp[key] > f->now) {
+		want = SAKER_EEXIST;
+		mq->hits++;
+	} else
+		want = full ? SAKER_EFULL : SAKER_OK;
+	FUZZ_CHECK(rc == want);
+	if (rc != SAKER_OK) {
+		FUZZ_CHECK(mq->notified == 0);
+		return;
+	}
+	mq->id_exp[key] = f->now + window;
+	/* the layer's record: version 1, the id */
+	m.alen = 4 + klen;
+	m.attrs[0] = 1;
+	m.attrs[1] = 1;
+	m.attrs[2] = 0;
+	m.attrs[3] = (unsigned char)klen;
+	memcpy(m.attrs + 4, k, klen);
+	f->live++;
+	mq->total++;
+	mq->ready[mq->nready++] = m;
+	FUZZ_CHECK(mq->notified == 1);
+}
+
+static void
+op_dedup_sweep(struct fz *f)
+{
+	struct mqueue *mq = pick_queue(f, false);
+	uint64_t limit = next8(f) % 3, removed = 99;
+
+	if (mq == NULL || f->drv->dedup_put == NULL)	/* XXX */
+		return;
+	FUZZ_CHECK(saker_store_dedup_sweep(f->s, mq->h, f->now, limit,
+	    &removed) == SAKER_OK);
+	FUZZ_CHECK(removed == sweep_model(mq, f->now, limit));
+}
+
+struct idcheck {
+	struct mqueue *mq;
+	uint64_t n;
+};
+
+static int
+id_cb(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	struct idcheck *c = arg;
+	unsigned i;
+
+	FUZZ_CHECK(len >= 2 && len <= 3 && ((const char *)key)[0] == 'k');
+	i = (unsigned)(((const char *)key)[1] - '0');
+	if (len == 3)
+		i = i * 10 + (unsigned)(((const char *)key)[2] - '0');
+	FUZZ_CHECK(i < NKEYS && c->mq->id_exp[i] == expires_ms);
+	c->n++;
+	return 0;
+}
+
 static void
 op_flush(struct fz *f)
 {
@@ -570,6 +718,17 @@ op_check(struct fz *f)
 		FUZZ_CHECK(st.expired_items == mq->expired);
 		FUZZ_CHECK(st.head_created_ms == (mq->nready > 0 ?
 		    mq->ready[0].created : 0));
+		if (f->drv->dedup_put != NULL) {	/* XXX */
+		FUZZ_CHECK(st.dedup_ids == ids_of(mq));
+		FUZZ_CHECK(st.dedup_hits == mq->hits);
+		{
+			struct idcheck c = { mq, 0 };
+
+			FUZZ_CHECK(saker_store_dedup_iterate(f->s, mq->h,
+			    id_cb, &c) == SAKER_OK);
+			FUZZ_CHECK(c.n == ids_of(mq));
+		}
+		}
 		f->iter_q = mq;
 		f->iter_pos = 0;
 		FUZZ_CHECK(f->drv->iterate(f->s, mq->h, iter_cb, f) == 0);
@@ -764,6 +923,8 @@ fuzz_store_driver(const struct saker_store_driver *drv, const char *location,
 		case OP_REOPEN:		op_reopen(f); break;
 		case OP_RELEASE_DELAYED: op_release_delayed(f); break;
 		case OP_MOVE:		op_move(f); break;
+		case OP_PUT_ONCE:	op_put_once(f); break;
+		case OP_DEDUP_SWEEP:	op_dedup_sweep(f); break;
 		}
 	}
 	op_check(f);
