@@ -48,6 +48,7 @@
  *   saker_items(qid, id, ...)       every item: ready, delayed, open
  *   saker_counts(qid, owner, ...)   total/expired counters, one row per
  *                                   queue and broker, summed when read
+ *   saker_dedup(queue, key, ...)    deduplication ids, by queue name
  *
  * An item is visible when state = 0 and due <= now (due 0: at once).
  * Visible items are ordered by (vis, id): vis is the put time of a ready
