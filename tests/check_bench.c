@@ -404,6 +404,29 @@ json_sum(const char *json, const char *name)
  * a slow sample of at least that length with its wall-clock time, within
  * the run.
  */
+/* --ids: every set carries its own id: the run verifies as without ids,
+ * and the server keeps exactly one id per item acknowledged, with no
+ * duplicate answered. */
+START_TEST(test_ids)
+{
+	struct tl_server *s = tl_server_start("memory", NULL);
+	char *json = NULL, *err = NULL;
+	int rc = bench(s->dir, s->port, &json, &err, "pair", "-t", "1", "-c", "2",
+	    "-d", "4", "--queue-prefix", "idb", "--ids", NULL);
+	int fd;
+
+	ck_clean(rc, json, err);
+	ck_assert_msg(strstr(json, "\"ids\":true") != NULL, "%s", json);
+	fd = tl_connect(s->port);
+	ck_assert_int_eq(tl_stat(fd, "queue_idb0_dedup_ids"), (long long)json_num(json, "in"));
+	ck_assert_int_eq(tl_stat(fd, "queue_idb0_dedup_hits"), 0);
+	close(fd);
+	free(json);
+	free(err);
+	tl_server_free(s);
+}
+END_TEST
+
 /* --resend: sets refused by a full queue (NOT_STORED) go again, the
  * same items, until stored; every item sent is acknowledged once and
  * received once.  Without --resend the refused ones are just errors. */
@@ -877,6 +900,7 @@ main(void)
 	tcase_add_test(tc, test_hist_and_slow_samples);
 	tcase_add_test(tc, test_retry_mode);
 	tcase_add_test(tc, test_resend);
+	tcase_add_test(tc, test_ids);
 	tcase_add_test(tc, test_mget_fill);
 	tcase_add_test(tc, test_detects_theft);
 	tcase_add_test(tc, test_detects_duplicates);

@@ -1675,6 +1675,7 @@ static const struct {
 	{ { "put", "--id", "", "q", "x", NULL }, 2, "saker put: bad id '' (1..128 printable bytes, no space or '/')" },
 	{ { "put", "-i", "a/b", "q", "x", NULL }, 2, "saker put: bad id 'a/b'" },
 	{ { "put", "-i", "a b", "q", "x", NULL }, 2, "saker put: bad id 'a b'" },
+	{ { "put", "-i", "caf\xc3\xa9", "q", "x", NULL }, 2, "saker put: bad id 'caf" },
 	{ { "put", "-i", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "q", "x", NULL }, 2, "saker put: bad id 'xxx" },
 	{ { "get", NULL }, 2, "usage: saker get " },
 	{ { "get", "bad/name//", NULL }, 2, "saker get: bad queue name 'bad/name//'" },
@@ -1840,6 +1841,43 @@ START_TEST(client_bad_servers)
 	free(err);
 	free(srv);
 	waitpid(pid, &st, 0);
+	tl_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
+/* put --id against sakerd: a retry with the same id stores nothing more,
+ * another id does; the queue keeps both ids. */
+START_TEST(client_put_id)
+{
+	char *dir = tl_mkdtemp(), *sock = tl_strdupf("%s/s.sock", dir);
+	struct tl_server *s = tl_server_start("memory", "-s", sock, NULL);
+	char *out = NULL;
+	size_t len;
+	int fd;
+
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s",
+	    sock, "--id", "job-1", "idq", "first", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s",
+	    sock, "--id", "job-1", "idq", "retry", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s",
+	    sock, "-i", "job-2", "-d", "1", "idq", "second", NULL), 0);
+	fd = tl_connect(s->port);
+	ck_assert_int_eq(tl_stat(fd, "queue_idq_dedup_ids"), 2);
+	ck_assert_int_eq(tl_stat(fd, "queue_idq_dedup_hits"), 1);
+	close(fd);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, NULL, "get", "-s",
+	    sock, "idq", NULL), 0);
+	ck_assert(len == 5 && memcmp(out, "first", 5) == 0);
+	free(out);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, NULL, "get", "-t",
+	    "5000", "-s", sock, "idq", NULL), 0);
+	ck_assert(len == 6 && memcmp(out, "second", 6) == 0);
+	free(out);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "get", "-q",
+	    "-s", sock, "idq", NULL), 1);	/* no "retry" item */
+	tl_server_free(s);
+	free(sock);
 	tl_rmrf(dir);
 	free(dir);
 }
@@ -2658,6 +2696,7 @@ main(void)
 	tc = tcase_create("client");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, client_put_get_stats);
+	tcase_add_test(tc, client_put_id);
 	tcase_add_test(tc, client_login);
 	tcase_add_test(tc, client_login_refusals);
 	tcase_add_test(tc, client_login_prompt);

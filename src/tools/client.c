@@ -588,7 +588,7 @@ dedup_key_ok(const char *k)
 		return false;
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)k[i];
-		if (c <= ' ' || c == 0x7f || c == '/')
+		if (c <= ' ' || c >= 0x7f || c == '/')
 			return false;
 	}
 	return true;
