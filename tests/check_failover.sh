@@ -17,7 +17,9 @@
 #
 # Environment: SAKERD, SAKER, SAKER_SRCDIR (make check sets them);
 # FAILOVER_FAULTS (default "kill restart"), FAILOVER_CYCLES (2),
-# LIVE_MAX_MS (5000); PG_OPTS and PG_CONNINFO go through to the script.
+# LIVE_MAX_MS (5000), FAILOVER_IDS (non-empty: the producers resend with
+# deduplication ids, failover.sh --ids, and a duplicate fails a cycle);
+# PG_OPTS and PG_CONNINFO go through to the script.
 set -u
 srcdir=${SAKER_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 script=$srcdir/contrib/failover/failover.sh
@@ -39,7 +41,7 @@ trap 'rm -rf "$out"' EXIT
 SETTLE=${SETTLE:-3} RECOVER_MAX=${RECOVER_MAX:-20} \
     BENCH_STOP_MAX=${BENCH_STOP_MAX:-20} BROKER_STOP_MAX=${BROKER_STOP_MAX:-10} \
     bash "$script" -n "$cycles" --faults "$faults" --partition 5 --rate 150 \
-    --out "$out/res" 2>&1
+    ${FAILOVER_IDS:+--ids} --out "$out/res" 2>&1
 rc=$?
 
 if [ "$rc" -eq 77 ]; then

@@ -17,12 +17,17 @@
 #
 # Usage (as root, from the build directory or with SAKERD/SAKER set):
 #   contrib/failover/failover.sh [-n CYCLES] [--faults "kill restart partition"]
-#       [--partition SECS] [--out DIR] [--keep]
+#       [--partition SECS] [--ids] [--out DIR] [--keep]
 #
 #   -n, --cycles N     cycles of each fault (default 20)
 #   --faults LIST      which faults, in this order (default: all three)
 #   --partition SECS   how long a partition lasts (default 30)
 #   --rate R           items/s each broker's producer sends (default 200)
+#   --ids              exactly-once producers: every set carries a
+#                      deduplication id and is sent again, same item, same
+#                      id, until STORED (saker bench --ids --resend); a
+#                      cycle is then ok only with nothing lost, nothing
+#                      delivered twice and nothing left unacknowledged
 #   --strict           keep synchronous_standby_names on the promoted
 #                      primary: writes wait until the rebuilt standby is
 #                      back (nothing acknowledged then rests on one node)
@@ -42,8 +47,9 @@
 # after SIGTERM, default 30).
 #
 # Prints a line per cycle and a table per fault: items acknowledged, lost
-# (must be 0), delivered twice, delivered without an acknowledgement (sets
-# whose outcome the client was not told), the window from the fault to the
+# (must be 0), delivered twice (with --ids: must be 0), delivered without
+# an acknowledgement (sets whose outcome the client was not told; with
+# --ids, the sets sent again and those never acknowledged), the window from the fault to the
 # first STORED on each broker, the longest `version` round trip after the
 # fault (a frozen event loop shows here), and each broker's RSS and open
 # fds before and after.  Exit status: 0 all verified with nothing lost;
@@ -69,6 +75,7 @@ faults="kill restart partition"
 part_secs=30
 rate=200
 strict=0
+ids=0
 out=
 keep=0
 
@@ -84,6 +91,7 @@ while [ $# -gt 0 ]; do
 	--partition) part_secs=$2; shift 2 ;;
 	--rate) rate=$2; shift 2 ;;
 	--strict) strict=1; shift ;;
+	--ids) ids=1; shift ;;
 	--out) out=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
 	-h|--help) usage 0 ;;
@@ -322,9 +330,11 @@ wait_recovered() {	# T0_US LOGS...
 # ---------------------------------------------------------------- benches
 start_bench() {	# NAME TAG
 	local b=$1
+	local idopts=()
+	[ "$ids" -eq 1 ] && idopts=(--ids --resend)
 	"$SAKER" bench blocking -s "${HOST[$b]}:${PORT[$b]}" -c 2 -q 2 -d 4 \
 	    --rate "$rate" --timeout 500 -t 3600 --queue-prefix "fo$b${2}_" \
-	    --json --quiet >"$W/bench$b.json" 2>"$W/bench$b.err" &
+	    "${idopts[@]}" --json --quiet >"$W/bench$b.json" 2>"$W/bench$b.err" &
 	PID[bench$b]=$!
 }
 # SIGINT ends the measured phase; a bench then collects what is left (its
@@ -409,7 +419,7 @@ printf '%-9s %3s %7s %5s %5s %6s %8s %8s %8s %8s %6s\n' fault n acked lost dups 
     >"$out/cycles.txt"
 
 run_cycle() {	# FAULT N
-	local f=$1 n=$2 b t0 wait_ms st a l d u v e res bad
+	local f=$1 n=$2 b t0 wait_ms st a l d u v e res bad r=0 p=0
 	rm -f "$W"/bench?.json "$W"/bench?.err
 	for b in A B; do
 		: >"$W/probe$b.log"
@@ -447,7 +457,18 @@ run_cycle() {	# FAULT N
 		l=$((l + $(jget "$W/bench$b.json" lost)))
 		d=$((d + $(jget "$W/bench$b.json" duplicates)))
 		u=$((u + $(jget "$W/bench$b.json" unacked_seen)))
+		if [ "$ids" -eq 1 ]; then
+			r=$((r + $(jget "$W/bench$b.json" resent)))
+			p=$((p + $(jget "$W/bench$b.json" resend_pending)))
+		fi
 	done
+	# --ids: a producer that resends with the same id must see each item
+	# exactly once, and every set acknowledged in the end
+	if [ "$ids" -eq 1 ]; then
+		[ "$d" -eq 0 ] || { res="$res; DUPLICATED $d"; bad=1; }
+		[ "$u" -eq 0 ] || { res="$res; $u delivered unacknowledged"; bad=1; }
+		[ "$p" -eq 0 ] || { res="$res; $p never acknowledged"; bad=1; }
+	fi
 	if [ "$l" -gt 0 ]; then
 		res="$res; LOST $l"
 		bad=1
@@ -475,6 +496,7 @@ run_cycle() {	# FAULT N
 	done
 	[ "$bad" -eq 1 ] || res="ok$res"
 	res=${res#; }
+	[ "$ids" -eq 1 ] && res="$res; resent $r"
 	[ -z "$HEALTHZ" ] || res="$res; A's /healthz mid-partition: $HEALTHZ"
 	printf '%-9s %3d %7d %5d %5d %6d %8d %8d %8d %8d %6d %s\n' "$f" "$n" "$a" "$l" "$d" "$u" \
 	    "$wa" "$wb" "$va" "$vb" "$e" "$res" | tee -a "$out/cycles.txt" >&2
@@ -482,6 +504,8 @@ run_cycle() {	# FAULT N
 	SUM[$f.lost]=$(( ${SUM[$f.lost]:-0} + l ))
 	SUM[$f.dups]=$(( ${SUM[$f.dups]:-0} + d ))
 	SUM[$f.unack]=$(( ${SUM[$f.unack]:-0} + u ))
+	SUM[$f.resent]=$(( ${SUM[$f.resent]:-0} + r ))
+	SUM[$f.pending]=$(( ${SUM[$f.pending]:-0} + p ))
 	SUM[$f.cycles]=$(( ${SUM[$f.cycles]:-0} + 1 ))
 	[ "$bad" -eq 0 ] || { SUM[$f.bad]=$(( ${SUM[$f.bad]:-0} + 1 )); status=1; }
 	for st in wa wb va vb e; do
@@ -586,11 +610,13 @@ done
 	echo "saker failover test: $cycles cycles per fault, $rate items/s per broker,"
 	echo "partition ${part_secs} s, store postgres${PG_OPTS:+,$PG_OPTS}:$(conninfo HOST)"
 	[ "$strict" -eq 1 ] && echo "strict: the promoted primary waits for its rebuilt standby"
+	[ "$ids" -eq 1 ] && echo "ids: producers send every set with a deduplication id and resend it until STORED"
 	echo "windows in ms as min / median / max; -1: never again within ${RECOVER_MAX} s"
 	for f in $faults; do
 		echo
 		echo "fault $f: ${SUM[$f.cycles]:-0} cycles, ${SUM[$f.bad]:-0} not ok"
 		echo "  acknowledged ${SUM[$f.acked]:-0}, lost ${SUM[$f.lost]:-0}, delivered twice ${SUM[$f.dups]:-0}, delivered but not acknowledged ${SUM[$f.unack]:-0}"
+		[ "$ids" -eq 1 ] && echo "  with ids: sets sent again ${SUM[$f.resent]:-0}, never acknowledged ${SUM[$f.pending]:-0}, duplicates ${SUM[$f.dups]:-0}"
 		case $f in
 		kill) echo "  kill to promoted:            $(spread "${SUM[$f.e.list]:-}")"
 		      echo "  promoted to standby rebuilt: $(spread "${SUM[$f.rebuild.list]:-}")" ;;
