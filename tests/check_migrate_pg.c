@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "itemattr.h"
 #include "migrate.h"
 #include "migrate_copy.h"
 #include "pg_cluster.h"
@@ -136,6 +137,135 @@ START_TEST(test_into_postgres)
 }
 END_TEST
 
+/* Deduplication ids as "key@expires_ms", collected (the driver lists them
+ * in no order; read_ids sorts them). */
+struct ids {
+	int n;
+	char v[8][64];
+};
+
+static int
+add_id(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	struct ids *l = arg;
+
+	ck_assert_int_lt(l->n, 8);
+	snprintf(l->v[l->n++], 64, "%.*s@%lld", (int)len, (const char *)key,
+	    (long long)expires_ms);
+	return 0;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+struct attr_walk {
+	char *out;
+	size_t len, off;
+};
+
+static int
+item_id(void *arg, const struct saker_item *it)
+{
+	struct attr_walk *w = arg;
+	const void *v;
+	size_t vlen;
+
+	if (!itemattr_get(it->attrs, it->attrs_len, ITEMATTR_ID, &v, &vlen))
+		v = "-", vlen = 1;
+	w->off += (size_t)snprintf(w->out + w->off, w->len - w->off, "%.*s ",
+	    (int)vlen, (const char *)v);
+	return 0;
+}
+
+/* The ids of queue `name` at spec as "key@expires_ms ", sorted; and the
+ * deduplication id of each item, in order ("-": none). */
+static void
+read_ids(const char *spec, const char *name, char *ids, size_t idlen,
+    char *attrs, size_t alen)
+{
+	saker_store *s = open_spec(spec, false);
+	struct attr_walk w = { attrs, alen, 0 };
+	struct ids l;
+	saker_queue *q;
+	size_t off = 0;
+	int i;
+
+	memset(&l, 0, sizeof(l));
+	attrs[0] = '\0';
+	ck_assert_int_eq(saker_store_queue_open(s, name, strlen(name), false, NULL,
+	    &q), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_iterate(s, q, add_id, &l), 0);
+	ck_assert_int_eq(saker_store_iterate(s, q, item_id, &w), 0);
+	qsort(l.v, (size_t)l.n, sizeof(l.v[0]), cmp_str);
+	ids[0] = '\0';
+	for (i = 0; i < l.n; i++)
+		off += (size_t)snprintf(ids + off, idlen - off, "%s ", l.v[i]);
+	saker_store_close(s);
+}
+
+/* Item attributes and live deduplication ids go into PostgreSQL (where
+ * every broker sees them) and come out of it again, ids with the expiry
+ * they had; an expired id stays behind. */
+START_TEST(test_ids_through_postgres)
+{
+	char *src = tl_strdupf("lmdb:%s/src", tl_dir), *dst = pg_spec();
+	char *back = tl_strdupf("sqlite:%s/back.db", tl_dir);
+	char *out = NULL, *err = NULL, *want;
+	char ids[512], attrs[128];
+	unsigned char rec[64];
+	int64_t now = saker_now_ms();
+	struct saker_item it;
+	saker_store *s = open_spec(src, true);
+	saker_queue *q;
+	int rc;
+
+	ck_assert_int_eq(saker_store_queue_open(s, "ids", 3, true, NULL, &q), SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	it.data = "job";
+	it.len = 3;
+	it.attrs = rec;
+	it.attrs_len = itemattr_set(rec, sizeof(rec), NULL, 0, ITEMATTR_ID, "r-1", 3);
+	ck_assert_int_eq(saker_store_put(s, q, &it, now), SAKER_OK);
+	it.attrs = NULL;
+	it.attrs_len = 0;
+	ck_assert_int_eq(saker_store_put(s, q, &it, now), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_load(s, q, "r-1", 3, now + 300000, now), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_load(s, q, "r-0", 3, now + 600000, now), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_load(s, q, "old", 3, now + 200, now), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+	tl_sleep_ms(300);
+
+	rc = tl_run_saker(tl_dir, NULL, &out, NULL, &err, "migrate", src, dst, NULL);
+	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
+	ck_assert_msg(strstr(out, "ids: 2 items") != NULL &&
+	    strstr(out, ", 2 deduplication ids; verified") != NULL, "%s", out);
+	free(out);
+	free(err);
+	want = tl_strdupf("r-0@%lld r-1@%lld ", (long long)(now + 600000),
+	    (long long)(now + 300000));
+	read_ids(dst, "ids", ids, sizeof(ids), attrs, sizeof(attrs));
+	ck_assert_str_eq(ids, want);
+	ck_assert_str_eq(attrs, "r-1 - ");
+	/* and out of PostgreSQL again */
+	rc = tl_run_saker(tl_dir, NULL, &out, NULL, &err, "migrate", "-q", dst,
+	    back, NULL);
+	ck_assert_msg(rc == 0, "status %d: %s", rc, err);
+	free(out);
+	free(err);
+	read_ids(back, "ids", ids, sizeof(ids), attrs, sizeof(attrs));
+	ck_assert_str_eq(ids, want);
+	ck_assert_str_eq(attrs, "r-1 - ");
+	free(want);
+	free(src);
+	free(dst);
+	free(back);
+}
+END_TEST
+
 static void
 interrupt_at_100(uint64_t n)
 {
@@ -186,6 +316,7 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_into_postgres);
 	tcase_add_test(tc, test_interrupted_is_undone);
+	tcase_add_test(tc, test_ids_through_postgres);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
