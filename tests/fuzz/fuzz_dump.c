@@ -1,10 +1,12 @@
 /* fuzz_dump.c -- fuzz target: the `saker load` dump reader into a memory store. */
 #include "config.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "dump.h"
 #include "fuzz.h"
+#include "itemattr.h"
 #include "migrate_int.h"
 
 extern const struct saker_store_driver saker_store_memory;
@@ -66,9 +68,23 @@ fuzz_dump(const uint8_t *data, size_t size)
 			FUZZ_CHECK(rec.item.len <= DUMP_MAX_ITEM);
 			FUZZ_CHECK(rec.item.len == 0 || rec.item.data != NULL);
 			items++;
+			/* the reader hands on only well-formed attributes */
+			FUZZ_CHECK(rec.item.attrs_len <= SAKER_ATTRS_MAX);
+			FUZZ_CHECK(itemattr_valid(rec.item.attrs,
+			    rec.item.attrs_len));
 			if (q != NULL)
 				(void)drv->put(s, q, &rec.item, NOW_MS);
 			break;
+		case DUMP_REC_ID: {
+			bool replaced;
+
+			FUZZ_CHECK(rec.key_len >= 1 &&
+			    rec.key_len <= SAKER_DEDUP_KEY_MAX);
+			if (q != NULL)
+				(void)drv->dedup_put(s, q, rec.key, rec.key_len,
+				    rec.expires_ms, NOW_MS, &replaced);
+			break;
+		}
 		case DUMP_REC_QUEUE_END:
 			q = NULL;
 			break;
