@@ -409,11 +409,19 @@ json_sum(const char *json, const char *name)
  * duplicate answered. */
 START_TEST(test_ids)
 {
-	struct tl_server *s = tl_server_start("memory", NULL);
+	/* a fast run sets more than the default max_dedup_ids (100000) */
+	char *dir = tl_mkdtemp(), *conf = tl_strdupf("%s/i.conf", dir);
 	char *json = NULL, *err = NULL;
-	int rc = bench(s->dir, s->port, &json, &err, "pair", "-t", "1", "-c", "2",
+	struct tl_server *s;
+	int rc, fd;
+	FILE *f = fopen(conf, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs("[queue idb*]\nmax_dedup_ids = 10000000\n", f);
+	fclose(f);
+	s = tl_server_start("memory", "--config", conf, NULL);
+	rc = bench(s->dir, s->port, &json, &err, "pair", "-t", "1", "-c", "2",
 	    "-d", "4", "--queue-prefix", "idb", "--ids", NULL);
-	int fd;
 
 	ck_clean(rc, json, err);
 	ck_assert_msg(strstr(json, "\"ids\":true") != NULL, "%s", json);
@@ -424,6 +432,9 @@ START_TEST(test_ids)
 	free(json);
 	free(err);
 	tl_server_free(s);
+	free(conf);
+	tl_rmrf(dir);
+	free(dir);
 }
 END_TEST
 
@@ -442,9 +453,9 @@ START_TEST(test_resend)
 	fputs("[queue rs*]\nmax_items = 4\n", f);
 	fclose(f);
 	s = tl_server_start("memory", "--config", conf, NULL);
-	rc = bench(s->dir, s->port, &json, &err, "blocking", "-t", "1", "-c", "1",
-	    "-d", "16", "--rate", "2000", "--timeout", "200", "--queue-prefix",
-	    "rs", "--resend", NULL);
+	rc = bench(s->dir, s->port, &json, &err, "blocking", "-t", "0.3", "-c",
+	    "1", "-d", "16", "--rate", "3000", "--timeout", "200",
+	    "--queue-prefix", "rs", "--resend", NULL);
 	ck_assert_msg(rc == 0, "bench exited %d: %s", rc, err);
 	ck_assert_msg(json_true(json, "verified") && json_num(json, "lost") == 0 &&
 	    json_num(json, "duplicates") == 0 && json_num(json, "unacked_seen") == 0,
@@ -459,9 +470,9 @@ START_TEST(test_resend)
 	free(json);
 	free(err);
 	/* the same without --resend: refused sets stay refused */
-	rc = bench(s->dir, s->port, &json, &err, "blocking", "-t", "1", "-c", "1",
-	    "-d", "16", "--rate", "2000", "--timeout", "200", "--queue-prefix",
-	    "rs", NULL);
+	rc = bench(s->dir, s->port, &json, &err, "blocking", "-t", "0.3", "-c",
+	    "1", "-d", "16", "--rate", "3000", "--timeout", "200",
+	    "--queue-prefix", "rs", NULL);
 	ck_assert_msg(rc == 0, "bench exited %d: %s", rc, err);
 	ck_assert_msg(json_num(json, "errors") > 0 && json_num(json, "resent") == -1,
 	    "%s", json);

@@ -34,10 +34,15 @@
 #define MAX_CONNS     65535     /* producer id must fit four hex digits */
 #define MAX_KEYS      128       /* docs/protocol.md, "Multi-get": most keys in one get */
 #define GRACE_NS      (2000ull * 1000 * 1000)
-/* --resend: a set not acknowledged is sent again after RESEND_MIN_NS,
- * doubling per attempt up to RESEND_MAX_NS (an outage must not turn into
- * a flood of doomed sets); the stop waits at most RESEND_STOP_NS for the
- * last ones to be acknowledged. */
+/* --resend: sets not acknowledged are sent again, oldest first, once the
+ * connection's backoff has passed since its last refusal: none after a
+ * set was stored (a full queue takes them as fast as it frees room);
+ * after a refusal RESEND_MIN_NS, or twice the last wait when no set was
+ * stored since, up to RESEND_MAX_NS (an outage must not turn into a flood
+ * of doomed sets; the connection's new sets probe it meanwhile).  Only a
+ * set sent after the last refusal moves the backoff: the rest of a burst
+ * already in flight is the same round.  The stop waits at most
+ * RESEND_STOP_NS for the last ones to be acknowledged. */
 #define RESEND_MIN_NS  (100ull * 1000 * 1000)
 #define RESEND_MAX_NS  (2000ull * 1000 * 1000)
 #define RESEND_STOP_NS (120ull * 1000 * 1000 * 1000)
@@ -105,15 +110,12 @@ struct req {
 	int queue;              /* queue index, or -1 */
 	uint64_t t_ns;          /* when sent */
 	uint64_t seq;           /* R_SET: sequence number of the item */
-	unsigned tries;         /* R_SET: sends of this item before this one */
 };
 
 /* --resend: a set to send again (same sequence number, same id). */
 struct resend {
 	uint64_t seq;
 	int queue;
-	unsigned tries;         /* sends so far */
-	uint64_t at_ns;         /* not before */
 };
 
 struct bench;
@@ -141,9 +143,12 @@ struct conn {
 	uint64_t held_pid, held_seq;
 	uint64_t seq;           /* next sequence number this producer uses */
 	/* --resend: sets answered with an error, oldest first (a FIFO
-	 * ring; only its head's time is checked) */
+	 * ring), and the backoff (RESEND_MIN_NS) */
 	struct resend *rs;
 	unsigned rs_head, rs_count, rs_cap;
+	uint64_t rs_wait_ns;    /* 0 after a set was stored */
+	uint64_t rs_refused_ns; /* when the backoff last moved on a refusal */
+	bool rs_stored;         /* a set was stored since then */
 
 	/* Drain: this connection empties queues drain_q, drain_q + stride... */
 	int drain_q;
@@ -262,6 +267,7 @@ struct bench {
 	                         * every connection (at the end: never
 	                         * acknowledged) */
 	uint64_t resend_held_ns; /* --resend: the stop last waited for a set */
+	uint64_t last_recv_ns;  /* blocking/delayed: when an item last arrived */
 	char first_error[128];
 
 	/* CPU at the start and the end of the measured phase (the end is

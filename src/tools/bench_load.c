@@ -22,17 +22,24 @@ spread_queue(const struct bench *b, uint64_t i)
 }
 
 void
-resend_later(struct conn *c, uint64_t seq, int q, unsigned tries)
+resend_stored(struct conn *c)
 {
-	uint64_t wait = RESEND_MIN_NS;
+	c->rs_wait_ns = 0;
+	c->rs_stored = true;
+}
+
+void
+resend_later(struct conn *c, uint64_t seq, int q, uint64_t sent_ns)
+{
 	struct resend *r;
 
-	while (tries > 1 && wait < RESEND_MAX_NS) {
-		wait *= 2;
-		tries--;
+	if (sent_ns >= c->rs_refused_ns) {
+		c->rs_wait_ns = c->rs_stored || c->rs_wait_ns == 0 ?
+		    RESEND_MIN_NS : c->rs_wait_ns * 2 > RESEND_MAX_NS ?
+		    RESEND_MAX_NS : c->rs_wait_ns * 2;
+		c->rs_refused_ns = saker_mono_ns();
+		c->rs_stored = false;
 	}
-	if (wait > RESEND_MAX_NS)
-		wait = RESEND_MAX_NS;
 	if (c->rs_count == c->rs_cap) {
 		unsigned ncap = c->rs_cap > 0 ? c->rs_cap * 2 : 64, i;
 		struct resend *nr = xrealloc(NULL, ncap * sizeof(*nr));
@@ -47,26 +54,23 @@ resend_later(struct conn *c, uint64_t seq, int q, unsigned tries)
 	r = &c->rs[(c->rs_head + c->rs_count) % c->rs_cap];
 	r->seq = seq;
 	r->queue = q;
-	r->tries = tries;
-	r->at_ns = saker_mono_ns() + wait;
 	c->rs_count++;
 	c->b->resend_pending_now++;
 }
 
-/* --resend: send the oldest set waiting to go again, when its time has
- * come.  Before new sets, and in the stop too: a set counts as done only
- * when acknowledged. */
+/* --resend: send the oldest set waiting to go again, once the backoff
+ * has passed.  Before new sets, and in the stop too: a set counts as done
+ * only when acknowledged. */
 static bool
 resend_next(struct conn *c)
 {
 	struct resend *r;
 
-	if (c->rs_count == 0)
+	if (c->rs_count == 0 ||
+	    saker_mono_ns() < c->rs_refused_ns + c->rs_wait_ns)
 		return false;
 	r = &c->rs[c->rs_head];
-	if (r->at_ns > saker_mono_ns())
-		return false;
-	send_set_again(c, r->queue, r->seq, r->tries);
+	send_set_again(c, r->queue, r->seq);
 	c->rs_head = (c->rs_head + 1) % c->rs_cap;
 	c->rs_count--;
 	c->b->resend_pending_now--;

@@ -6,9 +6,10 @@
 #include "bench_int.h"
 
 void pump(struct conn *c);
-/* --resend: item seq of queue q, sent `tries` times and not acknowledged,
- * is to be sent again (after a backoff). */
-void resend_later(struct conn *c, uint64_t seq, int q, unsigned tries);
+/* --resend: the answer to a set of c: stored, or not (item seq of queue q,
+ * sent at sent_ns, is to be sent again, after the backoff). */
+void resend_stored(struct conn *c);
+void resend_later(struct conn *c, uint64_t seq, int q, uint64_t sent_ns);
 void pump_all(struct bench *b);
 
 #endif

@@ -56,9 +56,10 @@ usage(FILE *f)
 "                           what ids cost against plain sets\n"
 "      --resend             produce/blocking: a set not acknowledged (an\n"
 "                           error reply, a commit in doubt) is sent again,\n"
-"                           the same item, until STORED (backoff 100 ms\n"
-"                           doubling to 2 s); with --ids the server keeps\n"
-"                           one, so lost 0 and duplicates 0 is exactly-once\n"
+"                           the same item, until STORED (backoff 100 ms,\n"
+"                           doubling to 2 s while nothing is stored); with\n"
+"                           --ids the server keeps one, so lost 0 and\n"
+"                           duplicates 0 is exactly-once enqueue\n"
 TLS_CLIENT_HELP
 CLIENT_LOGIN_HELP
 "      --no-clean           do not delete the queues first\n"

@@ -61,6 +61,7 @@ got_item(struct conn *c, const char *hdr, size_t len, uint64_t now)
 		return;
 	}
 	b->received++;
+	b->last_recv_ns = now;
 	if (bits_test(&p->acked, seq))
 		b->acked_received++;
 	if (b->o.mode == M_BLOCKING && b->phase != PH_DRAIN &&
@@ -152,9 +153,12 @@ complete(struct conn *c, bool ok, int hits, const char *line)
 	 * commit's outcome unknown, the store failing); send it again, the
 	 * same item under the same id, until it is.  A CLIENT_ERROR is a
 	 * request the server will never take: sending it again cannot help. */
-	if (r.type == R_SET && !ok && b->o.resend &&
-	    (line == NULL || strncmp(line, "CLIENT_ERROR", 12) != 0))
-		resend_later(c, r.seq, r.queue, r.tries + 1);
+	if (r.type == R_SET && b->o.resend) {
+		if (ok)
+			resend_stored(c);
+		else if (line == NULL || strncmp(line, "CLIENT_ERROR", 12) != 0)
+			resend_later(c, r.seq, r.queue, r.t_ns);
+	}
 	if (r.type == R_SET && ok) {
 		b->acked_total++;
 		if (b->o.verify && !bits_test_set(&c->acked, r.seq) &&

@@ -146,8 +146,7 @@ send_resp(struct conn *c, int argc, const char *const *argv,
 
 /* Enqueue item seq on queue q, delayed by delay_ms when >= 0. */
 static void
-send_set_seq(struct conn *c, int q, long delay_ms, uint64_t seq,
-    unsigned tries)
+send_set_seq(struct conn *c, int q, long delay_ms, uint64_t seq)
 {
 	struct bench *b = c->b;
 	struct req *r = ring_push(c, R_SET, q);
@@ -155,7 +154,6 @@ send_set_seq(struct conn *c, int q, long delay_ms, uint64_t seq,
 	char id[32] = "";
 
 	r->seq = seq;
-	r->tries = tries;
 	/* --ids: unique per run (the tag), producer and item; a resend
 	 * carries the same id, so the server keeps one item */
 	if (b->o.ids) {
@@ -198,13 +196,13 @@ send_set_seq(struct conn *c, int q, long delay_ms, uint64_t seq,
 void
 send_set(struct conn *c, int q, long delay_ms)
 {
-	send_set_seq(c, q, delay_ms, c->seq++, 0);
+	send_set_seq(c, q, delay_ms, c->seq++);
 }
 
 void
-send_set_again(struct conn *c, int q, uint64_t seq, unsigned tries)
+send_set_again(struct conn *c, int q, uint64_t seq)
 {
-	send_set_seq(c, q, -1, seq, tries);
+	send_set_seq(c, q, -1, seq);
 }
 
 void

@@ -16,8 +16,8 @@ void send_bytes(struct conn *c, const void *p, size_t n);
 void send_resp(struct conn *c, int argc, const char *const *argv,
     const size_t *lens);
 void send_set(struct conn *c, int q, long delay_ms);
-/* The set of item `seq` again (--resend), its `tries`-th send. */
-void send_set_again(struct conn *c, int q, uint64_t seq, unsigned tries);
+/* The set of item `seq` again (--resend). */
+void send_set_again(struct conn *c, int q, uint64_t seq);
 void send_get(struct conn *c, enum rtype t, int q);
 void send_mget(struct conn *c);
 void send_line(struct conn *c, enum rtype t, const char *fmt, ...);
