@@ -20,7 +20,7 @@ struct subcommand {
 };
 
 static const struct subcommand subcommands[] = {
-	{ "put", put_main, "put   [-s HOST:PORT] QUEUE [DATA|-]        enqueue (stdin with -)" },
+	{ "put", put_main, "put   [-s HOST:PORT] [-i ID] QUEUE [DATA|-] enqueue (stdin with -)" },
 	{ "get", get_main, "get   [-s HOST:PORT] [-t DURATION] QUEUE   dequeue one item to stdout" },
 	{ "stats", stats_main, "stats [-s HOST:PORT] [--raw]               print stats" },
 	{ "requeue", requeue_main, "requeue [-s HOST:PORT] [--max N] FROM TO   move items back, counts reset" },
