@@ -1852,7 +1852,7 @@ START_TEST(client_put_id)
 {
 	char *dir = tl_mkdtemp(), *sock = tl_strdupf("%s/s.sock", dir);
 	struct tl_server *s = tl_server_start("memory", "-s", sock, NULL);
-	char *out = NULL;
+	char *out = NULL, *err = NULL;
 	size_t len;
 	int fd;
 
@@ -1866,14 +1866,28 @@ START_TEST(client_put_id)
 	ck_assert_int_eq(tl_stat(fd, "queue_idq_dedup_ids"), 2);
 	ck_assert_int_eq(tl_stat(fd, "queue_idq_dedup_hits"), 1);
 	close(fd);
-	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, NULL, "get", "-s",
-	    sock, "idq", NULL), 0);
+	/* the consumer reads the id back (-I), with the other meta fields */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, &err, "get", "-s",
+	    sock, "-I", "-D", "idq", NULL), 0);
 	ck_assert(len == 5 && memcmp(out, "first", 5) == 0);
+	ck_assert_str_eq(err, "deliveries 0\nid job-1\n");
 	free(out);
-	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, NULL, "get", "-t",
-	    "5000", "-s", sock, "idq", NULL), 0);
+	free(err);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, &err, "get", "-t",
+	    "5000", "-s", sock, "--show-id", "idq", NULL), 0);
 	ck_assert(len == 6 && memcmp(out, "second", 6) == 0);
+	ck_assert_str_eq(err, "id job-2\n");
 	free(out);
+	free(err);
+	/* an item set without an id: no id line */
+	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "put", "-s",
+	    sock, "plainq", "p", NULL), 0);
+	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, &len, &err, "get", "-s",
+	    sock, "-I", "plainq", NULL), 0);
+	ck_assert(len == 1 && out[0] == 'p');
+	ck_assert_str_eq(err, "");
+	free(out);
+	free(err);
 	ck_assert_int_eq(tl_run_saker(dir, NULL, NULL, NULL, NULL, "get", "-q",
 	    "-s", sock, "idq", NULL), 1);	/* no "retry" item */
 	tl_server_free(s);

@@ -535,6 +535,30 @@ parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return true;
 }
 
+/* The `i` token of a meta reply line ("VA 5 f0 d1 iorder-17") into
+ * id[0..cap), "" when the item has none; false when it is too long. */
+static bool
+meta_id(const char *line, char *id, size_t cap)
+{
+	const char *p = line;
+
+	id[0] = '\0';
+	while ((p = strchr(p, ' ')) != NULL) {
+		size_t n;
+
+		p++;
+		if (*p != 'i')
+			continue;
+		n = strcspn(p + 1, " ");
+		if (n >= cap)
+			return false;
+		memcpy(id, p + 1, n);
+		id[n] = '\0';
+		return true;
+	}
+	return true;
+}
+
 /* put -d and get -t: the wire takes milliseconds, so send the parsed value */
 static bool
 parse_ms(const char *cmd, const char *what, const char *s, int64_t *ms)
@@ -744,7 +768,7 @@ out:
 /* saker get */
 
 static const char get_usage[] =
-	    "usage: saker get [-s SERVER] [-t MS] [-p] [-F] [-D] [-q] QUEUE\n"
+	    "usage: saker get [-s SERVER] [-t MS] [-p] [-F] [-D] [-I] [-q] QUEUE\n"
 	    "\n"
 	    "Dequeue one item and write its data to standard output, unchanged\n"
 	    "(a newline is added only when standard output is a terminal).\n"
@@ -758,6 +782,8 @@ static const char get_usage[] =
 	    "  -F, --show-flags     print the item's flags to standard error\n"
 	    "  -D, --show-deliveries  print the item's delivery count (times it was\n"
 	    "                       handed out by /open) to standard error\n"
+	    "  -I, --show-id        print the item's deduplication id (the put's --id)\n"
+	    "                       as \"id KEY\" to standard error; nothing without one\n"
 	    "  -q, --quiet          say nothing on standard error when the queue is empty\n"
 	    TLS_CLIENT_HELP
 	    CLIENT_LOGIN_HELP
@@ -777,6 +803,7 @@ get_main(int argc, char **argv)
 		{ "peek", no_argument, NULL, 'p' },
 		{ "show-flags", no_argument, NULL, 'F' },
 		{ "show-deliveries", no_argument, NULL, 'D' },
+		{ "show-id", no_argument, NULL, 'I' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -787,12 +814,13 @@ get_main(int argc, char **argv)
 	char which[512], req[600], key[600], *line;
 	struct conn *c = NULL;
 	bool peek = false, show_flags = false, out_failed = false, quiet = false;
-	bool show_dlv = false;
+	bool show_dlv = false, show_id = false, meta;
 	unsigned long long flags, bytes, dlv = 0;
+	char id[SAKER_DEDUP_KEY_MAX + 1] = "";
 	int ch, n, rc = 1;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "s:t:pFDqh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:t:pFDIqh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': servers = optarg; break;
 		case 'q': quiet = true; break;
@@ -804,6 +832,7 @@ get_main(int argc, char **argv)
 		case 'p': peek = true; break;
 		case 'F': show_flags = true; break;
 		case 'D': show_dlv = true; break;
+		case 'I': show_id = true; break;
 		case 'h': fputs(get_usage, stdout); return 0;
 		default:  fputs(get_usage, stderr); return 2;
 		}
@@ -822,8 +851,9 @@ get_main(int argc, char **argv)
 		n += snprintf(key + n, sizeof(key) - (size_t)n, "/t=%" PRIu64, timeout);
 	if (peek)
 		snprintf(key + n, sizeof(key) - (size_t)n, "/peek");
-	/* the count comes with the meta get (its flag d) */
-	n = show_dlv ? snprintf(req, sizeof(req), "mg %s v f d\r\n", key) :
+	/* the count and the id come with the meta get (its flags d, i) */
+	meta = show_dlv || show_id;
+	n = meta ? snprintf(req, sizeof(req), "mg %s v f d i\r\n", key) :
 	    snprintf(req, sizeof(req), "get %s\r\n", key);
 	if ((c = conn_open("get", servers, which, sizeof(which))) == NULL)
 		return 1;
@@ -832,7 +862,7 @@ get_main(int argc, char **argv)
 		io_error("get", c);
 		goto out;
 	}
-	if (strcmp(line, "END") == 0 || (show_dlv && strcmp(line, "EN") == 0)) {
+	if (strcmp(line, "END") == 0 || (meta && strcmp(line, "EN") == 0)) {
 		/* status 1 and nothing on stdout (scripts loop on it); a person
 		 * is told why on stderr, unless -q */
 		if (!quiet) {
@@ -844,20 +874,21 @@ get_main(int argc, char **argv)
 		}
 		goto out;
 	}
-	if (show_dlv ? strncmp(line, "VA ", 3) != 0 ||
-	    sscanf(line + 3, "%llu f%llu d%llu", &bytes, &flags, &dlv) != 3 :
+	if (meta ? strncmp(line, "VA ", 3) != 0 ||
+	    sscanf(line + 3, "%llu f%llu d%llu", &bytes, &flags, &dlv) != 3 ||
+	    !meta_id(line, id, sizeof(id)) :
 	    strncmp(line, "VALUE ", 6) != 0 ||
 	    sscanf(line + 6, "%*s %llu %llu", &flags, &bytes) != 2) {
 		bad_reply("get", which, line);
 		goto out;
 	}
 	if (conn_copy(c, (size_t)bytes, stdout, &out_failed) == -1 ||
-	    (line = conn_line(c)) == NULL || (line[0] == '\0' && !show_dlv &&
+	    (line = conn_line(c)) == NULL || (line[0] == '\0' && !meta &&
 	    (line = conn_line(c)) == NULL)) {
 		io_error("get", c);
 		goto out;
 	}
-	if (!show_dlv && strcmp(line, "END") != 0) {
+	if (!meta && strcmp(line, "END") != 0) {
 		fprintf(stderr, "saker get: unexpected reply from %s: %s\n", which, line);
 		goto out;
 	}
@@ -867,6 +898,8 @@ get_main(int argc, char **argv)
 		fprintf(stderr, "flags %llu\n", flags);
 	if (show_dlv)
 		fprintf(stderr, "deliveries %llu\n", dlv);
+	if (show_id && id[0] != '\0')
+		fprintf(stderr, "id %s\n", id);
 	if (fflush(stdout) != 0 || out_failed) {
 		fprintf(stderr, "saker get: writing standard output failed: %s\n",
 		    strerror(errno));
