@@ -1298,6 +1298,86 @@ START_TEST(test_sqlite_journal_full)
 }
 END_TEST
 
+/* In a child with a 3 MiB file size limit, sync mode _i: a batch whose
+ * commit fails loses its deduplication id with its item (a retry is no
+ * duplicate), and the batches around it keep theirs.  Exit codes say
+ * which step went wrong. */
+static void
+sq_lost_ids_child(const char *dir, saker_sync_mode sync)
+{
+	struct rlimit rl = { (rlim_t)3 << 20, (rlim_t)3 << 20 };
+	struct saker_store_opts o;
+	struct saker_item it;
+	saker_store *s = NULL;
+	saker_queue *q;
+	char spec[512], err[1024];
+	static char big[(size_t)4 << 20];
+
+	signal(SIGXFSZ, SIG_IGN);
+	if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+		_exit(10);
+	memset(&o, 0, sizeof(o));
+	o.sync = sync;
+	o.create = true;
+	snprintf(spec, sizeof(spec), "sqlite:%s/store.db", dir);
+	if (saker_store_open(spec, &o, &s, err, sizeof(err)) != SAKER_OK ||
+	    s->driver->queue_open(s, "q", 1, true, NULL, &q) != SAKER_OK)
+		_exit(11);
+	memset(&it, 0, sizeof(it));
+	it.data = "one";
+	it.len = 3;
+	if (saker_store_put_once(s, q, &it, "k1", 2, 60000, 0, BASE) !=
+	    SAKER_OK || saker_store_commit(s) != SAKER_OK)
+		_exit(12);
+	it.data = big;
+	it.len = sizeof(big);
+	if (saker_store_put_once(s, q, &it, "k2", 2, 60000, 0, BASE) !=
+	    SAKER_OK)
+		_exit(13);
+	if (saker_store_commit(s) == SAKER_OK)
+		_exit(14);
+	it.data = "two";
+	it.len = 3;
+	if (saker_store_put_once(s, q, &it, "k2", 2, 60000, 0, BASE) !=
+	    SAKER_OK)
+		_exit(15);
+	if (saker_store_put_once(s, q, &it, "k1", 2, 60000, 0, BASE) !=
+	    SAKER_EEXIST || saker_store_commit(s) != SAKER_OK)
+		_exit(16);
+	saker_store_close(s);
+	_exit(0);
+}
+
+START_TEST(test_sqlite_lost_batch_ids)
+{
+	const struct jdrv *d = &jdrvs[NJDRVS - 1];
+	char dir[] = "/tmp/saker-jn-XXXXXX";
+	saker_store *s;
+	saker_queue *q;
+	uint64_t n = 0;
+	pid_t pid;
+	int st;
+
+	jn_mkdir(d, dir);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		sq_lost_ids_child(dir, _i == 0 ? SAKER_SYNC_ALWAYS :
+		    SAKER_SYNC_PERIODIC);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: %d", st);
+	s = jn_open_store(d, dir, false);
+	ck_assert_int_eq(s->driver->queue_open(s, "q", 1, false, NULL, &q),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_iterate(s, q, sq_count_id, &n),
+	    SAKER_OK);
+	ck_assert_uint_eq(n, 2);
+	jn_take_all(s, (const char *const[]){ "one", "two", NULL });
+	saker_store_close(s);
+	jn_rmstore(d, dir);
+}
+END_TEST
+
 /* A store file this process may not write is refused at open with a
  * one-line reason, not opened read-only to fail every batch later (a
  * root-owned file under a service user).  As root the opener becomes
@@ -1996,6 +2076,7 @@ main(void)
 	tcase_add_test(tc, test_sqlite_format_4);
 	tcase_add_test(tc, test_sqlite_journal_attrs);
 	tcase_add_test(tc, test_sqlite_journal_full);
+	tcase_add_loop_test(tc, test_sqlite_lost_batch_ids, 0, 2);
 	tcase_add_test(tc, test_sqlite_unwritable);
 #endif
 	suite_add_tcase(su, tc);
