@@ -986,6 +986,20 @@ sq_count_id(void *arg, const void *key, size_t len, int64_t expires_ms)
 	return 0;
 }
 
+/* Back to format 4's tables. */
+static void
+sq_to_format_4(const char *path)
+{
+	sqlite3 *db;
+
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE dedup;"
+	    " ALTER TABLE items DROP COLUMN attrs;"
+	    " ALTER TABLE delayed DROP COLUMN attrs; PRAGMA user_version=4",
+	    NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
 /* Format 5 (attributes, deduplication ids) over format 4: a writable open
  * of a format 4 file serves it and upgrades it; a read-only one reads it
  * as it is (attributes none, no ids) and leaves it. */
@@ -995,7 +1009,6 @@ START_TEST(test_sqlite_format_4)
 	char dir[] = "/tmp/saker-jn-XXXXXX", path[512];
 	saker_store *s;
 	saker_queue *q;
-	sqlite3 *db;
 	uint64_t n = 0;
 
 	jn_mkdir(d, dir);
@@ -1007,13 +1020,7 @@ START_TEST(test_sqlite_format_4)
 	saker_store_close(s);
 	snprintf(path, sizeof(path), "%s/store.db", dir);
 	ck_assert_int_eq(sq_user_version(path), 5);
-	/* back to format 4's tables */
-	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE dedup;"
-	    " ALTER TABLE items DROP COLUMN attrs;"
-	    " ALTER TABLE delayed DROP COLUMN attrs; PRAGMA user_version=4",
-	    NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	sq_to_format_4(path);
 	s = jn_open_store(d, dir, true);
 	lm_expect(s, SAKER_TAKE_PEEK, "old");
 	ck_assert_int_eq(s->driver->queue_open(s, "q", 1, false, NULL, &q),
@@ -1027,6 +1034,27 @@ START_TEST(test_sqlite_format_4)
 	s = jn_open_store(d, dir, false);
 	lm_expect(s, SAKER_TAKE_REMOVE, "old");
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+	ck_assert_int_eq(sq_user_version(path), 5);
+	jn_rmstore(d, dir);
+}
+END_TEST
+
+/* A format 4 store killed with batches only its journal holds: the
+ * upgrade to format 5 comes first, then the replay of the records format
+ * 4 wrote (statements by index, no attributes bound). */
+START_TEST(test_sqlite_format_4_journal)
+{
+	const struct jdrv *d = &jdrvs[NJDRVS - 1];
+	char dir[] = "/tmp/saker-jn-XXXXXX", path[512];
+	saker_store *s;
+
+	jn_mkdir(d, dir);
+	jn_crash_after_batches(d, dir);
+	snprintf(path, sizeof(path), "%s/store.db", dir);
+	sq_to_format_4(path);
+	s = jn_open_store(d, dir, false);
+	jn_take_all(s, (const char *const[]){ "one", "two", "three", NULL });
 	saker_store_close(s);
 	ck_assert_int_eq(sq_user_version(path), 5);
 	jn_rmstore(d, dir);
@@ -2074,6 +2102,7 @@ main(void)
 #ifdef HAVE_SQLITE
 	tcase_add_test(tc, test_sqlite_redo_records);
 	tcase_add_test(tc, test_sqlite_format_4);
+	tcase_add_test(tc, test_sqlite_format_4_journal);
 	tcase_add_test(tc, test_sqlite_journal_attrs);
 	tcase_add_test(tc, test_sqlite_journal_full);
 	tcase_add_loop_test(tc, test_sqlite_lost_batch_ids, 0, 2);
