@@ -1136,6 +1136,7 @@ sq_check_attrs_id(saker_store *s, const char *qname, const char *id)
 	struct saker_item it;
 	saker_queue *q;
 	uint64_t n = 0;
+	bool replaced = false;
 	size_t len;
 
 	len = itemattr_set(rec, sizeof(rec), NULL, 0, ITEMATTR_ID, id,
@@ -1153,12 +1154,18 @@ sq_check_attrs_id(saker_store *s, const char *qname, const char *id)
 	it.len = 5;
 	ck_assert_int_eq(saker_store_put_once(s, q, &it, id, strlen(id),
 	    60000, 0, BASE), SAKER_EEXIST);
-	/* expired: swept, and the id is taken anew */
-	ck_assert_int_eq(saker_store_dedup_sweep(s, q, BASE + 60000, 0, &n),
+	/* expired: renewed in place, then swept, then taken anew */
+	ck_assert_int_eq(s->driver->dedup_put(s, q, id, strlen(id),
+	    BASE + 120000, BASE + 60000, &replaced), SAKER_OK);
+	ck_assert(replaced);
+	ck_assert_int_eq(saker_store_dedup_sweep(s, q, BASE + 119999, 0, &n),
+	    SAKER_OK);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(saker_store_dedup_sweep(s, q, BASE + 120000, 0, &n),
 	    SAKER_OK);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(saker_store_put_once(s, q, &it, id, strlen(id),
-	    60000, 0, BASE + 60000), SAKER_OK);
+	    60000, 0, BASE + 120000), SAKER_OK);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 }
 
