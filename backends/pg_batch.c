@@ -612,7 +612,8 @@ pg_commit(saker_store *base)
 			    s->down_why[0] != '\0' ? s->down_why : s->err);
 			pg_errf(s, SAKER_EINDOUBT, "postgres: outcome unknown, the"
 			    " COMMIT got no answer (%s): the batch may or may not"
-			    " be stored; retrying a write may duplicate it", why);
+			    " be stored; retrying a write without an id may"
+			    " duplicate it", why);
 			pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
 		}
 		goto fail;
