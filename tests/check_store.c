@@ -1802,6 +1802,10 @@ START_TEST(test_pg_attrs_paths)
 }
 END_TEST
 
+/* px_once_child()'s `want` for a put_once that fails after a bounded
+ * wait (lock_timeout) and loses its batch, the connection kept */
+#define PX_REFUSED 1
+
 /* A second broker recording key: 0 when put_once answers `want` (and
  * its batch commits), else 1; 2 when it cannot start. */
 static pid_t
@@ -1825,6 +1829,17 @@ px_once_child(const char *schema, const char *key, int want)
 		_exit(2);
 	rc = saker_store_put_once(b, q, &it, key, strlen(key), 60000, 0,
 	    BASE);
+	if (want == PX_REFUSED) {
+		struct saker_store_stats st;
+
+		if (rc == SAKER_OK || rc == SAKER_EEXIST ||
+		    saker_store_commit(b) == SAKER_OK)
+			_exit(1);
+		b->driver->store_stats(b, &st);
+		_exit(st.connected && st.reconnects == 0 &&
+		    saker_store_put(b, q, &it, BASE) == SAKER_OK &&
+		    saker_store_commit(b) == SAKER_OK ? 0 : 3);
+	}
 	if (saker_store_commit(b) != SAKER_OK)
 		_exit(2);
 	_exit(rc == want ? 0 : 1);
@@ -1841,7 +1856,9 @@ px_child_done(pid_t pid)
 
 /* Two brokers record one id at once: the second waits for the first's
  * batch, then is refused the id if it committed, or records it if it
- * rolled back (here: its session is ended). */
+ * rolled back (here: its session is ended); when the first's batch
+ * stays open, past 3/4 of timeout= (2 s), the second's fails and its
+ * connection stays. */
 START_TEST(test_pg_dedup_race)
 {
 	char schema[32], v[64];
@@ -1859,6 +1876,11 @@ START_TEST(test_pg_dedup_race)
 	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
 	px_child_done(pid);
 
+	px_put_once(a, "d", "a1", "k1", SAKER_OK);
+	pid = px_once_child(schema, "k1", PX_REFUSED);
+	px_child_done(pid);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+
 	px_put_once(a, "d", "a2", "k2", SAKER_OK);
 	pid = px_once_child(schema, "k2", SAKER_OK);
 	usleep(500000);
@@ -1873,11 +1895,11 @@ START_TEST(test_pg_dedup_race)
 	ck_assert_int_ne(saker_store_commit(a), SAKER_OK);
 	saker_store_close(a);
 	px_val(c, "SELECT string_agg(convert_from(data, 'UTF8'), ','"
-	    " ORDER BY id) FROM saker_items", v, sizeof(v));
-	ck_assert_str_eq(v, "a,b");
+	    " ORDER BY data) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "a,a1,b,b");
 	px_val(c, "SELECT string_agg(convert_from(key, 'UTF8'), ','"
 	    " ORDER BY key) FROM saker_dedup", v, sizeof(v));
-	ck_assert_str_eq(v, "k,k2");
+	ck_assert_str_eq(v, "k,k1,k2");
 	PQfinish(c);
 }
 END_TEST
