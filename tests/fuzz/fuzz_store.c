@@ -550,22 +550,10 @@ op_put_once(struct fz *f)
 	FUZZ_CHECK(mq->notified == 1);
 }
 
-static void
-op_dedup_sweep(struct fz *f)
-{
-	struct mqueue *mq = pick_queue(f, false);
-	uint64_t limit = next8(f) % 3, removed = 99;
-
-	if (mq == NULL || f->drv->dedup_put == NULL)	/* XXX */
-		return;
-	FUZZ_CHECK(saker_store_dedup_sweep(f->s, mq->h, f->now, limit,
-	    &removed) == SAKER_OK);
-	FUZZ_CHECK(removed == sweep_model(mq, f->now, limit));
-}
-
 struct idcheck {
 	struct mqueue *mq;
 	uint64_t n;
+	int64_t seen[NKEYS];	/* what the driver listed */
 };
 
 static int
@@ -579,8 +567,49 @@ id_cb(void *arg, const void *key, size_t len, int64_t expires_ms)
 	if (len == 3)
 		i = i * 10 + (unsigned)(((const char *)key)[2] - '0');
 	FUZZ_CHECK(i < NKEYS && c->mq->id_exp[i] == expires_ms);
+	FUZZ_CHECK(c->seen[i] == 0);
+	c->seen[i] = expires_ms;
 	c->n++;
 	return 0;
+}
+
+/* A bounded sweep removes the oldest expired ids; which of several with
+ * one expiry time is the driver's choice, so the model learns it from
+ * what is left and checks the order. */
+static void
+op_dedup_sweep(struct fz *f)
+{
+	struct mqueue *mq = pick_queue(f, false);
+	uint64_t limit = next8(f) % 3, removed = 99, want = 0, gone = 0;
+	struct idcheck c;
+	int64_t newest_gone = 0, oldest_kept = INT64_MAX;
+	int i;
+
+	if (mq == NULL || f->drv->dedup_put == NULL)	/* XXX */
+		return;
+	for (i = 0; i < NKEYS; i++)
+		want += mq->id_exp[i] != 0 && mq->id_exp[i] <= f->now;
+	if (limit != 0 && want > limit)
+		want = limit;
+	FUZZ_CHECK(saker_store_dedup_sweep(f->s, mq->h, f->now, limit,
+	    &removed) == SAKER_OK);
+	FUZZ_CHECK(removed == want);
+	memset(&c, 0, sizeof(c));
+	c.mq = mq;
+	FUZZ_CHECK(saker_store_dedup_iterate(f->s, mq->h, id_cb, &c) ==
+	    SAKER_OK);
+	for (i = 0; i < NKEYS; i++) {
+		if (mq->id_exp[i] != 0 && c.seen[i] == 0) {
+			FUZZ_CHECK(mq->id_exp[i] <= f->now);
+			if (mq->id_exp[i] > newest_gone)
+				newest_gone = mq->id_exp[i];
+			gone++;
+		} else if (c.seen[i] != 0 && c.seen[i] <= f->now &&
+		    c.seen[i] < oldest_kept)
+			oldest_kept = c.seen[i];
+		mq->id_exp[i] = c.seen[i];
+	}
+	FUZZ_CHECK(gone == removed && newest_gone <= oldest_kept);
 }
 
 static void
@@ -722,8 +751,10 @@ op_check(struct fz *f)
 		FUZZ_CHECK(st.dedup_ids == ids_of(mq));
 		FUZZ_CHECK(st.dedup_hits == mq->hits);
 		{
-			struct idcheck c = { mq, 0 };
+			struct idcheck c;
 
+			memset(&c, 0, sizeof(c));
+			c.mq = mq;
 			FUZZ_CHECK(saker_store_dedup_iterate(f->s, mq->h,
 			    id_cb, &c) == SAKER_OK);
 			FUZZ_CHECK(c.n == ids_of(mq));
