@@ -1429,6 +1429,17 @@ px_put(saker_store *s, const char *qname, const char *data, int64_t expires)
 	    SAKER_OK);
 }
 
+/* counts deduplication records */
+static int
+px_id_cb(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	(void)key;
+	(void)len;
+	(void)expires_ms;
+	(*(int *)arg)++;
+	return 0;
+}
+
 /* saker_store_put_once() of data with id `key` (window 60 s) */
 static void
 px_put_once(saker_store *s, const char *qname, const char *data,
@@ -1685,6 +1696,10 @@ START_TEST(test_pg_upgrade_format2)
 	    SAKER_OK);
 	ck_assert_int_eq(n, 2);
 	px_take(s, "q1", SAKER_TAKE_PEEK, "first");
+	n = 0;	/* no ids before format 6 (dump, migrate) */
+	ck_assert_int_eq(saker_store_dedup_iterate(s, px_q(s, "q1"), px_id_cb,
+	    &n), SAKER_OK);
+	ck_assert_int_eq(n, 0);
 	saker_store_close(s);
 	px_val(c, "SELECT value FROM saker_meta WHERE key = 'format'", v,
 	    sizeof(v));
