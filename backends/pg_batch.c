@@ -31,8 +31,8 @@ pg_batch_arrs(struct pg_store *s, void (*fn)(struct pg_arr *))
 {
 	struct pg_arr *a[] = { &s->put_name, &s->put_vis, &s->put_due,
 	    &s->put_flags, &s->put_exp, &s->put_created, &s->put_data,
-	    &s->put_crc, &s->put_dlv, &s->put_attrs, &s->st_qid, &s->st_id, &s->st_st,
-	    &s->del_qid, &s->del_id };
+	    &s->put_crc, &s->put_dlv, &s->put_attrs, &s->st_qid, &s->st_id,
+	    &s->st_st, &s->del_qid, &s->del_id };
 	size_t i;
 
 	for (i = 0; i < sizeof(a) / sizeof(a[0]); i++)
