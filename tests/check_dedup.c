@@ -4,8 +4,8 @@
  * again and the sweep forgets the id; bad ids are one CLIENT_ERROR and the
  * connection stays in step; max_dedup_ids gives its SERVER_ERROR; stats
  * and /metrics count; mg's i flag returns the id; a flood of distinct ids
- * stays bounded; on LMDB the id survives a restart and kill -9 with its
- * item. */
+ * stays bounded; on LMDB and SQLite the id survives a restart and kill -9
+ * with its item. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -372,15 +372,16 @@ START_TEST(test_flood)
 }
 END_TEST
 
-#ifdef HAVE_LMDB
-/* On LMDB the id is in the item's commit: after kill -9 (--sync always: an
- * acknowledged set is on disk) and after a clean restart a retry is still
- * a duplicate, the item still carries its id, and the count of ids is
- * rebuilt from the store. */
-START_TEST(test_lmdb_restart)
+#if defined(HAVE_LMDB) || defined(HAVE_SQLITE)
+/* On a durable store the id is in the item's commit: after kill -9 (--sync
+ * always: an acknowledged set is on disk) and after a clean restart a
+ * retry is still a duplicate, the item still carries its id, and the count
+ * of ids is rebuilt from the store. */
+static void
+durable_restart(const char *store)
 {
 	char *conf = tl_write_file("dedup.conf", "[queue d]\ndedup_window = 1h\n");
-	struct tl_server *s = tl_server_start("lmdb", "--sync", "always",
+	struct tl_server *s = tl_server_start(store, "--sync", "always",
 	    "--config", conf, NULL);
 	int c = tl_connect(s->port);
 
@@ -421,6 +422,21 @@ START_TEST(test_lmdb_restart)
 	tl_server_free(s);
 	free(conf);
 }
+#endif
+
+#ifdef HAVE_LMDB
+START_TEST(test_lmdb_restart)
+{
+	durable_restart("lmdb");
+}
+END_TEST
+#endif
+
+#ifdef HAVE_SQLITE
+START_TEST(test_sqlite_restart)
+{
+	durable_restart("sqlite");
+}
 END_TEST
 #endif
 
@@ -445,6 +461,13 @@ dedup_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
 	tcase_add_test(tc, test_lmdb_restart);
+	suite_add_tcase(s, tc);
+#endif
+#ifdef HAVE_SQLITE
+	tc = tcase_create("sqlite");
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
+	tcase_add_test(tc, test_sqlite_restart);
 	suite_add_tcase(s, tc);
 #endif
 	return s;
