@@ -371,8 +371,12 @@ op_set(struct session *s, const struct op_key *k, uint32_t flags,
 	if (rc == 1)
 		return OPR_NOT_STORED;
 	if (rc == SAKER_EEXIST) {
-		/* a retry of a set already stored: its answer again */
+		/* a retry of a set already stored: its answer again.  The
+		 * batch may still have changed (a discard_old_when_full
+		 * discard, the layer's sweep at max_dedup_ids): commit it
+		 * as a set's would be. */
 		b->stats.set_duplicates++;
+		broker_touch(b);
 		return OPR_OK;
 	}
 	if (rc == SAKER_EFULL && id != NULL) {
