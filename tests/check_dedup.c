@@ -5,11 +5,13 @@
  * connection stays in step; max_dedup_ids gives its SERVER_ERROR; stats
  * and /metrics count; mg's i flag returns the id; a flood of distinct ids
  * stays bounded; on LMDB and SQLite the id survives a restart and kill -9
- * with its item. */
+ * with its item; on PostgreSQL a retry through another broker (after the
+ * first was killed) is recognised. */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,9 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#ifdef HAVE_POSTGRES
+#include "pg_cluster.h"
+#endif
 
 static long long
 qstat(int fd, const char *q, const char *k)
@@ -441,6 +446,53 @@ START_TEST(test_sqlite_restart)
 END_TEST
 #endif
 
+#ifdef HAVE_POSTGRES
+/* One throwaway cluster for the run (tests/pg_cluster.c), started by
+ * main() when PostgreSQL is installed. */
+static struct pg_cluster pgc;
+static bool pg_up;
+
+/* On PostgreSQL the id is the database's: a retry through another broker
+ * is recognised, also after the first broker was killed (a failover), and
+ * the item read through either carries its id. */
+START_TEST(test_pg_two_brokers)
+{
+	char *sp = tl_strdupf("postgres:%s schema=dedup_%d lease=2",
+	    pgc.conninfo, (int)getpid());
+	struct tl_server *a = tl_server_start(sp, NULL);
+	struct tl_server *b = tl_server_start(sp, NULL);
+	int fa = tl_connect(a->port), fb = tl_connect(b->port);
+
+	set_reply(fa, "pq/id=x1", "one", "STORED\r\n");
+	set_reply(fb, "pq/id=x1", "one", "STORED\r\n");
+	set_reply(fb, "pq/id=x2", "two", "STORED\r\n");
+	set_reply(fa, "pq/id=x2", "two", "STORED\r\n");
+	ck_assert_int_eq(tl_stat(fa, "set_duplicates"), 1);
+	ck_assert_int_eq(tl_stat(fb, "set_duplicates"), 1);
+	set_reply(fa, "pq/id=x3", "three", "STORED\r\n");
+	close(fa);
+	tl_server_kill(a);
+	/* the producer's retries go to the survivor */
+	set_reply(fb, "pq/id=x3", "three", "STORED\r\n");
+	set_reply(fb, "pq/id=x1", "one", "STORED\r\n");
+	mustsends(fb, "mg pq v i\r\n");
+	ckresp(fb, "VA 3 ix1\r\none\r\n");
+	mustsends(fb, "mg pq v i\r\n");
+	ckresp(fb, "VA 3 ix2\r\ntwo\r\n");
+	mustsends(fb, "mg pq v i\r\n");
+	ckresp(fb, "VA 5 ix3\r\nthree\r\n");
+	mustsends(fb, "mg pq v i\r\n");
+	ckresp(fb, "EN\r\n");
+	ck_assert_int_eq(tl_stat(fb, "set_duplicates"), 3);
+	close(fb);
+	tl_server_stop(b);
+	tl_server_free(a);
+	tl_server_free(b);
+	free(sp);
+}
+END_TEST
+#endif
+
 static Suite *
 dedup_suite(void)
 {
@@ -471,17 +523,38 @@ dedup_suite(void)
 	tcase_add_test(tc, test_sqlite_restart);
 	suite_add_tcase(s, tc);
 #endif
+#ifdef HAVE_POSTGRES
+	if (pg_up) {
+		tc = tcase_create("postgres");
+		tcase_set_timeout(tc, 60);
+		tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
+		tcase_add_test(tc, test_pg_two_brokers);
+		suite_add_tcase(s, tc);
+	}
+#endif
 	return s;
 }
 
 int
 main(void)
 {
-	SRunner *sr = srunner_create(dedup_suite());
+	SRunner *sr;
 	int failed;
 
+#ifdef HAVE_POSTGRES
+	char why[256];
+
+	if (pg_cluster_start(&pgc, why, sizeof(why)) == 0)
+		pg_up = true;
+	else
+		printf("check_dedup: postgres tests skipped: %s\n", why);
+#endif
+	sr = srunner_create(dedup_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+#ifdef HAVE_POSTGRES
+	pg_cluster_destroy(&pgc);
+#endif
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
