@@ -18,10 +18,10 @@
 #include "retry.h"
 
 #define TEN_YEARS_MS (315360000000LL)
+#define MEMCACHE_REL_MAX (2592000LL)   /* 30 days: larger exptimes are absolute */
 
 _Static_assert(OP_ID_MAX == SAKER_DEDUP_KEY_MAX,
     "the protocol's id bound is the store's");
-#define MEMCACHE_REL_MAX (2592000LL)   /* 30 days: larger exptimes are absolute */
 
 
 const char *
