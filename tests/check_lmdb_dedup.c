@@ -469,6 +469,34 @@ START_TEST(test_dedup_page_damaged)
 }
 END_TEST
 
+/* A queue deleted and made again in one batch reuses the driver's
+ * struct: the layer's id count must start again with it (found by
+ * fuzz_store), as with a driver that frees the handle. */
+START_TEST(test_delete_reopen)
+{
+	char *dir = tl_strdupf("%s/store", tl_dir);
+	struct saker_queue_stats st;
+	saker_store *s = open_store(dir, false);
+	saker_queue *q = queue(s, "q", true);
+
+	ck_assert_int_eq(put_once(s, q, "a", "id-a"), SAKER_OK);
+	ck_assert_int_eq(put_once(s, q, "a", "id-a"), SAKER_EEXIST);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_delete(s, q), SAKER_OK);
+	q = queue(s, "q", true);
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.dedup_ids, 0);
+	ck_assert_uint_eq(st.dedup_hits, 0);
+	ck_assert_int_eq(put_once(s, q, "a", "id-a"), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.dedup_ids, 1);
+	expect_ids(s, q, 1, "id-a", BASE + WINDOW);
+	saker_store_close(s);
+	free(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -483,6 +511,7 @@ main(void)
 	tcase_add_test(tc, test_upgrade_1_0_0);
 	tcase_add_test(tc, test_damage);
 	tcase_add_test(tc, test_dedup_page_damaged);
+	tcase_add_test(tc, test_delete_reopen);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
