@@ -833,6 +833,9 @@ lm_rollback(struct lstore *s)
 	for (q = s->dirty; q != NULL; q = next) {
 		next = q->dirty_next;
 		q->cur = q->saved;
+		/* the layer counts q's ids again at their next use: a delete
+		 * undone brings back ids it may have counted as gone */
+		q->base.ids_known = false;
 		q->dirty = false;
 		q->deleted = false;
 		q->dirty_next = NULL;
@@ -1390,9 +1393,13 @@ lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
 		s->next_qid++;
 	}
 	/* New, or deleted / rolled back in this batch: start empty.  Its
-	 * record is written at commit. */
+	 * record is written at commit.  A struct reused keeps no id count
+	 * of the layer's (its ids went with the delete). */
 	q_change(s, q);
 	memset(&q->cur, 0, sizeof(q->cur));
+	memset(q->base.n, 0, sizeof(q->base.n));
+	q->base.ids_known = false;
+	q->base.dedup_hits = 0;
 	q->cur.lo = q->cur.tail = LM_SEQ_START;
 	q->cur.exists = true;
 	q->deleted = false;

@@ -169,9 +169,8 @@ crash_child(const char *dir)
 	ck_assert_int_eq(saker_store_move(s, q, id, r), SAKER_OK);
 	ck_assert_int_eq(put_once(s, q, "w", "k1"), SAKER_OK);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
-	/* a lost batch loses its id with its item */
+	/* a batch not committed: its id goes with its item */
 	ck_assert_int_eq(put_once(s, q, "v", "k2"), SAKER_OK);
-	saker_store_batch_lost(s);
 	kill(getpid(), SIGKILL);
 	_exit(5);
 }
@@ -412,6 +411,92 @@ START_TEST(test_damage)
 }
 END_TEST
 
+/* The page walk run at every open (lmdb_verify.h) reaches the dedup
+ * database too: its root page zeroed, the store is refused, naming that
+ * page (only dedup's database record points to it).
+ * (LMDB 0.9 layout, native order: a meta page holds the main database's
+ * record at 16 + 24 + 48, its root at +40; a leaf node is lo, hi, flags,
+ * ksize (u16 each), the key, then a 48-byte record for a database.) */
+START_TEST(test_dedup_page_damaged)
+{
+	char *dir = tl_strdupf("%s/store", tl_dir), spec[600], err[1024];
+	char *file = tl_strdupf("%s/data.mdb", dir), *buf, *node = NULL;
+	static const char pat[] = "\005\000dedup";
+	struct saker_store_opts o;
+	uint64_t t0, t1, root;
+	uint32_t psize;
+	saker_store *s;
+	size_t len, i;
+	char *m;
+	int fd;
+
+	s = open_store(dir, false);
+	ck_assert_int_eq(put_once(s, queue(s, "q", true), "x", "id"), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+
+	ck_assert_ptr_nonnull(buf = tl_read_file(file, &len));
+	memcpy(&psize, buf + 40, 4);
+	memcpy(&t0, buf + 40 + 2 * 48 + 8, 8);
+	memcpy(&t1, buf + psize + 40 + 2 * 48 + 8, 8);
+	m = buf + (t1 > t0 ? psize : 0);
+	memcpy(&root, m + 40 + 48 + 40, 8);	/* the main database's root */
+	ck_assert_uint_lt((root + 1) * psize, len);
+	for (i = 0; i + sizeof(pat) - 1 <= psize && node == NULL; i++)
+		if (memcmp(buf + root * psize + i, pat, sizeof(pat) - 1) == 0)
+			node = buf + root * psize + i + 2;
+	ck_assert_ptr_nonnull(node);
+	memcpy(&root, node + 5 + 40, 8);	/* dedup's root */
+	ck_assert_uint_lt((root + 1) * psize, len);
+	fd = open(file, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "\0\0\0\0\0\0\0\0", 8,
+	    (off_t)(root * psize)), 8);
+	close(fd);
+
+	memset(&o, 0, sizeof(o));
+	o.read_only = true;
+	snprintf(spec, sizeof(spec), "lmdb:%s", dir);
+	s = NULL;
+	ck_assert_int_eq(saker_store_open(spec, &o, &s, err, sizeof(err)),
+	    SAKER_ECORRUPT);
+	snprintf(spec, sizeof(spec), "page %llu says it is page 0",
+	    (unsigned long long)root);
+	ck_assert_msg(strstr(err, spec) != NULL, "%s", err);
+	free(buf);
+	free(file);
+	free(dir);
+}
+END_TEST
+
+/* A queue deleted and made again in one batch reuses the driver's
+ * struct: the layer's id count must start again with it (found by
+ * fuzz_store), as with a driver that frees the handle. */
+START_TEST(test_delete_reopen)
+{
+	char *dir = tl_strdupf("%s/store", tl_dir);
+	struct saker_queue_stats st;
+	saker_store *s = open_store(dir, false);
+	saker_queue *q = queue(s, "q", true);
+
+	ck_assert_int_eq(put_once(s, q, "a", "id-a"), SAKER_OK);
+	ck_assert_int_eq(put_once(s, q, "a", "id-a"), SAKER_EEXIST);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_delete(s, q), SAKER_OK);
+	q = queue(s, "q", true);
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.dedup_ids, 0);
+	ck_assert_uint_eq(st.dedup_hits, 0);
+	ck_assert_int_eq(put_once(s, q, "a", "id-a"), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.dedup_ids, 1);
+	expect_ids(s, q, 1, "id-a", BASE + WINDOW);
+	saker_store_close(s);
+	free(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -425,6 +510,8 @@ main(void)
 	tcase_add_test(tc, test_crash_replay);
 	tcase_add_test(tc, test_upgrade_1_0_0);
 	tcase_add_test(tc, test_damage);
+	tcase_add_test(tc, test_dedup_page_damaged);
+	tcase_add_test(tc, test_delete_reopen);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
