@@ -98,6 +98,18 @@ START_TEST(test_text_once)
 	set_reply(c, "q/delay=1/id=d1", "d", "STORED\r\n");
 	set_reply(c, "q/id=d1/delay=1", "d", "STORED\r\n");
 	ck_assert_int_eq(qstat(c, "q", "dedup_hits"), 4);
+	/* flush takes the items and keeps the ids; delete takes both */
+	mustsends(c, "flush q\r\n");
+	ckresp(c, "END\r\n");
+	set_reply(c, "q/id=order-18", "again", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "q", "items"), 0);
+	ck_assert_int_eq(qstat(c, "q", "dedup_hits"), 5);
+	mustsends(c, "delete q\r\n");
+	ckresp(c, "DELETED\r\n");
+	set_reply(c, "q/id=order-18", "new", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "q", "items"), 1);
+	ck_assert_int_eq(qstat(c, "q", "dedup_ids"), 1);
+	ck_assert_int_eq(qstat(c, "q", "dedup_hits"), 0);
 	close(c);
 	tl_server_stop(s);
 	tl_server_free(s);
