@@ -225,6 +225,60 @@ START_TEST(test_limit)
 }
 END_TEST
 
+/* A full queue: one that discards its oldest looks at the id first, so a
+ * duplicate discards nothing; one that refuses answers NOT_STORED whatever
+ * the id (docs/protocol.md). */
+START_TEST(test_full_queue)
+{
+	struct tl_server *s = start_conf("memory", "[queue dq]\nmax_items = 2\n"
+	    "discard_old_when_full = yes\n[queue rq]\nmax_items = 1\n"
+	    "[queue lq]\nmax_items = 1\ndiscard_old_when_full = yes\n"
+	    "[queue bq]\nmax_bytes = 4\ndiscard_old_when_full = yes\n", 0);
+	int c = tl_connect(s->port);
+
+	set_reply(c, "dq/id=a", "a", "STORED\r\n");
+	set_reply(c, "dq/id=b", "b", "STORED\r\n");
+	set_reply(c, "dq/id=b", "b", "STORED\r\n");
+	set_reply(c, "dq/id=a", "a", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "dq", "discarded"), 0);
+	ck_assert_int_eq(qstat(c, "dq", "items"), 2);
+	set_reply(c, "dq/id=c", "c", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "dq", "discarded"), 1);
+	set_reply(c, "dq/id=c", "c", "STORED\r\n");
+	set_reply(c, "dq", "d", "STORED\r\n");	/* no id: as ever */
+	ck_assert_int_eq(qstat(c, "dq", "discarded"), 2);
+	ck_assert_int_eq(qstat(c, "dq", "dedup_hits"), 3);
+	tl_ckget(c, "dq", "c");
+	tl_ckget(c, "dq", "d");
+	tl_ckget(c, "dq", NULL);
+
+	set_reply(c, "rq/id=x", "x", "STORED\r\n");
+	set_reply(c, "rq/id=x", "x", "NOT_STORED\r\n");
+	set_reply(c, "rq/id=y", "y", "NOT_STORED\r\n");
+	tl_ckget(c, "rq", "x");
+	set_reply(c, "rq/id=x", "x", "STORED\r\n");	/* room: recognised */
+	tl_ckget(c, "rq", NULL);
+
+	/* full of delayed items: nothing to discard, as for any set */
+	set_reply(c, "lq/delay=60000/id=d1", "d", "STORED\r\n");
+	set_reply(c, "lq/id=d2", "e", "NOT_STORED\r\n");
+	ck_assert_int_eq(qstat(c, "lq", "dedup_ids"), 1);
+
+	/* bytes: the oldest go until the new item fits */
+	set_reply(c, "bq/id=1", "ab", "STORED\r\n");
+	set_reply(c, "bq/id=2", "cd", "STORED\r\n");
+	set_reply(c, "bq/id=3", "efg", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "bq", "discarded"), 2);
+	set_reply(c, "bq/id=2", "cd", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "bq", "discarded"), 2);
+	tl_ckget(c, "bq", "efg");
+	tl_ckget(c, "bq", NULL);
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
 /* One binary request: Set (0x01) of key with value; returns the status. */
 static unsigned
 bin_set(int fd, uint8_t opcode, const char *key, const char *val)
@@ -517,6 +571,7 @@ dedup_suite(void)
 	tcase_add_test(tc, test_window);
 	tcase_add_test(tc, test_bad_ids);
 	tcase_add_test(tc, test_limit);
+	tcase_add_test(tc, test_full_queue);
 	tcase_add_test(tc, test_meta_binary_mg);
 	tcase_add_test(tc, test_metrics);
 	tcase_add_test(tc, test_flood);

@@ -234,12 +234,65 @@ discard_cb(void *arg, const struct saker_item *it)
 	return 0;
 }
 
+/* Is q over its limits with `extra` more items of `len` bytes? */
+static bool
+over_limits(const struct queue_config *qc, const struct saker_queue_stats *st,
+    uint64_t extra, size_t len)
+{
+	return (qc->max_items > 0 &&
+	    st->items + st->delayed_items + extra > qc->max_items) ||
+	    (qc->max_bytes > 0 && st->bytes + len > qc->max_bytes);
+}
+
+/*
+ * A set with an id into a full queue that discards its oldest items: the
+ * id is looked at before anything goes, so a duplicate changes nothing.
+ * The item is put first, then the oldest ready items go while the limits
+ * want it -- at most as many as there were (the new one is never
+ * discarded for itself).  `st` holds q's counts before.
+ */
+static int
+put_once_discarding(struct broker *b, struct squeue *q,
+    const struct saker_item *copy, const char *id, size_t id_len,
+    const struct saker_queue_stats *st, int64_t now)
+{
+	const struct queue_config *qc = queue_cfg(b, q);
+	/* a delayed new item is not in the ready bytes yet */
+	size_t pending = copy->due_ms > now ? copy->len : 0;
+	uint64_t n;
+	int rc;
+
+	if (st->items == 0)
+		return 1;	/* full of delayed or open items: as any set */
+	rc = saker_store_put_once(b->store, q->h, copy, id, id_len,
+	    qconfig_dedup_window(qc), qconfig_max_dedup_ids(qc), now);
+	if (rc != SAKER_OK)
+		return rc;	/* SAKER_EEXIST: nothing was discarded */
+	for (n = 0; n < st->items; n++) {
+		struct saker_queue_stats now_st = { 0 };
+
+		rc = saker_store_queue_counts(b->store, q->h, &now_st);
+		if (rc != SAKER_OK)
+			return rc;
+		if (!over_limits(qc, &now_st, 0, pending))
+			break;
+		rc = saker_store_take(b->store, q->h, SAKER_TAKE_REMOVE, now,
+		    discard_cb, NULL);
+		if (rc == SAKER_EEMPTY)
+			break;
+		if (rc != SAKER_OK)
+			return rc;
+		q->discarded++;
+	}
+	return SAKER_OK;
+}
+
 /* Put `it` into q within q's limits, and when id is not NULL once per id
  * in q's dedup_window.  Returns SAKER_OK, a store error (SAKER_EEXIST:
  * q keeps the id, nothing was put; SAKER_EFULL: storage or q's
  * max_dedup_ids), or 1 when the queue is full and configured to refuse
- * (NOT_STORED).  The limits come first: a full queue refuses or discards
- * as for any set, whatever the id. */
+ * (NOT_STORED).  A full queue that refuses does so whatever the id; one
+ * that discards looks at the id first (put_once_discarding). */
 static int
 put_limited(struct broker *b, struct squeue *q, struct saker_item *it,
     const char *id, size_t id_len, int64_t now)
@@ -248,20 +301,27 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it,
 	struct saker_item copy = *it;
 	int rc;
 
+	if (qc->max_age_ms > 0) {
+		int64_t limit = now + qc->max_age_ms;
+		if (copy.expires_ms == 0 || copy.expires_ms > limit)
+			copy.expires_ms = limit;
+	}
 	if (qc->max_items > 0 || qc->max_bytes > 0) {
 		for (;;) {
 			struct saker_queue_stats st = { 0 };
-			bool full;
 
 			rc = saker_store_queue_counts(b->store, q->h, &st);
 			if (rc != SAKER_OK)
 				return rc;
-			full = (qc->max_items > 0 && st.items + st.delayed_items >= qc->max_items) ||
-			    (qc->max_bytes > 0 && st.bytes + it->len > qc->max_bytes);
-			if (!full)
+			if (!over_limits(qc, &st, 1, it->len))
 				break;
 			if (!qc->discard_old_when_full)
 				return 1;
+			if (id != NULL) {
+				rc = put_once_discarding(b, q, &copy, id,
+				    id_len, &st, now);
+				goto done;
+			}
 			rc = saker_store_take(b->store, q->h, SAKER_TAKE_REMOVE, now, discard_cb, NULL);
 			if (rc == SAKER_EEMPTY)
 				return 1;       /* full of delayed or open items */
@@ -270,16 +330,12 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it,
 			q->discarded++;
 		}
 	}
-	if (qc->max_age_ms > 0) {
-		int64_t limit = now + qc->max_age_ms;
-		if (copy.expires_ms == 0 || copy.expires_ms > limit)
-			copy.expires_ms = limit;
-	}
 	if (id != NULL)
 		rc = saker_store_put_once(b->store, q->h, &copy, id, id_len,
 		    qconfig_dedup_window(qc), qconfig_max_dedup_ids(qc), now);
 	else
 		rc = saker_store_put(b->store, q->h, &copy, now);
+done:
 	if (rc == SAKER_OK) {
 		q->enqueued++;
 		b->batch_put = true;
