@@ -327,6 +327,7 @@ START_TEST(test_meta_binary_mg)
 	ck_assert_uint_eq(bin_set(b, 0x01, "m/id=b1", "b1"), 0);
 	ck_assert_uint_eq(bin_set(b, 0x02, "m/id=b1", "b2"), 0);	/* Add */
 	ck_assert_uint_eq(bin_set(b, 0x01, "m/id=", "x"), 0x04);
+	ck_assert_uint_eq(bin_set(b, 0x01, "m/id=a b", "x"), 0x04);
 	ck_assert_uint_eq(bin_set(b, 0x01, "m", "plain"), 0);
 	memset(id, 'z', 128);
 	id[128] = '\0';
