@@ -31,6 +31,7 @@
  *   queues(id, name, ...)       per-queue sequence bounds and counters
  *   items(qid, seq, ...)        ready and open items, clustered per queue
  *   delayed(due, seq, ...)      delayed items of every queue, in due order
+ *   dedup(qid, key, expires)    deduplication ids, by key and by expiry
  * Per-queue counters live in memory and are written to `queues` by commit()
  * in the same transaction as the batch, so open() never counts items.
  */
@@ -41,11 +42,13 @@
  * delivery count in column deliveries (0 in rows written before); 4: the
  * store may hold acknowledged batches in its redo journal (FILE.saker-
  * journal, --sync always), which older builds would not replay, so they
- * refuse it.  Opening an older store for writing upgrades it in place. */
-#define SQ_FORMAT_VERSION 4
-/* A row holds the item and a few integers: keep this much of SQLite's
- * length limit for them. */
-#define SQ_ROW_SLACK 1024
+ * refuse it; 5: items carry attributes (column attrs, NULL for none) and
+ * queues their deduplication ids (table dedup).  Opening an older store
+ * for writing upgrades it in place. */
+#define SQ_FORMAT_VERSION 5
+/* A row holds the item, its attributes and a few integers: keep this much
+ * of SQLite's length limit for the rest. */
+#define SQ_ROW_SLACK (1024 + SAKER_ATTRS_MAX)
 
 /* Ready items are appended at `tail` counting up from 2^62; released
  * items go below every existing item at `lo`, counting down.  Neither can
@@ -92,6 +95,7 @@ enum {
 	S_I_EXPIRED, S_I_GET, S_I_DELQ,
 	S_D_INSERT, S_D_DUE, S_D_DELDUE, S_D_FIRST, S_D_LIST, S_D_DELQ,
 	S_D_RELEASE,	/* appended: the journal names statements by index */
+	S_X_GET, S_X_PUT, S_X_DEL, S_X_FIRST, S_X_SWEEP, S_X_LIST, S_X_DELQ,
 	S_COUNT
 };
 
@@ -116,12 +120,14 @@ static const char *const sq_sql[S_COUNT] = {
 	[S_Q_DELETE] = "DELETE FROM queues WHERE id = ?1",
 	[S_META_SET] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
 	[S_I_INSERT] = "INSERT INTO items(qid, seq, state, flags, expires,"
-	    " created, data, crc, deliveries)"
-	    " VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7, ?8)",
+	    " created, data, crc, deliveries, attrs)"
+	    " VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	/* @CRC@: the crc column, or NULL on a version 1 store opened
 	 * read-only; @DLV@: the deliveries column, or 0 on a store older
-	 * than version 3 opened read-only (sq_prepare) */
-	[S_I_HEAD] = "SELECT seq, flags, expires, created, data, @CRC@, @DLV@"
+	 * than version 3 opened read-only; @ATR@: attrs, or NULL before
+	 * version 5 (sq_prepare) */
+	[S_I_HEAD] = "SELECT seq, flags, expires, created, data, @CRC@, @DLV@,"
+	    " @ATR@"
 	    " FROM items WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq LIMIT 1",
 	[S_I_DELETE] = "DELETE FROM items WHERE qid = ?1 AND seq = ?2",
 	[S_I_OPEN] = "UPDATE items SET state = 1,"
@@ -137,34 +143,60 @@ static const char *const sq_sql[S_COUNT] = {
 	    " WHERE qid = ?1 AND state = 1 ORDER BY seq",
 	[S_I_MOVE] = "UPDATE items SET qid = ?3, seq = ?4, state = 0"
 	    " WHERE qid = ?1 AND seq = ?2 AND state = 1",
-	[S_I_OPENLIST] = "SELECT seq, flags, expires, created, data, @CRC@, @DLV@"
+	[S_I_OPENLIST] = "SELECT seq, flags, expires, created, data, @CRC@, @DLV@,"
+	    " @ATR@"
 	    " FROM items WHERE qid = ?1 AND state = 1 ORDER BY seq",
-	[S_I_READYLIST] = "SELECT seq, flags, expires, created, data, @CRC@, @DLV@"
+	[S_I_READYLIST] = "SELECT seq, flags, expires, created, data, @CRC@, @DLV@,"
+	    " @ATR@"
 	    " FROM items WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq",
 	[S_I_EXPIRED] = "SELECT seq, expires, length(data) FROM items"
 	    " WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq LIMIT ?3",
-	[S_I_GET] = "SELECT seq, flags, expires, created, data, @CRC@, @DLV@"
+	[S_I_GET] = "SELECT seq, flags, expires, created, data, @CRC@, @DLV@,"
+	    " @ATR@"
 	    " FROM items WHERE qid = ?1 AND seq = ?2",
 	[S_I_DELQ] = "DELETE FROM items WHERE qid = ?1",
 	[S_D_INSERT] = "INSERT INTO delayed(due, seq, qid, flags, expires,"
-	    " created, data, crc, deliveries)"
-	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	    " created, data, crc, deliveries, attrs)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
 	/* the columns of S_D_LIST, then qid */
 	[S_D_DUE] = "SELECT due, seq, flags, expires, created, data, @CRC@,"
-	    " @DLV@, qid FROM delayed WHERE due <= ?1 ORDER BY due, seq",
+	    " @DLV@, @ATR@, qid FROM delayed WHERE due <= ?1 ORDER BY due, seq",
 	[S_D_DELDUE] = "DELETE FROM delayed WHERE due <= ?1",
 	[S_D_FIRST] = "SELECT due FROM delayed ORDER BY due, seq LIMIT 1",
 	[S_D_LIST] = "SELECT due, seq, flags, expires, created, data, @CRC@,"
-	    " @DLV@ FROM delayed WHERE qid = ?1 ORDER BY due, seq",
+	    " @DLV@, @ATR@ FROM delayed WHERE qid = ?1 ORDER BY due, seq",
 	[S_D_DELQ] = "DELETE FROM delayed WHERE qid = ?1",
 	/* an open item into the delayed set (release_delayed): the row is
 	 * copied as it is, count and checksum included; S_I_CONFIRM then
 	 * deletes the open row */
 	[S_D_RELEASE] = "INSERT INTO delayed(due, seq, qid, flags, expires,"
-	    " created, data, crc, deliveries) SELECT ?3, ?4, qid, flags,"
-	    " expires, created, data, crc, deliveries FROM items"
+	    " created, data, crc, deliveries, attrs) SELECT ?3, ?4, qid, flags,"
+	    " expires, created, data, crc, deliveries, attrs FROM items"
 	    " WHERE qid = ?1 AND seq = ?2 AND state = 1",
+	/* deduplication ids (store.h, DEDUPLICATION) */
+	[S_X_GET] = "SELECT expires FROM dedup WHERE qid = ?1 AND key = ?2",
+	[S_X_PUT] = "INSERT OR REPLACE INTO dedup(qid, key, expires)"
+	    " VALUES (?1, ?2, ?3)",
+	[S_X_DEL] = "DELETE FROM dedup WHERE qid = ?1 AND key = ?2",
+	[S_X_FIRST] = "SELECT min(expires) FROM dedup WHERE qid = ?1",
+	/* oldest first through dedup_expires; LIMIT -1: all */
+	[S_X_SWEEP] = "DELETE FROM dedup WHERE qid = ?1 AND key IN (SELECT key"
+	    " FROM dedup WHERE qid = ?1 AND expires <= ?2 ORDER BY expires"
+	    " LIMIT ?3)",
+	[S_X_LIST] = "SELECT key, expires FROM dedup WHERE qid = ?1",
+	[S_X_DELQ] = "DELETE FROM dedup WHERE qid = ?1",
 };
+
+/* Format 5's additions, also the upgrade from older formats. */
+#define SQ_SCHEMA_5 \
+    "CREATE TABLE dedup(" \
+    " qid INTEGER NOT NULL," \
+    " key BLOB NOT NULL," \
+    " expires INTEGER NOT NULL," \
+    " PRIMARY KEY(qid, key)" \
+    ") WITHOUT ROWID;" \
+    "CREATE INDEX dedup_expires ON dedup(qid, expires);"
+
 
 static const char sq_schema[] =
     "CREATE TABLE meta("
@@ -194,6 +226,7 @@ static const char sq_schema[] =
     " data BLOB NOT NULL,"
     " crc INTEGER,"
     " deliveries INTEGER NOT NULL DEFAULT 0,"
+    " attrs BLOB,"
     " PRIMARY KEY(qid, seq)"
     ") WITHOUT ROWID;"
     "CREATE TABLE delayed("
@@ -206,9 +239,11 @@ static const char sq_schema[] =
     " data BLOB NOT NULL,"
     " crc INTEGER,"
     " deliveries INTEGER NOT NULL DEFAULT 0,"
+    " attrs BLOB,"
     " PRIMARY KEY(due, seq)"
     ") WITHOUT ROWID;"
-    "CREATE INDEX delayed_qid ON delayed(qid);";
+    "CREATE INDEX delayed_qid ON delayed(qid);"
+    SQ_SCHEMA_5;
 
 /* What commit() writes back for a queue; also the undo snapshot. */
 struct sq_state {
@@ -464,6 +499,17 @@ sq_bind_blob(struct sq_store *s, sqlite3_stmt *st, int i, const void *p,
 	return SAKER_OK;
 }
 
+/* An item's checksum: its attributes, when it has some, continue the
+ * CRC, so rows without them keep the checksum of format 2. */
+static int64_t
+sq_crc(const struct saker_item *it)
+{
+	uint32_t c = kit_item_crc(it->flags, it->expires_ms, it->created_ms,
+	    it->data, it->len);
+
+	return it->attrs_len > 0 ? kit_crc32c(c, it->attrs, it->attrs_len) : c;
+}
+
 /* Does the item read from column `c` of st's row hold its checksum?
  * Rows from before format 2 (NULL) pass. */
 static bool
@@ -471,13 +517,12 @@ sq_row_sound(sqlite3_stmt *st, int c, const struct saker_item *it)
 {
 	if (sqlite3_column_type(st, c) == SQLITE_NULL)
 		return true;
-	return sqlite3_column_int64(st, c) == (int64_t)kit_item_crc(it->flags,
-	    it->expires_ms, it->created_ms, it->data, it->len);
+	return sqlite3_column_int64(st, c) == sq_crc(it);
 }
 
 /* The item in st's row from column c on: seq, flags, expires, created,
- * data, checksum, deliveries (every item listing's order).  A view: the
- * data stays valid until st moves on. */
+ * data, checksum, deliveries, attributes (every item listing's order).  A
+ * view: data and attributes stay valid until st moves on. */
 static void
 sq_row_item(sqlite3_stmt *st, int c, saker_item_state state,
     struct saker_item *it)
@@ -492,6 +537,9 @@ sq_row_item(sqlite3_stmt *st, int c, saker_item_state state,
 	if (it->data == NULL)
 		it->data = "";
 	it->deliveries = (uint32_t)sqlite3_column_int64(st, c + 6);
+	it->attrs = sqlite3_column_blob(st, c + 7);	/* NULL: none */
+	it->attrs_len = it->attrs != NULL ?
+	    (size_t)sqlite3_column_bytes(st, c + 7) : 0;
 	it->state = state;
 }
 
@@ -1157,7 +1205,8 @@ sq_dead(struct sq_store *s, struct saker_queue *q)
 }
 
 /* Delete every item of q (ready, open, delayed) and, when `drop`, q
- * itself, all or nothing (queue_delete, queue_flush). */
+ * itself with its deduplication ids, all or nothing (queue_delete,
+ * queue_flush). */
 static int
 sq_clear(struct sq_store *s, struct saker_queue *q, bool drop)
 {
@@ -1171,6 +1220,10 @@ sq_clear(struct sq_store *s, struct saker_queue *q, bool drop)
 	if (err == SAKER_OK && q->cur.delayed != 0) {
 		sq_bind_i64(s, s->st[S_D_DELQ], 1, q->qe.id);
 		err = sq_exec(s, S_D_DELQ, "delete delayed items");
+	}
+	if (err == SAKER_OK && drop) {
+		sq_bind_i64(s, s->st[S_X_DELQ], 1, q->qe.id);
+		err = sq_exec(s, S_X_DELQ, "delete deduplication ids");
 	}
 	if (err == SAKER_OK && drop && !q->fresh) {
 		sq_bind_i64(s, s->st[S_Q_DELETE], 1, q->qe.id);
@@ -1262,9 +1315,10 @@ sq_notify(struct sq_store *s, struct saker_queue *q)
 		s->notify(s->notify_arg, q, q->ctx);
 }
 
-/* Bind the item's flags, expiry, creation time, data, checksum and delivery
- * count to st's parameters from `first` on (S_I_INSERT, S_D_INSERT).
- * crc NULL: a row moved from before format 2 stays unchecked. */
+/* Bind the item's flags, expiry, creation time, data, checksum, delivery
+ * count and attributes to st's parameters from `first` on (S_I_INSERT,
+ * S_D_INSERT).  crc NULL: a row moved from before format 2 stays
+ * unchecked.  No attributes leave attrs NULL. */
 static int
 sq_bind_item(struct sq_store *s, sqlite3_stmt *st, int first,
     const struct saker_item *it, const int64_t *crc)
@@ -1280,6 +1334,8 @@ sq_bind_item(struct sq_store *s, sqlite3_stmt *st, int first,
 	if (crc != NULL)
 		sq_bind_i64(s, st, first + 4, *crc);
 	sq_bind_i64(s, st, first + 5, it->deliveries);
+	if (it->attrs_len > 0)
+		return sq_bind_blob(s, st, first + 6, it->attrs, it->attrs_len);
 	return SAKER_OK;
 }
 
@@ -1316,15 +1372,16 @@ sq_put_in(struct sq_store *s, struct saker_queue *q,
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
-	if (item == NULL || (item->data == NULL && item->len > 0))
+	if (item == NULL || (item->data == NULL && item->len > 0) ||
+	    (item->attrs == NULL && item->attrs_len > 0) ||
+	    item->attrs_len > SAKER_ATTRS_MAX)
 		return sq_errf(s, SAKER_EINVAL, "bad item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
 	it = *item;
 	if (it.created_ms == 0)
 		it.created_ms = now_ms;
-	crc = kit_item_crc(it.flags, it.expires_ms, it.created_ms, it.data,
-	    it.len);
+	crc = sq_crc(&it);
 	if (it.due_ms <= now_ms) {
 		if ((err = sq_append(s, q, &it, &crc)) != SAKER_OK)
 			return err;
@@ -1391,6 +1448,7 @@ sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
     int64_t seq, const struct saker_item *bad, int64_t now_ms)
 {
 	struct saker_item it = *bad;
+	unsigned char attrs[SAKER_ATTRS_MAX];
 	void *copy = NULL;
 	bool writes = !s->read_only && !s->broken && !s->lost;
 	int err;
@@ -1402,6 +1460,11 @@ sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
 	if (copy != NULL)
 		memcpy(copy, it.data, it.len);
 	it.data = copy != NULL ? copy : "";
+	/* attributes too long to be any are damage: the data goes alone */
+	if (it.attrs_len > sizeof(attrs))
+		it.attrs_len = 0;
+	it.attrs = it.attrs_len > 0 ? memcpy(attrs, it.attrs, it.attrs_len) :
+	    NULL;
 	sq_reset(h);
 	err = saker_store_quarantine(&s->base, q, q->name, q->qe.len,
 	    (uint64_t)seq, writes ? &it : NULL, now_ms, s->err,
@@ -1429,6 +1492,7 @@ sq_expire_copy(struct sq_store *s, struct saker_queue *q,
     struct saker_queue **wake, bool *moved)
 {
 	struct saker_item it = *src;
+	unsigned char attrs[SAKER_ATTRS_MAX];
 	struct saker_queue *t;
 	void *copy = NULL;
 	int err;
@@ -1443,6 +1507,9 @@ sq_expire_copy(struct sq_store *s, struct saker_queue *q,
 		memcpy(copy, it.data, it.len);
 		it.data = copy;
 	}
+	/* (longer ones are refused by sq_put_in()) */
+	if (it.attrs_len > 0 && it.attrs_len <= sizeof(attrs))
+		it.attrs = memcpy(attrs, it.attrs, it.attrs_len);
 	it.expires_ms = 0;	/* it must not expire again at once */
 	it.due_ms = 0;
 	if (touch)
@@ -1709,7 +1776,7 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 	sq_bind_i64(s, st, 1, now_ms);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		(*moved)++;
-		e = kit_qtab_by_id(&s->qt, sqlite3_column_int64(st, 8));
+		e = kit_qtab_by_id(&s->qt, sqlite3_column_int64(st, 9));
 		if (e == NULL)
 			continue;	/* orphan row: deleted below */
 		q = SQ_Q(e);
@@ -1913,6 +1980,126 @@ sq_iterate(saker_store *base, saker_queue *q, saker_item_fn fn, void *arg)
 	    SAKER_ITEM_DELAYED, fn, arg)) != 0)
 		return r;
 	return SAKER_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* deduplication ids (store.h, DEDUPLICATION): rows of table dedup,
+ * written in the batch's transaction like the items */
+
+/* Bind q and key to st's first two parameters. */
+static int
+sq_bind_key(struct sq_store *s, sqlite3_stmt *st, struct saker_queue *q,
+    const void *key, size_t len)
+{
+	sq_bind_i64(s, st, 1, q->qe.id);
+	return sq_bind_blob(s, st, 2, key, len);
+}
+
+static int
+sq_dedup_put(saker_store *base, saker_queue *q, const void *key, size_t len,
+    int64_t expires_ms, int64_t now_ms, bool *replaced)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_stmt *st = s->st[S_X_GET];
+	bool live;
+	int err, rc;
+
+	*replaced = false;
+	if ((err = sq_dead(s, q)) != SAKER_OK ||
+	    (err = sq_begin(s)) != SAKER_OK ||
+	    (err = sq_bind_key(s, st, q, key, len)) != SAKER_OK)
+		return err;
+	rc = sqlite3_step(st);
+	live = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) > now_ms;
+	sq_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sq_fail(s, rc, "read deduplication id");
+	if (live)
+		return SAKER_EEXIST;
+	*replaced = rc == SQLITE_ROW;	/* an expired record, replaced */
+	st = s->st[S_X_PUT];
+	if ((err = sq_bind_key(s, st, q, key, len)) != SAKER_OK)
+		return err;
+	sq_bind_i64(s, st, 3, expires_ms);
+	return sq_exec(s, S_X_PUT, "write deduplication id");
+}
+
+static int
+sq_dedup_del(saker_store *base, saker_queue *q, const void *key, size_t len)
+{
+	struct sq_store *s = SQ(base);
+	int err;
+
+	if ((err = sq_dead(s, q)) != SAKER_OK ||
+	    (err = sq_begin(s)) != SAKER_OK ||
+	    (err = sq_bind_key(s, s->st[S_X_DEL], q, key, len)) != SAKER_OK ||
+	    (err = sq_exec(s, S_X_DEL, "delete deduplication id")) != SAKER_OK)
+		return err;
+	if (sqlite3_changes(s->db) == 0)
+		return sq_errf(s, SAKER_ENOTFOUND, "no such deduplication id");
+	return SAKER_OK;
+}
+
+static int
+sq_dedup_sweep(saker_store *base, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_stmt *st = s->st[S_X_FIRST];
+	int err, rc;
+	bool due;
+
+	*removed = 0;
+	if ((err = sq_dead(s, q)) != SAKER_OK || st == NULL)
+		return err;	/* st NULL: a store before format 5, read-only */
+	/* the earliest expiry first, through the index: no batch is begun
+	 * when nothing has expired */
+	sq_bind_i64(s, st, 1, q->qe.id);
+	rc = sqlite3_step(st);
+	due = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
+	    sqlite3_column_int64(st, 0) <= now_ms;
+	sq_reset(st);
+	if (rc != SQLITE_ROW)
+		return sq_fail(s, rc, "read deduplication ids");
+	if (!due)
+		return SAKER_OK;
+	st = s->st[S_X_SWEEP];
+	if ((err = sq_begin(s)) != SAKER_OK)
+		return err;
+	sq_bind_i64(s, st, 1, q->qe.id);
+	sq_bind_i64(s, st, 2, now_ms);
+	sq_bind_i64(s, st, 3, limit == 0 || limit > INT64_MAX ? -1 :
+	    (int64_t)limit);
+	if ((err = sq_exec(s, S_X_SWEEP, "sweep deduplication ids")) !=
+	    SAKER_OK)
+		return err;
+	*removed = (uint64_t)sqlite3_changes(s->db);
+	return SAKER_OK;
+}
+
+static int
+sq_dedup_iterate(saker_store *base, saker_queue *q, saker_dedup_fn fn,
+    void *arg)
+{
+	struct sq_store *s = SQ(base);
+	sqlite3_stmt *st = s->st[S_X_LIST];
+	int rc, r = 0;
+
+	if ((r = sq_dead(s, q)) != SAKER_OK)
+		return r;
+	if (st == NULL)
+		return SAKER_OK;	/* a store before format 5, read-only */
+	sq_bind_i64(s, st, 1, q->qe.id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW &&
+	    (r = fn(arg, sqlite3_column_blob(st, 0),
+	    (size_t)sqlite3_column_bytes(st, 0),
+	    sqlite3_column_int64(st, 1))) == 0)
+		;
+	sq_reset(st);
+	if (r != 0)
+		return r;
+	return rc == SQLITE_DONE ? SAKER_OK : sq_fail(s, rc, "read deduplication"
+	    " ids");
 }
 
 /* ------------------------------------------------------------------ */
@@ -2121,8 +2308,12 @@ sq_check_format(struct sq_store *s, bool create)
 		/* 1 -> 2: the checksum column; old rows keep NULL there.
 		 * 2 -> 3: the delivery count; old rows count 0.
 		 * 3 -> 4: nothing to change (the journal's meta keys are
-		 * written when needed). */
+		 * written when needed).
+		 * 4 -> 5: the attributes column; old rows have none (NULL);
+		 * the dedup table. */
 		snprintf(sql, sizeof(sql), "BEGIN IMMEDIATE;%s%s"
+		    " ALTER TABLE items ADD COLUMN attrs BLOB;"
+		    " ALTER TABLE delayed ADD COLUMN attrs BLOB;" SQ_SCHEMA_5
 		    " PRAGMA user_version=%d; COMMIT", version < 2 ?
 		    " ALTER TABLE items ADD COLUMN crc INTEGER;"
 		    " ALTER TABLE delayed ADD COLUMN crc INTEGER;" : "",
@@ -2132,7 +2323,7 @@ sq_check_format(struct sq_store *s, bool create)
 		    " ALTER TABLE delayed ADD COLUMN deliveries INTEGER NOT NULL"
 		    " DEFAULT 0;" : "", SQ_FORMAT_VERSION);
 		if ((err = sq_script(s, sql,
-		    "upgrading the format to version 4")) != SAKER_OK)
+		    "upgrading the format to version 5")) != SAKER_OK)
 			return err;
 		s->version = SQ_FORMAT_VERSION;
 	}
@@ -2231,13 +2422,14 @@ sq_prepare(struct sq_store *s)
 	const char *const tags[][2] = {
 		{ "@CRC@", s->version >= 2 ? "crc" : "NULL" },
 		{ "@DLV@", s->version >= 3 ? "deliveries" : "0" },
+		{ "@ATR@", s->version >= 5 ? "attrs" : "NULL" },
 	};
 	const char *at;
 	int i, t, rc;
 
 	for (i = 0; i < S_COUNT; i++) {
 		snprintf(sql, sizeof(sql), "%s", sq_sql[i]);
-		for (t = 0; t < 2; t++) {
+		for (t = 0; t < 3; t++) {
 			if ((at = strstr(sql, tags[t][0])) == NULL)
 				continue;
 			snprintf(tmp, sizeof(tmp), "%.*s%s%s", (int)(at - sql),
@@ -2248,7 +2440,9 @@ sq_prepare(struct sq_store *s)
 		 * writes */
 		if ((s->version < 2 && strstr(sq_sql[i], "crc") != NULL &&
 		    strstr(sq_sql[i], "@CRC@") == NULL) ||
-		    (s->version < 3 && strstr(sq_sql[i], "deliveries") != NULL))
+		    (s->version < 3 && strstr(sq_sql[i], "deliveries") != NULL) ||
+		    (s->version < 5 && (strstr(sq_sql[i], "attrs") != NULL ||
+		    strstr(sq_sql[i], "dedup") != NULL)))
 			continue;
 		rc = sqlite3_prepare_v3(s->db, sql, -1,
 		    SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL);
@@ -2582,6 +2776,10 @@ const struct saker_store_driver saker_store_sqlite = {
 	.promote = sq_promote,
 	.flush_expired = sq_flush_expired,
 	.iterate = sq_iterate,
+	.dedup_put = sq_dedup_put,
+	.dedup_del = sq_dedup_del,
+	.dedup_sweep = sq_dedup_sweep,
+	.dedup_iterate = sq_dedup_iterate,
 	.commit = sq_commit,
 	.sync = sq_sync,
 	.store_stats = sq_store_stats,

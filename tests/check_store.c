@@ -12,6 +12,7 @@
 #include <check.h>
 
 #include "saker/store.h"
+#include "itemattr.h"
 #include "store_conformance.h"
 
 extern const struct saker_store_driver saker_store_memory;
@@ -977,15 +978,27 @@ sq_user_version(const char *path)
 	return v;
 }
 
-/* Format 4 (a journal may hold batches) over format 3: a writable open
- * of a format 3 file serves it and marks it 4; a read-only one leaves it. */
-START_TEST(test_sqlite_format_3)
+static int
+sq_count_id(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	(void)key;
+	(void)len;
+	(void)expires_ms;
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+/* Format 5 (attributes, deduplication ids) over format 4: a writable open
+ * of a format 4 file serves it and upgrades it; a read-only one reads it
+ * as it is (attributes none, no ids) and leaves it. */
+START_TEST(test_sqlite_format_4)
 {
 	const struct jdrv *d = &jdrvs[NJDRVS - 1];
 	char dir[] = "/tmp/saker-jn-XXXXXX", path[512];
 	saker_store *s;
 	saker_queue *q;
 	sqlite3 *db;
+	uint64_t n = 0;
 
 	jn_mkdir(d, dir);
 	s = jn_open_store(d, dir, false);
@@ -995,22 +1008,210 @@ START_TEST(test_sqlite_format_3)
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 	snprintf(path, sizeof(path), "%s/store.db", dir);
-	ck_assert_int_eq(sq_user_version(path), 4);
+	ck_assert_int_eq(sq_user_version(path), 5);
+	/* back to format 4's tables */
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_exec(db, "PRAGMA user_version=3", NULL, NULL,
-	    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE dedup;"
+	    " ALTER TABLE items DROP COLUMN attrs;"
+	    " ALTER TABLE delayed DROP COLUMN attrs; PRAGMA user_version=4",
+	    NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
-	ck_assert_int_eq(sq_user_version(path), 3);
 	s = jn_open_store(d, dir, true);
 	lm_expect(s, SAKER_TAKE_PEEK, "old");
+	ck_assert_int_eq(s->driver->queue_open(s, "q", 1, false, NULL, &q),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_iterate(s, q, sq_count_id, &n),
+	    SAKER_OK);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(saker_store_dedup_sweep(s, q, BASE, 0, &n), SAKER_OK);
 	saker_store_close(s);
-	ck_assert_int_eq(sq_user_version(path), 3);
+	ck_assert_int_eq(sq_user_version(path), 4);
 	s = jn_open_store(d, dir, false);
 	lm_expect(s, SAKER_TAKE_REMOVE, "old");
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
-	ck_assert_int_eq(sq_user_version(path), 4);
+	ck_assert_int_eq(sq_user_version(path), 5);
 	jn_rmstore(d, dir);
+}
+END_TEST
+
+/* Attributes as a driver sees them: opaque bytes, a NUL among them. */
+static const char sq_attrs[] = { 9, 0, 'x', 0, 7 };
+
+struct sq_got {
+	char data[64];
+	unsigned char attrs[SAKER_ATTRS_MAX];
+	size_t attrs_len;
+};
+
+static int
+sq_got_cb(void *arg, const struct saker_item *item)
+{
+	struct sq_got *g = arg;
+
+	snprintf(g->data, sizeof(g->data), "%.*s", (int)item->len,
+	    (const char *)item->data);
+	g->attrs_len = item->attrs_len;
+	if (item->attrs_len > 0)
+		memcpy(g->attrs, item->attrs, item->attrs_len);
+	return 0;
+}
+
+/* Take the head of qname: `want` with attributes want_attrs. */
+static void
+sq_take_attrs(saker_store *s, const char *qname, const char *want,
+    const void *want_attrs, size_t want_len)
+{
+	struct sq_got g;
+	saker_queue *q;
+
+	memset(&g, 0, sizeof(g));
+	ck_assert_int_eq(s->driver->queue_open(s, qname, strlen(qname), false,
+	    NULL, &q), SAKER_OK);
+	ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_REMOVE, BASE,
+	    sq_got_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, want);
+	ck_assert_uint_eq(g.attrs_len, want_len);
+	ck_assert(want_len == 0 || memcmp(g.attrs, want_attrs, want_len) == 0);
+}
+
+/* On qname: put "plain" with sq_attrs, then "once" with id `id` (kept
+ * 60 s), and find the id kept. */
+static void
+sq_put_attrs_id(saker_store *s, const char *qname, const char *id)
+{
+	struct saker_item it;
+	saker_queue *q;
+
+	ck_assert_int_eq(s->driver->queue_open(s, qname, strlen(qname), true,
+	    NULL, &q), SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	it.data = "plain";
+	it.len = 5;
+	it.attrs = sq_attrs;
+	it.attrs_len = sizeof(sq_attrs);
+	ck_assert_int_eq(s->driver->put(s, q, &it, BASE), SAKER_OK);
+	it.data = "once";
+	it.len = 4;
+	it.attrs = NULL;
+	it.attrs_len = 0;
+	ck_assert_int_eq(saker_store_put_once(s, q, &it, id, strlen(id),
+	    60000, 0, BASE), SAKER_OK);
+	ck_assert_int_eq(saker_store_put_once(s, q, &it, id, strlen(id),
+	    60000, 0, BASE), SAKER_EEXIST);
+}
+
+/* After a reopen: qname holds "plain" and "once" with their attributes,
+ * and id is still kept (a put with it is a duplicate) until it expires. */
+static void
+sq_check_attrs_id(saker_store *s, const char *qname, const char *id)
+{
+	unsigned char rec[64];
+	struct saker_item it;
+	saker_queue *q;
+	uint64_t n = 0;
+	size_t len;
+
+	len = itemattr_set(rec, sizeof(rec), NULL, 0, ITEMATTR_ID, id,
+	    strlen(id));
+	ck_assert_uint_gt(len, 0);
+	sq_take_attrs(s, qname, "plain", sq_attrs, sizeof(sq_attrs));
+	sq_take_attrs(s, qname, "once", rec, len);
+	ck_assert_int_eq(s->driver->queue_open(s, qname, strlen(qname), false,
+	    NULL, &q), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_iterate(s, q, sq_count_id, &n),
+	    SAKER_OK);
+	ck_assert_uint_eq(n, 1);
+	memset(&it, 0, sizeof(it));
+	it.data = "again";
+	it.len = 5;
+	ck_assert_int_eq(saker_store_put_once(s, q, &it, id, strlen(id),
+	    60000, 0, BASE), SAKER_EEXIST);
+	/* expired: swept, and the id is taken anew */
+	ck_assert_int_eq(saker_store_dedup_sweep(s, q, BASE + 60000, 0, &n),
+	    SAKER_OK);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(saker_store_put_once(s, q, &it, id, strlen(id),
+	    60000, 0, BASE + 60000), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+}
+
+/* Attributes and ids of batches only the redo journal holds (--sync
+ * always, killed before a checkpoint) come back with their items. */
+START_TEST(test_sqlite_journal_attrs)
+{
+	const struct jdrv *d = &jdrvs[NJDRVS - 1];
+	char dir[] = "/tmp/saker-jn-XXXXXX";
+	saker_store *s;
+	pid_t pid;
+	int st;
+
+	jn_mkdir(d, dir);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		s = jn_open_store(d, dir, false);
+		sq_put_attrs_id(s, "q", "job-1");
+		if (saker_store_commit(s) != SAKER_OK)
+			_exit(3);
+		kill(getpid(), SIGKILL);	/* a crash */
+		_exit(5);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+	    "child: %d", st);
+	s = jn_open_store(d, dir, false);
+	sq_check_attrs_id(s, "q", "job-1");
+	saker_store_close(s);
+	jn_rmstore(d, dir);
+}
+END_TEST
+
+/* A store written by saker 1.0.0 (format 1): read-only it serves as it
+ * is (no attributes, no ids); a writable open upgrades it in place, its
+ * old items unchanged (compat_check()), and new items keep attributes
+ * and ids across a reopen. */
+START_TEST(test_sqlite_upgrade_1_0_0)
+{
+	char dir[] = "/tmp/saker-compat-XXXXXX", from[1024], to[1024],
+	    spec[1100], err[512];
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	saker_queue *q;
+	uint64_t n = 0;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(from, sizeof(from), "%s/tests/data/store-1.0.0.sqlite",
+	    data_dir());
+	snprintf(to, sizeof(to), "%s/s.db", dir);
+	copy_file(from, to);
+	snprintf(spec, sizeof(spec), "sqlite:%s", to);
+	memset(&o, 0, sizeof(o));
+	o.read_only = true;
+	ck_assert_msg(saker_store_open(spec, &o, &s, err, sizeof(err)) ==
+	    SAKER_OK, "open %s: %s", spec, err);
+	ck_assert_int_eq(s->driver->queue_open(s, "q1", 2, false, NULL, &q),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_iterate(s, q, sq_count_id, &n),
+	    SAKER_OK);
+	ck_assert_uint_eq(n, 0);
+	compat_take_mode(s, "q1", SAKER_TAKE_PEEK, "first", 0);
+	saker_store_close(s);
+	ck_assert_int_eq(sq_user_version(to), 1);
+	compat_check(spec);
+	ck_assert_int_eq(sq_user_version(to), 5);
+	o.read_only = false;
+	ck_assert_int_eq(saker_store_open(spec, &o, &s, err, sizeof(err)),
+	    SAKER_OK);
+	sq_put_attrs_id(s, "q1", "job-1");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+	ck_assert_int_eq(saker_store_open(spec, &o, &s, err, sizeof(err)),
+	    SAKER_OK);
+	sq_check_attrs_id(s, "q1", "job-1");
+	saker_store_close(s);
+	snprintf(to, sizeof(to), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(to), 0);
 }
 END_TEST
 
@@ -1983,6 +2184,7 @@ main(void)
 #endif
 #ifdef HAVE_SQLITE
 	tcase_add_test(tc, test_compat_sqlite);
+	tcase_add_test(tc, test_sqlite_upgrade_1_0_0);
 #endif
 	suite_add_tcase(su, tc);
 	tc = tcase_create("kit");
@@ -2007,7 +2209,8 @@ main(void)
 	tcase_add_loop_test(tc, test_journal_other_mode, 0, NJDRVS);
 #ifdef HAVE_SQLITE
 	tcase_add_test(tc, test_sqlite_redo_records);
-	tcase_add_test(tc, test_sqlite_format_3);
+	tcase_add_test(tc, test_sqlite_format_4);
+	tcase_add_test(tc, test_sqlite_journal_attrs);
 	tcase_add_test(tc, test_sqlite_journal_full);
 	tcase_add_test(tc, test_sqlite_unwritable);
 #endif
