@@ -2778,12 +2778,13 @@ lm_dedup_sweep(saker_store *ss, saker_queue *q, int64_t now_ms,
 	while ((limit == 0 || n < limit) && (rc = dd_first(c, q->id, &x)) ==
 	    0 && (exp = (int64_t)saker_get_be64((unsigned char *)x.mv_data +
 	    8)) <= now_ms) {
-		/* the id is counted when its record has this expiry; else
-		 * the entry is a leftover and goes alone */
+		/* the id goes (and is counted) when its record has this
+		 * expiry or is damaged; else the entry is a leftover of a
+		 * damaged record replaced, and goes alone */
 		k = dd_key(kb, q->id, false, 0, (unsigned char *)x.mv_data + 16,
 		    x.mv_size - 16);
 		rc = mdb_get(t, s->dbi[LD_DEDUP], &k, &v);
-		if (rc == 0 && dd_read(&k, &v, &old) && old == exp) {
+		if (rc == 0 && (!dd_read(&k, &v, &old) || old == exp)) {
 			if ((rc = dd_del(s, t, &k, exp)) != 0)
 				break;
 			n++;

@@ -367,21 +367,25 @@ START_TEST(test_damage)
 	size_t wlen;
 	saker_store *s;
 	saker_queue *q;
+	uint64_t removed;
 	bool replaced;
 
 	s = open_store(dir, false);
 	q = queue(s, "q", true);
 	put(s, q, "item", amark, sizeof(amark) - 1);
 	ck_assert_int_eq(put_once(s, q, "other", "id-marker-42"), SAKER_OK);
+	ck_assert_int_eq(put_once(s, q, "third", "id-marker-43"), SAKER_OK);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 
 	flip_after(file, amark + 1, sizeof(amark) - 2, 5);
-	/* the dedup record: key (qid, id) and then its value, the expiry */
-	memcpy(pat, "id-marker-42", 12);
+	/* the dedup records: key (qid, id) and then its value, the expiry */
 	for (int i = 0; i < 8; i++)
 		pat[12 + i] = (unsigned char)((uint64_t)(BASE + WINDOW) >>
 		    (56 - 8 * i));
+	memcpy(pat, "id-marker-42", 12);
+	flip_after(file, pat, 20, 19);
+	memcpy(pat, "id-marker-43", 12);
 	flip_after(file, pat, 20, 19);
 
 	s = open_store(dir, false);
@@ -403,6 +407,15 @@ START_TEST(test_damage)
 	ck_assert_int_eq(s->driver->dedup_put(s, q, "id-marker-42", 12,
 	    BASE + 2 * WINDOW, BASE, &replaced), SAKER_OK);
 	ck_assert(replaced);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	/* the sweep takes the damaged record once its entry by expiry is
+	 * due, and the entry the replaced one left, uncounted */
+	ck_assert_int_eq(s->driver->dedup_sweep(s, q, BASE + WINDOW - 1, 0,
+	    &removed), SAKER_OK);
+	ck_assert_uint_eq(removed, 0);
+	ck_assert_int_eq(s->driver->dedup_sweep(s, q, BASE + WINDOW, 0,
+	    &removed), SAKER_OK);
+	ck_assert_uint_eq(removed, 1);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	expect_ids(s, q, 1, "id-marker-42", BASE + 2 * WINDOW);
 	saker_store_close(s);
