@@ -2719,8 +2719,8 @@ lm_dedup_del(saker_store *ss, saker_queue *q, const void *id, size_t len)
 		rc = dd_del(s, t, &k, old);
 	}
 	if ((rc = op_end(s, t, rc, rc == 0)) == MDB_NOTFOUND)
-		return seterr(s, SAKER_ENOTFOUND, "no deduplication id '%.*s'",
-		    (int)len, (const char *)id);
+		return seterr(s, SAKER_ENOTFOUND, "lmdb: no such "
+		    "deduplication id (%zu bytes)", len);	/* binary */
 	if (rc != 0)
 		return lm_fail(s, rc, "remove deduplication id");
 	return SAKER_OK;
