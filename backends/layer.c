@@ -123,6 +123,8 @@ untouch(saker_store *s, struct saker_queue_base *b)
 	b->touched = false;
 }
 
+static int ids_known(saker_store *s, saker_queue *q);
+
 /* ------------------------------------------------------------------ */
 /* the calls */
 
@@ -241,6 +243,8 @@ saker_store_queue_stats(saker_store *s, saker_queue *q,
 
 	if (rc != SAKER_OK)
 		return rc;
+	/* the ids a restart found are counted at the first look (once) */
+	(void)ids_known(s, q);
 	st->dedup_ids = base(q)->n[N_IDS];
 	st->dedup_hits = base(q)->dedup_hits;
 	if (s->driver->own_counts)

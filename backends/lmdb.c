@@ -36,7 +36,11 @@
  *   items    (qid, seq) -> header + data        the ready FIFOs
  *   open     (qid, seq) -> header + data        items handed out, not confirmed
  *   delayed  (due_ms, arrival) -> qid + header + data
+ *   dedup    (qid, id) -> expires u64 + CRC32C   deduplication ids
+ *   dedup_exp (qid, expires, id) -> ""            the same, by expiry
  *
+ * An item record is a header (LM_HDR), then, with LM_HF_ATTRS, a u16
+ * length and the item's attributes, then the data and the checksum.
  * A queue's ready items are the keys (qid, lo <= seq < tail).  put() appends at
  * tail, release() inserts at lo - 1; both start at 2^62 so neither end runs
  * out.  An item's id is its sequence number: sequences are never reused, so
@@ -49,16 +53,22 @@
  * and checkpoints").
  */
 #define LM_FORMAT	"saker-lmdb"
-#define LM_VERSION	4	/* 2: the journal, sentinels, "journal_seq";
+#define LM_VERSION	5	/* 2: the journal, sentinels, "journal_seq";
 				 * 3: items may carry a checksum (LM_HF_CRC);
 				 * 4: header bytes 2-3 hold the delivery
-				 * count (0 in records written before) */
+				 * count (0 in records written before);
+				 * 5: item attributes (LM_HF_ATTRS), the
+				 * dedup and dedup_exp databases */
 #define LM_SEQ_START	((uint64_t)1 << 62)
 #define LM_HDR		24	/* state, hflags, deliveries u16, flags,
 				 * expires, created */
 #define LM_HF_CRC	0x01	/* hflags: a CRC32C trailer follows the data */
+#define LM_HF_ATTRS	0x02	/* hflags: the data is preceded by a u16
+				 * length and that many bytes of item
+				 * attributes (set only with LM_HF_CRC) */
 #define LM_CRC		4	/* the trailer: CRC32C of bytes 1.. of the
-				 * header and of the data, big-endian */
+				 * header and of the body (attributes and
+				 * data), big-endian */
 #define LM_QREC		72	/* 9 x u64 */
 #define LM_KEY		16
 #define LM_MAXDATA	((size_t)UINT32_MAX - 64)
@@ -98,7 +108,10 @@ static const struct saker_store_option lm_options[] = {
 };
 
 /* The databases, as named in journal records. */
-enum { LD_META, LD_QUEUES, LD_ITEMS, LD_OPEN, LD_DELAYED, LD_COUNT };
+enum { LD_META, LD_QUEUES, LD_ITEMS, LD_OPEN, LD_DELAYED, LD_DEDUP,
+    LD_DEDUPX, LD_COUNT };
+#define LM_DKEY	(16 + SAKER_DEDUP_KEY_MAX)	/* a dedup_exp key, at most */
+#define LM_DVAL	12	/* a dedup value: expires u64, CRC32C u32 */
 
 /* Journal operations (one batch's payload is a sequence of them). */
 enum {
@@ -165,6 +178,7 @@ struct lstore {
 	uint64_t store_id;	/* random, made at creation: seeds the journal */
 	int begin_err;		/* saker_err of the last failed lm_begin_long */
 	bool stale;		/* ptxn was lost: refuse even reads */
+	bool no_dedup;		/* read-only, format < 5: no dedup databases */
 	struct saker_store_stats st;
 };
 
@@ -197,7 +211,8 @@ key_in(const MDB_val *k, uint64_t qid)
  * share one long transaction, so every tree holds one record that is never
  * deleted: key (0, 0) with an empty value in items and open (queue ids
  * start at 1), key 0xff.. (after every due time) in delayed, with queue
- * id 0 in its value.
+ * id 0 in its value; keys of 8 and 16 zero bytes (queue 0, no id) in
+ * dedup and dedup_exp.
  */
 static bool
 is_sentinel(const MDB_val *k, unsigned char fill)
@@ -231,7 +246,13 @@ put_sentinels(MDB_txn *t, const MDB_dbi *dbi)
 	rc = mdb_put(t, dbi[LD_ITEMS], &k, &v, MDB_NOOVERWRITE);
 	if (rc == 0 || rc == MDB_KEYEXIST)
 		rc = mdb_put(t, dbi[LD_OPEN], &k, &v, MDB_NOOVERWRITE);
+	if (rc == 0 || rc == MDB_KEYEXIST)
+		rc = mdb_put(t, dbi[LD_DEDUPX], &k, &v, MDB_NOOVERWRITE);
+	k.mv_size = 8;
+	if (rc == 0 || rc == MDB_KEYEXIST)
+		rc = mdb_put(t, dbi[LD_DEDUP], &k, &v, MDB_NOOVERWRITE);
 	k.mv_data = kf;
+	k.mv_size = LM_KEY;
 	v.mv_size = sizeof(dv);
 	if (rc == 0 || rc == MDB_KEYEXIST)
 		rc = mdb_put(t, dbi[LD_DELAYED], &k, &v, MDB_NOOVERWRITE);
@@ -262,11 +283,27 @@ hdr_write(unsigned char *p, int state, uint32_t flags, int64_t expires,
 	saker_put_be64(p + 16, (uint64_t)created);
 }
 
-/* Fill `it` from a record header + data (the view points into the map). */
+/* The bytes before the data in a record's body of `body` bytes: the
+ * attributes and their length (LM_HF_ATTRS), or none; SIZE_MAX when the
+ * length does not fit the body (damage). */
+static size_t
+rec_apre(const unsigned char *p, size_t body)
+{
+	if (!(p[1] & LM_HF_ATTRS))
+		return 0;
+	if (body < 2 || saker_get_be16(p + LM_HDR) > body - 2)
+		return SIZE_MAX;
+	return 2 + (size_t)saker_get_be16(p + LM_HDR);
+}
+
+/* Fill `it` from a record header + body (the view points into the map).
+ * Attributes whose length is damaged read as data: rec_sound() refuses
+ * such a record, which is then moved aside, not served. */
 static int
 hdr_read(const void *rec, size_t size, struct saker_item *it)
 {
 	const unsigned char *p = rec;
+	size_t body, pre;
 
 	if (size < LM_HDR || ((p[1] & LM_HF_CRC) && size < LM_HDR + LM_CRC))
 		return LM_EBADVAL;
@@ -275,59 +312,69 @@ hdr_read(const void *rec, size_t size, struct saker_item *it)
 	it->expires_ms = (int64_t)saker_get_be64(p + 8);
 	it->created_ms = (int64_t)saker_get_be64(p + 16);
 	it->deliveries = saker_get_be16(p + 2);
-	it->len = size - LM_HDR - ((p[1] & LM_HF_CRC) ? LM_CRC : 0);
-	it->data = p + LM_HDR;
+	body = size - LM_HDR - ((p[1] & LM_HF_CRC) ? LM_CRC : 0);
+	if ((pre = rec_apre(p, body)) == SIZE_MAX)
+		pre = 0;
+	if (pre > 0) {
+		it->attrs = p + LM_HDR + 2;
+		it->attrs_len = pre - 2;
+	}
+	it->len = body - pre;
+	it->data = p + LM_HDR + pre;
 	return 0;
 }
 
 /* The checksum of a record: everything but the state byte and the
  * delivery count (a take with open and a release rewrite them in place;
  * the count is summed as zeros, as written before format 4) and the
- * trailer. */
+ * trailer.  `body`: the bytes between header and trailer. */
 static uint32_t
-rec_crc(const unsigned char *p, size_t datalen)
+rec_crc(const unsigned char *p, size_t body)
 {
 	static const unsigned char zero[2];
 	uint32_t crc;
 
 	crc = kit_crc32c(0, p + 1, 1);
 	crc = kit_crc32c(crc, zero, 2);
-	return kit_crc32c(crc, p + 4, LM_HDR - 4 + datalen);
+	return kit_crc32c(crc, p + 4, LM_HDR - 4 + body);
 }
 
-/* Write the trailer of a record whose header and data are in place. */
+/* Write the trailer of a record whose header and body are in place. */
 static void
-rec_seal(unsigned char *p, size_t datalen)
+rec_seal(unsigned char *p, size_t body)
 {
-	saker_put_be32(p + LM_HDR + datalen, rec_crc(p, datalen));
+	saker_put_be32(p + LM_HDR + body, rec_crc(p, body));
 }
 
 /* Is the record sound?  Records written before format 3 have no
- * checksum (hflags 0) and pass; any other hflags bit is damage.  Bytes
- * 2-3 (zero before format 4) are the delivery count: any value goes. */
+ * checksum (hflags 0) and pass; attributes come only with a checksum;
+ * any other hflags bit is damage.  Bytes 2-3 (zero before format 4) are
+ * the delivery count: any value goes. */
 static bool
 rec_sound(const void *rec, size_t size)
 {
 	const unsigned char *p = rec;
-	size_t len;
+	size_t body;
 
-	if (size < LM_HDR || (p[1] & ~LM_HF_CRC) != 0)
+	if (size < LM_HDR || (p[1] & ~(LM_HF_CRC | LM_HF_ATTRS)) != 0)
 		return false;
-	if ((p[1] & LM_HF_CRC) == 0)
+	if (p[1] == 0)
 		return true;
-	if (size < LM_HDR + LM_CRC)
+	if (!(p[1] & LM_HF_CRC) || size < LM_HDR + LM_CRC)
 		return false;
-	len = size - LM_HDR - LM_CRC;
-	return saker_get_be32(p + LM_HDR + len) == rec_crc(p, len);
+	body = size - LM_HDR - LM_CRC;
+	return rec_apre(p, body) != SIZE_MAX &&
+	    saker_get_be32(p + LM_HDR + body) == rec_crc(p, body);
 }
 
-/* Data bytes of a record of `size` bytes (header and trailer excluded). */
+/* Data bytes of a record of `size` bytes (header, attributes and trailer
+ * excluded). */
 static size_t
 rec_datalen(const unsigned char *p, size_t size)
 {
-	size_t extra = LM_HDR + ((p[1] & LM_HF_CRC) ? LM_CRC : 0);
+	struct saker_item it;
 
-	return size >= extra ? size - extra : 0;
+	return hdr_read(p, size, &it) == 0 ? it.len : 0;
 }
 
 static bool
@@ -576,11 +623,12 @@ cur_del(struct lstore *s, MDB_cursor *c, int db)
 	return jr_rec(s, db, kb, k.mv_size, NULL, 0);
 }
 
-/* Delete every record of queue q from `dbi` (keys (qid, seq)). */
+/* Delete every record of queue q from `dbi` (keys that start with qid:
+ * (qid, seq), (qid, id), (qid, expires, id)). */
 static int
 del_prefix(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
 {
-	unsigned char kb[LM_KEY];
+	unsigned char kb[8];
 	MDB_cursor *c;
 	MDB_val k, v;
 	int rc;
@@ -588,9 +636,11 @@ del_prefix(MDB_txn *t, MDB_dbi dbi, uint64_t qid, bool *wrote)
 	if ((rc = mdb_cursor_open(t, dbi, &c)) != 0)
 		return rc;
 	for (;;) {
-		k = mkkey(kb, qid, 0);
+		saker_put_be64(kb, qid);
+		k = (MDB_val){ .mv_size = 8, .mv_data = kb };
 		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		if (rc == MDB_NOTFOUND || (rc == 0 && !key_in(&k, qid))) {
+		if (rc == MDB_NOTFOUND || (rc == 0 && (k.mv_size < 8 ||
+		    saker_get_be64(k.mv_data) != qid))) {
 			rc = 0;
 			break;
 		}
@@ -783,6 +833,9 @@ lm_rollback(struct lstore *s)
 	for (q = s->dirty; q != NULL; q = next) {
 		next = q->dirty_next;
 		q->cur = q->saved;
+		/* the layer counts q's ids again at their next use: a delete
+		 * undone brings back ids it may have counted as gone */
+		q->base.ids_known = false;
 		q->dirty = false;
 		q->deleted = false;
 		q->dirty_next = NULL;
@@ -1340,9 +1393,13 @@ lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
 		s->next_qid++;
 	}
 	/* New, or deleted / rolled back in this batch: start empty.  Its
-	 * record is written at commit. */
+	 * record is written at commit.  A struct reused keeps no id count
+	 * of the layer's (its ids went with the delete). */
 	q_change(s, q);
 	memset(&q->cur, 0, sizeof(q->cur));
+	memset(q->base.n, 0, sizeof(q->base.n));
+	q->base.ids_known = false;
+	q->base.dedup_hits = 0;
 	q->cur.lo = q->cur.tail = LM_SEQ_START;
 	q->cur.exists = true;
 	q->deleted = false;
@@ -1351,11 +1408,14 @@ lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
 	return SAKER_OK;
 }
 
+/* Delete q's items, and with `ids` its deduplication ids (a delete; a
+ * flush keeps them: store.h). */
 static int
-empty_queue(struct lstore *s, struct saker_queue *q, const char *what)
+empty_queue(struct lstore *s, struct saker_queue *q, bool ids,
+    const char *what)
 {
 	MDB_txn *t;
-	bool wrote = false;
+	bool wrote = false, wids = false;
 	int rc;
 
 	/* Deleting touches about one leaf page per few dozen records. */
@@ -1373,7 +1433,15 @@ empty_queue(struct lstore *s, struct saker_queue *q, const char *what)
 		rc = jr_delq(s, JR_DELQ, LD_OPEN, q->id);
 	if (rc == 0 && wrote && q->cur.delayed > 0)
 		rc = jr_delq(s, JR_DELDQ, LD_DELAYED, q->id);
-	if ((rc = op_end(s, t, rc, wrote)) != 0)
+	if (rc == 0 && ids)
+		rc = del_prefix(t, s->dbi[LD_DEDUP], q->id, &wids);
+	if (rc == 0 && wids)
+		rc = del_prefix(t, s->dbi[LD_DEDUPX], q->id, &wids);
+	if (rc == 0 && wids)
+		rc = jr_delq(s, JR_DELQ, LD_DEDUP, q->id);
+	if (rc == 0 && wids)
+		rc = jr_delq(s, JR_DELQ, LD_DEDUPX, q->id);
+	if ((rc = op_end(s, t, rc, wrote || wids)) != 0)
 		return lm_fail(s, rc, what);
 	q_change(s, q);
 	q->cur.items = q->cur.bytes = q->cur.delayed = q->cur.open = 0;
@@ -1388,7 +1456,7 @@ lm_queue_delete(saker_store *ss, saker_queue *q)
 
 	if (q == NULL || !q->cur.exists)
 		return seterr(s, SAKER_ENOTFOUND, "lmdb: no such queue");
-	if ((rc = empty_queue(s, q, "delete queue")) != SAKER_OK)
+	if ((rc = empty_queue(s, q, true, "delete queue")) != SAKER_OK)
 		return rc;
 	q->cur.exists = false;
 	q->deleted = true;
@@ -1405,7 +1473,7 @@ lm_queue_flush(saker_store *ss, saker_queue *q)
 		return seterr(s, SAKER_EINVAL, "lmdb: no queue");
 	if (!q->cur.exists)
 		return SAKER_OK;
-	return empty_queue(s, q, "flush queue");
+	return empty_queue(s, q, false, "flush queue");
 }
 
 static int
@@ -1540,7 +1608,7 @@ put_in(struct lstore *s, struct saker_queue *q, const struct saker_item *item,
     int64_t now_ms, bool wake)
 {
 	unsigned char kb[LM_KEY], *rec;
-	size_t skip, size;
+	size_t skip, pre, size;
 	int64_t created;
 	bool ready;
 	MDB_txn *t;
@@ -1552,11 +1620,18 @@ put_in(struct lstore *s, struct saker_queue *q, const struct saker_item *item,
 	if (item->len > LM_MAXDATA)
 		return seterr(s, SAKER_EINVAL, "lmdb put: item of %zu bytes is "
 		    "too large", item->len);
+	if (item->attrs_len > SAKER_ATTRS_MAX ||
+	    (item->attrs_len > 0 && item->attrs == NULL))
+		return seterr(s, SAKER_EINVAL, "lmdb put: bad item attributes "
+		    "(%zu bytes, at most %u)", item->attrs_len, SAKER_ATTRS_MAX);
 	created = item->created_ms != 0 ? item->created_ms : now_ms;
 	ready = item->due_ms <= now_ms;
 	skip = ready ? 0 : 8;	/* a delayed record starts with the queue id */
-	size = skip + LM_HDR + item->len + LM_CRC;
-	if ((rc = op_begin(s, LM_HDR + LM_CRC + 8 + item->len, &t)) != SAKER_OK)
+	/* attributes, when there are any, between header and data: an item
+	 * without any is the record it was before format 5 */
+	pre = item->attrs_len > 0 ? 2 + item->attrs_len : 0;
+	size = skip + LM_HDR + pre + item->len + LM_CRC;
+	if ((rc = op_begin(s, size + 8, &t)) != SAKER_OK)
 		return rc;
 	if (ready) {
 		mkkey(kb, q->id, q->cur.tail);
@@ -1573,9 +1648,17 @@ put_in(struct lstore *s, struct saker_queue *q, const struct saker_item *item,
 			saker_put_be64(rec, q->id);
 		hdr_write(rec + skip, LM_STATE_READY, item->flags,
 		    item->expires_ms, created, item->deliveries);
+		if (pre > 0) {
+			rec[skip + 1] |= LM_HF_ATTRS;
+			saker_put_be16(rec + skip + LM_HDR,
+			    (uint16_t)item->attrs_len);
+			memcpy(rec + skip + LM_HDR + 2, item->attrs,
+			    item->attrs_len);
+		}
 		if (item->len > 0)
-			memcpy(rec + skip + LM_HDR, item->data, item->len);
-		rec_seal(rec + skip, item->len);
+			memcpy(rec + skip + LM_HDR + pre, item->data,
+			    item->len);
+		rec_seal(rec + skip, pre + item->len);
 		rc = jr_rec(s, ready ? LD_ITEMS : LD_DELAYED, kb, LM_KEY, rec,
 		    size);
 	}
@@ -1740,11 +1823,10 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 	memset(&it, 0, sizeof(it));
 	len = res->badsize;
 	it.data = res->bad;
-	if (res->badsize >= LM_HDR) {
-		it.flags = saker_get_be32(res->bad + 4);
-		it.created_ms = (int64_t)saker_get_be64(res->bad + 16);
-		len = rec_datalen(res->bad, res->badsize);
-		it.data = res->bad + LM_HDR;
+	if (hdr_read(res->bad, res->badsize, &it) == 0) {
+		it.expires_ms = 0;
+		it.deliveries = 0;
+		len = it.len;
 	}
 	it.len = len;
 	rc = saker_store_quarantine(&s->base, q, q->name, q->ent.len,
@@ -2205,7 +2287,7 @@ static int
 promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
     struct saker_queue **qp, int *what, size_t *len, struct pr_xto *x)
 {
-	struct saker_item it;
+	struct saker_item it = { 0 };	/* hdr_read may refuse a record */
 	struct saker_queue *q;
 	MDB_cursor *c;
 	MDB_val k, v;
@@ -2495,6 +2577,279 @@ lm_iterate(saker_store *ss, saker_queue *q, saker_item_fn fn, void *arg)
 }
 
 /* ---------------------------------------------------------------------
+ * Deduplication ids (store.h, DEDUPLICATION): dedup holds (qid, id) ->
+ * expiry and its checksum, dedup_exp the same ids by (qid, expiry, id),
+ * so a sweep reads only what it removes.  Both are written in the batch
+ * (journalled), so ids are as durable as the items put with them.
+ * --------------------------------------------------------------------- */
+
+/* The key (qid, id) of dedup or, with `idx`, (qid, expires, id) of
+ * dedup_exp, in kb (LM_DKEY bytes). */
+static MDB_val
+dd_key(unsigned char *kb, uint64_t qid, bool idx, int64_t expires,
+    const void *id, size_t len)
+{
+	size_t pre = idx ? 16 : 8;
+
+	saker_put_be64(kb, qid);
+	if (idx)
+		saker_put_be64(kb + 8, (uint64_t)expires);
+	memcpy(kb + pre, id, len);
+	return (MDB_val){ .mv_size = pre + len, .mv_data = kb };
+}
+
+/* The value of dedup key k: expires and a checksum of key and expiry. */
+static uint32_t
+dd_crc(const MDB_val *k, const unsigned char *exp8)
+{
+	return kit_crc32c(kit_crc32c(0, k->mv_data, k->mv_size), exp8, 8);
+}
+
+static void
+dd_seal(unsigned char *val, const MDB_val *k, int64_t expires)
+{
+	saker_put_be64(val, (uint64_t)expires);
+	saker_put_be32(val + 8, dd_crc(k, val));
+}
+
+/* The expiry in the dedup record k = v; false when it is damaged. */
+static bool
+dd_read(const MDB_val *k, const MDB_val *v, int64_t *expires)
+{
+	const unsigned char *p = v->mv_data;
+
+	if (k->mv_size <= 8 || k->mv_size > 8 + SAKER_DEDUP_KEY_MAX ||
+	    v->mv_size != LM_DVAL || saker_get_be32(p + 8) != dd_crc(k, p))
+		return false;
+	*expires = (int64_t)saker_get_be64(p);
+	return true;
+}
+
+static int
+dd_args(struct lstore *s, saker_queue *q, const void *id, size_t len)
+{
+	if (q == NULL || !q->cur.exists || id == NULL || len == 0 ||
+	    len > SAKER_DEDUP_KEY_MAX)
+		return seterr(s, SAKER_EINVAL, "lmdb: bad deduplication id");
+	return SAKER_OK;
+}
+
+/* Delete the dedup record at k (its expiry `expires`) and its entry in
+ * dedup_exp, journalled; a missing entry is no error. */
+static int
+dd_del(struct lstore *s, MDB_txn *t, MDB_val *k, int64_t expires)
+{
+	unsigned char xb[LM_DKEY];
+	MDB_val x;
+	int rc;
+
+	x = dd_key(xb, saker_get_be64(k->mv_data), true, expires,
+	    (unsigned char *)k->mv_data + 8, k->mv_size - 8);
+	rc = mdb_del(t, s->dbi[LD_DEDUPX], &x, NULL);
+	if (rc == 0)
+		rc = jr_rec(s, LD_DEDUPX, xb, x.mv_size, NULL, 0);
+	if (rc == 0 || rc == MDB_NOTFOUND)
+		rc = mdb_del(t, s->dbi[LD_DEDUP], k, NULL);
+	if (rc == 0)
+		rc = jr_rec(s, LD_DEDUP, k->mv_data, k->mv_size, NULL, 0);
+	return rc;
+}
+
+static int
+lm_dedup_put(saker_store *ss, saker_queue *q, const void *id, size_t len,
+    int64_t expires_ms, int64_t now_ms, bool *replaced)
+{
+	struct lstore *s = (struct lstore *)ss;
+	unsigned char kb[LM_DKEY], xb[LM_DKEY], val[LM_DVAL];
+	MDB_val k, v, x;
+	int64_t old = 0;
+	MDB_txn *t;
+	int rc;
+
+	*replaced = false;
+	if ((rc = dd_args(s, q, id, len)) != SAKER_OK ||
+	    (rc = op_begin(s, 2 * LM_DKEY + LM_DVAL, &t)) != SAKER_OK)
+		return rc;
+	k = dd_key(kb, q->id, false, 0, id, len);
+	dd_seal(val, &k, expires_ms);
+	v = (MDB_val){ .mv_size = LM_DVAL, .mv_data = val };
+	/* one search for a new id (the usual case); a kept one comes back
+	 * in v.  One expired or damaged (taken as expired: at worst one
+	 * duplicate, not an id refused for ever) is replaced. */
+	rc = mdb_put(t, s->dbi[LD_DEDUP], &k, &v, MDB_NOOVERWRITE);
+	if (rc == MDB_KEYEXIST && (!dd_read(&k, &v, &old) || old <= now_ms)) {
+		x = dd_key(xb, q->id, true, old, id, len);
+		if ((rc = mdb_del(t, s->dbi[LD_DEDUPX], &x, NULL)) == 0)
+			rc = jr_rec(s, LD_DEDUPX, xb, x.mv_size, NULL, 0);
+		v = (MDB_val){ .mv_size = LM_DVAL, .mv_data = val };
+		if (rc == 0 || rc == MDB_NOTFOUND)
+			rc = mdb_put(t, s->dbi[LD_DEDUP], &k, &v, 0);
+		*replaced = rc == 0;
+	}
+	if (rc == 0)
+		rc = jr_rec(s, LD_DEDUP, kb, k.mv_size, val, LM_DVAL);
+	x = dd_key(xb, q->id, true, expires_ms, id, len);
+	v.mv_size = 0;
+	if (rc == 0 && (rc = mdb_put(t, s->dbi[LD_DEDUPX], &x, &v, 0)) == 0)
+		rc = jr_rec(s, LD_DEDUPX, xb, x.mv_size, val, 0);
+	if ((rc = op_end(s, t, rc, rc == 0)) == MDB_KEYEXIST)
+		return SAKER_EEXIST;
+	if (rc != 0)
+		return lm_fail(s, rc, "record deduplication id");
+	return SAKER_OK;
+}
+
+static int
+lm_dedup_del(saker_store *ss, saker_queue *q, const void *id, size_t len)
+{
+	struct lstore *s = (struct lstore *)ss;
+	unsigned char kb[LM_DKEY];
+	int64_t old = 0;
+	MDB_val k, v;
+	MDB_txn *t;
+	int rc;
+
+	if ((rc = dd_args(s, q, id, len)) != SAKER_OK ||
+	    (rc = op_begin(s, 0, &t)) != SAKER_OK)
+		return rc;
+	k = dd_key(kb, q->id, false, 0, id, len);
+	rc = mdb_get(t, s->dbi[LD_DEDUP], &k, &v);
+	if (rc == 0) {
+		(void)dd_read(&k, &v, &old);	/* damaged: no entry found */
+		rc = dd_del(s, t, &k, old);
+	}
+	if ((rc = op_end(s, t, rc, rc == 0)) == MDB_NOTFOUND)
+		return seterr(s, SAKER_ENOTFOUND, "lmdb: no such "
+		    "deduplication id (%zu bytes)", len);	/* binary */
+	if (rc != 0)
+		return lm_fail(s, rc, "remove deduplication id");
+	return SAKER_OK;
+}
+
+/* The first dedup_exp entry of q at cursor c; MDB_NOTFOUND when none. */
+static int
+dd_first(MDB_cursor *c, uint64_t qid, MDB_val *k)
+{
+	unsigned char kb[8];
+	MDB_val v;
+	int rc;
+
+	saker_put_be64(kb, qid);
+	*k = (MDB_val){ .mv_size = 8, .mv_data = kb };
+	rc = mdb_cursor_get(c, k, &v, MDB_SET_RANGE);
+	if (rc == 0 && (k->mv_size < 8 || saker_get_be64(k->mv_data) != qid))
+		rc = MDB_NOTFOUND;
+	if (rc == 0 && (k->mv_size <= 16 || k->mv_size > LM_DKEY))
+		rc = LM_EBADVAL;
+	return rc;
+}
+
+static int
+lm_dedup_sweep(saker_store *ss, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	struct lstore *s = (struct lstore *)ss;
+	unsigned char kb[LM_DKEY];
+	MDB_cursor *c;
+	MDB_val k, x, v;
+	int64_t exp, old;
+	uint64_t n = 0;
+	MDB_txn *t;
+	int rc;
+
+	*removed = 0;
+	if (q == NULL || !q->cur.exists)
+		return seterr(s, SAKER_ENOTFOUND, "lmdb: no such queue");
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	/* none expired (the usual case): one look, no write */
+	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_DEDUPX], &c)) != 0)
+		return lm_fail(s, rc, "sweep deduplication ids");
+	rc = dd_first(c, q->id, &x);
+	exp = rc == 0 ? (int64_t)saker_get_be64((unsigned char *)x.mv_data +
+	    8) : 0;
+	mdb_cursor_close(c);
+	if (rc == MDB_NOTFOUND || (rc == 0 && exp > now_ms))
+		return SAKER_OK;
+	if (rc != 0)
+		return lm_fail(s, rc, "sweep deduplication ids");
+	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
+		return rc;
+	if ((rc = mdb_cursor_open(t, s->dbi[LD_DEDUPX], &c)) != 0)
+		goto end;
+	while ((limit == 0 || n < limit) && (rc = dd_first(c, q->id, &x)) ==
+	    0 && (exp = (int64_t)saker_get_be64((unsigned char *)x.mv_data +
+	    8)) <= now_ms) {
+		/* the id goes (and is counted) when its record has this
+		 * expiry or is damaged; else the entry is a leftover of a
+		 * damaged record replaced, and goes alone */
+		k = dd_key(kb, q->id, false, 0, (unsigned char *)x.mv_data + 16,
+		    x.mv_size - 16);
+		rc = mdb_get(t, s->dbi[LD_DEDUP], &k, &v);
+		if (rc == 0 && (!dd_read(&k, &v, &old) || old == exp)) {
+			if ((rc = dd_del(s, t, &k, exp)) != 0)
+				break;
+			n++;
+			continue;
+		}
+		if (rc != 0 && rc != MDB_NOTFOUND)
+			break;
+		memcpy(kb, x.mv_data, x.mv_size);
+		if ((rc = mdb_cursor_del(c, 0)) != 0 ||
+		    (rc = jr_rec(s, LD_DEDUPX, kb, x.mv_size, NULL, 0)) != 0)
+			break;
+	}
+	if (rc == MDB_NOTFOUND || rc == 0)
+		rc = 0;
+	mdb_cursor_close(c);
+end:
+	if ((rc = op_end(s, t, rc, true)) != 0)
+		return lm_fail(s, rc, "sweep deduplication ids");
+	*removed = n;
+	return SAKER_OK;
+}
+
+static int
+lm_dedup_iterate(saker_store *ss, saker_queue *q, saker_dedup_fn fn,
+    void *arg)
+{
+	struct lstore *s = (struct lstore *)ss;
+	unsigned char kb[8];
+	MDB_cursor *c;
+	MDB_val k, v;
+	int64_t exp;
+	int rc, r = 0;
+
+	if (q == NULL || fn == NULL || !q->cur.exists)
+		return seterr(s, SAKER_EINVAL, "lmdb: bad argument");
+	if ((rc = lm_begin(s, false)) != SAKER_OK)
+		return rc;
+	if (s->no_dedup)
+		return SAKER_OK;
+	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_DEDUP], &c)) != 0)
+		return lm_fail(s, rc, "read deduplication ids");
+	saker_put_be64(kb, q->id);
+	k = (MDB_val){ .mv_size = 8, .mv_data = kb };
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0 &&
+	    k.mv_size >= 8 && saker_get_be64(k.mv_data) == q->id;
+	    rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (!dd_read(&k, &v, &exp)) {
+			r = seterr(s, SAKER_ECORRUPT, "queue '%.*s': a "
+			    "deduplication id record failed its checksum",
+			    (int)q->ent.len, q->name);
+			break;
+		}
+		if ((r = fn(arg, (unsigned char *)k.mv_data + 8,
+		    k.mv_size - 8, exp)) != 0)
+			break;
+	}
+	mdb_cursor_close(c);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return lm_fail(s, rc, "read deduplication ids");
+	return r;
+}
+
+/* ---------------------------------------------------------------------
  * Stats, errmsg
  * --------------------------------------------------------------------- */
 
@@ -2725,7 +3080,7 @@ static int
 lm_open_dbs(struct lstore *s, bool create)
 {
 	static const char *const names[LD_COUNT] = { "meta", "queues", "items",
-	    "open", "delayed" };
+	    "open", "delayed", "dedup", "dedup_exp" };
 	MDB_txn *t;
 	MDB_dbi main;
 	MDB_stat ms;
@@ -2748,8 +3103,14 @@ lm_open_dbs(struct lstore *s, bool create)
 		goto fail;
 	}
 	for (i = 0; i < LD_COUNT; i++) {
-		rc = mdb_dbi_open(t, names[i], fresh ? MDB_CREATE : 0,
-		    &s->dbi[i]);
+		/* a store of format < 5 gains the dedup databases here
+		 * (read-only: it has no ids) */
+		rc = mdb_dbi_open(t, names[i], fresh || (i >= LD_DEDUP &&
+		    !s->read_only) ? MDB_CREATE : 0, &s->dbi[i]);
+		if (rc == MDB_NOTFOUND && i >= LD_DEDUP) {
+			s->no_dedup = true;
+			continue;
+		}
 		if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
 			ret = seterr(s, SAKER_ECORRUPT, "%s/data.mdb is an LMDB "
 			    "database but not a saker store (no \"%s\" table)",
@@ -2770,10 +3131,11 @@ lm_open_dbs(struct lstore *s, bool create)
 	if ((ret = meta_check(s, t)) != SAKER_OK ||
 	    (ret = meta_get64(s, t, "journal_seq", &s->lt.ckpt_seq)) != SAKER_OK)
 		goto fail;
-	/* Older stores are upgraded in place: version 2 (the journal) and 3
-	 * (item checksums; records without one still read) only add to them,
-	 * and from now on an older build must refuse the store, as it would
-	 * ignore the journal or read a checksum as data. */
+	/* Older stores are upgraded in place: version 2 (the journal), 3
+	 * (item checksums; records without one still read) and 5 (item
+	 * attributes, the dedup databases) only add to them, and from now on
+	 * an older build must refuse the store, as it would ignore the
+	 * journal or read a checksum or attributes as data. */
 	if (!s->read_only && ((rc = put_sentinels(t, s->dbi)) != 0 ||
 	    (rc = meta_version(s, t)) != 0 ||
 	    (rc = meta_store_id(s, t)) != 0)) {
@@ -3071,6 +3433,10 @@ const struct saker_store_driver saker_store_lmdb = {
 	.promote = lm_promote,
 	.flush_expired = lm_flush_expired,
 	.iterate = lm_iterate,
+	.dedup_put = lm_dedup_put,
+	.dedup_del = lm_dedup_del,
+	.dedup_sweep = lm_dedup_sweep,
+	.dedup_iterate = lm_dedup_iterate,
 	.commit = lm_commit,
 	.sync = lm_sync,
 	.store_stats = lm_store_stats,

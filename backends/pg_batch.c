@@ -31,8 +31,8 @@ pg_batch_arrs(struct pg_store *s, void (*fn)(struct pg_arr *))
 {
 	struct pg_arr *a[] = { &s->put_name, &s->put_vis, &s->put_due,
 	    &s->put_flags, &s->put_exp, &s->put_created, &s->put_data,
-	    &s->put_crc, &s->put_dlv, &s->st_qid, &s->st_id, &s->st_st,
-	    &s->del_qid, &s->del_id };
+	    &s->put_crc, &s->put_dlv, &s->put_attrs, &s->st_qid, &s->st_id,
+	    &s->st_st, &s->del_qid, &s->del_id };
 	size_t i;
 
 	for (i = 0; i < sizeof(a) / sizeof(a[0]); i++)
@@ -87,6 +87,16 @@ pg_took_clear(struct pg_store *s)
 	}
 }
 
+/* Queue the batch's BEGIN, if not sent yet. */
+static void
+pg_send_begin(struct pg_store *s, struct pg_pipe *pp)
+{
+	if (s->in_txn && !s->begun) {
+		pg_pipe_send(s, pp, 0, "BEGIN", NULL, "begin");
+		s->begun = true;
+	}
+}
+
 /* Queue the batch's BEGIN (if not sent yet) and every buffered write
  * ahead of whatever the caller sends next. */
 void
@@ -94,10 +104,7 @@ pg_send_pending(struct pg_store *s, struct pg_pipe *pp)
 {
 	struct pgp p;
 
-	if (s->in_txn && !s->begun) {
-		pg_pipe_send(s, pp, 0, "BEGIN", NULL, "begin");
-		s->begun = true;
-	}
+	pg_send_begin(s, pp);
 	if (s->put_name.n > 0) {
 		memset(&p, 0, sizeof(p));
 		pg_pp_arr(&p, &s->put_name);
@@ -112,6 +119,7 @@ pg_send_pending(struct pg_store *s, struct pg_pipe *pp)
 		pg_pp_arr(&p, &s->put_crc);
 		pg_pp_i64(&p, (int64_t)s->put_name.n);
 		pg_pp_arr(&p, &s->put_dlv);
+		pg_pp_arr(&p, &s->put_attrs);
 		pg_pipe_send(s, pp, P_PUTS, NULL, &p, "inserting items");
 	}
 	if (s->st_id.n > 0) {
@@ -160,10 +168,12 @@ pg_pending_done(struct pg_store *s, struct pg_pipe *pp)
 	}
 }
 
-/* Run a prepared statement after the batch's pending writes, in one
- * round trip; NULL (and s->code, s->err set) on failure. */
-PGresult *
-pg_run(struct pg_store *s, int which, const struct pgp *p, const char *what)
+/* Run a prepared statement after the batch's pending writes (or only
+ * its BEGIN: `alone`, for one that needs not see them), in one round
+ * trip; NULL (and s->code, s->err set) on failure. */
+static PGresult *
+pg_run_in(struct pg_store *s, int which, const struct pgp *p,
+    const char *what, bool alone)
 {
 	struct pg_pipe pp;
 	PGresult *res;
@@ -173,7 +183,10 @@ pg_run(struct pg_store *s, int which, const struct pgp *p, const char *what)
 		return NULL;
 	}
 	pg_pipe_init(&pp);
-	pg_send_pending(s, &pp);
+	if (alone)
+		pg_send_begin(s, &pp);
+	else
+		pg_send_pending(s, &pp);
 	pg_pipe_send(s, &pp, which, NULL, p, what);
 	if (!pg_pipe_wait(s, &pp)) {
 		pg_pipe_fail(s, &pp);
@@ -184,6 +197,21 @@ pg_run(struct pg_store *s, int which, const struct pgp *p, const char *what)
 	pp.res[pp.n - 1] = NULL;
 	pg_pipe_clear(&pp);
 	return res;
+}
+
+PGresult *
+pg_run(struct pg_store *s, int which, const struct pgp *p, const char *what)
+{
+	return pg_run_in(s, which, p, what, false);
+}
+
+/* The deduplication statements see no item: the batch's puts stay
+ * buffered for its one pipeline. */
+PGresult *
+pg_run_alone(struct pg_store *s, int which, const struct pgp *p,
+    const char *what)
+{
+	return pg_run_in(s, which, p, what, true);
 }
 
 /* Send the pending writes now (before a listing that must see them). */
@@ -584,7 +612,8 @@ pg_commit(saker_store *base)
 			    s->down_why[0] != '\0' ? s->down_why : s->err);
 			pg_errf(s, SAKER_EINDOUBT, "postgres: outcome unknown, the"
 			    " COMMIT got no answer (%s): the batch may or may not"
-			    " be stored; retrying a write may duplicate it", why);
+			    " be stored; retrying a write without an id may"
+			    " duplicate it", why);
 			pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
 		}
 		goto fail;

@@ -13,6 +13,8 @@ void pg_send_pending(struct pg_store *s, struct pg_pipe *pp);
 void pg_pending_done(struct pg_store *s, struct pg_pipe *pp);
 PGresult *pg_run(struct pg_store *s, int which, const struct pgp *p,
     const char *what);
+PGresult *pg_run_alone(struct pg_store *s, int which, const struct pgp *p,
+    const char *what);
 int pg_flush(struct pg_store *s);
 void pg_lose_batch(struct pg_store *s, int code);
 int pg_begin(struct pg_store *s);

@@ -33,7 +33,7 @@ pg_put_damaged(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 {
 	struct saker_item it;
 	char msg[sizeof(s->err)];
-	void *copy = NULL;
+	char *copy = NULL;
 	int err;
 
 	memset(&it, 0, sizeof(it));
@@ -41,12 +41,18 @@ pg_put_damaged(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 		it.flags = (uint32_t)pg_rv_i64(res, row, C_FLAGS);
 		it.created_ms = pg_rv_i64(res, row, C_CREATED);
 		it.len = (size_t)PQgetlength(res, row, C_DATA);
+		/* attributes too long to put again are damage: left out */
+		it.attrs_len = (size_t)PQgetlength(res, row, C_ATTRS);
+		if (it.attrs_len > SAKER_ATTRS_MAX)
+			it.attrs_len = 0;
 		/* res may be freed if a statement below fails */
-		if (it.len > 0 && (copy = malloc(it.len)) == NULL)
+		if ((copy = malloc(it.len + it.attrs_len + 1)) == NULL)
 			return pg_errf(s, SAKER_ENOMEM, "out of memory");
-		if (it.len > 0)
-			memcpy(copy, PQgetvalue(res, row, C_DATA), it.len);
-		it.data = copy != NULL ? copy : "";
+		memcpy(copy, PQgetvalue(res, row, C_DATA), it.len);
+		memcpy(copy + it.len, PQgetvalue(res, row, C_ATTRS),
+		    it.attrs_len);
+		it.data = copy;
+		it.attrs = copy + it.len;
 	}
 	err = saker_store_quarantine(&s->base, q, q->name, q->len,
 	    (uint64_t)id, res != NULL ? &it : NULL, now_ms, msg, sizeof(msg));

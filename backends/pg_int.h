@@ -36,7 +36,7 @@
 
 /* the columns of ITEM_COLS, by number */
 enum { C_ID, C_FLAGS, C_EXPIRES, C_CREATED, C_VIS, C_DUE, C_DATA, C_CRC,
-    C_DLV };
+    C_DLV, C_ATTRS };
 
 enum {
 	P_Q_FIND, P_Q_CREATE, P_Q_LIST, P_Q_DELETE, P_I_DELQ, P_C_DELQ,
@@ -46,7 +46,9 @@ enum {
 	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
 	P_QSYNC, P_PUTS, P_SETSTATE, P_DELS, P_COUNTS, P_CLAIM, P_GIVEBACK,
 	P_MOVE, P_EXPIRE_GET, P_DELAY, P_QCOUNT, P_ADV_LOCK, P_ADVANCE,
-	P_HORIZON, P_COUNT
+	/* the deduplication statements last: a store before format 6 has
+	 * none (pg_prepare_all()) */
+	P_HORIZON, P_D_PUT, P_D_DEL, P_D_SWEEP, P_D_LIST, P_D_DELQ, P_COUNT
 };
 
 struct saker_queue {
@@ -200,7 +202,7 @@ struct pg_store {
 	 */
 	bool begun;
 	struct pg_arr put_name, put_vis, put_due, put_flags, put_exp,
-	    put_created, put_data, put_crc, put_dlv;
+	    put_created, put_data, put_crc, put_dlv, put_attrs;
 	size_t put_bytes;
 	struct pg_arr st_qid, st_id, st_st;
 	struct intmap st_ids;	/* ids with a state change in st_* */

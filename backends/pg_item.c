@@ -21,6 +21,17 @@ pg_saw(struct pg_store *s, int64_t now_ms)
 		s->last_now = now_ms;
 }
 
+/* An item's checksum: kit_item_crc(), then its attributes if it has any
+ * (so rows without them, from before format 6 too, keep theirs). */
+static uint32_t
+pg_item_crc(uint32_t flags, int64_t expires_ms, int64_t created_ms,
+    const void *data, size_t len, const void *attrs, size_t alen)
+{
+	uint32_t crc = kit_item_crc(flags, expires_ms, created_ms, data, len);
+
+	return alen > 0 ? kit_crc32c(crc, attrs, alen) : crc;
+}
+
 /* Puts wait in the batch's arrays; beyond this many bytes of data they
  * are sent ahead of the commit, so no statement grows without bound. */
 #define PG_PUT_FLUSH (8u << 20)
@@ -38,7 +49,8 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	if ((err = pg_dead(s, q)) != SAKER_OK)
 		return err;
 	if (item == NULL || (item->data == NULL && item->len > 0) ||
-	    item->len > INT32_MAX)
+	    item->len > INT32_MAX || item->attrs_len > SAKER_ATTRS_MAX ||
+	    (item->attrs == NULL && item->attrs_len > 0))
 		return pg_errf(s, SAKER_EINVAL, "bad item");
 	if ((err = pg_begin(s)) != SAKER_OK)
 		return err;
@@ -47,7 +59,8 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	    !pg_arr_reserve(&s->put_flags, 12) || !pg_arr_reserve(&s->put_exp, 12) ||
 	    !pg_arr_reserve(&s->put_created, 12) ||
 	    !pg_arr_reserve(&s->put_crc, 12) || !pg_arr_reserve(&s->put_dlv, 12) ||
-	    !pg_arr_reserve(&s->put_data, 4 + item->len))
+	    !pg_arr_reserve(&s->put_data, 4 + item->len) ||
+	    !pg_arr_reserve(&s->put_attrs, 4 + item->attrs_len))
 		return pg_errf(s, SAKER_ENOMEM, "out of memory");
 	pg_saw(s, now_ms);
 	due = item->due_ms > now_ms ? item->due_ms : 0;
@@ -68,8 +81,10 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	pg_arr_i64(&s->put_created, created);
 	pg_arr_put(&s->put_data, item->data, item->len);
 	pg_arr_i64(&s->put_dlv, (int64_t)item->deliveries);
-	pg_arr_i64(&s->put_crc, kit_item_crc(item->flags, item->expires_ms,
-	    created, item->data, item->len));
+	/* empty: none (NULL in the row) */
+	pg_arr_put(&s->put_attrs, item->attrs, item->attrs_len);
+	pg_arr_i64(&s->put_crc, pg_item_crc(item->flags, item->expires_ms,
+	    created, item->data, item->len, item->attrs, item->attrs_len));
 	s->put_bytes += item->len;
 	pg_mark_dirty(s, q);
 	q->d_total++;
@@ -104,6 +119,10 @@ pg_row_item(const PGresult *res, int row, struct saker_item *it,
 		it->deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
 		    SAKER_DELIVERIES_MAX : (uint32_t)d;
 	}
+	if (PQnfields(res) > C_ATTRS && !PQgetisnull(res, row, C_ATTRS)) {
+		it->attrs = PQgetvalue(res, row, C_ATTRS);
+		it->attrs_len = (size_t)PQgetlength(res, row, C_ATTRS);
+	}
 }
 
 /* Does the item of this row (ITEM_COLS) hold its checksum?  Rows from
@@ -122,25 +141,28 @@ pg_row_sound(const PGresult *res, int row)
 	/* flags are a u32 stored in a bigint: anything else is damage */
 	if (pg_rv_i64(res, row, C_FLAGS) != (int64_t)flags)
 		return false;
-	return pg_rv_i64(res, row, C_CRC) == (int64_t)kit_item_crc(flags,
+	return pg_rv_i64(res, row, C_CRC) == (int64_t)pg_item_crc(flags,
 	    pg_rv_i64(res, row, C_EXPIRES), pg_rv_i64(res, row, C_CREATED),
-	    PQgetvalue(res, row, C_DATA), (size_t)PQgetlength(res, row, C_DATA));
+	    PQgetvalue(res, row, C_DATA), (size_t)PQgetlength(res, row, C_DATA),
+	    PQgetvalue(res, row, C_ATTRS),
+	    (size_t)PQgetlength(res, row, C_ATTRS));
 }
 
 /*
- * An expired item of q (row `row` of res; its flags, created, data and
- * deliveries in columns col[0..3]) goes to q's expire_to queue, with
- * its expiry cleared, in the batch; the caller deletes the original.
+ * An expired item of q (row `row` of res; its flags, created, data,
+ * deliveries and attributes in columns col[0..4]) goes to q's expire_to
+ * queue, with its expiry cleared, in the batch; the caller deletes the
+ * original.
  * *moved false: q has no expire_to (or it is q): the caller drops it.
  */
 int
 pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
-    int row, const int col[4], int64_t now_ms, bool *moved)
+    int row, const int col[5], int64_t now_ms, bool *moved)
 {
 	struct saker_item it;
 	struct saker_queue *t;
 	saker_notify_fn fn;
-	void *copy = NULL;
+	char *copy = NULL;
 	int64_t d;
 	int err;
 
@@ -155,12 +177,14 @@ pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 	it.deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
 	    SAKER_DELIVERIES_MAX : (uint32_t)d;
 	it.len = (size_t)PQgetlength(res, row, col[2]);
+	it.attrs_len = (size_t)PQgetlength(res, row, col[4]);
 	/* res may be freed if a statement below fails (the batch is lost) */
-	if (it.len > 0 && (copy = malloc(it.len)) == NULL)
+	if ((copy = malloc(it.len + it.attrs_len + 1)) == NULL)
 		return pg_errf(s, SAKER_ENOMEM, "out of memory");
-	if (it.len > 0)
-		memcpy(copy, PQgetvalue(res, row, col[2]), it.len);
-	it.data = copy != NULL ? copy : "";
+	memcpy(copy, PQgetvalue(res, row, col[2]), it.len);
+	memcpy(copy + it.len, PQgetvalue(res, row, col[4]), it.attrs_len);
+	it.data = copy;
+	it.attrs = copy + it.len;
 	/* put without the local wake-up (pg_gained still lists t for the
 	 * other brokers' NOTIFY): t is woken once, at the call's end */
 	fn = s->notify;
@@ -194,7 +218,7 @@ pg_xto_wake(struct pg_store *s)
 	}
 }
 
-const int pg_item_cols[4] = { C_FLAGS, C_CREATED, C_DATA, C_DLV };
+const int pg_item_cols[5] = { C_FLAGS, C_CREATED, C_DATA, C_DLV, C_ATTRS };
 
 /* Put back a removed item the caller refused, exactly as it was. */
 int
@@ -217,6 +241,11 @@ pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r)
 	else
 		pg_pp_i64(&p, pg_rv_i64(r, 0, C_CRC));
 	pg_pp_i64(&p, pg_rv_i64(r, 0, C_DLV));
+	if (PQgetisnull(r, 0, C_ATTRS))
+		pg_pp_null(&p);
+	else
+		pg_pp_bin(&p, PQgetvalue(r, 0, C_ATTRS),
+		    (size_t)PQgetlength(r, 0, C_ATTRS));
 	if ((res = pg_run(s, P_REINSERT, &p, "returning item")) == NULL)
 		return s->code;
 	PQclear(res);

@@ -11,9 +11,9 @@ void pg_row_item(const PGresult *res, int row, struct saker_item *it,
     saker_item_state state);
 bool pg_row_sound(const PGresult *res, int row);
 int pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
-    int row, const int col[4], int64_t now_ms, bool *moved);
+    int row, const int col[5], int64_t now_ms, bool *moved);
 void pg_xto_wake(struct pg_store *s);
 int pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r);
-extern const int pg_item_cols[4];
+extern const int pg_item_cols[5];
 
 #endif

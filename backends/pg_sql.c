@@ -18,15 +18,20 @@
 /* 5: saker_queues.lo_vis, lo_id, the queue's low-water mark (P_ADVANCE),
  * and saker_items_held; writers of this format keep every key of a
  * queue at or above its mark, older brokers would not. */
-#define PG_FORMAT_VERSION 5
+/* 6: saker_items.attrs, the item's attributes (store.h, NULL: none),
+ * covered by its crc; saker_dedup, the deduplication ids of every
+ * queue by name, shared by the brokers. */
+#define PG_FORMAT_VERSION 6
 
 #define DBNOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 /* ready for stats and listings: visible, or claimed ahead by a broker */
 #define READY "((state = 0 AND due <= $2::bigint) OR state = 2)"
 /* @CRC@ stands for the crc column, or NULL::bigint while a read-only
  * open reads a store from before format 3; @DLV@ for the deliveries
- * column, or 0::bigint before format 4 (pg_prepare_all()). */
-#define ITEM_COLS "id, flags, expires, created, vis, due, data, @CRC@, @DLV@"
+ * column, or 0::bigint before format 4; @ATR@ for the attrs column, or
+ * NULL::bytea before format 6 (pg_prepare_all()). */
+#define ITEM_COLS "id, flags, expires, created, vis, due, data, @CRC@," \
+	" @DLV@, @ATR@"
 
 #define PG_DLV_MAX "65535"	/* SAKER_DELIVERIES_MAX */
 /* The vis of a new key in queue row q: v, or just past the queue's
@@ -45,7 +50,7 @@
 #define HEAD_ROWS(n) "WITH c AS (SELECT qid, id FROM saker_items WHERE " \
 	HEAD_WHERE " ORDER BY vis, id LIMIT " n " FOR UPDATE SKIP LOCKED)"
 #define RETURNING_ITEM " RETURNING i.id, i.flags, i.expires, i.created," \
-	" i.vis, i.due, i.data, @CRC@, @DLV@"
+	" i.vis, i.due, i.data, @CRC@, @DLV@, @ATR@"
 /* back to the queue, no longer leased */
 #define GIVE_BACK "UPDATE saker_items SET state = 0, owner = NULL," \
 	" lease_until = 0"
@@ -95,9 +100,10 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_PEEK] = "SELECT " ITEM_COLS " FROM saker_items WHERE " HEAD_WHERE
 	    " ORDER BY vis, id LIMIT 1",
 	[P_REINSERT] = "INSERT INTO saker_items(qid, id, vis, due, state, flags,"
-	    " expires, created, len, data, crc, deliveries) VALUES ($1::bigint,"
-	    " $2::bigint, $3::bigint, $4::bigint, 0, $5::bigint, $6::bigint,"
-	    " $7::bigint, $8::bigint, $9::bytea, $10::bigint, $11::bigint)",
+	    " expires, created, len, data, crc, deliveries, attrs) VALUES"
+	    " ($1::bigint, $2::bigint, $3::bigint, $4::bigint, 0, $5::bigint,"
+	    " $6::bigint, $7::bigint, $8::bigint, $9::bytea, $10::bigint,"
+	    " $11::bigint, $12::bytea)",
 	[P_DEL1] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
 	    " id = $2::bigint",
 	/* a damaged item seen by a peek: only while nobody has taken it */
@@ -129,20 +135,20 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_PROMOTE] = "WITH x AS (DELETE FROM saker_items WHERE state = 0 AND"
 	    " due > $1::bigint AND due <= $2::bigint AND expires <> 0 AND"
 	    " expires <= $2::bigint RETURNING qid, flags, created, data,"
-	    " @DLV@ AS dlv)"
-	    " SELECT qid, 1::bigint, flags, created, data, dlv FROM x UNION ALL"
-	    " SELECT qid, 0::bigint, count(*)::bigint,"
+	    " @DLV@ AS dlv, @ATR@ AS atr)"
+	    " SELECT qid, 1::bigint, flags, created, data, dlv, atr FROM x"
+	    " UNION ALL SELECT qid, 0::bigint, count(*)::bigint,"
 	    " coalesce(sum(len), 0)::bigint, ''::bytea,"
-	    " 0::bigint FROM saker_items WHERE state = 0 AND"
+	    " 0::bigint, NULL::bytea FROM saker_items WHERE state = 0 AND"
 	    " due > $1::bigint AND due <= $2::bigint AND (expires = 0 OR"
 	    " expires > $2::bigint) GROUP BY qid",
 	/* P_EXPIRE for a queue with expire_to: the rows come back to be
-	 * moved (flags, created, data, deliveries) */
+	 * moved (flags, created, data, deliveries, attributes) */
 	/* in FIFO order: DELETE ... RETURNING follows no ORDER BY, and the
 	 * items must reach the expire_to queue as they stood */
 	[P_EXPIRE_GET] = "WITH x AS (" EXPIRED_AT_HEAD " RETURNING vis, id,"
-	    " flags, created, data, @DLV@ AS dlv) SELECT flags, created, data,"
-	    " dlv FROM x ORDER BY vis, id",
+	    " flags, created, data, @DLV@ AS dlv, @ATR@ AS atr) SELECT flags,"
+	    " created, data, dlv, atr FROM x ORDER BY vis, id",
 	[P_NEXT] = "SELECT coalesce(min(due), 0)::bigint FROM saker_items"
 	    " WHERE state = 0 AND due > $1::bigint",
 	/* the rows this broker holds, by key (pg_renew()) */
@@ -175,7 +181,9 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_NOTIFY] = "SELECT pg_notify($1::text, unnest($2::text[]))",
 	[P_SIZE] = "SELECT (pg_total_relation_size('saker_items') +"
 	    " pg_total_relation_size('saker_queues') +"
-	    " pg_total_relation_size('saker_counts'))::bigint",
+	    " pg_total_relation_size('saker_counts') +"
+	    " coalesce(pg_total_relation_size(to_regclass('saker_dedup')),"
+	    " 0))::bigint",
 	/*
 	 * The batched statements: one per kind of write per batch, whatever
 	 * the number of commands, sent in one pipeline with the COMMIT.
@@ -193,15 +201,16 @@ static const char *const pg_sql[P_COUNT] = {
 	 * this batch.  A queue deleted between P_QSYNC and here fails the
 	 * statement, and with it the batch, rather than drop an item. */
 	[P_PUTS] = "WITH ins AS (INSERT INTO saker_items(qid, id, vis, due,"
-	    " state, flags, expires, created, len, data, crc, deliveries)"
-	    " SELECT q.id, u.id, " ABOVE_MARK("u.vis", "q") ", u.due, 0,"
-	    " u.flags, u.expires, u.created,"
-	    " length(u.data), u.data, u.crc, u.dlv FROM (SELECT"
+	    " state, flags, expires, created, len, data, crc, deliveries,"
+	    " attrs) SELECT q.id, u.id, " ABOVE_MARK("u.vis", "q") ", u.due, 0,"
+	    " u.flags, u.expires, u.created, length(u.data), u.data, u.crc,"
+	    " u.dlv, nullif(u.atr, ''::bytea) FROM (SELECT"
 	    " nextval('saker_item_id') AS id,"
 	    " x.* FROM unnest($1::bytea[], $2::bigint[], $3::bigint[],"
 	    " $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[],"
-	    " $8::bigint[], $10::bigint[]) WITH ORDINALITY AS x(name, vis, due,"
-	    " flags, expires, created, data, crc, dlv, ord) ORDER BY x.ord"
+	    " $8::bigint[], $10::bigint[], $11::bytea[]) WITH ORDINALITY AS"
+	    " x(name, vis, due, flags, expires, created, data, crc, dlv, atr,"
+	    " ord) ORDER BY x.ord"
 	    " OFFSET 0) u JOIN"
 	    " saker_queues q ON q.name = u.name FOR KEY SHARE OF q RETURNING 1)"
 	    " SELECT CASE WHEN count(*) = $9::bigint THEN 0 ELSE"
@@ -277,6 +286,29 @@ static const char *const pg_sql[P_COUNT] = {
 	    " WHERE l.id = ANY ($1::bigint[]) AND q.id = l.id"
 	    " AND (c.vis, c.id) > (l.lo_vis, l.lo_id)"
 	    " RETURNING q.id, q.lo_vis, q.lo_id",
+	/*
+	 * Deduplication ids (store.h, DEDUPLICATION), by queue name: one
+	 * record per key in the database, whichever broker wrote it.  Of two
+	 * batches recording one key at once the unique index makes the
+	 * second wait for the first; it then finds the key kept (no row:
+	 * SAKER_EEXIST), or, if the first rolled back, records it.  An
+	 * expired record is taken over (xmax set: replaced).
+	 */
+	[P_D_PUT] = "INSERT INTO saker_dedup(queue, key, expires) VALUES"
+	    " ($1::bytea, $2::bytea, $3::bigint) ON CONFLICT (queue, key) DO"
+	    " UPDATE SET expires = excluded.expires"
+	    " WHERE saker_dedup.expires <= $4::bigint"
+	    " RETURNING (xmax <> 0)::int::bigint",
+	[P_D_DEL] = "DELETE FROM saker_dedup WHERE queue = $1::bytea AND"
+	    " key = $2::bytea",
+	/* oldest expiry first; records another batch is replacing wait */
+	[P_D_SWEEP] = "DELETE FROM saker_dedup WHERE (queue, key) IN (SELECT"
+	    " queue, key FROM saker_dedup WHERE queue = $1::bytea AND"
+	    " expires <= $2::bigint ORDER BY expires LIMIT $3::bigint"
+	    " FOR UPDATE SKIP LOCKED)",
+	[P_D_LIST] = "SELECT key, expires FROM saker_dedup WHERE"
+	    " queue = $1::bytea",
+	[P_D_DELQ] = "DELETE FROM saker_dedup WHERE queue = $1::bytea",
 	/* What VACUUM of saker_items waits behind (pg_horizon_tick()): the
 	 * age of the oldest transaction of this database holding a snapshot
 	 * (ms; prepared transactions count from their PREPARE), the oldest
@@ -303,6 +335,11 @@ static const char *const pg_sql[P_COUNT] = {
 /* the held rows of a queue in (vis, id) order, for P_ADVANCE */
 #define PG_HELD_INDEX "CREATE INDEX saker_items_held ON saker_items" \
 	" (qid, vis, id) WHERE state > 0"
+/* the deduplication ids: queue name, key, expiry (ms); swept by expiry */
+#define PG_DEDUP_TABLE "CREATE TABLE saker_dedup (queue bytea NOT NULL," \
+	" key bytea NOT NULL, expires bigint NOT NULL," \
+	" PRIMARY KEY (queue, key));" \
+	" CREATE INDEX saker_dedup_expires ON saker_dedup (queue, expires)"
 
 static const char pg_schema_sql[] =
     "CREATE TABLE saker_meta ("
@@ -330,6 +367,7 @@ static const char pg_schema_sql[] =
     " data bytea NOT NULL,"
     " crc bigint,"			/* kit_item_crc(); NULL: unchecked */
     " deliveries bigint NOT NULL DEFAULT 0," /* take(OPEN) hand-outs */
+    " attrs bytea,"			/* store.h; NULL: none */
     " PRIMARY KEY (qid, id))"
     " WITH (autovacuum_vacuum_scale_factor = 0.01,"
     " autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 1);"
@@ -345,7 +383,8 @@ static const char pg_schema_sql[] =
     " owner text NOT NULL,"
     " total bigint NOT NULL,"
     " expired bigint NOT NULL,"
-    " PRIMARY KEY (qid, owner));";
+    " PRIMARY KEY (qid, owner));"
+    PG_DEDUP_TABLE ";";
 
 /* [v]: format v to v + 1 */
 static const char *const pg_upgrade_sql[] = {
@@ -376,6 +415,13 @@ static const char *const pg_upgrade_sql[] = {
 	    " NOT NULL DEFAULT " PG_LO_MIN ", ADD COLUMN IF NOT EXISTS lo_id"
 	    " bigint NOT NULL DEFAULT 0; " PG_HELD_INDEX ";"
 	    " UPDATE saker_meta SET value = 5 WHERE key = 'format'",
+	/* format 6: item attributes (a nullable column: no rewrite, old
+	 * items have none, their checksums hold) and the deduplication
+	 * ids; brokers of format 5 would drop attributes and are refused */
+	[5] = "SET LOCAL synchronous_commit = on;"
+	    " ALTER TABLE saker_items ADD COLUMN IF NOT EXISTS attrs bytea; "
+	    PG_DEDUP_TABLE "; UPDATE saker_meta SET value = 6"
+	    " WHERE key = 'format'",
 };
 _Static_assert(sizeof(pg_upgrade_sql) / sizeof(pg_upgrade_sql[0]) ==
     PG_FORMAT_VERSION, "a new format needs its upgrade");
@@ -418,17 +464,23 @@ pg_sql_sub(const char *sql, const char *mark, const char *by)
 	return out;
 }
 
-/* pg_sql[i] with @CRC@ replaced by `crc` and @DLV@ by `dlv`. */
+/* pg_sql[i] with @CRC@, @DLV@ and @ATR@ replaced by what this store's
+ * format has (ITEM_COLS). */
 static char *
-pg_sql_for(const char *sql, const char *crc, const char *dlv)
+pg_sql_for(const char *sql, int64_t version)
 {
-	char *a, *b;
+	char *a, *b, *c;
 
-	if ((a = pg_sql_sub(sql, "@CRC@", crc)) == NULL)
+	if ((a = pg_sql_sub(sql, "@CRC@", version < 3 ? "NULL::bigint" :
+	    "crc")) == NULL)
 		return NULL;
-	b = pg_sql_sub(a, "@DLV@", dlv);
+	b = pg_sql_sub(a, "@DLV@", version < 4 ? "0::bigint" : "deliveries");
 	free(a);
-	return b;
+	if (b == NULL)
+		return NULL;
+	c = pg_sql_sub(b, "@ATR@", version < 6 ? "NULL::bytea" : "attrs");
+	free(b);
+	return c;
 }
 
 /* The session settings: durability, read-only, schema; READ COMMITTED
@@ -438,18 +490,27 @@ pg_sql_for(const char *sql, const char *crc, const char *dlv)
  * one) the planner took a bitmap scan of a queue's every primary key
  * entry, dead ones too, and a sort, for the claim that the head index
  * answers in order (13,092 buffers and 220 ms against 34 under a held
- * horizon). */
+ * horizon).  Once open (`locks`), a lock wait ends at 3/4 of timeout=:
+ * its statement fails and loses the batch, where the silence of a longer
+ * wait would drop the connection (a batch of a broker cut off holds the
+ * ids it recorded until the database notices). */
 static void
-pg_session_sql(const struct pg_store *s, char *sql_set, size_t len)
+pg_session_sql(const struct pg_store *s, char *sql_set, size_t len,
+    bool locks)
 {
+	char lock[64] = "";
+
+	if (locks)
+		snprintf(lock, sizeof(lock), ", set_config('lock_timeout', '%"
+		    PRId64 "', false)", s->timeout_ms * 3 / 4);
 	/* the schema name was checked to need no quoting beyond this */
 	snprintf(sql_set, len, "SELECT set_config("
 	    "'synchronous_commit', '%s', false), set_config("
 	    "'default_transaction_read_only', '%s', false), set_config("
 	    "'default_transaction_isolation', 'read committed', false),"
-	    " set_config('enable_bitmapscan', 'off', false)%s%s%s",
+	    " set_config('enable_bitmapscan', 'off', false)%s%s%s%s",
 	    s->sync == SAKER_SYNC_ALWAYS ? "on" : "off",
-	    s->read_only ? "on" : "off", s->schema != NULL ?
+	    s->read_only ? "on" : "off", lock, s->schema != NULL ?
 	    ", set_config('search_path', '\"" : "", s->schema != NULL ?
 	    s->schema : "", s->schema != NULL ? "\"', false)" : "");
 }
@@ -458,9 +519,10 @@ pg_session_sql(const struct pg_store *s, char *sql_set, size_t len)
 int
 pg_session(struct pg_store *s)
 {
-	char sql[512];
+	char sql[640];
 
-	pg_session_sql(s, sql, sizeof(sql));
+	/* brokers starting together wait for each other's schema lock */
+	pg_session_sql(s, sql, sizeof(sql), false);
 	return pg_simple(s, sql, "session setup");
 }
 
@@ -473,12 +535,12 @@ int
 pg_prepare_all(struct pg_store *s)
 {
 	PGresult *res;
-	char name[16], sql_set[512], *sql;
+	char name[16], sql_set[640], *sql;
 	const char *what = "session setup";
 	int i, n = 0, got = 0, bad = 0, nulls = 0;
 	bool ok = true;
 
-	pg_session_sql(s, sql_set, sizeof(sql_set));
+	pg_session_sql(s, sql_set, sizeof(sql_set), true);
 	if (!PQenterPipelineMode(s->conn) ||
 	    !PQsendQueryParams(s->conn, sql_set, 0, NULL, NULL, NULL, NULL, 0))
 		ok = false;
@@ -495,10 +557,12 @@ pg_prepare_all(struct pg_store *s)
 		if (s->version < 5 && (i == P_PUTS || i == P_MOVE ||
 		    i == P_DELAY || i == P_ADV_LOCK || i == P_ADVANCE))
 			continue;
+		/* nor attributes and deduplication ids before format 6 */
+		if (s->version < 6 && (i == P_PUTS || i == P_REINSERT ||
+		    i >= P_D_PUT))
+			continue;
 		snprintf(name, sizeof(name), "s%d", i);
-		if ((sql = pg_sql_for(pg_sql[i], s->version < 3 ?
-		    "NULL::bigint" : "crc", s->version < 4 ? "0::bigint" :
-		    "deliveries")) == NULL) {
+		if ((sql = pg_sql_for(pg_sql[i], s->version)) == NULL) {
 			(void)PQexitPipelineMode(s->conn);
 			return pg_errf(s, SAKER_ENOMEM, "out of memory");
 		}

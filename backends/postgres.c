@@ -48,6 +48,7 @@
  *   saker_items(qid, id, ...)       every item: ready, delayed, open
  *   saker_counts(qid, owner, ...)   total/expired counters, one row per
  *                                   queue and broker, summed when read
+ *   saker_dedup(queue, key, ...)    deduplication ids, by queue name
  *
  * An item is visible when state = 0 and due <= now (due 0: at once).
  * Visible items are ordered by (vis, id): vis is the put time of a ready
@@ -204,10 +205,18 @@ static int
 pg_queue_delete(saker_store *base, saker_queue *q)
 {
 	struct pg_store *s = PG(base);
+	struct pgp p = { 0 };
+	PGresult *res;
 	int err;
 
-	if ((err = pg_queue_empty(s, q, "deleting items")) != SAKER_OK ||
-	    (err = pg_exec_qid(s, P_C_DELQ, q->id, "deleting counters")) !=
+	if ((err = pg_queue_empty(s, q, "deleting items")) != SAKER_OK)
+		return err;
+	/* its deduplication ids go with it (a flush keeps them) */
+	pg_pp_bin(&p, q->name, q->len);
+	if ((res = pg_run(s, P_D_DELQ, &p, "deleting ids")) == NULL)
+		return s->code;
+	PQclear(res);
+	if ((err = pg_exec_qid(s, P_C_DELQ, q->id, "deleting counters")) !=
 	    SAKER_OK ||
 	    (err = pg_exec_qid(s, P_Q_DELETE, q->id, "deleting queue")) !=
 	    SAKER_OK)
@@ -659,7 +668,7 @@ pg_promote_in(struct pg_store *s, int64_t now_ms, int64_t *next_due_ms)
 			continue;
 		}
 		if (q != NULL) {
-			static const int cols[4] = { 2, 3, 4, 5 };
+			static const int cols[5] = { 2, 3, 4, 5, 6 };
 			bool moved = false;
 
 			saker_store_account(&s->base, q, SAKER_ITEM_DELAYED,
@@ -709,7 +718,7 @@ pg_flush_in(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
 	pg_pp_i64(&p, q->lo_vis);	/* from the low-water mark on */
 	pg_pp_i64(&p, q->lo_id);
 	if (saker_store_has_expire_to(q) && s->version >= 4) {
-		static const int cols[4] = { 0, 1, 2, 3 };
+		static const int cols[5] = { 0, 1, 2, 3, 4 };
 		uint64_t dropped = 0;
 		bool moved;
 		int i;
@@ -860,6 +869,118 @@ pg_iterate(saker_store *base, saker_queue *q, saker_item_fn fn, void *arg)
 	if ((r = pg_iter_rows(s, P_IT_READY, q, SAKER_ITEM_READY, fn, arg)) != 0)
 		return r;
 	return pg_iter_rows(s, P_IT_DELAYED, q, SAKER_ITEM_DELAYED, fn, arg);
+}
+
+/* ------------------------------------------------------------------ */
+/* deduplication ids (store.h, DEDUPLICATION; P_D_PUT says how brokers
+ * share them): statements of the batch that see none of its buffered
+ * puts, so a set with an id adds one round trip and no other */
+
+/* The batch, and the parameters every deduplication statement starts
+ * with: the queue, and the key if `keyed`. */
+static int
+pg_dedup_begin(struct pg_store *s, struct saker_queue *q, bool keyed,
+    const void *key, size_t len, struct pgp *p)
+{
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_begin(s)) != SAKER_OK)
+		return err;
+	pg_pp_bin(p, q->name, q->len);
+	if (!keyed)
+		return SAKER_OK;
+	if (key == NULL || len == 0 || len > SAKER_DEDUP_KEY_MAX)
+		return pg_errf(s, SAKER_EINVAL, "bad deduplication id");
+	pg_pp_bin(p, key, len);
+	return SAKER_OK;
+}
+
+static int
+pg_dedup_put(saker_store *base, saker_queue *q, const void *key, size_t len,
+    int64_t expires_ms, int64_t now_ms, bool *replaced)
+{
+	struct pg_store *s = PG(base);
+	struct pgp p;
+	PGresult *res;
+	int err;
+
+	*replaced = false;
+	if ((err = pg_dedup_begin(s, q, true, key, len, &p)) != SAKER_OK)
+		return err;
+	pg_saw(s, now_ms);
+	pg_pp_i64(&p, expires_ms);
+	pg_pp_i64(&p, now_ms);
+	if ((res = pg_run_alone(s, P_D_PUT, &p, "recording id")) == NULL)
+		return s->code;
+	err = PQntuples(res) == 0 ? SAKER_EEXIST : SAKER_OK;
+	*replaced = err == SAKER_OK && pg_rv_i64(res, 0, 0) != 0;
+	PQclear(res);
+	return err;
+}
+
+static int
+pg_dedup_del(saker_store *base, saker_queue *q, const void *key, size_t len)
+{
+	struct pg_store *s = PG(base);
+	struct pgp p;
+	PGresult *res;
+	uint64_t n;
+	int err;
+
+	if ((err = pg_dedup_begin(s, q, true, key, len, &p)) != SAKER_OK)
+		return err;
+	if ((res = pg_run_alone(s, P_D_DEL, &p, "removing id")) == NULL)
+		return s->code;
+	n = pg_rv_changed(res);
+	PQclear(res);
+	return n > 0 ? SAKER_OK : pg_errf(s, SAKER_ENOTFOUND, "no such id");
+}
+
+static int
+pg_dedup_sweep(saker_store *base, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
+{
+	struct pg_store *s = PG(base);
+	struct pgp p;
+	PGresult *res;
+	int err;
+
+	*removed = 0;
+	if ((err = pg_dedup_begin(s, q, false, NULL, 0, &p)) != SAKER_OK)
+		return err;
+	pg_saw(s, now_ms);
+	pg_pp_i64(&p, now_ms);
+	pg_pp_i64(&p, limit == 0 || limit > INT64_MAX ? INT64_MAX :
+	    (int64_t)limit);
+	if ((res = pg_run_alone(s, P_D_SWEEP, &p, "sweeping ids")) == NULL)
+		return s->code;
+	*removed = pg_rv_changed(res);
+	PQclear(res);
+	return SAKER_OK;
+}
+
+static int
+pg_dedup_iterate(saker_store *base, saker_queue *q, saker_dedup_fn fn,
+    void *arg)
+{
+	struct pg_store *s = PG(base);
+	struct pgp p = { 0 };
+	PGresult *res;
+	int i, r = 0;
+
+	if ((r = pg_dead(s, q)) != SAKER_OK)
+		return r;
+	if (s->version < 6)
+		return SAKER_OK;	/* a read-only open of an older store */
+	pg_pp_bin(&p, q->name, q->len);
+	if ((res = pg_run(s, P_D_LIST, &p, "listing ids")) == NULL)
+		return s->code;
+	for (i = 0; i < PQntuples(res) && r == 0; i++)
+		r = fn(arg, PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0),
+		    pg_rv_i64(res, i, 1));
+	PQclear(res);
+	return r;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1043,7 +1164,7 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	for (e = 0; e < PG_L_N; e++)
 		s->links[e].regfd = -1;
 	/* the queue lists are empty: calloc */
-	s->put_name.oid = s->put_data.oid = OID_BYTEA;
+	s->put_name.oid = s->put_data.oid = s->put_attrs.oid = OID_BYTEA;
 	s->put_vis.oid = s->put_due.oid = s->put_flags.oid = OID_INT8;
 	s->put_exp.oid = s->put_created.oid = s->put_crc.oid = OID_INT8;
 	s->put_dlv.oid = OID_INT8;
@@ -1156,6 +1277,10 @@ const struct saker_store_driver saker_store_postgres = {
 	.promote = pg_promote,
 	.flush_expired = pg_flush_expired,
 	.iterate = pg_iterate,
+	.dedup_put = pg_dedup_put,
+	.dedup_del = pg_dedup_del,
+	.dedup_sweep = pg_dedup_sweep,
+	.dedup_iterate = pg_dedup_iterate,
 	.commit = pg_commit,
 	.sync = pg_sync,
 	.store_stats = pg_store_stats,

@@ -1018,7 +1018,7 @@ START_TEST(test_error_strings)
 		PROTO_ERR_UNKNOWN, PROTO_ERR_FORMAT, PROTO_ERR_CHUNK,
 		PROTO_ERR_TOO_LARGE, PROTO_ERR_LINE_TOO_LONG,
 		PROTO_ERR_TOO_MANY_KEYS, PROTO_ERR_QNAME,
-		PROTO_ERR_COMBINATION, PROTO_ERR_OPTION,
+		PROTO_ERR_COMBINATION, PROTO_ERR_OPTION, PROTO_ERR_ID,
 	};
 	size_t i, n;
 
@@ -1030,6 +1030,96 @@ START_TEST(test_error_strings)
 	}
 	/* the table really is table-sized */
 	ck_assert_int_gt(NROWS, 100);
+}
+END_TEST
+
+/* A set's deduplication id: /id=KEY, 1..128 bytes of the key charset
+ * without '/', once, with delay= or at= in any order; a bad one is one
+ * CLIENT_ERROR naming the id, and the data block is still swallowed. */
+START_TEST(test_set_id)
+{
+	static struct proto_scratch sc;
+	struct proto_cmd cmd;
+	struct proto_key k;
+	char line[512], key[300];
+	const char *l, *id;
+	size_t id_len;
+	int64_t d, at;
+
+	l = "set q/id=order-17 0 0 3";
+	ck_assert_ptr_null(proto_parse_line(l, strlen(l), &cmd));
+	ck_assert_uint_eq(cmd.id_len, 8);
+	ck_assert(memcmp(cmd.id, "order-17", 8) == 0);
+	ck_assert_uint_eq(cmd.keys[0].name_len, 1);
+	ck_assert_int_eq(cmd.delay_ms, -1);
+	/* add enqueues like set: it takes an id too */
+	l = "add q/delay=50/id=x.y:z 0 0 3";
+	ck_assert_ptr_null(proto_parse_line(l, strlen(l), &cmd));
+	ck_assert_int_eq(cmd.delay_ms, 50);
+	ck_assert_uint_eq(cmd.id_len, 5);
+	ck_assert(memcmp(cmd.id, "x.y:z", 5) == 0);
+	l = "set q/id=a/at=9 0 0 3";
+	ck_assert_ptr_null(proto_parse_line(l, strlen(l), &cmd));
+	ck_assert_int_eq(cmd.at_s, 9);
+	ck_assert_uint_eq(cmd.id_len, 1);
+	/* a line without one clears the last line's */
+	l = "set q 0 0 3";
+	ck_assert_ptr_null(proto_parse_line(l, strlen(l), &cmd));
+	ck_assert_ptr_null(cmd.id);
+	ck_assert_uint_eq(cmd.id_len, 0);
+
+	/* 128 bytes yes, 129 no */
+	memset(key, 'k', sizeof(key));
+	snprintf(line, sizeof(line), "set q/id=%.128s 0 0 3", key);
+	ck_assert_ptr_null(proto_parse_line(line, strlen(line), &cmd));
+	ck_assert_uint_eq(cmd.id_len, 128);
+	snprintf(line, sizeof(line), "set q/id=%.129s 0 0 3", key);
+	ck_assert_str_eq(proto_parse_line(line, strlen(line), &cmd),
+	    PROTO_ERR_ID);
+	ck_assert_int_eq(cmd.swallow, 5);
+	l = "set q/id= 0 0 3";
+	ck_assert_str_eq(proto_parse_line(l, strlen(l), &cmd), PROTO_ERR_ID);
+	ck_assert_int_eq(cmd.swallow, 5);
+	/* a control character or high byte in the id: the id's error */
+	l = "set q/id=a\x01" "b 0 0 3";
+	ck_assert_str_eq(proto_parse_line(l, strlen(l), &cmd), PROTO_ERR_ID);
+	ck_assert_int_eq(cmd.swallow, 5);
+	l = "set q/delay=1/id=\xff 0 0 3";
+	ck_assert_str_eq(proto_parse_line(l, strlen(l), &cmd), PROTO_ERR_ID);
+	/* ... in the name it is still a bad name */
+	l = "set q\x01/id=a 0 0 3";
+	ck_assert_str_eq(proto_parse_line(l, strlen(l), &cmd), PROTO_ERR_QNAME);
+	/* "/" ends the id: what follows is an option */
+	l = "set q/id=a/b 0 0 3";
+	ck_assert_str_eq(proto_parse_line(l, strlen(l), &cmd), PROTO_ERR_OPTION);
+	/* twice, even the same: malformed */
+	l = "set q/id=a/id=a 0 0 3";
+	ck_assert_str_eq(proto_parse_line(l, strlen(l), &cmd), PROTO_ERR_FORMAT);
+	/* not a get option */
+	l = "get q/id=a";
+	ck_assert_str_eq(proto_parse_line(l, strlen(l), &cmd), PROTO_ERR_OPTION);
+
+	/* binary and meta keys: the id points into the caller's key */
+	snprintf(key, sizeof(key), "jobs/id=r-1/delay=5");
+	ck_assert_ptr_null(proto_parse_set_key(&sc, key, strlen(key), &k, &d,
+	    &at, &id, &id_len));
+	ck_assert_ptr_eq(id, key + 8);
+	ck_assert_uint_eq(id_len, 3);
+	ck_assert_int_eq(d, 5);
+	ck_assert_ptr_null(proto_parse_set_key(&sc, "jobs", 4, &k, &d, &at,
+	    &id, &id_len));
+	ck_assert_ptr_null(id);
+	ck_assert_str_eq(proto_parse_set_key(&sc, "jobs/id=", 8, &k, &d, &at,
+	    &id, &id_len), PROTO_ERR_ID);
+	/* a binary key may hold a space: in the id it is the id's error */
+	ck_assert_str_eq(proto_parse_set_key(&sc, "jobs/id=a b", 11, &k, &d,
+	    &at, &id, &id_len), PROTO_ERR_ID);
+	ck_assert_str_eq(proto_parse_set_key(&sc, "jobs/delay=1/id=\tb", 18,
+	    &k, &d, &at, &id, &id_len), PROTO_ERR_ID);
+	ck_assert_str_eq(proto_parse_set_key(&sc, "jo bs/id=a", 10, &k, &d,
+	    &at, &id, &id_len), PROTO_ERR_QNAME);
+	ck_assert_str_eq(proto_parse_set_key(&sc, "jobs/delay= 1/id=a", 18,
+	    &k, &d, &at, &id, &id_len), PROTO_ERR_QNAME);
 }
 END_TEST
 
@@ -1051,6 +1141,7 @@ proto_suite(void)
 	tcase_add_test(tc, test_key_count);
 	tcase_add_test(tc, test_line_length);
 	tcase_add_test(tc, test_reuse);
+	tcase_add_test(tc, test_set_id);
 	tcase_add_test(tc, test_every_byte);
 	tcase_add_test(tc, test_error_strings);
 	suite_add_tcase(s, tc);

@@ -115,6 +115,42 @@ START_TEST(test_bad_values)
 }
 END_TEST
 
+/* dedup_window and max_dedup_ids: the defaults with no setting (5 minutes,
+ * 100000, also for a config built without a file), durations within
+ * 1 s .. 7 days, a section inherits them, no "unlimited". */
+START_TEST(test_dedup)
+{
+	struct queue_config zero;
+
+	ck_assert_ptr_nonnull(load("dedup_window = 10m\n"
+	    "[queue a]\ndedup_window = 1s\nmax_dedup_ids = 7\n"
+	    "[queue b]\nmax_dedup_ids = 100000000\ndedup_window = 168h\n"
+	    "[queue c]\n"));
+	ck_assert_int_eq(qconfig_dedup_window(Q("a")), 1000);
+	ck_assert_uint_eq(qconfig_max_dedup_ids(Q("a")), 7);
+	ck_assert_int_eq(qconfig_dedup_window(Q("b")), 604800000LL);
+	ck_assert_uint_eq(qconfig_max_dedup_ids(Q("b")), 100000000u);
+	ck_assert_int_eq(qconfig_dedup_window(Q("c")), 600000);
+	ck_assert_uint_eq(qconfig_max_dedup_ids(Q("c")), 100000);
+	ck_assert_int_eq(qconfig_dedup_window(Q("zzz")), 600000);
+	memset(&zero, 0, sizeof(zero));
+	ck_assert_int_eq(qconfig_dedup_window(&zero), 300000);
+	ck_assert_uint_eq(qconfig_max_dedup_ids(&zero), 100000);
+
+	refused("[queue a]\ndedup_window = 999ms\n",
+	    "q.conf:2: dedup_window: dedup_window wants a duration from 1s to 168h");
+	refused("dedup_window = 169h\n", "dedup_window wants a duration");
+	refused("dedup_window = 0\n", "dedup_window wants a duration");
+	refused("dedup_window = -5s\n", "dedup_window wants a duration");
+	refused("[queue a]\nmax_dedup_ids = 0\n",
+	    "q.conf:2: max_dedup_ids: max_dedup_ids wants a number from 1 to 100000000");
+	refused("max_dedup_ids = 100000001\n", "max_dedup_ids wants a number");
+	refused("max_dedup_ids = 99999999999999999999999\n",
+	    "max_dedup_ids wants a number");
+	refused("max_dedup_ids = lots\n", "max_dedup_ids wants a number");
+}
+END_TEST
+
 /* Dead letters that would never come to rest: a chain into a cycle that
  * does not pass its start is named too. */
 START_TEST(test_dead_letter_cycle_through)
@@ -159,6 +195,7 @@ main(void)
 	tcase_add_checked_fixture(tc, tl_dir_setup, teardown);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_bad_values);
+	tcase_add_test(tc, test_dedup);
 	tcase_add_test(tc, test_dead_letter_cycle_through);
 	tcase_add_test(tc, test_unreadable);
 	suite_add_tcase(su, tc);

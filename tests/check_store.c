@@ -18,7 +18,9 @@
 extern const struct saker_store_driver saker_store_memory;
 #ifdef HAVE_POSTGRES
 #include <unistd.h>
+#include <sys/wait.h>
 #include "pg_cluster.h"
+#include "itemattr.h"
 
 /*
  * PostgreSQL: one throwaway cluster for the whole run (tests/pg_cluster.c);
@@ -1674,6 +1676,8 @@ add_driver(Suite *su, const struct saker_store_driver *drv)
 
 struct px_got {
 	char data[64];
+	char id[64];	/* the deduplication id ("" for none) */
+	size_t attrs_len;
 	uint32_t flags;
 	int calls;
 	int refuse;	/* answer this from the callback */
@@ -1683,9 +1687,16 @@ static int
 px_cb(void *arg, const struct saker_item *it)
 {
 	struct px_got *g = arg;
+	const void *v;
+	size_t vlen;
 
 	snprintf(g->data, sizeof(g->data), "%.*s", (int)it->len,
 	    (const char *)it->data);
+	g->attrs_len = it->attrs_len;
+	g->id[0] = '\0';
+	if (itemattr_get(it->attrs, it->attrs_len, ITEMATTR_ID, &v, &vlen))
+		snprintf(g->id, sizeof(g->id), "%.*s", (int)vlen,
+		    (const char *)v);
 	g->flags = it->flags;
 	g->calls++;
 	return g->refuse;
@@ -1732,6 +1743,34 @@ px_put(saker_store *s, const char *qname, const char *data, int64_t expires)
 	it.expires_ms = expires;
 	ck_assert_int_eq(s->driver->put(s, px_q(s, qname), &it, BASE),
 	    SAKER_OK);
+}
+
+/* counts deduplication records */
+static int
+px_id_cb(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	(void)key;
+	(void)len;
+	(void)expires_ms;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* saker_store_put_once() of data with id `key` (window 60 s) */
+static void
+px_put_once(saker_store *s, const char *qname, const char *data,
+    const char *key, int want)
+{
+	struct saker_item it;
+	int rc;
+
+	memset(&it, 0, sizeof(it));
+	it.data = data;
+	it.len = strlen(data);
+	rc = saker_store_put_once(s, px_q(s, qname), &it, key, strlen(key),
+	    60000, 0, BASE);
+	ck_assert_msg(rc == want, "put_once %s: %d (%s)", key, rc,
+	    s->driver->errmsg(s));
 }
 
 /* take and expect `want` (NULL: SAKER_EEMPTY) */
@@ -1973,18 +2012,22 @@ START_TEST(test_pg_upgrade_format2)
 	    SAKER_OK);
 	ck_assert_int_eq(n, 2);
 	px_take(s, "q1", SAKER_TAKE_PEEK, "first");
+	n = 0;	/* no ids before format 6 (dump, migrate) */
+	ck_assert_int_eq(saker_store_dedup_iterate(s, px_q(s, "q1"), px_id_cb,
+	    &n), SAKER_OK);
+	ck_assert_int_eq(n, 0);
 	saker_store_close(s);
 	px_val(c, "SELECT value FROM saker_meta WHERE key = 'format'", v,
 	    sizeof(v));
 	ck_assert_str_eq(v, "2");
 
-	/* a writable open upgrades it (to format 5: checksums, delivery
-	 * counts, low-water marks); the old items come out intact, counting
-	 * 0 deliveries */
+	/* a writable open upgrades it (to format 6: checksums, delivery
+	 * counts, low-water marks, attributes and ids); the old items come
+	 * out intact, counting 0 deliveries, with no attributes */
 	s = px_open(schema, false, SAKER_OK);
 	px_val(c, "SELECT value FROM saker_meta WHERE key = 'format'", v,
 	    sizeof(v));
-	ck_assert_str_eq(v, "5");
+	ck_assert_str_eq(v, "6");
 	px_val(c, "SELECT count(*) FROM saker_items WHERE deliveries <> 0", v,
 	    sizeof(v));
 	ck_assert_str_eq(v, "0");
@@ -1992,21 +2035,33 @@ START_TEST(test_pg_upgrade_format2)
 	    BASE + 100, px_cb, &g), SAKER_OK);
 	ck_assert_str_eq(g.data, "first");
 	ck_assert_uint_eq(g.flags, 7);
+	ck_assert_uint_eq(g.attrs_len, 0);
 	px_put(s, "q3", "new", 0);
+	px_put_once(s, "q3", "with-id", "k1", SAKER_OK);
+	px_put_once(s, "q3", "again", "k1", SAKER_EEXIST);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
-	/* the new item has a checksum, the old ones none */
+	px_val(c, "SELECT count(*) FROM saker_dedup", v, sizeof(v));
+	ck_assert_str_eq(v, "1");
+	/* the new items have a checksum, the old ones none */
 	px_val(c, "SELECT count(*) FROM saker_items WHERE crc IS NOT NULL", v,
 	    sizeof(v));
-	ck_assert_str_eq(v, "1");
+	ck_assert_str_eq(v, "2");
 	px_val(c, "SELECT count(*) FROM saker_items WHERE crc IS NULL", v,
 	    sizeof(v));
 	ck_assert_str_eq(v, "2");
 	saker_store_close(s);
 
-	/* a second broker finds format 5 and upgrades nothing */
+	/* a second broker finds format 6 and upgrades nothing; it knows
+	 * the id */
 	s = px_open(schema, false, SAKER_OK);
 	px_take(s, "q1", SAKER_TAKE_REMOVE, "second");
 	px_take(s, "q3", SAKER_TAKE_REMOVE, "new");
+	px_put_once(s, "q3", "again", "k1", SAKER_EEXIST);
+	g.calls = 0;
+	ck_assert_int_eq(s->driver->take(s, px_q(s, "q3"), SAKER_TAKE_REMOVE,
+	    BASE + 100, px_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, "with-id");
+	ck_assert_str_eq(g.id, "k1");
 	/* the open item of the broker that is gone: its lease ran out */
 	ck_assert_int_eq(s->driver->tick(s, BASE), SAKER_OK);
 	px_take(s, "q2", SAKER_TAKE_REMOVE, "other");
@@ -2014,9 +2069,168 @@ START_TEST(test_pg_upgrade_format2)
 	saker_store_close(s);
 
 	/* a newer format is refused */
-	px_exec(c, "UPDATE saker_meta SET value = 6 WHERE key = 'format'");
+	px_exec(c, "UPDATE saker_meta SET value = 7 WHERE key = 'format'");
 	s = px_open(schema, false, SAKER_EVERSION);
 	ck_assert_ptr_null(s);
+	PQfinish(c);
+}
+END_TEST
+
+/* Take from qname and expect data with deduplication id `id`. */
+static void
+px_take_id(saker_store *s, const char *qname, const char *data,
+    const char *id)
+{
+	struct px_got g = { .calls = 0 };
+
+	ck_assert_int_eq(s->driver->take(s, px_q(s, qname), SAKER_TAKE_REMOVE,
+	    BASE + 100, px_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, data);
+	ck_assert_str_eq(g.id, id);
+}
+
+/* Attributes through the driver's own paths: a refused take put back,
+ * items claimed ahead, and the checksum, which covers them. */
+START_TEST(test_pg_attrs_paths)
+{
+	struct px_got g = { .refuse = 1 };
+	char schema[32];
+	saker_store *s;
+	PGconn *c;
+	PGresult *r;
+
+	snprintf(schema, sizeof(schema), "atr_%d", (int)getpid());
+	s = px_open(schema, false, SAKER_OK);
+	px_put_once(s, "a", "a1", "k1", SAKER_OK);
+	px_put_once(s, "a", "a2", "k2", SAKER_OK);
+	px_put_once(s, "a", "a3", "k3", SAKER_OK);
+	px_put_once(s, "a", "a4", "k4", SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	/* refused: P_REINSERT puts it back, attrs and all */
+	ck_assert_int_eq(s->driver->take(s, px_q(s, "a"), SAKER_TAKE_REMOVE,
+	    BASE + 100, px_cb, &g), 1);
+	ck_assert_str_eq(g.id, "k1");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	/* one batch: one take alone, then from the items claimed ahead */
+	px_take_id(s, "a", "a1", "k1");
+	px_take_id(s, "a", "a2", "k2");
+	px_take_id(s, "a", "a3", "k3");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);	/* nothing claimed ahead from here */
+	/* a changed attribute byte fails the checksum: moved aside */
+	c = px_conn(schema);
+	r = PQexec(c, "UPDATE saker_items SET attrs = set_byte(attrs, 4,"
+	    " get_byte(attrs, 4) # 32) WHERE attrs IS NOT NULL");
+	ck_assert_str_eq(PQcmdTuples(r), "1");
+	PQclear(r);
+	s = px_open(schema, false, SAKER_OK);
+	px_corrupt(s, "a", SAKER_TAKE_REMOVE, "'a_damaged'");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	px_take_id(s, "a_damaged", "a4", "K4");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	PQfinish(c);
+	saker_store_close(s);
+}
+END_TEST
+
+/* px_once_child()'s `want` for a put_once that fails after a bounded
+ * wait (lock_timeout) and loses its batch, the connection kept */
+#define PX_REFUSED 1
+
+/* A second broker recording key: 0 when put_once answers `want` (and
+ * its batch commits), else 1; 2 when it cannot start. */
+static pid_t
+px_once_child(const char *schema, const char *key, int want)
+{
+	struct saker_store_opts o = { .create = true,
+	    .sync = SAKER_SYNC_NEVER };
+	struct saker_item it = { .data = "b", .len = 1 };
+	saker_store *b = NULL;
+	saker_queue *q = NULL;
+	char sp[512], err[256];
+	pid_t pid = fork();
+	int rc;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid > 0)
+		return pid;
+	snprintf(sp, sizeof(sp), "postgres:%s schema=%s", pgc.conninfo, schema);
+	if (saker_store_open(sp, &o, &b, err, sizeof(err)) != SAKER_OK ||
+	    b->driver->queue_open(b, "d", 1, true, NULL, &q) != SAKER_OK)
+		_exit(2);
+	rc = saker_store_put_once(b, q, &it, key, strlen(key), 60000, 0,
+	    BASE);
+	if (want == PX_REFUSED) {
+		struct saker_store_stats st;
+
+		if (rc == SAKER_OK || rc == SAKER_EEXIST ||
+		    saker_store_commit(b) == SAKER_OK)
+			_exit(1);
+		b->driver->store_stats(b, &st);
+		_exit(st.connected && st.reconnects == 0 &&
+		    saker_store_put(b, q, &it, BASE) == SAKER_OK &&
+		    saker_store_commit(b) == SAKER_OK ? 0 : 3);
+	}
+	if (saker_store_commit(b) != SAKER_OK)
+		_exit(2);
+	_exit(rc == want ? 0 : 1);
+}
+
+static void
+px_child_done(pid_t pid)
+{
+	int st = 0;
+
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: %d", st);
+}
+
+/* Two brokers record one id at once: the second waits for the first's
+ * batch, then is refused the id if it committed, or records it if it
+ * rolled back (here: its session is ended); when the first's batch
+ * stays open, past 3/4 of timeout= (2 s), the second's fails and its
+ * connection stays. */
+START_TEST(test_pg_dedup_race)
+{
+	char schema[32], v[64];
+	saker_store *a;
+	PGconn *c;
+	pid_t pid;
+	int st;
+
+	snprintf(schema, sizeof(schema), "race_%d", (int)getpid());
+	a = px_open(schema, false, SAKER_OK);
+	px_put_once(a, "d", "a", "k", SAKER_OK);
+	pid = px_once_child(schema, "k", SAKER_EEXIST);
+	usleep(500000);
+	ck_assert_int_eq(waitpid(pid, &st, WNOHANG), 0);	/* it waits */
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	px_child_done(pid);
+
+	px_put_once(a, "d", "a1", "k1", SAKER_OK);
+	pid = px_once_child(schema, "k1", PX_REFUSED);
+	px_child_done(pid);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+
+	px_put_once(a, "d", "a2", "k2", SAKER_OK);
+	pid = px_once_child(schema, "k2", SAKER_OK);
+	usleep(500000);
+	ck_assert_int_eq(waitpid(pid, &st, WNOHANG), 0);
+	c = px_conn(schema);
+	px_val(c, "SELECT count(pg_terminate_backend(pid)) FROM"
+	    " pg_stat_activity WHERE datname = current_database() AND"
+	    " state = 'idle in transaction' AND query LIKE '%saker_dedup%'",
+	    v, sizeof(v));
+	ck_assert_str_eq(v, "1");
+	px_child_done(pid);
+	ck_assert_int_ne(saker_store_commit(a), SAKER_OK);
+	saker_store_close(a);
+	px_val(c, "SELECT string_agg(convert_from(data, 'UTF8'), ','"
+	    " ORDER BY data) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "a,a1,b,b");
+	px_val(c, "SELECT string_agg(convert_from(key, 'UTF8'), ','"
+	    " ORDER BY key) FROM saker_dedup", v, sizeof(v));
+	ck_assert_str_eq(v, "k,k1,k2");
 	PQfinish(c);
 }
 END_TEST
@@ -2041,6 +2255,8 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 			tcase_add_test(ptc, test_pg_damaged_paths);
 			tcase_add_test(ptc, test_pg_refused_keeps_crc);
 			tcase_add_test(ptc, test_pg_upgrade_format2);
+			tcase_add_test(ptc, test_pg_attrs_paths);
+			tcase_add_test(ptc, test_pg_dedup_race);
 			suite_add_tcase(su, ptc);
 		}
 		return 0;

@@ -197,6 +197,12 @@ sweep_one(void *arg, struct squeue *q)
 	if (saker_store_flush_expired(b->store, q->h, saker_now_ms(),
 	    SWEEP_LIMIT, &removed) == SAKER_OK && removed > 0)
 		broker_touch(b);
+	/* ids past their dedup_window, as bounded: a set at max_dedup_ids
+	 * sweeps too, but a queue nobody sets should not keep them */
+	removed = 0;
+	if (saker_store_dedup_sweep(b->store, q->h, saker_now_ms(),
+	    SWEEP_LIMIT, &removed) == SAKER_OK && removed > 0)
+		broker_touch(b);
 	/* expired items moved by the store since the last sweep (here, by
 	 * takes, by promotion): one log line */
 	memset(&st, 0, sizeof(st));

@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "deadletter.h"
+#include "itemattr.h"
 #include "log.h"
 #include "ops.h"
 #include "queues.h"
@@ -18,6 +19,9 @@
 
 #define TEN_YEARS_MS (315360000000LL)
 #define MEMCACHE_REL_MAX (2592000LL)   /* 30 days: larger exptimes are absolute */
+
+_Static_assert(OP_ID_MAX == SAKER_DEDUP_KEY_MAX,
+    "the protocol's id bound is the store's");
 
 
 const char *
@@ -230,29 +234,94 @@ discard_cb(void *arg, const struct saker_item *it)
 	return 0;
 }
 
-/* Put `it` into q within q's limits.  Returns SAKER_OK, a store error, or
- * 1 when the queue is full and configured to refuse (NOT_STORED). */
+/* Is q over its limits with `extra` more items of `len` bytes? */
+static bool
+over_limits(const struct queue_config *qc, const struct saker_queue_stats *st,
+    uint64_t extra, size_t len)
+{
+	return (qc->max_items > 0 &&
+	    st->items + st->delayed_items + extra > qc->max_items) ||
+	    (qc->max_bytes > 0 && st->bytes + len > qc->max_bytes);
+}
+
+/*
+ * A set with an id into a full queue that discards its oldest items: the
+ * id is looked at before anything goes, so a duplicate changes nothing.
+ * The item is put first, then the oldest ready items go while the limits
+ * want it -- at most as many as there were (the new one is never
+ * discarded for itself).  `st` holds q's counts before.
+ */
 static int
-put_limited(struct broker *b, struct squeue *q, struct saker_item *it, int64_t now)
+put_once_discarding(struct broker *b, struct squeue *q,
+    const struct saker_item *copy, const char *id, size_t id_len,
+    const struct saker_queue_stats *st, int64_t now)
+{
+	const struct queue_config *qc = queue_cfg(b, q);
+	/* a delayed new item is not in the ready bytes yet */
+	size_t pending = copy->due_ms > now ? copy->len : 0;
+	uint64_t n;
+	int rc;
+
+	if (st->items == 0)
+		return 1;	/* full of delayed or open items: as any set */
+	rc = saker_store_put_once(b->store, q->h, copy, id, id_len,
+	    qconfig_dedup_window(qc), qconfig_max_dedup_ids(qc), now);
+	if (rc != SAKER_OK)
+		return rc;	/* SAKER_EEXIST: nothing was discarded */
+	for (n = 0; n < st->items; n++) {
+		struct saker_queue_stats now_st = { 0 };
+
+		rc = saker_store_queue_counts(b->store, q->h, &now_st);
+		if (rc != SAKER_OK)
+			return rc;
+		if (!over_limits(qc, &now_st, 0, pending))
+			break;
+		rc = saker_store_take(b->store, q->h, SAKER_TAKE_REMOVE, now,
+		    discard_cb, NULL);
+		if (rc == SAKER_EEMPTY)
+			break;
+		if (rc != SAKER_OK)
+			return rc;
+		q->discarded++;
+	}
+	return SAKER_OK;
+}
+
+/* Put `it` into q within q's limits, and when id is not NULL once per id
+ * in q's dedup_window.  Returns SAKER_OK, a store error (SAKER_EEXIST:
+ * q keeps the id, nothing was put; SAKER_EFULL: storage or q's
+ * max_dedup_ids), or 1 when the queue is full and configured to refuse
+ * (NOT_STORED).  A full queue that refuses does so whatever the id; one
+ * that discards looks at the id first (put_once_discarding). */
+static int
+put_limited(struct broker *b, struct squeue *q, struct saker_item *it,
+    const char *id, size_t id_len, int64_t now)
 {
 	const struct queue_config *qc = queue_cfg(b, q);
 	struct saker_item copy = *it;
 	int rc;
 
+	if (qc->max_age_ms > 0) {
+		int64_t limit = now + qc->max_age_ms;
+		if (copy.expires_ms == 0 || copy.expires_ms > limit)
+			copy.expires_ms = limit;
+	}
 	if (qc->max_items > 0 || qc->max_bytes > 0) {
 		for (;;) {
 			struct saker_queue_stats st = { 0 };
-			bool full;
 
 			rc = saker_store_queue_counts(b->store, q->h, &st);
 			if (rc != SAKER_OK)
 				return rc;
-			full = (qc->max_items > 0 && st.items + st.delayed_items >= qc->max_items) ||
-			    (qc->max_bytes > 0 && st.bytes + it->len > qc->max_bytes);
-			if (!full)
+			if (!over_limits(qc, &st, 1, it->len))
 				break;
 			if (!qc->discard_old_when_full)
 				return 1;
+			if (id != NULL) {
+				rc = put_once_discarding(b, q, &copy, id,
+				    id_len, &st, now);
+				goto done;
+			}
 			rc = saker_store_take(b->store, q->h, SAKER_TAKE_REMOVE, now, discard_cb, NULL);
 			if (rc == SAKER_EEMPTY)
 				return 1;       /* full of delayed or open items */
@@ -261,12 +330,12 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it, int64_t n
 			q->discarded++;
 		}
 	}
-	if (qc->max_age_ms > 0) {
-		int64_t limit = now + qc->max_age_ms;
-		if (copy.expires_ms == 0 || copy.expires_ms > limit)
-			copy.expires_ms = limit;
-	}
-	rc = saker_store_put(b->store, q->h, &copy, now);
+	if (id != NULL)
+		rc = saker_store_put_once(b->store, q->h, &copy, id, id_len,
+		    qconfig_dedup_window(qc), qconfig_max_dedup_ids(qc), now);
+	else
+		rc = saker_store_put(b->store, q->h, &copy, now);
+done:
 	if (rc == SAKER_OK) {
 		q->enqueued++;
 		b->batch_put = true;
@@ -283,13 +352,32 @@ op_denied(struct session *s, const char *what, const char *name, size_t len,
 	return OPR_DENIED;
 }
 
+/* A set refused at q's max_dedup_ids, or storage full?  The layer says
+ * SAKER_EFULL for both; q's count of ids tells them apart. */
+static int
+set_full(struct broker *b, struct squeue *q, const char **msg)
+{
+	const struct queue_config *qc = queue_cfg(b, q);
+	struct saker_queue_stats st = { 0 };
+
+	if (saker_store_queue_stats(b->store, q->h, &st) != SAKER_OK ||
+	    st.dedup_ids < qconfig_max_dedup_ids(qc))
+		return op_store_fail(b, SAKER_EFULL, msg);
+	snprintf(b->scratch.error, sizeof(b->scratch.error),
+	    "queue %s keeps max_dedup_ids=%" PRIu64 " ids within its"
+	    " dedup_window; retry later", q->name, qconfig_max_dedup_ids(qc));
+	*msg = b->scratch.error;
+	return OPR_NOMEM;
+}
+
 int
 op_set(struct session *s, const struct op_key *k, uint32_t flags,
-    int64_t exptime, int64_t delay_ms, int64_t at_s, const void *data,
-    size_t len, const char **msg)
+    int64_t exptime, int64_t delay_ms, int64_t at_s, const char *id,
+    size_t id_len, const void *data, size_t len, const char **msg)
 {
 	struct broker *b = s->b;
 	const struct queue_config *qc;
+	unsigned char attrs[SAKER_ATTRS_MAX];
 	struct saker_item it;
 	struct squeue *q;
 	int64_t now = saker_now_ms();
@@ -326,18 +414,41 @@ op_set(struct session *s, const struct op_key *k, uint32_t flags,
 	qc = queue_cfg(b, q);
 	if (qc->max_item_size > 0 && len > qc->max_item_size)
 		return OPR_TOO_LARGE;
-	rc = put_limited(b, q, &it, now);
+	if (id != NULL) {
+		/* the item carries its id (an mg flag returns it); fanout
+		 * copies carry it too */
+		it.attrs_len = itemattr_set(attrs, sizeof(attrs), NULL, 0,
+		    ITEMATTR_ID, id, id_len);
+		if (it.attrs_len == 0)
+			return OPR_FORMAT;	/* the parser bounds ids */
+		it.attrs = attrs;
+	}
+	rc = put_limited(b, q, &it, id, id_len, now);
 	if (rc == 1)
 		return OPR_NOT_STORED;
+	if (rc == SAKER_EEXIST) {
+		/* a retry of a set already stored: its answer again.  The
+		 * batch may still have changed (a discard_old_when_full
+		 * discard, the layer's sweep at max_dedup_ids): commit it
+		 * as a set's would be. */
+		b->stats.set_duplicates++;
+		broker_touch(b);
+		return OPR_OK;
+	}
+	if (rc == SAKER_EFULL && id != NULL) {
+		broker_touch(b);	/* the layer may have swept ids first */
+		return set_full(b, q, msg);
+	}
 	if (rc != SAKER_OK)
 		return op_store_fail(b, rc, msg);
 	broker_touch(b);
-	/* fanout: every existing child gets its own copy, within its limits */
+	/* fanout: every existing child gets its own copy, within its limits
+	 * (the parent's id decided that this set is no duplicate) */
 	for (i = 0; i < q->nchildren; i++) {
 		struct squeue *ch = q->children[i];
 		if (ch->h == NULL)
 			continue;
-		rc = put_limited(b, ch, &it, now);
+		rc = put_limited(b, ch, &it, NULL, 0, now);
 		if (rc < 0)
 			log_error("fanout copy to %s failed: %s", ch->name, saker_store_errmsg(b->store));
 	}

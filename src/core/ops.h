@@ -18,6 +18,8 @@
 #include "session.h"
 
 #define OP_MAX_KEYS 128         /* most keys in one binary or meta get group */
+#define OP_ID_MAX 128           /* bytes of a set's deduplication id (the
+                                 * store's SAKER_DEDUP_KEY_MAX) */
 
 /* get options (bits of op_key.opts) */
 #define OP_OPT_OPEN    0x01u
@@ -93,10 +95,14 @@ void op_get(struct session *s, const struct get_ops *ops,
  */
 
 /* Set one item on k's queue (k carries no get options); delay_ms / at_s
- * are -1 when absent.  *msg is set for OPR_READONLY, OPR_SERVER, OPR_NOMEM. */
+ * are -1 when absent.  id (id_len bytes, 1..OP_ID_MAX) is the set's
+ * deduplication id, NULL when absent: a set with an id the queue keeps
+ * (dedup_window) is OPR_OK without an item (stats.set_duplicates), one
+ * past the queue's max_dedup_ids OPR_NOMEM.  *msg is set for OPR_READONLY,
+ * OPR_SERVER, OPR_NOMEM. */
 int op_set(struct session *s, const struct op_key *k, uint32_t flags,
-    int64_t exptime, int64_t delay_ms, int64_t at_s, const void *data,
-    size_t len, const char **msg);
+    int64_t exptime, int64_t delay_ms, int64_t at_s, const char *id,
+    size_t id_len, const void *data, size_t len, const char **msg);
 /* Delete a queue and its items. */
 int op_delete(struct session *s, const char *name, size_t len, const char **msg);
 /* Empty one queue (a missing queue is fine). */

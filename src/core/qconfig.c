@@ -166,10 +166,25 @@ set_key(struct queue_config *qc, const char *key, const char *val)
 		if (!saker_qname_valid(val, strlen(val)))
 			return "expire_to wants a queue name";
 		memcpy(qc->expire_to, val, strlen(val) + 1);
+	} else if (strcmp(key, "dedup_window") == 0) {
+		int64_t ms;
+
+		if (conf_duration(val, &ms) != 0 ||
+		    ms < QCONFIG_DEDUP_WINDOW_MIN || ms > QCONFIG_DEDUP_WINDOW_MAX)
+			return "dedup_window wants a duration from 1s to 168h"
+			    " (7 days; e.g. 5m, 1h)";
+		qc->dedup_window_ms = ms;
+	} else if (strcmp(key, "max_dedup_ids") == 0) {
+		/* no "unlimited": a flood of distinct ids must stay bounded */
+		if (parse_size(val, &u) != 0 || u < 1 ||
+		    u > QCONFIG_MAX_DEDUP_IDS_MAX)
+			return "max_dedup_ids wants a number from 1 to 100000000";
+		qc->max_dedup_ids = u;
 	} else {
 		return "unknown setting (known: max_items, max_bytes, max_item_size, "
 		    "max_age, discard_old_when_full, max_open, open_timeout, "
-		    "max_deliveries, retry_backoff, dead_letter, expire_to)";
+		    "max_deliveries, retry_backoff, dead_letter, expire_to, "
+		    "dedup_window, max_dedup_ids)";
 	}
 	return NULL;
 }

@@ -26,7 +26,36 @@ struct queue_config {
 	char dead_letter[SAKER_QNAME_MAX + 1]; /* "" = "<name>_dead" */
 	char expire_to[SAKER_QNAME_MAX + 1];   /* where expired items go;
 	                              * "" = dropped */
+	int64_t dedup_window_ms;     /* how long a set's id= is kept;
+	                              * 0 = QCONFIG_DEDUP_WINDOW_MS */
+	uint64_t max_dedup_ids;      /* ids kept at most (a set with a new id
+	                              * past it is refused); 0 =
+	                              * QCONFIG_MAX_DEDUP_IDS: never unlimited */
 };
+
+/* Deduplication defaults (docs/protocol.md, "Deduplication ids"): the
+ * window of SQS FIFO queues, and a bound on what a flood of distinct ids
+ * may cost (a few hundred bytes each in memory or on disk). */
+#define QCONFIG_DEDUP_WINDOW_MS   300000LL          /* 5 minutes */
+#define QCONFIG_DEDUP_WINDOW_MIN  1000LL            /* 1 second */
+#define QCONFIG_DEDUP_WINDOW_MAX  604800000LL       /* 7 days */
+#define QCONFIG_MAX_DEDUP_IDS     100000u
+#define QCONFIG_MAX_DEDUP_IDS_MAX 100000000u
+
+/* The settings in effect: a field left 0 (no file, a test's config) is
+ * the default. */
+static inline int64_t
+qconfig_dedup_window(const struct queue_config *qc)
+{
+	return qc->dedup_window_ms > 0 ? qc->dedup_window_ms :
+	    QCONFIG_DEDUP_WINDOW_MS;
+}
+static inline uint64_t
+qconfig_max_dedup_ids(const struct queue_config *qc)
+{
+	return qc->max_dedup_ids > 0 ? qc->max_dedup_ids :
+	    QCONFIG_MAX_DEDUP_IDS;
+}
 
 struct config;
 

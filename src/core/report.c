@@ -68,6 +68,8 @@ queue_one(struct broker *b, struct evbuffer *out, struct squeue *q)
 	QSTAT("dead_lettered", "%" PRIu64, q->dead_lettered);
 	QSTAT("retries", "%" PRIu64, q->retries);
 	QSTAT("expired_to", "%" PRIu64, st.expired_to);
+	QSTAT("dedup_ids", "%" PRIu64, st.dedup_ids);
+	QSTAT("dedup_hits", "%" PRIu64, st.dedup_hits);
 #undef QSTAT
 }
 
@@ -229,6 +231,7 @@ stats_write(struct broker *b, struct evbuffer *out, const struct perms *who)
 	STAT("reloads", "%" PRIu64, s->reloads);
 	STAT("retries_scheduled", "%" PRIu64, s->retries_scheduled);
 	STAT("touches", "%" PRIu64, s->touches);
+	STAT("set_duplicates", "%" PRIu64, s->set_duplicates);
 	/* Kestrel's per-queue lines, for the first STATS_MAX_QUEUES queues by
 	 * name: a server with thousands of queues must not answer a plain
 	 * stats with megabytes (clients read it into one string) */

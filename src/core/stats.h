@@ -15,6 +15,8 @@ struct stats {
 	uint64_t retries_scheduled;     /* open items given back with a delay
 	                                 * (abort /delay=, retry_backoff) */
 	uint64_t touches;               /* leases extended (touch) */
+	uint64_t set_duplicates;        /* sets answered STORED without an
+	                                 * item: their id= was kept (ops.h) */
 	/* store commit latency histogram (seconds); last bucket is +Inf */
 	uint64_t commit_hist[12 + 1];
 	uint64_t commit_ns;

@@ -342,11 +342,12 @@ row_json(struct evbuffer *out, struct broker *b, const struct row *w,
 	    ",\"dead_lettered\":%" PRIu64 ",\"expired\":%" PRIu64
 	    ",\"discarded\":%" PRIu64 ",\"total_items\":%" PRIu64
 	    ",\"age_ms\":%" PRId64 ",\"enqueue_rate\":%.2f,\"dequeue_rate\":%.2f"
-	    ",\"retries\":%" PRIu64,
+	    ",\"retries\":%" PRIu64 ",\"dedup_ids\":%" PRIu64
+	    ",\"dedup_hits\":%" PRIu64,
 	    w->st.items, w->st.bytes, w->st.delayed_items, w->st.open_items,
 	    w->nwaiters, w->dead_lettered, w->st.expired_items,
 	    w->discarded, w->st.total_items, w->age_ms, w->enq_rate,
-	    w->deq_rate, w->retries);
+	    w->deq_rate, w->retries, w->st.dedup_ids, w->st.dedup_hits);
 	if (history) {
 		const struct squeue *q = queue_find(b, w->name, w->len);
 

@@ -237,7 +237,8 @@ collect_one(void *arg, struct squeue *q)
 }
 
 enum qfield { QF_ITEMS, QF_BYTES, QF_DELAYED, QF_OPEN, QF_WAITERS, QF_ENQ, QF_DEQ,
-    QF_EXPIRED, QF_DISCARDED, QF_AGE, QF_DEAD, QF_EXPIRED_TO, QF_RETRIES };
+    QF_EXPIRED, QF_DISCARDED, QF_AGE, QF_DEAD, QF_EXPIRED_TO, QF_RETRIES,
+    QF_DEDUP_IDS, QF_DEDUP_HITS };
 
 static void
 queue_metric(struct evbuffer *b, struct qcollect *qc, const char *name,
@@ -265,6 +266,8 @@ queue_metric(struct evbuffer *b, struct qcollect *qc, const char *name,
 		case QF_DEAD: evbuffer_add_printf(b, "%" PRIu64 "\n", r->q->dead_lettered); break;
 		case QF_EXPIRED_TO: evbuffer_add_printf(b, "%" PRIu64 "\n", r->st.expired_to); break;
 		case QF_RETRIES: evbuffer_add_printf(b, "%" PRIu64 "\n", r->q->retries); break;
+		case QF_DEDUP_IDS: evbuffer_add_printf(b, "%" PRIu64 "\n", r->st.dedup_ids); break;
+		case QF_DEDUP_HITS: evbuffer_add_printf(b, "%" PRIu64 "\n", r->st.dedup_hits); break;
 		case QF_AGE: {
 			int64_t age = r->st.head_created_ms > 0 ? now - r->st.head_created_ms : 0;
 			evbuffer_add_printf(b, "%.3f\n", age > 0 ? (double)age / 1000.0 : 0.0);
@@ -316,6 +319,9 @@ write_metrics(struct http_server *h, struct evbuffer *b)
 	metric_u64(b, "saker_retries_scheduled_total", "counter",
 	    "Open items given back with a delay (abort/delay=, retry_backoff).",
 	    s->retries_scheduled);
+	metric_u64(b, "saker_set_duplicates_total", "counter",
+	    "Sets answered STORED without an item: their id= was kept.",
+	    s->set_duplicates);
 	metric_u64(b, "saker_items", "gauge", "Ready items in all (listed) queues.", items);
 	metric_u64(b, "saker_item_bytes", "gauge", "Data bytes of ready items in all (listed) queues.",
 	    bytes);
@@ -400,6 +406,12 @@ write_metrics(struct http_server *h, struct evbuffer *b)
 	queue_metric(b, &qc, "saker_queue_retries_total", "counter",
 	    "Items given back with a delay (since the server started).",
 	    QF_RETRIES);
+	queue_metric(b, &qc, "saker_queue_dedup_ids", "gauge",
+	    "Deduplication ids the queue keeps (live or not yet swept).",
+	    QF_DEDUP_IDS);
+	queue_metric(b, &qc, "saker_queue_dedup_hits_total", "counter",
+	    "Sets with a kept id answered without an item (since the store"
+	    " opened).", QF_DEDUP_HITS);
 	queue_metric(b, &qc, "saker_queue_oldest_item_age_seconds", "gauge",
 	    "Age of the item at the head of the queue.", QF_AGE);
 	free(qc.rows);

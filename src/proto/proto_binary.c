@@ -287,7 +287,8 @@ bin_set(struct session *c, const struct bin_req *r)
 	bool quiet = r->opcode == BIN_SETQ || r->opcode == BIN_ADDQ;
 	int64_t delay_ms, at_s;
 	struct proto_key pk;
-	const char *err, *msg = NULL;
+	const char *err, *msg = NULL, *id;
+	size_t id_len;
 	int res;
 
 	if (r->extlen != 8 || r->keylen == 0) {
@@ -298,7 +299,8 @@ bin_set(struct session *c, const struct bin_req *r)
 		bin_error(c, r->opcode, r->opaque, BIN_EINVAL, "key longer than 250 bytes");
 		return;
 	}
-	if ((err = proto_parse_set_key(c->b->proto, r->key, r->keylen, &pk, &delay_ms, &at_s)) != NULL) {
+	if ((err = proto_parse_set_key(c->b->proto, r->key, r->keylen, &pk, &delay_ms, &at_s,
+	    &id, &id_len)) != NULL) {
 		bin_text_error(c, r->opcode, r->opaque, err);
 		return;
 	}
@@ -308,7 +310,7 @@ bin_set(struct session *c, const struct bin_req *r)
 		return;
 	}
 	res = op_set(c, &pk, saker_get_be32(r->ext), (int64_t)saker_get_be32(r->ext + 4), delay_ms, at_s,
-	    r->val, r->vallen, &msg);
+	    id, id_len, r->val, r->vallen, &msg);
 	bin_done(c, r, quiet, res, msg);
 }
 

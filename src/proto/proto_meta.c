@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "getgroup.h"
+#include "itemattr.h"
 #include "proto_meta.h"
 #include "proto_text.h"
 #include "qname.h"
@@ -33,6 +34,7 @@
 #define MF_Q 0x080u     /* quiet: no EN (mg), no HD (ms, md) */
 #define MF_B 0x100u     /* key is base64 */
 #define MF_D 0x200u     /* delivery count (saker's own) */
+#define MF_I 0x400u     /* the item's deduplication id (saker's own) */
 
 #define META_MAX_OPAQUE 32
 
@@ -171,6 +173,7 @@ meta_flag(struct meta_req *m, const struct proto_tok *t)
 		case 's': m->mf |= MF_S; return NULL;
 		case 't': m->mf |= MF_T; return NULL;
 		case 'd': m->mf |= MF_D; return an == 0 ? NULL : E_FLAG;
+		case 'i': m->mf |= MF_I; return an == 0 ? NULL : E_FLAG;
 		/* accepted and ignored: LRU hints, vivify, recache, touch */
 		case 'h': case 'l': case 'u': case 'E': case 'N': case 'R': case 'T':
 			return NULL;
@@ -318,6 +321,19 @@ meta_status(struct session *c, const char *st, const struct meta_req *m)
 	reply_done(c);
 }
 
+/* Can these bytes be one token of a reply line? */
+static bool
+id_token_safe(const void *p, size_t n)
+{
+	const unsigned char *u = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (u[i] <= ' ' || u[i] >= 0x7f)
+			return false;
+	return n > 0;
+}
+
 static int
 meta_hit(void *arg, const struct saker_item *it)
 {
@@ -351,6 +367,19 @@ meta_hit(void *arg, const struct saker_item *it)
 		evbuffer_add(b, " c0", 3);
 	if (mf & MF_D)
 		evbuffer_add_printf(b, " d%lu", (unsigned long)it->deliveries);
+	if (mf & MF_I) {
+		const void *id;
+		size_t idlen;
+
+		/* no token for an item set without one; an id is a key's
+		 * bytes (the set parser's check), but one a store handed
+		 * back (a load, a newer build) must not break the line */
+		if (itemattr_get(it->attrs, it->attrs_len, ITEMATTR_ID, &id,
+		    &idlen) && id_token_safe(id, idlen)) {
+			evbuffer_add(b, " i", 2);
+			evbuffer_add(b, id, idlen);
+		}
+	}
 	meta_echo(b, mf, hc->key, hc->key_len, g->buf + gk->ooff, gk->olen);
 	evbuffer_add(b, "\r\n", 2);
 	if (mf & MF_V) {
@@ -449,7 +478,8 @@ meta_ms(struct session *c, const struct meta_req *m, const char *data)
 {
 	struct proto_key pk;
 	int64_t delay_ms, at_s;
-	const char *err, *msg = NULL;
+	const char *err, *msg = NULL, *id;
+	size_t id_len;
 	int r;
 
 	if (m->mode != 'S' && m->mode != 's') {
@@ -458,7 +488,8 @@ meta_ms(struct session *c, const struct meta_req *m, const char *data)
 		    "CLIENT_ERROR invalid mode for ms M token\r\n");
 		return;
 	}
-	if ((err = proto_parse_set_key(c->b->proto, m->key, m->keylen, &pk, &delay_ms, &at_s)) != NULL) {
+	if ((err = proto_parse_set_key(c->b->proto, m->key, m->keylen, &pk, &delay_ms, &at_s,
+	    &id, &id_len)) != NULL) {
 		reply_str(c, err);
 		return;
 	}
@@ -467,7 +498,8 @@ meta_ms(struct session *c, const struct meta_req *m, const char *data)
 		meta_status(c, "EX", m);
 		return;
 	}
-	r = op_set(c, &pk, m->flags, m->ttl, delay_ms, at_s, data, m->datalen, &msg);
+	r = op_set(c, &pk, m->flags, m->ttl, delay_ms, at_s, id, id_len, data,
+	    m->datalen, &msg);
 	if (r == OPR_OK) {
 		if (!(m->mf & MF_Q))
 			meta_status(c, "HD", m);

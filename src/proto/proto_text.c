@@ -35,6 +35,7 @@
 #define MONITOR_SECONDS_MAX (GET_TIMEOUT_MAX / 1000)
 #define SET_DELAY_MAX	UINT64_C(315360000000)		/* 10 years in ms */
 #define SET_AT_MAX	UINT64_C(253402300799)		/* 9999-12-31T23:59:59Z */
+#define SET_ID_MAX	OP_ID_MAX			/* bytes of an id= */
 
 /*
  * Byte classes, so the tokeniser spends one table load per byte.  Tokens
@@ -331,7 +332,38 @@ parse_get_key(const struct tok *t, struct proto_key *k)
 	return NULL;
 }
 
-/* The set key: "name[/delay=<ms>|/at=<unix seconds>]". */
+/*
+ * A set key with a control character or high byte: a bad id when the byte
+ * is in an "id=" segment and the name before it is clean (the id's own
+ * message says what an id may hold), else a bad queue name as for every
+ * key.
+ */
+static const char *
+bad_set_key(const struct tok *t)
+{
+	const char *p = memchr(t->p, '/', t->n), *end = t->p + t->n;
+	const char *seg;
+	size_t i;
+
+	if (p == NULL)
+		return PROTO_ERR_QNAME;
+	for (i = 0; i < (size_t)(p - t->p); i++)
+		if (byte_class[(unsigned char)t->p[i]] & K_BAD)
+			return PROTO_ERR_QNAME;
+	while (p < end) {
+		bool bad = false;
+
+		seg = ++p;
+		while (p < end && *p != '/')
+			bad |= (byte_class[(unsigned char)*p++] & K_BAD) != 0;
+		if (bad)
+			return p - seg >= 3 && memcmp(seg, "id=", 3) == 0 ?
+			    PROTO_ERR_ID : PROTO_ERR_QNAME;
+	}
+	return PROTO_ERR_QNAME;
+}
+
+/* The set key: "name[/delay=<ms>|/at=<unix seconds>][/id=<KEY>]". */
 static const char *
 parse_set_key(const struct tok *t, struct proto_cmd *cmd)
 {
@@ -340,12 +372,24 @@ parse_set_key(const struct tok *t, struct proto_cmd *cmd)
 	size_t pos, seglen;
 	uint64_t v;
 
+	if ((t->cls & K_BAD) != 0)
+		return bad_set_key(t);
 	if ((err = split_key(t, k)) != NULL)
 		return err;
 	cmd->nkeys = 1;
 	for (pos = k->name_len; pos < k->raw_len; ) {
 		next_segment(k, &pos, &seg, &seglen);
-		if (seglen >= 6 && memcmp(seg, "delay=", 6) == 0) {
+		if (seglen >= 3 && memcmp(seg, "id=", 3) == 0) {
+			/* the id is what the store keeps: 1..SET_ID_MAX
+			 * bytes ('/' ends the segment, the tokenizer took
+			 * spaces and controls); given twice is ambiguous */
+			if (seglen == 3 || seglen - 3 > SET_ID_MAX)
+				return PROTO_ERR_ID;
+			if (cmd->id != NULL)
+				return PROTO_ERR_FORMAT;
+			cmd->id = seg + 3;
+			cmd->id_len = seglen - 3;
+		} else if (seglen >= 6 && memcmp(seg, "delay=", 6) == 0) {
 			if (!proto_u64(seg + 6, seglen - 6, SET_DELAY_MAX, &v))
 				return PROTO_ERR_FORMAT;
 			cmd->delay_ms = (int64_t)v;
@@ -677,6 +721,8 @@ proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd)
 	cmd->bytes = 0;
 	cmd->delay_ms = -1;
 	cmd->at_s = -1;
+	cmd->id = NULL;
+	cmd->id_len = 0;
 	cmd->num1 = -1;
 	cmd->num2 = -1;
 	cmd->status = PROTO_STATUS_QUERY;
@@ -776,14 +822,40 @@ proto_parse_get_key(struct proto_scratch *sc, const char *key, size_t len,
 	return NULL;
 }
 
+/* Does a space or tab of this binary or meta set key sit in its "id="
+ * segment (a bad id rather than a bad queue name)? */
+static bool
+blank_in_id(const char *key, size_t len)
+{
+	const char *p = memchr(key, '/', len), *end = key + len, *seg;
+
+	if (p == NULL || memchr(key, ' ', (size_t)(p - key)) != NULL ||
+	    memchr(key, '\t', (size_t)(p - key)) != NULL)
+		return false;	/* the name's: a bad queue name */
+	while (p < end) {
+		bool blank = false;
+
+		seg = ++p;
+		for (; p < end && *p != '/'; p++)
+			if (*p == ' ' || *p == '\t')
+				blank = true;
+		if (blank)
+			return p - seg >= 3 && memcmp(seg, "id=", 3) == 0;
+	}
+	return false;
+}
+
 const char *
 proto_parse_set_key(struct proto_scratch *sc, const char *key, size_t len,
-    struct proto_key *k, int64_t *delay_ms, int64_t *at_s)
+    struct proto_key *k, int64_t *delay_ms, int64_t *at_s, const char **id,
+    size_t *id_len)
 {
 	const char *err;
 
 	/* a set line with extra tokens is a format error, so a key holding a
 	 * space cannot pass as a shorter key */
+	if (blank_in_id(key, len))
+		return PROTO_ERR_ID;
 	err = parse_as_line(sc, "set ", 4, key, len, " 0 0 0", 6);
 	if (err != NULL)
 		return err;
@@ -791,5 +863,9 @@ proto_parse_set_key(struct proto_scratch *sc, const char *key, size_t len,
 	k->raw = k->name = key;
 	*delay_ms = sc->key.delay_ms;
 	*at_s = sc->key.at_s;
+	/* the id as the caller's bytes, not the scratch line's */
+	*id = sc->key.id == NULL ? NULL :
+	    key + (sc->key.id - sc->key.keys[0].raw);
+	*id_len = sc->key.id_len;
 	return NULL;
 }

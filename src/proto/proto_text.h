@@ -36,6 +36,7 @@
 #define PROTO_ERR_COMBINATION  "CLIENT_ERROR bad option combination\r\n"
 #define PROTO_ERR_OPTION       "CLIENT_ERROR unknown option\r\n"
 #define PROTO_ERR_DENIED       "CLIENT_ERROR permission denied\r\n"
+#define PROTO_ERR_ID           "CLIENT_ERROR bad id (1 to 128 bytes, no '/', space or control character)\r\n"
 
 enum proto_cmd_type {
 	PROTO_CMD_NONE = 0,
@@ -102,6 +103,9 @@ struct proto_cmd {
 	size_t bytes;            /* data block length */
 	int64_t delay_ms;        /* /delay=<ms>; -1 when absent */
 	int64_t at_s;            /* /at=<unix seconds>; -1 when absent */
+	const char *id;          /* /id=<KEY>, the deduplication id; NULL
+	                          * when absent */
+	size_t id_len;
 
 	/* MONITOR: seconds, max (-1 = no max); CONFIRM: n; VERBOSITY: level;
 	 * FLUSH_ALL: optional delay (ignored by the server) */
@@ -170,7 +174,8 @@ bool proto_is_get_line(const char *line, size_t len);
  * names (docs/protocol.md, "Queue names"), get options (t=, open, close, abort, peek; forbidden
  * combinations; unknown options), set options (delay=, at=; not both; no
  * negative or overflowing values; delay at most 10 years = 315360000000 ms,
- * at= at most year 9999), the get key cap (PROTO_MAX_GET_KEYS) and the
+ * at= at most year 9999; id= once, 1..SAKER_DEDUP_KEY_MAX bytes of the key
+ * charset without '/'), the get key cap (PROTO_MAX_GET_KEYS) and the
  * line caps (PROTO_MAX_GET_LINE for get and gets, else PROTO_MAX_LINE).
  */
 const char *proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd);
@@ -178,13 +183,15 @@ const char *proto_parse_line(const char *line, size_t len, struct proto_cmd *cmd
 /*
  * Validate a key that came without a text line (binary protocol, meta
  * commands): as a get key (name plus options) or as a set key (name plus
- * delay=/at=).  On success returns NULL and fills *k (name_len, opts,
- * timeout_ms; raw and name point at key) and, for a set key, *delay_ms and
- * *at_s.  On failure returns the text error (a PROTO_ERR_* string).
+ * delay=/at=/id=).  On success returns NULL and fills *k (name_len, opts,
+ * timeout_ms; raw and name point at key) and, for a set key, *delay_ms,
+ * *at_s and *id, *id_len (NULL, 0 without an id; *id points into key).
+ * On failure returns the text error (a PROTO_ERR_* string).
  */
 const char *proto_parse_get_key(struct proto_scratch *sc, const char *key,
     size_t len, struct proto_key *k);
 const char *proto_parse_set_key(struct proto_scratch *sc, const char *key,
-    size_t len, struct proto_key *k, int64_t *delay_ms, int64_t *at_s);
+    size_t len, struct proto_key *k, int64_t *delay_ms, int64_t *at_s,
+    const char **id, size_t *id_len);
 
 #endif

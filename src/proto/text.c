@@ -131,7 +131,7 @@ text_set(struct session *s, struct proto_cmd *cmd, const char *data)
 	int r;
 
 	r = op_set(s, &cmd->keys[0], cmd->flags, cmd->exptime, cmd->delay_ms,
-	    cmd->at_s, data, cmd->bytes, &msg);
+	    cmd->at_s, cmd->id, cmd->id_len, data, cmd->bytes, &msg);
 	if (r == OPR_OK) {
 		if (!cmd->noreply)
 			reply_str(s, "STORED\r\n");
