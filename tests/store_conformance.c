@@ -2588,14 +2588,10 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_move);
 	tcase_add_test(tc, test_batch_survives_failure);
 	tcase_add_test(tc, test_notify_once);
-	/* XXX while the drivers gain them (this series): required at its end */
-	if (drv->dedup_put != NULL) {
-		tcase_add_test(tc, test_attrs_roundtrip);
-		tcase_add_test(tc, test_dedup);
-		tcase_add_test(tc, test_dedup_limit);
-		tcase_add_test(tc, test_dedup_queue_life);
-	} else
-		skipped(drv, "test_attrs_roundtrip test_dedup*", "NOT YET");
+	tcase_add_test(tc, test_attrs_roundtrip);
+	tcase_add_test(tc, test_dedup);
+	tcase_add_test(tc, test_dedup_limit);
+	tcase_add_test(tc, test_dedup_queue_life);
 	if (drv->expire_to != NULL) {
 		tcase_add_test(tc, test_expire_to);
 		tcase_add_test(tc, test_expire_to_many_head);
@@ -2615,8 +2611,7 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_reopen_deleted_queue);
 	tcase_add_test(tc, test_reopen_deliveries);
 	tcase_add_test(tc, test_reopen_read_only);
-	if (drv->dedup_put != NULL)
-		tcase_add_test(tc, test_reopen_dedup);
+	tcase_add_test(tc, test_reopen_dedup);
 	if ((drv->caps & SAKER_CAP_SHARED) == 0)
 		tcase_add_test(tc, test_locked);
 	else
