@@ -226,8 +226,8 @@ START_TEST(test_limit)
 END_TEST
 
 /* A full queue: one that discards its oldest looks at the id first, so a
- * duplicate discards nothing; one that refuses answers NOT_STORED whatever
- * the id (docs/protocol.md). */
+ * duplicate discards nothing; one that refuses answers a kept id STORED
+ * (a duplicate) and a new one NOT_STORED (docs/protocol.md). */
 START_TEST(test_full_queue)
 {
 	struct tl_server *s = start_conf("memory", "[queue dq]\nmax_items = 2\n"
@@ -253,16 +253,23 @@ START_TEST(test_full_queue)
 	tl_ckget(c, "dq", NULL);
 
 	set_reply(c, "rq/id=x", "x", "STORED\r\n");
-	set_reply(c, "rq/id=x", "x", "NOT_STORED\r\n");
+	/* full: the retry is still the duplicate it is, a new id refused */
+	set_reply(c, "rq/id=x", "x", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "rq", "dedup_hits"), 1);
 	set_reply(c, "rq/id=y", "y", "NOT_STORED\r\n");
+	ck_assert_int_eq(qstat(c, "rq", "dedup_ids"), 1);
 	tl_ckget(c, "rq", "x");
 	set_reply(c, "rq/id=x", "x", "STORED\r\n");	/* room: recognised */
 	tl_ckget(c, "rq", NULL);
+	set_reply(c, "rq/id=y", "y", "STORED\r\n");	/* y was not kept */
+	tl_ckget(c, "rq", "y");
 
 	/* full of delayed items: nothing to discard, as for any set */
 	set_reply(c, "lq/delay=60000/id=d1", "d", "STORED\r\n");
 	set_reply(c, "lq/id=d2", "e", "NOT_STORED\r\n");
+	set_reply(c, "lq/id=d1", "d", "STORED\r\n");
 	ck_assert_int_eq(qstat(c, "lq", "dedup_ids"), 1);
+	ck_assert_int_eq(qstat(c, "lq", "dedup_hits"), 1);
 
 	/* bytes: the oldest go until the new item fits */
 	set_reply(c, "bq/id=1", "ab", "STORED\r\n");

@@ -2445,6 +2445,17 @@ START_TEST(test_dedup)
 	got_id("job-1");
 	take_s(q, SAKER_TAKE_REMOVE, BASE + 1500, "B2");
 	commit();
+	/* asking leaves nothing behind */
+	ck_assert_int_eq(saker_store_dedup_kept(T.s, q, "job-2", 5, 1000,
+	    BASE + 1500), SAKER_EEXIST);
+	ck_assert_int_eq(saker_store_dedup_kept(T.s, q, "job-9", 5, 1000,
+	    BASE + 1500), SAKER_OK);
+	commit();
+	ck_assert_uint_eq(qstats(q).dedup_ids, 2);
+	ck_assert_int_eq(put_once(q, "B3", "job-9", 1000, 0, BASE + 1500),
+	    SAKER_OK);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 1500, "B3");
+	commit();
 	/* the hooks' own answers */
 	ck_assert_int_eq(T.drv->dedup_put(T.s, q, "job-2", 5, BASE + 9000,
 	    BASE + 1600, &replaced), SAKER_EEXIST);

@@ -251,6 +251,21 @@ over_limits(const struct queue_config *qc, const struct saker_queue_stats *st,
  * want it -- at most as many as there were (the new one is never
  * discarded for itself).  `st` holds q's counts before.
  */
+/* A full queue refuses a set (1: NOT_STORED), but a set it keeps the id
+ * of is a retry and answered as one (SAKER_EEXIST). */
+static int
+refuse(struct broker *b, struct squeue *q, const char *id, size_t id_len,
+    int64_t now)
+{
+	int rc;
+
+	if (id == NULL)
+		return 1;
+	rc = saker_store_dedup_kept(b->store, q->h, id, id_len,
+	    qconfig_dedup_window(queue_cfg(b, q)), now);
+	return rc == SAKER_OK ? 1 : rc;
+}
+
 static int
 put_once_discarding(struct broker *b, struct squeue *q,
     const struct saker_item *copy, const char *id, size_t id_len,
@@ -262,8 +277,8 @@ put_once_discarding(struct broker *b, struct squeue *q,
 	uint64_t n;
 	int rc;
 
-	if (st->items == 0)
-		return 1;	/* full of delayed or open items: as any set */
+	if (st->items == 0)	/* full of delayed or open items */
+		return refuse(b, q, id, id_len, now);
 	rc = saker_store_put_once(b->store, q->h, copy, id, id_len,
 	    qconfig_dedup_window(qc), qconfig_max_dedup_ids(qc), now);
 	if (rc != SAKER_OK)
@@ -291,8 +306,9 @@ put_once_discarding(struct broker *b, struct squeue *q,
  * in q's dedup_window.  Returns SAKER_OK, a store error (SAKER_EEXIST:
  * q keeps the id, nothing was put; SAKER_EFULL: storage or q's
  * max_dedup_ids), or 1 when the queue is full and configured to refuse
- * (NOT_STORED).  A full queue that refuses does so whatever the id; one
- * that discards looks at the id first (put_once_discarding). */
+ * (NOT_STORED).  A full queue that refuses answers a set whose id it
+ * keeps as the duplicate it is; one that discards looks at the id first
+ * (put_once_discarding). */
 static int
 put_limited(struct broker *b, struct squeue *q, struct saker_item *it,
     const char *id, size_t id_len, int64_t now)
@@ -316,7 +332,7 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it,
 			if (!over_limits(qc, &st, 1, it->len))
 				break;
 			if (!qc->discard_old_when_full)
-				return 1;
+				return refuse(b, q, id, id_len, now);
 			if (id != NULL) {
 				rc = put_once_discarding(b, q, &copy, id,
 				    id_len, &st, now);
