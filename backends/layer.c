@@ -123,6 +123,8 @@ untouch(saker_store *s, struct saker_queue_base *b)
 	b->touched = false;
 }
 
+static int ids_known(saker_store *s, saker_queue *q);
+
 /* ------------------------------------------------------------------ */
 /* the calls */
 
@@ -241,6 +243,8 @@ saker_store_queue_stats(saker_store *s, saker_queue *q,
 
 	if (rc != SAKER_OK)
 		return rc;
+	/* the ids a restart found are counted at the first look (once) */
+	(void)ids_known(s, q);
 	st->dedup_ids = base(q)->n[N_IDS];
 	st->dedup_hits = base(q)->dedup_hits;
 	if (s->driver->own_counts)
@@ -470,4 +474,32 @@ saker_store_put_once(saker_store *s, saker_queue *q,
 			ids_add(s, q, -1);
 	}
 	return rc;
+}
+
+int
+saker_store_dedup_kept(saker_store *s, saker_queue *q, const void *key,
+    size_t len, int64_t window_ms, int64_t now_ms)
+{
+	bool replaced = false;
+	int rc;
+
+	if (!key_ok(key, len) || window_ms <= 0)
+		return SAKER_EINVAL;
+	if ((rc = ids_known(s, q)) != SAKER_OK)
+		return rc;
+	/* the drivers' one question is "record it unless kept": asked, and
+	 * the record taken back when it was not kept */
+	rc = s->driver->dedup_put(s, q, key, len, now_ms + window_ms, now_ms,
+	    &replaced);
+	if (rc == SAKER_EEXIST) {
+		base(q)->dedup_hits++;
+		return rc;
+	}
+	if (rc != SAKER_OK)
+		return rc;
+	if ((rc = s->driver->dedup_del(s, q, key, len)) != SAKER_OK)
+		return rc;
+	if (replaced)	/* an expired record went with it */
+		ids_add(s, q, -1);
+	return SAKER_OK;
 }

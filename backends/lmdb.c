@@ -833,6 +833,9 @@ lm_rollback(struct lstore *s)
 	for (q = s->dirty; q != NULL; q = next) {
 		next = q->dirty_next;
 		q->cur = q->saved;
+		/* the layer counts q's ids again at their next use: a delete
+		 * undone brings back ids it may have counted as gone */
+		q->base.ids_known = false;
 		q->dirty = false;
 		q->deleted = false;
 		q->dirty_next = NULL;
@@ -1390,9 +1393,13 @@ lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
 		s->next_qid++;
 	}
 	/* New, or deleted / rolled back in this batch: start empty.  Its
-	 * record is written at commit. */
+	 * record is written at commit.  A struct reused keeps no id count
+	 * of the layer's (its ids went with the delete). */
 	q_change(s, q);
 	memset(&q->cur, 0, sizeof(q->cur));
+	memset(q->base.n, 0, sizeof(q->base.n));
+	q->base.ids_known = false;
+	q->base.dedup_hits = 0;
 	q->cur.lo = q->cur.tail = LM_SEQ_START;
 	q->cur.exists = true;
 	q->deleted = false;
@@ -2664,20 +2671,22 @@ lm_dedup_put(saker_store *ss, saker_queue *q, const void *id, size_t len,
 	    (rc = op_begin(s, 2 * LM_DKEY + LM_DVAL, &t)) != SAKER_OK)
 		return rc;
 	k = dd_key(kb, q->id, false, 0, id, len);
-	rc = mdb_get(t, s->dbi[LD_DEDUP], &k, &v);
-	if (rc == 0) {
-		/* a damaged record counts as expired: replaced, at worst
-		 * one duplicate, rather than an id refused for ever */
-		if (dd_read(&k, &v, &old) && old > now_ms)
-			rc = MDB_KEYEXIST;
-		else if ((rc = dd_del(s, t, &k, old)) == 0)
-			*replaced = true;
-	} else if (rc == MDB_NOTFOUND) {
-		rc = 0;
-	}
 	dd_seal(val, &k, expires_ms);
 	v = (MDB_val){ .mv_size = LM_DVAL, .mv_data = val };
-	if (rc == 0 && (rc = mdb_put(t, s->dbi[LD_DEDUP], &k, &v, 0)) == 0)
+	/* one search for a new id (the usual case); a kept one comes back
+	 * in v.  One expired or damaged (taken as expired: at worst one
+	 * duplicate, not an id refused for ever) is replaced. */
+	rc = mdb_put(t, s->dbi[LD_DEDUP], &k, &v, MDB_NOOVERWRITE);
+	if (rc == MDB_KEYEXIST && (!dd_read(&k, &v, &old) || old <= now_ms)) {
+		x = dd_key(xb, q->id, true, old, id, len);
+		if ((rc = mdb_del(t, s->dbi[LD_DEDUPX], &x, NULL)) == 0)
+			rc = jr_rec(s, LD_DEDUPX, xb, x.mv_size, NULL, 0);
+		v = (MDB_val){ .mv_size = LM_DVAL, .mv_data = val };
+		if (rc == 0 || rc == MDB_NOTFOUND)
+			rc = mdb_put(t, s->dbi[LD_DEDUP], &k, &v, 0);
+		*replaced = rc == 0;
+	}
+	if (rc == 0)
 		rc = jr_rec(s, LD_DEDUP, kb, k.mv_size, val, LM_DVAL);
 	x = dd_key(xb, q->id, true, expires_ms, id, len);
 	v.mv_size = 0;
@@ -2710,8 +2719,8 @@ lm_dedup_del(saker_store *ss, saker_queue *q, const void *id, size_t len)
 		rc = dd_del(s, t, &k, old);
 	}
 	if ((rc = op_end(s, t, rc, rc == 0)) == MDB_NOTFOUND)
-		return seterr(s, SAKER_ENOTFOUND, "no deduplication id '%.*s'",
-		    (int)len, (const char *)id);
+		return seterr(s, SAKER_ENOTFOUND, "lmdb: no such "
+		    "deduplication id (%zu bytes)", len);	/* binary */
 	if (rc != 0)
 		return lm_fail(s, rc, "remove deduplication id");
 	return SAKER_OK;
@@ -2771,12 +2780,13 @@ lm_dedup_sweep(saker_store *ss, saker_queue *q, int64_t now_ms,
 	while ((limit == 0 || n < limit) && (rc = dd_first(c, q->id, &x)) ==
 	    0 && (exp = (int64_t)saker_get_be64((unsigned char *)x.mv_data +
 	    8)) <= now_ms) {
-		/* the id is counted when its record has this expiry; else
-		 * the entry is a leftover and goes alone */
+		/* the id goes (and is counted) when its record has this
+		 * expiry or is damaged; else the entry is a leftover of a
+		 * damaged record replaced, and goes alone */
 		k = dd_key(kb, q->id, false, 0, (unsigned char *)x.mv_data + 16,
 		    x.mv_size - 16);
 		rc = mdb_get(t, s->dbi[LD_DEDUP], &k, &v);
-		if (rc == 0 && dd_read(&k, &v, &old) && old == exp) {
+		if (rc == 0 && (!dd_read(&k, &v, &old) || old == exp)) {
 			if ((rc = dd_del(s, t, &k, exp)) != 0)
 				break;
 			n++;

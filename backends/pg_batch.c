@@ -31,8 +31,8 @@ pg_batch_arrs(struct pg_store *s, void (*fn)(struct pg_arr *))
 {
 	struct pg_arr *a[] = { &s->put_name, &s->put_vis, &s->put_due,
 	    &s->put_flags, &s->put_exp, &s->put_created, &s->put_data,
-	    &s->put_crc, &s->put_dlv, &s->put_attrs, &s->st_qid, &s->st_id, &s->st_st,
-	    &s->del_qid, &s->del_id };
+	    &s->put_crc, &s->put_dlv, &s->put_attrs, &s->st_qid, &s->st_id,
+	    &s->st_st, &s->del_qid, &s->del_id };
 	size_t i;
 
 	for (i = 0; i < sizeof(a) / sizeof(a[0]); i++)
@@ -612,7 +612,8 @@ pg_commit(saker_store *base)
 			    s->down_why[0] != '\0' ? s->down_why : s->err);
 			pg_errf(s, SAKER_EINDOUBT, "postgres: outcome unknown, the"
 			    " COMMIT got no answer (%s): the batch may or may not"
-			    " be stored; retrying a write may duplicate it", why);
+			    " be stored; retrying a write without an id may"
+			    " duplicate it", why);
 			pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
 		}
 		goto fail;

@@ -151,8 +151,8 @@ pg_row_sound(const PGresult *res, int row)
 /*
  * An expired item of q (row `row` of res; its flags, created, data,
  * deliveries and attributes in columns col[0..4]) goes to q's expire_to
- * queue, with
- * its expiry cleared, in the batch; the caller deletes the original.
+ * queue, with its expiry cleared, in the batch; the caller deletes the
+ * original.
  * *moved false: q has no expire_to (or it is q): the caller drops it.
  */
 int
@@ -162,7 +162,7 @@ pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 	struct saker_item it;
 	struct saker_queue *t;
 	saker_notify_fn fn;
-	void *copy = NULL;
+	char *copy = NULL;
 	int64_t d;
 	int err;
 
@@ -182,10 +182,9 @@ pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 	if ((copy = malloc(it.len + it.attrs_len + 1)) == NULL)
 		return pg_errf(s, SAKER_ENOMEM, "out of memory");
 	memcpy(copy, PQgetvalue(res, row, col[2]), it.len);
-	memcpy((char *)copy + it.len, PQgetvalue(res, row, col[4]),
-	    it.attrs_len);
+	memcpy(copy + it.len, PQgetvalue(res, row, col[4]), it.attrs_len);
 	it.data = copy;
-	it.attrs = (char *)copy + it.len;
+	it.attrs = copy + it.len;
 	/* put without the local wake-up (pg_gained still lists t for the
 	 * other brokers' NOTIFY): t is woken once, at the call's end */
 	fn = s->notify;

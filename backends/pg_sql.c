@@ -490,18 +490,27 @@ pg_sql_for(const char *sql, int64_t version)
  * one) the planner took a bitmap scan of a queue's every primary key
  * entry, dead ones too, and a sort, for the claim that the head index
  * answers in order (13,092 buffers and 220 ms against 34 under a held
- * horizon). */
+ * horizon).  Once open (`locks`), a lock wait ends at 3/4 of timeout=:
+ * its statement fails and loses the batch, where the silence of a longer
+ * wait would drop the connection (a batch of a broker cut off holds the
+ * ids it recorded until the database notices). */
 static void
-pg_session_sql(const struct pg_store *s, char *sql_set, size_t len)
+pg_session_sql(const struct pg_store *s, char *sql_set, size_t len,
+    bool locks)
 {
+	char lock[64] = "";
+
+	if (locks)
+		snprintf(lock, sizeof(lock), ", set_config('lock_timeout', '%"
+		    PRId64 "', false)", s->timeout_ms * 3 / 4);
 	/* the schema name was checked to need no quoting beyond this */
 	snprintf(sql_set, len, "SELECT set_config("
 	    "'synchronous_commit', '%s', false), set_config("
 	    "'default_transaction_read_only', '%s', false), set_config("
 	    "'default_transaction_isolation', 'read committed', false),"
-	    " set_config('enable_bitmapscan', 'off', false)%s%s%s",
+	    " set_config('enable_bitmapscan', 'off', false)%s%s%s%s",
 	    s->sync == SAKER_SYNC_ALWAYS ? "on" : "off",
-	    s->read_only ? "on" : "off", s->schema != NULL ?
+	    s->read_only ? "on" : "off", lock, s->schema != NULL ?
 	    ", set_config('search_path', '\"" : "", s->schema != NULL ?
 	    s->schema : "", s->schema != NULL ? "\"', false)" : "");
 }
@@ -510,9 +519,10 @@ pg_session_sql(const struct pg_store *s, char *sql_set, size_t len)
 int
 pg_session(struct pg_store *s)
 {
-	char sql[512];
+	char sql[640];
 
-	pg_session_sql(s, sql, sizeof(sql));
+	/* brokers starting together wait for each other's schema lock */
+	pg_session_sql(s, sql, sizeof(sql), false);
 	return pg_simple(s, sql, "session setup");
 }
 
@@ -525,12 +535,12 @@ int
 pg_prepare_all(struct pg_store *s)
 {
 	PGresult *res;
-	char name[16], sql_set[512], *sql;
+	char name[16], sql_set[640], *sql;
 	const char *what = "session setup";
 	int i, n = 0, got = 0, bad = 0, nulls = 0;
 	bool ok = true;
 
-	pg_session_sql(s, sql_set, sizeof(sql_set));
+	pg_session_sql(s, sql_set, sizeof(sql_set), true);
 	if (!PQenterPipelineMode(s->conn) ||
 	    !PQsendQueryParams(s->conn, sql_set, 0, NULL, NULL, NULL, NULL, 0))
 		ok = false;

@@ -95,7 +95,7 @@ enum {
 	S_I_EXPIRED, S_I_GET, S_I_DELQ,
 	S_D_INSERT, S_D_DUE, S_D_DELDUE, S_D_FIRST, S_D_LIST, S_D_DELQ,
 	S_D_RELEASE,	/* appended: the journal names statements by index */
-	S_X_GET, S_X_PUT, S_X_DEL, S_X_FIRST, S_X_SWEEP, S_X_LIST, S_X_DELQ,
+	S_X_PUT, S_X_RENEW, S_X_DEL, S_X_FIRST, S_X_SWEEP, S_X_LIST, S_X_DELQ,
 	S_COUNT
 };
 
@@ -174,9 +174,11 @@ static const char *const sq_sql[S_COUNT] = {
 	    " expires, created, data, crc, deliveries, attrs FROM items"
 	    " WHERE qid = ?1 AND seq = ?2 AND state = 1",
 	/* deduplication ids (store.h, DEDUPLICATION) */
-	[S_X_GET] = "SELECT expires FROM dedup WHERE qid = ?1 AND key = ?2",
-	[S_X_PUT] = "INSERT OR REPLACE INTO dedup(qid, key, expires)"
+	/* a new id in one statement; a kept one is renewed if it expired */
+	[S_X_PUT] = "INSERT OR IGNORE INTO dedup(qid, key, expires)"
 	    " VALUES (?1, ?2, ?3)",
+	[S_X_RENEW] = "UPDATE dedup SET expires = ?3 WHERE qid = ?1"
+	    " AND key = ?2 AND expires <= ?4",
 	[S_X_DEL] = "DELETE FROM dedup WHERE qid = ?1 AND key = ?2",
 	[S_X_FIRST] = "SELECT min(expires) FROM dedup WHERE qid = ?1",
 	/* oldest first through dedup_expires; LIMIT -1: all */
@@ -2000,28 +2002,29 @@ sq_dedup_put(saker_store *base, saker_queue *q, const void *key, size_t len,
     int64_t expires_ms, int64_t now_ms, bool *replaced)
 {
 	struct sq_store *s = SQ(base);
-	sqlite3_stmt *st = s->st[S_X_GET];
-	bool live;
-	int err, rc;
+	sqlite3_stmt *st = s->st[S_X_PUT];
+	int err;
 
 	*replaced = false;
 	if ((err = sq_dead(s, q)) != SAKER_OK ||
 	    (err = sq_begin(s)) != SAKER_OK ||
 	    (err = sq_bind_key(s, st, q, key, len)) != SAKER_OK)
 		return err;
-	rc = sqlite3_step(st);
-	live = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) > now_ms;
-	sq_reset(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return sq_fail(s, rc, "read deduplication id");
-	if (live)
-		return SAKER_EEXIST;
-	*replaced = rc == SQLITE_ROW;	/* an expired record, replaced */
-	st = s->st[S_X_PUT];
+	sq_bind_i64(s, st, 3, expires_ms);
+	if ((err = sq_exec(s, S_X_PUT, "write deduplication id")) != SAKER_OK ||
+	    sqlite3_changes(s->db) > 0)
+		return err;
+	st = s->st[S_X_RENEW];
 	if ((err = sq_bind_key(s, st, q, key, len)) != SAKER_OK)
 		return err;
 	sq_bind_i64(s, st, 3, expires_ms);
-	return sq_exec(s, S_X_PUT, "write deduplication id");
+	sq_bind_i64(s, st, 4, now_ms);
+	if ((err = sq_exec(s, S_X_RENEW, "renew deduplication id")) != SAKER_OK)
+		return err;
+	if (sqlite3_changes(s->db) == 0)
+		return SAKER_EEXIST;	/* kept, and live */
+	*replaced = true;
+	return SAKER_OK;
 }
 
 static int

@@ -258,6 +258,15 @@ START_TEST(test_retrying)
 	free(r);
 	r = get("/api/queues?prefix=rq");
 	ck_has(r, "\"retries\":1");
+	ck_has(r, "\"dedup_ids\":0,\"dedup_hits\":0");
+	free(r);
+	/* deduplication ids and duplicates answered (issue 44) */
+	mustsends(fd, "set dq/id=a 0 0 1\r\nx\r\nset dq/id=a 0 0 1\r\nx\r\n"
+	    "set dq/id=b 0 0 1\r\nx\r\n");
+	ckresp(fd, "STORED\r\nSTORED\r\nSTORED\r\n");
+	r = get("/api/queues?prefix=dq");
+	ck_has(r, "\"items\":2,");
+	ck_has(r, "\"dedup_ids\":2,\"dedup_hits\":1");
 	free(r);
 	ck_status(400, get("/api/queues/rq/peek?retrying=2"));
 	/* the page has the table */

@@ -4,12 +4,14 @@
  * again and the sweep forgets the id; bad ids are one CLIENT_ERROR and the
  * connection stays in step; max_dedup_ids gives its SERVER_ERROR; stats
  * and /metrics count; mg's i flag returns the id; a flood of distinct ids
- * stays bounded; on LMDB the id survives a restart and kill -9 with its
- * item. */
+ * stays bounded; on LMDB and SQLite the id survives a restart and kill -9
+ * with its item; on PostgreSQL a retry through another broker (after the
+ * first was killed) is recognised. */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,9 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#ifdef HAVE_POSTGRES
+#include "pg_cluster.h"
+#endif
 
 static long long
 qstat(int fd, const char *q, const char *k)
@@ -93,6 +98,18 @@ START_TEST(test_text_once)
 	set_reply(c, "q/delay=1/id=d1", "d", "STORED\r\n");
 	set_reply(c, "q/id=d1/delay=1", "d", "STORED\r\n");
 	ck_assert_int_eq(qstat(c, "q", "dedup_hits"), 4);
+	/* flush takes the items and keeps the ids; delete takes both */
+	mustsends(c, "flush q\r\n");
+	ckresp(c, "END\r\n");
+	set_reply(c, "q/id=order-18", "again", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "q", "items"), 0);
+	ck_assert_int_eq(qstat(c, "q", "dedup_hits"), 5);
+	mustsends(c, "delete q\r\n");
+	ckresp(c, "DELETED\r\n");
+	set_reply(c, "q/id=order-18", "new", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "q", "items"), 1);
+	ck_assert_int_eq(qstat(c, "q", "dedup_ids"), 1);
+	ck_assert_int_eq(qstat(c, "q", "dedup_hits"), 0);
 	close(c);
 	tl_server_stop(s);
 	tl_server_free(s);
@@ -208,6 +225,67 @@ START_TEST(test_limit)
 }
 END_TEST
 
+/* A full queue: one that discards its oldest looks at the id first, so a
+ * duplicate discards nothing; one that refuses answers a kept id STORED
+ * (a duplicate) and a new one NOT_STORED (docs/protocol.md). */
+START_TEST(test_full_queue)
+{
+	struct tl_server *s = start_conf("memory", "[queue dq]\nmax_items = 2\n"
+	    "discard_old_when_full = yes\n[queue rq]\nmax_items = 1\n"
+	    "[queue lq]\nmax_items = 1\ndiscard_old_when_full = yes\n"
+	    "[queue bq]\nmax_bytes = 4\ndiscard_old_when_full = yes\n", 0);
+	int c = tl_connect(s->port);
+
+	set_reply(c, "dq/id=a", "a", "STORED\r\n");
+	set_reply(c, "dq/id=b", "b", "STORED\r\n");
+	set_reply(c, "dq/id=b", "b", "STORED\r\n");
+	set_reply(c, "dq/id=a", "a", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "dq", "discarded"), 0);
+	ck_assert_int_eq(qstat(c, "dq", "items"), 2);
+	set_reply(c, "dq/id=c", "c", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "dq", "discarded"), 1);
+	set_reply(c, "dq/id=c", "c", "STORED\r\n");
+	set_reply(c, "dq", "d", "STORED\r\n");	/* no id: as ever */
+	ck_assert_int_eq(qstat(c, "dq", "discarded"), 2);
+	ck_assert_int_eq(qstat(c, "dq", "dedup_hits"), 3);
+	tl_ckget(c, "dq", "c");
+	tl_ckget(c, "dq", "d");
+	tl_ckget(c, "dq", NULL);
+
+	set_reply(c, "rq/id=x", "x", "STORED\r\n");
+	/* full: the retry is still the duplicate it is, a new id refused */
+	set_reply(c, "rq/id=x", "x", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "rq", "dedup_hits"), 1);
+	set_reply(c, "rq/id=y", "y", "NOT_STORED\r\n");
+	ck_assert_int_eq(qstat(c, "rq", "dedup_ids"), 1);
+	tl_ckget(c, "rq", "x");
+	set_reply(c, "rq/id=x", "x", "STORED\r\n");	/* room: recognised */
+	tl_ckget(c, "rq", NULL);
+	set_reply(c, "rq/id=y", "y", "STORED\r\n");	/* y was not kept */
+	tl_ckget(c, "rq", "y");
+
+	/* full of delayed items: nothing to discard, as for any set */
+	set_reply(c, "lq/delay=60000/id=d1", "d", "STORED\r\n");
+	set_reply(c, "lq/id=d2", "e", "NOT_STORED\r\n");
+	set_reply(c, "lq/id=d1", "d", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "lq", "dedup_ids"), 1);
+	ck_assert_int_eq(qstat(c, "lq", "dedup_hits"), 1);
+
+	/* bytes: the oldest go until the new item fits */
+	set_reply(c, "bq/id=1", "ab", "STORED\r\n");
+	set_reply(c, "bq/id=2", "cd", "STORED\r\n");
+	set_reply(c, "bq/id=3", "efg", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "bq", "discarded"), 2);
+	set_reply(c, "bq/id=2", "cd", "STORED\r\n");
+	ck_assert_int_eq(qstat(c, "bq", "discarded"), 2);
+	tl_ckget(c, "bq", "efg");
+	tl_ckget(c, "bq", NULL);
+	close(c);
+	tl_server_stop(s);
+	tl_server_free(s);
+}
+END_TEST
+
 /* One binary request: Set (0x01) of key with value; returns the status. */
 static unsigned
 bin_set(int fd, uint8_t opcode, const char *key, const char *val)
@@ -256,6 +334,7 @@ START_TEST(test_meta_binary_mg)
 	ck_assert_uint_eq(bin_set(b, 0x01, "m/id=b1", "b1"), 0);
 	ck_assert_uint_eq(bin_set(b, 0x02, "m/id=b1", "b2"), 0);	/* Add */
 	ck_assert_uint_eq(bin_set(b, 0x01, "m/id=", "x"), 0x04);
+	ck_assert_uint_eq(bin_set(b, 0x01, "m/id=a b", "x"), 0x04);
 	ck_assert_uint_eq(bin_set(b, 0x01, "m", "plain"), 0);
 	memset(id, 'z', 128);
 	id[128] = '\0';
@@ -372,15 +451,16 @@ START_TEST(test_flood)
 }
 END_TEST
 
-#ifdef HAVE_LMDB
-/* On LMDB the id is in the item's commit: after kill -9 (--sync always: an
- * acknowledged set is on disk) and after a clean restart a retry is still
- * a duplicate, the item still carries its id, and the count of ids is
- * rebuilt from the store. */
-START_TEST(test_lmdb_restart)
+#if defined(HAVE_LMDB) || defined(HAVE_SQLITE)
+/* On a durable store the id is in the item's commit: after kill -9 (--sync
+ * always: an acknowledged set is on disk) and after a clean restart a
+ * retry is still a duplicate, the item still carries its id, and the count
+ * of ids is rebuilt from the store. */
+static void
+durable_restart(const char *store)
 {
 	char *conf = tl_write_file("dedup.conf", "[queue d]\ndedup_window = 1h\n");
-	struct tl_server *s = tl_server_start("lmdb", "--sync", "always",
+	struct tl_server *s = tl_server_start(store, "--sync", "always",
 	    "--config", conf, NULL);
 	int c = tl_connect(s->port);
 
@@ -391,9 +471,10 @@ START_TEST(test_lmdb_restart)
 	tl_server_kill(s);
 	tl_server_restart(s);
 	c = tl_connect(s->port);
+	/* the ids the store kept are counted at the first stats */
+	ck_assert_int_eq(qstat(c, "d", "dedup_ids"), 2);
 	set_reply(c, "d/id=k1", "one", "STORED\r\n");
 	set_reply(c, "d/id=k2", "two", "STORED\r\n");
-	/* (the layer counts a queue's ids at their first use after open) */
 	ck_assert_int_eq(qstat(c, "d", "dedup_ids"), 2);
 	ck_assert_int_eq(qstat(c, "d", "items"), 3);
 	ck_assert_int_eq(qstat(c, "d", "dedup_hits"), 2);
@@ -421,6 +502,68 @@ START_TEST(test_lmdb_restart)
 	tl_server_free(s);
 	free(conf);
 }
+#endif
+
+#ifdef HAVE_LMDB
+START_TEST(test_lmdb_restart)
+{
+	durable_restart("lmdb");
+}
+END_TEST
+#endif
+
+#ifdef HAVE_SQLITE
+START_TEST(test_sqlite_restart)
+{
+	durable_restart("sqlite");
+}
+END_TEST
+#endif
+
+#ifdef HAVE_POSTGRES
+/* One throwaway cluster for the run (tests/pg_cluster.c), started by
+ * main() when PostgreSQL is installed. */
+static struct pg_cluster pgc;
+static bool pg_up;
+
+/* On PostgreSQL the id is the database's: a retry through another broker
+ * is recognised, also after the first broker was killed (a failover), and
+ * the item read through either carries its id. */
+START_TEST(test_pg_two_brokers)
+{
+	char *sp = tl_strdupf("postgres:%s schema=dedup_%d lease=2",
+	    pgc.conninfo, (int)getpid());
+	struct tl_server *a = tl_server_start(sp, NULL);
+	struct tl_server *b = tl_server_start(sp, NULL);
+	int fa = tl_connect(a->port), fb = tl_connect(b->port);
+
+	set_reply(fa, "pq/id=x1", "one", "STORED\r\n");
+	set_reply(fb, "pq/id=x1", "one", "STORED\r\n");
+	set_reply(fb, "pq/id=x2", "two", "STORED\r\n");
+	set_reply(fa, "pq/id=x2", "two", "STORED\r\n");
+	ck_assert_int_eq(tl_stat(fa, "set_duplicates"), 1);
+	ck_assert_int_eq(tl_stat(fb, "set_duplicates"), 1);
+	set_reply(fa, "pq/id=x3", "three", "STORED\r\n");
+	close(fa);
+	tl_server_kill(a);
+	/* the producer's retries go to the survivor */
+	set_reply(fb, "pq/id=x3", "three", "STORED\r\n");
+	set_reply(fb, "pq/id=x1", "one", "STORED\r\n");
+	mustsends(fb, "mg pq v i\r\n");
+	ckresp(fb, "VA 3 ix1\r\none\r\n");
+	mustsends(fb, "mg pq v i\r\n");
+	ckresp(fb, "VA 3 ix2\r\ntwo\r\n");
+	mustsends(fb, "mg pq v i\r\n");
+	ckresp(fb, "VA 5 ix3\r\nthree\r\n");
+	mustsends(fb, "mg pq v i\r\n");
+	ckresp(fb, "EN\r\n");
+	ck_assert_int_eq(tl_stat(fb, "set_duplicates"), 3);
+	close(fb);
+	tl_server_stop(b);
+	tl_server_free(a);
+	tl_server_free(b);
+	free(sp);
+}
 END_TEST
 #endif
 
@@ -436,6 +579,7 @@ dedup_suite(void)
 	tcase_add_test(tc, test_window);
 	tcase_add_test(tc, test_bad_ids);
 	tcase_add_test(tc, test_limit);
+	tcase_add_test(tc, test_full_queue);
 	tcase_add_test(tc, test_meta_binary_mg);
 	tcase_add_test(tc, test_metrics);
 	tcase_add_test(tc, test_flood);
@@ -447,17 +591,45 @@ dedup_suite(void)
 	tcase_add_test(tc, test_lmdb_restart);
 	suite_add_tcase(s, tc);
 #endif
+#ifdef HAVE_SQLITE
+	tc = tcase_create("sqlite");
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
+	tcase_add_test(tc, test_sqlite_restart);
+	suite_add_tcase(s, tc);
+#endif
+#ifdef HAVE_POSTGRES
+	if (pg_up) {
+		tc = tcase_create("postgres");
+		tcase_set_timeout(tc, 60);
+		tcase_add_checked_fixture(tc, tl_dir_setup, tl_dir_teardown);
+		tcase_add_test(tc, test_pg_two_brokers);
+		suite_add_tcase(s, tc);
+	}
+#endif
 	return s;
 }
 
 int
 main(void)
 {
-	SRunner *sr = srunner_create(dedup_suite());
+	SRunner *sr;
 	int failed;
 
+#ifdef HAVE_POSTGRES
+	char why[256];
+
+	if (pg_cluster_start(&pgc, why, sizeof(why)) == 0)
+		pg_up = true;
+	else
+		printf("check_dedup: postgres tests skipped: %s\n", why);
+#endif
+	sr = srunner_create(dedup_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+#ifdef HAVE_POSTGRES
+	pg_cluster_destroy(&pgc);
+#endif
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -147,7 +147,7 @@ put_once(saker_store *s, saker_queue *q, const char *data, const char *id)
 
 /* ------------------------------------------------------------------ */
 
-static char big[SAKER_ATTRS_MAX];	/* attributes at the bound */
+static char big[SAKER_ATTRS_MAX + 1];	/* attributes at the bound */
 
 /* In a child: items with attributes through release_delayed and move,
  * an item with an id, all only in the journal, then SIGKILL. */
@@ -159,19 +159,18 @@ crash_child(const char *dir)
 	uint64_t id;
 
 	put(s, q, "x", "\001ax", 3);
-	put(s, q, "y", big, sizeof(big));
+	put(s, q, "y", big, SAKER_ATTRS_MAX);
 	put(s, q, "z", NULL, 0);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	id = expect(s, q, SAKER_TAKE_OPEN, "x", "\001ax", 3);
 	ck_assert_int_eq(saker_store_release_delayed(s, q, id, BASE + 1000,
 	    BASE), SAKER_OK);
-	id = expect(s, q, SAKER_TAKE_OPEN, "y", big, sizeof(big));
+	id = expect(s, q, SAKER_TAKE_OPEN, "y", big, SAKER_ATTRS_MAX);
 	ck_assert_int_eq(saker_store_move(s, q, id, r), SAKER_OK);
 	ck_assert_int_eq(put_once(s, q, "w", "k1"), SAKER_OK);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
-	/* a lost batch loses its id with its item */
+	/* a batch not committed: its id goes with its item */
 	ck_assert_int_eq(put_once(s, q, "v", "k2"), SAKER_OK);
-	saker_store_batch_lost(s);
 	kill(getpid(), SIGKILL);
 	_exit(5);
 }
@@ -191,7 +190,7 @@ crash_check(saker_store *s)
 	ck_assert_int_eq(put_once(s, q, "w", "k1"), SAKER_EEXIST);
 	ck_assert_int_eq(saker_store_promote(s, BASE + 2000, &next), SAKER_OK);
 	expect(s, q, SAKER_TAKE_PEEK, "z", NULL, 0);
-	expect(s, r, SAKER_TAKE_PEEK, "y", big, sizeof(big));
+	expect(s, r, SAKER_TAKE_PEEK, "y", big, SAKER_ATTRS_MAX);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 }
 
@@ -368,21 +367,25 @@ START_TEST(test_damage)
 	size_t wlen;
 	saker_store *s;
 	saker_queue *q;
+	uint64_t removed;
 	bool replaced;
 
 	s = open_store(dir, false);
 	q = queue(s, "q", true);
 	put(s, q, "item", amark, sizeof(amark) - 1);
 	ck_assert_int_eq(put_once(s, q, "other", "id-marker-42"), SAKER_OK);
+	ck_assert_int_eq(put_once(s, q, "third", "id-marker-43"), SAKER_OK);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
 
 	flip_after(file, amark + 1, sizeof(amark) - 2, 5);
-	/* the dedup record: key (qid, id) and then its value, the expiry */
-	memcpy(pat, "id-marker-42", 12);
+	/* the dedup records: key (qid, id) and then its value, the expiry */
 	for (int i = 0; i < 8; i++)
 		pat[12 + i] = (unsigned char)((uint64_t)(BASE + WINDOW) >>
 		    (56 - 8 * i));
+	memcpy(pat, "id-marker-42", 12);
+	flip_after(file, pat, 20, 19);
+	memcpy(pat, "id-marker-43", 12);
 	flip_after(file, pat, 20, 19);
 
 	s = open_store(dir, false);
@@ -404,6 +407,15 @@ START_TEST(test_damage)
 	ck_assert_int_eq(s->driver->dedup_put(s, q, "id-marker-42", 12,
 	    BASE + 2 * WINDOW, BASE, &replaced), SAKER_OK);
 	ck_assert(replaced);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	/* the sweep takes the damaged record once its entry by expiry is
+	 * due, and the entry the replaced one left, uncounted */
+	ck_assert_int_eq(s->driver->dedup_sweep(s, q, BASE + WINDOW - 1, 0,
+	    &removed), SAKER_OK);
+	ck_assert_uint_eq(removed, 0);
+	ck_assert_int_eq(s->driver->dedup_sweep(s, q, BASE + WINDOW, 0,
+	    &removed), SAKER_OK);
+	ck_assert_uint_eq(removed, 1);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	expect_ids(s, q, 1, "id-marker-42", BASE + 2 * WINDOW);
 	saker_store_close(s);
@@ -470,6 +482,51 @@ START_TEST(test_dedup_page_damaged)
 }
 END_TEST
 
+/* A queue deleted and made again in one batch reuses the driver's
+ * struct: the layer's id count must start again with it (found by
+ * fuzz_store), as with a driver that frees the handle. */
+START_TEST(test_delete_reopen)
+{
+	char *dir = tl_strdupf("%s/store", tl_dir);
+	struct saker_queue_stats st;
+	saker_store *s = open_store(dir, false);
+	saker_queue *q = queue(s, "q", true);
+
+	ck_assert_int_eq(put_once(s, q, "a", "id-a"), SAKER_OK);
+	ck_assert_int_eq(put_once(s, q, "a", "id-a"), SAKER_EEXIST);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_delete(s, q), SAKER_OK);
+	q = queue(s, "q", true);
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.dedup_ids, 0);
+	ck_assert_uint_eq(st.dedup_hits, 0);
+	ck_assert_int_eq(put_once(s, q, "a", "id-a"), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.dedup_ids, 1);
+	expect_ids(s, q, 1, "id-a", BASE + WINDOW);
+	saker_store_close(s);
+	free(dir);
+}
+END_TEST
+
+/* Attributes past SAKER_ATTRS_MAX are refused, not cut. */
+START_TEST(test_attrs_bound)
+{
+	char *dir = tl_strdupf("%s/store", tl_dir);
+	saker_store *s = open_store(dir, false);
+	struct saker_item it = { .data = "b", .len = 1, .attrs = big,
+	    .attrs_len = SAKER_ATTRS_MAX + 1 };
+
+	ck_assert_int_eq(saker_store_put(s, queue(s, "q", true), &it, BASE),
+	    SAKER_EINVAL);
+	ck_assert_msg(strstr(saker_store_errmsg(s), "attributes") != NULL,
+	    "%s", saker_store_errmsg(s));
+	saker_store_close(s);
+	free(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -484,6 +541,8 @@ main(void)
 	tcase_add_test(tc, test_upgrade_1_0_0);
 	tcase_add_test(tc, test_damage);
 	tcase_add_test(tc, test_dedup_page_damaged);
+	tcase_add_test(tc, test_delete_reopen);
+	tcase_add_test(tc, test_attrs_bound);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

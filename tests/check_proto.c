@@ -1111,6 +1111,15 @@ START_TEST(test_set_id)
 	ck_assert_ptr_null(id);
 	ck_assert_str_eq(proto_parse_set_key(&sc, "jobs/id=", 8, &k, &d, &at,
 	    &id, &id_len), PROTO_ERR_ID);
+	/* a binary key may hold a space: in the id it is the id's error */
+	ck_assert_str_eq(proto_parse_set_key(&sc, "jobs/id=a b", 11, &k, &d,
+	    &at, &id, &id_len), PROTO_ERR_ID);
+	ck_assert_str_eq(proto_parse_set_key(&sc, "jobs/delay=1/id=\tb", 18,
+	    &k, &d, &at, &id, &id_len), PROTO_ERR_ID);
+	ck_assert_str_eq(proto_parse_set_key(&sc, "jo bs/id=a", 10, &k, &d,
+	    &at, &id, &id_len), PROTO_ERR_QNAME);
+	ck_assert_str_eq(proto_parse_set_key(&sc, "jobs/delay= 1/id=a", 18,
+	    &k, &d, &at, &id, &id_len), PROTO_ERR_QNAME);
 }
 END_TEST
 

@@ -988,6 +988,20 @@ sq_count_id(void *arg, const void *key, size_t len, int64_t expires_ms)
 	return 0;
 }
 
+/* Back to format 4's tables. */
+static void
+sq_to_format_4(const char *path)
+{
+	sqlite3 *db;
+
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE dedup;"
+	    " ALTER TABLE items DROP COLUMN attrs;"
+	    " ALTER TABLE delayed DROP COLUMN attrs; PRAGMA user_version=4",
+	    NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
 /* Format 5 (attributes, deduplication ids) over format 4: a writable open
  * of a format 4 file serves it and upgrades it; a read-only one reads it
  * as it is (attributes none, no ids) and leaves it. */
@@ -997,7 +1011,6 @@ START_TEST(test_sqlite_format_4)
 	char dir[] = "/tmp/saker-jn-XXXXXX", path[512];
 	saker_store *s;
 	saker_queue *q;
-	sqlite3 *db;
 	uint64_t n = 0;
 
 	jn_mkdir(d, dir);
@@ -1009,13 +1022,7 @@ START_TEST(test_sqlite_format_4)
 	saker_store_close(s);
 	snprintf(path, sizeof(path), "%s/store.db", dir);
 	ck_assert_int_eq(sq_user_version(path), 5);
-	/* back to format 4's tables */
-	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE dedup;"
-	    " ALTER TABLE items DROP COLUMN attrs;"
-	    " ALTER TABLE delayed DROP COLUMN attrs; PRAGMA user_version=4",
-	    NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	sq_to_format_4(path);
 	s = jn_open_store(d, dir, true);
 	lm_expect(s, SAKER_TAKE_PEEK, "old");
 	ck_assert_int_eq(s->driver->queue_open(s, "q", 1, false, NULL, &q),
@@ -1029,6 +1036,27 @@ START_TEST(test_sqlite_format_4)
 	s = jn_open_store(d, dir, false);
 	lm_expect(s, SAKER_TAKE_REMOVE, "old");
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+	ck_assert_int_eq(sq_user_version(path), 5);
+	jn_rmstore(d, dir);
+}
+END_TEST
+
+/* A format 4 store killed with batches only its journal holds: the
+ * upgrade to format 5 comes first, then the replay of the records format
+ * 4 wrote (statements by index, no attributes bound). */
+START_TEST(test_sqlite_format_4_journal)
+{
+	const struct jdrv *d = &jdrvs[NJDRVS - 1];
+	char dir[] = "/tmp/saker-jn-XXXXXX", path[512];
+	saker_store *s;
+
+	jn_mkdir(d, dir);
+	jn_crash_after_batches(d, dir);
+	snprintf(path, sizeof(path), "%s/store.db", dir);
+	sq_to_format_4(path);
+	s = jn_open_store(d, dir, false);
+	jn_take_all(s, (const char *const[]){ "one", "two", "three", NULL });
 	saker_store_close(s);
 	ck_assert_int_eq(sq_user_version(path), 5);
 	jn_rmstore(d, dir);
@@ -1110,6 +1138,7 @@ sq_check_attrs_id(saker_store *s, const char *qname, const char *id)
 	struct saker_item it;
 	saker_queue *q;
 	uint64_t n = 0;
+	bool replaced = false;
 	size_t len;
 
 	len = itemattr_set(rec, sizeof(rec), NULL, 0, ITEMATTR_ID, id,
@@ -1127,12 +1156,18 @@ sq_check_attrs_id(saker_store *s, const char *qname, const char *id)
 	it.len = 5;
 	ck_assert_int_eq(saker_store_put_once(s, q, &it, id, strlen(id),
 	    60000, 0, BASE), SAKER_EEXIST);
-	/* expired: swept, and the id is taken anew */
-	ck_assert_int_eq(saker_store_dedup_sweep(s, q, BASE + 60000, 0, &n),
+	/* expired: renewed in place, then swept, then taken anew */
+	ck_assert_int_eq(s->driver->dedup_put(s, q, id, strlen(id),
+	    BASE + 120000, BASE + 60000, &replaced), SAKER_OK);
+	ck_assert(replaced);
+	ck_assert_int_eq(saker_store_dedup_sweep(s, q, BASE + 119999, 0, &n),
+	    SAKER_OK);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(saker_store_dedup_sweep(s, q, BASE + 120000, 0, &n),
 	    SAKER_OK);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(saker_store_put_once(s, q, &it, id, strlen(id),
-	    60000, 0, BASE + 60000), SAKER_OK);
+	    60000, 0, BASE + 120000), SAKER_OK);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 }
 
@@ -1295,6 +1330,86 @@ START_TEST(test_sqlite_journal_full)
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: %d", st);
 	s = jn_open_store(d, dir, false);
 	jn_take_all(s, (const char *const[]){ "one", "two", "three", NULL });
+	saker_store_close(s);
+	jn_rmstore(d, dir);
+}
+END_TEST
+
+/* In a child with a 3 MiB file size limit, sync mode _i: a batch whose
+ * commit fails loses its deduplication id with its item (a retry is no
+ * duplicate), and the batches around it keep theirs.  Exit codes say
+ * which step went wrong. */
+static void
+sq_lost_ids_child(const char *dir, saker_sync_mode sync)
+{
+	struct rlimit rl = { (rlim_t)3 << 20, (rlim_t)3 << 20 };
+	struct saker_store_opts o;
+	struct saker_item it;
+	saker_store *s = NULL;
+	saker_queue *q;
+	char spec[512], err[1024];
+	static char big[(size_t)4 << 20];
+
+	signal(SIGXFSZ, SIG_IGN);
+	if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+		_exit(10);
+	memset(&o, 0, sizeof(o));
+	o.sync = sync;
+	o.create = true;
+	snprintf(spec, sizeof(spec), "sqlite:%s/store.db", dir);
+	if (saker_store_open(spec, &o, &s, err, sizeof(err)) != SAKER_OK ||
+	    s->driver->queue_open(s, "q", 1, true, NULL, &q) != SAKER_OK)
+		_exit(11);
+	memset(&it, 0, sizeof(it));
+	it.data = "one";
+	it.len = 3;
+	if (saker_store_put_once(s, q, &it, "k1", 2, 60000, 0, BASE) !=
+	    SAKER_OK || saker_store_commit(s) != SAKER_OK)
+		_exit(12);
+	it.data = big;
+	it.len = sizeof(big);
+	if (saker_store_put_once(s, q, &it, "k2", 2, 60000, 0, BASE) !=
+	    SAKER_OK)
+		_exit(13);
+	if (saker_store_commit(s) == SAKER_OK)
+		_exit(14);
+	it.data = "two";
+	it.len = 3;
+	if (saker_store_put_once(s, q, &it, "k2", 2, 60000, 0, BASE) !=
+	    SAKER_OK)
+		_exit(15);
+	if (saker_store_put_once(s, q, &it, "k1", 2, 60000, 0, BASE) !=
+	    SAKER_EEXIST || saker_store_commit(s) != SAKER_OK)
+		_exit(16);
+	saker_store_close(s);
+	_exit(0);
+}
+
+START_TEST(test_sqlite_lost_batch_ids)
+{
+	const struct jdrv *d = &jdrvs[NJDRVS - 1];
+	char dir[] = "/tmp/saker-jn-XXXXXX";
+	saker_store *s;
+	saker_queue *q;
+	uint64_t n = 0;
+	pid_t pid;
+	int st;
+
+	jn_mkdir(d, dir);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		sq_lost_ids_child(dir, _i == 0 ? SAKER_SYNC_ALWAYS :
+		    SAKER_SYNC_PERIODIC);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: %d", st);
+	s = jn_open_store(d, dir, false);
+	ck_assert_int_eq(s->driver->queue_open(s, "q", 1, false, NULL, &q),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_iterate(s, q, sq_count_id, &n),
+	    SAKER_OK);
+	ck_assert_uint_eq(n, 2);
+	jn_take_all(s, (const char *const[]){ "one", "two", NULL });
 	saker_store_close(s);
 	jn_rmstore(d, dir);
 }
@@ -1630,6 +1745,17 @@ px_put(saker_store *s, const char *qname, const char *data, int64_t expires)
 	    SAKER_OK);
 }
 
+/* counts deduplication records */
+static int
+px_id_cb(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	(void)key;
+	(void)len;
+	(void)expires_ms;
+	(*(int *)arg)++;
+	return 0;
+}
+
 /* saker_store_put_once() of data with id `key` (window 60 s) */
 static void
 px_put_once(saker_store *s, const char *qname, const char *data,
@@ -1886,6 +2012,10 @@ START_TEST(test_pg_upgrade_format2)
 	    SAKER_OK);
 	ck_assert_int_eq(n, 2);
 	px_take(s, "q1", SAKER_TAKE_PEEK, "first");
+	n = 0;	/* no ids before format 6 (dump, migrate) */
+	ck_assert_int_eq(saker_store_dedup_iterate(s, px_q(s, "q1"), px_id_cb,
+	    &n), SAKER_OK);
+	ck_assert_int_eq(n, 0);
 	saker_store_close(s);
 	px_val(c, "SELECT value FROM saker_meta WHERE key = 'format'", v,
 	    sizeof(v));
@@ -2003,6 +2133,10 @@ START_TEST(test_pg_attrs_paths)
 }
 END_TEST
 
+/* px_once_child()'s `want` for a put_once that fails after a bounded
+ * wait (lock_timeout) and loses its batch, the connection kept */
+#define PX_REFUSED 1
+
 /* A second broker recording key: 0 when put_once answers `want` (and
  * its batch commits), else 1; 2 when it cannot start. */
 static pid_t
@@ -2026,6 +2160,17 @@ px_once_child(const char *schema, const char *key, int want)
 		_exit(2);
 	rc = saker_store_put_once(b, q, &it, key, strlen(key), 60000, 0,
 	    BASE);
+	if (want == PX_REFUSED) {
+		struct saker_store_stats st;
+
+		if (rc == SAKER_OK || rc == SAKER_EEXIST ||
+		    saker_store_commit(b) == SAKER_OK)
+			_exit(1);
+		b->driver->store_stats(b, &st);
+		_exit(st.connected && st.reconnects == 0 &&
+		    saker_store_put(b, q, &it, BASE) == SAKER_OK &&
+		    saker_store_commit(b) == SAKER_OK ? 0 : 3);
+	}
 	if (saker_store_commit(b) != SAKER_OK)
 		_exit(2);
 	_exit(rc == want ? 0 : 1);
@@ -2042,7 +2187,9 @@ px_child_done(pid_t pid)
 
 /* Two brokers record one id at once: the second waits for the first's
  * batch, then is refused the id if it committed, or records it if it
- * rolled back (here: its session is ended). */
+ * rolled back (here: its session is ended); when the first's batch
+ * stays open, past 3/4 of timeout= (2 s), the second's fails and its
+ * connection stays. */
 START_TEST(test_pg_dedup_race)
 {
 	char schema[32], v[64];
@@ -2060,6 +2207,11 @@ START_TEST(test_pg_dedup_race)
 	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
 	px_child_done(pid);
 
+	px_put_once(a, "d", "a1", "k1", SAKER_OK);
+	pid = px_once_child(schema, "k1", PX_REFUSED);
+	px_child_done(pid);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+
 	px_put_once(a, "d", "a2", "k2", SAKER_OK);
 	pid = px_once_child(schema, "k2", SAKER_OK);
 	usleep(500000);
@@ -2074,11 +2226,11 @@ START_TEST(test_pg_dedup_race)
 	ck_assert_int_ne(saker_store_commit(a), SAKER_OK);
 	saker_store_close(a);
 	px_val(c, "SELECT string_agg(convert_from(data, 'UTF8'), ','"
-	    " ORDER BY id) FROM saker_items", v, sizeof(v));
-	ck_assert_str_eq(v, "a,b");
+	    " ORDER BY data) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "a,a1,b,b");
 	px_val(c, "SELECT string_agg(convert_from(key, 'UTF8'), ','"
 	    " ORDER BY key) FROM saker_dedup", v, sizeof(v));
-	ck_assert_str_eq(v, "k,k2");
+	ck_assert_str_eq(v, "k,k1,k2");
 	PQfinish(c);
 }
 END_TEST
@@ -2173,8 +2325,10 @@ main(void)
 #ifdef HAVE_SQLITE
 	tcase_add_test(tc, test_sqlite_redo_records);
 	tcase_add_test(tc, test_sqlite_format_4);
+	tcase_add_test(tc, test_sqlite_format_4_journal);
 	tcase_add_test(tc, test_sqlite_journal_attrs);
 	tcase_add_test(tc, test_sqlite_journal_full);
+	tcase_add_loop_test(tc, test_sqlite_lost_batch_ids, 0, 2);
 	tcase_add_test(tc, test_sqlite_unwritable);
 #endif
 	suite_add_tcase(su, tc);

@@ -2445,6 +2445,17 @@ START_TEST(test_dedup)
 	got_id("job-1");
 	take_s(q, SAKER_TAKE_REMOVE, BASE + 1500, "B2");
 	commit();
+	/* asking leaves nothing behind */
+	ck_assert_int_eq(saker_store_dedup_kept(T.s, q, "job-2", 5, 1000,
+	    BASE + 1500), SAKER_EEXIST);
+	ck_assert_int_eq(saker_store_dedup_kept(T.s, q, "job-9", 5, 1000,
+	    BASE + 1500), SAKER_OK);
+	commit();
+	ck_assert_uint_eq(qstats(q).dedup_ids, 2);
+	ck_assert_int_eq(put_once(q, "B3", "job-9", 1000, 0, BASE + 1500),
+	    SAKER_OK);
+	take_s(q, SAKER_TAKE_REMOVE, BASE + 1500, "B3");
+	commit();
 	/* the hooks' own answers */
 	ck_assert_int_eq(T.drv->dedup_put(T.s, q, "job-2", 5, BASE + 9000,
 	    BASE + 1600, &replaced), SAKER_EEXIST);
@@ -2588,14 +2599,10 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_move);
 	tcase_add_test(tc, test_batch_survives_failure);
 	tcase_add_test(tc, test_notify_once);
-	/* XXX while the drivers gain them (this series): required at its end */
-	if (drv->dedup_put != NULL) {
-		tcase_add_test(tc, test_attrs_roundtrip);
-		tcase_add_test(tc, test_dedup);
-		tcase_add_test(tc, test_dedup_limit);
-		tcase_add_test(tc, test_dedup_queue_life);
-	} else
-		skipped(drv, "test_attrs_roundtrip test_dedup*", "NOT YET");
+	tcase_add_test(tc, test_attrs_roundtrip);
+	tcase_add_test(tc, test_dedup);
+	tcase_add_test(tc, test_dedup_limit);
+	tcase_add_test(tc, test_dedup_queue_life);
 	if (drv->expire_to != NULL) {
 		tcase_add_test(tc, test_expire_to);
 		tcase_add_test(tc, test_expire_to_many_head);
@@ -2615,8 +2622,7 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_reopen_deleted_queue);
 	tcase_add_test(tc, test_reopen_deliveries);
 	tcase_add_test(tc, test_reopen_read_only);
-	if (drv->dedup_put != NULL)
-		tcase_add_test(tc, test_reopen_dedup);
+	tcase_add_test(tc, test_reopen_dedup);
 	if ((drv->caps & SAKER_CAP_SHARED) == 0)
 		tcase_add_test(tc, test_locked);
 	else

@@ -819,6 +819,12 @@ int saker_store_put_once(saker_store *s, saker_queue *q,
     const struct saker_item *item, const void *key, size_t len,
     int64_t window_ms, uint64_t max_ids, int64_t now_ms);
 
+/* Does q keep id `key` (a set into a queue that refuses it, full, is
+ * still answered as a duplicate when it is one)?  SAKER_EEXIST, counted
+ * as a duplicate, when it does; SAKER_OK when not, nothing kept. */
+int saker_store_dedup_kept(saker_store *s, saker_queue *q, const void *key,
+    size_t len, int64_t window_ms, int64_t now_ms);
+
 /* Drop the expired ids of q, at most limit (0 = all): the core's sweep. */
 int saker_store_dedup_sweep(saker_store *s, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed);

@@ -18,10 +18,10 @@
 #include "retry.h"
 
 #define TEN_YEARS_MS (315360000000LL)
+#define MEMCACHE_REL_MAX (2592000LL)   /* 30 days: larger exptimes are absolute */
 
 _Static_assert(OP_ID_MAX == SAKER_DEDUP_KEY_MAX,
     "the protocol's id bound is the store's");
-#define MEMCACHE_REL_MAX (2592000LL)   /* 30 days: larger exptimes are absolute */
 
 
 const char *
@@ -234,12 +234,81 @@ discard_cb(void *arg, const struct saker_item *it)
 	return 0;
 }
 
+/* Is q over its limits with `extra` more items of `len` bytes? */
+static bool
+over_limits(const struct queue_config *qc, const struct saker_queue_stats *st,
+    uint64_t extra, size_t len)
+{
+	return (qc->max_items > 0 &&
+	    st->items + st->delayed_items + extra > qc->max_items) ||
+	    (qc->max_bytes > 0 && st->bytes + len > qc->max_bytes);
+}
+
+/*
+ * A set with an id into a full queue that discards its oldest items: the
+ * id is looked at before anything goes, so a duplicate changes nothing.
+ * The item is put first, then the oldest ready items go while the limits
+ * want it -- at most as many as there were (the new one is never
+ * discarded for itself).  `st` holds q's counts before.
+ */
+/* A full queue refuses a set (1: NOT_STORED), but a set it keeps the id
+ * of is a retry and answered as one (SAKER_EEXIST). */
+static int
+refuse(struct broker *b, struct squeue *q, const char *id, size_t id_len,
+    int64_t now)
+{
+	int rc;
+
+	if (id == NULL)
+		return 1;
+	rc = saker_store_dedup_kept(b->store, q->h, id, id_len,
+	    qconfig_dedup_window(queue_cfg(b, q)), now);
+	return rc == SAKER_OK ? 1 : rc;
+}
+
+static int
+put_once_discarding(struct broker *b, struct squeue *q,
+    const struct saker_item *copy, const char *id, size_t id_len,
+    const struct saker_queue_stats *st, int64_t now)
+{
+	const struct queue_config *qc = queue_cfg(b, q);
+	/* a delayed new item is not in the ready bytes yet */
+	size_t pending = copy->due_ms > now ? copy->len : 0;
+	uint64_t n;
+	int rc;
+
+	if (st->items == 0)	/* full of delayed or open items */
+		return refuse(b, q, id, id_len, now);
+	rc = saker_store_put_once(b->store, q->h, copy, id, id_len,
+	    qconfig_dedup_window(qc), qconfig_max_dedup_ids(qc), now);
+	if (rc != SAKER_OK)
+		return rc;	/* SAKER_EEXIST: nothing was discarded */
+	for (n = 0; n < st->items; n++) {
+		struct saker_queue_stats now_st = { 0 };
+
+		rc = saker_store_queue_counts(b->store, q->h, &now_st);
+		if (rc != SAKER_OK)
+			return rc;
+		if (!over_limits(qc, &now_st, 0, pending))
+			break;
+		rc = saker_store_take(b->store, q->h, SAKER_TAKE_REMOVE, now,
+		    discard_cb, NULL);
+		if (rc == SAKER_EEMPTY)
+			break;
+		if (rc != SAKER_OK)
+			return rc;
+		q->discarded++;
+	}
+	return SAKER_OK;
+}
+
 /* Put `it` into q within q's limits, and when id is not NULL once per id
  * in q's dedup_window.  Returns SAKER_OK, a store error (SAKER_EEXIST:
  * q keeps the id, nothing was put; SAKER_EFULL: storage or q's
  * max_dedup_ids), or 1 when the queue is full and configured to refuse
- * (NOT_STORED).  The limits come first: a full queue refuses or discards
- * as for any set, whatever the id. */
+ * (NOT_STORED).  A full queue that refuses answers a set whose id it
+ * keeps as the duplicate it is; one that discards looks at the id first
+ * (put_once_discarding). */
 static int
 put_limited(struct broker *b, struct squeue *q, struct saker_item *it,
     const char *id, size_t id_len, int64_t now)
@@ -248,20 +317,27 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it,
 	struct saker_item copy = *it;
 	int rc;
 
+	if (qc->max_age_ms > 0) {
+		int64_t limit = now + qc->max_age_ms;
+		if (copy.expires_ms == 0 || copy.expires_ms > limit)
+			copy.expires_ms = limit;
+	}
 	if (qc->max_items > 0 || qc->max_bytes > 0) {
 		for (;;) {
 			struct saker_queue_stats st = { 0 };
-			bool full;
 
 			rc = saker_store_queue_counts(b->store, q->h, &st);
 			if (rc != SAKER_OK)
 				return rc;
-			full = (qc->max_items > 0 && st.items + st.delayed_items >= qc->max_items) ||
-			    (qc->max_bytes > 0 && st.bytes + it->len > qc->max_bytes);
-			if (!full)
+			if (!over_limits(qc, &st, 1, it->len))
 				break;
 			if (!qc->discard_old_when_full)
-				return 1;
+				return refuse(b, q, id, id_len, now);
+			if (id != NULL) {
+				rc = put_once_discarding(b, q, &copy, id,
+				    id_len, &st, now);
+				goto done;
+			}
 			rc = saker_store_take(b->store, q->h, SAKER_TAKE_REMOVE, now, discard_cb, NULL);
 			if (rc == SAKER_EEMPTY)
 				return 1;       /* full of delayed or open items */
@@ -270,16 +346,12 @@ put_limited(struct broker *b, struct squeue *q, struct saker_item *it,
 			q->discarded++;
 		}
 	}
-	if (qc->max_age_ms > 0) {
-		int64_t limit = now + qc->max_age_ms;
-		if (copy.expires_ms == 0 || copy.expires_ms > limit)
-			copy.expires_ms = limit;
-	}
 	if (id != NULL)
 		rc = saker_store_put_once(b->store, q->h, &copy, id, id_len,
 		    qconfig_dedup_window(qc), qconfig_max_dedup_ids(qc), now);
 	else
 		rc = saker_store_put(b->store, q->h, &copy, now);
+done:
 	if (rc == SAKER_OK) {
 		q->enqueued++;
 		b->batch_put = true;
@@ -371,8 +443,12 @@ op_set(struct session *s, const struct op_key *k, uint32_t flags,
 	if (rc == 1)
 		return OPR_NOT_STORED;
 	if (rc == SAKER_EEXIST) {
-		/* a retry of a set already stored: its answer again */
+		/* a retry of a set already stored: its answer again.  The
+		 * batch may still have changed (a discard_old_when_full
+		 * discard, the layer's sweep at max_dedup_ids): commit it
+		 * as a set's would be. */
 		b->stats.set_duplicates++;
+		broker_touch(b);
 		return OPR_OK;
 	}
 	if (rc == SAKER_EFULL && id != NULL) {

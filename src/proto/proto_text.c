@@ -822,6 +822,29 @@ proto_parse_get_key(struct proto_scratch *sc, const char *key, size_t len,
 	return NULL;
 }
 
+/* Does a space or tab of this binary or meta set key sit in its "id="
+ * segment (a bad id rather than a bad queue name)? */
+static bool
+blank_in_id(const char *key, size_t len)
+{
+	const char *p = memchr(key, '/', len), *end = key + len, *seg;
+
+	if (p == NULL || memchr(key, ' ', (size_t)(p - key)) != NULL ||
+	    memchr(key, '\t', (size_t)(p - key)) != NULL)
+		return false;	/* the name's: a bad queue name */
+	while (p < end) {
+		bool blank = false;
+
+		seg = ++p;
+		for (; p < end && *p != '/'; p++)
+			if (*p == ' ' || *p == '\t')
+				blank = true;
+		if (blank)
+			return p - seg >= 3 && memcmp(seg, "id=", 3) == 0;
+	}
+	return false;
+}
+
 const char *
 proto_parse_set_key(struct proto_scratch *sc, const char *key, size_t len,
     struct proto_key *k, int64_t *delay_ms, int64_t *at_s, const char **id,
@@ -831,6 +854,8 @@ proto_parse_set_key(struct proto_scratch *sc, const char *key, size_t len,
 
 	/* a set line with extra tokens is a format error, so a key holding a
 	 * space cannot pass as a shorter key */
+	if (blank_in_id(key, len))
+		return PROTO_ERR_ID;
 	err = parse_as_line(sc, "set ", 4, key, len, " 0 0 0", 6);
 	if (err != NULL)
 		return err;

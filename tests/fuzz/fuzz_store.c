@@ -202,8 +202,6 @@ op_put(struct fz *f)
 	fill(f->buf, m.serial, m.len);
 	/* opaque attributes of any shape (none for some items) */
 	m.alen = m.serial % 5 == 0 ? 0 : m.serial % MAXATTRS;
-	if (f->drv->dedup_put == NULL)	/* XXX until every driver has them */
-		m.alen = 0;
 	fill(m.attrs, m.serial * 7, m.alen);
 	memset(&in, 0, sizeof(in));
 	in.flags = m.flags;
@@ -507,7 +505,7 @@ op_put_once(struct fz *f)
 	bool full;
 	int rc, want;
 
-	if (f->live >= MAXITEMS || f->drv->dedup_put == NULL)	/* XXX */
+	if (f->live >= MAXITEMS)
 		return;
 	memset(&m, 0, sizeof(m));
 	m.len = 8 + (lb >> 1) % 32;
@@ -585,7 +583,7 @@ op_dedup_sweep(struct fz *f)
 	int64_t newest_gone = 0, oldest_kept = INT64_MAX;
 	int i;
 
-	if (mq == NULL || f->drv->dedup_put == NULL)	/* XXX */
+	if (mq == NULL)
 		return;
 	for (i = 0; i < NKEYS; i++)
 		want += mq->id_exp[i] != 0 && mq->id_exp[i] <= f->now;
@@ -747,7 +745,6 @@ op_check(struct fz *f)
 		FUZZ_CHECK(st.expired_items == mq->expired);
 		FUZZ_CHECK(st.head_created_ms == (mq->nready > 0 ?
 		    mq->ready[0].created : 0));
-		if (f->drv->dedup_put != NULL) {	/* XXX */
 		FUZZ_CHECK(st.dedup_ids == ids_of(mq));
 		FUZZ_CHECK(st.dedup_hits == mq->hits);
 		{
@@ -758,7 +755,6 @@ op_check(struct fz *f)
 			FUZZ_CHECK(saker_store_dedup_iterate(f->s, mq->h,
 			    id_cb, &c) == SAKER_OK);
 			FUZZ_CHECK(c.n == ids_of(mq));
-		}
 		}
 		f->iter_q = mq;
 		f->iter_pos = 0;

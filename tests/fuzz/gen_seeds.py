@@ -35,6 +35,11 @@ PROTO = [
     b"status bogus", b"version", b"verbosity 1", b"verbosity 1 noreply",
     b"quit", b"shutdown", b"bogus", b"", b" ", b"get", b"set",
     b"get " + b"x" * 251, b"set jobs\x00 0 0 1",
+    # deduplication ids (issue 44)
+    b"set jobs/id=order-17 0 0 5", b"add jobs/delay=5/id=a 0 0 1",
+    b"set jobs/id= 0 0 1", b"set jobs/id=a/id=a 0 0 1",
+    b"set jobs/id=" + b"i" * 129 + b" 0 0 1", b"set jobs/id=a\x01 0 0 1",
+    b"get jobs/id=a",
 ]
 for i, line in enumerate(PROTO):
     write("proto", "seed-%03d" % i, line + b"\r\n")
@@ -115,6 +120,8 @@ TEXT = [
     b"verbosity 1\r\nversion\r\nstats\r\nquit\r\nget jobs\r\n",
     b"get jobs\nset jobs 0 0 1\nx\nget jobs\n",
     b"get " + b" ".join(b"q%d" % i for i in range(100)) + b"\r\n",
+    b"set jobs/id=a 0 0 1\r\nx\r\nset jobs/id=a 0 0 1\r\ny\r\n"
+    b"set jobs/id= 0 0 1\r\nz\r\nget jobs\r\nget jobs\r\nstats\r\n",
 ]
 for i, t in enumerate(TEXT):
     sess("seed-text-%02d" % i, t)
@@ -141,6 +148,8 @@ BIN = [
     bin_req(0x55, b"what") + bin_req(0x07),
     bin_req(0x00, b"jobs")[:30],
     struct.pack(">BBHBBHIIQ", 0x80, 0x01, 4, 8, 0, 0, 0xffffffff, 0, 0) + b"jobs",
+    bin_req(0x01, b"jobs/id=b1", b"x", SETX) + bin_req(0x02, b"jobs/id=b1", b"y", SETX)
+    + bin_req(0x01, b"jobs/id=", b"z", SETX) + bin_req(0x00, b"jobs"),
 ]
 for i, b in enumerate(BIN):
     sess("seed-bin-%02d" % i, b)
@@ -154,6 +163,8 @@ META = [
     b"me jobs\r\nmg\r\nms jobs\r\nms jobs abc\r\nmg " + b"k" * 260 + b" v\r\n",
     b"ms jobs/delay=5 1\r\nx\r\nmg jobs/open v\r\nmg jobs/close v\r\n",
     b"ms jobs 3 I\r\nabc\r\nmg jobs v N30\r\nmg jobs E5 v\r\nmx\r\n",
+    b"ms jobs/id=m1 1\r\nx\r\nms jobs/id=m1 1\r\ny\r\nms jobs 1\r\nz\r\n"
+    b"mg jobs v i d\r\nmg jobs v i\r\nmg jobs i5\r\n",
 ]
 for i, m in enumerate(META):
     sess("seed-meta-%02d" % i, m)
@@ -255,6 +266,8 @@ CONF = [
     b"nonsense\n",
     b"x" * 1100 + b"\n",
     b"  [queue   spaced*  ]  \n  max_items=  3  \n",
+    b"dedup_window = 10m\n[queue jobs]\nmax_dedup_ids = 5\ndedup_window = 1s\n",
+    b"dedup_window = 0\nmax_dedup_ids = 100000001\n",
 ]
 for i, c in enumerate(CONF):
     write("conf", "seed-config-%02d" % i, b"\x00" + c)

@@ -248,6 +248,7 @@
         ["delayed", fmtNum(q.delayed)], ["open", fmtNum(q.open)],
         ["waiters", fmtNum(q.waiters)], ["dead-lettered", fmtNum(q.dead_lettered)],
         ["retries", fmtNum(q.retries)],
+        ["dedup ids", fmtNum(q.dedup_ids)], ["duplicates", fmtNum(q.dedup_hits)],
         ["expired", fmtNum(q.expired)], ["oldest", fmtAge(q.age_ms)],
         ["in/s", fmtRate(q.enqueue_rate)], ["out/s", fmtRate(q.dequeue_rate)],
       ]);
