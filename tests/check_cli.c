@@ -715,7 +715,7 @@ START_TEST(check_store_cmd)
 
 	ck_assert_int_eq(tl_run_saker(dir, NULL, &out, NULL, &err, "check",
 	    spec, NULL), 0);
-	ck_assert_msg(strstr(out, "2 queues, 2 items read; no damage found") !=
+	ck_assert_msg(strstr(out, "2 queues, 2 items, 0 deduplication ids read; no damage found") !=
 	    NULL, "out: %s", out);
 	free(out);
 	free(err);

@@ -387,6 +387,19 @@ START_TEST(test_damage)
 	flip_after(file, pat, 20, 19);
 	memcpy(pat, "id-marker-43", 12);
 	flip_after(file, pat, 20, 19);
+	{
+		/* saker check names both, items and ids */
+		char *spec = tl_strdupf("lmdb:%s", dir), *out = NULL, *err = NULL;
+
+		ck_assert_int_eq(tl_run_saker(tl_dir, NULL, &out, NULL, &err,
+		    "check", spec, NULL), 1);
+		ck_assert_msg(strstr(out, "damaged: queue 'q': deduplication"
+		    " ids:") != NULL && strstr(out, "checksum") != NULL,
+		    "out: %s", out);
+		free(out);
+		free(err);
+		free(spec);
+	}
 
 	s = open_store(dir, false);
 	q = queue(s, "q", false);

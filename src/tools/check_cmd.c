@@ -4,7 +4,8 @@
  * Opening the store runs the driver's own checks (LMDB walks its whole
  * B-tree first, SQLite and LMDB check their format records); then every
  * item of every queue is read through iterate(), which verifies each
- * item's checksum.  Each damaged queue gets one line naming the item; the
+ * item's checksum, then its deduplication ids (LMDB checks each record's).
+ * Each damaged queue gets one line naming the item; the
  * walk goes on with the next queue.  Nothing is written or moved: a
  * damaged item is moved aside only when sakerd serves it.
  */
@@ -27,11 +28,22 @@ count_item(void *arg, const struct saker_item *item)
 	return 0;
 }
 
+static int
+count_id(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	(void)key;
+	(void)len;
+	(void)expires_ms;
+	(*(unsigned long long *)arg)++;
+	return 0;
+}
+
 static const char check_usage[] =
 	    "usage: saker check [-q] SPEC\n"
 	    "Verify the store at SPEC (TYPE:LOCATION) without changing it: its\n"
 	    "structure (LMDB: every page of its B-trees) and the checksum of every\n"
-	    "item. Prints one line per damaged queue, then a summary.\n"
+	    "item and deduplication id. Prints one line per damaged queue, then a\n"
+	    "summary.\n"
 	    "  -q, --quiet   print only the damage\n"
 	    "Exit status: 0 sound, 1 damaged or cannot be read, 2 usage error.\n"
 	    "Stop sakerd first: a store in use is refused.\n";
@@ -46,12 +58,12 @@ check_main(int argc, char **argv)
 	};
 	struct saker_store_opts o = { .read_only = true };
 	struct mig_names ns = { NULL, 0, 0, false };
-	unsigned long long items = 0, n;
+	unsigned long long items = 0, ids = 0, n;
 	saker_store *s = NULL;
 	saker_queue *q;
 	char err[1024];
 	size_t i, bad = 0;
-	bool quiet = false;
+	bool quiet = false, opened;
 	int ch, rc;
 
 	optind = 1;
@@ -83,7 +95,8 @@ check_main(int argc, char **argv)
 		n = 0;
 		rc = saker_store_queue_open(s, ns.v[i].s, ns.v[i].len, false,
 		    NULL, &q);
-		if (rc == SAKER_OK)
+		opened = rc == SAKER_OK;
+		if (opened)
 			rc = saker_store_iterate(s, q, count_item, &n);
 		items += n;
 		if (rc != SAKER_OK) {
@@ -94,10 +107,26 @@ check_main(int argc, char **argv)
 			    saker_strerror(rc), n);
 			bad++;
 		}
+		if (!opened)
+			continue;
+		/* its deduplication ids: a damaged record is damage too */
+		n = 0;
+		if ((rc = saker_store_dedup_iterate(s, q, count_id, &n)) !=
+		    SAKER_OK) {
+			const char *why = saker_store_errmsg(s);
+
+			printf("damaged: queue '%.*s': deduplication ids: %s"
+			    " (after %llu sound ids)\n", (int)ns.v[i].len,
+			    ns.v[i].s, why != NULL && *why != '\0' ? why :
+			    saker_strerror(rc), n);
+			bad++;
+		}
+		ids += n;
 	}
 	if (!quiet || bad > 0)
-		printf("%s: %zu queues, %llu items read; %s\n", argv[optind],
-		    ns.n, items, bad == 0 ? "no damage found" : "DAMAGED");
+		printf("%s: %zu queues, %llu items, %llu deduplication ids"
+		    " read; %s\n", argv[optind], ns.n, items, ids, bad == 0 ?
+		    "no damage found" : "DAMAGED");
 	mig_names_free(&ns);
 	saker_store_close(s);
 	return bad == 0 ? 0 : 1;
