@@ -536,8 +536,7 @@ mig_source_ids(saker_store *s, saker_queue *q, const char *name, int len,
 	size_t i;
 	int rc = 0;
 
-	/* a driver from before ids keeps none */
-	if (cb->id == NULL || s->driver->dedup_iterate == NULL)
+	if (cb->id == NULL)
 		return 0;
 	memset(&ids, 0, sizeof(ids));
 	ids.now_ms = now_ms;
@@ -761,15 +760,6 @@ mig_target_put(struct mig_target *t, const struct saker_item *it, int state,
 		    (int)mq->len, mq->name);
 		return -1;
 	}
-	if (p.attrs_len > 0 && t->st->driver->dedup_put == NULL) {
-		/* a driver from before item attributes (it has no id hooks
-		 * either) would drop them: say so rather than fail the
-		 * verification */
-		mig_seterr(e, "the %s store of this build cannot keep item "
-		    "attributes (queue '%.*s')", t->drv->name, (int)mq->len,
-		    mq->name);
-		return -1;
-	}
 	p.id = 0;
 	p.state = SAKER_ITEM_READY;
 	if (state != MIG_DELAYED)
@@ -824,12 +814,6 @@ mig_target_id(struct mig_target *t, const void *key, size_t len,
 	}
 	if (expires_ms <= t->now_ms)
 		return 0;	/* expired since the dump: gone, as in the source */
-	if (t->st->driver->dedup_put == NULL) {
-		mig_seterr(e, "the %s store of this build cannot keep deduplication "
-		    "ids (queue '%.*s' has some)", t->drv->name, (int)mq->len,
-		    mq->name);
-		return -1;
-	}
 	rc = saker_store_dedup_load(t->st, t->q, key, len, expires_ms, t->now_ms);
 	if (rc != SAKER_OK) {
 		mig_seterr(e, "writing a deduplication id of queue '%.*s' to %s "
