@@ -61,10 +61,30 @@ pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st)
 	return SAKER_OK;
 }
 
+/* Room for two more int64s at (*v)[*n], doubling *cap. */
+static bool
+pg_vec_room(int64_t **v, size_t *n, size_t *cap, size_t more)
+{
+	size_t c = *cap > 0 ? *cap : 64;
+	int64_t *p;
+
+	if (*n + more <= *cap)
+		return true;
+	while (c < *n + more)
+		c *= 2;
+	if ((p = realloc(*v, c * sizeof(*p))) == NULL)
+		return false;
+	*v = p;
+	*cap = c;
+	return true;
+}
+
 bool
 pg_del_room(struct pg_store *s)
 {
-	return pg_arr_reserve(&s->del_qid, 12) && pg_arr_reserve(&s->del_id, 12);
+	return pg_arr_reserve(&s->del_qid, 12) &&
+	    pg_arr_reserve(&s->del_id, 12) &&
+	    pg_vec_room(&s->gone, &s->ngone, &s->capgone, 2);
 }
 
 /* Delete an item this broker holds; pg_del_room() made room. */
@@ -73,6 +93,34 @@ pg_del_add(struct pg_store *s, int64_t qid, uint64_t id)
 {
 	pg_arr_i64(&s->del_qid, qid);
 	pg_arr_i64(&s->del_id, (int64_t)id);
+	s->gone[s->ngone++] = qid;
+	s->gone[s->ngone++] = (int64_t)id;
+}
+
+/* A take removed row (qid, id) in this batch: see pg_gone_end(). */
+int
+pg_gone_add(struct pg_store *s, int64_t qid, uint64_t id)
+{
+	if (!pg_vec_room(&s->gone, &s->ngone, &s->capgone, 2))
+		return pg_errf(s, SAKER_ENOMEM, "out of memory");
+	s->gone[s->ngone++] = qid;
+	s->gone[s->ngone++] = (int64_t)id;
+	return SAKER_OK;
+}
+
+/* The batch is over; `doubt`: its COMMIT got no answer, so the rows it
+ * deleted are kept to be deleted again once connected (pg_main_up).
+ * Out of memory for that, they may be handed out twice (at least once). */
+static void
+pg_gone_end(struct pg_store *s, bool doubt)
+{
+	if (doubt && s->ngone > 0 &&
+	    pg_vec_room(&s->doubt, &s->ndoubt, &s->capdoubt, s->ngone)) {
+		memcpy(s->doubt + s->ndoubt, s->gone,
+		    s->ngone * sizeof(*s->gone));
+		s->ndoubt += s->ngone;
+	}
+	s->ngone = 0;
 }
 
 /* The batch ended: its takes no longer count for the claims of the next. */
@@ -313,6 +361,7 @@ pg_lose_batch(struct pg_store *s, int code)
 	}
 	pg_pending_reset(s);
 	pg_took_clear(s);
+	/* (the rows it deleted: pg_commit() decides, in doubt or not) */
 	/* Claims of earlier batches are still ours in the database, but
 	 * which of them this batch handed out is unknown now: give them all
 	 * back at once, in their place in the FIFO. */
@@ -520,6 +569,7 @@ pg_commit(saker_store *base)
 
 	if (s->lost) {
 		s->lost = false;
+		pg_gone_end(s, false);
 		return pg_errf(s, s->lost_err, "%s (batch rolled back)",
 		    s->lost_why);
 	}
@@ -602,6 +652,7 @@ pg_commit(saker_store *base)
 		    PG_DIAG_SQLSTATE) : NULL;
 		in_doubt = PQstatus(s->conn) != CONNECTION_OK &&
 		    !(st != NULL && pp.bad < commit_ix);
+		pg_gone_end(s, in_doubt);
 		err = pg_pipe_fail(s, &pp);
 		if (in_doubt) {
 			char why[300];
@@ -630,6 +681,7 @@ pg_commit(saker_store *base)
 	}
 	pg_pipe_clear(&pp);
 	pg_took_clear(s);
+	pg_gone_end(s, false);
 	s->in_txn = false;
 	s->begun = false;
 	s->txn_gen++;
@@ -675,6 +727,7 @@ pg_commit(saker_store *base)
 	return SAKER_OK;
 
 fail:
+	pg_gone_end(s, false);	/* (kept above when in doubt) */
 	pg_arr_free(&cq);
 	pg_arr_free(&ct);
 	pg_arr_free(&ce);

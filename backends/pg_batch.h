@@ -9,6 +9,7 @@ void pg_batch_arrs(struct pg_store *s, void (*fn)(struct pg_arr *));
 int pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st);
 bool pg_del_room(struct pg_store *s);
 void pg_del_add(struct pg_store *s, int64_t qid, uint64_t id);
+int pg_gone_add(struct pg_store *s, int64_t qid, uint64_t id);
 void pg_send_pending(struct pg_store *s, struct pg_pipe *pp);
 void pg_pending_done(struct pg_store *s, struct pg_pipe *pp);
 PGresult *pg_run(struct pg_store *s, int which, const struct pgp *p,

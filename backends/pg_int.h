@@ -44,7 +44,7 @@ enum {
 	P_CONFIRM, P_EXPIRE, P_STATS, P_C_ADD, P_PROMOTE,
 	P_NEXT, P_RENEW, P_SWEEP, P_MINE, P_RELEASE_ALL, P_IT_OPEN,
 	P_IT_READY, P_IT_DELAYED, P_NOTIFY, P_SIZE,
-	P_QSYNC, P_PUTS, P_SETSTATE, P_DELS, P_COUNTS, P_CLAIM, P_GIVEBACK,
+	P_QSYNC, P_PUTS, P_SETSTATE, P_DELS, P_DOUBT_DELS, P_COUNTS, P_CLAIM, P_GIVEBACK,
 	P_MOVE, P_EXPIRE_GET, P_DELAY, P_QCOUNT, P_ADV_LOCK, P_ADVANCE,
 	/* the deduplication statements last: a store before format 6 has
 	 * none (pg_prepare_all()) */
@@ -207,6 +207,12 @@ struct pg_store {
 	struct pg_arr st_qid, st_id, st_st;
 	struct intmap st_ids;	/* ids with a state change in st_* */
 	struct pg_arr del_qid, del_id;
+	/* (qid, id) of every row the batch deletes (a take, a confirm),
+	 * and of those a commit that got no answer deleted: handed out
+	 * already, they are deleted again when the connection is back
+	 * (pg_main_up), or the FIFO would hand them out a second time */
+	int64_t *gone, *doubt;
+	size_t ngone, capgone, ndoubt, capdoubt;
 	uint64_t batch_no;	/* commits so far: takes per batch */
 	size_t nheld;		/* items claimed ahead, all queues */
 	int64_t lease_floor;	/* every lease we hold runs at least

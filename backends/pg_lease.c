@@ -342,6 +342,53 @@ pg_vacuum_poll(struct pg_store *s, int64_t now_ms)
 		pg_vacuum_drop(s, now_ms);
 }
 
+/*
+ * The rows that commits which got no answer deleted (pg_gone_end): the
+ * core handed those items out (store.h, SAKER_EINDOUBT), so whether the
+ * COMMIT happened or not, they must not be served again.  Deleted now if
+ * still there, ready or still ours; a row another broker has opened since
+ * (its lease ran out first) stays with it.  Before anything is served.
+ */
+static int
+pg_doubt_redo(struct pg_store *s)
+{
+	struct pg_arr qa = { .oid = OID_INT8 }, ia = { .oid = OID_INT8 };
+	struct saker_queue *q;
+	struct pgp p = { 0 };
+	PGresult *res;
+	size_t k;
+	int i, err = SAKER_OK;
+
+	if (s->ndoubt == 0)
+		return SAKER_OK;
+	if (!pg_arr_reserve(&qa, 12 * s->ndoubt / 2) ||
+	    !pg_arr_reserve(&ia, 12 * s->ndoubt / 2)) {
+		err = pg_errf(s, SAKER_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (k = 0; k + 1 < s->ndoubt; k += 2) {
+		pg_arr_i64(&qa, s->doubt[k]);
+		pg_arr_i64(&ia, s->doubt[k + 1]);
+	}
+	pg_pp_arr(&p, &qa);
+	pg_pp_arr(&p, &ia);
+	pg_pp_str(&p, s->owner);
+	if ((res = pg_run(s, P_DOUBT_DELS, &p, "deleting the items a commit"
+	    " without an answer handed out")) == NULL) {
+		err = s->code;
+		goto out;
+	}
+	for (i = 0; i < PQntuples(res); i++)
+		if ((q = pg_find_id(s, pg_rv_i64(res, i, 0))) != NULL)
+			saker_store_recount(&s->base, q);
+	PQclear(res);
+	s->ndoubt = 0;
+out:
+	pg_arr_free(&qa);
+	pg_arr_free(&ia);
+	return err;
+}
+
 /* The statement connection just connected: set it up (one bounded
  * round trip), hand back what the old session held. */
 int
@@ -360,13 +407,15 @@ pg_main_up(struct pg_store *s)
 		struct pgp p = { 0 };
 		struct saker_queue *q;
 		PGresult *res;
-		int i;
+		int i, err;
 
-		/* Everything the lost session held goes back to its queue
-		 * now, claimed ahead and open alike (at least once): which of
-		 * them the failed batches handed out, and which of their
-		 * clients are still there, is unknown, and a lease this
-		 * broker kept renewing would never run out. */
+		if ((err = pg_doubt_redo(s)) != SAKER_OK)
+			return err;
+		/* Everything else the lost session held goes back to its
+		 * queue now, claimed ahead and open alike (at least once):
+		 * which of the open ones' clients are still there is
+		 * unknown, and a lease this broker kept renewing would never
+		 * run out. */
 		pg_pp_str(&p, s->owner);
 		if ((res = pg_run(s, P_RELEASE_ALL, &p, "returning open and"
 		    " claimed items")) == NULL)

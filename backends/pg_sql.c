@@ -229,6 +229,8 @@ static const char *const pg_sql[P_COUNT] = {
 	/* confirmed open items and claimed items taken or expired */
 	[P_DELS] = "DELETE FROM saker_items WHERE " BY_KEYS("$1", "$2")
 	    " AND " HELD " AND owner = $3::text",
+	[P_DOUBT_DELS] = "DELETE FROM saker_items WHERE " BY_KEYS("$1", "$2")
+	    " AND (state = 0 OR owner = $3::text) RETURNING qid",
 	[P_COUNTS] = "INSERT INTO saker_counts(qid, owner, total, expired)"
 	    " SELECT u.qid, $1::text, u.t, u.e FROM unnest($2::bigint[],"
 	    " $3::bigint[], $4::bigint[]) AS u(qid, t, e)"

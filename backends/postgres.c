@@ -399,6 +399,8 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 	else if (mode == SAKER_TAKE_OPEN)
 		err = intmap_put_u64(&s->open, it.id, (uint64_t)q->id) == 0 ? SAKER_OK :
 		    pg_errf(s, SAKER_ENOMEM, "out of memory");
+	else if (mode == SAKER_TAKE_REMOVE)
+		err = pg_gone_add(s, q->id, it.id);
 	else
 		err = SAKER_OK;
 	if (r == 0 && err == SAKER_OK && mode != SAKER_TAKE_PEEK)
@@ -1038,6 +1040,8 @@ pg_free(struct pg_store *s)
 		close(s->efd);
 	pg_held_drop_all(s);
 	pg_batch_arrs(s, pg_arr_free);
+	free(s->gone);
+	free(s->doubt);
 	intmap_free(&s->st_ids);
 	i = 0;
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {

@@ -315,6 +315,67 @@ after(struct outage *o, const char *what, int woken)
 	free(st);
 }
 
+
+/*
+ * A take whose COMMIT got no answer hands its item out (store.h,
+ * SAKER_EINDOUBT); when that COMMIT never reached the server the row is
+ * still there, held by this broker.  Connected again, the broker deletes
+ * it before anything is served: the item is not handed out a second
+ * time, and the rest come in order, once each.
+ */
+START_TEST(test_doubt_take_once)
+{
+	struct outage o;
+	struct tl_value tv;
+	char buf[32], *st;
+	int i, got = 4;
+
+	outage_start(&o, "doubt", 0);
+	for (i = 0; i < 8; i++) {
+		snprintf(buf, sizeof(buf), "d-%d", i);
+		tl_set(o.fd, "dq", buf);
+	}
+	/* three takes in one turn: the commit claims the next ones ahead */
+	mustsends(o.fd, "get dq dq dq\r\n");
+	for (i = 0; i < 3; i++) {
+		snprintf(buf, sizeof(buf), "d-%d", i);
+		ck_assert_int_eq(tl_read_value(o.fd, &tv), 1);
+		ck_assert_str_eq(tv.data, buf);
+		tl_value_clear(&tv);
+	}
+	ck_assert_int_eq(tl_read_value(o.fd, &tv), 0);
+	/* the next take is served from the claimed rows; its COMMIT is
+	 * stuck in the frozen proxy, then thrown away with the connection */
+	tp_set_mode(o.px, TP_FREEZE);
+	mustsends(o.fd, "get dq\r\n");
+	ck_assert_int_eq(tl_read_value(o.fd, &tv), 1);
+	ck_assert_str_eq(tv.data, "d-3");
+	tl_value_clear(&tv);
+	ck_assert_int_eq(tl_read_value(o.fd, &tv), 0);
+	st = tl_stats(o.fd);
+	ck_assert_int_eq(tl_stat_value(st, "store_in_doubt_commits"), 1);
+	free(st);
+	tp_set_mode(o.px, TP_REFUSE);
+	tl_sleep_ms(200);
+	tp_set_mode(o.px, TP_RELAY);
+	/* d-3 never again; d-4 .. d-7 once each, in order */
+	for (i = 4; i < 8; i++) {
+		mustsends(o.fd, "get dq/t=8000\r\n");
+		ck_assert_int_eq(tl_read_value(o.fd, &tv), 1);
+		snprintf(buf, sizeof(buf), "d-%d", i);
+		ck_assert_msg(strcmp(tv.data, buf) == 0, "got %s, want %s; log %s",
+		    tv.data, buf, tl_read_file(o.srv->log, NULL));
+		tl_value_clear(&tv);
+		ck_assert_int_eq(tl_read_value(o.fd, &tv), 0);
+		got++;
+	}
+	mustsends(o.fd, "get dq/t=1500\r\n");
+	ck_assert_int_eq(tl_read_value(o.fd, &tv), 0);
+	ck_assert_int_eq(got, 8);
+	outage_end(&o);
+}
+END_TEST
+
 /* A partition: the proxy stops relaying (connections stay open). */
 START_TEST(test_frozen)
 {
@@ -505,6 +566,7 @@ main(void)
 	tc = tcase_create("outage");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_frozen);
+	tcase_add_test(tc, test_doubt_take_once);
 	tcase_add_test(tc, test_stopped);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_first_host_frozen);
