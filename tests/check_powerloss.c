@@ -16,6 +16,7 @@
 
 #include "powerloss/powerloss.h"
 #include "testlib.h"
+#include "idprod.h"
 #include "totalq.h"
 
 /*
@@ -87,8 +88,9 @@ pl_env_clear(void)
 /* One cut; the server is running on entry and on return. */
 static void
 cut_once(struct tl_server *s, struct plrun *pr_run, const char *name, int cut,
-    struct counts *ct)
+    struct counts *ct, bool ids)
 {
+	struct idprod ip;
 	struct tq t;
 	char err[512];
 	long undone;
@@ -96,6 +98,8 @@ cut_once(struct tl_server *s, struct plrun *pr_run, const char *name, int cut,
 
 	memset(ct, 0, sizeof(*ct));
 	tq_start(&t, s->port, "pl", cut);
+	if (ids)
+		idprod_start(&ip, s->port, cut);
 	tq_run_until(&t, tl_now_ms() + 100 + random() % 301, name);
 	tl_server_kill(s);
 	tq_stop(&t);
@@ -108,6 +112,8 @@ cut_once(struct tl_server *s, struct plrun *pr_run, const char *name, int cut,
 	tl_server_restart(s);	/* fails the test unless it opens cleanly */
 	ctl = tl_connect(s->port);
 	tq_check(&t, ctl, name);
+	if (ids)	/* acknowledged id sets survived the cut, once each */
+		idprod_check(&ip, ctl, name, cut);
 	close(ctl);
 	ct->tq = t.ct;
 	tq_free(&t);
@@ -163,7 +169,7 @@ powerloss_store(const char *store, const char *sync, int cuts, bool strict)
 	snprintf(name, sizeof(name), "%s --sync %s", store, sync);
 	printf("%s: cut-time seed %u\n", name, seed);
 	for (cut = 0; cut < cuts; cut++) {
-		cut_once(s, &r, name, cut, &ct);
+		cut_once(s, &r, name, cut, &ct, strict);
 		sum.tq.acked += ct.tq.acked;
 		sum.tq.lost += ct.tq.lost;
 		sum.tq.unexpected += ct.tq.unexpected;
