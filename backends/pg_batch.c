@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "itemattr.h"
 #include "pg_batch.h"
 #include "pg_queue.h"
 #include "pg_wire.h"
@@ -108,19 +109,99 @@ pg_gone_add(struct pg_store *s, int64_t qid, uint64_t id)
 	return SAKER_OK;
 }
 
+/* Room for one more in *v (n used, cap allocated). */
+static bool
+pg_bid_room(struct pg_bid **v, size_t n, size_t *cap)
+{
+	size_t c = *cap > 0 ? *cap * 2 : 16;
+	struct pg_bid *p;
+
+	if (n < *cap)
+		return true;
+	if ((p = realloc(*v, c * sizeof(*p))) == NULL)
+		return false;
+	*v = p;
+	*cap = c;
+	return true;
+}
+
+/* pg_dedup_put() recorded key on q in this batch.  Out of memory the id
+ * is not kept for pg_gone_end(): at least once, as before. */
+void
+pg_bid_add(struct pg_store *s, const struct saker_queue *q, const void *key,
+    size_t len, int64_t expires, int64_t now)
+{
+	struct pg_bid *b;
+
+	if (len > sizeof(b->key) || q->len > sizeof(b->name) ||
+	    !pg_bid_room(&s->bids, s->nbids, &s->capbids))
+		return;
+	b = &s->bids[s->nbids++];
+	b->qid = q->id;
+	b->expires = expires;
+	b->now = now;
+	b->out = false;
+	b->nlen = (uint8_t)q->len;
+	b->klen = (uint8_t)len;
+	memcpy(b->name, q->name, q->len);
+	memcpy(b->key, key, len);
+}
+
+/* pg_dedup_del() took key on q back in this batch. */
+void
+pg_bid_del(struct pg_store *s, const struct saker_queue *q, const void *key,
+    size_t len)
+{
+	size_t i;
+
+	for (i = s->nbids; i-- > 0; )
+		if (s->bids[i].qid == q->id && s->bids[i].klen == len &&
+		    memcmp(s->bids[i].key, key, len) == 0) {
+			s->bids[i] = s->bids[--s->nbids];
+			return;
+		}
+}
+
+/* A take of this batch removed *it from queue qid and hands it out: if
+ * it carries an id this batch recorded, mark it. */
+void
+pg_bid_out(struct pg_store *s, int64_t qid, const struct saker_item *it)
+{
+	const void *key;
+	size_t len, i;
+
+	if (s->nbids == 0 || !itemattr_get(it->attrs, it->attrs_len,
+	    ITEMATTR_ID, &key, &len))
+		return;
+	for (i = s->nbids; i-- > 0; )
+		if (s->bids[i].qid == qid && s->bids[i].klen == len &&
+		    memcmp(s->bids[i].key, key, len) == 0) {
+			s->bids[i].out = true;
+			return;
+		}
+}
+
 /* The batch is over; `doubt`: its COMMIT got no answer, so the rows it
- * deleted are kept to be deleted again once connected (pg_main_up).
+ * deleted are kept to be deleted again once connected, and the ids of
+ * the items it put and handed out to be recorded again (pg_main_up).
  * Out of memory for that, they may be handed out twice (at least once). */
 static void
 pg_gone_end(struct pg_store *s, bool doubt)
 {
+	size_t i;
+
 	if (doubt && s->ngone > 0 &&
 	    pg_vec_room(&s->doubt, &s->ndoubt, &s->capdoubt, s->ngone)) {
 		memcpy(s->doubt + s->ndoubt, s->gone,
 		    s->ngone * sizeof(*s->gone));
 		s->ndoubt += s->ngone;
 	}
+	for (i = 0; doubt && i < s->nbids; i++)
+		if (s->bids[i].out && pg_bid_room(&s->dids, s->ndids,
+		    &s->capdids))
+			s->dids[s->ndids++] = s->bids[i];
 	s->ngone = 0;
+	s->nbids = 0;
 }
 
 /* The batch ended: its takes no longer count for the claims of the next. */

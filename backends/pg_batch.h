@@ -10,6 +10,11 @@ int pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st);
 bool pg_del_room(struct pg_store *s);
 void pg_del_add(struct pg_store *s, int64_t qid, uint64_t id);
 int pg_gone_add(struct pg_store *s, int64_t qid, uint64_t id);
+void pg_bid_add(struct pg_store *s, const struct saker_queue *q,
+    const void *key, size_t len, int64_t expires, int64_t now);
+void pg_bid_del(struct pg_store *s, const struct saker_queue *q,
+    const void *key, size_t len);
+void pg_bid_out(struct pg_store *s, int64_t qid, const struct saker_item *it);
 void pg_send_pending(struct pg_store *s, struct pg_pipe *pp);
 void pg_pending_done(struct pg_store *s, struct pg_pipe *pp);
 PGresult *pg_run(struct pg_store *s, int which, const struct pgp *p,

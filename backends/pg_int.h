@@ -101,6 +101,15 @@ struct saker_queue {
 
 LIST_HEAD(pg_qlist, saker_queue);
 
+/* A deduplication id a batch recorded (see bids in struct pg_store). */
+struct pg_bid {
+	int64_t qid, expires, now;
+	bool out;		/* a take of the batch handed its item out */
+	uint8_t nlen, klen;
+	char name[250];		/* the queue's (saker_dedup is by name) */
+	unsigned char key[128];	/* SAKER_DEDUP_KEY_MAX */
+};
+
 /* A PostgreSQL binary one-dimensional array, built element by element:
  * the columns of the batched statements. */
 struct pg_arr {
@@ -213,6 +222,12 @@ struct pg_store {
 	 * (pg_main_up), or the FIFO would hand them out a second time */
 	int64_t *gone, *doubt;
 	size_t ngone, capgone, ndoubt, capdoubt;
+	/* the ids the batch recorded (pg_dedup_put), and of those the ones
+	 * whose item a take of the same batch handed out when its COMMIT got
+	 * no answer: recorded again once connected, so that the producer's
+	 * retry is the duplicate it is, not a second item */
+	struct pg_bid *bids, *dids;
+	size_t nbids, capbids, ndids, capdids;
 	uint64_t batch_no;	/* commits so far: takes per batch */
 	size_t nheld;		/* items claimed ahead, all queues */
 	int64_t lease_floor;	/* every lease we hold runs at least

@@ -168,6 +168,7 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 		}
 		if (mode == SAKER_TAKE_REMOVE) {
 			pg_del_add(s, q->id, id);
+			pg_bid_out(s, q->id, &it);
 		} else if ((err = pg_st_add(s, q->id, id, 1)) != SAKER_OK) {
 			/* the core does not send an item whose take failed */
 			(void)pg_os_take(&s->open, id, q->id);
@@ -359,6 +360,21 @@ pg_doubt_redo(struct pg_store *s)
 	size_t k;
 	int i, err = SAKER_OK;
 
+	for (k = 0; k < s->ndids; k++) {
+		const struct pg_bid *b = &s->dids[k];
+
+		memset(&p, 0, sizeof(p));
+		pg_pp_bin(&p, b->name, b->nlen);
+		pg_pp_bin(&p, b->key, b->klen);
+		pg_pp_i64(&p, b->expires);
+		pg_pp_i64(&p, b->now);
+		if ((res = pg_run(s, P_D_PUT, &p, "recording the id of an item"
+		    " a commit without an answer handed out")) == NULL)
+			return s->code;
+		PQclear(res);
+	}
+	s->ndids = 0;
+	memset(&p, 0, sizeof(p));
 	if (s->ndoubt == 0)
 		return SAKER_OK;
 	if (!pg_arr_reserve(&qa, 12 * s->ndoubt / 2) ||

@@ -399,8 +399,10 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 	else if (mode == SAKER_TAKE_OPEN)
 		err = intmap_put_u64(&s->open, it.id, (uint64_t)q->id) == 0 ? SAKER_OK :
 		    pg_errf(s, SAKER_ENOMEM, "out of memory");
-	else if (mode == SAKER_TAKE_REMOVE)
+	else if (mode == SAKER_TAKE_REMOVE) {
 		err = pg_gone_add(s, q->id, it.id);
+		pg_bid_out(s, q->id, &it);
+	}
 	else
 		err = SAKER_OK;
 	if (r == 0 && err == SAKER_OK && mode != SAKER_TAKE_PEEK)
@@ -918,6 +920,8 @@ pg_dedup_put(saker_store *base, saker_queue *q, const void *key, size_t len,
 	err = PQntuples(res) == 0 ? SAKER_EEXIST : SAKER_OK;
 	*replaced = err == SAKER_OK && pg_rv_i64(res, 0, 0) != 0;
 	PQclear(res);
+	if (err == SAKER_OK)
+		pg_bid_add(s, q, key, len, expires_ms, now_ms);
 	return err;
 }
 
@@ -936,6 +940,8 @@ pg_dedup_del(saker_store *base, saker_queue *q, const void *key, size_t len)
 		return s->code;
 	n = pg_rv_changed(res);
 	PQclear(res);
+	if (n > 0)
+		pg_bid_del(s, q, key, len);
 	return n > 0 ? SAKER_OK : pg_errf(s, SAKER_ENOTFOUND, "no such id");
 }
 
@@ -1042,6 +1048,8 @@ pg_free(struct pg_store *s)
 	pg_batch_arrs(s, pg_arr_free);
 	free(s->gone);
 	free(s->doubt);
+	free(s->bids);
+	free(s->dids);
 	intmap_free(&s->st_ids);
 	i = 0;
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL; e = next) {

@@ -38,6 +38,8 @@ pg_spec(char *buf, size_t len, const char *tmpdir)
 
 #include <libpq-fe.h>
 
+#include "tcpproxy.h"
+
 /* A plain libpq connection to the tables of `schema` (as the driver's
  * schema= option sets them up), to look at or damage them. */
 static PGconn *
@@ -2235,6 +2237,95 @@ START_TEST(test_pg_dedup_race)
 }
 END_TEST
 
+/* Connected again within 10 s (the driver reconnects from tick() and
+ * fd_ready(), as the loop calls them). */
+static void
+px_reconnect(saker_store *s)
+{
+	struct saker_store_stats st;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		(void)saker_store_tick(s, BASE + 1000 + i);
+		(void)saker_store_fd_ready(s, BASE + 1000 + i);
+		saker_store_get_stats(s, &st);
+		if (st.connected)
+			return;
+		usleep(20000);
+	}
+	ck_abort_msg("not connected again within 10 s");
+}
+
+/*
+ * A batch puts an item with an id and a take of the same batch hands it
+ * out (a consumer waiting on the queue); the COMMIT gets no answer and
+ * never happened (its session was ended first).  Connected again, the
+ * broker records the id anyway and deletes what the batch's takes handed
+ * out: the producer's retry of the set (told "outcome unknown") is the
+ * duplicate it is, and the item taken before the batch is not served
+ * again.  Without this the retry made a second item that was handed out
+ * a second time (contrib/failover --ids, kill cycles).
+ */
+START_TEST(test_pg_doubt_handed_out)
+{
+	char schema[32], v[64], sock[256], spec[512], err[512] = "";
+	struct saker_store_opts o;
+	struct tcpproxy *px;
+	saker_store *a = NULL;
+	PGconn *c;
+	int i;
+
+	snprintf(schema, sizeof(schema), "doubt_%d", (int)getpid());
+	snprintf(sock, sizeof(sock), "%s/.s.PGSQL.5432", pgc.dir);
+	ck_assert_ptr_nonnull(px = tp_start(sock));
+	memset(&o, 0, sizeof(o));
+	o.create = true;
+	o.sync = SAKER_SYNC_NEVER;
+	snprintf(spec, sizeof(spec), "postgres,timeout=0.5:host=127.0.0.1"
+	    " port=%d dbname=postgres user=saker schema=%s", tp_port(px),
+	    schema);
+	ck_assert_msg(saker_store_open(spec, &o, &a, err, sizeof(err)) ==
+	    SAKER_OK, "open: %s", err);
+	c = px_conn(schema);
+	px_put(a, "d", "old", 0);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	px_put_once(a, "d", "new", "k", SAKER_OK);
+	px_take(a, "d", SAKER_TAKE_REMOVE, "old");
+	px_take(a, "d", SAKER_TAKE_REMOVE, "new");
+	/* the COMMIT goes into a frozen proxy, then the connection is cut:
+	 * the server never sees it and rolls the transaction back */
+	tp_set_mode(px, TP_FREEZE);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_EINDOUBT);
+	tp_set_mode(px, TP_REFUSE);
+	for (i = 0; i < 250; i++) {
+		px_val(c, "SELECT count(*) FROM pg_stat_activity WHERE"
+		    " datname = current_database() AND state LIKE 'idle in"
+		    " transaction%'", v, sizeof(v));
+		if (strcmp(v, "0") == 0)
+			break;
+		usleep(20000);
+	}
+	px_val(c, "SELECT count(*) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "1");	/* "old": the batch did not happen */
+	px_val(c, "SELECT count(*) FROM saker_dedup", v, sizeof(v));
+	ck_assert_str_eq(v, "0");
+	tp_set_mode(px, TP_RELAY);
+	px_reconnect(a);
+	px_val(c, "SELECT count(*) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "0");
+	px_val(c, "SELECT string_agg(convert_from(key, 'UTF8'), ',')"
+	    " FROM saker_dedup", v, sizeof(v));
+	ck_assert_str_eq(v, "k");
+	px_put_once(a, "d", "new", "k", SAKER_EEXIST);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	px_take(a, "d", SAKER_TAKE_REMOVE, NULL);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	saker_store_close(a);
+	PQfinish(c);
+	tp_stop(px);
+}
+END_TEST
+
 /* One throwaway cluster for the run; skipped (not failed) when the
  * PostgreSQL server binaries are missing. */
 static int
@@ -2257,6 +2348,7 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 			tcase_add_test(ptc, test_pg_upgrade_format2);
 			tcase_add_test(ptc, test_pg_attrs_paths);
 			tcase_add_test(ptc, test_pg_dedup_race);
+			tcase_add_test(ptc, test_pg_doubt_handed_out);
 			suite_add_tcase(su, ptc);
 		}
 		return 0;
