@@ -423,6 +423,26 @@ saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
 	return rc == SAKER_EEXIST ? SAKER_OK : rc;
 }
 
+/* The driver's one question about an id, "record it unless kept", for
+ * the window from now_ms: a kept one is a duplicate, counted. */
+static int
+id_record(saker_store *s, saker_queue *q, const void *key, size_t len,
+    int64_t window_ms, int64_t now_ms, bool *replaced)
+{
+	int rc;
+
+	*replaced = false;
+	if (!key_ok(key, len) || window_ms <= 0)
+		return SAKER_EINVAL;
+	if ((rc = ids_known(s, q)) != SAKER_OK)
+		return rc;
+	rc = s->driver->dedup_put(s, q, key, len, now_ms + window_ms, now_ms,
+	    replaced);
+	if (rc == SAKER_EEXIST)
+		base(q)->dedup_hits++;
+	return rc;
+}
+
 int
 saker_store_put_once(saker_store *s, saker_queue *q,
     const struct saker_item *item, const void *key, size_t len,
@@ -448,14 +468,9 @@ saker_store_put_once(saker_store *s, saker_queue *q,
 	    item->attrs_len, ITEMATTR_ID, key, len);
 	if (alen == 0)
 		return SAKER_EINVAL;
-	rc = s->driver->dedup_put(s, q, key, len, now_ms + window_ms, now_ms,
-	    &replaced);
-	if (rc == SAKER_EEXIST) {
-		/* a retry is answered as one at the limit too */
-		base(q)->dedup_hits++;
-		return rc;
-	}
-	if (rc != SAKER_OK)
+	/* a retry is answered as one at the limit too */
+	if ((rc = id_record(s, q, key, len, window_ms, now_ms, &replaced)) !=
+	    SAKER_OK)
 		return rc;
 	if (full && !replaced) {
 		/* a new id past the limit: take the record back */
@@ -480,22 +495,12 @@ int
 saker_store_dedup_kept(saker_store *s, saker_queue *q, const void *key,
     size_t len, int64_t window_ms, int64_t now_ms)
 {
-	bool replaced = false;
+	bool replaced;
 	int rc;
 
-	if (!key_ok(key, len) || window_ms <= 0)
-		return SAKER_EINVAL;
-	if ((rc = ids_known(s, q)) != SAKER_OK)
-		return rc;
-	/* the drivers' one question is "record it unless kept": asked, and
-	 * the record taken back when it was not kept */
-	rc = s->driver->dedup_put(s, q, key, len, now_ms + window_ms, now_ms,
-	    &replaced);
-	if (rc == SAKER_EEXIST) {
-		base(q)->dedup_hits++;
-		return rc;
-	}
-	if (rc != SAKER_OK)
+	/* asked, and the record taken back when it was not kept */
+	if ((rc = id_record(s, q, key, len, window_ms, now_ms, &replaced)) !=
+	    SAKER_OK)
 		return rc;
 	if ((rc = s->driver->dedup_del(s, q, key, len)) != SAKER_OK)
 		return rc;
