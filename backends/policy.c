@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "saker/store.h"
@@ -113,5 +114,39 @@ saker_store_expire_target(saker_store *s, saker_queue *q, saker_queue **to)
 		*to = NULL;
 	else if (*to == q)
 		*to = NULL;	/* its own name: dropped */
+	return rc;
+}
+
+int
+saker_store_expired(saker_store *s, saker_queue *q,
+    const struct saker_item *item, int64_t now_ms, bool *routed)
+{
+	unsigned char attrs[SAKER_ATTRS_MAX];
+	struct saker_item it;
+	saker_queue *t;
+	void *copy = NULL;
+	int rc;
+
+	*routed = false;
+	if ((rc = saker_store_expire_target(s, q, &t)) != SAKER_OK || t == NULL)
+		return rc;
+	it = *item;
+	/* The bytes may be the driver's own (a cursor's page, a statement's
+	 * column) and die with its next write: the put below is one. */
+	if (it.len > 0) {
+		if ((copy = malloc(it.len)) == NULL)
+			return SAKER_ENOMEM;
+		it.data = memcpy(copy, it.data, it.len);
+	}
+	if (it.attrs_len > sizeof(attrs))
+		it.attrs_len = 0;	/* refused by every put: never stored */
+	if (it.attrs_len > 0)
+		it.attrs = memcpy(attrs, it.attrs, it.attrs_len);
+	it.expires_ms = 0;	/* it must not expire again at once */
+	it.due_ms = 0;
+	rc = saker_store_put(s, t, &it, now_ms);
+	free(copy);
+	if (rc == SAKER_OK)
+		*routed = true;
 	return rc;
 }

@@ -772,6 +772,19 @@ saker_store_has_expire_to(const saker_queue *q)
 int saker_store_expire_target(saker_store *s, saker_queue *q,
     saker_queue **to);
 
+/* A driver met item `item` of q expired (take at the head, promote,
+ * flush_expired) and removes it in the current batch: the layer decides
+ * where it goes.  With an expire_to queue, a copy is put there (through
+ * the driver's put(), in this batch) with its expiry and due time
+ * cleared and its data, flags, age, delivery count and attributes kept,
+ * and *routed is true: the driver counts it in q's expired_to.  Without
+ * one (or when it is q), *routed is false: the driver counts it in
+ * expired_items.  item's bytes may be the driver's own: the layer copies
+ * them before the put.  An error (the target could not be opened or
+ * written): the driver leaves the item in place. */
+int saker_store_expired(saker_store *s, saker_queue *q,
+    const struct saker_item *item, int64_t now_ms, bool *routed);
+
 /*
  * COUNTERS.  The layer keeps every queue's items, bytes (of ready items),
  * delayed_items and open_items in its struct saker_queue_base, so that
