@@ -3,10 +3,12 @@
  * driver's vtable and every rule about storage has one place to live. */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "saker/store.h"
 #include "itemattr.h"
+#include "layer.h"
 
 /* ------------------------------------------------------------------ */
 /* counters (store.h, COUNTERS) */
@@ -126,6 +128,126 @@ untouch(saker_store *s, struct saker_queue_base *b)
 static int ids_known(saker_store *s, saker_queue *q);
 
 /* ------------------------------------------------------------------ */
+/* wake-ups (store.h, the notify contract) */
+
+/* The driver's notify: q goes on the list once, whatever the driver
+ * reports; the core hears of it when the outermost layer call ends. */
+static void
+layer_notify(void *arg, saker_queue *q, void *queue_ctx)
+{
+	saker_store *s = *(saker_store **)arg;
+	struct saker_queue_base *b;
+
+	if (s == NULL || q == NULL)	/* inside open(): see store.h */
+		return;
+	b = base(q);
+	if (queue_ctx != NULL || !b->woken)
+		b->wake_ctx = queue_ctx;
+	if (b->woken)
+		return;
+	b->woken = true;
+	b->wake_next = NULL;
+	if (s->woken_tail != NULL)
+		s->woken_tail->wake_next = b;
+	else
+		s->woken = b;
+	s->woken_tail = b;
+}
+
+int
+saker_layer_wake_open(struct saker_store_opts *o)
+{
+	if (o->notify == NULL)
+		return SAKER_OK;	/* nobody to wake */
+	if ((o->notify_arg = calloc(1, sizeof(saker_store *))) == NULL)
+		return SAKER_ENOMEM;
+	o->notify = layer_notify;
+	return SAKER_OK;
+}
+
+void
+saker_layer_wake_start(saker_store *s, const struct saker_store_opts *core,
+    const struct saker_store_opts *o)
+{
+	s->notify = core->notify;
+	s->notify_arg = core->notify_arg;
+	s->woken = s->woken_tail = NULL;
+	s->depth = 0;
+	s->wake_cell = core->notify != NULL ? o->notify_arg : NULL;
+	if (s->wake_cell != NULL)
+		*s->wake_cell = s;
+}
+
+void
+saker_layer_wake_fail(struct saker_store_opts *o, const struct
+    saker_store_opts *core)
+{
+	if (core->notify != NULL)
+		free(o->notify_arg);
+}
+
+void
+saker_layer_wake_close(saker_store **cell)
+{
+	free(cell);
+}
+
+/* A layer call begins: nested ones (the layer's put inside a driver's
+ * take) add to the outermost call's list. */
+static void
+enter(saker_store *s)
+{
+	s->depth++;
+}
+
+/* ... and ends: the outermost wakes each marked queue once, in the order
+ * the driver first reported them.  Returns rc. */
+static int
+leave(saker_store *s, int rc)
+{
+	struct saker_queue_base *b;
+
+	if (--s->depth > 0)
+		return rc;
+	while ((b = s->woken) != NULL) {
+		s->woken = b->wake_next;
+		if (s->woken == NULL)
+			s->woken_tail = NULL;
+		b->wake_next = NULL;
+		b->woken = false;
+		if (s->notify != NULL)
+			s->notify(s->notify_arg, (saker_queue *)(void *)b,
+			    b->wake_ctx);
+	}
+	return rc;
+}
+
+int
+saker_layer_leave(saker_store *s, int rc)
+{
+	return leave(s, rc);
+}
+
+/* q is deleted: off the list before its handle is freed */
+static void
+unwake(saker_store *s, struct saker_queue_base *b)
+{
+	struct saker_queue_base **p, *prev = NULL;
+
+	if (!b->woken)
+		return;
+	for (p = &s->woken; *p != NULL; prev = *p, p = &(*p)->wake_next)
+		if (*p == b) {
+			*p = b->wake_next;
+			if (s->woken_tail == b)
+				s->woken_tail = prev;
+			break;
+		}
+	b->woken = false;
+	b->wake_next = NULL;
+}
+
+/* ------------------------------------------------------------------ */
 /* the calls */
 
 const char *
@@ -146,7 +268,9 @@ int
 saker_store_queue_open(saker_store *s, const char *name, size_t len,
     bool create, void *queue_ctx, saker_queue **out)
 {
-	return s->driver->queue_open(s, name, len, create, queue_ctx, out);
+	enter(s);
+	return leave(s, s->driver->queue_open(s, name, len, create,
+	    queue_ctx, out));
 }
 
 int
@@ -160,7 +284,9 @@ saker_store_queue_delete(saker_store *s, saker_queue *q)
 	 * frees it), so its counters need no restoring; off the list
 	 * before the handle is freed */
 	untouch(s, b);
-	rc = s->driver->queue_delete(s, q);
+	unwake(s, b);
+	enter(s);
+	rc = leave(s, s->driver->queue_delete(s, q));
 	if (rc != SAKER_OK && was) {
 		/* still there: back on the list, its snapshot kept */
 		b->touched = true;
@@ -173,8 +299,10 @@ saker_store_queue_delete(saker_store *s, saker_queue *q)
 int
 saker_store_queue_flush(saker_store *s, saker_queue *q)
 {
-	int rc = s->driver->queue_flush(s, q);
+	int rc;
 
+	enter(s);
+	rc = leave(s, s->driver->queue_flush(s, q));
 	if (rc == SAKER_OK && !s->driver->own_counts) {
 		/* the items go; the queue's deduplication ids stay */
 		touch(s, base(q));
@@ -186,7 +314,8 @@ saker_store_queue_flush(saker_store *s, saker_queue *q)
 int
 saker_store_queues(saker_store *s, saker_queue_name_fn fn, void *arg)
 {
-	return s->driver->queues(s, fn, arg);
+	enter(s);
+	return leave(s, s->driver->queues(s, fn, arg));
 }
 
 /*
@@ -256,32 +385,38 @@ int
 saker_store_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
     saker_item_fn fn, void *arg)
 {
-	return s->driver->take(s, q, mode, now_ms, fn, arg);
+	enter(s);
+	return leave(s, s->driver->take(s, q, mode, now_ms, fn, arg));
 }
 
 int
 saker_store_confirm(saker_store *s, saker_queue *q, uint64_t id)
 {
-	return s->driver->confirm(s, q, id);
+	enter(s);
+	return leave(s, s->driver->confirm(s, q, id));
 }
 
 int
 saker_store_release(saker_store *s, saker_queue *q, uint64_t id)
 {
-	return s->driver->release(s, q, id);
+	enter(s);
+	return leave(s, s->driver->release(s, q, id));
 }
 
 int
 saker_store_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
     int64_t due_ms, int64_t now_ms)
 {
-	return s->driver->release_delayed(s, q, id, due_ms, now_ms);
+	enter(s);
+	return leave(s, s->driver->release_delayed(s, q, id, due_ms,
+	    now_ms));
 }
 
 int
 saker_store_move(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to)
 {
-	return s->driver->move(s, q, id, to);
+	enter(s);
+	return leave(s, s->driver->move(s, q, id, to));
 }
 
 bool
@@ -296,54 +431,52 @@ saker_store_expire_to(saker_store *s, saker_queue *q, const char *name,
 {
 	if (s->driver->expire_to == NULL)
 		return name == NULL ? SAKER_OK : SAKER_EINVAL;
-	return s->driver->expire_to(s, q, name, len);
+	enter(s);
+	return leave(s, s->driver->expire_to(s, q, name, len));
 }
 
 int
 saker_store_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 {
-	return s->driver->promote(s, now_ms, next_due_ms);
+	enter(s);
+	return leave(s, s->driver->promote(s, now_ms, next_due_ms));
 }
 
 int
 saker_store_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
-	return s->driver->flush_expired(s, q, now_ms, limit, removed);
+	enter(s);
+	return leave(s, s->driver->flush_expired(s, q, now_ms, limit,
+	    removed));
 }
 
 int
 saker_store_iterate(saker_store *s, saker_queue *q, saker_item_fn fn,
     void *arg)
 {
-	return s->driver->iterate(s, q, fn, arg);
+	enter(s);
+	return leave(s, s->driver->iterate(s, q, fn, arg));
 }
 
 /* A failed commit rolled the batch back (store.h): the counters too. */
 int
 saker_store_commit(saker_store *s)
 {
-	int rc = s->driver->commit(s);
+	int rc;
 
+	enter(s);
+	rc = s->driver->commit(s);
 	batch_end(s, rc != SAKER_OK);
-	return rc;
+	return leave(s, rc);
 }
 
 /* ------------------------------------------------------------------ */
 /* deduplication ids (store.h, DEDUPLICATION) */
 
-static int
-count_id(void *arg, const void *key, size_t len, int64_t expires_ms)
-{
-	(void)key;
-	(void)len;
-	(void)expires_ms;
-	(*(uint64_t *)arg)++;
-	return 0;
-}
-
-/* The layer counts q's ids from its first use since open (one pass over
- * the records the store kept), then by each record made or swept. */
+/* The layer counts q's ids from its first use since open (the driver's
+ * dedup_count, or one pass over the records the store kept), then by
+ * each record made or swept. */
 static int
 ids_known(saker_store *s, saker_queue *q)
 {
@@ -353,9 +486,7 @@ ids_known(saker_store *s, saker_queue *q)
 
 	if (b->ids_known)
 		return SAKER_OK;
-	if (s->driver->dedup_iterate == NULL)
-		return SAKER_EINVAL;	/* a driver without ids (none ships) */
-	if ((rc = s->driver->dedup_iterate(s, q, count_id, &n)) != SAKER_OK)
+	if ((rc = saker_store_dedup_count(s, q, &n)) != SAKER_OK)
 		return rc;
 	b->n[N_IDS] = n;
 	b->ids_known = true;
@@ -395,6 +526,8 @@ int
 saker_store_dedup_iterate(saker_store *s, saker_queue *q, saker_dedup_fn fn,
     void *arg)
 {
+	if (s->driver->dedup_iterate == NULL)
+		return SAKER_EINVAL;	/* as ids_known(): no ids */
 	return s->driver->dedup_iterate(s, q, fn, arg);
 }
 
@@ -404,43 +537,46 @@ key_ok(const void *key, size_t len)
 	return key != NULL && len > 0 && len <= SAKER_DEDUP_KEY_MAX;
 }
 
-int
-saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
-    size_t len, int64_t expires_ms, int64_t now_ms)
-{
-	bool replaced = false;
-	int rc;
-
-	if (!key_ok(key, len))
-		return SAKER_EINVAL;
-
-	if ((rc = ids_known(s, q)) != SAKER_OK)
-		return rc;
-	rc = s->driver->dedup_put(s, q, key, len, expires_ms, now_ms,
-	    &replaced);
-	if (rc == SAKER_OK && !replaced)
-		ids_add(s, q, 1);
-	return rc == SAKER_EEXIST ? SAKER_OK : rc;
-}
-
-/* The driver's one question about an id, "record it unless kept", for
- * the window from now_ms: a kept one is a duplicate, counted. */
+/* The driver's one question about an id: "record key on q until
+ * expires_ms unless a live record is kept" (SAKER_EEXIST).  A new record
+ * is counted here; a duplicate is its caller's to count (a load is not a
+ * duplicate set). */
 static int
 id_record(saker_store *s, saker_queue *q, const void *key, size_t len,
-    int64_t window_ms, int64_t now_ms, bool *replaced)
+    int64_t expires_ms, int64_t now_ms, bool *replaced)
 {
 	int rc;
 
 	*replaced = false;
-	if (!key_ok(key, len) || window_ms <= 0)
+	if (!key_ok(key, len))
 		return SAKER_EINVAL;
 	if ((rc = ids_known(s, q)) != SAKER_OK)
 		return rc;
-	rc = s->driver->dedup_put(s, q, key, len, now_ms + window_ms, now_ms,
+	rc = s->driver->dedup_put(s, q, key, len, expires_ms, now_ms,
 	    replaced);
-	if (rc == SAKER_EEXIST)
-		base(q)->dedup_hits++;
+	if (rc == SAKER_OK && !*replaced)
+		ids_add(s, q, 1);
 	return rc;
+}
+
+/* now_ms + window_ms, for a window that is one (> 0, no overflow) */
+static int
+window_end(int64_t now_ms, int64_t window_ms, int64_t *end)
+{
+	if (window_ms <= 0 || now_ms > INT64_MAX - window_ms)
+		return SAKER_EINVAL;
+	*end = now_ms + window_ms;
+	return SAKER_OK;
+}
+
+int
+saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
+    size_t len, int64_t expires_ms, int64_t now_ms)
+{
+	bool replaced;
+	int rc = id_record(s, q, key, len, expires_ms, now_ms, &replaced);
+
+	return rc == SAKER_EEXIST ? SAKER_OK : rc;
 }
 
 int
@@ -451,10 +587,12 @@ saker_store_put_once(saker_store *s, saker_queue *q,
 	unsigned char attrs[SAKER_ATTRS_MAX];
 	struct saker_item it;
 	bool replaced = false, full;
+	int64_t end;
 	size_t alen;
 	int rc;
 
-	if (!key_ok(key, len) || item == NULL || window_ms <= 0)
+	if (!key_ok(key, len) || item == NULL ||
+	    window_end(now_ms, window_ms, &end) != SAKER_OK)
 		return SAKER_EINVAL;
 	if ((rc = ids_known(s, q)) != SAKER_OK)
 		return rc;
@@ -469,16 +607,18 @@ saker_store_put_once(saker_store *s, saker_queue *q,
 	if (alen == 0)
 		return SAKER_EINVAL;
 	/* a retry is answered as one at the limit too */
-	if ((rc = id_record(s, q, key, len, window_ms, now_ms, &replaced)) !=
-	    SAKER_OK)
+	if ((rc = id_record(s, q, key, len, end, now_ms, &replaced)) !=
+	    SAKER_OK) {
+		if (rc == SAKER_EEXIST)
+			base(q)->dedup_hits++;
 		return rc;
+	}
 	if (full && !replaced) {
 		/* a new id past the limit: take the record back */
-		s->driver->dedup_del(s, q, key, len);
+		if (s->driver->dedup_del(s, q, key, len) == SAKER_OK)
+			ids_add(s, q, -1);
 		return SAKER_EFULL;
 	}
-	if (!replaced)
-		ids_add(s, q, 1);
 	it = *item;
 	it.attrs = attrs;
 	it.attrs_len = alen;
@@ -496,15 +636,21 @@ saker_store_dedup_kept(saker_store *s, saker_queue *q, const void *key,
     size_t len, int64_t window_ms, int64_t now_ms)
 {
 	bool replaced;
+	int64_t end;
 	int rc;
 
-	/* asked, and the record taken back when it was not kept */
-	if ((rc = id_record(s, q, key, len, window_ms, now_ms, &replaced)) !=
-	    SAKER_OK)
+	if (window_end(now_ms, window_ms, &end) != SAKER_OK)
+		return SAKER_EINVAL;
+	/* asked, and the record taken back when it was not kept (an
+	 * expired record it replaced goes with it) */
+	if ((rc = id_record(s, q, key, len, end, now_ms, &replaced)) !=
+	    SAKER_OK) {
+		if (rc == SAKER_EEXIST)
+			base(q)->dedup_hits++;
 		return rc;
+	}
 	if ((rc = s->driver->dedup_del(s, q, key, len)) != SAKER_OK)
 		return rc;
-	if (replaced)	/* an expired record went with it */
-		ids_add(s, q, -1);
+	ids_add(s, q, -1);
 	return SAKER_OK;
 }

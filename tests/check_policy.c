@@ -1,7 +1,7 @@
 /* check_policy.c -- the store layer's rules, tested once rather than per
  * driver (the conformance suite tests each driver's primitives): the lock
- * file, the quarantine of damaged items, the expire_to target and the
- * delivery-count clamp (store.h, THE LAYER). */
+ * file, the quarantine of damaged items, the expire_to target, the
+ * delivery-count clamp and the deduplication rules (store.h, THE LAYER). */
 #include "config.h"
 
 #include <check.h>
@@ -243,7 +243,7 @@ START_TEST(test_quarantine_durable)
 	    dname);
 	ck_assert_uint_eq(strlen(dname), 250);
 	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
-	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), true,
+	ck_assert_int_eq(saker_store_queue_open(s, name, strlen(name), true,
 	    NULL, &q), SAKER_OK);
 	memset(&it, 0, sizeof(it));
 	it.data = dmg_marker;
@@ -256,11 +256,11 @@ START_TEST(test_quarantine_durable)
 	ck_assert_int_gt(dmg_hits, 0);
 
 	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
-	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), false,
+	ck_assert_int_eq(saker_store_queue_open(s, name, strlen(name), false,
 	    NULL, &q), SAKER_OK);
-	ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_REMOVE, 2000,
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, 2000,
 	    nop_cb, NULL), SAKER_ECORRUPT);
-	msg = s->driver->errmsg(s);
+	msg = saker_store_errmsg(s);
 	snprintf(want, sizeof(want), " failed its checksum; moved to queue"
 	    " '%s'", dname);
 	ck_assert_msg(strncmp(msg, "queue '", 7) == 0 &&
@@ -271,14 +271,14 @@ START_TEST(test_quarantine_durable)
 
 	/* kept under the cut name, bytes as they are; gone from q */
 	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
-	ck_assert_int_eq(s->driver->queue_open(s, dname, strlen(dname), false,
+	ck_assert_int_eq(saker_store_queue_open(s, dname, strlen(dname), false,
 	    NULL, &dq), SAKER_OK);
-	ck_assert_int_eq(s->driver->take(s, dq, SAKER_TAKE_REMOVE, 3000,
+	ck_assert_int_eq(saker_store_take(s, dq, SAKER_TAKE_REMOVE, 3000,
 	    len_cb, &len), SAKER_OK);
 	ck_assert_uint_eq(len, sizeof(dmg_marker) - 1);
-	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), false,
+	ck_assert_int_eq(saker_store_queue_open(s, name, strlen(name), false,
 	    NULL, &q), SAKER_OK);
-	ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_REMOVE, 3000, nop_cb,
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, 3000, nop_cb,
 	    NULL), SAKER_EEMPTY);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
@@ -315,7 +315,7 @@ mq(const char *name, void *ctx)
 {
 	saker_queue *q = NULL;
 
-	ck_assert_int_eq(ms->driver->queue_open(ms, name, strlen(name), true,
+	ck_assert_int_eq(saker_store_queue_open(ms, name, strlen(name), true,
 	    ctx, &q), SAKER_OK);
 	return q;
 }
@@ -338,7 +338,7 @@ copy_cb(void *arg, const struct saker_item *it)
 static int
 take(saker_queue *q, int64_t now)
 {
-	return ms->driver->take(ms, q, SAKER_TAKE_REMOVE, now, copy_cb, NULL);
+	return saker_store_take(ms, q, SAKER_TAKE_REMOVE, now, copy_cb, NULL);
 }
 
 static void
@@ -449,7 +449,7 @@ START_TEST(test_quarantine_long_names)
 	    &bad, 1000, msg, sizeof(msg)), SAKER_OK);
 	saker_store_derived_name(name, strlen(name), SAKER_SUFFIX_DAMAGED,
 	    dname);
-	ck_assert_int_eq(ms->driver->queue_open(ms, dname, 250, false, NULL,
+	ck_assert_int_eq(saker_store_queue_open(ms, dname, 250, false, NULL,
 	    &dq), SAKER_OK);
 	ck_assert_int_eq(take(dq, 2000), SAKER_OK);
 	ck_assert_str_eq(gotdata, "b");
@@ -477,14 +477,14 @@ START_TEST(test_expire_to_routing)
 	ck_assert(!saker_store_has_expire_to(q));
 	ck_assert_int_eq(saker_store_expire_target(ms, q, &t), SAKER_OK);
 	ck_assert_ptr_null(t);
-	ck_assert_int_eq(ms->driver->expire_to(ms, q, "ex_late", 7), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(ms, q, "ex_late", 7), SAKER_OK);
 	ck_assert(saker_store_has_expire_to(q));
 	/* the target is created when first needed, through queue_open() */
-	ck_assert_int_eq(ms->driver->queue_open(ms, "ex_late", 7, false, NULL,
+	ck_assert_int_eq(saker_store_queue_open(ms, "ex_late", 7, false, NULL,
 	    &late), SAKER_ENOTFOUND);
 	put(q, "old", 1500, 2);
 	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
-	ck_assert_int_eq(ms->driver->queue_open(ms, "ex_late", 7, false, &ctx,
+	ck_assert_int_eq(saker_store_queue_open(ms, "ex_late", 7, false, &ctx,
 	    &late), SAKER_OK);
 	ck_assert_int_eq(saker_store_expire_target(ms, q, &t), SAKER_OK);
 	ck_assert_ptr_eq(t, late);
@@ -505,12 +505,12 @@ START_TEST(test_expire_to_routing)
 	ck_assert_int_eq(take(late, 2000), SAKER_OK);
 
 	/* its own name, or none: dropped */
-	ck_assert_int_eq(ms->driver->expire_to(ms, q, "ex", 2), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(ms, q, "ex", 2), SAKER_OK);
 	ck_assert_int_eq(saker_store_expire_target(ms, q, &t), SAKER_OK);
 	ck_assert_ptr_null(t);
 	put(q, "gone", 1500, 0);
 	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
-	ck_assert_int_eq(ms->driver->expire_to(ms, q, NULL, 0), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(ms, q, NULL, 0), SAKER_OK);
 	ck_assert(!saker_store_has_expire_to(q));
 	put(q, "gone too", 1500, 0);
 	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
@@ -524,7 +524,7 @@ START_TEST(test_expire_to_routing)
 		char big[300];
 
 		memset(big, 'b', sizeof(big));
-		ck_assert_int_eq(ms->driver->expire_to(ms, q, big,
+		ck_assert_int_eq(saker_store_expire_to(ms, q, big,
 		    sizeof(big)), SAKER_EINVAL);
 	}
 }
@@ -544,6 +544,93 @@ START_TEST(test_put_clamp)
 	ck_assert_uint_eq(got.deliveries, SAKER_DELIVERIES_MAX);
 	ck_assert_int_eq(take(q, 2000), SAKER_OK);
 	ck_assert_uint_eq(got.deliveries, 5);
+}
+END_TEST
+
+/* The layer's deduplication rules (store.h, DEDUPLICATION) over the
+ * driver's one question: a window that is none, or would overflow, is
+ * refused; a load counts a new id and never a duplicate; asking
+ * (dedup_kept) leaves no id behind; a full queue refuses a new id and
+ * keeps its count; the counters match what dedup_iterate shows. */
+static int
+count_ids(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	(void)key;
+	(void)len;
+	(void)expires_ms;
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+static struct saker_queue_stats
+ids_stats(saker_queue *q)
+{
+	struct saker_queue_stats st;
+	uint64_t n = 0;
+
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(saker_store_queue_stats(ms, q, &st), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_iterate(ms, q, count_ids, &n),
+	    SAKER_OK);
+	ck_assert_uint_eq(st.dedup_ids, n);
+	ck_assert_int_eq(saker_store_dedup_count(ms, q, &n), SAKER_OK);
+	ck_assert_uint_eq(st.dedup_ids, n);
+	return st;
+}
+
+START_TEST(test_dedup_rules)
+{
+	saker_queue *q = mq("dd", NULL);
+	struct saker_item it;
+	struct saker_queue_stats st;
+
+	memset(&it, 0, sizeof(it));
+	it.data = "x";
+	it.len = 1;
+	ck_assert_int_eq(saker_store_put_once(ms, q, &it, "k1", 2, 0, 0, 1000),
+	    SAKER_EINVAL);
+	ck_assert_int_eq(saker_store_put_once(ms, q, &it, "k1", 2, INT64_MAX,
+	    0, 1000), SAKER_EINVAL);
+	ck_assert_int_eq(saker_store_dedup_kept(ms, q, "k1", 2, INT64_MAX,
+	    1000), SAKER_EINVAL);
+	ck_assert_uint_eq(ids_stats(q).dedup_ids, 0);
+
+	/* a load: a new id counted, the same again neither counted nor a
+	 * duplicate */
+	ck_assert_int_eq(saker_store_dedup_load(ms, q, "k1", 2, 50000, 1000),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_load(ms, q, "k1", 2, 50000, 1000),
+	    SAKER_OK);
+	st = ids_stats(q);
+	ck_assert_uint_eq(st.dedup_ids, 1);
+	ck_assert_uint_eq(st.dedup_hits, 0);
+
+	/* asking: a new id leaves nothing, a kept one is a duplicate */
+	ck_assert_int_eq(saker_store_dedup_kept(ms, q, "k2", 2, 10000, 1000),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_kept(ms, q, "k1", 2, 10000, 1000),
+	    SAKER_EEXIST);
+	st = ids_stats(q);
+	ck_assert_uint_eq(st.dedup_ids, 1);
+	ck_assert_uint_eq(st.dedup_hits, 1);
+
+	/* full at 2 ids: k3 fits, k4 is refused and leaves no record */
+	ck_assert_int_eq(saker_store_put_once(ms, q, &it, "k3", 2, 10000, 2,
+	    1000), SAKER_OK);
+	ck_assert_int_eq(saker_store_put_once(ms, q, &it, "k4", 2, 10000, 2,
+	    1000), SAKER_EFULL);
+	ck_assert_int_eq(saker_store_put_once(ms, q, &it, "k3", 2, 10000, 2,
+	    1000), SAKER_EEXIST);
+	st = ids_stats(q);
+	ck_assert_uint_eq(st.dedup_ids, 2);
+	ck_assert_uint_eq(st.dedup_hits, 2);
+	ck_assert_uint_eq(st.items, 1);
+	/* an expired record is replaced, not added */
+	ck_assert_int_eq(saker_store_put_once(ms, q, &it, "k3", 2, 10000, 2,
+	    20000), SAKER_OK);
+	ck_assert_uint_eq(ids_stats(q).dedup_ids, 2);
+	ck_assert_int_eq(saker_store_commit(ms), SAKER_OK);
+	ck_assert_uint_eq(ids_stats(q).dedup_ids, 2);
 }
 END_TEST
 
@@ -588,6 +675,7 @@ add_driver(Suite *su, const struct saker_store_driver *drv,
 		printf("check_policy: %s: skipping test_expire_to_routing (no"
 		    " expire_to)\n", drv->name);
 	tcase_add_test(tc, test_put_clamp);
+	tcase_add_test(tc, test_dedup_rules);
 	suite_add_tcase(su, tc);
 }
 
