@@ -246,15 +246,31 @@ struct saker_queue_base {
 	struct saker_queue_base *touched_next; /* the batch's changed queues */
 	bool touched;
 	unsigned synced;        /* shared stores: the tick of the last count */
+	/* wake-ups (the notify contract, below): q is on the store's list of
+	 * queues to wake at the end of the layer call, with the queue_ctx
+	 * its driver gave */
+	bool woken;
+	struct saker_queue_base *wake_next;
+	void *wake_ctx;
 };
 
 /*
- * The "queue gained visible items" notification.  Called synchronously from
- * inside put(), release(), promote() (and any driver call that makes items
- * visible), at most once per queue per call, after the driver's state is
- * updated.  `queue_ctx` is the pointer given to queue_open().  The callback
- * must not call back into the store; the core records the queue and serves
- * its waiters after the store call returns.
+ * The "queue gained visible items" notification.  The core's callback
+ * (opts->notify) is called synchronously from inside a layer call
+ * (saker_store_put(), _take(), _release(), _promote(), _fd_ready(),
+ * _tick() and every other one that can make items visible), at its end,
+ * after the driver's state is updated, at most once per queue per call.
+ * `queue_ctx` is the pointer given to queue_open().  The callback must not
+ * call back into the store; the core records the queue and serves its
+ * waiters after the store call returns.
+ *
+ * A driver calls the notify it got in its opts freely: once for every item
+ * it makes ready, in any order, inside any hook.  That is the layer's
+ * (saker_store_open() puts its own callback there): it marks the queue,
+ * and the outermost layer call hands each marked queue to the core once
+ * when it returns, so a driver keeps no list of its own.  Notifications
+ * made inside open() reach nobody (the core has no queue contexts yet; it
+ * serves every queue after the open).
  */
 typedef void (*saker_notify_fn)(void *notify_arg, saker_queue *q, void *queue_ctx);
 
@@ -324,6 +340,16 @@ typedef struct saker_store {
 	                          * current batch changed (layer.c) */
 	unsigned tick;          /* tick() calls (layer.c): shared stores
 	                          * count a queue again once per tick */
+	/* wake-ups (the notify contract): the core's callback and argument,
+	 * the queues the driver notified during the current layer call
+	 * (woken..woken_tail, each once), how deep layer calls are nested
+	 * (the layer's own put inside a driver's take), and the argument
+	 * the driver got with the layer's callback (holds this store) */
+	saker_notify_fn notify;
+	void *notify_arg;
+	struct saker_queue_base *woken, *woken_tail;
+	unsigned depth;
+	struct saker_store **wake_cell;
 } saker_store;
 
 /*
