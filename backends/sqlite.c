@@ -272,9 +272,6 @@ struct saker_queue {
 	unsigned touch_gen;
 	struct sq_state undo;
 	struct saker_queue *touch_next;
-	/* on s->held: woken once at the end of the call */
-	bool wake_held;
-	struct saker_queue *wake_next;
 	uint64_t expired_to;
 	char name[];		/* qe.len bytes, not terminated */
 };
@@ -316,10 +313,6 @@ struct sq_store {
 	unsigned gen;
 	struct saker_queue *touched;
 	bool in_op;		/* inside sq_sp_begin()..sq_sp_end() */
-	/* take, flush_expired and promote wake each queue that gained ready
-	 * items once, at their end, however many went in (store.h) */
-	bool holding;
-	struct saker_queue *held;
 
 	uint64_t commits, fsyncs, commit_ns;
 	uint64_t ckpts, ckpt_ns;	/* the WAL's checkpoints (sq_wal_hook()),
@@ -1326,44 +1319,6 @@ sq_notify(struct sq_store *s, struct saker_queue *q)
 		s->notify(s->notify_arg, q, q->ctx);
 }
 
-/* q gained a ready item: woken now, or once when the holding call ends
- * (an expired item routed by the layer comes through put()). */
-static void
-sq_wake(struct sq_store *s, struct saker_queue *q)
-{
-	if (!s->holding) {
-		sq_notify(s, q);
-		return;
-	}
-	if (q->wake_held)
-		return;
-	q->wake_held = true;
-	q->wake_next = s->held;
-	s->held = q;
-}
-
-static void
-sq_hold(struct sq_store *s)
-{
-	s->holding = true;
-}
-
-/* The holding call ends: wake what it held when `fire` (a failed promote
- * was undone: nothing gained). */
-static void
-sq_unhold(struct sq_store *s, bool fire)
-{
-	struct saker_queue *q;
-
-	s->holding = false;
-	while ((q = s->held) != NULL) {
-		s->held = q->wake_next;
-		q->wake_held = false;
-		if (fire)
-			sq_notify(s, q);
-	}
-}
-
 /* Bind the item's flags, expiry, creation time, data, checksum, delivery
  * count and attributes to st's parameters from `first` on (S_I_INSERT,
  * S_D_INSERT).  crc NULL: a row moved from before format 2 stays
@@ -1437,7 +1392,7 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 		if ((err = sq_append(s, q, &it, &crc)) != SAKER_OK)
 			return err;
 		q->cur.total++;
-		sq_wake(s, q);
+		sq_notify(s, q);	/* the layer wakes q once per call */
 		return SAKER_OK;
 	}
 	sq_bind_i64(s, st, 1, it.due_ms);
@@ -1538,9 +1493,10 @@ sq_expired(struct sq_store *s, struct saker_queue *q,
 }
 
 static int
-sq_take_in(struct sq_store *s, struct saker_queue *q, int mode,
-    int64_t now_ms, saker_item_fn fn, void *arg)
+sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg)
 {
+	struct sq_store *s = SQ(base);
 	sqlite3_stmt *h = s->st[S_I_HEAD];
 	struct saker_item it;
 	int64_t from, seq;
@@ -1597,19 +1553,6 @@ sq_take_in(struct sq_store *s, struct saker_queue *q, int mode,
 		return err;
 	q->cur.head = seq + 1;
 	return SAKER_OK;
-}
-
-static int
-sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
-    saker_item_fn fn, void *arg)
-{
-	struct sq_store *s = SQ(base);
-	int err;
-
-	sq_hold(s);
-	err = sq_take_in(s, q, mode, now_ms, fn, arg);
-	sq_unhold(s, true);
-	return err;
 }
 
 static int
@@ -1806,7 +1749,7 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 		    SQLITE_NULL ? NULL : &crc);
 		if (err != SAKER_OK)
 			break;
-		sq_wake(s, q);
+		sq_notify(s, q);
 	}
 	if (err == SAKER_OK && rc != SQLITE_DONE)
 		err = sq_fail(s, rc, "read delayed items");
@@ -1830,11 +1773,8 @@ sq_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 		return SAKER_OK;
 	if ((err = sq_sp_begin(s)) != SAKER_OK)
 		return err;
-	sq_hold(s);
 	err = sq_promote_rows(s, now_ms, &moved);
-	err = sq_sp_end(s, err);
-	sq_unhold(s, err == SAKER_OK);	/* undone: nothing to wake */
-	if (err != SAKER_OK)
+	if ((err = sq_sp_end(s, err)) != SAKER_OK)
 		return err;
 	s->touched = NULL;
 	sq_refresh_next_due(s);
@@ -1867,9 +1807,10 @@ sq_expire_row(struct sq_store *s, struct saker_queue *q,
 }
 
 static int
-sq_flush_in(struct sq_store *s, struct saker_queue *q, int64_t now_ms,
+sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
+	struct sq_store *s = SQ(base);
 	sqlite3_stmt *st = s->st[S_I_EXPIRED];
 	struct sq_row rows[SQ_EXPIRE_CHUNK];
 	int64_t from, last = 0, expires;
@@ -1922,19 +1863,6 @@ sq_flush_in(struct sq_store *s, struct saker_queue *q, int64_t now_ms,
 		from = last + 1;
 	}
 	return SAKER_OK;
-}
-
-static int
-sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
-    uint64_t limit, uint64_t *removed)
-{
-	struct sq_store *s = SQ(base);
-	int err;
-
-	sq_hold(s);
-	err = sq_flush_in(s, q, now_ms, limit, removed);
-	sq_unhold(s, true);
-	return err;
 }
 
 /* Feed every row of item listing `which` of q to fn. */
