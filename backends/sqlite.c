@@ -2447,24 +2447,20 @@ sq_redo_open(struct sq_store *s)
 		return SAKER_OK;
 	}
 	if (s->lt.j.fd >= 0) {
-		bool fatal, rebuilt;
 		char why[sizeof(s->err)];
+		uint64_t n;
 
-		if ((rc = ltx_replay(&s->lt)) == LTX_EBEGIN)
-			snprintf(why, sizeof(why), "%s", s->lt.err);
-		else if (rc != 0)
-			snprintf(why, sizeof(why), "%s", s->lt.j.err);
-		else if ((rc = ltx_checkpoint(&s->lt, &fatal, &rebuilt)) != 0)
-			snprintf(why, sizeof(why), "%s", s->err);
-		else if (s->lt.j.seq > (uint64_t)seq)
-			log_info("sqlite %s: %" PRIu64 " acknowledged batches "
-			    "replayed from %s", s->path,
-			    s->lt.j.seq - (uint64_t)seq, path);
-		lt_abort(s);	/* what a failed checkpoint rebuilt */
-		if (rc != 0)
+		if ((rc = ltx_recover(&s->lt, &n)) != 0) {
+			/* a failed checkpoint's reason is lt_commit()'s */
+			snprintf(why, sizeof(why), "%s", rc == LTX_ECKPT ?
+			    s->err : s->lt.err);
 			return sq_errf(s, rc == EILSEQ ? SAKER_ECORRUPT :
 			    SAKER_EIO, "sqlite %s: replaying its journal %s: %s",
 			    s->path, path, why);
+		}
+		if (n > 0)
+			log_info("sqlite %s: %" PRIu64 " acknowledged batches "
+			    "replayed from %s", s->path, n, path);
 	}
 	if (!create)
 		lj_close(&s->lt.j);
