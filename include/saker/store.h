@@ -474,7 +474,7 @@ struct saker_store_driver {
 	    int64_t now_ms);
 
 	/* Hand the oldest ready, unexpired item to fn.  Expired items met at
-	 * the head are removed and counted.  `mode` says what happens to it:
+	 * the head go to saker_store_expired() and are removed.  `mode` says what happens to it:
 	 *   SAKER_TAKE_REMOVE  it leaves the queue;
 	 *   SAKER_TAKE_OPEN    it becomes an open item (id valid for confirm);
 	 *   SAKER_TAKE_PEEK    it stays at the head.
@@ -520,24 +520,23 @@ struct saker_store_driver {
 	/* Optional (NULL): where the items of q that expire go: queue
 	 * `name` (len bytes), or NULL to drop them (the default).  Not
 	 * stored: the caller says it again after open() and after a failed
-	 * commit.  A driver that routes expired items sets this to the
-	 * layer's saker_store_keep_expire_to and asks
-	 * saker_store_expire_target() wherever it finds an item expired
-	 * (take at the head, promote, flush_expired): the item is appended
-	 * to that queue with its expiry cleared (it must not expire again at
-	 * once) and its data, flags, age and delivery count kept, in the
-	 * current batch instead of being dropped; counted in q's expired_to,
-	 * not in expired_items.  Every one moves, however many expired
-	 * together, in FIFO order; a driver that bounds the moves of one
-	 * take leaves the rest in place (skipped, never dropped) for the
-	 * next call or the sweep.  The target is woken once per call.  A
-	 * name equal to q's own drops them. */
+	 * commit.  A driver sets this to the layer's
+	 * saker_store_keep_expire_to and hands every item it finds expired
+	 * (take at the head, promote, flush_expired) to
+	 * saker_store_expired(), which drops it or appends a copy to that
+	 * queue with its expiry cleared (it must not expire again at once)
+	 * and its data, flags, age, delivery count and attributes kept, in
+	 * the current batch; the driver removes the original and counts it
+	 * in q's expired_to or expired_items.  Every one moves, however many
+	 * expired together, in FIFO order, in the call that met it.  The
+	 * target is woken once per call (the layer's wake-ups).  A name
+	 * equal to q's own drops them. */
 	int (*expire_to)(saker_store *s, saker_queue *q, const char *name,
 	    size_t len);
 
 	/* Move every delayed item with due_ms <= now_ms, in (due, arrival)
-	 * order, to the tail of its queue's ready FIFO; notify each queue that
-	 * gained items.  Items that expired meanwhile are dropped and counted.
+	 * order, to the tail of its queue's ready FIFO, notifying the queue.
+	 * Items that expired meanwhile go to saker_store_expired().
 	 * Sets *next_due_ms to the earliest due time still pending in the whole
 	 * store, or 0 when none.  Cheap when nothing is due. */
 	int (*promote)(saker_store *s, int64_t now_ms, int64_t *next_due_ms);
@@ -586,6 +585,13 @@ struct saker_store_driver {
 	 * that value.  Dump, migrate and the layer's count at first use. */
 	int (*dedup_iterate)(saker_store *s, saker_queue *q,
 	    saker_dedup_fn fn, void *arg);
+
+	/* Optional (NULL: the layer counts through dedup_iterate): *n = the
+	 * number of records of q (expired ones not yet swept too), cheaply:
+	 * O(1), or one count query on a database, never the records over
+	 * the wire.  The layer asks it once, at a queue's first use of ids
+	 * since open (saker_store_dedup_count). */
+	int (*dedup_count)(saker_store *s, saker_queue *q, uint64_t *n);
 
 	/* --- batches ------------------------------------------------------ */
 
@@ -693,6 +699,11 @@ int saker_store_tick(saker_store *s, int64_t now_ms); /* SAKER_OK if NULL */
 /* Does the store need the core's once-a-second timer: tick() or
  * SAKER_CAP_SHARED? */
 bool saker_store_needs_tick(const saker_store *s);
+
+/* The records of deduplication ids q keeps: dedup_count() when the driver
+ * has it, else one pass of dedup_iterate() (SAKER_EINVAL for a driver
+ * without ids).  The layer's count at a queue's first use of ids. */
+int saker_store_dedup_count(saker_store *s, saker_queue *q, uint64_t *n);
 
 /* Is the store shared with other processes (SAKER_CAP_SHARED)? */
 bool saker_store_shared(const saker_store *s);
