@@ -98,6 +98,29 @@ ltx_replay(struct ltx *lt)
 	return rc;
 }
 
+int
+ltx_recover(struct ltx *lt, uint64_t *replayed)
+{
+	uint64_t from = lt->ckpt_seq;
+	bool fatal, rebuilt;
+	int rc;
+
+	*replayed = 0;
+	if ((rc = ltx_replay(lt)) != 0) {
+		if (rc != LTX_EBEGIN)	/* the journal's reason, if it has one */
+			snprintf(lt->err, sizeof(lt->err), "%s", lt->j.err);
+		return rc;
+	}
+	if (ltx_checkpoint(lt, &fatal, &rebuilt) != 0) {
+		/* the open fails: what the failed checkpoint rebuilt goes,
+		 * the journal keeps the batches for the next one */
+		lt->ops->abort(lt->arg);
+		return LTX_ECKPT;
+	}
+	*replayed = lt->ckpt_seq - from;
+	return 0;
+}
+
 bool
 ltx_due(const struct ltx *lt, uint64_t now_ns)
 {

@@ -19,8 +19,8 @@
  *   - rebuilding: the last checkpoint plus the journal's records up to
  *     the last one written, checked to end exactly there;
  *   - recovery at open: the batches the journal holds beyond the last
- *     checkpoint are replayed into a long transaction, which the driver
- *     then checkpoints; a read-only opener only asks whether any are;
+ *     checkpoint are replayed into a long transaction, which is then
+ *     checkpointed; a read-only opener only asks whether any are;
  *   - the checkpoint statistics.
  *
  * The driver gives the mechanism (struct ltx_ops): begin its long
@@ -48,6 +48,9 @@
 /* Returned by ltx_replay()/ltx_rebuild() when ops->begin failed: the
  * driver's own error state says why. */
 #define LTX_EBEGIN	(-1)
+/* Returned by ltx_recover() when the checkpoint of what it replayed
+ * failed: ops->commit said why, in the driver's own error state. */
+#define LTX_ECKPT	(-2)
 
 struct ltx_ops {
 	/* Begin the long transaction (none is open).  0 or non-zero, and
@@ -104,6 +107,17 @@ int ltx_pending(struct ltx *lt, bool *pending);
  * code; on failure the long transaction is aborted and lt->j.err says why
  * when the journal does. */
 int ltx_replay(struct ltx *lt);
+
+/*
+ * Recovery at open for a writer, whole: replay what the journal holds
+ * beyond ckpt_seq (ltx_replay()) and checkpoint it (ltx_checkpoint()),
+ * so the open ends with every acknowledged batch in the data file and no
+ * long transaction.  *replayed: how many batches.  0; LTX_EBEGIN;
+ * LTX_ECKPT (the long transaction aborted, the journal keeping the
+ * batches for the next open); or the journal's errno value (EILSEQ: not
+ * this store's) or ops->apply's code, with lt->err saying why.
+ */
+int ltx_recover(struct ltx *lt, uint64_t *replayed);
 
 /* A new store's id, which seeds its journal's checks (journal.h): random,
  * positive as an int64 and never 0. */

@@ -271,7 +271,6 @@ struct saker_queue {
 	/* per-operation undo (promote touches many queues) */
 	unsigned touch_gen;
 	struct sq_state undo;
-	bool gained;
 	struct saker_queue *touch_next;
 	uint64_t expired_to;
 	char name[];		/* qe.len bytes, not terminated */
@@ -313,6 +312,7 @@ struct sq_store {
 
 	unsigned gen;
 	struct saker_queue *touched;
+	bool in_op;		/* inside sq_sp_begin()..sq_sp_end() */
 
 	uint64_t commits, fsyncs, commit_ns;
 	uint64_t ckpts, ckpt_ns;	/* the WAL's checkpoints (sq_wal_hook()),
@@ -614,7 +614,6 @@ sq_touch(struct sq_store *s, struct saker_queue *q)
 		return;
 	q->touch_gen = s->gen;
 	q->undo = q->cur;
-	q->gained = false;
 	q->touch_next = s->touched;
 	s->touched = q;
 	sq_mark_dirty(s, q);
@@ -971,7 +970,9 @@ sq_sp_begin(struct sq_store *s)
 	s->gen++;	/* a new operation: sq_touch() records queues anew */
 	s->touched = NULL;
 	s->op_mark = s->lt.j.len;
-	return sq_exec(s, S_SP, "savepoint");
+	if ((err = sq_exec(s, S_SP, "savepoint")) == SAKER_OK)
+		s->in_op = true;
+	return err;
 }
 
 static int
@@ -980,6 +981,7 @@ sq_sp_end(struct sq_store *s, int err)
 	struct saker_queue *q;
 	int rc;
 
+	s->in_op = false;
 	if (err == SAKER_OK) {
 		err = sq_exec(s, S_SP_RELEASE, "release savepoint");
 		if (err == SAKER_OK)
@@ -1361,12 +1363,11 @@ sq_append(struct sq_store *s, struct saker_queue *q,
 	return SAKER_OK;
 }
 
-/* put(); `wake`: notify q when the item is ready (an item routed to
- * expire_to wakes its target once per call, at the caller's end). */
 static int
-sq_put_in(struct sq_store *s, struct saker_queue *q,
-    const struct saker_item *item, int64_t now_ms, bool wake)
+sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms)
 {
+	struct sq_store *s = SQ(base);
 	sqlite3_stmt *st = s->st[S_D_INSERT];
 	struct saker_item it;
 	int64_t crc;
@@ -1380,6 +1381,9 @@ sq_put_in(struct sq_store *s, struct saker_queue *q,
 		return sq_errf(s, SAKER_EINVAL, "bad item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
+	/* an expired item promote() routes here: undone with promote */
+	if (s->in_op)
+		sq_touch(s, q);
 	it = *item;
 	if (it.created_ms == 0)
 		it.created_ms = now_ms;
@@ -1388,8 +1392,7 @@ sq_put_in(struct sq_store *s, struct saker_queue *q,
 		if ((err = sq_append(s, q, &it, &crc)) != SAKER_OK)
 			return err;
 		q->cur.total++;
-		if (wake)
-			sq_notify(s, q);
+		sq_notify(s, q);	/* the layer wakes q once per call */
 		return SAKER_OK;
 	}
 	sq_bind_i64(s, st, 1, it.due_ms);
@@ -1405,13 +1408,6 @@ sq_put_in(struct sq_store *s, struct saker_queue *q,
 	if (s->next_due == 0 || item->due_ms < s->next_due)
 		s->next_due = item->due_ms;
 	return SAKER_OK;
-}
-
-static int
-sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
-    int64_t now_ms)
-{
-	return sq_put_in(SQ(base), q, item, now_ms, true);
 }
 
 /* Take the item at seq (ready, at the head; len bytes) off q's ready
@@ -1480,64 +1476,32 @@ sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
 	return SAKER_ECORRUPT;
 }
 
-/*
- * Expired item `src` (a view) of q: a copy goes to q's expire_to queue
- * with its expiry cleared (store.h, expire_to); the caller deletes the
- * original.  *moved is false when q has no expire_to (or it is q): the
- * caller drops the item then.  `touch`: inside promote's undo scope
- * (promote wakes the target with the queues that gained items); else
- * *wake = the target, for the caller to wake once at its end.
- */
+/* Expired item `it` of q (a view of its row) leaves: the layer routes a
+ * copy to q's expire_to queue or drops it (saker_store_expired()); the
+ * caller removes the row and, when !*routed, counts it as expired. */
 static int
-sq_expire_copy(struct sq_store *s, struct saker_queue *q,
-    const struct saker_item *src, int64_t now_ms, bool touch,
-    struct saker_queue **wake, bool *moved)
+sq_expired(struct sq_store *s, struct saker_queue *q,
+    const struct saker_item *it, int64_t now_ms, bool *routed)
 {
-	struct saker_item it = *src;
-	unsigned char attrs[SAKER_ATTRS_MAX];
-	struct saker_queue *t;
-	void *copy = NULL;
-	int err;
+	int err = saker_store_expired(&s->base, q, it, now_ms, routed);
 
-	*moved = false;
-	if ((err = saker_store_expire_target(&s->base, q, &t)) != SAKER_OK ||
-	    t == NULL)
-		return err;
-	if (it.len > 0) {
-		if ((copy = malloc(it.len)) == NULL)
-			return sq_errf(s, SAKER_ENOMEM, "out of memory");
-		memcpy(copy, it.data, it.len);
-		it.data = copy;
-	}
-	/* (longer ones are refused by sq_put_in()) */
-	if (it.attrs_len > 0 && it.attrs_len <= sizeof(attrs))
-		it.attrs = memcpy(attrs, it.attrs, it.attrs_len);
-	it.expires_ms = 0;	/* it must not expire again at once */
-	it.due_ms = 0;
-	if (touch)
-		sq_touch(s, t);
-	err = sq_put_in(s, t, &it, now_ms, false);
-	free(copy);
-	if (err == SAKER_OK) {
-		*moved = true;
+	if (err == SAKER_ENOMEM)	/* the layer's copy: no message of ours */
+		return sq_errf(s, err, "out of memory");
+	if (err == SAKER_OK && *routed)
 		q->expired_to++;
-		if (touch)
-			t->gained = true;
-		else
-			*wake = t;
-	}
 	return err;
 }
 
 static int
-sq_take_in(struct sq_store *s, struct saker_queue *q, int mode,
-    int64_t now_ms, saker_item_fn fn, void *arg, struct saker_queue **wake)
+sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg)
 {
+	struct sq_store *s = SQ(base);
 	sqlite3_stmt *h = s->st[S_I_HEAD];
 	struct saker_item it;
 	int64_t from, seq;
 	size_t len;
-	bool moved;
+	bool routed;
 	int err, r;
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
@@ -1560,20 +1524,19 @@ sq_take_in(struct sq_store *s, struct saker_queue *q, int mode,
 			return sq_move_damaged(s, q, h, seq, &it, now_ms);
 		if (it.expires_ms == 0 || it.expires_ms > now_ms)
 			break;
-		/* expired at the head: drop and count it (or move it to the
-		 * expire_to queue), look again */
+		/* expired at the head: routed or dropped, every one, look
+		 * again */
 		from = seq + 1;
 		if (s->read_only || s->broken || s->lost) {
 			sq_reset(h);
 			continue;	/* cannot write: just skip it */
 		}
 		if ((err = sq_begin(s)) == SAKER_OK)
-			err = sq_expire_copy(s, q, &it, now_ms, false, wake,
-			    &moved);
+			err = sq_expired(s, q, &it, now_ms, &routed);
 		sq_reset(h);
 		if (err != SAKER_OK ||
 		    (err = sq_remove_ready(s, q, S_I_DELETE, seq, len,
-		    !moved)) != SAKER_OK)
+		    !routed)) != SAKER_OK)
 			return err;
 		q->cur.head = from;
 		if (q->cur.items == 0)
@@ -1590,18 +1553,6 @@ sq_take_in(struct sq_store *s, struct saker_queue *q, int mode,
 		return err;
 	q->cur.head = seq + 1;
 	return SAKER_OK;
-}
-
-static int
-sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
-    saker_item_fn fn, void *arg)
-{
-	struct saker_queue *wake = NULL;
-	int err = sq_take_in(SQ(base), q, mode, now_ms, fn, arg, &wake);
-
-	if (wake != NULL)	/* once, however many moved */
-		sq_notify(SQ(base), wake);
-	return err;
 }
 
 static int
@@ -1772,7 +1723,7 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 	struct kit_qent *e;
 	struct saker_item it;
 	int64_t crc;
-	bool xmoved;
+	bool routed;
 	int err = SAKER_OK, rc;
 
 	sq_bind_i64(s, st, 1, now_ms);
@@ -1786,11 +1737,10 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 		q->cur.delayed--;
 		sq_row_item(st, 1, SAKER_ITEM_READY, &it);
 		if (it.expires_ms != 0 && it.expires_ms <= now_ms) {
-			err = sq_expire_copy(s, q, &it, now_ms, true, NULL,
-			    &xmoved);
-			if (err != SAKER_OK)
+			if ((err = sq_expired(s, q, &it, now_ms, &routed)) !=
+			    SAKER_OK)
 				break;
-			if (!xmoved)
+			if (!routed)
 				q->cur.expired++;
 			continue;
 		}
@@ -1799,7 +1749,7 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 		    SQLITE_NULL ? NULL : &crc);
 		if (err != SAKER_OK)
 			break;
-		q->gained = true;
+		sq_notify(s, q);
 	}
 	if (err == SAKER_OK && rc != SQLITE_DONE)
 		err = sq_fail(s, rc, "read delayed items");
@@ -1814,7 +1764,6 @@ static int
 sq_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 {
 	struct sq_store *s = SQ(base);
-	struct saker_queue *q;
 	uint64_t moved = 0;
 	int err;
 
@@ -1827,12 +1776,9 @@ sq_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 	err = sq_promote_rows(s, now_ms, &moved);
 	if ((err = sq_sp_end(s, err)) != SAKER_OK)
 		return err;
+	s->touched = NULL;
 	sq_refresh_next_due(s);
 	*next_due_ms = s->next_due;
-	for (q = s->touched; q != NULL; q = q->touch_next)
-		if (q->gained)
-			sq_notify(s, q);
-	s->touched = NULL;
 	return SAKER_OK;
 }
 
@@ -1840,30 +1786,31 @@ sq_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
  * counted (flush_expired). */
 static int
 sq_expire_row(struct sq_store *s, struct saker_queue *q,
-    const struct sq_row *r, int64_t now_ms, struct saker_queue **wake)
+    const struct sq_row *r, int64_t now_ms)
 {
 	struct saker_item it;
-	bool moved = false;
+	bool routed = false;
 	int err;
 
+	/* (without a target the layer would drop it: no need to read it) */
 	if (saker_store_has_expire_to(q)) {
 		err = sq_read_item(s, q, S_I_GET, r->seq, &it,
 		    "read expired item");
 		if (err == SAKER_OK) {
-			err = sq_expire_copy(s, q, &it, now_ms, false, wake,
-			    &moved);
+			err = sq_expired(s, q, &it, now_ms, &routed);
 			sq_reset(s->st[S_I_GET]);
 		}
 		if (err != SAKER_OK && err != SAKER_EEMPTY)
 			return err;
 	}
-	return sq_remove_ready(s, q, S_I_DELETE, r->seq, r->len, !moved);
+	return sq_remove_ready(s, q, S_I_DELETE, r->seq, r->len, !routed);
 }
 
 static int
-sq_flush_in(struct sq_store *s, struct saker_queue *q, int64_t now_ms,
-    uint64_t limit, uint64_t *removed, struct saker_queue **wake)
+sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
 {
+	struct sq_store *s = SQ(base);
 	sqlite3_stmt *st = s->st[S_I_EXPIRED];
 	struct sq_row rows[SQ_EXPIRE_CHUNK];
 	int64_t from, last = 0, expires;
@@ -1906,7 +1853,7 @@ sq_flush_in(struct sq_store *s, struct saker_queue *q, int64_t now_ms,
 		if (n > 0 && (err = sq_begin(s)) != SAKER_OK)
 			return err;
 		for (i = 0; i < n; i++) {
-			if ((err = sq_expire_row(s, q, &rows[i], now_ms, wake)) !=
+			if ((err = sq_expire_row(s, q, &rows[i], now_ms)) !=
 			    SAKER_OK)
 				return err;
 			(*removed)++;
@@ -1916,18 +1863,6 @@ sq_flush_in(struct sq_store *s, struct saker_queue *q, int64_t now_ms,
 		from = last + 1;
 	}
 	return SAKER_OK;
-}
-
-static int
-sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
-    uint64_t limit, uint64_t *removed)
-{
-	struct saker_queue *wake = NULL;
-	int err = sq_flush_in(SQ(base), q, now_ms, limit, removed, &wake);
-
-	if (wake != NULL)	/* once, however many moved */
-		sq_notify(SQ(base), wake);
-	return err;
 }
 
 /* Feed every row of item listing `which` of q to fn. */
@@ -2512,24 +2447,20 @@ sq_redo_open(struct sq_store *s)
 		return SAKER_OK;
 	}
 	if (s->lt.j.fd >= 0) {
-		bool fatal, rebuilt;
 		char why[sizeof(s->err)];
+		uint64_t n;
 
-		if ((rc = ltx_replay(&s->lt)) == LTX_EBEGIN)
-			snprintf(why, sizeof(why), "%s", s->lt.err);
-		else if (rc != 0)
-			snprintf(why, sizeof(why), "%s", s->lt.j.err);
-		else if ((rc = ltx_checkpoint(&s->lt, &fatal, &rebuilt)) != 0)
-			snprintf(why, sizeof(why), "%s", s->err);
-		else if (s->lt.j.seq > (uint64_t)seq)
-			log_info("sqlite %s: %" PRIu64 " acknowledged batches "
-			    "replayed from %s", s->path,
-			    s->lt.j.seq - (uint64_t)seq, path);
-		lt_abort(s);	/* what a failed checkpoint rebuilt */
-		if (rc != 0)
+		if ((rc = ltx_recover(&s->lt, &n)) != 0) {
+			/* a failed checkpoint's reason is lt_commit()'s */
+			snprintf(why, sizeof(why), "%s", rc == LTX_ECKPT ?
+			    s->err : s->lt.err);
 			return sq_errf(s, rc == EILSEQ ? SAKER_ECORRUPT :
 			    SAKER_EIO, "sqlite %s: replaying its journal %s: %s",
 			    s->path, path, why);
+		}
+		if (n > 0)
+			log_info("sqlite %s: %" PRIu64 " acknowledged batches "
+			    "replayed from %s", s->path, n, path);
 	}
 	if (!create)
 		lj_close(&s->lt.j);

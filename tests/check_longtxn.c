@@ -290,6 +290,53 @@ START_TEST(test_replay_at_open)
 }
 END_TEST
 
+/* Recovery at open in one call (ltx_recover()): the batches beyond the
+ * data file's are replayed and checkpointed, and the open ends with no
+ * long transaction; a checkpoint that fails leaves them in the journal
+ * for the next open, a failing begin is told apart. */
+static void
+crash_after(const char *letters)
+{
+	for (; *letters != '\0'; letters++)
+		batch(*letters);
+	ltx_close(&lt);	/* no checkpoint */
+	memset(&db, 0, sizeof(db));	/* the data file holds none */
+	ck_assert_int_eq(ltx_open(&lt, path, true, 42, false, 0), 0);
+}
+
+START_TEST(test_recover_at_open)
+{
+	uint64_t n = 99;
+
+	crash_after("abc");
+	db.fail_commit = 5;
+	ck_assert_int_eq(ltx_recover(&lt, &n), LTX_ECKPT);
+	ck_assert_uint_eq(n, 0);
+	ck_assert(!db.open);	/* what the failed checkpoint rebuilt: gone */
+	ck_assert_str_eq(db.committed, "");
+	ltx_close(&lt);
+
+	/* still in the journal: the next open recovers them */
+	memset(&db, 0, sizeof(db));
+	ck_assert_int_eq(ltx_open(&lt, path, true, 42, false, 0), 0);
+	db.fail_begin = 7;
+	ck_assert_int_eq(ltx_recover(&lt, &n), LTX_EBEGIN);
+	db.fail_begin = 0;
+	ck_assert_int_eq(ltx_recover(&lt, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert(!db.open);
+	ck_assert_str_eq(db.committed, "abc");
+	ck_assert_uint_eq(db.committed_seq, 3);
+	ck_assert_uint_eq(lt.ckpt_seq, 3);
+
+	/* nothing beyond the data file: nothing to do, nothing left open */
+	ck_assert_int_eq(ltx_recover(&lt, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert(!db.open);
+	ck_assert_int_eq(db.commits, 1);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -306,6 +353,7 @@ main(void)
 	tcase_add_test(tc, test_rebuild_drops_unjournalled);
 	tcase_add_test(tc, test_rebuild_fails);
 	tcase_add_test(tc, test_replay_at_open);
+	tcase_add_test(tc, test_recover_at_open);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

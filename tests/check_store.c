@@ -1417,6 +1417,147 @@ START_TEST(test_sqlite_lost_batch_ids)
 }
 END_TEST
 
+/* expire_to = t and 1,500 items expired together (issue 42): one get on q
+ * (the expired items at its head) and one sweep (those behind a live
+ * item) move every one to t, in order, through saker_store_expired(),
+ * and t is woken at most once per call; kept across a reopen.  _i: the
+ * two write paths (--sync always journals, periodic commits). */
+#define SQX_N 1500
+
+struct sqx {
+	saker_queue *t;
+	int t_notes, other_notes;
+	char got[64];
+	uint32_t flags;
+	int64_t expires;
+};
+
+static void
+sqx_notify(void *arg, saker_queue *q, void *ctx)
+{
+	struct sqx *x = arg;
+
+	(void)ctx;
+	if (q == x->t)
+		x->t_notes++;
+	else
+		x->other_notes++;
+}
+
+static int
+sqx_copy(void *arg, const struct saker_item *item)
+{
+	struct sqx *x = arg;
+
+	snprintf(x->got, sizeof(x->got), "%.*s", (int)item->len,
+	    (const char *)item->data);
+	x->flags = item->flags;
+	x->expires = item->expires_ms;
+	return 0;
+}
+
+static void
+sqx_put(saker_store *s, saker_queue *q, const char *str, uint32_t flags,
+    int64_t expires)
+{
+	struct saker_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.data = str;
+	it.len = strlen(str);
+	it.flags = flags;
+	it.expires_ms = expires;
+	ck_assert_msg(saker_store_put(s, q, &it, BASE) == SAKER_OK, "put %s: %s",
+	    str, saker_store_errmsg(s));
+}
+
+static saker_store *
+sqx_open(const char *dir, saker_sync_mode sync, struct sqx *x)
+{
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	char spec[512], err[1024];
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.sync = sync;
+	o.create = true;
+	o.notify = sqx_notify;
+	o.notify_arg = x;
+	snprintf(spec, sizeof(spec), "sqlite:%s/store.db", dir);
+	rc = saker_store_open(spec, &o, &s, err, sizeof(err));
+	ck_assert_msg(rc == SAKER_OK, "open %s: %s", spec, err);
+	return s;
+}
+
+START_TEST(test_sqlite_expire_to_many)
+{
+	const struct jdrv *d = &jdrvs[NJDRVS - 1];
+	saker_sync_mode sync = _i == 0 ? SAKER_SYNC_ALWAYS : SAKER_SYNC_PERIODIC;
+	char dir[] = "/tmp/saker-sx-XXXXXX", want[16];
+	struct saker_queue_stats st;
+	struct sqx x;
+	saker_store *s;
+	saker_queue *q;
+	uint64_t removed = 0;
+	int i;
+
+	memset(&x, 0, sizeof(x));
+	jn_mkdir(d, dir);
+	s = sqx_open(dir, sync, &x);
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, true, NULL, &q),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_open(s, "t", 1, true, NULL, &x.t),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(s, q, "t", 1), SAKER_OK);
+	for (i = 0; i < SQX_N; i++) {
+		if (i == SQX_N / 2)
+			sqx_put(s, q, "live", 0, 0);
+		snprintf(want, sizeof(want), "x%04d", i);
+		sqx_put(s, q, want, (uint32_t)i, BASE + 10);
+	}
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	x.t_notes = x.other_notes = 0;
+	/* the get: the first half goes at the head, "live" is served */
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, BASE + 1000,
+	    sqx_copy, &x), SAKER_OK);
+	ck_assert_str_eq(x.got, "live");
+	ck_assert_int_eq(x.t_notes, 1);
+	ck_assert_int_eq(x.other_notes, 0);
+	/* the sweep: the rest */
+	ck_assert_int_eq(saker_store_flush_expired(s, q, BASE + 1000, 0,
+	    &removed), SAKER_OK);
+	ck_assert_uint_eq(removed, SQX_N - SQX_N / 2);
+	ck_assert_int_eq(x.t_notes, 2);
+	ck_assert_int_eq(x.other_notes, 0);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.expired_to, SQX_N);
+	ck_assert_uint_eq(st.expired_items, 0);
+	saker_store_close(s);
+
+	s = sqx_open(dir, sync, &x);
+	ck_assert_int_eq(saker_store_queue_open(s, "t", 1, false, NULL, &x.t),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(s, x.t, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, SQX_N);
+	for (i = 0; i < SQX_N; i++) {
+		snprintf(want, sizeof(want), "x%04d", i);
+		ck_assert_int_eq(saker_store_take(s, x.t, SAKER_TAKE_REMOVE,
+		    BASE + 1000, sqx_copy, &x), SAKER_OK);
+		ck_assert_str_eq(x.got, want);
+		ck_assert_uint_eq(x.flags, (uint32_t)i);
+		ck_assert_int_eq(x.expires, 0);	/* cleared: not expired again */
+	}
+	ck_assert_int_eq(saker_store_take(s, x.t, SAKER_TAKE_REMOVE,
+	    BASE + 1000, sqx_copy, &x), SAKER_EEMPTY);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+	jn_rmstore(d, dir);
+}
+END_TEST
+
 /* A store file this process may not write is refused at open with a
  * one-line reason, not opened read-only to fail every batch later (a
  * root-owned file under a service user).  As root the opener becomes
@@ -2422,6 +2563,7 @@ main(void)
 	tcase_add_test(tc, test_sqlite_journal_full);
 	tcase_add_loop_test(tc, test_sqlite_lost_batch_ids, 0, 2);
 	tcase_add_test(tc, test_sqlite_unwritable);
+	tcase_add_loop_test(tc, test_sqlite_expire_to_many, 0, 2);
 #endif
 	suite_add_tcase(su, tc);
 #endif
