@@ -164,6 +164,11 @@ struct lstore {
 	char err[1024];
 	saker_notify_fn notify;
 	void *notify_arg;
+	/* While a call routes expired items, the queues whose put() would
+	 * notify are listed here and woken once at its end (store.h, notify:
+	 * the target once per call). */
+	bool gathering;
+	struct saker_queue *gained;
 	struct kit_qtab qt;	/* every queue struct, by name and by id */
 	struct saker_queue *dirty;
 	uint64_t next_qid, next_arrival;
@@ -1601,12 +1606,40 @@ move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, int from, size_t skip,
 	return jr_move(s, from, fk, skip, to, tk, state, to == LD_OPEN);
 }
 
-/* put(); `wake`: notify q when the item is ready (routed items wake their
- * target once per call, at the caller's end: store.h, notify). */
-static int
-put_in(struct lstore *s, struct saker_queue *q, const struct saker_item *item,
-    int64_t now_ms, bool wake)
+/* Wake t at the end of this call, once (see lstore.gathering). */
+static void
+gain(struct lstore *s, struct saker_queue *t)
 {
+	if (!t->gained) {
+		t->gained = true;
+		t->gain_next = s->gained;
+		s->gained = t;
+	}
+}
+
+/* Wake every queue gain() listed, once. */
+static void
+wake_gained(struct lstore *s)
+{
+	struct saker_queue *q, *next;
+
+	/* Queues stay valid even if the batch was rolled back meanwhile. */
+	for (q = s->gained; q != NULL; q = next) {
+		next = q->gain_next;
+		q->gained = false;
+		q->gain_next = NULL;
+		if (s->notify != NULL && q->cur.exists)
+			s->notify(s->notify_arg, q, q->ctx);
+	}
+	s->gained = NULL;
+	s->gathering = false;
+}
+
+static int
+lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms)
+{
+	struct lstore *s = (struct lstore *)ss;
 	unsigned char kb[LM_KEY], *rec;
 	size_t skip, pre, size;
 	int64_t created;
@@ -1674,16 +1707,11 @@ put_in(struct lstore *s, struct saker_queue *q, const struct saker_item *item,
 	q->cur.tail++;
 	q->cur.items++;
 	q->cur.bytes += item->len;
-	if (wake && s->notify != NULL)
+	if (s->gathering)
+		gain(s, q);
+	else if (s->notify != NULL)
 		s->notify(s->notify_arg, q, q->ctx);
 	return SAKER_OK;
-}
-
-static int
-lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
-    int64_t now_ms)
-{
-	return put_in((struct lstore *)ss, q, item, now_ms, true);
 }
 
 /* The size of the head ready item, to size a take(OPEN) (0 when none). */
@@ -1706,7 +1734,6 @@ head_size(struct lstore *s, struct saker_queue *q)
 }
 
 struct take_res {
-	uint64_t nexp, expbytes;
 	bool found, taken;
 	size_t len;
 	int fnret;
@@ -1717,13 +1744,12 @@ struct take_res {
 };
 
 /* The body of take(), run in txn t.  Returns an LMDB code; MDB_NOTFOUND
- * when no visible item was found. */
-/* `keep`: expired sound items are skipped, not deleted: they belong to
- * q's expire_to queue and move there on a later call (xto_head). */
+ * when no visible item was found.  Expired items are skipped: a writing
+ * take removed those at the head before (expire_scan), a read-only peek
+ * cannot. */
 static int
 take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
-    int64_t now_ms, bool write, bool keep, saker_item_fn fn, void *arg,
-    struct take_res *res)
+    int64_t now_ms, saker_item_fn fn, void *arg, struct take_res *res)
 {
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
@@ -1747,18 +1773,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		seq = saker_get_be64((unsigned char *)k.mv_data + 8);
 		if (!expired(&it, now_ms))
 			break;
-		if (!write || (keep && rec_sound(v.mv_data, v.mv_size))) {
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-			continue;
-		}
-		memcpy(kb, k.mv_data, LM_KEY);
-		if ((rc = mdb_cursor_del(c, 0)) != 0 ||
-		    (rc = jr_rec(s, LD_ITEMS, kb, LM_KEY, NULL, 0)) != 0)
-			break;
-		res->nexp++;
-		res->expbytes += it.len;
-		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 	}
 	if (rc != 0) {
 		mdb_cursor_close(c);
@@ -1844,176 +1859,137 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 	return SAKER_ECORRUPT;
 }
 
-/* q's expire_to queue (created when missing), or NULL: drop. */
-static struct saker_queue *
-xto_target(struct lstore *s, struct saker_queue *q)
-{
-	struct saker_queue *t;
-
-	return saker_store_expire_target(&s->base, q, &t) == SAKER_OK ? t : NULL;
-}
-
-/* Append a copy of record `rec` (header + data, `size` bytes) to t with
- * its expiry cleared.  A saker_err. */
-static int
-xto_put(struct lstore *s, struct saker_queue *t, const unsigned char *rec,
-    size_t size, int64_t now_ms)
-{
-	struct saker_item it;
-
-	if (hdr_read(rec, size, &it) != 0)
-		return seterr(s, SAKER_ECORRUPT, "lmdb: bad expired record");
-	it.expires_ms = 0;	/* it must not expire again at once */
-	it.due_ms = 0;
-	return put_in(s, t, &it, now_ms, false);
-}
-
-/* Wake t at the end of this call, once (lm_promote's list). */
-static void
-gain(struct saker_queue *t, struct saker_queue **gained)
-{
-	if (!t->gained) {
-		t->gained = true;
-		t->gain_next = *gained;
-		*gained = t;
-	}
-}
-
 /*
- * Ready item `seq` of q has expired: a copy goes to q's expire_to queue t
- * (not woken: the caller does it once), then the record is deleted, both
- * in the batch.  *moved is false when there is nothing to do (not there,
- * damaged: the caller's usual path handles it).
+ * Ready item (q, seq) expired: the layer routes it to q's expire_to queue
+ * or drops it (saker_store_expired), then the record is deleted, both in
+ * the batch.  Read here, in the batch txn, after the caller's operation
+ * ended: the layer's put writes the same tree, so no cursor or view of
+ * the caller's survives it.  An error leaves the item in place.
  */
 static int
-xto_move_ready(struct lstore *s, struct saker_queue *q, struct saker_queue *t,
-    uint64_t seq, int64_t now_ms, bool *moved)
+expire_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
+    int64_t now_ms)
 {
-	unsigned char kb[LM_KEY], *copy;
-	MDB_val k, v;
-	size_t len, size;
+	unsigned char kb[LM_KEY];
+	struct saker_item it;
+	MDB_val k = mkkey(kb, q->id, seq), v;
+	bool routed;
+	size_t len;
 	int rc;
 
-	*moved = false;
-	if ((rc = lm_begin(s, true)) != SAKER_OK)
-		return rc;
-	k = mkkey(kb, q->id, seq);
-	rc = mdb_get(s->txn, s->dbi[LD_ITEMS], &k, &v);
-	if (rc == MDB_NOTFOUND || (rc == 0 && !rec_sound(v.mv_data, v.mv_size)))
-		return SAKER_OK;
+	if ((rc = mdb_get(s->txn, s->dbi[LD_ITEMS], &k, &v)) == 0 &&
+	    hdr_read(v.mv_data, v.mv_size, &it) != 0)
+		rc = LM_EBADVAL;
 	if (rc != 0)
 		return lm_fail(s, rc, "expire");
-	size = v.mv_size;
-	if ((copy = malloc(size)) == NULL)
-		return seterr(s, SAKER_ENOMEM, "out of memory");
-	memcpy(copy, v.mv_data, size);
-	len = rec_datalen(copy, size);
-	rc = xto_put(s, t, copy, size, now_ms);
-	free(copy);
-	if (rc != SAKER_OK)
+	len = it.len;
+	/* it views the map until the next write: the layer copies it first */
+	if ((rc = saker_store_expired(&s->base, q, &it, now_ms, &routed)) !=
+	    SAKER_OK)
 		return rc;
 	if ((rc = op_del(s, LD_ITEMS, kb, "expire")) != SAKER_OK)
 		return rc;
 	q_change(s, q);
 	q->cur.items--;
 	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
-	q->expired_to++;
-	*moved = true;
+	if (routed)
+		q->expired_to++;
+	else
+		q->cur.expired++;
 	return SAKER_OK;
 }
 
 /*
- * Expired ready items of q go to its expire_to queue t, in rounds of 256
- * (an LMDB cursor does not survive the puts into t): for flush_expired
- * those among the first `limit` ready items (0: all), for take (`head`)
- * those before the first live one, at most `limit` of them, stopping at
- * the first that cannot be moved.  Each round resumes after the last item
- * looked at, so a live item is looked at once.  t is woken once, at the
- * end.  *removed (may be NULL) counts the moves.
+ * Remove q's expired ready items: for take (`head`) those before the first
+ * live one, for flush_expired those among the first `limit` ready items
+ * (0: all).  Every one, however many; *removed (may be NULL) counts them.
+ * Each is handed to the layer (saker_store_expired).  Without an expire_to
+ * target the layer has nowhere to put them and writes nothing, so one
+ * cursor deletes them all in one operation.  With one, the operation ends
+ * at each expired item, expire_ready moves it and the scan goes on from
+ * the next key (a live item is looked at once).  A damaged expired record
+ * is dropped: its bytes cannot be trusted.  The queues the layer's puts
+ * fill are woken once, at the end.
  */
 static int
-xto_flush(struct lstore *s, struct saker_queue *q, struct saker_queue *t,
-    int64_t now_ms, uint64_t limit, bool head, uint64_t *removed)
+expire_scan(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, bool head, uint64_t *removed)
 {
 	const char *what = head ? "expire" : "flush expired";
-	uint64_t seqs[256], seen = 0, from = 0, nmoved = 0;
+	bool quiet = !saker_store_has_expire_to(q), found, routed;
+	uint64_t seen = 0, from = 0, seq = 0, n, nbytes;
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
 	MDB_cursor *c;
+	MDB_txn *t;
 	MDB_val k, v;
-	size_t n, i;
-	bool moved, more = true;
-	int rc = SAKER_OK;
+	int rc, lrc;
 
-	while (more) {
-		if ((rc = lm_begin(s, true)) != SAKER_OK)
+	s->gathering = true;
+	for (;;) {
+		if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 			break;
-		if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c)) != 0) {
-			rc = lm_fail(s, rc, what);
+		if ((lrc = mdb_cursor_open(t, s->dbi[LD_ITEMS], &c)) != 0) {
+			rc = lm_fail(s, op_end(s, t, lrc, false), what);
 			break;
 		}
-		n = 0;
-		more = false;
+		found = false;
+		n = nbytes = 0;
 		k = mkkey(kb, q->id, from);
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		while (rc == 0 && key_in(&k, q->id) &&
+		lrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		while (lrc == 0 && key_in(&k, q->id) &&
 		    (limit == 0 || seen < limit)) {
-			if (n == sizeof(seqs) / sizeof(seqs[0])) {
-				more = true;	/* another round */
-				break;
-			}
 			seen++;
-			from = saker_get_be64((unsigned char *)k.mv_data + 8) + 1;
-			if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
-			    expired(&it, now_ms))
-				seqs[n++] = from - 1;
-			else if (head)
+			seq = saker_get_be64((unsigned char *)k.mv_data + 8);
+			from = seq + 1;
+			if (hdr_read(v.mv_data, v.mv_size, &it) != 0 ||
+			    !expired(&it, now_ms)) {
+				if (head)
+					break;
+				lrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+				continue;
+			}
+			if (rec_sound(v.mv_data, v.mv_size)) {
+				if (!quiet) {
+					found = true;
+					break;
+				}
+				rc = saker_store_expired(&s->base, q, &it,
+				    now_ms, &routed);
+				if (rc != SAKER_OK)
+					break;
+			}
+			if ((lrc = cur_del(s, c, LD_ITEMS)) != 0)
 				break;
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+			n++;
+			nbytes += it.len;
+			k = mkkey(kb, q->id, from);
+			lrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 		}
 		mdb_cursor_close(c);
-		if (rc != 0 && rc != MDB_NOTFOUND) {
-			rc = lm_fail(s, rc, what);
+		if (lrc == MDB_NOTFOUND)
+			lrc = 0;
+		if ((lrc = op_end(s, t, lrc, n > 0)) != 0) {
+			rc = lm_fail(s, lrc, what);
 			break;
 		}
-		rc = SAKER_OK;
-		for (i = 0; i < n; i++) {
-			if ((rc = xto_move_ready(s, q, t, seqs[i], now_ms,
-			    &moved)) != SAKER_OK)
-				break;
-			if (!moved && head) {
-				more = false;
-				break;
-			}
-			if (moved)
-				nmoved++;
+		if (n > 0) {
+			q_change(s, q);
+			q->cur.items -= n;
+			q->cur.bytes -= q->cur.bytes < nbytes ? q->cur.bytes :
+			    nbytes;
+			q->cur.expired += n;
+			if (removed != NULL)
+				*removed += n;
 		}
-		if (rc != SAKER_OK)
+		if (rc != SAKER_OK || !found ||
+		    (rc = expire_ready(s, q, seq, now_ms)) != SAKER_OK)
 			break;
+		if (removed != NULL)
+			(*removed)++;
 	}
-	if (removed != NULL)
-		*removed += nmoved;
-	if (nmoved > 0 && s->notify != NULL && t->cur.exists)
-		s->notify(s->notify_arg, t, t->ctx);
+	wake_gained(s);
 	return rc;
-}
-
-/*
- * take: the expired items at the head of q go to its expire_to queue, at
- * most LM_XTO_HEAD a call to bound its work; take_in skips (keeps) any left
- * over, which the next take or the sweep moves.  *routed: q has a target.
- */
-#define LM_XTO_HEAD 1000
-static int
-xto_head(struct lstore *s, struct saker_queue *q, int64_t now_ms,
-    bool *routed)
-{
-	struct saker_queue *t = xto_target(s, q);
-
-	*routed = t != NULL;
-	if (t == NULL)
-		return SAKER_OK;
-	return xto_flush(s, q, t, now_ms, LM_XTO_HEAD, true, NULL);
 }
 
 static int
@@ -2023,7 +1999,7 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 	struct lstore *s = (struct lstore *)ss;
 	struct take_res res;
 	MDB_txn *t;
-	bool write, routed = false;
+	bool write;
 	int rc;
 
 	if (q == NULL || fn == NULL || mode < SAKER_TAKE_REMOVE ||
@@ -2035,9 +2011,8 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 	/* A read-only (or failed) store can still be peeked at; expired
 	 * items are then skipped rather than removed. */
 	write = !(mode == SAKER_TAKE_PEEK && (s->read_only || s->broken));
-	if (write && saker_store_has_expire_to(q) && !s->read_only &&
-	    !s->broken &&
-	    (rc = xto_head(s, q, now_ms, &routed)) != SAKER_OK)
+	if (write && !s->read_only && !s->broken &&
+	    (rc = expire_scan(s, q, now_ms, 0, true, NULL)) != SAKER_OK)
 		return rc;
 	if (q->cur.items == 0)
 		return SAKER_EEMPTY;
@@ -2050,20 +2025,14 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 			return rc;
 		t = s->txn;
 	}
-	rc = take_in(s, t, q, mode, now_ms, write, routed, fn, arg, &res);
+	rc = take_in(s, t, q, mode, now_ms, fn, arg, &res);
 	if (rc == MDB_NOTFOUND)
 		rc = 0;
 	if (write)
-		rc = op_end(s, t, rc, res.nexp > 0 || res.taken);
+		rc = op_end(s, t, rc, res.taken);
 	if (rc != 0) {
 		free(res.bad);
 		return lm_fail(s, rc, "take");
-	}
-	if (res.nexp > 0) {
-		q_change(s, q);
-		q->cur.items -= res.nexp;
-		q->cur.bytes -= res.expbytes;
-		q->cur.expired += res.nexp;
 	}
 	if (res.bad != NULL)
 		return move_damaged(s, q, &res, write, now_ms);
@@ -2273,24 +2242,21 @@ delayed_first(struct lstore *s, MDB_txn *t, int64_t *due, size_t *size)
 	return rc;
 }
 
-enum { PR_MOVED, PR_EXPIRED, PR_ORPHAN, PR_XTO };
+/* PR_EXPIRED: dropped; PR_LAYER: expired, for the layer to route. */
+enum { PR_MOVED, PR_EXPIRED, PR_ORPHAN, PR_LAYER };
 
-/* PR_XTO: the expired record to move (promote_one leaves it in place). */
-struct pr_xto {
-	unsigned char key[LM_KEY];
-	unsigned char *rec;	/* header + data, malloc'd */
-	size_t size;
-};
-
-/* Promote the first delayed record (known to be due) in txn t. */
+/* Promote the first delayed record (known to be due) in txn t.  An expired
+ * sound one is left in place (PR_LAYER), its key in xkey, for the caller
+ * to hand to the layer outside this operation (expire_delayed). */
 static int
 promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
-    struct saker_queue **qp, int *what, size_t *len, struct pr_xto *x)
+    struct saker_queue **qp, int *what, size_t *len, unsigned char *xkey)
 {
 	struct saker_item it = { 0 };	/* hdr_read may refuse a record */
 	struct saker_queue *q;
 	MDB_cursor *c;
 	MDB_val k, v;
+	bool routed;
 	int rc;
 
 	*qp = NULL;
@@ -2311,18 +2277,21 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	if (q == NULL || q->deleted) {
 		*what = PR_ORPHAN;
 		rc = cur_del(s, c, LD_DELAYED);
-	} else if (expired(&it, now_ms) && saker_store_has_expire_to(q) &&
+	} else if (expired(&it, now_ms) &&
 	    rec_sound((unsigned char *)v.mv_data + 8, v.mv_size - 8)) {
-		/* to the expire_to queue: the caller moves it, outside this
-		 * operation (it may create the queue) */
-		*what = PR_XTO;
-		memcpy(x->key, k.mv_data, LM_KEY);
-		x->size = v.mv_size - 8;
-		if ((x->rec = malloc(x->size)) == NULL)
-			rc = ENOMEM;
-		else
-			memcpy(x->rec, (unsigned char *)v.mv_data + 8, x->size);
+		/* without an expire_to target the layer writes nothing: ask it
+		 * here, under the cursor (expire_scan does the same) */
+		if (!saker_store_has_expire_to(q) &&
+		    saker_store_expired(&s->base, q, &it, now_ms, &routed) ==
+		    SAKER_OK && !routed) {
+			*what = PR_EXPIRED;
+			rc = cur_del(s, c, LD_DELAYED);
+		} else {
+			*what = PR_LAYER;
+			memcpy(xkey, k.mv_data, LM_KEY);
+		}
 	} else if (expired(&it, now_ms)) {
+		/* damaged: dropped, its bytes cannot be trusted */
 		*what = PR_EXPIRED;
 		rc = cur_del(s, c, LD_DELAYED);
 	} else {
@@ -2336,25 +2305,32 @@ out:
 	return rc;
 }
 
-/* The delayed record x of q expired: a copy to q's expire_to queue (or
- * none, if it cannot be had: then dropped), then the record deleted. */
+/* The delayed record `key` of q expired: the layer routes or drops it
+ * (saker_store_expired), then the record is deleted, both in the batch. */
 static int
-xto_promoted(struct lstore *s, struct saker_queue *q, struct pr_xto *x,
-    int64_t now_ms, struct saker_queue **gained)
+expire_delayed(struct lstore *s, struct saker_queue *q, unsigned char *key,
+    int64_t now_ms)
 {
-	struct saker_queue *t = xto_target(s, q);
+	MDB_val k = { .mv_size = LM_KEY, .mv_data = key }, v;
+	struct saker_item it;
+	bool routed;
 	int rc;
 
-	if (t != NULL && (rc = xto_put(s, t, x->rec, x->size, now_ms)) !=
+	rc = mdb_get(s->txn, s->dbi[LD_DELAYED], &k, &v);
+	if (rc == 0 && (v.mv_size < 8 ||
+	    hdr_read((unsigned char *)v.mv_data + 8, v.mv_size - 8, &it) != 0))
+		rc = LM_EBADVAL;
+	if (rc != 0)
+		return lm_fail(s, rc, "promote");
+	/* it views the map until the next write: the layer copies it first */
+	if ((rc = saker_store_expired(&s->base, q, &it, now_ms, &routed)) !=
 	    SAKER_OK)
 		return rc;
-	if (t != NULL)
-		gain(t, gained);
-	if ((rc = op_del(s, LD_DELAYED, x->key, "promote")) != SAKER_OK)
+	if ((rc = op_del(s, LD_DELAYED, key, "promote")) != SAKER_OK)
 		return rc;
 	q_change(s, q);
 	q->cur.delayed--;
-	if (t != NULL)
+	if (routed)
 		q->expired_to++;
 	else
 		q->cur.expired++;
@@ -2365,8 +2341,8 @@ static int
 lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 {
 	struct lstore *s = (struct lstore *)ss;
-	struct saker_queue *q, *gained = NULL, *next;
-	struct pr_xto x;
+	unsigned char xkey[LM_KEY];
+	struct saker_queue *q;
 	int64_t due, dummy;
 	size_t size, len;
 	MDB_txn *t;
@@ -2377,6 +2353,7 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 	*next_due_ms = 0;
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
 		return rc;
+	s->gathering = true;
 	for (;;) {
 		rc = delayed_first(s, s->txn, &due, &size);
 		if (rc == MDB_NOTFOUND)
@@ -2400,42 +2377,34 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 		if ((ret = op_begin(s, size, &t)) != SAKER_OK)
 			break;
 		len = 0;
-		memset(&x, 0, sizeof(x));
-		rc = promote_one(s, t, now_ms, &q, &what, &len, &x);
-		if ((rc = op_end(s, t, rc, what != PR_XTO)) != 0) {
-			free(x.rec);
+		rc = promote_one(s, t, now_ms, &q, &what, &len, xkey);
+		if ((rc = op_end(s, t, rc, what != PR_LAYER)) != 0) {
 			ret = lm_fail(s, rc, "promote");
 			break;
 		}
 		*next_due_ms = 0;
-		if (what == PR_XTO) {
-			ret = xto_promoted(s, q, &x, now_ms, &gained);
-			free(x.rec);
-			if (ret != SAKER_OK)
+		if (what == PR_ORPHAN)
+			continue;
+		if (what == PR_LAYER) {
+			if ((ret = expire_delayed(s, q, xkey, now_ms)) !=
+			    SAKER_OK)
 				break;
 			continue;
 		}
-		if (what == PR_ORPHAN)
-			continue;
-		q_change(s, q);
-		q->cur.delayed--;
 		if (what == PR_EXPIRED) {
+			q_change(s, q);
+			q->cur.delayed--;
 			q->cur.expired++;
 			continue;
 		}
+		q_change(s, q);
+		q->cur.delayed--;
 		q->cur.tail++;
 		q->cur.items++;
 		q->cur.bytes += len;
-		gain(q, &gained);
+		gain(s, q);
 	}
-	/* Queues stay valid even if the batch was rolled back meanwhile. */
-	for (q = gained; q != NULL; q = next) {
-		next = q->gain_next;
-		q->gained = false;
-		q->gain_next = NULL;
-		if (s->notify != NULL && q->cur.exists)
-			s->notify(s->notify_arg, q, q->ctx);
-	}
+	wake_gained(s);
 	return ret;
 }
 
@@ -2444,14 +2413,6 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
 	struct lstore *s = (struct lstore *)ss;
-	struct saker_queue *xt;
-	unsigned char kb[LM_KEY];
-	struct saker_item it;
-	uint64_t n = 0, nbytes = 0, seen = 0;
-	MDB_cursor *c;
-	MDB_txn *t;
-	MDB_val k, v;
-	int rc;
 
 	if (removed != NULL)
 		*removed = 0;
@@ -2459,47 +2420,7 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		return seterr(s, SAKER_EINVAL, "lmdb flush_expired: no queue");
 	if (q->cur.items == 0)
 		return SAKER_OK;
-	if (saker_store_has_expire_to(q) && !s->read_only &&
-	    (xt = xto_target(s, q)) != NULL)
-		return xto_flush(s, q, xt, now_ms, limit, false, removed);
-	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
-		return rc;
-	if ((rc = mdb_cursor_open(t, s->dbi[LD_ITEMS], &c)) != 0)
-		goto end;
-	k = mkkey(kb, q->id, 0);
-	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit)) {
-		seen++;
-		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
-			break;
-		if (!expired(&it, now_ms)) {
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-			continue;
-		}
-		memcpy(kb, k.mv_data, LM_KEY);
-		if ((rc = mdb_cursor_del(c, 0)) != 0 ||
-		    (rc = jr_rec(s, LD_ITEMS, kb, LM_KEY, NULL, 0)) != 0)
-			break;
-		n++;
-		nbytes += it.len;
-		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	}
-	if (rc == MDB_NOTFOUND)
-		rc = 0;
-	mdb_cursor_close(c);
-end:
-	if ((rc = op_end(s, t, rc, n > 0)) != 0)
-		return lm_fail(s, rc, "flush expired");
-	if (n > 0) {
-		q_change(s, q);
-		q->cur.items -= n;
-		q->cur.bytes -= nbytes;
-		q->cur.expired += n;
-	}
-	if (removed != NULL)
-		*removed = n;
-	return SAKER_OK;
+	return expire_scan(s, q, now_ms, limit, false, removed);
 }
 
 /* Call fn for every item of q in `state`: the records (qid, seq) of open
