@@ -133,7 +133,7 @@ struct lq_state {
 struct saker_queue {
 	struct saker_queue_base base; /* the layer's (store.h): first */
 	struct kit_qent ent;	/* in lstore.qt, by name and by id */
-	struct saker_queue *dirty_next, *gain_next;
+	struct saker_queue *dirty_next;
 	char *name;		/* its length is ent.len */
 	uint64_t id;
 	void *ctx;
@@ -141,7 +141,6 @@ struct saker_queue {
 	struct lq_state saved;	/* as of the last commit (valid when dirty) */
 	bool dirty;
 	bool deleted;		/* deleted in this batch: freed at commit */
-	bool gained;
 	uint64_t expired_to;
 };
 
@@ -164,11 +163,6 @@ struct lstore {
 	char err[1024];
 	saker_notify_fn notify;
 	void *notify_arg;
-	/* While a call routes expired items, the queues whose put() would
-	 * notify are listed here and woken once at its end (store.h, notify:
-	 * the target once per call). */
-	bool gathering;
-	struct saker_queue *gained;
 	struct kit_qtab qt;	/* every queue struct, by name and by id */
 	struct saker_queue *dirty;
 	uint64_t next_qid, next_arrival;
@@ -1606,35 +1600,6 @@ move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, int from, size_t skip,
 	return jr_move(s, from, fk, skip, to, tk, state, to == LD_OPEN);
 }
 
-/* Wake t at the end of this call, once (see lstore.gathering). */
-static void
-gain(struct lstore *s, struct saker_queue *t)
-{
-	if (!t->gained) {
-		t->gained = true;
-		t->gain_next = s->gained;
-		s->gained = t;
-	}
-}
-
-/* Wake every queue gain() listed, once. */
-static void
-wake_gained(struct lstore *s)
-{
-	struct saker_queue *q, *next;
-
-	/* Queues stay valid even if the batch was rolled back meanwhile. */
-	for (q = s->gained; q != NULL; q = next) {
-		next = q->gain_next;
-		q->gained = false;
-		q->gain_next = NULL;
-		if (s->notify != NULL && q->cur.exists)
-			s->notify(s->notify_arg, q, q->ctx);
-	}
-	s->gained = NULL;
-	s->gathering = false;
-}
-
 static int
 lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
     int64_t now_ms)
@@ -1707,9 +1672,7 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 	q->cur.tail++;
 	q->cur.items++;
 	q->cur.bytes += item->len;
-	if (s->gathering)
-		gain(s, q);
-	else if (s->notify != NULL)
+	if (s->notify != NULL)
 		s->notify(s->notify_arg, q, q->ctx);
 	return SAKER_OK;
 }
@@ -1908,8 +1871,7 @@ expire_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
  * cursor deletes them all in one operation.  With one, the operation ends
  * at each expired item, expire_ready moves it and the scan goes on from
  * the next key (a live item is looked at once).  A damaged expired record
- * is dropped: its bytes cannot be trusted.  The queues the layer's puts
- * fill are woken once, at the end.
+ * is dropped: its bytes cannot be trusted.
  */
 static int
 expire_scan(struct lstore *s, struct saker_queue *q, int64_t now_ms,
@@ -1925,7 +1887,6 @@ expire_scan(struct lstore *s, struct saker_queue *q, int64_t now_ms,
 	MDB_val k, v;
 	int rc, lrc;
 
-	s->gathering = true;
 	for (;;) {
 		if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
 			break;
@@ -1988,7 +1949,6 @@ expire_scan(struct lstore *s, struct saker_queue *q, int64_t now_ms,
 		if (removed != NULL)
 			(*removed)++;
 	}
-	wake_gained(s);
 	return rc;
 }
 
@@ -2353,7 +2313,6 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 	*next_due_ms = 0;
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
 		return rc;
-	s->gathering = true;
 	for (;;) {
 		rc = delayed_first(s, s->txn, &due, &size);
 		if (rc == MDB_NOTFOUND)
@@ -2402,9 +2361,9 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 		q->cur.tail++;
 		q->cur.items++;
 		q->cur.bytes += len;
-		gain(s, q);
+		if (s->notify != NULL)
+			s->notify(s->notify_arg, q, q->ctx);
 	}
-	wake_gained(s);
 	return ret;
 }
 
