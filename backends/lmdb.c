@@ -1698,6 +1698,7 @@ head_size(struct lstore *s, struct saker_queue *q)
 
 struct take_res {
 	bool found, taken;
+	bool expired;		/* the head expired: for expire_scan first */
 	size_t len;
 	int fnret;
 	/* the head failed its checksum: a copy of it, to move aside */
@@ -1707,12 +1708,13 @@ struct take_res {
 };
 
 /* The body of take(), run in txn t.  Returns an LMDB code; MDB_NOTFOUND
- * when no visible item was found.  Expired items are skipped: a writing
- * take removed those at the head before (expire_scan), a read-only peek
- * cannot. */
+ * when no visible item was found.  An expired head stops it (res->expired:
+ * the caller removes it outside this operation, expire_scan) unless
+ * `skip`: a read-only peek cannot remove it and passes it by. */
 static int
 take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
-    int64_t now_ms, saker_item_fn fn, void *arg, struct take_res *res)
+    int64_t now_ms, bool skip, saker_item_fn fn, void *arg,
+    struct take_res *res)
 {
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
@@ -1736,6 +1738,11 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		seq = saker_get_be64((unsigned char *)k.mv_data + 8);
 		if (!expired(&it, now_ms))
 			break;
+		if (!skip) {
+			res->expired = true;
+			mdb_cursor_close(c);
+			return 0;
+		}
 		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 	}
 	if (rc != 0) {
@@ -1825,9 +1832,9 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 /*
  * Ready item (q, seq) expired: the layer routes it to q's expire_to queue
  * or drops it (saker_store_expired), then the record is deleted, both in
- * the batch.  Read here, in the batch txn, after the caller's operation
- * ended: the layer's put writes the same tree, so no cursor or view of
- * the caller's survives it.  An error leaves the item in place.
+ * the batch.  Read here, in the batch txn, outside any operation: the
+ * layer's put writes the same tree, so no cursor or view of the caller's
+ * survives it.  An error leaves the item in place.
  */
 static int
 expire_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
@@ -1836,7 +1843,7 @@ expire_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
 	MDB_val k = mkkey(kb, q->id, seq), v;
-	bool routed;
+	bool routed = false;
 	size_t len;
 	int rc;
 
@@ -1846,8 +1853,10 @@ expire_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 	if (rc != 0)
 		return lm_fail(s, rc, "expire");
 	len = it.len;
-	/* it views the map until the next write: the layer copies it first */
-	if ((rc = saker_store_expired(&s->base, q, &it, now_ms, &routed)) !=
+	/* it views the map until the next write: the layer copies it first;
+	 * a damaged record is dropped: its bytes cannot be trusted */
+	if (rec_sound(v.mv_data, v.mv_size) &&
+	    (rc = saker_store_expired(&s->base, q, &it, now_ms, &routed)) !=
 	    SAKER_OK)
 		return rc;
 	if ((rc = op_del(s, LD_ITEMS, kb, "expire")) != SAKER_OK)
@@ -1863,93 +1872,139 @@ expire_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
 }
 
 /*
- * Remove q's expired ready items: for take (`head`) those before the first
- * live one, for flush_expired those among the first `limit` ready items
- * (0: all).  Every one, however many; *removed (may be NULL) counts them.
- * Each is handed to the layer (saker_store_expired).  Without an expire_to
- * target the layer has nowhere to put them and writes nothing, so one
- * cursor deletes them all in one operation.  With one, the operation ends
- * at each expired item, expire_ready moves it and the scan goes on from
- * the next key (a live item is looked at once).  A damaged expired record
- * is dropped: its bytes cannot be trusted.
+ * The next expired ready item of q from sequence *from on, looked for in
+ * the batch txn without an operation (the usual take finds none and must
+ * not pay for one): for take (`head`) only before the first live item,
+ * for flush_expired among the first `limit` (0: all) counted in *seen.
+ * *from and *seen move past what was looked at; *seq is the item found.
  */
 static int
-expire_scan(struct lstore *s, struct saker_queue *q, int64_t now_ms,
-    uint64_t limit, bool head, uint64_t *removed)
+expired_next(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, bool head, uint64_t *from, uint64_t *seen,
+    uint64_t *seq, bool *found)
 {
-	const char *what = head ? "expire" : "flush expired";
-	bool quiet = !saker_store_has_expire_to(q), found, routed;
-	uint64_t seen = 0, from = 0, seq = 0, n, nbytes;
+	unsigned char kb[LM_KEY];
+	struct saker_item it;
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	*found = false;
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c)) != 0)
+		return lm_fail(s, rc, "expire");
+	k = mkkey(kb, q->id, *from);
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || *seen < limit)) {
+		(*seen)++;
+		*seq = saker_get_be64((unsigned char *)k.mv_data + 8);
+		*from = *seq + 1;
+		if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
+		    expired(&it, now_ms)) {
+			*found = true;
+			break;
+		}
+		if (head)
+			break;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return lm_fail(s, rc, "expire");
+	return SAKER_OK;
+}
+
+/*
+ * Without an expire_to target: q's expired ready items from sequence
+ * `from` on (as expired_next() bounds them) are handed to the layer, which
+ * has nowhere to put them and writes nothing, and deleted by one cursor in
+ * one operation.  A damaged one is dropped without asking: its bytes
+ * cannot be trusted.
+ */
+static int
+expire_drop(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, bool head, uint64_t from, uint64_t seen,
+    uint64_t *removed)
+{
+	uint64_t n = 0, nbytes = 0;
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
 	MDB_cursor *c;
 	MDB_txn *t;
 	MDB_val k, v;
+	bool routed;
 	int rc, lrc;
 
-	for (;;) {
-		if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
-			break;
-		if ((lrc = mdb_cursor_open(t, s->dbi[LD_ITEMS], &c)) != 0) {
-			rc = lm_fail(s, op_end(s, t, lrc, false), what);
-			break;
+	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
+		return rc;
+	if ((lrc = mdb_cursor_open(t, s->dbi[LD_ITEMS], &c)) != 0)
+		return lm_fail(s, op_end(s, t, lrc, false), "expire");
+	k = mkkey(kb, q->id, from);
+	lrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	while (lrc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit)) {
+		seen++;
+		from = saker_get_be64((unsigned char *)k.mv_data + 8) + 1;
+		if (hdr_read(v.mv_data, v.mv_size, &it) != 0 ||
+		    !expired(&it, now_ms)) {
+			if (head)
+				break;
+			lrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+			continue;
 		}
-		found = false;
-		n = nbytes = 0;
+		if (rec_sound(v.mv_data, v.mv_size) &&
+		    (rc = saker_store_expired(&s->base, q, &it, now_ms,
+		    &routed)) != SAKER_OK)
+			break;
+		if ((lrc = cur_del(s, c, LD_ITEMS)) != 0)
+			break;
+		n++;
+		nbytes += it.len;
 		k = mkkey(kb, q->id, from);
 		lrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		while (lrc == 0 && key_in(&k, q->id) &&
-		    (limit == 0 || seen < limit)) {
-			seen++;
-			seq = saker_get_be64((unsigned char *)k.mv_data + 8);
-			from = seq + 1;
-			if (hdr_read(v.mv_data, v.mv_size, &it) != 0 ||
-			    !expired(&it, now_ms)) {
-				if (head)
-					break;
-				lrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-				continue;
-			}
-			if (rec_sound(v.mv_data, v.mv_size)) {
-				if (!quiet) {
-					found = true;
-					break;
-				}
-				rc = saker_store_expired(&s->base, q, &it,
-				    now_ms, &routed);
-				if (rc != SAKER_OK)
-					break;
-			}
-			if ((lrc = cur_del(s, c, LD_ITEMS)) != 0)
-				break;
-			n++;
-			nbytes += it.len;
-			k = mkkey(kb, q->id, from);
-			lrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		}
-		mdb_cursor_close(c);
-		if (lrc == MDB_NOTFOUND)
-			lrc = 0;
-		if ((lrc = op_end(s, t, lrc, n > 0)) != 0) {
-			rc = lm_fail(s, lrc, what);
-			break;
-		}
-		if (n > 0) {
-			q_change(s, q);
-			q->cur.items -= n;
-			q->cur.bytes -= q->cur.bytes < nbytes ? q->cur.bytes :
-			    nbytes;
-			q->cur.expired += n;
-			if (removed != NULL)
-				*removed += n;
-		}
-		if (rc != SAKER_OK || !found ||
-		    (rc = expire_ready(s, q, seq, now_ms)) != SAKER_OK)
-			break;
+	}
+	mdb_cursor_close(c);
+	if ((lrc = op_end(s, t, lrc == MDB_NOTFOUND ? 0 : lrc, n > 0)) != 0)
+		return lm_fail(s, lrc, "expire");
+	if (n > 0) {
+		q_change(s, q);
+		q->cur.items -= n;
+		q->cur.bytes -= q->cur.bytes < nbytes ? q->cur.bytes : nbytes;
+		q->cur.expired += n;
+	}
+	if (removed != NULL)
+		*removed += n;
+	return rc;
+}
+
+/*
+ * Remove q's expired ready items: for take (`head`) those before the first
+ * live one, for flush_expired those among the first `limit` ready items
+ * (0: all).  Every one, however many, each handed to the layer
+ * (saker_store_expired); *removed (may be NULL) counts them.  With an
+ * expire_to target each moves on its own (expire_ready) and the look goes
+ * on at the next key, so a live item is looked at once.
+ */
+static int
+expire_scan(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, bool head, uint64_t *removed)
+{
+	uint64_t seen = 0, from = 0, seq = 0;
+	bool found;
+	int rc;
+
+	for (;;) {
+		if ((rc = expired_next(s, q, now_ms, limit, head, &from, &seen,
+		    &seq, &found)) != SAKER_OK || !found)
+			return rc;
+		if (!saker_store_has_expire_to(q))	/* look at it again */
+			return expire_drop(s, q, now_ms, limit, head, seq,
+			    seen - 1, removed);
+		if ((rc = expire_ready(s, q, seq, now_ms)) != SAKER_OK)
+			return rc;
 		if (removed != NULL)
 			(*removed)++;
 	}
-	return rc;
 }
 
 static int
@@ -1959,40 +2014,47 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 	struct lstore *s = (struct lstore *)ss;
 	struct take_res res;
 	MDB_txn *t;
-	bool write;
+	bool write, swept = false;
 	int rc;
 
 	if (q == NULL || fn == NULL || mode < SAKER_TAKE_REMOVE ||
 	    mode > SAKER_TAKE_PEEK)
 		return seterr(s, SAKER_EINVAL, "lmdb take: bad argument");
-	if (q->cur.items == 0)
-		return SAKER_EEMPTY;
-	memset(&res, 0, sizeof(res));
 	/* A read-only (or failed) store can still be peeked at; expired
 	 * items are then skipped rather than removed. */
 	write = !(mode == SAKER_TAKE_PEEK && (s->read_only || s->broken));
-	if (write && !s->read_only && !s->broken &&
-	    (rc = expire_scan(s, q, now_ms, 0, true, NULL)) != SAKER_OK)
-		return rc;
-	if (q->cur.items == 0)
-		return SAKER_EEMPTY;
-	if (write) {
-		rc = op_begin(s, mode == SAKER_TAKE_OPEN ? head_size(s, q) : 0, &t);
-		if (rc != SAKER_OK)
+	for (;;) {
+		if (q->cur.items == 0)
+			return SAKER_EEMPTY;
+		memset(&res, 0, sizeof(res));
+		if (write) {
+			rc = op_begin(s, mode == SAKER_TAKE_OPEN ?
+			    head_size(s, q) : 0, &t);
+			if (rc != SAKER_OK)
+				return rc;
+		} else {
+			if ((rc = lm_begin(s, false)) != SAKER_OK)
+				return rc;
+			t = s->txn;
+		}
+		/* once expire_scan ran, what it left is passed by */
+		rc = take_in(s, t, q, mode, now_ms, !write || swept, fn, arg,
+		    &res);
+		if (rc == MDB_NOTFOUND)
+			rc = 0;
+		if (write)
+			rc = op_end(s, t, rc, res.taken);
+		if (rc != 0) {
+			free(res.bad);
+			return lm_fail(s, rc, "take");
+		}
+		if (!res.expired)
+			break;
+		/* the head expired: it and those behind it go first, every
+		 * one, then the take looks again */
+		if ((rc = expire_scan(s, q, now_ms, 0, true, NULL)) != SAKER_OK)
 			return rc;
-	} else {
-		if ((rc = lm_begin(s, false)) != SAKER_OK)
-			return rc;
-		t = s->txn;
-	}
-	rc = take_in(s, t, q, mode, now_ms, fn, arg, &res);
-	if (rc == MDB_NOTFOUND)
-		rc = 0;
-	if (write)
-		rc = op_end(s, t, rc, res.taken);
-	if (rc != 0) {
-		free(res.bad);
-		return lm_fail(s, rc, "take");
+		swept = true;
 	}
 	if (res.bad != NULL)
 		return move_damaged(s, q, &res, write, now_ms);
