@@ -1830,40 +1830,45 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 }
 
 /*
- * Ready item (q, seq) expired: the layer routes it to q's expire_to queue
- * or drops it (saker_store_expired), then the record is deleted, both in
- * the batch.  Read here, in the batch txn, outside any operation: the
- * layer's put writes the same tree, so no cursor or view of the caller's
- * survives it.  An error leaves the item in place.
+ * The expired record `key` of q in db (LD_ITEMS: ready; LD_DELAYED: its
+ * value starts with the queue id): the layer routes it to q's expire_to
+ * queue or drops it (saker_store_expired), then the record is deleted,
+ * both in the batch.  Read here, in the batch txn, outside any operation:
+ * the layer's put writes the same trees, so no cursor or view of the
+ * caller's survives it.  A damaged record is dropped: its bytes cannot be
+ * trusted.  An error leaves the item in place.
  */
 static int
-expire_ready(struct lstore *s, struct saker_queue *q, uint64_t seq,
-    int64_t now_ms)
+expire_one(struct lstore *s, struct saker_queue *q, int db,
+    unsigned char *key, int64_t now_ms)
 {
-	unsigned char kb[LM_KEY];
+	MDB_val k = { .mv_size = LM_KEY, .mv_data = key }, v;
+	size_t skip = db == LD_DELAYED ? 8 : 0, len;
 	struct saker_item it;
-	MDB_val k = mkkey(kb, q->id, seq), v;
 	bool routed = false;
-	size_t len;
 	int rc;
 
-	if ((rc = mdb_get(s->txn, s->dbi[LD_ITEMS], &k, &v)) == 0 &&
-	    hdr_read(v.mv_data, v.mv_size, &it) != 0)
+	if ((rc = mdb_get(s->txn, s->dbi[db], &k, &v)) == 0 &&
+	    (v.mv_size < skip || hdr_read((unsigned char *)v.mv_data + skip,
+	    v.mv_size - skip, &it) != 0))
 		rc = LM_EBADVAL;
 	if (rc != 0)
 		return lm_fail(s, rc, "expire");
 	len = it.len;
-	/* it views the map until the next write: the layer copies it first;
-	 * a damaged record is dropped: its bytes cannot be trusted */
-	if (rec_sound(v.mv_data, v.mv_size) &&
+	/* it views the map until the next write: the layer copies it first */
+	if (rec_sound((unsigned char *)v.mv_data + skip, v.mv_size - skip) &&
 	    (rc = saker_store_expired(&s->base, q, &it, now_ms, &routed)) !=
 	    SAKER_OK)
 		return rc;
-	if ((rc = op_del(s, LD_ITEMS, kb, "expire")) != SAKER_OK)
+	if ((rc = op_del(s, db, key, "expire")) != SAKER_OK)
 		return rc;
 	q_change(s, q);
-	q->cur.items--;
-	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
+	if (db == LD_DELAYED) {
+		q->cur.delayed--;
+	} else {
+		q->cur.items--;
+		q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
+	}
 	if (routed)
 		q->expired_to++;
 	else
@@ -1982,7 +1987,7 @@ expire_drop(struct lstore *s, struct saker_queue *q, int64_t now_ms,
  * live one, for flush_expired those among the first `limit` ready items
  * (0: all).  Every one, however many, each handed to the layer
  * (saker_store_expired); *removed (may be NULL) counts them.  With an
- * expire_to target each moves on its own (expire_ready) and the look goes
+ * expire_to target each moves on its own (expire_one) and the look goes
  * on at the next key, so a live item is looked at once.
  */
 static int
@@ -1990,6 +1995,7 @@ expire_scan(struct lstore *s, struct saker_queue *q, int64_t now_ms,
     uint64_t limit, bool head, uint64_t *removed)
 {
 	uint64_t seen = 0, from = 0, seq = 0;
+	unsigned char kb[LM_KEY];
 	bool found;
 	int rc;
 
@@ -2000,7 +2006,8 @@ expire_scan(struct lstore *s, struct saker_queue *q, int64_t now_ms,
 		if (!saker_store_has_expire_to(q))	/* look at it again */
 			return expire_drop(s, q, now_ms, limit, head, seq,
 			    seen - 1, removed);
-		if ((rc = expire_ready(s, q, seq, now_ms)) != SAKER_OK)
+		mkkey(kb, q->id, seq);
+		if ((rc = expire_one(s, q, LD_ITEMS, kb, now_ms)) != SAKER_OK)
 			return rc;
 		if (removed != NULL)
 			(*removed)++;
@@ -2269,7 +2276,7 @@ enum { PR_MOVED, PR_EXPIRED, PR_ORPHAN, PR_LAYER };
 
 /* Promote the first delayed record (known to be due) in txn t.  An expired
  * sound one is left in place (PR_LAYER), its key in xkey, for the caller
- * to hand to the layer outside this operation (expire_delayed). */
+ * to hand to the layer outside this operation (expire_one). */
 static int
 promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
     struct saker_queue **qp, int *what, size_t *len, unsigned char *xkey)
@@ -2327,38 +2334,6 @@ out:
 	return rc;
 }
 
-/* The delayed record `key` of q expired: the layer routes or drops it
- * (saker_store_expired), then the record is deleted, both in the batch. */
-static int
-expire_delayed(struct lstore *s, struct saker_queue *q, unsigned char *key,
-    int64_t now_ms)
-{
-	MDB_val k = { .mv_size = LM_KEY, .mv_data = key }, v;
-	struct saker_item it;
-	bool routed;
-	int rc;
-
-	rc = mdb_get(s->txn, s->dbi[LD_DELAYED], &k, &v);
-	if (rc == 0 && (v.mv_size < 8 ||
-	    hdr_read((unsigned char *)v.mv_data + 8, v.mv_size - 8, &it) != 0))
-		rc = LM_EBADVAL;
-	if (rc != 0)
-		return lm_fail(s, rc, "promote");
-	/* it views the map until the next write: the layer copies it first */
-	if ((rc = saker_store_expired(&s->base, q, &it, now_ms, &routed)) !=
-	    SAKER_OK)
-		return rc;
-	if ((rc = op_del(s, LD_DELAYED, key, "promote")) != SAKER_OK)
-		return rc;
-	q_change(s, q);
-	q->cur.delayed--;
-	if (routed)
-		q->expired_to++;
-	else
-		q->cur.expired++;
-	return SAKER_OK;
-}
-
 static int
 lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 {
@@ -2407,7 +2382,7 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 		if (what == PR_ORPHAN)
 			continue;
 		if (what == PR_LAYER) {
-			if ((ret = expire_delayed(s, q, xkey, now_ms)) !=
+			if ((ret = expire_one(s, q, LD_DELAYED, xkey, now_ms)) !=
 			    SAKER_OK)
 				break;
 			continue;
