@@ -586,6 +586,13 @@ struct saker_store_driver {
 	int (*dedup_iterate)(saker_store *s, saker_queue *q,
 	    saker_dedup_fn fn, void *arg);
 
+	/* Optional (NULL: the layer counts through dedup_iterate): *n = the
+	 * number of records of q (expired ones not yet swept too), cheaply:
+	 * O(1), or one count query on a database, never the records over
+	 * the wire.  The layer asks it once, at a queue's first use of ids
+	 * since open (saker_store_dedup_count). */
+	int (*dedup_count)(saker_store *s, saker_queue *q, uint64_t *n);
+
 	/* --- batches ------------------------------------------------------ */
 
 	/* Make the current batch durable per the sync mode (see top).  Cheap
@@ -693,6 +700,11 @@ int saker_store_tick(saker_store *s, int64_t now_ms); /* SAKER_OK if NULL */
  * SAKER_CAP_SHARED? */
 bool saker_store_needs_tick(const saker_store *s);
 
+/* The records of deduplication ids q keeps: dedup_count() when the driver
+ * has it, else one pass of dedup_iterate() (SAKER_EINVAL for a driver
+ * without ids).  The layer's count at a queue's first use of ids. */
+int saker_store_dedup_count(saker_store *s, saker_queue *q, uint64_t *n);
+
 /* Is the store shared with other processes (SAKER_CAP_SHARED)? */
 bool saker_store_shared(const saker_store *s);
 
@@ -741,7 +753,9 @@ int saker_store_commit(saker_store *s);
  * THE LAYER (backends/policy.c, lock.c, layer.c): the broker's rules about
  * storage, once over every driver: the lock file (saker_lock_kind), the
  * delivery-count clamp (saker_store_put), the quarantine of damaged items,
- * the expire_to targets and the per-queue counters (COUNTERS, below).
+ * what becomes of an expired item (saker_store_expired), which queues to
+ * wake (the notify contract), deduplication ids and the per-queue
+ * counters (COUNTERS, below).
  * Drivers keep the primitives of the vtable and call the functions below
  * where their comments say.
  * --------------------------------------------------------------------- */
@@ -791,9 +805,10 @@ saker_store_has_expire_to(const saker_queue *q)
 	return ((const struct saker_queue_base *)(const void *)q)->xtolen > 0;
 }
 
-/* For a driver that met an expired item of q: *to = q's expire_to queue
- * (opened, created when missing, through queue_open()), or NULL when its
- * expired items are dropped.  An error from queue_open() otherwise. */
+/* *to = q's expire_to queue (opened, created when missing, through
+ * queue_open()), or NULL when its expired items are dropped.  An error
+ * from queue_open() otherwise.  saker_store_expired() asks it; a driver
+ * that met an expired item calls that, not this. */
 int saker_store_expire_target(saker_store *s, saker_queue *q,
     saker_queue **to);
 
