@@ -1649,49 +1649,6 @@ START_TEST(test_lmdb_damaged_ff_bytes)
 	lm_damage(false);
 }
 END_TEST
-
-/* Issue 42, finding 1: 1,500 items expired together at the head all
- * move to the expire_to queue in the one take that meets them (LMDB
- * moved 1,000 a call). */
-START_TEST(test_lmdb_expire_to_all)
-{
-	char dir[] = "/tmp/saker-lmx-XXXXXX", buf[64];
-	struct saker_queue_stats st;
-	struct saker_item it;
-	saker_store *s;
-	saker_queue *q, *t;
-	int i;
-
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	s = jn_open_store(&jdrvs[0], dir, false);
-	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, true, NULL, &q),
-	    SAKER_OK);
-	ck_assert_int_eq(saker_store_queue_open(s, "t", 1, true, NULL, &t),
-	    SAKER_OK);
-	ck_assert_int_eq(saker_store_expire_to(s, q, "t", 1), SAKER_OK);
-	memset(&it, 0, sizeof(it));
-	it.data = "x";
-	it.len = 1;
-	it.expires_ms = BASE + 10;
-	for (i = 0; i < 1500; i++)
-		ck_assert_int_eq(saker_store_put(s, q, &it, BASE), SAKER_OK);
-	lm_put_str(s, q, "live");
-	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
-	buf[0] = '\0';
-	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, BASE + 50,
-	    copy_cb, buf), SAKER_OK);
-	ck_assert_str_eq(buf, "live");
-	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
-	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
-	ck_assert_uint_eq(st.expired_to, 1500);
-	ck_assert_uint_eq(st.expired_items, 0);
-	ck_assert_uint_eq(st.items, 0);
-	ck_assert_int_eq(saker_store_queue_stats(s, t, &st), SAKER_OK);
-	ck_assert_uint_eq(st.items, 1500);
-	saker_store_close(s);
-	jn_rmstore(&jdrvs[0], dir);
-}
-END_TEST
 #endif
 #endif
 
@@ -2469,10 +2426,9 @@ main(void)
 	suite_add_tcase(su, tc);
 #endif
 #ifdef HAVE_LMDB
-	tc = tcase_create("lmdb-extra");
+	tc = tcase_create("lmdb-damaged");
 	tcase_add_test(tc, test_lmdb_damaged_zero_page);
 	tcase_add_test(tc, test_lmdb_damaged_ff_bytes);
-	tcase_add_test(tc, test_lmdb_expire_to_all);
 	suite_add_tcase(su, tc);
 #endif
 	fflush(stdout);
