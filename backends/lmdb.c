@@ -133,7 +133,7 @@ struct lq_state {
 struct saker_queue {
 	struct saker_queue_base base; /* the layer's (store.h): first */
 	struct kit_qent ent;	/* in lstore.qt, by name and by id */
-	struct saker_queue *dirty_next, *gain_next;
+	struct saker_queue *dirty_next;
 	char *name;		/* its length is ent.len */
 	uint64_t id;
 	void *ctx;
@@ -141,7 +141,6 @@ struct saker_queue {
 	struct lq_state saved;	/* as of the last commit (valid when dirty) */
 	bool dirty;
 	bool deleted;		/* deleted in this batch: freed at commit */
-	bool gained;
 	uint64_t expired_to;
 };
 
@@ -1601,12 +1600,11 @@ move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, int from, size_t skip,
 	return jr_move(s, from, fk, skip, to, tk, state, to == LD_OPEN);
 }
 
-/* put(); `wake`: notify q when the item is ready (routed items wake their
- * target once per call, at the caller's end: store.h, notify). */
 static int
-put_in(struct lstore *s, struct saker_queue *q, const struct saker_item *item,
-    int64_t now_ms, bool wake)
+lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms)
 {
+	struct lstore *s = (struct lstore *)ss;
 	unsigned char kb[LM_KEY], *rec;
 	size_t skip, pre, size;
 	int64_t created;
@@ -1674,16 +1672,9 @@ put_in(struct lstore *s, struct saker_queue *q, const struct saker_item *item,
 	q->cur.tail++;
 	q->cur.items++;
 	q->cur.bytes += item->len;
-	if (wake && s->notify != NULL)
+	if (s->notify != NULL)
 		s->notify(s->notify_arg, q, q->ctx);
 	return SAKER_OK;
-}
-
-static int
-lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
-    int64_t now_ms)
-{
-	return put_in((struct lstore *)ss, q, item, now_ms, true);
 }
 
 /* The size of the head ready item, to size a take(OPEN) (0 when none). */
@@ -1706,8 +1697,8 @@ head_size(struct lstore *s, struct saker_queue *q)
 }
 
 struct take_res {
-	uint64_t nexp, expbytes;
 	bool found, taken;
+	bool expired;		/* the head expired: for expire_scan first */
 	size_t len;
 	int fnret;
 	/* the head failed its checksum: a copy of it, to move aside */
@@ -1717,12 +1708,12 @@ struct take_res {
 };
 
 /* The body of take(), run in txn t.  Returns an LMDB code; MDB_NOTFOUND
- * when no visible item was found. */
-/* `keep`: expired sound items are skipped, not deleted: they belong to
- * q's expire_to queue and move there on a later call (xto_head). */
+ * when no visible item was found.  An expired head stops it (res->expired:
+ * the caller removes it outside this operation, expire_scan) unless
+ * `skip`: a read-only peek cannot remove it and passes it by. */
 static int
 take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
-    int64_t now_ms, bool write, bool keep, saker_item_fn fn, void *arg,
+    int64_t now_ms, bool skip, saker_item_fn fn, void *arg,
     struct take_res *res)
 {
 	unsigned char kb[LM_KEY];
@@ -1747,18 +1738,12 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		seq = saker_get_be64((unsigned char *)k.mv_data + 8);
 		if (!expired(&it, now_ms))
 			break;
-		if (!write || (keep && rec_sound(v.mv_data, v.mv_size))) {
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-			continue;
+		if (!skip) {
+			res->expired = true;
+			mdb_cursor_close(c);
+			return 0;
 		}
-		memcpy(kb, k.mv_data, LM_KEY);
-		if ((rc = mdb_cursor_del(c, 0)) != 0 ||
-		    (rc = jr_rec(s, LD_ITEMS, kb, LM_KEY, NULL, 0)) != 0)
-			break;
-		res->nexp++;
-		res->expbytes += it.len;
-		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 	}
 	if (rc != 0) {
 		mdb_cursor_close(c);
@@ -1844,176 +1829,189 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 	return SAKER_ECORRUPT;
 }
 
-/* q's expire_to queue (created when missing), or NULL: drop. */
-static struct saker_queue *
-xto_target(struct lstore *s, struct saker_queue *q)
-{
-	struct saker_queue *t;
-
-	return saker_store_expire_target(&s->base, q, &t) == SAKER_OK ? t : NULL;
-}
-
-/* Append a copy of record `rec` (header + data, `size` bytes) to t with
- * its expiry cleared.  A saker_err. */
-static int
-xto_put(struct lstore *s, struct saker_queue *t, const unsigned char *rec,
-    size_t size, int64_t now_ms)
-{
-	struct saker_item it;
-
-	if (hdr_read(rec, size, &it) != 0)
-		return seterr(s, SAKER_ECORRUPT, "lmdb: bad expired record");
-	it.expires_ms = 0;	/* it must not expire again at once */
-	it.due_ms = 0;
-	return put_in(s, t, &it, now_ms, false);
-}
-
-/* Wake t at the end of this call, once (lm_promote's list). */
-static void
-gain(struct saker_queue *t, struct saker_queue **gained)
-{
-	if (!t->gained) {
-		t->gained = true;
-		t->gain_next = *gained;
-		*gained = t;
-	}
-}
-
 /*
- * Ready item `seq` of q has expired: a copy goes to q's expire_to queue t
- * (not woken: the caller does it once), then the record is deleted, both
- * in the batch.  *moved is false when there is nothing to do (not there,
- * damaged: the caller's usual path handles it).
+ * The expired record `key` of q in db (LD_ITEMS: ready; LD_DELAYED: its
+ * value starts with the queue id): the layer routes it to q's expire_to
+ * queue or drops it (saker_store_expired), then the record is deleted,
+ * both in the batch.  Read here, in the batch txn, outside any operation:
+ * the layer's put writes the same trees, so no cursor or view of the
+ * caller's survives it.  A damaged record is dropped: its bytes cannot be
+ * trusted.  An error leaves the item in place.
  */
 static int
-xto_move_ready(struct lstore *s, struct saker_queue *q, struct saker_queue *t,
-    uint64_t seq, int64_t now_ms, bool *moved)
+expire_one(struct lstore *s, struct saker_queue *q, int db,
+    unsigned char *key, int64_t now_ms)
 {
-	unsigned char kb[LM_KEY], *copy;
-	MDB_val k, v;
-	size_t len, size;
+	MDB_val k = { .mv_size = LM_KEY, .mv_data = key }, v;
+	size_t skip = db == LD_DELAYED ? 8 : 0, len;
+	struct saker_item it;
+	bool routed = false;
 	int rc;
 
-	*moved = false;
-	if ((rc = lm_begin(s, true)) != SAKER_OK)
-		return rc;
-	k = mkkey(kb, q->id, seq);
-	rc = mdb_get(s->txn, s->dbi[LD_ITEMS], &k, &v);
-	if (rc == MDB_NOTFOUND || (rc == 0 && !rec_sound(v.mv_data, v.mv_size)))
-		return SAKER_OK;
+	if ((rc = mdb_get(s->txn, s->dbi[db], &k, &v)) == 0 &&
+	    (v.mv_size < skip || hdr_read((unsigned char *)v.mv_data + skip,
+	    v.mv_size - skip, &it) != 0))
+		rc = LM_EBADVAL;
 	if (rc != 0)
 		return lm_fail(s, rc, "expire");
-	size = v.mv_size;
-	if ((copy = malloc(size)) == NULL)
-		return seterr(s, SAKER_ENOMEM, "out of memory");
-	memcpy(copy, v.mv_data, size);
-	len = rec_datalen(copy, size);
-	rc = xto_put(s, t, copy, size, now_ms);
-	free(copy);
-	if (rc != SAKER_OK)
+	len = it.len;
+	/* it views the map until the next write: the layer copies it first */
+	if (rec_sound((unsigned char *)v.mv_data + skip, v.mv_size - skip) &&
+	    (rc = saker_store_expired(&s->base, q, &it, now_ms, &routed)) !=
+	    SAKER_OK)
 		return rc;
-	if ((rc = op_del(s, LD_ITEMS, kb, "expire")) != SAKER_OK)
+	if ((rc = op_del(s, db, key, "expire")) != SAKER_OK)
 		return rc;
 	q_change(s, q);
-	q->cur.items--;
-	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
-	q->expired_to++;
-	*moved = true;
+	if (db == LD_DELAYED) {
+		q->cur.delayed--;
+	} else {
+		q->cur.items--;
+		q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
+	}
+	if (routed)
+		q->expired_to++;
+	else
+		q->cur.expired++;
 	return SAKER_OK;
 }
 
 /*
- * Expired ready items of q go to its expire_to queue t, in rounds of 256
- * (an LMDB cursor does not survive the puts into t): for flush_expired
- * those among the first `limit` ready items (0: all), for take (`head`)
- * those before the first live one, at most `limit` of them, stopping at
- * the first that cannot be moved.  Each round resumes after the last item
- * looked at, so a live item is looked at once.  t is woken once, at the
- * end.  *removed (may be NULL) counts the moves.
+ * The next expired ready item of q from sequence *from on, looked for in
+ * the batch txn without an operation (the usual take finds none and must
+ * not pay for one): for take (`head`) only before the first live item,
+ * for flush_expired among the first `limit` (0: all) counted in *seen.
+ * *from and *seen move past what was looked at; *seq is the item found.
  */
 static int
-xto_flush(struct lstore *s, struct saker_queue *q, struct saker_queue *t,
-    int64_t now_ms, uint64_t limit, bool head, uint64_t *removed)
+expired_next(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, bool head, uint64_t *from, uint64_t *seen,
+    uint64_t *seq, bool *found)
 {
-	const char *what = head ? "expire" : "flush expired";
-	uint64_t seqs[256], seen = 0, from = 0, nmoved = 0;
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
 	MDB_cursor *c;
 	MDB_val k, v;
-	size_t n, i;
-	bool moved, more = true;
-	int rc = SAKER_OK;
+	int rc;
 
-	while (more) {
-		if ((rc = lm_begin(s, true)) != SAKER_OK)
-			break;
-		if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c)) != 0) {
-			rc = lm_fail(s, rc, what);
+	*found = false;
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c)) != 0)
+		return lm_fail(s, rc, "expire");
+	k = mkkey(kb, q->id, *from);
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || *seen < limit)) {
+		(*seen)++;
+		*seq = saker_get_be64((unsigned char *)k.mv_data + 8);
+		*from = *seq + 1;
+		if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
+		    expired(&it, now_ms)) {
+			*found = true;
 			break;
 		}
-		n = 0;
-		more = false;
+		if (head)
+			break;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return lm_fail(s, rc, "expire");
+	return SAKER_OK;
+}
+
+/*
+ * Without an expire_to target: q's expired ready items from sequence
+ * `from` on (as expired_next() bounds them) are handed to the layer, which
+ * has nowhere to put them and writes nothing, and deleted by one cursor in
+ * one operation.  A damaged one is dropped without asking: its bytes
+ * cannot be trusted.
+ */
+static int
+expire_drop(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, bool head, uint64_t from, uint64_t seen,
+    uint64_t *removed)
+{
+	uint64_t n = 0, nbytes = 0;
+	unsigned char kb[LM_KEY];
+	struct saker_item it;
+	MDB_cursor *c;
+	MDB_txn *t;
+	MDB_val k, v;
+	bool routed;
+	int rc, lrc;
+
+	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
+		return rc;
+	if ((lrc = mdb_cursor_open(t, s->dbi[LD_ITEMS], &c)) != 0)
+		return lm_fail(s, op_end(s, t, lrc, false), "expire");
+	k = mkkey(kb, q->id, from);
+	lrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	while (lrc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit)) {
+		seen++;
+		from = saker_get_be64((unsigned char *)k.mv_data + 8) + 1;
+		if (hdr_read(v.mv_data, v.mv_size, &it) != 0 ||
+		    !expired(&it, now_ms)) {
+			if (head)
+				break;
+			lrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+			continue;
+		}
+		if (rec_sound(v.mv_data, v.mv_size) &&
+		    (rc = saker_store_expired(&s->base, q, &it, now_ms,
+		    &routed)) != SAKER_OK)
+			break;
+		if ((lrc = cur_del(s, c, LD_ITEMS)) != 0)
+			break;
+		n++;
+		nbytes += it.len;
 		k = mkkey(kb, q->id, from);
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		while (rc == 0 && key_in(&k, q->id) &&
-		    (limit == 0 || seen < limit)) {
-			if (n == sizeof(seqs) / sizeof(seqs[0])) {
-				more = true;	/* another round */
-				break;
-			}
-			seen++;
-			from = saker_get_be64((unsigned char *)k.mv_data + 8) + 1;
-			if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
-			    expired(&it, now_ms))
-				seqs[n++] = from - 1;
-			else if (head)
-				break;
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-		}
-		mdb_cursor_close(c);
-		if (rc != 0 && rc != MDB_NOTFOUND) {
-			rc = lm_fail(s, rc, what);
-			break;
-		}
-		rc = SAKER_OK;
-		for (i = 0; i < n; i++) {
-			if ((rc = xto_move_ready(s, q, t, seqs[i], now_ms,
-			    &moved)) != SAKER_OK)
-				break;
-			if (!moved && head) {
-				more = false;
-				break;
-			}
-			if (moved)
-				nmoved++;
-		}
-		if (rc != SAKER_OK)
-			break;
+		lrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	}
+	mdb_cursor_close(c);
+	if ((lrc = op_end(s, t, lrc == MDB_NOTFOUND ? 0 : lrc, n > 0)) != 0)
+		return lm_fail(s, lrc, "expire");
+	if (n > 0) {
+		q_change(s, q);
+		q->cur.items -= n;
+		q->cur.bytes -= q->cur.bytes < nbytes ? q->cur.bytes : nbytes;
+		q->cur.expired += n;
 	}
 	if (removed != NULL)
-		*removed += nmoved;
-	if (nmoved > 0 && s->notify != NULL && t->cur.exists)
-		s->notify(s->notify_arg, t, t->ctx);
+		*removed += n;
 	return rc;
 }
 
 /*
- * take: the expired items at the head of q go to its expire_to queue, at
- * most LM_XTO_HEAD a call to bound its work; take_in skips (keeps) any left
- * over, which the next take or the sweep moves.  *routed: q has a target.
+ * Remove q's expired ready items: for take (`head`) those before the first
+ * live one, for flush_expired those among the first `limit` ready items
+ * (0: all).  Every one, however many, each handed to the layer
+ * (saker_store_expired); *removed (may be NULL) counts them.  With an
+ * expire_to target each moves on its own (expire_one) and the look goes
+ * on at the next key, so a live item is looked at once.
  */
-#define LM_XTO_HEAD 1000
 static int
-xto_head(struct lstore *s, struct saker_queue *q, int64_t now_ms,
-    bool *routed)
+expire_scan(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, bool head, uint64_t *removed)
 {
-	struct saker_queue *t = xto_target(s, q);
+	uint64_t seen = 0, from = 0, seq = 0;
+	unsigned char kb[LM_KEY];
+	bool found;
+	int rc;
 
-	*routed = t != NULL;
-	if (t == NULL)
-		return SAKER_OK;
-	return xto_flush(s, q, t, now_ms, LM_XTO_HEAD, true, NULL);
+	for (;;) {
+		if ((rc = expired_next(s, q, now_ms, limit, head, &from, &seen,
+		    &seq, &found)) != SAKER_OK || !found)
+			return rc;
+		if (!saker_store_has_expire_to(q))	/* look at it again */
+			return expire_drop(s, q, now_ms, limit, head, seq,
+			    seen - 1, removed);
+		mkkey(kb, q->id, seq);
+		if ((rc = expire_one(s, q, LD_ITEMS, kb, now_ms)) != SAKER_OK)
+			return rc;
+		if (removed != NULL)
+			(*removed)++;
+	}
 }
 
 static int
@@ -2023,47 +2021,47 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 	struct lstore *s = (struct lstore *)ss;
 	struct take_res res;
 	MDB_txn *t;
-	bool write, routed = false;
+	bool write, swept = false;
 	int rc;
 
 	if (q == NULL || fn == NULL || mode < SAKER_TAKE_REMOVE ||
 	    mode > SAKER_TAKE_PEEK)
 		return seterr(s, SAKER_EINVAL, "lmdb take: bad argument");
-	if (q->cur.items == 0)
-		return SAKER_EEMPTY;
-	memset(&res, 0, sizeof(res));
 	/* A read-only (or failed) store can still be peeked at; expired
 	 * items are then skipped rather than removed. */
 	write = !(mode == SAKER_TAKE_PEEK && (s->read_only || s->broken));
-	if (write && saker_store_has_expire_to(q) && !s->read_only &&
-	    !s->broken &&
-	    (rc = xto_head(s, q, now_ms, &routed)) != SAKER_OK)
-		return rc;
-	if (q->cur.items == 0)
-		return SAKER_EEMPTY;
-	if (write) {
-		rc = op_begin(s, mode == SAKER_TAKE_OPEN ? head_size(s, q) : 0, &t);
-		if (rc != SAKER_OK)
+	for (;;) {
+		if (q->cur.items == 0)
+			return SAKER_EEMPTY;
+		memset(&res, 0, sizeof(res));
+		if (write) {
+			rc = op_begin(s, mode == SAKER_TAKE_OPEN ?
+			    head_size(s, q) : 0, &t);
+			if (rc != SAKER_OK)
+				return rc;
+		} else {
+			if ((rc = lm_begin(s, false)) != SAKER_OK)
+				return rc;
+			t = s->txn;
+		}
+		/* once expire_scan ran, what it left is passed by */
+		rc = take_in(s, t, q, mode, now_ms, !write || swept, fn, arg,
+		    &res);
+		if (rc == MDB_NOTFOUND)
+			rc = 0;
+		if (write)
+			rc = op_end(s, t, rc, res.taken);
+		if (rc != 0) {
+			free(res.bad);
+			return lm_fail(s, rc, "take");
+		}
+		if (!res.expired)
+			break;
+		/* the head expired: it and those behind it go first, every
+		 * one, then the take looks again */
+		if ((rc = expire_scan(s, q, now_ms, 0, true, NULL)) != SAKER_OK)
 			return rc;
-	} else {
-		if ((rc = lm_begin(s, false)) != SAKER_OK)
-			return rc;
-		t = s->txn;
-	}
-	rc = take_in(s, t, q, mode, now_ms, write, routed, fn, arg, &res);
-	if (rc == MDB_NOTFOUND)
-		rc = 0;
-	if (write)
-		rc = op_end(s, t, rc, res.nexp > 0 || res.taken);
-	if (rc != 0) {
-		free(res.bad);
-		return lm_fail(s, rc, "take");
-	}
-	if (res.nexp > 0) {
-		q_change(s, q);
-		q->cur.items -= res.nexp;
-		q->cur.bytes -= res.expbytes;
-		q->cur.expired += res.nexp;
+		swept = true;
 	}
 	if (res.bad != NULL)
 		return move_damaged(s, q, &res, write, now_ms);
@@ -2273,24 +2271,21 @@ delayed_first(struct lstore *s, MDB_txn *t, int64_t *due, size_t *size)
 	return rc;
 }
 
-enum { PR_MOVED, PR_EXPIRED, PR_ORPHAN, PR_XTO };
+/* PR_EXPIRED: dropped; PR_LAYER: expired, for the layer to route. */
+enum { PR_MOVED, PR_EXPIRED, PR_ORPHAN, PR_LAYER };
 
-/* PR_XTO: the expired record to move (promote_one leaves it in place). */
-struct pr_xto {
-	unsigned char key[LM_KEY];
-	unsigned char *rec;	/* header + data, malloc'd */
-	size_t size;
-};
-
-/* Promote the first delayed record (known to be due) in txn t. */
+/* Promote the first delayed record (known to be due) in txn t.  An expired
+ * sound one is left in place (PR_LAYER), its key in xkey, for the caller
+ * to hand to the layer outside this operation (expire_one). */
 static int
 promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
-    struct saker_queue **qp, int *what, size_t *len, struct pr_xto *x)
+    struct saker_queue **qp, int *what, size_t *len, unsigned char *xkey)
 {
 	struct saker_item it = { 0 };	/* hdr_read may refuse a record */
 	struct saker_queue *q;
 	MDB_cursor *c;
 	MDB_val k, v;
+	bool routed;
 	int rc;
 
 	*qp = NULL;
@@ -2311,18 +2306,21 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	if (q == NULL || q->deleted) {
 		*what = PR_ORPHAN;
 		rc = cur_del(s, c, LD_DELAYED);
-	} else if (expired(&it, now_ms) && saker_store_has_expire_to(q) &&
+	} else if (expired(&it, now_ms) &&
 	    rec_sound((unsigned char *)v.mv_data + 8, v.mv_size - 8)) {
-		/* to the expire_to queue: the caller moves it, outside this
-		 * operation (it may create the queue) */
-		*what = PR_XTO;
-		memcpy(x->key, k.mv_data, LM_KEY);
-		x->size = v.mv_size - 8;
-		if ((x->rec = malloc(x->size)) == NULL)
-			rc = ENOMEM;
-		else
-			memcpy(x->rec, (unsigned char *)v.mv_data + 8, x->size);
+		/* without an expire_to target the layer writes nothing: ask it
+		 * here, under the cursor (expire_scan does the same) */
+		if (!saker_store_has_expire_to(q) &&
+		    saker_store_expired(&s->base, q, &it, now_ms, &routed) ==
+		    SAKER_OK && !routed) {
+			*what = PR_EXPIRED;
+			rc = cur_del(s, c, LD_DELAYED);
+		} else {
+			*what = PR_LAYER;
+			memcpy(xkey, k.mv_data, LM_KEY);
+		}
 	} else if (expired(&it, now_ms)) {
+		/* damaged: dropped, its bytes cannot be trusted */
 		*what = PR_EXPIRED;
 		rc = cur_del(s, c, LD_DELAYED);
 	} else {
@@ -2336,37 +2334,12 @@ out:
 	return rc;
 }
 
-/* The delayed record x of q expired: a copy to q's expire_to queue (or
- * none, if it cannot be had: then dropped), then the record deleted. */
-static int
-xto_promoted(struct lstore *s, struct saker_queue *q, struct pr_xto *x,
-    int64_t now_ms, struct saker_queue **gained)
-{
-	struct saker_queue *t = xto_target(s, q);
-	int rc;
-
-	if (t != NULL && (rc = xto_put(s, t, x->rec, x->size, now_ms)) !=
-	    SAKER_OK)
-		return rc;
-	if (t != NULL)
-		gain(t, gained);
-	if ((rc = op_del(s, LD_DELAYED, x->key, "promote")) != SAKER_OK)
-		return rc;
-	q_change(s, q);
-	q->cur.delayed--;
-	if (t != NULL)
-		q->expired_to++;
-	else
-		q->cur.expired++;
-	return SAKER_OK;
-}
-
 static int
 lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 {
 	struct lstore *s = (struct lstore *)ss;
-	struct saker_queue *q, *gained = NULL, *next;
-	struct pr_xto x;
+	unsigned char xkey[LM_KEY];
+	struct saker_queue *q;
 	int64_t due, dummy;
 	size_t size, len;
 	MDB_txn *t;
@@ -2400,40 +2373,32 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 		if ((ret = op_begin(s, size, &t)) != SAKER_OK)
 			break;
 		len = 0;
-		memset(&x, 0, sizeof(x));
-		rc = promote_one(s, t, now_ms, &q, &what, &len, &x);
-		if ((rc = op_end(s, t, rc, what != PR_XTO)) != 0) {
-			free(x.rec);
+		rc = promote_one(s, t, now_ms, &q, &what, &len, xkey);
+		if ((rc = op_end(s, t, rc, what != PR_LAYER)) != 0) {
 			ret = lm_fail(s, rc, "promote");
 			break;
 		}
 		*next_due_ms = 0;
-		if (what == PR_XTO) {
-			ret = xto_promoted(s, q, &x, now_ms, &gained);
-			free(x.rec);
-			if (ret != SAKER_OK)
+		if (what == PR_ORPHAN)
+			continue;
+		if (what == PR_LAYER) {
+			if ((ret = expire_one(s, q, LD_DELAYED, xkey, now_ms)) !=
+			    SAKER_OK)
 				break;
 			continue;
 		}
-		if (what == PR_ORPHAN)
-			continue;
-		q_change(s, q);
-		q->cur.delayed--;
 		if (what == PR_EXPIRED) {
+			q_change(s, q);
+			q->cur.delayed--;
 			q->cur.expired++;
 			continue;
 		}
+		q_change(s, q);
+		q->cur.delayed--;
 		q->cur.tail++;
 		q->cur.items++;
 		q->cur.bytes += len;
-		gain(q, &gained);
-	}
-	/* Queues stay valid even if the batch was rolled back meanwhile. */
-	for (q = gained; q != NULL; q = next) {
-		next = q->gain_next;
-		q->gained = false;
-		q->gain_next = NULL;
-		if (s->notify != NULL && q->cur.exists)
+		if (s->notify != NULL)
 			s->notify(s->notify_arg, q, q->ctx);
 	}
 	return ret;
@@ -2444,14 +2409,6 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
 	struct lstore *s = (struct lstore *)ss;
-	struct saker_queue *xt;
-	unsigned char kb[LM_KEY];
-	struct saker_item it;
-	uint64_t n = 0, nbytes = 0, seen = 0;
-	MDB_cursor *c;
-	MDB_txn *t;
-	MDB_val k, v;
-	int rc;
 
 	if (removed != NULL)
 		*removed = 0;
@@ -2459,47 +2416,7 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		return seterr(s, SAKER_EINVAL, "lmdb flush_expired: no queue");
 	if (q->cur.items == 0)
 		return SAKER_OK;
-	if (saker_store_has_expire_to(q) && !s->read_only &&
-	    (xt = xto_target(s, q)) != NULL)
-		return xto_flush(s, q, xt, now_ms, limit, false, removed);
-	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
-		return rc;
-	if ((rc = mdb_cursor_open(t, s->dbi[LD_ITEMS], &c)) != 0)
-		goto end;
-	k = mkkey(kb, q->id, 0);
-	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit)) {
-		seen++;
-		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
-			break;
-		if (!expired(&it, now_ms)) {
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-			continue;
-		}
-		memcpy(kb, k.mv_data, LM_KEY);
-		if ((rc = mdb_cursor_del(c, 0)) != 0 ||
-		    (rc = jr_rec(s, LD_ITEMS, kb, LM_KEY, NULL, 0)) != 0)
-			break;
-		n++;
-		nbytes += it.len;
-		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	}
-	if (rc == MDB_NOTFOUND)
-		rc = 0;
-	mdb_cursor_close(c);
-end:
-	if ((rc = op_end(s, t, rc, n > 0)) != 0)
-		return lm_fail(s, rc, "flush expired");
-	if (n > 0) {
-		q_change(s, q);
-		q->cur.items -= n;
-		q->cur.bytes -= nbytes;
-		q->cur.expired += n;
-	}
-	if (removed != NULL)
-		*removed = n;
-	return SAKER_OK;
+	return expire_scan(s, q, now_ms, limit, false, removed);
 }
 
 /* Call fn for every item of q in `state`: the records (qid, seq) of open

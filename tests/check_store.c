@@ -782,6 +782,78 @@ jn_crash_after_batches(const struct jdrv *d, const char *dir)
 	    "child: %d", st);
 }
 
+#ifdef HAVE_LMDB
+/* Put `n` items "e" to q expiring at BASE + 10, due at `due` (0: ready). */
+static void
+jn_put_expiring(saker_store *s, saker_queue *q, int n, int64_t due)
+{
+	struct saker_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.data = "e";
+	it.len = 1;
+	it.expires_ms = BASE + 10;
+	it.due_ms = due;
+	while (n-- > 0)
+		ck_assert_int_eq(saker_store_put(s, q, &it, BASE), SAKER_OK);
+}
+
+/* Expired items the layer routed (at the head of a take and in promote)
+ * are in the journal with the deletes of their originals: after a crash
+ * before any checkpoint, the replay finds them in the target and gone
+ * from q, every one. */
+START_TEST(test_journal_expire_to)
+{
+	const struct jdrv *d = &jdrvs[0];	/* lmdb */
+	char dir[] = "/tmp/saker-jn-XXXXXX", buf[64];
+	struct saker_queue_stats st;
+	saker_store *s;
+	saker_queue *q, *t;
+	int64_t next;
+	pid_t pid;
+	int wst;
+
+	jn_mkdir(d, dir);
+	if ((pid = fork()) == 0) {
+		s = jn_open_store(d, dir, false);
+		if (saker_store_queue_open(s, "q", 1, true, NULL, &q) != 0 ||
+		    saker_store_expire_to(s, q, "t", 1) != 0)
+			_exit(2);
+		jn_put_expiring(s, q, 1200, 0);
+		jn_put_expiring(s, q, 300, BASE + 5);
+		lm_put_str(s, q, "live");
+		if (saker_store_commit(s) != SAKER_OK)
+			_exit(3);
+		if (saker_store_take(s, q, SAKER_TAKE_REMOVE, BASE + 50,
+		    copy_cb, buf) != SAKER_OK || strcmp(buf, "live") != 0 ||
+		    saker_store_promote(s, BASE + 50, &next) != SAKER_OK ||
+		    saker_store_commit(s) != SAKER_OK)
+			_exit(4);
+		kill(getpid(), SIGKILL);	/* a crash, as above */
+		_exit(5);
+	}
+	ck_assert_int_ge(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+	ck_assert_msg(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL,
+	    "child: %d", wst);
+	s = jn_open_store(d, dir, false);
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, false, NULL, &q),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items + st.delayed_items + st.expired_items, 0);
+	/* no record of them is left in q either: the next item is the head */
+	lm_put_str(s, q, "next");
+	lm_expect(s, SAKER_TAKE_REMOVE, "next");
+	ck_assert_int_eq(saker_store_queue_open(s, "t", 1, false, NULL, &t),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(s, t, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 1500);
+	saker_store_close(s);
+	jn_rmstore(d, dir);
+}
+END_TEST
+#endif
+
 /* A read-only opener (saker dump, migrate source) of a crashed store
  * sees every acknowledged batch: it recovers the store first. */
 START_TEST(test_journal_read_only)
@@ -2555,6 +2627,9 @@ main(void)
 	tcase_add_loop_test(tc, test_journal_foreign, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_torn, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_other_mode, 0, NJDRVS);
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, test_journal_expire_to);
+#endif
 #ifdef HAVE_SQLITE
 	tcase_add_test(tc, test_sqlite_redo_records);
 	tcase_add_test(tc, test_sqlite_format_4);
