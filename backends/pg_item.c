@@ -1,6 +1,6 @@
 /* pg_item.c -- the PostgreSQL driver's items: a row as an item and its
- * checksum, the put into the batch's arrays, an expired item's move to
- * its queue's expire_to, a refused item put back as it was. */
+ * checksum, the put into the batch's arrays, an expired item handed to
+ * the layer, a refused item put back as it was. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -148,77 +148,53 @@ pg_row_sound(const PGresult *res, int row)
 	    (size_t)PQgetlength(res, row, C_ATTRS));
 }
 
+/* A view of the item in row `row` of res whose flags, created, data,
+ * deliveries and attributes are in columns col[0..4] (the statements that
+ * delete expired items return no more than that). */
+void
+pg_row_view(const PGresult *res, int row, const int col[5],
+    struct saker_item *it)
+{
+	int64_t d;
+
+	memset(it, 0, sizeof(*it));
+	it->flags = (uint32_t)pg_rv_i64(res, row, col[0]);
+	it->created_ms = pg_rv_i64(res, row, col[1]);
+	it->data = PQgetvalue(res, row, col[2]);
+	it->len = (size_t)PQgetlength(res, row, col[2]);
+	d = pg_rv_i64(res, row, col[3]);
+	it->deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
+	    SAKER_DELIVERIES_MAX : (uint32_t)d;
+	if (!PQgetisnull(res, row, col[4])) {
+		it->attrs = PQgetvalue(res, row, col[4]);
+		it->attrs_len = (size_t)PQgetlength(res, row, col[4]);
+	}
+}
+
 /*
- * An expired item of q (row `row` of res; its flags, created, data,
- * deliveries and attributes in columns col[0..4]) goes to q's expire_to
- * queue, with its expiry cleared, in the batch; the caller deletes the
- * original.
- * *moved false: q has no expire_to (or it is q): the caller drops it.
+ * Expired item `it` of q leaves q in this batch (the caller removes the
+ * original): the layer routes it or drops it (saker_store_expired()),
+ * and it is counted in q's expired_to or expired.  The target's
+ * wake-ups wait for the end of the call (pg_wake_deferred()).
  */
 int
-pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
-    int row, const int col[5], int64_t now_ms, bool *moved)
+pg_expired_item(struct pg_store *s, struct saker_queue *q,
+    const struct saker_item *it, int64_t now_ms)
 {
-	struct saker_item it;
-	struct saker_queue *t;
-	saker_notify_fn fn;
-	char *copy = NULL;
-	int64_t d;
+	bool routed;
 	int err;
 
-	*moved = false;
-	if ((err = saker_store_expire_target(&s->base, q, &t)) != SAKER_OK ||
-	    t == NULL)
+	s->defer_wake = true;
+	err = saker_store_expired(&s->base, q, it, now_ms, &routed);
+	s->defer_wake = false;
+	if (err != SAKER_OK)
 		return err;
-	memset(&it, 0, sizeof(it));
-	it.flags = (uint32_t)pg_rv_i64(res, row, col[0]);
-	it.created_ms = pg_rv_i64(res, row, col[1]);
-	d = pg_rv_i64(res, row, col[3]);
-	it.deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
-	    SAKER_DELIVERIES_MAX : (uint32_t)d;
-	it.len = (size_t)PQgetlength(res, row, col[2]);
-	it.attrs_len = (size_t)PQgetlength(res, row, col[4]);
-	/* res may be freed if a statement below fails (the batch is lost) */
-	if ((copy = malloc(it.len + it.attrs_len + 1)) == NULL)
-		return pg_errf(s, SAKER_ENOMEM, "out of memory");
-	memcpy(copy, PQgetvalue(res, row, col[2]), it.len);
-	memcpy(copy + it.len, PQgetvalue(res, row, col[4]), it.attrs_len);
-	it.data = copy;
-	it.attrs = copy + it.len;
-	/* put without the local wake-up (pg_gained still lists t for the
-	 * other brokers' NOTIFY): t is woken once, at the call's end */
-	fn = s->notify;
-	s->notify = NULL;
-	err = pg_put(&s->base, t, &it, now_ms);
-	s->notify = fn;
-	free(copy);
-	if (err == SAKER_OK) {
-		*moved = true;
+	if (routed)
 		q->expired_to++;
-		if (!t->wake) {
-			t->wake = true;
-			t->wake_next = s->wake_list;
-			s->wake_list = t;
-		}
-	}
-	return err;
+	else
+		pg_expired(s, q, 1);
+	return SAKER_OK;
 }
-
-/* Wake the expire_to targets that gained items in this call, once each. */
-void
-pg_xto_wake(struct pg_store *s)
-{
-	struct saker_queue *t;
-
-	while ((t = s->wake_list) != NULL) {
-		s->wake_list = t->wake_next;
-		t->wake_next = NULL;
-		t->wake = false;
-		pg_notify_local(s, t);
-	}
-}
-
-const int pg_item_cols[5] = { C_FLAGS, C_CREATED, C_DATA, C_DLV, C_ATTRS };
 
 /* Put back a removed item the caller refused, exactly as it was. */
 int

@@ -305,7 +305,7 @@ pg_queue_count(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 /* items */
 
 static int
-pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id, bool count)
+pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id)
 {
 	struct pgp p = { 0 };
 	PGresult *res;
@@ -314,8 +314,6 @@ pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id, bool count)
 	pg_pp_i64(&p, id);
 	if ((res = pg_run(s, P_DEL1, &p, "dropping expired item")) == NULL)
 		return s->code;
-	if (pg_rv_changed(res) > 0 && count)
-		pg_expired(s, q, 1);
 	PQclear(res);
 	return SAKER_OK;
 }
@@ -329,7 +327,6 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 	struct pgp p;
 	PGresult *res;
 	int64_t expires;
-	bool moved;
 	int err, r, which;
 
 	if (mode == SAKER_TAKE_OPEN && s->nheld == 0 && s->open.n == 0)
@@ -364,19 +361,18 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 		    s->conn != NULL && !s->lost))
 			saker_store_account(&s->base, q, SAKER_ITEM_READY,
 			    SAKER_ITEM_NONE, (size_t)PQgetlength(res, 0, C_DATA));
+		pg_row_item(res, 0, &it, SAKER_ITEM_READY);
 		if (mode == SAKER_TAKE_REMOVE) {
-			if ((err = pg_xto_put(s, q, res, 0, pg_item_cols, now_ms,
-			    &moved)) != SAKER_OK) {
+			if ((err = pg_expired_item(s, q, &it, now_ms)) !=
+			    SAKER_OK) {
 				PQclear(res);
 				return err;
 			}
-			if (!moved)
-				pg_expired(s, q, 1);
 		} else if (!s->read_only && s->conn != NULL && !s->lost) {
 			if ((err = pg_begin(s)) != SAKER_OK ||
-			    (err = pg_xto_put(s, q, res, 0, pg_item_cols, now_ms,
-			    &moved)) != SAKER_OK ||
-			    (err = pg_del1(s, q, pg_rv_i64(res, 0, 0), !moved)) !=
+			    (err = pg_expired_item(s, q, &it, now_ms)) !=
+			    SAKER_OK ||
+			    (err = pg_del1(s, q, pg_rv_i64(res, 0, 0))) !=
 			    SAKER_OK) {
 				PQclear(res);
 				return err;
@@ -673,19 +669,16 @@ pg_promote_in(struct pg_store *s, int64_t now_ms, int64_t *next_due_ms)
 		}
 		if (q != NULL) {
 			static const int cols[5] = { 2, 3, 4, 5, 6 };
-			bool moved = false;
+			struct saker_item it;
 
 			saker_store_account(&s->base, q, SAKER_ITEM_DELAYED,
 			    SAKER_ITEM_NONE, 0);
-
-			if (saker_store_has_expire_to(q) &&
-			    (err = pg_xto_put(s, q, res, i, cols, now_ms,
-			    &moved)) != SAKER_OK) {
+			pg_row_view(res, i, cols, &it);
+			if ((err = pg_expired_item(s, q, &it, now_ms)) !=
+			    SAKER_OK) {
 				pg_pipe_clear(&pp);
 				return err;
 			}
-			if (!moved)
-				pg_expired(s, q, 1);
 			continue;
 		}
 		/* a queue this broker never opened (libpq copied p) */
@@ -723,28 +716,24 @@ pg_flush_in(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
 	pg_pp_i64(&p, q->lo_id);
 	if (saker_store_has_expire_to(q) && s->version >= 4) {
 		static const int cols[5] = { 0, 1, 2, 3, 4 };
-		uint64_t dropped = 0;
-		bool moved;
+		struct saker_item it;
 		int i;
 
 		if ((res = pg_run(s, P_EXPIRE_GET, &p, "moving expired items")) ==
 		    NULL)
 			return s->code;
 		for (i = 0; i < PQntuples(res); i++) {
+			pg_row_view(res, i, cols, &it);
 			saker_store_account(&s->base, q, SAKER_ITEM_READY,
-			    SAKER_ITEM_NONE, (size_t)PQgetlength(res, i, 2));
-			if ((err = pg_xto_put(s, q, res, i, cols, now_ms, &moved)) !=
+			    SAKER_ITEM_NONE, it.len);
+			if ((err = pg_expired_item(s, q, &it, now_ms)) !=
 			    SAKER_OK) {
 				PQclear(res);
 				return err;
 			}
-			if (!moved)
-				dropped++;
 		}
 		*removed = (uint64_t)PQntuples(res);
 		PQclear(res);
-		if (dropped > 0)
-			pg_expired(s, q, (int64_t)dropped);
 		return SAKER_OK;
 	}
 	if ((res = pg_run(s, P_EXPIRE, &p, "dropping expired items")) == NULL)
@@ -767,7 +756,7 @@ pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 {
 	int err = pg_take_in(PG(base), q, mode, now_ms, fn, arg);
 
-	pg_xto_wake(PG(base));
+	pg_wake_deferred(PG(base));
 	return err;
 }
 
@@ -776,7 +765,7 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 {
 	int err = pg_promote_in(PG(base), now_ms, next_due_ms);
 
-	pg_xto_wake(PG(base));
+	pg_wake_deferred(PG(base));
 	return err;
 }
 
@@ -786,7 +775,7 @@ pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 {
 	int err = pg_flush_in(PG(base), q, now_ms, limit, removed);
 
-	pg_xto_wake(PG(base));
+	pg_wake_deferred(PG(base));
 	return err;
 }
 

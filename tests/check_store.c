@@ -2326,6 +2326,62 @@ START_TEST(test_pg_doubt_handed_out)
 }
 END_TEST
 
+/* Issue 42: expire_to = t, 1,500 items expired together (1,000, a live
+ * one, 500): one get on q moves the 1,000 ahead of the live item, the
+ * sweep the 500 behind it, and t holds all 1,500 in order, none dropped
+ * (docs/protocol.md: every expired item moves). */
+START_TEST(test_pg_expire_to_all)
+{
+	struct px_got g = { .calls = 0 };
+	struct saker_queue_stats st;
+	struct saker_item it;
+	saker_queue *q, *t;
+	saker_store *s;
+	char schema[32], buf[16];
+	uint64_t removed = 0;
+	int i;
+
+	snprintf(schema, sizeof(schema), "xall_%d", (int)getpid());
+	s = px_open(schema, false, SAKER_OK);
+	q = px_q(s, "xa");
+	t = px_q(s, "xa_to");
+	ck_assert_int_eq(saker_store_expire_to(s, q, "xa_to", 5), SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	it.len = 5;
+	for (i = 0; i < 1501; i++) {
+		snprintf(buf, sizeof(buf), i == 1000 ? "live!" : "x%04d",
+		    i < 1000 ? i : i - 1);
+		it.data = buf;
+		it.expires_ms = i == 1000 ? 0 : BASE + 10;
+		ck_assert_int_eq(saker_store_put(s, q, &it, BASE), SAKER_OK);
+	}
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, BASE + 100,
+	    px_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, "live!");
+	ck_assert_int_eq(saker_store_flush_expired(s, q, BASE + 100, 0,
+	    &removed), SAKER_OK);
+	ck_assert_uint_eq(removed, 500);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.expired_to, 1500);
+	ck_assert_uint_eq(st.expired_items, 0);
+	ck_assert_int_eq(saker_store_queue_stats(s, t, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 1500);
+	for (i = 0; i < 1500; i++) {
+		snprintf(buf, sizeof(buf), "x%04d", i);
+		ck_assert_int_eq(saker_store_take(s, t, SAKER_TAKE_REMOVE,
+		    BASE + 100, px_cb, &g), SAKER_OK);
+		ck_assert_str_eq(g.data, buf);
+	}
+	ck_assert_int_eq(saker_store_take(s, t, SAKER_TAKE_REMOVE, BASE + 100,
+	    px_cb, &g), SAKER_EEMPTY);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+}
+END_TEST
+
 /* One throwaway cluster for the run; skipped (not failed) when the
  * PostgreSQL server binaries are missing. */
 static int
@@ -2349,6 +2405,7 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 			tcase_add_test(ptc, test_pg_attrs_paths);
 			tcase_add_test(ptc, test_pg_dedup_race);
 			tcase_add_test(ptc, test_pg_doubt_handed_out);
+			tcase_add_test(ptc, test_pg_expire_to_all);
 			suite_add_tcase(su, ptc);
 		}
 		return 0;
