@@ -56,7 +56,6 @@ struct saker_queue {
 	 * delayed and open from what the calls below tell it (store.h,
 	 * COUNTERS) */
 	struct saker_queue_stats st;
-	bool gained;              /* promote(): gained ready items this call */
 	size_t len;
 	char name[];
 };
@@ -181,6 +180,32 @@ expired(const struct ex_item *it, int64_t now_ms)
 	return it->expires_ms != 0 && it->expires_ms <= now_ms;
 }
 
+static void view(const struct ex_item *it, saker_item_state state,
+    struct saker_item *v);
+
+/* Item `it` of q expired: the layer puts a copy into q's expire_to queue
+ * or drops it (store.h, saker_store_expired); the caller then unlinks and
+ * frees it.  An error: it stays where it is, the caller returns it. */
+static int
+ex_expired(saker_store *s, saker_queue *q, const struct ex_item *it,
+    int64_t now_ms)
+{
+	struct saker_item v;
+	bool routed;
+	int rc;
+
+	view(it, SAKER_ITEM_READY, &v);
+	if ((rc = saker_store_expired(s, q, &v, now_ms, &routed)) != SAKER_OK)
+		return rc;
+	if (routed)
+		q->st.expired_to++;
+	else
+		q->st.expired_items++;
+	return SAKER_OK;
+}
+
+/* q gained a ready item.  Said for every item: the layer wakes each
+ * queue once per call (store.h, the notify contract). */
 static void
 notify(struct ex_store *es, struct saker_queue *q)
 {
@@ -371,6 +396,7 @@ ex_queue_stats(saker_store *s, saker_queue *q, struct saker_queue_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->total_items = q->st.total_items;
 	st->expired_items = q->st.expired_items;
+	st->expired_to = q->st.expired_to;
 	st->head_created_ms = q->ready.head != NULL ?
 	    q->ready.head->created_ms : 0;
 	return SAKER_OK;
@@ -425,10 +451,11 @@ ex_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	struct saker_item v;
 	int rc;
 
-	/* expired items met at the head are dropped and counted */
+	/* expired items met at the head go (routed or dropped) */
 	while (q->ready.head != NULL && expired(q->ready.head, now_ms)) {
+		if ((rc = ex_expired(s, q, q->ready.head, now_ms)) != SAKER_OK)
+			return rc;
 		free(ready_pop(s, q));
-		q->st.expired_items++;
 	}
 	if ((it = q->ready.head) == NULL)
 		return SAKER_EEMPTY;
@@ -518,30 +545,30 @@ ex_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 {
 	struct ex_store *es = EX(s);
 	struct saker_queue *q;
-	bool any = false;
+
+	int rc = SAKER_OK;
 
 	while (es->delayed.head != NULL && es->delayed.head->due_ms <= now_ms) {
-		struct ex_item *it = list_unlink(&es->delayed, NULL);
+		struct ex_item *it = es->delayed.head;
 
 		q = it->q;
+		/* (an item the layer could not route stays due, for the
+		 * next call) */
+		if (expired(it, now_ms) &&
+		    (rc = ex_expired(s, q, it, now_ms)) != SAKER_OK)
+			break;
+		list_unlink(&es->delayed, NULL);
 		saker_store_account(s, q, SAKER_ITEM_DELAYED, SAKER_ITEM_NONE,
 		    it->len);
 		if (expired(it, now_ms)) {
-			q->st.expired_items++;
 			free(it);
 			continue;
 		}
 		ready_append(s, q, it);
-		q->gained = any = true;
+		notify(es, q);
 	}
 	*next_due_ms = es->delayed.head != NULL ? es->delayed.head->due_ms : 0;
-	/* once per queue that gained items, after the state is updated */
-	for (q = es->queues; any && q != NULL; q = q->next)
-		if (q->gained) {
-			q->gained = false;
-			notify(es, q);
-		}
-	return SAKER_OK;
+	return rc;
 }
 
 static int
@@ -550,6 +577,7 @@ ex_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 {
 	struct ex_item *it = q->ready.head, *prev = NULL;
 	uint64_t seen = 0;
+	int rc;
 
 	*removed = 0;
 	while (it != NULL && (limit == 0 || seen++ < limit)) {
@@ -558,9 +586,10 @@ ex_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 			it = it->next;
 			continue;
 		}
+		if ((rc = ex_expired(s, q, it, now_ms)) != SAKER_OK)
+			return rc;
 		saker_store_account(s, q, SAKER_ITEM_READY, SAKER_ITEM_NONE,
 		    it->len);
-		q->st.expired_items++;
 		(*removed)++;
 		free(list_unlink(&q->ready, prev));
 		it = prev != NULL ? prev->next : q->ready.head;
@@ -719,6 +748,7 @@ const struct saker_store_driver saker_store_example = {
 	.release = ex_release,
 	.release_delayed = ex_release_delayed,
 	.move = ex_move,
+	.expire_to = saker_store_keep_expire_to, /* the layer routes */
 	.promote = ex_promote,
 	.flush_expired = ex_flush_expired,
 	.iterate = ex_iterate,
@@ -727,6 +757,6 @@ const struct saker_store_driver saker_store_example = {
 	.dedup_sweep = ex_dedup_sweep,
 	.dedup_iterate = ex_dedup_iterate,
 	.commit = ex_commit,
-	/* optional, left NULL: expire_to (expired items are dropped), sync,
-	 * store_stats, watch_fd, fd_ready, tick */
+	/* optional, left NULL: sync, store_stats, watch_fd, fd_ready,
+	 * tick */
 };

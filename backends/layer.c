@@ -3,10 +3,12 @@
  * driver's vtable and every rule about storage has one place to live. */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "saker/store.h"
 #include "itemattr.h"
+#include "layer.h"
 
 /* ------------------------------------------------------------------ */
 /* counters (store.h, COUNTERS) */
@@ -126,6 +128,126 @@ untouch(saker_store *s, struct saker_queue_base *b)
 static int ids_known(saker_store *s, saker_queue *q);
 
 /* ------------------------------------------------------------------ */
+/* wake-ups (store.h, the notify contract) */
+
+/* The driver's notify: q goes on the list once, whatever the driver
+ * reports; the core hears of it when the outermost layer call ends. */
+static void
+layer_notify(void *arg, saker_queue *q, void *queue_ctx)
+{
+	saker_store *s = *(saker_store **)arg;
+	struct saker_queue_base *b;
+
+	if (s == NULL || q == NULL)	/* inside open(): see store.h */
+		return;
+	b = base(q);
+	if (queue_ctx != NULL || !b->woken)
+		b->wake_ctx = queue_ctx;
+	if (b->woken)
+		return;
+	b->woken = true;
+	b->wake_next = NULL;
+	if (s->woken_tail != NULL)
+		s->woken_tail->wake_next = b;
+	else
+		s->woken = b;
+	s->woken_tail = b;
+}
+
+int
+saker_layer_wake_open(struct saker_store_opts *o)
+{
+	if (o->notify == NULL)
+		return SAKER_OK;	/* nobody to wake */
+	if ((o->notify_arg = calloc(1, sizeof(saker_store *))) == NULL)
+		return SAKER_ENOMEM;
+	o->notify = layer_notify;
+	return SAKER_OK;
+}
+
+void
+saker_layer_wake_start(saker_store *s, const struct saker_store_opts *core,
+    const struct saker_store_opts *o)
+{
+	s->notify = core->notify;
+	s->notify_arg = core->notify_arg;
+	s->woken = s->woken_tail = NULL;
+	s->depth = 0;
+	s->wake_cell = core->notify != NULL ? o->notify_arg : NULL;
+	if (s->wake_cell != NULL)
+		*s->wake_cell = s;
+}
+
+void
+saker_layer_wake_fail(struct saker_store_opts *o, const struct
+    saker_store_opts *core)
+{
+	if (core->notify != NULL)
+		free(o->notify_arg);
+}
+
+void
+saker_layer_wake_close(saker_store **cell)
+{
+	free(cell);
+}
+
+/* A layer call begins: nested ones (the layer's put inside a driver's
+ * take) add to the outermost call's list. */
+static void
+enter(saker_store *s)
+{
+	s->depth++;
+}
+
+/* ... and ends: the outermost wakes each marked queue once, in the order
+ * the driver first reported them.  Returns rc. */
+static int
+leave(saker_store *s, int rc)
+{
+	struct saker_queue_base *b;
+
+	if (--s->depth > 0)
+		return rc;
+	while ((b = s->woken) != NULL) {
+		s->woken = b->wake_next;
+		if (s->woken == NULL)
+			s->woken_tail = NULL;
+		b->wake_next = NULL;
+		b->woken = false;
+		if (s->notify != NULL)
+			s->notify(s->notify_arg, (saker_queue *)(void *)b,
+			    b->wake_ctx);
+	}
+	return rc;
+}
+
+int
+saker_layer_leave(saker_store *s, int rc)
+{
+	return leave(s, rc);
+}
+
+/* q is deleted: off the list before its handle is freed */
+static void
+unwake(saker_store *s, struct saker_queue_base *b)
+{
+	struct saker_queue_base **p, *prev = NULL;
+
+	if (!b->woken)
+		return;
+	for (p = &s->woken; *p != NULL; prev = *p, p = &(*p)->wake_next)
+		if (*p == b) {
+			*p = b->wake_next;
+			if (s->woken_tail == b)
+				s->woken_tail = prev;
+			break;
+		}
+	b->woken = false;
+	b->wake_next = NULL;
+}
+
+/* ------------------------------------------------------------------ */
 /* the calls */
 
 const char *
@@ -146,7 +268,9 @@ int
 saker_store_queue_open(saker_store *s, const char *name, size_t len,
     bool create, void *queue_ctx, saker_queue **out)
 {
-	return s->driver->queue_open(s, name, len, create, queue_ctx, out);
+	enter(s);
+	return leave(s, s->driver->queue_open(s, name, len, create,
+	    queue_ctx, out));
 }
 
 int
@@ -160,7 +284,9 @@ saker_store_queue_delete(saker_store *s, saker_queue *q)
 	 * frees it), so its counters need no restoring; off the list
 	 * before the handle is freed */
 	untouch(s, b);
-	rc = s->driver->queue_delete(s, q);
+	unwake(s, b);
+	enter(s);
+	rc = leave(s, s->driver->queue_delete(s, q));
 	if (rc != SAKER_OK && was) {
 		/* still there: back on the list, its snapshot kept */
 		b->touched = true;
@@ -173,8 +299,10 @@ saker_store_queue_delete(saker_store *s, saker_queue *q)
 int
 saker_store_queue_flush(saker_store *s, saker_queue *q)
 {
-	int rc = s->driver->queue_flush(s, q);
+	int rc;
 
+	enter(s);
+	rc = leave(s, s->driver->queue_flush(s, q));
 	if (rc == SAKER_OK && !s->driver->own_counts) {
 		/* the items go; the queue's deduplication ids stay */
 		touch(s, base(q));
@@ -186,7 +314,8 @@ saker_store_queue_flush(saker_store *s, saker_queue *q)
 int
 saker_store_queues(saker_store *s, saker_queue_name_fn fn, void *arg)
 {
-	return s->driver->queues(s, fn, arg);
+	enter(s);
+	return leave(s, s->driver->queues(s, fn, arg));
 }
 
 /*
@@ -256,32 +385,38 @@ int
 saker_store_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
     saker_item_fn fn, void *arg)
 {
-	return s->driver->take(s, q, mode, now_ms, fn, arg);
+	enter(s);
+	return leave(s, s->driver->take(s, q, mode, now_ms, fn, arg));
 }
 
 int
 saker_store_confirm(saker_store *s, saker_queue *q, uint64_t id)
 {
-	return s->driver->confirm(s, q, id);
+	enter(s);
+	return leave(s, s->driver->confirm(s, q, id));
 }
 
 int
 saker_store_release(saker_store *s, saker_queue *q, uint64_t id)
 {
-	return s->driver->release(s, q, id);
+	enter(s);
+	return leave(s, s->driver->release(s, q, id));
 }
 
 int
 saker_store_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
     int64_t due_ms, int64_t now_ms)
 {
-	return s->driver->release_delayed(s, q, id, due_ms, now_ms);
+	enter(s);
+	return leave(s, s->driver->release_delayed(s, q, id, due_ms,
+	    now_ms));
 }
 
 int
 saker_store_move(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to)
 {
-	return s->driver->move(s, q, id, to);
+	enter(s);
+	return leave(s, s->driver->move(s, q, id, to));
 }
 
 bool
@@ -296,37 +431,44 @@ saker_store_expire_to(saker_store *s, saker_queue *q, const char *name,
 {
 	if (s->driver->expire_to == NULL)
 		return name == NULL ? SAKER_OK : SAKER_EINVAL;
-	return s->driver->expire_to(s, q, name, len);
+	enter(s);
+	return leave(s, s->driver->expire_to(s, q, name, len));
 }
 
 int
 saker_store_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 {
-	return s->driver->promote(s, now_ms, next_due_ms);
+	enter(s);
+	return leave(s, s->driver->promote(s, now_ms, next_due_ms));
 }
 
 int
 saker_store_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
-	return s->driver->flush_expired(s, q, now_ms, limit, removed);
+	enter(s);
+	return leave(s, s->driver->flush_expired(s, q, now_ms, limit,
+	    removed));
 }
 
 int
 saker_store_iterate(saker_store *s, saker_queue *q, saker_item_fn fn,
     void *arg)
 {
-	return s->driver->iterate(s, q, fn, arg);
+	enter(s);
+	return leave(s, s->driver->iterate(s, q, fn, arg));
 }
 
 /* A failed commit rolled the batch back (store.h): the counters too. */
 int
 saker_store_commit(saker_store *s)
 {
-	int rc = s->driver->commit(s);
+	int rc;
 
+	enter(s);
+	rc = s->driver->commit(s);
 	batch_end(s, rc != SAKER_OK);
-	return rc;
+	return leave(s, rc);
 }
 
 /* ------------------------------------------------------------------ */

@@ -75,8 +75,6 @@ struct saker_queue {
 	uint64_t ndelayed;       /* on `delayed`: sizes iterate()'s sort */
 	uint64_t nexpiring;      /* ready items with an expiry time */
 	void *ctx;
-	struct saker_queue *notify_next; /* promote(): queues that gained items */
-	bool notify_marked;
 	size_t namelen;
 	char name[];
 };
@@ -131,6 +129,8 @@ writable(struct mstore *ms, const struct saker_queue *q)
 	return SAKER_OK;
 }
 
+/* q gained a ready item: the layer wakes each queue once per call
+ * (store.h, the notify contract), so this is said for every item. */
 static void
 notify(struct mstore *ms, struct saker_queue *q)
 {
@@ -640,51 +640,37 @@ mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
 	return SAKER_OK;
 }
 
-/* Queue t gained ready items in this call: notify it at the end. */
-static void
-gain(struct saker_queue *t, struct saker_queue **gained)
-{
-	if (!t->notify_marked) {
-		t->notify_marked = true;
-		t->notify_next = *gained;
-		*gained = t;
-	}
-}
-
-static void
-notify_gained(struct mstore *ms, struct saker_queue *gained)
-{
-	struct saker_queue *q;
-
-	while (gained != NULL) {
-		q = gained;
-		gained = q->notify_next;
-		q->notify_next = NULL;
-		q->notify_marked = false;
-		notify(ms, q);
-	}
-}
-
-/* Item `it` of q (unlinked from every list) expired: to q's expire_to
- * queue with its expiry cleared, or dropped. */
-static void
+/* Item `it` of q, still ready or delayed, expired: the layer routes a
+ * copy of it to q's expire_to queue or drops it (store.h), then it goes
+ * and is counted.  An error leaves it where it is. */
+static int
 expire_item(struct mstore *ms, struct saker_queue *q, struct mitem *it,
-    struct saker_queue **gained)
+    int64_t now_ms)
 {
-	struct saker_queue *t;
+	struct saker_item v;
+	bool routed;
+	int rc;
 
-	if (saker_store_expire_target(&ms->base, q, &t) != SAKER_OK ||
-	    t == NULL) {
-		q->expired++;
-		item_free(ms, it);
-		return;
+	item_view(it, &v);
+	/* what errmsg() says unless the failing put says better */
+	ms->err = "an expired item could not be moved to its expire_to queue";
+	if ((rc = saker_store_expired(&ms->base, q, &v, now_ms, &routed)) !=
+	    SAKER_OK)
+		return rc;
+	if (it->state == ITEM_DELAYED) {
+		heap_remove(ms, it);
+		TAILQ_REMOVE(&q->delayed, it, link);
+		restate(ms, it, ITEM_NONE);
+		q->ndelayed--;
+	} else {
+		ready_unlink(ms, q, it);
 	}
-	it->expires_ms = 0;
-	it->q = t;
-	ready_push(ms, t, it, false);
-	t->total++;
-	q->expired_to++;
-	gain(t, gained);
+	if (routed)
+		q->expired_to++;
+	else
+		q->expired++;
+	item_free(ms, it);
+	return SAKER_OK;
 }
 
 
@@ -815,7 +801,6 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
     saker_item_fn fn, void *arg)
 {
 	struct mstore *ms = MS(s);
-	struct saker_queue *gained = NULL;
 	struct saker_item view;
 	struct mitem *it;
 	int rc;
@@ -826,14 +811,9 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 		return fail(ms, SAKER_EINVAL, "bad take arguments");
 	if (mode != SAKER_TAKE_PEEK && ms->opts.read_only)
 		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	for (;;) {
-		it = TAILQ_FIRST(&q->ready);
-		if (it == NULL || !expired(it, now_ms))
-			break;
-		ready_unlink(ms, q, it);
-		expire_item(ms, q, it, &gained);
-	}
-	notify_gained(ms, gained);
+	while ((it = TAILQ_FIRST(&q->ready)) != NULL && expired(it, now_ms))
+		if ((rc = expire_item(ms, q, it, now_ms)) != SAKER_OK)
+			return rc;
 	if (it == NULL)
 		return SAKER_EEMPTY;
 	/* room for one more open item before anything is moved, so that
@@ -966,29 +946,29 @@ static int
 mem_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 {
 	struct mstore *ms = MS(s);
-	struct saker_queue *gained = NULL, *q;
+	struct saker_queue *q;
+	int rc = SAKER_OK;
 
 	while (ms->hlen > 0 && ms->heap[0].due_ms <= now_ms) {
 		struct mitem *it = ms->heap[0].it;
 
 		q = it->q;
+		if (expired(it, now_ms)) {
+			/* an error leaves it due: the next promote retries */
+			if ((rc = expire_item(ms, q, it, now_ms)) != SAKER_OK)
+				break;
+			continue;
+		}
 		heap_remove(ms, it);
 		TAILQ_REMOVE(&q->delayed, it, link);
 		restate(ms, it, ITEM_NONE);
 		q->ndelayed--;
-		if (expired(it, now_ms)) {
-			expire_item(ms, q, it, &gained);
-			continue;
-		}
 		ready_push(ms, q, it, false);
-		gain(q, &gained);
+		notify(ms, q);
 	}
 	if (next_due_ms != NULL)
 		*next_due_ms = ms->hlen > 0 ? ms->heap[0].due_ms : 0;
-
-	/* notify only now that every queue's state is final */
-	notify_gained(ms, gained);
-	return SAKER_OK;
+	return rc;
 }
 
 static int
@@ -996,7 +976,6 @@ mem_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
 	struct mstore *ms = MS(s);
-	struct saker_queue *gained = NULL;
 	struct mitem *it, *next;
 	uint64_t n = 0, seen = 0;
 	int rc;
@@ -1015,14 +994,13 @@ mem_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 		seen++;
 		if (!expired(it, now_ms))
 			continue;
-		ready_unlink(ms, q, it);
-		expire_item(ms, q, it, &gained);
+		if ((rc = expire_item(ms, q, it, now_ms)) != SAKER_OK)
+			break;
 		n++;
 	}
-	notify_gained(ms, gained);
 	if (removed != NULL)
 		*removed = n;
-	return SAKER_OK;
+	return rc;
 }
 
 static int

@@ -9,18 +9,24 @@
 #include <string.h>
 
 #include "saker/store.h"
+#include "layer.h"
 
 int
 saker_store_put(saker_store *s, saker_queue *q, const struct saker_item *item,
     int64_t now_ms)
 {
 	struct saker_item it;
+	int rc;
 
+	s->depth++;	/* a layer call: the put's wake-up comes at its end */
 	if (item == NULL || item->deliveries <= SAKER_DELIVERIES_MAX)
-		return s->driver->put(s, q, item, now_ms);
-	it = *item;
-	it.deliveries = SAKER_DELIVERIES_MAX;
-	return s->driver->put(s, q, &it, now_ms);
+		rc = s->driver->put(s, q, item, now_ms);
+	else {
+		it = *item;
+		it.deliveries = SAKER_DELIVERIES_MAX;
+		rc = s->driver->put(s, q, &it, now_ms);
+	}
+	return saker_layer_leave(s, rc);
 }
 
 size_t

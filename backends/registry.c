@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "saker/store.h"
+#include "layer.h"
 #include "lock.h"
 #include "size.h"
 #include "duration.h"
@@ -341,16 +342,25 @@ saker_store_open(const char *spec, const struct saker_store_opts *opts,
 	    SAKER_OK)
 		goto out;
 	o.lock = lock;
+	/* the driver notifies the layer, which wakes the core (store.h) */
+	if ((rc = saker_layer_wake_open(&o)) != SAKER_OK) {
+		snprintf(err, errlen, "out of memory");
+		saker_lock_drop(lock);
+		goto out;
+	}
 	rc = drv->open(location, &o, out, err, errlen);
 	if (rc == SAKER_OK && !o.read_only &&
 	    (rc = saker_lock_late(lock, err, errlen)) != SAKER_OK) {
 		drv->close(*out);
 		*out = NULL;
 	}
-	if (rc == SAKER_OK)
+	if (rc == SAKER_OK) {
 		(*out)->lock = lock;
-	else
+		saker_layer_wake_start(*out, opts, &o);
+	} else {
+		saker_layer_wake_fail(&o, opts);
 		saker_lock_drop(lock);
+	}
 out:
 	free(vals);
 	free(text);
@@ -361,18 +371,27 @@ void
 saker_store_close(saker_store *s)
 {
 	struct saker_store_lock *lock;
+	saker_store **cell;
 
 	if (s == NULL)
 		return;
 	lock = s->lock;
+	cell = s->wake_cell;
+	/* close() commits its last batch: nobody is woken any more */
+	if (cell != NULL)
+		*cell = NULL;
 	s->driver->close(s);
+	saker_layer_wake_close(cell);
 	saker_lock_drop(lock);	/* after close() wrote its last batch */
 }
 
 int
 saker_store_sync(saker_store *s)
 {
-	return s->driver->sync != NULL ? s->driver->sync(s) : SAKER_OK;
+	if (s->driver->sync == NULL)
+		return SAKER_OK;
+	s->depth++;	/* a layer call (layer.h) */
+	return saker_layer_leave(s, s->driver->sync(s));
 }
 
 void
@@ -392,15 +411,20 @@ saker_store_watch_fd(saker_store *s)
 int
 saker_store_fd_ready(saker_store *s, int64_t now_ms)
 {
-	return s->driver->fd_ready != NULL ? s->driver->fd_ready(s, now_ms) :
-	    SAKER_OK;
+	if (s->driver->fd_ready == NULL)
+		return SAKER_OK;
+	s->depth++;	/* a layer call: other brokers' items wake once */
+	return saker_layer_leave(s, s->driver->fd_ready(s, now_ms));
 }
 
 int
 saker_store_tick(saker_store *s, int64_t now_ms)
 {
 	s->tick++;	/* shared stores: counters are counted again (layer.c) */
-	return s->driver->tick != NULL ? s->driver->tick(s, now_ms) : SAKER_OK;
+	if (s->driver->tick == NULL)
+		return SAKER_OK;
+	s->depth++;	/* a layer call (layer.h) */
+	return saker_layer_leave(s, s->driver->tick(s, now_ms));
 }
 
 bool

@@ -243,7 +243,7 @@ START_TEST(test_quarantine_durable)
 	    dname);
 	ck_assert_uint_eq(strlen(dname), 250);
 	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
-	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), true,
+	ck_assert_int_eq(saker_store_queue_open(s, name, strlen(name), true,
 	    NULL, &q), SAKER_OK);
 	memset(&it, 0, sizeof(it));
 	it.data = dmg_marker;
@@ -256,11 +256,11 @@ START_TEST(test_quarantine_durable)
 	ck_assert_int_gt(dmg_hits, 0);
 
 	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
-	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), false,
+	ck_assert_int_eq(saker_store_queue_open(s, name, strlen(name), false,
 	    NULL, &q), SAKER_OK);
-	ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_REMOVE, 2000,
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, 2000,
 	    nop_cb, NULL), SAKER_ECORRUPT);
-	msg = s->driver->errmsg(s);
+	msg = saker_store_errmsg(s);
 	snprintf(want, sizeof(want), " failed its checksum; moved to queue"
 	    " '%s'", dname);
 	ck_assert_msg(strncmp(msg, "queue '", 7) == 0 &&
@@ -271,14 +271,14 @@ START_TEST(test_quarantine_durable)
 
 	/* kept under the cut name, bytes as they are; gone from q */
 	ck_assert_int_eq(open_spec(d, false, &s, err, sizeof(err)), SAKER_OK);
-	ck_assert_int_eq(s->driver->queue_open(s, dname, strlen(dname), false,
+	ck_assert_int_eq(saker_store_queue_open(s, dname, strlen(dname), false,
 	    NULL, &dq), SAKER_OK);
-	ck_assert_int_eq(s->driver->take(s, dq, SAKER_TAKE_REMOVE, 3000,
+	ck_assert_int_eq(saker_store_take(s, dq, SAKER_TAKE_REMOVE, 3000,
 	    len_cb, &len), SAKER_OK);
 	ck_assert_uint_eq(len, sizeof(dmg_marker) - 1);
-	ck_assert_int_eq(s->driver->queue_open(s, name, strlen(name), false,
+	ck_assert_int_eq(saker_store_queue_open(s, name, strlen(name), false,
 	    NULL, &q), SAKER_OK);
-	ck_assert_int_eq(s->driver->take(s, q, SAKER_TAKE_REMOVE, 3000, nop_cb,
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, 3000, nop_cb,
 	    NULL), SAKER_EEMPTY);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	saker_store_close(s);
@@ -315,7 +315,7 @@ mq(const char *name, void *ctx)
 {
 	saker_queue *q = NULL;
 
-	ck_assert_int_eq(ms->driver->queue_open(ms, name, strlen(name), true,
+	ck_assert_int_eq(saker_store_queue_open(ms, name, strlen(name), true,
 	    ctx, &q), SAKER_OK);
 	return q;
 }
@@ -338,7 +338,7 @@ copy_cb(void *arg, const struct saker_item *it)
 static int
 take(saker_queue *q, int64_t now)
 {
-	return ms->driver->take(ms, q, SAKER_TAKE_REMOVE, now, copy_cb, NULL);
+	return saker_store_take(ms, q, SAKER_TAKE_REMOVE, now, copy_cb, NULL);
 }
 
 static void
@@ -449,7 +449,7 @@ START_TEST(test_quarantine_long_names)
 	    &bad, 1000, msg, sizeof(msg)), SAKER_OK);
 	saker_store_derived_name(name, strlen(name), SAKER_SUFFIX_DAMAGED,
 	    dname);
-	ck_assert_int_eq(ms->driver->queue_open(ms, dname, 250, false, NULL,
+	ck_assert_int_eq(saker_store_queue_open(ms, dname, 250, false, NULL,
 	    &dq), SAKER_OK);
 	ck_assert_int_eq(take(dq, 2000), SAKER_OK);
 	ck_assert_str_eq(gotdata, "b");
@@ -477,14 +477,14 @@ START_TEST(test_expire_to_routing)
 	ck_assert(!saker_store_has_expire_to(q));
 	ck_assert_int_eq(saker_store_expire_target(ms, q, &t), SAKER_OK);
 	ck_assert_ptr_null(t);
-	ck_assert_int_eq(ms->driver->expire_to(ms, q, "ex_late", 7), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(ms, q, "ex_late", 7), SAKER_OK);
 	ck_assert(saker_store_has_expire_to(q));
 	/* the target is created when first needed, through queue_open() */
-	ck_assert_int_eq(ms->driver->queue_open(ms, "ex_late", 7, false, NULL,
+	ck_assert_int_eq(saker_store_queue_open(ms, "ex_late", 7, false, NULL,
 	    &late), SAKER_ENOTFOUND);
 	put(q, "old", 1500, 2);
 	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
-	ck_assert_int_eq(ms->driver->queue_open(ms, "ex_late", 7, false, &ctx,
+	ck_assert_int_eq(saker_store_queue_open(ms, "ex_late", 7, false, &ctx,
 	    &late), SAKER_OK);
 	ck_assert_int_eq(saker_store_expire_target(ms, q, &t), SAKER_OK);
 	ck_assert_ptr_eq(t, late);
@@ -505,12 +505,12 @@ START_TEST(test_expire_to_routing)
 	ck_assert_int_eq(take(late, 2000), SAKER_OK);
 
 	/* its own name, or none: dropped */
-	ck_assert_int_eq(ms->driver->expire_to(ms, q, "ex", 2), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(ms, q, "ex", 2), SAKER_OK);
 	ck_assert_int_eq(saker_store_expire_target(ms, q, &t), SAKER_OK);
 	ck_assert_ptr_null(t);
 	put(q, "gone", 1500, 0);
 	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
-	ck_assert_int_eq(ms->driver->expire_to(ms, q, NULL, 0), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(ms, q, NULL, 0), SAKER_OK);
 	ck_assert(!saker_store_has_expire_to(q));
 	put(q, "gone too", 1500, 0);
 	ck_assert_int_eq(take(q, 2000), SAKER_EEMPTY);
@@ -524,7 +524,7 @@ START_TEST(test_expire_to_routing)
 		char big[300];
 
 		memset(big, 'b', sizeof(big));
-		ck_assert_int_eq(ms->driver->expire_to(ms, q, big,
+		ck_assert_int_eq(saker_store_expire_to(ms, q, big,
 		    sizeof(big)), SAKER_EINVAL);
 	}
 }

@@ -158,7 +158,7 @@ qopen_at(int line, const char *name, void *ctx)
 	saker_queue *q = NULL;
 	int rc;
 
-	rc = T.drv->queue_open(T.s, name, strlen(name), true, ctx, &q);
+	rc = saker_store_queue_open(T.s, name, strlen(name), true, ctx, &q);
 	ck_assert_msg(rc == SAKER_OK && q != NULL,
 	    "line %d: queue_open %s: %d", line, name, rc);
 	return q;
@@ -179,7 +179,7 @@ put_full(saker_queue *q, const void *data, size_t len, uint32_t flags,
 	it.created_ms = created_ms;
 	it.len = len;
 	it.data = data;
-	return T.drv->put(T.s, q, &it, now);
+	return saker_store_put(T.s, q, &it, now);
 }
 
 /* Put a string item; must succeed. */
@@ -190,7 +190,7 @@ put_s_at(int line, saker_queue *q, const char *str, int64_t expires_ms,
 	int rc = put_full(q, str, strlen(str), 0, expires_ms, due_ms, 0, now);
 
 	ck_assert_msg(rc == SAKER_OK, "line %d: put %s: %d (%s)", line, str, rc,
-	    T.drv->errmsg(T.s));
+	    saker_store_errmsg(T.s));
 }
 #define put_s(...) put_s_at(__LINE__, __VA_ARGS__)
 
@@ -232,7 +232,7 @@ take_cb(void *arg, const struct saker_item *item)
 static int
 take(saker_queue *q, int mode, int64_t now)
 {
-	return T.drv->take(T.s, q, mode, now, take_cb, &T);
+	return saker_store_take(T.s, q, mode, now, take_cb, &T);
 }
 
 /* Take in `mode` and expect the string item `want`; returns its id. */
@@ -281,7 +281,7 @@ static int64_t
 promote_at(int line, int64_t now)
 {
 	int64_t next = -1;
-	int rc = T.drv->promote(T.s, now, &next);
+	int rc = saker_store_promote(T.s, now, &next);
 
 	ck_assert_msg(rc == SAKER_OK && next >= 0,
 	    "line %d: promote: %d, next_due %" PRId64, line, rc, next);
@@ -295,7 +295,7 @@ commit_at(int line)
 	int rc = saker_store_commit(T.s);
 
 	ck_assert_msg(rc == SAKER_OK, "line %d: commit: %d (%s)", line, rc,
-	    T.drv->errmsg(T.s));
+	    saker_store_errmsg(T.s));
 }
 #define commit() commit_at(__LINE__)
 
@@ -556,10 +556,10 @@ START_TEST(test_flush_expired)
 		put_s(q, buf, i % 2 == 0 ? BASE + 100 : 0, 0, BASE);
 	}
 	removed = 99;
-	ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 50, 0, &removed),
+	ck_assert_int_eq(saker_store_flush_expired(T.s, q, BASE + 50, 0, &removed),
 	    SAKER_OK);
 	ck_assert_uint_eq(removed, 0);
-	ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 200, 0, &removed),
+	ck_assert_int_eq(saker_store_flush_expired(T.s, q, BASE + 200, 0, &removed),
 	    SAKER_OK);
 	ck_assert_uint_eq(removed, 4);
 	st = qstats(q);
@@ -576,7 +576,7 @@ START_TEST(test_flush_expired)
 		put_s(q, "e", BASE + 300, 0, BASE);
 	total = 0;
 	for (rounds = 0; rounds < 100 && total < 10; rounds++) {
-		ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 400, 3,
+		ck_assert_int_eq(saker_store_flush_expired(T.s, q, BASE + 400, 3,
 		    &removed), SAKER_OK);
 		ck_assert_uint_le(removed, 3);
 		total += removed;
@@ -593,10 +593,10 @@ START_TEST(test_flush_expired)
 		put_s(q, "live", 0, 0, BASE);
 	for (i = 0; i < 3; i++)
 		put_s(q, "old", BASE + 450, 0, BASE);
-	ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 500, 5, &removed),
+	ck_assert_int_eq(saker_store_flush_expired(T.s, q, BASE + 500, 5, &removed),
 	    SAKER_OK);
 	ck_assert_uint_eq(removed, 0);
-	ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 500, 0, &removed),
+	ck_assert_int_eq(saker_store_flush_expired(T.s, q, BASE + 500, 0, &removed),
 	    SAKER_OK);
 	ck_assert_uint_eq(removed, 3);
 	ck_assert_uint_eq(qstats(q).items, 5);
@@ -630,26 +630,26 @@ START_TEST(test_open_confirm)
 	ck_assert_uint_eq(st.open_items, 2);
 	ck_assert_uint_eq(st.items, 1);
 
-	ck_assert_int_eq(T.drv->confirm(T.s, q, ida), SAKER_OK);
-	ck_assert_int_eq(T.drv->confirm(T.s, q, ida), SAKER_ENOTFOUND);
-	ck_assert_int_eq(T.drv->release(T.s, q, ida), SAKER_ENOTFOUND);
-	ck_assert_int_eq(T.drv->confirm(T.s, q, idb ^ 0x5a5a5a5a00ULL),
+	ck_assert_int_eq(saker_store_confirm(T.s, q, ida), SAKER_OK);
+	ck_assert_int_eq(saker_store_confirm(T.s, q, ida), SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_release(T.s, q, ida), SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_confirm(T.s, q, idb ^ 0x5a5a5a5a00ULL),
 	    SAKER_ENOTFOUND);
 	st = qstats(q);
 	ck_assert_uint_eq(st.open_items, 1);
 
 	/* a ready item's id is not an open id */
 	take_s(q, SAKER_TAKE_PEEK, BASE, "CCC");
-	ck_assert_int_eq(T.drv->confirm(T.s, q, T.got.id), SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_confirm(T.s, q, T.got.id), SAKER_ENOTFOUND);
 
 	/* an open id belongs to its queue only */
 	other = qopen("oc-other");
-	ck_assert_int_eq(T.drv->confirm(T.s, other, idb), SAKER_ENOTFOUND);
-	ck_assert_int_eq(T.drv->release(T.s, other, idb), SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_confirm(T.s, other, idb), SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_release(T.s, other, idb), SAKER_ENOTFOUND);
 	ck_assert_uint_eq(qstats(q).open_items, 1);
 	take_empty(other, SAKER_TAKE_REMOVE, BASE);
 
-	ck_assert_int_eq(T.drv->confirm(T.s, q, idb), SAKER_OK);
+	ck_assert_int_eq(saker_store_confirm(T.s, q, idb), SAKER_OK);
 	take_s(q, SAKER_TAKE_REMOVE, BASE, "CCC");
 	take_empty(q, SAKER_TAKE_REMOVE, BASE);
 	st = qstats(q);
@@ -674,7 +674,7 @@ START_TEST(test_release)
 
 	/* release puts one item back at the head, intact */
 	ida = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
-	ck_assert_int_eq(T.drv->release(T.s, q, ida), SAKER_OK);
+	ck_assert_int_eq(saker_store_release(T.s, q, ida), SAKER_OK);
 	st = qstats(q);
 	ck_assert_uint_eq(st.open_items, 0);
 	ck_assert_uint_eq(st.items, 4);
@@ -688,10 +688,10 @@ START_TEST(test_release)
 	ida = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
 	idb = take_s(q, SAKER_TAKE_OPEN, BASE, "B");
 	idc = take_s(q, SAKER_TAKE_OPEN, BASE, "C");
-	ck_assert_int_eq(T.drv->release(T.s, q, idc), SAKER_OK);
-	ck_assert_int_eq(T.drv->release(T.s, q, idb), SAKER_OK);
-	ck_assert_int_eq(T.drv->release(T.s, q, ida), SAKER_OK);
-	ck_assert_int_eq(T.drv->release(T.s, q, ida), SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_release(T.s, q, idc), SAKER_OK);
+	ck_assert_int_eq(saker_store_release(T.s, q, idb), SAKER_OK);
+	ck_assert_int_eq(saker_store_release(T.s, q, ida), SAKER_OK);
+	ck_assert_int_eq(saker_store_release(T.s, q, ida), SAKER_ENOTFOUND);
 	commit();
 	take_s(q, SAKER_TAKE_REMOVE, BASE, "A");
 	take_s(q, SAKER_TAKE_REMOVE, BASE, "B");
@@ -703,7 +703,7 @@ START_TEST(test_release)
 	put_s(q, "E", 0, 0, BASE);
 	ida = take_s(q, SAKER_TAKE_OPEN, BASE, "E");
 	put_s(q, "F", 0, 0, BASE);
-	ck_assert_int_eq(T.drv->release(T.s, q, ida), SAKER_OK);
+	ck_assert_int_eq(saker_store_release(T.s, q, ida), SAKER_OK);
 	take_s(q, SAKER_TAKE_REMOVE, BASE, "E");
 	take_s(q, SAKER_TAKE_REMOVE, BASE, "F");
 	st = qstats(q);
@@ -848,13 +848,13 @@ START_TEST(test_notify)
 	ck_assert_int_eq(T.nnotes, 0);
 
 	/* release notifies */
-	ck_assert_int_eq(T.drv->release(T.s, q1, id), SAKER_OK);
+	ck_assert_int_eq(saker_store_release(T.s, q1, id), SAKER_OK);
 	ck_assert_int_eq(T.nnotes, 1);
 	ck_assert_ptr_eq(T.notes[0].q, q1);
 	ck_assert_ptr_eq(T.notes[0].ctx, &c1);
 	id = take_s(q1, SAKER_TAKE_OPEN, BASE, "a");
 	T.nnotes = 0;
-	ck_assert_int_eq(T.drv->confirm(T.s, q1, id), SAKER_OK);
+	ck_assert_int_eq(saker_store_confirm(T.s, q1, id), SAKER_OK);
 	ck_assert_int_eq(T.nnotes, 0);
 
 	/* promotion: once per queue that gained items, per call */
@@ -894,25 +894,25 @@ START_TEST(test_queue_open)
 	struct saker_queue_stats st;
 	struct qlist l;
 
-	ck_assert_int_eq(T.drv->queue_open(T.s, "nope", 4, false, NULL, &q),
+	ck_assert_int_eq(saker_store_queue_open(T.s, "nope", 4, false, NULL, &q),
 	    SAKER_ENOTFOUND);
 	memset(&l, 0, sizeof(l));
-	ck_assert_int_eq(T.drv->queues(T.s, qlist_cb, &l), SAKER_OK);
+	ck_assert_int_eq(saker_store_queues(T.s, qlist_cb, &l), SAKER_OK);
 	ck_assert_int_eq(l.n, 0);
 
 	/* names are (pointer, length), not NUL-terminated */
-	ck_assert_int_eq(T.drv->queue_open(T.s, "jobsXYZ", 4, true, NULL, &q),
+	ck_assert_int_eq(saker_store_queue_open(T.s, "jobsXYZ", 4, true, NULL, &q),
 	    SAKER_OK);
 	ck_assert_ptr_nonnull(q);
-	ck_assert_int_eq(T.drv->queue_open(T.s, "jobs", 4, false, NULL, &q2),
+	ck_assert_int_eq(saker_store_queue_open(T.s, "jobs", 4, false, NULL, &q2),
 	    SAKER_OK);
 	ck_assert_ptr_eq(q, q2);
-	ck_assert_int_eq(T.drv->queue_open(T.s, "jobs", 4, true, NULL, &q2),
+	ck_assert_int_eq(saker_store_queue_open(T.s, "jobs", 4, true, NULL, &q2),
 	    SAKER_OK);
 	ck_assert_ptr_eq(q, q2);
-	ck_assert_int_eq(T.drv->queue_open(T.s, "job", 3, false, NULL, &q2),
+	ck_assert_int_eq(saker_store_queue_open(T.s, "job", 3, false, NULL, &q2),
 	    SAKER_ENOTFOUND);
-	ck_assert_int_eq(T.drv->queue_open(T.s, "jobsX", 5, false, NULL, &q2),
+	ck_assert_int_eq(saker_store_queue_open(T.s, "jobsX", 5, false, NULL, &q2),
 	    SAKER_ENOTFOUND);
 	st = qstats(q);
 	ck_assert_uint_eq(st.items, 0);
@@ -936,7 +936,7 @@ START_TEST(test_queues_list)
 		(void)qopen(names[i]);
 	(void)qopen("a");
 	memset(&l, 0, sizeof(l));
-	ck_assert_int_eq(T.drv->queues(T.s, qlist_cb, &l), SAKER_OK);
+	ck_assert_int_eq(saker_store_queues(T.s, qlist_cb, &l), SAKER_OK);
 	ck_assert_int_eq(l.n, 5);
 	for (i = 0; i < 5; i++)
 		ck_assert_msg(qlist_has(&l, names[i]), "%s not listed", names[i]);
@@ -944,7 +944,7 @@ START_TEST(test_queues_list)
 	/* non-zero from the callback stops the listing */
 	memset(&l, 0, sizeof(l));
 	l.stop_at = 2;
-	(void)T.drv->queues(T.s, qlist_cb, &l);
+	(void)saker_store_queues(T.s, qlist_cb, &l);
 	ck_assert_int_eq(l.n, 2);
 	commit();
 }
@@ -967,10 +967,10 @@ START_TEST(test_queue_delete)
 	ck_assert_int_eq(saker_store_queue_delete(T.s, q), SAKER_OK);
 	commit();
 	memset(&l, 0, sizeof(l));
-	ck_assert_int_eq(T.drv->queues(T.s, qlist_cb, &l), SAKER_OK);
+	ck_assert_int_eq(saker_store_queues(T.s, qlist_cb, &l), SAKER_OK);
 	ck_assert_int_eq(l.n, 1);
 	ck_assert(qlist_has(&l, "other"));
-	ck_assert_int_eq(T.drv->queue_open(T.s, "del", 3, false, NULL, &q),
+	ck_assert_int_eq(saker_store_queue_open(T.s, "del", 3, false, NULL, &q),
 	    SAKER_ENOTFOUND);
 
 	/* its delayed item is gone from the store-wide schedule */
@@ -994,7 +994,7 @@ START_TEST(test_queue_delete)
 	ck_assert_int_eq(saker_store_queue_delete(T.s, q), SAKER_OK);
 	ck_assert_int_eq(saker_store_queue_delete(T.s, other), SAKER_OK);
 	memset(&l, 0, sizeof(l));
-	ck_assert_int_eq(T.drv->queues(T.s, qlist_cb, &l), SAKER_OK);
+	ck_assert_int_eq(saker_store_queues(T.s, qlist_cb, &l), SAKER_OK);
 	ck_assert_int_eq(l.n, 0);
 	commit();
 }
@@ -1025,8 +1025,8 @@ START_TEST(test_queue_flush)
 	ck_assert_uint_eq(st.total_items, 4);
 	ck_assert_uint_eq(st.expired_items, 1);
 	ck_assert_int_eq(st.head_created_ms, 0);
-	ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_ENOTFOUND);
-	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_confirm(T.s, q, id), SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_release(T.s, q, id), SAKER_ENOTFOUND);
 	take_empty(q, SAKER_TAKE_REMOVE, BASE);
 	T.nnotes = 0;
 	ck_assert_int_eq(promote(BASE + 200), BASE + 300);
@@ -1072,7 +1072,7 @@ START_TEST(test_iterate)
 	commit();
 
 	memset(&l, 0, sizeof(l));
-	rc = T.drv->iterate(T.s, q, iter_cb, &l);
+	rc = saker_store_iterate(T.s, q, iter_cb, &l);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_int_eq(l.n, 7);
 	for (i = 0; i < 7; i++) {
@@ -1094,7 +1094,7 @@ START_TEST(test_iterate)
 	/* non-zero from fn stops and is returned */
 	memset(&l, 0, sizeof(l));
 	l.stop_at = 3;
-	rc = T.drv->iterate(T.s, q, iter_cb, &l);
+	rc = saker_store_iterate(T.s, q, iter_cb, &l);
 	ck_assert_int_eq(rc, 42);
 	ck_assert_int_eq(l.n, 3);
 	itlog_free(&l);
@@ -1169,7 +1169,7 @@ START_TEST(test_commit)
 	commit();
 	take_s(q, SAKER_TAKE_REMOVE, BASE, "x");
 	commit();
-	ck_assert_ptr_nonnull(T.drv->errmsg(T.s));
+	ck_assert_ptr_nonnull(saker_store_errmsg(T.s));
 }
 END_TEST
 
@@ -1194,7 +1194,7 @@ START_TEST(test_many_queues)
 		}
 	}
 	commit();
-	ck_assert_int_eq(T.drv->queues(T.s, count_cb, &n), SAKER_OK);
+	ck_assert_int_eq(saker_store_queues(T.s, count_cb, &n), SAKER_OK);
 	ck_assert_int_eq(n, NQ);
 	for (i = NQ - 1; i >= 0; i--) {
 		snprintf(name, sizeof(name), "queue-%d", i);
@@ -1232,7 +1232,7 @@ START_TEST(test_bulk)
 	for (i = 0; i < N; i++) {
 		snprintf(buf, sizeof(buf), "%08d", i);
 		if (take(q, SAKER_TAKE_REMOVE, BASE) != SAKER_OK)
-			ck_abort_msg("take %d failed: %s", i, T.drv->errmsg(T.s));
+			ck_abort_msg("take %d failed: %s", i, saker_store_errmsg(T.s));
 		if (T.got.len != 8 || memcmp(T.got.data, buf, 8) != 0 ||
 		    T.got.flags != (uint32_t)i)
 			ck_abort_msg("item %d out of order: got %s", i,
@@ -1262,9 +1262,9 @@ put_dlv(saker_queue *q, const char *str, uint32_t deliveries, int64_t due_ms)
 	it.flags = 77;
 	it.due_ms = due_ms;
 	it.deliveries = deliveries;
-	rc = T.drv->put(T.s, q, &it, BASE);
+	rc = saker_store_put(T.s, q, &it, BASE);
 	ck_assert_msg(rc == SAKER_OK, "put %s: %d (%s)", str, rc,
-	    T.drv->errmsg(T.s));
+	    saker_store_errmsg(T.s));
 }
 
 /* take(OPEN) counts a delivery and shows it; release keeps it; REMOVE,
@@ -1282,25 +1282,25 @@ START_TEST(test_deliveries)
 	ck_assert_uint_eq(T.got.deliveries, 0);
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
 	ck_assert_uint_eq(T.got.deliveries, 1);
-	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_OK);
+	ck_assert_int_eq(saker_store_release(T.s, q, id), SAKER_OK);
 	take_s(q, SAKER_TAKE_PEEK, BASE, "A");
 	ck_assert_uint_eq(T.got.deliveries, 1);
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
 	ck_assert_uint_eq(T.got.deliveries, 2);
 	/* open items show their count in iterate too */
-	ck_assert_int_eq(T.drv->iterate(T.s, q, iter_cb, &l), 0);
+	ck_assert_int_eq(saker_store_iterate(T.s, q, iter_cb, &l), 0);
 	ck_assert_int_eq(l.n, 2);
 	ck_assert_uint_eq(l.items[0].deliveries, 2);
 	ck_assert_uint_eq(l.items[1].deliveries, 0);
 	itlog_free(&l);
-	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_OK);
+	ck_assert_int_eq(saker_store_release(T.s, q, id), SAKER_OK);
 	commit();
 	/* a plain take does not count: it shows what is stored */
 	take_s(q, SAKER_TAKE_REMOVE, BASE, "A");
 	ck_assert_uint_eq(T.got.deliveries, 2);
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "B");
 	ck_assert_uint_eq(T.got.deliveries, 1);
-	ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_OK);
+	ck_assert_int_eq(saker_store_confirm(T.s, q, id), SAKER_OK);
 	take_empty(q, SAKER_TAKE_OPEN, BASE);
 
 	/* put keeps a count (ready or delayed), and stops at the maximum */
@@ -1312,10 +1312,10 @@ START_TEST(test_deliveries)
 	ck_assert_uint_eq(T.got.flags, 77);
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "C");
 	ck_assert_uint_eq(T.got.deliveries, 8);
-	ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_OK);
+	ck_assert_int_eq(saker_store_confirm(T.s, q, id), SAKER_OK);
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "E");
 	ck_assert_uint_eq(T.got.deliveries, SAKER_DELIVERIES_MAX);
-	ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_OK);
+	ck_assert_int_eq(saker_store_confirm(T.s, q, id), SAKER_OK);
 	promote(BASE + 100);
 	take_s(q, SAKER_TAKE_PEEK, BASE + 100, "D");
 	ck_assert_uint_eq(T.got.deliveries, 9);
@@ -1341,15 +1341,15 @@ START_TEST(test_move)
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
 	ck_assert_uint_eq(T.got.deliveries, 1);
 	n0 = count_notes(dq);
-	ck_assert_int_eq(T.drv->move(T.s, q, id, dq), SAKER_OK);
+	ck_assert_int_eq(saker_store_move(T.s, q, id, dq), SAKER_OK);
 	ck_assert_int_eq(count_notes(dq), n0 + 1);
 	/* gone from q for good: not open, not ready */
-	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_ENOTFOUND);
-	ck_assert_int_eq(T.drv->move(T.s, q, id, dq), SAKER_ENOTFOUND);
-	ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_release(T.s, q, id), SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_move(T.s, q, id, dq), SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_confirm(T.s, q, id), SAKER_ENOTFOUND);
 	idb = take_s(q, SAKER_TAKE_OPEN, BASE, "B");
-	ck_assert_int_eq(T.drv->move(T.s, q, idb, q), SAKER_EINVAL);
-	ck_assert_int_eq(T.drv->release(T.s, q, idb), SAKER_OK);
+	ck_assert_int_eq(saker_store_move(T.s, q, idb, q), SAKER_EINVAL);
+	ck_assert_int_eq(saker_store_release(T.s, q, idb), SAKER_OK);
 	commit();
 	st = qstats(q);
 	ck_assert_uint_eq(st.open_items, 0);
@@ -1384,7 +1384,7 @@ START_TEST(test_expire_to)
 	uint64_t removed = 0;
 	int n0;
 
-	ck_assert_int_eq(T.drv->expire_to(T.s, q, "xq_exp", 6), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(T.s, q, "xq_exp", 6), SAKER_OK);
 	ck_assert_int_eq(put_full(q, "A", 1, 3, BASE + 10, 0, BASE - 5, BASE),
 	    SAKER_OK);
 	put_s(q, "B", 0, 0, BASE);
@@ -1402,7 +1402,7 @@ START_TEST(test_expire_to)
 	promote(BASE + 50);
 	ck_assert_uint_eq(qstats(q).expired_to, 2);
 	/* behind a live item, met by the sweep */
-	ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 50, 0, &removed),
+	ck_assert_int_eq(saker_store_flush_expired(T.s, q, BASE + 50, 0, &removed),
 	    SAKER_OK);
 	ck_assert_uint_eq(removed, 1);
 	st = qstats(q);
@@ -1424,19 +1424,19 @@ START_TEST(test_expire_to)
 	take_s(q, SAKER_TAKE_REMOVE, BASE + 50, "B");
 
 	/* cleared: dropped again */
-	ck_assert_int_eq(T.drv->expire_to(T.s, q, NULL, 0), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(T.s, q, NULL, 0), SAKER_OK);
 	put_s(q, "F", BASE + 10, 0, BASE);
 	take_empty(q, SAKER_TAKE_REMOVE, BASE + 50);
 	ck_assert_uint_eq(qstats(q).expired_items, 1);
 	/* a queue that does not exist yet is created */
-	ck_assert_int_eq(T.drv->expire_to(T.s, q2, "xq_new", 6), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(T.s, q2, "xq_new", 6), SAKER_OK);
 	put_s(q2, "G", BASE + 10, 0, BASE);
 	take_empty(q2, SAKER_TAKE_OPEN, BASE + 50);
 	commit();
 	nq = qfind_at(__LINE__, "xq_new");
 	take_s(nq, SAKER_TAKE_REMOVE, BASE + 50, "G");
 	/* its own name: dropped */
-	ck_assert_int_eq(T.drv->expire_to(T.s, q2, "xq2", 3), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(T.s, q2, "xq2", 3), SAKER_OK);
 	put_s(q2, "H", BASE + 10, 0, BASE);
 	take_empty(q2, SAKER_TAKE_OPEN, BASE + 50);
 	ck_assert_uint_eq(qstats(q2).expired_items, 1);
@@ -1463,7 +1463,7 @@ xput_many(saker_queue *q, int n, int64_t expires_ms, int64_t due_ms)
 		snprintf(buf, sizeof(buf), "x%04d", i);
 		if (put_full(q, buf, 5, (uint32_t)i, expires_ms, due_ms, 0,
 		    BASE) != SAKER_OK)
-			ck_abort_msg("put %s: %s", buf, T.drv->errmsg(T.s));
+			ck_abort_msg("put %s: %s", buf, saker_store_errmsg(T.s));
 	}
 }
 
@@ -1489,7 +1489,7 @@ xcheck_target(saker_queue *t, int n, int64_t now)
 		snprintf(buf, sizeof(buf), "x%04d", i);
 		if (take(t, SAKER_TAKE_REMOVE, now) != SAKER_OK)
 			ck_abort_msg("target: item %d missing: %s", i,
-			    T.drv->errmsg(T.s));
+			    saker_store_errmsg(T.s));
 		if (T.got.len != 5 || memcmp(T.got.data, buf, 5) != 0 ||
 		    T.got.flags != (uint32_t)i || T.got.expires_ms != 0)
 			ck_abort_msg("target: item %d: got %s (flags %u,"
@@ -1509,7 +1509,7 @@ START_TEST(test_expire_to_many_head)
 	struct saker_queue_stats st;
 	int calls = 0;
 
-	ck_assert_int_eq(T.drv->expire_to(T.s, q, "xmh_to", 6), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(T.s, q, "xmh_to", 6), SAKER_OK);
 	xput_many(q, XN, BASE + 10, 0);
 	put_s(q, "live", 0, 0, BASE);
 	commit();
@@ -1541,7 +1541,7 @@ START_TEST(test_expire_to_many_promote)
 	saker_queue *t = qopen_ctx("xmp_to", (void *)&T);
 	struct saker_queue_stats st;
 
-	ck_assert_int_eq(T.drv->expire_to(T.s, q, "xmp_to", 6), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(T.s, q, "xmp_to", 6), SAKER_OK);
 	xput_many(q, XN, BASE + 50, BASE + 100);
 	commit();
 	ck_assert_uint_eq(qstats(q).delayed_items, XN);
@@ -1571,13 +1571,13 @@ START_TEST(test_expire_to_many_sweep)
 	uint64_t removed, total = 0;
 	int calls = 0;
 
-	ck_assert_int_eq(T.drv->expire_to(T.s, q, "xms_to", 6), SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(T.s, q, "xms_to", 6), SAKER_OK);
 	/* a live item first: the sweep, not a take, must find them */
 	put_s(q, "live", 0, 0, BASE);
 	xput_many(q, XN, BASE + 10, 0);
 	commit();
 	T.nnotes = 0;
-	ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 50, 0, &removed),
+	ck_assert_int_eq(saker_store_flush_expired(T.s, q, BASE + 50, 0, &removed),
 	    SAKER_OK);
 	ck_assert_uint_eq(removed, XN);
 	notes_only(t, 1);
@@ -1596,7 +1596,7 @@ START_TEST(test_expire_to_many_sweep)
 		ck_assert_int_lt(++calls, 100);
 		T.nnotes = 0;
 		removed = 0;
-		ck_assert_int_eq(T.drv->flush_expired(T.s, q, BASE + 50, 400,
+		ck_assert_int_eq(saker_store_flush_expired(T.s, q, BASE + 50, 400,
 		    &removed), SAKER_OK);
 		ck_assert_uint_le(removed, 400);
 		notes_only(t, 1);
@@ -1630,16 +1630,16 @@ START_TEST(test_batch_survives_failure)
 	take_s(q, SAKER_TAKE_REMOVE, BASE, "keep");
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "open");
 	/* calls that fail, in the middle of the batch */
-	ck_assert_int_eq(T.drv->confirm(T.s, q, id + 1000), SAKER_ENOTFOUND);
-	ck_assert_int_eq(T.drv->release(T.s, q, id + 1000), SAKER_ENOTFOUND);
-	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id + 1000, BASE + 500,
+	ck_assert_int_eq(saker_store_confirm(T.s, q, id + 1000), SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_release(T.s, q, id + 1000), SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_release_delayed(T.s, q, id + 1000, BASE + 500,
 	    BASE), SAKER_ENOTFOUND);
 	if (T.drv->move != NULL)
-		ck_assert_int_eq(T.drv->move(T.s, q, id + 1000, q2),
+		ck_assert_int_eq(saker_store_move(T.s, q, id + 1000, q2),
 		    SAKER_ENOTFOUND);
 	memset(&bad, 0, sizeof(bad));
 	bad.len = 4;	/* and no data */
-	ck_assert_int_eq(T.drv->put(T.s, q, &bad, BASE), SAKER_EINVAL);
+	ck_assert_int_eq(saker_store_put(T.s, q, &bad, BASE), SAKER_EINVAL);
 	/* the batch goes on and commits whole */
 	put_s(q, "b", 0, 0, BASE);
 	put_s(q2, "c", 0, 0, BASE);
@@ -1652,7 +1652,7 @@ START_TEST(test_batch_survives_failure)
 	if (T.drv->durable)	/* open items come back at open() */
 		take_s(q, SAKER_TAKE_REMOVE, BASE, "a");
 	else
-		ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_OK);
+		ck_assert_int_eq(saker_store_confirm(T.s, q, id), SAKER_OK);
 	take_s(q, SAKER_TAKE_REMOVE, BASE, "b");
 	take_empty(q, SAKER_TAKE_REMOVE, BASE);
 	take_s(q2, SAKER_TAKE_REMOVE, BASE, "c");
@@ -1685,7 +1685,7 @@ START_TEST(test_notify_once)
 	for (i = 0; i < 3; i++)
 		ids[i] = take_s(q, SAKER_TAKE_OPEN, BASE + 100, "d");
 	T.nnotes = 0;
-	ck_assert_int_eq(T.drv->release(T.s, q, ids[2]), SAKER_OK);
+	ck_assert_int_eq(saker_store_release(T.s, q, ids[2]), SAKER_OK);
 	ck_assert_int_eq(T.nnotes, 1);
 	put_s(q, "p", 0, 0, BASE + 100);
 	ck_assert_int_eq(T.nnotes, 2);
@@ -1693,7 +1693,7 @@ START_TEST(test_notify_once)
 	/* move: the target once, the source not at all */
 	if (T.drv->move != NULL) {
 		T.nnotes = 0;
-		ck_assert_int_eq(T.drv->move(T.s, q, ids[1], q2), SAKER_OK);
+		ck_assert_int_eq(saker_store_move(T.s, q, ids[1], q2), SAKER_OK);
 		ck_assert_int_eq(T.nnotes, 1);
 		ck_assert_int_eq(count_notes(q2), 1);
 	}
@@ -1705,7 +1705,7 @@ START_TEST(test_notify_once)
 	commit();
 	/* routing expired items into a target: once per call */
 	if (T.drv->expire_to != NULL) {
-		ck_assert_int_eq(T.drv->expire_to(T.s, q2, "wo", 2), SAKER_OK);
+		ck_assert_int_eq(saker_store_expire_to(T.s, q2, "wo", 2), SAKER_OK);
 		for (i = 0; i < 50; i++)
 			put_s(q2, "x", BASE + 150, 0, BASE + 100);
 		for (i = 0; i < 50; i++)
@@ -1733,7 +1733,7 @@ static saker_queue *
 qfind_at(int line, const char *name)
 {
 	saker_queue *q = NULL;
-	int rc = T.drv->queue_open(T.s, name, strlen(name), false, NULL, &q);
+	int rc = saker_store_queue_open(T.s, name, strlen(name), false, NULL, &q);
 
 	ck_assert_msg(rc == SAKER_OK, "line %d: queue %s after reopen: %d", line,
 	    name, rc);
@@ -1798,7 +1798,7 @@ START_TEST(test_damaged_item)
 	q = qfind("dq");
 	ck_assert_int_eq(take(q, SAKER_TAKE_REMOVE, BASE + 1), SAKER_ECORRUPT);
 	ck_assert_int_eq(T.calls, 0);
-	msg = T.drv->errmsg(T.s);
+	msg = saker_store_errmsg(T.s);
 	ck_assert_msg(strstr(msg, "'dq'") != NULL &&
 	    strstr(msg, "dq_damaged") != NULL, "errmsg: %s", msg);
 	commit();
@@ -1902,7 +1902,7 @@ START_TEST(test_reopen_delayed)
 	take_empty(q, SAKER_TAKE_REMOVE, BASE);
 
 	memset(&l, 0, sizeof(l));
-	ck_assert_int_eq(T.drv->iterate(T.s, q, iter_cb, &l), 0);
+	ck_assert_int_eq(saker_store_iterate(T.s, q, iter_cb, &l), 0);
 	ck_assert_int_eq(l.n, 3);
 	ck_assert_int_eq(l.items[0].due_ms, BASE + 100);
 	ck_assert_int_eq(l.items[1].due_ms, BASE + 500);
@@ -1940,7 +1940,7 @@ START_TEST(test_reopen_open_items)
 	take_s(q, SAKER_TAKE_OPEN, BASE, "A");
 	take_s(q, SAKER_TAKE_OPEN, BASE, "B");
 	idc = take_s(q, SAKER_TAKE_OPEN, BASE, "C");
-	ck_assert_int_eq(T.drv->confirm(T.s, q, idc), SAKER_OK);
+	ck_assert_int_eq(saker_store_confirm(T.s, q, idc), SAKER_OK);
 	commit();
 	reopen();
 
@@ -1972,13 +1972,13 @@ START_TEST(test_reopen_deliveries)
 	put_dlv(q, "D", 40, BASE + 100);
 	commit();
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
-	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_OK);
+	ck_assert_int_eq(saker_store_release(T.s, q, id), SAKER_OK);
 	commit();
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
-	ck_assert_int_eq(T.drv->move(T.s, q, id, dq), SAKER_OK);
+	ck_assert_int_eq(saker_store_move(T.s, q, id, dq), SAKER_OK);
 	commit();
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "B");
-	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_OK);
+	ck_assert_int_eq(saker_store_release(T.s, q, id), SAKER_OK);
 	commit();
 	take_s(q, SAKER_TAKE_OPEN, BASE, "B");
 	commit();
@@ -1991,7 +1991,7 @@ START_TEST(test_reopen_deliveries)
 	ck_assert_uint_eq(T.got.deliveries, 2);
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "B");
 	ck_assert_uint_eq(T.got.deliveries, 3);
-	ck_assert_int_eq(T.drv->confirm(T.s, q, id), SAKER_OK);
+	ck_assert_int_eq(saker_store_confirm(T.s, q, id), SAKER_OK);
 	take_s(q, SAKER_TAKE_PEEK, BASE, "C");
 	ck_assert_uint_eq(T.got.deliveries, 0);
 	take_s(dq, SAKER_TAKE_PEEK, BASE, "A");
@@ -2022,9 +2022,9 @@ START_TEST(test_release_delayed)
 	put_s(q, "B", 0, 0, BASE);
 	commit();
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
-	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 500, BASE),
+	ck_assert_int_eq(saker_store_release_delayed(T.s, q, id, BASE + 500, BASE),
 	    SAKER_OK);
-	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 500, BASE),
+	ck_assert_int_eq(saker_store_release_delayed(T.s, q, id, BASE + 500, BASE),
 	    SAKER_ENOTFOUND);
 	st = qstats(q);
 	ck_assert_uint_eq(st.open_items, 0);
@@ -2043,13 +2043,13 @@ START_TEST(test_release_delayed)
 	ck_assert_uint_eq(T.got.deliveries, 2);
 	/* due now: a plain release, to the head, ahead of later items */
 	put_s(q, "C", 0, 0, BASE + 500);
-	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 500,
+	ck_assert_int_eq(saker_store_release_delayed(T.s, q, id, BASE + 500,
 	    BASE + 500), SAKER_OK);
 	st = qstats(q);
 	ck_assert_uint_eq(st.delayed_items, 0);
 	ck_assert_uint_eq(st.items, 2);
 	take_s(q, SAKER_TAKE_PEEK, BASE + 500, "A");
-	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 900,
+	ck_assert_int_eq(saker_store_release_delayed(T.s, q, id, BASE + 900,
 	    BASE + 500), SAKER_ENOTFOUND);
 	commit();
 	/* with the same due time: after the delayed items already there,
@@ -2058,7 +2058,7 @@ START_TEST(test_release_delayed)
 	put_s(q2, "J", 0, 0, BASE + 600);
 	put_s(q2, "X", 0, BASE + 800, BASE + 600);
 	id = take_s(q2, SAKER_TAKE_OPEN, BASE + 600, "J");
-	ck_assert_int_eq(T.drv->release_delayed(T.s, q2, id, BASE + 800,
+	ck_assert_int_eq(saker_store_release_delayed(T.s, q2, id, BASE + 800,
 	    BASE + 600), SAKER_OK);
 	put_s(q2, "Y", 0, BASE + 800, BASE + 600);
 	commit();
@@ -2073,7 +2073,7 @@ START_TEST(test_release_delayed)
 		return;
 	/* durable: still delayed, with its count, after a reopen */
 	id = take_s(q, SAKER_TAKE_OPEN, BASE + 600, "A");
-	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 2000,
+	ck_assert_int_eq(saker_store_release_delayed(T.s, q, id, BASE + 2000,
 	    BASE + 600), SAKER_OK);
 	commit();
 	reopen();
@@ -2108,7 +2108,7 @@ START_TEST(test_reopen_deleted_queue)
 	commit();
 	reopen();
 	memset(&l, 0, sizeof(l));
-	ck_assert_int_eq(T.drv->queues(T.s, qlist_cb, &l), SAKER_OK);
+	ck_assert_int_eq(saker_store_queues(T.s, qlist_cb, &l), SAKER_OK);
 	ck_assert_int_eq(l.n, 1);
 	ck_assert(qlist_has(&l, "rd-kept"));
 	q2 = qfind("rd-kept");
@@ -2132,7 +2132,7 @@ START_TEST(test_reopen_read_only)
 	open_store();
 	q = qfind("ro");
 	memset(&l, 0, sizeof(l));
-	ck_assert_int_eq(T.drv->iterate(T.s, q, iter_cb, &l), 0);
+	ck_assert_int_eq(saker_store_iterate(T.s, q, iter_cb, &l), 0);
 	ck_assert_int_eq(l.n, 1);
 	ck_assert_str_eq((char *)l.items[0].data, "kept");
 	itlog_free(&l);
@@ -2245,7 +2245,7 @@ put_attrs(saker_queue *q, const char *str, const void *attrs, size_t alen,
 	it.data = str;
 	it.attrs = attrs;
 	it.attrs_len = alen;
-	return T.drv->put(T.s, q, &it, now);
+	return saker_store_put(T.s, q, &it, now);
 }
 
 #define got_attrs(a, n) do { \
@@ -2273,7 +2273,7 @@ START_TEST(test_attrs_roundtrip)
 	    SAKER_OK);
 	commit();
 	/* iterate: open, ready, delayed, each with its own */
-	ck_assert_int_eq(T.drv->iterate(T.s, q, iter_cb, &log), SAKER_OK);
+	ck_assert_int_eq(saker_store_iterate(T.s, q, iter_cb, &log), SAKER_OK);
 	ck_assert_int_eq(log.n, 4);
 	ck_assert_uint_eq(log.items[0].attrs_len, na);
 	ck_assert_mem_eq(log.items[0].attrs, a, na);
@@ -2287,16 +2287,16 @@ START_TEST(test_attrs_roundtrip)
 	got_attrs(a, na);
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
 	got_attrs(a, na);
-	ck_assert_int_eq(T.drv->release(T.s, q, id), SAKER_OK);
+	ck_assert_int_eq(saker_store_release(T.s, q, id), SAKER_OK);
 	commit();
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "A");
-	ck_assert_int_eq(T.drv->release_delayed(T.s, q, id, BASE + 50, BASE),
+	ck_assert_int_eq(saker_store_release_delayed(T.s, q, id, BASE + 50, BASE),
 	    SAKER_OK);
 	commit();
 	/* move to another queue */
 	id = take_s(q, SAKER_TAKE_OPEN, BASE, "B");
 	got_attrs(b, nb);
-	ck_assert_int_eq(T.drv->move(T.s, q, id, q2), SAKER_OK);
+	ck_assert_int_eq(saker_store_move(T.s, q, id, q2), SAKER_OK);
 	commit();
 	take_s(q2, SAKER_TAKE_REMOVE, BASE, "B");
 	got_attrs(b, nb);
@@ -2310,7 +2310,7 @@ START_TEST(test_attrs_roundtrip)
 	commit();
 	/* routed when it expires */
 	if (T.drv->expire_to != NULL) {
-		ck_assert_int_eq(T.drv->expire_to(T.s, q, "at2", 3), SAKER_OK);
+		ck_assert_int_eq(saker_store_expire_to(T.s, q, "at2", 3), SAKER_OK);
 		ck_assert_int_eq(put_attrs(q, "E", b, nb, BASE + 300, 0,
 		    BASE + 200), SAKER_OK);
 		commit();

@@ -246,15 +246,31 @@ struct saker_queue_base {
 	struct saker_queue_base *touched_next; /* the batch's changed queues */
 	bool touched;
 	unsigned synced;        /* shared stores: the tick of the last count */
+	/* wake-ups (the notify contract, below): q is on the store's list of
+	 * queues to wake at the end of the layer call, with the queue_ctx
+	 * its driver gave */
+	bool woken;
+	struct saker_queue_base *wake_next;
+	void *wake_ctx;
 };
 
 /*
- * The "queue gained visible items" notification.  Called synchronously from
- * inside put(), release(), promote() (and any driver call that makes items
- * visible), at most once per queue per call, after the driver's state is
- * updated.  `queue_ctx` is the pointer given to queue_open().  The callback
- * must not call back into the store; the core records the queue and serves
- * its waiters after the store call returns.
+ * The "queue gained visible items" notification.  The core's callback
+ * (opts->notify) is called synchronously from inside a layer call
+ * (saker_store_put(), _take(), _release(), _promote(), _fd_ready(),
+ * _tick() and every other one that can make items visible), at its end,
+ * after the driver's state is updated, at most once per queue per call.
+ * `queue_ctx` is the pointer given to queue_open().  The callback must not
+ * call back into the store; the core records the queue and serves its
+ * waiters after the store call returns.
+ *
+ * A driver calls the notify it got in its opts freely: once for every item
+ * it makes ready, in any order, inside any hook.  That is the layer's
+ * (saker_store_open() puts its own callback there): it marks the queue,
+ * and the outermost layer call hands each marked queue to the core once
+ * when it returns, so a driver keeps no list of its own.  Notifications
+ * made inside open() reach nobody (the core has no queue contexts yet; it
+ * serves every queue after the open).
  */
 typedef void (*saker_notify_fn)(void *notify_arg, saker_queue *q, void *queue_ctx);
 
@@ -324,6 +340,16 @@ typedef struct saker_store {
 	                          * current batch changed (layer.c) */
 	unsigned tick;          /* tick() calls (layer.c): shared stores
 	                          * count a queue again once per tick */
+	/* wake-ups (the notify contract): the core's callback and argument,
+	 * the queues the driver notified during the current layer call
+	 * (woken..woken_tail, each once), how deep layer calls are nested
+	 * (the layer's own put inside a driver's take), and the argument
+	 * the driver got with the layer's callback (holds this store) */
+	saker_notify_fn notify;
+	void *notify_arg;
+	struct saker_queue_base *woken, *woken_tail;
+	unsigned depth;
+	struct saker_store **wake_cell;
 } saker_store;
 
 /*
@@ -448,7 +474,7 @@ struct saker_store_driver {
 	    int64_t now_ms);
 
 	/* Hand the oldest ready, unexpired item to fn.  Expired items met at
-	 * the head are removed and counted.  `mode` says what happens to it:
+	 * the head go to saker_store_expired() and are removed.  `mode` says what happens to it:
 	 *   SAKER_TAKE_REMOVE  it leaves the queue;
 	 *   SAKER_TAKE_OPEN    it becomes an open item (id valid for confirm);
 	 *   SAKER_TAKE_PEEK    it stays at the head.
@@ -494,24 +520,23 @@ struct saker_store_driver {
 	/* Optional (NULL): where the items of q that expire go: queue
 	 * `name` (len bytes), or NULL to drop them (the default).  Not
 	 * stored: the caller says it again after open() and after a failed
-	 * commit.  A driver that routes expired items sets this to the
-	 * layer's saker_store_keep_expire_to and asks
-	 * saker_store_expire_target() wherever it finds an item expired
-	 * (take at the head, promote, flush_expired): the item is appended
-	 * to that queue with its expiry cleared (it must not expire again at
-	 * once) and its data, flags, age and delivery count kept, in the
-	 * current batch instead of being dropped; counted in q's expired_to,
-	 * not in expired_items.  Every one moves, however many expired
-	 * together, in FIFO order; a driver that bounds the moves of one
-	 * take leaves the rest in place (skipped, never dropped) for the
-	 * next call or the sweep.  The target is woken once per call.  A
-	 * name equal to q's own drops them. */
+	 * commit.  A driver sets this to the layer's
+	 * saker_store_keep_expire_to and hands every item it finds expired
+	 * (take at the head, promote, flush_expired) to
+	 * saker_store_expired(), which drops it or appends a copy to that
+	 * queue with its expiry cleared (it must not expire again at once)
+	 * and its data, flags, age, delivery count and attributes kept, in
+	 * the current batch; the driver removes the original and counts it
+	 * in q's expired_to or expired_items.  Every one moves, however many
+	 * expired together, in FIFO order, in the call that met it.  The
+	 * target is woken once per call (the layer's wake-ups).  A name
+	 * equal to q's own drops them. */
 	int (*expire_to)(saker_store *s, saker_queue *q, const char *name,
 	    size_t len);
 
 	/* Move every delayed item with due_ms <= now_ms, in (due, arrival)
-	 * order, to the tail of its queue's ready FIFO; notify each queue that
-	 * gained items.  Items that expired meanwhile are dropped and counted.
+	 * order, to the tail of its queue's ready FIFO, notifying the queue.
+	 * Items that expired meanwhile go to saker_store_expired().
 	 * Sets *next_due_ms to the earliest due time still pending in the whole
 	 * store, or 0 when none.  Cheap when nothing is due. */
 	int (*promote)(saker_store *s, int64_t now_ms, int64_t *next_due_ms);

@@ -168,7 +168,7 @@ pick_queue(struct fz *f, bool create)
 
 	if (mq->exists || !create)
 		return mq->exists ? mq : NULL;
-	rc = f->drv->queue_open(f->s, name, strlen(name), true, mq, &mq->h);
+	rc = saker_store_queue_open(f->s, name, strlen(name), true, mq, &mq->h);
 	FUZZ_CHECK(rc == SAKER_OK && mq->h != NULL);
 	mq->exists = true;
 	mq->nready = mq->ndelayed = mq->nopen = 0;
@@ -214,7 +214,7 @@ op_put(struct fz *f)
 	in.state = SAKER_ITEM_OPEN;
 	in.attrs = m.attrs;
 	in.attrs_len = m.alen;
-	rc = f->drv->put(f->s, mq->h, &in, f->now);
+	rc = saker_store_put(f->s, mq->h, &in, f->now);
 	FUZZ_CHECK(rc == SAKER_OK);
 	f->live++;
 	mq->total++;
@@ -258,7 +258,7 @@ op_take(struct fz *f, int mode)
 	}
 	f->want = mq->nready > 0 ? &mq->ready[0] : NULL;
 	f->seen = false;
-	rc = f->drv->take(f->s, mq->h, mode, f->now, take_cb, f);
+	rc = saker_store_take(f->s, mq->h, mode, f->now, take_cb, f);
 	if (f->want == NULL) {
 		FUZZ_CHECK(rc == SAKER_EEMPTY && !f->seen);
 		return;
@@ -309,15 +309,15 @@ op_confirm_release(struct fz *f, bool release)
 			if (mq->open[k].id >= id)
 				id = mq->open[k].id + 1;
 		id += 1000;
-		rc = release ? f->drv->release(f->s, mq->h, id) :
-		    f->drv->confirm(f->s, mq->h, id);
+		rc = release ? saker_store_release(f->s, mq->h, id) :
+		    saker_store_confirm(f->s, mq->h, id);
 		FUZZ_CHECK(rc == SAKER_ENOTFOUND);
 		FUZZ_CHECK(mq->notified == 0);
 		return;
 	}
 	id = mq->open[k].id;
-	rc = release ? f->drv->release(f->s, mq->h, id) :
-	    f->drv->confirm(f->s, mq->h, id);
+	rc = release ? saker_store_release(f->s, mq->h, id) :
+	    saker_store_confirm(f->s, mq->h, id);
 	FUZZ_CHECK(rc == SAKER_OK);
 	if (release) {
 		memmove(&mq->ready[1], &mq->ready[0], mq->nready * sizeof(mq->ready[0]));
@@ -351,12 +351,12 @@ op_move(struct fz *f)
 		id = 1000000 + f->serial;
 		if (to == mq && k < mq->nopen)
 			id = mq->open[k].id;
-		rc = f->drv->move(f->s, mq->h, id, to->h);
+		rc = saker_store_move(f->s, mq->h, id, to->h);
 		FUZZ_CHECK(rc == (to == mq ? SAKER_EINVAL : SAKER_ENOTFOUND));
 		FUZZ_CHECK(mq->notified == 0 && to->notified == 0);
 		return;
 	}
-	rc = f->drv->move(f->s, mq->h, mq->open[k].id, to->h);
+	rc = saker_store_move(f->s, mq->h, mq->open[k].id, to->h);
 	FUZZ_CHECK(rc == SAKER_OK);
 	FUZZ_CHECK(mq->notified == 0 && to->notified == 1);
 	to->ready[to->nready++] = mq->open[k];
@@ -383,12 +383,12 @@ op_release_delayed(struct fz *f)
 		id = 1000000 + f->serial;	/* ids of items never open */
 		for (k = 0; k < mq->nopen; k++)
 			FUZZ_CHECK(mq->open[k].id != id);
-		rc = f->drv->release_delayed(f->s, mq->h, id, due, f->now);
+		rc = saker_store_release_delayed(f->s, mq->h, id, due, f->now);
 		FUZZ_CHECK(rc == SAKER_ENOTFOUND);
 		FUZZ_CHECK(mq->notified == 0);
 		return;
 	}
-	rc = f->drv->release_delayed(f->s, mq->h, mq->open[k].id, due, f->now);
+	rc = saker_store_release_delayed(f->s, mq->h, mq->open[k].id, due, f->now);
 	FUZZ_CHECK(rc == SAKER_OK);
 	if (due <= f->now) {
 		memmove(&mq->ready[1], &mq->ready[0], mq->nready * sizeof(mq->ready[0]));
@@ -414,7 +414,7 @@ op_promote(struct fz *f)
 	bool gained[NQ] = { false, false, false };
 	int i, rc;
 
-	rc = f->drv->promote(f->s, f->now, &next_due);
+	rc = saker_store_promote(f->s, f->now, &next_due);
 	FUZZ_CHECK(rc == SAKER_OK);
 	for (;;) {
 		struct mqueue *best = NULL;
@@ -644,7 +644,7 @@ op_flush_expired(struct fz *f)
 
 	if (mq == NULL)
 		return;
-	FUZZ_CHECK(f->drv->flush_expired(f->s, mq->h, f->now, limit,
+	FUZZ_CHECK(saker_store_flush_expired(f->s, mq->h, f->now, limit,
 	    &removed) == SAKER_OK);
 	/* store.h: at most `limit` ready items are looked at, from the head. */
 	uint64_t seen = 0;
@@ -758,20 +758,20 @@ op_check(struct fz *f)
 		}
 		f->iter_q = mq;
 		f->iter_pos = 0;
-		FUZZ_CHECK(f->drv->iterate(f->s, mq->h, iter_cb, f) == 0);
+		FUZZ_CHECK(saker_store_iterate(f->s, mq->h, iter_cb, f) == 0);
 		FUZZ_CHECK(f->iter_pos == mq->nopen + mq->nready + mq->ndelayed);
 		/* the layer's counters against the items the driver holds */
 		{
 			struct tally ty = { { 0, 0, 0 }, 0 };
 
-			FUZZ_CHECK(f->drv->iterate(f->s, mq->h, tally_cb, &ty) == 0);
+			FUZZ_CHECK(saker_store_iterate(f->s, mq->h, tally_cb, &ty) == 0);
 			FUZZ_CHECK(st.items == ty.n[SAKER_ITEM_READY]);
 			FUZZ_CHECK(st.bytes == ty.bytes);
 			FUZZ_CHECK(st.delayed_items == ty.n[SAKER_ITEM_DELAYED]);
 			FUZZ_CHECK(st.open_items == ty.n[SAKER_ITEM_OPEN]);
 		}
 	}
-	FUZZ_CHECK(f->drv->queues(f->s, count_queue_cb, &nq) == 0);
+	FUZZ_CHECK(saker_store_queues(f->s, count_queue_cb, &nq) == 0);
 	FUZZ_CHECK(nq == want_nq);
 }
 
@@ -783,7 +783,7 @@ op_reopen(struct fz *f)
 	saker_queue *h = NULL;
 	int rc;
 
-	rc = f->drv->queue_open(f->s, name, strlen(name), false, mq, &h);
+	rc = saker_store_queue_open(f->s, name, strlen(name), false, mq, &h);
 	if (!mq->exists) {
 		FUZZ_CHECK(rc == SAKER_ENOTFOUND);
 		return;
@@ -849,7 +849,6 @@ count_cb(void *arg, const struct saker_item *item)
 static void
 check_reachable(struct fz *f)
 {
-	const struct saker_store_driver *drv = f->drv;
 	int64_t far = f->now + FAR_MS, next_due = -1;
 	struct saker_queue_stats st;
 	struct listed *l = calloc(1, sizeof(*l));
@@ -859,11 +858,11 @@ check_reachable(struct fz *f)
 
 	FUZZ_CHECK(l != NULL);
 	f->draining = true;	/* queues get a NULL ctx: notify_cb knows */
-	FUZZ_CHECK(drv->queues(f->s, list_cb, l) == SAKER_OK);
+	FUZZ_CHECK(saker_store_queues(f->s, list_cb, l) == SAKER_OK);
 	for (i = 0; i < l->n; i++) {
 		struct reach *r = &l->q[i];
 
-		FUZZ_CHECK(drv->queue_open(f->s, l->name[i], l->len[i], false,
+		FUZZ_CHECK(saker_store_queue_open(f->s, l->name[i], l->len[i], false,
 		    NULL, &r->h) == SAKER_OK);
 		FUZZ_CHECK(saker_store_queue_stats(f->s, r->h, &st) == SAKER_OK);
 		r->counted = st.items + st.delayed_items + st.open_items;
@@ -873,23 +872,23 @@ check_reachable(struct fz *f)
 		FUZZ_CHECK(l->open_ids != NULL);
 		memset(l->nstate, 0, sizeof(l->nstate));
 		l->nopen_ids = 0;
-		FUZZ_CHECK(drv->iterate(f->s, r->h, state_cb, l) == 0);
+		FUZZ_CHECK(saker_store_iterate(f->s, r->h, state_cb, l) == 0);
 		FUZZ_CHECK(l->nstate[SAKER_ITEM_READY] == st.items);
 		FUZZ_CHECK(l->nstate[SAKER_ITEM_DELAYED] == st.delayed_items);
 		FUZZ_CHECK(l->nstate[SAKER_ITEM_OPEN] == st.open_items);
 		for (k = 0; k < l->nopen_ids; k++)
-			FUZZ_CHECK(drv->release(f->s, r->h, l->open_ids[k]) ==
+			FUZZ_CHECK(saker_store_release(f->s, r->h, l->open_ids[k]) ==
 			    SAKER_OK);
 		free(l->open_ids);
 	}
 	/* every delayed item of the store is due by then */
-	FUZZ_CHECK(drv->promote(f->s, far, &next_due) == SAKER_OK);
+	FUZZ_CHECK(saker_store_promote(f->s, far, &next_due) == SAKER_OK);
 	FUZZ_CHECK(next_due == 0);
 	for (i = 0; i < l->n; i++) {
 		struct reach *r = &l->q[i];
 
 		for (taken = 0; taken <= r->counted; taken++) {
-			rc = drv->take(f->s, r->h, SAKER_TAKE_REMOVE, far,
+			rc = saker_store_take(f->s, r->h, SAKER_TAKE_REMOVE, far,
 			    count_cb, &dummy);
 			if (rc == SAKER_EEMPTY)
 				break;
@@ -903,7 +902,7 @@ check_reachable(struct fz *f)
 		FUZZ_CHECK(st.items == 0 && st.delayed_items == 0 &&
 		    st.open_items == 0 && st.bytes == 0);
 		left = 0;
-		FUZZ_CHECK(drv->iterate(f->s, r->h, count_cb, &left) == 0);
+		FUZZ_CHECK(saker_store_iterate(f->s, r->h, count_cb, &left) == 0);
 		FUZZ_CHECK(left == 0);
 	}
 	FUZZ_CHECK(saker_store_commit(f->s) == SAKER_OK);
@@ -916,7 +915,7 @@ fuzz_store_driver(const struct saker_store_driver *drv, const char *location,
 {
 	struct saker_store_opts opts;
 	struct fz *f;
-	char err[256];
+	char err[256], spec[600];
 	int nops = 0;
 
 	if ((f = calloc(1, sizeof(*f))) == NULL)
@@ -930,7 +929,11 @@ fuzz_store_driver(const struct saker_store_driver *drv, const char *location,
 	opts.sync = SAKER_SYNC_NEVER;
 	opts.notify = notify_cb;
 	opts.notify_arg = f;
-	FUZZ_CHECK(drv->open(location, &opts, &f->s, err, sizeof(err)) == SAKER_OK);
+	/* through the layer, as the core opens it: the layer wakes the queues */
+	snprintf(spec, sizeof(spec), "%s%s%s", drv->name,
+	    location != NULL ? ":" : "", location != NULL ? location : "");
+	FUZZ_CHECK(saker_store_open(spec, &opts, &f->s, err, sizeof(err)) ==
+	    SAKER_OK);
 	while (f->p < f->end && nops++ < MAXOPS) {
 		clear_notified(f);
 		switch (next8(f) % NOPS) {
@@ -957,7 +960,7 @@ fuzz_store_driver(const struct saker_store_driver *drv, const char *location,
 	op_check(f);
 	FUZZ_CHECK(saker_store_commit(f->s) == SAKER_OK);
 	check_reachable(f);
-	drv->close(f->s);
+	saker_store_close(f->s);
 	free(f);
 	return 0;
 }
