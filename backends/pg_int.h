@@ -91,10 +91,6 @@ struct saker_queue {
 	LIST_ENTRY(saker_queue) pend_link;
 	LIST_ENTRY(saker_queue) gone_link;	/* deleted or zombie list */
 	uint64_t expired_to;
-	/* gained items while wake-ups were deferred: woken once at the
-	 * call's end (pg_wake_deferred) */
-	struct saker_queue *wake_next;
-	bool wake;
 	struct kit_qent qe;	/* in s->qt while live (qtab.h) */
 	char name[];		/* len bytes, not NUL-terminated */
 };
@@ -164,8 +160,6 @@ struct pg_store {
 	bool read_only;
 	int64_t version;	/* the store's format (pg_check_schema()) */
 	saker_notify_fn notify;
-	struct saker_queue *wake_list;	/* see saker_queue.wake */
-	bool defer_wake;	/* the layer is putting an expired item */
 	void *notify_arg;
 
 	bool in_txn;

@@ -174,8 +174,7 @@ pg_row_view(const PGresult *res, int row, const int col[5],
 /*
  * Expired item `it` of q leaves q in this batch (the caller removes the
  * original): the layer routes it or drops it (saker_store_expired()),
- * and it is counted in q's expired_to or expired.  The target's
- * wake-ups wait for the end of the call (pg_wake_deferred()).
+ * and it is counted in q's expired_to or expired.
  */
 int
 pg_expired_item(struct pg_store *s, struct saker_queue *q,
@@ -184,10 +183,8 @@ pg_expired_item(struct pg_store *s, struct saker_queue *q,
 	bool routed;
 	int err;
 
-	s->defer_wake = true;
-	err = saker_store_expired(&s->base, q, it, now_ms, &routed);
-	s->defer_wake = false;
-	if (err != SAKER_OK)
+	if ((err = saker_store_expired(&s->base, q, it, now_ms, &routed)) !=
+	    SAKER_OK)
 		return err;
 	if (routed)
 		q->expired_to++;

@@ -179,35 +179,10 @@ pg_held_install(struct pg_store *s, struct saker_queue *q, PGresult *res,
 void
 pg_notify_local(struct pg_store *s, struct saker_queue *q)
 {
-	if (q == NULL)
-		return;
-	q->empty_gen = s->txn_gen - 1;
-	if (s->defer_wake) {
-		if (!q->wake) {
-			q->wake = true;
-			q->wake_next = s->wake_list;
-			s->wake_list = q;
-		}
-		return;
-	}
-	if (s->notify != NULL && !q->dead)
+	if (q != NULL)
+		q->empty_gen = s->txn_gen - 1;
+	if (s->notify != NULL && q != NULL && !q->dead)
 		s->notify(s->notify_arg, q, q->ctx);
-}
-
-/* Wake the queues the layer's expired-item puts gained items in, once
- * each, at the end of the call (store.h: at most once per queue per
- * call). */
-void
-pg_wake_deferred(struct pg_store *s)
-{
-	struct saker_queue *q;
-
-	while ((q = s->wake_list) != NULL) {
-		s->wake_list = q->wake_next;
-		q->wake_next = NULL;
-		q->wake = false;
-		pg_notify_local(s, q);
-	}
 }
 
 /* Tell local waiters and, at commit, the other brokers. */

@@ -23,7 +23,6 @@ void pg_held_drop_all(struct pg_store *s);
 int pg_held_install(struct pg_store *s, struct saker_queue *q, PGresult *res,
     int64_t now_ms);
 void pg_notify_local(struct pg_store *s, struct saker_queue *q);
-void pg_wake_deferred(struct pg_store *s);
 void pg_gained(struct pg_store *s, struct saker_queue *q);
 void pg_notify_all(struct pg_store *s);
 

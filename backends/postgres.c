@@ -412,9 +412,10 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 }
 
 static int
-pg_take_in(struct pg_store *s, struct saker_queue *q, int mode,
-    int64_t now_ms, saker_item_fn fn, void *arg)
+pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg)
 {
+	struct pg_store *s = PG(base);
 	int err, n;
 
 	if ((err = pg_dead(s, q)) != SAKER_OK)
@@ -614,8 +615,9 @@ pg_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 }
 
 static int
-pg_promote_in(struct pg_store *s, int64_t now_ms, int64_t *next_due_ms)
+pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 {
+	struct pg_store *s = PG(base);
 	struct saker_queue *q;
 	struct pg_pipe pp;
 	struct pgp p = { 0 }, pn = { 0 };
@@ -698,9 +700,10 @@ pg_promote_in(struct pg_store *s, int64_t now_ms, int64_t *next_due_ms)
 }
 
 static int
-pg_flush_in(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
+pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
+	struct pg_store *s = PG(base);
 	struct pgp p = { 0 };
 	PGresult *res;
 	int err;
@@ -746,37 +749,6 @@ pg_flush_in(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
 	}
 	PQclear(res);
 	return SAKER_OK;
-}
-
-/* take, promote and flush_expired may route expired items: their targets
- * are woken once, here, at the end of the call (store.h, notify). */
-static int
-pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
-    saker_item_fn fn, void *arg)
-{
-	int err = pg_take_in(PG(base), q, mode, now_ms, fn, arg);
-
-	pg_wake_deferred(PG(base));
-	return err;
-}
-
-static int
-pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
-{
-	int err = pg_promote_in(PG(base), now_ms, next_due_ms);
-
-	pg_wake_deferred(PG(base));
-	return err;
-}
-
-static int
-pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
-    uint64_t limit, uint64_t *removed)
-{
-	int err = pg_flush_in(PG(base), q, now_ms, limit, removed);
-
-	pg_wake_deferred(PG(base));
-	return err;
 }
 
 /* Stream one listing to fn, a row at a time (queues can be large). */
