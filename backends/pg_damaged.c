@@ -22,10 +22,14 @@ pg_can_move(const struct pg_store *s)
 
 /*
  * The item of row `row` of res (ITEM_COLS) failed its checksum: the layer
- * copies its bytes, as they are, to q's quarantine queue in the current
- * batch (saker_store_quarantine(); res NULL: the store takes no writes, it
+ * puts it, as it is, into q's quarantine queue in the current batch
+ * (saker_store_quarantine(); res NULL: the store takes no writes, it
  * stays).  The caller removes the original once this succeeded, in the
  * same batch.  Either way s->err holds the message naming both queues.
+ * No copy of the bytes: pg_put() copies them into the batch's arrays
+ * before it runs any statement, and a statement that fails before that
+ * (opening the quarantine queue) fails the put, so res is not read
+ * after a lost batch has freed it.
  */
 static int
 pg_put_damaged(struct pg_store *s, struct saker_queue *q, const PGresult *res,
@@ -33,30 +37,16 @@ pg_put_damaged(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 {
 	struct saker_item it;
 	char msg[sizeof(s->err)];
-	char *copy = NULL;
 	int err;
 
-	memset(&it, 0, sizeof(it));
 	if (res != NULL) {
-		it.flags = (uint32_t)pg_rv_i64(res, row, C_FLAGS);
-		it.created_ms = pg_rv_i64(res, row, C_CREATED);
-		it.len = (size_t)PQgetlength(res, row, C_DATA);
+		pg_row_item(res, row, &it, SAKER_ITEM_READY);
 		/* attributes too long to put again are damage: left out */
-		it.attrs_len = (size_t)PQgetlength(res, row, C_ATTRS);
 		if (it.attrs_len > SAKER_ATTRS_MAX)
 			it.attrs_len = 0;
-		/* res may be freed if a statement below fails */
-		if ((copy = malloc(it.len + it.attrs_len + 1)) == NULL)
-			return pg_errf(s, SAKER_ENOMEM, "out of memory");
-		memcpy(copy, PQgetvalue(res, row, C_DATA), it.len);
-		memcpy(copy + it.len, PQgetvalue(res, row, C_ATTRS),
-		    it.attrs_len);
-		it.data = copy;
-		it.attrs = copy + it.len;
 	}
 	err = saker_store_quarantine(&s->base, q, q->name, q->len,
 	    (uint64_t)id, res != NULL ? &it : NULL, now_ms, msg, sizeof(msg));
-	free(copy);
 	pg_errf(s, SAKER_ECORRUPT, "%s", msg);
 	return err;
 }
