@@ -474,18 +474,9 @@ saker_store_commit(saker_store *s)
 /* ------------------------------------------------------------------ */
 /* deduplication ids (store.h, DEDUPLICATION) */
 
-static int
-count_id(void *arg, const void *key, size_t len, int64_t expires_ms)
-{
-	(void)key;
-	(void)len;
-	(void)expires_ms;
-	(*(uint64_t *)arg)++;
-	return 0;
-}
-
-/* The layer counts q's ids from its first use since open (one pass over
- * the records the store kept), then by each record made or swept. */
+/* The layer counts q's ids from its first use since open (the driver's
+ * dedup_count, or one pass over the records the store kept), then by
+ * each record made or swept. */
 static int
 ids_known(saker_store *s, saker_queue *q)
 {
@@ -495,9 +486,7 @@ ids_known(saker_store *s, saker_queue *q)
 
 	if (b->ids_known)
 		return SAKER_OK;
-	if (s->driver->dedup_iterate == NULL)
-		return SAKER_EINVAL;	/* a driver without ids (none ships) */
-	if ((rc = s->driver->dedup_iterate(s, q, count_id, &n)) != SAKER_OK)
+	if ((rc = saker_store_dedup_count(s, q, &n)) != SAKER_OK)
 		return rc;
 	b->n[N_IDS] = n;
 	b->ids_known = true;
@@ -537,6 +526,8 @@ int
 saker_store_dedup_iterate(saker_store *s, saker_queue *q, saker_dedup_fn fn,
     void *arg)
 {
+	if (s->driver->dedup_iterate == NULL)
+		return SAKER_EINVAL;	/* as ids_known(): no ids */
 	return s->driver->dedup_iterate(s, q, fn, arg);
 }
 
@@ -546,43 +537,46 @@ key_ok(const void *key, size_t len)
 	return key != NULL && len > 0 && len <= SAKER_DEDUP_KEY_MAX;
 }
 
-int
-saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
-    size_t len, int64_t expires_ms, int64_t now_ms)
-{
-	bool replaced = false;
-	int rc;
-
-	if (!key_ok(key, len))
-		return SAKER_EINVAL;
-
-	if ((rc = ids_known(s, q)) != SAKER_OK)
-		return rc;
-	rc = s->driver->dedup_put(s, q, key, len, expires_ms, now_ms,
-	    &replaced);
-	if (rc == SAKER_OK && !replaced)
-		ids_add(s, q, 1);
-	return rc == SAKER_EEXIST ? SAKER_OK : rc;
-}
-
-/* The driver's one question about an id, "record it unless kept", for
- * the window from now_ms: a kept one is a duplicate, counted. */
+/* The driver's one question about an id: "record key on q until
+ * expires_ms unless a live record is kept" (SAKER_EEXIST).  A new record
+ * is counted here; a duplicate is its caller's to count (a load is not a
+ * duplicate set). */
 static int
 id_record(saker_store *s, saker_queue *q, const void *key, size_t len,
-    int64_t window_ms, int64_t now_ms, bool *replaced)
+    int64_t expires_ms, int64_t now_ms, bool *replaced)
 {
 	int rc;
 
 	*replaced = false;
-	if (!key_ok(key, len) || window_ms <= 0)
+	if (!key_ok(key, len))
 		return SAKER_EINVAL;
 	if ((rc = ids_known(s, q)) != SAKER_OK)
 		return rc;
-	rc = s->driver->dedup_put(s, q, key, len, now_ms + window_ms, now_ms,
+	rc = s->driver->dedup_put(s, q, key, len, expires_ms, now_ms,
 	    replaced);
-	if (rc == SAKER_EEXIST)
-		base(q)->dedup_hits++;
+	if (rc == SAKER_OK && !*replaced)
+		ids_add(s, q, 1);
 	return rc;
+}
+
+/* now_ms + window_ms, for a window that is one (> 0, no overflow) */
+static int
+window_end(int64_t now_ms, int64_t window_ms, int64_t *end)
+{
+	if (window_ms <= 0 || now_ms > INT64_MAX - window_ms)
+		return SAKER_EINVAL;
+	*end = now_ms + window_ms;
+	return SAKER_OK;
+}
+
+int
+saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
+    size_t len, int64_t expires_ms, int64_t now_ms)
+{
+	bool replaced;
+	int rc = id_record(s, q, key, len, expires_ms, now_ms, &replaced);
+
+	return rc == SAKER_EEXIST ? SAKER_OK : rc;
 }
 
 int
@@ -593,10 +587,12 @@ saker_store_put_once(saker_store *s, saker_queue *q,
 	unsigned char attrs[SAKER_ATTRS_MAX];
 	struct saker_item it;
 	bool replaced = false, full;
+	int64_t end;
 	size_t alen;
 	int rc;
 
-	if (!key_ok(key, len) || item == NULL || window_ms <= 0)
+	if (!key_ok(key, len) || item == NULL ||
+	    window_end(now_ms, window_ms, &end) != SAKER_OK)
 		return SAKER_EINVAL;
 	if ((rc = ids_known(s, q)) != SAKER_OK)
 		return rc;
@@ -611,16 +607,18 @@ saker_store_put_once(saker_store *s, saker_queue *q,
 	if (alen == 0)
 		return SAKER_EINVAL;
 	/* a retry is answered as one at the limit too */
-	if ((rc = id_record(s, q, key, len, window_ms, now_ms, &replaced)) !=
-	    SAKER_OK)
+	if ((rc = id_record(s, q, key, len, end, now_ms, &replaced)) !=
+	    SAKER_OK) {
+		if (rc == SAKER_EEXIST)
+			base(q)->dedup_hits++;
 		return rc;
+	}
 	if (full && !replaced) {
 		/* a new id past the limit: take the record back */
-		s->driver->dedup_del(s, q, key, len);
+		if (s->driver->dedup_del(s, q, key, len) == SAKER_OK)
+			ids_add(s, q, -1);
 		return SAKER_EFULL;
 	}
-	if (!replaced)
-		ids_add(s, q, 1);
 	it = *item;
 	it.attrs = attrs;
 	it.attrs_len = alen;
@@ -638,15 +636,21 @@ saker_store_dedup_kept(saker_store *s, saker_queue *q, const void *key,
     size_t len, int64_t window_ms, int64_t now_ms)
 {
 	bool replaced;
+	int64_t end;
 	int rc;
 
-	/* asked, and the record taken back when it was not kept */
-	if ((rc = id_record(s, q, key, len, window_ms, now_ms, &replaced)) !=
-	    SAKER_OK)
+	if (window_end(now_ms, window_ms, &end) != SAKER_OK)
+		return SAKER_EINVAL;
+	/* asked, and the record taken back when it was not kept (an
+	 * expired record it replaced goes with it) */
+	if ((rc = id_record(s, q, key, len, end, now_ms, &replaced)) !=
+	    SAKER_OK) {
+		if (rc == SAKER_EEXIST)
+			base(q)->dedup_hits++;
 		return rc;
+	}
 	if ((rc = s->driver->dedup_del(s, q, key, len)) != SAKER_OK)
 		return rc;
-	if (replaced)	/* an expired record went with it */
-		ids_add(s, q, -1);
+	ids_add(s, q, -1);
 	return SAKER_OK;
 }

@@ -69,6 +69,7 @@ struct saker_queue {
 	struct hashmap *ids;     /* deduplication key -> struct mdedup *,
 	                          * made at the first id */
 	struct dlist idlist;     /* the same records, by expiry */
+	uint64_t nids;           /* how many: dedup_count(), O(1) */
 	/* items, bytes, delayed and open are the layer's (store.h,
 	 * COUNTERS); these three it asks the driver for */
 	uint64_t total, expired, expired_to;
@@ -402,6 +403,7 @@ id_free(struct mstore *ms, struct saker_queue *q, struct mdedup *d)
 	TAILQ_REMOVE(&q->idlist, d, link);
 	hashmap_del(q->ids, d->key, d->len);
 	ms->mem_used -= id_cost(d->len);
+	q->nids--;
 	free(d);
 }
 
@@ -470,6 +472,7 @@ mem_dedup_put(saker_store *s, saker_queue *q, const void *key, size_t len,
 	}
 	id_place(q, d);
 	ms->mem_used += id_cost(len);
+	q->nids++;
 	return SAKER_OK;
 }
 
@@ -521,6 +524,15 @@ mem_dedup_iterate(saker_store *s, saker_queue *q, saker_dedup_fn fn,
 	TAILQ_FOREACH(d, &q->idlist, link)
 		if ((rc = fn(arg, d->key, d->len, d->expires_ms)) != 0)
 			return rc;
+	return SAKER_OK;
+}
+
+static int
+mem_dedup_count(saker_store *s, saker_queue *q, uint64_t *n)
+{
+	if (q == NULL)
+		return fail(MS(s), SAKER_EINVAL, "no queue");
+	*n = q->nids;
 	return SAKER_OK;
 }
 
@@ -1086,6 +1098,7 @@ const struct saker_store_driver saker_store_memory = {
 	.dedup_del = mem_dedup_del,
 	.dedup_sweep = mem_dedup_sweep,
 	.dedup_iterate = mem_dedup_iterate,
+	.dedup_count = mem_dedup_count,
 	.commit = mem_commit,
 	.sync = NULL,
 	.store_stats = NULL,

@@ -427,6 +427,27 @@ saker_store_tick(saker_store *s, int64_t now_ms)
 	return saker_layer_leave(s, s->driver->tick(s, now_ms));
 }
 
+static int
+count_id(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	(void)key;
+	(void)len;
+	(void)expires_ms;
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+int
+saker_store_dedup_count(saker_store *s, saker_queue *q, uint64_t *n)
+{
+	*n = 0;
+	if (s->driver->dedup_count != NULL)
+		return s->driver->dedup_count(s, q, n);
+	if (s->driver->dedup_iterate == NULL)
+		return SAKER_EINVAL;	/* a driver without ids (none ships) */
+	return s->driver->dedup_iterate(s, q, count_id, n);
+}
+
 bool
 saker_store_needs_tick(const saker_store *s)
 {

@@ -1,7 +1,7 @@
 /* check_policy.c -- the store layer's rules, tested once rather than per
  * driver (the conformance suite tests each driver's primitives): the lock
- * file, the quarantine of damaged items, the expire_to target and the
- * delivery-count clamp (store.h, THE LAYER). */
+ * file, the quarantine of damaged items, the expire_to target, the
+ * delivery-count clamp and the deduplication rules (store.h, THE LAYER). */
 #include "config.h"
 
 #include <check.h>
@@ -547,6 +547,93 @@ START_TEST(test_put_clamp)
 }
 END_TEST
 
+/* The layer's deduplication rules (store.h, DEDUPLICATION) over the
+ * driver's one question: a window that is none, or would overflow, is
+ * refused; a load counts a new id and never a duplicate; asking
+ * (dedup_kept) leaves no id behind; a full queue refuses a new id and
+ * keeps its count; the counters match what dedup_iterate shows. */
+static int
+count_ids(void *arg, const void *key, size_t len, int64_t expires_ms)
+{
+	(void)key;
+	(void)len;
+	(void)expires_ms;
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+static struct saker_queue_stats
+ids_stats(saker_queue *q)
+{
+	struct saker_queue_stats st;
+	uint64_t n = 0;
+
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(saker_store_queue_stats(ms, q, &st), SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_iterate(ms, q, count_ids, &n),
+	    SAKER_OK);
+	ck_assert_uint_eq(st.dedup_ids, n);
+	ck_assert_int_eq(saker_store_dedup_count(ms, q, &n), SAKER_OK);
+	ck_assert_uint_eq(st.dedup_ids, n);
+	return st;
+}
+
+START_TEST(test_dedup_rules)
+{
+	saker_queue *q = mq("dd", NULL);
+	struct saker_item it;
+	struct saker_queue_stats st;
+
+	memset(&it, 0, sizeof(it));
+	it.data = "x";
+	it.len = 1;
+	ck_assert_int_eq(saker_store_put_once(ms, q, &it, "k1", 2, 0, 0, 1000),
+	    SAKER_EINVAL);
+	ck_assert_int_eq(saker_store_put_once(ms, q, &it, "k1", 2, INT64_MAX,
+	    0, 1000), SAKER_EINVAL);
+	ck_assert_int_eq(saker_store_dedup_kept(ms, q, "k1", 2, INT64_MAX,
+	    1000), SAKER_EINVAL);
+	ck_assert_uint_eq(ids_stats(q).dedup_ids, 0);
+
+	/* a load: a new id counted, the same again neither counted nor a
+	 * duplicate */
+	ck_assert_int_eq(saker_store_dedup_load(ms, q, "k1", 2, 50000, 1000),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_load(ms, q, "k1", 2, 50000, 1000),
+	    SAKER_OK);
+	st = ids_stats(q);
+	ck_assert_uint_eq(st.dedup_ids, 1);
+	ck_assert_uint_eq(st.dedup_hits, 0);
+
+	/* asking: a new id leaves nothing, a kept one is a duplicate */
+	ck_assert_int_eq(saker_store_dedup_kept(ms, q, "k2", 2, 10000, 1000),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_dedup_kept(ms, q, "k1", 2, 10000, 1000),
+	    SAKER_EEXIST);
+	st = ids_stats(q);
+	ck_assert_uint_eq(st.dedup_ids, 1);
+	ck_assert_uint_eq(st.dedup_hits, 1);
+
+	/* full at 2 ids: k3 fits, k4 is refused and leaves no record */
+	ck_assert_int_eq(saker_store_put_once(ms, q, &it, "k3", 2, 10000, 2,
+	    1000), SAKER_OK);
+	ck_assert_int_eq(saker_store_put_once(ms, q, &it, "k4", 2, 10000, 2,
+	    1000), SAKER_EFULL);
+	ck_assert_int_eq(saker_store_put_once(ms, q, &it, "k3", 2, 10000, 2,
+	    1000), SAKER_EEXIST);
+	st = ids_stats(q);
+	ck_assert_uint_eq(st.dedup_ids, 2);
+	ck_assert_uint_eq(st.dedup_hits, 2);
+	ck_assert_uint_eq(st.items, 1);
+	/* an expired record is replaced, not added */
+	ck_assert_int_eq(saker_store_put_once(ms, q, &it, "k3", 2, 10000, 2,
+	    20000), SAKER_OK);
+	ck_assert_uint_eq(ids_stats(q).dedup_ids, 2);
+	ck_assert_int_eq(saker_store_commit(ms), SAKER_OK);
+	ck_assert_uint_eq(ids_stats(q).dedup_ids, 2);
+}
+END_TEST
+
 static Suite *
 policy_suite(void)
 {
@@ -588,6 +675,7 @@ add_driver(Suite *su, const struct saker_store_driver *drv,
 		printf("check_policy: %s: skipping test_expire_to_routing (no"
 		    " expire_to)\n", drv->name);
 	tcase_add_test(tc, test_put_clamp);
+	tcase_add_test(tc, test_dedup_rules);
 	suite_add_tcase(su, tc);
 }
 

@@ -586,6 +586,13 @@ struct saker_store_driver {
 	int (*dedup_iterate)(saker_store *s, saker_queue *q,
 	    saker_dedup_fn fn, void *arg);
 
+	/* Optional (NULL: the layer counts through dedup_iterate): *n = the
+	 * number of records of q (expired ones not yet swept too), cheaply:
+	 * O(1), or one count query on a database, never the records over
+	 * the wire.  The layer asks it once, at a queue's first use of ids
+	 * since open (saker_store_dedup_count). */
+	int (*dedup_count)(saker_store *s, saker_queue *q, uint64_t *n);
+
 	/* --- batches ------------------------------------------------------ */
 
 	/* Make the current batch durable per the sync mode (see top).  Cheap
@@ -692,6 +699,11 @@ int saker_store_tick(saker_store *s, int64_t now_ms); /* SAKER_OK if NULL */
 /* Does the store need the core's once-a-second timer: tick() or
  * SAKER_CAP_SHARED? */
 bool saker_store_needs_tick(const saker_store *s);
+
+/* The records of deduplication ids q keeps: dedup_count() when the driver
+ * has it, else one pass of dedup_iterate() (SAKER_EINVAL for a driver
+ * without ids).  The layer's count at a queue's first use of ids. */
+int saker_store_dedup_count(saker_store *s, saker_queue *q, uint64_t *n);
 
 /* Is the store shared with other processes (SAKER_CAP_SHARED)? */
 bool saker_store_shared(const saker_store *s);
