@@ -48,7 +48,8 @@ enum {
 	P_MOVE, P_EXPIRE_GET, P_DELAY, P_QCOUNT, P_ADV_LOCK, P_ADVANCE,
 	/* the deduplication statements last: a store before format 6 has
 	 * none (pg_prepare_all()) */
-	P_HORIZON, P_D_PUT, P_D_DEL, P_D_SWEEP, P_D_LIST, P_D_DELQ, P_COUNT
+	P_HORIZON, P_D_PUT, P_D_DEL, P_D_SWEEP, P_D_LIST, P_D_COUNT, P_D_DELQ,
+	P_COUNT
 };
 
 struct saker_queue {

@@ -952,6 +952,30 @@ pg_dedup_iterate(saker_store *base, saker_queue *q, saker_dedup_fn fn,
 	return r;
 }
 
+/* How many ids q keeps (store.h, dedup_count): counted by the database,
+ * whichever broker recorded them. */
+static int
+pg_dedup_count(saker_store *base, saker_queue *q, uint64_t *n)
+{
+	struct pg_store *s = PG(base);
+	struct pgp p = { 0 };
+	PGresult *res;
+	int err;
+
+	*n = 0;
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	if (s->version < 6)
+		return SAKER_OK;	/* a read-only open of an older store */
+	pg_pp_bin(&p, q->name, q->len);
+	if ((res = pg_run(s, P_D_COUNT, &p, "counting ids")) == NULL)
+		return s->code;
+	if (PQntuples(res) > 0)
+		*n = (uint64_t)pg_rv_i64(res, 0, 0);
+	PQclear(res);
+	return SAKER_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* store */
 
@@ -1254,6 +1278,7 @@ const struct saker_store_driver saker_store_postgres = {
 	.dedup_del = pg_dedup_del,
 	.dedup_sweep = pg_dedup_sweep,
 	.dedup_iterate = pg_dedup_iterate,
+	.dedup_count = pg_dedup_count,
 	.commit = pg_commit,
 	.sync = pg_sync,
 	.store_stats = pg_store_stats,

@@ -17,6 +17,7 @@
 
 extern const struct saker_store_driver saker_store_memory;
 #ifdef HAVE_POSTGRES
+#include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
 #include "pg_cluster.h"
@@ -2382,6 +2383,50 @@ START_TEST(test_pg_expire_to_all)
 }
 END_TEST
 
+/* Issue 42: the first stats of a queue with 100,000 deduplication ids
+ * count them with one count query (the driver's dedup_count), not by
+ * reading every key over the wire; records expired but not yet swept
+ * count too, another queue's do not. */
+START_TEST(test_pg_dedup_count)
+{
+	struct saker_queue_stats st;
+	struct timespec t0, t1;
+	char schema[32];
+	saker_store *s;
+	PGconn *c;
+
+	snprintf(schema, sizeof(schema), "dc_%d", (int)getpid());
+	s = px_open(schema, false, SAKER_OK);
+	px_put_once(s, "dc", "one", "k-one", SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+	c = px_conn(schema);
+	px_exec(c, "INSERT INTO saker_dedup(queue, key, expires) SELECT"
+	    " convert_to('dc', 'UTF8'), convert_to('k' || g, 'UTF8'),"
+	    " CASE WHEN g % 2 = 0 THEN 1 ELSE 9000000000000 END"
+	    " FROM generate_series(1, 100000) AS g");
+	px_exec(c, "INSERT INTO saker_dedup(queue, key, expires) SELECT"
+	    " convert_to('dc2', 'UTF8'), convert_to('k' || g, 'UTF8'),"
+	    " 9000000000000 FROM generate_series(1, 10) AS g");
+	PQfinish(c);
+	s = px_open(schema, false, SAKER_OK);
+	ck_assert_ptr_nonnull(s->driver->dedup_count);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(saker_store_queue_stats(s, px_q(s, "dc"), &st),
+	    SAKER_OK);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_uint_eq(st.dedup_ids, 100001);
+	printf("check_store: postgres: first stats of a queue with 100,001"
+	    " ids: %.1f ms\n", (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+	ck_assert_int_eq(saker_store_queue_stats(s, px_q(s, "dc2"), &st),
+	    SAKER_OK);
+	ck_assert_uint_eq(st.dedup_ids, 10);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+}
+END_TEST
+
 /* One throwaway cluster for the run; skipped (not failed) when the
  * PostgreSQL server binaries are missing. */
 static int
@@ -2406,6 +2451,7 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 			tcase_add_test(ptc, test_pg_dedup_race);
 			tcase_add_test(ptc, test_pg_doubt_handed_out);
 			tcase_add_test(ptc, test_pg_expire_to_all);
+			tcase_add_test(ptc, test_pg_dedup_count);
 			suite_add_tcase(su, ptc);
 		}
 		return 0;
