@@ -184,6 +184,22 @@ pg_expired_item(struct pg_store *s, struct saker_queue *q,
 	return SAKER_OK;
 }
 
+/* Expired rows a statement already deleted (promotion, the sweep) could
+ * not all be handed to the layer (err): they cannot be put back as they
+ * were (the statement returned too little of them), so the batch is
+ * rolled back, their deletes with it, rather than commit their loss. */
+int
+pg_expired_lost(struct pg_store *s, struct saker_queue *q, int err)
+{
+	if (s->lost)
+		return err;	/* a failed statement rolled it back already */
+	pg_errf(s, err, "postgres: queue '%.*s': an expired item could not be"
+	    " moved (%s): the batch is rolled back, so that none is lost",
+	    (int)q->len, q->name, saker_strerror(err));
+	pg_lose_batch(s, err);
+	return err;
+}
+
 /* Put back a removed item the caller refused, exactly as it was. */
 int
 pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r)

@@ -675,7 +675,7 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 			if ((err = pg_expired_item(s, q, &it, now_ms)) !=
 			    SAKER_OK) {
 				pg_pipe_clear(&pp);
-				return err;
+				return pg_expired_lost(s, q, err);
 			}
 			continue;
 		}
@@ -728,7 +728,7 @@ pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 			if ((err = pg_expired_item(s, q, &it, now_ms)) !=
 			    SAKER_OK) {
 				PQclear(res);
-				return err;
+				return pg_expired_lost(s, q, err);
 			}
 		}
 		*removed = (uint64_t)PQntuples(res);
