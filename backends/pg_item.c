@@ -101,8 +101,8 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 
 /* A view of the item in row `row` of res whose flags, created, data,
  * deliveries and attributes are in columns col[0..4] (the statements that
- * delete expired items return no more than that); a column the row lacks
- * (a store from before format 4 or 6: libpq says NULL) reads as none. */
+ * delete expired items return no more than that); a NULL one (a store
+ * from before format 4 or 6) or one the row lacks reads as none. */
 void
 pg_row_view(const PGresult *res, int row, const int col[5],
     struct saker_item *it)
@@ -114,10 +114,11 @@ pg_row_view(const PGresult *res, int row, const int col[5],
 	it->created_ms = pg_rv_i64(res, row, col[1]);
 	it->data = PQgetvalue(res, row, col[2]);
 	it->len = (size_t)PQgetlength(res, row, col[2]);
-	d = pg_rv_i64(res, row, col[3]);
+	/* (asked out of range, libpq would print a notice) */
+	d = PQnfields(res) > col[3] ? pg_rv_i64(res, row, col[3]) : 0;
 	it->deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
 	    SAKER_DELIVERIES_MAX : (uint32_t)d;
-	if (!PQgetisnull(res, row, col[4])) {
+	if (PQnfields(res) > col[4] && !PQgetisnull(res, row, col[4])) {
 		it->attrs = PQgetvalue(res, row, col[4]);
 		it->attrs_len = (size_t)PQgetlength(res, row, col[4]);
 	}
