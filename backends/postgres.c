@@ -364,6 +364,11 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 			return SAKER_EEMPTY;	/* cannot drop it: hide it */
 		}
 		pg_row_item(res, 0, &it, SAKER_ITEM_READY);
+		/* P_TAKE_OPEN counted a delivery that never happened (at the
+		 * cap the count it had is unknown: it stays there) */
+		if (mode == SAKER_TAKE_OPEN && it.deliveries > 0 &&
+		    it.deliveries < SAKER_DELIVERIES_MAX)
+			it.deliveries--;
 		if ((err = pg_begin(s)) != SAKER_OK ||
 		    (err = pg_expired_item(s, q, &it, now_ms)) != SAKER_OK) {
 			if (!s->lost)	/* else the rollback put it back */
