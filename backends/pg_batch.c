@@ -62,22 +62,35 @@ pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st)
 	return SAKER_OK;
 }
 
-/* Room for two more int64s at (*v)[*n], doubling *cap. */
+/* Room for `more` elements of `size` bytes after the n used in the array
+ * whose pointer is at vp (cap allocated), doubling; false when out of
+ * memory or the size overflows.  The pointer goes through memcpy: vp
+ * points at an int64_t * or a struct pg_bid *, not at a void *. */
 static bool
-pg_vec_room(int64_t **v, size_t *n, size_t *cap, size_t more)
+pg_room(void *vp, size_t size, size_t n, size_t *cap, size_t more)
 {
-	size_t c = *cap > 0 ? *cap : 64;
-	int64_t *p;
+	size_t c = *cap > 0 ? *cap : 16;
+	void *v, *p;
 
-	if (*n + more <= *cap)
+	if (more <= *cap && n <= *cap - more)
 		return true;
-	while (c < *n + more)
-		c *= 2;
-	if ((p = realloc(*v, c * sizeof(*p))) == NULL)
+	if (more > SIZE_MAX / size - n)
 		return false;
-	*v = p;
+	while (c < n + more)
+		c = c <= SIZE_MAX / size / 2 ? c * 2 : SIZE_MAX / size;
+	memcpy(&v, vp, sizeof(v));
+	if ((p = realloc(v, c * size)) == NULL)
+		return false;
+	memcpy(vp, &p, sizeof(p));
 	*cap = c;
 	return true;
+}
+
+/* Can the current batch write (a damaged or expired item be moved)? */
+bool
+pg_writable(const struct pg_store *s)
+{
+	return !s->read_only && !s->lost && s->conn != NULL;
 }
 
 bool
@@ -85,7 +98,7 @@ pg_del_room(struct pg_store *s)
 {
 	return pg_arr_reserve(&s->del_qid, 12) &&
 	    pg_arr_reserve(&s->del_id, 12) &&
-	    pg_vec_room(&s->gone, &s->ngone, &s->capgone, 2);
+	    pg_room(&s->gone, sizeof(*s->gone), s->ngone, &s->capgone, 2);
 }
 
 /* Delete an item this broker holds; pg_del_room() made room. */
@@ -102,27 +115,11 @@ pg_del_add(struct pg_store *s, int64_t qid, uint64_t id)
 int
 pg_gone_add(struct pg_store *s, int64_t qid, uint64_t id)
 {
-	if (!pg_vec_room(&s->gone, &s->ngone, &s->capgone, 2))
+	if (!pg_room(&s->gone, sizeof(*s->gone), s->ngone, &s->capgone, 2))
 		return pg_errf(s, SAKER_ENOMEM, "out of memory");
 	s->gone[s->ngone++] = qid;
 	s->gone[s->ngone++] = (int64_t)id;
 	return SAKER_OK;
-}
-
-/* Room for one more in *v (n used, cap allocated). */
-static bool
-pg_bid_room(struct pg_bid **v, size_t n, size_t *cap)
-{
-	size_t c = *cap > 0 ? *cap * 2 : 16;
-	struct pg_bid *p;
-
-	if (n < *cap)
-		return true;
-	if ((p = realloc(*v, c * sizeof(*p))) == NULL)
-		return false;
-	*v = p;
-	*cap = c;
-	return true;
 }
 
 /* pg_dedup_put() recorded key on q in this batch.  Out of memory the id
@@ -134,7 +131,7 @@ pg_bid_add(struct pg_store *s, const struct saker_queue *q, const void *key,
 	struct pg_bid *b;
 
 	if (len > sizeof(b->key) || q->len > sizeof(b->name) ||
-	    !pg_bid_room(&s->bids, s->nbids, &s->capbids))
+	    !pg_room(&s->bids, sizeof(*s->bids), s->nbids, &s->capbids, 1))
 		return;
 	b = &s->bids[s->nbids++];
 	b->qid = q->id;
@@ -191,14 +188,15 @@ pg_gone_end(struct pg_store *s, bool doubt)
 	size_t i;
 
 	if (doubt && s->ngone > 0 &&
-	    pg_vec_room(&s->doubt, &s->ndoubt, &s->capdoubt, s->ngone)) {
+	    pg_room(&s->doubt, sizeof(*s->doubt), s->ndoubt,
+	    &s->capdoubt, s->ngone)) {
 		memcpy(s->doubt + s->ndoubt, s->gone,
 		    s->ngone * sizeof(*s->gone));
 		s->ndoubt += s->ngone;
 	}
 	for (i = 0; doubt && i < s->nbids; i++)
-		if (s->bids[i].out && pg_bid_room(&s->dids, s->ndids,
-		    &s->capdids))
+		if (s->bids[i].out && pg_room(&s->dids, sizeof(*s->dids),
+		    s->ndids, &s->capdids, 1))
 			s->dids[s->ndids++] = s->bids[i];
 	s->ngone = 0;
 	s->nbids = 0;

@@ -13,19 +13,16 @@
 #include "pg_queue.h"
 #include "pg_wire.h"
 
-/* Whether a damaged item can be moved aside now. */
-static bool
-pg_can_move(const struct pg_store *s)
-{
-	return !s->read_only && !s->lost && s->conn != NULL;
-}
-
 /*
  * The item of row `row` of res (ITEM_COLS) failed its checksum: the layer
- * copies its bytes, as they are, to q's quarantine queue in the current
- * batch (saker_store_quarantine(); res NULL: the store takes no writes, it
+ * puts it, as it is, into q's quarantine queue in the current batch
+ * (saker_store_quarantine(); res NULL: the store takes no writes, it
  * stays).  The caller removes the original once this succeeded, in the
  * same batch.  Either way s->err holds the message naming both queues.
+ * No copy of the bytes: pg_put() copies them into the batch's arrays
+ * before it runs any statement, and a statement that fails before that
+ * (opening the quarantine queue) fails the put, so res is not read
+ * after a lost batch has freed it.
  */
 static int
 pg_put_damaged(struct pg_store *s, struct saker_queue *q, const PGresult *res,
@@ -33,30 +30,16 @@ pg_put_damaged(struct pg_store *s, struct saker_queue *q, const PGresult *res,
 {
 	struct saker_item it;
 	char msg[sizeof(s->err)];
-	char *copy = NULL;
 	int err;
 
-	memset(&it, 0, sizeof(it));
 	if (res != NULL) {
-		it.flags = (uint32_t)pg_rv_i64(res, row, C_FLAGS);
-		it.created_ms = pg_rv_i64(res, row, C_CREATED);
-		it.len = (size_t)PQgetlength(res, row, C_DATA);
+		pg_row_item(res, row, &it, SAKER_ITEM_READY);
 		/* attributes too long to put again are damage: left out */
-		it.attrs_len = (size_t)PQgetlength(res, row, C_ATTRS);
 		if (it.attrs_len > SAKER_ATTRS_MAX)
 			it.attrs_len = 0;
-		/* res may be freed if a statement below fails */
-		if ((copy = malloc(it.len + it.attrs_len + 1)) == NULL)
-			return pg_errf(s, SAKER_ENOMEM, "out of memory");
-		memcpy(copy, PQgetvalue(res, row, C_DATA), it.len);
-		memcpy(copy + it.len, PQgetvalue(res, row, C_ATTRS),
-		    it.attrs_len);
-		it.data = copy;
-		it.attrs = copy + it.len;
 	}
 	err = saker_store_quarantine(&s->base, q, q->name, q->len,
 	    (uint64_t)id, res != NULL ? &it : NULL, now_ms, msg, sizeof(msg));
-	free(copy);
 	pg_errf(s, SAKER_ECORRUPT, "%s", msg);
 	return err;
 }
@@ -76,7 +59,7 @@ pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,
 	if (mode == SAKER_TAKE_PEEK) {
 		/* a peek changed nothing yet: delete it first, unless another
 		 * broker has taken it meanwhile (it meets the damage then) */
-		if (!pg_can_move(s)) {
+		if (!pg_writable(s)) {
 			PQclear(res);
 			(void)pg_put_damaged(s, q, NULL, 0, id, now_ms);
 			return SAKER_ECORRUPT;
@@ -110,8 +93,7 @@ pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,
 		    SAKER_ITEM_NONE, (size_t)PQgetlength(res, 0, C_DATA));
 	if (err != SAKER_OK && !s->lost) {
 		/* not moved: put it back as it was (it stays damaged) */
-		int e2 = mode == SAKER_TAKE_OPEN ? pg_st_add(s, q->id,
-		    (uint64_t)id, 0) : pg_reinsert(s, q, res);
+		int e2 = pg_head_back(s, q, mode, res);
 
 		PQclear(res);
 		return e2 != SAKER_OK ? e2 : SAKER_ECORRUPT;
@@ -129,7 +111,7 @@ pg_held_damaged(struct pg_store *s, struct saker_queue *q, int i,
 	int row = q->held_rows[i], err;
 	int64_t id = pg_rv_i64(q->held, row, C_ID);
 
-	if (!pg_can_move(s)) {
+	if (!pg_writable(s)) {
 		(void)pg_put_damaged(s, q, NULL, 0, id, now_ms);
 		return SAKER_ECORRUPT;
 	}

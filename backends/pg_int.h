@@ -5,9 +5,10 @@
  * one way, top down:
  *   postgres.c (the driver's hooks, open and close)
  *   > pg_lease (claims, leases, tick, the VACUUM link, a new session)
- *   > pg_damaged (checksum failures) > pg_item (rows, put, expire_to)
- *   > pg_batch (buffered writes, commit, rollback) > pg_queue (queues in
- *   memory, claimed items, wake-ups) > pg_wire (connections, round
+ *   > pg_damaged (checksum failures) > pg_item (rows, put, expired
+ *   items handed to the layer) > pg_batch (buffered writes, commit,
+ *   rollback) > pg_queue (queues in memory, claimed items, the layer's
+ *   notify and the other brokers' NOTIFY) > pg_wire (connections, round
  *   trips, pipelines; it reports up through struct pg_wire_cb)
  *   > pg_conninfo (options, the connection string);
  *   pg_sql (statements, schema) is called by postgres.c and pg_lease and
@@ -48,7 +49,8 @@ enum {
 	P_MOVE, P_EXPIRE_GET, P_DELAY, P_QCOUNT, P_ADV_LOCK, P_ADVANCE,
 	/* the deduplication statements last: a store before format 6 has
 	 * none (pg_prepare_all()) */
-	P_HORIZON, P_D_PUT, P_D_DEL, P_D_SWEEP, P_D_LIST, P_D_DELQ, P_COUNT
+	P_HORIZON, P_D_PUT, P_D_DEL, P_D_SWEEP, P_D_LIST, P_D_COUNT, P_D_DELQ,
+	P_COUNT
 };
 
 struct saker_queue {
@@ -91,10 +93,6 @@ struct saker_queue {
 	LIST_ENTRY(saker_queue) pend_link;
 	LIST_ENTRY(saker_queue) gone_link;	/* deleted or zombie list */
 	uint64_t expired_to;
-	/* an expire_to target that gained items in this call: woken once at
-	 * the call's end (pg_xto_wake) */
-	struct saker_queue *wake_next;
-	bool wake;
 	struct kit_qent qe;	/* in s->qt while live (qtab.h) */
 	char name[];		/* len bytes, not NUL-terminated */
 };
@@ -164,7 +162,6 @@ struct pg_store {
 	bool read_only;
 	int64_t version;	/* the store's format (pg_check_schema()) */
 	saker_notify_fn notify;
-	struct saker_queue *wake_list;	/* see saker_queue.wake */
 	void *notify_arg;
 
 	bool in_txn;

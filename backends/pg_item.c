@@ -1,6 +1,6 @@
 /* pg_item.c -- the PostgreSQL driver's items: a row as an item and its
- * checksum, the put into the batch's arrays, an expired item's move to
- * its queue's expire_to, a refused item put back as it was. */
+ * checksum, the put into the batch's arrays, an expired item handed to
+ * the layer, a refused item put back as it was. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -99,30 +99,45 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	return SAKER_OK;
 }
 
+/* A view of the item in row `row` of res whose flags, created, data,
+ * deliveries and attributes are in columns col[0..4] (the statements that
+ * delete expired items return no more than that); a NULL one (a store
+ * from before format 4 or 6) or one the row lacks reads as none. */
+void
+pg_row_view(const PGresult *res, int row, const int col[5],
+    struct saker_item *it)
+{
+	int64_t d;
+
+	memset(it, 0, sizeof(*it));
+	it->flags = (uint32_t)pg_rv_i64(res, row, col[0]);
+	it->created_ms = pg_rv_i64(res, row, col[1]);
+	it->data = PQgetvalue(res, row, col[2]);
+	it->len = (size_t)PQgetlength(res, row, col[2]);
+	/* (asked out of range, libpq would print a notice) */
+	d = PQnfields(res) > col[3] ? pg_rv_i64(res, row, col[3]) : 0;
+	it->deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
+	    SAKER_DELIVERIES_MAX : (uint32_t)d;
+	if (PQnfields(res) > col[4] && !PQgetisnull(res, row, col[4])) {
+		it->attrs = PQgetvalue(res, row, col[4]);
+		it->attrs_len = (size_t)PQgetlength(res, row, col[4]);
+	}
+}
+
+/* An item of ITEM_COLS rows, its bytes res's (pg_row_view()). */
 void
 pg_row_item(const PGresult *res, int row, struct saker_item *it,
     saker_item_state state)
 {
-	memset(it, 0, sizeof(*it));
+	static const int cols[5] = { C_FLAGS, C_CREATED, C_DATA, C_DLV,
+	    C_ATTRS };
+
+	pg_row_view(res, row, cols, it);
 	it->id = (uint64_t)pg_rv_i64(res, row, C_ID);
-	it->flags = (uint32_t)pg_rv_i64(res, row, C_FLAGS);
 	it->expires_ms = pg_rv_i64(res, row, C_EXPIRES);
-	it->created_ms = pg_rv_i64(res, row, C_CREATED);
 	if (state == SAKER_ITEM_DELAYED)
 		it->due_ms = pg_rv_i64(res, row, C_DUE);
 	it->state = state;
-	it->data = PQgetvalue(res, row, C_DATA);
-	it->len = (size_t)PQgetlength(res, row, C_DATA);
-	if (PQnfields(res) > C_DLV && !PQgetisnull(res, row, C_DLV)) {
-		int64_t d = pg_rv_i64(res, row, C_DLV);
-
-		it->deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
-		    SAKER_DELIVERIES_MAX : (uint32_t)d;
-	}
-	if (PQnfields(res) > C_ATTRS && !PQgetisnull(res, row, C_ATTRS)) {
-		it->attrs = PQgetvalue(res, row, C_ATTRS);
-		it->attrs_len = (size_t)PQgetlength(res, row, C_ATTRS);
-	}
 }
 
 /* Does the item of this row (ITEM_COLS) hold its checksum?  Rows from
@@ -149,76 +164,42 @@ pg_row_sound(const PGresult *res, int row)
 }
 
 /*
- * An expired item of q (row `row` of res; its flags, created, data,
- * deliveries and attributes in columns col[0..4]) goes to q's expire_to
- * queue, with its expiry cleared, in the batch; the caller deletes the
- * original.
- * *moved false: q has no expire_to (or it is q): the caller drops it.
+ * Expired item `it` of q leaves q in this batch (the caller removes the
+ * original): the layer routes it or drops it (saker_store_expired()),
+ * and it is counted in q's expired_to or expired.
  */
 int
-pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
-    int row, const int col[5], int64_t now_ms, bool *moved)
+pg_expired_item(struct pg_store *s, struct saker_queue *q,
+    const struct saker_item *it, int64_t now_ms)
 {
-	struct saker_item it;
-	struct saker_queue *t;
-	saker_notify_fn fn;
-	char *copy = NULL;
-	int64_t d;
+	bool routed;
 	int err;
 
-	*moved = false;
-	if ((err = saker_store_expire_target(&s->base, q, &t)) != SAKER_OK ||
-	    t == NULL)
+	if ((err = saker_store_expired(&s->base, q, it, now_ms, &routed)) !=
+	    SAKER_OK)
 		return err;
-	memset(&it, 0, sizeof(it));
-	it.flags = (uint32_t)pg_rv_i64(res, row, col[0]);
-	it.created_ms = pg_rv_i64(res, row, col[1]);
-	d = pg_rv_i64(res, row, col[3]);
-	it.deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
-	    SAKER_DELIVERIES_MAX : (uint32_t)d;
-	it.len = (size_t)PQgetlength(res, row, col[2]);
-	it.attrs_len = (size_t)PQgetlength(res, row, col[4]);
-	/* res may be freed if a statement below fails (the batch is lost) */
-	if ((copy = malloc(it.len + it.attrs_len + 1)) == NULL)
-		return pg_errf(s, SAKER_ENOMEM, "out of memory");
-	memcpy(copy, PQgetvalue(res, row, col[2]), it.len);
-	memcpy(copy + it.len, PQgetvalue(res, row, col[4]), it.attrs_len);
-	it.data = copy;
-	it.attrs = copy + it.len;
-	/* put without the local wake-up (pg_gained still lists t for the
-	 * other brokers' NOTIFY): t is woken once, at the call's end */
-	fn = s->notify;
-	s->notify = NULL;
-	err = pg_put(&s->base, t, &it, now_ms);
-	s->notify = fn;
-	free(copy);
-	if (err == SAKER_OK) {
-		*moved = true;
+	if (routed)
 		q->expired_to++;
-		if (!t->wake) {
-			t->wake = true;
-			t->wake_next = s->wake_list;
-			s->wake_list = t;
-		}
-	}
+	else
+		pg_expired(s, q, 1);
+	return SAKER_OK;
+}
+
+/* Expired rows a statement already deleted (promotion, the sweep) could
+ * not all be handed to the layer (err): they cannot be put back as they
+ * were (the statement returned too little of them), so the batch is
+ * rolled back, their deletes with it, rather than commit their loss. */
+int
+pg_expired_lost(struct pg_store *s, struct saker_queue *q, int err)
+{
+	if (s->lost)
+		return err;	/* a failed statement rolled it back already */
+	pg_errf(s, err, "postgres: queue '%.*s': an expired item could not be"
+	    " moved (%s): the batch is rolled back, so that none is lost",
+	    (int)q->len, q->name, saker_strerror(err));
+	pg_lose_batch(s, err);
 	return err;
 }
-
-/* Wake the expire_to targets that gained items in this call, once each. */
-void
-pg_xto_wake(struct pg_store *s)
-{
-	struct saker_queue *t;
-
-	while ((t = s->wake_list) != NULL) {
-		s->wake_list = t->wake_next;
-		t->wake_next = NULL;
-		t->wake = false;
-		pg_notify_local(s, t);
-	}
-}
-
-const int pg_item_cols[5] = { C_FLAGS, C_CREATED, C_DATA, C_DLV, C_ATTRS };
 
 /* Put back a removed item the caller refused, exactly as it was. */
 int
@@ -250,4 +231,18 @@ pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r)
 		return s->code;
 	PQclear(res);
 	return SAKER_OK;
+}
+
+/* A take's head row res (ITEM_COLS), removed (REMOVE) or leased to us
+ * (OPEN) by its statement, goes back as it was: the caller refused it, or
+ * it could not be moved.  A peek changed nothing. */
+int
+pg_head_back(struct pg_store *s, struct saker_queue *q, int mode,
+    const PGresult *res)
+{
+	if (mode == SAKER_TAKE_PEEK)
+		return SAKER_OK;
+	if (mode == SAKER_TAKE_OPEN)
+		return pg_st_add(s, q->id, (uint64_t)pg_rv_i64(res, 0, C_ID), 0);
+	return pg_reinsert(s, q, res);
 }

@@ -10,10 +10,13 @@ int pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 void pg_row_item(const PGresult *res, int row, struct saker_item *it,
     saker_item_state state);
 bool pg_row_sound(const PGresult *res, int row);
-int pg_xto_put(struct pg_store *s, struct saker_queue *q, const PGresult *res,
-    int row, const int col[5], int64_t now_ms, bool *moved);
-void pg_xto_wake(struct pg_store *s);
+void pg_row_view(const PGresult *res, int row, const int col[5],
+    struct saker_item *it);
+int pg_expired_item(struct pg_store *s, struct saker_queue *q,
+    const struct saker_item *it, int64_t now_ms);
+int pg_expired_lost(struct pg_store *s, struct saker_queue *q, int err);
 int pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r);
-extern const int pg_item_cols[5];
+int pg_head_back(struct pg_store *s, struct saker_queue *q, int mode,
+    const PGresult *res);
 
 #endif

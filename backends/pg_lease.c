@@ -126,7 +126,6 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 	struct saker_item it;
 	int64_t expires;
 	uint64_t id;
-	bool moved;
 	int row, r, err;
 
 	while (q->held_head < q->held_n) {
@@ -138,15 +137,13 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 		if (!pg_del_room(s))
 			return pg_errf(s, SAKER_ENOMEM, "out of memory");
 		if (expires != 0 && expires <= now_ms) {
-			if ((err = pg_xto_put(s, q, q->held, row, pg_item_cols,
-			    now_ms, &moved)) != SAKER_OK)
+			pg_row_item(q->held, row, &it, SAKER_ITEM_READY);
+			if ((err = pg_expired_item(s, q, &it, now_ms)) !=
+			    SAKER_OK)
 				return err;
 			pg_del_add(s, q->id, id);
 			saker_store_account(&s->base, q, SAKER_ITEM_READY,
-			    SAKER_ITEM_NONE, (size_t)PQgetlength(q->held, row,
-			    C_DATA));
-			if (!moved)
-				pg_expired(s, q, 1);
+			    SAKER_ITEM_NONE, it.len);
 			q->held_head++;
 			s->nheld--;
 			continue;

@@ -310,6 +310,10 @@ static const char *const pg_sql[P_COUNT] = {
 	    " FOR UPDATE SKIP LOCKED)",
 	[P_D_LIST] = "SELECT key, expires FROM saker_dedup WHERE"
 	    " queue = $1::bytea",
+	/* the layer's first count of a queue's ids: one round trip, no key
+	 * over the wire (an index-only scan of the primary key) */
+	[P_D_COUNT] = "SELECT count(*)::bigint FROM saker_dedup WHERE"
+	    " queue = $1::bytea",
 	[P_D_DELQ] = "DELETE FROM saker_dedup WHERE queue = $1::bytea",
 	/* What VACUUM of saker_items waits behind (pg_horizon_tick()): the
 	 * age of the oldest transaction of this database holding a snapshot

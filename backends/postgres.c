@@ -305,7 +305,7 @@ pg_queue_count(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 /* items */
 
 static int
-pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id, bool count)
+pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id)
 {
 	struct pgp p = { 0 };
 	PGresult *res;
@@ -314,8 +314,6 @@ pg_del1(struct pg_store *s, struct saker_queue *q, int64_t id, bool count)
 	pg_pp_i64(&p, id);
 	if ((res = pg_run(s, P_DEL1, &p, "dropping expired item")) == NULL)
 		return s->code;
-	if (pg_rv_changed(res) > 0 && count)
-		pg_expired(s, q, 1);
 	PQclear(res);
 	return SAKER_OK;
 }
@@ -329,7 +327,6 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 	struct pgp p;
 	PGresult *res;
 	int64_t expires;
-	bool moved;
 	int err, r, which;
 
 	if (mode == SAKER_TAKE_OPEN && s->nheld == 0 && s->open.n == 0)
@@ -358,44 +355,44 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 			return pg_take_damaged(s, q, mode, res, now_ms);
 		if (expires == 0 || expires > now_ms)
 			break;
-		/* expired at the head: drop it, count it (or move it to the
-		 * expire_to queue), look again */
-		if (mode == SAKER_TAKE_REMOVE || (!s->read_only &&
-		    s->conn != NULL && !s->lost))
-			saker_store_account(&s->base, q, SAKER_ITEM_READY,
-			    SAKER_ITEM_NONE, (size_t)PQgetlength(res, 0, C_DATA));
-		if (mode == SAKER_TAKE_REMOVE) {
-			if ((err = pg_xto_put(s, q, res, 0, pg_item_cols, now_ms,
-			    &moved)) != SAKER_OK) {
-				PQclear(res);
-				return err;
-			}
-			if (!moved)
-				pg_expired(s, q, 1);
-		} else if (!s->read_only && s->conn != NULL && !s->lost) {
-			if ((err = pg_begin(s)) != SAKER_OK ||
-			    (err = pg_xto_put(s, q, res, 0, pg_item_cols, now_ms,
-			    &moved)) != SAKER_OK ||
-			    (err = pg_del1(s, q, pg_rv_i64(res, 0, 0), !moved)) !=
-			    SAKER_OK) {
-				PQclear(res);
-				return err;
-			}
-			pg_hint(s, q, res, 0);
-		} else {
+		/* expired at the head: the layer drops or routes it and it
+		 * leaves q in this batch (a peek's or an open's by P_DEL1), and
+		 * the next one is looked at; if the layer fails, it is put back
+		 * as it was */
+		if (mode != SAKER_TAKE_REMOVE && !pg_writable(s)) {
 			PQclear(res);
 			return SAKER_EEMPTY;	/* cannot drop it: hide it */
 		}
+		pg_row_item(res, 0, &it, SAKER_ITEM_READY);
+		/* P_TAKE_OPEN counted a delivery that never happened (at the
+		 * cap the count it had is unknown: it stays there) */
+		if (mode == SAKER_TAKE_OPEN && it.deliveries > 0 &&
+		    it.deliveries < SAKER_DELIVERIES_MAX)
+			it.deliveries--;
+		if ((err = pg_begin(s)) != SAKER_OK ||
+		    (err = pg_expired_item(s, q, &it, now_ms)) != SAKER_OK) {
+			if (!s->lost)	/* else the rollback put it back */
+				(void)pg_head_back(s, q, mode, res);
+			PQclear(res);
+			return err;
+		}
+		if (mode != SAKER_TAKE_REMOVE &&
+		    (err = pg_del1(s, q, (int64_t)it.id)) != SAKER_OK) {
+			PQclear(res);
+			return err;
+		}
+		saker_store_account(&s->base, q, SAKER_ITEM_READY,
+		    SAKER_ITEM_NONE, it.len);
+		if (mode != SAKER_TAKE_REMOVE)
+			pg_hint(s, q, res, 0);
 		PQclear(res);
 	}
 	pg_row_item(res, 0, &it, SAKER_ITEM_READY);
 	r = fn(arg, &it);
 	if (r != 0 && mode != SAKER_TAKE_PEEK)
 		pg_unhint(q);
-	if (r != 0 && mode == SAKER_TAKE_REMOVE)
-		err = pg_reinsert(s, q, res);
-	else if (r != 0 && mode == SAKER_TAKE_OPEN)
-		err = pg_st_add(s, q->id, it.id, 0);
+	if (r != 0)
+		err = pg_head_back(s, q, mode, res);
 	else if (mode == SAKER_TAKE_OPEN)
 		err = intmap_put_u64(&s->open, it.id, (uint64_t)q->id) == 0 ? SAKER_OK :
 		    pg_errf(s, SAKER_ENOMEM, "out of memory");
@@ -416,9 +413,10 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 }
 
 static int
-pg_take_in(struct pg_store *s, struct saker_queue *q, int mode,
-    int64_t now_ms, saker_item_fn fn, void *arg)
+pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg)
 {
+	struct pg_store *s = PG(base);
 	int err, n;
 
 	if ((err = pg_dead(s, q)) != SAKER_OK)
@@ -618,8 +616,9 @@ pg_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 }
 
 static int
-pg_promote_in(struct pg_store *s, int64_t now_ms, int64_t *next_due_ms)
+pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 {
+	struct pg_store *s = PG(base);
 	struct saker_queue *q;
 	struct pg_pipe pp;
 	struct pgp p = { 0 }, pn = { 0 };
@@ -673,19 +672,16 @@ pg_promote_in(struct pg_store *s, int64_t now_ms, int64_t *next_due_ms)
 		}
 		if (q != NULL) {
 			static const int cols[5] = { 2, 3, 4, 5, 6 };
-			bool moved = false;
+			struct saker_item it;
 
 			saker_store_account(&s->base, q, SAKER_ITEM_DELAYED,
 			    SAKER_ITEM_NONE, 0);
-
-			if (saker_store_has_expire_to(q) &&
-			    (err = pg_xto_put(s, q, res, i, cols, now_ms,
-			    &moved)) != SAKER_OK) {
+			pg_row_view(res, i, cols, &it);
+			if ((err = pg_expired_item(s, q, &it, now_ms)) !=
+			    SAKER_OK) {
 				pg_pipe_clear(&pp);
-				return err;
+				return pg_expired_lost(s, q, err);
 			}
-			if (!moved)
-				pg_expired(s, q, 1);
 			continue;
 		}
 		/* a queue this broker never opened (libpq copied p) */
@@ -705,9 +701,10 @@ pg_promote_in(struct pg_store *s, int64_t now_ms, int64_t *next_due_ms)
 }
 
 static int
-pg_flush_in(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
+pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
+	struct pg_store *s = PG(base);
 	struct pgp p = { 0 };
 	PGresult *res;
 	int err;
@@ -723,28 +720,24 @@ pg_flush_in(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
 	pg_pp_i64(&p, q->lo_id);
 	if (saker_store_has_expire_to(q) && s->version >= 4) {
 		static const int cols[5] = { 0, 1, 2, 3, 4 };
-		uint64_t dropped = 0;
-		bool moved;
+		struct saker_item it;
 		int i;
 
 		if ((res = pg_run(s, P_EXPIRE_GET, &p, "moving expired items")) ==
 		    NULL)
 			return s->code;
 		for (i = 0; i < PQntuples(res); i++) {
+			pg_row_view(res, i, cols, &it);
 			saker_store_account(&s->base, q, SAKER_ITEM_READY,
-			    SAKER_ITEM_NONE, (size_t)PQgetlength(res, i, 2));
-			if ((err = pg_xto_put(s, q, res, i, cols, now_ms, &moved)) !=
+			    SAKER_ITEM_NONE, it.len);
+			if ((err = pg_expired_item(s, q, &it, now_ms)) !=
 			    SAKER_OK) {
 				PQclear(res);
-				return err;
+				return pg_expired_lost(s, q, err);
 			}
-			if (!moved)
-				dropped++;
 		}
 		*removed = (uint64_t)PQntuples(res);
 		PQclear(res);
-		if (dropped > 0)
-			pg_expired(s, q, (int64_t)dropped);
 		return SAKER_OK;
 	}
 	if ((res = pg_run(s, P_EXPIRE, &p, "dropping expired items")) == NULL)
@@ -757,37 +750,6 @@ pg_flush_in(struct pg_store *s, struct saker_queue *q, int64_t now_ms,
 	}
 	PQclear(res);
 	return SAKER_OK;
-}
-
-/* take, promote and flush_expired may route expired items: their targets
- * are woken once, here, at the end of the call (store.h, notify). */
-static int
-pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
-    saker_item_fn fn, void *arg)
-{
-	int err = pg_take_in(PG(base), q, mode, now_ms, fn, arg);
-
-	pg_xto_wake(PG(base));
-	return err;
-}
-
-static int
-pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
-{
-	int err = pg_promote_in(PG(base), now_ms, next_due_ms);
-
-	pg_xto_wake(PG(base));
-	return err;
-}
-
-static int
-pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
-    uint64_t limit, uint64_t *removed)
-{
-	int err = pg_flush_in(PG(base), q, now_ms, limit, removed);
-
-	pg_xto_wake(PG(base));
-	return err;
 }
 
 /* Stream one listing to fn, a row at a time (queues can be large). */
@@ -989,6 +951,30 @@ pg_dedup_iterate(saker_store *base, saker_queue *q, saker_dedup_fn fn,
 		    pg_rv_i64(res, i, 1));
 	PQclear(res);
 	return r;
+}
+
+/* How many ids q keeps (store.h, dedup_count): counted by the database,
+ * whichever broker recorded them. */
+static int
+pg_dedup_count(saker_store *base, saker_queue *q, uint64_t *n)
+{
+	struct pg_store *s = PG(base);
+	struct pgp p = { 0 };
+	PGresult *res;
+	int err;
+
+	*n = 0;
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	if (s->version < 6)
+		return SAKER_OK;	/* a read-only open of an older store */
+	pg_pp_bin(&p, q->name, q->len);
+	if ((res = pg_run(s, P_D_COUNT, &p, "counting ids")) == NULL)
+		return s->code;
+	if (PQntuples(res) > 0)
+		*n = (uint64_t)pg_rv_i64(res, 0, 0);
+	PQclear(res);
+	return SAKER_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1293,6 +1279,7 @@ const struct saker_store_driver saker_store_postgres = {
 	.dedup_del = pg_dedup_del,
 	.dedup_sweep = pg_dedup_sweep,
 	.dedup_iterate = pg_dedup_iterate,
+	.dedup_count = pg_dedup_count,
 	.commit = pg_commit,
 	.sync = pg_sync,
 	.store_stats = pg_store_stats,

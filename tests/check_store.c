@@ -17,6 +17,7 @@
 
 extern const struct saker_store_driver saker_store_memory;
 #ifdef HAVE_POSTGRES
+#include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
 #include "pg_cluster.h"
@@ -1894,6 +1895,7 @@ struct px_got {
 	char id[64];	/* the deduplication id ("" for none) */
 	size_t attrs_len;
 	uint32_t flags;
+	uint32_t deliveries;
 	int calls;
 	int refuse;	/* answer this from the callback */
 };
@@ -1913,6 +1915,7 @@ px_cb(void *arg, const struct saker_item *it)
 		snprintf(g->id, sizeof(g->id), "%.*s", (int)vlen,
 		    (const char *)v);
 	g->flags = it->flags;
+	g->deliveries = it->deliveries;
 	g->calls++;
 	return g->refuse;
 }
@@ -2539,6 +2542,147 @@ START_TEST(test_pg_doubt_handed_out)
 }
 END_TEST
 
+/* Issue 42: expire_to = t, 1,500 items expired together (1,000, a live
+ * one, 500): one get on q moves the 1,000 ahead of the live item, the
+ * sweep the 500 behind it, and t holds all 1,500 in order, none dropped
+ * (docs/protocol.md: every expired item moves). */
+START_TEST(test_pg_expire_to_all)
+{
+	struct px_got g = { .calls = 0 };
+	struct saker_queue_stats st;
+	struct saker_item it;
+	saker_queue *q, *t;
+	saker_store *s;
+	char schema[32], buf[16];
+	uint64_t removed = 0;
+	int i;
+
+	snprintf(schema, sizeof(schema), "xall_%d", (int)getpid());
+	s = px_open(schema, false, SAKER_OK);
+	q = px_q(s, "xa");
+	t = px_q(s, "xa_to");
+	ck_assert_int_eq(saker_store_expire_to(s, q, "xa_to", 5), SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	it.len = 5;
+	for (i = 0; i < 1501; i++) {
+		snprintf(buf, sizeof(buf), i == 1000 ? "live!" : "x%04d",
+		    i < 1000 ? i : i - 1);
+		it.data = buf;
+		it.expires_ms = i == 1000 ? 0 : BASE + 10;
+		ck_assert_int_eq(saker_store_put(s, q, &it, BASE), SAKER_OK);
+	}
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, BASE + 100,
+	    px_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, "live!");
+	ck_assert_int_eq(saker_store_flush_expired(s, q, BASE + 100, 0,
+	    &removed), SAKER_OK);
+	ck_assert_uint_eq(removed, 500);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.expired_to, 1500);
+	ck_assert_uint_eq(st.expired_items, 0);
+	ck_assert_int_eq(saker_store_queue_stats(s, t, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 1500);
+	for (i = 0; i < 1500; i++) {
+		snprintf(buf, sizeof(buf), "x%04d", i);
+		ck_assert_int_eq(saker_store_take(s, t, SAKER_TAKE_REMOVE,
+		    BASE + 100, px_cb, &g), SAKER_OK);
+		ck_assert_str_eq(g.data, buf);
+	}
+	ck_assert_int_eq(saker_store_take(s, t, SAKER_TAKE_REMOVE, BASE + 100,
+	    px_cb, &g), SAKER_EEMPTY);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+}
+END_TEST
+
+/* Issue 42: the first stats of a queue with 100,000 deduplication ids
+ * count them with one count query (the driver's dedup_count), not by
+ * reading every key over the wire; records expired but not yet swept
+ * count too, another queue's do not. */
+START_TEST(test_pg_dedup_count)
+{
+	struct saker_queue_stats st;
+	struct timespec t0, t1;
+	char schema[32];
+	saker_store *s;
+	PGconn *c;
+
+	snprintf(schema, sizeof(schema), "dc_%d", (int)getpid());
+	s = px_open(schema, false, SAKER_OK);
+	px_put_once(s, "dc", "one", "k-one", SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+	c = px_conn(schema);
+	px_exec(c, "INSERT INTO saker_dedup(queue, key, expires) SELECT"
+	    " convert_to('dc', 'UTF8'), convert_to('k' || g, 'UTF8'),"
+	    " CASE WHEN g % 2 = 0 THEN 1 ELSE 9000000000000 END"
+	    " FROM generate_series(1, 100000) AS g");
+	px_exec(c, "INSERT INTO saker_dedup(queue, key, expires) SELECT"
+	    " convert_to('dc2', 'UTF8'), convert_to('k' || g, 'UTF8'),"
+	    " 9000000000000 FROM generate_series(1, 10) AS g");
+	PQfinish(c);
+	s = px_open(schema, false, SAKER_OK);
+	ck_assert_ptr_nonnull(s->driver->dedup_count);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(saker_store_queue_stats(s, px_q(s, "dc"), &st),
+	    SAKER_OK);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_uint_eq(st.dedup_ids, 100001);
+	printf("check_store: postgres: first stats of a queue with 100,001"
+	    " ids: %.1f ms\n", (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+	ck_assert_int_eq(saker_store_queue_stats(s, px_q(s, "dc2"), &st),
+	    SAKER_OK);
+	ck_assert_uint_eq(st.dedup_ids, 10);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+}
+END_TEST
+
+/* An expired head met by a take(OPEN), one statement at a time (a fresh
+ * queue claims one item): it was never handed out, so its copy in the
+ * expire_to queue keeps the delivery count it had (store.h: the layer
+ * keeps deliveries), as the claimed-ahead path and promotion do. */
+START_TEST(test_pg_expire_to_open_keeps_deliveries)
+{
+	struct px_got g = { .calls = 0 };
+	struct saker_item it;
+	saker_queue *q;
+	saker_store *s;
+	char schema[32];
+
+	snprintf(schema, sizeof(schema), "xod_%d", (int)getpid());
+	s = px_open(schema, false, SAKER_OK);
+	q = px_q(s, "xo");
+	ck_assert_int_eq(saker_store_expire_to(s, q, "xo_to", 5), SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	it.data = "old";
+	it.len = 3;
+	it.deliveries = 3;
+	it.expires_ms = BASE + 10;
+	ck_assert_int_eq(saker_store_put(s, q, &it, BASE), SAKER_OK);
+	it.data = "new";
+	it.deliveries = 0;
+	it.expires_ms = 0;
+	ck_assert_int_eq(saker_store_put(s, q, &it, BASE), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_OPEN, BASE + 100,
+	    px_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, "new");
+	ck_assert_uint_eq(g.deliveries, 1);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_take(s, px_q(s, "xo_to"),
+	    SAKER_TAKE_REMOVE, BASE + 100, px_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, "old");
+	ck_assert_uint_eq(g.deliveries, 3);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+}
+END_TEST
+
 /* One throwaway cluster for the run; skipped (not failed) when the
  * PostgreSQL server binaries are missing. */
 static int
@@ -2562,6 +2706,9 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 			tcase_add_test(ptc, test_pg_attrs_paths);
 			tcase_add_test(ptc, test_pg_dedup_race);
 			tcase_add_test(ptc, test_pg_doubt_handed_out);
+			tcase_add_test(ptc, test_pg_expire_to_all);
+			tcase_add_test(ptc, test_pg_dedup_count);
+			tcase_add_test(ptc, test_pg_expire_to_open_keeps_deliveries);
 			suite_add_tcase(su, ptc);
 		}
 		return 0;
