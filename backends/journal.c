@@ -21,7 +21,15 @@
 #define LJ_KEEP_BUF	((size_t)4 << 20)	/* free a larger batch buffer */
 #define LJ_ZERO_CHUNK	((size_t)64 << 10)
 
-int (*lj_fdatasync)(int fd) = fdatasync;
+/* A call, not the address of libc's: a test's LD_PRELOAD shim
+ * (tests/powerloss) must see it as it sees every other. */
+static int
+sys_fdatasync(int fd)
+{
+	return fdatasync(fd);
+}
+
+int (*lj_fdatasync)(int fd) = sys_fdatasync;
 
 static int lj_fail(struct lj *j, int e, const char *what);
 

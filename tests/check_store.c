@@ -1669,7 +1669,11 @@ fdatasync_eio(int fd)
 static void
 journal_fail_sync(bool on)
 {
-	lj_fdatasync = on ? fdatasync_eio : fdatasync;
+	static int (*real)(int);
+
+	if (real == NULL)
+		real = lj_fdatasync;
+	lj_fdatasync = on ? fdatasync_eio : real;
 }
 
 static void
