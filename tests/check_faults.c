@@ -529,7 +529,7 @@ STORE_TESTS(sqlite)
 
 
 /*
- * A batch in flight (--commit async, the default with --sync always): the
+ * A batch in flight (--commit async, with --sync always): the
  * fdatasync of its journal record stalls (fsync:1:stall, counted from the
  * arm file, after a first commit has grown the journal).  Meanwhile its
  * client has no STORED, a get of its item on another connection has no
@@ -558,7 +558,8 @@ inflight(const char *drv, bool release)
 	snprintf(r.spec, sizeof(r.spec), strcmp(drv, "lmdb") == 0 ?
 	    "lmdb:%s/store" : "sqlite:%s/store.db", r.data);
 	env_set(&r, "fsync:1:stall");
-	s = tl_server_start(r.spec, "--sync", "always", NULL);
+	s = tl_server_start(r.spec, "--sync", "always", "--commit", "async",
+	    NULL);
 	env_clear();
 	a = tl_connect(s->port);
 	b = tl_connect(s->port);

@@ -94,9 +94,9 @@ usage(FILE *f)
 "      --sync MODE           always | periodic[:DURATION] | never (default\n"
 "                            always): when a durable store fsyncs acknowledged\n"
 "                            writes (periodic: default 100ms, bare number ms)\n"
-"      --commit MODE         async | sync (default async): with --sync always,\n"
-"                            the LMDB store fsyncs a batch on a flush thread\n"
-"                            while the next one gathers (sync: the loop waits)\n"
+"      --commit MODE         sync | async (default sync): async, with --sync\n"
+"                            always, the LMDB store fsyncs a batch on a flush\n"
+"                            thread while the next one gathers\n"
 "  -c, --max-connections N   most open client connections, --http ones\n"
 "                            included (default 4096)\n"
 "      --idle-timeout DURATION  close connections that complete no command\n"
@@ -312,9 +312,9 @@ options_parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_COMMIT:
 			if (strcmp(optarg, "sync") == 0)
-				o->sync_commit = true;
+				o->async_commit = false;
 			else if (strcmp(optarg, "async") == 0)
-				o->sync_commit = false;
+				o->async_commit = true;
 			else
 				goto bad;
 			break;

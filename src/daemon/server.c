@@ -626,7 +626,7 @@ server_init(struct options *opt)
 	srv->broker.enable_shutdown = opt->enable_shutdown;
 	srv->broker.max_queues = opt->max_queues;
 	srv->broker.sync = opt->sync;
-	srv->broker.async_commit = !opt->sync_commit;
+	srv->broker.async_commit = opt->async_commit;
 	srv->broker.auth = opt->auth;
 	opt->auth = NULL;
 	if ((srv->broker.proto = calloc(1, sizeof(*srv->broker.proto))) == NULL) {
