@@ -197,9 +197,7 @@ ex_expired(saker_store *s, saker_queue *q, const struct ex_item *it,
 	view(it, SAKER_ITEM_READY, &v);
 	if ((rc = saker_store_expired(s, q, &v, now_ms, &routed)) != SAKER_OK)
 		return rc;
-	if (routed)
-		q->st.expired_to++;
-	else
+	if (!routed)	/* a routed one the layer counted */
 		q->st.expired_items++;
 	return SAKER_OK;
 }
@@ -396,7 +394,6 @@ ex_queue_stats(saker_store *s, saker_queue *q, struct saker_queue_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->total_items = q->st.total_items;
 	st->expired_items = q->st.expired_items;
-	st->expired_to = q->st.expired_to;
 	st->head_created_ms = q->ready.head != NULL ?
 	    q->ready.head->created_ms : 0;
 	return SAKER_OK;

@@ -376,6 +376,9 @@ saker_store_queue_stats(saker_store *s, saker_queue *q,
 	(void)ids_known(s, q);
 	st->dedup_ids = base(q)->n[N_IDS];
 	st->dedup_hits = base(q)->dedup_hits;
+	/* added: a driver that routes without saker_store_expired()
+	 * (postgres, until it follows) still counts its own */
+	st->expired_to += base(q)->expired_to;
 	if (s->driver->own_counts)
 		return rc;
 	return saker_store_queue_counts(s, q, st);

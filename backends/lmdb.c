@@ -141,7 +141,6 @@ struct saker_queue {
 	struct lq_state saved;	/* as of the last commit (valid when dirty) */
 	bool dirty;
 	bool deleted;		/* deleted in this batch: freed at commit */
-	uint64_t expired_to;
 };
 
 struct lstore {
@@ -1514,7 +1513,6 @@ lm_queue_stats(saker_store *ss, saker_queue *q, struct saker_queue_stats *st)
 	st->open_items = q->cur.open;
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
-	st->expired_to = q->expired_to;
 	if (q->cur.items == 0)
 		return SAKER_OK;
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
@@ -1869,9 +1867,7 @@ expire_one(struct lstore *s, struct saker_queue *q, int db,
 		q->cur.items--;
 		q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
 	}
-	if (routed)
-		q->expired_to++;
-	else
+	if (!routed)	/* a routed one the layer counted */
 		q->cur.expired++;
 	return SAKER_OK;
 }

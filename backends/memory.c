@@ -72,7 +72,7 @@ struct saker_queue {
 	uint64_t nids;           /* how many: dedup_count(), O(1) */
 	/* items, bytes, delayed and open are the layer's (store.h,
 	 * COUNTERS); these three it asks the driver for */
-	uint64_t total, expired, expired_to;
+	uint64_t total, expired;
 	uint64_t ndelayed;       /* on `delayed`: sizes iterate()'s sort */
 	uint64_t nexpiring;      /* ready items with an expiry time */
 	void *ctx;
@@ -677,9 +677,7 @@ expire_item(struct mstore *ms, struct saker_queue *q, struct mitem *it,
 	} else {
 		ready_unlink(ms, q, it);
 	}
-	if (routed)
-		q->expired_to++;
-	else
+	if (!routed)	/* a routed one the layer counted */
 		q->expired++;
 	item_free(ms, it);
 	return SAKER_OK;
@@ -740,7 +738,6 @@ mem_queue_stats(saker_store *s, saker_queue *q, struct saker_queue_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->total_items = q->total;
 	st->expired_items = q->expired;
-	st->expired_to = q->expired_to;
 	st->head_created_ms = TAILQ_EMPTY(&q->ready) ? 0 :
 	    TAILQ_FIRST(&q->ready)->created_ms;
 	return SAKER_OK;

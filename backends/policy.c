@@ -152,7 +152,9 @@ saker_store_expired(saker_store *s, saker_queue *q,
 	it.due_ms = 0;
 	rc = saker_store_put(s, t, &it, now_ms);
 	free(copy);
-	if (rc == SAKER_OK)
+	if (rc == SAKER_OK) {
 		*routed = true;
+		((struct saker_queue_base *)(void *)q)->expired_to++;
+	}
 	return rc;
 }

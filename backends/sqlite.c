@@ -272,7 +272,6 @@ struct saker_queue {
 	unsigned touch_gen;
 	struct sq_state undo;
 	struct saker_queue *touch_next;
-	uint64_t expired_to;
 	char name[];		/* qe.len bytes, not terminated */
 };
 
@@ -1298,7 +1297,6 @@ sq_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 	st->open_items = q->cur.open;
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
-	st->expired_to = q->expired_to;
 	if (q->cur.items == 0)
 		return SAKER_OK;
 	if ((err = sq_read_item(s, q, S_I_HEAD, q->cur.head, &it,
@@ -1477,8 +1475,9 @@ sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
 }
 
 /* Expired item `it` of q (a view of its row) leaves: the layer routes a
- * copy to q's expire_to queue or drops it (saker_store_expired()); the
- * caller removes the row and, when !*routed, counts it as expired. */
+ * copy to q's expire_to queue (and counts it) or drops it
+ * (saker_store_expired()); the caller removes the row and, when !*routed,
+ * counts it as expired. */
 static int
 sq_expired(struct sq_store *s, struct saker_queue *q,
     const struct saker_item *it, int64_t now_ms, bool *routed)
@@ -1487,8 +1486,6 @@ sq_expired(struct sq_store *s, struct saker_queue *q,
 
 	if (err == SAKER_ENOMEM)	/* the layer's copy: no message of ours */
 		return sq_errf(s, err, "out of memory");
-	if (err == SAKER_OK && *routed)
-		q->expired_to++;
 	return err;
 }
 

@@ -2617,6 +2617,39 @@ START_TEST(test_reopen_dedup)
 }
 END_TEST
 
+/* expired_to counts the items routed since the store was opened: the
+ * layer's count, not stored; the items it counted stay in the target. */
+START_TEST(test_reopen_expired_to)
+{
+	saker_queue *q = qopen("rxq");
+	saker_queue *t = qopen("rxq_to");
+
+	ck_assert_int_eq(saker_store_expire_to(T.s, q, "rxq_to", 6), SAKER_OK);
+	put_s(q, "a", BASE + 10, 0, BASE);
+	put_s(q, "b", BASE + 10, 0, BASE);
+	commit();
+	take_empty(q, SAKER_TAKE_PEEK, BASE + 50);
+	commit();
+	ck_assert_uint_eq(qstats(q).expired_to, 2);
+	ck_assert_uint_eq(qstats(t).items, 2);
+	reopen();
+	q = qfind("rxq");
+	t = qfind("rxq_to");
+	ck_assert_uint_eq(qstats(q).expired_to, 0);
+	ck_assert_uint_eq(qstats(q).expired_items, 0);
+	ck_assert_uint_eq(qstats(t).items, 2);
+	ck_assert_int_eq(saker_store_expire_to(T.s, q, "rxq_to", 6), SAKER_OK);
+	put_s(q, "c", BASE + 60, 0, BASE + 50);
+	commit();
+	take_empty(q, SAKER_TAKE_PEEK, BASE + 100);
+	commit();
+	ck_assert_uint_eq(qstats(q).expired_to, 1);
+	ck_assert_uint_eq(qstats(t).items, 3);
+	/* the target's own count is its own: nothing expired from it */
+	ck_assert_uint_eq(qstats(t).expired_to, 0);
+}
+END_TEST
+
 TCase *
 store_conformance_tcase_opts(const struct saker_store_driver *drv,
     const struct store_conformance_opts *opts)
@@ -2676,6 +2709,8 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_reopen_deliveries);
 	tcase_add_test(tc, test_reopen_read_only);
 	tcase_add_test(tc, test_reopen_dedup);
+	if (drv->expire_to != NULL)
+		tcase_add_test(tc, test_reopen_expired_to);
 	if ((drv->caps & SAKER_CAP_SHARED) == 0)
 		tcase_add_test(tc, test_locked);
 	else

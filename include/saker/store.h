@@ -187,10 +187,11 @@ struct saker_queue_stats {
 	uint64_t open_items;    /* items handed out and not yet confirmed/released */
 	uint64_t total_items;   /* items ever put into this queue */
 	uint64_t expired_items; /* items dropped because they expired */
-	uint64_t expired_to;    /* items that expired and went to the queue's
-	                         * expire_to queue, since open() (not stored) */
 	int64_t head_created_ms;/* created_ms of the head ready item; 0 if none */
 	/* filled by the layer (saker_store_queue_stats), not the driver: */
+	uint64_t expired_to;    /* items that expired and went to the queue's
+	                         * expire_to queue, since open() (not stored;
+	                         * counted by saker_store_expired()) */
 	uint64_t dedup_ids;     /* deduplication ids recorded (live or not
 	                         * yet swept) */
 	uint64_t dedup_hits;    /* sets answered as duplicates since open */
@@ -243,6 +244,9 @@ struct saker_queue_base {
 	uint64_t n[5], snap[5]; /* [4]: deduplication ids recorded */
 	bool ids_known;         /* n[4] counted (dedup_count) since open */
 	uint64_t dedup_hits;    /* duplicates answered since open */
+	uint64_t expired_to;    /* items routed by saker_store_expired()
+	                         * since open (a lost batch does not take
+	                         * them back: nor did the drivers' counts) */
 	struct saker_queue_base *touched_next; /* the batch's changed queues */
 	bool touched;
 	unsigned synced;        /* shared stores: the tick of the last count */
@@ -817,11 +821,13 @@ int saker_store_expire_target(saker_store *s, saker_queue *q,
  * where it goes.  With an expire_to queue, a copy is put there (through
  * the driver's put(), in this batch) with its expiry and due time
  * cleared and its data, flags, age, delivery count and attributes kept,
- * and *routed is true: the driver counts it in q's expired_to.  Without
- * one (or when it is q), *routed is false: the driver counts it in
- * expired_items.  item's bytes may be the driver's own: the layer copies
- * them before the put.  An error (the target could not be opened or
- * written): the driver leaves the item in place. */
+ * and *routed is true: the layer counts it in q's expired_to.  Without
+ * one (or when it is q), *routed is false and nothing is written, opened
+ * or moved in the store (a driver may call this with a cursor open on q,
+ * as LMDB's take does): the driver counts it in expired_items.  item's
+ * bytes may be the driver's own: the layer copies them before the put.
+ * An error (the target could not be opened or written): the driver
+ * leaves the item in place. */
 int saker_store_expired(saker_store *s, saker_queue *q,
     const struct saker_item *item, int64_t now_ms, bool *routed);
 
