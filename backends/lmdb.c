@@ -1699,9 +1699,8 @@ struct take_res {
 	bool expired;		/* the head expired: for expire_scan first */
 	size_t len;
 	int fnret;
-	/* the head failed its checksum: a copy of it, to move aside */
-	unsigned char *bad;
-	size_t badsize;
+	/* the head (sequence badseq) failed its checksum: to move aside */
+	bool bad;
 	uint64_t badseq;
 };
 
@@ -1750,10 +1749,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 	if (!rec_sound(v.mv_data, v.mv_size)) {
 		/* never served: lm_take moves it aside */
 		mdb_cursor_close(c);
-		if ((res->bad = malloc(v.mv_size)) == NULL)
-			return ENOMEM;
-		memcpy(res->bad, v.mv_data, v.mv_size);
-		res->badsize = v.mv_size;
+		res->bad = true;
 		res->badseq = seq;
 		return 0;
 	}
@@ -1786,39 +1782,43 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 }
 
 /*
- * The head of q failed its checksum (res->bad is a copy of the record).
- * The layer copies its bytes, as they are, to q's quarantine queue
- * (saker_store_quarantine()); then the record is deleted from q, in the
- * current batch: it is not lost and not served, and the next take sees
- * the next item.  Returns SAKER_ECORRUPT with the layer's message.
+ * The head of q, sequence `seq`, failed its checksum.  The layer copies
+ * its bytes, as they are read again here, to q's quarantine queue
+ * (saker_store_quarantine(), which copies them before it writes); then
+ * the record is deleted from q, in the current batch: it is not lost and
+ * not served, and the next take sees the next item.  Returns
+ * SAKER_ECORRUPT with the layer's message.
  */
 static int
-move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
+move_damaged(struct lstore *s, struct saker_queue *q, uint64_t seq,
     bool write, int64_t now_ms)
 {
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
+	MDB_val k, v;
 	size_t len;
 	int rc;
 
+	if ((rc = lm_begin(s, false)) != SAKER_OK)
+		return rc;
+	k = mkkey(kb, q->id, seq);
+	if ((rc = mdb_get(s->txn, s->dbi[LD_ITEMS], &k, &v)) != 0)
+		return lm_fail(s, rc, "take");
 	/* its header may be what is damaged: keep the flags and the age,
-	 * not the expiry (a moved item must not vanish) */
+	 * not the count (the layer clears the expiry) */
 	memset(&it, 0, sizeof(it));
-	len = res->badsize;
-	it.data = res->bad;
-	if (hdr_read(res->bad, res->badsize, &it) == 0) {
-		it.expires_ms = 0;
+	len = v.mv_size;
+	it.data = v.mv_data;
+	if (hdr_read(v.mv_data, v.mv_size, &it) == 0) {
 		it.deliveries = 0;
 		len = it.len;
 	}
 	it.len = len;
-	rc = saker_store_quarantine(&s->base, q, q->name, q->ent.len,
-	    res->badseq, write ? &it : NULL, now_ms, s->err, sizeof(s->err));
-	free(res->bad);
-	res->bad = NULL;
+	rc = saker_store_quarantine(&s->base, q, q->name, q->ent.len, seq,
+	    write ? &it : NULL, now_ms, s->err, sizeof(s->err));
 	if (rc != SAKER_OK)
 		return SAKER_ECORRUPT;
-	mkkey(kb, q->id, res->badseq);
+	mkkey(kb, q->id, seq);
 	if ((rc = op_del(s, LD_ITEMS, kb, "take")) != SAKER_OK)
 		return rc;
 	q_change(s, q);
@@ -2047,10 +2047,8 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 			rc = 0;
 		if (write)
 			rc = op_end(s, t, rc, res.taken);
-		if (rc != 0) {
-			free(res.bad);
+		if (rc != 0)
 			return lm_fail(s, rc, "take");
-		}
 		if (!res.expired)
 			break;
 		/* the head expired: it and those behind it go first, every
@@ -2059,8 +2057,8 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 			return rc;
 		swept = true;
 	}
-	if (res.bad != NULL)
-		return move_damaged(s, q, &res, write, now_ms);
+	if (res.bad)
+		return move_damaged(s, q, res.badseq, write, now_ms);
 	if (res.taken) {
 		q_change(s, q);
 		q->cur.items--;

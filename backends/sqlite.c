@@ -1436,41 +1436,25 @@ sq_remove_ready(struct sq_store *s, struct saker_queue *q, int which,
 /*
  * The head of q (row of statement h, viewed by it) failed its checksum:
  * the layer copies its bytes, as they are, to q's quarantine queue
- * (saker_store_quarantine()) and the row is deleted, in the current
- * batch.  Never served, not lost (store.h, take()).
+ * (saker_store_quarantine(), which copies the view before it writes) and
+ * the row is deleted, in the current batch.  Never served, not lost
+ * (store.h, take()).
  */
 static int
 sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
     int64_t seq, const struct saker_item *bad, int64_t now_ms)
 {
-	struct saker_item it = *bad;
-	unsigned char attrs[SAKER_ATTRS_MAX];
-	void *copy = NULL;
 	bool writes = !s->read_only && !s->broken && !s->lost;
 	int err;
 
-	if (writes && it.len > 0 && (copy = malloc(it.len)) == NULL) {
-		sq_reset(h);
-		return sq_errf(s, SAKER_ENOMEM, "out of memory");
-	}
-	if (copy != NULL)
-		memcpy(copy, it.data, it.len);
-	it.data = copy != NULL ? copy : "";
-	/* attributes too long to be any are damage: the data goes alone */
-	if (it.attrs_len > sizeof(attrs))
-		it.attrs_len = 0;
-	it.attrs = it.attrs_len > 0 ? memcpy(attrs, it.attrs, it.attrs_len) :
-	    NULL;
-	sq_reset(h);
 	err = saker_store_quarantine(&s->base, q, q->name, q->qe.len,
-	    (uint64_t)seq, writes ? &it : NULL, now_ms, s->err,
+	    (uint64_t)seq, writes ? bad : NULL, now_ms, s->err,
 	    sizeof(s->err));
+	sq_reset(h);
 	if (err == SAKER_OK &&
-	    (err = sq_remove_ready(s, q, S_I_DELETE, seq, bad->len,
-	    false)) == SAKER_OK &&
-	    q->cur.head == seq)
+	    sq_remove_ready(s, q, S_I_DELETE, seq, bad->len, false) ==
+	    SAKER_OK && q->cur.head == seq)
 		q->cur.head = seq + 1;
-	free(copy);
 	return SAKER_ECORRUPT;
 }
 

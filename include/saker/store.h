@@ -786,7 +786,9 @@ size_t saker_store_derived_name(const char *qname, size_t qlen,
 /*
  * For a durable driver's take(): item `id` of queue q (named qname, qlen
  * bytes) failed its checksum.  `bad` is what could be read of it (flags,
- * age, count, data), NULL when the store takes no writes (it stays).  A
+ * age, count, data), NULL when the store takes no writes (it stays); its
+ * bytes may be the driver's own (a cursor's page, a statement's column):
+ * the layer copies them before its first write.  A
  * copy, bytes as they are, without expiry or due time, goes to the tail
  * of the quarantine queue (through queue_open() and put(): a fresh
  * checksum, so it can be fetched for a look) in the current batch; msg
