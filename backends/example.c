@@ -461,8 +461,7 @@ ex_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 		/* what the item will be once opened: a new id, one more
 		 * delivery; kept only if fn accepts it */
 		v.id = es->last_id + 1;
-		if (v.deliveries < SAKER_DELIVERIES_MAX)
-			v.deliveries++;
+		v.deliveries = saker_store_handout(v.deliveries);
 	}
 	if ((rc = fn(arg, &v)) != 0 || mode == SAKER_TAKE_PEEK)
 		return rc;

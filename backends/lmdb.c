@@ -257,16 +257,14 @@ put_sentinels(MDB_txn *t, const MDB_dbi *dbi)
 	return rc == MDB_KEYEXIST ? 0 : rc;
 }
 
-/* Count one more delivery, in place: the count is bytes 2-3 of the
- * header (not under the checksum). */
+/* Count one more delivery, in place (a take, or its replay from the
+ * journal): the count is bytes 2-3 of the header (not under the
+ * checksum). */
 static void
 hdr_bump(unsigned char *p)
 {
-	uint16_t n = saker_get_be16(p + 2);
-
-	if (n < SAKER_DELIVERIES_MAX)
-		n++;
-	saker_put_be16(p + 2, n);
+	saker_put_be16(p + 2,
+	    (uint16_t)saker_store_handout(saker_get_be16(p + 2)));
 }
 
 static void
@@ -1755,11 +1753,8 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 	}
 	it.id = seq;
 	it.state = SAKER_ITEM_READY;
-	if (mode == SAKER_TAKE_OPEN) {
-		/* fn sees the count with this hand-out */
-		if (it.deliveries < SAKER_DELIVERIES_MAX)
-			it.deliveries++;
-	}
+	if (mode == SAKER_TAKE_OPEN)	/* what move_rec stores */
+		it.deliveries = saker_store_handout(it.deliveries);
 	res->found = true;
 	res->len = it.len;
 	res->fnret = fn(arg, &it);

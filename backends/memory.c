@@ -833,8 +833,7 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	item_view(it, &view);
 	if (mode == SAKER_TAKE_OPEN) {
 		view.state = SAKER_ITEM_OPEN;
-		if (view.deliveries < SAKER_DELIVERIES_MAX)
-			view.deliveries++;
+		view.deliveries = saker_store_handout(view.deliveries);
 	}
 	rc = fn(arg, &view);
 	if (rc != 0)

@@ -1,5 +1,5 @@
 /* policy.c -- the broker's rules about storage, once over every driver
- * (store.h, THE LAYER): the delivery-count clamp, the quarantine of
+ * (store.h, THE LAYER): the delivery-count clamp and increment, the quarantine of
  * damaged items and the expire_to target.  The lock file is lock.c's. */
 #include "config.h"
 
@@ -56,6 +56,13 @@ copy_bytes(const struct saker_item *in, struct saker_item *out,
 	out->expires_ms = 0;
 	out->due_ms = 0;
 	return SAKER_OK;
+}
+
+uint32_t
+saker_store_handout(uint32_t stored)
+{
+	return stored < SAKER_DELIVERIES_MAX ? stored + 1 :
+	    SAKER_DELIVERIES_MAX;
 }
 
 size_t

@@ -130,8 +130,11 @@ static const char *const sq_sql[S_COUNT] = {
 	    " @ATR@"
 	    " FROM items WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq LIMIT 1",
 	[S_I_DELETE] = "DELETE FROM items WHERE qid = ?1 AND seq = ?2",
+	/* ?3: the count the layer gives (saker_store_handout); a redo
+	 * record written before it was bound has none, and its replay
+	 * counts as the driver did then */
 	[S_I_OPEN] = "UPDATE items SET state = 1,"
-	    " deliveries = min(deliveries + 1, 65535)"
+	    " deliveries = coalesce(?3, min(deliveries + 1, 65535))"
 	    " WHERE qid = ?1 AND seq = ?2",
 	[S_I_CONFIRM] = "DELETE FROM items WHERE qid = ?1 AND seq = ?2"
 	    " AND state = 1",
@@ -1410,16 +1413,18 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 
 /* Take the item at seq (ready, at the head; len bytes) off q's ready
  * items and account for it: `which` S_I_DELETE deletes it (counted as
- * expired when `expired`), S_I_OPEN opens it. */
+ * expired when `expired`), S_I_OPEN opens it with delivery count dlv. */
 static int
 sq_remove_ready(struct sq_store *s, struct saker_queue *q, int which,
-    int64_t seq, size_t len, bool expired)
+    int64_t seq, size_t len, bool expired, uint32_t dlv)
 {
 	sqlite3_stmt *st = s->st[which];
 	int err;
 
 	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, seq);
+	if (which == S_I_OPEN)
+		sq_bind_i64(s, st, 3, dlv);
 	if ((err = sq_exec(s, which, which == S_I_OPEN ? "open item" :
 	    "delete item")) != SAKER_OK)
 		return err;
@@ -1452,7 +1457,7 @@ sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
 	    sizeof(s->err));
 	sq_reset(h);
 	if (err == SAKER_OK &&
-	    sq_remove_ready(s, q, S_I_DELETE, seq, bad->len, false) ==
+	    sq_remove_ready(s, q, S_I_DELETE, seq, bad->len, false, 0) ==
 	    SAKER_OK && q->cur.head == seq)
 		q->cur.head = seq + 1;
 	return SAKER_ECORRUPT;
@@ -1517,20 +1522,20 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		sq_reset(h);
 		if (err != SAKER_OK ||
 		    (err = sq_remove_ready(s, q, S_I_DELETE, seq, len,
-		    !routed)) != SAKER_OK)
+		    !routed, 0)) != SAKER_OK)
 			return err;
 		q->cur.head = from;
 		if (q->cur.items == 0)
 			return SAKER_EEMPTY;
 	}
-	if (mode == SAKER_TAKE_OPEN && it.deliveries < SAKER_DELIVERIES_MAX)
-		it.deliveries++;	/* fn sees the count with this hand-out */
+	if (mode == SAKER_TAKE_OPEN)	/* fn sees it, the row stores it */
+		it.deliveries = saker_store_handout(it.deliveries);
 	r = fn(arg, &it);
 	sq_reset(h);
 	if (r != 0 || mode == SAKER_TAKE_PEEK)
 		return r;
 	if ((err = sq_remove_ready(s, q, mode == SAKER_TAKE_REMOVE ?
-	    S_I_DELETE : S_I_OPEN, seq, len, false)) != SAKER_OK)
+	    S_I_DELETE : S_I_OPEN, seq, len, false, it.deliveries)) != SAKER_OK)
 		return err;
 	q->cur.head = seq + 1;
 	return SAKER_OK;
@@ -1784,7 +1789,7 @@ sq_expire_row(struct sq_store *s, struct saker_queue *q,
 		if (err != SAKER_OK && err != SAKER_EEMPTY)
 			return err;
 	}
-	return sq_remove_ready(s, q, S_I_DELETE, r->seq, r->len, !routed);
+	return sq_remove_ready(s, q, S_I_DELETE, r->seq, r->len, !routed, 0);
 }
 
 static int

@@ -2617,6 +2617,39 @@ START_TEST(test_reopen_dedup)
 }
 END_TEST
 
+/* The cap survives a crash: an item open at the maximum comes back with
+ * it, and one opened from just below stores the maximum. */
+START_TEST(test_reopen_deliveries_cap)
+{
+	saker_queue *q = qopen("rdcap");
+	struct itlog l;
+	uint64_t id;
+
+	put_dlv(q, "M", SAKER_DELIVERIES_MAX - 1, 0);
+	put_dlv(q, "N", SAKER_DELIVERIES_MAX, 0);
+	commit();
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "M");
+	ck_assert_uint_eq(T.got.deliveries, SAKER_DELIVERIES_MAX);
+	ck_assert_int_eq(saker_store_release(T.s, q, id), SAKER_OK);
+	commit();
+	/* released to the head: M first again */
+	take_s(q, SAKER_TAKE_OPEN, BASE, "M");
+	ck_assert_uint_eq(T.got.deliveries, SAKER_DELIVERIES_MAX);
+	take_s(q, SAKER_TAKE_OPEN, BASE, "N");
+	ck_assert_uint_eq(T.got.deliveries, SAKER_DELIVERIES_MAX);
+	commit();
+	reopen();	/* both open: back at the head with their counts */
+	q = qfind("rdcap");
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(saker_store_iterate(T.s, q, iter_cb, &l), 0);
+	ck_assert_int_eq(l.n, 2);
+	ck_assert_uint_eq(l.items[0].deliveries, SAKER_DELIVERIES_MAX);
+	ck_assert_uint_eq(l.items[1].deliveries, SAKER_DELIVERIES_MAX);
+	itlog_free(&l);
+	ck_assert_uint_eq(qstats(q).items, 2);
+}
+END_TEST
+
 /* expired_to counts the items routed since the store was opened: the
  * layer's count, not stored; the items it counted stay in the target. */
 START_TEST(test_reopen_expired_to)
@@ -2707,6 +2740,7 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_reopen_open_items);
 	tcase_add_test(tc, test_reopen_deleted_queue);
 	tcase_add_test(tc, test_reopen_deliveries);
+	tcase_add_test(tc, test_reopen_deliveries_cap);
 	tcase_add_test(tc, test_reopen_read_only);
 	tcase_add_test(tc, test_reopen_dedup);
 	if (drv->expire_to != NULL)

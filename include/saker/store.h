@@ -79,7 +79,9 @@
  *   confirm() deletes the item.  REMOVE, PEEK and iterate() show the
  *   stored count; put() stores item->deliveries as given (load and
  *   migrate carry it).  Counts stop at SAKER_DELIVERIES_MAX.  move()
- *   hands an open item to another queue with its count.
+ *   hands an open item to another queue with its count.  The count a
+ *   hand-out gives is the layer's (saker_store_handout()): the driver
+ *   hands fn and stores what it returns.
  *
  * ERRORS
  *   Every fallible call returns a saker_err.  Driver-native codes (MDB_*,
@@ -766,6 +768,14 @@ int saker_store_commit(saker_store *s);
 
 /* put(), with item->deliveries clamped to SAKER_DELIVERIES_MAX (a dump
  * may carry any 32-bit count).  The core and the tools put through it. */
+
+/* For a driver's take(SAKER_TAKE_OPEN) and its crash recovery (DELIVERY
+ * COUNTS): the count an item whose stored count is `stored` is handed
+ * out with, one more, at most SAKER_DELIVERIES_MAX.  The driver gives fn
+ * the item with it and stores it with the open item in the take's batch
+ * (a journal that replays the take asks again), so an item open at a
+ * crash comes back with the count it was handed out with. */
+uint32_t saker_store_handout(uint32_t stored);
 int saker_store_put(saker_store *s, saker_queue *q,
     const struct saker_item *item, int64_t now_ms);
 
