@@ -174,12 +174,6 @@ ready_pop(saker_store *s, struct saker_queue *q)
 	return it;
 }
 
-static bool
-expired(const struct ex_item *it, int64_t now_ms)
-{
-	return it->expires_ms != 0 && it->expires_ms <= now_ms;
-}
-
 static void view(const struct ex_item *it, saker_item_state state,
     struct saker_item *v);
 
@@ -449,7 +443,8 @@ ex_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	int rc;
 
 	/* expired items met at the head go (routed or dropped) */
-	while (q->ready.head != NULL && expired(q->ready.head, now_ms)) {
+	while (q->ready.head != NULL &&
+	    saker_item_expired(q->ready.head->expires_ms, now_ms)) {
 		if ((rc = ex_expired(s, q, q->ready.head, now_ms)) != SAKER_OK)
 			return rc;
 		free(ready_pop(s, q));
@@ -550,13 +545,13 @@ ex_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 		q = it->q;
 		/* (an item the layer could not route stays due, for the
 		 * next call) */
-		if (expired(it, now_ms) &&
+		if (saker_item_expired(it->expires_ms, now_ms) &&
 		    (rc = ex_expired(s, q, it, now_ms)) != SAKER_OK)
 			break;
 		list_unlink(&es->delayed, NULL);
 		saker_store_account(s, q, SAKER_ITEM_DELAYED, SAKER_ITEM_NONE,
 		    it->len);
-		if (expired(it, now_ms)) {
+		if (saker_item_expired(it->expires_ms, now_ms)) {
 			free(it);
 			continue;
 		}
@@ -577,7 +572,7 @@ ex_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 
 	*removed = 0;
 	while (it != NULL && (limit == 0 || seen++ < limit)) {
-		if (!expired(it, now_ms)) {
+		if (!saker_item_expired(it->expires_ms, now_ms)) {
 			prev = it;
 			it = it->next;
 			continue;

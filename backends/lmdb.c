@@ -373,12 +373,6 @@ rec_datalen(const unsigned char *p, size_t size)
 	return hdr_read(p, size, &it) == 0 ? it.len : 0;
 }
 
-static bool
-expired(const struct saker_item *it, int64_t now_ms)
-{
-	return it->expires_ms != 0 && it->expires_ms <= now_ms;
-}
-
 /* A queue record (LM_QREC bytes): q's id and counters, u64 each, in this
  * order.  Written from q, or read into q (which then exists). */
 static void
@@ -1731,7 +1725,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
 			break;
 		seq = saker_get_be64((unsigned char *)k.mv_data + 8);
-		if (!expired(&it, now_ms))
+		if (!saker_item_expired(it.expires_ms, now_ms))
 			break;
 		if (!skip) {
 			res->expired = true;
@@ -1897,7 +1891,7 @@ expired_next(struct lstore *s, struct saker_queue *q, int64_t now_ms,
 		*seq = saker_get_be64((unsigned char *)k.mv_data + 8);
 		*from = *seq + 1;
 		if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
-		    expired(&it, now_ms)) {
+		    saker_item_expired(it.expires_ms, now_ms)) {
 			*found = true;
 			break;
 		}
@@ -1942,7 +1936,7 @@ expire_drop(struct lstore *s, struct saker_queue *q, int64_t now_ms,
 		seen++;
 		from = saker_get_be64((unsigned char *)k.mv_data + 8) + 1;
 		if (hdr_read(v.mv_data, v.mv_size, &it) != 0 ||
-		    !expired(&it, now_ms)) {
+		    !saker_item_expired(it.expires_ms, now_ms)) {
 			if (head)
 				break;
 			lrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
@@ -2295,7 +2289,7 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	if (q == NULL || q->deleted) {
 		*what = PR_ORPHAN;
 		rc = cur_del(s, c, LD_DELAYED);
-	} else if (expired(&it, now_ms) &&
+	} else if (saker_item_expired(it.expires_ms, now_ms) &&
 	    rec_sound((unsigned char *)v.mv_data + 8, v.mv_size - 8)) {
 		/* without an expire_to target the layer writes nothing: ask it
 		 * here, under the cursor (expire_scan does the same) */
@@ -2308,7 +2302,7 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 			*what = PR_LAYER;
 			memcpy(xkey, k.mv_data, LM_KEY);
 		}
-	} else if (expired(&it, now_ms)) {
+	} else if (saker_item_expired(it.expires_ms, now_ms)) {
 		/* damaged: dropped, its bytes cannot be trusted */
 		*what = PR_EXPIRED;
 		rc = cur_del(s, c, LD_DELAYED);

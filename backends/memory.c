@@ -202,12 +202,6 @@ item_free(struct mstore *ms, struct mitem *it)
 	free(it);
 }
 
-static bool
-expired(const struct mitem *it, int64_t now_ms)
-{
-	return it->expires_ms != 0 && it->expires_ms <= now_ms;
-}
-
 static void
 item_view(const struct mitem *it, struct saker_item *v)
 {
@@ -820,7 +814,8 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 		return fail(ms, SAKER_EINVAL, "bad take arguments");
 	if (mode != SAKER_TAKE_PEEK && ms->opts.read_only)
 		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	while ((it = TAILQ_FIRST(&q->ready)) != NULL && expired(it, now_ms))
+	while ((it = TAILQ_FIRST(&q->ready)) != NULL &&
+	    saker_item_expired(it->expires_ms, now_ms))
 		if ((rc = expire_item(ms, q, it, now_ms)) != SAKER_OK)
 			return rc;
 	if (it == NULL)
@@ -961,7 +956,7 @@ mem_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 		struct mitem *it = ms->heap[0].it;
 
 		q = it->q;
-		if (expired(it, now_ms)) {
+		if (saker_item_expired(it->expires_ms, now_ms)) {
 			/* an error leaves it due: the next promote retries */
 			if ((rc = expire_item(ms, q, it, now_ms)) != SAKER_OK)
 				break;
@@ -1000,7 +995,7 @@ mem_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 	    (limit == 0 || seen < limit); it = next) {
 		next = TAILQ_NEXT(it, link);
 		seen++;
-		if (!expired(it, now_ms))
+		if (!saker_item_expired(it->expires_ms, now_ms))
 			continue;
 		if ((rc = expire_item(ms, q, it, now_ms)) != SAKER_OK)
 			break;

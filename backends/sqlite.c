@@ -1508,7 +1508,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		len = it.len;
 		if (!sq_row_sound(h, 5, &it))
 			return sq_move_damaged(s, q, h, seq, &it, now_ms);
-		if (it.expires_ms == 0 || it.expires_ms > now_ms)
+		if (!saker_item_expired(it.expires_ms, now_ms))
 			break;
 		/* expired at the head: routed or dropped, every one, look
 		 * again */
@@ -1722,7 +1722,7 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 		sq_touch(s, q);
 		q->cur.delayed--;
 		sq_row_item(st, 1, SAKER_ITEM_READY, &it);
-		if (it.expires_ms != 0 && it.expires_ms <= now_ms) {
+		if (saker_item_expired(it.expires_ms, now_ms)) {
 			if ((err = sq_expired(s, q, &it, now_ms, &routed)) !=
 			    SAKER_OK)
 				break;

@@ -392,6 +392,17 @@ START_TEST(test_derived_name)
 }
 END_TEST
 
+/* The one expiry rule: at the expiry time, not after; 0 never. */
+START_TEST(test_item_expired)
+{
+	ck_assert(!saker_item_expired(0, INT64_MAX));
+	ck_assert(!saker_item_expired(100, 99));
+	ck_assert(saker_item_expired(100, 100));
+	ck_assert(saker_item_expired(100, 101));
+	ck_assert(saker_item_expired(INT64_MIN + 1, 0));
+}
+END_TEST
+
 START_TEST(test_quarantine)
 {
 	saker_queue *q = mq("hurt", NULL), *dq;
@@ -650,6 +661,7 @@ policy_suite(void)
 	suite_add_tcase(su, tc);
 	tc = tcase_create("names");
 	tcase_add_test(tc, test_derived_name);
+	tcase_add_test(tc, test_item_expired);
 	suite_add_tcase(su, tc);
 	return su;
 }

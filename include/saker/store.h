@@ -766,6 +766,15 @@ int saker_store_commit(saker_store *s);
  * where their comments say.
  * --------------------------------------------------------------------- */
 
+/* Has an item whose expiry is expires_ms (0: never) expired at now_ms?
+ * At its expiry time, not after: the one rule of every driver's take,
+ * promote and flush_expired (SQL drivers say the same in their WHERE). */
+static inline bool
+saker_item_expired(int64_t expires_ms, int64_t now_ms)
+{
+	return expires_ms != 0 && expires_ms <= now_ms;
+}
+
 /* put(), with item->deliveries clamped to SAKER_DELIVERIES_MAX (a dump
  * may carry any 32-bit count).  The core and the tools put through it. */
 
