@@ -110,7 +110,6 @@ struct mstore {
 extern const struct saker_store_driver saker_store_memory;
 
 static const char ERR_NOMEM[] = "out of memory";
-static const char ERR_READONLY[] = "store is read-only";
 
 static int
 fail(struct mstore *ms, int code, const char *msg)
@@ -125,9 +124,7 @@ writable(struct mstore *ms, const struct saker_queue *q)
 {
 	if (q == NULL)
 		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	return SAKER_OK;
+	return SAKER_OK;	/* a read-only store: the layer refused */
 }
 
 /* q gained a ready item: the layer wakes each queue once per call
@@ -624,8 +621,6 @@ mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
 	}
 	if (!create)
 		return fail(ms, SAKER_ENOTFOUND, "no such queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
 	if (len > SIZE_MAX - sizeof(*q) - 1)
 		return fail(ms, SAKER_EINVAL, "queue name too long");
 	q = calloc(1, sizeof(*q) + len + 1);
@@ -745,8 +740,6 @@ mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 	struct mitem *it;
 	size_t cost;
 
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
 	if (q == NULL || item == NULL || (item->len > 0 && item->data == NULL))
 		return fail(ms, SAKER_EINVAL, "bad item");
 	if (item->attrs_len > SAKER_ATTRS_MAX ||
@@ -812,8 +805,6 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	    (mode != SAKER_TAKE_REMOVE && mode != SAKER_TAKE_OPEN &&
 	    mode != SAKER_TAKE_PEEK))
 		return fail(ms, SAKER_EINVAL, "bad take arguments");
-	if (mode != SAKER_TAKE_PEEK && ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
 	while ((it = TAILQ_FIRST(&q->ready)) != NULL &&
 	    saker_item_expired(it->expires_ms, now_ms))
 		if ((rc = expire_item(ms, q, it, now_ms)) != SAKER_OK)

@@ -18,6 +18,8 @@ saker_store_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 	struct saker_item it;
 	int rc;
 
+	if ((rc = saker_layer_refuse(s)) != SAKER_OK)
+		return rc;
 	s->depth++;	/* a layer call: the put's wake-up comes at its end */
 	if (item == NULL || item->deliveries <= SAKER_DELIVERIES_MAX)
 		rc = s->driver->put(s, q, item, now_ms);

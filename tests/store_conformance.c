@@ -2170,9 +2170,27 @@ START_TEST(test_reopen_deleted_queue)
 }
 END_TEST
 
+/* The layer's one message for a read-only store: "TYPE[ LOCATION]: store
+ * opened read-only". */
+static void
+ro_refused_at(int line, const char *what)
+{
+	const char *e = saker_store_errmsg(T.s);
+	const char *tail = ": store opened read-only";
+	size_t n = strlen(T.drv->name), el = strlen(e), tl = strlen(tail);
+
+	ck_assert_msg(strncmp(e, T.drv->name, n) == 0 && el >= tl &&
+	    strcmp(e + el - tl, tail) == 0, "line %d: %s: errmsg \"%s\"",
+	    line, what, e);
+}
+#define ro_refused(what) ro_refused_at(__LINE__, (what))
+static int put_once(saker_queue *q, const char *str, const char *key,
+    int64_t window, uint64_t max_ids, int64_t now);
+
 START_TEST(test_reopen_read_only)
 {
 	saker_queue *q = qopen("ro");
+	saker_queue *nq;
 	struct itlog l;
 
 	put_s(q, "kept", 0, 0, BASE);
@@ -2189,6 +2207,41 @@ START_TEST(test_reopen_read_only)
 	ck_assert_str_eq((char *)l.items[0].data, "kept");
 	itlog_free(&l);
 	ck_assert_int_eq(put_full(q, "no", 2, 0, 0, 0, 0, BASE), SAKER_EREADONLY);
+	ro_refused("put");
+	/* every call that writes is refused by the layer, with one
+	 * message; nothing changed */
+	ck_assert_int_eq(saker_store_take(T.s, q, SAKER_TAKE_OPEN, BASE,
+	    take_cb, &T), SAKER_EREADONLY);
+	ro_refused("take(OPEN)");
+	ck_assert_int_eq(saker_store_take(T.s, q, SAKER_TAKE_REMOVE, BASE,
+	    take_cb, &T), SAKER_EREADONLY);
+	ro_refused("take(REMOVE)");
+	ck_assert_int_eq(saker_store_confirm(T.s, q, 1), SAKER_EREADONLY);
+	ro_refused("confirm");
+	ck_assert_int_eq(saker_store_release(T.s, q, 1), SAKER_EREADONLY);
+	ro_refused("release");
+	ck_assert_int_eq(saker_store_release_delayed(T.s, q, 1, BASE + 10,
+	    BASE), SAKER_EREADONLY);
+	ro_refused("release_delayed");
+	ck_assert_int_eq(saker_store_move(T.s, q, 1, q), SAKER_EREADONLY);
+	ro_refused("move");
+	ck_assert_int_eq(saker_store_queue_flush(T.s, q), SAKER_EREADONLY);
+	ro_refused("queue_flush");
+	ck_assert_int_eq(saker_store_queue_delete(T.s, q), SAKER_EREADONLY);
+	ro_refused("queue_delete");
+	if (T.drv->dedup_put != NULL) {
+		ck_assert_int_eq(put_once(q, "no", "k", 60000, 0, BASE),
+		    SAKER_EREADONLY);
+		ro_refused("put_once");
+	}
+	/* the queues it has open, with create too; none is made */
+	ck_assert_int_eq(saker_store_queue_open(T.s, "ro", 2, true, NULL, &q),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_open(T.s, "ro_new", 6, true, NULL,
+	    &nq), SAKER_EREADONLY);
+	ro_refused("queue_open(create)");
+	take_s(q, SAKER_TAKE_PEEK, BASE, "kept");
+	ck_assert_uint_eq(qstats(q).items, 1);
 }
 END_TEST
 

@@ -356,6 +356,12 @@ typedef struct saker_store {
 	struct saker_queue_base *woken, *woken_tail;
 	unsigned depth;
 	struct saker_store **wake_cell;
+	/* write refusals (THE LAYER, refusals): while the store refuses
+	 * writes, the one message every writing call gets (NULL: it takes
+	 * them); the message of the layer's refusal that ended the last
+	 * layer call, which errmsg() gives (NULL: the driver's) */
+	char *refusal;
+	const char *lerr;
 } saker_store;
 
 /*
@@ -872,6 +878,19 @@ void saker_store_account(saker_store *s, saker_queue *q,
 /* n items of `bytes` data bytes in all, at once (a promotion in SQL) */
 void saker_store_account_n(saker_store *s, saker_queue *q,
     saker_item_state from, saker_item_state to, uint64_t n, uint64_t bytes);
+
+/*
+ * REFUSALS.  A store opened read-only (opts->read_only) takes no writes:
+ * the layer refuses every call that writes -- put (and put_once,
+ * dedup_load), take other than PEEK, confirm, release, release_delayed,
+ * move, queue_flush, queue_delete -- with SAKER_EREADONLY
+ * and errmsg() "TYPE LOCATION: store opened read-only" (no LOCATION for a
+ * driver without one or whose location is a secret) before the driver
+ * is called, so a driver checks no read-only flag on its entry points.
+ * (Its open, promote, flush_expired, dedup_sweep, tick and commit still
+ * know the mode: the core runs them on any store, and a read-only one
+ * finds nothing to do or says so.)
+ */
 
 /* For a shared store's driver that changed q in a way it cannot tell
  * item by item (a promotion in the database, an item put back whose size
