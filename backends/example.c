@@ -403,10 +403,8 @@ ex_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 	struct ex_store *es = EX(s);
 	struct ex_item *it;
 
-	if (item->len > 0 && item->data == NULL)
-		return fail(es, SAKER_EINVAL, "put: no data");
-	if (item->attrs_len > SAKER_ATTRS_MAX)
-		return fail(es, SAKER_EINVAL, "put: attributes too long");
+	/* the item: saker_store_put() checked it (no data, attributes
+	 * missing or too long) */
 	if ((it = malloc(sizeof(*it) + item->len + item->attrs_len)) == NULL)
 		return fail(es, SAKER_ENOMEM, "out of memory");
 	if (item->len > 0)

@@ -1603,15 +1603,11 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 	MDB_val k, v;
 	int rc;
 
-	if (q == NULL || item == NULL || (item->len > 0 && item->data == NULL))
-		return seterr(s, SAKER_EINVAL, "lmdb put: bad argument");
+	if (q == NULL)	/* the item: saker_store_put() checked it */
+		return seterr(s, SAKER_EINVAL, "lmdb put: no queue");
 	if (item->len > LM_MAXDATA)
 		return seterr(s, SAKER_EINVAL, "lmdb put: item of %zu bytes is "
 		    "too large", item->len);
-	if (item->attrs_len > SAKER_ATTRS_MAX ||
-	    (item->attrs_len > 0 && item->attrs == NULL))
-		return seterr(s, SAKER_EINVAL, "lmdb put: bad item attributes "
-		    "(%zu bytes, at most %u)", item->attrs_len, SAKER_ATTRS_MAX);
 	created = item->created_ms != 0 ? item->created_ms : now_ms;
 	ready = item->due_ms <= now_ms;
 	skip = ready ? 0 : 8;	/* a delayed record starts with the queue id */

@@ -740,11 +740,8 @@ mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 	struct mitem *it;
 	size_t cost;
 
-	if (q == NULL || item == NULL || (item->len > 0 && item->data == NULL))
-		return fail(ms, SAKER_EINVAL, "bad item");
-	if (item->attrs_len > SAKER_ATTRS_MAX ||
-	    (item->attrs_len > 0 && item->attrs == NULL))
-		return fail(ms, SAKER_EINVAL, "bad item attributes");
+	if (q == NULL)	/* the item: saker_store_put() checked it */
+		return fail(ms, SAKER_EINVAL, "no queue");
 	if (item->len > SIZE_MAX - sizeof(*it) - SAKER_ATTRS_MAX)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 	cost = item_cost(item->len, item->attrs_len);

@@ -20,8 +20,23 @@ saker_store_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 
 	if ((rc = saker_layer_refuse(s)) != SAKER_OK)
 		return rc;
+	/* what no driver could store, refused once for all of them */
+	if (item == NULL)
+		s->lerr = "bad item: none given";
+	else if (item->len > 0 && item->data == NULL)
+		s->lerr = "bad item: no data";
+	else if (item->attrs_len > 0 && item->attrs == NULL)
+		s->lerr = "bad item: no attributes";
+	else if (item->attrs_len > SAKER_ATTRS_MAX) {
+		snprintf(s->lbuf, sizeof(s->lbuf), "bad item: attributes of"
+		    " %zu bytes (at most %u)", item->attrs_len,
+		    SAKER_ATTRS_MAX);
+		s->lerr = s->lbuf;
+	}
+	if (s->lerr != NULL)
+		return SAKER_EINVAL;
 	s->depth++;	/* a layer call: the put's wake-up comes at its end */
-	if (item == NULL || item->deliveries <= SAKER_DELIVERIES_MAX)
+	if (item->deliveries <= SAKER_DELIVERIES_MAX)
 		rc = s->driver->put(s, q, item, now_ms);
 	else {
 		it = *item;

@@ -1376,10 +1376,7 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
-	if (item == NULL || (item->data == NULL && item->len > 0) ||
-	    (item->attrs == NULL && item->attrs_len > 0) ||
-	    item->attrs_len > SAKER_ATTRS_MAX)
-		return sq_errf(s, SAKER_EINVAL, "bad item");
+	/* the item: saker_store_put() checked it */
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
 	/* an expired item promote() routes here: undone with promote */

@@ -362,6 +362,7 @@ typedef struct saker_store {
 	 * layer call, which errmsg() gives (NULL: the driver's) */
 	char *refusal;
 	const char *lerr;
+	char lbuf[96];          /* a message the layer words (lerr) */
 } saker_store;
 
 /*
@@ -782,7 +783,11 @@ saker_item_expired(int64_t expires_ms, int64_t now_ms)
 }
 
 /* put(), with item->deliveries clamped to SAKER_DELIVERIES_MAX (a dump
- * may carry any 32-bit count).  The core and the tools put through it. */
+ * may carry any 32-bit count).  The core and the tools put through it.
+ * The layer refuses, before the driver sees it, an item that is NULL,
+ * has len > 0 without data or attrs_len > 0 without attrs, or more than
+ * SAKER_ATTRS_MAX attribute bytes: SAKER_EINVAL, errmsg() "bad item:
+ * ...".  A driver's put() gets none of those. */
 
 /* For a driver's take(SAKER_TAKE_OPEN) and its crash recovery (DELIVERY
  * COUNTS): the count an item whose stored count is `stored` is handed
