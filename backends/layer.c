@@ -410,6 +410,28 @@ saker_store_queue_counts(saker_store *s, saker_queue *q,
 }
 
 void
+saker_store_queue_fresh(saker_store *s, saker_queue *q)
+{
+	struct saker_queue_base *b = base(q);
+
+	/* a snapshot it has stays: a batch lost brings the deleted queue
+	 * back (and the driver says so: saker_store_queue_restored) */
+	(void)s;
+	memset(b->n, 0, sizeof(b->n));
+	b->ids_known = false;
+	b->dedup_hits = 0;
+	b->expired_to = 0;
+	b->synced = 0;
+}
+
+void
+saker_store_queue_restored(saker_store *s, saker_queue *q)
+{
+	(void)s;
+	base(q)->ids_known = false;
+}
+
+void
 saker_store_recount(saker_store *s, saker_queue *q)
 {
 	(void)s;

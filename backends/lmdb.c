@@ -823,9 +823,9 @@ lm_rollback(struct lstore *s)
 	for (q = s->dirty; q != NULL; q = next) {
 		next = q->dirty_next;
 		q->cur = q->saved;
-		/* the layer counts q's ids again at their next use: a delete
-		 * undone brings back ids it may have counted as gone */
-		q->base.ids_known = false;
+		/* a delete undone brings back ids the layer may have
+		 * counted as gone */
+		saker_store_queue_restored(&s->base, q);
 		q->dirty = false;
 		q->deleted = false;
 		q->dirty_next = NULL;
@@ -1383,13 +1383,11 @@ lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
 		s->next_qid++;
 	}
 	/* New, or deleted / rolled back in this batch: start empty.  Its
-	 * record is written at commit.  A struct reused keeps no id count
-	 * of the layer's (its ids went with the delete). */
+	 * record is written at commit.  A struct reused keeps nothing of
+	 * the layer's either (its ids went with the delete). */
 	q_change(s, q);
 	memset(&q->cur, 0, sizeof(q->cur));
-	memset(q->base.n, 0, sizeof(q->base.n));
-	q->base.ids_known = false;
-	q->base.dedup_hits = 0;
+	saker_store_queue_fresh(&s->base, q);
 	q->cur.lo = q->cur.tail = LM_SEQ_START;
 	q->cur.exists = true;
 	q->deleted = false;

@@ -2624,9 +2624,23 @@ START_TEST(test_dedup_queue_life)
 	ck_assert_uint_eq(qstats(q).dedup_ids, 1);
 	ck_assert_int_eq(put_once(q, "A", "a", 1000, 0, BASE + 1),
 	    SAKER_EEXIST);
+	ck_assert_uint_eq(qstats(q).dedup_hits, 1);
+	if (T.drv->expire_to != NULL) {
+		ck_assert_int_eq(saker_store_expire_to(T.s, q, "dq_x", 4),
+		    SAKER_OK);
+		put_s(q, "x", BASE + 5, 0, BASE);
+		take_empty(q, SAKER_TAKE_PEEK, BASE + 10);
+		ck_assert_uint_eq(qstats(q).expired_to, 1);
+		commit();
+	}
 	ck_assert_int_eq(saker_store_queue_delete(T.s, q), SAKER_OK);
-	commit();
+	/* made again, in the batch that deleted it (a driver may reuse
+	 * the handle): the layer's part of it starts afresh too */
 	q = qopen("dq");
+	ck_assert_uint_eq(qstats(q).dedup_ids, 0);
+	ck_assert_uint_eq(qstats(q).dedup_hits, 0);
+	ck_assert_uint_eq(qstats(q).expired_to, 0);
+	commit();
 	ck_assert_uint_eq(qstats(q).dedup_ids, 0);
 	ck_assert_int_eq(put_once(q, "A", "a", 1000, 0, BASE + 2), SAKER_OK);
 	/* load: the given expiry, a repeat is no error */

@@ -897,6 +897,18 @@ void saker_store_account_n(saker_store *s, saker_queue *q,
  * finds nothing to do or says so.)
  */
 
+/* For a driver that hands out again the handle of a queue deleted in
+ * this batch (made again by queue_open()): the layer's part of it starts
+ * afresh -- counters, deduplication ids and hits, expired_to -- as in a
+ * new handle.  Its expire_to target is kept (the core sets it again). */
+void saker_store_queue_fresh(saker_store *s, saker_queue *q);
+
+/* For a driver whose rollback (a failed commit, a lost batch) brought q
+ * back as it was at the last commit in a way the layer did not see (a
+ * delete undone): the layer counts q's deduplication ids again at their
+ * next use. */
+void saker_store_queue_restored(saker_store *s, saker_queue *q);
+
 /* For a shared store's driver that changed q in a way it cannot tell
  * item by item (a promotion in the database, an item put back whose size
  * it does not know): the layer counts q in the store again (queue_count)
