@@ -273,13 +273,6 @@ saker_layer_read_only(saker_store *s, const char *location)
 	return SAKER_OK;
 }
 
-int
-saker_layer_refuse(saker_store *s)
-{
-	s->lerr = s->refusal;
-	return s->refusal != NULL ? SAKER_EREADONLY : SAKER_OK;
-}
-
 /* enter(), for a call that writes: SAKER_OK, or the refusal (not
  * entered) */
 static int

@@ -24,8 +24,13 @@ void saker_layer_wake_close(saker_store **cell);
  * SAKER_ENOMEM. */
 int saker_layer_read_only(saker_store *s, const char *location);
 /* The check of a layer call that writes: SAKER_OK, or the refusal (and
- * errmsg() says it). */
-int saker_layer_refuse(saker_store *s);
+ * errmsg() says it).  Inline: every put and take asks it. */
+static inline int
+saker_layer_refuse(saker_store *s)
+{
+	s->lerr = s->refusal;
+	return s->refusal != NULL ? SAKER_EREADONLY : SAKER_OK;
+}
 
 /* The end of a layer call begun with s->depth++ (layer.c's leave()):
  * the outermost wakes the queues.  Returns rc. */

@@ -75,13 +75,6 @@ copy_bytes(const struct saker_item *in, struct saker_item *out,
 	return SAKER_OK;
 }
 
-uint32_t
-saker_store_handout(uint32_t stored)
-{
-	return stored < SAKER_DELIVERIES_MAX ? stored + 1 :
-	    SAKER_DELIVERIES_MAX;
-}
-
 size_t
 saker_store_derived_name(const char *qname, size_t qlen, const char *suffix,
     char name[SAKER_STORE_QNAME_MAX + 1])

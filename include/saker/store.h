@@ -794,8 +794,14 @@ saker_item_expired(int64_t expires_ms, int64_t now_ms)
  * out with, one more, at most SAKER_DELIVERIES_MAX.  The driver gives fn
  * the item with it and stores it with the open item in the take's batch
  * (a journal that replays the take asks again), so an item open at a
- * crash comes back with the count it was handed out with. */
-uint32_t saker_store_handout(uint32_t stored);
+ * crash comes back with the count it was handed out with.  (Inline: a
+ * take's hot path.) */
+static inline uint32_t
+saker_store_handout(uint32_t stored)
+{
+	return stored < SAKER_DELIVERIES_MAX ? stored + 1 :
+	    SAKER_DELIVERIES_MAX;
+}
 int saker_store_put(saker_store *s, saker_queue *q,
     const struct saker_item *item, int64_t now_ms);
 
