@@ -3,6 +3,7 @@
  * driver's vtable and every rule about storage has one place to live. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -238,11 +239,13 @@ saker_layer_wake_close(saker_store **cell)
 }
 
 /* A layer call begins: nested ones (the layer's put inside a driver's
- * take) add to the outermost call's list. */
+ * take) add to the outermost call's list.  errmsg() is the driver's
+ * again until the layer refuses something. */
 static void
 enter(saker_store *s)
 {
 	s->depth++;
+	s->lerr = NULL;
 }
 
 /* ... and ends: the outermost wakes each marked queue once, in the order
@@ -293,6 +296,41 @@ unwake(saker_store *s, struct saker_queue_base *b)
 }
 
 /* ------------------------------------------------------------------ */
+/* refusals (store.h, REFUSALS) */
+
+int
+saker_layer_read_only(saker_store *s, const char *location)
+{
+	const char *tail = ": store opened read-only";
+	const char *drv = s->driver->name;
+	size_t n;
+
+	/* a secret (a connection string) is never shown */
+	if (location == NULL || *location == '\0' ||
+	    s->driver->location == SAKER_LOCATION_SECRET)
+		location = NULL;
+	n = strlen(drv) + (location != NULL ? 1 + strlen(location) : 0) +
+	    strlen(tail) + 1;
+	if ((s->refusal = malloc(n)) == NULL)
+		return SAKER_ENOMEM;
+	snprintf(s->refusal, n, "%s%s%s%s", drv, location != NULL ? " " : "",
+	    location != NULL ? location : "", tail);
+	return SAKER_OK;
+}
+
+/* enter(), for a call that writes: SAKER_OK, or the refusal (not
+ * entered) */
+static int
+enter_write(saker_store *s)
+{
+	int rc = saker_layer_refuse(s);
+
+	if (rc == SAKER_OK)
+		enter(s);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
 /* the calls */
 
 const char *
@@ -304,7 +342,7 @@ saker_store_name(const saker_store *s)
 const char *
 saker_store_errmsg(saker_store *s)
 {
-	const char *e = s->driver->errmsg(s);
+	const char *e = s->lerr != NULL ? s->lerr : s->driver->errmsg(s);
 
 	return e != NULL ? e : "";
 }
@@ -313,9 +351,15 @@ int
 saker_store_queue_open(saker_store *s, const char *name, size_t len,
     bool create, void *queue_ctx, saker_queue **out)
 {
+	int rc;
+
 	enter(s);
-	return leave(s, s->driver->queue_open(s, name, len, create,
-	    queue_ctx, out));
+	/* a read-only store opens the queues it has and makes none */
+	rc = s->driver->queue_open(s, name, len, create && s->refusal == NULL,
+	    queue_ctx, out);
+	if (rc == SAKER_ENOTFOUND && create && s->refusal != NULL)
+		rc = saker_layer_refuse(s);
+	return leave(s, rc);
 }
 
 int
@@ -325,6 +369,8 @@ saker_store_queue_delete(saker_store *s, saker_queue *q)
 	bool was = b->touched, flew = b->in_flight;
 	int rc;
 
+	if ((rc = saker_layer_refuse(s)) != SAKER_OK)
+		return rc;
 	/* a failed commit cannot bring a deleted handle back (the driver
 	 * frees it), so its counters need no restoring; off the list
 	 * before the handle is freed */
@@ -351,7 +397,8 @@ saker_store_queue_flush(saker_store *s, saker_queue *q)
 {
 	int rc;
 
-	enter(s);
+	if ((rc = enter_write(s)) != SAKER_OK)
+		return rc;
 	rc = leave(s, s->driver->queue_flush(s, q));
 	if (rc == SAKER_OK && !s->driver->own_counts) {
 		/* the items go; the queue's deduplication ids stay */
@@ -384,6 +431,7 @@ saker_store_queue_counts(saker_store *s, saker_queue *q,
 	struct saker_queue_stats c;
 	int rc;
 
+	s->lerr = NULL;
 	if (s->driver->own_counts)
 		return s->driver->queue_stats(s, q, st);
 	if (s->driver->queue_count != NULL && b->synced != s->tick + 1 &&
@@ -405,6 +453,28 @@ saker_store_queue_counts(saker_store *s, saker_queue *q,
 }
 
 void
+saker_store_queue_fresh(saker_store *s, saker_queue *q)
+{
+	struct saker_queue_base *b = base(q);
+
+	/* a snapshot it has stays: a batch lost brings the deleted queue
+	 * back (and the driver says so: saker_store_queue_restored) */
+	(void)s;
+	memset(b->n, 0, sizeof(b->n));
+	b->ids_known = false;
+	b->dedup_hits = 0;
+	b->expired_to = 0;
+	b->synced = 0;
+}
+
+void
+saker_store_queue_restored(saker_store *s, saker_queue *q)
+{
+	(void)s;
+	base(q)->ids_known = false;
+}
+
+void
 saker_store_recount(saker_store *s, saker_queue *q)
 {
 	(void)s;
@@ -418,14 +488,16 @@ int
 saker_store_queue_stats(saker_store *s, saker_queue *q,
     struct saker_queue_stats *st)
 {
-	int rc = s->driver->queue_stats(s, q, st);
+	int rc;
 
-	if (rc != SAKER_OK)
+	s->lerr = NULL;
+	if ((rc = s->driver->queue_stats(s, q, st)) != SAKER_OK)
 		return rc;
 	/* the ids a restart found are counted at the first look (once) */
 	(void)ids_known(s, q);
 	st->dedup_ids = base(q)->n[N_IDS];
 	st->dedup_hits = base(q)->dedup_hits;
+	st->expired_to = base(q)->expired_to;	/* saker_store_expired() */
 	if (s->driver->own_counts)
 		return rc;
 	return saker_store_queue_counts(s, q, st);
@@ -435,21 +507,32 @@ int
 saker_store_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
     saker_item_fn fn, void *arg)
 {
-	enter(s);
+	int rc;
+
+	if (mode == SAKER_TAKE_PEEK)
+		enter(s);
+	else if ((rc = enter_write(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->take(s, q, mode, now_ms, fn, arg));
 }
 
 int
 saker_store_confirm(saker_store *s, saker_queue *q, uint64_t id)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_write(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->confirm(s, q, id));
 }
 
 int
 saker_store_release(saker_store *s, saker_queue *q, uint64_t id)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_write(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->release(s, q, id));
 }
 
@@ -457,7 +540,10 @@ int
 saker_store_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
     int64_t due_ms, int64_t now_ms)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_write(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->release_delayed(s, q, id, due_ms,
 	    now_ms));
 }
@@ -465,7 +551,10 @@ saker_store_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
 int
 saker_store_move(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_write(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->move(s, q, id, to));
 }
 
@@ -608,6 +697,7 @@ saker_store_dedup_sweep(saker_store *s, saker_queue *q, int64_t now_ms,
 	uint64_t n = 0;
 	int rc;
 
+	s->lerr = NULL;
 	if ((rc = ids_known(s, q)) != SAKER_OK)
 		return rc;
 	rc = s->driver->dedup_sweep(s, q, now_ms, limit, &n);
@@ -622,6 +712,7 @@ int
 saker_store_dedup_iterate(saker_store *s, saker_queue *q, saker_dedup_fn fn,
     void *arg)
 {
+	s->lerr = NULL;
 	if (s->driver->dedup_iterate == NULL)
 		return SAKER_EINVAL;	/* as ids_known(): no ids */
 	return s->driver->dedup_iterate(s, q, fn, arg);
@@ -670,8 +761,11 @@ saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
     size_t len, int64_t expires_ms, int64_t now_ms)
 {
 	bool replaced;
-	int rc = id_record(s, q, key, len, expires_ms, now_ms, &replaced);
+	int rc;
 
+	if ((rc = saker_layer_refuse(s)) != SAKER_OK)
+		return rc;
+	rc = id_record(s, q, key, len, expires_ms, now_ms, &replaced);
 	return rc == SAKER_EEXIST ? SAKER_OK : rc;
 }
 
@@ -687,6 +781,8 @@ saker_store_put_once(saker_store *s, saker_queue *q,
 	size_t alen;
 	int rc;
 
+	if ((rc = saker_layer_refuse(s)) != SAKER_OK)
+		return rc;
 	if (!key_ok(key, len) || item == NULL ||
 	    window_end(now_ms, window_ms, &end) != SAKER_OK)
 		return SAKER_EINVAL;
@@ -735,6 +831,7 @@ saker_store_dedup_kept(saker_store *s, saker_queue *q, const void *key,
 	int64_t end;
 	int rc;
 
+	s->lerr = NULL;
 	if (window_end(now_ms, window_ms, &end) != SAKER_OK)
 		return SAKER_EINVAL;
 	/* asked, and the record taken back when it was not kept (an

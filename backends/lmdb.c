@@ -141,7 +141,6 @@ struct saker_queue {
 	struct lq_state saved;	/* as of the last commit (valid when dirty) */
 	bool dirty;
 	bool deleted;		/* deleted in this batch: freed at commit */
-	uint64_t expired_to;
 };
 
 struct lstore {
@@ -263,16 +262,14 @@ put_sentinels(MDB_txn *t, const MDB_dbi *dbi)
 	return rc == MDB_KEYEXIST ? 0 : rc;
 }
 
-/* Count one more delivery, in place: the count is bytes 2-3 of the
- * header (not under the checksum). */
+/* Count one more delivery, in place (a take, or its replay from the
+ * journal): the count is bytes 2-3 of the header (not under the
+ * checksum). */
 static void
 hdr_bump(unsigned char *p)
 {
-	uint16_t n = saker_get_be16(p + 2);
-
-	if (n < SAKER_DELIVERIES_MAX)
-		n++;
-	saker_put_be16(p + 2, n);
+	saker_put_be16(p + 2,
+	    (uint16_t)saker_store_handout(saker_get_be16(p + 2)));
 }
 
 static void
@@ -379,12 +376,6 @@ rec_datalen(const unsigned char *p, size_t size)
 	struct saker_item it;
 
 	return hdr_read(p, size, &it) == 0 ? it.len : 0;
-}
-
-static bool
-expired(const struct saker_item *it, int64_t now_ms)
-{
-	return it->expires_ms != 0 && it->expires_ms <= now_ms;
 }
 
 /* A queue record (LM_QREC bytes): q's id and counters, u64 each, in this
@@ -840,9 +831,9 @@ lm_rollback(struct lstore *s)
 	for (q = s->dirty; q != NULL; q = next) {
 		next = q->dirty_next;
 		q->cur = q->saved;
-		/* the layer counts q's ids again at their next use: a delete
-		 * undone brings back ids it may have counted as gone */
-		q->base.ids_known = false;
+		/* a delete undone brings back ids the layer may have
+		 * counted as gone */
+		saker_store_queue_restored(&s->base, q);
 		q->dirty = false;
 		q->deleted = false;
 		q->dirty_next = NULL;
@@ -1506,13 +1497,11 @@ lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
 		s->next_qid++;
 	}
 	/* New, or deleted / rolled back in this batch: start empty.  Its
-	 * record is written at commit.  A struct reused keeps no id count
-	 * of the layer's (its ids went with the delete). */
+	 * record is written at commit.  A struct reused keeps nothing of
+	 * the layer's either (its ids went with the delete). */
 	q_change(s, q);
 	memset(&q->cur, 0, sizeof(q->cur));
-	memset(q->base.n, 0, sizeof(q->base.n));
-	q->base.ids_known = false;
-	q->base.dedup_hits = 0;
+	saker_store_queue_fresh(&s->base, q);
 	q->cur.lo = q->cur.tail = LM_SEQ_START;
 	q->cur.exists = true;
 	q->deleted = false;
@@ -1628,7 +1617,6 @@ lm_queue_stats(saker_store *ss, saker_queue *q, struct saker_queue_stats *st)
 	st->open_items = q->cur.open;
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
-	st->expired_to = q->expired_to;
 	if (q->cur.items == 0)
 		return SAKER_OK;
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
@@ -1727,15 +1715,11 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 	MDB_val k, v;
 	int rc;
 
-	if (q == NULL || item == NULL || (item->len > 0 && item->data == NULL))
-		return seterr(s, SAKER_EINVAL, "lmdb put: bad argument");
+	if (q == NULL)	/* the item: saker_store_put() checked it */
+		return seterr(s, SAKER_EINVAL, "lmdb put: no queue");
 	if (item->len > LM_MAXDATA)
 		return seterr(s, SAKER_EINVAL, "lmdb put: item of %zu bytes is "
 		    "too large", item->len);
-	if (item->attrs_len > SAKER_ATTRS_MAX ||
-	    (item->attrs_len > 0 && item->attrs == NULL))
-		return seterr(s, SAKER_EINVAL, "lmdb put: bad item attributes "
-		    "(%zu bytes, at most %u)", item->attrs_len, SAKER_ATTRS_MAX);
 	created = item->created_ms != 0 ? item->created_ms : now_ms;
 	ready = item->due_ms <= now_ms;
 	skip = ready ? 0 : 8;	/* a delayed record starts with the queue id */
@@ -1815,9 +1799,8 @@ struct take_res {
 	bool expired;		/* the head expired: for expire_scan first */
 	size_t len;
 	int fnret;
-	/* the head failed its checksum: a copy of it, to move aside */
-	unsigned char *bad;
-	size_t badsize;
+	/* the head (sequence badseq) failed its checksum: to move aside */
+	bool bad;
 	uint64_t badseq;
 };
 
@@ -1850,7 +1833,7 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
 			break;
 		seq = saker_get_be64((unsigned char *)k.mv_data + 8);
-		if (!expired(&it, now_ms))
+		if (!saker_item_expired(it.expires_ms, now_ms))
 			break;
 		if (!skip) {
 			res->expired = true;
@@ -1866,20 +1849,14 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 	if (!rec_sound(v.mv_data, v.mv_size)) {
 		/* never served: lm_take moves it aside */
 		mdb_cursor_close(c);
-		if ((res->bad = malloc(v.mv_size)) == NULL)
-			return ENOMEM;
-		memcpy(res->bad, v.mv_data, v.mv_size);
-		res->badsize = v.mv_size;
+		res->bad = true;
 		res->badseq = seq;
 		return 0;
 	}
 	it.id = seq;
 	it.state = SAKER_ITEM_READY;
-	if (mode == SAKER_TAKE_OPEN) {
-		/* fn sees the count with this hand-out */
-		if (it.deliveries < SAKER_DELIVERIES_MAX)
-			it.deliveries++;
-	}
+	if (mode == SAKER_TAKE_OPEN)	/* what move_rec stores */
+		it.deliveries = saker_store_handout(it.deliveries);
 	res->found = true;
 	res->len = it.len;
 	res->fnret = fn(arg, &it);
@@ -1902,39 +1879,43 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 }
 
 /*
- * The head of q failed its checksum (res->bad is a copy of the record).
- * The layer copies its bytes, as they are, to q's quarantine queue
- * (saker_store_quarantine()); then the record is deleted from q, in the
- * current batch: it is not lost and not served, and the next take sees
- * the next item.  Returns SAKER_ECORRUPT with the layer's message.
+ * The head of q, sequence `seq`, failed its checksum.  The layer copies
+ * its bytes, as they are read again here, to q's quarantine queue
+ * (saker_store_quarantine(), which copies them before it writes); then
+ * the record is deleted from q, in the current batch: it is not lost and
+ * not served, and the next take sees the next item.  Returns
+ * SAKER_ECORRUPT with the layer's message.
  */
 static int
-move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
+move_damaged(struct lstore *s, struct saker_queue *q, uint64_t seq,
     bool write, int64_t now_ms)
 {
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
+	MDB_val k, v;
 	size_t len;
 	int rc;
 
+	if ((rc = lm_begin(s, false)) != SAKER_OK)
+		return rc;
+	k = mkkey(kb, q->id, seq);
+	if ((rc = mdb_get(s->txn, s->dbi[LD_ITEMS], &k, &v)) != 0)
+		return lm_fail(s, rc, "take");
 	/* its header may be what is damaged: keep the flags and the age,
-	 * not the expiry (a moved item must not vanish) */
+	 * not the count (the layer clears the expiry) */
 	memset(&it, 0, sizeof(it));
-	len = res->badsize;
-	it.data = res->bad;
-	if (hdr_read(res->bad, res->badsize, &it) == 0) {
-		it.expires_ms = 0;
+	len = v.mv_size;
+	it.data = v.mv_data;
+	if (hdr_read(v.mv_data, v.mv_size, &it) == 0) {
 		it.deliveries = 0;
 		len = it.len;
 	}
 	it.len = len;
-	rc = saker_store_quarantine(&s->base, q, q->name, q->ent.len,
-	    res->badseq, write ? &it : NULL, now_ms, s->err, sizeof(s->err));
-	free(res->bad);
-	res->bad = NULL;
+	rc = saker_store_quarantine(&s->base, q, q->name, q->ent.len, seq,
+	    write ? &it : NULL, now_ms, s->err, sizeof(s->err));
 	if (rc != SAKER_OK)
 		return SAKER_ECORRUPT;
-	mkkey(kb, q->id, res->badseq);
+	mkkey(kb, q->id, seq);
 	if ((rc = op_del(s, LD_ITEMS, kb, "take")) != SAKER_OK)
 		return rc;
 	q_change(s, q);
@@ -1983,9 +1964,7 @@ expire_one(struct lstore *s, struct saker_queue *q, int db,
 		q->cur.items--;
 		q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
 	}
-	if (routed)
-		q->expired_to++;
-	else
+	if (!routed)	/* a routed one the layer counted */
 		q->cur.expired++;
 	return SAKER_OK;
 }
@@ -2020,7 +1999,7 @@ expired_next(struct lstore *s, struct saker_queue *q, int64_t now_ms,
 		*seq = saker_get_be64((unsigned char *)k.mv_data + 8);
 		*from = *seq + 1;
 		if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
-		    expired(&it, now_ms)) {
+		    saker_item_expired(it.expires_ms, now_ms)) {
 			*found = true;
 			break;
 		}
@@ -2065,7 +2044,7 @@ expire_drop(struct lstore *s, struct saker_queue *q, int64_t now_ms,
 		seen++;
 		from = saker_get_be64((unsigned char *)k.mv_data + 8) + 1;
 		if (hdr_read(v.mv_data, v.mv_size, &it) != 0 ||
-		    !expired(&it, now_ms)) {
+		    !saker_item_expired(it.expires_ms, now_ms)) {
 			if (head)
 				break;
 			lrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
@@ -2165,10 +2144,8 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 			rc = 0;
 		if (write)
 			rc = op_end(s, t, rc, res.taken);
-		if (rc != 0) {
-			free(res.bad);
+		if (rc != 0)
 			return lm_fail(s, rc, "take");
-		}
 		if (!res.expired)
 			break;
 		/* the head expired: it and those behind it go first, every
@@ -2177,8 +2154,8 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 			return rc;
 		swept = true;
 	}
-	if (res.bad != NULL)
-		return move_damaged(s, q, &res, write, now_ms);
+	if (res.bad)
+		return move_damaged(s, q, res.badseq, write, now_ms);
 	if (res.taken) {
 		q_change(s, q);
 		q->cur.items--;
@@ -2420,7 +2397,7 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	if (q == NULL || q->deleted) {
 		*what = PR_ORPHAN;
 		rc = cur_del(s, c, LD_DELAYED);
-	} else if (expired(&it, now_ms) &&
+	} else if (saker_item_expired(it.expires_ms, now_ms) &&
 	    rec_sound((unsigned char *)v.mv_data + 8, v.mv_size - 8)) {
 		/* without an expire_to target the layer writes nothing: ask it
 		 * here, under the cursor (expire_scan does the same) */
@@ -2433,7 +2410,7 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 			*what = PR_LAYER;
 			memcpy(xkey, k.mv_data, LM_KEY);
 		}
-	} else if (expired(&it, now_ms)) {
+	} else if (saker_item_expired(it.expires_ms, now_ms)) {
 		/* damaged: dropped, its bytes cannot be trusted */
 		*what = PR_EXPIRED;
 		rc = cur_del(s, c, LD_DELAYED);

@@ -166,7 +166,7 @@ pg_row_sound(const PGresult *res, int row)
 /*
  * Expired item `it` of q leaves q in this batch (the caller removes the
  * original): the layer routes it or drops it (saker_store_expired()),
- * and it is counted in q's expired_to or expired.
+ * and it is counted in q's expired_items when dropped.
  */
 int
 pg_expired_item(struct pg_store *s, struct saker_queue *q,
@@ -178,9 +178,7 @@ pg_expired_item(struct pg_store *s, struct saker_queue *q,
 	if ((err = saker_store_expired(&s->base, q, it, now_ms, &routed)) !=
 	    SAKER_OK)
 		return err;
-	if (routed)
-		q->expired_to++;
-	else
+	if (!routed)	/* routed: the layer counted it in expired_to */
 		pg_expired(s, q, 1);
 	return SAKER_OK;
 }

@@ -354,6 +354,12 @@ saker_store_open(const char *spec, const struct saker_store_opts *opts,
 		drv->close(*out);
 		*out = NULL;
 	}
+	if (rc == SAKER_OK && o.read_only &&
+	    (rc = saker_layer_read_only(*out, location)) != SAKER_OK) {
+		snprintf(err, errlen, "out of memory");
+		drv->close(*out);
+		*out = NULL;
+	}
 	if (rc == SAKER_OK) {
 		(*out)->lock = lock;
 		saker_layer_wake_start(*out, opts, &o);
@@ -380,6 +386,7 @@ saker_store_close(saker_store *s)
 	/* close() commits its last batch: nobody is woken any more */
 	if (cell != NULL)
 		*cell = NULL;
+	free(s->refusal);	/* the driver's close() frees s */
 	s->driver->close(s);
 	saker_layer_wake_close(cell);
 	saker_lock_drop(lock);	/* after close() wrote its last batch */
@@ -391,6 +398,7 @@ saker_store_sync(saker_store *s)
 	if (s->driver->sync == NULL)
 		return SAKER_OK;
 	s->depth++;	/* a layer call (layer.h) */
+	s->lerr = NULL;
 	return saker_layer_leave(s, s->driver->sync(s));
 }
 
@@ -414,6 +422,7 @@ saker_store_fd_ready(saker_store *s, int64_t now_ms)
 	if (s->driver->fd_ready == NULL)
 		return SAKER_OK;
 	s->depth++;	/* a layer call: other brokers' items wake once */
+	s->lerr = NULL;
 	return saker_layer_leave(s, s->driver->fd_ready(s, now_ms));
 }
 
@@ -424,6 +433,7 @@ saker_store_tick(saker_store *s, int64_t now_ms)
 	if (s->driver->tick == NULL)
 		return SAKER_OK;
 	s->depth++;	/* a layer call (layer.h) */
+	s->lerr = NULL;
 	return saker_layer_leave(s, s->driver->tick(s, now_ms));
 }
 

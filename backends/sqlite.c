@@ -130,8 +130,11 @@ static const char *const sq_sql[S_COUNT] = {
 	    " @ATR@"
 	    " FROM items WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq LIMIT 1",
 	[S_I_DELETE] = "DELETE FROM items WHERE qid = ?1 AND seq = ?2",
+	/* ?3: the count the layer gives (saker_store_handout); a redo
+	 * record written before it was bound has none, and its replay
+	 * counts as the driver did then */
 	[S_I_OPEN] = "UPDATE items SET state = 1,"
-	    " deliveries = min(deliveries + 1, 65535)"
+	    " deliveries = coalesce(?3, min(deliveries + 1, 65535))"
 	    " WHERE qid = ?1 AND seq = ?2",
 	[S_I_CONFIRM] = "DELETE FROM items WHERE qid = ?1 AND seq = ?2"
 	    " AND state = 1",
@@ -272,7 +275,6 @@ struct saker_queue {
 	unsigned touch_gen;
 	struct sq_state undo;
 	struct saker_queue *touch_next;
-	uint64_t expired_to;
 	char name[];		/* qe.len bytes, not terminated */
 };
 
@@ -1428,7 +1430,6 @@ sq_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 	st->open_items = q->cur.open;
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
-	st->expired_to = q->expired_to;
 	if (q->cur.items == 0)
 		return SAKER_OK;
 	if ((err = sq_read_item(s, q, S_I_HEAD, q->cur.head, &it,
@@ -1505,10 +1506,7 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
-	if (item == NULL || (item->data == NULL && item->len > 0) ||
-	    (item->attrs == NULL && item->attrs_len > 0) ||
-	    item->attrs_len > SAKER_ATTRS_MAX)
-		return sq_errf(s, SAKER_EINVAL, "bad item");
+	/* the item: saker_store_put() checked it */
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
 	/* an expired item promote() routes here: undone with promote */
@@ -1542,16 +1540,18 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 
 /* Take the item at seq (ready, at the head; len bytes) off q's ready
  * items and account for it: `which` S_I_DELETE deletes it (counted as
- * expired when `expired`), S_I_OPEN opens it. */
+ * expired when `expired`), S_I_OPEN opens it with delivery count dlv. */
 static int
 sq_remove_ready(struct sq_store *s, struct saker_queue *q, int which,
-    int64_t seq, size_t len, bool expired)
+    int64_t seq, size_t len, bool expired, uint32_t dlv)
 {
 	sqlite3_stmt *st = s->st[which];
 	int err;
 
 	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, seq);
+	if (which == S_I_OPEN)
+		sq_bind_i64(s, st, 3, dlv);
 	if ((err = sq_exec(s, which, which == S_I_OPEN ? "open item" :
 	    "delete item")) != SAKER_OK)
 		return err;
@@ -1568,47 +1568,32 @@ sq_remove_ready(struct sq_store *s, struct saker_queue *q, int which,
 /*
  * The head of q (row of statement h, viewed by it) failed its checksum:
  * the layer copies its bytes, as they are, to q's quarantine queue
- * (saker_store_quarantine()) and the row is deleted, in the current
- * batch.  Never served, not lost (store.h, take()).
+ * (saker_store_quarantine(), which copies the view before it writes) and
+ * the row is deleted, in the current batch.  Never served, not lost
+ * (store.h, take()).
  */
 static int
 sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
     int64_t seq, const struct saker_item *bad, int64_t now_ms)
 {
-	struct saker_item it = *bad;
-	unsigned char attrs[SAKER_ATTRS_MAX];
-	void *copy = NULL;
 	bool writes = !s->read_only && !s->broken && !s->lost;
 	int err;
 
-	if (writes && it.len > 0 && (copy = malloc(it.len)) == NULL) {
-		sq_reset(h);
-		return sq_errf(s, SAKER_ENOMEM, "out of memory");
-	}
-	if (copy != NULL)
-		memcpy(copy, it.data, it.len);
-	it.data = copy != NULL ? copy : "";
-	/* attributes too long to be any are damage: the data goes alone */
-	if (it.attrs_len > sizeof(attrs))
-		it.attrs_len = 0;
-	it.attrs = it.attrs_len > 0 ? memcpy(attrs, it.attrs, it.attrs_len) :
-	    NULL;
-	sq_reset(h);
 	err = saker_store_quarantine(&s->base, q, q->name, q->qe.len,
-	    (uint64_t)seq, writes ? &it : NULL, now_ms, s->err,
+	    (uint64_t)seq, writes ? bad : NULL, now_ms, s->err,
 	    sizeof(s->err));
+	sq_reset(h);
 	if (err == SAKER_OK &&
-	    (err = sq_remove_ready(s, q, S_I_DELETE, seq, bad->len,
-	    false)) == SAKER_OK &&
-	    q->cur.head == seq)
+	    sq_remove_ready(s, q, S_I_DELETE, seq, bad->len, false, 0) ==
+	    SAKER_OK && q->cur.head == seq)
 		q->cur.head = seq + 1;
-	free(copy);
 	return SAKER_ECORRUPT;
 }
 
 /* Expired item `it` of q (a view of its row) leaves: the layer routes a
- * copy to q's expire_to queue or drops it (saker_store_expired()); the
- * caller removes the row and, when !*routed, counts it as expired. */
+ * copy to q's expire_to queue (and counts it) or drops it
+ * (saker_store_expired()); the caller removes the row and, when !*routed,
+ * counts it as expired. */
 static int
 sq_expired(struct sq_store *s, struct saker_queue *q,
     const struct saker_item *it, int64_t now_ms, bool *routed)
@@ -1617,8 +1602,6 @@ sq_expired(struct sq_store *s, struct saker_queue *q,
 
 	if (err == SAKER_ENOMEM)	/* the layer's copy: no message of ours */
 		return sq_errf(s, err, "out of memory");
-	if (err == SAKER_OK && *routed)
-		q->expired_to++;
 	return err;
 }
 
@@ -1652,7 +1635,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		len = it.len;
 		if (!sq_row_sound(h, 5, &it))
 			return sq_move_damaged(s, q, h, seq, &it, now_ms);
-		if (it.expires_ms == 0 || it.expires_ms > now_ms)
+		if (!saker_item_expired(it.expires_ms, now_ms))
 			break;
 		/* expired at the head: routed or dropped, every one, look
 		 * again */
@@ -1666,20 +1649,20 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		sq_reset(h);
 		if (err != SAKER_OK ||
 		    (err = sq_remove_ready(s, q, S_I_DELETE, seq, len,
-		    !routed)) != SAKER_OK)
+		    !routed, 0)) != SAKER_OK)
 			return err;
 		q->cur.head = from;
 		if (q->cur.items == 0)
 			return SAKER_EEMPTY;
 	}
-	if (mode == SAKER_TAKE_OPEN && it.deliveries < SAKER_DELIVERIES_MAX)
-		it.deliveries++;	/* fn sees the count with this hand-out */
+	if (mode == SAKER_TAKE_OPEN)	/* fn sees it, the row stores it */
+		it.deliveries = saker_store_handout(it.deliveries);
 	r = fn(arg, &it);
 	sq_reset(h);
 	if (r != 0 || mode == SAKER_TAKE_PEEK)
 		return r;
 	if ((err = sq_remove_ready(s, q, mode == SAKER_TAKE_REMOVE ?
-	    S_I_DELETE : S_I_OPEN, seq, len, false)) != SAKER_OK)
+	    S_I_DELETE : S_I_OPEN, seq, len, false, it.deliveries)) != SAKER_OK)
 		return err;
 	q->cur.head = seq + 1;
 	return SAKER_OK;
@@ -1866,7 +1849,7 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 		sq_touch(s, q);
 		q->cur.delayed--;
 		sq_row_item(st, 1, SAKER_ITEM_READY, &it);
-		if (it.expires_ms != 0 && it.expires_ms <= now_ms) {
+		if (saker_item_expired(it.expires_ms, now_ms)) {
 			if ((err = sq_expired(s, q, &it, now_ms, &routed)) !=
 			    SAKER_OK)
 				break;
@@ -1933,7 +1916,7 @@ sq_expire_row(struct sq_store *s, struct saker_queue *q,
 		if (err != SAKER_OK && err != SAKER_EEMPTY)
 			return err;
 	}
-	return sq_remove_ready(s, q, S_I_DELETE, r->seq, r->len, !routed);
+	return sq_remove_ready(s, q, S_I_DELETE, r->seq, r->len, !routed, 0);
 }
 
 static int

@@ -495,8 +495,15 @@ START_TEST(test_memory_read_only)
 	opts.read_only = true;
 	ck_assert_int_eq(saker_store_open("memory", &opts, &s, err, sizeof(err)),
 	    SAKER_OK);
-	ck_assert_int_eq(d->queue_open(s, "r", 1, true, NULL, &q), SAKER_EREADONLY);
-	ck_assert_int_eq(d->queue_open(s, "r", 1, false, NULL, &q), SAKER_ENOTFOUND);
+	/* the layer refuses to make a queue (store.h, REFUSALS) */
+	ck_assert_int_eq(saker_store_queue_open(s, "r", 1, true, NULL, &q),
+	    SAKER_EREADONLY);
+	ck_assert_str_eq(saker_store_errmsg(s),
+	    "memory: store opened read-only");
+	ck_assert_int_eq(saker_store_queue_open(s, "r", 1, false, NULL, &q),
+	    SAKER_ENOTFOUND);
+	ck_assert_str_ne(saker_store_errmsg(s),
+	    "memory: store opened read-only");
 	ck_assert_int_eq(d->promote(s, BASE, &next), SAKER_OK);
 	ck_assert_int_eq(next, 0);
 	ck_assert_int_eq(d->commit(s), SAKER_OK);

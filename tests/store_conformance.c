@@ -2175,9 +2175,27 @@ START_TEST(test_reopen_deleted_queue)
 }
 END_TEST
 
+/* The layer's one message for a read-only store: "TYPE[ LOCATION]: store
+ * opened read-only". */
+static void
+ro_refused_at(int line, const char *what)
+{
+	const char *e = saker_store_errmsg(T.s);
+	const char *tail = ": store opened read-only";
+	size_t n = strlen(T.drv->name), el = strlen(e), tl = strlen(tail);
+
+	ck_assert_msg(strncmp(e, T.drv->name, n) == 0 && el >= tl &&
+	    strcmp(e + el - tl, tail) == 0, "line %d: %s: errmsg \"%s\"",
+	    line, what, e);
+}
+#define ro_refused(what) ro_refused_at(__LINE__, (what))
+static int put_once(saker_queue *q, const char *str, const char *key,
+    int64_t window, uint64_t max_ids, int64_t now);
+
 START_TEST(test_reopen_read_only)
 {
 	saker_queue *q = qopen("ro");
+	saker_queue *nq;
 	struct itlog l;
 
 	put_s(q, "kept", 0, 0, BASE);
@@ -2194,6 +2212,41 @@ START_TEST(test_reopen_read_only)
 	ck_assert_str_eq((char *)l.items[0].data, "kept");
 	itlog_free(&l);
 	ck_assert_int_eq(put_full(q, "no", 2, 0, 0, 0, 0, BASE), SAKER_EREADONLY);
+	ro_refused("put");
+	/* every call that writes is refused by the layer, with one
+	 * message; nothing changed */
+	ck_assert_int_eq(saker_store_take(T.s, q, SAKER_TAKE_OPEN, BASE,
+	    take_cb, &T), SAKER_EREADONLY);
+	ro_refused("take(OPEN)");
+	ck_assert_int_eq(saker_store_take(T.s, q, SAKER_TAKE_REMOVE, BASE,
+	    take_cb, &T), SAKER_EREADONLY);
+	ro_refused("take(REMOVE)");
+	ck_assert_int_eq(saker_store_confirm(T.s, q, 1), SAKER_EREADONLY);
+	ro_refused("confirm");
+	ck_assert_int_eq(saker_store_release(T.s, q, 1), SAKER_EREADONLY);
+	ro_refused("release");
+	ck_assert_int_eq(saker_store_release_delayed(T.s, q, 1, BASE + 10,
+	    BASE), SAKER_EREADONLY);
+	ro_refused("release_delayed");
+	ck_assert_int_eq(saker_store_move(T.s, q, 1, q), SAKER_EREADONLY);
+	ro_refused("move");
+	ck_assert_int_eq(saker_store_queue_flush(T.s, q), SAKER_EREADONLY);
+	ro_refused("queue_flush");
+	ck_assert_int_eq(saker_store_queue_delete(T.s, q), SAKER_EREADONLY);
+	ro_refused("queue_delete");
+	if (T.drv->dedup_put != NULL) {
+		ck_assert_int_eq(put_once(q, "no", "k", 60000, 0, BASE),
+		    SAKER_EREADONLY);
+		ro_refused("put_once");
+	}
+	/* the queues it has open, with create too; none is made */
+	ck_assert_int_eq(saker_store_queue_open(T.s, "ro", 2, true, NULL, &q),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_open(T.s, "ro_new", 6, true, NULL,
+	    &nq), SAKER_EREADONLY);
+	ro_refused("queue_open(create)");
+	take_s(q, SAKER_TAKE_PEEK, BASE, "kept");
+	ck_assert_uint_eq(qstats(q).items, 1);
 }
 END_TEST
 
@@ -2741,9 +2794,23 @@ START_TEST(test_dedup_queue_life)
 	ck_assert_uint_eq(qstats(q).dedup_ids, 1);
 	ck_assert_int_eq(put_once(q, "A", "a", 1000, 0, BASE + 1),
 	    SAKER_EEXIST);
+	ck_assert_uint_eq(qstats(q).dedup_hits, 1);
+	if (T.drv->expire_to != NULL) {
+		ck_assert_int_eq(saker_store_expire_to(T.s, q, "dq_x", 4),
+		    SAKER_OK);
+		put_s(q, "x", BASE + 5, 0, BASE);
+		take_empty(q, SAKER_TAKE_PEEK, BASE + 10);
+		ck_assert_uint_eq(qstats(q).expired_to, 1);
+		commit();
+	}
 	ck_assert_int_eq(saker_store_queue_delete(T.s, q), SAKER_OK);
-	commit();
+	/* made again, in the batch that deleted it (a driver may reuse
+	 * the handle): the layer's part of it starts afresh too */
 	q = qopen("dq");
+	ck_assert_uint_eq(qstats(q).dedup_ids, 0);
+	ck_assert_uint_eq(qstats(q).dedup_hits, 0);
+	ck_assert_uint_eq(qstats(q).expired_to, 0);
+	commit();
 	ck_assert_uint_eq(qstats(q).dedup_ids, 0);
 	ck_assert_int_eq(put_once(q, "A", "a", 1000, 0, BASE + 2), SAKER_OK);
 	/* load: the given expiry, a repeat is no error */
@@ -2784,6 +2851,72 @@ START_TEST(test_reopen_dedup)
 	take_s(q, SAKER_TAKE_REMOVE, BASE + 100, "A");
 	got_id("a");
 	commit();
+}
+END_TEST
+
+/* The cap survives a crash: an item open at the maximum comes back with
+ * it, and one opened from just below stores the maximum. */
+START_TEST(test_reopen_deliveries_cap)
+{
+	saker_queue *q = qopen("rdcap");
+	struct itlog l;
+	uint64_t id;
+
+	put_dlv(q, "M", SAKER_DELIVERIES_MAX - 1, 0);
+	put_dlv(q, "N", SAKER_DELIVERIES_MAX, 0);
+	commit();
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "M");
+	ck_assert_uint_eq(T.got.deliveries, SAKER_DELIVERIES_MAX);
+	ck_assert_int_eq(saker_store_release(T.s, q, id), SAKER_OK);
+	commit();
+	/* released to the head: M first again */
+	take_s(q, SAKER_TAKE_OPEN, BASE, "M");
+	ck_assert_uint_eq(T.got.deliveries, SAKER_DELIVERIES_MAX);
+	take_s(q, SAKER_TAKE_OPEN, BASE, "N");
+	ck_assert_uint_eq(T.got.deliveries, SAKER_DELIVERIES_MAX);
+	commit();
+	reopen();	/* both open: back at the head with their counts */
+	q = qfind("rdcap");
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(saker_store_iterate(T.s, q, iter_cb, &l), 0);
+	ck_assert_int_eq(l.n, 2);
+	ck_assert_uint_eq(l.items[0].deliveries, SAKER_DELIVERIES_MAX);
+	ck_assert_uint_eq(l.items[1].deliveries, SAKER_DELIVERIES_MAX);
+	itlog_free(&l);
+	ck_assert_uint_eq(qstats(q).items, 2);
+}
+END_TEST
+
+/* expired_to counts the items routed since the store was opened: the
+ * layer's count, not stored; the items it counted stay in the target. */
+START_TEST(test_reopen_expired_to)
+{
+	saker_queue *q = qopen("rxq");
+	saker_queue *t = qopen("rxq_to");
+
+	ck_assert_int_eq(saker_store_expire_to(T.s, q, "rxq_to", 6), SAKER_OK);
+	put_s(q, "a", BASE + 10, 0, BASE);
+	put_s(q, "b", BASE + 10, 0, BASE);
+	commit();
+	take_empty(q, SAKER_TAKE_PEEK, BASE + 50);
+	commit();
+	ck_assert_uint_eq(qstats(q).expired_to, 2);
+	ck_assert_uint_eq(qstats(t).items, 2);
+	reopen();
+	q = qfind("rxq");
+	t = qfind("rxq_to");
+	ck_assert_uint_eq(qstats(q).expired_to, 0);
+	ck_assert_uint_eq(qstats(q).expired_items, 0);
+	ck_assert_uint_eq(qstats(t).items, 2);
+	ck_assert_int_eq(saker_store_expire_to(T.s, q, "rxq_to", 6), SAKER_OK);
+	put_s(q, "c", BASE + 60, 0, BASE + 50);
+	commit();
+	take_empty(q, SAKER_TAKE_PEEK, BASE + 100);
+	commit();
+	ck_assert_uint_eq(qstats(q).expired_to, 1);
+	ck_assert_uint_eq(qstats(t).items, 3);
+	/* the target's own count is its own: nothing expired from it */
+	ck_assert_uint_eq(qstats(t).expired_to, 0);
 }
 END_TEST
 
@@ -2850,9 +2983,12 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_reopen_open_items);
 	tcase_add_test(tc, test_reopen_deleted_queue);
 	tcase_add_test(tc, test_reopen_deliveries);
+	tcase_add_test(tc, test_reopen_deliveries_cap);
 	tcase_add_test(tc, test_reopen_read_only);
 	tcase_add_test(tc, test_reopen_dedup);
 	tcase_add_test(tc, test_async_close);
+	if (drv->expire_to != NULL)
+		tcase_add_test(tc, test_reopen_expired_to);
 	if ((drv->caps & SAKER_CAP_SHARED) == 0)
 		tcase_add_test(tc, test_locked);
 	else
