@@ -3,6 +3,7 @@
  * driver's vtable and every rule about storage has one place to live. */
 #include "config.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,9 +300,8 @@ unwake(saker_store *s, struct saker_queue_base *b)
 /* refusals (store.h, REFUSALS) */
 
 int
-saker_layer_read_only(saker_store *s, const char *location)
+saker_layer_opened(saker_store *s, const char *location, bool read_only)
 {
-	const char *tail = ": store opened read-only";
 	const char *drv = s->driver->name;
 	size_t n;
 
@@ -309,13 +309,118 @@ saker_layer_read_only(saker_store *s, const char *location)
 	if (location == NULL || *location == '\0' ||
 	    s->driver->location == SAKER_LOCATION_SECRET)
 		location = NULL;
-	n = strlen(drv) + (location != NULL ? 1 + strlen(location) : 0) +
-	    strlen(tail) + 1;
-	if ((s->refusal = malloc(n)) == NULL)
+	n = strlen(drv) + (location != NULL ? 1 + strlen(location) : 0) + 1;
+	if ((s->where = malloc(n)) == NULL)
 		return SAKER_ENOMEM;
-	snprintf(s->refusal, n, "%s%s%s%s", drv, location != NULL ? " " : "",
-	    location != NULL ? location : "", tail);
+	snprintf(s->where, n, "%s%s%s", drv, location != NULL ? " " : "",
+	    location != NULL ? location : "");
+	if (read_only) {
+		snprintf(s->rbuf, sizeof(s->rbuf), "%s: store opened read-only",
+		    s->where);
+		s->refusal = s->rbuf;
+		s->refuse_rc = SAKER_EREADONLY;
+	}
 	return SAKER_OK;
+}
+
+/* "TYPE LOCATION", or the type alone for a store the registry did not
+ * open (a test's shim) */
+static const char *
+where(const saker_store *s)
+{
+	return s->where != NULL ? s->where : s->driver->name;
+}
+
+void
+saker_store_lose_batch(saker_store *s, int code)
+{
+	if (code == SAKER_OK)
+		code = SAKER_EIO;
+	batch_end(s, true);
+	if (s->lost != 0)
+		return;		/* the first loss says why */
+	s->lost = code;
+	snprintf(s->lostbuf, sizeof(s->lostbuf), "%s: this batch was rolled "
+	    "back (%s); it ends at the next commit", where(s),
+	    saker_strerror(code));
+}
+
+/* the state `rc` (stale: reads too) with "WHERE: HEAD: WHY" */
+static void
+refuse(saker_store *s, int rc, bool reads, const char *head,
+    const char *fmt, va_list ap)
+{
+	char why[640];
+
+	vsnprintf(why, sizeof(why), fmt, ap);
+	snprintf(s->rbuf, sizeof(s->rbuf), "%s: %s: %s", where(s), head, why);
+	s->refusal = s->rbuf;
+	s->refuse_rc = rc;
+	s->refuse_reads = reads;
+}
+
+void
+saker_store_refuse_writes(saker_store *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->refusal != NULL)
+		return;		/* read-only already, or worse: kept */
+	va_start(ap, fmt);
+	refuse(s, SAKER_EREADONLY, false, "store is read-only after a failed "
+	    "write", fmt, ap);
+	va_end(ap);
+}
+
+void
+saker_store_refuse_all(saker_store *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->refuse_reads)
+		return;		/* the first failure says why */
+	va_start(ap, fmt);
+	refuse(s, SAKER_EIO, true, "store failed and must be reopened", fmt,
+	    ap);
+	va_end(ap);
+}
+
+int
+saker_store_refusal(saker_store *s, bool write)
+{
+	if (s->refusal != NULL && (write || s->refuse_reads)) {
+		s->lerr = s->refusal;
+		return s->refuse_rc;
+	}
+	if (write && s->lost != 0) {
+		s->lerr = s->lostbuf;
+		return s->lost;
+	}
+	return SAKER_OK;
+}
+
+bool
+saker_store_refuses_writes(const saker_store *s)
+{
+	return s->refusal != NULL;
+}
+
+bool
+saker_store_is_stale(const saker_store *s)
+{
+	return s->refuse_reads;
+}
+
+/* enter(), for a call that only reads: refused when the store is stale */
+static int
+enter_read(saker_store *s)
+{
+	int rc;
+
+	s->lerr = NULL;
+	if ((rc = saker_store_refusal(s, false)) == SAKER_OK)
+		enter(s);
+	return rc;
 }
 
 /* enter(), for a call that writes: SAKER_OK, or the refusal (not
@@ -353,7 +458,8 @@ saker_store_queue_open(saker_store *s, const char *name, size_t len,
 {
 	int rc;
 
-	enter(s);
+	if ((rc = enter_read(s)) != SAKER_OK)
+		return rc;
 	/* a read-only store opens the queues it has and makes none */
 	rc = s->driver->queue_open(s, name, len, create && s->refusal == NULL,
 	    queue_ctx, out);
@@ -411,7 +517,10 @@ saker_store_queue_flush(saker_store *s, saker_queue *q)
 int
 saker_store_queues(saker_store *s, saker_queue_name_fn fn, void *arg)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_read(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->queues(s, fn, arg));
 }
 
@@ -509,9 +618,10 @@ saker_store_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 {
 	int rc;
 
-	if (mode == SAKER_TAKE_PEEK)
-		enter(s);
-	else if ((rc = enter_write(s)) != SAKER_OK)
+	if (mode == SAKER_TAKE_PEEK) {
+		if ((rc = enter_read(s)) != SAKER_OK)
+			return rc;
+	} else if ((rc = enter_write(s)) != SAKER_OK)
 		return rc;
 	return leave(s, s->driver->take(s, q, mode, now_ms, fn, arg));
 }
@@ -568,16 +678,22 @@ int
 saker_store_expire_to(saker_store *s, saker_queue *q, const char *name,
     size_t len)
 {
+	int rc;
+
 	if (s->driver->expire_to == NULL)
 		return name == NULL ? SAKER_OK : SAKER_EINVAL;
-	enter(s);
+	if ((rc = enter_read(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->expire_to(s, q, name, len));
 }
 
 int
 saker_store_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_read(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->promote(s, now_ms, next_due_ms));
 }
 
@@ -585,7 +701,10 @@ int
 saker_store_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_read(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->flush_expired(s, q, now_ms, limit,
 	    removed));
 }
@@ -594,7 +713,10 @@ int
 saker_store_iterate(saker_store *s, saker_queue *q, saker_item_fn fn,
     void *arg)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_read(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->iterate(s, q, fn, arg));
 }
 
@@ -607,6 +729,16 @@ saker_store_commit(saker_store *s)
 	enter(s);
 	if (s->inflight && (rc = saker_store_commit_finish(s)) != SAKER_OK)
 		return leave(s, rc);	/* both batches rolled back */
+	if (s->lost != 0) {
+		/* the driver rolled the batch back already (REFUSALS) */
+		rc = s->lost;
+		s->lost = 0;
+		batch_end(s, true);
+		snprintf(s->lostbuf, sizeof(s->lostbuf), "%s: batch rolled "
+		    "back: %s", where(s), saker_strerror(rc));
+		s->lerr = s->lostbuf;
+		return leave(s, rc);
+	}
 	rc = s->driver->commit(s);
 	batch_end(s, rc != SAKER_OK);
 	return leave(s, rc);
@@ -618,7 +750,7 @@ saker_store_commit_start(saker_store *s, bool *started)
 	int rc;
 
 	*started = false;
-	if (s->driver->commit_start == NULL || s->inflight)
+	if (s->driver->commit_start == NULL || s->inflight || s->lost != 0)
 		return saker_store_commit(s);
 	enter(s);
 	rc = s->driver->commit_start(s, started);

@@ -155,10 +155,6 @@ struct lstore {
 	char *dir;
 	saker_sync_mode sync;
 	bool read_only;
-	bool broken;		/* a write or fsync failed: refuse writes */
-	int lost;		/* batch rolled back under the caller: commit()
-				 * must fail with this code */
-	char broken_msg[640];
 	char err[1024];
 	saker_notify_fn notify;
 	void *notify_arg;
@@ -175,7 +171,6 @@ struct lstore {
 	size_t jmark;		/* journal length when a nested op began */
 	uint64_t store_id;	/* random, made at creation: seeds the journal */
 	int begin_err;		/* saker_err of the last failed lm_begin_long */
-	bool stale;		/* ptxn was lost: refuse even reads */
 	bool no_dedup;		/* read-only, format < 5: no dedup databases */
 	bool no_async;		/* the flush thread could not be started */
 	uint64_t flight_t0;	/* when the batch in flight began its commit */
@@ -818,13 +813,13 @@ lm_rollback(struct lstore *s)
 {
 	struct saker_queue *q, *next;
 
-	if (s->touched && !s->stale)
+	if (s->touched && !saker_store_is_stale(&s->base))
 		lm_flight_wait(s);	/* the rebuild below needs its result */
 	if (s->txn != NULL && s->txn != s->ptxn)
 		mdb_txn_abort(s->txn);	/* a read txn */
 	s->txn = NULL;
 	lj_cut(&s->lt.j, 0);
-	if (s->touched && !s->stale) {
+	if (s->touched && !saker_store_is_stale(&s->base)) {
 		s->touched = false;
 		lm_reload(s, "a batch failed");
 	}
@@ -839,22 +834,6 @@ lm_rollback(struct lstore *s)
 		q->dirty_next = NULL;
 	}
 	s->dirty = NULL;
-}
-
-static int
-lm_refuse(struct lstore *s)
-{
-	if (s->read_only)
-		return seterr(s, SAKER_EREADONLY, "lmdb %s: store opened read-only",
-		    s->dir);
-	if (s->broken)
-		return seterr(s, SAKER_EREADONLY, "lmdb %s: store is read-only "
-		    "after a failed write: %s", s->dir, s->broken_msg);
-	if (s->lost)
-		return seterr(s, s->lost, "lmdb %s: this batch was rolled back "
-		    "(%s); it ends at the next commit", s->dir,
-		    saker_strerror(s->lost));
-	return SAKER_OK;
 }
 
 static uint64_t
@@ -891,14 +870,15 @@ lm_begin(struct lstore *s, bool write)
 {
 	int rc;
 
-	if (write && (rc = lm_refuse(s)) != SAKER_OK)
+	/* the layer's refusal states (store.h, REFUSALS): a write in a
+	 * lost batch or a refusing store, anything in a stale one (its
+	 * long transaction is gone) */
+	if ((rc = saker_store_refusal(&s->base, write)) != SAKER_OK)
 		return rc;
-	if (s->stale)
-		return seterr(s, SAKER_EIO, "lmdb %s: store failed and must be "
-		    "reopened: %s", s->dir, s->broken_msg);
 	if (s->txn != NULL)
 		return SAKER_OK;
-	if (s->ptxn == NULL && !s->read_only && !s->broken &&
+	if (s->ptxn == NULL && !s->read_only &&
+	    !saker_store_refuses_writes(&s->base) &&
 	    (rc = lm_begin_long(s)) != SAKER_OK)
 		return rc;
 	if (s->ptxn == NULL) {
@@ -910,7 +890,8 @@ lm_begin(struct lstore *s, bool write)
 		s->txn_write = false;
 	} else {
 		s->txn = s->ptxn;
-		s->txn_write = !s->read_only && !s->broken;
+		s->txn_write = !s->read_only &&
+		    !saker_store_refuses_writes(&s->base);
 	}
 	s->txn_dirty = false;
 	s->touched = false;
@@ -978,7 +959,7 @@ op_end(struct lstore *s, MDB_txn *t, int rc, bool wrote)
 	if (rc == MDB_NOTFOUND || rc == MDB_KEYEXIST || rc == MDB_BAD_VALSIZE)
 		return rc;	/* these leave the txn usable */
 	lm_rollback(s);
-	s->lost = maperr(rc);
+	saker_store_lose_batch(&s->base, maperr(rc));
 	return rc;
 }
 
@@ -1175,10 +1156,8 @@ lm_reload(struct lstore *s, const char *why)
 {
 	if (ltx_rebuild(&s->lt) == 0)
 		return;
-	s->broken = true;
-	s->stale = true;
-	snprintf(s->broken_msg, sizeof(s->broken_msg), "%s, then rebuilding "
-	    "the transaction from the journal failed: %s", why, s->lt.err);
+	saker_store_refuse_all(&s->base, "%s, then rebuilding the transaction "
+	    "from the journal failed: %s", why, s->lt.err);
 }
 
 /* Time for a checkpoint?  The engine's rule, or the map needs to grow
@@ -1188,7 +1167,7 @@ ckpt_due(struct lstore *s)
 {
 	uint64_t now;
 
-	if (s->ptxn == NULL || s->broken)
+	if (s->ptxn == NULL || saker_store_refuses_writes(&s->base))
 		return false;
 	now = saker_mono_ns();
 	if (ltx_due(&s->lt, now))
@@ -1231,23 +1210,16 @@ lm_checkpoint(struct lstore *s)
 			s->st.fsyncs += 2;	/* data pages, then meta page */
 		return SAKER_OK;
 	}
-	if (!rebuilt) {
-		s->broken = true;
-		s->stale = true;
-		snprintf(s->broken_msg, sizeof(s->broken_msg), "checkpoint "
-		    "failed, then rebuilding the transaction from the journal "
-		    "failed: %s", s->lt.err);
-	}
+	if (!rebuilt)
+		saker_store_refuse_all(&s->base, "checkpoint failed, then "
+		    "rebuilding the transaction from the journal failed: %s",
+		    s->lt.err);
 	if (!fatal)
 		return seterr(s, maperr(rc) == SAKER_ENOMEM ? SAKER_ENOMEM :
 		    SAKER_EFULL, "lmdb %s: checkpoint failed (%s); the journal "
 		    "keeps every batch, trying again in %d ms", s->dir,
 		    lm_strerror(rc), (int)(LTX_RETRY_NS / 1000000));
-	if (!s->broken) {
-		s->broken = true;
-		snprintf(s->broken_msg, sizeof(s->broken_msg), "checkpoint: %s",
-		    lm_strerror(rc));
-	}
+	saker_store_refuse_writes(&s->base, "checkpoint: %s", lm_strerror(rc));
 	return seterr(s, SAKER_EIO, "lmdb %s: checkpoint failed, store now "
 	    "read-only: %s", s->dir, lm_strerror(rc));
 }
@@ -1262,13 +1234,7 @@ lm_commit_x(saker_store *ss, bool async, bool *started)
 	uint64_t t0;
 	int rc, code;
 
-	if (s->lost) {
-		code = s->lost;
-		s->lost = 0;
-		lm_rollback(s);
-		return seterr(s, code, "lmdb %s: batch rolled back: %s", s->dir,
-		    saker_strerror(code));
-	}
+	/* a lost batch ends in the layer (store.h, REFUSALS) */
 	if (s->txn == NULL)
 		goto done;
 	if (s->txn != s->ptxn) {
@@ -1325,11 +1291,7 @@ lm_commit_x(saker_store *ss, bool async, bool *started)
 		if (code == SAKER_EFULL || code == SAKER_ENOMEM)
 			return seterr(s, code, "lmdb %s: commit failed, batch "
 			    "rolled back: %s", s->dir, s->lt.err);
-		if (!s->stale) {
-			s->broken = true;
-			snprintf(s->broken_msg, sizeof(s->broken_msg), "commit: %s",
-			    s->lt.err);
-		}
+		saker_store_refuse_writes(&s->base, "commit: %s", s->lt.err);
 		return seterr(s, code, "lmdb %s: commit failed%s, store now "
 		    "read-only: %s", s->dir, code == SAKER_EINDOUBT ? " and may "
 		    "or may not have reached the disk" : ", batch rolled back",
@@ -1400,11 +1362,9 @@ lm_flight_collect(struct lstore *s)
 		return SAKER_OK;
 	}
 	s->touched = false;	/* no rebuild: the store is stale */
-	s->stale = true;
+	saker_store_refuse_all(&s->base, "commit: %s", s->lt.err);
 	lm_rollback(s);
 	lt_abort(s);
-	s->broken = true;
-	snprintf(s->broken_msg, sizeof(s->broken_msg), "commit: %s", s->lt.err);
 	return seterr(s, code, "lmdb %s: commit failed%s, this batch and the "
 	    "next rolled back, store must be reopened: %s", s->dir,
 	    code == SAKER_EINDOUBT ? " and may or may not have reached the "
@@ -1450,11 +1410,11 @@ lm_sync(saker_store *ss)
 {
 	struct lstore *s = (struct lstore *)ss;
 
-	if (s->read_only || s->broken || s->sync != SAKER_SYNC_PERIODIC)
+	if (s->read_only || saker_store_refuses_writes(&s->base) ||
+	    s->sync != SAKER_SYNC_PERIODIC)
 		return SAKER_OK;
 	if (lj_sync(&s->lt.j) != 0) {
-		s->broken = true;
-		snprintf(s->broken_msg, sizeof(s->broken_msg), "%s", s->lt.j.err);
+		saker_store_refuse_writes(&s->base, "%s", s->lt.j.err);
 		return seterr(s, SAKER_EIO, "lmdb %s: fsync failed, store now "
 		    "read-only: %s", s->dir, s->lt.j.err);
 	}
@@ -2122,7 +2082,8 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 		return seterr(s, SAKER_EINVAL, "lmdb take: bad argument");
 	/* A read-only (or failed) store can still be peeked at; expired
 	 * items are then skipped rather than removed. */
-	write = !(mode == SAKER_TAKE_PEEK && (s->read_only || s->broken));
+	write = !(mode == SAKER_TAKE_PEEK && (s->read_only ||
+	    saker_store_refuses_writes(&s->base)));
 	for (;;) {
 		if (q->cur.items == 0)
 			return SAKER_EEMPTY;
@@ -2456,7 +2417,8 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 			/* Due but not promotable: the store is read-only or
 			 * broken.  Say so, so the caller backs off instead of
 			 * asking again at once. */
-			if ((ret = lm_refuse(s)) == SAKER_OK)
+			if ((ret = saker_store_refusal(&s->base, true)) ==
+			    SAKER_OK)
 				ret = seterr(s, SAKER_EREADONLY, "lmdb %s: "
 				    "store is read-only", s->dir);
 			break;
@@ -2923,13 +2885,14 @@ lm_close(saker_store *ss)
 		return;
 	if (s->lt.j.inflight)
 		(void)lm_flight_collect(s);
-	if (s->txn != NULL && !s->stale)
+	if (s->txn != NULL && !saker_store_is_stale(&s->base))
 		(void)lm_commit(ss);
 	lm_rollback(s);	/* a batch whose commit failed */
 	/* A broken store keeps its journal for the next open to replay. */
-	if (!s->broken)
+	if (!saker_store_refuses_writes(&s->base))
 		(void)lm_checkpoint(s);
-	if (!s->read_only && !s->broken && s->sync == SAKER_SYNC_NEVER)
+	if (!s->read_only && !saker_store_refuses_writes(&s->base) &&
+	    s->sync == SAKER_SYNC_NEVER)
 		(void)mdb_env_sync(s->env, 1);
 	lm_free(s);
 }

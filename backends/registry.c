@@ -354,8 +354,9 @@ saker_store_open(const char *spec, const struct saker_store_opts *opts,
 		drv->close(*out);
 		*out = NULL;
 	}
-	if (rc == SAKER_OK && o.read_only &&
-	    (rc = saker_layer_read_only(*out, location)) != SAKER_OK) {
+	if (rc == SAKER_OK &&
+	    (rc = saker_layer_opened(*out, location, o.read_only)) !=
+	    SAKER_OK) {
 		snprintf(err, errlen, "out of memory");
 		drv->close(*out);
 		*out = NULL;
@@ -378,6 +379,7 @@ saker_store_close(saker_store *s)
 {
 	struct saker_store_lock *lock;
 	saker_store **cell;
+	char *where;
 
 	if (s == NULL)
 		return;
@@ -386,8 +388,10 @@ saker_store_close(saker_store *s)
 	/* close() commits its last batch: nobody is woken any more */
 	if (cell != NULL)
 		*cell = NULL;
-	free(s->refusal);	/* the driver's close() frees s */
+	where = s->where;	/* the driver's close() frees s, and may
+				 * still report a refusal naming the store */
 	s->driver->close(s);
+	free(where);
 	saker_layer_wake_close(cell);
 	saker_lock_drop(lock);	/* after close() wrote its last batch */
 }

@@ -370,6 +370,16 @@ typedef struct saker_store {
 	char *refusal;
 	const char *lerr;
 	char lbuf[96];          /* a message the layer words (lerr) */
+	/* the refusal states (REFUSALS): "TYPE LOCATION" for their
+	 * messages; the code `refusal` is answered with; whether reads are
+	 * refused too (the store is stale); the code of a batch the driver
+	 * lost (0: none) and its message */
+	char *where;
+	int refuse_rc;
+	bool refuse_reads;
+	int lost;
+	char rbuf[768];
+	char lostbuf[768];
 } saker_store;
 
 /*
@@ -1018,6 +1028,42 @@ int saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
  * connection, an aborted transaction): the counters go back to the last
  * commit too.  Its next commit() is then that of a new batch. */
 void saker_store_batch_lost(saker_store *s);
+
+/*
+ * THE REFUSAL STATES.  The layer keeps them, a driver reports the event
+ * where it knows it, and every driver's refusals read the same:
+ *
+ * - batch lost (saker_store_lose_batch): the driver rolled its batch
+ *   back under the caller.  The counters go back now; every later call
+ *   of the batch that writes gets `code` and "TYPE LOCATION: this batch
+ *   was rolled back (REASON); it ends at the next commit", and the
+ *   commit() that ends it fails with `code` and "TYPE LOCATION: batch
+ *   rolled back: REASON" without reaching the driver.
+ * - writes refused (saker_store_refuse_writes): a write or fsync failed;
+ *   until the store is reopened every call that writes gets
+ *   SAKER_EREADONLY and "TYPE LOCATION: store is read-only after a
+ *   failed write: WHY" (the first WHY is kept).
+ * - stale (saker_store_refuse_all): what the store acknowledged is no
+ *   longer readable in this process; until reopened every call, reads
+ *   too, gets SAKER_EIO and "TYPE LOCATION: store failed and must be
+ *   reopened: WHY".
+ *
+ * A driver whose mechanism differs in a state asks
+ * saker_store_refusal() instead of keeping a flag of its own.
+ */
+void saker_store_lose_batch(saker_store *s, int code);
+void saker_store_refuse_writes(saker_store *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void saker_store_refuse_all(saker_store *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The code the layer answers a call that writes (`write`) or only reads
+ * with now, SAKER_OK when it takes it; a refusal sets errmsg(). */
+int saker_store_refusal(saker_store *s, bool write);
+/* Does the store refuse writes until reopened (read-only, a failed
+ * write, stale)?  A lost batch is not counted: it ends at the commit. */
+bool saker_store_refuses_writes(const saker_store *s);
+/* Is the store stale (reads refused too)? */
+bool saker_store_is_stale(const saker_store *s);
 
 #ifdef __cplusplus
 }
