@@ -1912,6 +1912,9 @@ add_driver(Suite *su, const struct saker_store_driver *drv)
 	/* the drivers whose commit goes through the journal */
 	if (strcmp(drv->name, "lmdb") == 0 || strcmp(drv->name, "sqlite") == 0)
 		o.fail_sync = journal_fail_sync;
+	/* the drivers that report their refusal states to the layer
+	 * (issue 42: SQLite still words its own) */
+	o.layer_refusals = strcmp(drv->name, "lmdb") == 0;
 	tc = store_conformance_tcase_opts(drv, &o);
 	if (tc == NULL) {
 		printf("check_store: too many drivers, skipping '%s'\n", drv->name);
@@ -2730,7 +2733,8 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 		return 0;
 	rc = pg_cluster_start(&pgc, why, sizeof(why));
 	if (rc == 0) {
-		struct store_conformance_opts o = { pg_spec, pg_damage, NULL };
+		struct store_conformance_opts o = { pg_spec, pg_damage, NULL,
+		    false };
 		TCase *ptc = store_conformance_tcase_opts(drv, &o);
 
 		if (ptc != NULL) {

@@ -49,6 +49,7 @@ static struct {
 	const struct saker_store_driver *drv;
 	int (*damage)(const char *, const char *, size_t);
 	void (*fail_sync)(bool);
+	bool layer_refusals;
 	char dir[64];
 	char spec[256];
 	struct saker_store_opts opts;
@@ -98,6 +99,7 @@ fixture_setup(const struct saker_store_driver *drv,
 	T.drv = drv;
 	T.damage = o->damage;
 	T.fail_sync = o->fail_sync;
+	T.layer_refusals = o->layer_refusals;
 	snprintf(T.dir, sizeof(T.dir), "/tmp/saker-conf-XXXXXX");
 	ck_assert_msg(mkdtemp(T.dir) != NULL, "mkdtemp failed");
 	if (o->spec != NULL)
@@ -2434,6 +2436,91 @@ START_TEST(test_async_failure)
 }
 END_TEST
 
+
+/* The layer's message for a refusal state: "TYPE[ LOCATION]: HEAD: ..." */
+static void
+refused_at(int line, const char *what, int rc, int want, const char *head)
+{
+	const char *e = saker_store_errmsg(T.s);
+	size_t n = strlen(T.drv->name);
+
+	ck_assert_msg(rc == want, "line %d: %s: %d, not %d (%s)", line, what,
+	    rc, want, e);
+	ck_assert_msg(strncmp(e, T.drv->name, n) == 0 && strstr(e, head) !=
+	    NULL, "line %d: %s: errmsg \"%s\"", line, what, e);
+}
+#define refused(what, rc, want, head) \
+	refused_at(__LINE__, (what), (rc), (want), (head))
+
+/* The refusal states are the layer's: a failed fdatasync refuses every
+ * call that writes with one message, reads still work; a failed batch in
+ * flight refuses reads too; a reopen clears both. */
+START_TEST(test_refusal_states)
+{
+	static const char *w = ": store is read-only after a failed write: ";
+	static const char *st = ": store failed and must be reopened: ";
+	struct itlog l;
+	saker_queue *q;
+	int rc;
+
+	sync_always();
+	q = qopen("rs");
+	put_s(q, "a", 0, 0, BASE);
+	commit();
+	T.fail_sync(true);
+	put_s(q, "b", 0, 0, BASE);
+	rc = saker_store_commit(T.s);
+	ck_assert_msg(rc == SAKER_EINDOUBT || rc == SAKER_EIO, "commit: %d",
+	    rc);
+	T.fail_sync(false);
+	refused("put", put_full(q, "c", 1, 0, 0, 0, 0, BASE), SAKER_EREADONLY,
+	    w);
+	refused("take(OPEN)", saker_store_take(T.s, q, SAKER_TAKE_OPEN, BASE,
+	    take_cb, &T), SAKER_EREADONLY, w);
+	refused("take(REMOVE)", saker_store_take(T.s, q, SAKER_TAKE_REMOVE,
+	    BASE, take_cb, &T), SAKER_EREADONLY, w);
+	refused("confirm", saker_store_confirm(T.s, q, 1), SAKER_EREADONLY, w);
+	refused("release", saker_store_release(T.s, q, 1), SAKER_EREADONLY, w);
+	refused("move", saker_store_move(T.s, q, 1, q), SAKER_EREADONLY, w);
+	refused("queue_flush", saker_store_queue_flush(T.s, q),
+	    SAKER_EREADONLY, w);
+	refused("queue_delete", saker_store_queue_delete(T.s, q),
+	    SAKER_EREADONLY, w);
+	/* what was acknowledged is still read */
+	take_s(q, SAKER_TAKE_PEEK, BASE, "a");
+	(void)saker_store_commit(T.s);
+	reopen();
+	q = qfind_at(__LINE__, "rs");
+	put_s(q, "c", 0, 0, BASE);
+	commit();
+	if (T.drv->commit_start == NULL)
+		return;
+	/* the batch in flight fails: everything is refused, reads too */
+	T.fail_sync(true);
+	put_s(q, "d", 0, 0, BASE);
+	ck_assert(flight_start());
+	put_s(q, "e", 0, 0, BASE);
+	flight_ready();
+	ck_assert_int_ne(saker_store_commit_finish(T.s), SAKER_OK);
+	T.fail_sync(false);
+	refused("put", put_full(q, "f", 1, 0, 0, 0, 0, BASE), SAKER_EIO, st);
+	refused("take(PEEK)", saker_store_take(T.s, q, SAKER_TAKE_PEEK, BASE,
+	    take_cb, &T), SAKER_EIO, st);
+	memset(&l, 0, sizeof(l));
+	refused("iterate", saker_store_iterate(T.s, q, iter_cb, &l), SAKER_EIO,
+	    st);
+	itlog_free(&l);
+	refused("queue_open", saker_store_queue_open(T.s, "rs", 2, false, NULL,
+	    &q), SAKER_EIO, st);
+	(void)saker_store_commit(T.s);
+	reopen();
+	q = qfind_at(__LINE__, "rs");
+	take_s(q, SAKER_TAKE_PEEK, BASE, "a");
+	put_s(q, "g", 0, 0, BASE);
+	commit();
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 TCase *
@@ -2965,6 +3052,11 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	else
 		skipped(drv, "test_async_failure", "no commit_start, or no "
 		    "way to fail its fdatasync");
+	if (opts->layer_refusals && opts->fail_sync != NULL)
+		tcase_add_test(tc, test_refusal_states);
+	else
+		skipped(drv, "test_refusal_states", "its refusal states are "
+		    "not the layer's yet, or no way to fail its fdatasync");
 	if (drv->expire_to != NULL) {
 		tcase_add_test(tc, test_expire_to);
 		tcase_add_test(tc, test_expire_to_many_head);
