@@ -740,6 +740,7 @@ saker_store_commit(saker_store *s)
 		return leave(s, rc);
 	}
 	rc = s->driver->commit(s);
+	s->lost = 0;	/* a batch lost inside commit() ends with it */
 	batch_end(s, rc != SAKER_OK);
 	return leave(s, rc);
 }
@@ -754,6 +755,7 @@ saker_store_commit_start(saker_store *s, bool *started)
 		return saker_store_commit(s);
 	enter(s);
 	rc = s->driver->commit_start(s, started);
+	s->lost = 0;	/* as in saker_store_commit() */
 	if (*started)
 		flight_begin(s);
 	else

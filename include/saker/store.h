@@ -1038,7 +1038,8 @@ void saker_store_batch_lost(saker_store *s);
  *   of the batch that writes gets `code` and "TYPE LOCATION: this batch
  *   was rolled back (REASON); it ends at the next commit", and the
  *   commit() that ends it fails with `code` and "TYPE LOCATION: batch
- *   rolled back: REASON" without reaching the driver.
+ *   rolled back: REASON" without reaching the driver (a batch lost
+ *   inside commit() or commit_start() ends with that call).
  * - writes refused (saker_store_refuse_writes): a write or fsync failed;
  *   until the store is reopened every call that writes gets
  *   SAKER_EREADONLY and "TYPE LOCATION: store is read-only after a
