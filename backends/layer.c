@@ -406,6 +406,12 @@ saker_store_refuses_writes(const saker_store *s)
 }
 
 bool
+saker_store_takes_writes(const saker_store *s)
+{
+	return s->refusal == NULL && s->lost == 0;
+}
+
+bool
 saker_store_is_stale(const saker_store *s)
 {
 	return s->refuse_reads;

@@ -298,12 +298,8 @@ struct sq_store {
 	sqlite3_stmt *st[S_COUNT];
 
 	bool in_txn;		/* BEGIN IMMEDIATE done, COMMIT pending */
-	bool lost;		/* SQLite rolled the batch back on an error */
-	int lost_err;
-	bool broken;		/* an fsync failed: refuse writes */
 	/* the asynchronous commit (store.h): a batch in flight on the
 	 * journal's flush thread, its start, a result collected early */
-	bool stale;		/* its fdatasync failed: refuse reads too */
 	bool no_async;		/* the flush thread could not be started */
 	bool flight_wrote;	/* it changed rows (counted at its result) */
 	bool flight_done;
@@ -792,7 +788,7 @@ sq_rebuild(struct sq_store *s)
 	uint64_t n;
 
 	sq_flight_wait(s);	/* the journal must end where it says */
-	if (s->stale)
+	if (saker_store_is_stale(&s->base))
 		return;
 	n = s->lt.j.seq - s->lt.ckpt_seq;
 	s->jst = NULL;
@@ -803,7 +799,9 @@ sq_rebuild(struct sq_store *s)
 			    "replayed from the journal", s->path, n);
 		return;
 	}
-	s->broken = true;
+	saker_store_refuse_writes(&s->base, "the transaction since the last "
+	    "checkpoint was rolled back and replaying the journal failed: %s",
+	    s->lt.err);
 	snprintf(s->err, sizeof(s->err), "sqlite %s: the transaction since the"
 	    " last checkpoint was rolled back and replaying the journal failed"
 	    " (%s); refusing writes until restart, which replays it again",
@@ -837,11 +835,12 @@ sq_checkpoint(struct sq_store *s)
 	bool fatal, rebuilt;
 	int rc;
 
-	if (!s->long_txn || s->broken)
+	if (!s->long_txn || saker_store_refuses_writes(&s->base))
 		return SAKER_OK;
 	if (sqlite3_get_autocommit(s->db)) {	/* rolled back under us */
 		sq_rebuild(s);
-		return s->broken ? SAKER_EIO : SAKER_OK;
+		return saker_store_refuses_writes(&s->base) ? SAKER_EIO :
+		    SAKER_OK;
 	}
 	rc = ltx_checkpoint(&s->lt, &fatal, &rebuilt);
 	if (rc == 0) {
@@ -855,14 +854,15 @@ sq_checkpoint(struct sq_store *s)
 		    s->err);
 	s->ckpt_failing = true;
 	if (!rebuilt) {
-		s->broken = true;
+		saker_store_refuse_writes(&s->base, "checkpoint failed and "
+		    "replaying the journal failed: %s", s->lt.err);
 		snprintf(s->err, sizeof(s->err), "sqlite %s: checkpoint failed "
 		    "and replaying the journal failed (%s); refusing writes "
 		    "until restart, which replays it again", s->path, s->lt.err);
 		log_error("%s", s->err);
 	}
 	if (fatal) {
-		s->broken = true;
+		saker_store_refuse_writes(&s->base, "checkpoint: %s", s->lt.err);
 		return SAKER_EIO;
 	}
 	return sq_map(rc);
@@ -907,7 +907,8 @@ sq_batch_end(struct sq_store *s, bool async, bool *started)
 		if (err == SAKER_EFULL || err == SAKER_ENOMEM)
 			return sq_errf(s, err, "sqlite %s: batch rolled back: %s",
 			    s->path, s->lt.err);
-		s->broken = true;	/* as for SQLite's own fsync */
+		/* as for SQLite's own fsync */
+		saker_store_refuse_writes(&s->base, "commit: %s", s->lt.err);
 		return sq_errf(s, err, "sqlite %s: commit failed%s: %s; refusing"
 		    " writes until restart", s->path, err == SAKER_EINDOUBT ?
 		    " and may or may not have reached the disk" :
@@ -919,7 +920,8 @@ sq_batch_end(struct sq_store *s, bool async, bool *started)
 		sq_rebuild(s);	/* the journal has the batch now */
 	if (*started)
 		return SAKER_OK;
-	if (!s->broken && ltx_due(&s->lt, saker_mono_ns()))
+	if (!saker_store_refuses_writes(&s->base) &&
+	    ltx_due(&s->lt, saker_mono_ns()))
 		(void)sq_checkpoint(s);	/* the batch is durable anyway */
 	return SAKER_OK;
 }
@@ -930,8 +932,7 @@ static void
 sq_batch_lost(struct sq_store *s, int code)
 {
 	s->in_txn = false;
-	s->lost = true;
-	s->lost_err = code;
+	saker_store_lose_batch(&s->base, code);	/* the layer refuses */
 	sq_restore(s);
 	sq_refresh_next_due(s);
 }
@@ -957,25 +958,21 @@ sq_begin(struct sq_store *s)
 	if (s->read_only)
 		return sq_errf(s, SAKER_EREADONLY, "sqlite %s: opened read-only",
 		    s->path);
-	if (s->broken)
-		return sq_errf(s, SAKER_EREADONLY, "sqlite %s: an fsync failed;"
-		    " refusing writes until restart", s->path);
-	if (s->lost)
-		return sq_errf(s, s->lost_err, "sqlite %s: the batch was rolled"
-		    " back by an earlier error; commit to start again", s->path);
+	/* the layer's refusal states (store.h, REFUSALS): a failed fsync,
+	 * a lost batch */
+	if ((rc = saker_store_refusal(&s->base, true)) != SAKER_OK)
+		return rc;
 	if (s->journaled && s->long_txn && sqlite3_get_autocommit(s->db)) {
 		/* SQLite rolled the long transaction back on an error that
 		 * came through no write (a read's, say): rebuild it before
 		 * anything runs outside it, and fail the batch under way */
 		if (s->in_txn) {
 			sq_lose_batch(s, SAKER_EIO);
-			return sq_errf(s, SAKER_EIO, "sqlite %s: the batch was "
-			    "rolled back by an earlier error; commit to start "
-			    "again", s->path);
+			return saker_store_refusal(&s->base, true);
 		}
 		sq_rebuild(s);
-		if (s->broken)
-			return sq_errf(s, SAKER_EREADONLY, "%s", s->err);
+		if ((rc = saker_store_refusal(&s->base, true)) != SAKER_OK)
+			return rc;
 	}
 	if (s->in_txn)
 		return SAKER_OK;
@@ -1080,11 +1077,7 @@ sq_commit_x(saker_store *base, bool async, bool *started)
 	bool wrote;
 	int err, rc;
 
-	if (s->lost) {
-		s->lost = false;
-		return sq_errf(s, s->lost_err, "sqlite %s: batch rolled back by an"
-		    " earlier error", s->path);
-	}
+	/* a lost batch ends in the layer (store.h, REFUSALS) */
 	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->deleted) &&
 	    s->dseq == s->dseq_saved)
 		return SAKER_OK;
@@ -1112,7 +1105,8 @@ sq_commit_x(saker_store *base, bool async, bool *started)
 			/* As in sq_sync(): after a failed fsync the kernel may
 			 * have dropped dirty pages of the WAL, so nothing can
 			 * be vouched for any more (fail-stop). */
-			s->broken = true;
+			saker_store_refuse_writes(&s->base, "fsync failed at "
+			    "commit");
 			snprintf(s->err, sizeof(s->err), "sqlite %s: fsync "
 			    "failed at commit; refusing writes until restart",
 			    s->path);
@@ -1148,11 +1142,7 @@ sq_commit_x(saker_store *base, bool async, bool *started)
 	return SAKER_OK;
 
 fail:
-	if (s->lost) {
-		/* sq_fail() already rolled everything back */
-		s->lost = false;
-		return err;
-	}
+	/* a batch sq_fail() lost is rolled back already (not in_txn) */
 	if (s->in_txn) {
 		if (s->journaled)
 			sq_drop_batch(s);
@@ -1203,10 +1193,8 @@ sq_flight_collect(struct sq_store *s)
 		s->commit_ns += saker_mono_ns() - s->flight_t0;
 		return SAKER_OK;
 	}
-	s->stale = true;
-	s->broken = true;
+	saker_store_refuse_all(&s->base, "commit: %s", s->lt.err);
 	s->in_txn = false;
-	s->lost = false;
 	s->jst = NULL;
 	lj_cut(&s->lt.j, 0);
 	sq_restore(s);
@@ -1283,7 +1271,8 @@ sq_sync(saker_store *base)
 fail:
 	/* After a failed fsync the kernel may have dropped the dirty pages:
 	 * what was acknowledged can no longer be vouched for. */
-	s->broken = true;
+	saker_store_refuse_writes(&s->base, "fsync of the WAL failed (%d)",
+	    rc);
 	return sq_errf(s, SAKER_EIO, "sqlite %s: fsync of the WAL failed (%d);"
 	    " refusing writes until restart", s->path, rc);
 }
@@ -1311,7 +1300,7 @@ sq_queue_open(saker_store *base, const char *name, size_t len, bool create,
 	}
 	if (!create)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such queue");
-	if (s->read_only || s->lost || s->broken)
+	if (s->read_only || !saker_store_takes_writes(&s->base))
 		return sq_begin(s);	/* for its error */
 	if ((q = sq_queue_new(name, len, s->next_qid)) == NULL)
 		return sq_errf(s, SAKER_ENOMEM, "out of memory");
@@ -1331,10 +1320,8 @@ sq_queue_open(saker_store *base, const char *name, size_t len, bool create,
 static int
 sq_dead(struct sq_store *s, struct saker_queue *q)
 {
-	if (s->stale)
-		return sq_errf(s, SAKER_EIO, "sqlite %s: a commit's fdatasync "
-		    "failed with the next batch on top; reopen the store",
-		    s->path);
+	if (saker_store_is_stale(&s->base))
+		return saker_store_refusal(&s->base, false);
 	if (q == NULL || q->dead)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such queue");
 	return SAKER_OK;
@@ -1576,7 +1563,7 @@ static int
 sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
     int64_t seq, const struct saker_item *bad, int64_t now_ms)
 {
-	bool writes = !s->read_only && !s->broken && !s->lost;
+	bool writes = !s->read_only && saker_store_takes_writes(&s->base);
 	int err;
 
 	err = saker_store_quarantine(&s->base, q, q->name, q->qe.len,
@@ -1640,7 +1627,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		/* expired at the head: routed or dropped, every one, look
 		 * again */
 		from = seq + 1;
-		if (s->read_only || s->broken || s->lost) {
+		if (s->read_only || !saker_store_takes_writes(&s->base)) {
 			sq_reset(h);
 			continue;	/* cannot write: just skip it */
 		}
@@ -2227,7 +2214,7 @@ sq_close(saker_store *base)
 		return;
 	if (s->lt.j.inflight)
 		(void)sq_flight_collect(s);
-	if (!s->read_only && !s->stale)
+	if (!s->read_only && !saker_store_is_stale(&s->base))
 		sq_commit(base);
 	if (s->in_txn && s->journaled) {
 		sq_drop_batch(s);

@@ -1913,8 +1913,8 @@ add_driver(Suite *su, const struct saker_store_driver *drv)
 	if (strcmp(drv->name, "lmdb") == 0 || strcmp(drv->name, "sqlite") == 0)
 		o.fail_sync = journal_fail_sync;
 	/* the drivers that report their refusal states to the layer
-	 * (issue 42: SQLite still words its own) */
-	o.layer_refusals = strcmp(drv->name, "lmdb") == 0;
+	 * (LMDB and SQLite: the journal's drivers) */
+	o.layer_refusals = o.fail_sync != NULL;
 	tc = store_conformance_tcase_opts(drv, &o);
 	if (tc == NULL) {
 		printf("check_store: too many drivers, skipping '%s'\n", drv->name);

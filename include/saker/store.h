@@ -1063,6 +1063,8 @@ int saker_store_refusal(saker_store *s, bool write);
 /* Does the store refuse writes until reopened (read-only, a failed
  * write, stale)?  A lost batch is not counted: it ends at the commit. */
 bool saker_store_refuses_writes(const saker_store *s);
+/* Does the layer let a write through now (no refusal, no lost batch)? */
+bool saker_store_takes_writes(const saker_store *s);
 /* Is the store stale (reads refused too)? */
 bool saker_store_is_stale(const saker_store *s);
 
