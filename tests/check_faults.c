@@ -627,6 +627,8 @@ inflight(const char *drv, bool release)
 		close(a);
 	}
 	tl_server_free(s);
+	tl_rmrf(r.top);
+	free(r.top);
 }
 
 
@@ -721,6 +723,8 @@ inflight_fails(const char *drv)
 	free(l);
 	close(a);
 	tl_server_free(s);
+	tl_rmrf(r.top);
+	free(r.top);
 }
 
 #ifdef HAVE_LMDB
