@@ -90,7 +90,8 @@ pg_room(void *vp, size_t size, size_t n, size_t *cap, size_t more)
 bool
 pg_writable(const struct pg_store *s)
 {
-	return !s->read_only && !s->lost && s->conn != NULL;
+	return !s->read_only && !saker_store_is_lost(&s->base) &&
+	    s->conn != NULL;
 }
 
 bool
@@ -421,26 +422,34 @@ pg_restore(struct pg_store *s)
 	}
 }
 
+/*
+ * The batch is lost (a statement failed, the session went): the layer
+ * keeps the state and refuses the rest of the batch (store.h, REFUSALS),
+ * with the failure's message (s->err, less its "postgres: ") as the
+ * reason.  The driver's part: roll back, and put its memory of the batch
+ * back as at the last commit.
+ */
 void
 pg_lose_batch(struct pg_store *s, int code)
 {
 	PGresult *res;
 	struct pgp p = { 0 };
+	char why[256];
 
+	pg_oneline(why, sizeof(why), strncmp(s->err, "postgres: ", 10) == 0 ?
+	    s->err + 10 : s->err);	/* before the ROLLBACK's */
 	s->in_txn = false;
 	s->begun = false;
 	s->txn_gen++;
 	s->renew_at = 0;
 	if (s->conn != NULL)
 		PQclear(pg_exec(s, "ROLLBACK"));
-	if (!s->lost) {
-		s->lost = true;
-		s->lost_err = code;
-		pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
-	}
 	pg_pending_reset(s);
 	pg_took_clear(s);
-	/* (the rows it deleted: pg_commit() decides, in doubt or not) */
+	/* the rows it deleted are back for sure unless its COMMIT went
+	 * out: then pg_commit() decides, in doubt or not */
+	if (!s->committing)
+		pg_gone_end(s, false);
 	/* Claims of earlier batches are still ours in the database, but
 	 * which of them this batch handed out is unknown now: give them all
 	 * back at once, in their place in the FIFO. */
@@ -452,17 +461,25 @@ pg_lose_batch(struct pg_store *s, int code)
 	}
 	pg_restore(s);
 	pg_reload_open(s);
-	saker_store_batch_lost(&s->base);	/* the layer's counters too */
+	saker_store_lose_batch_why(&s->base, code, why);
 }
 
 int
 pg_begin(struct pg_store *s)
 {
+	int err;
+
 	if (s->read_only)
 		return pg_errf(s, SAKER_EREADONLY, "postgres: opened read-only");
-	if (s->lost)
-		return pg_errf(s, s->lost_err, "%s (batch rolled back)",
-		    s->lost_why);
+	/* a batch lost in this very call (the layer refused it at entry
+	 * otherwise): the layer's refusal (store.h, REFUSALS) */
+	if ((err = saker_store_refusal(&s->base, true)) != SAKER_OK)
+		return err;
+	/* Down is no refusal state of the layer's: those last until the
+	 * store is reopened, this one until tick() has reconnected (a
+	 * server keeps what it committed; nothing here needs a reopen).
+	 * So the driver answers it, as any call that cannot reach the
+	 * server. */
 	if (s->conn == NULL)
 		return pg_down(s);
 	if (s->in_txn)
@@ -641,17 +658,12 @@ pg_commit(saker_store *base)
 	struct pgp p;
 	struct saker_queue *pre[PG_PRECLAIM_MAX];
 	int pre_ix[PG_PRECLAIM_MAX], npre = 0, k, adv_ix = -1;
-	bool in_doubt = false, counts;
+	bool in_doubt = false, counts, ok;
 	const char *st;
 	uint64_t t0, bno;
 	int err, commit_ix;
 
-	if (s->lost) {
-		s->lost = false;
-		pg_gone_end(s, false);
-		return pg_errf(s, s->lost_err, "%s (batch rolled back)",
-		    s->lost_why);
-	}
+	/* (a batch lost before: the layer ends it, this is not called) */
 	/* Nothing to commit is no failure, even while down (store.h):
 	 * the replies of a turn that wrote nothing (a get that timed out
 	 * with a miss, in the same turn as the tick) stand.  /healthz
@@ -722,7 +734,10 @@ pg_commit(saker_store *base)
 	pg_arr_free(&ct);
 	pg_arr_free(&ce);
 	pg_arr_free(&nt);
-	if (!pg_pipe_wait(s, &pp)) {
+	s->committing = true;
+	ok = pg_pipe_wait(s, &pp);
+	s->committing = false;
+	if (!ok) {
 		/* A statement before the COMMIT that PostgreSQL refused aborts
 		 * the transaction (the COMMIT is skipped).  Otherwise, when the
 		 * connection broke, the COMMIT may have happened or not, and
@@ -744,7 +759,6 @@ pg_commit(saker_store *base)
 			    " COMMIT got no answer (%s): the batch may or may not"
 			    " be stored; retrying a write without an id may"
 			    " duplicate it", why);
-			pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
 		}
 		goto fail;
 	}
@@ -812,12 +826,10 @@ fail:
 	pg_arr_free(&ce);
 	pg_arr_free(&nt);
 	pg_took_clear(s);
-	/* pg_fail() rolled back and recorded it; report it once */
-	if (s->lost)
-		err = s->lost_err;
-	else if (s->in_txn)
+	/* pg_fail() may have rolled back already (the layer ends a batch
+	 * lost in commit() with it) */
+	if (s->in_txn)
 		pg_lose_batch(s, err);
-	s->lost = false;
 	return in_doubt ? SAKER_EINDOUBT : err;
 }
 

@@ -165,9 +165,8 @@ struct pg_store {
 
 	bool in_txn;
 	unsigned txn_gen;	/* bumped when a transaction ends */
-	bool lost;		/* batch rolled back by a failed statement */
-	int lost_err;
-	char lost_why[256];
+	bool committing;	/* the COMMIT is out: pg_commit() decides
+				 * what the rows the batch deleted become */
 	bool unsynced;
 	int code;		/* of the last failure */
 

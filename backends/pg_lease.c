@@ -568,7 +568,7 @@ pg_tick(saker_store *base, int64_t now_ms)
 	}
 	if (err != SAKER_OK)
 		return err;
-	if (s->lost)
+	if (saker_store_is_lost(&s->base))
 		return SAKER_OK;
 	/* claimed items nobody took for a while go back to the queue */
 	for (q = LIST_FIRST(&s->holding); q != NULL; q = next) {
@@ -626,7 +626,7 @@ pg_tick(saker_store *base, int64_t now_ms)
 	PQclear(res);
 	/* last: their failures (warnings) must not skip the work above */
 	r = pg_horizon_tick(s, now_ms);
-	if (s->lost || s->conn == NULL)
+	if (saker_store_is_lost(&s->base) || s->conn == NULL)
 		return r;
 	err = pg_vacuum_tick(s, now_ms);
 	return err != SAKER_OK ? err : r;

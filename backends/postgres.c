@@ -156,7 +156,7 @@ pg_queue_open(saker_store *base, const char *name, size_t len, bool create,
 		*out = q;
 		return SAKER_OK;
 	}
-	if (create && s->lost)
+	if (create && saker_store_is_lost(&s->base))
 		return pg_begin(s);
 	err = pg_resolve(s, name, len, create && !s->read_only, &id, &created);
 	if (err != SAKER_OK)
@@ -370,7 +370,8 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 			it.deliveries--;
 		if ((err = pg_begin(s)) != SAKER_OK ||
 		    (err = pg_expired_item(s, q, &it, now_ms)) != SAKER_OK) {
-			if (!s->lost)	/* else the rollback put it back */
+			/* lost: the rollback put it back */
+			if (!saker_store_is_lost(&s->base))
 				(void)pg_head_back(s, q, mode, res);
 			PQclear(res);
 			return err;
@@ -521,7 +522,7 @@ pg_release(saker_store *base, saker_queue *q, uint64_t id)
 	    (err = pg_st_add(s, q->id, id, 0)) != SAKER_OK) {
 		/* still open, unless the batch was lost (the set was reloaded
 		 * from the database then) */
-		if (!s->lost)
+		if (!saker_store_is_lost(&s->base))
 			(void)intmap_put_u64(&s->open, id, (uint64_t)q->id);
 		return err;
 	}
@@ -543,7 +544,7 @@ pg_open_take(struct pg_store *s, struct saker_queue *q, uint64_t id)
 	if (!pg_os_take(&s->open, id, q->id))
 		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if (intmap_get_u64(&s->st_ids, id) != 0 && (err = pg_flush(s)) != SAKER_OK) {
-		if (!s->lost)
+		if (!saker_store_is_lost(&s->base))
 			(void)intmap_put_u64(&s->open, id, (uint64_t)q->id);
 		return err;
 	}
@@ -631,7 +632,8 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 		return SAKER_OK;	/* tick() promotes after the reconnect */
 	pg_pipe_init(&pp);
 	/* one round trip: pending writes, promotion, next due time */
-	if (!s->read_only && !s->lost && now_ms > s->promoted_to) {
+	if (!s->read_only && !saker_store_is_lost(&s->base) &&
+	    now_ms > s->promoted_to) {
 		if ((err = pg_begin(s)) != SAKER_OK)
 			return err;
 		pg_send_pending(s, &pp);
@@ -1008,7 +1010,7 @@ pg_store_stats(saker_store *base, struct saker_store_stats *st)
 	if (s->conn == NULL)
 		pg_oneline(st->down_why, sizeof(st->down_why),
 		    s->down_why[0] != '\0' ? s->down_why : "connecting");
-	if (s->conn == NULL || s->lost)
+	if (s->conn == NULL || saker_store_is_lost(&s->base))
 		return;
 	if ((res = pg_run(s, P_SIZE, NULL, "reading the size")) == NULL)
 		return;

@@ -141,9 +141,13 @@ START_TEST(test_flush_and_delete)
 }
 END_TEST
 
-/* A driver that lost its batch outside commit() says so: the same undo. */
+/* A driver that lost its batch outside commit() says so: the same undo;
+ * the rest of the batch is refused with the driver's reason, the commit
+ * ends it without reaching the driver. */
 START_TEST(test_batch_lost)
 {
+	static const char data[4];
+	struct saker_item it = { .data = data, .len = 4 };
 	saker_store *s = open_failing();
 	saker_queue *q;
 
@@ -153,8 +157,16 @@ START_TEST(test_batch_lost)
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	put(s, q, 2, 0);
 	ck_counts(s, q, 2, 4, 0, 0);
-	saker_store_batch_lost(s);
+	saker_store_lose_batch_why(s, SAKER_EIO, "the session went");
 	ck_counts(s, q, 1, 2, 0, 0);
+	ck_assert_int_eq(saker_store_put(s, q, &it, 1000), SAKER_EIO);
+	ck_assert_str_eq(saker_store_errmsg(s), "memory: this batch was "
+	    "rolled back (the session went); it ends at the next commit");
+	fail_next = SAKER_ENOMEM;	/* the driver's commit is not called */
+	ck_assert_int_eq(saker_store_commit(s), SAKER_EIO);
+	ck_assert_str_eq(saker_store_errmsg(s), "memory: batch rolled "
+	    "back: the session went");
+	fail_next = 0;
 	/* the queue may change again, in a batch of its own */
 	put(s, q, 6, 0);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
