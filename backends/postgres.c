@@ -250,28 +250,54 @@ pg_queues(saker_store *base, saker_queue_name_fn fn, void *arg)
 	return r;
 }
 
+/*
+ * The one row the database answers about live queue q: P_STATS and
+ * P_QCOUNT by its id at the newest time seen, P_D_COUNT by its name
+ * (saker_dedup is by name; a store before format 6, opened read-only,
+ * has none: no row).  *res is NULL when there is no row.
+ */
+static int
+pg_queue_row(struct pg_store *s, saker_queue *q, int which, const char *what,
+    PGresult **res)
+{
+	struct pgp p = { 0 };
+	int err;
+
+	*res = NULL;
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	if (which == P_D_COUNT && s->version < 6)
+		return SAKER_OK;
+	if (which == P_D_COUNT) {
+		pg_pp_bin(&p, q->name, q->len);
+	} else {
+		pg_pp_i64(&p, q->id);
+		pg_pp_i64(&p, s->last_now);
+	}
+	if ((*res = pg_run(s, which, &p, what)) == NULL)
+		return s->code;
+	if (PQntuples(*res) == 0) {
+		PQclear(*res);
+		*res = NULL;
+	}
+	return SAKER_OK;
+}
+
 static int
 pg_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 {
-	struct pg_store *s = PG(base);
-	struct pgp p = { 0 };
 	PGresult *res;
 	int err;
 
 	memset(st, 0, sizeof(*st));
-	if ((err = pg_dead(s, q)) != SAKER_OK)
-		return err;
-	pg_pp_i64(&p, q->id);
-	pg_pp_i64(&p, s->last_now);
-	if ((res = pg_run(s, P_STATS, &p, "reading queue stats")) == NULL)
-		return s->code;
-	if (PQntuples(res) > 0) {
+	err = pg_queue_row(PG(base), q, P_STATS, "reading queue stats", &res);
+	if (res != NULL) {
 		st->total_items = (uint64_t)(pg_rv_i64(res, 0, 0) + q->d_total);
 		st->expired_items = (uint64_t)(pg_rv_i64(res, 0, 1) + q->d_expired);
 		st->head_created_ms = pg_rv_i64(res, 0, 2);
+		PQclear(res);
 	}
-	PQclear(res);
-	return SAKER_OK;
+	return err;
 }
 
 /* The layer's recount (store.h, queue_count): a scan of the queue's rows,
@@ -279,25 +305,18 @@ pg_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 static int
 pg_queue_count(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 {
-	struct pg_store *s = PG(base);
-	struct pgp p = { 0 };
 	PGresult *res;
 	int err;
 
-	if ((err = pg_dead(s, q)) != SAKER_OK)
-		return err;
-	pg_pp_i64(&p, q->id);
-	pg_pp_i64(&p, s->last_now);
-	if ((res = pg_run(s, P_QCOUNT, &p, "counting queue items")) == NULL)
-		return s->code;
-	if (PQntuples(res) > 0) {
+	err = pg_queue_row(PG(base), q, P_QCOUNT, "counting queue items", &res);
+	if (res != NULL) {
 		st->items = (uint64_t)pg_rv_i64(res, 0, 0);
 		st->bytes = (uint64_t)pg_rv_i64(res, 0, 1);
 		st->delayed_items = (uint64_t)pg_rv_i64(res, 0, 2);
 		st->open_items = (uint64_t)pg_rv_i64(res, 0, 3);
+		PQclear(res);
 	}
-	PQclear(res);
-	return SAKER_OK;
+	return err;
 }
 
 /* ------------------------------------------------------------------ */
@@ -959,23 +978,16 @@ pg_dedup_iterate(saker_store *base, saker_queue *q, saker_dedup_fn fn,
 static int
 pg_dedup_count(saker_store *base, saker_queue *q, uint64_t *n)
 {
-	struct pg_store *s = PG(base);
-	struct pgp p = { 0 };
 	PGresult *res;
 	int err;
 
 	*n = 0;
-	if ((err = pg_dead(s, q)) != SAKER_OK)
-		return err;
-	if (s->version < 6)
-		return SAKER_OK;	/* a read-only open of an older store */
-	pg_pp_bin(&p, q->name, q->len);
-	if ((res = pg_run(s, P_D_COUNT, &p, "counting ids")) == NULL)
-		return s->code;
-	if (PQntuples(res) > 0)
+	err = pg_queue_row(PG(base), q, P_D_COUNT, "counting ids", &res);
+	if (res != NULL) {
 		*n = (uint64_t)pg_rv_i64(res, 0, 0);
-	PQclear(res);
-	return SAKER_OK;
+		PQclear(res);
+	}
+	return err;
 }
 
 /* ------------------------------------------------------------------ */
