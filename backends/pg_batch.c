@@ -33,7 +33,7 @@ pg_batch_arrs(struct pg_store *s, void (*fn)(struct pg_arr *))
 	struct pg_arr *a[] = { &s->put_name, &s->put_vis, &s->put_due,
 	    &s->put_flags, &s->put_exp, &s->put_created, &s->put_data,
 	    &s->put_crc, &s->put_dlv, &s->put_attrs, &s->st_qid, &s->st_id,
-	    &s->st_st, &s->del_qid, &s->del_id };
+	    &s->st_st, &s->st_dlv, &s->del_qid, &s->del_id };
 	size_t i;
 
 	for (i = 0; i < sizeof(a) / sizeof(a[0]); i++)
@@ -48,18 +48,36 @@ pg_pending_reset(struct pg_store *s)
 	s->put_bytes = 0;
 }
 
-/* A state change of an item this broker holds (see P_SETSTATE). */
-int
-pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st)
+/* A state change of an item this broker holds (see P_SETSTATE); dlv:
+ * the delivery count an open (st 1) stores, the one the layer gave
+ * (saker_store_handout()). */
+static int
+pg_st_push(struct pg_store *s, int64_t qid, uint64_t id, int st,
+    uint32_t dlv)
 {
 	if (!pg_arr_reserve(&s->st_qid, 12) || !pg_arr_reserve(&s->st_id, 12) ||
-	    !pg_arr_reserve(&s->st_st, 12) ||
+	    !pg_arr_reserve(&s->st_st, 12) || !pg_arr_reserve(&s->st_dlv, 12) ||
 	    intmap_put_u64(&s->st_ids, id, (uint64_t)qid) != 0)
 		return pg_errf(s, SAKER_ENOMEM, "out of memory");
 	pg_arr_i64(&s->st_qid, qid);
 	pg_arr_i64(&s->st_id, (int64_t)id);
 	pg_arr_i64(&s->st_st, st);
+	pg_arr_i64(&s->st_dlv, dlv);
 	return SAKER_OK;
+}
+
+/* ... that gives it back (st 0): its count stays */
+int
+pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st)
+{
+	return pg_st_push(s, qid, id, st, 0);
+}
+
+/* ... that opens a claimed item, with the count the layer handed out */
+int
+pg_st_open(struct pg_store *s, int64_t qid, uint64_t id, uint32_t dlv)
+{
+	return pg_st_push(s, qid, id, 1, dlv);
 }
 
 /* Room for `more` elements of `size` bytes after the n used in the array
@@ -256,6 +274,7 @@ pg_send_pending(struct pg_store *s, struct pg_pipe *pp)
 		pg_pp_arr(&p, &s->st_id);
 		pg_pp_arr(&p, &s->st_st);
 		pg_pp_str(&p, s->owner);
+		pg_pp_arr(&p, &s->st_dlv);
 		pg_pipe_send(s, pp, P_SETSTATE, NULL, &p, "changing item states");
 	}
 	if (s->del_id.n > 0) {

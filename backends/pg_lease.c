@@ -166,7 +166,8 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 		if (mode == SAKER_TAKE_REMOVE) {
 			pg_del_add(s, q->id, id);
 			pg_bid_out(s, q->id, &it);
-		} else if ((err = pg_st_add(s, q->id, id, 1)) != SAKER_OK) {
+		} else if ((err = pg_st_open(s, q->id, id, it.deliveries)) !=
+		    SAKER_OK) {
 			/* the core does not send an item whose take failed */
 			(void)pg_os_take(&s->open, id, q->id);
 			return err;

@@ -1179,7 +1179,7 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	s->put_vis.oid = s->put_due.oid = s->put_flags.oid = OID_INT8;
 	s->put_exp.oid = s->put_created.oid = s->put_crc.oid = OID_INT8;
 	s->put_dlv.oid = OID_INT8;
-	s->st_qid.oid = s->st_id.oid = s->st_st.oid = OID_INT8;
+	s->st_qid.oid = s->st_id.oid = s->st_st.oid = s->st_dlv.oid = OID_INT8;
 	s->del_qid.oid = s->del_id.oid = OID_INT8;
 	if ((e = pg_parse_location(s, location, err, errlen)) != SAKER_OK ||
 	    (e = pg_channel_opts(s, opts, err, errlen)) != SAKER_OK) {
