@@ -488,10 +488,10 @@ pg_begin(struct pg_store *s)
 {
 	int err;
 
-	if (s->read_only)
-		return pg_errf(s, SAKER_EREADONLY, "postgres: opened read-only");
-	/* a batch lost in this very call (the layer refused it at entry
-	 * otherwise): the layer's refusal (store.h, REFUSALS) */
+	/* the layer's refusal (store.h, REFUSALS), with its one message: a
+	 * batch lost in this very call (the layer refused the call at entry
+	 * otherwise), or a read-only store (for the driver's own writes:
+	 * commit's counters) */
 	if ((err = saker_store_refusal(&s->base, true)) != SAKER_OK)
 		return err;
 	/* Down is no refusal state of the layer's: those last until the

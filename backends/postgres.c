@@ -158,11 +158,11 @@ pg_queue_open(saker_store *base, const char *name, size_t len, bool create,
 	}
 	if (create && saker_store_is_lost(&s->base))
 		return pg_begin(s);
+	/* (read-only: the layer asks without create, and refuses a new
+	 * queue itself) */
 	err = pg_resolve(s, name, len, create && !s->read_only, &id, &created);
 	if (err != SAKER_OK)
 		return err;
-	if (id == 0 && create && s->read_only)
-		return pg_errf(s, SAKER_EREADONLY, "postgres: opened read-only");
 	if (id == 0)
 		return pg_errf(s, SAKER_ENOTFOUND, "no such queue");
 	if ((q = pg_queue_new(s, name, len, id)) == NULL)
