@@ -175,6 +175,36 @@ START_TEST(test_batch_lost)
 }
 END_TEST
 
+/* What close() of the failing driver found: was a batch still lost? */
+static int lost_at_close = -1;
+
+static void
+close_noting(saker_store *s)
+{
+	lost_at_close = saker_store_is_lost(s);
+	saker_store_memory.close(s);
+}
+
+/* A batch lost and never committed ends at the close, as at a commit:
+ * the driver's close() writes what it writes after a commit (PostgreSQL
+ * hands its open items back) and is not refused by the lost batch. */
+START_TEST(test_batch_lost_close)
+{
+	saker_store *s = open_failing();
+	saker_queue *q;
+
+	faildrv.close = close_noting;
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, true, NULL, &q),
+	    SAKER_OK);
+	put(s, q, 2, 0);
+	saker_store_lose_batch(s, SAKER_EIO);
+	ck_assert(saker_store_is_lost(s));
+	lost_at_close = -1;
+	saker_store_close(s);
+	ck_assert_int_eq(lost_at_close, 0);
+}
+END_TEST
+
 /* A shared store: the layer counts a queue in the store again once per
  * tick when its counters are read (other brokers change it too), never in
  * a batch that changed it, and when the driver asks. */
@@ -306,6 +336,7 @@ main(void)
 	tcase_add_test(tc, test_failed_commit_restores);
 	tcase_add_test(tc, test_flush_and_delete);
 	tcase_add_test(tc, test_batch_lost);
+	tcase_add_test(tc, test_batch_lost_close);
 	tcase_add_test(tc, test_shared_recount);
 	suite_add_tcase(su, tc);
 	tc = tcase_create("copies");
