@@ -104,12 +104,13 @@ pg_room(void *vp, size_t size, size_t n, size_t *cap, size_t more)
 	return true;
 }
 
-/* Can the current batch write (a damaged or expired item be moved)? */
+/* Can the current batch write (a damaged or expired item be moved)?
+ * The layer says whether it takes writes (read-only, a lost batch); the
+ * driver whether the server is reachable. */
 bool
 pg_writable(const struct pg_store *s)
 {
-	return !s->read_only && !saker_store_is_lost(&s->base) &&
-	    s->conn != NULL;
+	return saker_store_takes_writes(&s->base) && s->conn != NULL;
 }
 
 bool
