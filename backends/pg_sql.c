@@ -33,6 +33,12 @@
 #define ITEM_COLS "id, flags, expires, created, vis, due, data, @CRC@," \
 	" @DLV@, @ATR@"
 
+/* The delivery count is the layer's rule (saker_store_handout()), but
+ * P_TAKE_OPEN applies it in SQL: that one statement finds the head row
+ * and opens it, so no count is known to bind, and storing the layer's
+ * count afterwards (P_SETSTATE) would update the row a second time in
+ * the batch, a second row version for every open (the dead rows of issue
+ * 47).  pg_take_one() undoes it for an expired row. */
 #define PG_DLV_MAX "65535"	/* SAKER_DELIVERIES_MAX */
 /* The vis of a new key in queue row q: v, or just past the queue's
  * low-water mark when v is not above it (a broker whose clock runs
@@ -91,12 +97,6 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_TAKE_REMOVE] = HEAD_ROWS("1")
 	    " DELETE FROM saker_items i USING c WHERE i.qid = c.qid AND"
 	    " i.id = c.id" RETURNING_ITEM,
-	/* The delivery count is the layer's rule (saker_store_handout()),
-	 * applied here in SQL: this one statement finds the head row and
-	 * opens it, so no count is known to bind, and storing the layer's
-	 * count afterwards (P_SETSTATE) would update the row a second time
-	 * in the batch, a second row version for every open (the dead rows
-	 * of issue 47).  pg_take_one() undoes it for an expired row. */
 	[P_TAKE_OPEN] = HEAD_ROWS("1")
 	    " UPDATE saker_items i SET state = 1, owner = $6::text,"
 	    " lease_until = " DBNOW " + $7::bigint,"
