@@ -33,12 +33,6 @@
 #define ITEM_COLS "id, flags, expires, created, vis, due, data, @CRC@," \
 	" @DLV@, @ATR@"
 
-/* The delivery count is the layer's rule (saker_store_handout()), but
- * P_TAKE_OPEN applies it in SQL: that one statement finds the head row
- * and opens it, so no count is known to bind, and storing the layer's
- * count afterwards (P_SETSTATE) would update the row a second time in
- * the batch, a second row version for every open (the dead rows of issue
- * 47).  pg_take_one() undoes it for an expired row. */
 #define PG_DLV_MAX "65535"	/* SAKER_DELIVERIES_MAX */
 /* The vis of a new key in queue row q: v, or just past the queue's
  * low-water mark when v is not above it (a broker whose clock runs
@@ -223,8 +217,14 @@ static const char *const pg_sql[P_COUNT] = {
 	    " ('saker: queue deleted by another broker during the batch; stored '"
 	    " || count(*))::int END FROM ins",
 	/* state changes of items this broker holds: 0 gives one back, 1 opens
-	 * a claimed one with the delivery count the layer handed out ($5),
-	 * 2 claims (never sent: claims are P_CLAIM) */
+	 * a claimed one with the delivery count the layer handed out ($5,
+	 * saker_store_handout()), 2 claims (never sent: claims are P_CLAIM).
+	 * P_TAKE_OPEN counts in SQL instead (PG_DLV_MAX): that one statement
+	 * finds the head row and opens it, so no count is known to bind, and
+	 * storing the layer's count afterwards (here) would update the row a
+	 * second time in the batch, a second row version for every open (the
+	 * dead rows of issue 47); pg_take_one() undoes it for an expired
+	 * row. */
 	[P_SETSTATE] = "UPDATE saker_items i SET (state, deliveries, owner,"
 	    " lease_until) = (SELECT u.st, CASE WHEN u.st = 1 THEN u.dlv"
 	    " ELSE i.deliveries END,"
