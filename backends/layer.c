@@ -105,12 +105,6 @@ batch_end(saker_store *s, bool lost)
 	}
 }
 
-void
-saker_store_batch_lost(saker_store *s)
-{
-	batch_end(s, true);
-}
-
 /* The batch in flight ended: kept, or lost with the current batch (whose
  * counters go back first: the flight's snapshots are older). */
 static void
@@ -334,15 +328,22 @@ where(const saker_store *s)
 void
 saker_store_lose_batch(saker_store *s, int code)
 {
+	saker_store_lose_batch_why(s, code, NULL);
+}
+
+void
+saker_store_lose_batch_why(saker_store *s, int code, const char *why)
+{
 	if (code == SAKER_OK)
 		code = SAKER_EIO;
 	batch_end(s, true);
 	if (s->lost != 0)
 		return;		/* the first loss says why */
 	s->lost = code;
+	snprintf(s->lostwhy, sizeof(s->lostwhy), "%s", why != NULL &&
+	    *why != '\0' ? why : saker_strerror(code));
 	snprintf(s->lostbuf, sizeof(s->lostbuf), "%s: this batch was rolled "
-	    "back (%s); it ends at the next commit", where(s),
-	    saker_strerror(code));
+	    "back (%s); it ends at the next commit", where(s), s->lostwhy);
 }
 
 /* the state `rc` (stale: reads too) with "WHERE: HEAD: WHY" */
@@ -415,6 +416,12 @@ bool
 saker_store_is_stale(const saker_store *s)
 {
 	return s->refuse_reads;
+}
+
+bool
+saker_store_is_lost(const saker_store *s)
+{
+	return s->lost != 0;
 }
 
 /* enter(), for a call that only reads: refused when the store is stale */
@@ -741,7 +748,7 @@ saker_store_commit(saker_store *s)
 		s->lost = 0;
 		batch_end(s, true);
 		snprintf(s->lostbuf, sizeof(s->lostbuf), "%s: batch rolled "
-		    "back: %s", where(s), saker_strerror(rc));
+		    "back: %s", where(s), s->lostwhy);
 		s->lerr = s->lostbuf;
 		return leave(s, rc);
 	}

@@ -49,7 +49,6 @@ static struct {
 	const struct saker_store_driver *drv;
 	int (*damage)(const char *, const char *, size_t);
 	void (*fail_sync)(bool);
-	bool layer_refusals;
 	char dir[64];
 	char spec[256];
 	struct saker_store_opts opts;
@@ -99,7 +98,6 @@ fixture_setup(const struct saker_store_driver *drv,
 	T.drv = drv;
 	T.damage = o->damage;
 	T.fail_sync = o->fail_sync;
-	T.layer_refusals = o->layer_refusals;
 	snprintf(T.dir, sizeof(T.dir), "/tmp/saker-conf-XXXXXX");
 	ck_assert_msg(mkdtemp(T.dir) != NULL, "mkdtemp failed");
 	if (o->spec != NULL)
@@ -3052,11 +3050,13 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	else
 		skipped(drv, "test_async_failure", "no commit_start, or no "
 		    "way to fail its fdatasync");
-	if (opts->layer_refusals && opts->fail_sync != NULL)
+	/* every driver reports its refusal states to the layer (store.h,
+	 * THE REFUSAL STATES); a failed fdatasync is how to reach two */
+	if (opts->fail_sync != NULL)
 		tcase_add_test(tc, test_refusal_states);
 	else
-		skipped(drv, "test_refusal_states", "its refusal states are "
-		    "not the layer's yet, or no way to fail its fdatasync");
+		skipped(drv, "test_refusal_states", "no way to fail its "
+		    "fdatasync");
 	if (drv->expire_to != NULL) {
 		tcase_add_test(tc, test_expire_to);
 		tcase_add_test(tc, test_expire_to_many_head);

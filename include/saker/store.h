@@ -49,12 +49,12 @@
  *   PostgreSQL after any statement the server refuses and after a lost
  *   connection (a failed statement aborts a PostgreSQL transaction; a
  *   savepoint around every call would cost a round trip each).  A driver
- *   that lost its batch tells the layer (saker_store_batch_lost(), which
- *   restores its counters), fails that call and every later call of the
- *   batch with the error ("batch rolled back") and fails the commit() that
- *   ends it, the store being as after the previous successful commit; the
- *   core answers every call of that batch SERVER_ERROR, as after a failed
- *   commit.
+ *   that lost its batch fails that call and tells the layer
+ *   (saker_store_lose_batch(), REFUSALS), which restores its counters,
+ *   refuses every later call of the batch that writes and fails the
+ *   commit() that ends it, the store being as after the previous
+ *   successful commit; the core answers every call of that batch
+ *   SERVER_ERROR, as after a failed commit.
  *   One failure is not a clean rollback: when the fsync of a commit fails,
  *   its data may already be in the file and may or may not be there after a
  *   restart; likewise when the connection to a database server breaks
@@ -380,6 +380,7 @@ typedef struct saker_store {
 	int lost;
 	char rbuf[768];
 	char lostbuf[768];
+	char lostwhy[384];	/* REASON of a lost batch */
 } saker_store;
 
 /*
@@ -1024,11 +1025,6 @@ int saker_store_dedup_iterate(saker_store *s, saker_queue *q,
 int saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
     size_t len, int64_t expires_ms, int64_t now_ms);
 
-/* For a driver that rolled its batch back outside commit() (a lost
- * connection, an aborted transaction): the counters go back to the last
- * commit too.  Its next commit() is then that of a new batch. */
-void saker_store_batch_lost(saker_store *s);
-
 /*
  * THE REFUSAL STATES.  The layer keeps them, a driver reports the event
  * where it knows it, and every driver's refusals read the same:
@@ -1039,7 +1035,11 @@ void saker_store_batch_lost(saker_store *s);
  *   was rolled back (REASON); it ends at the next commit", and the
  *   commit() that ends it fails with `code` and "TYPE LOCATION: batch
  *   rolled back: REASON" without reaching the driver (a batch lost
- *   inside commit() or commit_start() ends with that call).
+ *   inside commit() or commit_start() ends with that call; one lost
+ *   before close() ends there, the driver's close() writing what it
+ *   writes as after a commit).  REASON is the driver's (the `why` of
+ *   saker_store_lose_batch_why(): the failure that lost the batch, one
+ *   line, without the TYPE prefix), or the code's saker_strerror().
  * - writes refused (saker_store_refuse_writes): a write or fsync failed;
  *   until the store is reopened every call that writes gets
  *   SAKER_EREADONLY and "TYPE LOCATION: store is read-only after a
@@ -1053,6 +1053,7 @@ void saker_store_batch_lost(saker_store *s);
  * saker_store_refusal() instead of keeping a flag of its own.
  */
 void saker_store_lose_batch(saker_store *s, int code);
+void saker_store_lose_batch_why(saker_store *s, int code, const char *why);
 void saker_store_refuse_writes(saker_store *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void saker_store_refuse_all(saker_store *s, const char *fmt, ...)
@@ -1067,6 +1068,8 @@ bool saker_store_refuses_writes(const saker_store *s);
 bool saker_store_takes_writes(const saker_store *s);
 /* Is the store stale (reads refused too)? */
 bool saker_store_is_stale(const saker_store *s);
+/* Has the driver lost the batch under way (until the commit ending it)? */
+bool saker_store_is_lost(const saker_store *s);
 
 #ifdef __cplusplus
 }
