@@ -1,0 +1,414 @@
+/* check_lostbatch.c -- the layer's "lost batch" refusal state (store.h,
+ * REFUSALS) through a real driver: SQLite rolls a batch back under the
+ * caller when a read fails mid-way, through a VFS that fails on demand. */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "saker/store.h"
+#include "testlib.h"
+
+/*
+ * The fault: a VFS registered as SQLite's default that forwards every call
+ * to the real one, except that while `fail_reads` is above zero the next
+ * read of a database or WAL file fails with SQLITE_IOERR_READ.  SQLite
+ * rolls the whole transaction back on an I/O error inside a statement
+ * (not just the statement), which is the loss the driver reports to the
+ * layer.  A test program of its own, so that no other test runs over it.
+ */
+struct ffile {
+	sqlite3_file base;
+	sqlite3_file *real;	/* follows this struct in the same block */
+	bool data;		/* a database or WAL file: reads may fail */
+};
+
+static sqlite3_vfs fvfs;
+static sqlite3_vfs *real_vfs;
+static int fail_reads;		/* fail this many reads from now */
+static int reads_failed;	/* reads failed so far */
+
+#define REAL(f) (((struct ffile *)(f))->real)
+
+static int
+f_close(sqlite3_file *f)
+{
+	return REAL(f)->pMethods->xClose(REAL(f));
+}
+
+static int
+f_read(sqlite3_file *f, void *buf, int n, sqlite3_int64 off)
+{
+	if (((struct ffile *)f)->data && fail_reads > 0) {
+		fail_reads--;
+		reads_failed++;
+		return SQLITE_IOERR_READ;
+	}
+	return REAL(f)->pMethods->xRead(REAL(f), buf, n, off);
+}
+
+static int
+f_write(sqlite3_file *f, const void *buf, int n, sqlite3_int64 off)
+{
+	return REAL(f)->pMethods->xWrite(REAL(f), buf, n, off);
+}
+
+static int
+f_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+	return REAL(f)->pMethods->xTruncate(REAL(f), size);
+}
+
+static int
+f_sync(sqlite3_file *f, int flags)
+{
+	return REAL(f)->pMethods->xSync(REAL(f), flags);
+}
+
+static int
+f_size(sqlite3_file *f, sqlite3_int64 *size)
+{
+	return REAL(f)->pMethods->xFileSize(REAL(f), size);
+}
+
+static int
+f_lock(sqlite3_file *f, int l)
+{
+	return REAL(f)->pMethods->xLock(REAL(f), l);
+}
+
+static int
+f_unlock(sqlite3_file *f, int l)
+{
+	return REAL(f)->pMethods->xUnlock(REAL(f), l);
+}
+
+static int
+f_reserved(sqlite3_file *f, int *out)
+{
+	return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out);
+}
+
+static int
+f_fcntl(sqlite3_file *f, int op, void *arg)
+{
+	return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
+}
+
+static int
+f_sector(sqlite3_file *f)
+{
+	return REAL(f)->pMethods->xSectorSize(REAL(f));
+}
+
+static int
+f_devchar(sqlite3_file *f)
+{
+	return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f));
+}
+
+static int
+f_shmmap(sqlite3_file *f, int pg, int pgsz, int extend, void volatile **pp)
+{
+	return REAL(f)->pMethods->xShmMap(REAL(f), pg, pgsz, extend, pp);
+}
+
+static int
+f_shmlock(sqlite3_file *f, int off, int n, int flags)
+{
+	return REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
+}
+
+static void
+f_shmbarrier(sqlite3_file *f)
+{
+	REAL(f)->pMethods->xShmBarrier(REAL(f));
+}
+
+static int
+f_shmunmap(sqlite3_file *f, int del)
+{
+	return REAL(f)->pMethods->xShmUnmap(REAL(f), del);
+}
+
+static int
+f_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **pp)
+{
+	/* no memory-mapped reads: every read goes through f_read() */
+	(void)f;
+	(void)off;
+	(void)n;
+	*pp = NULL;
+	return SQLITE_OK;
+}
+
+static int
+f_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
+{
+	(void)f;
+	(void)off;
+	(void)p;
+	return SQLITE_OK;
+}
+
+static const sqlite3_io_methods fmethods = {
+	3, f_close, f_read, f_write, f_truncate, f_sync, f_size, f_lock,
+	f_unlock, f_reserved, f_fcntl, f_sector, f_devchar, f_shmmap,
+	f_shmlock, f_shmbarrier, f_shmunmap, f_fetch, f_unfetch
+};
+
+static int
+f_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
+    int *outflags)
+{
+	struct ffile *ff = (struct ffile *)f;
+	int rc;
+
+	(void)vfs;
+	ff->real = (sqlite3_file *)(ff + 1);
+	ff->data = (flags & (SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_WAL)) != 0;
+	rc = real_vfs->xOpen(real_vfs, name, ff->real, flags, outflags);
+	/* SQLite calls xClose only when pMethods is set */
+	ff->base.pMethods = ff->real->pMethods != NULL ? &fmethods : NULL;
+	return rc;
+}
+
+static void
+vfs_install(void)
+{
+	if (real_vfs != NULL)
+		return;
+	real_vfs = sqlite3_vfs_find(NULL);
+	ck_assert_ptr_nonnull(real_vfs);
+	fvfs = *real_vfs;
+	fvfs.zName = "saker-failing";
+	fvfs.szOsFile = (int)sizeof(struct ffile) + real_vfs->szOsFile;
+	fvfs.xOpen = f_open;
+	fvfs.pNext = NULL;
+	ck_assert_int_eq(sqlite3_vfs_register(&fvfs, 1), SQLITE_OK);
+}
+
+/* ------------------------------------------------------------------ */
+
+#define NBIG 2000	/* items in "big": far more pages than the head's */
+#define ITEM_LEN 1000
+
+static char *dir;
+static char spec[512];
+
+static saker_store *
+store_open(void)
+{
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	char err[512];
+
+	memset(&o, 0, sizeof(o));
+	o.create = true;
+	o.sync = SAKER_SYNC_ALWAYS;
+	ck_assert_msg(saker_store_open(spec, &o, &s, err, sizeof(err)) ==
+	    SAKER_OK, "open %s: %s", spec, err);
+	return s;
+}
+
+static saker_queue *
+queue(saker_store *s, const char *name)
+{
+	saker_queue *q = NULL;
+
+	ck_assert_msg(saker_store_queue_open(s, name, strlen(name), true, NULL,
+	    &q) == SAKER_OK, "queue %s: %s", name, saker_store_errmsg(s));
+	return q;
+}
+
+static int
+put(saker_store *s, saker_queue *q, int n)
+{
+	char data[ITEM_LEN];
+	struct saker_item it;
+
+	memset(data, 'x', sizeof(data));
+	snprintf(data, sizeof(data), "it%05d", n);
+	memset(&it, 0, sizeof(it));
+	it.len = sizeof(data);
+	it.data = data;
+	return saker_store_put(s, q, &it, 1000);
+}
+
+static void
+must_commit(saker_store *s)
+{
+	ck_assert_msg(saker_store_commit(s) == SAKER_OK, "commit: %s",
+	    saker_store_errmsg(s));
+}
+
+/* the data of the item a take handed out ("itNNNNN") */
+static int
+take_cb(void *arg, const struct saker_item *it)
+{
+	char *got = arg;
+
+	snprintf(got, 8, "%.*s", (int)(it->len < 7 ? it->len : 7),
+	    (const char *)it->data);
+	return 0;
+}
+
+static uint64_t
+items(saker_store *s, saker_queue *q)
+{
+	struct saker_queue_stats st;
+
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	return st.items;
+}
+
+static void
+setup(void)
+{
+	dir = tl_mkdtemp();
+	snprintf(spec, sizeof(spec), "sqlite:%s/s.db", dir);
+	vfs_install();
+	fail_reads = reads_failed = 0;
+}
+
+static void
+teardown(void)
+{
+	fail_reads = 0;
+	tl_rmrf(dir);
+	free(dir);
+	dir = NULL;
+}
+
+/*
+ * A batch SQLite loses mid-way.  "big" holds NBIG items written by an
+ * earlier run of the store, so that after a reopen its items are on pages
+ * the cache has not read.  In one batch: a put into "small" (its counter
+ * goes up), then takes from "big" until a read fails.  From then on
+ * (store.h, REFUSALS):
+ *   - every write of the batch gets the code and "sqlite LOCATION: this
+ *     batch was rolled back (WHY); it ends at the next commit";
+ *   - the counters are as at the last commit, for both queues;
+ *   - the commit ending the batch fails with "batch rolled back: WHY";
+ *   - the next batch is not refused, and what it does is kept.
+ */
+START_TEST(test_sqlite_batch_lost_midway)
+{
+	saker_store *s;
+	saker_queue *big, *small;
+	char got[8], want[1024], where[600];
+	int i, rc, code, taken;
+
+	s = store_open();
+	big = queue(s, "big");
+	small = queue(s, "small");
+	for (i = 0; i < NBIG; i++) {
+		ck_assert_int_eq(put(s, big, i), SAKER_OK);
+		if (i % 500 == 499)
+			must_commit(s);
+	}
+	ck_assert_int_eq(put(s, small, 0), SAKER_OK);
+	must_commit(s);
+	saker_store_close(s);
+
+	s = store_open();	/* a cold page cache */
+	big = queue(s, "big");
+	small = queue(s, "small");
+	ck_assert_uint_eq(items(s, big), NBIG);
+	ck_assert_uint_eq(items(s, small), 1);
+
+	ck_assert_int_eq(put(s, small, 1), SAKER_OK);
+	ck_assert_uint_eq(items(s, small), 2);
+	fail_reads = 1;
+	code = SAKER_OK;
+	for (taken = 0; taken < NBIG && code == SAKER_OK; taken++)
+		code = saker_store_take(s, big, SAKER_TAKE_REMOVE, 1000, take_cb,
+		    got);
+	fail_reads = 0;
+	ck_assert_msg(reads_failed == 1, "no take read a page from the file "
+	    "(%d taken)", taken);
+	ck_assert_msg(code == SAKER_EIO, "the take whose read failed: %d %s",
+	    code, saker_store_errmsg(s));
+	ck_assert_msg(taken > 1, "the first take failed: nothing of the batch "
+	    "was undone by the loss but the put");
+
+	/* the layer's message, for every write of the batch */
+	snprintf(where, sizeof(where), "sqlite %s/s.db", dir);
+	snprintf(want, sizeof(want), "%s: this batch was rolled back (%s); it "
+	    "ends at the next commit", where, saker_strerror(SAKER_EIO));
+	rc = put(s, small, 2);
+	ck_assert_int_eq(rc, SAKER_EIO);
+	ck_assert_str_eq(saker_store_errmsg(s), want);
+	rc = saker_store_take(s, small, SAKER_TAKE_REMOVE, 1000, take_cb, got);
+	ck_assert_int_eq(rc, SAKER_EIO);
+	ck_assert_str_eq(saker_store_errmsg(s), want);
+
+	/* the batch's counters are undone: the put, and the takes */
+	ck_assert_uint_eq(items(s, small), 1);
+	ck_assert_uint_eq(items(s, big), NBIG);
+
+	/* the commit that ends it says so, without a commit of the driver */
+	rc = saker_store_commit(s);
+	ck_assert_int_eq(rc, SAKER_EIO);
+	snprintf(want, sizeof(want), "%s: batch rolled back: %s", where,
+	    saker_strerror(SAKER_EIO));
+	ck_assert_str_eq(saker_store_errmsg(s), want);
+	ck_assert(saker_store_takes_writes(s));
+	ck_assert(!saker_store_refuses_writes(s));
+
+	/* the next batch is not refused: the head of "big" is its first
+	 * item again, and what it does is kept */
+	ck_assert_int_eq(put(s, small, 3), SAKER_OK);
+	memset(got, 0, sizeof(got));
+	rc = saker_store_take(s, big, SAKER_TAKE_REMOVE, 1000, take_cb, got);
+	ck_assert_msg(rc == SAKER_OK, "take after the loss: %s",
+	    saker_store_errmsg(s));
+	ck_assert_str_eq(got, "it00000");
+	must_commit(s);
+	ck_assert_uint_eq(items(s, small), 2);
+	ck_assert_uint_eq(items(s, big), NBIG - 1);
+	saker_store_close(s);
+
+	/* and it is what a reopen finds: the lost batch is not there */
+	s = store_open();
+	big = queue(s, "big");
+	small = queue(s, "small");
+	ck_assert_uint_eq(items(s, small), 2);
+	ck_assert_uint_eq(items(s, big), NBIG - 1);
+	memset(got, 0, sizeof(got));
+	ck_assert_int_eq(saker_store_take(s, small, SAKER_TAKE_REMOVE, 1000,
+	    take_cb, got), SAKER_OK);
+	ck_assert_str_eq(got, "it00000");
+	memset(got, 0, sizeof(got));
+	ck_assert_int_eq(saker_store_take(s, small, SAKER_TAKE_REMOVE, 1000,
+	    take_cb, got), SAKER_OK);
+	ck_assert_msg(strcmp(got, "it00003") == 0, "the second item of small: "
+	    "%s (the lost batch's it00001 must not be there)", got);
+	must_commit(s);
+	saker_store_close(s);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *su = suite_create("lostbatch");
+	TCase *tc = tcase_create("sqlite");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_sqlite_batch_lost_midway);
+	suite_add_tcase(su, tc);
+	sr = srunner_create(su);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
