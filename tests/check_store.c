@@ -1028,6 +1028,109 @@ START_TEST(test_journal_other_mode)
 }
 END_TEST
 
+/* One put of `data` to queue "q" and its commit, then a close (which
+ * checkpoints: the data file holds the batch, the journal starts again). */
+static void
+jn_batch_closed(const struct jdrv *d, const char *dir, const char *data)
+{
+	saker_store *s = jn_open_store(d, dir, false);
+	saker_queue *q;
+
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, true, NULL, &q),
+	    SAKER_OK);
+	lm_put_str(s, q, data);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+}
+
+/* Copy d's data file (and SQLite's WAL, which belongs to it) from
+ * directory `from` to `to`; a WAL `from` does not have goes from `to`. */
+static void
+jn_copy_data(const struct jdrv *d, const char *from, const char *to)
+{
+	char a[512], b[512];
+	int i;
+
+	for (i = 0; i < (d->own_dir ? 1 : 2); i++) {
+		snprintf(a, sizeof(a), "%s/%s", from, d->files[i]);
+		snprintf(b, sizeof(b), "%s/%s", to, d->files[i]);
+		if (access(a, F_OK) == 0)
+			copy_file(a, b);
+		else
+			unlink(b);
+	}
+	if (!d->own_dir) {	/* the WAL index is rebuilt from the WAL */
+		snprintf(b, sizeof(b), "%s/%s", to, d->files[2]);
+		unlink(b);
+	}
+}
+
+/*
+ * A data file restored from an older backup beside the journal of a later
+ * run: the journal's first batch is not the next one the data file needs,
+ * so the open refuses (SAKER_ECORRUPT) and says which batches each holds,
+ * rather than replay batches onto a state they were not made on or throw
+ * them away.  The journal is left as it was: with the data file it belongs
+ * to back in place, the open replays every batch.
+ */
+START_TEST(test_journal_older_data)
+{
+	const struct jdrv *d = &jdrvs[_i];
+	char dir[] = "/tmp/saker-jn-XXXXXX", old[] = "/tmp/saker-jo-XXXXXX";
+	char cur[] = "/tmp/saker-jc-XXXXXX", spec[512], err[1024], path[512];
+	char want[256];
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	struct stat st0, st1;
+	int rc, i;
+
+	jn_mkdir(d, dir);
+	ck_assert_ptr_nonnull(mkdtemp(old));
+	ck_assert_ptr_nonnull(mkdtemp(cur));
+	jn_batch_closed(d, dir, "zero");	/* batch 1 */
+	jn_copy_data(d, dir, old);		/* the backup */
+	jn_batch_closed(d, dir, "half");	/* batch 2 */
+	jn_crash_after_batches(d, dir);	/* 3 and 4: the journal only */
+	jn_copy_data(d, dir, cur);
+	jn_copy_data(d, old, dir);		/* the restore */
+	jn_path(d, dir, path, sizeof(path));
+	ck_assert_int_eq(stat(path, &st0), 0);
+
+	memset(&o, 0, sizeof(o));
+	o.sync = SAKER_SYNC_ALWAYS;
+	o.create = true;
+	snprintf(spec, sizeof(spec), d->spec, dir);
+	for (i = 0; i < 2; i++) {	/* the same again: nothing changed */
+		rc = saker_store_open(spec, &o, &s, err, sizeof(err));
+		ck_assert_msg(rc == SAKER_ECORRUPT && s == NULL, "%s: open: %d %s",
+		    d->name, rc, err);
+		ck_assert_msg(strstr(err, dir) != NULL, "%s: %s", d->name, err);
+		snprintf(want, sizeof(want), "journal starts at batch 3 but the "
+		    "data file holds only batches up to 1: they do not belong "
+		    "together");
+		ck_assert_msg(strstr(err, want) != NULL, "%s: %s", d->name, err);
+	}
+	ck_assert_int_eq(stat(path, &st1), 0);
+	ck_assert_int_eq(st1.st_size, st0.st_size);
+	ck_assert_int_gt(st1.st_size, 0);
+
+	jn_copy_data(d, cur, dir);
+	s = jn_open_store(d, dir, false);
+	jn_take_all(s, (const char *const[]){ "zero", "half", "one", "two",
+	    "three", NULL });
+	saker_store_close(s);
+	jn_rmstore(d, dir);
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", old, d->files[i]);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%s", cur, d->files[i]);
+		unlink(path);
+	}
+	ck_assert_int_eq(rmdir(old), 0);
+	ck_assert_int_eq(rmdir(cur), 0);
+}
+END_TEST
+
 #ifdef HAVE_SQLITE
 #include "../backends/sqlite_redo.h"
 
@@ -2811,6 +2914,7 @@ main(void)
 	tcase_add_loop_test(tc, test_journal_read_only_locked, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_foreign, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_torn, 0, NJDRVS);
+	tcase_add_loop_test(tc, test_journal_older_data, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_other_mode, 0, NJDRVS);
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, test_journal_expire_to);
