@@ -2000,6 +2000,75 @@ journal_fail_sync(bool on)
 	lj_fdatasync = on ? fdatasync_eio : real;
 }
 
+#ifdef HAVE_LMDB
+/*
+ * --sync periodic on LMDB: a commit writes the journal record, the timer's
+ * sync() fdatasyncs it.  When that fdatasync fails the kernel may have
+ * dropped the pages, so what was acknowledged since the last sync is in
+ * doubt and nothing more may be (store.h, REFUSALS): sync() fails with
+ * "fsync failed, store now read-only", every later write gets the layer's
+ * "store is read-only after a failed write", reads still work, and a
+ * reopen takes writes again.
+ */
+START_TEST(test_lmdb_periodic_sync_fails)
+{
+	char dir[] = "/tmp/saker-jn-XXXXXX", spec[512], err[1024], want[600];
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	saker_queue *q;
+	int rc;
+
+	jn_mkdir(&jdrvs[0], dir);
+	memset(&o, 0, sizeof(o));
+	o.sync = SAKER_SYNC_PERIODIC;
+	o.create = true;
+	snprintf(spec, sizeof(spec), "lmdb:%s", dir);
+	ck_assert_msg(saker_store_open(spec, &o, &s, err, sizeof(err)) ==
+	    SAKER_OK, "open: %s", err);
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, true, NULL, &q),
+	    SAKER_OK);
+	lm_put_str(s, q, "one");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert(!saker_store_refuses_writes(s));
+
+	journal_fail_sync(true);
+	rc = saker_store_sync(s);
+	journal_fail_sync(false);
+	ck_assert_int_eq(rc, SAKER_EIO);
+	snprintf(want, sizeof(want), "lmdb %s: fsync failed, store now "
+	    "read-only: ", dir);
+	ck_assert_msg(strncmp(saker_store_errmsg(s), want, strlen(want)) == 0 &&
+	    strstr(saker_store_errmsg(s), "fdatasync") != NULL, "sync: %s",
+	    saker_store_errmsg(s));
+	ck_assert(saker_store_refuses_writes(s));
+
+	rc = saker_store_put(s, q, &(struct saker_item){ .len = 3,
+	    .data = "two" }, BASE);
+	ck_assert_int_eq(rc, SAKER_EREADONLY);
+	snprintf(want, sizeof(want), "lmdb %s: store is read-only after a "
+	    "failed write: ", dir);
+	ck_assert_msg(strncmp(saker_store_errmsg(s), want, strlen(want)) == 0,
+	    "put: %s", saker_store_errmsg(s));
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, BASE,
+	    copy_cb, err), SAKER_EREADONLY);
+	lm_expect(s, SAKER_TAKE_PEEK, "one");	/* reads still work */
+	(void)saker_store_commit(s);
+	saker_store_close(s);
+
+	/* the fdatasync works again: a reopen takes writes */
+	s = jn_open_store(&jdrvs[0], dir, false);
+	ck_assert(!saker_store_refuses_writes(s));
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, false, NULL, &q),
+	    SAKER_OK);
+	lm_put_str(s, q, "two");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	jn_take_all(s, (const char *const[]){ "one", "two", NULL });
+	saker_store_close(s);
+	jn_rmstore(&jdrvs[0], dir);
+}
+END_TEST
+#endif
+
 static void
 add_driver(Suite *su, const struct saker_store_driver *drv)
 {
@@ -2918,6 +2987,7 @@ main(void)
 	tcase_add_loop_test(tc, test_journal_other_mode, 0, NJDRVS);
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, test_journal_expire_to);
+	tcase_add_test(tc, test_lmdb_periodic_sync_fails);
 #endif
 #ifdef HAVE_SQLITE
 	tcase_add_test(tc, test_sqlite_redo_records);
