@@ -1,6 +1,7 @@
-/* check_lostbatch.c -- the layer's "lost batch" refusal state (store.h,
- * REFUSALS) through a real driver: SQLite rolls a batch back under the
- * caller when a read fails mid-way, through a VFS that fails on demand. */
+/* check_sqlite_faults.c -- SQLite's storage failures through a VFS that
+ * fails reads, writes or fsyncs on demand, and the layer's refusal states
+ * (store.h, REFUSALS) they lead to: a batch lost mid-way, a failed fsync
+ * of the WAL, a failed checkpoint. */
 #include "config.h"
 
 #include <check.h>
@@ -14,9 +15,10 @@
 #include "testlib.h"
 
 /*
- * The fault: a VFS registered as SQLite's default that forwards every call
- * to the real one, except that while `fail_reads` is above zero the next
- * read of a database or WAL file fails with SQLITE_IOERR_READ.  SQLite
+ * The faults: a VFS registered as SQLite's default that forwards every
+ * call to the real one, except that while `fail_reads` (`fail_writes`,
+ * `fail_syncs`) is above zero the next read (write, sync) of a database
+ * or WAL file fails with SQLITE_IOERR_READ (_WRITE, _FSYNC).  SQLite
  * rolls the whole transaction back on an I/O error inside a statement
  * (not just the statement), which is the loss the driver reports to the
  * layer.  A test program of its own, so that no other test runs over it.
@@ -31,6 +33,8 @@ static sqlite3_vfs fvfs;
 static sqlite3_vfs *real_vfs;
 static int fail_reads;		/* fail this many reads from now */
 static int reads_failed;	/* reads failed so far */
+static int fail_writes, writes_failed;	/* the same for writes */
+static int fail_syncs, syncs_failed;	/* and for syncs */
 
 #define REAL(f) (((struct ffile *)(f))->real)
 
@@ -54,6 +58,11 @@ f_read(sqlite3_file *f, void *buf, int n, sqlite3_int64 off)
 static int
 f_write(sqlite3_file *f, const void *buf, int n, sqlite3_int64 off)
 {
+	if (((struct ffile *)f)->data && fail_writes > 0) {
+		fail_writes--;
+		writes_failed++;
+		return SQLITE_IOERR_WRITE;
+	}
 	return REAL(f)->pMethods->xWrite(REAL(f), buf, n, off);
 }
 
@@ -66,6 +75,11 @@ f_truncate(sqlite3_file *f, sqlite3_int64 size)
 static int
 f_sync(sqlite3_file *f, int flags)
 {
+	if (((struct ffile *)f)->data && fail_syncs > 0) {
+		fail_syncs--;
+		syncs_failed++;
+		return SQLITE_IOERR_FSYNC;
+	}
 	return REAL(f)->pMethods->xSync(REAL(f), flags);
 }
 
@@ -201,7 +215,7 @@ static char *dir;
 static char spec[512];
 
 static saker_store *
-store_open(void)
+store_open_sync(saker_sync_mode sync)
 {
 	struct saker_store_opts o;
 	saker_store *s = NULL;
@@ -209,10 +223,16 @@ store_open(void)
 
 	memset(&o, 0, sizeof(o));
 	o.create = true;
-	o.sync = SAKER_SYNC_ALWAYS;
+	o.sync = sync;
 	ck_assert_msg(saker_store_open(spec, &o, &s, err, sizeof(err)) ==
 	    SAKER_OK, "open %s: %s", spec, err);
 	return s;
+}
+
+static saker_store *
+store_open(void)
+{
+	return store_open_sync(SAKER_SYNC_ALWAYS);
 }
 
 static saker_queue *
@@ -274,12 +294,14 @@ setup(void)
 	snprintf(spec, sizeof(spec), "sqlite:%s/s.db", dir);
 	vfs_install();
 	fail_reads = reads_failed = 0;
+	fail_writes = writes_failed = 0;
+	fail_syncs = syncs_failed = 0;
 }
 
 static void
 teardown(void)
 {
-	fail_reads = 0;
+	fail_reads = fail_writes = fail_syncs = 0;
 	tl_rmrf(dir);
 	free(dir);
 	dir = NULL;
@@ -394,10 +416,196 @@ START_TEST(test_sqlite_batch_lost_midway)
 }
 END_TEST
 
+/* Does errmsg() start with "sqlite LOCATION: " and then `head`? */
+static void
+says_at(int line, saker_store *s, const char *head)
+{
+	char want[1024];
+	const char *e = saker_store_errmsg(s);
+
+	snprintf(want, sizeof(want), "sqlite %s/s.db: %s", dir, head);
+	ck_assert_msg(strncmp(e, want, strlen(want)) == 0, "line %d: \"%s\", "
+	    "not \"%s...\"", line, e, want);
+}
+#define says(s, head) says_at(__LINE__, (s), (head))
+
+/* Take every item of q: their numbers must be 0, 1, ... n - 1. */
+static void
+take_all(saker_store *s, saker_queue *q, int n)
+{
+	char got[8], want[16];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		memset(got, 0, sizeof(got));
+		ck_assert_msg(saker_store_take(s, q, SAKER_TAKE_REMOVE, 1000,
+		    take_cb, got) == SAKER_OK, "item %d: %s", i,
+		    saker_store_errmsg(s));
+		snprintf(want, sizeof(want), "it%05d", i);
+		ck_assert_str_eq(got, want);
+	}
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, 1000,
+	    take_cb, got), SAKER_EEMPTY);
+	must_commit(s);
+}
+
+/*
+ * --sync periodic: the timer's sync() fsyncs the WAL.  When that fsync
+ * fails the kernel may have dropped its pages, so nothing committed since
+ * the last sync can be vouched for: sync() fails with "fsync of the WAL
+ * failed", every later write gets the layer's "store is read-only after a
+ * failed write", reads still work, and a reopen takes writes again.
+ */
+START_TEST(test_sqlite_periodic_wal_fsync_fails)
+{
+	saker_store *s;
+	saker_queue *q;
+	char got[8];
+	int rc;
+
+	s = store_open_sync(SAKER_SYNC_PERIODIC);
+	q = queue(s, "q");
+	ck_assert_int_eq(put(s, q, 0), SAKER_OK);
+	must_commit(s);
+	fail_syncs = 1;
+	rc = saker_store_sync(s);
+	fail_syncs = 0;
+	ck_assert_int_eq(syncs_failed, 1);
+	ck_assert_int_eq(rc, SAKER_EIO);
+	says(s, "fsync of the WAL failed (");
+	ck_assert_msg(strstr(saker_store_errmsg(s), "refusing writes until "
+	    "restart") != NULL, "%s", saker_store_errmsg(s));
+	ck_assert(saker_store_refuses_writes(s));
+
+	ck_assert_int_eq(put(s, q, 1), SAKER_EREADONLY);
+	says(s, "store is read-only after a failed write: fsync of the WAL "
+	    "failed (");
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, 1000,
+	    take_cb, got), SAKER_EREADONLY);
+	memset(got, 0, sizeof(got));
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_PEEK, 1000,
+	    take_cb, got), SAKER_OK);
+	ck_assert_str_eq(got, "it00000");
+	(void)saker_store_commit(s);
+	saker_store_close(s);
+
+	s = store_open_sync(SAKER_SYNC_PERIODIC);
+	ck_assert(!saker_store_refuses_writes(s));
+	q = queue(s, "q");
+	ck_assert_int_eq(put(s, q, 1), SAKER_OK);
+	must_commit(s);
+	take_all(s, q, 2);
+	saker_store_close(s);
+}
+END_TEST
+
+/* More than the journal holds before a checkpoint is due (512 KiB): the
+ * commit of this batch checkpoints. */
+#define NCKPT 600
+
+/* A batch of NCKPT items after the one item 0, its commit checkpointing
+ * with the fault armed by the caller; returns the checkpoints counted
+ * before and after. */
+static void
+checkpoint_batch(saker_store *s, saker_queue *q, uint64_t *before,
+    uint64_t *after, int *writes, int *syncs)
+{
+	struct saker_store_stats st;
+	int i;
+
+	for (i = 1; i <= NCKPT; i++)
+		ck_assert_int_eq(put(s, q, i), SAKER_OK);
+	saker_store_get_stats(s, &st);
+	*before = st.checkpoints;
+	fail_writes = *writes;
+	fail_syncs = *syncs;
+	/* the batch is durable in the journal whatever the checkpoint does */
+	ck_assert_msg(saker_store_commit(s) == SAKER_OK, "commit: %s",
+	    saker_store_errmsg(s));
+	*writes = writes_failed;
+	*syncs = syncs_failed;
+	fail_writes = fail_syncs = 0;
+	saker_store_get_stats(s, &st);
+	*after = st.checkpoints;
+}
+
+/*
+ * A checkpoint whose write to the WAL fails: the batch was acknowledged
+ * (its journal record is durable), the long transaction is rebuilt from
+ * the journal, and the store goes on taking writes; nothing acknowledged
+ * is lost, and a later checkpoint (the close's) succeeds.
+ */
+START_TEST(test_sqlite_checkpoint_write_fails)
+{
+	saker_store *s;
+	saker_queue *q;
+	uint64_t before, after;
+	int writes = 1, syncs = 0;
+
+	s = store_open();
+	q = queue(s, "q");
+	ck_assert_int_eq(put(s, q, 0), SAKER_OK);
+	must_commit(s);
+	checkpoint_batch(s, q, &before, &after, &writes, &syncs);
+	ck_assert_msg(writes == 1, "the checkpoint wrote nothing (%d)", writes);
+	ck_assert_uint_eq(after, before);	/* it failed */
+	ck_assert(saker_store_takes_writes(s));
+	ck_assert_uint_eq(items(s, q), NCKPT + 1);
+	ck_assert_int_eq(put(s, q, NCKPT + 1), SAKER_OK);
+	must_commit(s);
+	saker_store_close(s);
+
+	s = store_open();
+	q = queue(s, "q");
+	ck_assert_uint_eq(items(s, q), NCKPT + 2);
+	take_all(s, q, NCKPT + 2);
+	saker_store_close(s);
+}
+END_TEST
+
+/*
+ * A checkpoint whose fsync fails: what SQLite wrote may or may not be on
+ * the disk, so the store refuses writes ("store is read-only after a
+ * failed write: checkpoint: ..."), still reads, and the reopen replays
+ * the journal: every acknowledged item is there, once.
+ */
+START_TEST(test_sqlite_checkpoint_fsync_fails)
+{
+	saker_store *s;
+	saker_queue *q;
+	uint64_t before, after;
+	int writes = 0, syncs = 1;
+	char got[8];
+
+	s = store_open();
+	q = queue(s, "q");
+	ck_assert_int_eq(put(s, q, 0), SAKER_OK);
+	must_commit(s);
+	checkpoint_batch(s, q, &before, &after, &writes, &syncs);
+	ck_assert_msg(syncs == 1, "the checkpoint synced nothing (%d)", syncs);
+	ck_assert_uint_eq(after, before);
+	ck_assert(saker_store_refuses_writes(s));
+	ck_assert_int_eq(put(s, q, NCKPT + 1), SAKER_EREADONLY);
+	says(s, "store is read-only after a failed write: checkpoint: ");
+	memset(got, 0, sizeof(got));
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_PEEK, 1000,
+	    take_cb, got), SAKER_OK);
+	ck_assert_str_eq(got, "it00000");
+	(void)saker_store_commit(s);
+	saker_store_close(s);
+
+	s = store_open();
+	q = queue(s, "q");
+	ck_assert(saker_store_takes_writes(s));
+	take_all(s, q, NCKPT + 1);
+	saker_store_close(s);
+}
+END_TEST
+
 int
 main(void)
 {
-	Suite *su = suite_create("lostbatch");
+	Suite *su = suite_create("sqlite_faults");
 	TCase *tc = tcase_create("sqlite");
 	SRunner *sr;
 	int failed;
@@ -405,6 +613,9 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_sqlite_batch_lost_midway);
+	tcase_add_test(tc, test_sqlite_periodic_wal_fsync_fails);
+	tcase_add_test(tc, test_sqlite_checkpoint_write_fails);
+	tcase_add_test(tc, test_sqlite_checkpoint_fsync_fails);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
