@@ -602,6 +602,60 @@ START_TEST(test_sqlite_checkpoint_fsync_fails)
 }
 END_TEST
 
+/*
+ * A batch lost inside commit() (store.h, REFUSALS): with --sync periodic
+ * a commit is SQLite's COMMIT, which writes the batch's pages to the WAL;
+ * when that write fails SQLite rolls the transaction back and the driver
+ * reports the batch lost during the commit.  The commit fails, the
+ * batch's counters are undone, and the loss ends with that commit: the
+ * next batch is taken, and a reopen finds the batches before and after,
+ * not the lost one.
+ */
+START_TEST(test_sqlite_commit_write_fails)
+{
+	saker_store *s;
+	saker_queue *q;
+	char got[8];
+	int rc;
+
+	s = store_open_sync(SAKER_SYNC_PERIODIC);
+	q = queue(s, "q");
+	ck_assert_int_eq(put(s, q, 0), SAKER_OK);
+	must_commit(s);
+	ck_assert_int_eq(put(s, q, 1), SAKER_OK);
+	ck_assert_uint_eq(items(s, q), 2);
+	fail_writes = 1;
+	rc = saker_store_commit(s);
+	fail_writes = 0;
+	ck_assert_int_eq(writes_failed, 1);
+	ck_assert_msg(rc == SAKER_EIO, "commit: %d %s", rc,
+	    saker_store_errmsg(s));
+	says(s, "commit: ");
+	ck_assert_uint_eq(items(s, q), 1);
+	ck_assert(saker_store_takes_writes(s));
+	ck_assert(!saker_store_refuses_writes(s));
+
+	ck_assert_msg(put(s, q, 2) == SAKER_OK, "the next batch: %s",
+	    saker_store_errmsg(s));
+	must_commit(s);
+	ck_assert_uint_eq(items(s, q), 2);
+	saker_store_close(s);
+
+	s = store_open_sync(SAKER_SYNC_PERIODIC);
+	q = queue(s, "q");
+	ck_assert_uint_eq(items(s, q), 2);
+	memset(got, 0, sizeof(got));
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, 1000,
+	    take_cb, got), SAKER_OK);
+	ck_assert_str_eq(got, "it00000");
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, 1000,
+	    take_cb, got), SAKER_OK);
+	ck_assert_str_eq(got, "it00002");
+	must_commit(s);
+	saker_store_close(s);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -613,6 +667,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_sqlite_batch_lost_midway);
+	tcase_add_test(tc, test_sqlite_commit_write_fails);
 	tcase_add_test(tc, test_sqlite_periodic_wal_fsync_fails);
 	tcase_add_test(tc, test_sqlite_checkpoint_write_fails);
 	tcase_add_test(tc, test_sqlite_checkpoint_fsync_fails);
