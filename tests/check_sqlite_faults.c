@@ -307,6 +307,54 @@ teardown(void)
 	dir = NULL;
 }
 
+/* A store whose queue "big" holds NBIG items and "small" item 0, reopened:
+ * a cold page cache, so that taking from "big" soon reads the file. */
+static saker_store *
+cold_store(saker_queue **big, saker_queue **small)
+{
+	saker_store *s = store_open();
+	int i;
+
+	*big = queue(s, "big");
+	*small = queue(s, "small");
+	for (i = 0; i < NBIG; i++) {
+		ck_assert_int_eq(put(s, *big, i), SAKER_OK);
+		if (i % 500 == 499)
+			must_commit(s);
+	}
+	ck_assert_int_eq(put(s, *small, 0), SAKER_OK);
+	must_commit(s);
+	saker_store_close(s);
+
+	s = store_open();
+	*big = queue(s, "big");
+	*small = queue(s, "small");
+	ck_assert_uint_eq(items(s, *big), NBIG);
+	ck_assert_uint_eq(items(s, *small), 1);
+	return s;
+}
+
+/* Take from "big" with the next read failing, until a take fails: SQLite
+ * rolls the transaction back, the driver reports the batch lost. */
+static void
+lose_batch(saker_store *s, saker_queue *big)
+{
+	char got[8];
+	int code = SAKER_OK, taken;
+
+	fail_reads = 1;
+	for (taken = 0; taken < NBIG && code == SAKER_OK; taken++)
+		code = saker_store_take(s, big, SAKER_TAKE_REMOVE, 1000, take_cb,
+		    got);
+	fail_reads = 0;
+	ck_assert_msg(reads_failed == 1, "no take read a page from the file "
+	    "(%d taken)", taken);
+	ck_assert_msg(code == SAKER_EIO, "the take whose read failed: %d %s",
+	    code, saker_store_errmsg(s));
+	ck_assert_msg(taken > 1, "the first take failed: no take of the batch "
+	    "was undone by the loss");
+}
+
 /*
  * A batch SQLite loses mid-way.  "big" holds NBIG items written by an
  * earlier run of the store, so that after a reopen its items are on pages
@@ -324,40 +372,12 @@ START_TEST(test_sqlite_batch_lost_midway)
 	saker_store *s;
 	saker_queue *big, *small;
 	char got[8], want[1024], where[600];
-	int i, rc, code, taken;
+	int rc;
 
-	s = store_open();
-	big = queue(s, "big");
-	small = queue(s, "small");
-	for (i = 0; i < NBIG; i++) {
-		ck_assert_int_eq(put(s, big, i), SAKER_OK);
-		if (i % 500 == 499)
-			must_commit(s);
-	}
-	ck_assert_int_eq(put(s, small, 0), SAKER_OK);
-	must_commit(s);
-	saker_store_close(s);
-
-	s = store_open();	/* a cold page cache */
-	big = queue(s, "big");
-	small = queue(s, "small");
-	ck_assert_uint_eq(items(s, big), NBIG);
-	ck_assert_uint_eq(items(s, small), 1);
-
+	s = cold_store(&big, &small);
 	ck_assert_int_eq(put(s, small, 1), SAKER_OK);
 	ck_assert_uint_eq(items(s, small), 2);
-	fail_reads = 1;
-	code = SAKER_OK;
-	for (taken = 0; taken < NBIG && code == SAKER_OK; taken++)
-		code = saker_store_take(s, big, SAKER_TAKE_REMOVE, 1000, take_cb,
-		    got);
-	fail_reads = 0;
-	ck_assert_msg(reads_failed == 1, "no take read a page from the file "
-	    "(%d taken)", taken);
-	ck_assert_msg(code == SAKER_EIO, "the take whose read failed: %d %s",
-	    code, saker_store_errmsg(s));
-	ck_assert_msg(taken > 1, "the first take failed: nothing of the batch "
-	    "was undone by the loss but the put");
+	lose_batch(s, big);
 
 	/* the layer's message, for every write of the batch */
 	snprintf(where, sizeof(where), "sqlite %s/s.db", dir);
@@ -656,6 +676,66 @@ START_TEST(test_sqlite_commit_write_fails)
 }
 END_TEST
 
+struct names {
+	char list[256];
+};
+
+static int
+name_cb(void *arg, const char *name, size_t len)
+{
+	struct names *n = arg;
+	size_t at = strlen(n->list);
+
+	snprintf(n->list + at, sizeof(n->list) - at, "%s%.*s", at ? "," : "",
+	    (int)len, name);
+	return 0;
+}
+
+/*
+ * The queues of a lost batch go back too: a queue the batch made is not
+ * there (its handle is dead, a lookup does not find it, the listing does
+ * not name it), a queue it deleted is back with its items; the next batch
+ * can make the same queue again.
+ */
+START_TEST(test_sqlite_batch_lost_queues)
+{
+	saker_store *s;
+	saker_queue *big, *small, *made, *q;
+	struct names n;
+
+	s = cold_store(&big, &small);
+	made = queue(s, "made");
+	ck_assert_int_eq(put(s, made, 7), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_delete(s, small), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_open(s, "small", 5, false, NULL, &q),
+	    SAKER_ENOTFOUND);
+	lose_batch(s, big);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_EIO);
+
+	ck_assert_int_eq(saker_store_queue_open(s, "made", 4, false, NULL, &q),
+	    SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_queue_open(s, "small", 5, false, NULL,
+	    &small), SAKER_OK);
+	ck_assert_uint_eq(items(s, small), 1);
+	memset(&n, 0, sizeof(n));
+	ck_assert_int_eq(saker_store_queues(s, name_cb, &n), SAKER_OK);
+	ck_assert_msg(strstr(n.list, "made") == NULL && strstr(n.list, "small")
+	    != NULL && strstr(n.list, "big") != NULL, "queues: %s", n.list);
+
+	made = queue(s, "made");
+	ck_assert_int_eq(put(s, made, 0), SAKER_OK);
+	must_commit(s);
+	saker_store_close(s);
+	s = store_open();
+	made = queue(s, "made");
+	small = queue(s, "small");
+	ck_assert_uint_eq(items(s, made), 1);
+	take_all(s, made, 1);
+	take_all(s, small, 1);
+	saker_store_close(s);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -668,6 +748,7 @@ main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_sqlite_batch_lost_midway);
 	tcase_add_test(tc, test_sqlite_commit_write_fails);
+	tcase_add_test(tc, test_sqlite_batch_lost_queues);
 	tcase_add_test(tc, test_sqlite_periodic_wal_fsync_fails);
 	tcase_add_test(tc, test_sqlite_checkpoint_write_fails);
 	tcase_add_test(tc, test_sqlite_checkpoint_fsync_fails);
