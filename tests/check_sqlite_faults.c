@@ -736,6 +736,110 @@ START_TEST(test_sqlite_batch_lost_queues)
 }
 END_TEST
 
+static int
+iter_count(void *arg, const struct saker_item *it)
+{
+	(void)it;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* Is the store stale, every call refused with the layer's "store failed
+ * and must be reopened: WHY", reads too? */
+static void
+stale_at(int line, saker_store *s, saker_queue *q, const char *why)
+{
+	char head[512], got[8];
+	int n = 0;
+
+	snprintf(head, sizeof(head), "store failed and must be reopened: %s",
+	    why);
+	ck_assert_msg(saker_store_is_stale(s), "line %d: not stale: %s", line,
+	    saker_store_errmsg(s));
+	ck_assert_int_eq(put(s, q, 99), SAKER_EIO);
+	says_at(line, s, head);
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_PEEK, 1000, take_cb,
+	    got), SAKER_EIO);
+	says_at(line, s, head);
+	ck_assert_int_eq(saker_store_iterate(s, q, iter_count, &n), SAKER_EIO);
+	ck_assert_int_eq(n, 0);
+}
+#define stale(s, q, why) stale_at(__LINE__, (s), (q), (why))
+
+/*
+ * A checkpoint fails (its WAL write), and so does the rebuild of the long
+ * transaction from the journal (every read fails): SQLite holds only what
+ * the last checkpoint wrote, not the batches acknowledged since, so the
+ * store cannot answer reads either (store.h, REFUSALS: stale) -- a peek
+ * must not say "empty" about a queue of 601 acknowledged items.  A reopen
+ * replays the journal: every item is there.
+ */
+START_TEST(test_sqlite_checkpoint_rebuild_fails)
+{
+	saker_store *s;
+	saker_queue *q;
+	uint64_t before, after;
+	int writes = 1, syncs = 0;
+
+	s = store_open();
+	q = queue(s, "q");
+	ck_assert_int_eq(put(s, q, 0), SAKER_OK);
+	must_commit(s);
+	fail_reads = 1000000;	/* every read, from the checkpoint on */
+	checkpoint_batch(s, q, &before, &after, &writes, &syncs);
+	fail_reads = 0;
+	ck_assert_msg(writes == 1 && reads_failed > 0, "writes %d reads %d "
+	    "failed", writes, reads_failed);
+	ck_assert_uint_eq(after, before);
+	stale(s, q, "checkpoint failed and replaying the journal failed: ");
+	(void)saker_store_commit(s);
+	saker_store_close(s);
+
+	s = store_open();
+	q = queue(s, "q");
+	ck_assert(saker_store_takes_writes(s));
+	take_all(s, q, NCKPT + 1);
+	saker_store_close(s);
+}
+END_TEST
+
+/*
+ * SQLite rolls the long transaction back (a read fails mid-batch) and the
+ * rebuild from the journal fails too (every read fails): the batch
+ * acknowledged since the last checkpoint is not in SQLite, so the store
+ * is stale, reads refused; a reopen replays it.
+ */
+START_TEST(test_sqlite_rebuild_fails)
+{
+	saker_store *s;
+	saker_queue *big, *small;
+	char got[8];
+	int code = SAKER_OK, taken;
+
+	s = cold_store(&big, &small);
+	ck_assert_int_eq(put(s, small, 1), SAKER_OK);
+	must_commit(s);		/* in the journal only */
+	fail_reads = 1000000;
+	for (taken = 0; taken < NBIG && code == SAKER_OK; taken++)
+		code = saker_store_take(s, big, SAKER_TAKE_REMOVE, 1000, take_cb,
+		    got);
+	fail_reads = 0;
+	ck_assert_msg(code == SAKER_EIO, "take: %d %s", code,
+	    saker_store_errmsg(s));
+	stale(s, small, "the transaction since the last checkpoint was rolled "
+	    "back and replaying the journal failed: ");
+	(void)saker_store_commit(s);
+	saker_store_close(s);
+
+	s = store_open();
+	big = queue(s, "big");
+	small = queue(s, "small");
+	ck_assert_uint_eq(items(s, big), NBIG);
+	take_all(s, small, 2);
+	saker_store_close(s);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -749,6 +853,8 @@ main(void)
 	tcase_add_test(tc, test_sqlite_batch_lost_midway);
 	tcase_add_test(tc, test_sqlite_commit_write_fails);
 	tcase_add_test(tc, test_sqlite_batch_lost_queues);
+	tcase_add_test(tc, test_sqlite_checkpoint_rebuild_fails);
+	tcase_add_test(tc, test_sqlite_rebuild_fails);
 	tcase_add_test(tc, test_sqlite_periodic_wal_fsync_fails);
 	tcase_add_test(tc, test_sqlite_checkpoint_write_fails);
 	tcase_add_test(tc, test_sqlite_checkpoint_fsync_fails);
