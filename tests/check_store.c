@@ -482,6 +482,50 @@ START_TEST(test_memory_limit)
 }
 END_TEST
 
+/*
+ * A set with a deduplication id whose put fails (the memory store is
+ * full): the id is not kept, so the producer's retry, once there is room,
+ * is stored -- not answered as a duplicate of an item that was never
+ * put (which would lose it).  The retry's id is kept from then on.
+ */
+START_TEST(test_memory_full_dedup)
+{
+	static char big[4097], small[100];
+	struct saker_store_opts opts;
+	struct saker_queue_stats st;
+	saker_store *s = NULL;
+	saker_queue *q = NULL;
+	char err[128];
+
+	memset(&opts, 0, sizeof(opts));
+	ck_assert_int_eq(saker_store_open("memory,max-memory=4k", &opts, &s, err,
+	    sizeof(err)), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_open(s, "m", 1, true, NULL, &q),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_put_once(s, q, &(struct saker_item){
+	    .len = sizeof(big), .data = big }, "k1", 2, 60000, 0, BASE),
+	    SAKER_ENOMEM);
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.dedup_ids, 0);
+
+	ck_assert_int_eq(saker_store_put_once(s, q, &(struct saker_item){
+	    .len = sizeof(small), .data = small }, "k1", 2, 60000, 0, BASE),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_put_once(s, q, &(struct saker_item){
+	    .len = sizeof(small), .data = small }, "k1", 2, 60000, 0, BASE),
+	    SAKER_EEXIST);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 1);
+	ck_assert_uint_eq(st.dedup_ids, 1);
+	ck_assert_uint_eq(st.dedup_hits, 1);
+	saker_store_close(s);
+}
+END_TEST
+
 START_TEST(test_memory_read_only)
 {
 	const struct saker_store_driver *d = &saker_store_memory;
@@ -2972,6 +3016,7 @@ main(void)
 	if (saker_store_memory.open != NULL) {
 		tc = tcase_create("memory-extra");
 		tcase_add_test(tc, test_memory_limit);
+		tcase_add_test(tc, test_memory_full_dedup);
 		tcase_add_test(tc, test_memory_read_only);
 		tcase_add_test(tc, test_memory_spec);
 		tcase_add_test(tc, test_store_options);
