@@ -1072,6 +1072,87 @@ START_TEST(test_journal_other_mode)
 }
 END_TEST
 
+/*
+ * A flush and a delete that only the journal holds (a crash before any
+ * checkpoint) are replayed: the flushed queue has only what came after,
+ * its delayed item is gone too, and keeps its deduplication ids (a flush
+ * does); the deleted queue is gone with its ids (a retry of its id is a
+ * new set once the queue is made again).
+ */
+START_TEST(test_journal_flush_delete)
+{
+	const struct jdrv *d = &jdrvs[_i];
+	char dir[] = "/tmp/saker-jn-XXXXXX";
+	struct saker_queue_stats st;
+	struct saker_item it;
+	saker_store *s;
+	saker_queue *q, *g;
+	int64_t next = 0;
+	pid_t pid;
+	int wst;
+
+	jn_mkdir(d, dir);
+	if ((pid = fork()) == 0) {
+		s = jn_open_store(d, dir, false);
+		if (saker_store_queue_open(s, "q", 1, true, NULL, &q) != 0 ||
+		    saker_store_queue_open(s, "gone", 4, true, NULL, &g) != 0)
+			_exit(2);
+		lm_put_str(s, q, "one");
+		memset(&it, 0, sizeof(it));
+		it.data = "later";
+		it.len = 5;
+		it.due_ms = BASE + 100000;
+		if (saker_store_put(s, q, &it, BASE) != SAKER_OK)
+			_exit(3);
+		it.due_ms = 0;
+		it.data = "x";
+		it.len = 1;
+		if (saker_store_put_once(s, q, &it, "kq", 2, 3600000, 0, BASE) !=
+		    SAKER_OK || saker_store_put_once(s, g, &it, "kg", 2, 3600000,
+		    0, BASE) != SAKER_OK || saker_store_commit(s) != SAKER_OK)
+			_exit(4);
+		if (saker_store_queue_flush(s, q) != SAKER_OK ||
+		    saker_store_queue_delete(s, g) != SAKER_OK ||
+		    saker_store_commit(s) != SAKER_OK)
+			_exit(5);
+		lm_put_str(s, q, "after");
+		if (saker_store_commit(s) != SAKER_OK)
+			_exit(6);
+		kill(getpid(), SIGKILL);	/* a crash, as above */
+		_exit(7);
+	}
+	ck_assert_int_ge(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+	ck_assert_msg(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL,
+	    "%s: child: %d", d->name, wst);
+
+	s = jn_open_store(d, dir, false);
+	ck_assert_int_eq(saker_store_queue_open(s, "gone", 4, false, NULL, &g),
+	    SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, false, NULL, &q),
+	    SAKER_OK);
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 1);
+	ck_assert_uint_eq(st.delayed_items, 0);
+	ck_assert_uint_eq(st.dedup_ids, 1);
+	ck_assert_int_eq(saker_store_promote(s, BASE + 200000, &next), SAKER_OK);
+	jn_take_all(s, (const char *const[]){ "after", NULL });
+	memset(&it, 0, sizeof(it));
+	it.data = "y";
+	it.len = 1;
+	ck_assert_int_eq(saker_store_put_once(s, q, &it, "kq", 2, 3600000, 0,
+	    BASE), SAKER_EEXIST);
+	ck_assert_int_eq(saker_store_queue_open(s, "gone", 4, true, NULL, &g),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_put_once(s, g, &it, "kg", 2, 3600000, 0,
+	    BASE), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+	jn_rmstore(d, dir);
+}
+END_TEST
+
 /* One put of `data` to queue "q" and its commit, then a close (which
  * checkpoints: the data file holds the batch, the journal starts again). */
 static void
@@ -3029,6 +3110,7 @@ main(void)
 	tcase_add_loop_test(tc, test_journal_foreign, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_torn, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_older_data, 0, NJDRVS);
+	tcase_add_loop_test(tc, test_journal_flush_delete, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_other_mode, 0, NJDRVS);
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, test_journal_expire_to);
