@@ -1153,6 +1153,144 @@ START_TEST(test_journal_flush_delete)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* a store spec that names something else (a wrong path, another
+ * program's database, a newer build's store): the open refuses with what
+ * it found, and leaves it as it was */
+
+/* Open `spec` for writing, creating it if need be: expect `want` and an
+ * error naming `has`. */
+static void
+open_refused(const char *spec, int want, const char *has)
+{
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	char err[1024];
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.create = true;
+	rc = saker_store_open(spec, &o, &s, err, sizeof(err));
+	ck_assert_msg(rc == want && s == NULL, "%s: %d, not %d: %s", spec, rc,
+	    want, err);
+	ck_assert_msg(strstr(err, has) != NULL, "%s: \"%s\" does not say "
+	    "\"%s\"", spec, err, has);
+}
+
+/* The size and modification time of path, to see it left alone. */
+static void
+file_id(const char *path, struct stat *sb)
+{
+	ck_assert_msg(stat(path, sb) == 0, "%s: %s", path, strerror(errno));
+}
+
+static void
+same_file(const char *path, const struct stat *was)
+{
+	struct stat now;
+
+	file_id(path, &now);
+	ck_assert_msg(now.st_size == was->st_size &&
+	    now.st_mtim.tv_sec == was->st_mtim.tv_sec &&
+	    now.st_mtim.tv_nsec == was->st_mtim.tv_nsec, "%s was changed", path);
+}
+
+#ifdef HAVE_LMDB
+#include <lmdb.h>
+
+START_TEST(test_lmdb_foreign_dir)
+{
+	char dir[] = "/tmp/saker-fo-XXXXXX", path[512], spec[600];
+	struct stat was;
+	MDB_env *env;
+	MDB_txn *t;
+	MDB_dbi dbi;
+	MDB_val k = { 1, "k" }, v = { 1, "v" };
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(spec, sizeof(spec), "lmdb:%s", dir);
+	/* somebody's directory: no data.mdb made in it */
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fputs("mine\n", f);
+	fclose(f);
+	file_id(path, &was);
+	open_refused(spec, SAKER_ECORRUPT, " is not a saker store: it holds "
+	    "files (notes.txt, ...) but no data.mdb");
+	same_file(path, &was);
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	ck_assert_int_eq(unlink(path), 0);
+
+	/* another program's LMDB database */
+	ck_assert_int_eq(mdb_env_create(&env), 0);
+	ck_assert_int_eq(mdb_env_set_maxdbs(env, 2), 0);
+	ck_assert_int_eq(mdb_env_open(env, dir, 0, 0600), 0);
+	ck_assert_int_eq(mdb_txn_begin(env, NULL, 0, &t), 0);
+	ck_assert_int_eq(mdb_dbi_open(t, "theirs", MDB_CREATE, &dbi), 0);
+	ck_assert_int_eq(mdb_put(t, dbi, &k, &v, 0), 0);
+	ck_assert_int_eq(mdb_txn_commit(t), 0);
+	mdb_env_close(env);
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	file_id(path, &was);
+	open_refused(spec, SAKER_ECORRUPT, "/data.mdb is an LMDB database but "
+	    "not a saker store (no \"");
+	same_file(path, &was);
+	jn_rmstore(&jdrvs[0], dir);
+}
+END_TEST
+#endif
+
+#ifdef HAVE_SQLITE
+#include <sqlite3.h>
+
+static int64_t sq_user_version(const char *path);
+
+START_TEST(test_sqlite_foreign_file)
+{
+	char dir[] = "/tmp/saker-fo-XXXXXX", path[512], spec[600];
+	struct stat was;
+	saker_store *s;
+	sqlite3 *db;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/app.db", dir);
+	snprintf(spec, sizeof(spec), "sqlite:%s", path);
+	/* another program's database */
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "PRAGMA application_id=1234; "
+	    "CREATE TABLE t(x); INSERT INTO t VALUES(1)", NULL, NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(db);
+	file_id(path, &was);
+	open_refused(spec, SAKER_ECORRUPT, "app.db: an SQLite database but not "
+	    "a saker store (application_id 0x4d2)");
+	same_file(path, &was);
+	ck_assert_int_eq(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/app.db.lock", dir);
+	(void)unlink(path);	/* the layer's lock, if it took one */
+	ck_assert_int_eq(rmdir(dir), 0);
+
+	/* a store a newer build wrote (its format version above ours) */
+	ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/saker-fo-XXXXXX")));
+	snprintf(path, sizeof(path), "%s/store.db", dir);
+	snprintf(spec, sizeof(spec), "sqlite:%s", path);
+	s = jn_open_store(&jdrvs[NJDRVS - 1], dir, false);
+	saker_store_close(s);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "PRAGMA user_version=99", NULL, NULL,
+	    NULL), SQLITE_OK);
+	sqlite3_close(db);
+	open_refused(spec, SAKER_EVERSION, "store.db: format version 99 is "
+	    "newer than this build (");
+	ck_assert_int_eq(sq_user_version(path), 99);
+	jn_rmstore(&jdrvs[NJDRVS - 1], dir);
+}
+END_TEST
+#endif
+
 /* One put of `data` to queue "q" and its commit, then a close (which
  * checkpoints: the data file holds the batch, the journal starts again). */
 static void
@@ -3125,6 +3263,16 @@ main(void)
 	tcase_add_loop_test(tc, test_sqlite_lost_batch_ids, 0, 2);
 	tcase_add_test(tc, test_sqlite_unwritable);
 	tcase_add_loop_test(tc, test_sqlite_expire_to_many, 0, 2);
+#endif
+	suite_add_tcase(su, tc);
+#endif
+#if defined(HAVE_LMDB) || defined(HAVE_SQLITE)
+	tc = tcase_create("foreign");
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, test_lmdb_foreign_dir);
+#endif
+#ifdef HAVE_SQLITE
+	tcase_add_test(tc, test_sqlite_foreign_file);
 #endif
 	suite_add_tcase(su, tc);
 #endif
