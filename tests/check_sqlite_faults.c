@@ -38,6 +38,17 @@ static int fail_syncs, syncs_failed;	/* and for syncs */
 
 #define REAL(f) (((struct ffile *)(f))->real)
 
+/* Does this call on f fail: a database or WAL file, a fault armed? */
+static bool
+fails(sqlite3_file *f, int *armed, int *failed)
+{
+	if (!((struct ffile *)f)->data || *armed <= 0)
+		return false;
+	(*armed)--;
+	(*failed)++;
+	return true;
+}
+
 static int
 f_close(sqlite3_file *f)
 {
@@ -47,22 +58,16 @@ f_close(sqlite3_file *f)
 static int
 f_read(sqlite3_file *f, void *buf, int n, sqlite3_int64 off)
 {
-	if (((struct ffile *)f)->data && fail_reads > 0) {
-		fail_reads--;
-		reads_failed++;
+	if (fails(f, &fail_reads, &reads_failed))
 		return SQLITE_IOERR_READ;
-	}
 	return REAL(f)->pMethods->xRead(REAL(f), buf, n, off);
 }
 
 static int
 f_write(sqlite3_file *f, const void *buf, int n, sqlite3_int64 off)
 {
-	if (((struct ffile *)f)->data && fail_writes > 0) {
-		fail_writes--;
-		writes_failed++;
+	if (fails(f, &fail_writes, &writes_failed))
 		return SQLITE_IOERR_WRITE;
-	}
 	return REAL(f)->pMethods->xWrite(REAL(f), buf, n, off);
 }
 
@@ -75,11 +80,8 @@ f_truncate(sqlite3_file *f, sqlite3_int64 size)
 static int
 f_sync(sqlite3_file *f, int flags)
 {
-	if (((struct ffile *)f)->data && fail_syncs > 0) {
-		fail_syncs--;
-		syncs_failed++;
+	if (fails(f, &fail_syncs, &syncs_failed))
 		return SQLITE_IOERR_FSYNC;
-	}
 	return REAL(f)->pMethods->xSync(REAL(f), flags);
 }
 
@@ -469,6 +471,18 @@ take_all(saker_store *s, saker_queue *q, int n)
 	must_commit(s);
 }
 
+/* A --sync periodic store whose queue "q" holds item 0, committed. */
+static saker_store *
+periodic_with_one(saker_queue **q)
+{
+	saker_store *s = store_open_sync(SAKER_SYNC_PERIODIC);
+
+	*q = queue(s, "q");
+	ck_assert_int_eq(put(s, *q, 0), SAKER_OK);
+	must_commit(s);
+	return s;
+}
+
 /*
  * --sync periodic: the timer's sync() fsyncs the WAL.  When that fsync
  * fails the kernel may have dropped its pages, so nothing committed since
@@ -483,10 +497,7 @@ START_TEST(test_sqlite_periodic_wal_fsync_fails)
 	char got[8];
 	int rc;
 
-	s = store_open_sync(SAKER_SYNC_PERIODIC);
-	q = queue(s, "q");
-	ck_assert_int_eq(put(s, q, 0), SAKER_OK);
-	must_commit(s);
+	s = periodic_with_one(&q);
 	fail_syncs = 1;
 	rc = saker_store_sync(s);
 	fail_syncs = 0;
@@ -523,30 +534,57 @@ END_TEST
  * commit of this batch checkpoints. */
 #define NCKPT 600
 
-/* A batch of NCKPT items after the one item 0, its commit checkpointing
- * with the fault armed by the caller; returns the checkpoints counted
- * before and after. */
-static void
-checkpoint_batch(saker_store *s, saker_queue *q, uint64_t *before,
-    uint64_t *after, int *writes, int *syncs)
+/*
+ * A store with item 0 committed, then a batch of NCKPT more whose commit
+ * checkpoints with the next `writes` writes, `syncs` syncs and `reads`
+ * reads failing: the commit succeeds all the same (the batch is durable
+ * in the journal), the checkpoint is not counted, and the faults armed
+ * were met (a read fault: at least one).  Returns the store and *q.
+ */
+static saker_store *
+checkpoint_fails(int writes, int syncs, int reads, saker_queue **q)
 {
 	struct saker_store_stats st;
+	saker_store *s = store_open();
+	uint64_t before;
 	int i;
 
+	*q = queue(s, "q");
+	ck_assert_int_eq(put(s, *q, 0), SAKER_OK);
+	must_commit(s);
 	for (i = 1; i <= NCKPT; i++)
-		ck_assert_int_eq(put(s, q, i), SAKER_OK);
+		ck_assert_int_eq(put(s, *q, i), SAKER_OK);
 	saker_store_get_stats(s, &st);
-	*before = st.checkpoints;
-	fail_writes = *writes;
-	fail_syncs = *syncs;
-	/* the batch is durable in the journal whatever the checkpoint does */
+	before = st.checkpoints;
+	fail_writes = writes;
+	fail_syncs = syncs;
+	fail_reads = reads;
 	ck_assert_msg(saker_store_commit(s) == SAKER_OK, "commit: %s",
 	    saker_store_errmsg(s));
-	*writes = writes_failed;
-	*syncs = syncs_failed;
-	fail_writes = fail_syncs = 0;
+	fail_writes = fail_syncs = fail_reads = 0;
+	ck_assert_msg(writes_failed == writes && syncs_failed == syncs &&
+	    (reads == 0) == (reads_failed == 0), "the checkpoint met %d of %d "
+	    "write, %d of %d sync and %d read faults", writes_failed, writes,
+	    syncs_failed, syncs, reads_failed);
 	saker_store_get_stats(s, &st);
-	*after = st.checkpoints;
+	ck_assert_uint_eq(st.checkpoints, before);
+	return s;
+}
+
+/* Close s, reopen: it takes writes, and "q" holds items 0 .. n - 1. */
+static void
+reopen_holds(saker_store *s, int n)
+{
+	saker_queue *q;
+
+	(void)saker_store_commit(s);
+	saker_store_close(s);
+	s = store_open();
+	q = queue(s, "q");
+	ck_assert(saker_store_takes_writes(s));
+	ck_assert_uint_eq(items(s, q), (uint64_t)n);
+	take_all(s, q, n);
+	saker_store_close(s);
 }
 
 /*
@@ -557,29 +595,14 @@ checkpoint_batch(saker_store *s, saker_queue *q, uint64_t *before,
  */
 START_TEST(test_sqlite_checkpoint_write_fails)
 {
-	saker_store *s;
 	saker_queue *q;
-	uint64_t before, after;
-	int writes = 1, syncs = 0;
+	saker_store *s = checkpoint_fails(1, 0, 0, &q);
 
-	s = store_open();
-	q = queue(s, "q");
-	ck_assert_int_eq(put(s, q, 0), SAKER_OK);
-	must_commit(s);
-	checkpoint_batch(s, q, &before, &after, &writes, &syncs);
-	ck_assert_msg(writes == 1, "the checkpoint wrote nothing (%d)", writes);
-	ck_assert_uint_eq(after, before);	/* it failed */
 	ck_assert(saker_store_takes_writes(s));
 	ck_assert_uint_eq(items(s, q), NCKPT + 1);
 	ck_assert_int_eq(put(s, q, NCKPT + 1), SAKER_OK);
 	must_commit(s);
-	saker_store_close(s);
-
-	s = store_open();
-	q = queue(s, "q");
-	ck_assert_uint_eq(items(s, q), NCKPT + 2);
-	take_all(s, q, NCKPT + 2);
-	saker_store_close(s);
+	reopen_holds(s, NCKPT + 2);
 }
 END_TEST
 
@@ -591,19 +614,10 @@ END_TEST
  */
 START_TEST(test_sqlite_checkpoint_fsync_fails)
 {
-	saker_store *s;
 	saker_queue *q;
-	uint64_t before, after;
-	int writes = 0, syncs = 1;
+	saker_store *s = checkpoint_fails(0, 1, 0, &q);
 	char got[8];
 
-	s = store_open();
-	q = queue(s, "q");
-	ck_assert_int_eq(put(s, q, 0), SAKER_OK);
-	must_commit(s);
-	checkpoint_batch(s, q, &before, &after, &writes, &syncs);
-	ck_assert_msg(syncs == 1, "the checkpoint synced nothing (%d)", syncs);
-	ck_assert_uint_eq(after, before);
 	ck_assert(saker_store_refuses_writes(s));
 	ck_assert_int_eq(put(s, q, NCKPT + 1), SAKER_EREADONLY);
 	says(s, "store is read-only after a failed write: checkpoint: ");
@@ -611,14 +625,7 @@ START_TEST(test_sqlite_checkpoint_fsync_fails)
 	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_PEEK, 1000,
 	    take_cb, got), SAKER_OK);
 	ck_assert_str_eq(got, "it00000");
-	(void)saker_store_commit(s);
-	saker_store_close(s);
-
-	s = store_open();
-	q = queue(s, "q");
-	ck_assert(saker_store_takes_writes(s));
-	take_all(s, q, NCKPT + 1);
-	saker_store_close(s);
+	reopen_holds(s, NCKPT + 1);
 }
 END_TEST
 
@@ -638,10 +645,7 @@ START_TEST(test_sqlite_commit_write_fails)
 	char got[8];
 	int rc;
 
-	s = store_open_sync(SAKER_SYNC_PERIODIC);
-	q = queue(s, "q");
-	ck_assert_int_eq(put(s, q, 0), SAKER_OK);
-	must_commit(s);
+	s = periodic_with_one(&q);
 	ck_assert_int_eq(put(s, q, 1), SAKER_OK);
 	ck_assert_uint_eq(items(s, q), 2);
 	fail_writes = 1;
@@ -776,30 +780,12 @@ stale_at(int line, saker_store *s, saker_queue *q, const char *why)
  */
 START_TEST(test_sqlite_checkpoint_rebuild_fails)
 {
-	saker_store *s;
 	saker_queue *q;
-	uint64_t before, after;
-	int writes = 1, syncs = 0;
+	/* every read fails, from the checkpoint on */
+	saker_store *s = checkpoint_fails(1, 0, 1000000, &q);
 
-	s = store_open();
-	q = queue(s, "q");
-	ck_assert_int_eq(put(s, q, 0), SAKER_OK);
-	must_commit(s);
-	fail_reads = 1000000;	/* every read, from the checkpoint on */
-	checkpoint_batch(s, q, &before, &after, &writes, &syncs);
-	fail_reads = 0;
-	ck_assert_msg(writes == 1 && reads_failed > 0, "writes %d reads %d "
-	    "failed", writes, reads_failed);
-	ck_assert_uint_eq(after, before);
 	stale(s, q, "checkpoint failed and replaying the journal failed: ");
-	(void)saker_store_commit(s);
-	saker_store_close(s);
-
-	s = store_open();
-	q = queue(s, "q");
-	ck_assert(saker_store_takes_writes(s));
-	take_all(s, q, NCKPT + 1);
-	saker_store_close(s);
+	reopen_holds(s, NCKPT + 1);
 }
 END_TEST
 
