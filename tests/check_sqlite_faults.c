@@ -826,6 +826,49 @@ START_TEST(test_sqlite_rebuild_fails)
 }
 END_TEST
 
+/*
+ * A queue delete that fails (a read of the queue's pages fails, SQLite
+ * rolls the batch back): the queue is still there, with the items it
+ * had at the last commit (the batch's put into it undone), its handle
+ * still good; the commit says the batch was rolled back, and the next
+ * batch takes from it.
+ */
+START_TEST(test_sqlite_delete_fails)
+{
+	saker_store *s;
+	saker_queue *big, *small, *q;
+	char got[8];
+	int rc;
+
+	s = cold_store(&big, &small);
+	ck_assert_int_eq(put(s, big, NBIG), SAKER_OK);
+	ck_assert_uint_eq(items(s, big), NBIG + 1);
+	fail_reads = 1;
+	rc = saker_store_queue_delete(s, big);
+	fail_reads = 0;
+	ck_assert_int_eq(reads_failed, 1);
+	ck_assert_msg(rc == SAKER_EIO, "delete: %d %s", rc,
+	    saker_store_errmsg(s));
+	ck_assert_uint_eq(items(s, big), NBIG);
+	ck_assert_int_eq(saker_store_queue_open(s, "big", 3, false, NULL, &q),
+	    SAKER_OK);
+	ck_assert_ptr_eq(q, big);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_EIO);
+	says(s, "batch rolled back: ");
+
+	memset(got, 0, sizeof(got));
+	ck_assert_int_eq(saker_store_take(s, big, SAKER_TAKE_REMOVE, 1000,
+	    take_cb, got), SAKER_OK);
+	ck_assert_str_eq(got, "it00000");
+	must_commit(s);
+	saker_store_close(s);
+	s = store_open();
+	big = queue(s, "big");
+	ck_assert_uint_eq(items(s, big), NBIG - 1);
+	saker_store_close(s);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -839,6 +882,7 @@ main(void)
 	tcase_add_test(tc, test_sqlite_batch_lost_midway);
 	tcase_add_test(tc, test_sqlite_commit_write_fails);
 	tcase_add_test(tc, test_sqlite_batch_lost_queues);
+	tcase_add_test(tc, test_sqlite_delete_fails);
 	tcase_add_test(tc, test_sqlite_checkpoint_rebuild_fails);
 	tcase_add_test(tc, test_sqlite_rebuild_fails);
 	tcase_add_test(tc, test_sqlite_periodic_wal_fsync_fails);
