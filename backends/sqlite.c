@@ -799,12 +799,14 @@ sq_rebuild(struct sq_store *s)
 			    "replayed from the journal", s->path, n);
 		return;
 	}
-	saker_store_refuse_writes(&s->base, "the transaction since the last "
+	/* SQLite holds the last checkpoint, not the batches acknowledged
+	 * since: reads would miss them (stale, as on LMDB) */
+	saker_store_refuse_all(&s->base, "the transaction since the last "
 	    "checkpoint was rolled back and replaying the journal failed: %s",
 	    s->lt.err);
 	snprintf(s->err, sizeof(s->err), "sqlite %s: the transaction since the"
 	    " last checkpoint was rolled back and replaying the journal failed"
-	    " (%s); refusing writes until restart, which replays it again",
+	    " (%s); refusing every call until restart, which replays it again",
 	    s->path, s->lt.err);
 	log_error("%s", s->err);
 }
@@ -854,10 +856,12 @@ sq_checkpoint(struct sq_store *s)
 		    s->err);
 	s->ckpt_failing = true;
 	if (!rebuilt) {
-		saker_store_refuse_writes(&s->base, "checkpoint failed and "
+		/* as in sq_rebuild(): reads would miss what the journal
+		 * holds */
+		saker_store_refuse_all(&s->base, "checkpoint failed and "
 		    "replaying the journal failed: %s", s->lt.err);
 		snprintf(s->err, sizeof(s->err), "sqlite %s: checkpoint failed "
-		    "and replaying the journal failed (%s); refusing writes "
+		    "and replaying the journal failed (%s); refusing every call "
 		    "until restart, which replays it again", s->path, s->lt.err);
 		log_error("%s", s->err);
 	}
