@@ -172,11 +172,6 @@ struct lstore {
 	uint64_t store_id;	/* random, made at creation: seeds the journal */
 	int begin_err;		/* saker_err of the last failed lm_begin_long */
 	bool no_dedup;		/* read-only, format < 5: no dedup databases */
-	bool no_async;		/* the flush thread could not be started */
-	uint64_t flight_t0;	/* when the batch in flight began its commit */
-	bool flight_done;	/* its result collected early (flight_rc), for
-				 * commit_finish() to report */
-	int flight_rc;
 	struct saker_store_stats st;
 };
 
@@ -803,7 +798,6 @@ lm_grow(struct lstore *s)
 }
 
 static void lm_reload(struct lstore *, const char *);
-static void lm_flight_wait(struct lstore *);
 
 /* Abort the batch and put every queue back as of the last commit.  The
  * batch ran in the long transaction, so when it wrote anything that
@@ -814,7 +808,7 @@ lm_rollback(struct lstore *s)
 	struct saker_queue *q, *next;
 
 	if (s->touched && !saker_store_is_stale(&s->base))
-		lm_flight_wait(s);	/* the rebuild below needs its result */
+		ltx_flight_wait(&s->lt);	/* the rebuild below needs its result */
 	if (s->txn != NULL && s->txn != s->ptxn)
 		mdb_txn_abort(s->txn);	/* a read txn */
 	s->txn = NULL;
@@ -1139,11 +1133,36 @@ lt_commit(void *arg, uint64_t seq, bool *fatal)
 	return rc;
 }
 
+static void
+lt_landed(void *arg, uint64_t ns)
+{
+	struct lstore *s = arg;
+
+	s->st.commits++;
+	s->st.commit_ns += ns;
+}
+
+/* The batch in flight failed (ltx_flight_collect()): the queues' saved
+ * state is already the batch's and the next batch gathered in the long
+ * transaction on top, so both go and the store is stale until reopened. */
+static int
+lt_lost(void *arg, int code, const char *msg)
+{
+	struct lstore *s = arg;
+
+	s->touched = false;	/* no rebuild: the store is stale */
+	lm_rollback(s);
+	lt_abort(s);
+	return seterr(s, code, "%s", msg);
+}
+
 static const struct ltx_ops lm_ltx_ops = {
 	.begin = lt_begin,
 	.apply = jr_apply,
 	.commit = lt_commit,
 	.abort = lt_abort,
+	.landed = lt_landed,
+	.lost = lt_lost,
 };
 
 /*
@@ -1265,22 +1284,11 @@ lm_commit_x(saker_store *ss, bool async, bool *started)
 		    s->dir, lm_strerror(rc));
 	}
 	/* A checkpoint must follow its batch before the next one gathers
-	 * into the long transaction: that turn commits synchronously. */
-	if (async && (s->sync != SAKER_SYNC_ALWAYS || s->no_async ||
-	    ckpt_due(s)))
-		async = false;
-	if (async) {
-		code = ltx_write_start(&s->lt);
-		if (code == SAKER_EINVAL) {
-			log_warn("lmdb %s: %s; committing synchronously", s->dir,
-			    s->lt.err);
-			s->no_async = true;
-			async = false;
-		} else if (code == SAKER_OK)
-			*started = true;
-	}
-	if (!async)
-		code = ltx_write(&s->lt, s->sync == SAKER_SYNC_ALWAYS);
+	 * into the long transaction: that turn commits synchronously.
+	 * ckpt_due() also says when the map must grow, which the engine's
+	 * ltx_due() does not know. */
+	code = ltx_batch_write(&s->lt, async && s->sync == SAKER_SYNC_ALWAYS &&
+	    !ckpt_due(s), s->sync == SAKER_SYNC_ALWAYS, t0, started);
 	if (log_get_level() >= LOG_LVL_DEBUG && !*started &&
 	    saker_mono_ns() - t0 >= 1000000)
 		log_debug("lmdb journal record %" PRIu64 " (%s): %" PRIu64 " us",
@@ -1309,11 +1317,8 @@ lm_commit_x(saker_store *ss, bool async, bool *started)
 	s->saved_next_arrival = s->next_arrival;
 	s->txn = NULL;
 	s->touched = false;
-	if (*started) {
-		/* counted when its result comes (lm_flight_collect) */
-		s->flight_t0 = t0;
+	if (*started)	/* counted when its result comes (lt_landed) */
 		return SAKER_OK;
-	}
 	s->st.commits++;
 	s->st.commit_ns += saker_mono_ns() - t0;
 done:
@@ -1339,70 +1344,16 @@ lm_commit_start(saker_store *ss, bool *started)
 	return lm_commit_x(ss, true, started);
 }
 
-/*
- * Collect the result of the batch in flight, waiting for it.  When its
- * write or fdatasync failed, the in-memory state already moved on (the
- * queues' saved state is the batch's, the next batch gathered in the long
- * transaction on top of it), so rather than unpick two batches the store
- * drops its long transaction and refuses every call, reads too, until
- * reopened: the journal then says what reached the disk.  A local store
- * refuses writes after a failed fsync anyway (store.h).
- */
-static int
-lm_flight_collect(struct lstore *s)
-{
-	int code;
-
-	if (!s->lt.j.inflight)
-		return SAKER_OK;
-	code = ltx_write_finish(&s->lt);
-	if (code == SAKER_OK) {
-		s->st.commits++;
-		s->st.commit_ns += saker_mono_ns() - s->flight_t0;
-		return SAKER_OK;
-	}
-	s->touched = false;	/* no rebuild: the store is stale */
-	saker_store_refuse_all(&s->base, "commit: %s", s->lt.err);
-	lm_rollback(s);
-	lt_abort(s);
-	return seterr(s, code, "lmdb %s: commit failed%s, this batch and the "
-	    "next rolled back, store must be reopened: %s", s->dir,
-	    code == SAKER_EINDOUBT ? " and may or may not have reached the "
-	    "disk" : "", s->lt.err);
-}
-
-/* Something must not run with a batch in flight (a rebuild of the long
- * transaction): wait for its result now and keep it for commit_finish(),
- * whose caller still waits for the descriptor. */
-static void
-lm_flight_wait(struct lstore *s)
-{
-	if (!s->lt.j.inflight)
-		return;
-	s->flight_rc = lm_flight_collect(s);
-	s->flight_done = true;
-	lj_flush_poke(&s->lt.j, true);
-}
-
 static int
 lm_commit_fd(saker_store *ss)
 {
-	struct lstore *s = (struct lstore *)ss;
-
-	return s->lt.j.inflight || s->flight_done ? ltx_flush_fd(&s->lt) : -1;
+	return ltx_commit_fd(&((struct lstore *)ss)->lt);
 }
 
 static int
 lm_commit_finish(saker_store *ss)
 {
-	struct lstore *s = (struct lstore *)ss;
-
-	if (s->flight_done) {
-		s->flight_done = false;
-		lj_flush_poke(&s->lt.j, false);
-		return s->flight_rc;
-	}
-	return lm_flight_collect(s);
+	return ltx_commit_finish(&((struct lstore *)ss)->lt);
 }
 
 static int
@@ -2883,8 +2834,7 @@ lm_close(saker_store *ss)
 
 	if (s == NULL)
 		return;
-	if (s->lt.j.inflight)
-		(void)lm_flight_collect(s);
+	(void)ltx_flight_collect(&s->lt);
 	if (s->txn != NULL && !saker_store_is_stale(&s->base))
 		(void)lm_commit(ss);
 	lm_rollback(s);	/* a batch whose commit failed */
@@ -3297,6 +3247,7 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 	    saker_store_optval(opts, LM_OPT_CHECKPOINT_BYTES) != NULL ?
 	    saker_store_optval(opts, LM_OPT_CHECKPOINT_BYTES)->u :
 	    LM_CKPT_BYTES, LM_CKPT_NS);
+	ltx_owner(&s->lt, &s->base, "lmdb", s->dir);
 	s->sync = opts->sync;
 	s->read_only = opts->read_only;
 	s->notify = opts->notify;

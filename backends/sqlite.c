@@ -298,13 +298,9 @@ struct sq_store {
 	sqlite3_stmt *st[S_COUNT];
 
 	bool in_txn;		/* BEGIN IMMEDIATE done, COMMIT pending */
-	/* the asynchronous commit (store.h): a batch in flight on the
-	 * journal's flush thread, its start, a result collected early */
-	bool no_async;		/* the flush thread could not be started */
-	bool flight_wrote;	/* it changed rows (counted at its result) */
-	bool flight_done;
-	int flight_rc;
-	uint64_t flight_t0;
+	/* the asynchronous commit (longtxn.h): the batch in flight changed
+	 * rows (counted at its result) */
+	bool flight_wrote;
 	bool unsynced;		/* periodic: commits since the last sync() */
 	int changes;		/* sqlite3_total_changes() at BEGIN */
 
@@ -386,7 +382,6 @@ sq_map(int rc)
 
 static void sq_lose_batch(struct sq_store *, int);
 static void sq_rebuild(struct sq_store *);
-static void sq_flight_wait(struct sq_store *);
 
 /*
  * Record a failed SQLite call.  SQLite undoes just the failing statement
@@ -769,11 +764,41 @@ lt_commit(void *arg, uint64_t seq, bool *fatal)
 	return rc;
 }
 
+static void
+lt_landed(void *arg, uint64_t ns)
+{
+	struct sq_store *s = arg;
+
+	if (s->flight_wrote) {
+		s->commits++;
+		s->fsyncs++;
+	}
+	s->commit_ns += ns;
+}
+
+/* The batch in flight failed (ltx_flight_collect()): the queues already
+ * hold it and the batch gathered on top; both go with the long
+ * transaction and the store is stale until reopened. */
+static int
+lt_lost(void *arg, int code, const char *msg)
+{
+	struct sq_store *s = arg;
+
+	s->in_txn = false;
+	s->jst = NULL;
+	lj_cut(&s->lt.j, 0);
+	sq_restore(s);
+	lt_abort(s);
+	return sq_errf(s, code, "%s", msg);
+}
+
 static const struct ltx_ops sq_ltx_ops = {
 	.begin = lt_begin,
 	.apply = sq_redo_apply,
 	.commit = lt_commit,
 	.abort = lt_abort,
+	.landed = lt_landed,
+	.lost = lt_lost,
 };
 
 /*
@@ -787,7 +812,7 @@ sq_rebuild(struct sq_store *s)
 {
 	uint64_t n;
 
-	sq_flight_wait(s);	/* the journal must end where it says */
+	ltx_flight_wait(&s->lt);	/* the journal must end where it says */
 	if (saker_store_is_stale(&s->base))
 		return;
 	n = s->lt.j.seq - s->lt.ckpt_seq;
@@ -871,7 +896,7 @@ sq_checkpoint(struct sq_store *s)
 /* The batch's record into the journal, flushed; then the batch joins the
  * long transaction. */
 static int
-sq_batch_end(struct sq_store *s, bool async, bool *started)
+sq_batch_end(struct sq_store *s, bool async, uint64_t t0, bool *started)
 {
 	int rc, err;
 
@@ -885,24 +910,11 @@ sq_batch_end(struct sq_store *s, bool async, bool *started)
 		lj_cut(&s->lt.j, s->jst_mark);
 		s->jst = NULL;
 	}
-	/* a checkpoint must follow its batch before the next one gathers
-	 * into the long transaction: that batch commits synchronously */
-	if (async && (s->no_async || s->lt.j.len == 0 ||
-	    ltx_due(&s->lt, saker_mono_ns())))
-		async = false;
+	/* a batch that journaled nothing writes no record (LMDB's commit
+	 * skips such a batch before it comes this far) */
 	err = SAKER_OK;
-	if (async) {
-		err = ltx_write_start(&s->lt);
-		if (err == SAKER_EINVAL) {
-			log_warn("sqlite %s: %s; committing synchronously",
-			    s->path, s->lt.err);
-			s->no_async = true;
-			async = false;
-		} else if (err == SAKER_OK)
-			*started = true;
-	}
-	if (!async && s->lt.j.len > 0)
-		err = ltx_write(&s->lt, true);
+	if (s->lt.j.len > 0)
+		err = ltx_batch_write(&s->lt, async, true, t0, started);
 	if (err != SAKER_OK) {
 		if (err == SAKER_EFULL || err == SAKER_ENOMEM)
 			return sq_errf(s, err, "sqlite %s: batch rolled back: %s",
@@ -1097,7 +1109,7 @@ sq_commit_x(saker_store *base, bool async, bool *started)
 	wrote = sqlite3_total_changes(s->db) != s->changes;
 	if (s->journaled) {
 		if ((err = sq_batch_end(s, async && s->sync ==
-		    SAKER_SYNC_ALWAYS, started)) != SAKER_OK)
+		    SAKER_SYNC_ALWAYS, t0, started)) != SAKER_OK)
 			goto fail;
 	} else if ((rc = sq_step(s, S_COMMIT)) != SQLITE_DONE) {
 		err = sq_fail(s, rc, "commit");
@@ -1126,9 +1138,8 @@ sq_commit_x(saker_store *base, bool async, bool *started)
 	}
 	s->dseq_saved = s->dseq;
 	if (*started) {
-		/* counted when its result comes (sq_flight_collect) */
+		/* counted when its result comes (lt_landed) */
 		s->flight_wrote = wrote;
-		s->flight_t0 = t0;
 		return SAKER_OK;
 	}
 	if (wrote) {
@@ -1170,72 +1181,16 @@ sq_commit_start(saker_store *base, bool *started)
 	return sq_commit_x(base, true, started);
 }
 
-/*
- * Collect the result of the batch in flight, waiting for it.  When its
- * write or fdatasync failed, memory and the long transaction already hold
- * it and the batch gathered on top: rather than unpick two batches the
- * store rolls its long transaction back and refuses every call, reads
- * too, until reopened, when the journal says what reached the disk.
- */
-static int
-sq_flight_collect(struct sq_store *s)
-{
-	int code;
-
-	if (!s->lt.j.inflight)
-		return SAKER_OK;
-	code = ltx_write_finish(&s->lt);
-	if (code == SAKER_OK) {
-		if (s->flight_wrote) {
-			s->commits++;
-			s->fsyncs++;
-		}
-		s->commit_ns += saker_mono_ns() - s->flight_t0;
-		return SAKER_OK;
-	}
-	saker_store_refuse_all(&s->base, "commit: %s", s->lt.err);
-	s->in_txn = false;
-	s->jst = NULL;
-	lj_cut(&s->lt.j, 0);
-	sq_restore(s);
-	lt_abort(s);
-	return sq_errf(s, code, "sqlite %s: commit failed%s, this batch and "
-	    "the next rolled back, store must be reopened: %s", s->path,
-	    code == SAKER_EINDOUBT ? " and may or may not have reached the "
-	    "disk" : "", s->lt.err);
-}
-
-/* A rebuild must not run with a batch in flight: its result now, kept
- * for commit_finish(), whose caller still waits for the descriptor. */
-static void
-sq_flight_wait(struct sq_store *s)
-{
-	if (!s->lt.j.inflight)
-		return;
-	s->flight_rc = sq_flight_collect(s);
-	s->flight_done = true;
-	lj_flush_poke(&s->lt.j, true);
-}
-
 static int
 sq_commit_fd(saker_store *base)
 {
-	struct sq_store *s = SQ(base);
-
-	return s->lt.j.inflight || s->flight_done ? ltx_flush_fd(&s->lt) : -1;
+	return ltx_commit_fd(&SQ(base)->lt);
 }
 
 static int
 sq_commit_finish(saker_store *base)
 {
-	struct sq_store *s = SQ(base);
-
-	if (s->flight_done) {
-		s->flight_done = false;
-		lj_flush_poke(&s->lt.j, false);
-		return s->flight_rc;
-	}
-	return sq_flight_collect(s);
+	return ltx_commit_finish(&SQ(base)->lt);
 }
 
 static int
@@ -2212,8 +2167,7 @@ sq_close(saker_store *base)
 
 	if (s == NULL)
 		return;
-	if (s->lt.j.inflight)
-		(void)sq_flight_collect(s);
+	(void)ltx_flight_collect(&s->lt);
 	if (!s->read_only && !saker_store_is_stale(&s->base))
 		sq_commit(base);
 	if (s->in_txn && s->journaled) {
@@ -2707,6 +2661,7 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 	}
 	s->base.driver = &saker_store_sqlite;
 	ltx_init(&s->lt, &sq_ltx_ops, s, SQ_CKPT_BYTES, SQ_CKPT_NS);
+	ltx_owner(&s->lt, &s->base, "sqlite", s->path);
 	s->sync = opts->sync;
 	s->read_only = opts->read_only;
 	s->notify = opts->notify;
