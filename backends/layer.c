@@ -29,7 +29,8 @@ touch(saker_store *s, struct saker_queue_base *b)
 {
 	if (b->touched)
 		return;
-	memcpy(b->snap, b->n, sizeof(b->snap));
+	if (!b->gone)	/* a deleted queue's snapshot is from before */
+		memcpy(b->snap, b->n, sizeof(b->snap));
 	b->touched = true;
 	b->touched_next = s->touched;
 	s->touched = b;
@@ -90,6 +91,19 @@ saker_store_account(saker_store *s, saker_queue *q, saker_item_state from,
 	saker_store_account_n(s, q, from, to, 1, len);
 }
 
+void
+saker_store_queue_seed(saker_store *s, saker_queue *q,
+    const struct saker_queue_stats *st)
+{
+	struct saker_queue_base *b = base(q);
+
+	(void)s;
+	b->n[N_ITEMS] = st->items;
+	b->n[N_BYTES] = st->bytes;
+	b->n[N_DELAYED] = st->delayed_items;
+	b->n[N_OPEN] = st->open_items;
+}
+
 /* The batch ended: kept (commit succeeded) or lost (counters back). */
 static void
 batch_end(saker_store *s, bool lost)
@@ -101,6 +115,7 @@ batch_end(saker_store *s, bool lost)
 		if (lost)
 			memcpy(b->n, b->snap, sizeof(b->n));
 		b->touched = false;
+		b->gone = false;
 		b->touched_next = NULL;
 	}
 }
@@ -139,6 +154,7 @@ flight_begin(saker_store *s)
 	while ((b = s->touched) != NULL) {
 		s->touched = b->touched_next;
 		memcpy(b->fsnap, b->snap, sizeof(b->fsnap));
+		b->gone = false;
 		b->in_flight = true;
 		b->flight_next = s->flight;
 		s->flight = b;
@@ -314,6 +330,8 @@ saker_layer_opened(saker_store *s, const char *location, bool read_only)
 		return SAKER_ENOMEM;
 	snprintf(s->where, n, "%s%s%s", drv, location != NULL ? " " : "",
 	    location != NULL ? location : "");
+	/* what open() counted (a recovery) it committed itself */
+	batch_end(s, false);
 	if (read_only) {
 		snprintf(s->rbuf, sizeof(s->rbuf), "%s: store opened read-only",
 		    s->where);
@@ -486,10 +504,15 @@ saker_store_queue_delete(saker_store *s, saker_queue *q)
 	/* a failed commit cannot bring a deleted handle back (the driver
 	 * frees it), so its counters need no restoring; off the list
 	 * before the handle is freed */
+	if (!was)
+		memcpy(b->snap, b->n, sizeof(b->snap));
+	b->gone = true;	/* for a driver that brings it back (restored) */
 	untouch(s, b);
 	unwake(s, b);
 	enter(s);
 	rc = leave(s, s->driver->queue_delete(s, q));
+	if (rc != SAKER_OK)
+		b->gone = false;
 	if (rc != SAKER_OK && was) {
 		/* still there: back on the list, its snapshot kept */
 		b->touched = true;
@@ -512,7 +535,7 @@ saker_store_queue_flush(saker_store *s, saker_queue *q)
 	if ((rc = enter_write(s)) != SAKER_OK)
 		return rc;
 	rc = leave(s, s->driver->queue_flush(s, q));
-	if (rc == SAKER_OK && !s->driver->own_counts) {
+	if (rc == SAKER_OK) {
 		/* the items go; the queue's deduplication ids stay */
 		touch(s, base(q));
 		memset(base(q)->n, 0, N_IDS * sizeof(base(q)->n[0]));
@@ -531,8 +554,7 @@ saker_store_queues(saker_store *s, saker_queue_name_fn fn, void *arg)
 }
 
 /*
- * The four counters are the layer's (own_counts drivers: the driver's,
- * O(1) too).  On a shared store other brokers change the queue as well:
+ * The four counters are the layer's, O(1).  On a shared store other brokers change the queue as well:
  * a queue not changed in this batch is counted in the store again when it
  * was not since the last tick() (or a driver asked saker_store_recount()),
  * so a counter is behind by at most what the others did in about a
@@ -547,8 +569,6 @@ saker_store_queue_counts(saker_store *s, saker_queue *q,
 	int rc;
 
 	s->lerr = NULL;
-	if (s->driver->own_counts)
-		return s->driver->queue_stats(s, q, st);
 	if (s->driver->queue_count != NULL && b->synced != s->tick + 1 &&
 	    !b->touched) {
 		memset(&c, 0, sizeof(c));
@@ -574,8 +594,9 @@ saker_store_queue_fresh(saker_store *s, saker_queue *q)
 
 	/* a snapshot it has stays: a batch lost brings the deleted queue
 	 * back (and the driver says so: saker_store_queue_restored) */
-	(void)s;
 	memset(b->n, 0, sizeof(b->n));
+	if (b->gone)	/* on the batch's list, to end `gone` with it */
+		touch(s, b);
 	b->ids_known = false;
 	b->dedup_hits = 0;
 	b->expired_to = 0;
@@ -585,8 +606,14 @@ saker_store_queue_fresh(saker_store *s, saker_queue *q)
 void
 saker_store_queue_restored(saker_store *s, saker_queue *q)
 {
+	struct saker_queue_base *b = base(q);
+
 	(void)s;
-	base(q)->ids_known = false;
+	b->ids_known = false;
+	if (b->gone) {	/* a delete undone: its counters come back */
+		memcpy(b->n, b->snap, sizeof(b->n));
+		b->gone = false;
+	}
 }
 
 void
@@ -613,8 +640,6 @@ saker_store_queue_stats(saker_store *s, saker_queue *q,
 	st->dedup_ids = base(q)->n[N_IDS];
 	st->dedup_hits = base(q)->dedup_hits;
 	st->expired_to = base(q)->expired_to;	/* saker_store_expired() */
-	if (s->driver->own_counts)
-		return rc;
 	return saker_store_queue_counts(s, q, st);
 }
 

@@ -124,9 +124,10 @@ enum {
 
 struct lq_state {
 	uint64_t lo, tail;	/* ready seqs are in [lo, tail) */
-	/* items..open too: the queue record on disk holds them (format 1),
-	 * so this driver keeps them, undone with the batch (own_counts) */
-	uint64_t items, bytes, delayed, open, total, expired;
+	/* items, bytes, delayed and open are the layer's (store.h,
+	 * COUNTERS): the queue record on disk holds them too (format 1),
+	 * written from the layer's and handed to it at open */
+	uint64_t total, expired;
 	bool exists;		/* the queue has (will have) a record */
 };
 
@@ -368,13 +369,28 @@ rec_datalen(const unsigned char *p, size_t size)
 	return hdr_read(p, size, &it) == 0 ? it.len : 0;
 }
 
-/* A queue record (LM_QREC bytes): q's id and counters, u64 each, in this
- * order.  Written from q, or read into q (which then exists). */
-static void
-qrec_io(unsigned char *p, struct saker_queue *q, bool write)
+/* The layer's counters of q (store.h, COUNTERS), which the driver reads
+ * to skip work it need not do and to write q's record. */
+static struct saker_queue_stats
+qcounts(struct lstore *s, struct saker_queue *q)
 {
-	uint64_t *f[] = { &q->id, &q->cur.lo, &q->cur.tail, &q->cur.items,
-	    &q->cur.bytes, &q->cur.delayed, &q->cur.open, &q->cur.total,
+	struct saker_queue_stats st;
+
+	memset(&st, 0, sizeof(st));
+	(void)saker_store_queue_counts(&s->base, q, &st);
+	return st;
+}
+
+/* A queue record (LM_QREC bytes): q's id and counters, u64 each, in this
+ * order.  Written from q and the layer's counters, or read into q (which
+ * then exists) and the layer's counters (saker_store_queue_seed()). */
+static void
+qrec_io(struct lstore *s, unsigned char *p, struct saker_queue *q,
+    bool write)
+{
+	struct saker_queue_stats st = qcounts(s, q);
+	uint64_t *f[] = { &q->id, &q->cur.lo, &q->cur.tail, &st.items,
+	    &st.bytes, &st.delayed_items, &st.open_items, &q->cur.total,
 	    &q->cur.expired };
 	size_t i;
 
@@ -384,8 +400,10 @@ qrec_io(unsigned char *p, struct saker_queue *q, bool write)
 		else
 			*f[i] = saker_get_be64(p + 8 * i);
 	}
-	if (!write)
+	if (!write) {
 		q->cur.exists = true;
+		saker_store_queue_seed(&s->base, q, &st);
+	}
 }
 
 /* ---------------------------------------------------------------------
@@ -1027,7 +1045,7 @@ lm_write_state(struct lstore *s)
 		k.mv_data = q->name;
 		k.mv_size = q->ent.len;
 		if (q->cur.exists) {
-			qrec_io(rec, q, true);
+			qrec_io(s, rec, q, true);
 			v.mv_data = rec;
 			v.mv_size = sizeof(rec);
 			rc = mdb_put(s->txn, s->dbi[LD_QUEUES], &k, &v, 0);
@@ -1428,23 +1446,24 @@ empty_queue(struct lstore *s, struct saker_queue *q, bool ids,
     const char *what)
 {
 	MDB_txn *t;
+	struct saker_queue_stats n = qcounts(s, q);
 	bool wrote = false, wids = false;
 	int rc;
 
 	/* Deleting touches about one leaf page per few dozen records. */
-	rc = op_begin(s, (q->cur.items + q->cur.open + q->cur.delayed) * 64, &t);
+	rc = op_begin(s, (n.items + n.open_items + n.delayed_items) * 64, &t);
 	if (rc != SAKER_OK)
 		return rc;
 	rc = del_prefix(t, s->dbi[LD_ITEMS], q->id, &wrote);
 	if (rc == 0)
 		rc = del_prefix(t, s->dbi[LD_OPEN], q->id, &wrote);
-	if (rc == 0 && q->cur.delayed > 0)
+	if (rc == 0 && n.delayed_items > 0)
 		rc = del_delayed(t, s->dbi[LD_DELAYED], q->id, &wrote);
 	if (rc == 0 && wrote)
 		rc = jr_delq(s, JR_DELQ, LD_ITEMS, q->id);
 	if (rc == 0 && wrote)
 		rc = jr_delq(s, JR_DELQ, LD_OPEN, q->id);
-	if (rc == 0 && wrote && q->cur.delayed > 0)
+	if (rc == 0 && wrote && n.delayed_items > 0)
 		rc = jr_delq(s, JR_DELDQ, LD_DELAYED, q->id);
 	if (rc == 0 && ids)
 		rc = del_prefix(t, s->dbi[LD_DEDUP], q->id, &wids);
@@ -1456,8 +1475,7 @@ empty_queue(struct lstore *s, struct saker_queue *q, bool ids,
 		rc = jr_delq(s, JR_DELQ, LD_DEDUPX, q->id);
 	if ((rc = op_end(s, t, rc, wrote || wids)) != 0)
 		return lm_fail(s, rc, what);
-	q_change(s, q);
-	q->cur.items = q->cur.bytes = q->cur.delayed = q->cur.open = 0;
+	q_change(s, q);	/* the layer zeroes its counters (store.h) */
 	return SAKER_OK;
 }
 
@@ -1522,13 +1540,9 @@ lm_queue_stats(saker_store *ss, saker_queue *q, struct saker_queue_stats *st)
 	memset(st, 0, sizeof(*st));
 	if (q == NULL || !q->cur.exists)
 		return seterr(s, SAKER_ENOTFOUND, "lmdb: no such queue");
-	st->items = q->cur.items;
-	st->bytes = q->cur.bytes;
-	st->delayed_items = q->cur.delayed;
-	st->open_items = q->cur.open;
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
-	if (q->cur.items == 0)
+	if (qcounts(s, q).items == 0)
 		return SAKER_OK;
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
 		return rc;
@@ -1675,12 +1689,13 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 	q->cur.total++;
 	if (!ready) {
 		s->next_arrival++;
-		q->cur.delayed++;
+		saker_store_account(ss, q, SAKER_ITEM_NONE, SAKER_ITEM_DELAYED,
+		    item->len);
 		return SAKER_OK;
 	}
 	q->cur.tail++;
-	q->cur.items++;
-	q->cur.bytes += item->len;
+	saker_store_account(ss, q, SAKER_ITEM_NONE, SAKER_ITEM_READY,
+	    item->len);
 	if (s->notify != NULL)
 		s->notify(s->notify_arg, q, q->ctx);
 	return SAKER_OK;
@@ -1830,8 +1845,8 @@ move_damaged(struct lstore *s, struct saker_queue *q, uint64_t seq,
 	if ((rc = op_del(s, LD_ITEMS, kb, "take")) != SAKER_OK)
 		return rc;
 	q_change(s, q);
-	q->cur.items--;
-	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
+	saker_store_account(&s->base, q, SAKER_ITEM_READY, SAKER_ITEM_NONE,
+	    len);
 	return SAKER_ECORRUPT;
 }
 
@@ -1869,12 +1884,8 @@ expire_one(struct lstore *s, struct saker_queue *q, int db,
 	if ((rc = op_del(s, db, key, "expire")) != SAKER_OK)
 		return rc;
 	q_change(s, q);
-	if (db == LD_DELAYED) {
-		q->cur.delayed--;
-	} else {
-		q->cur.items--;
-		q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
-	}
+	saker_store_account(&s->base, q, db == LD_DELAYED ?
+	    SAKER_ITEM_DELAYED : SAKER_ITEM_READY, SAKER_ITEM_NONE, len);
 	if (!routed)	/* a routed one the layer counted */
 		q->cur.expired++;
 	return SAKER_OK;
@@ -1977,8 +1988,8 @@ expire_drop(struct lstore *s, struct saker_queue *q, int64_t now_ms,
 		return lm_fail(s, lrc, "expire");
 	if (n > 0) {
 		q_change(s, q);
-		q->cur.items -= n;
-		q->cur.bytes -= q->cur.bytes < nbytes ? q->cur.bytes : nbytes;
+		saker_store_account_n(&s->base, q, SAKER_ITEM_READY,
+		    SAKER_ITEM_NONE, n, nbytes);
 		q->cur.expired += n;
 	}
 	if (removed != NULL)
@@ -2036,7 +2047,7 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 	write = !(mode == SAKER_TAKE_PEEK && (s->read_only ||
 	    saker_store_refuses_writes(&s->base)));
 	for (;;) {
-		if (q->cur.items == 0)
+		if (qcounts(s, q).items == 0)
 			return SAKER_EEMPTY;
 		memset(&res, 0, sizeof(res));
 		if (write) {
@@ -2070,10 +2081,9 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 		return move_damaged(s, q, res.badseq, write, now_ms);
 	if (res.taken) {
 		q_change(s, q);
-		q->cur.items--;
-		q->cur.bytes -= res.len;
-		if (mode == SAKER_TAKE_OPEN)
-			q->cur.open++;
+		saker_store_account(ss, q, SAKER_ITEM_READY, mode ==
+		    SAKER_TAKE_OPEN ? SAKER_ITEM_OPEN : SAKER_ITEM_NONE,
+		    res.len);
 	}
 	if (!res.found)
 		return SAKER_EEMPTY;
@@ -2089,7 +2099,7 @@ lm_confirm(saker_store *ss, saker_queue *q, uint64_t id)
 
 	if (q == NULL)
 		return seterr(s, SAKER_EINVAL, "lmdb confirm: no queue");
-	if (q->cur.open == 0)
+	if (qcounts(s, q).open_items == 0)
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
 	mkkey(kb, q->id, id);
 	rc = op_del(s, LD_OPEN, kb, "confirm");
@@ -2098,7 +2108,7 @@ lm_confirm(saker_store *ss, saker_queue *q, uint64_t id)
 	if (rc != SAKER_OK)
 		return rc;
 	q_change(s, q);
-	q->cur.open--;
+	saker_store_account(ss, q, SAKER_ITEM_OPEN, SAKER_ITEM_NONE, 0);
 	return SAKER_OK;
 }
 
@@ -2113,7 +2123,7 @@ lm_open_get(struct lstore *s, saker_queue *q, uint64_t id,
 	MDB_val k;
 	int rc;
 
-	if (q->cur.open == 0)
+	if (qcounts(s, q).open_items == 0)
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
 	if ((rc = lm_begin(s, true)) != SAKER_OK)
 		return rc;
@@ -2157,16 +2167,19 @@ open_to_ready(struct lstore *s, struct saker_queue *q, uint64_t id,
 	if ((rc = op_end(s, t, rc, true)) != 0)
 		return lm_fail(s, rc, what);
 	q_change(s, q);
-	q->cur.open--;
 	q_change(s, to);
 	if (at_tail) {
 		to->cur.tail++;
 		to->cur.total++;
+		saker_store_account(&s->base, q, SAKER_ITEM_OPEN,
+		    SAKER_ITEM_NONE, 0);
+		saker_store_account(&s->base, to, SAKER_ITEM_NONE,
+		    SAKER_ITEM_READY, len);
 	} else {
 		to->cur.lo--;
+		saker_store_account(&s->base, q, SAKER_ITEM_OPEN,
+		    SAKER_ITEM_READY, len);
 	}
-	to->cur.items++;
-	to->cur.bytes += len;
 	if (s->notify != NULL)
 		s->notify(s->notify_arg, to, to->ctx);
 	return SAKER_OK;
@@ -2235,8 +2248,7 @@ lm_release_delayed(saker_store *ss, saker_queue *q, uint64_t id,
 	}
 	q_change(s, q);
 	s->next_arrival++;
-	q->cur.open--;
-	q->cur.delayed++;
+	saker_store_account(ss, q, SAKER_ITEM_OPEN, SAKER_ITEM_DELAYED, 0);
 	return SAKER_OK;
 }
 
@@ -2393,15 +2405,15 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 		}
 		if (what == PR_EXPIRED) {
 			q_change(s, q);
-			q->cur.delayed--;
+			saker_store_account(ss, q, SAKER_ITEM_DELAYED,
+			    SAKER_ITEM_NONE, 0);
 			q->cur.expired++;
 			continue;
 		}
 		q_change(s, q);
-		q->cur.delayed--;
 		q->cur.tail++;
-		q->cur.items++;
-		q->cur.bytes += len;
+		saker_store_account(ss, q, SAKER_ITEM_DELAYED, SAKER_ITEM_READY,
+		    len);
 		if (s->notify != NULL)
 			s->notify(s->notify_arg, q, q->ctx);
 	}
@@ -2418,7 +2430,7 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		*removed = 0;
 	if (q == NULL)
 		return seterr(s, SAKER_EINVAL, "lmdb flush_expired: no queue");
-	if (q->cur.items == 0)
+	if (qcounts(s, q).items == 0)
 		return SAKER_OK;
 	return expire_scan(s, q, now_ms, limit, false, removed);
 }
@@ -2477,6 +2489,7 @@ static int
 lm_iterate(saker_store *ss, saker_queue *q, saker_item_fn fn, void *arg)
 {
 	struct lstore *s = (struct lstore *)ss;
+	struct saker_queue_stats n;
 	int rc, fnret = 0;
 
 	if (q == NULL || fn == NULL)
@@ -2486,11 +2499,12 @@ lm_iterate(saker_store *ss, saker_queue *q, saker_item_fn fn, void *arg)
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
 		return rc;
 	rc = 0;
-	if (q->cur.open > 0)
+	n = qcounts(s, q);
+	if (n.open_items > 0)
 		rc = iter_state(s, q, SAKER_ITEM_OPEN, fn, arg, &fnret);
-	if (rc == 0 && fnret == 0 && q->cur.items > 0)
+	if (rc == 0 && fnret == 0 && n.items > 0)
 		rc = iter_state(s, q, SAKER_ITEM_READY, fn, arg, &fnret);
-	if (rc == 0 && fnret == 0 && q->cur.delayed > 0)
+	if (rc == 0 && fnret == 0 && n.delayed_items > 0)
 		rc = iter_state(s, q, SAKER_ITEM_DELAYED, fn, arg, &fnret);
 	if (rc != 0)
 		return lm_fail(s, rc, "iterate");
@@ -3151,7 +3165,7 @@ lm_load(struct lstore *s)
 			mdb_cursor_close(c);
 			return seterr(s, SAKER_ENOMEM, "lmdb: out of memory");
 		}
-		qrec_io(v.mv_data, q, false);
+		qrec_io(s, v.mv_data, q, false);
 		if (id >= s->next_qid)
 			s->next_qid = id + 1;
 	}
@@ -3199,10 +3213,8 @@ lm_recover(struct lstore *s)
 			if (rc == 0) {
 				q_change(s, q);
 				q->cur.lo--;
-				if (q->cur.open > 0)
-					q->cur.open--;
-				q->cur.items++;
-				q->cur.bytes += len;
+				saker_store_account(&s->base, q,
+				    SAKER_ITEM_OPEN, SAKER_ITEM_READY, len);
 			}
 		}
 		if (rc != 0)
@@ -3338,7 +3350,6 @@ const struct saker_store_driver saker_store_lmdb = {
 	.options = lm_options,
 	.lock = SAKER_LOCK_IN_DIR,
 	/* the queue record on disk holds the four counters (format 1) */
-	.own_counts = true,
 	.open = lm_open,
 	.close = lm_close,
 	.errmsg = lm_errmsg,

@@ -255,9 +255,10 @@ struct sq_state {
 	int64_t head;		/* every ready item has seq >= head */
 	int64_t tail;		/* next seq appended */
 	int64_t lo;		/* next seq released to the head */
-	/* items..open too: the queues table holds them (format 1), so
-	 * this driver keeps them, undone with the batch (own_counts) */
-	uint64_t items, bytes, delayed, open, total, expired;
+	/* items, bytes, delayed and open are the layer's (store.h,
+	 * COUNTERS): the queues table holds them too (format 1), written
+	 * from the layer's and handed to it at open */
+	uint64_t total, expired;
 };
 
 struct saker_queue {
@@ -274,6 +275,10 @@ struct saker_queue {
 	/* per-operation undo (promote touches many queues) */
 	unsigned touch_gen;
 	struct sq_state undo;
+	/* the layer's counters before the operation: a savepoint rolled
+	 * back undoes one call, which the layer's per-batch snapshot
+	 * cannot (saker_store_queue_seed() puts them back) */
+	struct saker_queue_stats undo_n;
 	struct saker_queue *touch_next;
 	char name[];		/* qe.len bytes, not terminated */
 };
@@ -599,6 +604,18 @@ sq_unlist(struct saker_queue *q)
 	q->list = SQ_LIST_NONE;
 }
 
+/* The layer's counters of q (store.h, COUNTERS), which the driver reads
+ * to skip work it need not do and to write q's row. */
+static struct saker_queue_stats
+sq_counts(struct sq_store *s, struct saker_queue *q)
+{
+	struct saker_queue_stats st;
+
+	memset(&st, 0, sizeof(st));
+	(void)saker_store_queue_counts(&s->base, q, &st);
+	return st;
+}
+
 static void
 sq_mark_dirty(struct sq_store *s, struct saker_queue *q)
 {
@@ -616,6 +633,7 @@ sq_touch(struct sq_store *s, struct saker_queue *q)
 		return;
 	q->touch_gen = s->gen;
 	q->undo = q->cur;
+	q->undo_n = sq_counts(s, q);
 	q->touch_next = s->touched;
 	s->touched = q;
 	sq_mark_dirty(s, q);
@@ -664,6 +682,7 @@ sq_restore(struct sq_store *s)
 		sq_unlist(q);
 		q->cur = q->saved;
 		q->dead = false;
+		saker_store_queue_restored(&s->base, q);	/* its counters */
 		if (kit_qtab_add(&s->qt, &q->qe) != 0) {
 			/* cannot happen: the table had room for it before */
 			q->dead = true;
@@ -1030,8 +1049,10 @@ sq_sp_end(struct sq_store *s, int err)
 		if (err == SAKER_OK)
 			return SAKER_OK;
 	}
-	for (q = s->touched; q != NULL; q = q->touch_next)
+	for (q = s->touched; q != NULL; q = q->touch_next) {
 		q->cur = q->undo;	/* the operation's queues as they were */
+		saker_store_queue_seed(&s->base, q, &q->undo_n);
+	}
 	s->touched = NULL;
 	if (!s->in_txn)
 		return err;	/* sq_fail() already dropped the batch */
@@ -1062,10 +1083,11 @@ sq_write_queue(struct sq_store *s, struct saker_queue *q)
 {
 	int which = q->fresh ? S_Q_INSERT : S_Q_UPDATE;
 	sqlite3_stmt *st = s->st[which];
+	const struct saker_queue_stats n = sq_counts(s, q);
 	/* ?3 .. ?11 */
 	const int64_t v[] = { q->cur.head, q->cur.tail, q->cur.lo,
-	    (int64_t)q->cur.items, (int64_t)q->cur.bytes,
-	    (int64_t)q->cur.delayed, (int64_t)q->cur.open,
+	    (int64_t)n.items, (int64_t)n.bytes,
+	    (int64_t)n.delayed_items, (int64_t)n.open_items,
 	    (int64_t)q->cur.total, (int64_t)q->cur.expired };
 	int err, i;
 
@@ -1288,14 +1310,16 @@ sq_dead(struct sq_store *s, struct saker_queue *q)
 static int
 sq_clear(struct sq_store *s, struct saker_queue *q, bool drop)
 {
+	bool delayed;
 	int err;
 
 	if ((err = sq_dead(s, q)) != SAKER_OK ||
 	    (err = sq_sp_begin(s)) != SAKER_OK)
 		return err;
+	delayed = sq_counts(s, q).delayed_items != 0;
 	sq_bind_i64(s, s->st[S_I_DELQ], 1, q->qe.id);
 	err = sq_exec(s, S_I_DELQ, "delete items");
-	if (err == SAKER_OK && q->cur.delayed != 0) {
+	if (err == SAKER_OK && delayed) {
 		sq_bind_i64(s, s->st[S_D_DELQ], 1, q->qe.id);
 		err = sq_exec(s, S_D_DELQ, "delete delayed items");
 	}
@@ -1309,11 +1333,10 @@ sq_clear(struct sq_store *s, struct saker_queue *q, bool drop)
 	}
 	if ((err = sq_sp_end(s, err)) != SAKER_OK)
 		return err;
-	if (q->cur.delayed != 0)
+	if (delayed)
 		sq_refresh_next_due(s);	/* the earliest may have gone */
 	if (!drop) {
-		sq_mark_dirty(s, q);
-		q->cur.items = q->cur.bytes = q->cur.delayed = q->cur.open = 0;
+		sq_mark_dirty(s, q);	/* the layer zeroes its counters */
 		q->cur.head = q->cur.tail;
 		return SAKER_OK;
 	}
@@ -1366,13 +1389,9 @@ sq_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 	memset(st, 0, sizeof(*st));
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
-	st->items = q->cur.items;
-	st->bytes = q->cur.bytes;
-	st->delayed_items = q->cur.delayed;
-	st->open_items = q->cur.open;
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
-	if (q->cur.items == 0)
+	if (sq_counts(s, q).items == 0)
 		return SAKER_OK;
 	if ((err = sq_read_item(s, q, S_I_HEAD, q->cur.head, &it,
 	    "read queue head")) != SAKER_OK)
@@ -1431,8 +1450,8 @@ sq_append(struct sq_store *s, struct saker_queue *q,
 		return err;
 	sq_mark_dirty(s, q);
 	q->cur.tail++;
-	q->cur.items++;
-	q->cur.bytes += it->len;
+	saker_store_account(&s->base, q, SAKER_ITEM_NONE, SAKER_ITEM_READY,
+	    it->len);
 	return SAKER_OK;
 }
 
@@ -1473,7 +1492,8 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 		return err;
 	s->dseq++;
 	sq_mark_dirty(s, q);
-	q->cur.delayed++;
+	saker_store_account(base, q, SAKER_ITEM_NONE, SAKER_ITEM_DELAYED,
+	    it.len);
 	q->cur.total++;
 	if (s->next_due == 0 || item->due_ms < s->next_due)
 		s->next_due = item->due_ms;
@@ -1498,10 +1518,8 @@ sq_remove_ready(struct sq_store *s, struct saker_queue *q, int which,
 	    "delete item")) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
-	q->cur.items--;
-	q->cur.bytes -= len;
-	if (which == S_I_OPEN)
-		q->cur.open++;
+	saker_store_account(&s->base, q, SAKER_ITEM_READY, which == S_I_OPEN ?
+	    SAKER_ITEM_OPEN : SAKER_ITEM_NONE, len);
 	if (expired)
 		q->cur.expired++;
 	return SAKER_OK;
@@ -1564,7 +1582,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 	if (mode != SAKER_TAKE_REMOVE && mode != SAKER_TAKE_OPEN &&
 	    mode != SAKER_TAKE_PEEK)
 		return sq_errf(s, SAKER_EINVAL, "bad take mode");
-	if (q->cur.items == 0)
+	if (sq_counts(s, q).items == 0)
 		return SAKER_EEMPTY;
 	if (mode != SAKER_TAKE_PEEK && (err = sq_begin(s)) != SAKER_OK)
 		return err;
@@ -1594,7 +1612,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		    !routed, 0)) != SAKER_OK)
 			return err;
 		q->cur.head = from;
-		if (q->cur.items == 0)
+		if (sq_counts(s, q).items == 0)
 			return SAKER_EEMPTY;
 	}
 	if (mode == SAKER_TAKE_OPEN)	/* fn sees it, the row stores it */
@@ -1619,7 +1637,7 @@ sq_confirm(saker_store *base, saker_queue *q, uint64_t id)
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
-	if (q->cur.open == 0 || id > (uint64_t)INT64_MAX)
+	if (sq_counts(s, q).open_items == 0 || id > (uint64_t)INT64_MAX)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
@@ -1630,7 +1648,7 @@ sq_confirm(saker_store *base, saker_queue *q, uint64_t id)
 	if (sqlite3_changes(s->db) == 0)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	sq_mark_dirty(s, q);
-	q->cur.open--;
+	saker_store_account(base, q, SAKER_ITEM_OPEN, SAKER_ITEM_NONE, 0);
 	return SAKER_OK;
 }
 
@@ -1642,7 +1660,7 @@ sq_open_item(struct sq_store *s, saker_queue *q, uint64_t id, size_t *len)
 	sqlite3_stmt *st = s->st[S_I_OPENLEN];
 	int err, rc;
 
-	if (q->cur.open == 0 || id > (uint64_t)INT64_MAX)
+	if (sq_counts(s, q).open_items == 0 || id > (uint64_t)INT64_MAX)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
@@ -1675,9 +1693,8 @@ sq_unopen(struct sq_store *s, struct saker_queue *q, int64_t seq,
 	sq_mark_dirty(s, q);
 	q->cur.head = q->cur.lo;
 	q->cur.lo--;
-	q->cur.open--;
-	q->cur.items++;
-	q->cur.bytes += len;
+	saker_store_account(&s->base, q, SAKER_ITEM_OPEN, SAKER_ITEM_READY,
+	    len);
 	return SAKER_OK;
 }
 
@@ -1731,8 +1748,7 @@ sq_release_delayed(saker_store *base, saker_queue *q, uint64_t id,
 		return err;
 	s->touched = NULL;
 	s->dseq++;
-	q->cur.open--;
-	q->cur.delayed++;
+	saker_store_account(base, q, SAKER_ITEM_OPEN, SAKER_ITEM_DELAYED, 0);
 	if (s->next_due == 0 || due_ms < s->next_due)
 		s->next_due = due_ms;
 	return SAKER_OK;
@@ -1760,11 +1776,10 @@ sq_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 	if ((err = sq_exec(s, S_I_MOVE, "move item")) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
-	q->cur.open--;
+	saker_store_account(base, q, SAKER_ITEM_OPEN, SAKER_ITEM_NONE, 0);
 	sq_mark_dirty(s, to);
 	to->cur.tail++;
-	to->cur.items++;
-	to->cur.bytes += len;
+	saker_store_account(base, to, SAKER_ITEM_NONE, SAKER_ITEM_READY, len);
 	to->cur.total++;
 	sq_notify(s, to);
 	return SAKER_OK;
@@ -1789,8 +1804,9 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 			continue;	/* orphan row: deleted below */
 		q = SQ_Q(e);
 		sq_touch(s, q);
-		q->cur.delayed--;
 		sq_row_item(st, 1, SAKER_ITEM_READY, &it);
+		saker_store_account(&s->base, q, SAKER_ITEM_DELAYED,
+		    SAKER_ITEM_NONE, it.len);
 		if (saker_item_expired(it.expires_ms, now_ms)) {
 			if ((err = sq_expired(s, q, &it, now_ms, &routed)) !=
 			    SAKER_OK)
@@ -1875,7 +1891,7 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 	*removed = 0;
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
-	if (q->cur.items == 0)
+	if (sq_counts(s, q).items == 0)
 		return SAKER_OK;
 	/* At most `limit` ready items are looked at (store.h): no index on
 	 * expiry, so a bound on matches would scan a huge queue whole. */
@@ -1958,17 +1974,19 @@ static int
 sq_iterate(saker_store *base, saker_queue *q, saker_item_fn fn, void *arg)
 {
 	struct sq_store *s = SQ(base);
+	struct saker_queue_stats n;
 	int r;
 
 	if ((r = sq_dead(s, q)) != SAKER_OK)
 		return r;
-	if (q->cur.open > 0 && (r = sq_iter_rows(s, q, S_I_OPENLIST,
+	n = sq_counts(s, q);
+	if (n.open_items > 0 && (r = sq_iter_rows(s, q, S_I_OPENLIST,
 	    SAKER_ITEM_OPEN, fn, arg)) != 0)
 		return r;
-	if (q->cur.items > 0 && (r = sq_iter_rows(s, q, S_I_READYLIST,
+	if (n.items > 0 && (r = sq_iter_rows(s, q, S_I_READYLIST,
 	    SAKER_ITEM_READY, fn, arg)) != 0)
 		return r;
-	if (q->cur.delayed > 0 && (r = sq_iter_rows(s, q, S_D_LIST,
+	if (n.delayed_items > 0 && (r = sq_iter_rows(s, q, S_D_LIST,
 	    SAKER_ITEM_DELAYED, fn, arg)) != 0)
 		return r;
 	return SAKER_OK;
@@ -2528,6 +2546,7 @@ sq_load(struct sq_store *s)
 {
 	sqlite3_stmt *st;
 	struct saker_queue *q;
+	struct saker_queue_stats n;
 	int64_t maxid = 0;
 	int rc, err = SAKER_OK;
 
@@ -2554,10 +2573,12 @@ sq_load(struct sq_store *s)
 		q->cur.head = sqlite3_column_int64(st, 2);
 		q->cur.tail = sqlite3_column_int64(st, 3);
 		q->cur.lo = sqlite3_column_int64(st, 4);
-		q->cur.items = (uint64_t)sqlite3_column_int64(st, 5);
-		q->cur.bytes = (uint64_t)sqlite3_column_int64(st, 6);
-		q->cur.delayed = (uint64_t)sqlite3_column_int64(st, 7);
-		q->cur.open = (uint64_t)sqlite3_column_int64(st, 8);
+		memset(&n, 0, sizeof(n));
+		n.items = (uint64_t)sqlite3_column_int64(st, 5);
+		n.bytes = (uint64_t)sqlite3_column_int64(st, 6);
+		n.delayed_items = (uint64_t)sqlite3_column_int64(st, 7);
+		n.open_items = (uint64_t)sqlite3_column_int64(st, 8);
+		saker_store_queue_seed(&s->base, q, &n);
 		q->cur.total = (uint64_t)sqlite3_column_int64(st, 9);
 		q->cur.expired = (uint64_t)sqlite3_column_int64(st, 10);
 		q->saved = q->cur;
@@ -2583,6 +2604,7 @@ sq_recover_queue(struct sq_store *s, struct saker_queue *q)
 {
 	sqlite3_stmt *st = s->st[S_I_OPENSEQS];
 	struct sq_row *rows = NULL, *tmp;
+	struct saker_queue_stats c;
 	size_t n = 0, cap = 0, i;
 	int rc, err = SAKER_OK;
 
@@ -2614,7 +2636,9 @@ sq_recover_queue(struct sq_store *s, struct saker_queue *q)
 	if (err != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);	/* even with no rows: the count goes */
-	q->cur.open = 0;
+	c = sq_counts(s, q);
+	c.open_items = 0;
+	saker_store_queue_seed(&s->base, q, &c);
 	return SAKER_OK;
 }
 
@@ -2631,7 +2655,7 @@ sq_recover(struct sq_store *s)
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
 	    e = kit_qtab_next(&s->qt, &i, e)) {
 		q = SQ_Q(e);
-		if (q->cur.open == 0)
+		if (sq_counts(s, q).open_items == 0)
 			continue;
 		if ((err = sq_begin(s)) != SAKER_OK ||
 		    (err = sq_recover_queue(s, q)) != SAKER_OK)
@@ -2748,7 +2772,6 @@ const struct saker_store_driver saker_store_sqlite = {
 	.durable = true,
 	.lock = SAKER_LOCK_BESIDE,
 	/* the queues table holds the four counters (format 1) */
-	.own_counts = true,
 	.open = sq_open,
 	.close = sq_close,
 	.errmsg = sq_errmsg,
