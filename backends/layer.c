@@ -501,9 +501,10 @@ saker_store_queue_delete(saker_store *s, saker_queue *q)
 
 	if ((rc = saker_layer_refuse(s)) != SAKER_OK)
 		return rc;
-	/* a failed commit cannot bring a deleted handle back (the driver
-	 * frees it), so its counters need no restoring; off the list
-	 * before the handle is freed */
+	/* off the lists before a driver frees the handle; one that keeps
+	 * it until the commit brings the queue back when the batch fails
+	 * and says so (saker_store_queue_restored()), so the counters of
+	 * before the delete stay in snap */
 	if (!was)
 		memcpy(b->snap, b->n, sizeof(b->snap));
 	b->gone = true;	/* for a driver that brings it back (restored) */
@@ -554,11 +555,11 @@ saker_store_queues(saker_store *s, saker_queue_name_fn fn, void *arg)
 }
 
 /*
- * The four counters are the layer's, O(1).  On a shared store other brokers change the queue as well:
- * a queue not changed in this batch is counted in the store again when it
- * was not since the last tick() (or a driver asked saker_store_recount()),
- * so a counter is behind by at most what the others did in about a
- * second (docs/scaling.md).
+ * The four counters are the layer's, O(1).  On a shared store other
+ * brokers change the queue as well: a queue not changed in this batch is
+ * counted in the store again when it was not since the last tick() (or a
+ * driver asked saker_store_recount()), so a counter is behind by at most
+ * what the others did in about a second (docs/scaling.md).
  */
 int
 saker_store_queue_counts(saker_store *s, saker_queue *q,
