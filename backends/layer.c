@@ -15,7 +15,6 @@
 /* ------------------------------------------------------------------ */
 /* counters (store.h, COUNTERS) */
 
-enum { N_ITEMS, N_BYTES, N_DELAYED, N_OPEN, N_IDS };
 
 static struct saker_queue_base *
 base(saker_queue *q)
@@ -56,28 +55,28 @@ saker_store_account_n(saker_store *s, saker_queue *q, saker_item_state from,
 	touch(s, b);
 	switch (from) {
 	case SAKER_ITEM_READY:
-		sub(&b->n[N_ITEMS], n);
-		sub(&b->n[N_BYTES], bytes);
+		sub(&b->n[SAKER_N_ITEMS], n);
+		sub(&b->n[SAKER_N_BYTES], bytes);
 		break;
 	case SAKER_ITEM_DELAYED:
-		sub(&b->n[N_DELAYED], n);
+		sub(&b->n[SAKER_N_DELAYED], n);
 		break;
 	case SAKER_ITEM_OPEN:
-		sub(&b->n[N_OPEN], n);
+		sub(&b->n[SAKER_N_OPEN], n);
 		break;
 	case SAKER_ITEM_NONE:
 		break;
 	}
 	switch (to) {
 	case SAKER_ITEM_READY:
-		b->n[N_ITEMS] += n;
-		b->n[N_BYTES] += bytes;
+		b->n[SAKER_N_ITEMS] += n;
+		b->n[SAKER_N_BYTES] += bytes;
 		break;
 	case SAKER_ITEM_DELAYED:
-		b->n[N_DELAYED] += n;
+		b->n[SAKER_N_DELAYED] += n;
 		break;
 	case SAKER_ITEM_OPEN:
-		b->n[N_OPEN] += n;
+		b->n[SAKER_N_OPEN] += n;
 		break;
 	case SAKER_ITEM_NONE:
 		break;
@@ -98,10 +97,10 @@ saker_store_queue_seed(saker_store *s, saker_queue *q,
 	struct saker_queue_base *b = base(q);
 
 	(void)s;
-	b->n[N_ITEMS] = st->items;
-	b->n[N_BYTES] = st->bytes;
-	b->n[N_DELAYED] = st->delayed_items;
-	b->n[N_OPEN] = st->open_items;
+	b->n[SAKER_N_ITEMS] = st->items;
+	b->n[SAKER_N_BYTES] = st->bytes;
+	b->n[SAKER_N_DELAYED] = st->delayed_items;
+	b->n[SAKER_N_OPEN] = st->open_items;
 }
 
 /* The batch ended: kept (commit succeeded) or lost (counters back). */
@@ -539,7 +538,7 @@ saker_store_queue_flush(saker_store *s, saker_queue *q)
 	if (rc == SAKER_OK) {
 		/* the items go; the queue's deduplication ids stay */
 		touch(s, base(q));
-		memset(base(q)->n, 0, N_IDS * sizeof(base(q)->n[0]));
+		memset(base(q)->n, 0, SAKER_N_IDS * sizeof(base(q)->n[0]));
 	}
 	return rc;
 }
@@ -575,16 +574,16 @@ saker_store_queue_counts(saker_store *s, saker_queue *q,
 		memset(&c, 0, sizeof(c));
 		if ((rc = s->driver->queue_count(s, q, &c)) != SAKER_OK)
 			return rc;
-		b->n[N_ITEMS] = c.items;
-		b->n[N_BYTES] = c.bytes;
-		b->n[N_DELAYED] = c.delayed_items;
-		b->n[N_OPEN] = c.open_items;
+		b->n[SAKER_N_ITEMS] = c.items;
+		b->n[SAKER_N_BYTES] = c.bytes;
+		b->n[SAKER_N_DELAYED] = c.delayed_items;
+		b->n[SAKER_N_OPEN] = c.open_items;
 		b->synced = s->tick + 1;
 	}
-	st->items = b->n[N_ITEMS];
-	st->bytes = b->n[N_BYTES];
-	st->delayed_items = b->n[N_DELAYED];
-	st->open_items = b->n[N_OPEN];
+	st->items = b->n[SAKER_N_ITEMS];
+	st->bytes = b->n[SAKER_N_BYTES];
+	st->delayed_items = b->n[SAKER_N_DELAYED];
+	st->open_items = b->n[SAKER_N_OPEN];
 	return SAKER_OK;
 }
 
@@ -638,7 +637,7 @@ saker_store_queue_stats(saker_store *s, saker_queue *q,
 		return rc;
 	/* the ids a restart found are counted at the first look (once) */
 	(void)ids_known(s, q);
-	st->dedup_ids = base(q)->n[N_IDS];
+	st->dedup_ids = base(q)->n[SAKER_N_IDS];
 	st->dedup_hits = base(q)->dedup_hits;
 	st->expired_to = base(q)->expired_to;	/* saker_store_expired() */
 	return saker_store_queue_counts(s, q, st);
@@ -839,7 +838,7 @@ ids_known(saker_store *s, saker_queue *q)
 		return SAKER_OK;
 	if ((rc = saker_store_dedup_count(s, q, &n)) != SAKER_OK)
 		return rc;
-	b->n[N_IDS] = n;
+	b->n[SAKER_N_IDS] = n;
 	b->ids_known = true;
 	return SAKER_OK;
 }
@@ -851,9 +850,9 @@ ids_add(saker_store *s, saker_queue *q, int64_t d)
 
 	touch(s, b);
 	if (d >= 0)
-		b->n[N_IDS] += (uint64_t)d;
+		b->n[SAKER_N_IDS] += (uint64_t)d;
 	else
-		sub(&b->n[N_IDS], (uint64_t)-d);
+		sub(&b->n[SAKER_N_IDS], (uint64_t)-d);
 }
 
 int
@@ -955,11 +954,11 @@ saker_store_put_once(saker_store *s, saker_queue *q,
 	if ((rc = ids_known(s, q)) != SAKER_OK)
 		return rc;
 	/* make room from what has expired before looking at the limit */
-	full = max_ids > 0 && base(q)->n[N_IDS] >= max_ids;
+	full = max_ids > 0 && base(q)->n[SAKER_N_IDS] >= max_ids;
 	if (full && (rc = saker_store_dedup_sweep(s, q, now_ms, 0, NULL)) !=
 	    SAKER_OK)
 		return rc;
-	full = max_ids > 0 && base(q)->n[N_IDS] >= max_ids;
+	full = max_ids > 0 && base(q)->n[SAKER_N_IDS] >= max_ids;
 	alen = itemattr_set(attrs, sizeof(attrs), item->attrs,
 	    item->attrs_len, ITEMATTR_ID, key, len);
 	if (alen == 0)

@@ -237,13 +237,24 @@ typedef struct saker_queue saker_queue;
 /* The layer's part of a queue handle: a driver's struct saker_queue
  * begins with it (zeroed when the handle is made), as its store begins
  * with struct saker_store.  Only the layer reads or writes it. */
+/* the counters in struct saker_queue_base's n[] */
+enum {
+	SAKER_N_ITEMS,          /* ready items */
+	SAKER_N_BYTES,          /* their data bytes */
+	SAKER_N_DELAYED,        /* delayed items */
+	SAKER_N_OPEN,           /* open items */
+	SAKER_N_IDS             /* deduplication ids recorded */
+};
+
 struct saker_queue_base {
 	size_t xtolen;          /* expire_to: where expired items go */
 	char xto[256];          /* (xtolen 0: dropped) */
-	/* the queue's counters (THE LAYER, COUNTERS): items and bytes
-	 * ready, delayed, open; then their value at the batch's first
-	 * change, restored when the batch is lost */
-	uint64_t n[5], snap[5]; /* [4]: deduplication ids recorded */
+	/* the queue's counters (THE LAYER, COUNTERS), by SAKER_N_*; then
+	 * their value at the batch's first change, restored when the batch
+	 * is lost.  A driver may read n[] (not write it) where a call to
+	 * saker_store_queue_counts() would cost too much (a take's "is
+	 * there anything"), unless it is a shared store's (recounted). */
+	uint64_t n[5], snap[5];
 	bool ids_known;         /* n[4] counted (dedup_count) since open */
 	uint64_t dedup_hits;    /* duplicates answered since open */
 	uint64_t expired_to;    /* items routed by saker_store_expired()
@@ -957,8 +968,8 @@ void saker_store_account_n(saker_store *s, saker_queue *q,
  * For a driver whose on-disk queue record keeps the four counters (LMDB,
  * SQLite): at open, after its recovery, it hands the layer what each
  * queue's record says (st's items, bytes, delayed_items, open_items);
- * when it writes the record it reads them back with
- * saker_store_queue_counts().  Also for putting back a queue's counters
+ * when it writes the record it reads them back (n[] of its queue's
+ * struct saker_queue_base).  Also for putting back a queue's counters
  * as read before a single call the driver undid (a savepoint rolled
  * back): within a batch only on a queue the batch changed already, so
  * that the layer's snapshot of it stays that of the batch.
