@@ -369,20 +369,6 @@ rec_datalen(const unsigned char *p, size_t size)
 	return hdr_read(p, size, &it) == 0 ? it.len : 0;
 }
 
-/* The layer's counters of q (store.h, COUNTERS), which the driver reads
- * to skip work it need not do and to write q's record. */
-static inline struct saker_queue_stats
-qcounts(struct lstore *s, struct saker_queue *q)
-{
-	/* read where they are: not a shared store, and a take asks */
-	const uint64_t *n = q->base.n;
-
-	(void)s;
-	return (struct saker_queue_stats){ .items = n[SAKER_N_ITEMS],
-	    .bytes = n[SAKER_N_BYTES], .delayed_items = n[SAKER_N_DELAYED],
-	    .open_items = n[SAKER_N_OPEN] };
-}
-
 /* A queue record (LM_QREC bytes): q's id and counters, u64 each, in this
  * order.  Written from q and the layer's counters, or read into q (which
  * then exists) and the layer's counters (saker_store_queue_seed()). */
@@ -390,7 +376,7 @@ static void
 qrec_io(struct lstore *s, unsigned char *p, struct saker_queue *q,
     bool write)
 {
-	struct saker_queue_stats st = qcounts(s, q);
+	struct saker_queue_stats st = saker_queue_counted(q);
 	uint64_t *f[] = { &q->id, &q->cur.lo, &q->cur.tail, &st.items,
 	    &st.bytes, &st.delayed_items, &st.open_items, &q->cur.total,
 	    &q->cur.expired };
@@ -1448,7 +1434,7 @@ empty_queue(struct lstore *s, struct saker_queue *q, bool ids,
     const char *what)
 {
 	MDB_txn *t;
-	struct saker_queue_stats n = qcounts(s, q);
+	struct saker_queue_stats n = saker_queue_counted(q);
 	bool wrote = false, wids = false;
 	int rc;
 
@@ -1544,7 +1530,7 @@ lm_queue_stats(saker_store *ss, saker_queue *q, struct saker_queue_stats *st)
 		return seterr(s, SAKER_ENOTFOUND, "lmdb: no such queue");
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
-	if (qcounts(s, q).items == 0)
+	if (saker_queue_counted(q).items == 0)
 		return SAKER_OK;
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
 		return rc;
@@ -2049,7 +2035,7 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 	write = !(mode == SAKER_TAKE_PEEK && (s->read_only ||
 	    saker_store_refuses_writes(&s->base)));
 	for (;;) {
-		if (qcounts(s, q).items == 0)
+		if (saker_queue_counted(q).items == 0)
 			return SAKER_EEMPTY;
 		memset(&res, 0, sizeof(res));
 		if (write) {
@@ -2101,7 +2087,7 @@ lm_confirm(saker_store *ss, saker_queue *q, uint64_t id)
 
 	if (q == NULL)
 		return seterr(s, SAKER_EINVAL, "lmdb confirm: no queue");
-	if (qcounts(s, q).open_items == 0)
+	if (saker_queue_counted(q).open_items == 0)
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
 	mkkey(kb, q->id, id);
 	rc = op_del(s, LD_OPEN, kb, "confirm");
@@ -2125,7 +2111,7 @@ lm_open_get(struct lstore *s, saker_queue *q, uint64_t id,
 	MDB_val k;
 	int rc;
 
-	if (qcounts(s, q).open_items == 0)
+	if (saker_queue_counted(q).open_items == 0)
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
 	if ((rc = lm_begin(s, true)) != SAKER_OK)
 		return rc;
@@ -2432,7 +2418,7 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		*removed = 0;
 	if (q == NULL)
 		return seterr(s, SAKER_EINVAL, "lmdb flush_expired: no queue");
-	if (qcounts(s, q).items == 0)
+	if (saker_queue_counted(q).items == 0)
 		return SAKER_OK;
 	return expire_scan(s, q, now_ms, limit, false, removed);
 }
@@ -2501,7 +2487,7 @@ lm_iterate(saker_store *ss, saker_queue *q, saker_item_fn fn, void *arg)
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
 		return rc;
 	rc = 0;
-	n = qcounts(s, q);
+	n = saker_queue_counted(q);
 	if (n.open_items > 0)
 		rc = iter_state(s, q, SAKER_ITEM_OPEN, fn, arg, &fnret);
 	if (rc == 0 && fnret == 0 && n.items > 0)

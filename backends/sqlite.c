@@ -604,20 +604,6 @@ sq_unlist(struct saker_queue *q)
 	q->list = SQ_LIST_NONE;
 }
 
-/* The layer's counters of q (store.h, COUNTERS), which the driver reads
- * to skip work it need not do and to write q's row. */
-static inline struct saker_queue_stats
-sq_counts(struct sq_store *s, struct saker_queue *q)
-{
-	/* read where they are: not a shared store, and a take asks */
-	const uint64_t *n = q->base.n;
-
-	(void)s;
-	return (struct saker_queue_stats){ .items = n[SAKER_N_ITEMS],
-	    .bytes = n[SAKER_N_BYTES], .delayed_items = n[SAKER_N_DELAYED],
-	    .open_items = n[SAKER_N_OPEN] };
-}
-
 static void
 sq_mark_dirty(struct sq_store *s, struct saker_queue *q)
 {
@@ -635,7 +621,7 @@ sq_touch(struct sq_store *s, struct saker_queue *q)
 		return;
 	q->touch_gen = s->gen;
 	q->undo = q->cur;
-	q->undo_n = sq_counts(s, q);
+	q->undo_n = saker_queue_counted(q);
 	q->touch_next = s->touched;
 	s->touched = q;
 	sq_mark_dirty(s, q);
@@ -1085,7 +1071,7 @@ sq_write_queue(struct sq_store *s, struct saker_queue *q)
 {
 	int which = q->fresh ? S_Q_INSERT : S_Q_UPDATE;
 	sqlite3_stmt *st = s->st[which];
-	const struct saker_queue_stats n = sq_counts(s, q);
+	const struct saker_queue_stats n = saker_queue_counted(q);
 	/* ?3 .. ?11 */
 	const int64_t v[] = { q->cur.head, q->cur.tail, q->cur.lo,
 	    (int64_t)n.items, (int64_t)n.bytes,
@@ -1318,7 +1304,7 @@ sq_clear(struct sq_store *s, struct saker_queue *q, bool drop)
 	if ((err = sq_dead(s, q)) != SAKER_OK ||
 	    (err = sq_sp_begin(s)) != SAKER_OK)
 		return err;
-	delayed = sq_counts(s, q).delayed_items != 0;
+	delayed = saker_queue_counted(q).delayed_items != 0;
 	sq_bind_i64(s, s->st[S_I_DELQ], 1, q->qe.id);
 	err = sq_exec(s, S_I_DELQ, "delete items");
 	if (err == SAKER_OK && delayed) {
@@ -1393,7 +1379,7 @@ sq_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 		return err;
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
-	if (sq_counts(s, q).items == 0)
+	if (saker_queue_counted(q).items == 0)
 		return SAKER_OK;
 	if ((err = sq_read_item(s, q, S_I_HEAD, q->cur.head, &it,
 	    "read queue head")) != SAKER_OK)
@@ -1584,7 +1570,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 	if (mode != SAKER_TAKE_REMOVE && mode != SAKER_TAKE_OPEN &&
 	    mode != SAKER_TAKE_PEEK)
 		return sq_errf(s, SAKER_EINVAL, "bad take mode");
-	if (sq_counts(s, q).items == 0)
+	if (saker_queue_counted(q).items == 0)
 		return SAKER_EEMPTY;
 	if (mode != SAKER_TAKE_PEEK && (err = sq_begin(s)) != SAKER_OK)
 		return err;
@@ -1614,7 +1600,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		    !routed, 0)) != SAKER_OK)
 			return err;
 		q->cur.head = from;
-		if (sq_counts(s, q).items == 0)
+		if (saker_queue_counted(q).items == 0)
 			return SAKER_EEMPTY;
 	}
 	if (mode == SAKER_TAKE_OPEN)	/* fn sees it, the row stores it */
@@ -1639,7 +1625,7 @@ sq_confirm(saker_store *base, saker_queue *q, uint64_t id)
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
-	if (sq_counts(s, q).open_items == 0 || id > (uint64_t)INT64_MAX)
+	if (saker_queue_counted(q).open_items == 0 || id > (uint64_t)INT64_MAX)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
@@ -1662,7 +1648,7 @@ sq_open_item(struct sq_store *s, saker_queue *q, uint64_t id, size_t *len)
 	sqlite3_stmt *st = s->st[S_I_OPENLEN];
 	int err, rc;
 
-	if (sq_counts(s, q).open_items == 0 || id > (uint64_t)INT64_MAX)
+	if (saker_queue_counted(q).open_items == 0 || id > (uint64_t)INT64_MAX)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
@@ -1893,7 +1879,7 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 	*removed = 0;
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
-	if (sq_counts(s, q).items == 0)
+	if (saker_queue_counted(q).items == 0)
 		return SAKER_OK;
 	/* At most `limit` ready items are looked at (store.h): no index on
 	 * expiry, so a bound on matches would scan a huge queue whole. */
@@ -1981,7 +1967,7 @@ sq_iterate(saker_store *base, saker_queue *q, saker_item_fn fn, void *arg)
 
 	if ((r = sq_dead(s, q)) != SAKER_OK)
 		return r;
-	n = sq_counts(s, q);
+	n = saker_queue_counted(q);
 	if (n.open_items > 0 && (r = sq_iter_rows(s, q, S_I_OPENLIST,
 	    SAKER_ITEM_OPEN, fn, arg)) != 0)
 		return r;
@@ -2638,7 +2624,7 @@ sq_recover_queue(struct sq_store *s, struct saker_queue *q)
 	if (err != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);	/* even with no rows: the count goes */
-	c = sq_counts(s, q);
+	c = saker_queue_counted(q);
 	c.open_items = 0;
 	saker_store_queue_seed(&s->base, q, &c);
 	return SAKER_OK;
@@ -2657,7 +2643,7 @@ sq_recover(struct sq_store *s)
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
 	    e = kit_qtab_next(&s->qt, &i, e)) {
 		q = SQ_Q(e);
-		if (sq_counts(s, q).open_items == 0)
+		if (saker_queue_counted(q).open_items == 0)
 			continue;
 		if ((err = sq_begin(s)) != SAKER_OK ||
 		    (err = sq_recover_queue(s, q)) != SAKER_OK)

@@ -251,9 +251,8 @@ struct saker_queue_base {
 	char xto[256];          /* (xtolen 0: dropped) */
 	/* the queue's counters (THE LAYER, COUNTERS), by SAKER_N_*; then
 	 * their value at the batch's first change, restored when the batch
-	 * is lost.  A driver may read n[] (not write it) where a call to
-	 * saker_store_queue_counts() would cost too much (a take's "is
-	 * there anything"), unless it is a shared store's (recounted). */
+	 * is lost.  A driver reads them with saker_queue_counted() and
+	 * never writes them. */
 	uint64_t n[5], snap[5];
 	bool ids_known;         /* n[4] counted (dedup_count) since open */
 	uint64_t dedup_hits;    /* duplicates answered since open */
@@ -277,6 +276,21 @@ struct saker_queue_base {
 	struct saker_queue_base *wake_next;
 	void *wake_ctx;
 };
+
+/* q's four counters as the layer has them now, read in place: for a
+ * driver that stores them (its record) or tests them on a hot path (a
+ * take's "is there anything"); not for a shared store's, which the layer
+ * recounts (saker_store_queue_counts()). */
+static inline struct saker_queue_stats
+saker_queue_counted(const saker_queue *q)
+{
+	const uint64_t *n = ((const struct saker_queue_base *)
+	    (const void *)q)->n;
+
+	return (struct saker_queue_stats){ .items = n[SAKER_N_ITEMS],
+	    .bytes = n[SAKER_N_BYTES], .delayed_items = n[SAKER_N_DELAYED],
+	    .open_items = n[SAKER_N_OPEN] };
+}
 
 /*
  * The "queue gained visible items" notification.  The core's callback
@@ -968,8 +982,7 @@ void saker_store_account_n(saker_store *s, saker_queue *q,
  * For a driver whose on-disk queue record keeps the four counters (LMDB,
  * SQLite): at open, after its recovery, it hands the layer what each
  * queue's record says (st's items, bytes, delayed_items, open_items);
- * when it writes the record it reads them back (n[] of its queue's
- * struct saker_queue_base).  Also for putting back a queue's counters
+ * when it writes the record it reads them back (saker_queue_counted()).  Also for putting back a queue's counters
  * as read before a single call the driver undid (a savepoint rolled
  * back): within a batch only on a queue the batch changed already, so
  * that the layer's snapshot of it stays that of the batch.
