@@ -237,13 +237,23 @@ typedef struct saker_queue saker_queue;
 /* The layer's part of a queue handle: a driver's struct saker_queue
  * begins with it (zeroed when the handle is made), as its store begins
  * with struct saker_store.  Only the layer reads or writes it. */
+/* the counters in struct saker_queue_base's n[] */
+enum {
+	SAKER_N_ITEMS,          /* ready items */
+	SAKER_N_BYTES,          /* their data bytes */
+	SAKER_N_DELAYED,        /* delayed items */
+	SAKER_N_OPEN,           /* open items */
+	SAKER_N_IDS             /* deduplication ids recorded */
+};
+
 struct saker_queue_base {
 	size_t xtolen;          /* expire_to: where expired items go */
 	char xto[256];          /* (xtolen 0: dropped) */
-	/* the queue's counters (THE LAYER, COUNTERS): items and bytes
-	 * ready, delayed, open; then their value at the batch's first
-	 * change, restored when the batch is lost */
-	uint64_t n[5], snap[5]; /* [4]: deduplication ids recorded */
+	/* the queue's counters (THE LAYER, COUNTERS), by SAKER_N_*; then
+	 * their value at the batch's first change, restored when the batch
+	 * is lost.  A driver reads them with saker_queue_counted() and
+	 * never writes them. */
+	uint64_t n[5], snap[5];
 	bool ids_known;         /* n[4] counted (dedup_count) since open */
 	uint64_t dedup_hits;    /* duplicates answered since open */
 	uint64_t expired_to;    /* items routed by saker_store_expired()
@@ -251,6 +261,8 @@ struct saker_queue_base {
 	                         * them back: nor did the drivers' counts) */
 	struct saker_queue_base *touched_next; /* the batch's changed queues */
 	bool touched;
+	bool gone;              /* deleted in this batch, snap its counters
+	                         * before: saker_store_queue_restored() */
 	/* the same for the batch in flight (ASYNCHRONOUS COMMIT): its
 	 * counters before it, restored when it fails */
 	uint64_t fsnap[5];
@@ -264,6 +276,21 @@ struct saker_queue_base {
 	struct saker_queue_base *wake_next;
 	void *wake_ctx;
 };
+
+/* q's four counters as the layer has them now, read in place: for a
+ * driver that stores them (its record) or tests them on a hot path (a
+ * take's "is there anything"); not for a shared store's, which the layer
+ * recounts (saker_store_queue_counts()). */
+static inline struct saker_queue_stats
+saker_queue_counted(const saker_queue *q)
+{
+	const uint64_t *n = ((const struct saker_queue_base *)
+	    (const void *)q)->n;
+
+	return (struct saker_queue_stats){ .items = n[SAKER_N_ITEMS],
+	    .bytes = n[SAKER_N_BYTES], .delayed_items = n[SAKER_N_DELAYED],
+	    .open_items = n[SAKER_N_OPEN] };
+}
 
 /*
  * The "queue gained visible items" notification.  The core's callback
@@ -442,12 +469,6 @@ struct saker_store_driver {
 	const struct saker_store_option *options; /* the keys it takes (see
 	                          * DRIVER OPTIONS); NULL = none */
 	saker_lock_kind lock;    /* how the layer locks the location */
-	/* Its on-disk format keeps each queue's items, bytes, delayed and
-	 * open counts (LMDB, SQLite): queue_stats() fills them, O(1), and
-	 * the layer keeps none.  false: the driver reports every change of
-	 * an item's state through saker_store_account() and the layer
-	 * keeps the counters (THE LAYER, COUNTERS). */
-	bool own_counts;
 
 	/* Open (creating per opts->create) the store at `location` (NULL when
 	 * the spec had none).  On failure returns an error, sets *out = NULL and
@@ -483,11 +504,11 @@ struct saker_store_driver {
 	/* List every queue, in no particular order. */
 	int (*queues)(saker_store *s, saker_queue_name_fn fn, void *arg);
 
-	/* total_items, expired_items, expired_to and head_created_ms, and
-	 * with own_counts the other four; cheap (no scan of the queue). */
+	/* total_items, expired_items and head_created_ms (the layer fills
+	 * the rest); cheap (no scan of the queue). */
 	int (*queue_stats)(saker_store *s, saker_queue *q, struct saker_queue_stats *st);
 
-	/* SAKER_CAP_SHARED without own_counts: items, bytes, delayed_items
+	/* SAKER_CAP_SHARED: items, bytes, delayed_items
 	 * and open_items of q counted in the store (may scan the queue:
 	 * the layer asks at most once per tick() per queue, for a queue
 	 * whose stats are read), so changes other processes made show. */
@@ -775,9 +796,9 @@ int saker_store_queue_flush(saker_store *s, saker_queue *q);
 int saker_store_queues(saker_store *s, saker_queue_name_fn fn, void *arg);
 int saker_store_queue_stats(saker_store *s, saker_queue *q,
     struct saker_queue_stats *st);
-/* items, bytes, delayed_items and open_items (an own_counts driver may
- * fill the rest too): the capacity check's, without a round trip to a
- * database (but a shared store's recount, at most once per tick) */
+/* items, bytes, delayed_items and open_items: the capacity check's,
+ * without a round trip to a database (but a shared store's recount, at
+ * most once per tick) */
 int saker_store_queue_counts(saker_store *s, saker_queue *q,
     struct saker_queue_stats *st);
 int saker_store_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
@@ -938,8 +959,8 @@ int saker_store_expired(saker_store *s, saker_queue *q,
  * COUNTERS.  The layer keeps every queue's items, bytes (of ready items),
  * delayed_items and open_items in its struct saker_queue_base, so that
  * saker_store_queue_stats() and every capacity check are O(1) on every
- * store.  A driver without own_counts tells the layer each change of an
- * item's state, a fact like notify(): put (NONE -> READY or DELAYED),
+ * store.  Every driver tells the layer each change of an item's state,
+ * a fact like notify(): put (NONE -> READY or DELAYED),
  * take (READY -> OPEN, or -> NONE: removed, or an expired item dropped
  * or routed, the target then NONE -> READY), confirm (OPEN -> NONE),
  * release (OPEN -> READY or DELAYED), move (OPEN -> NONE in q, NONE ->
@@ -947,13 +968,28 @@ int saker_store_expired(saker_store *s, saker_queue *q,
  * flush_expired (READY -> NONE).  queue_flush() and queue_delete() are
  * counted by the layer itself.  The layer remembers each queue's
  * counters at the first change of a batch and puts them back when
- * commit() fails or the driver says it lost the batch.
+ * commit() fails or the driver says it lost the batch (and those of a
+ * queue deleted in the batch when the driver says it brought the queue
+ * back: saker_store_queue_restored()).  A driver whose format stores
+ * the four hands them to the layer at open (saker_store_queue_seed()).
  */
 void saker_store_account(saker_store *s, saker_queue *q,
     saker_item_state from, saker_item_state to, size_t len);
 /* n items of `bytes` data bytes in all, at once (a promotion in SQL) */
 void saker_store_account_n(saker_store *s, saker_queue *q,
     saker_item_state from, saker_item_state to, uint64_t n, uint64_t bytes);
+
+/*
+ * For a driver whose on-disk queue record keeps the four counters (LMDB,
+ * SQLite): at open, after its recovery, it hands the layer what each
+ * queue's record says (st's items, bytes, delayed_items, open_items);
+ * when it writes the record it reads them back (saker_queue_counted()).  Also for putting back a queue's counters
+ * as read before a single call the driver undid (a savepoint rolled
+ * back): within a batch only on a queue the batch changed already, so
+ * that the layer's snapshot of it stays that of the batch.
+ */
+void saker_store_queue_seed(saker_store *s, saker_queue *q,
+    const struct saker_queue_stats *st);
 
 /*
  * REFUSALS.  A store opened read-only (opts->read_only) takes no writes:
@@ -977,7 +1013,7 @@ void saker_store_queue_fresh(saker_store *s, saker_queue *q);
 /* For a driver whose rollback (a failed commit, a lost batch) brought q
  * back as it was at the last commit in a way the layer did not see (a
  * delete undone): the layer counts q's deduplication ids again at their
- * next use. */
+ * next use, and a queue deleted in the batch gets back its counters. */
 void saker_store_queue_restored(saker_store *s, saker_queue *q);
 
 /* For a shared store's driver that changed q in a way it cannot tell
