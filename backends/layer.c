@@ -521,7 +521,12 @@ saker_store_queue_delete(saker_store *s, saker_queue *q)
 	rc = leave(s, s->driver->queue_delete(s, q));
 	if (rc != SAKER_OK)
 		b->gone = false;
-	if (rc != SAKER_OK && was) {
+	if (rc != SAKER_OK && s->lost != 0) {
+		/* the driver lost the batch in this call: batch_end() ran
+		 * while q was off the list, so its counters go back here (snap
+		 * is the batch's start either way) */
+		memcpy(b->n, b->snap, sizeof(b->n));
+	} else if (rc != SAKER_OK && was) {
 		/* still there: back on the list, its snapshot kept */
 		b->touched = true;
 		b->touched_next = s->touched;
