@@ -86,6 +86,13 @@ pg_room(void *vp, size_t size, size_t n, size_t *cap, size_t more)
 	return true;
 }
 
+/* Can the current batch write (a damaged or expired item be moved)? */
+bool
+pg_writable(const struct pg_store *s)
+{
+	return !s->read_only && !s->lost && s->conn != NULL;
+}
+
 bool
 pg_del_room(struct pg_store *s)
 {

@@ -13,13 +13,6 @@
 #include "pg_queue.h"
 #include "pg_wire.h"
 
-/* Whether a damaged item can be moved aside now. */
-static bool
-pg_can_move(const struct pg_store *s)
-{
-	return !s->read_only && !s->lost && s->conn != NULL;
-}
-
 /*
  * The item of row `row` of res (ITEM_COLS) failed its checksum: the layer
  * puts it, as it is, into q's quarantine queue in the current batch
@@ -66,7 +59,7 @@ pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,
 	if (mode == SAKER_TAKE_PEEK) {
 		/* a peek changed nothing yet: delete it first, unless another
 		 * broker has taken it meanwhile (it meets the damage then) */
-		if (!pg_can_move(s)) {
+		if (!pg_writable(s)) {
 			PQclear(res);
 			(void)pg_put_damaged(s, q, NULL, 0, id, now_ms);
 			return SAKER_ECORRUPT;
@@ -100,8 +93,7 @@ pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,
 		    SAKER_ITEM_NONE, (size_t)PQgetlength(res, 0, C_DATA));
 	if (err != SAKER_OK && !s->lost) {
 		/* not moved: put it back as it was (it stays damaged) */
-		int e2 = mode == SAKER_TAKE_OPEN ? pg_st_add(s, q->id,
-		    (uint64_t)id, 0) : pg_reinsert(s, q, res);
+		int e2 = pg_head_back(s, q, mode, res);
 
 		PQclear(res);
 		return e2 != SAKER_OK ? e2 : SAKER_ECORRUPT;
@@ -119,7 +111,7 @@ pg_held_damaged(struct pg_store *s, struct saker_queue *q, int i,
 	int row = q->held_rows[i], err;
 	int64_t id = pg_rv_i64(q->held, row, C_ID);
 
-	if (!pg_can_move(s)) {
+	if (!pg_writable(s)) {
 		(void)pg_put_damaged(s, q, NULL, 0, id, now_ms);
 		return SAKER_ECORRUPT;
 	}

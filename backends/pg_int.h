@@ -5,9 +5,10 @@
  * one way, top down:
  *   postgres.c (the driver's hooks, open and close)
  *   > pg_lease (claims, leases, tick, the VACUUM link, a new session)
- *   > pg_damaged (checksum failures) > pg_item (rows, put, expire_to)
- *   > pg_batch (buffered writes, commit, rollback) > pg_queue (queues in
- *   memory, claimed items, wake-ups) > pg_wire (connections, round
+ *   > pg_damaged (checksum failures) > pg_item (rows, put, expired
+ *   items handed to the layer) > pg_batch (buffered writes, commit,
+ *   rollback) > pg_queue (queues in memory, claimed items, the layer's
+ *   notify and the other brokers' NOTIFY) > pg_wire (connections, round
  *   trips, pipelines; it reports up through struct pg_wire_cb)
  *   > pg_conninfo (options, the connection string);
  *   pg_sql (statements, schema) is called by postgres.c and pg_lease and

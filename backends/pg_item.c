@@ -99,30 +99,45 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 	return SAKER_OK;
 }
 
+/* A view of the item in row `row` of res whose flags, created, data,
+ * deliveries and attributes are in columns col[0..4] (the statements that
+ * delete expired items return no more than that); a NULL one (a store
+ * from before format 4 or 6) or one the row lacks reads as none. */
+void
+pg_row_view(const PGresult *res, int row, const int col[5],
+    struct saker_item *it)
+{
+	int64_t d;
+
+	memset(it, 0, sizeof(*it));
+	it->flags = (uint32_t)pg_rv_i64(res, row, col[0]);
+	it->created_ms = pg_rv_i64(res, row, col[1]);
+	it->data = PQgetvalue(res, row, col[2]);
+	it->len = (size_t)PQgetlength(res, row, col[2]);
+	/* (asked out of range, libpq would print a notice) */
+	d = PQnfields(res) > col[3] ? pg_rv_i64(res, row, col[3]) : 0;
+	it->deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
+	    SAKER_DELIVERIES_MAX : (uint32_t)d;
+	if (PQnfields(res) > col[4] && !PQgetisnull(res, row, col[4])) {
+		it->attrs = PQgetvalue(res, row, col[4]);
+		it->attrs_len = (size_t)PQgetlength(res, row, col[4]);
+	}
+}
+
+/* An item of ITEM_COLS rows, its bytes res's (pg_row_view()). */
 void
 pg_row_item(const PGresult *res, int row, struct saker_item *it,
     saker_item_state state)
 {
-	memset(it, 0, sizeof(*it));
+	static const int cols[5] = { C_FLAGS, C_CREATED, C_DATA, C_DLV,
+	    C_ATTRS };
+
+	pg_row_view(res, row, cols, it);
 	it->id = (uint64_t)pg_rv_i64(res, row, C_ID);
-	it->flags = (uint32_t)pg_rv_i64(res, row, C_FLAGS);
 	it->expires_ms = pg_rv_i64(res, row, C_EXPIRES);
-	it->created_ms = pg_rv_i64(res, row, C_CREATED);
 	if (state == SAKER_ITEM_DELAYED)
 		it->due_ms = pg_rv_i64(res, row, C_DUE);
 	it->state = state;
-	it->data = PQgetvalue(res, row, C_DATA);
-	it->len = (size_t)PQgetlength(res, row, C_DATA);
-	if (PQnfields(res) > C_DLV && !PQgetisnull(res, row, C_DLV)) {
-		int64_t d = pg_rv_i64(res, row, C_DLV);
-
-		it->deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
-		    SAKER_DELIVERIES_MAX : (uint32_t)d;
-	}
-	if (PQnfields(res) > C_ATTRS && !PQgetisnull(res, row, C_ATTRS)) {
-		it->attrs = PQgetvalue(res, row, C_ATTRS);
-		it->attrs_len = (size_t)PQgetlength(res, row, C_ATTRS);
-	}
 }
 
 /* Does the item of this row (ITEM_COLS) hold its checksum?  Rows from
@@ -148,29 +163,6 @@ pg_row_sound(const PGresult *res, int row)
 	    (size_t)PQgetlength(res, row, C_ATTRS));
 }
 
-/* A view of the item in row `row` of res whose flags, created, data,
- * deliveries and attributes are in columns col[0..4] (the statements that
- * delete expired items return no more than that). */
-void
-pg_row_view(const PGresult *res, int row, const int col[5],
-    struct saker_item *it)
-{
-	int64_t d;
-
-	memset(it, 0, sizeof(*it));
-	it->flags = (uint32_t)pg_rv_i64(res, row, col[0]);
-	it->created_ms = pg_rv_i64(res, row, col[1]);
-	it->data = PQgetvalue(res, row, col[2]);
-	it->len = (size_t)PQgetlength(res, row, col[2]);
-	d = pg_rv_i64(res, row, col[3]);
-	it->deliveries = d < 0 ? 0 : d > SAKER_DELIVERIES_MAX ?
-	    SAKER_DELIVERIES_MAX : (uint32_t)d;
-	if (!PQgetisnull(res, row, col[4])) {
-		it->attrs = PQgetvalue(res, row, col[4]);
-		it->attrs_len = (size_t)PQgetlength(res, row, col[4]);
-	}
-}
-
 /*
  * Expired item `it` of q leaves q in this batch (the caller removes the
  * original): the layer routes it or drops it (saker_store_expired()),
@@ -191,6 +183,22 @@ pg_expired_item(struct pg_store *s, struct saker_queue *q,
 	else
 		pg_expired(s, q, 1);
 	return SAKER_OK;
+}
+
+/* Expired rows a statement already deleted (promotion, the sweep) could
+ * not all be handed to the layer (err): they cannot be put back as they
+ * were (the statement returned too little of them), so the batch is
+ * rolled back, their deletes with it, rather than commit their loss. */
+int
+pg_expired_lost(struct pg_store *s, struct saker_queue *q, int err)
+{
+	if (s->lost)
+		return err;	/* a failed statement rolled it back already */
+	pg_errf(s, err, "postgres: queue '%.*s': an expired item could not be"
+	    " moved (%s): the batch is rolled back, so that none is lost",
+	    (int)q->len, q->name, saker_strerror(err));
+	pg_lose_batch(s, err);
+	return err;
 }
 
 /* Put back a removed item the caller refused, exactly as it was. */
@@ -223,4 +231,18 @@ pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r)
 		return s->code;
 	PQclear(res);
 	return SAKER_OK;
+}
+
+/* A take's head row res (ITEM_COLS), removed (REMOVE) or leased to us
+ * (OPEN) by its statement, goes back as it was: the caller refused it, or
+ * it could not be moved.  A peek changed nothing. */
+int
+pg_head_back(struct pg_store *s, struct saker_queue *q, int mode,
+    const PGresult *res)
+{
+	if (mode == SAKER_TAKE_PEEK)
+		return SAKER_OK;
+	if (mode == SAKER_TAKE_OPEN)
+		return pg_st_add(s, q->id, (uint64_t)pg_rv_i64(res, 0, C_ID), 0);
+	return pg_reinsert(s, q, res);
 }

@@ -14,6 +14,9 @@ void pg_row_view(const PGresult *res, int row, const int col[5],
     struct saker_item *it);
 int pg_expired_item(struct pg_store *s, struct saker_queue *q,
     const struct saker_item *it, int64_t now_ms);
+int pg_expired_lost(struct pg_store *s, struct saker_queue *q, int err);
 int pg_reinsert(struct pg_store *s, struct saker_queue *q, const PGresult *r);
+int pg_head_back(struct pg_store *s, struct saker_queue *q, int mode,
+    const PGresult *res);
 
 #endif

@@ -176,6 +176,8 @@ pg_held_install(struct pg_store *s, struct saker_queue *q, PGresult *res,
 /* ------------------------------------------------------------------ */
 /* wake-ups */
 
+/* The layer's notify, for every item made ready: it wakes each queue once
+ * per layer call (store.h), so nothing here keeps a list. */
 void
 pg_notify_local(struct pg_store *s, struct saker_queue *q)
 {

@@ -363,43 +363,44 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 			return pg_take_damaged(s, q, mode, res, now_ms);
 		if (expires == 0 || expires > now_ms)
 			break;
-		/* expired at the head: drop it, count it (or move it to the
-		 * expire_to queue), look again */
-		if (mode == SAKER_TAKE_REMOVE || (!s->read_only &&
-		    s->conn != NULL && !s->lost))
-			saker_store_account(&s->base, q, SAKER_ITEM_READY,
-			    SAKER_ITEM_NONE, (size_t)PQgetlength(res, 0, C_DATA));
-		pg_row_item(res, 0, &it, SAKER_ITEM_READY);
-		if (mode == SAKER_TAKE_REMOVE) {
-			if ((err = pg_expired_item(s, q, &it, now_ms)) !=
-			    SAKER_OK) {
-				PQclear(res);
-				return err;
-			}
-		} else if (!s->read_only && s->conn != NULL && !s->lost) {
-			if ((err = pg_begin(s)) != SAKER_OK ||
-			    (err = pg_expired_item(s, q, &it, now_ms)) !=
-			    SAKER_OK ||
-			    (err = pg_del1(s, q, pg_rv_i64(res, 0, 0))) !=
-			    SAKER_OK) {
-				PQclear(res);
-				return err;
-			}
-			pg_hint(s, q, res, 0);
-		} else {
+		/* expired at the head: the layer drops or routes it and it
+		 * leaves q in this batch (a peek's or an open's by P_DEL1), and
+		 * the next one is looked at; if the layer fails, it is put back
+		 * as it was */
+		if (mode != SAKER_TAKE_REMOVE && !pg_writable(s)) {
 			PQclear(res);
 			return SAKER_EEMPTY;	/* cannot drop it: hide it */
 		}
+		pg_row_item(res, 0, &it, SAKER_ITEM_READY);
+		/* P_TAKE_OPEN counted a delivery that never happened (at the
+		 * cap the count it had is unknown: it stays there) */
+		if (mode == SAKER_TAKE_OPEN && it.deliveries > 0 &&
+		    it.deliveries < SAKER_DELIVERIES_MAX)
+			it.deliveries--;
+		if ((err = pg_begin(s)) != SAKER_OK ||
+		    (err = pg_expired_item(s, q, &it, now_ms)) != SAKER_OK) {
+			if (!s->lost)	/* else the rollback put it back */
+				(void)pg_head_back(s, q, mode, res);
+			PQclear(res);
+			return err;
+		}
+		if (mode != SAKER_TAKE_REMOVE &&
+		    (err = pg_del1(s, q, (int64_t)it.id)) != SAKER_OK) {
+			PQclear(res);
+			return err;
+		}
+		saker_store_account(&s->base, q, SAKER_ITEM_READY,
+		    SAKER_ITEM_NONE, it.len);
+		if (mode != SAKER_TAKE_REMOVE)
+			pg_hint(s, q, res, 0);
 		PQclear(res);
 	}
 	pg_row_item(res, 0, &it, SAKER_ITEM_READY);
 	r = fn(arg, &it);
 	if (r != 0 && mode != SAKER_TAKE_PEEK)
 		pg_unhint(q);
-	if (r != 0 && mode == SAKER_TAKE_REMOVE)
-		err = pg_reinsert(s, q, res);
-	else if (r != 0 && mode == SAKER_TAKE_OPEN)
-		err = pg_st_add(s, q->id, it.id, 0);
+	if (r != 0)
+		err = pg_head_back(s, q, mode, res);
 	else if (mode == SAKER_TAKE_OPEN)
 		err = intmap_put_u64(&s->open, it.id, (uint64_t)q->id) == 0 ? SAKER_OK :
 		    pg_errf(s, SAKER_ENOMEM, "out of memory");
@@ -687,7 +688,7 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 			if ((err = pg_expired_item(s, q, &it, now_ms)) !=
 			    SAKER_OK) {
 				pg_pipe_clear(&pp);
-				return err;
+				return pg_expired_lost(s, q, err);
 			}
 			continue;
 		}
@@ -740,7 +741,7 @@ pg_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 			if ((err = pg_expired_item(s, q, &it, now_ms)) !=
 			    SAKER_OK) {
 				PQclear(res);
-				return err;
+				return pg_expired_lost(s, q, err);
 			}
 		}
 		*removed = (uint64_t)PQntuples(res);

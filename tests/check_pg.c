@@ -934,6 +934,50 @@ START_TEST(test_expire_to_across)
 }
 END_TEST
 
+/* Issue 42's first case over a real broker: expire_to = ex2_to, 1,500
+ * items set with exptime 1 (1,000, a live one, 500): one get on ex2
+ * moves the 1,000 ahead of the live item, the background sweep the 500
+ * behind it, and the target holds all 1,500, in order; none dropped. */
+START_TEST(test_expire_to_all)
+{
+	struct tl_server *a;
+	char *sp = spec("xall"), *path;
+	char buf[16];
+	FILE *f;
+	int fa, i;
+
+	path = tl_strdupf("%s/xall.conf", pgc.dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fputs("[queue ex2]\nexpire_to = ex2_to\n", f);
+	ck_assert_int_eq(fclose(f), 0);
+	a = tl_server_start(sp, "--config", path, NULL);
+	fa = tl_connect(a->port);
+	for (i = 0; i < 1500; i++) {
+		if (i == 1000)
+			tl_set(fa, "ex2", "live");
+		snprintf(buf, sizeof(buf), "x%04d", i);
+		tl_setn(fa, "ex2", 0, 1, buf, 5);
+	}
+	tl_sleep_ms(2100);	/* every exptime 1 has passed */
+	tl_ckget(fa, "ex2", "live");
+	ck_assert_int_ge(tl_stat(fa, "queue_ex2_expired_to"), 1000);
+	tl_wait_stat(fa, "queue_ex2_expired_to", 1500, 15000);
+	ck_assert_int_eq(tl_stat(fa, "queue_ex2_expired_items"), 0);
+	ck_assert_int_eq(tl_stat(fa, "queue_ex2_items"), 0);
+	ck_assert_int_eq(tl_stat(fa, "queue_ex2_to_items"), 1500);
+	for (i = 0; i < 1500; i++) {
+		snprintf(buf, sizeof(buf), "x%04d", i);
+		tl_ckget(fa, "ex2_to", buf);
+	}
+	tl_ckget(fa, "ex2_to", NULL);
+	close(fa);
+	tl_server_stop(a);
+	tl_server_free(a);
+	free(path);
+	free(sp);
+}
+END_TEST
+
 /* A capped queue on two brokers (issue 42): each broker's capacity check
  * reads the store layer's counters, which count its own changes at once
  * and the other broker's after the next tick (about a second): the cap
@@ -1069,6 +1113,7 @@ main(void)
 	tcase_add_test(tc, test_damaged_item_across);
 	tcase_add_test(tc, test_dead_letter_across);
 	tcase_add_test(tc, test_expire_to_across);
+	tcase_add_test(tc, test_expire_to_all);
 	tcase_add_test(tc, test_retry_across);
 	tcase_add_test(tc, test_cap_across);
 	suite_add_tcase(su, tc);

@@ -1682,6 +1682,7 @@ struct px_got {
 	char id[64];	/* the deduplication id ("" for none) */
 	size_t attrs_len;
 	uint32_t flags;
+	uint32_t deliveries;
 	int calls;
 	int refuse;	/* answer this from the callback */
 };
@@ -1701,6 +1702,7 @@ px_cb(void *arg, const struct saker_item *it)
 		snprintf(g->id, sizeof(g->id), "%.*s", (int)vlen,
 		    (const char *)v);
 	g->flags = it->flags;
+	g->deliveries = it->deliveries;
 	g->calls++;
 	return g->refuse;
 }
@@ -2563,6 +2565,47 @@ START_TEST(test_pg_dedup_count)
 }
 END_TEST
 
+/* An expired head met by a take(OPEN), one statement at a time (a fresh
+ * queue claims one item): it was never handed out, so its copy in the
+ * expire_to queue keeps the delivery count it had (store.h: the layer
+ * keeps deliveries), as the claimed-ahead path and promotion do. */
+START_TEST(test_pg_expire_to_open_keeps_deliveries)
+{
+	struct px_got g = { .calls = 0 };
+	struct saker_item it;
+	saker_queue *q;
+	saker_store *s;
+	char schema[32];
+
+	snprintf(schema, sizeof(schema), "xod_%d", (int)getpid());
+	s = px_open(schema, false, SAKER_OK);
+	q = px_q(s, "xo");
+	ck_assert_int_eq(saker_store_expire_to(s, q, "xo_to", 5), SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	it.data = "old";
+	it.len = 3;
+	it.deliveries = 3;
+	it.expires_ms = BASE + 10;
+	ck_assert_int_eq(saker_store_put(s, q, &it, BASE), SAKER_OK);
+	it.data = "new";
+	it.deliveries = 0;
+	it.expires_ms = 0;
+	ck_assert_int_eq(saker_store_put(s, q, &it, BASE), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_OPEN, BASE + 100,
+	    px_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, "new");
+	ck_assert_uint_eq(g.deliveries, 1);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_take(s, px_q(s, "xo_to"),
+	    SAKER_TAKE_REMOVE, BASE + 100, px_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, "old");
+	ck_assert_uint_eq(g.deliveries, 3);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+}
+END_TEST
+
 /* One throwaway cluster for the run; skipped (not failed) when the
  * PostgreSQL server binaries are missing. */
 static int
@@ -2589,6 +2632,7 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 			tcase_add_test(ptc, test_pg_doubt_handed_out);
 			tcase_add_test(ptc, test_pg_expire_to_all);
 			tcase_add_test(ptc, test_pg_dedup_count);
+			tcase_add_test(ptc, test_pg_expire_to_open_keeps_deliveries);
 			suite_add_tcase(su, ptc);
 		}
 		return 0;

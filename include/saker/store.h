@@ -759,7 +759,9 @@ int saker_store_commit(saker_store *s);
  * THE LAYER (backends/policy.c, lock.c, layer.c): the broker's rules about
  * storage, once over every driver: the lock file (saker_lock_kind), the
  * delivery-count clamp (saker_store_put), the quarantine of damaged items,
- * the expire_to targets and the per-queue counters (COUNTERS, below).
+ * what becomes of an expired item (saker_store_expired), which queues to
+ * wake (the notify contract), deduplication ids and the per-queue
+ * counters (COUNTERS, below).
  * Drivers keep the primitives of the vtable and call the functions below
  * where their comments say.
  * --------------------------------------------------------------------- */
@@ -809,9 +811,10 @@ saker_store_has_expire_to(const saker_queue *q)
 	return ((const struct saker_queue_base *)(const void *)q)->xtolen > 0;
 }
 
-/* For a driver that met an expired item of q: *to = q's expire_to queue
- * (opened, created when missing, through queue_open()), or NULL when its
- * expired items are dropped.  An error from queue_open() otherwise. */
+/* *to = q's expire_to queue (opened, created when missing, through
+ * queue_open()), or NULL when its expired items are dropped.  An error
+ * from queue_open() otherwise.  saker_store_expired() asks it; a driver
+ * that met an expired item calls that, not this. */
 int saker_store_expire_target(saker_store *s, saker_queue *q,
     saker_queue **to);
 
