@@ -52,10 +52,18 @@
  * takes linear. */
 #define HEAD_WHERE "qid = $1::bigint AND state = 0 AND due <= $2::bigint" \
 	" AND vis <= $3::bigint AND (vis, id) > ($4::bigint, $5::bigint)"
-/* the first n rows of HEAD_WHERE, locked, as c(qid, id); what the
- * statement made of them comes back as ITEM_COLS */
-#define HEAD_ROWS(n) "WITH c AS (SELECT qid, id FROM saker_items WHERE " \
-	HEAD_WHERE " ORDER BY vis, id LIMIT " n " FOR UPDATE SKIP LOCKED)"
+/* the first n rows of HEAD_WHERE, locked, as c(t, r): their segment
+ * (tableoid) and ctid; what the statement made of them comes back as
+ * ITEM_COLS.  HEAD_JOIN finds them again by TID scan.  A join by
+ * (qid, id) probes every segment's primary key, and the plan cached for
+ * a just-truncated segment (the statistics of an empty table, seqscan
+ * off) was a full scan of that index filtered per row: 2.7k buffers a
+ * claim under a held horizon (issue 47).  Locked here, a row cannot
+ * move to another segment before the outer statement reaches it. */
+#define HEAD_ROWS(n) "WITH c AS (SELECT tableoid AS t, ctid AS r FROM" \
+	" saker_items WHERE " HEAD_WHERE " ORDER BY vis, id LIMIT " n \
+	" FOR UPDATE SKIP LOCKED)"
+#define HEAD_JOIN " i.ctid = c.r AND i.tableoid = c.t"
 #define RETURNING_ITEM " RETURNING i.id, i.flags, i.expires, i.created," \
 	" i.vis, i.due, i.data, @CRC@, @DLV@, @ATR@"
 /* back to the queue, no longer leased */
@@ -109,14 +117,12 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_I_DELQ] = "DELETE FROM saker_items WHERE qid = $1::bigint",
 	[P_C_DELQ] = "DELETE FROM saker_counts WHERE qid = $1::bigint",
 	[P_TAKE_REMOVE] = HEAD_ROWS("1")
-	    " DELETE FROM saker_items i USING c WHERE i.qid = c.qid AND"
-	    " i.id = c.id" RETURNING_ITEM,
+	    " DELETE FROM saker_items i USING c WHERE" HEAD_JOIN RETURNING_ITEM,
 	[P_TAKE_OPEN] = HEAD_ROWS("1")
 	    " UPDATE saker_items i SET state = 1, owner = $6::text,"
 	    " lease_until = " DBNOW " + $7::bigint,"
 	    " deliveries = least(i.deliveries + 1, " PG_DLV_MAX ")"
-	    " FROM c WHERE i.qid = c.qid"
-	    " AND i.id = c.id" RETURNING_ITEM,
+	    " FROM c WHERE" HEAD_JOIN RETURNING_ITEM,
 	[P_PEEK] = "SELECT " ITEM_COLS " FROM saker_items WHERE " HEAD_WHERE
 	    " ORDER BY vis, id LIMIT 1",
 	[P_REINSERT] = "INSERT INTO saker_items(qid, id, vis, due, state, flags,"
@@ -265,8 +271,8 @@ static const char *const pg_sql[P_COUNT] = {
 	 * broker as state 2 and served from its memory */
 	[P_CLAIM] = HEAD_ROWS("$8::bigint")
 	    " UPDATE saker_items i SET state = 2, owner = $6::text,"
-	    " lease_until = " DBNOW " + $7::bigint FROM c WHERE i.qid = c.qid"
-	    " AND i.id = c.id" RETURNING_ITEM,
+	    " lease_until = " DBNOW " + $7::bigint FROM c WHERE" HEAD_JOIN
+	    RETURNING_ITEM,
 	[P_GIVEBACK] = GIVE_BACK " WHERE state = 2 AND owner = $1::text"
 	    " RETURNING qid",
 	/* an open item of this broker to the tail of another queue, with
