@@ -83,10 +83,13 @@
 #define BY_KEYS(q, i) "(ctid = ANY (ARRAY (SELECT x.ctid FROM unnest(" q \
 	"::bigint[], " i "::bigint[]) AS k(qid, id) CROSS JOIN LATERAL" \
 	" (SELECT ctid FROM saker_items WHERE qid = k.qid AND id = k.id" \
-	" LIMIT 1) x)) AND id = ANY (" i "::bigint[]))"	/* LIMIT: not pulled up
-	 * into a join.  id: a ctid names a row only within its segment (a
-	 * partition); the same ctid in another segment is another row,
-	 * whose id, unique store-wide, is not in the list */
+	" LIMIT 1) x)) AND id + 0 = ANY (" i "::bigint[]))"	/* LIMIT: not
+	 * pulled up into a join.  id: a ctid names a row only within its
+	 * segment (a partition); the same ctid in another segment is another
+	 * row, whose id, unique store-wide, is not in the list.  id + 0: not
+	 * indexable, or a segment just truncated (statistics of an empty
+	 * table) is planned as a scan of its whole primary key for id, its
+	 * non-leading column, instead of the TID scan (issue 47) */
 /* an open item leased to this broker */
 #define MY_OPEN " WHERE qid = $1::bigint AND id = $2::bigint" \
 	" AND state::integer = 1 AND owner = $3::text"
