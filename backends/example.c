@@ -174,12 +174,6 @@ ready_pop(saker_store *s, struct saker_queue *q)
 	return it;
 }
 
-static bool
-expired(const struct ex_item *it, int64_t now_ms)
-{
-	return it->expires_ms != 0 && it->expires_ms <= now_ms;
-}
-
 static void view(const struct ex_item *it, saker_item_state state,
     struct saker_item *v);
 
@@ -197,9 +191,7 @@ ex_expired(saker_store *s, saker_queue *q, const struct ex_item *it,
 	view(it, SAKER_ITEM_READY, &v);
 	if ((rc = saker_store_expired(s, q, &v, now_ms, &routed)) != SAKER_OK)
 		return rc;
-	if (routed)
-		q->st.expired_to++;
-	else
+	if (!routed)	/* a routed one the layer counted */
 		q->st.expired_items++;
 	return SAKER_OK;
 }
@@ -396,7 +388,6 @@ ex_queue_stats(saker_store *s, saker_queue *q, struct saker_queue_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->total_items = q->st.total_items;
 	st->expired_items = q->st.expired_items;
-	st->expired_to = q->st.expired_to;
 	st->head_created_ms = q->ready.head != NULL ?
 	    q->ready.head->created_ms : 0;
 	return SAKER_OK;
@@ -412,10 +403,8 @@ ex_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 	struct ex_store *es = EX(s);
 	struct ex_item *it;
 
-	if (item->len > 0 && item->data == NULL)
-		return fail(es, SAKER_EINVAL, "put: no data");
-	if (item->attrs_len > SAKER_ATTRS_MAX)
-		return fail(es, SAKER_EINVAL, "put: attributes too long");
+	/* the item: saker_store_put() checked it (no data, attributes
+	 * missing or too long) */
 	if ((it = malloc(sizeof(*it) + item->len + item->attrs_len)) == NULL)
 		return fail(es, SAKER_ENOMEM, "out of memory");
 	if (item->len > 0)
@@ -452,7 +441,8 @@ ex_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	int rc;
 
 	/* expired items met at the head go (routed or dropped) */
-	while (q->ready.head != NULL && expired(q->ready.head, now_ms)) {
+	while (q->ready.head != NULL &&
+	    saker_item_expired(q->ready.head->expires_ms, now_ms)) {
 		if ((rc = ex_expired(s, q, q->ready.head, now_ms)) != SAKER_OK)
 			return rc;
 		free(ready_pop(s, q));
@@ -464,8 +454,7 @@ ex_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 		/* what the item will be once opened: a new id, one more
 		 * delivery; kept only if fn accepts it */
 		v.id = es->last_id + 1;
-		if (v.deliveries < SAKER_DELIVERIES_MAX)
-			v.deliveries++;
+		v.deliveries = saker_store_handout(v.deliveries);
 	}
 	if ((rc = fn(arg, &v)) != 0 || mode == SAKER_TAKE_PEEK)
 		return rc;
@@ -554,13 +543,13 @@ ex_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 		q = it->q;
 		/* (an item the layer could not route stays due, for the
 		 * next call) */
-		if (expired(it, now_ms) &&
+		if (saker_item_expired(it->expires_ms, now_ms) &&
 		    (rc = ex_expired(s, q, it, now_ms)) != SAKER_OK)
 			break;
 		list_unlink(&es->delayed, NULL);
 		saker_store_account(s, q, SAKER_ITEM_DELAYED, SAKER_ITEM_NONE,
 		    it->len);
-		if (expired(it, now_ms)) {
+		if (saker_item_expired(it->expires_ms, now_ms)) {
 			free(it);
 			continue;
 		}
@@ -581,7 +570,7 @@ ex_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 
 	*removed = 0;
 	while (it != NULL && (limit == 0 || seen++ < limit)) {
-		if (!expired(it, now_ms)) {
+		if (!saker_item_expired(it->expires_ms, now_ms)) {
 			prev = it;
 			it = it->next;
 			continue;

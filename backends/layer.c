@@ -3,6 +3,8 @@
  * driver's vtable and every rule about storage has one place to live. */
 #include "config.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,12 +111,57 @@ saker_store_batch_lost(saker_store *s)
 	batch_end(s, true);
 }
 
+/* The batch in flight ended: kept, or lost with the current batch (whose
+ * counters go back first: the flight's snapshots are older). */
+static void
+flight_end(saker_store *s, bool lost)
+{
+	struct saker_queue_base *b;
+
+	if (lost)
+		batch_end(s, true);
+	while ((b = s->flight) != NULL) {
+		s->flight = b->flight_next;
+		if (lost)
+			memcpy(b->n, b->fsnap, sizeof(b->n));
+		b->in_flight = false;
+		b->flight_next = NULL;
+	}
+	s->inflight = false;
+}
+
+/* The current batch goes in flight: its snapshots with it. */
+static void
+flight_begin(saker_store *s)
+{
+	struct saker_queue_base *b;
+
+	while ((b = s->touched) != NULL) {
+		s->touched = b->touched_next;
+		memcpy(b->fsnap, b->snap, sizeof(b->fsnap));
+		b->in_flight = true;
+		b->flight_next = s->flight;
+		s->flight = b;
+		b->touched = false;
+		b->touched_next = NULL;
+	}
+	s->inflight = true;
+}
+
 /* q leaves the store: off the batch's list before its handle is freed */
 static void
 untouch(saker_store *s, struct saker_queue_base *b)
 {
 	struct saker_queue_base **p;
 
+	if (b->in_flight) {
+		for (p = &s->flight; *p != NULL; p = &(*p)->flight_next)
+			if (*p == b) {
+				*p = b->flight_next;
+				break;
+			}
+		b->in_flight = false;
+	}
 	if (!b->touched)
 		return;
 	for (p = &s->touched; *p != NULL; p = &(*p)->touched_next)
@@ -193,11 +240,13 @@ saker_layer_wake_close(saker_store **cell)
 }
 
 /* A layer call begins: nested ones (the layer's put inside a driver's
- * take) add to the outermost call's list. */
+ * take) add to the outermost call's list.  errmsg() is the driver's
+ * again until the layer refuses something. */
 static void
 enter(saker_store *s)
 {
 	s->depth++;
+	s->lerr = NULL;
 }
 
 /* ... and ends: the outermost wakes each marked queue once, in the order
@@ -248,6 +297,151 @@ unwake(saker_store *s, struct saker_queue_base *b)
 }
 
 /* ------------------------------------------------------------------ */
+/* refusals (store.h, REFUSALS) */
+
+int
+saker_layer_opened(saker_store *s, const char *location, bool read_only)
+{
+	const char *drv = s->driver->name;
+	size_t n;
+
+	/* a secret (a connection string) is never shown */
+	if (location == NULL || *location == '\0' ||
+	    s->driver->location == SAKER_LOCATION_SECRET)
+		location = NULL;
+	n = strlen(drv) + (location != NULL ? 1 + strlen(location) : 0) + 1;
+	if ((s->where = malloc(n)) == NULL)
+		return SAKER_ENOMEM;
+	snprintf(s->where, n, "%s%s%s", drv, location != NULL ? " " : "",
+	    location != NULL ? location : "");
+	if (read_only) {
+		snprintf(s->rbuf, sizeof(s->rbuf), "%s: store opened read-only",
+		    s->where);
+		s->refusal = s->rbuf;
+		s->refuse_rc = SAKER_EREADONLY;
+	}
+	return SAKER_OK;
+}
+
+/* "TYPE LOCATION", or the type alone for a store the registry did not
+ * open (a test's shim) */
+static const char *
+where(const saker_store *s)
+{
+	return s->where != NULL ? s->where : s->driver->name;
+}
+
+void
+saker_store_lose_batch(saker_store *s, int code)
+{
+	if (code == SAKER_OK)
+		code = SAKER_EIO;
+	batch_end(s, true);
+	if (s->lost != 0)
+		return;		/* the first loss says why */
+	s->lost = code;
+	snprintf(s->lostbuf, sizeof(s->lostbuf), "%s: this batch was rolled "
+	    "back (%s); it ends at the next commit", where(s),
+	    saker_strerror(code));
+}
+
+/* the state `rc` (stale: reads too) with "WHERE: HEAD: WHY" */
+static void
+refuse(saker_store *s, int rc, bool reads, const char *head,
+    const char *fmt, va_list ap)
+{
+	char why[640];
+
+	vsnprintf(why, sizeof(why), fmt, ap);
+	snprintf(s->rbuf, sizeof(s->rbuf), "%s: %s: %s", where(s), head, why);
+	s->refusal = s->rbuf;
+	s->refuse_rc = rc;
+	s->refuse_reads = reads;
+}
+
+void
+saker_store_refuse_writes(saker_store *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->refusal != NULL)
+		return;		/* read-only already, or worse: kept */
+	va_start(ap, fmt);
+	refuse(s, SAKER_EREADONLY, false, "store is read-only after a failed "
+	    "write", fmt, ap);
+	va_end(ap);
+}
+
+void
+saker_store_refuse_all(saker_store *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->refuse_reads)
+		return;		/* the first failure says why */
+	va_start(ap, fmt);
+	refuse(s, SAKER_EIO, true, "store failed and must be reopened", fmt,
+	    ap);
+	va_end(ap);
+}
+
+int
+saker_store_refusal(saker_store *s, bool write)
+{
+	if (s->refusal != NULL && (write || s->refuse_reads)) {
+		s->lerr = s->refusal;
+		return s->refuse_rc;
+	}
+	if (write && s->lost != 0) {
+		s->lerr = s->lostbuf;
+		return s->lost;
+	}
+	return SAKER_OK;
+}
+
+bool
+saker_store_refuses_writes(const saker_store *s)
+{
+	return s->refusal != NULL;
+}
+
+bool
+saker_store_takes_writes(const saker_store *s)
+{
+	return s->refusal == NULL && s->lost == 0;
+}
+
+bool
+saker_store_is_stale(const saker_store *s)
+{
+	return s->refuse_reads;
+}
+
+/* enter(), for a call that only reads: refused when the store is stale */
+static int
+enter_read(saker_store *s)
+{
+	int rc;
+
+	s->lerr = NULL;
+	if ((rc = saker_store_refusal(s, false)) == SAKER_OK)
+		enter(s);
+	return rc;
+}
+
+/* enter(), for a call that writes: SAKER_OK, or the refusal (not
+ * entered) */
+static int
+enter_write(saker_store *s)
+{
+	int rc = saker_layer_refuse(s);
+
+	if (rc == SAKER_OK)
+		enter(s);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
 /* the calls */
 
 const char *
@@ -259,7 +453,7 @@ saker_store_name(const saker_store *s)
 const char *
 saker_store_errmsg(saker_store *s)
 {
-	const char *e = s->driver->errmsg(s);
+	const char *e = s->lerr != NULL ? s->lerr : s->driver->errmsg(s);
 
 	return e != NULL ? e : "";
 }
@@ -268,18 +462,27 @@ int
 saker_store_queue_open(saker_store *s, const char *name, size_t len,
     bool create, void *queue_ctx, saker_queue **out)
 {
-	enter(s);
-	return leave(s, s->driver->queue_open(s, name, len, create,
-	    queue_ctx, out));
+	int rc;
+
+	if ((rc = enter_read(s)) != SAKER_OK)
+		return rc;
+	/* a read-only store opens the queues it has and makes none */
+	rc = s->driver->queue_open(s, name, len, create && s->refusal == NULL,
+	    queue_ctx, out);
+	if (rc == SAKER_ENOTFOUND && create && s->refusal != NULL)
+		rc = saker_layer_refuse(s);
+	return leave(s, rc);
 }
 
 int
 saker_store_queue_delete(saker_store *s, saker_queue *q)
 {
 	struct saker_queue_base *b = base(q);
-	bool was = b->touched;
+	bool was = b->touched, flew = b->in_flight;
 	int rc;
 
+	if ((rc = saker_layer_refuse(s)) != SAKER_OK)
+		return rc;
 	/* a failed commit cannot bring a deleted handle back (the driver
 	 * frees it), so its counters need no restoring; off the list
 	 * before the handle is freed */
@@ -293,6 +496,11 @@ saker_store_queue_delete(saker_store *s, saker_queue *q)
 		b->touched_next = s->touched;
 		s->touched = b;
 	}
+	if (rc != SAKER_OK && flew) {
+		b->in_flight = true;
+		b->flight_next = s->flight;
+		s->flight = b;
+	}
 	return rc;
 }
 
@@ -301,7 +509,8 @@ saker_store_queue_flush(saker_store *s, saker_queue *q)
 {
 	int rc;
 
-	enter(s);
+	if ((rc = enter_write(s)) != SAKER_OK)
+		return rc;
 	rc = leave(s, s->driver->queue_flush(s, q));
 	if (rc == SAKER_OK && !s->driver->own_counts) {
 		/* the items go; the queue's deduplication ids stay */
@@ -314,7 +523,10 @@ saker_store_queue_flush(saker_store *s, saker_queue *q)
 int
 saker_store_queues(saker_store *s, saker_queue_name_fn fn, void *arg)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_read(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->queues(s, fn, arg));
 }
 
@@ -334,6 +546,7 @@ saker_store_queue_counts(saker_store *s, saker_queue *q,
 	struct saker_queue_stats c;
 	int rc;
 
+	s->lerr = NULL;
 	if (s->driver->own_counts)
 		return s->driver->queue_stats(s, q, st);
 	if (s->driver->queue_count != NULL && b->synced != s->tick + 1 &&
@@ -355,6 +568,28 @@ saker_store_queue_counts(saker_store *s, saker_queue *q,
 }
 
 void
+saker_store_queue_fresh(saker_store *s, saker_queue *q)
+{
+	struct saker_queue_base *b = base(q);
+
+	/* a snapshot it has stays: a batch lost brings the deleted queue
+	 * back (and the driver says so: saker_store_queue_restored) */
+	(void)s;
+	memset(b->n, 0, sizeof(b->n));
+	b->ids_known = false;
+	b->dedup_hits = 0;
+	b->expired_to = 0;
+	b->synced = 0;
+}
+
+void
+saker_store_queue_restored(saker_store *s, saker_queue *q)
+{
+	(void)s;
+	base(q)->ids_known = false;
+}
+
+void
 saker_store_recount(saker_store *s, saker_queue *q)
 {
 	(void)s;
@@ -368,14 +603,16 @@ int
 saker_store_queue_stats(saker_store *s, saker_queue *q,
     struct saker_queue_stats *st)
 {
-	int rc = s->driver->queue_stats(s, q, st);
+	int rc;
 
-	if (rc != SAKER_OK)
+	s->lerr = NULL;
+	if ((rc = s->driver->queue_stats(s, q, st)) != SAKER_OK)
 		return rc;
 	/* the ids a restart found are counted at the first look (once) */
 	(void)ids_known(s, q);
 	st->dedup_ids = base(q)->n[N_IDS];
 	st->dedup_hits = base(q)->dedup_hits;
+	st->expired_to = base(q)->expired_to;	/* saker_store_expired() */
 	if (s->driver->own_counts)
 		return rc;
 	return saker_store_queue_counts(s, q, st);
@@ -385,21 +622,33 @@ int
 saker_store_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
     saker_item_fn fn, void *arg)
 {
-	enter(s);
+	int rc;
+
+	if (mode == SAKER_TAKE_PEEK) {
+		if ((rc = enter_read(s)) != SAKER_OK)
+			return rc;
+	} else if ((rc = enter_write(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->take(s, q, mode, now_ms, fn, arg));
 }
 
 int
 saker_store_confirm(saker_store *s, saker_queue *q, uint64_t id)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_write(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->confirm(s, q, id));
 }
 
 int
 saker_store_release(saker_store *s, saker_queue *q, uint64_t id)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_write(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->release(s, q, id));
 }
 
@@ -407,7 +656,10 @@ int
 saker_store_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
     int64_t due_ms, int64_t now_ms)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_write(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->release_delayed(s, q, id, due_ms,
 	    now_ms));
 }
@@ -415,7 +667,10 @@ saker_store_release_delayed(saker_store *s, saker_queue *q, uint64_t id,
 int
 saker_store_move(saker_store *s, saker_queue *q, uint64_t id, saker_queue *to)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_write(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->move(s, q, id, to));
 }
 
@@ -429,16 +684,22 @@ int
 saker_store_expire_to(saker_store *s, saker_queue *q, const char *name,
     size_t len)
 {
+	int rc;
+
 	if (s->driver->expire_to == NULL)
 		return name == NULL ? SAKER_OK : SAKER_EINVAL;
-	enter(s);
+	if ((rc = enter_read(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->expire_to(s, q, name, len));
 }
 
 int
 saker_store_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_read(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->promote(s, now_ms, next_due_ms));
 }
 
@@ -446,7 +707,10 @@ int
 saker_store_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_read(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->flush_expired(s, q, now_ms, limit,
 	    removed));
 }
@@ -455,7 +719,10 @@ int
 saker_store_iterate(saker_store *s, saker_queue *q, saker_item_fn fn,
     void *arg)
 {
-	enter(s);
+	int rc;
+
+	if ((rc = enter_read(s)) != SAKER_OK)
+		return rc;
 	return leave(s, s->driver->iterate(s, q, fn, arg));
 }
 
@@ -466,9 +733,67 @@ saker_store_commit(saker_store *s)
 	int rc;
 
 	enter(s);
+	if (s->inflight && (rc = saker_store_commit_finish(s)) != SAKER_OK)
+		return leave(s, rc);	/* both batches rolled back */
+	if (s->lost != 0) {
+		/* the driver rolled the batch back already (REFUSALS) */
+		rc = s->lost;
+		s->lost = 0;
+		batch_end(s, true);
+		snprintf(s->lostbuf, sizeof(s->lostbuf), "%s: batch rolled "
+		    "back: %s", where(s), saker_strerror(rc));
+		s->lerr = s->lostbuf;
+		return leave(s, rc);
+	}
 	rc = s->driver->commit(s);
+	s->lost = 0;	/* a batch lost inside commit() ends with it */
 	batch_end(s, rc != SAKER_OK);
 	return leave(s, rc);
+}
+
+int
+saker_store_commit_start(saker_store *s, bool *started)
+{
+	int rc;
+
+	*started = false;
+	if (s->driver->commit_start == NULL || s->inflight || s->lost != 0)
+		return saker_store_commit(s);
+	enter(s);
+	rc = s->driver->commit_start(s, started);
+	s->lost = 0;	/* as in saker_store_commit() */
+	if (*started)
+		flight_begin(s);
+	else
+		batch_end(s, rc != SAKER_OK);
+	return leave(s, rc);
+}
+
+int
+saker_store_commit_fd(saker_store *s)
+{
+	if (!s->inflight || s->driver->commit_fd == NULL)
+		return -1;
+	return s->driver->commit_fd(s);
+}
+
+int
+saker_store_commit_finish(saker_store *s)
+{
+	int rc;
+
+	if (!s->inflight)
+		return SAKER_OK;
+	enter(s);
+	rc = s->driver->commit_finish(s);
+	flight_end(s, rc != SAKER_OK);
+	return leave(s, rc);
+}
+
+bool
+saker_store_commit_inflight(const saker_store *s)
+{
+	return s->inflight;
 }
 
 /* ------------------------------------------------------------------ */
@@ -512,6 +837,7 @@ saker_store_dedup_sweep(saker_store *s, saker_queue *q, int64_t now_ms,
 	uint64_t n = 0;
 	int rc;
 
+	s->lerr = NULL;
 	if ((rc = ids_known(s, q)) != SAKER_OK)
 		return rc;
 	rc = s->driver->dedup_sweep(s, q, now_ms, limit, &n);
@@ -526,6 +852,7 @@ int
 saker_store_dedup_iterate(saker_store *s, saker_queue *q, saker_dedup_fn fn,
     void *arg)
 {
+	s->lerr = NULL;
 	if (s->driver->dedup_iterate == NULL)
 		return SAKER_EINVAL;	/* as ids_known(): no ids */
 	return s->driver->dedup_iterate(s, q, fn, arg);
@@ -574,8 +901,11 @@ saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
     size_t len, int64_t expires_ms, int64_t now_ms)
 {
 	bool replaced;
-	int rc = id_record(s, q, key, len, expires_ms, now_ms, &replaced);
+	int rc;
 
+	if ((rc = saker_layer_refuse(s)) != SAKER_OK)
+		return rc;
+	rc = id_record(s, q, key, len, expires_ms, now_ms, &replaced);
 	return rc == SAKER_EEXIST ? SAKER_OK : rc;
 }
 
@@ -591,6 +921,8 @@ saker_store_put_once(saker_store *s, saker_queue *q,
 	size_t alen;
 	int rc;
 
+	if ((rc = saker_layer_refuse(s)) != SAKER_OK)
+		return rc;
 	if (!key_ok(key, len) || item == NULL ||
 	    window_end(now_ms, window_ms, &end) != SAKER_OK)
 		return SAKER_EINVAL;
@@ -639,6 +971,7 @@ saker_store_dedup_kept(saker_store *s, saker_queue *q, const void *key,
 	int64_t end;
 	int rc;
 
+	s->lerr = NULL;
 	if (window_end(now_ms, window_ms, &end) != SAKER_OK)
 		return SAKER_EINVAL;
 	/* asked, and the record taken back when it was not kept (an

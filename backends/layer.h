@@ -19,6 +19,21 @@ void saker_layer_wake_fail(struct saker_store_opts *o,
 /* after close(): s->wake_cell goes (NULL-safe) */
 void saker_layer_wake_close(saker_store **cell);
 
+/* open() succeeded: the layer's messages name the store at `location`
+ * (may be NULL) as "TYPE LOCATION", and a read-only store refuses writes
+ * from now on (store.h, REFUSALS).  SAKER_ENOMEM. */
+int saker_layer_opened(saker_store *s, const char *location, bool read_only);
+/* The check of a layer call that writes: SAKER_OK, or the refusal (and
+ * errmsg() says it).  Inline: every put and take asks it. */
+static inline int
+saker_layer_refuse(saker_store *s)
+{
+	s->lerr = NULL;
+	if (s->refusal == NULL && s->lost == 0)
+		return SAKER_OK;
+	return saker_store_refusal(s, true);
+}
+
 /* The end of a layer call begun with s->depth++ (layer.c's leave()):
  * the outermost wakes the queues.  Returns rc. */
 int saker_layer_leave(saker_store *s, int rc);

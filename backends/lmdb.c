@@ -133,7 +133,7 @@ struct lq_state {
 struct saker_queue {
 	struct saker_queue_base base; /* the layer's (store.h): first */
 	struct kit_qent ent;	/* in lstore.qt, by name and by id */
-	struct saker_queue *dirty_next, *gain_next;
+	struct saker_queue *dirty_next;
 	char *name;		/* its length is ent.len */
 	uint64_t id;
 	void *ctx;
@@ -141,8 +141,6 @@ struct saker_queue {
 	struct lq_state saved;	/* as of the last commit (valid when dirty) */
 	bool dirty;
 	bool deleted;		/* deleted in this batch: freed at commit */
-	bool gained;
-	uint64_t expired_to;
 };
 
 struct lstore {
@@ -157,10 +155,6 @@ struct lstore {
 	char *dir;
 	saker_sync_mode sync;
 	bool read_only;
-	bool broken;		/* a write or fsync failed: refuse writes */
-	int lost;		/* batch rolled back under the caller: commit()
-				 * must fail with this code */
-	char broken_msg[640];
 	char err[1024];
 	saker_notify_fn notify;
 	void *notify_arg;
@@ -177,8 +171,12 @@ struct lstore {
 	size_t jmark;		/* journal length when a nested op began */
 	uint64_t store_id;	/* random, made at creation: seeds the journal */
 	int begin_err;		/* saker_err of the last failed lm_begin_long */
-	bool stale;		/* ptxn was lost: refuse even reads */
 	bool no_dedup;		/* read-only, format < 5: no dedup databases */
+	bool no_async;		/* the flush thread could not be started */
+	uint64_t flight_t0;	/* when the batch in flight began its commit */
+	bool flight_done;	/* its result collected early (flight_rc), for
+				 * commit_finish() to report */
+	int flight_rc;
 	struct saker_store_stats st;
 };
 
@@ -259,16 +257,14 @@ put_sentinels(MDB_txn *t, const MDB_dbi *dbi)
 	return rc == MDB_KEYEXIST ? 0 : rc;
 }
 
-/* Count one more delivery, in place: the count is bytes 2-3 of the
- * header (not under the checksum). */
+/* Count one more delivery, in place (a take, or its replay from the
+ * journal): the count is bytes 2-3 of the header (not under the
+ * checksum). */
 static void
 hdr_bump(unsigned char *p)
 {
-	uint16_t n = saker_get_be16(p + 2);
-
-	if (n < SAKER_DELIVERIES_MAX)
-		n++;
-	saker_put_be16(p + 2, n);
+	saker_put_be16(p + 2,
+	    (uint16_t)saker_store_handout(saker_get_be16(p + 2)));
 }
 
 static void
@@ -375,12 +371,6 @@ rec_datalen(const unsigned char *p, size_t size)
 	struct saker_item it;
 
 	return hdr_read(p, size, &it) == 0 ? it.len : 0;
-}
-
-static bool
-expired(const struct saker_item *it, int64_t now_ms)
-{
-	return it->expires_ms != 0 && it->expires_ms <= now_ms;
 }
 
 /* A queue record (LM_QREC bytes): q's id and counters, u64 each, in this
@@ -813,6 +803,7 @@ lm_grow(struct lstore *s)
 }
 
 static void lm_reload(struct lstore *, const char *);
+static void lm_flight_wait(struct lstore *);
 
 /* Abort the batch and put every queue back as of the last commit.  The
  * batch ran in the long transaction, so when it wrote anything that
@@ -822,41 +813,27 @@ lm_rollback(struct lstore *s)
 {
 	struct saker_queue *q, *next;
 
+	if (s->touched && !saker_store_is_stale(&s->base))
+		lm_flight_wait(s);	/* the rebuild below needs its result */
 	if (s->txn != NULL && s->txn != s->ptxn)
 		mdb_txn_abort(s->txn);	/* a read txn */
 	s->txn = NULL;
 	lj_cut(&s->lt.j, 0);
-	if (s->touched) {
+	if (s->touched && !saker_store_is_stale(&s->base)) {
 		s->touched = false;
 		lm_reload(s, "a batch failed");
 	}
 	for (q = s->dirty; q != NULL; q = next) {
 		next = q->dirty_next;
 		q->cur = q->saved;
-		/* the layer counts q's ids again at their next use: a delete
-		 * undone brings back ids it may have counted as gone */
-		q->base.ids_known = false;
+		/* a delete undone brings back ids the layer may have
+		 * counted as gone */
+		saker_store_queue_restored(&s->base, q);
 		q->dirty = false;
 		q->deleted = false;
 		q->dirty_next = NULL;
 	}
 	s->dirty = NULL;
-}
-
-static int
-lm_refuse(struct lstore *s)
-{
-	if (s->read_only)
-		return seterr(s, SAKER_EREADONLY, "lmdb %s: store opened read-only",
-		    s->dir);
-	if (s->broken)
-		return seterr(s, SAKER_EREADONLY, "lmdb %s: store is read-only "
-		    "after a failed write: %s", s->dir, s->broken_msg);
-	if (s->lost)
-		return seterr(s, s->lost, "lmdb %s: this batch was rolled back "
-		    "(%s); it ends at the next commit", s->dir,
-		    saker_strerror(s->lost));
-	return SAKER_OK;
 }
 
 static uint64_t
@@ -893,14 +870,15 @@ lm_begin(struct lstore *s, bool write)
 {
 	int rc;
 
-	if (write && (rc = lm_refuse(s)) != SAKER_OK)
+	/* the layer's refusal states (store.h, REFUSALS): a write in a
+	 * lost batch or a refusing store, anything in a stale one (its
+	 * long transaction is gone) */
+	if ((rc = saker_store_refusal(&s->base, write)) != SAKER_OK)
 		return rc;
-	if (s->stale)
-		return seterr(s, SAKER_EIO, "lmdb %s: store failed and must be "
-		    "reopened: %s", s->dir, s->broken_msg);
 	if (s->txn != NULL)
 		return SAKER_OK;
-	if (s->ptxn == NULL && !s->read_only && !s->broken &&
+	if (s->ptxn == NULL && !s->read_only &&
+	    !saker_store_refuses_writes(&s->base) &&
 	    (rc = lm_begin_long(s)) != SAKER_OK)
 		return rc;
 	if (s->ptxn == NULL) {
@@ -912,7 +890,8 @@ lm_begin(struct lstore *s, bool write)
 		s->txn_write = false;
 	} else {
 		s->txn = s->ptxn;
-		s->txn_write = !s->read_only && !s->broken;
+		s->txn_write = !s->read_only &&
+		    !saker_store_refuses_writes(&s->base);
 	}
 	s->txn_dirty = false;
 	s->touched = false;
@@ -980,7 +959,7 @@ op_end(struct lstore *s, MDB_txn *t, int rc, bool wrote)
 	if (rc == MDB_NOTFOUND || rc == MDB_KEYEXIST || rc == MDB_BAD_VALSIZE)
 		return rc;	/* these leave the txn usable */
 	lm_rollback(s);
-	s->lost = maperr(rc);
+	saker_store_lose_batch(&s->base, maperr(rc));
 	return rc;
 }
 
@@ -1177,10 +1156,8 @@ lm_reload(struct lstore *s, const char *why)
 {
 	if (ltx_rebuild(&s->lt) == 0)
 		return;
-	s->broken = true;
-	s->stale = true;
-	snprintf(s->broken_msg, sizeof(s->broken_msg), "%s, then rebuilding "
-	    "the transaction from the journal failed: %s", why, s->lt.err);
+	saker_store_refuse_all(&s->base, "%s, then rebuilding the transaction "
+	    "from the journal failed: %s", why, s->lt.err);
 }
 
 /* Time for a checkpoint?  The engine's rule, or the map needs to grow
@@ -1190,7 +1167,7 @@ ckpt_due(struct lstore *s)
 {
 	uint64_t now;
 
-	if (s->ptxn == NULL || s->broken)
+	if (s->ptxn == NULL || saker_store_refuses_writes(&s->base))
 		return false;
 	now = saker_mono_ns();
 	if (ltx_due(&s->lt, now))
@@ -1233,42 +1210,31 @@ lm_checkpoint(struct lstore *s)
 			s->st.fsyncs += 2;	/* data pages, then meta page */
 		return SAKER_OK;
 	}
-	if (!rebuilt) {
-		s->broken = true;
-		s->stale = true;
-		snprintf(s->broken_msg, sizeof(s->broken_msg), "checkpoint "
-		    "failed, then rebuilding the transaction from the journal "
-		    "failed: %s", s->lt.err);
-	}
+	if (!rebuilt)
+		saker_store_refuse_all(&s->base, "checkpoint failed, then "
+		    "rebuilding the transaction from the journal failed: %s",
+		    s->lt.err);
 	if (!fatal)
 		return seterr(s, maperr(rc) == SAKER_ENOMEM ? SAKER_ENOMEM :
 		    SAKER_EFULL, "lmdb %s: checkpoint failed (%s); the journal "
 		    "keeps every batch, trying again in %d ms", s->dir,
 		    lm_strerror(rc), (int)(LTX_RETRY_NS / 1000000));
-	if (!s->broken) {
-		s->broken = true;
-		snprintf(s->broken_msg, sizeof(s->broken_msg), "checkpoint: %s",
-		    lm_strerror(rc));
-	}
+	saker_store_refuse_writes(&s->base, "checkpoint: %s", lm_strerror(rc));
 	return seterr(s, SAKER_EIO, "lmdb %s: checkpoint failed, store now "
 	    "read-only: %s", s->dir, lm_strerror(rc));
 }
 
+/* commit(), or with `async` commit_start(): the record goes to the
+ * journal's flush thread (*started) unless a checkpoint is due. */
 static int
-lm_commit(saker_store *ss)
+lm_commit_x(saker_store *ss, bool async, bool *started)
 {
 	struct lstore *s = (struct lstore *)ss;
 	struct saker_queue *q, *next;
 	uint64_t t0;
 	int rc, code;
 
-	if (s->lost) {
-		code = s->lost;
-		s->lost = 0;
-		lm_rollback(s);
-		return seterr(s, code, "lmdb %s: batch rolled back: %s", s->dir,
-		    saker_strerror(code));
-	}
+	/* a lost batch ends in the layer (store.h, REFUSALS) */
 	if (s->txn == NULL)
 		goto done;
 	if (s->txn != s->ptxn) {
@@ -1298,8 +1264,24 @@ lm_commit(saker_store *ss)
 		    SAKER_EIO, "lmdb %s: commit failed, batch rolled back: %s",
 		    s->dir, lm_strerror(rc));
 	}
-	code = ltx_write(&s->lt, s->sync == SAKER_SYNC_ALWAYS);
-	if (log_get_level() >= LOG_LVL_DEBUG &&
+	/* A checkpoint must follow its batch before the next one gathers
+	 * into the long transaction: that turn commits synchronously. */
+	if (async && (s->sync != SAKER_SYNC_ALWAYS || s->no_async ||
+	    ckpt_due(s)))
+		async = false;
+	if (async) {
+		code = ltx_write_start(&s->lt);
+		if (code == SAKER_EINVAL) {
+			log_warn("lmdb %s: %s; committing synchronously", s->dir,
+			    s->lt.err);
+			s->no_async = true;
+			async = false;
+		} else if (code == SAKER_OK)
+			*started = true;
+	}
+	if (!async)
+		code = ltx_write(&s->lt, s->sync == SAKER_SYNC_ALWAYS);
+	if (log_get_level() >= LOG_LVL_DEBUG && !*started &&
 	    saker_mono_ns() - t0 >= 1000000)
 		log_debug("lmdb journal record %" PRIu64 " (%s): %" PRIu64 " us",
 		    s->lt.j.seq, s->sync == SAKER_SYNC_ALWAYS ? "fdatasync" :
@@ -1309,11 +1291,7 @@ lm_commit(saker_store *ss)
 		if (code == SAKER_EFULL || code == SAKER_ENOMEM)
 			return seterr(s, code, "lmdb %s: commit failed, batch "
 			    "rolled back: %s", s->dir, s->lt.err);
-		if (!s->stale) {
-			s->broken = true;
-			snprintf(s->broken_msg, sizeof(s->broken_msg), "commit: %s",
-			    s->lt.err);
-		}
+		saker_store_refuse_writes(&s->base, "commit: %s", s->lt.err);
 		return seterr(s, code, "lmdb %s: commit failed%s, store now "
 		    "read-only: %s", s->dir, code == SAKER_EINDOUBT ? " and may "
 		    "or may not have reached the disk" : ", batch rolled back",
@@ -1329,10 +1307,15 @@ lm_commit(saker_store *ss)
 	s->dirty = NULL;
 	s->saved_next_qid = s->next_qid;
 	s->saved_next_arrival = s->next_arrival;
-	s->st.commits++;
-	s->st.commit_ns += saker_mono_ns() - t0;
 	s->txn = NULL;
 	s->touched = false;
+	if (*started) {
+		/* counted when its result comes (lm_flight_collect) */
+		s->flight_t0 = t0;
+		return SAKER_OK;
+	}
+	s->st.commits++;
+	s->st.commit_ns += saker_mono_ns() - t0;
 done:
 	/* The batch is acknowledged whatever a checkpoint does: its
 	 * failures are reported by the next batches. */
@@ -1342,15 +1325,96 @@ done:
 }
 
 static int
+lm_commit(saker_store *ss)
+{
+	bool started = false;
+
+	return lm_commit_x(ss, false, &started);
+}
+
+static int
+lm_commit_start(saker_store *ss, bool *started)
+{
+	*started = false;
+	return lm_commit_x(ss, true, started);
+}
+
+/*
+ * Collect the result of the batch in flight, waiting for it.  When its
+ * write or fdatasync failed, the in-memory state already moved on (the
+ * queues' saved state is the batch's, the next batch gathered in the long
+ * transaction on top of it), so rather than unpick two batches the store
+ * drops its long transaction and refuses every call, reads too, until
+ * reopened: the journal then says what reached the disk.  A local store
+ * refuses writes after a failed fsync anyway (store.h).
+ */
+static int
+lm_flight_collect(struct lstore *s)
+{
+	int code;
+
+	if (!s->lt.j.inflight)
+		return SAKER_OK;
+	code = ltx_write_finish(&s->lt);
+	if (code == SAKER_OK) {
+		s->st.commits++;
+		s->st.commit_ns += saker_mono_ns() - s->flight_t0;
+		return SAKER_OK;
+	}
+	s->touched = false;	/* no rebuild: the store is stale */
+	saker_store_refuse_all(&s->base, "commit: %s", s->lt.err);
+	lm_rollback(s);
+	lt_abort(s);
+	return seterr(s, code, "lmdb %s: commit failed%s, this batch and the "
+	    "next rolled back, store must be reopened: %s", s->dir,
+	    code == SAKER_EINDOUBT ? " and may or may not have reached the "
+	    "disk" : "", s->lt.err);
+}
+
+/* Something must not run with a batch in flight (a rebuild of the long
+ * transaction): wait for its result now and keep it for commit_finish(),
+ * whose caller still waits for the descriptor. */
+static void
+lm_flight_wait(struct lstore *s)
+{
+	if (!s->lt.j.inflight)
+		return;
+	s->flight_rc = lm_flight_collect(s);
+	s->flight_done = true;
+	lj_flush_poke(&s->lt.j, true);
+}
+
+static int
+lm_commit_fd(saker_store *ss)
+{
+	struct lstore *s = (struct lstore *)ss;
+
+	return s->lt.j.inflight || s->flight_done ? ltx_flush_fd(&s->lt) : -1;
+}
+
+static int
+lm_commit_finish(saker_store *ss)
+{
+	struct lstore *s = (struct lstore *)ss;
+
+	if (s->flight_done) {
+		s->flight_done = false;
+		lj_flush_poke(&s->lt.j, false);
+		return s->flight_rc;
+	}
+	return lm_flight_collect(s);
+}
+
+static int
 lm_sync(saker_store *ss)
 {
 	struct lstore *s = (struct lstore *)ss;
 
-	if (s->read_only || s->broken || s->sync != SAKER_SYNC_PERIODIC)
+	if (s->read_only || saker_store_refuses_writes(&s->base) ||
+	    s->sync != SAKER_SYNC_PERIODIC)
 		return SAKER_OK;
 	if (lj_sync(&s->lt.j) != 0) {
-		s->broken = true;
-		snprintf(s->broken_msg, sizeof(s->broken_msg), "%s", s->lt.j.err);
+		saker_store_refuse_writes(&s->base, "%s", s->lt.j.err);
 		return seterr(s, SAKER_EIO, "lmdb %s: fsync failed, store now "
 		    "read-only: %s", s->dir, s->lt.j.err);
 	}
@@ -1393,13 +1457,11 @@ lm_queue_open(saker_store *ss, const char *name, size_t len, bool create,
 		s->next_qid++;
 	}
 	/* New, or deleted / rolled back in this batch: start empty.  Its
-	 * record is written at commit.  A struct reused keeps no id count
-	 * of the layer's (its ids went with the delete). */
+	 * record is written at commit.  A struct reused keeps nothing of
+	 * the layer's either (its ids went with the delete). */
 	q_change(s, q);
 	memset(&q->cur, 0, sizeof(q->cur));
-	memset(q->base.n, 0, sizeof(q->base.n));
-	q->base.ids_known = false;
-	q->base.dedup_hits = 0;
+	saker_store_queue_fresh(&s->base, q);
 	q->cur.lo = q->cur.tail = LM_SEQ_START;
 	q->cur.exists = true;
 	q->deleted = false;
@@ -1515,7 +1577,6 @@ lm_queue_stats(saker_store *ss, saker_queue *q, struct saker_queue_stats *st)
 	st->open_items = q->cur.open;
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
-	st->expired_to = q->expired_to;
 	if (q->cur.items == 0)
 		return SAKER_OK;
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
@@ -1601,12 +1662,11 @@ move_rec(struct lstore *s, MDB_txn *t, MDB_cursor *c, int from, size_t skip,
 	return jr_move(s, from, fk, skip, to, tk, state, to == LD_OPEN);
 }
 
-/* put(); `wake`: notify q when the item is ready (routed items wake their
- * target once per call, at the caller's end: store.h, notify). */
 static int
-put_in(struct lstore *s, struct saker_queue *q, const struct saker_item *item,
-    int64_t now_ms, bool wake)
+lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms)
 {
+	struct lstore *s = (struct lstore *)ss;
 	unsigned char kb[LM_KEY], *rec;
 	size_t skip, pre, size;
 	int64_t created;
@@ -1615,15 +1675,11 @@ put_in(struct lstore *s, struct saker_queue *q, const struct saker_item *item,
 	MDB_val k, v;
 	int rc;
 
-	if (q == NULL || item == NULL || (item->len > 0 && item->data == NULL))
-		return seterr(s, SAKER_EINVAL, "lmdb put: bad argument");
+	if (q == NULL)	/* the item: saker_store_put() checked it */
+		return seterr(s, SAKER_EINVAL, "lmdb put: no queue");
 	if (item->len > LM_MAXDATA)
 		return seterr(s, SAKER_EINVAL, "lmdb put: item of %zu bytes is "
 		    "too large", item->len);
-	if (item->attrs_len > SAKER_ATTRS_MAX ||
-	    (item->attrs_len > 0 && item->attrs == NULL))
-		return seterr(s, SAKER_EINVAL, "lmdb put: bad item attributes "
-		    "(%zu bytes, at most %u)", item->attrs_len, SAKER_ATTRS_MAX);
 	created = item->created_ms != 0 ? item->created_ms : now_ms;
 	ready = item->due_ms <= now_ms;
 	skip = ready ? 0 : 8;	/* a delayed record starts with the queue id */
@@ -1674,16 +1730,9 @@ put_in(struct lstore *s, struct saker_queue *q, const struct saker_item *item,
 	q->cur.tail++;
 	q->cur.items++;
 	q->cur.bytes += item->len;
-	if (wake && s->notify != NULL)
+	if (s->notify != NULL)
 		s->notify(s->notify_arg, q, q->ctx);
 	return SAKER_OK;
-}
-
-static int
-lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
-    int64_t now_ms)
-{
-	return put_in((struct lstore *)ss, q, item, now_ms, true);
 }
 
 /* The size of the head ready item, to size a take(OPEN) (0 when none). */
@@ -1706,23 +1755,22 @@ head_size(struct lstore *s, struct saker_queue *q)
 }
 
 struct take_res {
-	uint64_t nexp, expbytes;
 	bool found, taken;
+	bool expired;		/* the head expired: for expire_scan first */
 	size_t len;
 	int fnret;
-	/* the head failed its checksum: a copy of it, to move aside */
-	unsigned char *bad;
-	size_t badsize;
+	/* the head (sequence badseq) failed its checksum: to move aside */
+	bool bad;
 	uint64_t badseq;
 };
 
 /* The body of take(), run in txn t.  Returns an LMDB code; MDB_NOTFOUND
- * when no visible item was found. */
-/* `keep`: expired sound items are skipped, not deleted: they belong to
- * q's expire_to queue and move there on a later call (xto_head). */
+ * when no visible item was found.  An expired head stops it (res->expired:
+ * the caller removes it outside this operation, expire_scan) unless
+ * `skip`: a read-only peek cannot remove it and passes it by. */
 static int
 take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
-    int64_t now_ms, bool write, bool keep, saker_item_fn fn, void *arg,
+    int64_t now_ms, bool skip, saker_item_fn fn, void *arg,
     struct take_res *res)
 {
 	unsigned char kb[LM_KEY];
@@ -1745,20 +1793,14 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
 			break;
 		seq = saker_get_be64((unsigned char *)k.mv_data + 8);
-		if (!expired(&it, now_ms))
+		if (!saker_item_expired(it.expires_ms, now_ms))
 			break;
-		if (!write || (keep && rec_sound(v.mv_data, v.mv_size))) {
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-			continue;
+		if (!skip) {
+			res->expired = true;
+			mdb_cursor_close(c);
+			return 0;
 		}
-		memcpy(kb, k.mv_data, LM_KEY);
-		if ((rc = mdb_cursor_del(c, 0)) != 0 ||
-		    (rc = jr_rec(s, LD_ITEMS, kb, LM_KEY, NULL, 0)) != 0)
-			break;
-		res->nexp++;
-		res->expbytes += it.len;
-		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 	}
 	if (rc != 0) {
 		mdb_cursor_close(c);
@@ -1767,20 +1809,14 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 	if (!rec_sound(v.mv_data, v.mv_size)) {
 		/* never served: lm_take moves it aside */
 		mdb_cursor_close(c);
-		if ((res->bad = malloc(v.mv_size)) == NULL)
-			return ENOMEM;
-		memcpy(res->bad, v.mv_data, v.mv_size);
-		res->badsize = v.mv_size;
+		res->bad = true;
 		res->badseq = seq;
 		return 0;
 	}
 	it.id = seq;
 	it.state = SAKER_ITEM_READY;
-	if (mode == SAKER_TAKE_OPEN) {
-		/* fn sees the count with this hand-out */
-		if (it.deliveries < SAKER_DELIVERIES_MAX)
-			it.deliveries++;
-	}
+	if (mode == SAKER_TAKE_OPEN)	/* what move_rec stores */
+		it.deliveries = saker_store_handout(it.deliveries);
 	res->found = true;
 	res->len = it.len;
 	res->fnret = fn(arg, &it);
@@ -1803,39 +1839,43 @@ take_in(struct lstore *s, MDB_txn *t, struct saker_queue *q, int mode,
 }
 
 /*
- * The head of q failed its checksum (res->bad is a copy of the record).
- * The layer copies its bytes, as they are, to q's quarantine queue
- * (saker_store_quarantine()); then the record is deleted from q, in the
- * current batch: it is not lost and not served, and the next take sees
- * the next item.  Returns SAKER_ECORRUPT with the layer's message.
+ * The head of q, sequence `seq`, failed its checksum.  The layer copies
+ * its bytes, as they are read again here, to q's quarantine queue
+ * (saker_store_quarantine(), which copies them before it writes); then
+ * the record is deleted from q, in the current batch: it is not lost and
+ * not served, and the next take sees the next item.  Returns
+ * SAKER_ECORRUPT with the layer's message.
  */
 static int
-move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
+move_damaged(struct lstore *s, struct saker_queue *q, uint64_t seq,
     bool write, int64_t now_ms)
 {
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
+	MDB_val k, v;
 	size_t len;
 	int rc;
 
+	if ((rc = lm_begin(s, false)) != SAKER_OK)
+		return rc;
+	k = mkkey(kb, q->id, seq);
+	if ((rc = mdb_get(s->txn, s->dbi[LD_ITEMS], &k, &v)) != 0)
+		return lm_fail(s, rc, "take");
 	/* its header may be what is damaged: keep the flags and the age,
-	 * not the expiry (a moved item must not vanish) */
+	 * not the count (the layer clears the expiry) */
 	memset(&it, 0, sizeof(it));
-	len = res->badsize;
-	it.data = res->bad;
-	if (hdr_read(res->bad, res->badsize, &it) == 0) {
-		it.expires_ms = 0;
+	len = v.mv_size;
+	it.data = v.mv_data;
+	if (hdr_read(v.mv_data, v.mv_size, &it) == 0) {
 		it.deliveries = 0;
 		len = it.len;
 	}
 	it.len = len;
-	rc = saker_store_quarantine(&s->base, q, q->name, q->ent.len,
-	    res->badseq, write ? &it : NULL, now_ms, s->err, sizeof(s->err));
-	free(res->bad);
-	res->bad = NULL;
+	rc = saker_store_quarantine(&s->base, q, q->name, q->ent.len, seq,
+	    write ? &it : NULL, now_ms, s->err, sizeof(s->err));
 	if (rc != SAKER_OK)
 		return SAKER_ECORRUPT;
-	mkkey(kb, q->id, res->badseq);
+	mkkey(kb, q->id, seq);
 	if ((rc = op_del(s, LD_ITEMS, kb, "take")) != SAKER_OK)
 		return rc;
 	q_change(s, q);
@@ -1844,176 +1884,187 @@ move_damaged(struct lstore *s, struct saker_queue *q, struct take_res *res,
 	return SAKER_ECORRUPT;
 }
 
-/* q's expire_to queue (created when missing), or NULL: drop. */
-static struct saker_queue *
-xto_target(struct lstore *s, struct saker_queue *q)
-{
-	struct saker_queue *t;
-
-	return saker_store_expire_target(&s->base, q, &t) == SAKER_OK ? t : NULL;
-}
-
-/* Append a copy of record `rec` (header + data, `size` bytes) to t with
- * its expiry cleared.  A saker_err. */
-static int
-xto_put(struct lstore *s, struct saker_queue *t, const unsigned char *rec,
-    size_t size, int64_t now_ms)
-{
-	struct saker_item it;
-
-	if (hdr_read(rec, size, &it) != 0)
-		return seterr(s, SAKER_ECORRUPT, "lmdb: bad expired record");
-	it.expires_ms = 0;	/* it must not expire again at once */
-	it.due_ms = 0;
-	return put_in(s, t, &it, now_ms, false);
-}
-
-/* Wake t at the end of this call, once (lm_promote's list). */
-static void
-gain(struct saker_queue *t, struct saker_queue **gained)
-{
-	if (!t->gained) {
-		t->gained = true;
-		t->gain_next = *gained;
-		*gained = t;
-	}
-}
-
 /*
- * Ready item `seq` of q has expired: a copy goes to q's expire_to queue t
- * (not woken: the caller does it once), then the record is deleted, both
- * in the batch.  *moved is false when there is nothing to do (not there,
- * damaged: the caller's usual path handles it).
+ * The expired record `key` of q in db (LD_ITEMS: ready; LD_DELAYED: its
+ * value starts with the queue id): the layer routes it to q's expire_to
+ * queue or drops it (saker_store_expired), then the record is deleted,
+ * both in the batch.  Read here, in the batch txn, outside any operation:
+ * the layer's put writes the same trees, so no cursor or view of the
+ * caller's survives it.  A damaged record is dropped: its bytes cannot be
+ * trusted.  An error leaves the item in place.
  */
 static int
-xto_move_ready(struct lstore *s, struct saker_queue *q, struct saker_queue *t,
-    uint64_t seq, int64_t now_ms, bool *moved)
+expire_one(struct lstore *s, struct saker_queue *q, int db,
+    unsigned char *key, int64_t now_ms)
 {
-	unsigned char kb[LM_KEY], *copy;
-	MDB_val k, v;
-	size_t len, size;
+	MDB_val k = { .mv_size = LM_KEY, .mv_data = key }, v;
+	size_t skip = db == LD_DELAYED ? 8 : 0, len;
+	struct saker_item it;
+	bool routed = false;
 	int rc;
 
-	*moved = false;
-	if ((rc = lm_begin(s, true)) != SAKER_OK)
-		return rc;
-	k = mkkey(kb, q->id, seq);
-	rc = mdb_get(s->txn, s->dbi[LD_ITEMS], &k, &v);
-	if (rc == MDB_NOTFOUND || (rc == 0 && !rec_sound(v.mv_data, v.mv_size)))
-		return SAKER_OK;
+	if ((rc = mdb_get(s->txn, s->dbi[db], &k, &v)) == 0 &&
+	    (v.mv_size < skip || hdr_read((unsigned char *)v.mv_data + skip,
+	    v.mv_size - skip, &it) != 0))
+		rc = LM_EBADVAL;
 	if (rc != 0)
 		return lm_fail(s, rc, "expire");
-	size = v.mv_size;
-	if ((copy = malloc(size)) == NULL)
-		return seterr(s, SAKER_ENOMEM, "out of memory");
-	memcpy(copy, v.mv_data, size);
-	len = rec_datalen(copy, size);
-	rc = xto_put(s, t, copy, size, now_ms);
-	free(copy);
-	if (rc != SAKER_OK)
+	len = it.len;
+	/* it views the map until the next write: the layer copies it first */
+	if (rec_sound((unsigned char *)v.mv_data + skip, v.mv_size - skip) &&
+	    (rc = saker_store_expired(&s->base, q, &it, now_ms, &routed)) !=
+	    SAKER_OK)
 		return rc;
-	if ((rc = op_del(s, LD_ITEMS, kb, "expire")) != SAKER_OK)
+	if ((rc = op_del(s, db, key, "expire")) != SAKER_OK)
 		return rc;
 	q_change(s, q);
-	q->cur.items--;
-	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
-	q->expired_to++;
-	*moved = true;
+	if (db == LD_DELAYED) {
+		q->cur.delayed--;
+	} else {
+		q->cur.items--;
+		q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
+	}
+	if (!routed)	/* a routed one the layer counted */
+		q->cur.expired++;
 	return SAKER_OK;
 }
 
 /*
- * Expired ready items of q go to its expire_to queue t, in rounds of 256
- * (an LMDB cursor does not survive the puts into t): for flush_expired
- * those among the first `limit` ready items (0: all), for take (`head`)
- * those before the first live one, at most `limit` of them, stopping at
- * the first that cannot be moved.  Each round resumes after the last item
- * looked at, so a live item is looked at once.  t is woken once, at the
- * end.  *removed (may be NULL) counts the moves.
+ * The next expired ready item of q from sequence *from on, looked for in
+ * the batch txn without an operation (the usual take finds none and must
+ * not pay for one): for take (`head`) only before the first live item,
+ * for flush_expired among the first `limit` (0: all) counted in *seen.
+ * *from and *seen move past what was looked at; *seq is the item found.
  */
 static int
-xto_flush(struct lstore *s, struct saker_queue *q, struct saker_queue *t,
-    int64_t now_ms, uint64_t limit, bool head, uint64_t *removed)
+expired_next(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, bool head, uint64_t *from, uint64_t *seen,
+    uint64_t *seq, bool *found)
 {
-	const char *what = head ? "expire" : "flush expired";
-	uint64_t seqs[256], seen = 0, from = 0, nmoved = 0;
 	unsigned char kb[LM_KEY];
 	struct saker_item it;
 	MDB_cursor *c;
 	MDB_val k, v;
-	size_t n, i;
-	bool moved, more = true;
-	int rc = SAKER_OK;
+	int rc;
 
-	while (more) {
-		if ((rc = lm_begin(s, true)) != SAKER_OK)
-			break;
-		if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c)) != 0) {
-			rc = lm_fail(s, rc, what);
+	*found = false;
+	if ((rc = lm_begin(s, true)) != SAKER_OK)
+		return rc;
+	if ((rc = mdb_cursor_open(s->txn, s->dbi[LD_ITEMS], &c)) != 0)
+		return lm_fail(s, rc, "expire");
+	k = mkkey(kb, q->id, *from);
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || *seen < limit)) {
+		(*seen)++;
+		*seq = saker_get_be64((unsigned char *)k.mv_data + 8);
+		*from = *seq + 1;
+		if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
+		    saker_item_expired(it.expires_ms, now_ms)) {
+			*found = true;
 			break;
 		}
-		n = 0;
-		more = false;
+		if (head)
+			break;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return lm_fail(s, rc, "expire");
+	return SAKER_OK;
+}
+
+/*
+ * Without an expire_to target: q's expired ready items from sequence
+ * `from` on (as expired_next() bounds them) are handed to the layer, which
+ * has nowhere to put them and writes nothing, and deleted by one cursor in
+ * one operation.  A damaged one is dropped without asking: its bytes
+ * cannot be trusted.
+ */
+static int
+expire_drop(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, bool head, uint64_t from, uint64_t seen,
+    uint64_t *removed)
+{
+	uint64_t n = 0, nbytes = 0;
+	unsigned char kb[LM_KEY];
+	struct saker_item it;
+	MDB_cursor *c;
+	MDB_txn *t;
+	MDB_val k, v;
+	bool routed;
+	int rc, lrc;
+
+	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
+		return rc;
+	if ((lrc = mdb_cursor_open(t, s->dbi[LD_ITEMS], &c)) != 0)
+		return lm_fail(s, op_end(s, t, lrc, false), "expire");
+	k = mkkey(kb, q->id, from);
+	lrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	while (lrc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit)) {
+		seen++;
+		from = saker_get_be64((unsigned char *)k.mv_data + 8) + 1;
+		if (hdr_read(v.mv_data, v.mv_size, &it) != 0 ||
+		    !saker_item_expired(it.expires_ms, now_ms)) {
+			if (head)
+				break;
+			lrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+			continue;
+		}
+		if (rec_sound(v.mv_data, v.mv_size) &&
+		    (rc = saker_store_expired(&s->base, q, &it, now_ms,
+		    &routed)) != SAKER_OK)
+			break;
+		if ((lrc = cur_del(s, c, LD_ITEMS)) != 0)
+			break;
+		n++;
+		nbytes += it.len;
 		k = mkkey(kb, q->id, from);
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		while (rc == 0 && key_in(&k, q->id) &&
-		    (limit == 0 || seen < limit)) {
-			if (n == sizeof(seqs) / sizeof(seqs[0])) {
-				more = true;	/* another round */
-				break;
-			}
-			seen++;
-			from = saker_get_be64((unsigned char *)k.mv_data + 8) + 1;
-			if (hdr_read(v.mv_data, v.mv_size, &it) == 0 &&
-			    expired(&it, now_ms))
-				seqs[n++] = from - 1;
-			else if (head)
-				break;
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-		}
-		mdb_cursor_close(c);
-		if (rc != 0 && rc != MDB_NOTFOUND) {
-			rc = lm_fail(s, rc, what);
-			break;
-		}
-		rc = SAKER_OK;
-		for (i = 0; i < n; i++) {
-			if ((rc = xto_move_ready(s, q, t, seqs[i], now_ms,
-			    &moved)) != SAKER_OK)
-				break;
-			if (!moved && head) {
-				more = false;
-				break;
-			}
-			if (moved)
-				nmoved++;
-		}
-		if (rc != SAKER_OK)
-			break;
+		lrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	}
+	mdb_cursor_close(c);
+	if ((lrc = op_end(s, t, lrc == MDB_NOTFOUND ? 0 : lrc, n > 0)) != 0)
+		return lm_fail(s, lrc, "expire");
+	if (n > 0) {
+		q_change(s, q);
+		q->cur.items -= n;
+		q->cur.bytes -= q->cur.bytes < nbytes ? q->cur.bytes : nbytes;
+		q->cur.expired += n;
 	}
 	if (removed != NULL)
-		*removed += nmoved;
-	if (nmoved > 0 && s->notify != NULL && t->cur.exists)
-		s->notify(s->notify_arg, t, t->ctx);
+		*removed += n;
 	return rc;
 }
 
 /*
- * take: the expired items at the head of q go to its expire_to queue, at
- * most LM_XTO_HEAD a call to bound its work; take_in skips (keeps) any left
- * over, which the next take or the sweep moves.  *routed: q has a target.
+ * Remove q's expired ready items: for take (`head`) those before the first
+ * live one, for flush_expired those among the first `limit` ready items
+ * (0: all).  Every one, however many, each handed to the layer
+ * (saker_store_expired); *removed (may be NULL) counts them.  With an
+ * expire_to target each moves on its own (expire_one) and the look goes
+ * on at the next key, so a live item is looked at once.
  */
-#define LM_XTO_HEAD 1000
 static int
-xto_head(struct lstore *s, struct saker_queue *q, int64_t now_ms,
-    bool *routed)
+expire_scan(struct lstore *s, struct saker_queue *q, int64_t now_ms,
+    uint64_t limit, bool head, uint64_t *removed)
 {
-	struct saker_queue *t = xto_target(s, q);
+	uint64_t seen = 0, from = 0, seq = 0;
+	unsigned char kb[LM_KEY];
+	bool found;
+	int rc;
 
-	*routed = t != NULL;
-	if (t == NULL)
-		return SAKER_OK;
-	return xto_flush(s, q, t, now_ms, LM_XTO_HEAD, true, NULL);
+	for (;;) {
+		if ((rc = expired_next(s, q, now_ms, limit, head, &from, &seen,
+		    &seq, &found)) != SAKER_OK || !found)
+			return rc;
+		if (!saker_store_has_expire_to(q))	/* look at it again */
+			return expire_drop(s, q, now_ms, limit, head, seq,
+			    seen - 1, removed);
+		mkkey(kb, q->id, seq);
+		if ((rc = expire_one(s, q, LD_ITEMS, kb, now_ms)) != SAKER_OK)
+			return rc;
+		if (removed != NULL)
+			(*removed)++;
+	}
 }
 
 static int
@@ -2023,50 +2074,49 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 	struct lstore *s = (struct lstore *)ss;
 	struct take_res res;
 	MDB_txn *t;
-	bool write, routed = false;
+	bool write, swept = false;
 	int rc;
 
 	if (q == NULL || fn == NULL || mode < SAKER_TAKE_REMOVE ||
 	    mode > SAKER_TAKE_PEEK)
 		return seterr(s, SAKER_EINVAL, "lmdb take: bad argument");
-	if (q->cur.items == 0)
-		return SAKER_EEMPTY;
-	memset(&res, 0, sizeof(res));
 	/* A read-only (or failed) store can still be peeked at; expired
 	 * items are then skipped rather than removed. */
-	write = !(mode == SAKER_TAKE_PEEK && (s->read_only || s->broken));
-	if (write && saker_store_has_expire_to(q) && !s->read_only &&
-	    !s->broken &&
-	    (rc = xto_head(s, q, now_ms, &routed)) != SAKER_OK)
-		return rc;
-	if (q->cur.items == 0)
-		return SAKER_EEMPTY;
-	if (write) {
-		rc = op_begin(s, mode == SAKER_TAKE_OPEN ? head_size(s, q) : 0, &t);
-		if (rc != SAKER_OK)
+	write = !(mode == SAKER_TAKE_PEEK && (s->read_only ||
+	    saker_store_refuses_writes(&s->base)));
+	for (;;) {
+		if (q->cur.items == 0)
+			return SAKER_EEMPTY;
+		memset(&res, 0, sizeof(res));
+		if (write) {
+			rc = op_begin(s, mode == SAKER_TAKE_OPEN ?
+			    head_size(s, q) : 0, &t);
+			if (rc != SAKER_OK)
+				return rc;
+		} else {
+			if ((rc = lm_begin(s, false)) != SAKER_OK)
+				return rc;
+			t = s->txn;
+		}
+		/* once expire_scan ran, what it left is passed by */
+		rc = take_in(s, t, q, mode, now_ms, !write || swept, fn, arg,
+		    &res);
+		if (rc == MDB_NOTFOUND)
+			rc = 0;
+		if (write)
+			rc = op_end(s, t, rc, res.taken);
+		if (rc != 0)
+			return lm_fail(s, rc, "take");
+		if (!res.expired)
+			break;
+		/* the head expired: it and those behind it go first, every
+		 * one, then the take looks again */
+		if ((rc = expire_scan(s, q, now_ms, 0, true, NULL)) != SAKER_OK)
 			return rc;
-	} else {
-		if ((rc = lm_begin(s, false)) != SAKER_OK)
-			return rc;
-		t = s->txn;
+		swept = true;
 	}
-	rc = take_in(s, t, q, mode, now_ms, write, routed, fn, arg, &res);
-	if (rc == MDB_NOTFOUND)
-		rc = 0;
-	if (write)
-		rc = op_end(s, t, rc, res.nexp > 0 || res.taken);
-	if (rc != 0) {
-		free(res.bad);
-		return lm_fail(s, rc, "take");
-	}
-	if (res.nexp > 0) {
-		q_change(s, q);
-		q->cur.items -= res.nexp;
-		q->cur.bytes -= res.expbytes;
-		q->cur.expired += res.nexp;
-	}
-	if (res.bad != NULL)
-		return move_damaged(s, q, &res, write, now_ms);
+	if (res.bad)
+		return move_damaged(s, q, res.badseq, write, now_ms);
 	if (res.taken) {
 		q_change(s, q);
 		q->cur.items--;
@@ -2273,24 +2323,21 @@ delayed_first(struct lstore *s, MDB_txn *t, int64_t *due, size_t *size)
 	return rc;
 }
 
-enum { PR_MOVED, PR_EXPIRED, PR_ORPHAN, PR_XTO };
+/* PR_EXPIRED: dropped; PR_LAYER: expired, for the layer to route. */
+enum { PR_MOVED, PR_EXPIRED, PR_ORPHAN, PR_LAYER };
 
-/* PR_XTO: the expired record to move (promote_one leaves it in place). */
-struct pr_xto {
-	unsigned char key[LM_KEY];
-	unsigned char *rec;	/* header + data, malloc'd */
-	size_t size;
-};
-
-/* Promote the first delayed record (known to be due) in txn t. */
+/* Promote the first delayed record (known to be due) in txn t.  An expired
+ * sound one is left in place (PR_LAYER), its key in xkey, for the caller
+ * to hand to the layer outside this operation (expire_one). */
 static int
 promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
-    struct saker_queue **qp, int *what, size_t *len, struct pr_xto *x)
+    struct saker_queue **qp, int *what, size_t *len, unsigned char *xkey)
 {
 	struct saker_item it = { 0 };	/* hdr_read may refuse a record */
 	struct saker_queue *q;
 	MDB_cursor *c;
 	MDB_val k, v;
+	bool routed;
 	int rc;
 
 	*qp = NULL;
@@ -2311,18 +2358,21 @@ promote_one(struct lstore *s, MDB_txn *t, int64_t now_ms,
 	if (q == NULL || q->deleted) {
 		*what = PR_ORPHAN;
 		rc = cur_del(s, c, LD_DELAYED);
-	} else if (expired(&it, now_ms) && saker_store_has_expire_to(q) &&
+	} else if (saker_item_expired(it.expires_ms, now_ms) &&
 	    rec_sound((unsigned char *)v.mv_data + 8, v.mv_size - 8)) {
-		/* to the expire_to queue: the caller moves it, outside this
-		 * operation (it may create the queue) */
-		*what = PR_XTO;
-		memcpy(x->key, k.mv_data, LM_KEY);
-		x->size = v.mv_size - 8;
-		if ((x->rec = malloc(x->size)) == NULL)
-			rc = ENOMEM;
-		else
-			memcpy(x->rec, (unsigned char *)v.mv_data + 8, x->size);
-	} else if (expired(&it, now_ms)) {
+		/* without an expire_to target the layer writes nothing: ask it
+		 * here, under the cursor (expire_scan does the same) */
+		if (!saker_store_has_expire_to(q) &&
+		    saker_store_expired(&s->base, q, &it, now_ms, &routed) ==
+		    SAKER_OK && !routed) {
+			*what = PR_EXPIRED;
+			rc = cur_del(s, c, LD_DELAYED);
+		} else {
+			*what = PR_LAYER;
+			memcpy(xkey, k.mv_data, LM_KEY);
+		}
+	} else if (saker_item_expired(it.expires_ms, now_ms)) {
+		/* damaged: dropped, its bytes cannot be trusted */
 		*what = PR_EXPIRED;
 		rc = cur_del(s, c, LD_DELAYED);
 	} else {
@@ -2336,37 +2386,12 @@ out:
 	return rc;
 }
 
-/* The delayed record x of q expired: a copy to q's expire_to queue (or
- * none, if it cannot be had: then dropped), then the record deleted. */
-static int
-xto_promoted(struct lstore *s, struct saker_queue *q, struct pr_xto *x,
-    int64_t now_ms, struct saker_queue **gained)
-{
-	struct saker_queue *t = xto_target(s, q);
-	int rc;
-
-	if (t != NULL && (rc = xto_put(s, t, x->rec, x->size, now_ms)) !=
-	    SAKER_OK)
-		return rc;
-	if (t != NULL)
-		gain(t, gained);
-	if ((rc = op_del(s, LD_DELAYED, x->key, "promote")) != SAKER_OK)
-		return rc;
-	q_change(s, q);
-	q->cur.delayed--;
-	if (t != NULL)
-		q->expired_to++;
-	else
-		q->cur.expired++;
-	return SAKER_OK;
-}
-
 static int
 lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 {
 	struct lstore *s = (struct lstore *)ss;
-	struct saker_queue *q, *gained = NULL, *next;
-	struct pr_xto x;
+	unsigned char xkey[LM_KEY];
+	struct saker_queue *q;
 	int64_t due, dummy;
 	size_t size, len;
 	MDB_txn *t;
@@ -2392,7 +2417,8 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 			/* Due but not promotable: the store is read-only or
 			 * broken.  Say so, so the caller backs off instead of
 			 * asking again at once. */
-			if ((ret = lm_refuse(s)) == SAKER_OK)
+			if ((ret = saker_store_refusal(&s->base, true)) ==
+			    SAKER_OK)
 				ret = seterr(s, SAKER_EREADONLY, "lmdb %s: "
 				    "store is read-only", s->dir);
 			break;
@@ -2400,40 +2426,32 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 		if ((ret = op_begin(s, size, &t)) != SAKER_OK)
 			break;
 		len = 0;
-		memset(&x, 0, sizeof(x));
-		rc = promote_one(s, t, now_ms, &q, &what, &len, &x);
-		if ((rc = op_end(s, t, rc, what != PR_XTO)) != 0) {
-			free(x.rec);
+		rc = promote_one(s, t, now_ms, &q, &what, &len, xkey);
+		if ((rc = op_end(s, t, rc, what != PR_LAYER)) != 0) {
 			ret = lm_fail(s, rc, "promote");
 			break;
 		}
 		*next_due_ms = 0;
-		if (what == PR_XTO) {
-			ret = xto_promoted(s, q, &x, now_ms, &gained);
-			free(x.rec);
-			if (ret != SAKER_OK)
+		if (what == PR_ORPHAN)
+			continue;
+		if (what == PR_LAYER) {
+			if ((ret = expire_one(s, q, LD_DELAYED, xkey, now_ms)) !=
+			    SAKER_OK)
 				break;
 			continue;
 		}
-		if (what == PR_ORPHAN)
-			continue;
-		q_change(s, q);
-		q->cur.delayed--;
 		if (what == PR_EXPIRED) {
+			q_change(s, q);
+			q->cur.delayed--;
 			q->cur.expired++;
 			continue;
 		}
+		q_change(s, q);
+		q->cur.delayed--;
 		q->cur.tail++;
 		q->cur.items++;
 		q->cur.bytes += len;
-		gain(q, &gained);
-	}
-	/* Queues stay valid even if the batch was rolled back meanwhile. */
-	for (q = gained; q != NULL; q = next) {
-		next = q->gain_next;
-		q->gained = false;
-		q->gain_next = NULL;
-		if (s->notify != NULL && q->cur.exists)
+		if (s->notify != NULL)
 			s->notify(s->notify_arg, q, q->ctx);
 	}
 	return ret;
@@ -2444,14 +2462,6 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
     uint64_t limit, uint64_t *removed)
 {
 	struct lstore *s = (struct lstore *)ss;
-	struct saker_queue *xt;
-	unsigned char kb[LM_KEY];
-	struct saker_item it;
-	uint64_t n = 0, nbytes = 0, seen = 0;
-	MDB_cursor *c;
-	MDB_txn *t;
-	MDB_val k, v;
-	int rc;
 
 	if (removed != NULL)
 		*removed = 0;
@@ -2459,47 +2469,7 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		return seterr(s, SAKER_EINVAL, "lmdb flush_expired: no queue");
 	if (q->cur.items == 0)
 		return SAKER_OK;
-	if (saker_store_has_expire_to(q) && !s->read_only &&
-	    (xt = xto_target(s, q)) != NULL)
-		return xto_flush(s, q, xt, now_ms, limit, false, removed);
-	if ((rc = op_begin(s, 0, &t)) != SAKER_OK)
-		return rc;
-	if ((rc = mdb_cursor_open(t, s->dbi[LD_ITEMS], &c)) != 0)
-		goto end;
-	k = mkkey(kb, q->id, 0);
-	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	while (rc == 0 && key_in(&k, q->id) && (limit == 0 || seen < limit)) {
-		seen++;
-		if ((rc = hdr_read(v.mv_data, v.mv_size, &it)) != 0)
-			break;
-		if (!expired(&it, now_ms)) {
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-			continue;
-		}
-		memcpy(kb, k.mv_data, LM_KEY);
-		if ((rc = mdb_cursor_del(c, 0)) != 0 ||
-		    (rc = jr_rec(s, LD_ITEMS, kb, LM_KEY, NULL, 0)) != 0)
-			break;
-		n++;
-		nbytes += it.len;
-		k = (MDB_val){ .mv_size = LM_KEY, .mv_data = kb };
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	}
-	if (rc == MDB_NOTFOUND)
-		rc = 0;
-	mdb_cursor_close(c);
-end:
-	if ((rc = op_end(s, t, rc, n > 0)) != 0)
-		return lm_fail(s, rc, "flush expired");
-	if (n > 0) {
-		q_change(s, q);
-		q->cur.items -= n;
-		q->cur.bytes -= nbytes;
-		q->cur.expired += n;
-	}
-	if (removed != NULL)
-		*removed = n;
-	return SAKER_OK;
+	return expire_scan(s, q, now_ms, limit, false, removed);
 }
 
 /* Call fn for every item of q in `state`: the records (qid, seq) of open
@@ -2913,13 +2883,16 @@ lm_close(saker_store *ss)
 
 	if (s == NULL)
 		return;
-	if (s->txn != NULL)
+	if (s->lt.j.inflight)
+		(void)lm_flight_collect(s);
+	if (s->txn != NULL && !saker_store_is_stale(&s->base))
 		(void)lm_commit(ss);
 	lm_rollback(s);	/* a batch whose commit failed */
 	/* A broken store keeps its journal for the next open to replay. */
-	if (!s->broken)
+	if (!saker_store_refuses_writes(&s->base))
 		(void)lm_checkpoint(s);
-	if (!s->read_only && !s->broken && s->sync == SAKER_SYNC_NEVER)
+	if (!s->read_only && !saker_store_refuses_writes(&s->base) &&
+	    s->sync == SAKER_SYNC_NEVER)
 		(void)mdb_env_sync(s->env, 1);
 	lm_free(s);
 }
@@ -3439,6 +3412,9 @@ const struct saker_store_driver saker_store_lmdb = {
 	.dedup_iterate = lm_dedup_iterate,
 	.commit = lm_commit,
 	.sync = lm_sync,
+	.commit_start = lm_commit_start,
+	.commit_fd = lm_commit_fd,
+	.commit_finish = lm_commit_finish,
 	.store_stats = lm_store_stats,
 	.watch_fd = NULL,
 	.fd_ready = NULL,

@@ -19,8 +19,8 @@
  *   - rebuilding: the last checkpoint plus the journal's records up to
  *     the last one written, checked to end exactly there;
  *   - recovery at open: the batches the journal holds beyond the last
- *     checkpoint are replayed into a long transaction, which the driver
- *     then checkpoints; a read-only opener only asks whether any are;
+ *     checkpoint are replayed into a long transaction, which is then
+ *     checkpointed; a read-only opener only asks whether any are;
  *   - the checkpoint statistics.
  *
  * The driver gives the mechanism (struct ltx_ops): begin its long
@@ -48,6 +48,9 @@
 /* Returned by ltx_replay()/ltx_rebuild() when ops->begin failed: the
  * driver's own error state says why. */
 #define LTX_EBEGIN	(-1)
+/* Returned by ltx_recover() when the checkpoint of what it replayed
+ * failed: ops->commit said why, in the driver's own error state. */
+#define LTX_ECKPT	(-2)
 
 struct ltx_ops {
 	/* Begin the long transaction (none is open).  0 or non-zero, and
@@ -105,6 +108,17 @@ int ltx_pending(struct ltx *lt, bool *pending);
  * when the journal does. */
 int ltx_replay(struct ltx *lt);
 
+/*
+ * Recovery at open for a writer, whole: replay what the journal holds
+ * beyond ckpt_seq (ltx_replay()) and checkpoint it (ltx_checkpoint()),
+ * so the open ends with every acknowledged batch in the data file and no
+ * long transaction.  *replayed: how many batches.  0; LTX_EBEGIN;
+ * LTX_ECKPT (the long transaction aborted, the journal keeping the
+ * batches for the next open); or the journal's errno value (EILSEQ: not
+ * this store's) or ops->apply's code, with lt->err saying why.
+ */
+int ltx_recover(struct ltx *lt, uint64_t *replayed);
+
 /* A new store's id, which seeds its journal's checks (journal.h): random,
  * positive as an int64 and never 0. */
 uint64_t ltx_new_id(void);
@@ -121,6 +135,22 @@ uint64_t ltx_new_id(void);
  * not or may not).
  */
 int ltx_write(struct ltx *lt, bool sync);
+
+/*
+ * The same, asynchronous (--sync always): ltx_write_start() hands the
+ * batch's record to the journal's flush thread (started on first use) and
+ * returns; ltx_flush_fd() becomes readable when the write and its
+ * fdatasync are over, and ltx_write_finish() collects the result, waiting
+ * when called earlier.  Between the two the driver gathers the next batch
+ * into its long transaction but must not checkpoint, rebuild or start a
+ * second record.  ltx_write_start(): SAKER_OK (lt->j.inflight), or as
+ * ltx_write() with nothing in flight; SAKER_EINVAL when the thread cannot
+ * be started (the caller writes synchronously instead).
+ * ltx_write_finish(): SAKER_OK, SAKER_EIO or SAKER_EINDOUBT, lt->err.
+ */
+int ltx_write_start(struct ltx *lt);
+int ltx_write_finish(struct ltx *lt);
+int ltx_flush_fd(const struct ltx *lt);
 
 /* Time for a checkpoint (the long transaction being open)? */
 bool ltx_due(const struct ltx *lt, uint64_t now_ns);

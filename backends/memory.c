@@ -72,7 +72,7 @@ struct saker_queue {
 	uint64_t nids;           /* how many: dedup_count(), O(1) */
 	/* items, bytes, delayed and open are the layer's (store.h,
 	 * COUNTERS); these three it asks the driver for */
-	uint64_t total, expired, expired_to;
+	uint64_t total, expired;
 	uint64_t ndelayed;       /* on `delayed`: sizes iterate()'s sort */
 	uint64_t nexpiring;      /* ready items with an expiry time */
 	void *ctx;
@@ -110,7 +110,6 @@ struct mstore {
 extern const struct saker_store_driver saker_store_memory;
 
 static const char ERR_NOMEM[] = "out of memory";
-static const char ERR_READONLY[] = "store is read-only";
 
 static int
 fail(struct mstore *ms, int code, const char *msg)
@@ -125,9 +124,7 @@ writable(struct mstore *ms, const struct saker_queue *q)
 {
 	if (q == NULL)
 		return fail(ms, SAKER_EINVAL, "no queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	return SAKER_OK;
+	return SAKER_OK;	/* a read-only store: the layer refused */
 }
 
 /* q gained a ready item: the layer wakes each queue once per call
@@ -200,12 +197,6 @@ item_free(struct mstore *ms, struct mitem *it)
 {
 	ms->mem_used -= item_cost(it->len, it->attrs_len);
 	free(it);
-}
-
-static bool
-expired(const struct mitem *it, int64_t now_ms)
-{
-	return it->expires_ms != 0 && it->expires_ms <= now_ms;
 }
 
 static void
@@ -630,8 +621,6 @@ mem_queue_open(saker_store *s, const char *name, size_t len, bool create,
 	}
 	if (!create)
 		return fail(ms, SAKER_ENOTFOUND, "no such queue");
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
 	if (len > SIZE_MAX - sizeof(*q) - 1)
 		return fail(ms, SAKER_EINVAL, "queue name too long");
 	q = calloc(1, sizeof(*q) + len + 1);
@@ -677,9 +666,7 @@ expire_item(struct mstore *ms, struct saker_queue *q, struct mitem *it,
 	} else {
 		ready_unlink(ms, q, it);
 	}
-	if (routed)
-		q->expired_to++;
-	else
+	if (!routed)	/* a routed one the layer counted */
 		q->expired++;
 	item_free(ms, it);
 	return SAKER_OK;
@@ -740,7 +727,6 @@ mem_queue_stats(saker_store *s, saker_queue *q, struct saker_queue_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->total_items = q->total;
 	st->expired_items = q->expired;
-	st->expired_to = q->expired_to;
 	st->head_created_ms = TAILQ_EMPTY(&q->ready) ? 0 :
 	    TAILQ_FIRST(&q->ready)->created_ms;
 	return SAKER_OK;
@@ -754,13 +740,8 @@ mem_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 	struct mitem *it;
 	size_t cost;
 
-	if (ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	if (q == NULL || item == NULL || (item->len > 0 && item->data == NULL))
-		return fail(ms, SAKER_EINVAL, "bad item");
-	if (item->attrs_len > SAKER_ATTRS_MAX ||
-	    (item->attrs_len > 0 && item->attrs == NULL))
-		return fail(ms, SAKER_EINVAL, "bad item attributes");
+	if (q == NULL)	/* the item: saker_store_put() checked it */
+		return fail(ms, SAKER_EINVAL, "no queue");
 	if (item->len > SIZE_MAX - sizeof(*it) - SAKER_ATTRS_MAX)
 		return fail(ms, SAKER_ENOMEM, ERR_NOMEM);
 	cost = item_cost(item->len, item->attrs_len);
@@ -821,9 +802,8 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	    (mode != SAKER_TAKE_REMOVE && mode != SAKER_TAKE_OPEN &&
 	    mode != SAKER_TAKE_PEEK))
 		return fail(ms, SAKER_EINVAL, "bad take arguments");
-	if (mode != SAKER_TAKE_PEEK && ms->opts.read_only)
-		return fail(ms, SAKER_EREADONLY, ERR_READONLY);
-	while ((it = TAILQ_FIRST(&q->ready)) != NULL && expired(it, now_ms))
+	while ((it = TAILQ_FIRST(&q->ready)) != NULL &&
+	    saker_item_expired(it->expires_ms, now_ms))
 		if ((rc = expire_item(ms, q, it, now_ms)) != SAKER_OK)
 			return rc;
 	if (it == NULL)
@@ -836,8 +816,7 @@ mem_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
 	item_view(it, &view);
 	if (mode == SAKER_TAKE_OPEN) {
 		view.state = SAKER_ITEM_OPEN;
-		if (view.deliveries < SAKER_DELIVERIES_MAX)
-			view.deliveries++;
+		view.deliveries = saker_store_handout(view.deliveries);
 	}
 	rc = fn(arg, &view);
 	if (rc != 0)
@@ -965,7 +944,7 @@ mem_promote(saker_store *s, int64_t now_ms, int64_t *next_due_ms)
 		struct mitem *it = ms->heap[0].it;
 
 		q = it->q;
-		if (expired(it, now_ms)) {
+		if (saker_item_expired(it->expires_ms, now_ms)) {
 			/* an error leaves it due: the next promote retries */
 			if ((rc = expire_item(ms, q, it, now_ms)) != SAKER_OK)
 				break;
@@ -1004,7 +983,7 @@ mem_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 	    (limit == 0 || seen < limit); it = next) {
 		next = TAILQ_NEXT(it, link);
 		seen++;
-		if (!expired(it, now_ms))
+		if (!saker_item_expired(it->expires_ms, now_ms))
 			continue;
 		if ((rc = expire_item(ms, q, it, now_ms)) != SAKER_OK)
 			break;

@@ -93,7 +93,6 @@ struct saker_queue {
 	LIST_ENTRY(saker_queue) dirty_link;
 	LIST_ENTRY(saker_queue) pend_link;
 	LIST_ENTRY(saker_queue) gone_link;	/* deleted or zombie list */
-	uint64_t expired_to;
 	struct kit_qent qe;	/* in s->qt while live (qtab.h) */
 	char name[];		/* len bytes, not NUL-terminated */
 };

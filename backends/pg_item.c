@@ -48,10 +48,11 @@ pg_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 
 	if ((err = pg_dead(s, q)) != SAKER_OK)
 		return err;
-	if (item == NULL || (item->data == NULL && item->len > 0) ||
-	    item->len > INT32_MAX || item->attrs_len > SAKER_ATTRS_MAX ||
-	    (item->attrs == NULL && item->attrs_len > 0))
-		return pg_errf(s, SAKER_EINVAL, "bad item");
+	/* the layer refused a malformed item (store.h, put); the length
+	 * limit is this driver's own (a bytea length is an int32) */
+	if (item->len > INT32_MAX)
+		return pg_errf(s, SAKER_EINVAL, "bad item: longer than %d "
+		    "bytes", INT32_MAX);
 	if ((err = pg_begin(s)) != SAKER_OK)
 		return err;
 	if (!pg_arr_reserve(&s->put_name, 4 + q->len) ||
@@ -166,7 +167,7 @@ pg_row_sound(const PGresult *res, int row)
 /*
  * Expired item `it` of q leaves q in this batch (the caller removes the
  * original): the layer routes it or drops it (saker_store_expired()),
- * and it is counted in q's expired_to or expired.
+ * and it is counted in q's expired_items when dropped.
  */
 int
 pg_expired_item(struct pg_store *s, struct saker_queue *q,
@@ -178,9 +179,7 @@ pg_expired_item(struct pg_store *s, struct saker_queue *q,
 	if ((err = saker_store_expired(&s->base, q, it, now_ms, &routed)) !=
 	    SAKER_OK)
 		return err;
-	if (routed)
-		q->expired_to++;
-	else
+	if (!routed)	/* routed: the layer counted it in expired_to */
 		pg_expired(s, q, 1);
 	return SAKER_OK;
 }

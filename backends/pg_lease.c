@@ -153,10 +153,10 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 		    (uint64_t)q->id) != 0)
 			return pg_errf(s, SAKER_ENOMEM, "out of memory");
 		pg_row_item(q->held, row, &it, SAKER_ITEM_READY);
-		/* P_SETSTATE counts the delivery of a claimed item it opens */
-		if (mode == SAKER_TAKE_OPEN &&
-		    it.deliveries < SAKER_DELIVERIES_MAX)
-			it.deliveries++;
+		/* the layer's count (store.h, DELIVERY COUNTS); P_SETSTATE
+		 * stores the same one with the open item in this batch */
+		if (mode == SAKER_TAKE_OPEN)
+			it.deliveries = saker_store_handout(it.deliveries);
 		r = fn(arg, &it);
 		if (r != 0) {
 			/* refused: it stays first in line */

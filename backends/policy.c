@@ -1,5 +1,5 @@
 /* policy.c -- the broker's rules about storage, once over every driver
- * (store.h, THE LAYER): the delivery-count clamp, the quarantine of
+ * (store.h, THE LAYER): the delivery-count clamp and increment, the quarantine of
  * damaged items and the expire_to target.  The lock file is lock.c's. */
 #include "config.h"
 
@@ -18,8 +18,25 @@ saker_store_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 	struct saker_item it;
 	int rc;
 
+	if ((rc = saker_layer_refuse(s)) != SAKER_OK)
+		return rc;
+	/* what no driver could store, refused once for all of them */
+	if (item == NULL)
+		s->lerr = "bad item: none given";
+	else if (item->len > 0 && item->data == NULL)
+		s->lerr = "bad item: no data";
+	else if (item->attrs_len > 0 && item->attrs == NULL)
+		s->lerr = "bad item: no attributes";
+	else if (item->attrs_len > SAKER_ATTRS_MAX) {
+		snprintf(s->lbuf, sizeof(s->lbuf), "bad item: attributes of"
+		    " %zu bytes (at most %u)", item->attrs_len,
+		    SAKER_ATTRS_MAX);
+		s->lerr = s->lbuf;
+	}
+	if (s->lerr != NULL)
+		return SAKER_EINVAL;
 	s->depth++;	/* a layer call: the put's wake-up comes at its end */
-	if (item == NULL || item->deliveries <= SAKER_DELIVERIES_MAX)
+	if (item->deliveries <= SAKER_DELIVERIES_MAX)
 		rc = s->driver->put(s, q, item, now_ms);
 	else {
 		it = *item;
@@ -27,6 +44,35 @@ saker_store_put(saker_store *s, saker_queue *q, const struct saker_item *item,
 		rc = s->driver->put(s, q, &it, now_ms);
 	}
 	return saker_layer_leave(s, rc);
+}
+
+/*
+ * *out = *in with its bytes (data and attributes) copied: they may be the
+ * driver's own (a cursor's page, a statement's column) and die with its
+ * next write, which the put of the copy is.  Expiry and due time are
+ * cleared (a moved item must not vanish or wait).  The data goes to
+ * *copy (free it; NULL when there is none), the attributes to attrs;
+ * attributes too long to be any are damage, left out (every put refuses
+ * them).  SAKER_ENOMEM, nothing to free.
+ */
+static int
+copy_bytes(const struct saker_item *in, struct saker_item *out,
+    unsigned char attrs[SAKER_ATTRS_MAX], void **copy)
+{
+	*out = *in;
+	*copy = NULL;
+	if (out->len > 0) {
+		if ((*copy = malloc(out->len)) == NULL)
+			return SAKER_ENOMEM;
+		out->data = memcpy(*copy, in->data, out->len);
+	}
+	if (out->attrs_len > SAKER_ATTRS_MAX)
+		out->attrs_len = 0;
+	out->attrs = out->attrs_len > 0 ?
+	    memcpy(attrs, in->attrs, out->attrs_len) : NULL;
+	out->expires_ms = 0;
+	out->due_ms = 0;
+	return SAKER_OK;
 }
 
 size_t
@@ -52,8 +98,10 @@ saker_store_quarantine(saker_store *s, saker_queue *q, const char *qname,
     char *msg, size_t msglen)
 {
 	char name[SAKER_STORE_QNAME_MAX + 1], why[300];
+	unsigned char attrs[SAKER_ATTRS_MAX];
 	struct saker_item it;
 	saker_queue *dq;
+	void *copy;
 	size_t len;
 	int rc;
 
@@ -64,9 +112,13 @@ saker_store_quarantine(saker_store *s, saker_queue *q, const char *qname,
 		return SAKER_EREADONLY;
 	}
 	len = saker_store_derived_name(qname, qlen, SAKER_SUFFIX_DAMAGED, name);
-	it = *bad;
-	it.expires_ms = 0;	/* a quarantined item must not vanish */
-	it.due_ms = 0;
+	/* copied before queue_open(), the driver's first write */
+	if ((rc = copy_bytes(bad, &it, attrs, &copy)) != SAKER_OK) {
+		snprintf(msg, msglen, "queue '%.*s': item %" PRIu64 " failed"
+		    " its checksum and could not be moved to '%s' (out of"
+		    " memory)", (int)qlen, qname, id, name);
+		return rc;
+	}
 	if ((rc = s->driver->queue_open(s, name, len, true, NULL, &dq)) ==
 	    SAKER_OK && dq == q) {
 		snprintf(why, sizeof(why), "the queue is its own quarantine");
@@ -76,6 +128,7 @@ saker_store_quarantine(saker_store *s, saker_queue *q, const char *qname,
 		snprintf(msg, msglen, "queue '%.*s': item %" PRIu64 " failed its"
 		    " checksum; moved to queue '%s'", (int)qlen, qname, id,
 		    name);
+		free(copy);
 		return SAKER_OK;
 	} else {
 		const char *e = s->driver->errmsg(s);
@@ -85,6 +138,7 @@ saker_store_quarantine(saker_store *s, saker_queue *q, const char *qname,
 		    saker_strerror(rc));
 		why[strcspn(why, "\r\n")] = '\0';
 	}
+	free(copy);
 	snprintf(msg, msglen, "queue '%.*s': item %" PRIu64 " failed its"
 	    " checksum and could not be moved to '%s' (%s)", (int)qlen, qname,
 	    id, name, why);
@@ -130,29 +184,22 @@ saker_store_expired(saker_store *s, saker_queue *q,
 	unsigned char attrs[SAKER_ATTRS_MAX];
 	struct saker_item it;
 	saker_queue *t;
-	void *copy = NULL;
+	void *copy;
 	int rc;
 
 	*routed = false;
-	if ((rc = saker_store_expire_target(s, q, &t)) != SAKER_OK || t == NULL)
+	if (!saker_store_has_expire_to(q))
+		return SAKER_OK;	/* dropped: nothing written */
+	/* copied before queue_open(), which may write (a new target) */
+	if ((rc = copy_bytes(item, &it, attrs, &copy)) != SAKER_OK)
 		return rc;
-	it = *item;
-	/* The bytes may be the driver's own (a cursor's page, a statement's
-	 * column) and die with its next write: the put below is one. */
-	if (it.len > 0) {
-		if ((copy = malloc(it.len)) == NULL)
-			return SAKER_ENOMEM;
-		it.data = memcpy(copy, it.data, it.len);
-	}
-	if (it.attrs_len > sizeof(attrs))
-		it.attrs_len = 0;	/* refused by every put: never stored */
-	if (it.attrs_len > 0)
-		it.attrs = memcpy(attrs, it.attrs, it.attrs_len);
-	it.expires_ms = 0;	/* it must not expire again at once */
-	it.due_ms = 0;
-	rc = saker_store_put(s, t, &it, now_ms);
+	if ((rc = saker_store_expire_target(s, q, &t)) == SAKER_OK &&
+	    t != NULL)
+		rc = saker_store_put(s, t, &it, now_ms);
 	free(copy);
-	if (rc == SAKER_OK)
+	if (rc == SAKER_OK && t != NULL) {	/* t NULL: q's own name */
 		*routed = true;
+		((struct saker_queue_base *)(void *)q)->expired_to++;
+	}
 	return rc;
 }

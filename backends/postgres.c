@@ -276,7 +276,6 @@ pg_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 	if (PQntuples(res) > 0) {
 		st->total_items = (uint64_t)(pg_rv_i64(res, 0, 0) + q->d_total);
 		st->expired_items = (uint64_t)(pg_rv_i64(res, 0, 1) + q->d_expired);
-		st->expired_to = q->expired_to;
 		st->head_created_ms = pg_rv_i64(res, 0, 2);
 	}
 	PQclear(res);

@@ -354,6 +354,13 @@ saker_store_open(const char *spec, const struct saker_store_opts *opts,
 		drv->close(*out);
 		*out = NULL;
 	}
+	if (rc == SAKER_OK &&
+	    (rc = saker_layer_opened(*out, location, o.read_only)) !=
+	    SAKER_OK) {
+		snprintf(err, errlen, "out of memory");
+		drv->close(*out);
+		*out = NULL;
+	}
 	if (rc == SAKER_OK) {
 		(*out)->lock = lock;
 		saker_layer_wake_start(*out, opts, &o);
@@ -372,6 +379,7 @@ saker_store_close(saker_store *s)
 {
 	struct saker_store_lock *lock;
 	saker_store **cell;
+	char *where;
 
 	if (s == NULL)
 		return;
@@ -380,7 +388,10 @@ saker_store_close(saker_store *s)
 	/* close() commits its last batch: nobody is woken any more */
 	if (cell != NULL)
 		*cell = NULL;
+	where = s->where;	/* the driver's close() frees s, and may
+				 * still report a refusal naming the store */
 	s->driver->close(s);
+	free(where);
 	saker_layer_wake_close(cell);
 	saker_lock_drop(lock);	/* after close() wrote its last batch */
 }
@@ -391,6 +402,7 @@ saker_store_sync(saker_store *s)
 	if (s->driver->sync == NULL)
 		return SAKER_OK;
 	s->depth++;	/* a layer call (layer.h) */
+	s->lerr = NULL;
 	return saker_layer_leave(s, s->driver->sync(s));
 }
 
@@ -414,6 +426,7 @@ saker_store_fd_ready(saker_store *s, int64_t now_ms)
 	if (s->driver->fd_ready == NULL)
 		return SAKER_OK;
 	s->depth++;	/* a layer call: other brokers' items wake once */
+	s->lerr = NULL;
 	return saker_layer_leave(s, s->driver->fd_ready(s, now_ms));
 }
 
@@ -424,6 +437,7 @@ saker_store_tick(saker_store *s, int64_t now_ms)
 	if (s->driver->tick == NULL)
 		return SAKER_OK;
 	s->depth++;	/* a layer call (layer.h) */
+	s->lerr = NULL;
 	return saker_layer_leave(s, s->driver->tick(s, now_ms));
 }
 

@@ -130,8 +130,11 @@ static const char *const sq_sql[S_COUNT] = {
 	    " @ATR@"
 	    " FROM items WHERE qid = ?1 AND seq >= ?2 AND state = 0 ORDER BY seq LIMIT 1",
 	[S_I_DELETE] = "DELETE FROM items WHERE qid = ?1 AND seq = ?2",
+	/* ?3: the count the layer gives (saker_store_handout); a redo
+	 * record written before it was bound has none, and its replay
+	 * counts as the driver did then */
 	[S_I_OPEN] = "UPDATE items SET state = 1,"
-	    " deliveries = min(deliveries + 1, 65535)"
+	    " deliveries = coalesce(?3, min(deliveries + 1, 65535))"
 	    " WHERE qid = ?1 AND seq = ?2",
 	[S_I_CONFIRM] = "DELETE FROM items WHERE qid = ?1 AND seq = ?2"
 	    " AND state = 1",
@@ -271,9 +274,7 @@ struct saker_queue {
 	/* per-operation undo (promote touches many queues) */
 	unsigned touch_gen;
 	struct sq_state undo;
-	bool gained;
 	struct saker_queue *touch_next;
-	uint64_t expired_to;
 	char name[];		/* qe.len bytes, not terminated */
 };
 
@@ -297,9 +298,13 @@ struct sq_store {
 	sqlite3_stmt *st[S_COUNT];
 
 	bool in_txn;		/* BEGIN IMMEDIATE done, COMMIT pending */
-	bool lost;		/* SQLite rolled the batch back on an error */
-	int lost_err;
-	bool broken;		/* an fsync failed: refuse writes */
+	/* the asynchronous commit (store.h): a batch in flight on the
+	 * journal's flush thread, its start, a result collected early */
+	bool no_async;		/* the flush thread could not be started */
+	bool flight_wrote;	/* it changed rows (counted at its result) */
+	bool flight_done;
+	int flight_rc;
+	uint64_t flight_t0;
 	bool unsynced;		/* periodic: commits since the last sync() */
 	int changes;		/* sqlite3_total_changes() at BEGIN */
 
@@ -313,6 +318,7 @@ struct sq_store {
 
 	unsigned gen;
 	struct saker_queue *touched;
+	bool in_op;		/* inside sq_sp_begin()..sq_sp_end() */
 
 	uint64_t commits, fsyncs, commit_ns;
 	uint64_t ckpts, ckpt_ns;	/* the WAL's checkpoints (sq_wal_hook()),
@@ -380,6 +386,7 @@ sq_map(int rc)
 
 static void sq_lose_batch(struct sq_store *, int);
 static void sq_rebuild(struct sq_store *);
+static void sq_flight_wait(struct sq_store *);
 
 /*
  * Record a failed SQLite call.  SQLite undoes just the failing statement
@@ -614,7 +621,6 @@ sq_touch(struct sq_store *s, struct saker_queue *q)
 		return;
 	q->touch_gen = s->gen;
 	q->undo = q->cur;
-	q->gained = false;
 	q->touch_next = s->touched;
 	s->touched = q;
 	sq_mark_dirty(s, q);
@@ -779,8 +785,12 @@ static const struct ltx_ops sq_ltx_ops = {
 static void
 sq_rebuild(struct sq_store *s)
 {
-	uint64_t n = s->lt.j.seq - s->lt.ckpt_seq;
+	uint64_t n;
 
+	sq_flight_wait(s);	/* the journal must end where it says */
+	if (saker_store_is_stale(&s->base))
+		return;
+	n = s->lt.j.seq - s->lt.ckpt_seq;
 	s->jst = NULL;
 	if (ltx_rebuild(&s->lt) == 0) {
 		if (n > 0)
@@ -789,7 +799,9 @@ sq_rebuild(struct sq_store *s)
 			    "replayed from the journal", s->path, n);
 		return;
 	}
-	s->broken = true;
+	saker_store_refuse_writes(&s->base, "the transaction since the last "
+	    "checkpoint was rolled back and replaying the journal failed: %s",
+	    s->lt.err);
 	snprintf(s->err, sizeof(s->err), "sqlite %s: the transaction since the"
 	    " last checkpoint was rolled back and replaying the journal failed"
 	    " (%s); refusing writes until restart, which replays it again",
@@ -823,11 +835,12 @@ sq_checkpoint(struct sq_store *s)
 	bool fatal, rebuilt;
 	int rc;
 
-	if (!s->long_txn || s->broken)
+	if (!s->long_txn || saker_store_refuses_writes(&s->base))
 		return SAKER_OK;
 	if (sqlite3_get_autocommit(s->db)) {	/* rolled back under us */
 		sq_rebuild(s);
-		return s->broken ? SAKER_EIO : SAKER_OK;
+		return saker_store_refuses_writes(&s->base) ? SAKER_EIO :
+		    SAKER_OK;
 	}
 	rc = ltx_checkpoint(&s->lt, &fatal, &rebuilt);
 	if (rc == 0) {
@@ -841,14 +854,15 @@ sq_checkpoint(struct sq_store *s)
 		    s->err);
 	s->ckpt_failing = true;
 	if (!rebuilt) {
-		s->broken = true;
+		saker_store_refuse_writes(&s->base, "checkpoint failed and "
+		    "replaying the journal failed: %s", s->lt.err);
 		snprintf(s->err, sizeof(s->err), "sqlite %s: checkpoint failed "
 		    "and replaying the journal failed (%s); refusing writes "
 		    "until restart, which replays it again", s->path, s->lt.err);
 		log_error("%s", s->err);
 	}
 	if (fatal) {
-		s->broken = true;
+		saker_store_refuse_writes(&s->base, "checkpoint: %s", s->lt.err);
 		return SAKER_EIO;
 	}
 	return sq_map(rc);
@@ -857,7 +871,7 @@ sq_checkpoint(struct sq_store *s)
 /* The batch's record into the journal, flushed; then the batch joins the
  * long transaction. */
 static int
-sq_batch_end(struct sq_store *s)
+sq_batch_end(struct sq_store *s, bool async, bool *started)
 {
 	int rc, err;
 
@@ -871,12 +885,30 @@ sq_batch_end(struct sq_store *s)
 		lj_cut(&s->lt.j, s->jst_mark);
 		s->jst = NULL;
 	}
-	if (s->lt.j.len > 0 &&
-	    (err = ltx_write(&s->lt, true)) != SAKER_OK) {
+	/* a checkpoint must follow its batch before the next one gathers
+	 * into the long transaction: that batch commits synchronously */
+	if (async && (s->no_async || s->lt.j.len == 0 ||
+	    ltx_due(&s->lt, saker_mono_ns())))
+		async = false;
+	err = SAKER_OK;
+	if (async) {
+		err = ltx_write_start(&s->lt);
+		if (err == SAKER_EINVAL) {
+			log_warn("sqlite %s: %s; committing synchronously",
+			    s->path, s->lt.err);
+			s->no_async = true;
+			async = false;
+		} else if (err == SAKER_OK)
+			*started = true;
+	}
+	if (!async && s->lt.j.len > 0)
+		err = ltx_write(&s->lt, true);
+	if (err != SAKER_OK) {
 		if (err == SAKER_EFULL || err == SAKER_ENOMEM)
 			return sq_errf(s, err, "sqlite %s: batch rolled back: %s",
 			    s->path, s->lt.err);
-		s->broken = true;	/* as for SQLite's own fsync */
+		/* as for SQLite's own fsync */
+		saker_store_refuse_writes(&s->base, "commit: %s", s->lt.err);
 		return sq_errf(s, err, "sqlite %s: commit failed%s: %s; refusing"
 		    " writes until restart", s->path, err == SAKER_EINDOUBT ?
 		    " and may or may not have reached the disk" :
@@ -886,7 +918,10 @@ sq_batch_end(struct sq_store *s)
 	s->in_txn = false;
 	if (rc != SQLITE_DONE || sqlite3_get_autocommit(s->db))
 		sq_rebuild(s);	/* the journal has the batch now */
-	if (!s->broken && ltx_due(&s->lt, saker_mono_ns()))
+	if (*started)
+		return SAKER_OK;
+	if (!saker_store_refuses_writes(&s->base) &&
+	    ltx_due(&s->lt, saker_mono_ns()))
 		(void)sq_checkpoint(s);	/* the batch is durable anyway */
 	return SAKER_OK;
 }
@@ -897,8 +932,7 @@ static void
 sq_batch_lost(struct sq_store *s, int code)
 {
 	s->in_txn = false;
-	s->lost = true;
-	s->lost_err = code;
+	saker_store_lose_batch(&s->base, code);	/* the layer refuses */
 	sq_restore(s);
 	sq_refresh_next_due(s);
 }
@@ -924,25 +958,21 @@ sq_begin(struct sq_store *s)
 	if (s->read_only)
 		return sq_errf(s, SAKER_EREADONLY, "sqlite %s: opened read-only",
 		    s->path);
-	if (s->broken)
-		return sq_errf(s, SAKER_EREADONLY, "sqlite %s: an fsync failed;"
-		    " refusing writes until restart", s->path);
-	if (s->lost)
-		return sq_errf(s, s->lost_err, "sqlite %s: the batch was rolled"
-		    " back by an earlier error; commit to start again", s->path);
+	/* the layer's refusal states (store.h, REFUSALS): a failed fsync,
+	 * a lost batch */
+	if ((rc = saker_store_refusal(&s->base, true)) != SAKER_OK)
+		return rc;
 	if (s->journaled && s->long_txn && sqlite3_get_autocommit(s->db)) {
 		/* SQLite rolled the long transaction back on an error that
 		 * came through no write (a read's, say): rebuild it before
 		 * anything runs outside it, and fail the batch under way */
 		if (s->in_txn) {
 			sq_lose_batch(s, SAKER_EIO);
-			return sq_errf(s, SAKER_EIO, "sqlite %s: the batch was "
-			    "rolled back by an earlier error; commit to start "
-			    "again", s->path);
+			return saker_store_refusal(&s->base, true);
 		}
 		sq_rebuild(s);
-		if (s->broken)
-			return sq_errf(s, SAKER_EREADONLY, "%s", s->err);
+		if ((rc = saker_store_refusal(&s->base, true)) != SAKER_OK)
+			return rc;
 	}
 	if (s->in_txn)
 		return SAKER_OK;
@@ -971,7 +1001,9 @@ sq_sp_begin(struct sq_store *s)
 	s->gen++;	/* a new operation: sq_touch() records queues anew */
 	s->touched = NULL;
 	s->op_mark = s->lt.j.len;
-	return sq_exec(s, S_SP, "savepoint");
+	if ((err = sq_exec(s, S_SP, "savepoint")) == SAKER_OK)
+		s->in_op = true;
+	return err;
 }
 
 static int
@@ -980,6 +1012,7 @@ sq_sp_end(struct sq_store *s, int err)
 	struct saker_queue *q;
 	int rc;
 
+	s->in_op = false;
 	if (err == SAKER_OK) {
 		err = sq_exec(s, S_SP_RELEASE, "release savepoint");
 		if (err == SAKER_OK)
@@ -1033,8 +1066,10 @@ sq_write_queue(struct sq_store *s, struct saker_queue *q)
 	return sq_exec(s, which, "write queue");
 }
 
+/* commit(), or with `async` commit_start(): the journal record goes to
+ * the flush thread (*started) unless a checkpoint is due. */
 static int
-sq_commit(saker_store *base)
+sq_commit_x(saker_store *base, bool async, bool *started)
 {
 	struct sq_store *s = SQ(base);
 	struct saker_queue *q;
@@ -1042,11 +1077,7 @@ sq_commit(saker_store *base)
 	bool wrote;
 	int err, rc;
 
-	if (s->lost) {
-		s->lost = false;
-		return sq_errf(s, s->lost_err, "sqlite %s: batch rolled back by an"
-		    " earlier error", s->path);
-	}
+	/* a lost batch ends in the layer (store.h, REFUSALS) */
 	if (!s->in_txn && LIST_EMPTY(&s->dirty) && LIST_EMPTY(&s->deleted) &&
 	    s->dseq == s->dseq_saved)
 		return SAKER_OK;
@@ -1065,7 +1096,8 @@ sq_commit(saker_store *base)
 	}
 	wrote = sqlite3_total_changes(s->db) != s->changes;
 	if (s->journaled) {
-		if ((err = sq_batch_end(s)) != SAKER_OK)
+		if ((err = sq_batch_end(s, async && s->sync ==
+		    SAKER_SYNC_ALWAYS, started)) != SAKER_OK)
 			goto fail;
 	} else if ((rc = sq_step(s, S_COMMIT)) != SQLITE_DONE) {
 		err = sq_fail(s, rc, "commit");
@@ -1073,7 +1105,8 @@ sq_commit(saker_store *base)
 			/* As in sq_sync(): after a failed fsync the kernel may
 			 * have dropped dirty pages of the WAL, so nothing can
 			 * be vouched for any more (fail-stop). */
-			s->broken = true;
+			saker_store_refuse_writes(&s->base, "fsync failed at "
+			    "commit");
 			snprintf(s->err, sizeof(s->err), "sqlite %s: fsync "
 			    "failed at commit; refusing writes until restart",
 			    s->path);
@@ -1092,6 +1125,12 @@ sq_commit(saker_store *base)
 		free(q);
 	}
 	s->dseq_saved = s->dseq;
+	if (*started) {
+		/* counted when its result comes (sq_flight_collect) */
+		s->flight_wrote = wrote;
+		s->flight_t0 = t0;
+		return SAKER_OK;
+	}
 	if (wrote) {
 		s->commits++;
 		if (s->sync == SAKER_SYNC_ALWAYS)
@@ -1103,11 +1142,7 @@ sq_commit(saker_store *base)
 	return SAKER_OK;
 
 fail:
-	if (s->lost) {
-		/* sq_fail() already rolled everything back */
-		s->lost = false;
-		return err;
-	}
+	/* a batch sq_fail() lost is rolled back already (not in_txn) */
 	if (s->in_txn) {
 		if (s->journaled)
 			sq_drop_batch(s);
@@ -1118,6 +1153,89 @@ fail:
 		sq_refresh_next_due(s);
 	}
 	return err;
+}
+
+static int
+sq_commit(saker_store *base)
+{
+	bool started = false;
+
+	return sq_commit_x(base, false, &started);
+}
+
+static int
+sq_commit_start(saker_store *base, bool *started)
+{
+	*started = false;
+	return sq_commit_x(base, true, started);
+}
+
+/*
+ * Collect the result of the batch in flight, waiting for it.  When its
+ * write or fdatasync failed, memory and the long transaction already hold
+ * it and the batch gathered on top: rather than unpick two batches the
+ * store rolls its long transaction back and refuses every call, reads
+ * too, until reopened, when the journal says what reached the disk.
+ */
+static int
+sq_flight_collect(struct sq_store *s)
+{
+	int code;
+
+	if (!s->lt.j.inflight)
+		return SAKER_OK;
+	code = ltx_write_finish(&s->lt);
+	if (code == SAKER_OK) {
+		if (s->flight_wrote) {
+			s->commits++;
+			s->fsyncs++;
+		}
+		s->commit_ns += saker_mono_ns() - s->flight_t0;
+		return SAKER_OK;
+	}
+	saker_store_refuse_all(&s->base, "commit: %s", s->lt.err);
+	s->in_txn = false;
+	s->jst = NULL;
+	lj_cut(&s->lt.j, 0);
+	sq_restore(s);
+	lt_abort(s);
+	return sq_errf(s, code, "sqlite %s: commit failed%s, this batch and "
+	    "the next rolled back, store must be reopened: %s", s->path,
+	    code == SAKER_EINDOUBT ? " and may or may not have reached the "
+	    "disk" : "", s->lt.err);
+}
+
+/* A rebuild must not run with a batch in flight: its result now, kept
+ * for commit_finish(), whose caller still waits for the descriptor. */
+static void
+sq_flight_wait(struct sq_store *s)
+{
+	if (!s->lt.j.inflight)
+		return;
+	s->flight_rc = sq_flight_collect(s);
+	s->flight_done = true;
+	lj_flush_poke(&s->lt.j, true);
+}
+
+static int
+sq_commit_fd(saker_store *base)
+{
+	struct sq_store *s = SQ(base);
+
+	return s->lt.j.inflight || s->flight_done ? ltx_flush_fd(&s->lt) : -1;
+}
+
+static int
+sq_commit_finish(saker_store *base)
+{
+	struct sq_store *s = SQ(base);
+
+	if (s->flight_done) {
+		s->flight_done = false;
+		lj_flush_poke(&s->lt.j, false);
+		return s->flight_rc;
+	}
+	return sq_flight_collect(s);
 }
 
 static int
@@ -1153,7 +1271,8 @@ sq_sync(saker_store *base)
 fail:
 	/* After a failed fsync the kernel may have dropped the dirty pages:
 	 * what was acknowledged can no longer be vouched for. */
-	s->broken = true;
+	saker_store_refuse_writes(&s->base, "fsync of the WAL failed (%d)",
+	    rc);
 	return sq_errf(s, SAKER_EIO, "sqlite %s: fsync of the WAL failed (%d);"
 	    " refusing writes until restart", s->path, rc);
 }
@@ -1181,7 +1300,7 @@ sq_queue_open(saker_store *base, const char *name, size_t len, bool create,
 	}
 	if (!create)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such queue");
-	if (s->read_only || s->lost || s->broken)
+	if (s->read_only || !saker_store_takes_writes(&s->base))
 		return sq_begin(s);	/* for its error */
 	if ((q = sq_queue_new(name, len, s->next_qid)) == NULL)
 		return sq_errf(s, SAKER_ENOMEM, "out of memory");
@@ -1201,6 +1320,8 @@ sq_queue_open(saker_store *base, const char *name, size_t len, bool create,
 static int
 sq_dead(struct sq_store *s, struct saker_queue *q)
 {
+	if (saker_store_is_stale(&s->base))
+		return saker_store_refusal(&s->base, false);
 	if (q == NULL || q->dead)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such queue");
 	return SAKER_OK;
@@ -1296,7 +1417,6 @@ sq_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 	st->open_items = q->cur.open;
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
-	st->expired_to = q->expired_to;
 	if (q->cur.items == 0)
 		return SAKER_OK;
 	if ((err = sq_read_item(s, q, S_I_HEAD, q->cur.head, &it,
@@ -1361,12 +1481,11 @@ sq_append(struct sq_store *s, struct saker_queue *q,
 	return SAKER_OK;
 }
 
-/* put(); `wake`: notify q when the item is ready (an item routed to
- * expire_to wakes its target once per call, at the caller's end). */
 static int
-sq_put_in(struct sq_store *s, struct saker_queue *q,
-    const struct saker_item *item, int64_t now_ms, bool wake)
+sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
+    int64_t now_ms)
 {
+	struct sq_store *s = SQ(base);
 	sqlite3_stmt *st = s->st[S_D_INSERT];
 	struct saker_item it;
 	int64_t crc;
@@ -1374,12 +1493,12 @@ sq_put_in(struct sq_store *s, struct saker_queue *q,
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
-	if (item == NULL || (item->data == NULL && item->len > 0) ||
-	    (item->attrs == NULL && item->attrs_len > 0) ||
-	    item->attrs_len > SAKER_ATTRS_MAX)
-		return sq_errf(s, SAKER_EINVAL, "bad item");
+	/* the item: saker_store_put() checked it */
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
+	/* an expired item promote() routes here: undone with promote */
+	if (s->in_op)
+		sq_touch(s, q);
 	it = *item;
 	if (it.created_ms == 0)
 		it.created_ms = now_ms;
@@ -1388,8 +1507,7 @@ sq_put_in(struct sq_store *s, struct saker_queue *q,
 		if ((err = sq_append(s, q, &it, &crc)) != SAKER_OK)
 			return err;
 		q->cur.total++;
-		if (wake)
-			sq_notify(s, q);
+		sq_notify(s, q);	/* the layer wakes q once per call */
 		return SAKER_OK;
 	}
 	sq_bind_i64(s, st, 1, it.due_ms);
@@ -1407,25 +1525,20 @@ sq_put_in(struct sq_store *s, struct saker_queue *q,
 	return SAKER_OK;
 }
 
-static int
-sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
-    int64_t now_ms)
-{
-	return sq_put_in(SQ(base), q, item, now_ms, true);
-}
-
 /* Take the item at seq (ready, at the head; len bytes) off q's ready
  * items and account for it: `which` S_I_DELETE deletes it (counted as
- * expired when `expired`), S_I_OPEN opens it. */
+ * expired when `expired`), S_I_OPEN opens it with delivery count dlv. */
 static int
 sq_remove_ready(struct sq_store *s, struct saker_queue *q, int which,
-    int64_t seq, size_t len, bool expired)
+    int64_t seq, size_t len, bool expired, uint32_t dlv)
 {
 	sqlite3_stmt *st = s->st[which];
 	int err;
 
 	sq_bind_i64(s, st, 1, q->qe.id);
 	sq_bind_i64(s, st, 2, seq);
+	if (which == S_I_OPEN)
+		sq_bind_i64(s, st, 3, dlv);
 	if ((err = sq_exec(s, which, which == S_I_OPEN ? "open item" :
 	    "delete item")) != SAKER_OK)
 		return err;
@@ -1442,102 +1555,53 @@ sq_remove_ready(struct sq_store *s, struct saker_queue *q, int which,
 /*
  * The head of q (row of statement h, viewed by it) failed its checksum:
  * the layer copies its bytes, as they are, to q's quarantine queue
- * (saker_store_quarantine()) and the row is deleted, in the current
- * batch.  Never served, not lost (store.h, take()).
+ * (saker_store_quarantine(), which copies the view before it writes) and
+ * the row is deleted, in the current batch.  Never served, not lost
+ * (store.h, take()).
  */
 static int
 sq_move_damaged(struct sq_store *s, struct saker_queue *q, sqlite3_stmt *h,
     int64_t seq, const struct saker_item *bad, int64_t now_ms)
 {
-	struct saker_item it = *bad;
-	unsigned char attrs[SAKER_ATTRS_MAX];
-	void *copy = NULL;
-	bool writes = !s->read_only && !s->broken && !s->lost;
+	bool writes = !s->read_only && saker_store_takes_writes(&s->base);
 	int err;
 
-	if (writes && it.len > 0 && (copy = malloc(it.len)) == NULL) {
-		sq_reset(h);
-		return sq_errf(s, SAKER_ENOMEM, "out of memory");
-	}
-	if (copy != NULL)
-		memcpy(copy, it.data, it.len);
-	it.data = copy != NULL ? copy : "";
-	/* attributes too long to be any are damage: the data goes alone */
-	if (it.attrs_len > sizeof(attrs))
-		it.attrs_len = 0;
-	it.attrs = it.attrs_len > 0 ? memcpy(attrs, it.attrs, it.attrs_len) :
-	    NULL;
-	sq_reset(h);
 	err = saker_store_quarantine(&s->base, q, q->name, q->qe.len,
-	    (uint64_t)seq, writes ? &it : NULL, now_ms, s->err,
+	    (uint64_t)seq, writes ? bad : NULL, now_ms, s->err,
 	    sizeof(s->err));
+	sq_reset(h);
 	if (err == SAKER_OK &&
-	    (err = sq_remove_ready(s, q, S_I_DELETE, seq, bad->len,
-	    false)) == SAKER_OK &&
-	    q->cur.head == seq)
+	    sq_remove_ready(s, q, S_I_DELETE, seq, bad->len, false, 0) ==
+	    SAKER_OK && q->cur.head == seq)
 		q->cur.head = seq + 1;
-	free(copy);
 	return SAKER_ECORRUPT;
 }
 
-/*
- * Expired item `src` (a view) of q: a copy goes to q's expire_to queue
- * with its expiry cleared (store.h, expire_to); the caller deletes the
- * original.  *moved is false when q has no expire_to (or it is q): the
- * caller drops the item then.  `touch`: inside promote's undo scope
- * (promote wakes the target with the queues that gained items); else
- * *wake = the target, for the caller to wake once at its end.
- */
+/* Expired item `it` of q (a view of its row) leaves: the layer routes a
+ * copy to q's expire_to queue (and counts it) or drops it
+ * (saker_store_expired()); the caller removes the row and, when !*routed,
+ * counts it as expired. */
 static int
-sq_expire_copy(struct sq_store *s, struct saker_queue *q,
-    const struct saker_item *src, int64_t now_ms, bool touch,
-    struct saker_queue **wake, bool *moved)
+sq_expired(struct sq_store *s, struct saker_queue *q,
+    const struct saker_item *it, int64_t now_ms, bool *routed)
 {
-	struct saker_item it = *src;
-	unsigned char attrs[SAKER_ATTRS_MAX];
-	struct saker_queue *t;
-	void *copy = NULL;
-	int err;
+	int err = saker_store_expired(&s->base, q, it, now_ms, routed);
 
-	*moved = false;
-	if ((err = saker_store_expire_target(&s->base, q, &t)) != SAKER_OK ||
-	    t == NULL)
-		return err;
-	if (it.len > 0) {
-		if ((copy = malloc(it.len)) == NULL)
-			return sq_errf(s, SAKER_ENOMEM, "out of memory");
-		memcpy(copy, it.data, it.len);
-		it.data = copy;
-	}
-	/* (longer ones are refused by sq_put_in()) */
-	if (it.attrs_len > 0 && it.attrs_len <= sizeof(attrs))
-		it.attrs = memcpy(attrs, it.attrs, it.attrs_len);
-	it.expires_ms = 0;	/* it must not expire again at once */
-	it.due_ms = 0;
-	if (touch)
-		sq_touch(s, t);
-	err = sq_put_in(s, t, &it, now_ms, false);
-	free(copy);
-	if (err == SAKER_OK) {
-		*moved = true;
-		q->expired_to++;
-		if (touch)
-			t->gained = true;
-		else
-			*wake = t;
-	}
+	if (err == SAKER_ENOMEM)	/* the layer's copy: no message of ours */
+		return sq_errf(s, err, "out of memory");
 	return err;
 }
 
 static int
-sq_take_in(struct sq_store *s, struct saker_queue *q, int mode,
-    int64_t now_ms, saker_item_fn fn, void *arg, struct saker_queue **wake)
+sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
+    saker_item_fn fn, void *arg)
 {
+	struct sq_store *s = SQ(base);
 	sqlite3_stmt *h = s->st[S_I_HEAD];
 	struct saker_item it;
 	int64_t from, seq;
 	size_t len;
-	bool moved;
+	bool routed;
 	int err, r;
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
@@ -1558,50 +1622,37 @@ sq_take_in(struct sq_store *s, struct saker_queue *q, int mode,
 		len = it.len;
 		if (!sq_row_sound(h, 5, &it))
 			return sq_move_damaged(s, q, h, seq, &it, now_ms);
-		if (it.expires_ms == 0 || it.expires_ms > now_ms)
+		if (!saker_item_expired(it.expires_ms, now_ms))
 			break;
-		/* expired at the head: drop and count it (or move it to the
-		 * expire_to queue), look again */
+		/* expired at the head: routed or dropped, every one, look
+		 * again */
 		from = seq + 1;
-		if (s->read_only || s->broken || s->lost) {
+		if (s->read_only || !saker_store_takes_writes(&s->base)) {
 			sq_reset(h);
 			continue;	/* cannot write: just skip it */
 		}
 		if ((err = sq_begin(s)) == SAKER_OK)
-			err = sq_expire_copy(s, q, &it, now_ms, false, wake,
-			    &moved);
+			err = sq_expired(s, q, &it, now_ms, &routed);
 		sq_reset(h);
 		if (err != SAKER_OK ||
 		    (err = sq_remove_ready(s, q, S_I_DELETE, seq, len,
-		    !moved)) != SAKER_OK)
+		    !routed, 0)) != SAKER_OK)
 			return err;
 		q->cur.head = from;
 		if (q->cur.items == 0)
 			return SAKER_EEMPTY;
 	}
-	if (mode == SAKER_TAKE_OPEN && it.deliveries < SAKER_DELIVERIES_MAX)
-		it.deliveries++;	/* fn sees the count with this hand-out */
+	if (mode == SAKER_TAKE_OPEN)	/* fn sees it, the row stores it */
+		it.deliveries = saker_store_handout(it.deliveries);
 	r = fn(arg, &it);
 	sq_reset(h);
 	if (r != 0 || mode == SAKER_TAKE_PEEK)
 		return r;
 	if ((err = sq_remove_ready(s, q, mode == SAKER_TAKE_REMOVE ?
-	    S_I_DELETE : S_I_OPEN, seq, len, false)) != SAKER_OK)
+	    S_I_DELETE : S_I_OPEN, seq, len, false, it.deliveries)) != SAKER_OK)
 		return err;
 	q->cur.head = seq + 1;
 	return SAKER_OK;
-}
-
-static int
-sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
-    saker_item_fn fn, void *arg)
-{
-	struct saker_queue *wake = NULL;
-	int err = sq_take_in(SQ(base), q, mode, now_ms, fn, arg, &wake);
-
-	if (wake != NULL)	/* once, however many moved */
-		sq_notify(SQ(base), wake);
-	return err;
 }
 
 static int
@@ -1772,7 +1823,7 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 	struct kit_qent *e;
 	struct saker_item it;
 	int64_t crc;
-	bool xmoved;
+	bool routed;
 	int err = SAKER_OK, rc;
 
 	sq_bind_i64(s, st, 1, now_ms);
@@ -1785,12 +1836,11 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 		sq_touch(s, q);
 		q->cur.delayed--;
 		sq_row_item(st, 1, SAKER_ITEM_READY, &it);
-		if (it.expires_ms != 0 && it.expires_ms <= now_ms) {
-			err = sq_expire_copy(s, q, &it, now_ms, true, NULL,
-			    &xmoved);
-			if (err != SAKER_OK)
+		if (saker_item_expired(it.expires_ms, now_ms)) {
+			if ((err = sq_expired(s, q, &it, now_ms, &routed)) !=
+			    SAKER_OK)
 				break;
-			if (!xmoved)
+			if (!routed)
 				q->cur.expired++;
 			continue;
 		}
@@ -1799,7 +1849,7 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 		    SQLITE_NULL ? NULL : &crc);
 		if (err != SAKER_OK)
 			break;
-		q->gained = true;
+		sq_notify(s, q);
 	}
 	if (err == SAKER_OK && rc != SQLITE_DONE)
 		err = sq_fail(s, rc, "read delayed items");
@@ -1814,7 +1864,6 @@ static int
 sq_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 {
 	struct sq_store *s = SQ(base);
-	struct saker_queue *q;
 	uint64_t moved = 0;
 	int err;
 
@@ -1827,12 +1876,9 @@ sq_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 	err = sq_promote_rows(s, now_ms, &moved);
 	if ((err = sq_sp_end(s, err)) != SAKER_OK)
 		return err;
+	s->touched = NULL;
 	sq_refresh_next_due(s);
 	*next_due_ms = s->next_due;
-	for (q = s->touched; q != NULL; q = q->touch_next)
-		if (q->gained)
-			sq_notify(s, q);
-	s->touched = NULL;
 	return SAKER_OK;
 }
 
@@ -1840,30 +1886,31 @@ sq_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
  * counted (flush_expired). */
 static int
 sq_expire_row(struct sq_store *s, struct saker_queue *q,
-    const struct sq_row *r, int64_t now_ms, struct saker_queue **wake)
+    const struct sq_row *r, int64_t now_ms)
 {
 	struct saker_item it;
-	bool moved = false;
+	bool routed = false;
 	int err;
 
+	/* (without a target the layer would drop it: no need to read it) */
 	if (saker_store_has_expire_to(q)) {
 		err = sq_read_item(s, q, S_I_GET, r->seq, &it,
 		    "read expired item");
 		if (err == SAKER_OK) {
-			err = sq_expire_copy(s, q, &it, now_ms, false, wake,
-			    &moved);
+			err = sq_expired(s, q, &it, now_ms, &routed);
 			sq_reset(s->st[S_I_GET]);
 		}
 		if (err != SAKER_OK && err != SAKER_EEMPTY)
 			return err;
 	}
-	return sq_remove_ready(s, q, S_I_DELETE, r->seq, r->len, !moved);
+	return sq_remove_ready(s, q, S_I_DELETE, r->seq, r->len, !routed, 0);
 }
 
 static int
-sq_flush_in(struct sq_store *s, struct saker_queue *q, int64_t now_ms,
-    uint64_t limit, uint64_t *removed, struct saker_queue **wake)
+sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
+    uint64_t limit, uint64_t *removed)
 {
+	struct sq_store *s = SQ(base);
 	sqlite3_stmt *st = s->st[S_I_EXPIRED];
 	struct sq_row rows[SQ_EXPIRE_CHUNK];
 	int64_t from, last = 0, expires;
@@ -1906,7 +1953,7 @@ sq_flush_in(struct sq_store *s, struct saker_queue *q, int64_t now_ms,
 		if (n > 0 && (err = sq_begin(s)) != SAKER_OK)
 			return err;
 		for (i = 0; i < n; i++) {
-			if ((err = sq_expire_row(s, q, &rows[i], now_ms, wake)) !=
+			if ((err = sq_expire_row(s, q, &rows[i], now_ms)) !=
 			    SAKER_OK)
 				return err;
 			(*removed)++;
@@ -1916,18 +1963,6 @@ sq_flush_in(struct sq_store *s, struct saker_queue *q, int64_t now_ms,
 		from = last + 1;
 	}
 	return SAKER_OK;
-}
-
-static int
-sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
-    uint64_t limit, uint64_t *removed)
-{
-	struct saker_queue *wake = NULL;
-	int err = sq_flush_in(SQ(base), q, now_ms, limit, removed, &wake);
-
-	if (wake != NULL)	/* once, however many moved */
-		sq_notify(SQ(base), wake);
-	return err;
 }
 
 /* Feed every row of item listing `which` of q to fn. */
@@ -2177,7 +2212,9 @@ sq_close(saker_store *base)
 
 	if (s == NULL)
 		return;
-	if (!s->read_only)
+	if (s->lt.j.inflight)
+		(void)sq_flight_collect(s);
+	if (!s->read_only && !saker_store_is_stale(&s->base))
 		sq_commit(base);
 	if (s->in_txn && s->journaled) {
 		sq_drop_batch(s);
@@ -2512,24 +2549,20 @@ sq_redo_open(struct sq_store *s)
 		return SAKER_OK;
 	}
 	if (s->lt.j.fd >= 0) {
-		bool fatal, rebuilt;
 		char why[sizeof(s->err)];
+		uint64_t n;
 
-		if ((rc = ltx_replay(&s->lt)) == LTX_EBEGIN)
-			snprintf(why, sizeof(why), "%s", s->lt.err);
-		else if (rc != 0)
-			snprintf(why, sizeof(why), "%s", s->lt.j.err);
-		else if ((rc = ltx_checkpoint(&s->lt, &fatal, &rebuilt)) != 0)
-			snprintf(why, sizeof(why), "%s", s->err);
-		else if (s->lt.j.seq > (uint64_t)seq)
-			log_info("sqlite %s: %" PRIu64 " acknowledged batches "
-			    "replayed from %s", s->path,
-			    s->lt.j.seq - (uint64_t)seq, path);
-		lt_abort(s);	/* what a failed checkpoint rebuilt */
-		if (rc != 0)
+		if ((rc = ltx_recover(&s->lt, &n)) != 0) {
+			/* a failed checkpoint's reason is lt_commit()'s */
+			snprintf(why, sizeof(why), "%s", rc == LTX_ECKPT ?
+			    s->err : s->lt.err);
 			return sq_errf(s, rc == EILSEQ ? SAKER_ECORRUPT :
 			    SAKER_EIO, "sqlite %s: replaying its journal %s: %s",
 			    s->path, path, why);
+		}
+		if (n > 0)
+			log_info("sqlite %s: %" PRIu64 " acknowledged batches "
+			    "replayed from %s", s->path, n, path);
 	}
 	if (!create)
 		lj_close(&s->lt.j);
@@ -2785,6 +2818,9 @@ const struct saker_store_driver saker_store_sqlite = {
 	.dedup_iterate = sq_dedup_iterate,
 	.commit = sq_commit,
 	.sync = sq_sync,
+	.commit_start = sq_commit_start,
+	.commit_fd = sq_commit_fd,
+	.commit_finish = sq_commit_finish,
 	.store_stats = sq_store_stats,
 	.watch_fd = NULL,
 	.fd_ready = NULL,

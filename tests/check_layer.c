@@ -2,7 +2,8 @@
  * kept from what the driver reports, put back when a batch is lost,
  * counted in the store again on a shared one.  The
  * memory driver never fails a commit, so its vtable is copied here with a
- * commit() that fails on demand: what is tested is the layer's undo. */
+ * commit() that fails on demand: what is tested is the layer's undo.
+ * Then the copies the layer makes of a driver's bytes. */
 #include "config.h"
 
 #include <check.h>
@@ -215,6 +216,73 @@ START_TEST(test_shared_recount)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The layer copies a driver's bytes before it writes: a damaged item's
+ * (saker_store_quarantine) and an expired one's (saker_store_expired) may
+ * be a cursor's page or a statement's column, which the driver's next
+ * write (the put of the copy) overwrites.  This put scribbles over
+ * `scratch`, the "driver's" bytes, before it stores the item. */
+
+static char scratch[16];
+
+static int
+scribble_put(saker_store *s, saker_queue *q, const struct saker_item *it,
+    int64_t now_ms)
+{
+	memset(scratch, 'X', sizeof(scratch));
+	return saker_store_memory.put(s, q, it, now_ms);
+}
+
+static int
+data_cb(void *arg, const struct saker_item *it)
+{
+	char *buf = arg;
+
+	ck_assert_uint_lt(it->len, 16);
+	memcpy(buf, it->data, it->len);
+	buf[it->len] = '\0';
+	return 0;
+}
+
+START_TEST(test_copies_driver_bytes)
+{
+	saker_store *s = open_failing();
+	saker_queue *q, *dq, *t;
+	struct saker_item it;
+	char msg[256], got[16];
+	bool routed = false;
+
+	faildrv.put = scribble_put;
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, true, NULL, &q),
+	    SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	memcpy(scratch, "bytes", 5);
+	it.data = scratch;
+	it.len = 5;
+	ck_assert_int_eq(saker_store_quarantine(s, q, "q", 1, 7, &it, 1000,
+	    msg, sizeof(msg)), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_open(s, "q_damaged", 9, false, NULL,
+	    &dq), SAKER_OK);
+	ck_assert_int_eq(saker_store_take(s, dq, SAKER_TAKE_REMOVE, 1000,
+	    data_cb, got), SAKER_OK);
+	ck_assert_str_eq(got, "bytes");
+
+	ck_assert_int_eq(saker_store_keep_expire_to(s, q, "t", 1), SAKER_OK);
+	memcpy(scratch, "aged", 4);
+	it.len = 4;
+	it.expires_ms = 500;
+	ck_assert_int_eq(saker_store_expired(s, q, &it, 1000, &routed),
+	    SAKER_OK);
+	ck_assert(routed);
+	ck_assert_int_eq(saker_store_queue_open(s, "t", 1, false, NULL, &t),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_take(s, t, SAKER_TAKE_REMOVE, 1000,
+	    data_cb, got), SAKER_OK);
+	ck_assert_str_eq(got, "aged");
+	saker_store_close(s);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -227,6 +295,9 @@ main(void)
 	tcase_add_test(tc, test_flush_and_delete);
 	tcase_add_test(tc, test_batch_lost);
 	tcase_add_test(tc, test_shared_recount);
+	suite_add_tcase(su, tc);
+	tc = tcase_create("copies");
+	tcase_add_test(tc, test_copies_driver_bytes);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

@@ -392,6 +392,17 @@ START_TEST(test_derived_name)
 }
 END_TEST
 
+/* The one expiry rule: at the expiry time, not after; 0 never. */
+START_TEST(test_item_expired)
+{
+	ck_assert(!saker_item_expired(0, INT64_MAX));
+	ck_assert(!saker_item_expired(100, 99));
+	ck_assert(saker_item_expired(100, 100));
+	ck_assert(saker_item_expired(100, 101));
+	ck_assert(saker_item_expired(INT64_MIN + 1, 0));
+}
+END_TEST
+
 START_TEST(test_quarantine)
 {
 	saker_queue *q = mq("hurt", NULL), *dq;
@@ -547,6 +558,38 @@ START_TEST(test_put_clamp)
 }
 END_TEST
 
+/* A put the layer refuses before the driver sees it, with its own
+ * message, on every driver: no item, data or attributes missing, too many
+ * attribute bytes.  Nothing is stored. */
+START_TEST(test_put_checks)
+{
+	static unsigned char attrs[SAKER_ATTRS_MAX + 1];
+	saker_queue *q = mq("pc", NULL);
+	struct saker_item it;
+	struct saker_queue_stats st;
+
+	ck_assert_int_eq(saker_store_put(ms, q, NULL, 1000), SAKER_EINVAL);
+	ck_assert_str_eq(saker_store_errmsg(ms), "bad item: none given");
+	memset(&it, 0, sizeof(it));
+	it.len = 3;
+	ck_assert_int_eq(saker_store_put(ms, q, &it, 1000), SAKER_EINVAL);
+	ck_assert_str_eq(saker_store_errmsg(ms), "bad item: no data");
+	it.data = "abc";
+	it.attrs_len = 2;
+	ck_assert_int_eq(saker_store_put(ms, q, &it, 1000), SAKER_EINVAL);
+	ck_assert_str_eq(saker_store_errmsg(ms), "bad item: no attributes");
+	it.attrs = attrs;
+	it.attrs_len = sizeof(attrs);
+	ck_assert_int_eq(saker_store_put(ms, q, &it, 1000), SAKER_EINVAL);
+	ck_assert_str_eq(saker_store_errmsg(ms), "bad item: attributes of"
+	    " 1025 bytes (at most 1024)");
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(saker_store_queue_stats(ms, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.total_items, 0);
+}
+END_TEST
+
 /* The layer's deduplication rules (store.h, DEDUPLICATION) over the
  * driver's one question: a window that is none, or would overflow, is
  * refused; a load counts a new id and never a duplicate; asking
@@ -650,6 +693,7 @@ policy_suite(void)
 	suite_add_tcase(su, tc);
 	tc = tcase_create("names");
 	tcase_add_test(tc, test_derived_name);
+	tcase_add_test(tc, test_item_expired);
 	suite_add_tcase(su, tc);
 	return su;
 }
@@ -675,6 +719,7 @@ add_driver(Suite *su, const struct saker_store_driver *drv,
 		printf("check_policy: %s: skipping test_expire_to_routing (no"
 		    " expire_to)\n", drv->name);
 	tcase_add_test(tc, test_put_clamp);
+	tcase_add_test(tc, test_put_checks);
 	tcase_add_test(tc, test_dedup_rules);
 	suite_add_tcase(su, tc);
 }
@@ -694,7 +739,7 @@ pg_spec(char *buf, size_t len, const char *dir)
 static int
 add_postgres(Suite *su, const struct saker_store_driver *drv)
 {
-	struct store_conformance_opts o = { pg_spec, NULL };
+	struct store_conformance_opts o = { pg_spec, NULL, NULL, false };
 	char why[256];
 	int rc = pg_cluster_start(&pgc, why, sizeof(why));
 

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,7 @@ pg_damage(const char *spec, const char *marker, size_t len)
 /* ------------------------------------------------------------------ */
 /* the drivers' shared kit */
 
+#include "../backends/journal.h"
 #include "../backends/kit.h"
 #include "../backends/qtab.h"
 
@@ -493,8 +495,15 @@ START_TEST(test_memory_read_only)
 	opts.read_only = true;
 	ck_assert_int_eq(saker_store_open("memory", &opts, &s, err, sizeof(err)),
 	    SAKER_OK);
-	ck_assert_int_eq(d->queue_open(s, "r", 1, true, NULL, &q), SAKER_EREADONLY);
-	ck_assert_int_eq(d->queue_open(s, "r", 1, false, NULL, &q), SAKER_ENOTFOUND);
+	/* the layer refuses to make a queue (store.h, REFUSALS) */
+	ck_assert_int_eq(saker_store_queue_open(s, "r", 1, true, NULL, &q),
+	    SAKER_EREADONLY);
+	ck_assert_str_eq(saker_store_errmsg(s),
+	    "memory: store opened read-only");
+	ck_assert_int_eq(saker_store_queue_open(s, "r", 1, false, NULL, &q),
+	    SAKER_ENOTFOUND);
+	ck_assert_str_ne(saker_store_errmsg(s),
+	    "memory: store opened read-only");
 	ck_assert_int_eq(d->promote(s, BASE, &next), SAKER_OK);
 	ck_assert_int_eq(next, 0);
 	ck_assert_int_eq(d->commit(s), SAKER_OK);
@@ -782,6 +791,78 @@ jn_crash_after_batches(const struct jdrv *d, const char *dir)
 	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
 	    "child: %d", st);
 }
+
+#ifdef HAVE_LMDB
+/* Put `n` items "e" to q expiring at BASE + 10, due at `due` (0: ready). */
+static void
+jn_put_expiring(saker_store *s, saker_queue *q, int n, int64_t due)
+{
+	struct saker_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.data = "e";
+	it.len = 1;
+	it.expires_ms = BASE + 10;
+	it.due_ms = due;
+	while (n-- > 0)
+		ck_assert_int_eq(saker_store_put(s, q, &it, BASE), SAKER_OK);
+}
+
+/* Expired items the layer routed (at the head of a take and in promote)
+ * are in the journal with the deletes of their originals: after a crash
+ * before any checkpoint, the replay finds them in the target and gone
+ * from q, every one. */
+START_TEST(test_journal_expire_to)
+{
+	const struct jdrv *d = &jdrvs[0];	/* lmdb */
+	char dir[] = "/tmp/saker-jn-XXXXXX", buf[64];
+	struct saker_queue_stats st;
+	saker_store *s;
+	saker_queue *q, *t;
+	int64_t next;
+	pid_t pid;
+	int wst;
+
+	jn_mkdir(d, dir);
+	if ((pid = fork()) == 0) {
+		s = jn_open_store(d, dir, false);
+		if (saker_store_queue_open(s, "q", 1, true, NULL, &q) != 0 ||
+		    saker_store_expire_to(s, q, "t", 1) != 0)
+			_exit(2);
+		jn_put_expiring(s, q, 1200, 0);
+		jn_put_expiring(s, q, 300, BASE + 5);
+		lm_put_str(s, q, "live");
+		if (saker_store_commit(s) != SAKER_OK)
+			_exit(3);
+		if (saker_store_take(s, q, SAKER_TAKE_REMOVE, BASE + 50,
+		    copy_cb, buf) != SAKER_OK || strcmp(buf, "live") != 0 ||
+		    saker_store_promote(s, BASE + 50, &next) != SAKER_OK ||
+		    saker_store_commit(s) != SAKER_OK)
+			_exit(4);
+		kill(getpid(), SIGKILL);	/* a crash, as above */
+		_exit(5);
+	}
+	ck_assert_int_ge(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+	ck_assert_msg(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL,
+	    "child: %d", wst);
+	s = jn_open_store(d, dir, false);
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, false, NULL, &q),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items + st.delayed_items + st.expired_items, 0);
+	/* no record of them is left in q either: the next item is the head */
+	lm_put_str(s, q, "next");
+	lm_expect(s, SAKER_TAKE_REMOVE, "next");
+	ck_assert_int_eq(saker_store_queue_open(s, "t", 1, false, NULL, &t),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(s, t, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 1500);
+	saker_store_close(s);
+	jn_rmstore(d, dir);
+}
+END_TEST
+#endif
 
 /* A read-only opener (saker dump, migrate source) of a crashed store
  * sees every acknowledged batch: it recovers the store first. */
@@ -1418,6 +1499,147 @@ START_TEST(test_sqlite_lost_batch_ids)
 }
 END_TEST
 
+/* expire_to = t and 1,500 items expired together (issue 42): one get on q
+ * (the expired items at its head) and one sweep (those behind a live
+ * item) move every one to t, in order, through saker_store_expired(),
+ * and t is woken at most once per call; kept across a reopen.  _i: the
+ * two write paths (--sync always journals, periodic commits). */
+#define SQX_N 1500
+
+struct sqx {
+	saker_queue *t;
+	int t_notes, other_notes;
+	char got[64];
+	uint32_t flags;
+	int64_t expires;
+};
+
+static void
+sqx_notify(void *arg, saker_queue *q, void *ctx)
+{
+	struct sqx *x = arg;
+
+	(void)ctx;
+	if (q == x->t)
+		x->t_notes++;
+	else
+		x->other_notes++;
+}
+
+static int
+sqx_copy(void *arg, const struct saker_item *item)
+{
+	struct sqx *x = arg;
+
+	snprintf(x->got, sizeof(x->got), "%.*s", (int)item->len,
+	    (const char *)item->data);
+	x->flags = item->flags;
+	x->expires = item->expires_ms;
+	return 0;
+}
+
+static void
+sqx_put(saker_store *s, saker_queue *q, const char *str, uint32_t flags,
+    int64_t expires)
+{
+	struct saker_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.data = str;
+	it.len = strlen(str);
+	it.flags = flags;
+	it.expires_ms = expires;
+	ck_assert_msg(saker_store_put(s, q, &it, BASE) == SAKER_OK, "put %s: %s",
+	    str, saker_store_errmsg(s));
+}
+
+static saker_store *
+sqx_open(const char *dir, saker_sync_mode sync, struct sqx *x)
+{
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	char spec[512], err[1024];
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.sync = sync;
+	o.create = true;
+	o.notify = sqx_notify;
+	o.notify_arg = x;
+	snprintf(spec, sizeof(spec), "sqlite:%s/store.db", dir);
+	rc = saker_store_open(spec, &o, &s, err, sizeof(err));
+	ck_assert_msg(rc == SAKER_OK, "open %s: %s", spec, err);
+	return s;
+}
+
+START_TEST(test_sqlite_expire_to_many)
+{
+	const struct jdrv *d = &jdrvs[NJDRVS - 1];
+	saker_sync_mode sync = _i == 0 ? SAKER_SYNC_ALWAYS : SAKER_SYNC_PERIODIC;
+	char dir[] = "/tmp/saker-sx-XXXXXX", want[16];
+	struct saker_queue_stats st;
+	struct sqx x;
+	saker_store *s;
+	saker_queue *q;
+	uint64_t removed = 0;
+	int i;
+
+	memset(&x, 0, sizeof(x));
+	jn_mkdir(d, dir);
+	s = sqx_open(dir, sync, &x);
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, true, NULL, &q),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_open(s, "t", 1, true, NULL, &x.t),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_expire_to(s, q, "t", 1), SAKER_OK);
+	for (i = 0; i < SQX_N; i++) {
+		if (i == SQX_N / 2)
+			sqx_put(s, q, "live", 0, 0);
+		snprintf(want, sizeof(want), "x%04d", i);
+		sqx_put(s, q, want, (uint32_t)i, BASE + 10);
+	}
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	x.t_notes = x.other_notes = 0;
+	/* the get: the first half goes at the head, "live" is served */
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, BASE + 1000,
+	    sqx_copy, &x), SAKER_OK);
+	ck_assert_str_eq(x.got, "live");
+	ck_assert_int_eq(x.t_notes, 1);
+	ck_assert_int_eq(x.other_notes, 0);
+	/* the sweep: the rest */
+	ck_assert_int_eq(saker_store_flush_expired(s, q, BASE + 1000, 0,
+	    &removed), SAKER_OK);
+	ck_assert_uint_eq(removed, SQX_N - SQX_N / 2);
+	ck_assert_int_eq(x.t_notes, 2);
+	ck_assert_int_eq(x.other_notes, 0);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.expired_to, SQX_N);
+	ck_assert_uint_eq(st.expired_items, 0);
+	saker_store_close(s);
+
+	s = sqx_open(dir, sync, &x);
+	ck_assert_int_eq(saker_store_queue_open(s, "t", 1, false, NULL, &x.t),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_stats(s, x.t, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, SQX_N);
+	for (i = 0; i < SQX_N; i++) {
+		snprintf(want, sizeof(want), "x%04d", i);
+		ck_assert_int_eq(saker_store_take(s, x.t, SAKER_TAKE_REMOVE,
+		    BASE + 1000, sqx_copy, &x), SAKER_OK);
+		ck_assert_str_eq(x.got, want);
+		ck_assert_uint_eq(x.flags, (uint32_t)i);
+		ck_assert_int_eq(x.expires, 0);	/* cleared: not expired again */
+	}
+	ck_assert_int_eq(saker_store_take(s, x.t, SAKER_TAKE_REMOVE,
+	    BASE + 1000, sqx_copy, &x), SAKER_EEMPTY);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+	jn_rmstore(d, dir);
+}
+END_TEST
+
 /* A store file this process may not write is refused at open with a
  * one-line reason, not opened read-only to fail every batch later (a
  * root-owned file under a service user).  As root the opener becomes
@@ -1655,9 +1877,30 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 
+/* The journal's fdatasync, failing on demand: the disk error a failing
+ * asynchronous commit is tested with (store_conformance.h). */
+static int
+fdatasync_eio(int fd)
+{
+	(void)fd;
+	errno = EIO;
+	return -1;
+}
+
+static void
+journal_fail_sync(bool on)
+{
+	static int (*real)(int);
+
+	if (real == NULL)
+		real = lj_fdatasync;
+	lj_fdatasync = on ? fdatasync_eio : real;
+}
+
 static void
 add_driver(Suite *su, const struct saker_store_driver *drv)
 {
+	struct store_conformance_opts o;
 	TCase *tc;
 
 	if (drv->open == NULL) {
@@ -1665,7 +1908,14 @@ add_driver(Suite *su, const struct saker_store_driver *drv)
 		    drv->name);
 		return;
 	}
-	tc = store_conformance_tcase(drv);
+	memset(&o, 0, sizeof(o));
+	/* the drivers whose commit goes through the journal */
+	if (strcmp(drv->name, "lmdb") == 0 || strcmp(drv->name, "sqlite") == 0)
+		o.fail_sync = journal_fail_sync;
+	/* the drivers that report their refusal states to the layer
+	 * (LMDB and SQLite: the journal's drivers) */
+	o.layer_refusals = o.fail_sync != NULL;
+	tc = store_conformance_tcase_opts(drv, &o);
 	if (tc == NULL) {
 		printf("check_store: too many drivers, skipping '%s'\n", drv->name);
 		return;
@@ -2619,7 +2869,8 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 		return 0;
 	rc = pg_cluster_start(&pgc, why, sizeof(why));
 	if (rc == 0) {
-		struct store_conformance_opts o = { pg_spec, pg_damage };
+		struct store_conformance_opts o = { pg_spec, pg_damage, NULL,
+		    false };
 		TCase *ptc = store_conformance_tcase_opts(drv, &o);
 
 		if (ptc != NULL) {
@@ -2698,6 +2949,9 @@ main(void)
 	tcase_add_loop_test(tc, test_journal_foreign, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_torn, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_other_mode, 0, NJDRVS);
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, test_journal_expire_to);
+#endif
 #ifdef HAVE_SQLITE
 	tcase_add_test(tc, test_sqlite_redo_records);
 	tcase_add_test(tc, test_sqlite_format_4);
@@ -2706,6 +2960,7 @@ main(void)
 	tcase_add_test(tc, test_sqlite_journal_full);
 	tcase_add_loop_test(tc, test_sqlite_lost_batch_ids, 0, 2);
 	tcase_add_test(tc, test_sqlite_unwritable);
+	tcase_add_loop_test(tc, test_sqlite_expire_to_many, 0, 2);
 #endif
 	suite_add_tcase(su, tc);
 #endif

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,8 @@ struct note {
 static struct {
 	const struct saker_store_driver *drv;
 	int (*damage)(const char *, const char *, size_t);
+	void (*fail_sync)(bool);
+	bool layer_refusals;
 	char dir[64];
 	char spec[256];
 	struct saker_store_opts opts;
@@ -95,6 +98,8 @@ fixture_setup(const struct saker_store_driver *drv,
 	memset(&T, 0, sizeof(T));
 	T.drv = drv;
 	T.damage = o->damage;
+	T.fail_sync = o->fail_sync;
+	T.layer_refusals = o->layer_refusals;
 	snprintf(T.dir, sizeof(T.dir), "/tmp/saker-conf-XXXXXX");
 	ck_assert_msg(mkdtemp(T.dir) != NULL, "mkdtemp failed");
 	if (o->spec != NULL)
@@ -122,6 +127,8 @@ rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 static void
 fixture_teardown(void)
 {
+	if (T.fail_sync != NULL)
+		T.fail_sync(false);
 	if (T.s != NULL)
 		saker_store_close(T.s);
 	T.s = NULL;
@@ -2170,9 +2177,27 @@ START_TEST(test_reopen_deleted_queue)
 }
 END_TEST
 
+/* The layer's one message for a read-only store: "TYPE[ LOCATION]: store
+ * opened read-only". */
+static void
+ro_refused_at(int line, const char *what)
+{
+	const char *e = saker_store_errmsg(T.s);
+	const char *tail = ": store opened read-only";
+	size_t n = strlen(T.drv->name), el = strlen(e), tl = strlen(tail);
+
+	ck_assert_msg(strncmp(e, T.drv->name, n) == 0 && el >= tl &&
+	    strcmp(e + el - tl, tail) == 0, "line %d: %s: errmsg \"%s\"",
+	    line, what, e);
+}
+#define ro_refused(what) ro_refused_at(__LINE__, (what))
+static int put_once(saker_queue *q, const char *str, const char *key,
+    int64_t window, uint64_t max_ids, int64_t now);
+
 START_TEST(test_reopen_read_only)
 {
 	saker_queue *q = qopen("ro");
+	saker_queue *nq;
 	struct itlog l;
 
 	put_s(q, "kept", 0, 0, BASE);
@@ -2189,6 +2214,41 @@ START_TEST(test_reopen_read_only)
 	ck_assert_str_eq((char *)l.items[0].data, "kept");
 	itlog_free(&l);
 	ck_assert_int_eq(put_full(q, "no", 2, 0, 0, 0, 0, BASE), SAKER_EREADONLY);
+	ro_refused("put");
+	/* every call that writes is refused by the layer, with one
+	 * message; nothing changed */
+	ck_assert_int_eq(saker_store_take(T.s, q, SAKER_TAKE_OPEN, BASE,
+	    take_cb, &T), SAKER_EREADONLY);
+	ro_refused("take(OPEN)");
+	ck_assert_int_eq(saker_store_take(T.s, q, SAKER_TAKE_REMOVE, BASE,
+	    take_cb, &T), SAKER_EREADONLY);
+	ro_refused("take(REMOVE)");
+	ck_assert_int_eq(saker_store_confirm(T.s, q, 1), SAKER_EREADONLY);
+	ro_refused("confirm");
+	ck_assert_int_eq(saker_store_release(T.s, q, 1), SAKER_EREADONLY);
+	ro_refused("release");
+	ck_assert_int_eq(saker_store_release_delayed(T.s, q, 1, BASE + 10,
+	    BASE), SAKER_EREADONLY);
+	ro_refused("release_delayed");
+	ck_assert_int_eq(saker_store_move(T.s, q, 1, q), SAKER_EREADONLY);
+	ro_refused("move");
+	ck_assert_int_eq(saker_store_queue_flush(T.s, q), SAKER_EREADONLY);
+	ro_refused("queue_flush");
+	ck_assert_int_eq(saker_store_queue_delete(T.s, q), SAKER_EREADONLY);
+	ro_refused("queue_delete");
+	if (T.drv->dedup_put != NULL) {
+		ck_assert_int_eq(put_once(q, "no", "k", 60000, 0, BASE),
+		    SAKER_EREADONLY);
+		ro_refused("put_once");
+	}
+	/* the queues it has open, with create too; none is made */
+	ck_assert_int_eq(saker_store_queue_open(T.s, "ro", 2, true, NULL, &q),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_open(T.s, "ro_new", 6, true, NULL,
+	    &nq), SAKER_EREADONLY);
+	ro_refused("queue_open(create)");
+	take_s(q, SAKER_TAKE_PEEK, BASE, "kept");
+	ck_assert_uint_eq(qstats(q).items, 1);
 }
 END_TEST
 
@@ -2207,6 +2267,256 @@ START_TEST(test_locked)
 
 	/* the first handle is unharmed */
 	put_s(qopen("lk"), "x", 0, 0, BASE);
+	commit();
+}
+END_TEST
+
+
+/* ------------------------------------------------------------------ */
+/* ASYNCHRONOUS COMMIT (store.h): a batch in flight, the next gathering on
+ * top of it, at close, at a failure.  Durable drivers with commit_start
+ * must start it with SAKER_SYNC_ALWAYS; the others commit synchronously
+ * through the same calls. */
+
+/* commit_start(); returns whether the batch is in flight, and checks the
+ * descriptor says the same */
+static bool
+flight_start_at(int line)
+{
+	bool started = true;
+	int rc = saker_store_commit_start(T.s, &started);
+
+	ck_assert_msg(rc == SAKER_OK, "line %d: commit_start: %d (%s)", line,
+	    rc, T.drv->errmsg(T.s));
+	ck_assert_msg(started == saker_store_commit_inflight(T.s),
+	    "line %d: started %d, in flight %d", line, started,
+	    saker_store_commit_inflight(T.s));
+	if (started)
+		ck_assert_int_ge(saker_store_commit_fd(T.s), 0);
+	else
+		ck_assert_int_eq(saker_store_commit_fd(T.s), -1);
+	if (T.drv->durable && T.drv->commit_start != NULL)
+		ck_assert_msg(started, "line %d: %s has commit_start but "
+		    "committed synchronously", line, T.drv->name);
+	return started;
+}
+#define flight_start() flight_start_at(__LINE__)
+
+/* the descriptor becomes readable: the result is there */
+static void
+flight_ready(void)
+{
+	struct pollfd pfd;
+
+	pfd.fd = saker_store_commit_fd(T.s);
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	ck_assert_int_ge(pfd.fd, 0);
+	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+	ck_assert(pfd.revents & POLLIN);
+}
+
+static void
+sync_always(void)
+{
+	T.opts.sync = SAKER_SYNC_ALWAYS;
+	reopen();
+}
+
+START_TEST(test_async_commit)
+{
+	saker_queue *q;
+	bool started;
+
+	sync_always();
+	q = qopen("ac");
+	put_s(q, "a", 0, 0, BASE);
+	put_s(q, "b", 0, 0, BASE);
+	started = flight_start();
+	/* the next batch gathers on top of the one in flight, and sees it */
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "a");
+	put_s(q, "c", 0, 0, BASE);
+	ck_assert_uint_eq(qstats(q).items, 2);
+	if (started) {
+		flight_ready();
+		ck_assert_int_eq(saker_store_commit_finish(T.s), SAKER_OK);
+		ck_assert(!saker_store_commit_inflight(T.s));
+		ck_assert_int_eq(saker_store_commit_fd(T.s), -1);
+	}
+	/* nothing in flight: finishing is a no-op */
+	ck_assert_int_eq(saker_store_commit_finish(T.s), SAKER_OK);
+	ck_assert_uint_eq(qstats(q).items, 2);
+	/* several in a row, the last one collected by commit() */
+	(void)flight_start();
+	put_s(q, "d", 0, 0, BASE);
+	commit();
+	ck_assert(!saker_store_commit_inflight(T.s));
+	if (T.drv->durable) {
+		reopen();
+		q = qfind_at(__LINE__, "ac");
+	}
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "b");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "c");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "d");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	commit();
+}
+END_TEST
+
+/* close() with a batch in flight waits for it: the batch is there after
+ * the reopen, whole */
+START_TEST(test_async_close)
+{
+	saker_queue *q;
+	int i;
+
+	sync_always();
+	q = qopen("acl");
+	put_s(q, "keep", 0, 0, BASE);
+	commit();
+	for (i = 0; i < 50; i++)
+		put_s(q, "x", 0, 0, BASE);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "keep");
+	(void)flight_start();
+	reopen();
+	q = qfind_at(__LINE__, "acl");
+	ck_assert_uint_eq(qstats(q).items, 50);
+	for (i = 0; i < 50; i++)
+		take_s(q, SAKER_TAKE_REMOVE, BASE, "x");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	commit();
+}
+END_TEST
+
+/* The fdatasync of the batch in flight fails: it fails, the batch gathered
+ * on top of it fails with it, and neither is acknowledged; after a reopen
+ * the last batch that succeeded is there, the one in flight maybe (it was
+ * written before its fdatasync failed: in doubt), the one on top never. */
+START_TEST(test_async_failure)
+{
+	struct saker_queue_stats st;
+	saker_queue *q;
+	int rc;
+
+	sync_always();
+	q = qopen("af");
+	put_s(q, "a", 0, 0, BASE);
+	commit();
+	T.fail_sync(true);
+	put_s(q, "b", 0, 0, BASE);
+	ck_assert(flight_start());
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "a");
+	put_s(q, "c", 0, 0, BASE);
+	flight_ready();
+	rc = saker_store_commit_finish(T.s);
+	ck_assert_msg(rc == SAKER_EINDOUBT || rc == SAKER_EIO, "finish: %d",
+	    rc);
+	ck_assert_msg(strstr(T.drv->errmsg(T.s), "fdatasync") != NULL,
+	    "the reason is not told: %s", T.drv->errmsg(T.s));
+	ck_assert(!saker_store_commit_inflight(T.s));
+	ck_assert_int_eq(saker_store_commit_fd(T.s), -1);
+	/* as after the last success: "a" alone, or (a local store after a
+	 * failed fdatasync) refusing to answer at all */
+	memset(&st, 0, sizeof(st));
+	if (saker_store_queue_stats(T.s, q, &st) == SAKER_OK)
+		ck_assert_uint_eq(st.items, 1);
+	ck_assert_int_ne(T.drv->put(T.s, q, &(struct saker_item){ .len = 1,
+	    .data = "d" }, BASE), SAKER_OK);
+	(void)saker_store_commit(T.s);
+	T.fail_sync(false);
+	reopen();
+	q = qfind_at(__LINE__, "af");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "a");
+	if (take(q, SAKER_TAKE_REMOVE, BASE) == SAKER_OK)
+		ck_assert_msg(T.got.len == 1 && memcmp(T.got.data, "b", 1) == 0,
+		    "after the failure: %.*s", (int)T.got.len,
+		    (char *)T.got.data);
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	commit();
+}
+END_TEST
+
+
+/* The layer's message for a refusal state: "TYPE[ LOCATION]: HEAD: ..." */
+static void
+refused_at(int line, const char *what, int rc, int want, const char *head)
+{
+	const char *e = saker_store_errmsg(T.s);
+	size_t n = strlen(T.drv->name);
+
+	ck_assert_msg(rc == want, "line %d: %s: %d, not %d (%s)", line, what,
+	    rc, want, e);
+	ck_assert_msg(strncmp(e, T.drv->name, n) == 0 && strstr(e, head) !=
+	    NULL, "line %d: %s: errmsg \"%s\"", line, what, e);
+}
+#define refused(what, rc, want, head) \
+	refused_at(__LINE__, (what), (rc), (want), (head))
+
+/* The refusal states are the layer's: a failed fdatasync refuses every
+ * call that writes with one message, reads still work; a failed batch in
+ * flight refuses reads too; a reopen clears both. */
+START_TEST(test_refusal_states)
+{
+	static const char *w = ": store is read-only after a failed write: ";
+	static const char *st = ": store failed and must be reopened: ";
+	struct itlog l;
+	saker_queue *q;
+	int rc;
+
+	sync_always();
+	q = qopen("rs");
+	put_s(q, "a", 0, 0, BASE);
+	commit();
+	T.fail_sync(true);
+	put_s(q, "b", 0, 0, BASE);
+	rc = saker_store_commit(T.s);
+	ck_assert_msg(rc == SAKER_EINDOUBT || rc == SAKER_EIO, "commit: %d",
+	    rc);
+	T.fail_sync(false);
+	refused("put", put_full(q, "c", 1, 0, 0, 0, 0, BASE), SAKER_EREADONLY,
+	    w);
+	refused("take(OPEN)", saker_store_take(T.s, q, SAKER_TAKE_OPEN, BASE,
+	    take_cb, &T), SAKER_EREADONLY, w);
+	refused("take(REMOVE)", saker_store_take(T.s, q, SAKER_TAKE_REMOVE,
+	    BASE, take_cb, &T), SAKER_EREADONLY, w);
+	refused("confirm", saker_store_confirm(T.s, q, 1), SAKER_EREADONLY, w);
+	refused("release", saker_store_release(T.s, q, 1), SAKER_EREADONLY, w);
+	refused("move", saker_store_move(T.s, q, 1, q), SAKER_EREADONLY, w);
+	refused("queue_flush", saker_store_queue_flush(T.s, q),
+	    SAKER_EREADONLY, w);
+	refused("queue_delete", saker_store_queue_delete(T.s, q),
+	    SAKER_EREADONLY, w);
+	/* what was acknowledged is still read */
+	take_s(q, SAKER_TAKE_PEEK, BASE, "a");
+	(void)saker_store_commit(T.s);
+	reopen();
+	q = qfind_at(__LINE__, "rs");
+	put_s(q, "c", 0, 0, BASE);
+	commit();
+	if (T.drv->commit_start == NULL)
+		return;
+	/* the batch in flight fails: everything is refused, reads too */
+	T.fail_sync(true);
+	put_s(q, "d", 0, 0, BASE);
+	ck_assert(flight_start());
+	put_s(q, "e", 0, 0, BASE);
+	flight_ready();
+	ck_assert_int_ne(saker_store_commit_finish(T.s), SAKER_OK);
+	T.fail_sync(false);
+	refused("put", put_full(q, "f", 1, 0, 0, 0, 0, BASE), SAKER_EIO, st);
+	refused("take(PEEK)", saker_store_take(T.s, q, SAKER_TAKE_PEEK, BASE,
+	    take_cb, &T), SAKER_EIO, st);
+	memset(&l, 0, sizeof(l));
+	refused("iterate", saker_store_iterate(T.s, q, iter_cb, &l), SAKER_EIO,
+	    st);
+	itlog_free(&l);
+	refused("queue_open", saker_store_queue_open(T.s, "rs", 2, false, NULL,
+	    &q), SAKER_EIO, st);
+	(void)saker_store_commit(T.s);
+	reopen();
+	q = qfind_at(__LINE__, "rs");
+	take_s(q, SAKER_TAKE_PEEK, BASE, "a");
+	put_s(q, "g", 0, 0, BASE);
 	commit();
 }
 END_TEST
@@ -2571,9 +2881,23 @@ START_TEST(test_dedup_queue_life)
 	ck_assert_uint_eq(qstats(q).dedup_ids, 1);
 	ck_assert_int_eq(put_once(q, "A", "a", 1000, 0, BASE + 1),
 	    SAKER_EEXIST);
+	ck_assert_uint_eq(qstats(q).dedup_hits, 1);
+	if (T.drv->expire_to != NULL) {
+		ck_assert_int_eq(saker_store_expire_to(T.s, q, "dq_x", 4),
+		    SAKER_OK);
+		put_s(q, "x", BASE + 5, 0, BASE);
+		take_empty(q, SAKER_TAKE_PEEK, BASE + 10);
+		ck_assert_uint_eq(qstats(q).expired_to, 1);
+		commit();
+	}
 	ck_assert_int_eq(saker_store_queue_delete(T.s, q), SAKER_OK);
-	commit();
+	/* made again, in the batch that deleted it (a driver may reuse
+	 * the handle): the layer's part of it starts afresh too */
 	q = qopen("dq");
+	ck_assert_uint_eq(qstats(q).dedup_ids, 0);
+	ck_assert_uint_eq(qstats(q).dedup_hits, 0);
+	ck_assert_uint_eq(qstats(q).expired_to, 0);
+	commit();
 	ck_assert_uint_eq(qstats(q).dedup_ids, 0);
 	ck_assert_int_eq(put_once(q, "A", "a", 1000, 0, BASE + 2), SAKER_OK);
 	/* load: the given expiry, a repeat is no error */
@@ -2617,6 +2941,72 @@ START_TEST(test_reopen_dedup)
 }
 END_TEST
 
+/* The cap survives a crash: an item open at the maximum comes back with
+ * it, and one opened from just below stores the maximum. */
+START_TEST(test_reopen_deliveries_cap)
+{
+	saker_queue *q = qopen("rdcap");
+	struct itlog l;
+	uint64_t id;
+
+	put_dlv(q, "M", SAKER_DELIVERIES_MAX - 1, 0);
+	put_dlv(q, "N", SAKER_DELIVERIES_MAX, 0);
+	commit();
+	id = take_s(q, SAKER_TAKE_OPEN, BASE, "M");
+	ck_assert_uint_eq(T.got.deliveries, SAKER_DELIVERIES_MAX);
+	ck_assert_int_eq(saker_store_release(T.s, q, id), SAKER_OK);
+	commit();
+	/* released to the head: M first again */
+	take_s(q, SAKER_TAKE_OPEN, BASE, "M");
+	ck_assert_uint_eq(T.got.deliveries, SAKER_DELIVERIES_MAX);
+	take_s(q, SAKER_TAKE_OPEN, BASE, "N");
+	ck_assert_uint_eq(T.got.deliveries, SAKER_DELIVERIES_MAX);
+	commit();
+	reopen();	/* both open: back at the head with their counts */
+	q = qfind("rdcap");
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(saker_store_iterate(T.s, q, iter_cb, &l), 0);
+	ck_assert_int_eq(l.n, 2);
+	ck_assert_uint_eq(l.items[0].deliveries, SAKER_DELIVERIES_MAX);
+	ck_assert_uint_eq(l.items[1].deliveries, SAKER_DELIVERIES_MAX);
+	itlog_free(&l);
+	ck_assert_uint_eq(qstats(q).items, 2);
+}
+END_TEST
+
+/* expired_to counts the items routed since the store was opened: the
+ * layer's count, not stored; the items it counted stay in the target. */
+START_TEST(test_reopen_expired_to)
+{
+	saker_queue *q = qopen("rxq");
+	saker_queue *t = qopen("rxq_to");
+
+	ck_assert_int_eq(saker_store_expire_to(T.s, q, "rxq_to", 6), SAKER_OK);
+	put_s(q, "a", BASE + 10, 0, BASE);
+	put_s(q, "b", BASE + 10, 0, BASE);
+	commit();
+	take_empty(q, SAKER_TAKE_PEEK, BASE + 50);
+	commit();
+	ck_assert_uint_eq(qstats(q).expired_to, 2);
+	ck_assert_uint_eq(qstats(t).items, 2);
+	reopen();
+	q = qfind("rxq");
+	t = qfind("rxq_to");
+	ck_assert_uint_eq(qstats(q).expired_to, 0);
+	ck_assert_uint_eq(qstats(q).expired_items, 0);
+	ck_assert_uint_eq(qstats(t).items, 2);
+	ck_assert_int_eq(saker_store_expire_to(T.s, q, "rxq_to", 6), SAKER_OK);
+	put_s(q, "c", BASE + 60, 0, BASE + 50);
+	commit();
+	take_empty(q, SAKER_TAKE_PEEK, BASE + 100);
+	commit();
+	ck_assert_uint_eq(qstats(q).expired_to, 1);
+	ck_assert_uint_eq(qstats(t).items, 3);
+	/* the target's own count is its own: nothing expired from it */
+	ck_assert_uint_eq(qstats(t).expired_to, 0);
+}
+END_TEST
+
 TCase *
 store_conformance_tcase_opts(const struct saker_store_driver *drv,
     const struct store_conformance_opts *opts)
@@ -2656,6 +3046,17 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_dedup);
 	tcase_add_test(tc, test_dedup_limit);
 	tcase_add_test(tc, test_dedup_queue_life);
+	tcase_add_test(tc, test_async_commit);
+	if (drv->commit_start != NULL && opts->fail_sync != NULL)
+		tcase_add_test(tc, test_async_failure);
+	else
+		skipped(drv, "test_async_failure", "no commit_start, or no "
+		    "way to fail its fdatasync");
+	if (opts->layer_refusals && opts->fail_sync != NULL)
+		tcase_add_test(tc, test_refusal_states);
+	else
+		skipped(drv, "test_refusal_states", "its refusal states are "
+		    "not the layer's yet, or no way to fail its fdatasync");
 	if (drv->expire_to != NULL) {
 		tcase_add_test(tc, test_expire_to);
 		tcase_add_test(tc, test_expire_to_many_head);
@@ -2674,8 +3075,12 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_reopen_open_items);
 	tcase_add_test(tc, test_reopen_deleted_queue);
 	tcase_add_test(tc, test_reopen_deliveries);
+	tcase_add_test(tc, test_reopen_deliveries_cap);
 	tcase_add_test(tc, test_reopen_read_only);
 	tcase_add_test(tc, test_reopen_dedup);
+	tcase_add_test(tc, test_async_close);
+	if (drv->expire_to != NULL)
+		tcase_add_test(tc, test_reopen_expired_to);
 	if ((drv->caps & SAKER_CAP_SHARED) == 0)
 		tcase_add_test(tc, test_locked);
 	else

@@ -79,7 +79,9 @@
  *   confirm() deletes the item.  REMOVE, PEEK and iterate() show the
  *   stored count; put() stores item->deliveries as given (load and
  *   migrate carry it).  Counts stop at SAKER_DELIVERIES_MAX.  move()
- *   hands an open item to another queue with its count.
+ *   hands an open item to another queue with its count.  The count a
+ *   hand-out gives is the layer's (saker_store_handout()): the driver
+ *   hands fn and stores what it returns.
  *
  * ERRORS
  *   Every fallible call returns a saker_err.  Driver-native codes (MDB_*,
@@ -187,10 +189,11 @@ struct saker_queue_stats {
 	uint64_t open_items;    /* items handed out and not yet confirmed/released */
 	uint64_t total_items;   /* items ever put into this queue */
 	uint64_t expired_items; /* items dropped because they expired */
-	uint64_t expired_to;    /* items that expired and went to the queue's
-	                         * expire_to queue, since open() (not stored) */
 	int64_t head_created_ms;/* created_ms of the head ready item; 0 if none */
 	/* filled by the layer (saker_store_queue_stats), not the driver: */
+	uint64_t expired_to;    /* items that expired and went to the queue's
+	                         * expire_to queue, since open() (not stored;
+	                         * counted by saker_store_expired()) */
 	uint64_t dedup_ids;     /* deduplication ids recorded (live or not
 	                         * yet swept) */
 	uint64_t dedup_hits;    /* sets answered as duplicates since open */
@@ -249,8 +252,16 @@ struct saker_queue_base {
 	uint64_t n[5], snap[5]; /* [4]: deduplication ids recorded */
 	bool ids_known;         /* n[4] counted (dedup_count) since open */
 	uint64_t dedup_hits;    /* duplicates answered since open */
+	uint64_t expired_to;    /* items routed by saker_store_expired()
+	                         * since open (a lost batch does not take
+	                         * them back: nor did the drivers' counts) */
 	struct saker_queue_base *touched_next; /* the batch's changed queues */
 	bool touched;
+	/* the same for the batch in flight (ASYNCHRONOUS COMMIT): its
+	 * counters before it, restored when it fails */
+	uint64_t fsnap[5];
+	struct saker_queue_base *flight_next;
+	bool in_flight;
 	unsigned synced;        /* shared stores: the tick of the last count */
 	/* wake-ups (the notify contract, below): q is on the store's list of
 	 * queues to wake at the end of the layer call, with the queue_ctx
@@ -344,6 +355,8 @@ typedef struct saker_store {
 	struct saker_store_lock *lock; /* the layer's, from open to close */
 	struct saker_queue_base *touched; /* queues whose counters the
 	                          * current batch changed (layer.c) */
+	struct saker_queue_base *flight; /* ... and the batch in flight */
+	bool inflight;          /* a commit_start() not yet finished */
 	unsigned tick;          /* tick() calls (layer.c): shared stores
 	                          * count a queue again once per tick */
 	/* wake-ups (the notify contract): the core's callback and argument,
@@ -356,6 +369,23 @@ typedef struct saker_store {
 	struct saker_queue_base *woken, *woken_tail;
 	unsigned depth;
 	struct saker_store **wake_cell;
+	/* write refusals (THE LAYER, refusals): while the store refuses
+	 * writes, the one message every writing call gets (NULL: it takes
+	 * them); the message of the layer's refusal that ended the last
+	 * layer call, which errmsg() gives (NULL: the driver's) */
+	char *refusal;
+	const char *lerr;
+	char lbuf[96];          /* a message the layer words (lerr) */
+	/* the refusal states (REFUSALS): "TYPE LOCATION" for their
+	 * messages; the code `refusal` is answered with; whether reads are
+	 * refused too (the store is stale); the code of a batch the driver
+	 * lost (0: none) and its message */
+	char *where;
+	int refuse_rc;
+	bool refuse_reads;
+	int lost;
+	char rbuf[768];
+	char lostbuf[768];
 } saker_store;
 
 /*
@@ -609,6 +639,26 @@ struct saker_store_driver {
 	 * committed batches to stable storage; called on a timer. */
 	int (*sync)(saker_store *s);
 
+	/*
+	 * Optional (NULL: commit() only), all three or none: the
+	 * asynchronous commit (ASYNCHRONOUS COMMIT, below).  commit_start()
+	 * ends the current batch as commit() does but may return before it
+	 * is durable: *started true, SAKER_OK, the batch in flight; or
+	 * *started false and the result of a synchronous commit() (a driver
+	 * commits synchronously whenever it must: nothing written, a sync
+	 * mode other than SAKER_SYNC_ALWAYS, a checkpoint due).  Called with
+	 * no batch in flight.  commit_fd() is a descriptor that becomes
+	 * readable when the batch in flight has its result (it stays
+	 * readable until commit_finish()), -1 when none is in flight.
+	 * commit_finish() returns that result, waiting for it if need be:
+	 * SAKER_OK (the batch is durable), or an error after which the batch
+	 * in flight and the current batch gathered on top of it are both
+	 * rolled back.  close() with a batch in flight waits for its result.
+	 */
+	int (*commit_start)(saker_store *s, bool *started);
+	int (*commit_fd)(saker_store *s);
+	int (*commit_finish)(saker_store *s);
+
 	/* Optional (NULL): store-wide counters.  The caller zeroes *st. */
 	void (*store_stats)(saker_store *s, struct saker_store_stats *st);
 
@@ -755,6 +805,33 @@ int saker_store_iterate(saker_store *s, saker_queue *q, saker_item_fn fn,
     void *arg);
 int saker_store_commit(saker_store *s);
 
+/*
+ * ASYNCHRONOUS COMMIT.  A driver with commit_start() lets the core hand
+ * it a batch and go on serving while the batch is made durable (a flush
+ * thread's fdatasync): saker_store_commit_start() ends the batch; when it
+ * says *started, the batch is in flight and the calls that follow gather
+ * the next batch on top of it (they see its effects).  At most one batch
+ * is in flight.  Its result arrives when saker_store_commit_fd() is
+ * readable and is collected by saker_store_commit_finish():
+ *   - SAKER_OK: the batch in flight is durable; the one gathering goes on;
+ *   - an error: the batch in flight failed, and so does the batch
+ *     gathered on top of it, at once: both are rolled back (the counters
+ *     too), the store is as after the last successful commit (for the
+ *     local stores, which fail this way only when the journal's write or
+ *     fdatasync failed: refusing every call until reopened), and the
+ *     caller treats every call of both batches as not done (or in doubt,
+ *     SAKER_EINDOUBT: the batch in flight only); the next call starts a
+ *     new batch.
+ * Without commit_start() (or when the driver declines: *started false)
+ * saker_store_commit_start() is saker_store_commit().
+ * saker_store_commit() with a batch in flight collects its result first;
+ * when that failed, it returns that failure for both batches.
+ */
+int saker_store_commit_start(saker_store *s, bool *started);
+int saker_store_commit_fd(saker_store *s);
+int saker_store_commit_finish(saker_store *s);
+bool saker_store_commit_inflight(const saker_store *s);
+
 /* ---------------------------------------------------------------------
  * THE LAYER (backends/policy.c, lock.c, layer.c): the broker's rules about
  * storage, once over every driver: the lock file (saker_lock_kind), the
@@ -766,8 +843,35 @@ int saker_store_commit(saker_store *s);
  * where their comments say.
  * --------------------------------------------------------------------- */
 
+/* Has an item whose expiry is expires_ms (0: never) expired at now_ms?
+ * At its expiry time, not after: the one rule of every driver's take,
+ * promote and flush_expired (SQL drivers say the same in their WHERE). */
+static inline bool
+saker_item_expired(int64_t expires_ms, int64_t now_ms)
+{
+	return expires_ms != 0 && expires_ms <= now_ms;
+}
+
 /* put(), with item->deliveries clamped to SAKER_DELIVERIES_MAX (a dump
- * may carry any 32-bit count).  The core and the tools put through it. */
+ * may carry any 32-bit count).  The core and the tools put through it.
+ * The layer refuses, before the driver sees it, an item that is NULL,
+ * has len > 0 without data or attrs_len > 0 without attrs, or more than
+ * SAKER_ATTRS_MAX attribute bytes: SAKER_EINVAL, errmsg() "bad item:
+ * ...".  A driver's put() gets none of those. */
+
+/* For a driver's take(SAKER_TAKE_OPEN) and its crash recovery (DELIVERY
+ * COUNTS): the count an item whose stored count is `stored` is handed
+ * out with, one more, at most SAKER_DELIVERIES_MAX.  The driver gives fn
+ * the item with it and stores it with the open item in the take's batch
+ * (a journal that replays the take asks again), so an item open at a
+ * crash comes back with the count it was handed out with.  (Inline: a
+ * take's hot path.) */
+static inline uint32_t
+saker_store_handout(uint32_t stored)
+{
+	return stored < SAKER_DELIVERIES_MAX ? stored + 1 :
+	    SAKER_DELIVERIES_MAX;
+}
 int saker_store_put(saker_store *s, saker_queue *q,
     const struct saker_item *item, int64_t now_ms);
 
@@ -788,7 +892,9 @@ size_t saker_store_derived_name(const char *qname, size_t qlen,
 /*
  * For a durable driver's take(): item `id` of queue q (named qname, qlen
  * bytes) failed its checksum.  `bad` is what could be read of it (flags,
- * age, count, data), NULL when the store takes no writes (it stays).  A
+ * age, count, data), NULL when the store takes no writes (it stays); its
+ * bytes may be the driver's own (a cursor's page, a statement's column):
+ * the layer copies them before its first write.  A
  * copy, bytes as they are, without expiry or due time, goes to the tail
  * of the quarantine queue (through queue_open() and put(): a fresh
  * checksum, so it can be fetched for a look) in the current batch; msg
@@ -823,11 +929,13 @@ int saker_store_expire_target(saker_store *s, saker_queue *q,
  * where it goes.  With an expire_to queue, a copy is put there (through
  * the driver's put(), in this batch) with its expiry and due time
  * cleared and its data, flags, age, delivery count and attributes kept,
- * and *routed is true: the driver counts it in q's expired_to.  Without
- * one (or when it is q), *routed is false: the driver counts it in
- * expired_items.  item's bytes may be the driver's own: the layer copies
- * them before the put.  An error (the target could not be opened or
- * written): the driver leaves the item in place. */
+ * and *routed is true: the layer counts it in q's expired_to.  Without
+ * one (or when it is q), *routed is false and nothing is written, opened
+ * or moved in the store (a driver may call this with a cursor open on q,
+ * as LMDB's take does): the driver counts it in expired_items.  item's
+ * bytes may be the driver's own: the layer copies them before the put.
+ * An error (the target could not be opened or written): the driver
+ * leaves the item in place. */
 int saker_store_expired(saker_store *s, saker_queue *q,
     const struct saker_item *item, int64_t now_ms, bool *routed);
 
@@ -851,6 +959,31 @@ void saker_store_account(saker_store *s, saker_queue *q,
 /* n items of `bytes` data bytes in all, at once (a promotion in SQL) */
 void saker_store_account_n(saker_store *s, saker_queue *q,
     saker_item_state from, saker_item_state to, uint64_t n, uint64_t bytes);
+
+/*
+ * REFUSALS.  A store opened read-only (opts->read_only) takes no writes:
+ * the layer refuses every call that writes -- put (and put_once,
+ * dedup_load), take other than PEEK, confirm, release, release_delayed,
+ * move, queue_flush, queue_delete -- with SAKER_EREADONLY
+ * and errmsg() "TYPE LOCATION: store opened read-only" (no LOCATION for a
+ * driver without one or whose location is a secret) before the driver
+ * is called, so a driver checks no read-only flag on its entry points.
+ * (Its open, promote, flush_expired, dedup_sweep, tick and commit still
+ * know the mode: the core runs them on any store, and a read-only one
+ * finds nothing to do or says so.)
+ */
+
+/* For a driver that hands out again the handle of a queue deleted in
+ * this batch (made again by queue_open()): the layer's part of it starts
+ * afresh -- counters, deduplication ids and hits, expired_to -- as in a
+ * new handle.  Its expire_to target is kept (the core sets it again). */
+void saker_store_queue_fresh(saker_store *s, saker_queue *q);
+
+/* For a driver whose rollback (a failed commit, a lost batch) brought q
+ * back as it was at the last commit in a way the layer did not see (a
+ * delete undone): the layer counts q's deduplication ids again at their
+ * next use. */
+void saker_store_queue_restored(saker_store *s, saker_queue *q);
 
 /* For a shared store's driver that changed q in a way it cannot tell
  * item by item (a promotion in the database, an item put back whose size
@@ -901,6 +1034,45 @@ int saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
  * connection, an aborted transaction): the counters go back to the last
  * commit too.  Its next commit() is then that of a new batch. */
 void saker_store_batch_lost(saker_store *s);
+
+/*
+ * THE REFUSAL STATES.  The layer keeps them, a driver reports the event
+ * where it knows it, and every driver's refusals read the same:
+ *
+ * - batch lost (saker_store_lose_batch): the driver rolled its batch
+ *   back under the caller.  The counters go back now; every later call
+ *   of the batch that writes gets `code` and "TYPE LOCATION: this batch
+ *   was rolled back (REASON); it ends at the next commit", and the
+ *   commit() that ends it fails with `code` and "TYPE LOCATION: batch
+ *   rolled back: REASON" without reaching the driver (a batch lost
+ *   inside commit() or commit_start() ends with that call).
+ * - writes refused (saker_store_refuse_writes): a write or fsync failed;
+ *   until the store is reopened every call that writes gets
+ *   SAKER_EREADONLY and "TYPE LOCATION: store is read-only after a
+ *   failed write: WHY" (the first WHY is kept).
+ * - stale (saker_store_refuse_all): what the store acknowledged is no
+ *   longer readable in this process; until reopened every call, reads
+ *   too, gets SAKER_EIO and "TYPE LOCATION: store failed and must be
+ *   reopened: WHY".
+ *
+ * A driver whose mechanism differs in a state asks
+ * saker_store_refusal() instead of keeping a flag of its own.
+ */
+void saker_store_lose_batch(saker_store *s, int code);
+void saker_store_refuse_writes(saker_store *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void saker_store_refuse_all(saker_store *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The code the layer answers a call that writes (`write`) or only reads
+ * with now, SAKER_OK when it takes it; a refusal sets errmsg(). */
+int saker_store_refusal(saker_store *s, bool write);
+/* Does the store refuse writes until reopened (read-only, a failed
+ * write, stale)?  A lost batch is not counted: it ends at the commit. */
+bool saker_store_refuses_writes(const saker_store *s);
+/* Does the layer let a write through now (no refusal, no lost batch)? */
+bool saker_store_takes_writes(const saker_store *s);
+/* Is the store stale (reads refused too)? */
+bool saker_store_is_stale(const saker_store *s);
 
 #ifdef __cplusplus
 }

@@ -95,7 +95,9 @@ fuzz_dump(const uint8_t *data, size_t size)
 	(void)saker_store_commit(s);
 out:
 	dump_reader_free(&r);
-	drv->close(s);
+	/* the layer's close: it frees what its open made (the store's
+	 * name for messages, the wake-up cell) and drops the lock */
+	saker_store_close(s);
 	fclose(fp);
 	return 0;
 }
