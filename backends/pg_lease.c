@@ -456,9 +456,27 @@ pg_doubt_redo(struct pg_store *s)
 	pg_pp_arr(&p, &qa);
 	pg_pp_arr(&p, &ia);
 	pg_pp_str(&p, s->owner);
+	/* A ready row is moved forward by saker_rotate() as a DELETE and an
+	 * INSERT: a DELETE by key whose snapshot predates the move's COMMIT
+	 * finds the old row gone and skips it, and never sees the new one
+	 * (READ COMMITTED), so the item would be served again.  The
+	 * rotation's lock, shared, in a statement of its own: no move is
+	 * under way once it is held, and the next statement's snapshot sees
+	 * every move that committed before. */
+	if ((err = pg_simple(s, "BEGIN", "begin")) != SAKER_OK)
+		goto out;
+	if ((err = pg_simple(s, "SELECT pg_advisory_xact_lock_shared("
+	    PG_LOCK_ROTATE ")", "waiting for a segment rotation")) !=
+	    SAKER_OK)
+		goto rollback;
 	if ((res = pg_run(s, P_DOUBT_DELS, &p, "deleting the items a commit"
 	    " without an answer handed out")) == NULL) {
 		err = s->code;
+		goto rollback;
+	}
+	if ((err = pg_simple(s, "COMMIT", "deleting the items a commit"
+	    " without an answer handed out")) != SAKER_OK) {
+		PQclear(res);
 		goto out;
 	}
 	for (i = 0; i < PQntuples(res); i++)
@@ -466,6 +484,11 @@ pg_doubt_redo(struct pg_store *s)
 			saker_store_recount(&s->base, q);
 	PQclear(res);
 	s->ndoubt = 0;
+	goto out;
+rollback:
+	/* the session stays usable; the error is the one above */
+	if (s->conn != NULL)
+		PQclear(pg_exec(s, "ROLLBACK"));
 out:
 	pg_arr_free(&qa);
 	pg_arr_free(&ia);

@@ -454,7 +454,7 @@ static const char *const pg_sql[P_COUNT] = {
 	" SELECT last_value INTO last FROM saker_item_id;" \
 	" IF now_ms - at < p_ms AND last - sid < p_rows THEN RETURN; END IF;" \
 	" r := -1;" \
-	" IF NOT pg_try_advisory_xact_lock(7308604707263426419) THEN RETURN;" \
+	" IF NOT pg_try_advisory_xact_lock(" PG_LOCK_ROTATE ") THEN RETURN;" \
 	" END IF;" \
 	" SELECT value INTO cur FROM saker_meta WHERE key = 'seg';" \
 	" nxt := (cur + 1) % " PG_SEGS ";" \

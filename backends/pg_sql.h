@@ -5,6 +5,11 @@
 
 #include "pg_int.h"
 
+/* The advisory lock that saker_rotate() takes (try, exclusive) for a
+ * rotation; a statement that must not miss a row being moved forward by
+ * key takes it shared, in a statement of its own before (pg_doubt_redo()). */
+#define PG_LOCK_ROTATE "7308604707263426419"
+
 int pg_prepare_all(struct pg_store *s);
 int pg_session(struct pg_store *s);
 int pg_check_schema(struct pg_store *s, bool create);
