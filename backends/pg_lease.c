@@ -667,6 +667,7 @@ pg_tick(saker_store *base, int64_t now_ms)
 	struct saker_queue *q, *next;
 	struct pgp p;
 	PGresult *res;
+	bool sure;
 	int i, err, r;
 
 	if (s->read_only)
@@ -730,11 +731,27 @@ pg_tick(saker_store *base, int64_t now_ms)
 		s->sweep_full_at = now_ms;
 		s->sweep_from = INT64_MIN;
 	}
+	/* A held row its owner moves to the current segment (P_SEG_MINE) is
+	 * a DELETE and an INSERT: a sweep whose snapshot predates the move's
+	 * COMMIT skips the old row and never sees the new one.  The moves'
+	 * lock, shared, in a statement before the sweep's: with it no move
+	 * is under way nor can start before this batch ends; without it the
+	 * sweep gives back what it sees but does not move on, so the next one
+	 * covers the same leases again. */
+	memset(&p, 0, sizeof(p));
+	if ((res = pg_run(s, P_SWEEP_LOCK, &p, "returning expired leases"))
+	    == NULL)
+		return s->code;
+	sure = PQntuples(res) == 1 && pg_rv_i64(res, 0, 0) == 1;
+	PQclear(res);
+	memset(&p, 0, sizeof(p));
 	pg_pp_i64(&p, s->sweep_from);
 	if ((res = pg_run(s, P_SWEEP, &p, "returning expired leases")) == NULL)
 		return s->code;
 	for (i = 0; i < PQntuples(res); i++) {
 		if (pg_rv_i64(res, i, 0) == 0) {
+			if (!sure)
+				continue;
 			/* a claim committed up to timeout= after its lease
 			 * started: a lease longer than that has run out only
 			 * after its row became visible */

@@ -370,12 +370,20 @@ static const char *const pg_sql[P_COUNT] = {
 	    " (SELECT sum(pg_stat_get_dead_tuples(relid))::bigint FROM"
 	    " pg_partition_tree('saker_items'))",
 	/* this broker's held rows of the segment after $2, the current one:
-	 * into $2 with their keys, so that it can be truncated */
-	[P_SEG_MINE] = "WITH m AS (DELETE FROM saker_items WHERE"
+	 * into $2 with their keys, so that it can be truncated; only with
+	 * PG_LOCK_MOVE, else nothing this time (the next rotation call asks
+	 * again): a lease sweep under way could miss a row moved */
+	[P_SEG_MINE] = "WITH l AS MATERIALIZED (SELECT"
+	    " pg_try_advisory_xact_lock(" PG_LOCK_MOVE ") AS ok),"
+	    " m AS (DELETE FROM saker_items WHERE (SELECT ok FROM l) AND"
 	    " seg = (($2::bigint + 1) % " PG_SEGS ")::smallint AND state > 0 AND"
 	    " owner = $1::text RETURNING " PG_ITEM_ROW ") INSERT INTO"
 	    " saker_items (" PG_ITEM_ROW ", seg) SELECT " PG_ITEM_ROW ","
 	    " $2::bigint::smallint FROM m",
+	/* 1 when no held row is being moved (PG_LOCK_MOVE, shared, to the
+	 * end of the batch): a P_SWEEP after it misses none */
+	[P_SWEEP_LOCK] = "SELECT pg_try_advisory_xact_lock_shared("
+	    PG_LOCK_MOVE ")::int::bigint",
 };
 
 #define PG_LO_MIN "(-9223372036854775807 - 1)"

@@ -778,6 +778,76 @@ START_TEST(test_segments)
 }
 END_TEST
 
+/* A statement on c that must succeed; its first value, or "" */
+static char *
+raw_val(PGconn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+	char *v;
+
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK ||
+	    PQresultStatus(r) == PGRES_COMMAND_OK, "%s: %s", sql,
+	    PQresultErrorMessage(r));
+	v = tl_strdupf("%s", PQresultStatus(r) == PGRES_TUPLES_OK &&
+	    PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
+	PQclear(r);
+	return v;
+}
+
+/*
+ * Issue 47, segments: a lease sweep must not lose sight of a held row
+ * that its owner is moving to the current segment (P_SEG_MINE: a DELETE
+ * and an INSERT, under the moves' advisory lock).  Here the owner is a
+ * broker that is gone but for its last batch: the row's lease runs out
+ * while that batch, moving the row, stays open for 3 s, then commits.
+ * Sweeps meanwhile skip the old row; one that moved on past the lease
+ * would leave the item to the full sweep, 5 minutes later.  The item is
+ * handed out again within seconds.
+ */
+START_TEST(test_sweep_during_move)
+{
+	struct tl_server *a;
+	PGconn *m;
+	char *sp, *v, *ci;
+	int fa;
+
+	/* lease=30: the sweep's margin is then 1 s (no timeout= added) */
+	sp = tl_strdupf("postgres:%s schema=swmove_%d lease=30", pgc.conninfo,
+	    (int)getpid());
+	a = tl_server_start(sp, NULL);
+	free(sp);
+	fa = tl_connect(a->port);
+	tl_set(fa, "sw", "ghost");
+	ci = tl_strdupf("%s options='-c search_path=swmove_%d'", pgc.conninfo,
+	    (int)getpid());
+	m = PQconnectdb(ci);
+	free(ci);
+	ck_assert_int_eq(PQstatus(m), CONNECTION_OK);
+	/* open on a broker that is gone, its lease out in 1.5 s */
+	free(raw_val(m, "UPDATE saker_items SET state = 1, owner = 'ghost',"
+	    " lease_until = (extract(epoch FROM clock_timestamp()) * 1000)"
+	    "::bigint + 1500 WHERE data = 'ghost'"));
+	/* its last batch moves it (as P_SEG_MINE does) and stays open */
+	free(raw_val(m, "BEGIN"));
+	v = raw_val(m, "SELECT pg_try_advisory_xact_lock(7308604707263426420)");
+	ck_assert_str_eq(v, "t");
+	free(v);
+	v = raw_val(m, "WITH d AS (DELETE FROM saker_items WHERE data = 'ghost'"
+	    " RETURNING *) INSERT INTO saker_items SELECT * FROM d RETURNING 1");
+	ck_assert_str_eq(v, "1");
+	free(v);
+	tl_sleep_ms(3500);
+	tl_ckget(fa, "sw", NULL);
+	free(raw_val(m, "COMMIT"));
+	/* the next sweeps still cover the lease that ran out */
+	tl_ckget(fa, "sw/t=4000", "ghost");
+	PQfinish(m);
+	close(fa);
+	tl_server_stop(a);
+	tl_server_free(a);
+}
+END_TEST
+
 /* A live broker renews the leases of the items it holds open (by key):
  * with a 2 s lease, an item open on A for 5 s is not handed to B, and
  * A can still close it. */
@@ -1109,6 +1179,7 @@ main(void)
 	tcase_add_test(tc, test_vacuum);
 	tcase_add_test(tc, test_held_horizon);
 	tcase_add_test(tc, test_segments);
+	tcase_add_test(tc, test_sweep_during_move);
 	tcase_add_test(tc, test_renew_keeps_open);
 	tcase_add_test(tc, test_damaged_item_across);
 	tcase_add_test(tc, test_dead_letter_across);
