@@ -572,13 +572,17 @@ START_TEST(test_held_horizon)
 	PGconn *hold;
 	PGresult *r;
 	char *sp, *st, *lo0, *lo1;
-	int fa, fo, i;
+	char *hp;
+	int fa, fo, i, http;
 	int64_t t0;
 	long long v;
 
 	sp = tl_strdupf("postgres,horizon_warn=1:%s schema=hz_%d lease=30",
 	    pgc.conninfo, (int)getpid());
-	a = tl_server_start(sp, NULL);
+	http = tl_free_port();
+	hp = tl_strdupf("127.0.0.1:%d", http);
+	a = tl_server_start(sp, "--http", hp, NULL);
+	free(hp);
 	free(sp);
 	fa = tl_connect(a->port);
 	fo = tl_connect(a->port);
@@ -633,6 +637,20 @@ START_TEST(test_held_horizon)
 	ck_assert_int_ge(tl_stat(fa, "store_horizon_age"), 2);
 	ck_assert_int_ge(tl_stat(fa, "store_horizon_xids"), 1);
 	ck_assert_int_ge(tl_stat(fa, "store_dead_rows"), 100);
+	/* the same in /metrics, for an alert */
+	{
+		char *m = tl_http(http, "GET", "/metrics", NULL, NULL), *l;
+
+		ck_assert_int_eq(tl_http_status(m), 200);
+		l = strstr(m, "\nsaker_store_horizon_age_seconds ");
+		ck_assert_msg(l != NULL &&
+		    strtod(strchr(l + 1, ' '), NULL) >= 2.0, "%s", m);
+		l = strstr(m, "\nsaker_store_dead_rows ");
+		ck_assert_msg(l != NULL &&
+		    strtoll(strchr(l + 1, ' '), NULL, 10) >= 100, "%s", m);
+		ck_assert_ptr_nonnull(strstr(m, "\nsaker_store_horizon_xids "));
+		free(m);
+	}
 	{
 		char *log = tl_read_file(a->log, NULL);
 
