@@ -50,7 +50,7 @@ enum {
 	/* the deduplication statements last: a store before format 6 has
 	 * none (pg_prepare_all()) */
 	P_HORIZON, P_D_PUT, P_D_DEL, P_D_SWEEP, P_D_LIST, P_D_COUNT, P_D_DELQ,
-	P_SEG_MINE, P_SWEEP_LOCK,
+	P_SEG_MINE, P_SWEEP_LOCK, P_ROT_WAIT,
 	P_COUNT
 };
 

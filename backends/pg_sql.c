@@ -384,6 +384,12 @@ static const char *const pg_sql[P_COUNT] = {
 	 * end of the batch): a P_SWEEP after it misses none */
 	[P_SWEEP_LOCK] = "SELECT pg_try_advisory_xact_lock_shared("
 	    PG_LOCK_MOVE ")::int::bigint",
+	/* no segment rotation under way, nor one until the batch ends
+	 * (PG_LOCK_ROTATE): a queue's DELETE after it misses no row that
+	 * was being moved forward.  A rotation waits for no batch longer
+	 * than its 50 ms lock_timeout, so this wait is short. */
+	[P_ROT_WAIT] = "SELECT pg_advisory_xact_lock_shared(" PG_LOCK_ROTATE
+	    ")::text",
 };
 
 #define PG_LO_MIN "(-9223372036854775807 - 1)"

@@ -195,14 +195,26 @@ pg_exec_qid(struct pg_store *s, int which, int64_t qid, const char *what)
 }
 
 /* Every item of q goes, in the batch (flush, and the start of delete; a
- * failure loses the batch, which forgets the open and claimed sets). */
+ * failure loses the batch, which forgets the open and claimed sets).
+ * After the rotation's lock (P_ROT_WAIT): a DELETE whose snapshot
+ * predated a move forward would skip the moved item, which would
+ * outlive the flush (docs/scaling.md, "Segments"). */
 static int
 pg_queue_empty(struct pg_store *s, struct saker_queue *q, const char *what)
 {
+	struct pgp p = { 0 };
+	PGresult *res;
 	int err;
 
-	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_begin(s)) != SAKER_OK ||
-	    (err = pg_exec_qid(s, P_I_DELQ, q->id, what)) != SAKER_OK)
+	if ((err = pg_dead(s, q)) != SAKER_OK || (err = pg_begin(s)) != SAKER_OK)
+		return err;
+	if (s->version >= 7) {
+		if ((res = pg_run(s, P_ROT_WAIT, &p, "waiting for a segment"
+		    " rotation")) == NULL)
+			return s->code;
+		PQclear(res);
+	}
+	if ((err = pg_exec_qid(s, P_I_DELQ, q->id, what)) != SAKER_OK)
 		return err;
 	(void)intmap_del_value_u64(&s->open, (uint64_t)q->id);
 	pg_held_drop(s, q);

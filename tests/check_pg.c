@@ -866,6 +866,76 @@ START_TEST(test_sweep_during_move)
 }
 END_TEST
 
+/*
+ * Issue 47, segments: a flush empties the queue even while
+ * saker_rotate() is moving its items forward.  The rotation (by hand,
+ * a held item keeping its segment from being truncated) moves them and
+ * stays uncommitted while the broker's flush runs; it commits once the
+ * flush waits for it.  A DELETE whose snapshot predates the move skips
+ * the moved rows, and the items would outlive the flush.
+ */
+START_TEST(test_flush_during_rotation)
+{
+	struct tl_server *a;
+	PGconn *rot, *look;
+	char *sp, *v, *ci;
+	int fa, fo, i, waiting = 0;
+	int64_t t0;
+
+	/* a long segment: the broker's own rotations stay out of the way */
+	sp = tl_strdupf("postgres,segment=600:%s schema=flrot_%d lease=30",
+	    pgc.conninfo, (int)getpid());
+	a = tl_server_start(sp, NULL);
+	free(sp);
+	fa = tl_connect(a->port);
+	fo = tl_connect(a->port);
+	tl_set(fa, "fq", "f1");
+	tl_set(fa, "fq", "f2");
+	tl_set(fa, "hq", "held");
+	tl_ckget(fo, "hq/open", "held");
+	ci = tl_strdupf("%s options='-c search_path=flrot_%d'", pgc.conninfo,
+	    (int)getpid());
+	rot = PQconnectdb(ci);
+	look = PQconnectdb(ci);
+	free(ci);
+	ck_assert_int_eq(PQstatus(rot), CONNECTION_OK);
+	ck_assert_int_eq(PQstatus(look), CONNECTION_OK);
+	for (i = 1; i <= 3; i++) {
+		v = raw_val(rot, "SELECT r FROM saker_rotate(0, 0, 5000)");
+		ck_assert_str_eq(v, "1");
+		free(v);
+	}
+	free(raw_val(rot, "BEGIN"));
+	v = raw_val(rot, "SELECT r FROM saker_rotate(0, 0, 5000)");
+	ck_assert_str_eq(v, "-3");	/* moved, the held item left */
+	free(v);
+	mustsends(fa, "flush fq\r\n");
+	t0 = tl_now_ms();
+	while (waiting == 0 && tl_now_ms() - t0 < tl_slow(10000)) {
+		v = raw_val(look, "SELECT count(*) FROM pg_stat_activity WHERE"
+		    " wait_event_type = 'Lock' AND datname = current_database()");
+		waiting = atoi(v);
+		free(v);
+		if (waiting == 0)
+			tl_sleep_ms(2);
+	}
+	ck_assert_int_gt(waiting, 0);
+	free(raw_val(rot, "COMMIT"));
+	ckresp(fa, "END\r\n");
+	tl_ckget(fa, "fq", NULL);
+	v = raw_val(look, "SELECT count(*) FROM saker_items WHERE data IN"
+	    " ('f1', 'f2')");
+	ck_assert_str_eq(v, "0");
+	free(v);
+	PQfinish(rot);
+	PQfinish(look);
+	close(fa);
+	close(fo);
+	tl_server_stop(a);
+	tl_server_free(a);
+}
+END_TEST
+
 /* A live broker renews the leases of the items it holds open (by key):
  * with a 2 s lease, an item open on A for 5 s is not handed to B, and
  * A can still close it. */
@@ -1198,6 +1268,7 @@ main(void)
 	tcase_add_test(tc, test_held_horizon);
 	tcase_add_test(tc, test_segments);
 	tcase_add_test(tc, test_sweep_during_move);
+	tcase_add_test(tc, test_flush_during_rotation);
 	tcase_add_test(tc, test_renew_keeps_open);
 	tcase_add_test(tc, test_damaged_item_across);
 	tcase_add_test(tc, test_dead_letter_across);
