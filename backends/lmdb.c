@@ -124,9 +124,10 @@ enum {
 
 struct lq_state {
 	uint64_t lo, tail;	/* ready seqs are in [lo, tail) */
-	/* items..open too: the queue record on disk holds them (format 1),
-	 * so this driver keeps them, undone with the batch (own_counts) */
-	uint64_t items, bytes, delayed, open, total, expired;
+	/* items, bytes, delayed and open are the layer's (store.h,
+	 * COUNTERS): the queue record on disk holds them too (format 1),
+	 * written from the layer's and handed to it at open */
+	uint64_t total, expired;
 	bool exists;		/* the queue has (will have) a record */
 };
 
@@ -172,11 +173,6 @@ struct lstore {
 	uint64_t store_id;	/* random, made at creation: seeds the journal */
 	int begin_err;		/* saker_err of the last failed lm_begin_long */
 	bool no_dedup;		/* read-only, format < 5: no dedup databases */
-	bool no_async;		/* the flush thread could not be started */
-	uint64_t flight_t0;	/* when the batch in flight began its commit */
-	bool flight_done;	/* its result collected early (flight_rc), for
-				 * commit_finish() to report */
-	int flight_rc;
 	struct saker_store_stats st;
 };
 
@@ -374,12 +370,15 @@ rec_datalen(const unsigned char *p, size_t size)
 }
 
 /* A queue record (LM_QREC bytes): q's id and counters, u64 each, in this
- * order.  Written from q, or read into q (which then exists). */
+ * order.  Written from q and the layer's counters, or read into q (which
+ * then exists) and the layer's counters (saker_store_queue_seed()). */
 static void
-qrec_io(unsigned char *p, struct saker_queue *q, bool write)
+qrec_io(struct lstore *s, unsigned char *p, struct saker_queue *q,
+    bool write)
 {
-	uint64_t *f[] = { &q->id, &q->cur.lo, &q->cur.tail, &q->cur.items,
-	    &q->cur.bytes, &q->cur.delayed, &q->cur.open, &q->cur.total,
+	struct saker_queue_stats st = saker_queue_counted(q);
+	uint64_t *f[] = { &q->id, &q->cur.lo, &q->cur.tail, &st.items,
+	    &st.bytes, &st.delayed_items, &st.open_items, &q->cur.total,
 	    &q->cur.expired };
 	size_t i;
 
@@ -389,8 +388,10 @@ qrec_io(unsigned char *p, struct saker_queue *q, bool write)
 		else
 			*f[i] = saker_get_be64(p + 8 * i);
 	}
-	if (!write)
+	if (!write) {
 		q->cur.exists = true;
+		saker_store_queue_seed(&s->base, q, &st);
+	}
 }
 
 /* ---------------------------------------------------------------------
@@ -803,7 +804,6 @@ lm_grow(struct lstore *s)
 }
 
 static void lm_reload(struct lstore *, const char *);
-static void lm_flight_wait(struct lstore *);
 
 /* Abort the batch and put every queue back as of the last commit.  The
  * batch ran in the long transaction, so when it wrote anything that
@@ -814,7 +814,7 @@ lm_rollback(struct lstore *s)
 	struct saker_queue *q, *next;
 
 	if (s->touched && !saker_store_is_stale(&s->base))
-		lm_flight_wait(s);	/* the rebuild below needs its result */
+		ltx_flight_wait(&s->lt);	/* the rebuild below needs its result */
 	if (s->txn != NULL && s->txn != s->ptxn)
 		mdb_txn_abort(s->txn);	/* a read txn */
 	s->txn = NULL;
@@ -1033,7 +1033,7 @@ lm_write_state(struct lstore *s)
 		k.mv_data = q->name;
 		k.mv_size = q->ent.len;
 		if (q->cur.exists) {
-			qrec_io(rec, q, true);
+			qrec_io(s, rec, q, true);
 			v.mv_data = rec;
 			v.mv_size = sizeof(rec);
 			rc = mdb_put(s->txn, s->dbi[LD_QUEUES], &k, &v, 0);
@@ -1139,11 +1139,36 @@ lt_commit(void *arg, uint64_t seq, bool *fatal)
 	return rc;
 }
 
+static void
+lt_landed(void *arg, uint64_t ns)
+{
+	struct lstore *s = arg;
+
+	s->st.commits++;
+	s->st.commit_ns += ns;
+}
+
+/* The batch in flight failed (ltx_flight_collect()): the queues' saved
+ * state is already the batch's and the next batch gathered in the long
+ * transaction on top, so both go and the store is stale until reopened. */
+static int
+lt_lost(void *arg, int code, const char *msg)
+{
+	struct lstore *s = arg;
+
+	s->touched = false;	/* no rebuild: the store is stale */
+	lm_rollback(s);
+	lt_abort(s);
+	return seterr(s, code, "%s", msg);
+}
+
 static const struct ltx_ops lm_ltx_ops = {
 	.begin = lt_begin,
 	.apply = jr_apply,
 	.commit = lt_commit,
 	.abort = lt_abort,
+	.landed = lt_landed,
+	.lost = lt_lost,
 };
 
 /*
@@ -1265,22 +1290,11 @@ lm_commit_x(saker_store *ss, bool async, bool *started)
 		    s->dir, lm_strerror(rc));
 	}
 	/* A checkpoint must follow its batch before the next one gathers
-	 * into the long transaction: that turn commits synchronously. */
-	if (async && (s->sync != SAKER_SYNC_ALWAYS || s->no_async ||
-	    ckpt_due(s)))
-		async = false;
-	if (async) {
-		code = ltx_write_start(&s->lt);
-		if (code == SAKER_EINVAL) {
-			log_warn("lmdb %s: %s; committing synchronously", s->dir,
-			    s->lt.err);
-			s->no_async = true;
-			async = false;
-		} else if (code == SAKER_OK)
-			*started = true;
-	}
-	if (!async)
-		code = ltx_write(&s->lt, s->sync == SAKER_SYNC_ALWAYS);
+	 * into the long transaction: that turn commits synchronously.
+	 * ckpt_due() also says when the map must grow, which the engine's
+	 * ltx_due() does not know. */
+	code = ltx_batch_write(&s->lt, async && s->sync == SAKER_SYNC_ALWAYS &&
+	    !ckpt_due(s), s->sync == SAKER_SYNC_ALWAYS, t0, started);
 	if (log_get_level() >= LOG_LVL_DEBUG && !*started &&
 	    saker_mono_ns() - t0 >= 1000000)
 		log_debug("lmdb journal record %" PRIu64 " (%s): %" PRIu64 " us",
@@ -1309,11 +1323,8 @@ lm_commit_x(saker_store *ss, bool async, bool *started)
 	s->saved_next_arrival = s->next_arrival;
 	s->txn = NULL;
 	s->touched = false;
-	if (*started) {
-		/* counted when its result comes (lm_flight_collect) */
-		s->flight_t0 = t0;
+	if (*started)	/* counted when its result comes (lt_landed) */
 		return SAKER_OK;
-	}
 	s->st.commits++;
 	s->st.commit_ns += saker_mono_ns() - t0;
 done:
@@ -1339,70 +1350,16 @@ lm_commit_start(saker_store *ss, bool *started)
 	return lm_commit_x(ss, true, started);
 }
 
-/*
- * Collect the result of the batch in flight, waiting for it.  When its
- * write or fdatasync failed, the in-memory state already moved on (the
- * queues' saved state is the batch's, the next batch gathered in the long
- * transaction on top of it), so rather than unpick two batches the store
- * drops its long transaction and refuses every call, reads too, until
- * reopened: the journal then says what reached the disk.  A local store
- * refuses writes after a failed fsync anyway (store.h).
- */
-static int
-lm_flight_collect(struct lstore *s)
-{
-	int code;
-
-	if (!s->lt.j.inflight)
-		return SAKER_OK;
-	code = ltx_write_finish(&s->lt);
-	if (code == SAKER_OK) {
-		s->st.commits++;
-		s->st.commit_ns += saker_mono_ns() - s->flight_t0;
-		return SAKER_OK;
-	}
-	s->touched = false;	/* no rebuild: the store is stale */
-	saker_store_refuse_all(&s->base, "commit: %s", s->lt.err);
-	lm_rollback(s);
-	lt_abort(s);
-	return seterr(s, code, "lmdb %s: commit failed%s, this batch and the "
-	    "next rolled back, store must be reopened: %s", s->dir,
-	    code == SAKER_EINDOUBT ? " and may or may not have reached the "
-	    "disk" : "", s->lt.err);
-}
-
-/* Something must not run with a batch in flight (a rebuild of the long
- * transaction): wait for its result now and keep it for commit_finish(),
- * whose caller still waits for the descriptor. */
-static void
-lm_flight_wait(struct lstore *s)
-{
-	if (!s->lt.j.inflight)
-		return;
-	s->flight_rc = lm_flight_collect(s);
-	s->flight_done = true;
-	lj_flush_poke(&s->lt.j, true);
-}
-
 static int
 lm_commit_fd(saker_store *ss)
 {
-	struct lstore *s = (struct lstore *)ss;
-
-	return s->lt.j.inflight || s->flight_done ? ltx_flush_fd(&s->lt) : -1;
+	return ltx_commit_fd(&((struct lstore *)ss)->lt);
 }
 
 static int
 lm_commit_finish(saker_store *ss)
 {
-	struct lstore *s = (struct lstore *)ss;
-
-	if (s->flight_done) {
-		s->flight_done = false;
-		lj_flush_poke(&s->lt.j, false);
-		return s->flight_rc;
-	}
-	return lm_flight_collect(s);
+	return ltx_commit_finish(&((struct lstore *)ss)->lt);
 }
 
 static int
@@ -1477,23 +1434,24 @@ empty_queue(struct lstore *s, struct saker_queue *q, bool ids,
     const char *what)
 {
 	MDB_txn *t;
+	struct saker_queue_stats n = saker_queue_counted(q);
 	bool wrote = false, wids = false;
 	int rc;
 
 	/* Deleting touches about one leaf page per few dozen records. */
-	rc = op_begin(s, (q->cur.items + q->cur.open + q->cur.delayed) * 64, &t);
+	rc = op_begin(s, (n.items + n.open_items + n.delayed_items) * 64, &t);
 	if (rc != SAKER_OK)
 		return rc;
 	rc = del_prefix(t, s->dbi[LD_ITEMS], q->id, &wrote);
 	if (rc == 0)
 		rc = del_prefix(t, s->dbi[LD_OPEN], q->id, &wrote);
-	if (rc == 0 && q->cur.delayed > 0)
+	if (rc == 0 && n.delayed_items > 0)
 		rc = del_delayed(t, s->dbi[LD_DELAYED], q->id, &wrote);
 	if (rc == 0 && wrote)
 		rc = jr_delq(s, JR_DELQ, LD_ITEMS, q->id);
 	if (rc == 0 && wrote)
 		rc = jr_delq(s, JR_DELQ, LD_OPEN, q->id);
-	if (rc == 0 && wrote && q->cur.delayed > 0)
+	if (rc == 0 && wrote && n.delayed_items > 0)
 		rc = jr_delq(s, JR_DELDQ, LD_DELAYED, q->id);
 	if (rc == 0 && ids)
 		rc = del_prefix(t, s->dbi[LD_DEDUP], q->id, &wids);
@@ -1505,8 +1463,7 @@ empty_queue(struct lstore *s, struct saker_queue *q, bool ids,
 		rc = jr_delq(s, JR_DELQ, LD_DEDUPX, q->id);
 	if ((rc = op_end(s, t, rc, wrote || wids)) != 0)
 		return lm_fail(s, rc, what);
-	q_change(s, q);
-	q->cur.items = q->cur.bytes = q->cur.delayed = q->cur.open = 0;
+	q_change(s, q);	/* the layer zeroes its counters (store.h) */
 	return SAKER_OK;
 }
 
@@ -1571,13 +1528,9 @@ lm_queue_stats(saker_store *ss, saker_queue *q, struct saker_queue_stats *st)
 	memset(st, 0, sizeof(*st));
 	if (q == NULL || !q->cur.exists)
 		return seterr(s, SAKER_ENOTFOUND, "lmdb: no such queue");
-	st->items = q->cur.items;
-	st->bytes = q->cur.bytes;
-	st->delayed_items = q->cur.delayed;
-	st->open_items = q->cur.open;
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
-	if (q->cur.items == 0)
+	if (saker_queue_counted(q).items == 0)
 		return SAKER_OK;
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
 		return rc;
@@ -1724,12 +1677,13 @@ lm_put(saker_store *ss, saker_queue *q, const struct saker_item *item,
 	q->cur.total++;
 	if (!ready) {
 		s->next_arrival++;
-		q->cur.delayed++;
+		saker_store_account(ss, q, SAKER_ITEM_NONE, SAKER_ITEM_DELAYED,
+		    item->len);
 		return SAKER_OK;
 	}
 	q->cur.tail++;
-	q->cur.items++;
-	q->cur.bytes += item->len;
+	saker_store_account(ss, q, SAKER_ITEM_NONE, SAKER_ITEM_READY,
+	    item->len);
 	if (s->notify != NULL)
 		s->notify(s->notify_arg, q, q->ctx);
 	return SAKER_OK;
@@ -1879,8 +1833,8 @@ move_damaged(struct lstore *s, struct saker_queue *q, uint64_t seq,
 	if ((rc = op_del(s, LD_ITEMS, kb, "take")) != SAKER_OK)
 		return rc;
 	q_change(s, q);
-	q->cur.items--;
-	q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
+	saker_store_account(&s->base, q, SAKER_ITEM_READY, SAKER_ITEM_NONE,
+	    len);
 	return SAKER_ECORRUPT;
 }
 
@@ -1918,12 +1872,8 @@ expire_one(struct lstore *s, struct saker_queue *q, int db,
 	if ((rc = op_del(s, db, key, "expire")) != SAKER_OK)
 		return rc;
 	q_change(s, q);
-	if (db == LD_DELAYED) {
-		q->cur.delayed--;
-	} else {
-		q->cur.items--;
-		q->cur.bytes -= q->cur.bytes < len ? q->cur.bytes : len;
-	}
+	saker_store_account(&s->base, q, db == LD_DELAYED ?
+	    SAKER_ITEM_DELAYED : SAKER_ITEM_READY, SAKER_ITEM_NONE, len);
 	if (!routed)	/* a routed one the layer counted */
 		q->cur.expired++;
 	return SAKER_OK;
@@ -2026,8 +1976,8 @@ expire_drop(struct lstore *s, struct saker_queue *q, int64_t now_ms,
 		return lm_fail(s, lrc, "expire");
 	if (n > 0) {
 		q_change(s, q);
-		q->cur.items -= n;
-		q->cur.bytes -= q->cur.bytes < nbytes ? q->cur.bytes : nbytes;
+		saker_store_account_n(&s->base, q, SAKER_ITEM_READY,
+		    SAKER_ITEM_NONE, n, nbytes);
 		q->cur.expired += n;
 	}
 	if (removed != NULL)
@@ -2085,7 +2035,7 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 	write = !(mode == SAKER_TAKE_PEEK && (s->read_only ||
 	    saker_store_refuses_writes(&s->base)));
 	for (;;) {
-		if (q->cur.items == 0)
+		if (saker_queue_counted(q).items == 0)
 			return SAKER_EEMPTY;
 		memset(&res, 0, sizeof(res));
 		if (write) {
@@ -2119,10 +2069,9 @@ lm_take(saker_store *ss, saker_queue *q, int mode, int64_t now_ms,
 		return move_damaged(s, q, res.badseq, write, now_ms);
 	if (res.taken) {
 		q_change(s, q);
-		q->cur.items--;
-		q->cur.bytes -= res.len;
-		if (mode == SAKER_TAKE_OPEN)
-			q->cur.open++;
+		saker_store_account(ss, q, SAKER_ITEM_READY, mode ==
+		    SAKER_TAKE_OPEN ? SAKER_ITEM_OPEN : SAKER_ITEM_NONE,
+		    res.len);
 	}
 	if (!res.found)
 		return SAKER_EEMPTY;
@@ -2138,7 +2087,7 @@ lm_confirm(saker_store *ss, saker_queue *q, uint64_t id)
 
 	if (q == NULL)
 		return seterr(s, SAKER_EINVAL, "lmdb confirm: no queue");
-	if (q->cur.open == 0)
+	if (saker_queue_counted(q).open_items == 0)
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
 	mkkey(kb, q->id, id);
 	rc = op_del(s, LD_OPEN, kb, "confirm");
@@ -2147,7 +2096,7 @@ lm_confirm(saker_store *ss, saker_queue *q, uint64_t id)
 	if (rc != SAKER_OK)
 		return rc;
 	q_change(s, q);
-	q->cur.open--;
+	saker_store_account(ss, q, SAKER_ITEM_OPEN, SAKER_ITEM_NONE, 0);
 	return SAKER_OK;
 }
 
@@ -2162,7 +2111,7 @@ lm_open_get(struct lstore *s, saker_queue *q, uint64_t id,
 	MDB_val k;
 	int rc;
 
-	if (q->cur.open == 0)
+	if (saker_queue_counted(q).open_items == 0)
 		return seterr(s, SAKER_ENOTFOUND, "no open item %" PRIu64, id);
 	if ((rc = lm_begin(s, true)) != SAKER_OK)
 		return rc;
@@ -2206,16 +2155,19 @@ open_to_ready(struct lstore *s, struct saker_queue *q, uint64_t id,
 	if ((rc = op_end(s, t, rc, true)) != 0)
 		return lm_fail(s, rc, what);
 	q_change(s, q);
-	q->cur.open--;
 	q_change(s, to);
 	if (at_tail) {
 		to->cur.tail++;
 		to->cur.total++;
+		saker_store_account(&s->base, q, SAKER_ITEM_OPEN,
+		    SAKER_ITEM_NONE, 0);
+		saker_store_account(&s->base, to, SAKER_ITEM_NONE,
+		    SAKER_ITEM_READY, len);
 	} else {
 		to->cur.lo--;
+		saker_store_account(&s->base, q, SAKER_ITEM_OPEN,
+		    SAKER_ITEM_READY, len);
 	}
-	to->cur.items++;
-	to->cur.bytes += len;
 	if (s->notify != NULL)
 		s->notify(s->notify_arg, to, to->ctx);
 	return SAKER_OK;
@@ -2284,8 +2236,7 @@ lm_release_delayed(saker_store *ss, saker_queue *q, uint64_t id,
 	}
 	q_change(s, q);
 	s->next_arrival++;
-	q->cur.open--;
-	q->cur.delayed++;
+	saker_store_account(ss, q, SAKER_ITEM_OPEN, SAKER_ITEM_DELAYED, 0);
 	return SAKER_OK;
 }
 
@@ -2442,15 +2393,15 @@ lm_promote(saker_store *ss, int64_t now_ms, int64_t *next_due_ms)
 		}
 		if (what == PR_EXPIRED) {
 			q_change(s, q);
-			q->cur.delayed--;
+			saker_store_account(ss, q, SAKER_ITEM_DELAYED,
+			    SAKER_ITEM_NONE, 0);
 			q->cur.expired++;
 			continue;
 		}
 		q_change(s, q);
-		q->cur.delayed--;
 		q->cur.tail++;
-		q->cur.items++;
-		q->cur.bytes += len;
+		saker_store_account(ss, q, SAKER_ITEM_DELAYED, SAKER_ITEM_READY,
+		    len);
 		if (s->notify != NULL)
 			s->notify(s->notify_arg, q, q->ctx);
 	}
@@ -2467,7 +2418,7 @@ lm_flush_expired(saker_store *ss, saker_queue *q, int64_t now_ms,
 		*removed = 0;
 	if (q == NULL)
 		return seterr(s, SAKER_EINVAL, "lmdb flush_expired: no queue");
-	if (q->cur.items == 0)
+	if (saker_queue_counted(q).items == 0)
 		return SAKER_OK;
 	return expire_scan(s, q, now_ms, limit, false, removed);
 }
@@ -2526,6 +2477,7 @@ static int
 lm_iterate(saker_store *ss, saker_queue *q, saker_item_fn fn, void *arg)
 {
 	struct lstore *s = (struct lstore *)ss;
+	struct saker_queue_stats n;
 	int rc, fnret = 0;
 
 	if (q == NULL || fn == NULL)
@@ -2535,11 +2487,12 @@ lm_iterate(saker_store *ss, saker_queue *q, saker_item_fn fn, void *arg)
 	if ((rc = lm_begin(s, false)) != SAKER_OK)
 		return rc;
 	rc = 0;
-	if (q->cur.open > 0)
+	n = saker_queue_counted(q);
+	if (n.open_items > 0)
 		rc = iter_state(s, q, SAKER_ITEM_OPEN, fn, arg, &fnret);
-	if (rc == 0 && fnret == 0 && q->cur.items > 0)
+	if (rc == 0 && fnret == 0 && n.items > 0)
 		rc = iter_state(s, q, SAKER_ITEM_READY, fn, arg, &fnret);
-	if (rc == 0 && fnret == 0 && q->cur.delayed > 0)
+	if (rc == 0 && fnret == 0 && n.delayed_items > 0)
 		rc = iter_state(s, q, SAKER_ITEM_DELAYED, fn, arg, &fnret);
 	if (rc != 0)
 		return lm_fail(s, rc, "iterate");
@@ -2883,8 +2836,7 @@ lm_close(saker_store *ss)
 
 	if (s == NULL)
 		return;
-	if (s->lt.j.inflight)
-		(void)lm_flight_collect(s);
+	(void)ltx_flight_collect(&s->lt);
 	if (s->txn != NULL && !saker_store_is_stale(&s->base))
 		(void)lm_commit(ss);
 	lm_rollback(s);	/* a batch whose commit failed */
@@ -3201,7 +3153,7 @@ lm_load(struct lstore *s)
 			mdb_cursor_close(c);
 			return seterr(s, SAKER_ENOMEM, "lmdb: out of memory");
 		}
-		qrec_io(v.mv_data, q, false);
+		qrec_io(s, v.mv_data, q, false);
 		if (id >= s->next_qid)
 			s->next_qid = id + 1;
 	}
@@ -3249,10 +3201,8 @@ lm_recover(struct lstore *s)
 			if (rc == 0) {
 				q_change(s, q);
 				q->cur.lo--;
-				if (q->cur.open > 0)
-					q->cur.open--;
-				q->cur.items++;
-				q->cur.bytes += len;
+				saker_store_account(&s->base, q,
+				    SAKER_ITEM_OPEN, SAKER_ITEM_READY, len);
 			}
 		}
 		if (rc != 0)
@@ -3297,6 +3247,7 @@ lm_open(const char *location, const struct saker_store_opts *opts,
 	    saker_store_optval(opts, LM_OPT_CHECKPOINT_BYTES) != NULL ?
 	    saker_store_optval(opts, LM_OPT_CHECKPOINT_BYTES)->u :
 	    LM_CKPT_BYTES, LM_CKPT_NS);
+	ltx_owner(&s->lt, &s->base, "lmdb", s->dir);
 	s->sync = opts->sync;
 	s->read_only = opts->read_only;
 	s->notify = opts->notify;
@@ -3387,7 +3338,6 @@ const struct saker_store_driver saker_store_lmdb = {
 	.options = lm_options,
 	.lock = SAKER_LOCK_IN_DIR,
 	/* the queue record on disk holds the four counters (format 1) */
-	.own_counts = true,
 	.open = lm_open,
 	.close = lm_close,
 	.errmsg = lm_errmsg,

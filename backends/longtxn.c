@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "hash.h"
+#include "log.h"
 #include "longtxn.h"
 
 uint64_t
@@ -91,6 +92,85 @@ int
 ltx_flush_fd(const struct ltx *lt)
 {
 	return lj_flush_fd(&lt->j);
+}
+
+int
+ltx_batch_write(struct ltx *lt, bool async, bool sync, uint64_t t0,
+    bool *started)
+{
+	int code;
+
+	if (async && !lt->no_async && !ltx_due(lt, saker_mono_ns())) {
+		code = ltx_write_start(lt);
+		if (code != SAKER_EINVAL) {
+			if (code == SAKER_OK) {
+				*started = true;
+				lt->flight_t0 = t0;
+			}
+			return code;
+		}
+		log_warn("%s %s: %s; committing synchronously", lt->kind,
+		    lt->where, lt->err);
+		lt->no_async = true;
+	}
+	return ltx_write(lt, sync);
+}
+
+int
+ltx_flight_collect(struct ltx *lt)
+{
+	char msg[sizeof(lt->err) + 256];
+	int code;
+
+	if (!lt->j.inflight)
+		return SAKER_OK;
+	code = ltx_write_finish(lt);
+	if (code == SAKER_OK) {
+		lt->ops->landed(lt->arg, saker_mono_ns() - lt->flight_t0);
+		return SAKER_OK;
+	}
+	saker_store_refuse_all(lt->base, "commit: %s", lt->err);
+	snprintf(msg, sizeof(msg), "%s %s: commit failed%s, this batch and "
+	    "the next rolled back, store must be reopened: %s", lt->kind,
+	    lt->where, code == SAKER_EINDOUBT ? " and may or may not have "
+	    "reached the disk" : "", lt->err);
+	return lt->ops->lost(lt->arg, code, msg);
+}
+
+void
+ltx_flight_wait(struct ltx *lt)
+{
+	if (!lt->j.inflight)
+		return;
+	lt->flight_rc = ltx_flight_collect(lt);
+	lt->flight_done = true;
+	lj_flush_poke(&lt->j, true);
+}
+
+int
+ltx_commit_fd(const struct ltx *lt)
+{
+	return lt->j.inflight || lt->flight_done ? ltx_flush_fd(lt) : -1;
+}
+
+int
+ltx_commit_finish(struct ltx *lt)
+{
+	if (lt->flight_done) {
+		lt->flight_done = false;
+		lj_flush_poke(&lt->j, false);
+		return lt->flight_rc;
+	}
+	return ltx_flight_collect(lt);
+}
+
+void
+ltx_owner(struct ltx *lt, saker_store *base, const char *kind,
+    const char *where)
+{
+	lt->base = base;
+	lt->kind = kind;
+	lt->where = where;
 }
 
 void

@@ -67,6 +67,14 @@ struct ltx_ops {
 	int (*commit)(void *arg, uint64_t seq, bool *fatal);
 	/* Abort the long transaction if one is open. */
 	void (*abort)(void *arg);
+	/* Only for the asynchronous commit (ltx_batch_write() with async):
+	 * the batch in flight is durable, its commit took `ns` (counting). */
+	void (*landed)(void *arg, uint64_t ns);
+	/* The batch in flight failed: the layer refuses every call already
+	 * (ltx_flight_collect()); drop what the driver holds of it and of
+	 * the batch gathered on top, keep `msg` as its error message and
+	 * return `code`. */
+	int (*lost)(void *arg, int code, const char *msg);
 };
 
 struct ltx {
@@ -82,12 +90,27 @@ struct ltx {
 	uint64_t checkpoint_ns;
 	uint64_t last_ns;	/* how long the last attempt took */
 	bool failing;		/* the last checkpoint failed */
+	/* whose engine: the layer's store, for its refusal states, and the
+	 * words that name the store in messages ("lmdb", the directory) */
+	saker_store *base;
+	const char *kind, *where;
+	/* the asynchronous commit: the flush thread could not be started;
+	 * when the batch in flight began its commit; its result collected
+	 * early (ltx_flight_wait()) for ltx_commit_finish() to report */
+	bool no_async;
+	bool flight_done;
+	int flight_rc;
+	uint64_t flight_t0;
 	char err[320];		/* why a rebuild or a journal write failed */
 };
 
 /* Before anything else: no journal open, the driver's ops and limits. */
 void ltx_init(struct ltx *lt, const struct ltx_ops *ops, void *arg,
     uint64_t max_bytes, uint64_t max_ns);
+
+/* Whose engine it is (see struct ltx); `where` outlives it. */
+void ltx_owner(struct ltx *lt, saker_store *base, const char *kind,
+    const char *where);
 
 /* Open the journal at `path` (creating it when `create`) for a store whose
  * data file holds batches up to `ckpt_seq`.  0 or an errno value, with
@@ -151,6 +174,38 @@ int ltx_write(struct ltx *lt, bool sync);
 int ltx_write_start(struct ltx *lt);
 int ltx_write_finish(struct ltx *lt);
 int ltx_flush_fd(const struct ltx *lt);
+
+/*
+ * The batch's record into the journal, the driver's choice of how made
+ * once for both: with `async` (the driver syncs always and no checkpoint
+ * of its own is due) on the flush thread, *started then true and the
+ * commit timed from t0, unless a checkpoint is due (it must follow its
+ * batch before the next one gathers) or the thread cannot run (then
+ * never again: a warning, and synchronously from here on); else
+ * ltx_write(lt, sync).  Returns as ltx_write_start()/ltx_write(), never
+ * SAKER_EINVAL.
+ */
+int ltx_batch_write(struct ltx *lt, bool async, bool sync, uint64_t t0,
+    bool *started);
+
+/*
+ * The batch in flight's result, waiting for it (SAKER_OK with none).
+ * Durable: ops->landed.  Failed: memory and the long transaction already
+ * hold it and the batch gathered on top, so rather than unpick two
+ * batches the store refuses every call, reads too, until reopened, when
+ * the journal says what reached the disk (saker_store_refuse_all()), and
+ * ops->lost drops the driver's state; its code is returned.
+ */
+int ltx_flight_collect(struct ltx *lt);
+
+/* Something must not run with a batch in flight (a rebuild of the long
+ * transaction): collect its result now and keep it for
+ * ltx_commit_finish(), whose caller still waits for the descriptor. */
+void ltx_flight_wait(struct ltx *lt);
+
+/* The drivers' commit_fd() and commit_finish() (store.h). */
+int ltx_commit_fd(const struct ltx *lt);
+int ltx_commit_finish(struct ltx *lt);
 
 /* Time for a checkpoint (the long transaction being open)? */
 bool ltx_due(const struct ltx *lt, uint64_t now_ns);

@@ -33,7 +33,7 @@ pg_batch_arrs(struct pg_store *s, void (*fn)(struct pg_arr *))
 	struct pg_arr *a[] = { &s->put_name, &s->put_vis, &s->put_due,
 	    &s->put_flags, &s->put_exp, &s->put_created, &s->put_data,
 	    &s->put_crc, &s->put_dlv, &s->put_attrs, &s->st_qid, &s->st_id,
-	    &s->st_st, &s->del_qid, &s->del_id };
+	    &s->st_st, &s->st_dlv, &s->del_qid, &s->del_id };
 	size_t i;
 
 	for (i = 0; i < sizeof(a) / sizeof(a[0]); i++)
@@ -48,18 +48,36 @@ pg_pending_reset(struct pg_store *s)
 	s->put_bytes = 0;
 }
 
-/* A state change of an item this broker holds (see P_SETSTATE). */
-int
-pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st)
+/* A state change of an item this broker holds (see P_SETSTATE); dlv:
+ * the delivery count an open (st 1) stores, the one the layer gave
+ * (saker_store_handout()). */
+static int
+pg_st_push(struct pg_store *s, int64_t qid, uint64_t id, int st,
+    uint32_t dlv)
 {
 	if (!pg_arr_reserve(&s->st_qid, 12) || !pg_arr_reserve(&s->st_id, 12) ||
-	    !pg_arr_reserve(&s->st_st, 12) ||
+	    !pg_arr_reserve(&s->st_st, 12) || !pg_arr_reserve(&s->st_dlv, 12) ||
 	    intmap_put_u64(&s->st_ids, id, (uint64_t)qid) != 0)
 		return pg_errf(s, SAKER_ENOMEM, "out of memory");
 	pg_arr_i64(&s->st_qid, qid);
 	pg_arr_i64(&s->st_id, (int64_t)id);
 	pg_arr_i64(&s->st_st, st);
+	pg_arr_i64(&s->st_dlv, dlv);
 	return SAKER_OK;
+}
+
+/* ... that gives it back (st 0): its count stays */
+int
+pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st)
+{
+	return pg_st_push(s, qid, id, st, 0);
+}
+
+/* ... that opens a claimed item, with the count the layer handed out */
+int
+pg_st_open(struct pg_store *s, int64_t qid, uint64_t id, uint32_t dlv)
+{
+	return pg_st_push(s, qid, id, 1, dlv);
 }
 
 /* Room for `more` elements of `size` bytes after the n used in the array
@@ -86,11 +104,13 @@ pg_room(void *vp, size_t size, size_t n, size_t *cap, size_t more)
 	return true;
 }
 
-/* Can the current batch write (a damaged or expired item be moved)? */
+/* Can the current batch write (a damaged or expired item be moved)?
+ * The layer says whether it takes writes (read-only, a lost batch); the
+ * driver whether the server is reachable. */
 bool
 pg_writable(const struct pg_store *s)
 {
-	return !s->read_only && !s->lost && s->conn != NULL;
+	return saker_store_takes_writes(&s->base) && s->conn != NULL;
 }
 
 bool
@@ -255,6 +275,7 @@ pg_send_pending(struct pg_store *s, struct pg_pipe *pp)
 		pg_pp_arr(&p, &s->st_id);
 		pg_pp_arr(&p, &s->st_st);
 		pg_pp_str(&p, s->owner);
+		pg_pp_arr(&p, &s->st_dlv);
 		pg_pipe_send(s, pp, P_SETSTATE, NULL, &p, "changing item states");
 	}
 	if (s->del_id.n > 0) {
@@ -421,26 +442,34 @@ pg_restore(struct pg_store *s)
 	}
 }
 
+/*
+ * The batch is lost (a statement failed, the session went): the layer
+ * keeps the state and refuses the rest of the batch (store.h, REFUSALS),
+ * with the failure's message (s->err, less its "postgres: ") as the
+ * reason.  The driver's part: roll back, and put its memory of the batch
+ * back as at the last commit.
+ */
 void
 pg_lose_batch(struct pg_store *s, int code)
 {
 	PGresult *res;
 	struct pgp p = { 0 };
+	char why[256];
 
+	pg_oneline(why, sizeof(why), strncmp(s->err, "postgres: ", 10) == 0 ?
+	    s->err + 10 : s->err);	/* before the ROLLBACK's */
 	s->in_txn = false;
 	s->begun = false;
 	s->txn_gen++;
 	s->renew_at = 0;
 	if (s->conn != NULL)
 		PQclear(pg_exec(s, "ROLLBACK"));
-	if (!s->lost) {
-		s->lost = true;
-		s->lost_err = code;
-		pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
-	}
 	pg_pending_reset(s);
 	pg_took_clear(s);
-	/* (the rows it deleted: pg_commit() decides, in doubt or not) */
+	/* the rows it deleted are back for sure unless its COMMIT went
+	 * out: then pg_commit() decides, in doubt or not */
+	if (!s->committing)
+		pg_gone_end(s, false);
 	/* Claims of earlier batches are still ours in the database, but
 	 * which of them this batch handed out is unknown now: give them all
 	 * back at once, in their place in the FIFO. */
@@ -452,17 +481,25 @@ pg_lose_batch(struct pg_store *s, int code)
 	}
 	pg_restore(s);
 	pg_reload_open(s);
-	saker_store_batch_lost(&s->base);	/* the layer's counters too */
+	saker_store_lose_batch_why(&s->base, code, why);
 }
 
 int
 pg_begin(struct pg_store *s)
 {
-	if (s->read_only)
-		return pg_errf(s, SAKER_EREADONLY, "postgres: opened read-only");
-	if (s->lost)
-		return pg_errf(s, s->lost_err, "%s (batch rolled back)",
-		    s->lost_why);
+	int err;
+
+	/* the layer's refusal (store.h, REFUSALS), with its one message: a
+	 * batch lost in this very call (the layer refused the call at entry
+	 * otherwise), or a read-only store (for the driver's own writes:
+	 * commit's counters) */
+	if ((err = saker_store_refusal(&s->base, true)) != SAKER_OK)
+		return err;
+	/* Down is no refusal state of the layer's: those last until the
+	 * store is reopened, this one until tick() has reconnected (a
+	 * server keeps what it committed; nothing here needs a reopen).
+	 * So the driver answers it, as any call that cannot reach the
+	 * server. */
 	if (s->conn == NULL)
 		return pg_down(s);
 	if (s->in_txn)
@@ -641,17 +678,12 @@ pg_commit(saker_store *base)
 	struct pgp p;
 	struct saker_queue *pre[PG_PRECLAIM_MAX];
 	int pre_ix[PG_PRECLAIM_MAX], npre = 0, k, adv_ix = -1;
-	bool in_doubt = false, counts;
+	bool in_doubt = false, counts, ok;
 	const char *st;
 	uint64_t t0, bno;
 	int err, commit_ix;
 
-	if (s->lost) {
-		s->lost = false;
-		pg_gone_end(s, false);
-		return pg_errf(s, s->lost_err, "%s (batch rolled back)",
-		    s->lost_why);
-	}
+	/* (a batch lost before: the layer ends it, this is not called) */
 	/* Nothing to commit is no failure, even while down (store.h):
 	 * the replies of a turn that wrote nothing (a get that timed out
 	 * with a miss, in the same turn as the tick) stand.  /healthz
@@ -722,7 +754,10 @@ pg_commit(saker_store *base)
 	pg_arr_free(&ct);
 	pg_arr_free(&ce);
 	pg_arr_free(&nt);
-	if (!pg_pipe_wait(s, &pp)) {
+	s->committing = true;
+	ok = pg_pipe_wait(s, &pp);
+	s->committing = false;
+	if (!ok) {
 		/* A statement before the COMMIT that PostgreSQL refused aborts
 		 * the transaction (the COMMIT is skipped).  Otherwise, when the
 		 * connection broke, the COMMIT may have happened or not, and
@@ -744,7 +779,6 @@ pg_commit(saker_store *base)
 			    " COMMIT got no answer (%s): the batch may or may not"
 			    " be stored; retrying a write without an id may"
 			    " duplicate it", why);
-			pg_oneline(s->lost_why, sizeof(s->lost_why), s->err);
 		}
 		goto fail;
 	}
@@ -812,12 +846,10 @@ fail:
 	pg_arr_free(&ce);
 	pg_arr_free(&nt);
 	pg_took_clear(s);
-	/* pg_fail() rolled back and recorded it; report it once */
-	if (s->lost)
-		err = s->lost_err;
-	else if (s->in_txn)
+	/* pg_fail() may have rolled back already (the layer ends a batch
+	 * lost in commit() with it) */
+	if (s->in_txn)
 		pg_lose_batch(s, err);
-	s->lost = false;
 	return in_doubt ? SAKER_EINDOUBT : err;
 }
 

@@ -7,6 +7,7 @@
 
 void pg_batch_arrs(struct pg_store *s, void (*fn)(struct pg_arr *));
 int pg_st_add(struct pg_store *s, int64_t qid, uint64_t id, int st);
+int pg_st_open(struct pg_store *s, int64_t qid, uint64_t id, uint32_t dlv);
 bool pg_writable(const struct pg_store *s);
 bool pg_del_room(struct pg_store *s);
 void pg_del_add(struct pg_store *s, int64_t qid, uint64_t id);

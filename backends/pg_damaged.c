@@ -91,7 +91,7 @@ pg_take_damaged(struct pg_store *s, struct saker_queue *q, int mode,
 	if (err == SAKER_OK)	/* moved aside: gone from q */
 		saker_store_account(&s->base, q, SAKER_ITEM_READY,
 		    SAKER_ITEM_NONE, (size_t)PQgetlength(res, 0, C_DATA));
-	if (err != SAKER_OK && !s->lost) {
+	if (err != SAKER_OK && !saker_store_is_lost(&s->base)) {
 		/* not moved: put it back as it was (it stays damaged) */
 		int e2 = pg_head_back(s, q, mode, res);
 

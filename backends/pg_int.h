@@ -166,9 +166,8 @@ struct pg_store {
 
 	bool in_txn;
 	unsigned txn_gen;	/* bumped when a transaction ends */
-	bool lost;		/* batch rolled back by a failed statement */
-	int lost_err;
-	char lost_why[256];
+	bool committing;	/* the COMMIT is out: pg_commit() decides
+				 * what the rows the batch deleted become */
 	bool unsynced;
 	int code;		/* of the last failure */
 
@@ -219,7 +218,7 @@ struct pg_store {
 	struct pg_arr put_name, put_vis, put_due, put_flags, put_exp,
 	    put_created, put_data, put_crc, put_dlv, put_attrs;
 	size_t put_bytes;
-	struct pg_arr st_qid, st_id, st_st;
+	struct pg_arr st_qid, st_id, st_st, st_dlv;
 	struct intmap st_ids;	/* ids with a state change in st_* */
 	struct pg_arr del_qid, del_id;
 	/* (qid, id) of every row the batch deletes (a take, a confirm),

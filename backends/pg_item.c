@@ -191,7 +191,7 @@ pg_expired_item(struct pg_store *s, struct saker_queue *q,
 int
 pg_expired_lost(struct pg_store *s, struct saker_queue *q, int err)
 {
-	if (s->lost)
+	if (saker_store_is_lost(&s->base))
 		return err;	/* a failed statement rolled it back already */
 	pg_errf(s, err, "postgres: queue '%.*s': an expired item could not be"
 	    " moved (%s): the batch is rolled back, so that none is lost",

@@ -167,7 +167,8 @@ pg_take_held(struct pg_store *s, struct saker_queue *q, int mode,
 		if (mode == SAKER_TAKE_REMOVE) {
 			pg_del_add(s, q->id, id);
 			pg_bid_out(s, q->id, &it);
-		} else if ((err = pg_st_add(s, q->id, id, 1)) != SAKER_OK) {
+		} else if ((err = pg_st_open(s, q->id, id, it.deliveries)) !=
+		    SAKER_OK) {
 			/* the core does not send an item whose take failed */
 			(void)pg_os_take(&s->open, id, q->id);
 			return err;
@@ -691,7 +692,7 @@ pg_tick(saker_store *base, int64_t now_ms)
 	}
 	if (err != SAKER_OK)
 		return err;
-	if (s->lost)
+	if (saker_store_is_lost(&s->base))
 		return SAKER_OK;
 	if ((err = pg_seg_tick(s)) != SAKER_OK)
 		return err;
@@ -767,7 +768,7 @@ pg_tick(saker_store *base, int64_t now_ms)
 	PQclear(res);
 	/* last: their failures (warnings) must not skip the work above */
 	r = pg_horizon_tick(s, now_ms);
-	if (s->lost || s->conn == NULL)
+	if (saker_store_is_lost(&s->base) || s->conn == NULL)
 		return r;
 	err = pg_vacuum_tick(s, now_ms);
 	return err != SAKER_OK ? err : r;

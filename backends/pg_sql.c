@@ -250,14 +250,22 @@ static const char *const pg_sql[P_COUNT] = {
 	    " ('saker: queue deleted by another broker during the batch; stored '"
 	    " || count(*))::int END FROM ins",
 	/* state changes of items this broker holds: 0 gives one back, 1 opens
-	 * a claimed one, 2 claims (never sent: claims are P_CLAIM) */
+	 * a claimed one with the delivery count the layer handed out ($5,
+	 * saker_store_handout()), 2 claims (never sent: claims are P_CLAIM).
+	 * P_TAKE_OPEN counts in SQL instead (PG_DLV_MAX): that one statement
+	 * finds the head row and opens it, so no count is known to bind, and
+	 * storing the layer's count afterwards (here) would update the row a
+	 * second time in the batch, a second row version for every open (the
+	 * dead rows of issue 47); pg_take_one() undoes it for an expired
+	 * row. */
 	[P_SETSTATE] = "UPDATE saker_items i SET (state, deliveries, owner,"
-	    " lease_until) = (SELECT u.st, CASE WHEN u.st = 1 THEN"
-	    " least(i.deliveries + 1, " PG_DLV_MAX ") ELSE i.deliveries END,"
+	    " lease_until) = (SELECT u.st, CASE WHEN u.st = 1 THEN u.dlv"
+	    " ELSE i.deliveries END,"
 	    " CASE WHEN u.st = 0 THEN NULL ELSE i.owner END,"
 	    " CASE WHEN u.st = 0 THEN 0 ELSE i.lease_until END"
-	    " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[])"
-	    " AS u(qid, id, st) WHERE u.qid = i.qid AND u.id = i.id LIMIT 1)"
+	    " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[],"
+	    " $5::bigint[]) AS u(qid, id, st, dlv)"
+	    " WHERE u.qid = i.qid AND u.id = i.id LIMIT 1)"
 	    " WHERE " BY_KEYS("$1", "$2") " AND " HELD " AND owner = $4::text",
 	/* confirmed open items and claimed items taken or expired */
 	[P_DELS] = "DELETE FROM saker_items WHERE " BY_KEYS("$1", "$2")

@@ -164,13 +164,13 @@ pg_queue_open(saker_store *base, const char *name, size_t len, bool create,
 		*out = q;
 		return SAKER_OK;
 	}
-	if (create && s->lost)
+	if (create && saker_store_is_lost(&s->base))
 		return pg_begin(s);
+	/* (read-only: the layer asks without create, and refuses a new
+	 * queue itself) */
 	err = pg_resolve(s, name, len, create && !s->read_only, &id, &created);
 	if (err != SAKER_OK)
 		return err;
-	if (id == 0 && create && s->read_only)
-		return pg_errf(s, SAKER_EREADONLY, "postgres: opened read-only");
 	if (id == 0)
 		return pg_errf(s, SAKER_ENOTFOUND, "no such queue");
 	if ((q = pg_queue_new(s, name, len, id)) == NULL)
@@ -270,28 +270,54 @@ pg_queues(saker_store *base, saker_queue_name_fn fn, void *arg)
 	return r;
 }
 
+/*
+ * The one row the database answers about live queue q: P_STATS and
+ * P_QCOUNT by its id at the newest time seen, P_D_COUNT by its name
+ * (saker_dedup is by name; a store before format 6, opened read-only,
+ * has none: no row).  *res is NULL when there is no row.
+ */
+static int
+pg_queue_row(struct pg_store *s, saker_queue *q, int which, const char *what,
+    PGresult **res)
+{
+	struct pgp p = { 0 };
+	int err;
+
+	*res = NULL;
+	if ((err = pg_dead(s, q)) != SAKER_OK)
+		return err;
+	if (which == P_D_COUNT && s->version < 6)
+		return SAKER_OK;
+	if (which == P_D_COUNT) {
+		pg_pp_bin(&p, q->name, q->len);
+	} else {
+		pg_pp_i64(&p, q->id);
+		pg_pp_i64(&p, s->last_now);
+	}
+	if ((*res = pg_run(s, which, &p, what)) == NULL)
+		return s->code;
+	if (PQntuples(*res) == 0) {
+		PQclear(*res);
+		*res = NULL;
+	}
+	return SAKER_OK;
+}
+
 static int
 pg_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 {
-	struct pg_store *s = PG(base);
-	struct pgp p = { 0 };
 	PGresult *res;
 	int err;
 
 	memset(st, 0, sizeof(*st));
-	if ((err = pg_dead(s, q)) != SAKER_OK)
-		return err;
-	pg_pp_i64(&p, q->id);
-	pg_pp_i64(&p, s->last_now);
-	if ((res = pg_run(s, P_STATS, &p, "reading queue stats")) == NULL)
-		return s->code;
-	if (PQntuples(res) > 0) {
+	err = pg_queue_row(PG(base), q, P_STATS, "reading queue stats", &res);
+	if (res != NULL) {
 		st->total_items = (uint64_t)(pg_rv_i64(res, 0, 0) + q->d_total);
 		st->expired_items = (uint64_t)(pg_rv_i64(res, 0, 1) + q->d_expired);
 		st->head_created_ms = pg_rv_i64(res, 0, 2);
+		PQclear(res);
 	}
-	PQclear(res);
-	return SAKER_OK;
+	return err;
 }
 
 /* The layer's recount (store.h, queue_count): a scan of the queue's rows,
@@ -299,25 +325,18 @@ pg_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 static int
 pg_queue_count(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 {
-	struct pg_store *s = PG(base);
-	struct pgp p = { 0 };
 	PGresult *res;
 	int err;
 
-	if ((err = pg_dead(s, q)) != SAKER_OK)
-		return err;
-	pg_pp_i64(&p, q->id);
-	pg_pp_i64(&p, s->last_now);
-	if ((res = pg_run(s, P_QCOUNT, &p, "counting queue items")) == NULL)
-		return s->code;
-	if (PQntuples(res) > 0) {
+	err = pg_queue_row(PG(base), q, P_QCOUNT, "counting queue items", &res);
+	if (res != NULL) {
 		st->items = (uint64_t)pg_rv_i64(res, 0, 0);
 		st->bytes = (uint64_t)pg_rv_i64(res, 0, 1);
 		st->delayed_items = (uint64_t)pg_rv_i64(res, 0, 2);
 		st->open_items = (uint64_t)pg_rv_i64(res, 0, 3);
+		PQclear(res);
 	}
-	PQclear(res);
-	return SAKER_OK;
+	return err;
 }
 
 /* ------------------------------------------------------------------ */
@@ -390,7 +409,8 @@ pg_take_one(struct pg_store *s, struct saker_queue *q, int mode,
 			it.deliveries--;
 		if ((err = pg_begin(s)) != SAKER_OK ||
 		    (err = pg_expired_item(s, q, &it, now_ms)) != SAKER_OK) {
-			if (!s->lost)	/* else the rollback put it back */
+			/* lost: the rollback put it back */
+			if (!saker_store_is_lost(&s->base))
 				(void)pg_head_back(s, q, mode, res);
 			PQclear(res);
 			return err;
@@ -541,7 +561,7 @@ pg_release(saker_store *base, saker_queue *q, uint64_t id)
 	    (err = pg_st_add(s, q->id, id, 0)) != SAKER_OK) {
 		/* still open, unless the batch was lost (the set was reloaded
 		 * from the database then) */
-		if (!s->lost)
+		if (!saker_store_is_lost(&s->base))
 			(void)intmap_put_u64(&s->open, id, (uint64_t)q->id);
 		return err;
 	}
@@ -563,7 +583,7 @@ pg_open_take(struct pg_store *s, struct saker_queue *q, uint64_t id)
 	if (!pg_os_take(&s->open, id, q->id))
 		return pg_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if (intmap_get_u64(&s->st_ids, id) != 0 && (err = pg_flush(s)) != SAKER_OK) {
-		if (!s->lost)
+		if (!saker_store_is_lost(&s->base))
 			(void)intmap_put_u64(&s->open, id, (uint64_t)q->id);
 		return err;
 	}
@@ -651,7 +671,8 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 		return SAKER_OK;	/* tick() promotes after the reconnect */
 	pg_pipe_init(&pp);
 	/* one round trip: pending writes, promotion, next due time */
-	if (!s->read_only && !s->lost && now_ms > s->promoted_to) {
+	if (!s->read_only && !saker_store_is_lost(&s->base) &&
+	    now_ms > s->promoted_to) {
 		if ((err = pg_begin(s)) != SAKER_OK)
 			return err;
 		pg_send_pending(s, &pp);
@@ -977,23 +998,16 @@ pg_dedup_iterate(saker_store *base, saker_queue *q, saker_dedup_fn fn,
 static int
 pg_dedup_count(saker_store *base, saker_queue *q, uint64_t *n)
 {
-	struct pg_store *s = PG(base);
-	struct pgp p = { 0 };
 	PGresult *res;
 	int err;
 
 	*n = 0;
-	if ((err = pg_dead(s, q)) != SAKER_OK)
-		return err;
-	if (s->version < 6)
-		return SAKER_OK;	/* a read-only open of an older store */
-	pg_pp_bin(&p, q->name, q->len);
-	if ((res = pg_run(s, P_D_COUNT, &p, "counting ids")) == NULL)
-		return s->code;
-	if (PQntuples(res) > 0)
+	err = pg_queue_row(PG(base), q, P_D_COUNT, "counting ids", &res);
+	if (res != NULL) {
 		*n = (uint64_t)pg_rv_i64(res, 0, 0);
-	PQclear(res);
-	return SAKER_OK;
+		PQclear(res);
+	}
+	return err;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1032,7 +1046,7 @@ pg_store_stats(saker_store *base, struct saker_store_stats *st)
 	if (s->conn == NULL)
 		pg_oneline(st->down_why, sizeof(st->down_why),
 		    s->down_why[0] != '\0' ? s->down_why : "connecting");
-	if (s->conn == NULL || s->lost)
+	if (s->conn == NULL || saker_store_is_lost(&s->base))
 		return;
 	if ((res = pg_run(s, P_SIZE, NULL, "reading the size")) == NULL)
 		return;
@@ -1192,7 +1206,7 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	s->put_vis.oid = s->put_due.oid = s->put_flags.oid = OID_INT8;
 	s->put_exp.oid = s->put_created.oid = s->put_crc.oid = OID_INT8;
 	s->put_dlv.oid = OID_INT8;
-	s->st_qid.oid = s->st_id.oid = s->st_st.oid = OID_INT8;
+	s->st_qid.oid = s->st_id.oid = s->st_st.oid = s->st_dlv.oid = OID_INT8;
 	s->del_qid.oid = s->del_id.oid = OID_INT8;
 	if ((e = pg_parse_location(s, location, err, errlen)) != SAKER_OK ||
 	    (e = pg_channel_opts(s, opts, err, errlen)) != SAKER_OK) {

@@ -388,6 +388,10 @@ saker_store_close(saker_store *s)
 	/* close() commits its last batch: nobody is woken any more */
 	if (cell != NULL)
 		*cell = NULL;
+	/* a batch the driver lost ends here as at a commit (REFUSALS):
+	 * close() commits what is left, and may write (PostgreSQL hands
+	 * its open items back) */
+	s->lost = 0;
 	where = s->where;	/* the driver's close() frees s, and may
 				 * still report a refusal naming the store */
 	s->driver->close(s);

@@ -255,9 +255,10 @@ struct sq_state {
 	int64_t head;		/* every ready item has seq >= head */
 	int64_t tail;		/* next seq appended */
 	int64_t lo;		/* next seq released to the head */
-	/* items..open too: the queues table holds them (format 1), so
-	 * this driver keeps them, undone with the batch (own_counts) */
-	uint64_t items, bytes, delayed, open, total, expired;
+	/* items, bytes, delayed and open are the layer's (store.h,
+	 * COUNTERS): the queues table holds them too (format 1), written
+	 * from the layer's and handed to it at open */
+	uint64_t total, expired;
 };
 
 struct saker_queue {
@@ -274,6 +275,10 @@ struct saker_queue {
 	/* per-operation undo (promote touches many queues) */
 	unsigned touch_gen;
 	struct sq_state undo;
+	/* the layer's counters before the operation: a savepoint rolled
+	 * back undoes one call, which the layer's per-batch snapshot
+	 * cannot (saker_store_queue_seed() puts them back) */
+	struct saker_queue_stats undo_n;
 	struct saker_queue *touch_next;
 	char name[];		/* qe.len bytes, not terminated */
 };
@@ -298,13 +303,9 @@ struct sq_store {
 	sqlite3_stmt *st[S_COUNT];
 
 	bool in_txn;		/* BEGIN IMMEDIATE done, COMMIT pending */
-	/* the asynchronous commit (store.h): a batch in flight on the
-	 * journal's flush thread, its start, a result collected early */
-	bool no_async;		/* the flush thread could not be started */
-	bool flight_wrote;	/* it changed rows (counted at its result) */
-	bool flight_done;
-	int flight_rc;
-	uint64_t flight_t0;
+	/* the asynchronous commit (longtxn.h): the batch in flight changed
+	 * rows (counted at its result) */
+	bool flight_wrote;
 	bool unsynced;		/* periodic: commits since the last sync() */
 	int changes;		/* sqlite3_total_changes() at BEGIN */
 
@@ -386,7 +387,6 @@ sq_map(int rc)
 
 static void sq_lose_batch(struct sq_store *, int);
 static void sq_rebuild(struct sq_store *);
-static void sq_flight_wait(struct sq_store *);
 
 /*
  * Record a failed SQLite call.  SQLite undoes just the failing statement
@@ -621,6 +621,7 @@ sq_touch(struct sq_store *s, struct saker_queue *q)
 		return;
 	q->touch_gen = s->gen;
 	q->undo = q->cur;
+	q->undo_n = saker_queue_counted(q);
 	q->touch_next = s->touched;
 	s->touched = q;
 	sq_mark_dirty(s, q);
@@ -669,6 +670,7 @@ sq_restore(struct sq_store *s)
 		sq_unlist(q);
 		q->cur = q->saved;
 		q->dead = false;
+		saker_store_queue_restored(&s->base, q);	/* its counters */
 		if (kit_qtab_add(&s->qt, &q->qe) != 0) {
 			/* cannot happen: the table had room for it before */
 			q->dead = true;
@@ -769,11 +771,41 @@ lt_commit(void *arg, uint64_t seq, bool *fatal)
 	return rc;
 }
 
+static void
+lt_landed(void *arg, uint64_t ns)
+{
+	struct sq_store *s = arg;
+
+	if (s->flight_wrote) {
+		s->commits++;
+		s->fsyncs++;
+	}
+	s->commit_ns += ns;
+}
+
+/* The batch in flight failed (ltx_flight_collect()): the queues already
+ * hold it and the batch gathered on top; both go with the long
+ * transaction and the store is stale until reopened. */
+static int
+lt_lost(void *arg, int code, const char *msg)
+{
+	struct sq_store *s = arg;
+
+	s->in_txn = false;
+	s->jst = NULL;
+	lj_cut(&s->lt.j, 0);
+	sq_restore(s);
+	lt_abort(s);
+	return sq_errf(s, code, "%s", msg);
+}
+
 static const struct ltx_ops sq_ltx_ops = {
 	.begin = lt_begin,
 	.apply = sq_redo_apply,
 	.commit = lt_commit,
 	.abort = lt_abort,
+	.landed = lt_landed,
+	.lost = lt_lost,
 };
 
 /*
@@ -787,7 +819,7 @@ sq_rebuild(struct sq_store *s)
 {
 	uint64_t n;
 
-	sq_flight_wait(s);	/* the journal must end where it says */
+	ltx_flight_wait(&s->lt);	/* the journal must end where it says */
 	if (saker_store_is_stale(&s->base))
 		return;
 	n = s->lt.j.seq - s->lt.ckpt_seq;
@@ -799,12 +831,14 @@ sq_rebuild(struct sq_store *s)
 			    "replayed from the journal", s->path, n);
 		return;
 	}
-	saker_store_refuse_writes(&s->base, "the transaction since the last "
+	/* SQLite holds the last checkpoint, not the batches acknowledged
+	 * since: reads would miss them (stale, as on LMDB) */
+	saker_store_refuse_all(&s->base, "the transaction since the last "
 	    "checkpoint was rolled back and replaying the journal failed: %s",
 	    s->lt.err);
 	snprintf(s->err, sizeof(s->err), "sqlite %s: the transaction since the"
 	    " last checkpoint was rolled back and replaying the journal failed"
-	    " (%s); refusing writes until restart, which replays it again",
+	    " (%s); refusing every call until restart, which replays it again",
 	    s->path, s->lt.err);
 	log_error("%s", s->err);
 }
@@ -854,10 +888,12 @@ sq_checkpoint(struct sq_store *s)
 		    s->err);
 	s->ckpt_failing = true;
 	if (!rebuilt) {
-		saker_store_refuse_writes(&s->base, "checkpoint failed and "
+		/* as in sq_rebuild(): reads would miss what the journal
+		 * holds */
+		saker_store_refuse_all(&s->base, "checkpoint failed and "
 		    "replaying the journal failed: %s", s->lt.err);
 		snprintf(s->err, sizeof(s->err), "sqlite %s: checkpoint failed "
-		    "and replaying the journal failed (%s); refusing writes "
+		    "and replaying the journal failed (%s); refusing every call "
 		    "until restart, which replays it again", s->path, s->lt.err);
 		log_error("%s", s->err);
 	}
@@ -871,7 +907,7 @@ sq_checkpoint(struct sq_store *s)
 /* The batch's record into the journal, flushed; then the batch joins the
  * long transaction. */
 static int
-sq_batch_end(struct sq_store *s, bool async, bool *started)
+sq_batch_end(struct sq_store *s, bool async, uint64_t t0, bool *started)
 {
 	int rc, err;
 
@@ -885,24 +921,11 @@ sq_batch_end(struct sq_store *s, bool async, bool *started)
 		lj_cut(&s->lt.j, s->jst_mark);
 		s->jst = NULL;
 	}
-	/* a checkpoint must follow its batch before the next one gathers
-	 * into the long transaction: that batch commits synchronously */
-	if (async && (s->no_async || s->lt.j.len == 0 ||
-	    ltx_due(&s->lt, saker_mono_ns())))
-		async = false;
+	/* a batch that journaled nothing writes no record (LMDB's commit
+	 * skips such a batch before it comes this far) */
 	err = SAKER_OK;
-	if (async) {
-		err = ltx_write_start(&s->lt);
-		if (err == SAKER_EINVAL) {
-			log_warn("sqlite %s: %s; committing synchronously",
-			    s->path, s->lt.err);
-			s->no_async = true;
-			async = false;
-		} else if (err == SAKER_OK)
-			*started = true;
-	}
-	if (!async && s->lt.j.len > 0)
-		err = ltx_write(&s->lt, true);
+	if (s->lt.j.len > 0)
+		err = ltx_batch_write(&s->lt, async, true, t0, started);
 	if (err != SAKER_OK) {
 		if (err == SAKER_EFULL || err == SAKER_ENOMEM)
 			return sq_errf(s, err, "sqlite %s: batch rolled back: %s",
@@ -1018,8 +1041,10 @@ sq_sp_end(struct sq_store *s, int err)
 		if (err == SAKER_OK)
 			return SAKER_OK;
 	}
-	for (q = s->touched; q != NULL; q = q->touch_next)
+	for (q = s->touched; q != NULL; q = q->touch_next) {
 		q->cur = q->undo;	/* the operation's queues as they were */
+		saker_store_queue_seed(&s->base, q, &q->undo_n);
+	}
 	s->touched = NULL;
 	if (!s->in_txn)
 		return err;	/* sq_fail() already dropped the batch */
@@ -1050,10 +1075,11 @@ sq_write_queue(struct sq_store *s, struct saker_queue *q)
 {
 	int which = q->fresh ? S_Q_INSERT : S_Q_UPDATE;
 	sqlite3_stmt *st = s->st[which];
+	const struct saker_queue_stats n = saker_queue_counted(q);
 	/* ?3 .. ?11 */
 	const int64_t v[] = { q->cur.head, q->cur.tail, q->cur.lo,
-	    (int64_t)q->cur.items, (int64_t)q->cur.bytes,
-	    (int64_t)q->cur.delayed, (int64_t)q->cur.open,
+	    (int64_t)n.items, (int64_t)n.bytes,
+	    (int64_t)n.delayed_items, (int64_t)n.open_items,
 	    (int64_t)q->cur.total, (int64_t)q->cur.expired };
 	int err, i;
 
@@ -1097,7 +1123,7 @@ sq_commit_x(saker_store *base, bool async, bool *started)
 	wrote = sqlite3_total_changes(s->db) != s->changes;
 	if (s->journaled) {
 		if ((err = sq_batch_end(s, async && s->sync ==
-		    SAKER_SYNC_ALWAYS, started)) != SAKER_OK)
+		    SAKER_SYNC_ALWAYS, t0, started)) != SAKER_OK)
 			goto fail;
 	} else if ((rc = sq_step(s, S_COMMIT)) != SQLITE_DONE) {
 		err = sq_fail(s, rc, "commit");
@@ -1126,9 +1152,8 @@ sq_commit_x(saker_store *base, bool async, bool *started)
 	}
 	s->dseq_saved = s->dseq;
 	if (*started) {
-		/* counted when its result comes (sq_flight_collect) */
+		/* counted when its result comes (lt_landed) */
 		s->flight_wrote = wrote;
-		s->flight_t0 = t0;
 		return SAKER_OK;
 	}
 	if (wrote) {
@@ -1170,72 +1195,16 @@ sq_commit_start(saker_store *base, bool *started)
 	return sq_commit_x(base, true, started);
 }
 
-/*
- * Collect the result of the batch in flight, waiting for it.  When its
- * write or fdatasync failed, memory and the long transaction already hold
- * it and the batch gathered on top: rather than unpick two batches the
- * store rolls its long transaction back and refuses every call, reads
- * too, until reopened, when the journal says what reached the disk.
- */
-static int
-sq_flight_collect(struct sq_store *s)
-{
-	int code;
-
-	if (!s->lt.j.inflight)
-		return SAKER_OK;
-	code = ltx_write_finish(&s->lt);
-	if (code == SAKER_OK) {
-		if (s->flight_wrote) {
-			s->commits++;
-			s->fsyncs++;
-		}
-		s->commit_ns += saker_mono_ns() - s->flight_t0;
-		return SAKER_OK;
-	}
-	saker_store_refuse_all(&s->base, "commit: %s", s->lt.err);
-	s->in_txn = false;
-	s->jst = NULL;
-	lj_cut(&s->lt.j, 0);
-	sq_restore(s);
-	lt_abort(s);
-	return sq_errf(s, code, "sqlite %s: commit failed%s, this batch and "
-	    "the next rolled back, store must be reopened: %s", s->path,
-	    code == SAKER_EINDOUBT ? " and may or may not have reached the "
-	    "disk" : "", s->lt.err);
-}
-
-/* A rebuild must not run with a batch in flight: its result now, kept
- * for commit_finish(), whose caller still waits for the descriptor. */
-static void
-sq_flight_wait(struct sq_store *s)
-{
-	if (!s->lt.j.inflight)
-		return;
-	s->flight_rc = sq_flight_collect(s);
-	s->flight_done = true;
-	lj_flush_poke(&s->lt.j, true);
-}
-
 static int
 sq_commit_fd(saker_store *base)
 {
-	struct sq_store *s = SQ(base);
-
-	return s->lt.j.inflight || s->flight_done ? ltx_flush_fd(&s->lt) : -1;
+	return ltx_commit_fd(&SQ(base)->lt);
 }
 
 static int
 sq_commit_finish(saker_store *base)
 {
-	struct sq_store *s = SQ(base);
-
-	if (s->flight_done) {
-		s->flight_done = false;
-		lj_flush_poke(&s->lt.j, false);
-		return s->flight_rc;
-	}
-	return sq_flight_collect(s);
+	return ltx_commit_finish(&SQ(base)->lt);
 }
 
 static int
@@ -1333,14 +1302,16 @@ sq_dead(struct sq_store *s, struct saker_queue *q)
 static int
 sq_clear(struct sq_store *s, struct saker_queue *q, bool drop)
 {
+	bool delayed;
 	int err;
 
 	if ((err = sq_dead(s, q)) != SAKER_OK ||
 	    (err = sq_sp_begin(s)) != SAKER_OK)
 		return err;
+	delayed = saker_queue_counted(q).delayed_items != 0;
 	sq_bind_i64(s, s->st[S_I_DELQ], 1, q->qe.id);
 	err = sq_exec(s, S_I_DELQ, "delete items");
-	if (err == SAKER_OK && q->cur.delayed != 0) {
+	if (err == SAKER_OK && delayed) {
 		sq_bind_i64(s, s->st[S_D_DELQ], 1, q->qe.id);
 		err = sq_exec(s, S_D_DELQ, "delete delayed items");
 	}
@@ -1354,11 +1325,10 @@ sq_clear(struct sq_store *s, struct saker_queue *q, bool drop)
 	}
 	if ((err = sq_sp_end(s, err)) != SAKER_OK)
 		return err;
-	if (q->cur.delayed != 0)
+	if (delayed)
 		sq_refresh_next_due(s);	/* the earliest may have gone */
 	if (!drop) {
-		sq_mark_dirty(s, q);
-		q->cur.items = q->cur.bytes = q->cur.delayed = q->cur.open = 0;
+		sq_mark_dirty(s, q);	/* the layer zeroes its counters */
 		q->cur.head = q->cur.tail;
 		return SAKER_OK;
 	}
@@ -1411,13 +1381,9 @@ sq_queue_stats(saker_store *base, saker_queue *q, struct saker_queue_stats *st)
 	memset(st, 0, sizeof(*st));
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
-	st->items = q->cur.items;
-	st->bytes = q->cur.bytes;
-	st->delayed_items = q->cur.delayed;
-	st->open_items = q->cur.open;
 	st->total_items = q->cur.total;
 	st->expired_items = q->cur.expired;
-	if (q->cur.items == 0)
+	if (saker_queue_counted(q).items == 0)
 		return SAKER_OK;
 	if ((err = sq_read_item(s, q, S_I_HEAD, q->cur.head, &it,
 	    "read queue head")) != SAKER_OK)
@@ -1476,8 +1442,8 @@ sq_append(struct sq_store *s, struct saker_queue *q,
 		return err;
 	sq_mark_dirty(s, q);
 	q->cur.tail++;
-	q->cur.items++;
-	q->cur.bytes += it->len;
+	saker_store_account(&s->base, q, SAKER_ITEM_NONE, SAKER_ITEM_READY,
+	    it->len);
 	return SAKER_OK;
 }
 
@@ -1518,7 +1484,8 @@ sq_put(saker_store *base, saker_queue *q, const struct saker_item *item,
 		return err;
 	s->dseq++;
 	sq_mark_dirty(s, q);
-	q->cur.delayed++;
+	saker_store_account(base, q, SAKER_ITEM_NONE, SAKER_ITEM_DELAYED,
+	    it.len);
 	q->cur.total++;
 	if (s->next_due == 0 || item->due_ms < s->next_due)
 		s->next_due = item->due_ms;
@@ -1543,10 +1510,8 @@ sq_remove_ready(struct sq_store *s, struct saker_queue *q, int which,
 	    "delete item")) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
-	q->cur.items--;
-	q->cur.bytes -= len;
-	if (which == S_I_OPEN)
-		q->cur.open++;
+	saker_store_account(&s->base, q, SAKER_ITEM_READY, which == S_I_OPEN ?
+	    SAKER_ITEM_OPEN : SAKER_ITEM_NONE, len);
 	if (expired)
 		q->cur.expired++;
 	return SAKER_OK;
@@ -1609,7 +1574,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 	if (mode != SAKER_TAKE_REMOVE && mode != SAKER_TAKE_OPEN &&
 	    mode != SAKER_TAKE_PEEK)
 		return sq_errf(s, SAKER_EINVAL, "bad take mode");
-	if (q->cur.items == 0)
+	if (saker_queue_counted(q).items == 0)
 		return SAKER_EEMPTY;
 	if (mode != SAKER_TAKE_PEEK && (err = sq_begin(s)) != SAKER_OK)
 		return err;
@@ -1639,7 +1604,7 @@ sq_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		    !routed, 0)) != SAKER_OK)
 			return err;
 		q->cur.head = from;
-		if (q->cur.items == 0)
+		if (saker_queue_counted(q).items == 0)
 			return SAKER_EEMPTY;
 	}
 	if (mode == SAKER_TAKE_OPEN)	/* fn sees it, the row stores it */
@@ -1664,7 +1629,7 @@ sq_confirm(saker_store *base, saker_queue *q, uint64_t id)
 
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
-	if (q->cur.open == 0 || id > (uint64_t)INT64_MAX)
+	if (saker_queue_counted(q).open_items == 0 || id > (uint64_t)INT64_MAX)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
@@ -1675,7 +1640,7 @@ sq_confirm(saker_store *base, saker_queue *q, uint64_t id)
 	if (sqlite3_changes(s->db) == 0)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	sq_mark_dirty(s, q);
-	q->cur.open--;
+	saker_store_account(base, q, SAKER_ITEM_OPEN, SAKER_ITEM_NONE, 0);
 	return SAKER_OK;
 }
 
@@ -1687,7 +1652,7 @@ sq_open_item(struct sq_store *s, saker_queue *q, uint64_t id, size_t *len)
 	sqlite3_stmt *st = s->st[S_I_OPENLEN];
 	int err, rc;
 
-	if (q->cur.open == 0 || id > (uint64_t)INT64_MAX)
+	if (saker_queue_counted(q).open_items == 0 || id > (uint64_t)INT64_MAX)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such open item");
 	if ((err = sq_begin(s)) != SAKER_OK)
 		return err;
@@ -1720,9 +1685,8 @@ sq_unopen(struct sq_store *s, struct saker_queue *q, int64_t seq,
 	sq_mark_dirty(s, q);
 	q->cur.head = q->cur.lo;
 	q->cur.lo--;
-	q->cur.open--;
-	q->cur.items++;
-	q->cur.bytes += len;
+	saker_store_account(&s->base, q, SAKER_ITEM_OPEN, SAKER_ITEM_READY,
+	    len);
 	return SAKER_OK;
 }
 
@@ -1776,8 +1740,7 @@ sq_release_delayed(saker_store *base, saker_queue *q, uint64_t id,
 		return err;
 	s->touched = NULL;
 	s->dseq++;
-	q->cur.open--;
-	q->cur.delayed++;
+	saker_store_account(base, q, SAKER_ITEM_OPEN, SAKER_ITEM_DELAYED, 0);
 	if (s->next_due == 0 || due_ms < s->next_due)
 		s->next_due = due_ms;
 	return SAKER_OK;
@@ -1805,11 +1768,10 @@ sq_move(saker_store *base, saker_queue *q, uint64_t id, saker_queue *to)
 	if ((err = sq_exec(s, S_I_MOVE, "move item")) != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);
-	q->cur.open--;
+	saker_store_account(base, q, SAKER_ITEM_OPEN, SAKER_ITEM_NONE, 0);
 	sq_mark_dirty(s, to);
 	to->cur.tail++;
-	to->cur.items++;
-	to->cur.bytes += len;
+	saker_store_account(base, to, SAKER_ITEM_NONE, SAKER_ITEM_READY, len);
 	to->cur.total++;
 	sq_notify(s, to);
 	return SAKER_OK;
@@ -1834,8 +1796,9 @@ sq_promote_rows(struct sq_store *s, int64_t now_ms, uint64_t *moved)
 			continue;	/* orphan row: deleted below */
 		q = SQ_Q(e);
 		sq_touch(s, q);
-		q->cur.delayed--;
 		sq_row_item(st, 1, SAKER_ITEM_READY, &it);
+		saker_store_account(&s->base, q, SAKER_ITEM_DELAYED,
+		    SAKER_ITEM_NONE, it.len);
 		if (saker_item_expired(it.expires_ms, now_ms)) {
 			if ((err = sq_expired(s, q, &it, now_ms, &routed)) !=
 			    SAKER_OK)
@@ -1920,7 +1883,7 @@ sq_flush_expired(saker_store *base, saker_queue *q, int64_t now_ms,
 	*removed = 0;
 	if ((err = sq_dead(s, q)) != SAKER_OK)
 		return err;
-	if (q->cur.items == 0)
+	if (saker_queue_counted(q).items == 0)
 		return SAKER_OK;
 	/* At most `limit` ready items are looked at (store.h): no index on
 	 * expiry, so a bound on matches would scan a huge queue whole. */
@@ -2003,17 +1966,19 @@ static int
 sq_iterate(saker_store *base, saker_queue *q, saker_item_fn fn, void *arg)
 {
 	struct sq_store *s = SQ(base);
+	struct saker_queue_stats n;
 	int r;
 
 	if ((r = sq_dead(s, q)) != SAKER_OK)
 		return r;
-	if (q->cur.open > 0 && (r = sq_iter_rows(s, q, S_I_OPENLIST,
+	n = saker_queue_counted(q);
+	if (n.open_items > 0 && (r = sq_iter_rows(s, q, S_I_OPENLIST,
 	    SAKER_ITEM_OPEN, fn, arg)) != 0)
 		return r;
-	if (q->cur.items > 0 && (r = sq_iter_rows(s, q, S_I_READYLIST,
+	if (n.items > 0 && (r = sq_iter_rows(s, q, S_I_READYLIST,
 	    SAKER_ITEM_READY, fn, arg)) != 0)
 		return r;
-	if (q->cur.delayed > 0 && (r = sq_iter_rows(s, q, S_D_LIST,
+	if (n.delayed_items > 0 && (r = sq_iter_rows(s, q, S_D_LIST,
 	    SAKER_ITEM_DELAYED, fn, arg)) != 0)
 		return r;
 	return SAKER_OK;
@@ -2212,8 +2177,7 @@ sq_close(saker_store *base)
 
 	if (s == NULL)
 		return;
-	if (s->lt.j.inflight)
-		(void)sq_flight_collect(s);
+	(void)ltx_flight_collect(&s->lt);
 	if (!s->read_only && !saker_store_is_stale(&s->base))
 		sq_commit(base);
 	if (s->in_txn && s->journaled) {
@@ -2574,6 +2538,7 @@ sq_load(struct sq_store *s)
 {
 	sqlite3_stmt *st;
 	struct saker_queue *q;
+	struct saker_queue_stats n;
 	int64_t maxid = 0;
 	int rc, err = SAKER_OK;
 
@@ -2600,10 +2565,12 @@ sq_load(struct sq_store *s)
 		q->cur.head = sqlite3_column_int64(st, 2);
 		q->cur.tail = sqlite3_column_int64(st, 3);
 		q->cur.lo = sqlite3_column_int64(st, 4);
-		q->cur.items = (uint64_t)sqlite3_column_int64(st, 5);
-		q->cur.bytes = (uint64_t)sqlite3_column_int64(st, 6);
-		q->cur.delayed = (uint64_t)sqlite3_column_int64(st, 7);
-		q->cur.open = (uint64_t)sqlite3_column_int64(st, 8);
+		memset(&n, 0, sizeof(n));
+		n.items = (uint64_t)sqlite3_column_int64(st, 5);
+		n.bytes = (uint64_t)sqlite3_column_int64(st, 6);
+		n.delayed_items = (uint64_t)sqlite3_column_int64(st, 7);
+		n.open_items = (uint64_t)sqlite3_column_int64(st, 8);
+		saker_store_queue_seed(&s->base, q, &n);
 		q->cur.total = (uint64_t)sqlite3_column_int64(st, 9);
 		q->cur.expired = (uint64_t)sqlite3_column_int64(st, 10);
 		q->saved = q->cur;
@@ -2629,6 +2596,7 @@ sq_recover_queue(struct sq_store *s, struct saker_queue *q)
 {
 	sqlite3_stmt *st = s->st[S_I_OPENSEQS];
 	struct sq_row *rows = NULL, *tmp;
+	struct saker_queue_stats c;
 	size_t n = 0, cap = 0, i;
 	int rc, err = SAKER_OK;
 
@@ -2660,7 +2628,9 @@ sq_recover_queue(struct sq_store *s, struct saker_queue *q)
 	if (err != SAKER_OK)
 		return err;
 	sq_mark_dirty(s, q);	/* even with no rows: the count goes */
-	q->cur.open = 0;
+	c = saker_queue_counted(q);
+	c.open_items = 0;
+	saker_store_queue_seed(&s->base, q, &c);
 	return SAKER_OK;
 }
 
@@ -2677,7 +2647,7 @@ sq_recover(struct sq_store *s)
 	for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
 	    e = kit_qtab_next(&s->qt, &i, e)) {
 		q = SQ_Q(e);
-		if (q->cur.open == 0)
+		if (saker_queue_counted(q).open_items == 0)
 			continue;
 		if ((err = sq_begin(s)) != SAKER_OK ||
 		    (err = sq_recover_queue(s, q)) != SAKER_OK)
@@ -2707,6 +2677,7 @@ sq_open(const char *location, const struct saker_store_opts *opts,
 	}
 	s->base.driver = &saker_store_sqlite;
 	ltx_init(&s->lt, &sq_ltx_ops, s, SQ_CKPT_BYTES, SQ_CKPT_NS);
+	ltx_owner(&s->lt, &s->base, "sqlite", s->path);
 	s->sync = opts->sync;
 	s->read_only = opts->read_only;
 	s->notify = opts->notify;
@@ -2793,7 +2764,6 @@ const struct saker_store_driver saker_store_sqlite = {
 	.durable = true,
 	.lock = SAKER_LOCK_BESIDE,
 	/* the queues table holds the four counters (format 1) */
-	.own_counts = true,
 	.open = sq_open,
 	.close = sq_close,
 	.errmsg = sq_errmsg,

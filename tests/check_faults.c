@@ -539,44 +539,85 @@ STORE_TESTS(sqlite)
  * SIGKILL: the STORED was never sent, and after a restart the item is
  * there or not (written, never acknowledged), nothing else.
  */
+/* Create the file `path` (a signal to the shim: arm, go). */
+static void
+touch(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+	close(fd);
+}
+
+/*
+ * The start of both in-flight cases: sakerd on store `drv` with --sync
+ * always, --commit async and the shim's `fault` on the first fdatasync
+ * after the arm file; three connections (*a, *b, *c); a first set
+ * committed before arming (it grows the journal); then "set fq" = "x" on
+ * *a, whose fdatasync is under way (the shim's hit file exists) when this
+ * returns.  r->top and `go` (the shim's release file) are filled in;
+ * inflight_end() frees what this makes.
+ */
+static struct tl_server *
+inflight_start(struct run *r, const char *drv, const char *fault, char *go,
+    size_t golen, int *a, int *b, int *c)
+{
+	struct tl_server *s;
+	char *l;
+	int64_t t0;
+
+	memset(r, 0, sizeof(*r));
+	r->top = tl_mkdtemp();
+	snprintf(r->data, sizeof(r->data), "%s/data", r->top);
+	snprintf(r->arm, sizeof(r->arm), "%s/arm", r->top);
+	snprintf(r->hit, sizeof(r->hit), "%s/arm.hit", r->top);
+	snprintf(go, golen, "%s/arm.go", r->top);
+	ck_assert_int_eq(mkdir(r->data, 0700), 0);
+	snprintf(r->spec, sizeof(r->spec), strcmp(drv, "lmdb") == 0 ?
+	    "lmdb:%s/store" : "sqlite:%s/store.db", r->data);
+	env_set(r, fault);
+	s = tl_server_start(r->spec, "--sync", "always", "--commit", "async",
+	    NULL);
+	env_clear();
+	*a = tl_connect(s->port);
+	*b = tl_connect(s->port);
+	*c = tl_connect(s->port);
+	mustsends(*a, "set warm 0 0 1\r\nw\r\n");
+	l = tl_readline(*a);
+	ck_assert_str_eq(l, "STORED");
+	free(l);
+	touch(r->arm);
+
+	mustsends(*a, "set fq 0 0 1\r\nx\r\n");
+	t0 = tl_now_ms();
+	while (!exists(r->hit) && tl_now_ms() - t0 < tl_timeout_ms)
+		usleep(1000);
+	ck_assert_msg(exists(r->hit), "%s: the fdatasync never came", drv);
+	return s;
+}
+
+/* What inflight_start() made goes: the server (stopped or killed before),
+ * the temporary directory and its name. */
+static void
+inflight_end(struct run *r, struct tl_server *s)
+{
+	tl_server_free(s);
+	tl_rmrf(r->top);
+	free(r->top);
+	r->top = NULL;
+}
+
 static void
 inflight(const char *drv, bool release)
 {
 	struct run r;
 	struct tl_server *s;
 	char *l, go[PATH_MAX + 8];
-	int a, b, c, fd;
+	int a, b, c;
 	int64_t t0, waited;
 
-	memset(&r, 0, sizeof(r));
-	r.top = tl_mkdtemp();
-	snprintf(r.data, sizeof(r.data), "%s/data", r.top);
-	snprintf(r.arm, sizeof(r.arm), "%s/arm", r.top);
-	snprintf(r.hit, sizeof(r.hit), "%s/arm.hit", r.top);
-	snprintf(go, sizeof(go), "%s/arm.go", r.top);
-	ck_assert_int_eq(mkdir(r.data, 0700), 0);
-	snprintf(r.spec, sizeof(r.spec), strcmp(drv, "lmdb") == 0 ?
-	    "lmdb:%s/store" : "sqlite:%s/store.db", r.data);
-	env_set(&r, "fsync:1:stall");
-	s = tl_server_start(r.spec, "--sync", "always", "--commit", "async",
-	    NULL);
-	env_clear();
-	a = tl_connect(s->port);
-	b = tl_connect(s->port);
-	c = tl_connect(s->port);
-	mustsends(a, "set warm 0 0 1\r\nw\r\n");
-	l = tl_readline(a);
-	ck_assert_str_eq(l, "STORED");
-	free(l);
-	fd = open(r.arm, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-
-	mustsends(a, "set fq 0 0 1\r\nx\r\n");
-	t0 = tl_now_ms();
-	while (!exists(r.hit) && tl_now_ms() - t0 < tl_timeout_ms)
-		usleep(1000);
-	ck_assert_msg(exists(r.hit), "%s: the fdatasync never came", drv);
+	s = inflight_start(&r, drv, "fsync:1:stall", go, sizeof(go), &a, &b,
+	    &c);
 	mustsends(c, "get fq\r\n");
 	t0 = tl_now_ms();
 	mustsends(b, "version\r\n");
@@ -593,9 +634,7 @@ inflight(const char *drv, bool release)
 	ck_assert_msg(l == NULL, "%s: the get answered \"%s\" before the "
 	    "batch it took from was durable", drv, l);
 	if (release) {
-		fd = open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-		ck_assert_int_ge(fd, 0);
-		close(fd);
+		touch(go);
 		l = tl_readline(a);
 		ck_assert_msg(l != NULL && strcmp(l, "STORED") == 0,
 		    "%s: after the fdatasync: %s", drv, l ? l : "no reply");
@@ -626,9 +665,7 @@ inflight(const char *drv, bool release)
 		free(l);
 		close(a);
 	}
-	tl_server_free(s);
-	tl_rmrf(r.top);
-	free(r.top);
+	inflight_end(&r, s);
 }
 
 
@@ -646,38 +683,10 @@ inflight_fails(const char *drv)
 	struct run r;
 	struct tl_server *s;
 	char *l, go[PATH_MAX + 8];
-	int a, b, c, fd;
-	int64_t t0;
+	int a, b, c;
 
-	memset(&r, 0, sizeof(r));
-	r.top = tl_mkdtemp();
-	snprintf(r.data, sizeof(r.data), "%s/data", r.top);
-	snprintf(r.arm, sizeof(r.arm), "%s/arm", r.top);
-	snprintf(r.hit, sizeof(r.hit), "%s/arm.hit", r.top);
-	snprintf(go, sizeof(go), "%s/arm.go", r.top);
-	ck_assert_int_eq(mkdir(r.data, 0700), 0);
-	snprintf(r.spec, sizeof(r.spec), strcmp(drv, "lmdb") == 0 ?
-	    "lmdb:%s/store" : "sqlite:%s/store.db", r.data);
-	env_set(&r, "fsync:1:stallfail");
-	s = tl_server_start(r.spec, "--sync", "always", "--commit", "async",
-	    NULL);
-	env_clear();
-	a = tl_connect(s->port);
-	b = tl_connect(s->port);
-	c = tl_connect(s->port);
-	mustsends(a, "set warm 0 0 1\r\nw\r\n");
-	l = tl_readline(a);
-	ck_assert_str_eq(l, "STORED");
-	free(l);
-	fd = open(r.arm, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-
-	mustsends(a, "set fq 0 0 1\r\nx\r\n");
-	t0 = tl_now_ms();
-	while (!exists(r.hit) && tl_now_ms() - t0 < tl_timeout_ms)
-		usleep(1000);
-	ck_assert_msg(exists(r.hit), "%s: the fdatasync never came", drv);
+	s = inflight_start(&r, drv, "fsync:1:stallfail", go, sizeof(go), &a,
+	    &b, &c);
 	mustsends(b, "set fq 0 0 1\r\ny\r\n");
 	mustsends(c, "version\r\n");
 	l = tl_readline(c);
@@ -687,9 +696,7 @@ inflight_fails(const char *drv)
 	l = tl_readline_ms(b, 200);
 	ck_assert_msg(l == NULL, "%s: the set on top answered \"%s\" before "
 	    "the batch under it", drv, l);
-	fd = open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	touch(go);
 	l = tl_readline(a);
 	ck_assert_msg(l != NULL && is_server_error(l), "%s: the batch in "
 	    "flight: %s", drv, l ? l : "no reply");
@@ -722,9 +729,7 @@ inflight_fails(const char *drv)
 	}
 	free(l);
 	close(a);
-	tl_server_free(s);
-	tl_rmrf(r.top);
-	free(r.top);
+	inflight_end(&r, s);
 }
 
 #ifdef HAVE_LMDB

@@ -141,9 +141,13 @@ START_TEST(test_flush_and_delete)
 }
 END_TEST
 
-/* A driver that lost its batch outside commit() says so: the same undo. */
+/* A driver that lost its batch outside commit() says so: the same undo;
+ * the rest of the batch is refused with the driver's reason, the commit
+ * ends it without reaching the driver. */
 START_TEST(test_batch_lost)
 {
+	static const char data[4];
+	struct saker_item it = { .data = data, .len = 4 };
 	saker_store *s = open_failing();
 	saker_queue *q;
 
@@ -153,13 +157,51 @@ START_TEST(test_batch_lost)
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	put(s, q, 2, 0);
 	ck_counts(s, q, 2, 4, 0, 0);
-	saker_store_batch_lost(s);
+	saker_store_lose_batch_why(s, SAKER_EIO, "the session went");
 	ck_counts(s, q, 1, 2, 0, 0);
+	ck_assert_int_eq(saker_store_put(s, q, &it, 1000), SAKER_EIO);
+	ck_assert_str_eq(saker_store_errmsg(s), "memory: this batch was "
+	    "rolled back (the session went); it ends at the next commit");
+	fail_next = SAKER_ENOMEM;	/* the driver's commit is not called */
+	ck_assert_int_eq(saker_store_commit(s), SAKER_EIO);
+	ck_assert_str_eq(saker_store_errmsg(s), "memory: batch rolled "
+	    "back: the session went");
+	fail_next = 0;
 	/* the queue may change again, in a batch of its own */
 	put(s, q, 6, 0);
 	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
 	ck_counts(s, q, 2, 8, 0, 0);
 	saker_store_close(s);
+}
+END_TEST
+
+/* What close() of the failing driver found: was a batch still lost? */
+static int lost_at_close = -1;
+
+static void
+close_noting(saker_store *s)
+{
+	lost_at_close = saker_store_is_lost(s);
+	saker_store_memory.close(s);
+}
+
+/* A batch lost and never committed ends at the close, as at a commit:
+ * the driver's close() writes what it writes after a commit (PostgreSQL
+ * hands its open items back) and is not refused by the lost batch. */
+START_TEST(test_batch_lost_close)
+{
+	saker_store *s = open_failing();
+	saker_queue *q;
+
+	faildrv.close = close_noting;
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, true, NULL, &q),
+	    SAKER_OK);
+	put(s, q, 2, 0);
+	saker_store_lose_batch(s, SAKER_EIO);
+	ck_assert(saker_store_is_lost(s));
+	lost_at_close = -1;
+	saker_store_close(s);
+	ck_assert_int_eq(lost_at_close, 0);
 }
 END_TEST
 
@@ -294,6 +336,7 @@ main(void)
 	tcase_add_test(tc, test_failed_commit_restores);
 	tcase_add_test(tc, test_flush_and_delete);
 	tcase_add_test(tc, test_batch_lost);
+	tcase_add_test(tc, test_batch_lost_close);
 	tcase_add_test(tc, test_shared_recount);
 	suite_add_tcase(su, tc);
 	tc = tcase_create("copies");

@@ -1487,6 +1487,53 @@ START_TEST(test_monitor_confirm)
 }
 END_TEST
 
+/*
+ * monitor streams (docs/protocol.md): the items ready now, then those
+ * that arrive within its seconds, each handed out opened and held by the
+ * monitor's connection, until max have come (END at once) or the time is
+ * up (END then).  Another get meanwhile finds none of them; when the
+ * monitor's connection goes, its open items return to the queue.
+ */
+START_TEST(test_monitor_streams)
+{
+	int m = tl_connect(srv->port);
+	int64_t t0, took;
+
+	tl_set(c, "q", "a");
+	mustsends(m, "monitor q 10 3\r\n");
+	ckresp(m, "VALUE q 0 1\r\na\r\n");
+	tl_wait_stat(c, "queue_q_waiters", 1, 2000);
+	tl_set(c, "q", "b");
+	ckresp(m, "VALUE q 0 1\r\nb\r\n");
+	tl_set(c, "q", "c");
+	ckresp(m, "VALUE q 0 1\r\nc\r\nEND\r\n");	/* max: at once */
+	ck_assert_int_eq(qstat(c, "q", "open_transactions"), 3);
+	tl_ckget(c, "q", NULL);
+	mustsends(m, "confirm q 3\r\n");
+	ckresp(m, "END\r\n");
+	ck_assert_int_eq(qstat(c, "q", "open_transactions"), 0);
+
+	/* no max: it streams until its second is up */
+	t0 = tl_now_ms();
+	mustsends(m, "monitor q 1\r\n");
+	tl_wait_stat(c, "queue_q_waiters", 1, 2000);
+	tl_set(c, "q", "d");
+	ckresp(m, "VALUE q 0 1\r\nd\r\n");
+	tl_set(c, "q", "e");
+	ckresp(m, "VALUE q 0 1\r\ne\r\n");
+	ckresp(m, "END\r\n");
+	took = tl_now_ms() - t0;
+	ck_assert_msg(took >= 900 && took < 5000, "the 1 s monitor ended "
+	    "after %lld ms", (long long)took);
+	ck_assert_int_eq(qstat(c, "q", "open_transactions"), 2);
+	close(m);
+	tl_wait_stat(c, "queue_q_open_transactions", 0, 2000);
+	tl_ckget(c, "q", "d");
+	tl_ckget(c, "q", "e");
+	tl_ckget(c, "q", NULL);
+}
+END_TEST
+
 START_TEST(test_status)
 {
 	mustsends(c, "status\r\n");
@@ -1834,6 +1881,7 @@ add_protocol_tests(TCase *tc, bool durable)
 	tcase_add_test(tc, test_expiry);
 	tcase_add_test(tc, test_fanout);
 	tcase_add_test(tc, test_monitor_confirm);
+	tcase_add_test(tc, test_monitor_streams);
 	tcase_add_test(tc, test_status);
 	if (durable) {
 		tcase_add_test(tc, test_durable_restart);

@@ -482,6 +482,50 @@ START_TEST(test_memory_limit)
 }
 END_TEST
 
+/*
+ * A set with a deduplication id whose put fails (the memory store is
+ * full): the id is not kept, so the producer's retry, once there is room,
+ * is stored -- not answered as a duplicate of an item that was never
+ * put (which would lose it).  The retry's id is kept from then on.
+ */
+START_TEST(test_memory_full_dedup)
+{
+	static char big[4097], small[100];
+	struct saker_store_opts opts;
+	struct saker_queue_stats st;
+	saker_store *s = NULL;
+	saker_queue *q = NULL;
+	char err[128];
+
+	memset(&opts, 0, sizeof(opts));
+	ck_assert_int_eq(saker_store_open("memory,max-memory=4k", &opts, &s, err,
+	    sizeof(err)), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_open(s, "m", 1, true, NULL, &q),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_put_once(s, q, &(struct saker_item){
+	    .len = sizeof(big), .data = big }, "k1", 2, 60000, 0, BASE),
+	    SAKER_ENOMEM);
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 0);
+	ck_assert_uint_eq(st.dedup_ids, 0);
+
+	ck_assert_int_eq(saker_store_put_once(s, q, &(struct saker_item){
+	    .len = sizeof(small), .data = small }, "k1", 2, 60000, 0, BASE),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_put_once(s, q, &(struct saker_item){
+	    .len = sizeof(small), .data = small }, "k1", 2, 60000, 0, BASE),
+	    SAKER_EEXIST);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 1);
+	ck_assert_uint_eq(st.dedup_ids, 1);
+	ck_assert_uint_eq(st.dedup_hits, 1);
+	saker_store_close(s);
+}
+END_TEST
+
 START_TEST(test_memory_read_only)
 {
 	const struct saker_store_driver *d = &saker_store_memory;
@@ -1025,6 +1069,328 @@ START_TEST(test_journal_other_mode)
 	jn_take_all(s, (const char *const[]){ "one", "two", "three", NULL });
 	saker_store_close(s);
 	jn_rmstore(d, dir);
+}
+END_TEST
+
+/*
+ * A flush and a delete that only the journal holds (a crash before any
+ * checkpoint) are replayed: the flushed queue has only what came after,
+ * its delayed item is gone too, and keeps its deduplication ids (a flush
+ * does); the deleted queue is gone with its ids (a retry of its id is a
+ * new set once the queue is made again).
+ */
+START_TEST(test_journal_flush_delete)
+{
+	const struct jdrv *d = &jdrvs[_i];
+	char dir[] = "/tmp/saker-jn-XXXXXX";
+	struct saker_queue_stats st;
+	struct saker_item it;
+	saker_store *s;
+	saker_queue *q, *g;
+	int64_t next = 0;
+	pid_t pid;
+	int wst;
+
+	jn_mkdir(d, dir);
+	if ((pid = fork()) == 0) {
+		s = jn_open_store(d, dir, false);
+		if (saker_store_queue_open(s, "q", 1, true, NULL, &q) != 0 ||
+		    saker_store_queue_open(s, "gone", 4, true, NULL, &g) != 0)
+			_exit(2);
+		lm_put_str(s, q, "one");
+		memset(&it, 0, sizeof(it));
+		it.data = "later";
+		it.len = 5;
+		it.due_ms = BASE + 100000;
+		if (saker_store_put(s, q, &it, BASE) != SAKER_OK)
+			_exit(3);
+		it.due_ms = 0;
+		it.data = "x";
+		it.len = 1;
+		if (saker_store_put_once(s, q, &it, "kq", 2, 3600000, 0, BASE) !=
+		    SAKER_OK || saker_store_put_once(s, g, &it, "kg", 2, 3600000,
+		    0, BASE) != SAKER_OK || saker_store_commit(s) != SAKER_OK)
+			_exit(4);
+		if (saker_store_queue_flush(s, q) != SAKER_OK ||
+		    saker_store_queue_delete(s, g) != SAKER_OK ||
+		    saker_store_commit(s) != SAKER_OK)
+			_exit(5);
+		lm_put_str(s, q, "after");
+		if (saker_store_commit(s) != SAKER_OK)
+			_exit(6);
+		kill(getpid(), SIGKILL);	/* a crash, as above */
+		_exit(7);
+	}
+	ck_assert_int_ge(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+	ck_assert_msg(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL,
+	    "%s: child: %d", d->name, wst);
+
+	s = jn_open_store(d, dir, false);
+	ck_assert_int_eq(saker_store_queue_open(s, "gone", 4, false, NULL, &g),
+	    SAKER_ENOTFOUND);
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, false, NULL, &q),
+	    SAKER_OK);
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(saker_store_queue_stats(s, q, &st), SAKER_OK);
+	ck_assert_uint_eq(st.items, 1);
+	ck_assert_uint_eq(st.delayed_items, 0);
+	ck_assert_uint_eq(st.dedup_ids, 1);
+	ck_assert_int_eq(saker_store_promote(s, BASE + 200000, &next), SAKER_OK);
+	jn_take_all(s, (const char *const[]){ "after", NULL });
+	memset(&it, 0, sizeof(it));
+	it.data = "y";
+	it.len = 1;
+	ck_assert_int_eq(saker_store_put_once(s, q, &it, "kq", 2, 3600000, 0,
+	    BASE), SAKER_EEXIST);
+	ck_assert_int_eq(saker_store_queue_open(s, "gone", 4, true, NULL, &g),
+	    SAKER_OK);
+	ck_assert_int_eq(saker_store_put_once(s, g, &it, "kg", 2, 3600000, 0,
+	    BASE), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+	jn_rmstore(d, dir);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* a store spec that names something else (a wrong path, another
+ * program's database, a newer build's store): the open refuses with what
+ * it found, and leaves it as it was */
+
+/* Open `spec` for writing, creating it if need be: expect `want` and an
+ * error naming `has`. */
+static void
+open_refused(const char *spec, int want, const char *has)
+{
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	char err[1024];
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.create = true;
+	rc = saker_store_open(spec, &o, &s, err, sizeof(err));
+	ck_assert_msg(rc == want && s == NULL, "%s: %d, not %d: %s", spec, rc,
+	    want, err);
+	ck_assert_msg(strstr(err, has) != NULL, "%s: \"%s\" does not say "
+	    "\"%s\"", spec, err, has);
+}
+
+/* The size and modification time of path, to see it left alone. */
+static void
+file_id(const char *path, struct stat *sb)
+{
+	ck_assert_msg(stat(path, sb) == 0, "%s: %s", path, strerror(errno));
+}
+
+static void
+same_file(const char *path, const struct stat *was)
+{
+	struct stat now;
+
+	file_id(path, &now);
+	ck_assert_msg(now.st_size == was->st_size &&
+	    now.st_mtim.tv_sec == was->st_mtim.tv_sec &&
+	    now.st_mtim.tv_nsec == was->st_mtim.tv_nsec, "%s was changed", path);
+}
+
+#ifdef HAVE_LMDB
+#include <lmdb.h>
+
+START_TEST(test_lmdb_foreign_dir)
+{
+	char dir[] = "/tmp/saker-fo-XXXXXX", path[512], spec[600];
+	struct stat was;
+	MDB_env *env;
+	MDB_txn *t;
+	MDB_dbi dbi;
+	MDB_val k = { 1, "k" }, v = { 1, "v" };
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(spec, sizeof(spec), "lmdb:%s", dir);
+	/* somebody's directory: no data.mdb made in it */
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fputs("mine\n", f);
+	fclose(f);
+	file_id(path, &was);
+	open_refused(spec, SAKER_ECORRUPT, " is not a saker store: it holds "
+	    "files (notes.txt, ...) but no data.mdb");
+	same_file(path, &was);
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	ck_assert_int_eq(unlink(path), 0);
+
+	/* another program's LMDB database */
+	ck_assert_int_eq(mdb_env_create(&env), 0);
+	ck_assert_int_eq(mdb_env_set_maxdbs(env, 2), 0);
+	ck_assert_int_eq(mdb_env_open(env, dir, 0, 0600), 0);
+	ck_assert_int_eq(mdb_txn_begin(env, NULL, 0, &t), 0);
+	ck_assert_int_eq(mdb_dbi_open(t, "theirs", MDB_CREATE, &dbi), 0);
+	ck_assert_int_eq(mdb_put(t, dbi, &k, &v, 0), 0);
+	ck_assert_int_eq(mdb_txn_commit(t), 0);
+	mdb_env_close(env);
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	file_id(path, &was);
+	open_refused(spec, SAKER_ECORRUPT, "/data.mdb is an LMDB database but "
+	    "not a saker store (no \"");
+	same_file(path, &was);
+	jn_rmstore(&jdrvs[0], dir);
+}
+END_TEST
+#endif
+
+#ifdef HAVE_SQLITE
+#include <sqlite3.h>
+
+static int64_t sq_user_version(const char *path);
+
+START_TEST(test_sqlite_foreign_file)
+{
+	char dir[] = "/tmp/saker-fo-XXXXXX", path[512], spec[600];
+	struct stat was;
+	saker_store *s;
+	sqlite3 *db;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/app.db", dir);
+	snprintf(spec, sizeof(spec), "sqlite:%s", path);
+	/* another program's database */
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "PRAGMA application_id=1234; "
+	    "CREATE TABLE t(x); INSERT INTO t VALUES(1)", NULL, NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(db);
+	file_id(path, &was);
+	open_refused(spec, SAKER_ECORRUPT, "app.db: an SQLite database but not "
+	    "a saker store (application_id 0x4d2)");
+	same_file(path, &was);
+	ck_assert_int_eq(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/app.db.lock", dir);
+	(void)unlink(path);	/* the layer's lock, if it took one */
+	ck_assert_int_eq(rmdir(dir), 0);
+
+	/* a store a newer build wrote (its format version above ours) */
+	ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/saker-fo-XXXXXX")));
+	snprintf(path, sizeof(path), "%s/store.db", dir);
+	snprintf(spec, sizeof(spec), "sqlite:%s", path);
+	s = jn_open_store(&jdrvs[NJDRVS - 1], dir, false);
+	saker_store_close(s);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "PRAGMA user_version=99", NULL, NULL,
+	    NULL), SQLITE_OK);
+	sqlite3_close(db);
+	open_refused(spec, SAKER_EVERSION, "store.db: format version 99 is "
+	    "newer than this build (");
+	ck_assert_int_eq(sq_user_version(path), 99);
+	jn_rmstore(&jdrvs[NJDRVS - 1], dir);
+}
+END_TEST
+#endif
+
+/* One put of `data` to queue "q" and its commit, then a close (which
+ * checkpoints: the data file holds the batch, the journal starts again). */
+static void
+jn_batch_closed(const struct jdrv *d, const char *dir, const char *data)
+{
+	saker_store *s = jn_open_store(d, dir, false);
+	saker_queue *q;
+
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, true, NULL, &q),
+	    SAKER_OK);
+	lm_put_str(s, q, data);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+}
+
+/* Copy d's data file (and SQLite's WAL, which belongs to it) from
+ * directory `from` to `to`; a WAL `from` does not have goes from `to`. */
+static void
+jn_copy_data(const struct jdrv *d, const char *from, const char *to)
+{
+	char a[512], b[512];
+	int i;
+
+	for (i = 0; i < (d->own_dir ? 1 : 2); i++) {
+		snprintf(a, sizeof(a), "%s/%s", from, d->files[i]);
+		snprintf(b, sizeof(b), "%s/%s", to, d->files[i]);
+		if (access(a, F_OK) == 0)
+			copy_file(a, b);
+		else
+			unlink(b);
+	}
+	if (!d->own_dir) {	/* the WAL index is rebuilt from the WAL */
+		snprintf(b, sizeof(b), "%s/%s", to, d->files[2]);
+		unlink(b);
+	}
+}
+
+/*
+ * A data file restored from an older backup beside the journal of a later
+ * run: the journal's first batch is not the next one the data file needs,
+ * so the open refuses (SAKER_ECORRUPT) and says which batches each holds,
+ * rather than replay batches onto a state they were not made on or throw
+ * them away.  The journal is left as it was: with the data file it belongs
+ * to back in place, the open replays every batch.
+ */
+START_TEST(test_journal_older_data)
+{
+	const struct jdrv *d = &jdrvs[_i];
+	char dir[] = "/tmp/saker-jn-XXXXXX", old[] = "/tmp/saker-jo-XXXXXX";
+	char cur[] = "/tmp/saker-jc-XXXXXX", spec[512], err[1024], path[512];
+	char want[256];
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	struct stat st0, st1;
+	int rc, i;
+
+	jn_mkdir(d, dir);
+	ck_assert_ptr_nonnull(mkdtemp(old));
+	ck_assert_ptr_nonnull(mkdtemp(cur));
+	jn_batch_closed(d, dir, "zero");	/* batch 1 */
+	jn_copy_data(d, dir, old);		/* the backup */
+	jn_batch_closed(d, dir, "half");	/* batch 2 */
+	jn_crash_after_batches(d, dir);	/* 3 and 4: the journal only */
+	jn_copy_data(d, dir, cur);
+	jn_copy_data(d, old, dir);		/* the restore */
+	jn_path(d, dir, path, sizeof(path));
+	ck_assert_int_eq(stat(path, &st0), 0);
+
+	memset(&o, 0, sizeof(o));
+	o.sync = SAKER_SYNC_ALWAYS;
+	o.create = true;
+	snprintf(spec, sizeof(spec), d->spec, dir);
+	for (i = 0; i < 2; i++) {	/* the same again: nothing changed */
+		rc = saker_store_open(spec, &o, &s, err, sizeof(err));
+		ck_assert_msg(rc == SAKER_ECORRUPT && s == NULL, "%s: open: %d %s",
+		    d->name, rc, err);
+		ck_assert_msg(strstr(err, dir) != NULL, "%s: %s", d->name, err);
+		snprintf(want, sizeof(want), "journal starts at batch 3 but the "
+		    "data file holds only batches up to 1: they do not belong "
+		    "together");
+		ck_assert_msg(strstr(err, want) != NULL, "%s: %s", d->name, err);
+	}
+	ck_assert_int_eq(stat(path, &st1), 0);
+	ck_assert_int_eq(st1.st_size, st0.st_size);
+	ck_assert_int_gt(st1.st_size, 0);
+
+	jn_copy_data(d, cur, dir);
+	s = jn_open_store(d, dir, false);
+	jn_take_all(s, (const char *const[]){ "zero", "half", "one", "two",
+	    "three", NULL });
+	saker_store_close(s);
+	jn_rmstore(d, dir);
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", old, d->files[i]);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%s", cur, d->files[i]);
+		unlink(path);
+	}
+	ck_assert_int_eq(rmdir(old), 0);
+	ck_assert_int_eq(rmdir(cur), 0);
 }
 END_TEST
 
@@ -1897,6 +2263,75 @@ journal_fail_sync(bool on)
 	lj_fdatasync = on ? fdatasync_eio : real;
 }
 
+#ifdef HAVE_LMDB
+/*
+ * --sync periodic on LMDB: a commit writes the journal record, the timer's
+ * sync() fdatasyncs it.  When that fdatasync fails the kernel may have
+ * dropped the pages, so what was acknowledged since the last sync is in
+ * doubt and nothing more may be (store.h, REFUSALS): sync() fails with
+ * "fsync failed, store now read-only", every later write gets the layer's
+ * "store is read-only after a failed write", reads still work, and a
+ * reopen takes writes again.
+ */
+START_TEST(test_lmdb_periodic_sync_fails)
+{
+	char dir[] = "/tmp/saker-jn-XXXXXX", spec[512], err[1024], want[600];
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+	saker_queue *q;
+	int rc;
+
+	jn_mkdir(&jdrvs[0], dir);
+	memset(&o, 0, sizeof(o));
+	o.sync = SAKER_SYNC_PERIODIC;
+	o.create = true;
+	snprintf(spec, sizeof(spec), "lmdb:%s", dir);
+	ck_assert_msg(saker_store_open(spec, &o, &s, err, sizeof(err)) ==
+	    SAKER_OK, "open: %s", err);
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, true, NULL, &q),
+	    SAKER_OK);
+	lm_put_str(s, q, "one");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	ck_assert(!saker_store_refuses_writes(s));
+
+	journal_fail_sync(true);
+	rc = saker_store_sync(s);
+	journal_fail_sync(false);
+	ck_assert_int_eq(rc, SAKER_EIO);
+	snprintf(want, sizeof(want), "lmdb %s: fsync failed, store now "
+	    "read-only: ", dir);
+	ck_assert_msg(strncmp(saker_store_errmsg(s), want, strlen(want)) == 0 &&
+	    strstr(saker_store_errmsg(s), "fdatasync") != NULL, "sync: %s",
+	    saker_store_errmsg(s));
+	ck_assert(saker_store_refuses_writes(s));
+
+	rc = saker_store_put(s, q, &(struct saker_item){ .len = 3,
+	    .data = "two" }, BASE);
+	ck_assert_int_eq(rc, SAKER_EREADONLY);
+	snprintf(want, sizeof(want), "lmdb %s: store is read-only after a "
+	    "failed write: ", dir);
+	ck_assert_msg(strncmp(saker_store_errmsg(s), want, strlen(want)) == 0,
+	    "put: %s", saker_store_errmsg(s));
+	ck_assert_int_eq(saker_store_take(s, q, SAKER_TAKE_REMOVE, BASE,
+	    copy_cb, err), SAKER_EREADONLY);
+	lm_expect(s, SAKER_TAKE_PEEK, "one");	/* reads still work */
+	(void)saker_store_commit(s);
+	saker_store_close(s);
+
+	/* the fdatasync works again: a reopen takes writes */
+	s = jn_open_store(&jdrvs[0], dir, false);
+	ck_assert(!saker_store_refuses_writes(s));
+	ck_assert_int_eq(saker_store_queue_open(s, "q", 1, false, NULL, &q),
+	    SAKER_OK);
+	lm_put_str(s, q, "two");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	jn_take_all(s, (const char *const[]){ "one", "two", NULL });
+	saker_store_close(s);
+	jn_rmstore(&jdrvs[0], dir);
+}
+END_TEST
+#endif
+
 static void
 add_driver(Suite *su, const struct saker_store_driver *drv)
 {
@@ -1912,9 +2347,6 @@ add_driver(Suite *su, const struct saker_store_driver *drv)
 	/* the drivers whose commit goes through the journal */
 	if (strcmp(drv->name, "lmdb") == 0 || strcmp(drv->name, "sqlite") == 0)
 		o.fail_sync = journal_fail_sync;
-	/* the drivers that report their refusal states to the layer
-	 * (LMDB and SQLite: the journal's drivers) */
-	o.layer_refusals = o.fail_sync != NULL;
 	tc = store_conformance_tcase_opts(drv, &o);
 	if (tc == NULL) {
 		printf("check_store: too many drivers, skipping '%s'\n", drv->name);
@@ -2715,6 +3147,79 @@ START_TEST(test_pg_doubt_handed_out)
 }
 END_TEST
 
+/*
+ * Issue 42: a batch PostgreSQL loses under the caller (its session ended
+ * between two statements) is the layer's state, worded as for every
+ * driver (store.h, REFUSALS): the call that met the loss says why; every
+ * later write of the batch is refused before the driver with "postgres:
+ * this batch was rolled back (WHY); it ends at the next commit"; the
+ * commit fails with "postgres: batch rolled back: WHY" and ends it; once
+ * reconnected the next batch is taken, and the lost put never happened.
+ */
+START_TEST(test_pg_lost_batch)
+{
+	struct px_got g = { .calls = 0 };
+	struct saker_item it;
+	char schema[32], v[64];
+	const char *m;
+	saker_queue *q;
+	saker_store *a;
+	PGconn *c;
+
+	snprintf(schema, sizeof(schema), "lost_%d", (int)getpid());
+	a = px_open(schema, false, SAKER_OK);
+	c = px_conn(schema);
+	q = px_q(a, "d");
+	px_put(a, "d", "old", 0);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	memset(&it, 0, sizeof(it));
+	it.data = "new";
+	it.len = 3;
+	ck_assert_int_eq(saker_store_put(a, q, &it, BASE), SAKER_OK);
+	/* the broker's sessions end; its put is buffered, its BEGIN not
+	 * sent yet: the take's round trip meets the loss */
+	px_val(c, "SELECT count(pg_terminate_backend(pid)) FROM"
+	    " pg_stat_activity WHERE datname = current_database() AND"
+	    " pid <> pg_backend_pid() AND backend_type = 'client backend'",
+	    v, sizeof(v));
+	ck_assert_str_ne(v, "0");
+	usleep(200000);
+	ck_assert_int_eq(saker_store_take(a, q, SAKER_TAKE_REMOVE, BASE + 100,
+	    px_cb, &g), SAKER_EIO);
+	ck_assert_int_eq(g.calls, 0);
+	m = saker_store_errmsg(a);
+	ck_assert_msg(strstr(m, "connection lost") != NULL, "take: %s", m);
+	/* later writes of the batch: the layer's refusal, the reason kept */
+	it.data = "more";
+	it.len = 4;
+	ck_assert_int_eq(saker_store_put(a, q, &it, BASE), SAKER_EIO);
+	m = saker_store_errmsg(a);
+	ck_assert_msg(strncmp(m, "postgres: this batch was rolled back (", 38)
+	    == 0 && strstr(m, "connection lost") != NULL &&
+	    strstr(m, "); it ends at the next commit") != NULL, "put: %s", m);
+	ck_assert_int_eq(saker_store_take(a, q, SAKER_TAKE_OPEN, BASE + 100,
+	    px_cb, &g), SAKER_EIO);
+	ck_assert_str_eq(saker_store_errmsg(a), m);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_EIO);
+	m = saker_store_errmsg(a);
+	ck_assert_msg(strncmp(m, "postgres: batch rolled back: ", 29) == 0 &&
+	    strstr(m, "connection lost") != NULL, "commit: %s", m);
+	/* the batch ended with its commit: the next one is the driver's
+	 * (down until reconnected), then taken */
+	px_reconnect(a);
+	it.data = "after";
+	it.len = 5;
+	ck_assert_int_eq(saker_store_put(a, q, &it, BASE), SAKER_OK);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	px_take(a, "d", SAKER_TAKE_REMOVE, "old");
+	px_take(a, "d", SAKER_TAKE_REMOVE, "after");
+	px_take(a, "d", SAKER_TAKE_REMOVE, NULL);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	saker_store_close(a);
+	PQfinish(c);
+}
+END_TEST
+
 /* Issue 42: expire_to = t, 1,500 items expired together (1,000, a live
  * one, 500): one get on q moves the 1,000 ahead of the live item, the
  * sweep the 500 behind it, and t holds all 1,500 in order, none dropped
@@ -2869,8 +3374,7 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 		return 0;
 	rc = pg_cluster_start(&pgc, why, sizeof(why));
 	if (rc == 0) {
-		struct store_conformance_opts o = { pg_spec, pg_damage, NULL,
-		    false };
+		struct store_conformance_opts o = { pg_spec, pg_damage, NULL };
 		TCase *ptc = store_conformance_tcase_opts(drv, &o);
 
 		if (ptc != NULL) {
@@ -2881,6 +3385,7 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 			tcase_add_test(ptc, test_pg_attrs_paths);
 			tcase_add_test(ptc, test_pg_dedup_race);
 			tcase_add_test(ptc, test_pg_doubt_handed_out);
+			tcase_add_test(ptc, test_pg_lost_batch);
 			tcase_add_test(ptc, test_pg_expire_to_all);
 			tcase_add_test(ptc, test_pg_dedup_count);
 			tcase_add_test(ptc, test_pg_expire_to_open_keeps_deliveries);
@@ -2937,6 +3442,7 @@ main(void)
 	if (saker_store_memory.open != NULL) {
 		tc = tcase_create("memory-extra");
 		tcase_add_test(tc, test_memory_limit);
+		tcase_add_test(tc, test_memory_full_dedup);
 		tcase_add_test(tc, test_memory_read_only);
 		tcase_add_test(tc, test_memory_spec);
 		tcase_add_test(tc, test_store_options);
@@ -2948,9 +3454,12 @@ main(void)
 	tcase_add_loop_test(tc, test_journal_read_only_locked, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_foreign, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_torn, 0, NJDRVS);
+	tcase_add_loop_test(tc, test_journal_older_data, 0, NJDRVS);
+	tcase_add_loop_test(tc, test_journal_flush_delete, 0, NJDRVS);
 	tcase_add_loop_test(tc, test_journal_other_mode, 0, NJDRVS);
 #ifdef HAVE_LMDB
 	tcase_add_test(tc, test_journal_expire_to);
+	tcase_add_test(tc, test_lmdb_periodic_sync_fails);
 #endif
 #ifdef HAVE_SQLITE
 	tcase_add_test(tc, test_sqlite_redo_records);
@@ -2961,6 +3470,16 @@ main(void)
 	tcase_add_loop_test(tc, test_sqlite_lost_batch_ids, 0, 2);
 	tcase_add_test(tc, test_sqlite_unwritable);
 	tcase_add_loop_test(tc, test_sqlite_expire_to_many, 0, 2);
+#endif
+	suite_add_tcase(su, tc);
+#endif
+#if defined(HAVE_LMDB) || defined(HAVE_SQLITE)
+	tc = tcase_create("foreign");
+#ifdef HAVE_LMDB
+	tcase_add_test(tc, test_lmdb_foreign_dir);
+#endif
+#ifdef HAVE_SQLITE
+	tcase_add_test(tc, test_sqlite_foreign_file);
 #endif
 	suite_add_tcase(su, tc);
 #endif

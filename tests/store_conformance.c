@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -49,7 +50,6 @@ static struct {
 	const struct saker_store_driver *drv;
 	int (*damage)(const char *, const char *, size_t);
 	void (*fail_sync)(bool);
-	bool layer_refusals;
 	char dir[64];
 	char spec[256];
 	struct saker_store_opts opts;
@@ -99,7 +99,6 @@ fixture_setup(const struct saker_store_driver *drv,
 	T.drv = drv;
 	T.damage = o->damage;
 	T.fail_sync = o->fail_sync;
-	T.layer_refusals = o->layer_refusals;
 	snprintf(T.dir, sizeof(T.dir), "/tmp/saker-conf-XXXXXX");
 	ck_assert_msg(mkdtemp(T.dir) != NULL, "mkdtemp failed");
 	if (o->spec != NULL)
@@ -2437,6 +2436,166 @@ START_TEST(test_async_failure)
 END_TEST
 
 
+/* q's four counters are these */
+static void
+counts_at(int line, saker_queue *q, uint64_t items, uint64_t bytes,
+    uint64_t delayed, uint64_t open)
+{
+	struct saker_queue_stats st = qstats_at(line, q);
+
+	ck_assert_msg(st.items == items && st.bytes == bytes &&
+	    st.delayed_items == delayed && st.open_items == open,
+	    "line %d: items %" PRIu64 " bytes %" PRIu64 " delayed %" PRIu64
+	    " open %" PRIu64 ", not %" PRIu64 " %" PRIu64 " %" PRIu64 " %"
+	    PRIu64, line, st.items, st.bytes, st.delayed_items, st.open_items,
+	    items, bytes, delayed, open);
+}
+#define counts_are(q, i, b, d, o) counts_at(__LINE__, (q), (i), (b), (d), (o))
+
+/* q's four counters are what iterate() finds */
+static void
+counts_iterated_at(int line, saker_queue *q)
+{
+	uint64_t n[4] = { 0, 0, 0, 0 };
+	struct itlog l;
+	int i;
+
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(saker_store_iterate(T.s, q, iter_cb, &l), SAKER_OK);
+	for (i = 0; i < l.n; i++) {
+		if (l.items[i].state == SAKER_ITEM_READY) {
+			n[0]++;
+			n[1] += l.items[i].len;
+		} else if (l.items[i].state == SAKER_ITEM_DELAYED)
+			n[2]++;
+		else if (l.items[i].state == SAKER_ITEM_OPEN)
+			n[3]++;
+	}
+	itlog_free(&l);
+	counts_at(line, q, n[0], n[1], n[2], n[3]);
+}
+#define counts_iterated(q) counts_iterated_at(__LINE__, (q))
+
+/* A batch whose commit fails takes its changes of the four counters
+ * with it: of a queue it changed, of one it deleted, and of one it
+ * deleted and made again (store.h, COUNTERS); after a reopen they are
+ * what the store holds (the batch in doubt may be there or not). */
+START_TEST(test_counts_rollback)
+{
+	saker_queue *q, *d, *e;
+	int rc;
+
+	sync_always();
+	q = qopen("cr");
+	d = qopen("crd");
+	e = qopen("cre");
+	put_s(q, "aa", 0, 0, BASE);
+	put_s(q, "bbb", 0, 0, BASE);
+	put_s(q, "cccc", 0, 0, BASE);
+	put_s(q, "later", 0, BASE + 60000, BASE);
+	take_s(q, SAKER_TAKE_OPEN, BASE, "aa");
+	put_s(d, "dd", 0, 0, BASE);
+	put_s(d, "eee", 0, 0, BASE);
+	put_s(e, "f", 0, 0, BASE);
+	commit();
+	counts_are(q, 2, 7, 1, 1);
+	counts_are(d, 2, 5, 0, 0);
+	counts_are(e, 1, 1, 0, 0);
+	T.fail_sync(true);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "bbb");
+	take_s(q, SAKER_TAKE_OPEN, BASE, "cccc");
+	put_s(q, "gggggg", 0, BASE + 60000, BASE);
+	put_s(q, "hh", 0, 0, BASE);
+	ck_assert_int_eq(saker_store_confirm(T.s, q, T.got.id), SAKER_OK);
+	counts_are(q, 1, 2, 2, 1);
+	ck_assert_int_eq(saker_store_queue_delete(T.s, d), SAKER_OK);
+	ck_assert_int_eq(saker_store_queue_delete(T.s, e), SAKER_OK);
+	e = qopen("cre");
+	put_s(e, "iiii", 0, 0, BASE);
+	put_s(e, "j", 0, 0, BASE);
+	counts_are(e, 2, 5, 0, 0);
+	rc = saker_store_commit(T.s);
+	ck_assert_msg(rc == SAKER_EINDOUBT || rc == SAKER_EIO, "commit: %d",
+	    rc);
+	T.fail_sync(false);
+	counts_are(q, 2, 7, 1, 1);
+	counts_are(qfind("crd"), 2, 5, 0, 0);
+	counts_are(qfind("cre"), 1, 1, 0, 0);
+	(void)saker_store_commit(T.s);
+	reopen();
+	/* the open item is ready again (a restart recovers it) */
+	counts_iterated(qfind("cr"));
+	ck_assert_uint_eq(qstats(qfind("cr")).open_items, 0);
+	counts_iterated(qfind("cre"));
+	if (saker_store_queue_open(T.s, "crd", 3, false, NULL, &d) == SAKER_OK)
+		counts_iterated(d);
+}
+END_TEST
+
+/* The child of test_counts_after_crash: opens the store, changes it in
+ * two batches and dies without closing it.  0, or the step that failed. */
+static int
+crash_child(void)
+{
+	char err[256];
+	saker_queue *q;
+
+	if (saker_store_open(T.spec, &T.opts, &T.s, err, sizeof(err)) !=
+	    SAKER_OK)
+		return 2;
+	if (saker_store_queue_open(T.s, "cc", 2, false, NULL, &q) != SAKER_OK)
+		return 3;
+	if (put_full(q, "cccc", 4, 0, 0, 0, 0, BASE) != SAKER_OK ||
+	    put_full(q, "later", 5, 0, 0, BASE + 60000, 0, BASE) != SAKER_OK)
+		return 4;
+	if (take(q, SAKER_TAKE_OPEN, BASE) != SAKER_OK ||
+	    take(q, SAKER_TAKE_REMOVE, BASE) != SAKER_OK ||
+	    saker_store_commit(T.s) != SAKER_OK)
+		return 5;
+	if (put_full(q, "dd", 2, 0, 0, 0, 0, BASE) != SAKER_OK ||
+	    take(q, SAKER_TAKE_OPEN, BASE) != SAKER_OK ||
+	    saker_store_commit(T.s) != SAKER_OK)
+		return 6;
+	return 0;
+}
+
+/* A broker that dies after its commits, with items open (no close, no
+ * checkpoint): the next open replays the journal and puts the open items
+ * back, and the counters it hands the layer are what the store holds. */
+START_TEST(test_counts_after_crash)
+{
+	saker_queue *q;
+	pid_t pid;
+	int status;
+
+	sync_always();
+	q = qopen("cc");
+	put_s(q, "aa", 0, 0, BASE);
+	put_s(q, "bbb", 0, 0, BASE);
+	commit();
+	saker_store_close(T.s);
+	T.s = NULL;
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(crash_child());	/* no close: a crash */
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "the child failed: status %d", status);
+	open_store();
+	q = qfind("cc");
+	/* ready aa cccc dd (both open items back at the head), delayed 1 */
+	counts_are(q, 3, 8, 1, 0);
+	counts_iterated(q);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "aa");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "cccc");
+	commit();
+	reopen();
+	counts_are(qfind("cc"), 1, 2, 1, 0);
+}
+END_TEST
+
 /* The layer's message for a refusal state: "TYPE[ LOCATION]: HEAD: ..." */
 static void
 refused_at(int line, const char *what, int rc, int want, const char *head)
@@ -3052,11 +3211,21 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	else
 		skipped(drv, "test_async_failure", "no commit_start, or no "
 		    "way to fail its fdatasync");
-	if (opts->layer_refusals && opts->fail_sync != NULL)
+	/* the journal's drivers (those check_store can fail) */
+	if (opts->fail_sync != NULL)
+		tcase_add_test(tc, test_counts_after_crash);
+	if (opts->fail_sync != NULL)
+		tcase_add_test(tc, test_counts_rollback);
+	else
+		skipped(drv, "test_counts_rollback test_counts_after_crash",
+		    "no journal, or no way to fail its commit");
+	/* every driver reports its refusal states to the layer (store.h,
+	 * THE REFUSAL STATES); a failed fdatasync is how to reach two */
+	if (opts->fail_sync != NULL)
 		tcase_add_test(tc, test_refusal_states);
 	else
-		skipped(drv, "test_refusal_states", "its refusal states are "
-		    "not the layer's yet, or no way to fail its fdatasync");
+		skipped(drv, "test_refusal_states", "no way to fail its "
+		    "fdatasync");
 	if (drv->expire_to != NULL) {
 		tcase_add_test(tc, test_expire_to);
 		tcase_add_test(tc, test_expire_to_many_head);

@@ -32,10 +32,6 @@ struct store_conformance_opts {
 	 * fdatasync fail with EIO, as a disk error would.  NULL: the driver
 	 * does not get the tests of a failing asynchronous commit. */
 	void (*fail_sync)(bool on);
-	/* The driver reports its refusal states to the layer (store.h, THE
-	 * REFUSAL STATES), so their messages are the layer's: it gets
-	 * test_refusal_states (with fail_sync). */
-	bool layer_refusals;
 };
 TCase *store_conformance_tcase_opts(const struct saker_store_driver *drv,
     const struct store_conformance_opts *opts);

@@ -31,7 +31,7 @@ if [ ! -x ./sakerd ] || [ ! -x ./saker ]; then
 	exit 2
 fi
 
-IN_PROCESS="check_proto check_store check_fuzz_replay check_http check_policy check_layer check_longtxn check_history check_options check_conninfo check_lmdb_verify check_spec check_qconfig"
+IN_PROCESS="check_proto check_store check_fuzz_replay check_http check_policy check_layer check_sqlite_faults check_longtxn check_history check_options check_conninfo check_lmdb_verify check_spec check_qconfig"
 SERVER="check_server check_ops check_binary check_cli check_clients check_compat check_bench check_perms check_console check_retry check_dedup"
 progs=${*:-"$IN_PROCESS $SERVER"}
 

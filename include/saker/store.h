@@ -49,12 +49,12 @@
  *   PostgreSQL after any statement the server refuses and after a lost
  *   connection (a failed statement aborts a PostgreSQL transaction; a
  *   savepoint around every call would cost a round trip each).  A driver
- *   that lost its batch tells the layer (saker_store_batch_lost(), which
- *   restores its counters), fails that call and every later call of the
- *   batch with the error ("batch rolled back") and fails the commit() that
- *   ends it, the store being as after the previous successful commit; the
- *   core answers every call of that batch SERVER_ERROR, as after a failed
- *   commit.
+ *   that lost its batch fails that call and tells the layer
+ *   (saker_store_lose_batch(), REFUSALS), which restores its counters,
+ *   refuses every later call of the batch that writes and fails the
+ *   commit() that ends it, the store being as after the previous
+ *   successful commit; the core answers every call of that batch
+ *   SERVER_ERROR, as after a failed commit.
  *   One failure is not a clean rollback: when the fsync of a commit fails,
  *   its data may already be in the file and may or may not be there after a
  *   restart; likewise when the connection to a database server breaks
@@ -243,13 +243,23 @@ typedef struct saker_queue saker_queue;
 /* The layer's part of a queue handle: a driver's struct saker_queue
  * begins with it (zeroed when the handle is made), as its store begins
  * with struct saker_store.  Only the layer reads or writes it. */
+/* the counters in struct saker_queue_base's n[] */
+enum {
+	SAKER_N_ITEMS,          /* ready items */
+	SAKER_N_BYTES,          /* their data bytes */
+	SAKER_N_DELAYED,        /* delayed items */
+	SAKER_N_OPEN,           /* open items */
+	SAKER_N_IDS             /* deduplication ids recorded */
+};
+
 struct saker_queue_base {
 	size_t xtolen;          /* expire_to: where expired items go */
 	char xto[256];          /* (xtolen 0: dropped) */
-	/* the queue's counters (THE LAYER, COUNTERS): items and bytes
-	 * ready, delayed, open; then their value at the batch's first
-	 * change, restored when the batch is lost */
-	uint64_t n[5], snap[5]; /* [4]: deduplication ids recorded */
+	/* the queue's counters (THE LAYER, COUNTERS), by SAKER_N_*; then
+	 * their value at the batch's first change, restored when the batch
+	 * is lost.  A driver reads them with saker_queue_counted() and
+	 * never writes them. */
+	uint64_t n[5], snap[5];
 	bool ids_known;         /* n[4] counted (dedup_count) since open */
 	uint64_t dedup_hits;    /* duplicates answered since open */
 	uint64_t expired_to;    /* items routed by saker_store_expired()
@@ -257,6 +267,8 @@ struct saker_queue_base {
 	                         * them back: nor did the drivers' counts) */
 	struct saker_queue_base *touched_next; /* the batch's changed queues */
 	bool touched;
+	bool gone;              /* deleted in this batch, snap its counters
+	                         * before: saker_store_queue_restored() */
 	/* the same for the batch in flight (ASYNCHRONOUS COMMIT): its
 	 * counters before it, restored when it fails */
 	uint64_t fsnap[5];
@@ -270,6 +282,21 @@ struct saker_queue_base {
 	struct saker_queue_base *wake_next;
 	void *wake_ctx;
 };
+
+/* q's four counters as the layer has them now, read in place: for a
+ * driver that stores them (its record) or tests them on a hot path (a
+ * take's "is there anything"); not for a shared store's, which the layer
+ * recounts (saker_store_queue_counts()). */
+static inline struct saker_queue_stats
+saker_queue_counted(const saker_queue *q)
+{
+	const uint64_t *n = ((const struct saker_queue_base *)
+	    (const void *)q)->n;
+
+	return (struct saker_queue_stats){ .items = n[SAKER_N_ITEMS],
+	    .bytes = n[SAKER_N_BYTES], .delayed_items = n[SAKER_N_DELAYED],
+	    .open_items = n[SAKER_N_OPEN] };
+}
 
 /*
  * The "queue gained visible items" notification.  The core's callback
@@ -386,6 +413,7 @@ typedef struct saker_store {
 	int lost;
 	char rbuf[768];
 	char lostbuf[768];
+	char lostwhy[384];	/* REASON of a lost batch */
 } saker_store;
 
 /*
@@ -447,12 +475,6 @@ struct saker_store_driver {
 	const struct saker_store_option *options; /* the keys it takes (see
 	                          * DRIVER OPTIONS); NULL = none */
 	saker_lock_kind lock;    /* how the layer locks the location */
-	/* Its on-disk format keeps each queue's items, bytes, delayed and
-	 * open counts (LMDB, SQLite): queue_stats() fills them, O(1), and
-	 * the layer keeps none.  false: the driver reports every change of
-	 * an item's state through saker_store_account() and the layer
-	 * keeps the counters (THE LAYER, COUNTERS). */
-	bool own_counts;
 
 	/* Open (creating per opts->create) the store at `location` (NULL when
 	 * the spec had none).  On failure returns an error, sets *out = NULL and
@@ -488,11 +510,11 @@ struct saker_store_driver {
 	/* List every queue, in no particular order. */
 	int (*queues)(saker_store *s, saker_queue_name_fn fn, void *arg);
 
-	/* total_items, expired_items, expired_to and head_created_ms, and
-	 * with own_counts the other four; cheap (no scan of the queue). */
+	/* total_items, expired_items and head_created_ms (the layer fills
+	 * the rest); cheap (no scan of the queue). */
 	int (*queue_stats)(saker_store *s, saker_queue *q, struct saker_queue_stats *st);
 
-	/* SAKER_CAP_SHARED without own_counts: items, bytes, delayed_items
+	/* SAKER_CAP_SHARED: items, bytes, delayed_items
 	 * and open_items of q counted in the store (may scan the queue:
 	 * the layer asks at most once per tick() per queue, for a queue
 	 * whose stats are read), so changes other processes made show. */
@@ -780,9 +802,9 @@ int saker_store_queue_flush(saker_store *s, saker_queue *q);
 int saker_store_queues(saker_store *s, saker_queue_name_fn fn, void *arg);
 int saker_store_queue_stats(saker_store *s, saker_queue *q,
     struct saker_queue_stats *st);
-/* items, bytes, delayed_items and open_items (an own_counts driver may
- * fill the rest too): the capacity check's, without a round trip to a
- * database (but a shared store's recount, at most once per tick) */
+/* items, bytes, delayed_items and open_items: the capacity check's,
+ * without a round trip to a database (but a shared store's recount, at
+ * most once per tick) */
 int saker_store_queue_counts(saker_store *s, saker_queue *q,
     struct saker_queue_stats *st);
 int saker_store_take(saker_store *s, saker_queue *q, int mode, int64_t now_ms,
@@ -943,8 +965,8 @@ int saker_store_expired(saker_store *s, saker_queue *q,
  * COUNTERS.  The layer keeps every queue's items, bytes (of ready items),
  * delayed_items and open_items in its struct saker_queue_base, so that
  * saker_store_queue_stats() and every capacity check are O(1) on every
- * store.  A driver without own_counts tells the layer each change of an
- * item's state, a fact like notify(): put (NONE -> READY or DELAYED),
+ * store.  Every driver tells the layer each change of an item's state,
+ * a fact like notify(): put (NONE -> READY or DELAYED),
  * take (READY -> OPEN, or -> NONE: removed, or an expired item dropped
  * or routed, the target then NONE -> READY), confirm (OPEN -> NONE),
  * release (OPEN -> READY or DELAYED), move (OPEN -> NONE in q, NONE ->
@@ -952,13 +974,28 @@ int saker_store_expired(saker_store *s, saker_queue *q,
  * flush_expired (READY -> NONE).  queue_flush() and queue_delete() are
  * counted by the layer itself.  The layer remembers each queue's
  * counters at the first change of a batch and puts them back when
- * commit() fails or the driver says it lost the batch.
+ * commit() fails or the driver says it lost the batch (and those of a
+ * queue deleted in the batch when the driver says it brought the queue
+ * back: saker_store_queue_restored()).  A driver whose format stores
+ * the four hands them to the layer at open (saker_store_queue_seed()).
  */
 void saker_store_account(saker_store *s, saker_queue *q,
     saker_item_state from, saker_item_state to, size_t len);
 /* n items of `bytes` data bytes in all, at once (a promotion in SQL) */
 void saker_store_account_n(saker_store *s, saker_queue *q,
     saker_item_state from, saker_item_state to, uint64_t n, uint64_t bytes);
+
+/*
+ * For a driver whose on-disk queue record keeps the four counters (LMDB,
+ * SQLite): at open, after its recovery, it hands the layer what each
+ * queue's record says (st's items, bytes, delayed_items, open_items);
+ * when it writes the record it reads them back (saker_queue_counted()).  Also for putting back a queue's counters
+ * as read before a single call the driver undid (a savepoint rolled
+ * back): within a batch only on a queue the batch changed already, so
+ * that the layer's snapshot of it stays that of the batch.
+ */
+void saker_store_queue_seed(saker_store *s, saker_queue *q,
+    const struct saker_queue_stats *st);
 
 /*
  * REFUSALS.  A store opened read-only (opts->read_only) takes no writes:
@@ -982,7 +1019,7 @@ void saker_store_queue_fresh(saker_store *s, saker_queue *q);
 /* For a driver whose rollback (a failed commit, a lost batch) brought q
  * back as it was at the last commit in a way the layer did not see (a
  * delete undone): the layer counts q's deduplication ids again at their
- * next use. */
+ * next use, and a queue deleted in the batch gets back its counters. */
 void saker_store_queue_restored(saker_store *s, saker_queue *q);
 
 /* For a shared store's driver that changed q in a way it cannot tell
@@ -1030,11 +1067,6 @@ int saker_store_dedup_iterate(saker_store *s, saker_queue *q,
 int saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
     size_t len, int64_t expires_ms, int64_t now_ms);
 
-/* For a driver that rolled its batch back outside commit() (a lost
- * connection, an aborted transaction): the counters go back to the last
- * commit too.  Its next commit() is then that of a new batch. */
-void saker_store_batch_lost(saker_store *s);
-
 /*
  * THE REFUSAL STATES.  The layer keeps them, a driver reports the event
  * where it knows it, and every driver's refusals read the same:
@@ -1045,7 +1077,11 @@ void saker_store_batch_lost(saker_store *s);
  *   was rolled back (REASON); it ends at the next commit", and the
  *   commit() that ends it fails with `code` and "TYPE LOCATION: batch
  *   rolled back: REASON" without reaching the driver (a batch lost
- *   inside commit() or commit_start() ends with that call).
+ *   inside commit() or commit_start() ends with that call; one lost
+ *   before close() ends there, the driver's close() writing what it
+ *   writes as after a commit).  REASON is the driver's (the `why` of
+ *   saker_store_lose_batch_why(): the failure that lost the batch, one
+ *   line, without the TYPE prefix), or the code's saker_strerror().
  * - writes refused (saker_store_refuse_writes): a write or fsync failed;
  *   until the store is reopened every call that writes gets
  *   SAKER_EREADONLY and "TYPE LOCATION: store is read-only after a
@@ -1059,6 +1095,7 @@ void saker_store_batch_lost(saker_store *s);
  * saker_store_refusal() instead of keeping a flag of its own.
  */
 void saker_store_lose_batch(saker_store *s, int code);
+void saker_store_lose_batch_why(saker_store *s, int code, const char *why);
 void saker_store_refuse_writes(saker_store *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void saker_store_refuse_all(saker_store *s, const char *fmt, ...)
@@ -1073,6 +1110,8 @@ bool saker_store_refuses_writes(const saker_store *s);
 bool saker_store_takes_writes(const saker_store *s);
 /* Is the store stale (reads refused too)? */
 bool saker_store_is_stale(const saker_store *s);
+/* Has the driver lost the batch under way (until the commit ending it)? */
+bool saker_store_is_lost(const saker_store *s);
 
 #ifdef __cplusplus
 }
