@@ -470,7 +470,9 @@ START_TEST(test_damaged_item_across)
 }
 END_TEST
 
-/* How many times a VACUUM (not autovacuum) ran on schema's saker_items. */
+/* How many times a VACUUM (not autovacuum) ran on schema's saker_items:
+ * on its segments (saker_items_s0...), the partitioned table itself has
+ * no statistics. */
 static long
 vacuum_count(const char *schema)
 {
@@ -482,7 +484,7 @@ vacuum_count(const char *schema)
 	ck_assert_int_eq(PQstatus(c), CONNECTION_OK);
 	snprintf(sql, sizeof(sql), "SELECT coalesce(sum(vacuum_count), 0)"
 	    " FROM pg_stat_user_tables WHERE schemaname = '%s_%d'"
-	    " AND relname = 'saker_items'", schema, (int)getpid());
+	    " AND relname LIKE 'saker\\_items\\_s%%'", schema, (int)getpid());
 	r = PQexec(c, sql);
 	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s",
 	    PQresultErrorMessage(r));
@@ -570,13 +572,17 @@ START_TEST(test_held_horizon)
 	PGconn *hold;
 	PGresult *r;
 	char *sp, *st, *lo0, *lo1;
-	int fa, fo, i;
+	char *hp;
+	int fa, fo, i, http;
 	int64_t t0;
 	long long v;
 
 	sp = tl_strdupf("postgres,horizon_warn=1:%s schema=hz_%d lease=30",
 	    pgc.conninfo, (int)getpid());
-	a = tl_server_start(sp, NULL);
+	http = tl_free_port();
+	hp = tl_strdupf("127.0.0.1:%d", http);
+	a = tl_server_start(sp, "--http", hp, NULL);
+	free(hp);
 	free(sp);
 	fa = tl_connect(a->port);
 	fo = tl_connect(a->port);
@@ -631,6 +637,20 @@ START_TEST(test_held_horizon)
 	ck_assert_int_ge(tl_stat(fa, "store_horizon_age"), 2);
 	ck_assert_int_ge(tl_stat(fa, "store_horizon_xids"), 1);
 	ck_assert_int_ge(tl_stat(fa, "store_dead_rows"), 100);
+	/* the same in /metrics, for an alert */
+	{
+		char *m = tl_http(http, "GET", "/metrics", NULL, NULL), *l;
+
+		ck_assert_int_eq(tl_http_status(m), 200);
+		l = strstr(m, "\nsaker_store_horizon_age_seconds ");
+		ck_assert_msg(l != NULL &&
+		    strtod(strchr(l + 1, ' '), NULL) >= 2.0, "%s", m);
+		l = strstr(m, "\nsaker_store_dead_rows ");
+		ck_assert_msg(l != NULL &&
+		    strtoll(strchr(l + 1, ' '), NULL, 10) >= 100, "%s", m);
+		ck_assert_ptr_nonnull(strstr(m, "\nsaker_store_horizon_xids "));
+		free(m);
+	}
 	{
 		char *log = tl_read_file(a->log, NULL);
 
@@ -648,6 +668,267 @@ START_TEST(test_held_horizon)
 	ck_assert_int_lt(v, 1);
 	free(lo0);
 	free(lo1);
+	close(fa);
+	close(fo);
+	tl_server_stop(a);
+	tl_server_free(a);
+}
+END_TEST
+
+/* How many of the comma-separated numbers differ between a and b. */
+static int
+files_changed(const char *a, const char *b)
+{
+	int n = 0;
+
+	while (*a != '\0' && *b != '\0') {
+		if (strtoll(a, NULL, 10) != strtoll(b, NULL, 10))
+			n++;
+		a += strcspn(a, ",");
+		b += strcspn(b, ",");
+		a += *a == ',';
+		b += *b == ',';
+	}
+	return n;
+}
+
+/*
+ * Issue 47, format 7: the items live in segments that take puts in turn
+ * (segment=1s here); the oldest is emptied by TRUNCATE even while a
+ * session holds a snapshot, so the store's size follows the items
+ * queued, not those consumed.  Items left in an old segment are moved
+ * forward with their keys: a queue nobody reads keeps its FIFO order, a
+ * delayed item its due time, an open item stays with its broker and can
+ * be confirmed.
+ */
+START_TEST(test_segments)
+{
+	struct tl_server *a;
+	PGconn *hold;
+	PGresult *r;
+	char *sp, *v, *files0;
+	int fa, fo, i;
+	int64_t t0;
+	long long trunc0, trunc1, moved, bytes;
+
+	sp = tl_strdupf("postgres,segment=1,segment_rows=1000:%s schema=sg_%d"
+	    " lease=30", pgc.conninfo, (int)getpid());
+	a = tl_server_start(sp, NULL);
+	free(sp);
+	fa = tl_connect(a->port);
+	fo = tl_connect(a->port);
+	tl_set(fa, "so", "open1");
+	tl_ckget(fo, "so/open", "open1");
+	tl_set(fa, "sl", "lazy1");
+	tl_set(fa, "sl", "lazy2");
+	tl_set(fa, "sd/delay=9000", "soon");
+	tl_set(fa, "sd/delay=600000", "later");
+	t0 = tl_now_ms();
+	while ((trunc0 = tl_stat(fa, "store_segment_truncations")) < 0 &&
+	    tl_now_ms() - t0 < tl_slow(5000))
+		tl_sleep_ms(100);
+	ck_assert_int_ge(trunc0, 0);
+	ck_assert_int_eq(tl_stat(fa, "store_segments"), 4);
+
+	hold = PQconnectdb(pgc.conninfo);
+	ck_assert_int_eq(PQstatus(hold), CONNECTION_OK);
+	r = PQexec(hold, "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1");
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	PQclear(r);
+	trunc0 = tl_stat(fa, "store_segment_truncations");
+	files0 = schema_val("sg", "SELECT string_agg(relfilenode::text, ','"
+	    " ORDER BY relname) FROM pg_class WHERE relname LIKE"
+	    " 'saker\\_items\\_s_' AND relnamespace ="
+	    " current_schema()::regnamespace");
+	/* 6 s of pairs: segments taken and emptied in turn (the rotation
+	 * is tried once a tick, a 1 s segment rotates every 1-2 s) */
+	t0 = tl_now_ms();
+	for (i = 0; tl_now_ms() - t0 < 6000; i++) {
+		tl_set(fa, "h", "x");
+		tl_ckget(fa, "h", "x");
+	}
+	trunc1 = tl_stat(fa, "store_segment_truncations");
+	moved = tl_stat(fa, "store_segment_moved");
+	ck_assert_msg(trunc1 - trunc0 >= 3, "truncations %lld -> %lld in 6 s"
+	    " (%d pairs)", trunc0, trunc1, i);
+	/* the lazy queue's items, the delayed ones and the open one */
+	ck_assert_int_ge(moved, 5);
+	/* seen from the database: the files of the segments emptied were
+	 * replaced (TRUNCATE gives a table new ones) while the snapshot
+	 * was held; DELETEd rows would have stayed in the old ones */
+	v = schema_val("sg", "SELECT string_agg(relfilenode::text, ',' ORDER BY"
+	    " relname) FROM pg_class WHERE relname LIKE 'saker\\_items\\_s_'"
+	    " AND relnamespace = current_schema()::regnamespace");
+	ck_assert_int_ge(files_changed(files0, v), 3);
+	free(v);
+	free(files0);
+	v = schema_val("sg", "SELECT sum(pg_relation_size(relid)) FROM"
+	    " pg_partition_tree('saker_items')");
+	bytes = strtoll(v, NULL, 10);
+	free(v);
+	fprintf(stderr, "check_pg: segments: %d pairs, %lld truncations,"
+	    " %lld moved, %lld bytes\n", i, trunc1 - trunc0, moved, bytes);
+	PQclear(PQexec(hold, "COMMIT"));
+	PQfinish(hold);
+
+	/* moved forward, in order, intact */
+	tl_ckget(fa, "sl", "lazy1");
+	tl_ckget(fa, "sl", "lazy2");
+	tl_ckget(fa, "sl", NULL);
+	tl_ckget(fa, "sd", NULL);
+	tl_ckget(fa, "sd/t=6000", "soon");
+	tl_ckget(fa, "sd", NULL);
+	v = schema_val("sg", "SELECT count(*) FROM saker_items WHERE state = 0"
+	    " AND due > 0");
+	ck_assert_str_eq(v, "1");
+	free(v);
+	mustsends(fo, "get so/close\r\n");
+	ckresp(fo, "END\r\n");
+	tl_ckget(fa, "so", NULL);
+	v = schema_val("sg", "SELECT count(*) FROM saker_items WHERE"
+	    " data = 'open1'");
+	ck_assert_str_eq(v, "0");
+	free(v);
+	close(fa);
+	close(fo);
+	tl_server_stop(a);
+	tl_server_free(a);
+}
+END_TEST
+
+/* A statement on c that must succeed; its first value, or "" */
+static char *
+raw_val(PGconn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+	char *v;
+
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK ||
+	    PQresultStatus(r) == PGRES_COMMAND_OK, "%s: %s", sql,
+	    PQresultErrorMessage(r));
+	v = tl_strdupf("%s", PQresultStatus(r) == PGRES_TUPLES_OK &&
+	    PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
+	PQclear(r);
+	return v;
+}
+
+/*
+ * Issue 47, segments: a lease sweep must not lose sight of a held row
+ * that its owner is moving to the current segment (P_SEG_MINE: a DELETE
+ * and an INSERT, under the moves' advisory lock).  Here the owner is a
+ * broker that is gone but for its last batch: the row's lease runs out
+ * while that batch, moving the row, stays open for 3 s, then commits.
+ * Sweeps meanwhile skip the old row; one that moved on past the lease
+ * would leave the item to the full sweep, 5 minutes later.  The item is
+ * handed out again within seconds.
+ */
+START_TEST(test_sweep_during_move)
+{
+	struct tl_server *a;
+	PGconn *m;
+	char *sp, *v, *ci;
+	int fa;
+
+	/* lease=30: the sweep's margin is then 1 s (no timeout= added) */
+	sp = tl_strdupf("postgres:%s schema=swmove_%d lease=30", pgc.conninfo,
+	    (int)getpid());
+	a = tl_server_start(sp, NULL);
+	free(sp);
+	fa = tl_connect(a->port);
+	tl_set(fa, "sw", "ghost");
+	ci = tl_strdupf("%s options='-c search_path=swmove_%d'", pgc.conninfo,
+	    (int)getpid());
+	m = PQconnectdb(ci);
+	free(ci);
+	ck_assert_int_eq(PQstatus(m), CONNECTION_OK);
+	/* open on a broker that is gone, its lease out in 1.5 s */
+	free(raw_val(m, "UPDATE saker_items SET state = 1, owner = 'ghost',"
+	    " lease_until = (extract(epoch FROM clock_timestamp()) * 1000)"
+	    "::bigint + 1500 WHERE data = 'ghost'"));
+	/* its last batch moves it (as P_SEG_MINE does) and stays open */
+	free(raw_val(m, "BEGIN"));
+	v = raw_val(m, "SELECT pg_try_advisory_xact_lock(7308604707263426420)");
+	ck_assert_str_eq(v, "t");
+	free(v);
+	v = raw_val(m, "WITH d AS (DELETE FROM saker_items WHERE data = 'ghost'"
+	    " RETURNING *) INSERT INTO saker_items SELECT * FROM d RETURNING 1");
+	ck_assert_str_eq(v, "1");
+	free(v);
+	tl_sleep_ms(3500);
+	tl_ckget(fa, "sw", NULL);
+	free(raw_val(m, "COMMIT"));
+	/* the next sweeps still cover the lease that ran out */
+	tl_ckget(fa, "sw/t=4000", "ghost");
+	PQfinish(m);
+	close(fa);
+	tl_server_stop(a);
+	tl_server_free(a);
+}
+END_TEST
+
+/*
+ * Issue 47, segments: a flush empties the queue even while
+ * saker_rotate() is moving its items forward.  The rotation (by hand,
+ * a held item keeping its segment from being truncated) moves them and
+ * stays uncommitted while the broker's flush runs; it commits once the
+ * flush waits for it.  A DELETE whose snapshot predates the move skips
+ * the moved rows, and the items would outlive the flush.
+ */
+START_TEST(test_flush_during_rotation)
+{
+	struct tl_server *a;
+	PGconn *rot, *look;
+	char *sp, *v, *ci;
+	int fa, fo, i, waiting = 0;
+	int64_t t0;
+
+	/* a long segment: the broker's own rotations stay out of the way */
+	sp = tl_strdupf("postgres,segment=600:%s schema=flrot_%d lease=30",
+	    pgc.conninfo, (int)getpid());
+	a = tl_server_start(sp, NULL);
+	free(sp);
+	fa = tl_connect(a->port);
+	fo = tl_connect(a->port);
+	tl_set(fa, "fq", "f1");
+	tl_set(fa, "fq", "f2");
+	tl_set(fa, "hq", "held");
+	tl_ckget(fo, "hq/open", "held");
+	ci = tl_strdupf("%s options='-c search_path=flrot_%d'", pgc.conninfo,
+	    (int)getpid());
+	rot = PQconnectdb(ci);
+	look = PQconnectdb(ci);
+	free(ci);
+	ck_assert_int_eq(PQstatus(rot), CONNECTION_OK);
+	ck_assert_int_eq(PQstatus(look), CONNECTION_OK);
+	for (i = 1; i <= 3; i++) {
+		v = raw_val(rot, "SELECT r FROM saker_rotate(0, 0, 5000)");
+		ck_assert_str_eq(v, "1");
+		free(v);
+	}
+	free(raw_val(rot, "BEGIN"));
+	v = raw_val(rot, "SELECT r FROM saker_rotate(0, 0, 5000)");
+	ck_assert_str_eq(v, "-3");	/* moved, the held item left */
+	free(v);
+	mustsends(fa, "flush fq\r\n");
+	t0 = tl_now_ms();
+	while (waiting == 0 && tl_now_ms() - t0 < tl_slow(10000)) {
+		v = raw_val(look, "SELECT count(*) FROM pg_stat_activity WHERE"
+		    " wait_event_type = 'Lock' AND datname = current_database()");
+		waiting = atoi(v);
+		free(v);
+		if (waiting == 0)
+			tl_sleep_ms(2);
+	}
+	ck_assert_int_gt(waiting, 0);
+	free(raw_val(rot, "COMMIT"));
+	ckresp(fa, "END\r\n");
+	tl_ckget(fa, "fq", NULL);
+	v = raw_val(look, "SELECT count(*) FROM saker_items WHERE data IN"
+	    " ('f1', 'f2')");
+	ck_assert_str_eq(v, "0");
+	free(v);
+	PQfinish(rot);
+	PQfinish(look);
 	close(fa);
 	close(fo);
 	tl_server_stop(a);
@@ -985,6 +1266,9 @@ main(void)
 	tcase_add_test(tc, test_two_brokers_once);
 	tcase_add_test(tc, test_vacuum);
 	tcase_add_test(tc, test_held_horizon);
+	tcase_add_test(tc, test_segments);
+	tcase_add_test(tc, test_sweep_during_move);
+	tcase_add_test(tc, test_flush_during_rotation);
 	tcase_add_test(tc, test_renew_keeps_open);
 	tcase_add_test(tc, test_damaged_item_across);
 	tcase_add_test(tc, test_dead_letter_across);

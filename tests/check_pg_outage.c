@@ -55,8 +55,10 @@ now_ms(void)
 /* multi 1: a multi-host connection string whose first host refuses
  * (libpq goes on to the next inside PQconnectPoll()); 2: two hosts, both
  * proxies to the server (o->px first, o->px2 second) */
+/* opts: more driver options (",segment=600"), or "" */
 static void
-outage_start_t(struct outage *o, const char *name, int multi, int timeout_ms)
+outage_start_o(struct outage *o, const char *name, int multi, int timeout_ms,
+    const char *opts)
 {
 	char *sp, *h, *hosts;
 
@@ -74,9 +76,9 @@ outage_start_t(struct outage *o, const char *name, int multi, int timeout_ms)
 	    " target_session_attrs=read-write", tp_port(o->px),
 	    tp_port(o->px2)) : tl_strdupf("host=127.0.0.1 port=%d",
 	    tp_port(o->px));
-	sp = tl_strdupf("postgres,timeout=%d.%d,lease=2:%s dbname=postgres"
+	sp = tl_strdupf("postgres,timeout=%d.%d,lease=2%s:%s dbname=postgres"
 	    " user=saker schema=%s_%d", timeout_ms / 1000,
-	    timeout_ms % 1000 / 100, hosts, name, (int)getpid());
+	    timeout_ms % 1000 / 100, opts, hosts, name, (int)getpid());
 	free(hosts);
 	h = tl_strdupf("127.0.0.1:%d", o->http);
 	o->srv = tl_server_start(sp, "--http", h, NULL);
@@ -84,6 +86,12 @@ outage_start_t(struct outage *o, const char *name, int multi, int timeout_ms)
 	free(h);
 	o->fd = tl_connect(o->srv->port);
 	o->fo = tl_connect(o->srv->port);
+}
+
+static void
+outage_start_t(struct outage *o, const char *name, int multi, int timeout_ms)
+{
+	outage_start_o(o, name, multi, timeout_ms, "");
 }
 
 static void
@@ -376,6 +384,144 @@ START_TEST(test_doubt_take_once)
 }
 END_TEST
 
+/* One statement on raw connection c; its first value (malloc'd), or NULL
+ * when it returns no rows. */
+static char *
+raw1(PGconn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+	char *v = NULL;
+
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK ||
+	    PQresultStatus(r) == PGRES_COMMAND_OK, "%s: %s", sql,
+	    PQresultErrorMessage(r));
+	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
+		v = tl_strdupf("%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return v;
+}
+
+static void
+raw0(PGconn *c, const char *sql)
+{
+	free(raw1(c, sql));
+}
+
+static PGconn *
+raw_connect(const char *name)
+{
+	PGconn *c = PQconnectdb(pgc.conninfo);
+	char *sql;
+
+	ck_assert_int_eq(PQstatus(c), CONNECTION_OK);
+	sql = tl_strdupf("SET search_path TO \"%s_%d\"", name, (int)getpid());
+	raw0(c, sql);
+	free(sql);
+	return c;
+}
+
+/*
+ * Issue 47, segments: the in-doubt reconcile (the by-key DELETE of the
+ * rows a commit without an answer handed out) must not miss a row that
+ * saker_rotate() is moving out of the oldest segment.  Made to happen:
+ * the in-doubt item is ready again (as a peer's sweep leaves it once the
+ * lease ran out) and sits in the segment to be emptied; a rotation moves
+ * it forward and stays uncommitted (a held row keeps the segment from
+ * being truncated) while the broker reconnects and reconciles; it
+ * commits once the reconcile waits for it.  A DELETE whose snapshot
+ * predates the move finds the old row gone and skips it, and the item
+ * would be served a second time from the segment it was moved to.
+ */
+START_TEST(test_doubt_during_rotation)
+{
+	struct outage o;
+	struct tl_value tv;
+	PGconn *rot, *look;
+	char buf[32], *v;
+	int i, waiting = 0;
+	int64_t t0;
+
+	/* a long segment: the broker's own rotations stay out of the way,
+	 * this test rotates by hand; timeout 2 s: the reconcile's lock
+	 * wait (lock_timeout 1.5 s) outlasts the test's look at it */
+	outage_start_o(&o, "doubtseg", 0, 2000, ",segment=600");
+	for (i = 0; i < 8; i++) {
+		snprintf(buf, sizeof(buf), "d-%d", i);
+		tl_set(o.fd, "dq", buf);
+	}
+	tl_set(o.fd, "hq", "held");
+	tl_ckget(o.fo, "hq/open", "held");
+	mustsends(o.fd, "get dq dq dq\r\n");
+	for (i = 0; i < 3; i++) {
+		snprintf(buf, sizeof(buf), "d-%d", i);
+		ck_assert_int_eq(tl_read_value(o.fd, &tv), 1);
+		ck_assert_str_eq(tv.data, buf);
+		tl_value_clear(&tv);
+	}
+	ck_assert_int_eq(tl_read_value(o.fd, &tv), 0);
+	tp_set_mode(o.px, TP_FREEZE);
+	mustsends(o.fd, "get dq\r\n");
+	ck_assert_int_eq(tl_read_value(o.fd, &tv), 1);
+	ck_assert_str_eq(tv.data, "d-3");
+	tl_value_clear(&tv);
+	ck_assert_int_eq(tl_read_value(o.fd, &tv), 0);
+	tp_set_mode(o.px, TP_REFUSE);
+
+	rot = raw_connect("doubtseg");
+	look = raw_connect("doubtseg");
+	/* (waits for the cut session's rollback) */
+	v = raw1(rot, "UPDATE saker_items SET state = 0, owner = NULL,"
+	    " lease_until = 0 WHERE data = 'd-3' RETURNING seg");
+	ck_assert_str_eq(v, "0");
+	free(v);
+	/* segments 1, 2, 3 emptied in turn: segment 0 is next */
+	for (i = 1; i <= 3; i++) {
+		v = raw1(rot, "SELECT r FROM saker_rotate(0, 0, 5000)");
+		ck_assert_str_eq(v, "1");
+		free(v);
+	}
+	raw0(rot, "BEGIN");
+	/* rows left (the open item): moved, not truncated */
+	v = raw1(rot, "SELECT r FROM saker_rotate(0, 0, 5000)");
+	ck_assert_str_eq(v, "-3");
+	free(v);
+	v = raw1(rot, "SELECT seg FROM saker_items WHERE data = 'd-3'");
+	ck_assert_str_eq(v, "3");
+	free(v);
+	tp_set_mode(o.px, TP_RELAY);
+	/* the reconnected broker's reconcile waits for the rotation */
+	t0 = tl_now_ms();
+	while (waiting == 0 && tl_now_ms() - t0 < tl_slow(10000)) {
+		v = raw1(look, "SELECT count(*) FROM pg_stat_activity WHERE"
+		    " wait_event_type = 'Lock' AND datname = current_database()");
+		waiting = atoi(v);
+		free(v);
+		if (waiting == 0)
+			tl_sleep_ms(2);
+	}
+	ck_assert_int_gt(waiting, 0);
+	raw0(rot, "COMMIT");
+	/* d-3 never again; d-4 .. d-7 once each, in order */
+	for (i = 4; i < 8; i++) {
+		mustsends(o.fd, "get dq/t=8000\r\n");
+		ck_assert_int_eq(tl_read_value(o.fd, &tv), 1);
+		snprintf(buf, sizeof(buf), "d-%d", i);
+		ck_assert_msg(strcmp(tv.data, buf) == 0, "got %s, want %s",
+		    tv.data, buf);
+		tl_value_clear(&tv);
+		ck_assert_int_eq(tl_read_value(o.fd, &tv), 0);
+	}
+	mustsends(o.fd, "get dq/t=500\r\n");
+	ck_assert_int_eq(tl_read_value(o.fd, &tv), 0);
+	v = raw1(look, "SELECT count(*) FROM saker_items WHERE data = 'd-3'");
+	ck_assert_str_eq(v, "0");
+	free(v);
+	PQfinish(rot);
+	PQfinish(look);
+	outage_end(&o);
+}
+END_TEST
+
 /* A partition: the proxy stops relaying (connections stay open). */
 START_TEST(test_frozen)
 {
@@ -567,6 +713,7 @@ main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_frozen);
 	tcase_add_test(tc, test_doubt_take_once);
+	tcase_add_test(tc, test_doubt_during_rotation);
 	tcase_add_test(tc, test_stopped);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_first_host_frozen);

@@ -9,13 +9,17 @@
 #   on    an idle session holds one: BEGIN ISOLATION LEVEL REPEATABLE
 #         READ; SELECT 1; opened before the first "on" window of a run
 #         of them and committed after its last
-# After every window: pairs/s, the dead tuples of saker_items
-# (pg_stat_user_tables) and the store's size on disk (relations and
-# indexes).  PGOPTS: more postgres options; with PGOPTS="-c
+# After every window: pairs/s, the dead tuples of saker_items (of its
+# segments, pg_stat_user_tables) and the store's size on disk (relations
+# and indexes).  PGOPTS: more postgres options; with PGOPTS="-c
 # shared_preload_libraries=pg_stat_statements" STMTS=1 the statements
 # that took the database's time are listed at the end.  With PGBENCH=1 the same plan is run again with pgbench on a
 # plain SKIP LOCKED table (insert, then DELETE ... WHERE id = (SELECT ...
-# FOR UPDATE SKIP LOCKED LIMIT 1)) from the same number of clients.
+# FOR UPDATE SKIP LOCKED LIMIT 1)) from the same number of clients.  At
+# the end, per tool: the medians of the unheld and the held windows, their
+# ratio, and the largest size seen held.  A 5-minute hold, twice,
+# alternated (issue 47's measure):
+#   contrib/bench/horizon.sh "off on on on on on off on on on on on off" 60 16
 #
 # usage: SAKERD=./sakerd SAKER=./saker contrib/bench/horizon.sh \
 #            [PLAN [SECS [CONNS]]]
@@ -87,8 +91,9 @@ unhold() {
 	wait "$HOLD" 2>/dev/null
 	HOLD=
 }
-# dead TABLE: n_dead_tup; size PATTERN: bytes of the matching tables
-dead() { sql "SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables WHERE relname = '$1'"; }
+# dead TABLE: n_dead_tup (of its segments too: saker_items_s0..., store
+# format 7); size PATTERN: bytes of the matching tables
+dead() { sql "SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables WHERE relname = '$1' OR relname LIKE '$1\_s_'"; }
 size() { sql "SELECT coalesce(sum(pg_total_relation_size(oid)), 0) FROM pg_class WHERE relkind = 'r' AND relname LIKE '$1'"; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 
@@ -121,7 +126,7 @@ for w in $PLAN; do
 	rate=$(sed -n 's/.*(\([0-9]*\) pairs\/s).*/\1/p; s/.*(\([0-9]*\) items\/s).*/\1/p' <<<"$out" | head -1)
 	sleep 1	# the statistics collector's next flush
 	printf '%-6s %-6s %10s %10s %9s\n' saker "$n:$w" "$rate" "$(dead saker_items)" \
-	    "$(mb "$(size 'saker_%')")"
+	    "$(mb "$(size 'saker_%')")" | tee -a "$TMP/rows"
 done
 unhold
 # PGOPTS="-c shared_preload_libraries=pg_stat_statements" STMTS=1: where
@@ -132,7 +137,34 @@ if [ -n "${STMTS:-}" ]; then
 fi
 [ -n "${SAKER_HORIZON_LOG:-}" ] && cp "$TMP/sakerd.log" "$SAKER_HORIZON_LOG"
 
-[ "$PGBENCH" = 1 ] || exit 0
+# medians of the unheld and held windows of each tool, their ratio, and
+# the largest size seen while held (the machine may be shared: alternate)
+summary() {
+	awk '
+	function median(list, n,   a, i, j, t) {
+		n = split(list, a, " ")
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) {
+				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+			}
+		return n == 0 ? 0 : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
+	}
+	{
+		split($2, w, ":")
+		k = $1 " " w[2]
+		v[k] = v[k] " " $3
+		if (w[2] == "on" && $5 + 0 > big[$1] + 0)
+			big[$1] = $5
+		tools[$1] = 1
+	}
+	END {
+		for (t in tools) {
+			off = median(v[t " off"]); on = median(v[t " on"])
+			printf "median %-7s unheld %s, held %s pairs/s: held/unheld %.2f; largest held size %s MB\n", t, off, on, (off > 0 ? on / off : 0), big[t]
+		}
+	}' "$TMP/rows"
+}
+[ "$PGBENCH" = 1 ] || { summary; exit 0; }
 command -v pgbench >/dev/null || { echo "horizon.sh: pgbench not found" >&2; exit 1; }
 sql "CREATE TABLE bench_q (id bigserial PRIMARY KEY, data text NOT NULL)" || exit 1
 PAYLOAD=$(printf 'x%.0s' $(seq 64))
@@ -150,6 +182,7 @@ for w in $PLAN; do
 	    sed -n 's/^tps = \([0-9]*\).*/\1/p' | head -1)
 	sleep 1
 	printf '%-6s %-6s %10s %10s %9s\n' pgbench "$n:$w" "$rate" "$(dead bench_q)" \
-	    "$(mb "$(size 'bench_q')")"
+	    "$(mb "$(size 'bench_q')")" | tee -a "$TMP/rows"
 done
 unhold
+summary
