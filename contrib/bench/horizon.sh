@@ -159,8 +159,14 @@ summary() {
 	}
 	END {
 		for (t in tools) {
+			hason = (t " on") in v; hasoff = (t " off") in v
 			off = median(v[t " off"]); on = median(v[t " on"])
-			printf "median %-7s unheld %s, held %s pairs/s: held/unheld %.2f; largest held size %s MB\n", t, off, on, (off > 0 ? on / off : 0), big[t]
+			if (!hason)	# a plan with no held window
+				printf "median %-7s unheld %s pairs/s (no held window)\n", t, off
+			else if (!hasoff)
+				printf "median %-7s held %s pairs/s (no unheld window); largest held size %s MB\n", t, on, big[t]
+			else
+				printf "median %-7s unheld %s, held %s pairs/s: held/unheld %.2f; largest held size %s MB\n", t, off, on, (off > 0 ? on / off : 0), big[t]
 		}
 	}' "$TMP/rows"
 }
