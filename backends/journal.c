@@ -1,11 +1,13 @@
 /* journal.c -- a store driver's redo journal (LMDB, SQLite): framing, writing, replay. */
 #include "config.h"
 
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,166 @@
 #define LJ_GROW_MIN	((uint64_t)1 << 20)
 #define LJ_KEEP_BUF	((size_t)4 << 20)	/* free a larger batch buffer */
 #define LJ_ZERO_CHUNK	((size_t)64 << 10)
+
+/* A call, not the address of libc's: a test's LD_PRELOAD shim
+ * (tests/powerloss) must see it as it sees every other. */
+static int
+sys_fdatasync(int fd)
+{
+	return fdatasync(fd);
+}
+
+int (*lj_fdatasync)(int fd) = sys_fdatasync;
+
+static int lj_fail(struct lj *j, int e, const char *what);
+
+/*
+ * The flush thread: one record at a time, handed over by lj_write_start()
+ * and collected by lj_write_finish().  It touches nothing of struct lj but
+ * the bytes it was given and the descriptor, so the owner's thread goes on
+ * filling the next batch without a lock; only the hand-over and the result
+ * pass through mu.
+ */
+struct lj_flusher {
+	pthread_t tid;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int efd;		/* written when a record is done */
+	int fd;			/* the journal */
+	const unsigned char *p;	/* the record in flight */
+	size_t n;
+	uint64_t off;
+	bool job;		/* a record is handed over and not done */
+	bool quit;
+	int err;		/* its result: 0 or errno */
+	bool in_doubt;		/* written, then fdatasync failed */
+};
+
+static void *
+flush_main(void *arg)
+{
+	struct lj_flusher *f = arg;
+	const unsigned char *p;
+	uint64_t off, one = 1;
+	size_t n, done;
+	ssize_t r;
+	bool doubt;
+	int e;
+
+	pthread_mutex_lock(&f->mu);
+	for (;;) {
+		while (!f->job && !f->quit)
+			pthread_cond_wait(&f->cv, &f->mu);
+		if (!f->job)
+			break;
+		p = f->p;
+		n = f->n;
+		off = f->off;
+		pthread_mutex_unlock(&f->mu);
+		doubt = false;
+		e = 0;
+		for (done = 0; done < n; done += (size_t)r) {
+			r = pwrite(f->fd, p + done, n - done, (off_t)(off + done));
+			if (r < 0 && errno == EINTR)
+				r = 0;
+			else if (r < 0) {
+				e = errno;
+				break;
+			} else if (r == 0) {
+				e = ENOSPC;
+				break;
+			}
+		}
+		if (e == 0 && lj_fdatasync(f->fd) != 0) {
+			e = errno;
+			doubt = true;
+		}
+		pthread_mutex_lock(&f->mu);
+		f->err = e;
+		f->in_doubt = doubt;
+		/* The eventfd is written before the job is marked done, under
+		 * the lock: a finish that waited on the condition then always
+		 * finds the counter set and drains it, and no stale wake-up is
+		 * left for the loop. */
+		while (write(f->efd, &one, sizeof(one)) < 0 && errno == EINTR)
+			;
+		f->job = false;
+		pthread_cond_broadcast(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+int
+lj_flush_start(struct lj *j)
+{
+	struct lj_flusher *f;
+	int e;
+
+	if (j->fl != NULL)
+		return 0;
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return lj_fail(j, ENOMEM, "flush thread");
+	f->fd = j->fd;
+	if ((f->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+		e = errno;
+		free(f);
+		return lj_fail(j, e, "flush thread's eventfd");
+	}
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cv, NULL);
+	if ((e = pthread_create(&f->tid, NULL, flush_main, f)) != 0) {
+		pthread_cond_destroy(&f->cv);
+		pthread_mutex_destroy(&f->mu);
+		close(f->efd);
+		free(f);
+		return lj_fail(j, e, "flush thread");
+	}
+	j->fl = f;
+	return 0;
+}
+
+static void
+flush_stop(struct lj *j)
+{
+	struct lj_flusher *f = j->fl;
+	bool doubt;
+
+	if (f == NULL)
+		return;
+	if (j->inflight)
+		(void)lj_write_finish(j, &doubt);
+	pthread_mutex_lock(&f->mu);
+	f->quit = true;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	pthread_join(f->tid, NULL);
+	pthread_cond_destroy(&f->cv);
+	pthread_mutex_destroy(&f->mu);
+	close(f->efd);
+	free(f);
+	j->fl = NULL;
+}
+
+void
+lj_flush_poke(struct lj *j, bool readable)
+{
+	uint64_t v = 1;
+	ssize_t r;
+
+	if (j->fl == NULL)
+		return;
+	do
+		r = readable ? write(j->fl->efd, &v, sizeof(v)) :
+		    read(j->fl->efd, &v, sizeof(v));
+	while (r < 0 && errno == EINTR);
+}
+
+int
+lj_flush_fd(const struct lj *j)
+{
+	return j->fl != NULL ? j->fl->efd : -1;
+}
 
 static uint64_t
 rotl64(uint64_t x, int r)
@@ -90,6 +252,10 @@ lj_open(struct lj *j, const char *path, bool create)
 void
 lj_close(struct lj *j)
 {
+	flush_stop(j);
+	free(j->spare);
+	j->spare = NULL;
+	j->spare_cap = 0;
 	if (j->fd >= 0)
 		close(j->fd);
 	j->fd = -1;
@@ -170,43 +336,41 @@ lj_grow(struct lj *j, uint64_t want)
 	 * file's last (unsynced) checkpoint after a machine crash. */
 	if (j->never_sync)
 		return 0;
-	if (fdatasync(j->fd) != 0)
+	if (lj_fdatasync(j->fd) != 0)
 		return lj_fail(j, errno, "fdatasync after growing");
 	j->fsyncs++;
 	return 0;
 }
 
-int
-lj_write(struct lj *j, bool sync, bool *in_doubt)
+/* Frame the current batch as record seq + 1 at off, growing the file
+ * first; *n gets the record's bytes.  0, or an errno value with nothing of
+ * the record written. */
+static int
+lj_frame(struct lj *j, size_t *n)
 {
 	unsigned char *h = j->buf;
-	size_t n = LJ_HDR + j->len, done;
 	int e;
 
-	*in_doubt = false;
 	if (j->fd < 0)
 		return lj_fail(j, EBADF, "write");
 	if (h == NULL && lj_reserve(j, 0, &h) != 0)
 		return lj_fail(j, ENOMEM, "write");
 	h = j->buf;
-	if (j->off + n > j->size && (e = lj_grow(j, j->off + n)) != 0)
+	*n = LJ_HDR + j->len;
+	if (j->off + *n > j->size && (e = lj_grow(j, j->off + *n)) != 0)
 		return e;	/* nothing of the record written */
 	saker_put_le64(h, LJ_MAGIC);	/* magic + reserved */
 	saker_put_le64(h + 8, j->seq + 1);
 	saker_put_le64(h + 16, (uint64_t)j->len);
 	saker_put_le64(h + 24, rec_check(j, h, h + LJ_HDR, j->len));
-	e = pio_all(j->fd, h, n, j->off, true, &done);
-	if (e != 0)	/* a record cut short never passes its check */
-		return lj_fail(j, e, "write");
-	j->unsynced = true;
-	if (sync) {
-		j->fsyncs++;
-		if (fdatasync(j->fd) != 0) {
-			*in_doubt = true;
-			return lj_fail(j, errno, "fdatasync");
-		}
-		j->unsynced = false;
-	}
+	return 0;
+}
+
+/* The record of n bytes is in the file (and synced when asked): count it,
+ * empty the batch. */
+static void
+lj_written(struct lj *j, size_t n)
+{
 	j->off += n;
 	j->seq++;
 	j->len = 0;
@@ -215,6 +379,100 @@ lj_write(struct lj *j, bool sync, bool *in_doubt)
 		j->buf = NULL;
 		j->cap = 0;
 	}
+}
+
+int
+lj_write(struct lj *j, bool sync, bool *in_doubt)
+{
+	size_t n, done;
+	int e;
+
+	*in_doubt = false;
+	if (j->inflight)
+		return lj_fail(j, EBUSY, "write (a record is in flight)");
+	if ((e = lj_frame(j, &n)) != 0)
+		return e;
+	e = pio_all(j->fd, j->buf, n, j->off, true, &done);
+	if (e != 0)	/* a record cut short never passes its check */
+		return lj_fail(j, e, "write");
+	j->unsynced = true;
+	if (sync) {
+		j->fsyncs++;
+		if (lj_fdatasync(j->fd) != 0) {
+			*in_doubt = true;
+			return lj_fail(j, errno, "fdatasync");
+		}
+		j->unsynced = false;
+	}
+	lj_written(j, n);
+	return 0;
+}
+
+int
+lj_write_start(struct lj *j)
+{
+	struct lj_flusher *f = j->fl;
+	unsigned char *b;
+	size_t n, cap;
+	int e;
+
+	if (f == NULL)
+		return lj_fail(j, EINVAL, "write (no flush thread)");
+	if (j->inflight)
+		return lj_fail(j, EBUSY, "write (a record is in flight)");
+	if ((e = lj_frame(j, &n)) != 0)
+		return e;
+	pthread_mutex_lock(&f->mu);
+	f->p = j->buf;
+	f->n = n;
+	f->off = j->off;
+	f->job = true;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	j->inflight = true;
+	j->fl_n = n;
+	j->fsyncs++;
+	/* the next batch fills the other buffer */
+	b = j->buf;
+	cap = j->cap;
+	j->buf = j->spare;
+	j->cap = j->spare_cap;
+	j->spare = b;
+	j->spare_cap = cap;
+	j->len = 0;
+	return 0;
+}
+
+int
+lj_write_finish(struct lj *j, bool *in_doubt)
+{
+	struct lj_flusher *f = j->fl;
+	uint64_t cnt;
+	int e;
+
+	*in_doubt = false;
+	if (f == NULL || !j->inflight)
+		return 0;
+	pthread_mutex_lock(&f->mu);
+	while (f->job)
+		pthread_cond_wait(&f->cv, &f->mu);
+	e = f->err;
+	*in_doubt = f->in_doubt;
+	pthread_mutex_unlock(&f->mu);
+	while (read(f->efd, &cnt, sizeof(cnt)) < 0 && errno == EINTR)
+		;
+	j->inflight = false;
+	if (j->spare_cap > LJ_KEEP_BUF) {
+		free(j->spare);
+		j->spare = NULL;
+		j->spare_cap = 0;
+	}
+	if (e != 0)	/* as lj_write(): a short record never passes */
+		return lj_fail(j, e, *in_doubt ? "fdatasync" : "write");
+	/* lj_written() on the counters only: the buffer that went out is
+	 * the spare now, the current one holds the next batch */
+	j->off += j->fl_n;
+	j->seq++;
 	return 0;
 }
 
@@ -224,7 +482,7 @@ lj_sync(struct lj *j)
 	if (j->fd < 0 || !j->unsynced)
 		return 0;
 	j->fsyncs++;
-	if (fdatasync(j->fd) != 0)
+	if (lj_fdatasync(j->fd) != 0)
 		return lj_fail(j, errno, "fdatasync");
 	j->unsynced = false;
 	return 0;

@@ -50,7 +50,17 @@ struct lj {
 				 * another store's journal never pass it */
 	uint64_t fsyncs;	/* fdatasync calls made */
 	char err[256];		/* reason for the last failure */
+	/* the flush thread (lj_write_start()): NULL until started */
+	struct lj_flusher *fl;
+	bool inflight;		/* a record is with the flush thread */
+	size_t fl_n;		/* its bytes, header included */
+	unsigned char *spare;	/* the other batch buffer: the one in flight,
+				 * or kept for the next hand-off */
+	size_t spare_cap;
 };
+
+/* fdatasync(), or what a test puts in its place to fail it (EIO). */
+extern int (*lj_fdatasync)(int fd);
 
 /* Open (creating when `create`) the journal at `path`.  Returns 0, or an errno
  * value with a message in j->err.  A missing file with !create is not an
@@ -80,6 +90,29 @@ lj_cut(struct lj *j, size_t mark)
  * the next batch is written over it.
  */
 int lj_write(struct lj *j, bool sync, bool *in_doubt);
+
+/*
+ * The asynchronous write.  lj_flush_start() starts the flush thread (once;
+ * 0 or an errno value, with j->err).  lj_write_start() frames the current
+ * batch as record seq + 1 at off, as lj_write() with sync does, and hands
+ * it to the thread, which writes it and fdatasyncs; the next batch fills
+ * the other buffer meanwhile.  0 with j->inflight set, or an errno value
+ * (growing the file failed: nothing written, nothing in flight).
+ * lj_flush_fd() becomes readable (an eventfd) when the thread is done;
+ * lj_write_finish() waits for that if need be and collects the result:
+ * 0 (off and seq now count the record), or an errno value with j->err and
+ * *in_doubt as for lj_write().  One record at a time: a second
+ * lj_write_start() before lj_write_finish() is refused (EBUSY).
+ * lj_close() waits for a record in flight and stops the thread.
+ */
+int lj_flush_start(struct lj *j);
+int lj_write_start(struct lj *j);
+int lj_write_finish(struct lj *j, bool *in_doubt);
+int lj_flush_fd(const struct lj *j);
+/* Make lj_flush_fd() readable again, or not: for a driver that collected a
+ * result early (it had to wait) and keeps it for its caller, who still
+ * waits for the descriptor. */
+void lj_flush_poke(struct lj *j, bool readable);
 
 /* fdatasync when something was written since the last one. */
 int lj_sync(struct lj *j);

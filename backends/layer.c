@@ -109,12 +109,57 @@ saker_store_batch_lost(saker_store *s)
 	batch_end(s, true);
 }
 
+/* The batch in flight ended: kept, or lost with the current batch (whose
+ * counters go back first: the flight's snapshots are older). */
+static void
+flight_end(saker_store *s, bool lost)
+{
+	struct saker_queue_base *b;
+
+	if (lost)
+		batch_end(s, true);
+	while ((b = s->flight) != NULL) {
+		s->flight = b->flight_next;
+		if (lost)
+			memcpy(b->n, b->fsnap, sizeof(b->n));
+		b->in_flight = false;
+		b->flight_next = NULL;
+	}
+	s->inflight = false;
+}
+
+/* The current batch goes in flight: its snapshots with it. */
+static void
+flight_begin(saker_store *s)
+{
+	struct saker_queue_base *b;
+
+	while ((b = s->touched) != NULL) {
+		s->touched = b->touched_next;
+		memcpy(b->fsnap, b->snap, sizeof(b->fsnap));
+		b->in_flight = true;
+		b->flight_next = s->flight;
+		s->flight = b;
+		b->touched = false;
+		b->touched_next = NULL;
+	}
+	s->inflight = true;
+}
+
 /* q leaves the store: off the batch's list before its handle is freed */
 static void
 untouch(saker_store *s, struct saker_queue_base *b)
 {
 	struct saker_queue_base **p;
 
+	if (b->in_flight) {
+		for (p = &s->flight; *p != NULL; p = &(*p)->flight_next)
+			if (*p == b) {
+				*p = b->flight_next;
+				break;
+			}
+		b->in_flight = false;
+	}
 	if (!b->touched)
 		return;
 	for (p = &s->touched; *p != NULL; p = &(*p)->touched_next)
@@ -277,7 +322,7 @@ int
 saker_store_queue_delete(saker_store *s, saker_queue *q)
 {
 	struct saker_queue_base *b = base(q);
-	bool was = b->touched;
+	bool was = b->touched, flew = b->in_flight;
 	int rc;
 
 	/* a failed commit cannot bring a deleted handle back (the driver
@@ -292,6 +337,11 @@ saker_store_queue_delete(saker_store *s, saker_queue *q)
 		b->touched = true;
 		b->touched_next = s->touched;
 		s->touched = b;
+	}
+	if (rc != SAKER_OK && flew) {
+		b->in_flight = true;
+		b->flight_next = s->flight;
+		s->flight = b;
 	}
 	return rc;
 }
@@ -466,9 +516,55 @@ saker_store_commit(saker_store *s)
 	int rc;
 
 	enter(s);
+	if (s->inflight && (rc = saker_store_commit_finish(s)) != SAKER_OK)
+		return leave(s, rc);	/* both batches rolled back */
 	rc = s->driver->commit(s);
 	batch_end(s, rc != SAKER_OK);
 	return leave(s, rc);
+}
+
+int
+saker_store_commit_start(saker_store *s, bool *started)
+{
+	int rc;
+
+	*started = false;
+	if (s->driver->commit_start == NULL || s->inflight)
+		return saker_store_commit(s);
+	enter(s);
+	rc = s->driver->commit_start(s, started);
+	if (*started)
+		flight_begin(s);
+	else
+		batch_end(s, rc != SAKER_OK);
+	return leave(s, rc);
+}
+
+int
+saker_store_commit_fd(saker_store *s)
+{
+	if (!s->inflight || s->driver->commit_fd == NULL)
+		return -1;
+	return s->driver->commit_fd(s);
+}
+
+int
+saker_store_commit_finish(saker_store *s)
+{
+	int rc;
+
+	if (!s->inflight)
+		return SAKER_OK;
+	enter(s);
+	rc = s->driver->commit_finish(s);
+	flight_end(s, rc != SAKER_OK);
+	return leave(s, rc);
+}
+
+bool
+saker_store_commit_inflight(const saker_store *s)
+{
+	return s->inflight;
 }
 
 /* ------------------------------------------------------------------ */

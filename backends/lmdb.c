@@ -178,6 +178,11 @@ struct lstore {
 	int begin_err;		/* saker_err of the last failed lm_begin_long */
 	bool stale;		/* ptxn was lost: refuse even reads */
 	bool no_dedup;		/* read-only, format < 5: no dedup databases */
+	bool no_async;		/* the flush thread could not be started */
+	uint64_t flight_t0;	/* when the batch in flight began its commit */
+	bool flight_done;	/* its result collected early (flight_rc), for
+				 * commit_finish() to report */
+	int flight_rc;
 	struct saker_store_stats st;
 };
 
@@ -812,6 +817,7 @@ lm_grow(struct lstore *s)
 }
 
 static void lm_reload(struct lstore *, const char *);
+static void lm_flight_wait(struct lstore *);
 
 /* Abort the batch and put every queue back as of the last commit.  The
  * batch ran in the long transaction, so when it wrote anything that
@@ -821,11 +827,13 @@ lm_rollback(struct lstore *s)
 {
 	struct saker_queue *q, *next;
 
+	if (s->touched && !s->stale)
+		lm_flight_wait(s);	/* the rebuild below needs its result */
 	if (s->txn != NULL && s->txn != s->ptxn)
 		mdb_txn_abort(s->txn);	/* a read txn */
 	s->txn = NULL;
 	lj_cut(&s->lt.j, 0);
-	if (s->touched) {
+	if (s->touched && !s->stale) {
 		s->touched = false;
 		lm_reload(s, "a batch failed");
 	}
@@ -1253,8 +1261,10 @@ lm_checkpoint(struct lstore *s)
 	    "read-only: %s", s->dir, lm_strerror(rc));
 }
 
+/* commit(), or with `async` commit_start(): the record goes to the
+ * journal's flush thread (*started) unless a checkpoint is due. */
 static int
-lm_commit(saker_store *ss)
+lm_commit_x(saker_store *ss, bool async, bool *started)
 {
 	struct lstore *s = (struct lstore *)ss;
 	struct saker_queue *q, *next;
@@ -1297,8 +1307,24 @@ lm_commit(saker_store *ss)
 		    SAKER_EIO, "lmdb %s: commit failed, batch rolled back: %s",
 		    s->dir, lm_strerror(rc));
 	}
-	code = ltx_write(&s->lt, s->sync == SAKER_SYNC_ALWAYS);
-	if (log_get_level() >= LOG_LVL_DEBUG &&
+	/* A checkpoint must follow its batch before the next one gathers
+	 * into the long transaction: that turn commits synchronously. */
+	if (async && (s->sync != SAKER_SYNC_ALWAYS || s->no_async ||
+	    ckpt_due(s)))
+		async = false;
+	if (async) {
+		code = ltx_write_start(&s->lt);
+		if (code == SAKER_EINVAL) {
+			log_warn("lmdb %s: %s; committing synchronously", s->dir,
+			    s->lt.err);
+			s->no_async = true;
+			async = false;
+		} else if (code == SAKER_OK)
+			*started = true;
+	}
+	if (!async)
+		code = ltx_write(&s->lt, s->sync == SAKER_SYNC_ALWAYS);
+	if (log_get_level() >= LOG_LVL_DEBUG && !*started &&
 	    saker_mono_ns() - t0 >= 1000000)
 		log_debug("lmdb journal record %" PRIu64 " (%s): %" PRIu64 " us",
 		    s->lt.j.seq, s->sync == SAKER_SYNC_ALWAYS ? "fdatasync" :
@@ -1328,16 +1354,104 @@ lm_commit(saker_store *ss)
 	s->dirty = NULL;
 	s->saved_next_qid = s->next_qid;
 	s->saved_next_arrival = s->next_arrival;
-	s->st.commits++;
-	s->st.commit_ns += saker_mono_ns() - t0;
 	s->txn = NULL;
 	s->touched = false;
+	if (*started) {
+		/* counted when its result comes (lm_flight_collect) */
+		s->flight_t0 = t0;
+		return SAKER_OK;
+	}
+	s->st.commits++;
+	s->st.commit_ns += saker_mono_ns() - t0;
 done:
 	/* The batch is acknowledged whatever a checkpoint does: its
 	 * failures are reported by the next batches. */
 	if (ckpt_due(s) && s->txn == NULL)
 		(void)lm_checkpoint(s);
 	return SAKER_OK;
+}
+
+static int
+lm_commit(saker_store *ss)
+{
+	bool started = false;
+
+	return lm_commit_x(ss, false, &started);
+}
+
+static int
+lm_commit_start(saker_store *ss, bool *started)
+{
+	*started = false;
+	return lm_commit_x(ss, true, started);
+}
+
+/*
+ * Collect the result of the batch in flight, waiting for it.  When its
+ * write or fdatasync failed, the in-memory state already moved on (the
+ * queues' saved state is the batch's, the next batch gathered in the long
+ * transaction on top of it), so rather than unpick two batches the store
+ * drops its long transaction and refuses every call, reads too, until
+ * reopened: the journal then says what reached the disk.  A local store
+ * refuses writes after a failed fsync anyway (store.h).
+ */
+static int
+lm_flight_collect(struct lstore *s)
+{
+	int code;
+
+	if (!s->lt.j.inflight)
+		return SAKER_OK;
+	code = ltx_write_finish(&s->lt);
+	if (code == SAKER_OK) {
+		s->st.commits++;
+		s->st.commit_ns += saker_mono_ns() - s->flight_t0;
+		return SAKER_OK;
+	}
+	s->touched = false;	/* no rebuild: the store is stale */
+	s->stale = true;
+	lm_rollback(s);
+	lt_abort(s);
+	s->broken = true;
+	snprintf(s->broken_msg, sizeof(s->broken_msg), "commit: %s", s->lt.err);
+	return seterr(s, code, "lmdb %s: commit failed%s, this batch and the "
+	    "next rolled back, store must be reopened: %s", s->dir,
+	    code == SAKER_EINDOUBT ? " and may or may not have reached the "
+	    "disk" : "", s->lt.err);
+}
+
+/* Something must not run with a batch in flight (a rebuild of the long
+ * transaction): wait for its result now and keep it for commit_finish(),
+ * whose caller still waits for the descriptor. */
+static void
+lm_flight_wait(struct lstore *s)
+{
+	if (!s->lt.j.inflight)
+		return;
+	s->flight_rc = lm_flight_collect(s);
+	s->flight_done = true;
+	lj_flush_poke(&s->lt.j, true);
+}
+
+static int
+lm_commit_fd(saker_store *ss)
+{
+	struct lstore *s = (struct lstore *)ss;
+
+	return s->lt.j.inflight || s->flight_done ? ltx_flush_fd(&s->lt) : -1;
+}
+
+static int
+lm_commit_finish(saker_store *ss)
+{
+	struct lstore *s = (struct lstore *)ss;
+
+	if (s->flight_done) {
+		s->flight_done = false;
+		lj_flush_poke(&s->lt.j, false);
+		return s->flight_rc;
+	}
+	return lm_flight_collect(s);
 }
 
 static int
@@ -2830,7 +2944,9 @@ lm_close(saker_store *ss)
 
 	if (s == NULL)
 		return;
-	if (s->txn != NULL)
+	if (s->lt.j.inflight)
+		(void)lm_flight_collect(s);
+	if (s->txn != NULL && !s->stale)
 		(void)lm_commit(ss);
 	lm_rollback(s);	/* a batch whose commit failed */
 	/* A broken store keeps its journal for the next open to replay. */
@@ -3356,6 +3472,9 @@ const struct saker_store_driver saker_store_lmdb = {
 	.dedup_iterate = lm_dedup_iterate,
 	.commit = lm_commit,
 	.sync = lm_sync,
+	.commit_start = lm_commit_start,
+	.commit_fd = lm_commit_fd,
+	.commit_finish = lm_commit_finish,
 	.store_stats = lm_store_stats,
 	.watch_fd = NULL,
 	.fd_ready = NULL,

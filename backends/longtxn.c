@@ -27,12 +27,10 @@ ltx_new_id(void)
 	return (r >> 1) | 1;
 }
 
-int
-ltx_write(struct ltx *lt, bool sync)
+/* A journal write's errno as a saker_err, with lt->err. */
+static int
+write_result(struct ltx *lt, int rc, bool in_doubt)
 {
-	bool in_doubt = false;
-	int rc = lj_write(&lt->j, sync, &in_doubt);
-
 	if (rc == 0) {
 		if (lt->first_ns == 0)
 			lt->first_ns = saker_mono_ns();
@@ -47,6 +45,52 @@ ltx_write(struct ltx *lt, bool sync)
 	if (!in_doubt && rc == ENOMEM)
 		return SAKER_ENOMEM;
 	return in_doubt ? SAKER_EINDOUBT : SAKER_EIO;
+}
+
+int
+ltx_write(struct ltx *lt, bool sync)
+{
+	bool in_doubt = false;
+	int rc = lj_write(&lt->j, sync, &in_doubt);
+
+	return write_result(lt, rc, in_doubt);
+}
+
+int
+ltx_write_start(struct ltx *lt)
+{
+	int rc;
+
+	if (lj_flush_start(&lt->j) != 0) {
+		snprintf(lt->err, sizeof(lt->err), "%s", lt->j.err);
+		return SAKER_EINVAL;
+	}
+	if ((rc = lj_write_start(&lt->j)) == 0)
+		return SAKER_OK;
+	/* nothing written (growing failed): never in doubt */
+	return write_result(lt, rc, false);
+}
+
+int
+ltx_write_finish(struct ltx *lt)
+{
+	bool in_doubt = false;
+	int rc = lj_write_finish(&lt->j, &in_doubt);
+
+	/* ENOSPC from the thread's pwrite is not "full, go on": the record
+	 * may be half there and the next batches were gathered on top */
+	if (rc != 0 && !in_doubt && (rc == ENOSPC || rc == EDQUOT ||
+	    rc == EFBIG || rc == ENOMEM)) {
+		snprintf(lt->err, sizeof(lt->err), "%s", lt->j.err);
+		return SAKER_EIO;
+	}
+	return write_result(lt, rc, in_doubt);
+}
+
+int
+ltx_flush_fd(const struct ltx *lt)
+{
+	return lj_flush_fd(&lt->j);
 }
 
 void

@@ -136,6 +136,22 @@ uint64_t ltx_new_id(void);
  */
 int ltx_write(struct ltx *lt, bool sync);
 
+/*
+ * The same, asynchronous (--sync always): ltx_write_start() hands the
+ * batch's record to the journal's flush thread (started on first use) and
+ * returns; ltx_flush_fd() becomes readable when the write and its
+ * fdatasync are over, and ltx_write_finish() collects the result, waiting
+ * when called earlier.  Between the two the driver gathers the next batch
+ * into its long transaction but must not checkpoint, rebuild or start a
+ * second record.  ltx_write_start(): SAKER_OK (lt->j.inflight), or as
+ * ltx_write() with nothing in flight; SAKER_EINVAL when the thread cannot
+ * be started (the caller writes synchronously instead).
+ * ltx_write_finish(): SAKER_OK, SAKER_EIO or SAKER_EINDOUBT, lt->err.
+ */
+int ltx_write_start(struct ltx *lt);
+int ltx_write_finish(struct ltx *lt);
+int ltx_flush_fd(const struct ltx *lt);
+
 /* Time for a checkpoint (the long transaction being open)? */
 bool ltx_due(const struct ltx *lt, uint64_t now_ns);
 

@@ -115,8 +115,11 @@ pg_link_drop(struct pg_store *s, struct pg_link *l, bool abort)
 			(void)shutdown(PQsocket(l->c), SHUT_RDWR);
 		PQfinish(l->c);
 	}
-	if (l == &s->links[PG_L_MAIN])
+	if (l == &s->links[PG_L_MAIN]) {
 		s->conn = NULL;
+		if (s->fl.on)
+			s->fl.dropped = true;
+	}
 	if (l == &s->links[PG_L_LISTEN])
 		s->probing = false;	/* no answer will come */
 	l->c = NULL;
@@ -301,6 +304,8 @@ pg_exec(struct pg_store *s, const char *sql)
 {
 	PGresult *r, *keep = NULL;
 
+	if (s->fl.on && s->wcb->flight_wait != NULL)
+		s->wcb->flight_wait(s);
 	if (s->conn == NULL || !PQsendQuery(s->conn, sql))
 		return NULL;
 	pg_deadline(s);
@@ -534,7 +539,7 @@ pg_pipe_wait(struct pg_store *s, struct pg_pipe *pp)
 
 	if (pp->n == 0)
 		goto out;
-	if (!PQpipelineSync(s->conn)) {
+	if (!pp->synced && !PQpipelineSync(s->conn)) {
 		pp->bad = 0;
 		goto out;
 	}
@@ -905,7 +910,8 @@ pg_links(struct pg_store *s, int64_t now_ms)
 			r = -1;
 		if (r < 0)
 			err = pg_attempt_failed(s, now_ms);
-	} else if (l->up && pg_readable(l->c)) {
+	} else if (l->up && !s->fl.on && pg_readable(l->c)) {
+		/* (in flight the answer is the flight's: commit_finish()) */
 		/* between turns nothing is asked of it: this is the server
 		 * ending the session (a restart, a failover) */
 		if (!PQconsumeInput(l->c) || PQstatus(l->c) == CONNECTION_BAD) {

@@ -32,6 +32,7 @@ struct pg_pipe {
 	PGresult *bad_res;
 	int qsync;			/* index of P_QSYNC, or -1 */
 	bool sendfail;			/* a statement could not be sent */
+	bool synced;			/* its sync point is sent */
 };
 
 /*
@@ -52,6 +53,9 @@ struct pg_wire_cb {
 	void (*notified)(struct pg_store *s, const char *name, size_t len);
 	/* Notifications may have been missed (LISTEN answered again). */
 	void (*missed)(struct pg_store *s);
+	/* The statement connection is needed now: read the result of the
+	 * batch in flight first (pg_exec()). */
+	void (*flight_wait)(struct pg_store *s);
 };
 
 int pg_errf(struct pg_store *s, int code, const char *fmt, ...);

@@ -527,6 +527,111 @@ START_TEST(test_lmdb_ckpt_write) { fault_loop("lmdb-ckpt", "write", "persist"); 
 STORE_TESTS(sqlite)
 #endif
 
+
+/*
+ * A batch in flight (--commit async, with --sync always): the
+ * fdatasync of its journal record stalls (fsync:1:stall, counted from the
+ * arm file, after a first commit has grown the journal).  Meanwhile its
+ * client has no STORED, a get of its item on another connection has no
+ * reply either (that take's batch waits for the one it took from), and a
+ * version on a third is answered at once: the loop is not waiting.  Then
+ * either the stall ends (`release`): the STORED comes, then the item; or
+ * SIGKILL: the STORED was never sent, and after a restart the item is
+ * there or not (written, never acknowledged), nothing else.
+ */
+static void
+inflight(const char *drv, bool release)
+{
+	struct run r;
+	struct tl_server *s;
+	char *l, go[PATH_MAX + 8];
+	int a, b, c, fd;
+	int64_t t0, waited;
+
+	memset(&r, 0, sizeof(r));
+	r.top = tl_mkdtemp();
+	snprintf(r.data, sizeof(r.data), "%s/data", r.top);
+	snprintf(r.arm, sizeof(r.arm), "%s/arm", r.top);
+	snprintf(r.hit, sizeof(r.hit), "%s/arm.hit", r.top);
+	snprintf(go, sizeof(go), "%s/arm.go", r.top);
+	ck_assert_int_eq(mkdir(r.data, 0700), 0);
+	snprintf(r.spec, sizeof(r.spec), strcmp(drv, "lmdb") == 0 ?
+	    "lmdb:%s/store" : "sqlite:%s/store.db", r.data);
+	env_set(&r, "fsync:1:stall");
+	s = tl_server_start(r.spec, "--sync", "always", "--commit", "async",
+	    NULL);
+	env_clear();
+	a = tl_connect(s->port);
+	b = tl_connect(s->port);
+	c = tl_connect(s->port);
+	mustsends(a, "set warm 0 0 1\r\nw\r\n");
+	l = tl_readline(a);
+	ck_assert_str_eq(l, "STORED");
+	free(l);
+	fd = open(r.arm, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+
+	mustsends(a, "set fq 0 0 1\r\nx\r\n");
+	t0 = tl_now_ms();
+	while (!exists(r.hit) && tl_now_ms() - t0 < tl_timeout_ms)
+		usleep(1000);
+	ck_assert_msg(exists(r.hit), "%s: the fdatasync never came", drv);
+	mustsends(c, "get fq\r\n");
+	t0 = tl_now_ms();
+	mustsends(b, "version\r\n");
+	l = tl_readline(b);
+	waited = tl_now_ms() - t0;
+	ck_assert_msg(l != NULL && strncmp(l, "VERSION ", 8) == 0,
+	    "%s: version during a batch in flight: %s", drv, l ? l : "no reply");
+	free(l);
+	ck_assert_msg(waited < 1000, "%s: version waited %lld ms", drv,
+	    (long long)waited);
+	l = tl_readline_ms(a, 300);
+	ck_assert_msg(l == NULL, "%s: \"%s\" before the fdatasync", drv, l);
+	l = tl_readline_ms(c, 50);
+	ck_assert_msg(l == NULL, "%s: the get answered \"%s\" before the "
+	    "batch it took from was durable", drv, l);
+	if (release) {
+		fd = open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+		l = tl_readline(a);
+		ck_assert_msg(l != NULL && strcmp(l, "STORED") == 0,
+		    "%s: after the fdatasync: %s", drv, l ? l : "no reply");
+		free(l);
+		l = tl_readline(c);
+		ck_assert_msg(l != NULL && strcmp(l, "VALUE fq 0 1") == 0,
+		    "%s: the get: %s", drv, l ? l : "no reply");
+		free(l);
+		close(a);
+		close(b);
+		close(c);
+		tl_server_stop(s);
+	} else {
+		tl_server_kill(s);
+		l = tl_readline_ms(a, 1000);
+		ck_assert_msg(l == NULL, "%s: \"%s\" from a killed server", drv,
+		    l);
+		close(a);
+		close(b);
+		close(c);
+		tl_server_restart(s);
+		a = tl_connect(s->port);
+		mustsends(a, "get fq\r\n");
+		l = tl_readline(a);
+		ck_assert_msg(l != NULL && (strcmp(l, "END") == 0 ||
+		    strcmp(l, "VALUE fq 0 1") == 0), "%s: after the restart: %s",
+		    drv, l ? l : "no reply");
+		free(l);
+		close(a);
+	}
+	tl_server_free(s);
+}
+
+START_TEST(test_inflight_lmdb_release) { inflight("lmdb", true); } END_TEST
+START_TEST(test_inflight_lmdb_kill) { inflight("lmdb", false); } END_TEST
+
 #define ADD_STORE(s, drv) do {						\
 	TCase *tc = tcase_create(#drv);					\
 	tcase_set_timeout(tc, 240);					\
@@ -555,6 +660,11 @@ main(void)
 		tcase_set_timeout(tc, 240);
 		tcase_add_test(tc, test_lmdb_ckpt_fsync);
 		tcase_add_test(tc, test_lmdb_ckpt_write);
+		suite_add_tcase(s, tc);
+		tc = tcase_create("lmdb-inflight");
+		tcase_set_timeout(tc, 60);
+		tcase_add_test(tc, test_inflight_lmdb_release);
+		tcase_add_test(tc, test_inflight_lmdb_kill);
 		suite_add_tcase(s, tc);
 	}
 #endif

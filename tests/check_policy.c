@@ -694,7 +694,7 @@ pg_spec(char *buf, size_t len, const char *dir)
 static int
 add_postgres(Suite *su, const struct saker_store_driver *drv)
 {
-	struct store_conformance_opts o = { pg_spec, NULL };
+	struct store_conformance_opts o = { pg_spec, NULL, NULL };
 	char why[256];
 	int rc = pg_cluster_start(&pgc, why, sizeof(why));
 

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,7 @@ pg_damage(const char *spec, const char *marker, size_t len)
 /* ------------------------------------------------------------------ */
 /* the drivers' shared kit */
 
+#include "../backends/journal.h"
 #include "../backends/kit.h"
 #include "../backends/qtab.h"
 
@@ -1868,9 +1870,30 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 
+/* The journal's fdatasync, failing on demand: the disk error a failing
+ * asynchronous commit is tested with (store_conformance.h). */
+static int
+fdatasync_eio(int fd)
+{
+	(void)fd;
+	errno = EIO;
+	return -1;
+}
+
+static void
+journal_fail_sync(bool on)
+{
+	static int (*real)(int);
+
+	if (real == NULL)
+		real = lj_fdatasync;
+	lj_fdatasync = on ? fdatasync_eio : real;
+}
+
 static void
 add_driver(Suite *su, const struct saker_store_driver *drv)
 {
+	struct store_conformance_opts o;
 	TCase *tc;
 
 	if (drv->open == NULL) {
@@ -1878,7 +1901,11 @@ add_driver(Suite *su, const struct saker_store_driver *drv)
 		    drv->name);
 		return;
 	}
-	tc = store_conformance_tcase(drv);
+	memset(&o, 0, sizeof(o));
+	/* the drivers whose commit goes through the journal */
+	if (strcmp(drv->name, "lmdb") == 0 || strcmp(drv->name, "sqlite") == 0)
+		o.fail_sync = journal_fail_sync;
+	tc = store_conformance_tcase_opts(drv, &o);
 	if (tc == NULL) {
 		printf("check_store: too many drivers, skipping '%s'\n", drv->name);
 		return;
@@ -2696,7 +2723,7 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 		return 0;
 	rc = pg_cluster_start(&pgc, why, sizeof(why));
 	if (rc == 0) {
-		struct store_conformance_opts o = { pg_spec, pg_damage };
+		struct store_conformance_opts o = { pg_spec, pg_damage, NULL };
 		TCase *ptc = store_conformance_tcase_opts(drv, &o);
 
 		if (ptc != NULL) {

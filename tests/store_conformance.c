@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,7 @@ struct note {
 static struct {
 	const struct saker_store_driver *drv;
 	int (*damage)(const char *, const char *, size_t);
+	void (*fail_sync)(bool);
 	char dir[64];
 	char spec[256];
 	struct saker_store_opts opts;
@@ -95,6 +97,7 @@ fixture_setup(const struct saker_store_driver *drv,
 	memset(&T, 0, sizeof(T));
 	T.drv = drv;
 	T.damage = o->damage;
+	T.fail_sync = o->fail_sync;
 	snprintf(T.dir, sizeof(T.dir), "/tmp/saker-conf-XXXXXX");
 	ck_assert_msg(mkdtemp(T.dir) != NULL, "mkdtemp failed");
 	if (o->spec != NULL)
@@ -122,6 +125,8 @@ rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 static void
 fixture_teardown(void)
 {
+	if (T.fail_sync != NULL)
+		T.fail_sync(false);
 	if (T.s != NULL)
 		saker_store_close(T.s);
 	T.s = NULL;
@@ -2211,6 +2216,171 @@ START_TEST(test_locked)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* ASYNCHRONOUS COMMIT (store.h): a batch in flight, the next gathering on
+ * top of it, at close, at a failure.  Durable drivers with commit_start
+ * must start it with SAKER_SYNC_ALWAYS; the others commit synchronously
+ * through the same calls. */
+
+/* commit_start(); returns whether the batch is in flight, and checks the
+ * descriptor says the same */
+static bool
+flight_start_at(int line)
+{
+	bool started = true;
+	int rc = saker_store_commit_start(T.s, &started);
+
+	ck_assert_msg(rc == SAKER_OK, "line %d: commit_start: %d (%s)", line,
+	    rc, T.drv->errmsg(T.s));
+	ck_assert_msg(started == saker_store_commit_inflight(T.s),
+	    "line %d: started %d, in flight %d", line, started,
+	    saker_store_commit_inflight(T.s));
+	if (started)
+		ck_assert_int_ge(saker_store_commit_fd(T.s), 0);
+	else
+		ck_assert_int_eq(saker_store_commit_fd(T.s), -1);
+	if (T.drv->durable && T.drv->commit_start != NULL)
+		ck_assert_msg(started, "line %d: %s has commit_start but "
+		    "committed synchronously", line, T.drv->name);
+	return started;
+}
+#define flight_start() flight_start_at(__LINE__)
+
+/* the descriptor becomes readable: the result is there */
+static void
+flight_ready(void)
+{
+	struct pollfd pfd;
+
+	pfd.fd = saker_store_commit_fd(T.s);
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	ck_assert_int_ge(pfd.fd, 0);
+	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+	ck_assert(pfd.revents & POLLIN);
+}
+
+static void
+sync_always(void)
+{
+	T.opts.sync = SAKER_SYNC_ALWAYS;
+	reopen();
+}
+
+START_TEST(test_async_commit)
+{
+	saker_queue *q;
+	bool started;
+
+	sync_always();
+	q = qopen("ac");
+	put_s(q, "a", 0, 0, BASE);
+	put_s(q, "b", 0, 0, BASE);
+	started = flight_start();
+	/* the next batch gathers on top of the one in flight, and sees it */
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "a");
+	put_s(q, "c", 0, 0, BASE);
+	ck_assert_uint_eq(qstats(q).items, 2);
+	if (started) {
+		flight_ready();
+		ck_assert_int_eq(saker_store_commit_finish(T.s), SAKER_OK);
+		ck_assert(!saker_store_commit_inflight(T.s));
+		ck_assert_int_eq(saker_store_commit_fd(T.s), -1);
+	}
+	/* nothing in flight: finishing is a no-op */
+	ck_assert_int_eq(saker_store_commit_finish(T.s), SAKER_OK);
+	ck_assert_uint_eq(qstats(q).items, 2);
+	/* several in a row, the last one collected by commit() */
+	(void)flight_start();
+	put_s(q, "d", 0, 0, BASE);
+	commit();
+	ck_assert(!saker_store_commit_inflight(T.s));
+	if (T.drv->durable) {
+		reopen();
+		q = qfind_at(__LINE__, "ac");
+	}
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "b");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "c");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "d");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	commit();
+}
+END_TEST
+
+/* close() with a batch in flight waits for it: the batch is there after
+ * the reopen, whole */
+START_TEST(test_async_close)
+{
+	saker_queue *q;
+	int i;
+
+	sync_always();
+	q = qopen("acl");
+	put_s(q, "keep", 0, 0, BASE);
+	commit();
+	for (i = 0; i < 50; i++)
+		put_s(q, "x", 0, 0, BASE);
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "keep");
+	(void)flight_start();
+	reopen();
+	q = qfind_at(__LINE__, "acl");
+	ck_assert_uint_eq(qstats(q).items, 50);
+	for (i = 0; i < 50; i++)
+		take_s(q, SAKER_TAKE_REMOVE, BASE, "x");
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	commit();
+}
+END_TEST
+
+/* The fdatasync of the batch in flight fails: it fails, the batch gathered
+ * on top of it fails with it, and neither is acknowledged; after a reopen
+ * the last batch that succeeded is there, the one in flight maybe (it was
+ * written before its fdatasync failed: in doubt), the one on top never. */
+START_TEST(test_async_failure)
+{
+	struct saker_queue_stats st;
+	saker_queue *q;
+	int rc;
+
+	sync_always();
+	q = qopen("af");
+	put_s(q, "a", 0, 0, BASE);
+	commit();
+	T.fail_sync(true);
+	put_s(q, "b", 0, 0, BASE);
+	ck_assert(flight_start());
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "a");
+	put_s(q, "c", 0, 0, BASE);
+	flight_ready();
+	rc = saker_store_commit_finish(T.s);
+	ck_assert_msg(rc == SAKER_EINDOUBT || rc == SAKER_EIO, "finish: %d",
+	    rc);
+	ck_assert_msg(strstr(T.drv->errmsg(T.s), "fdatasync") != NULL,
+	    "the reason is not told: %s", T.drv->errmsg(T.s));
+	ck_assert(!saker_store_commit_inflight(T.s));
+	ck_assert_int_eq(saker_store_commit_fd(T.s), -1);
+	/* as after the last success: "a" alone, or (a local store after a
+	 * failed fdatasync) refusing to answer at all */
+	memset(&st, 0, sizeof(st));
+	if (saker_store_queue_stats(T.s, q, &st) == SAKER_OK)
+		ck_assert_uint_eq(st.items, 1);
+	ck_assert_int_ne(T.drv->put(T.s, q, &(struct saker_item){ .len = 1,
+	    .data = "d" }, BASE), SAKER_OK);
+	(void)saker_store_commit(T.s);
+	T.fail_sync(false);
+	reopen();
+	q = qfind_at(__LINE__, "af");
+	take_s(q, SAKER_TAKE_REMOVE, BASE, "a");
+	if (take(q, SAKER_TAKE_REMOVE, BASE) == SAKER_OK)
+		ck_assert_msg(T.got.len == 1 && memcmp(T.got.data, "b", 1) == 0,
+		    "after the failure: %.*s", (int)T.got.len,
+		    (char *)T.got.data);
+	take_empty(q, SAKER_TAKE_REMOVE, BASE);
+	commit();
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 TCase *
@@ -2656,6 +2826,12 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_dedup);
 	tcase_add_test(tc, test_dedup_limit);
 	tcase_add_test(tc, test_dedup_queue_life);
+	tcase_add_test(tc, test_async_commit);
+	if (drv->commit_start != NULL && opts->fail_sync != NULL)
+		tcase_add_test(tc, test_async_failure);
+	else
+		skipped(drv, "test_async_failure", "no commit_start, or no "
+		    "way to fail its fdatasync");
 	if (drv->expire_to != NULL) {
 		tcase_add_test(tc, test_expire_to);
 		tcase_add_test(tc, test_expire_to_many_head);
@@ -2676,6 +2852,7 @@ store_conformance_tcase_opts(const struct saker_store_driver *drv,
 	tcase_add_test(tc, test_reopen_deliveries);
 	tcase_add_test(tc, test_reopen_read_only);
 	tcase_add_test(tc, test_reopen_dedup);
+	tcase_add_test(tc, test_async_close);
 	if ((drv->caps & SAKER_CAP_SHARED) == 0)
 		tcase_add_test(tc, test_locked);
 	else

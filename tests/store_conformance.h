@@ -3,6 +3,7 @@
 #define SAKER_STORE_CONFORMANCE_H
 
 #include <check.h>
+#include <stdbool.h>
 
 #include "saker/store.h"
 
@@ -27,6 +28,10 @@ struct store_conformance_opts {
 	 * how many items it damaged.  NULL: only stores made of files under
 	 * the temp dir get that test. */
 	int (*damage)(const char *spec, const char *marker, size_t len);
+	/* From now on (`on`) until called with false, make the store's
+	 * fdatasync fail with EIO, as a disk error would.  NULL: the driver
+	 * does not get the tests of a failing asynchronous commit. */
+	void (*fail_sync)(bool on);
 };
 TCase *store_conformance_tcase_opts(const struct saker_store_driver *drv,
     const struct store_conformance_opts *opts);

@@ -245,6 +245,11 @@ struct saker_queue_base {
 	uint64_t dedup_hits;    /* duplicates answered since open */
 	struct saker_queue_base *touched_next; /* the batch's changed queues */
 	bool touched;
+	/* the same for the batch in flight (ASYNCHRONOUS COMMIT): its
+	 * counters before it, restored when it fails */
+	uint64_t fsnap[5];
+	struct saker_queue_base *flight_next;
+	bool in_flight;
 	unsigned synced;        /* shared stores: the tick of the last count */
 	/* wake-ups (the notify contract, below): q is on the store's list of
 	 * queues to wake at the end of the layer call, with the queue_ctx
@@ -338,6 +343,8 @@ typedef struct saker_store {
 	struct saker_store_lock *lock; /* the layer's, from open to close */
 	struct saker_queue_base *touched; /* queues whose counters the
 	                          * current batch changed (layer.c) */
+	struct saker_queue_base *flight; /* ... and the batch in flight */
+	bool inflight;          /* a commit_start() not yet finished */
 	unsigned tick;          /* tick() calls (layer.c): shared stores
 	                          * count a queue again once per tick */
 	/* wake-ups (the notify contract): the core's callback and argument,
@@ -603,6 +610,26 @@ struct saker_store_driver {
 	 * committed batches to stable storage; called on a timer. */
 	int (*sync)(saker_store *s);
 
+	/*
+	 * Optional (NULL: commit() only), all three or none: the
+	 * asynchronous commit (ASYNCHRONOUS COMMIT, below).  commit_start()
+	 * ends the current batch as commit() does but may return before it
+	 * is durable: *started true, SAKER_OK, the batch in flight; or
+	 * *started false and the result of a synchronous commit() (a driver
+	 * commits synchronously whenever it must: nothing written, a sync
+	 * mode other than SAKER_SYNC_ALWAYS, a checkpoint due).  Called with
+	 * no batch in flight.  commit_fd() is a descriptor that becomes
+	 * readable when the batch in flight has its result (it stays
+	 * readable until commit_finish()), -1 when none is in flight.
+	 * commit_finish() returns that result, waiting for it if need be:
+	 * SAKER_OK (the batch is durable), or an error after which the batch
+	 * in flight and the current batch gathered on top of it are both
+	 * rolled back.  close() with a batch in flight waits for its result.
+	 */
+	int (*commit_start)(saker_store *s, bool *started);
+	int (*commit_fd)(saker_store *s);
+	int (*commit_finish)(saker_store *s);
+
 	/* Optional (NULL): store-wide counters.  The caller zeroes *st. */
 	void (*store_stats)(saker_store *s, struct saker_store_stats *st);
 
@@ -748,6 +775,33 @@ int saker_store_flush_expired(saker_store *s, saker_queue *q, int64_t now_ms,
 int saker_store_iterate(saker_store *s, saker_queue *q, saker_item_fn fn,
     void *arg);
 int saker_store_commit(saker_store *s);
+
+/*
+ * ASYNCHRONOUS COMMIT.  A driver with commit_start() lets the core hand
+ * it a batch and go on serving while the batch is made durable (a flush
+ * thread's fdatasync): saker_store_commit_start() ends the batch; when it
+ * says *started, the batch is in flight and the calls that follow gather
+ * the next batch on top of it (they see its effects).  At most one batch
+ * is in flight.  Its result arrives when saker_store_commit_fd() is
+ * readable and is collected by saker_store_commit_finish():
+ *   - SAKER_OK: the batch in flight is durable; the one gathering goes on;
+ *   - an error: the batch in flight failed, and so does the batch
+ *     gathered on top of it, at once: both are rolled back (the counters
+ *     too), the store is as after the last successful commit (for the
+ *     local stores, which fail this way only when the journal's write or
+ *     fdatasync failed: refusing every call until reopened), and the
+ *     caller treats every call of both batches as not done (or in doubt,
+ *     SAKER_EINDOUBT: the batch in flight only); the next call starts a
+ *     new batch.
+ * Without commit_start() (or when the driver declines: *started false)
+ * saker_store_commit_start() is saker_store_commit().
+ * saker_store_commit() with a batch in flight collects its result first;
+ * when that failed, it returns that failure for both batches.
+ */
+int saker_store_commit_start(saker_store *s, bool *started);
+int saker_store_commit_fd(saker_store *s);
+int saker_store_commit_finish(saker_store *s);
+bool saker_store_commit_inflight(const saker_store *s);
 
 /* ---------------------------------------------------------------------
  * THE LAYER (backends/policy.c, lock.c, layer.c): the broker's rules about

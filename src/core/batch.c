@@ -23,76 +23,175 @@
  * this long are logged with their duration. */
 #define DEBUG_SLOW_NS 1000000u
 
-void
-broker_commit(struct broker *b, struct commit_result *res)
+/* The result `rc` of the commit of batch b->flush_batch, which began at
+ * t0 (monotonic ns) and held a client's put when `put`: the replies' result,
+ * the queues, the store's health.  `commits` is the store's count of
+ * commits before it, when it was failed. */
+static void
+commit_outcome(struct broker *b, int rc, uint64_t t0, bool put,
+    uint64_t commits, struct commit_result *res)
 {
 	struct saker_store_stats st;
-	uint64_t commits = 0;
 
+	t0 = saker_mono_ns() - t0;
+	stats_commit(&b->stats, t0);
+	/* issue 25's evidence: what held the loop, when (-vv) */
+	if (t0 >= DEBUG_SLOW_NS && log_get_level() >= LOG_LVL_DEBUG)
+		log_debug("commit of batch %" PRIu64 ": %" PRIu64 " us",
+		    b->flush_batch, t0 / 1000);
+	if (rc != SAKER_OK) {
+		const char *reason;
+
+		res->ok = false;
+		res->in_doubt = rc == SAKER_EINDOUBT;
+		/* Copied: reopening the handles below overwrites the
+		 * driver's message buffer before the replies go out. */
+		reason = saker_store_errmsg(b->store);
+		if (reason == NULL || *reason == '\0')
+			reason = saker_strerror(rc);
+		/* the log names the file, the clients' replies do not */
+		broker_redact(b, reason, res->reason, sizeof(res->reason));
+		if (res->in_doubt)
+			log_error("store commit failed, outcome unknown (items "
+			    "taken are handed out, items put may be there "
+			    "after a restart): %s", reason);
+		else if (!b->store_failed ||
+		    strncmp(b->store_error, res->reason,
+		    sizeof(b->store_error) - 1) != 0)
+			/* once per reason: a store that is down
+			 * fails every turn that writes */
+			log_error("store commit failed, batch rolled back: %s",
+			    reason);
+		broker_store_failed(b, res->reason);
+		queues_reopen(b);
+		return;
+	}
+	/* Deleted queues are freed once no batch gathering could still
+	 * bring them back (a batch in flight finished under a dirty one). */
+	if (!b->dirty)
+		queues_reap(b);
+	/* Only a commit that wrote something proves the store
+	 * writable again; an empty batch always succeeds, even
+	 * on a store that refuses writes until restart. */
+	if (b->store_failed) {
+		saker_store_get_stats(b->store, &st);
+		if (st.commits > commits) {
+			b->store_failed = false;
+			log_info("store commits succeed again");
+		}
+	}
+	/* a set went through: what /healthz remembers of a
+	 * refused write (a full disk, a database outage) is
+	 * over */
+	if (put)
+		b->store_failed_ms = 0;
+}
+
+static uint64_t
+store_commits(struct broker *b)
+{
+	struct saker_store_stats st;
+
+	if (!b->store_failed)
+		return 0;
+	saker_store_get_stats(b->store, &st);
+	return st.commits;
+}
+
+static void
+result_ok(struct commit_result *res)
+{
 	res->ok = true;
 	res->in_doubt = false;
 	res->reason[0] = '\0';
+}
+
+/* The commit of the current batch, synchronous (`async` false) or handed
+ * to the store when it can (*started). */
+static void
+commit_batch(struct broker *b, bool async, bool *started,
+    struct commit_result *res)
+{
+	uint64_t commits = 0, t0;
+	int rc;
+
+	*started = false;
+	result_ok(res);
 	if (b->dirty) {
-		uint64_t t0 = saker_mono_ns();
-		int rc;
-
-		if (b->store_failed) {
-			saker_store_get_stats(b->store, &st);
-			commits = st.commits;
-		}
-		rc = saker_store_commit(b->store);
-		t0 = saker_mono_ns() - t0;
-		stats_commit(&b->stats, t0);
-		/* issue 25's evidence: what held the loop, when (-vv) */
-		if (t0 >= DEBUG_SLOW_NS && log_get_level() >= LOG_LVL_DEBUG)
-			log_debug("commit of batch %" PRIu64 ": %" PRIu64 " us",
-			    b->batch, t0 / 1000);
+		t0 = saker_mono_ns();
+		commits = store_commits(b);
+		b->flush_batch = b->batch;
+		if (async)
+			rc = saker_store_commit_start(b->store, started);
+		else
+			rc = saker_store_commit(b->store);
 		b->dirty = false;
-		if (rc != SAKER_OK) {
-			const char *reason;
-
-			res->ok = false;
-			res->in_doubt = rc == SAKER_EINDOUBT;
-			/* Copied: reopening the handles below overwrites the
-			 * driver's message buffer before the replies go out. */
-			reason = saker_store_errmsg(b->store);
-			if (reason == NULL || *reason == '\0')
-				reason = saker_strerror(rc);
-			/* the log names the file, the clients' replies do not */
-			broker_redact(b, reason, res->reason, sizeof(res->reason));
-			if (res->in_doubt)
-				log_error("store commit failed, outcome unknown (items "
-				    "taken are handed out, items put may be there "
-				    "after a restart): %s", reason);
-			else if (!b->store_failed ||
-			    strncmp(b->store_error, res->reason,
-			    sizeof(b->store_error) - 1) != 0)
-				/* once per reason: a store that is down
-				 * fails every turn that writes */
-				log_error("store commit failed, batch rolled back: %s",
-				    reason);
-			broker_store_failed(b, res->reason);
-			queues_reopen(b);
-		} else {
-			queues_reap(b);
-			/* Only a commit that wrote something proves the store
-			 * writable again; an empty batch always succeeds, even
-			 * on a store that refuses writes until restart. */
-			if (b->store_failed) {
-				saker_store_get_stats(b->store, &st);
-				if (st.commits > commits) {
-					b->store_failed = false;
-					log_info("store commits succeed again");
-				}
-			}
-			/* a set went through: what /healthz remembers of a
-			 * refused write (a full disk, a database outage) is
-			 * over */
-			if (b->batch_put)
-				b->store_failed_ms = 0;
-		}
+		if (*started) {
+			b->inflight = true;
+			b->flight_batch = b->batch;
+			b->flight_put = b->batch_put;
+			b->flight_t0 = t0;
+			b->flight_commits = commits;
+		} else
+			commit_outcome(b, rc, t0, b->batch_put, commits, res);
 		b->batch_put = false;
 	}
+	b->flush_batch = b->batch++;
+}
+
+void
+broker_commit(struct broker *b, struct commit_result *res)
+{
+	bool started;
+
+	commit_batch(b, false, &started, res);
+}
+
+bool
+broker_commit_start(struct broker *b, struct commit_result *res)
+{
+	bool started;
+
+	commit_batch(b, b->async_commit && !b->inflight, &started, res);
+	return started;
+}
+
+static int
+serve_waited(void *arg, struct squeue *q)
+{
+	struct broker *b = arg;
+
+	if (q->nwaiters > 0 && q->h != NULL)
+		queue_mark_ready(b, q);
+	return 0;
+}
+
+bool
+broker_commit_finish(struct broker *b, struct commit_result *res)
+{
+	int rc;
+
+	result_ok(res);
+	if (!b->inflight)
+		return true;
+	rc = saker_store_commit_finish(b->store);
+	b->inflight = false;
+	b->flush_batch = b->flight_batch;
+	commit_outcome(b, rc, b->flight_t0, b->flight_put, b->flight_commits,
+	    res);
+	/* the waiters the flight's sessions held up (op_serve_waiters) */
+	queues_walk_waited(b, serve_waited, b);
+	if (res->ok)
+		return true;
+	/* the batch gathered on top of it went down with it (store.h) */
+	b->dirty = false;
+	b->batch_put = false;
+	return false;
+}
+
+void
+broker_fail_batch(struct broker *b)
+{
 	b->flush_batch = b->batch++;
 }
 

@@ -25,6 +25,25 @@ struct commit_result {
  * result, and serves the ready queues (broker_serve_ready()). */
 void broker_commit(struct broker *b, struct commit_result *res);
 
+/*
+ * The asynchronous commit (store.h, ASYNCHRONOUS COMMIT; docs/design.md).
+ * broker_commit_start() ends the batch like broker_commit(), but when the
+ * broker allows it (async_commit), nothing is in flight and the store can,
+ * it returns true with the batch in flight: its sessions' replies wait
+ * (the owner marks them in_flight) and the next batch gathers meanwhile.
+ * Otherwise it returns false with *res as broker_commit() gives it.  When
+ * the store's commit descriptor is readable, broker_commit_finish() gives
+ * the result for the sessions of batch b->flush_batch; false when it
+ * failed: the batch gathered on top of it fails too, and the owner then
+ * fails that batch's sessions with the same result and calls
+ * broker_fail_batch(), which starts the next.  At most one batch is in
+ * flight; broker_commit() with one in flight is the owner's error (it
+ * finishes the flight first).
+ */
+bool broker_commit_start(struct broker *b, struct commit_result *res);
+bool broker_commit_finish(struct broker *b, struct commit_result *res);
+void broker_fail_batch(struct broker *b);
+
 /* Serve the waiters of every queue that gained items. */
 void broker_serve_ready(struct broker *b);
 

@@ -105,7 +105,17 @@ struct broker {
 	uint64_t batch;               /* current batch number */
 	uint64_t flush_batch;         /* the batch the commit is flushing */
 	bool dirty;                   /* store written since last commit */
+	uint64_t touches;             /* broker_touch() calls: which session
+	                               * wrote (session.wrote) */
 	bool batch_put;               /* and a client's item put in it */
+	/* The asynchronous commit (batch.h): a batch in flight, its number,
+	 * whether it held a put, when its commit began */
+	bool async_commit;            /* allowed (sakerd's --commit) */
+	bool inflight;
+	uint64_t flight_batch;
+	bool flight_put;
+	uint64_t flight_t0;
+	uint64_t flight_commits;      /* store commits before it (store_failed) */
 	struct squeue_list ready;     /* queues that gained items: serve waiters */
 	struct squeue *graveyard;     /* deleted queues, freed after the commit */
 	struct squeue *stubs;         /* in-memory-only queues gets named */
@@ -153,6 +163,7 @@ void broker_init(struct broker *b, const struct broker_hooks *hooks);
 static inline void
 broker_touch(struct broker *b)
 {
+	b->touches++;
 	b->dirty = true;
 	b->hooks->schedule_commit(b);
 }

@@ -567,6 +567,12 @@ op_serve_waiters(struct broker *b, struct squeue *q)
 		const char *msg;
 		int rc, r;
 
+		/* Its replies wait for the batch in flight: an item handed
+		 * out now would go out with them, before its own commit.
+		 * The waiters behind it wait with it, in order; the flight's
+		 * end serves them (broker_commit_finish()). */
+		if (s->in_flight)
+			break;
 		if (!session_may(s, q->name, q->len, PERM_READ)) {
 			/* a SIGHUP took the right away while it waited */
 			session_denied(s, "get", q->name, q->len);
@@ -575,6 +581,7 @@ op_serve_waiters(struct broker *b, struct squeue *q)
 			continue;
 		}
 		rc = take_for(s, q, w->opts, k, s->wait_line + w->raw_off, w->raw_len, now);
+		s->wrote = true;	/* what it is handed is in this batch */
 		/* a database out of reach: the waiters wait on, and miss on
 		 * time unless it is back first */
 		if (rc == SAKER_EEMPTY || (rc != SAKER_OK && broker_store_down(b)))

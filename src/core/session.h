@@ -49,6 +49,12 @@ struct session {
 	size_t out_len;                 /* replies committed, not yet written
 	                                 * (kept by the carrier: conn.c) */
 	bool flush_scheduled;           /* schedule_flush() ran this batch */
+	bool wrote;                     /* wrote to the store in this batch:
+	                                 * its replies wait for the commit
+	                                 * even while another is in flight */
+	bool in_flight;                 /* its replies wait for the batch in
+	                                 * flight: it runs no command and is
+	                                 * served no item until its result */
 	/* The protocol's own state (src/proto/pstate.h: the records of the
 	 * batch's replies a failed commit answers from, ...), set by the
 	 * carrier; NULL for a session that speaks no protocol (the console's).

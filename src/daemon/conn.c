@@ -49,6 +49,8 @@ static struct conn_env env;
 static struct conn_list conns = TAILQ_HEAD_INITIALIZER(conns);
 /* connections with replies in this batch */
 static struct conn_list batch = TAILQ_HEAD_INITIALIZER(batch);
+/* ... and in the batch in flight (their batch_link; s.in_flight) */
+static struct conn_list flight = TAILQ_HEAD_INITIALIZER(flight);
 /* woken connections with pipelined input */
 static struct conn_list resume = TAILQ_HEAD_INITIALIZER(resume);
 /*
@@ -321,7 +323,11 @@ conn_close(struct conn *c)
 	close(c->fd);
 	c->fd = -1;
 	TAILQ_REMOVE(&conns, c, link);
-	if (c->s.flush_scheduled) {
+	if (c->s.in_flight) {
+		TAILQ_REMOVE(&flight, c, batch_link);
+		c->s.in_flight = false;
+		c->s.flush_scheduled = false;
+	} else if (c->s.flush_scheduled) {
 		TAILQ_REMOVE(&batch, c, batch_link);
 		c->s.flush_scheduled = false;
 	}
@@ -375,6 +381,66 @@ conn_flush_batch(const struct commit_result *res)
 	}
 }
 
+/*
+ * The batch went in flight (broker_commit_start()): its connections wait
+ * for its result.  They stay flush_scheduled, so a reply added meanwhile
+ * (a wait that timed out) goes out with theirs and they join no other
+ * batch; conn_process() runs none of their input.
+ */
+void
+conn_batch_to_flight(void)
+{
+	struct conn *c;
+
+	while ((c = TAILQ_FIRST(&batch)) != NULL) {
+		TAILQ_REMOVE(&batch, c, batch_link);
+		c->s.in_flight = true;
+		TAILQ_INSERT_TAIL(&flight, c, batch_link);
+	}
+}
+
+/* While a batch is in flight: the connections of the batch gathering that
+ * wrote nothing get their replies now (a version, an empty get, stats:
+ * nothing of theirs waits for a commit; what they read may include the
+ * batch in flight and this one, as every read sees the current batch). */
+void
+conn_flush_unwritten(void)
+{
+	struct commit_result ok;
+	struct conn *c, *next;
+
+	ok.ok = true;
+	ok.in_doubt = false;
+	ok.reason[0] = '\0';
+	for (c = TAILQ_FIRST(&batch); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, batch_link);
+		if (c->s.wrote)
+			continue;
+		TAILQ_REMOVE(&batch, c, batch_link);
+		c->s.flush_scheduled = false;
+		conn_flush(c, &ok);
+	}
+}
+
+void
+conn_flush_flight(const struct commit_result *res)
+{
+	struct conn *c;
+
+	while ((c = TAILQ_FIRST(&flight)) != NULL) {
+		TAILQ_REMOVE(&flight, c, batch_link);
+		c->s.in_flight = false;
+		c->s.flush_scheduled = false;
+		conn_flush(c, res);
+		/* the input that arrived meanwhile runs from env.drain() */
+		if (!c->s.dead && !c->in_resume &&
+		    evbuffer_get_length(c->s.in) > 0) {
+			TAILQ_INSERT_TAIL(&resume, c, resume_link);
+			c->in_resume = true;
+		}
+	}
+}
+
 bool
 conn_resume_one(void)
 {
@@ -393,9 +459,11 @@ conn_close_all(void)
 {
 	struct conn *c;
 
-	/* last replies, best effort, then close: open items go back */
+	/* last replies, best effort, then close: open items go back; not
+	 * those of a batch still in flight, whose result nobody knows */
 	while ((c = TAILQ_FIRST(&conns)) != NULL) {
-		evbuffer_add_buffer(c->out, c->s.pend);
+		if (!c->s.in_flight)
+			evbuffer_add_buffer(c->out, c->s.pend);
 		if (c->tls != NULL) {
 			if (tls_output(c->tls, c->out) == TLS_OK &&
 			    evbuffer_get_length(tls_wire(c->tls)) > 0)
@@ -578,6 +646,7 @@ conn_flush(struct conn *c, const struct commit_result *res)
 			evbuffer_free(sent);
 	}
 	session_batch_done(s, res->ok);
+	s->wrote = false;
 	reply_reset(s);
 	evbuffer_add_buffer(c->out, s->pend);
 	if (s->held_in_batch && !res->ok) {
@@ -762,10 +831,13 @@ static void
 conn_process(struct conn *c)
 {
 	struct session *s = &c->s;
+	uint64_t t;
 
 	c->busy++;
-	/* a waiting get lets some commands behind it run (proto_step) */
-	while (!s->dead && (s->state == SESSION_CMD || s->state == SESSION_SWALLOW ||
+	/* a waiting get lets some commands behind it run (proto_step); a
+	 * connection whose replies are in flight runs nothing until they
+	 * are sent (conn_flush_flight()) */
+	while (!s->dead && !s->in_flight && (s->state == SESSION_CMD || s->state == SESSION_SWALLOW ||
 	    (s->state == SESSION_WAITING && !s->monitoring))) {
 		int r;
 
@@ -777,7 +849,10 @@ conn_process(struct conn *c)
 			pause_for_budget(c);
 			break;
 		}
+		t = env.broker->touches;
 		r = proto_step(s);
+		if (env.broker->touches != t)
+			s->wrote = true;
 
 		if (r == PROTO_STOP)
 			break;

@@ -104,6 +104,13 @@ void conn_close_all(void);
 bool conn_batch_empty(void);
 /* The batch's commit is over: conn_flush() every connection of it. */
 void conn_flush_batch(const struct commit_result *res);
+/* The batch went in flight: its connections wait for its result, which
+ * conn_flush_flight() sends them. */
+void conn_batch_to_flight(void);
+void conn_flush_flight(const struct commit_result *res);
+/* While a batch is in flight: answer the connections of the gathering
+ * batch that wrote nothing to the store. */
+void conn_flush_unwritten(void);
 /* Run the pipelined input of one connection whose wait ended; false when
  * there is none. */
 bool conn_resume_one(void);

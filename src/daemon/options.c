@@ -17,7 +17,8 @@ enum {
 	OPT_MAX_MEMORY, OPT_MAX_OPEN, OPT_VERSION, OPT_HELP, OPT_CONFIG, OPT_HTTP,
 	OPT_METRICS_MAX, OPT_AUTH_FILE, OPT_IDLE_TIMEOUT, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_TLS_CA, OPT_CONN_MEMORY, OPT_DRAIN_TIMEOUT, OPT_HTTP_PUBLIC,
-	OPT_MAX_QUEUES, OPT_HTTP_HISTORY, OPT_HTTP_HOST, OPT_TLS_HANDSHAKE
+	OPT_MAX_QUEUES, OPT_HTTP_HISTORY, OPT_HTTP_HOST, OPT_TLS_HANDSHAKE,
+	OPT_COMMIT
 };
 
 static const struct option longopts[] = {
@@ -26,6 +27,7 @@ static const struct option longopts[] = {
 	{ "unix-socket", required_argument, NULL, 's' },
 	{ "store", required_argument, NULL, OPT_STORE },
 	{ "sync", required_argument, NULL, OPT_SYNC },
+	{ "commit", required_argument, NULL, OPT_COMMIT },
 	{ "max-connections", required_argument, NULL, 'c' },
 	{ "max-item-size", required_argument, NULL, OPT_MAX_ITEM },
 	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
@@ -92,6 +94,9 @@ usage(FILE *f)
 "      --sync MODE           always | periodic[:DURATION] | never (default\n"
 "                            always): when a durable store fsyncs acknowledged\n"
 "                            writes (periodic: default 100ms, bare number ms)\n"
+"      --commit MODE         sync | async (default sync): async, with --sync\n"
+"                            always, the LMDB store fsyncs a batch on a flush\n"
+"                            thread while the next one gathers\n"
 "  -c, --max-connections N   most open client connections, --http ones\n"
 "                            included (default 4096)\n"
 "      --idle-timeout DURATION  close connections that complete no command\n"
@@ -303,6 +308,14 @@ options_parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_SYNC:
 			if (parse_sync(optarg, o) != 0)
+				goto bad;
+			break;
+		case OPT_COMMIT:
+			if (strcmp(optarg, "sync") == 0)
+				o->async_commit = false;
+			else if (strcmp(optarg, "async") == 0)
+				o->async_commit = true;
+			else
 				goto bad;
 			break;
 		case 'c':

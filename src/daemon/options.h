@@ -33,6 +33,7 @@ struct options {
 	const char *store_spec;      /* --store */
 	saker_sync_mode sync;        /* --sync */
 	int sync_period_ms;          /* --sync periodic:DURATION */
+	bool async_commit;           /* --commit async: a batch in flight */
 	int max_conns;               /* -c */
 	int64_t idle_timeout_ms;     /* --idle-timeout; 0 = never */
 	size_t max_item_size;        /* --max-item-size */

@@ -79,17 +79,92 @@ server_drain(void)
 	srv->draining = false;
 }
 
+/* The batch in flight has its result (or one is needed now: the flight
+ * is waited for): its connections get their replies; when it failed, the
+ * batch gathered on top of it fails with it (store.h, ASYNCHRONOUS
+ * COMMIT), and its connections get the same error. */
+static void
+flight_done(void)
+{
+	struct commit_result res;
+
+	if (!srv->broker.inflight)
+		return;
+	if (srv->flight_ev != NULL)
+		event_del(srv->flight_ev);
+	if (broker_commit_finish(&srv->broker, &res))
+		conn_flush_flight(&res);
+	else {
+		conn_flush_flight(&res);
+		broker_fail_batch(&srv->broker);
+		conn_flush_batch(&res);
+	}
+	server_drain();
+}
+
+static void
+flight_cb(evutil_socket_t fd, short what, void *arg)
+{
+	flight_done();
+	/* what gathered meanwhile is committed at the end of this turn */
+	if (srv->broker.dirty || !conn_batch_empty())
+		srv->commit_scheduled = true;
+}
+
+/* Watch the store's commit descriptor for the batch just put in flight. */
+static bool
+flight_watch(void)
+{
+	int fd = saker_store_commit_fd(srv->broker.store);
+
+	if (fd < 0)
+		return false;
+	if (srv->flight_ev != NULL && event_get_fd(srv->flight_ev) != fd) {
+		event_free(srv->flight_ev);
+		srv->flight_ev = NULL;
+	}
+	if (srv->flight_ev == NULL &&
+	    (srv->flight_ev = event_new(srv->base, fd, EV_READ, flight_cb,
+	    NULL)) == NULL)
+		return false;
+	return event_add(srv->flight_ev, NULL) == 0;
+}
+
 /* Commits the store's completed batch; once it is durable (or failed)
- * every connection in the batch gets its replies.  The console's POSTs
- * call it too, to commit now so the reply tells the outcome (the same
- * commit as at the end of this turn, only earlier). */
+ * every connection in the batch gets its replies.  At the end of a turn
+ * a batch that wrote may go in flight instead (broker_commit_start()),
+ * its replies held until flight_cb(); while one is in flight the next
+ * gathers, and a batch that wrote nothing is answered at once.  The
+ * console's POSTs call it too, to commit now so the reply tells the
+ * outcome (the same commit as at the end of this turn, only earlier):
+ * they, and a stop, wait for the batch in flight first. */
 bool
 server_commit_now(char *why, size_t len)
 {
 	struct commit_result res;
+	bool now = why != NULL || srv->stopping;
 
 	srv->commit_scheduled = false;
-	broker_commit(&srv->broker, &res);
+	if (srv->broker.inflight && !now && srv->broker.dirty) {
+		/* flight_cb() commits it; who wrote nothing is answered */
+		conn_flush_unwritten();
+		server_drain();
+		return true;
+	}
+	if (srv->broker.inflight && now)
+		flight_done();
+	if (now || srv->broker.inflight)
+		broker_commit(&srv->broker, &res);	/* (one that wrote nothing) */
+	else if (broker_commit_start(&srv->broker, &res)) {
+		conn_batch_to_flight();
+		if (!flight_watch()) {
+			/* no way to hear of it: wait for it here */
+			log_warn("cannot watch the store's commit; waiting");
+			flight_done();
+		}
+		return true;
+	}
+	/* else committed synchronously: res is its result */
 	conn_flush_batch(&res);
 	server_drain();
 	if (srv->stopping)
@@ -466,6 +541,10 @@ shutdown_everything(void)
 		event_free(srv->store_fd_ev);
 		srv->store_fd_ev = NULL;
 	}
+	if (srv->flight_ev != NULL) {
+		event_free(srv->flight_ev);
+		srv->flight_ev = NULL;
+	}
 	if (srv->broker.store != NULL) {
 		rc = saker_store_commit(srv->broker.store);
 		if (rc != SAKER_OK)
@@ -547,6 +626,7 @@ server_init(struct options *opt)
 	srv->broker.enable_shutdown = opt->enable_shutdown;
 	srv->broker.max_queues = opt->max_queues;
 	srv->broker.sync = opt->sync;
+	srv->broker.async_commit = opt->async_commit;
 	srv->broker.auth = opt->auth;
 	opt->auth = NULL;
 	if ((srv->broker.proto = calloc(1, sizeof(*srv->broker.proto))) == NULL) {

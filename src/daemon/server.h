@@ -30,6 +30,7 @@ struct server {
 	int64_t promote_at;           /* when promote_ev fires; 0 = unarmed */
 	struct event *sync_ev;        /* --sync periodic */
 	struct event *store_fd_ev;    /* driver's watch_fd() */
+	struct event *flight_ev;      /* the batch in flight's result */
 	int store_fd;
 	struct event *tick_ev;        /* driver's tick(), once a second */
 	struct event *sweep_ev;       /* bounded sweep of expired items */

@@ -67,6 +67,7 @@ static bool fd_sync[MAXFD];		/* opened O_SYNC/O_DSYNC */
 static int fault_op = -1;
 static unsigned long fault_n, fault_count[F_NOPS];
 static bool fault_persist;
+static bool fault_stall;	/* fsync:N:stall: wait instead of failing */
 static int fault_errno;
 static char arm_path[PATH_MAX];
 static bool armed;
@@ -113,6 +114,7 @@ parse_fault(const char *spec)
 	}
 	fault_n = n;
 	fault_persist = strcmp(mode, "persist") == 0;
+	fault_stall = strcmp(mode, "stall") == 0 && fault_op == F_FSYNC;
 	fault_errno = fault_op == F_MMAP ? ENOMEM : EIO;
 	if (strcmp(err, "ENOSPC") == 0)
 		fault_errno = ENOSPC;
@@ -542,9 +544,21 @@ do_sync(int fd, int (*fn)(int))
 
 	lock();
 	if ((w = watched(fd)) != NULL && fault_now(F_FSYNC)) {
-		errno = EIO;
-		unlock();
-		return -1;
+		if (fault_stall) {
+			/* outside the lock: the other threads' writes go on */
+			char go[PATH_MAX + 8];
+
+			snprintf(go, sizeof(go), "%s.go", arm_path);
+			unlock();
+			while (access(go, F_OK) != 0)
+				usleep(1000);
+			lock();
+			w = watched(fd);
+		} else {
+			errno = EIO;
+			unlock();
+			return -1;
+		}
 	}
 	rc = fn(fd);
 	if (rc == 0 && w != NULL)

@@ -32,6 +32,9 @@
  *   $SAKER_FAULT_ARM exists (at once when that variable is unset), so a
  *   test can let the server start cleanly first.  When a fault is
  *   injected the shim creates $SAKER_FAULT_ARM.hit (if ARM is set).
+ *   "fsync:N:stall" fails nothing: the Nth fsync waits until the file
+ *   $SAKER_FAULT_ARM.go exists, then goes on (a slow disk, for a batch
+ *   held in flight; tests/check_faults.c test_inflight_*).
  */
 #ifndef SAKER_POWERLOSS_H
 #define SAKER_POWERLOSS_H
