@@ -40,6 +40,8 @@ pg_spec(char *buf, size_t len, const char *tmpdir)
 
 #include <libpq-fe.h>
 
+#include <poll.h>
+
 #include "tcpproxy.h"
 
 /* A plain libpq connection to the tables of `schema` (as the driver's
@@ -2569,6 +2571,108 @@ START_TEST(test_pg_doubt_handed_out)
 }
 END_TEST
 
+/*
+ * The same with the batch in flight (commit_start()): its COMMIT goes into
+ * a frozen proxy, the next batch gathers on top (a put, then a take that
+ * needs the connection and so waits for the flight), the flight ends in
+ * doubt, and the batch gathered fails with it: its take is refused, its
+ * put is never stored.  Connected again the reconcile is the synchronous
+ * one's: the id recorded, the items handed out deleted, nothing twice.
+ * Then a flight that succeeds: its result arrives through commit_fd().
+ */
+START_TEST(test_pg_async_doubt)
+{
+	char schema[32], v[64], sock[256], spec[512], err[512] = "";
+	struct saker_store_opts o;
+	struct tcpproxy *px;
+	struct px_got g = { .calls = 0 };
+	struct pollfd pfd;
+	saker_store *a = NULL;
+	bool started = false;
+	PGconn *c;
+	int i, rc;
+
+	snprintf(schema, sizeof(schema), "adoubt_%d", (int)getpid());
+	snprintf(sock, sizeof(sock), "%s/.s.PGSQL.5432", pgc.dir);
+	ck_assert_ptr_nonnull(px = tp_start(sock));
+	memset(&o, 0, sizeof(o));
+	o.create = true;
+	o.sync = SAKER_SYNC_NEVER;
+	snprintf(spec, sizeof(spec), "postgres,timeout=0.5:host=127.0.0.1"
+	    " port=%d dbname=postgres user=saker schema=%s", tp_port(px),
+	    schema);
+	ck_assert_msg(saker_store_open(spec, &o, &a, err, sizeof(err)) ==
+	    SAKER_OK, "open: %s", err);
+	c = px_conn(schema);
+	px_put(a, "d", "old", 0);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	px_put_once(a, "d", "new", "k", SAKER_OK);
+	px_take(a, "d", SAKER_TAKE_REMOVE, "old");
+	px_take(a, "d", SAKER_TAKE_REMOVE, "new");
+	tp_set_mode(px, TP_FREEZE);
+	ck_assert_int_eq(saker_store_commit_start(a, &started), SAKER_OK);
+	ck_assert_msg(started, "postgres committed synchronously");
+	ck_assert(saker_store_commit_inflight(a));
+	ck_assert_int_ge(saker_store_commit_fd(a), 0);
+	/* gathered on top: buffered, then a take that needs the database */
+	px_put(a, "d", "late", 0);
+	rc = a->driver->take(a, px_q(a, "d"), SAKER_TAKE_REMOVE, BASE + 100,
+	    px_cb, &g);
+	ck_assert_msg(rc != SAKER_OK && rc != SAKER_EEMPTY, "take on a failed"
+	    " flight: %d", rc);
+	ck_assert_int_eq(g.calls, 0);
+	/* its result was read by the take: the descriptor says so */
+	pfd.fd = saker_store_commit_fd(a);
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+	ck_assert_int_eq(saker_store_commit_finish(a), SAKER_EINDOUBT);
+	ck_assert_msg(strstr(a->driver->errmsg(a), "outcome unknown") != NULL,
+	    "not told: %s", a->driver->errmsg(a));
+	ck_assert(!saker_store_commit_inflight(a));
+	tp_set_mode(px, TP_REFUSE);
+	for (i = 0; i < 250; i++) {
+		px_val(c, "SELECT count(*) FROM pg_stat_activity WHERE"
+		    " datname = current_database() AND state LIKE 'idle in"
+		    " transaction%'", v, sizeof(v));
+		if (strcmp(v, "0") == 0)
+			break;
+		usleep(20000);
+	}
+	px_val(c, "SELECT count(*) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "1");	/* "old": the flight did not happen */
+	tp_set_mode(px, TP_RELAY);
+	px_reconnect(a);
+	/* "old" and "new" handed out in doubt: deleted; "late" never */
+	px_val(c, "SELECT count(*) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "0");
+	px_val(c, "SELECT string_agg(convert_from(key, 'UTF8'), ',')"
+	    " FROM saker_dedup", v, sizeof(v));
+	ck_assert_str_eq(v, "k");
+	px_put_once(a, "d", "new", "k", SAKER_EEXIST);
+	px_take(a, "d", SAKER_TAKE_REMOVE, NULL);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	/* a flight that succeeds: the socket's answer wakes the loop */
+	px_put(a, "d", "x", 0);
+	ck_assert_int_eq(saker_store_commit_start(a, &started), SAKER_OK);
+	ck_assert(started);
+	px_put(a, "d", "y", 0);
+	pfd.fd = saker_store_commit_fd(a);
+	pfd.revents = 0;
+	ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+	ck_assert_int_eq(saker_store_commit_finish(a), SAKER_OK);
+	px_val(c, "SELECT count(*) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "1");	/* "x"; "y" still gathering */
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	px_take(a, "d", SAKER_TAKE_REMOVE, "x");
+	px_take(a, "d", SAKER_TAKE_REMOVE, "y");
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	saker_store_close(a);
+	PQfinish(c);
+	tp_stop(px);
+}
+END_TEST
+
 /* Issue 42: expire_to = t, 1,500 items expired together (1,000, a live
  * one, 500): one get on q moves the 1,000 ahead of the live item, the
  * sweep the 500 behind it, and t holds all 1,500 in order, none dropped
@@ -2733,6 +2837,7 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 			tcase_add_test(ptc, test_pg_attrs_paths);
 			tcase_add_test(ptc, test_pg_dedup_race);
 			tcase_add_test(ptc, test_pg_doubt_handed_out);
+			tcase_add_test(ptc, test_pg_async_doubt);
 			tcase_add_test(ptc, test_pg_expire_to_all);
 			tcase_add_test(ptc, test_pg_dedup_count);
 			tcase_add_test(ptc, test_pg_expire_to_open_keeps_deliveries);
