@@ -299,6 +299,14 @@ struct sq_store {
 	bool lost;		/* SQLite rolled the batch back on an error */
 	int lost_err;
 	bool broken;		/* an fsync failed: refuse writes */
+	/* the asynchronous commit (store.h): a batch in flight on the
+	 * journal's flush thread, its start, a result collected early */
+	bool stale;		/* its fdatasync failed: refuse reads too */
+	bool no_async;		/* the flush thread could not be started */
+	bool flight_wrote;	/* it changed rows (counted at its result) */
+	bool flight_done;
+	int flight_rc;
+	uint64_t flight_t0;
 	bool unsynced;		/* periodic: commits since the last sync() */
 	int changes;		/* sqlite3_total_changes() at BEGIN */
 
@@ -380,6 +388,7 @@ sq_map(int rc)
 
 static void sq_lose_batch(struct sq_store *, int);
 static void sq_rebuild(struct sq_store *);
+static void sq_flight_wait(struct sq_store *);
 
 /*
  * Record a failed SQLite call.  SQLite undoes just the failing statement
@@ -778,8 +787,12 @@ static const struct ltx_ops sq_ltx_ops = {
 static void
 sq_rebuild(struct sq_store *s)
 {
-	uint64_t n = s->lt.j.seq - s->lt.ckpt_seq;
+	uint64_t n;
 
+	sq_flight_wait(s);	/* the journal must end where it says */
+	if (s->stale)
+		return;
+	n = s->lt.j.seq - s->lt.ckpt_seq;
 	s->jst = NULL;
 	if (ltx_rebuild(&s->lt) == 0) {
 		if (n > 0)
@@ -856,7 +869,7 @@ sq_checkpoint(struct sq_store *s)
 /* The batch's record into the journal, flushed; then the batch joins the
  * long transaction. */
 static int
-sq_batch_end(struct sq_store *s)
+sq_batch_end(struct sq_store *s, bool async, bool *started)
 {
 	int rc, err;
 
@@ -870,8 +883,25 @@ sq_batch_end(struct sq_store *s)
 		lj_cut(&s->lt.j, s->jst_mark);
 		s->jst = NULL;
 	}
-	if (s->lt.j.len > 0 &&
-	    (err = ltx_write(&s->lt, true)) != SAKER_OK) {
+	/* a checkpoint must follow its batch before the next one gathers
+	 * into the long transaction: that batch commits synchronously */
+	if (async && (s->no_async || s->lt.j.len == 0 ||
+	    ltx_due(&s->lt, saker_mono_ns())))
+		async = false;
+	err = SAKER_OK;
+	if (async) {
+		err = ltx_write_start(&s->lt);
+		if (err == SAKER_EINVAL) {
+			log_warn("sqlite %s: %s; committing synchronously",
+			    s->path, s->lt.err);
+			s->no_async = true;
+			async = false;
+		} else if (err == SAKER_OK)
+			*started = true;
+	}
+	if (!async && s->lt.j.len > 0)
+		err = ltx_write(&s->lt, true);
+	if (err != SAKER_OK) {
 		if (err == SAKER_EFULL || err == SAKER_ENOMEM)
 			return sq_errf(s, err, "sqlite %s: batch rolled back: %s",
 			    s->path, s->lt.err);
@@ -885,6 +915,8 @@ sq_batch_end(struct sq_store *s)
 	s->in_txn = false;
 	if (rc != SQLITE_DONE || sqlite3_get_autocommit(s->db))
 		sq_rebuild(s);	/* the journal has the batch now */
+	if (*started)
+		return SAKER_OK;
 	if (!s->broken && ltx_due(&s->lt, saker_mono_ns()))
 		(void)sq_checkpoint(s);	/* the batch is durable anyway */
 	return SAKER_OK;
@@ -1035,8 +1067,10 @@ sq_write_queue(struct sq_store *s, struct saker_queue *q)
 	return sq_exec(s, which, "write queue");
 }
 
+/* commit(), or with `async` commit_start(): the journal record goes to
+ * the flush thread (*started) unless a checkpoint is due. */
 static int
-sq_commit(saker_store *base)
+sq_commit_x(saker_store *base, bool async, bool *started)
 {
 	struct sq_store *s = SQ(base);
 	struct saker_queue *q;
@@ -1067,7 +1101,8 @@ sq_commit(saker_store *base)
 	}
 	wrote = sqlite3_total_changes(s->db) != s->changes;
 	if (s->journaled) {
-		if ((err = sq_batch_end(s)) != SAKER_OK)
+		if ((err = sq_batch_end(s, async && s->sync ==
+		    SAKER_SYNC_ALWAYS, started)) != SAKER_OK)
 			goto fail;
 	} else if ((rc = sq_step(s, S_COMMIT)) != SQLITE_DONE) {
 		err = sq_fail(s, rc, "commit");
@@ -1094,6 +1129,12 @@ sq_commit(saker_store *base)
 		free(q);
 	}
 	s->dseq_saved = s->dseq;
+	if (*started) {
+		/* counted when its result comes (sq_flight_collect) */
+		s->flight_wrote = wrote;
+		s->flight_t0 = t0;
+		return SAKER_OK;
+	}
 	if (wrote) {
 		s->commits++;
 		if (s->sync == SAKER_SYNC_ALWAYS)
@@ -1120,6 +1161,91 @@ fail:
 		sq_refresh_next_due(s);
 	}
 	return err;
+}
+
+static int
+sq_commit(saker_store *base)
+{
+	bool started = false;
+
+	return sq_commit_x(base, false, &started);
+}
+
+static int
+sq_commit_start(saker_store *base, bool *started)
+{
+	*started = false;
+	return sq_commit_x(base, true, started);
+}
+
+/*
+ * Collect the result of the batch in flight, waiting for it.  When its
+ * write or fdatasync failed, memory and the long transaction already hold
+ * it and the batch gathered on top: rather than unpick two batches the
+ * store rolls its long transaction back and refuses every call, reads
+ * too, until reopened, when the journal says what reached the disk.
+ */
+static int
+sq_flight_collect(struct sq_store *s)
+{
+	int code;
+
+	if (!s->lt.j.inflight)
+		return SAKER_OK;
+	code = ltx_write_finish(&s->lt);
+	if (code == SAKER_OK) {
+		if (s->flight_wrote) {
+			s->commits++;
+			s->fsyncs++;
+		}
+		s->commit_ns += saker_mono_ns() - s->flight_t0;
+		return SAKER_OK;
+	}
+	s->stale = true;
+	s->broken = true;
+	s->in_txn = false;
+	s->lost = false;
+	s->jst = NULL;
+	lj_cut(&s->lt.j, 0);
+	sq_restore(s);
+	lt_abort(s);
+	return sq_errf(s, code, "sqlite %s: commit failed%s, this batch and "
+	    "the next rolled back, store must be reopened: %s", s->path,
+	    code == SAKER_EINDOUBT ? " and may or may not have reached the "
+	    "disk" : "", s->lt.err);
+}
+
+/* A rebuild must not run with a batch in flight: its result now, kept
+ * for commit_finish(), whose caller still waits for the descriptor. */
+static void
+sq_flight_wait(struct sq_store *s)
+{
+	if (!s->lt.j.inflight)
+		return;
+	s->flight_rc = sq_flight_collect(s);
+	s->flight_done = true;
+	lj_flush_poke(&s->lt.j, true);
+}
+
+static int
+sq_commit_fd(saker_store *base)
+{
+	struct sq_store *s = SQ(base);
+
+	return s->lt.j.inflight || s->flight_done ? ltx_flush_fd(&s->lt) : -1;
+}
+
+static int
+sq_commit_finish(saker_store *base)
+{
+	struct sq_store *s = SQ(base);
+
+	if (s->flight_done) {
+		s->flight_done = false;
+		lj_flush_poke(&s->lt.j, false);
+		return s->flight_rc;
+	}
+	return sq_flight_collect(s);
 }
 
 static int
@@ -1203,6 +1329,10 @@ sq_queue_open(saker_store *base, const char *name, size_t len, bool create,
 static int
 sq_dead(struct sq_store *s, struct saker_queue *q)
 {
+	if (s->stale)
+		return sq_errf(s, SAKER_EIO, "sqlite %s: a commit's fdatasync "
+		    "failed with the next batch on top; reopen the store",
+		    s->path);
 	if (q == NULL || q->dead)
 		return sq_errf(s, SAKER_ENOTFOUND, "no such queue");
 	return SAKER_OK;
@@ -2112,7 +2242,9 @@ sq_close(saker_store *base)
 
 	if (s == NULL)
 		return;
-	if (!s->read_only)
+	if (s->lt.j.inflight)
+		(void)sq_flight_collect(s);
+	if (!s->read_only && !s->stale)
 		sq_commit(base);
 	if (s->in_txn && s->journaled) {
 		sq_drop_batch(s);
@@ -2716,6 +2848,9 @@ const struct saker_store_driver saker_store_sqlite = {
 	.dedup_iterate = sq_dedup_iterate,
 	.commit = sq_commit,
 	.sync = sq_sync,
+	.commit_start = sq_commit_start,
+	.commit_fd = sq_commit_fd,
+	.commit_finish = sq_commit_finish,
 	.store_stats = sq_store_stats,
 	.watch_fd = NULL,
 	.fd_ready = NULL,

@@ -629,8 +629,14 @@ inflight(const char *drv, bool release)
 	tl_server_free(s);
 }
 
+#ifdef HAVE_LMDB
 START_TEST(test_inflight_lmdb_release) { inflight("lmdb", true); } END_TEST
 START_TEST(test_inflight_lmdb_kill) { inflight("lmdb", false); } END_TEST
+#endif
+#ifdef HAVE_SQLITE
+START_TEST(test_inflight_sqlite_release) { inflight("sqlite", true); } END_TEST
+START_TEST(test_inflight_sqlite_kill) { inflight("sqlite", false); } END_TEST
+#endif
 
 #define ADD_STORE(s, drv) do {						\
 	TCase *tc = tcase_create(#drv);					\
@@ -670,6 +676,14 @@ main(void)
 #endif
 #ifdef HAVE_SQLITE
 	ADD_STORE(s, sqlite);
+	{
+		TCase *tc = tcase_create("sqlite-inflight");
+
+		tcase_set_timeout(tc, 60);
+		tcase_add_test(tc, test_inflight_sqlite_release);
+		tcase_add_test(tc, test_inflight_sqlite_kill);
+		suite_add_tcase(s, tc);
+	}
 #endif
 #if !defined(HAVE_LMDB) && !defined(HAVE_SQLITE)
 	return 77;

@@ -9,6 +9,8 @@
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,50 +292,117 @@ START_TEST(test_replay_at_open)
 }
 END_TEST
 
-/* Recovery at open in one call (ltx_recover()): the batches beyond the
- * data file's are replayed and checkpointed, and the open ends with no
- * long transaction; a checkpoint that fails leaves them in the journal
- * for the next open, a failing begin is told apart. */
+
+/* One batch handed to the flush thread: ltx_write_start(), and the
+ * batch after it gathers into the other buffer meanwhile. */
 static void
-crash_after(const char *letters)
+batch_start(char c)
 {
-	for (; *letters != '\0'; letters++)
-		batch(*letters);
-	ltx_close(&lt);	/* no checkpoint */
-	memset(&db, 0, sizeof(db));	/* the data file holds none */
-	ck_assert_int_eq(ltx_open(&lt, path, true, 42, false, 0), 0);
+	unsigned char *p;
+	size_t n;
+
+	if (!db.open)
+		ck_assert_int_eq(toy_begin(&db), 0);
+	n = strlen(db.txn);
+	db.txn[n] = c;
+	db.txn[n + 1] = '\0';
+	ck_assert_int_eq(lj_reserve(&lt.j, 1, &p), 0);
+	*p = (unsigned char)c;
+	ck_assert_int_eq(ltx_write_start(&lt), SAKER_OK);
+	ck_assert(lt.j.inflight);
 }
 
-START_TEST(test_recover_at_open)
+static void
+fd_ready(void)
 {
-	uint64_t n = 99;
+	struct pollfd pfd = { .fd = ltx_flush_fd(&lt), .events = POLLIN };
 
-	crash_after("abc");
-	db.fail_commit = 5;
-	ck_assert_int_eq(ltx_recover(&lt, &n), LTX_ECKPT);
-	ck_assert_uint_eq(n, 0);
-	ck_assert(!db.open);	/* what the failed checkpoint rebuilt: gone */
-	ck_assert_str_eq(db.committed, "");
+	ck_assert_int_ge(pfd.fd, 0);
+	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+}
+
+/* Records written by the flush thread are the journal's, in order: the
+ * position moves at finish, not at start; a second start while one is in
+ * flight is refused; a batch gathered meanwhile is the next record. */
+START_TEST(test_async_write)
+{
+	bool fatal, rebuilt;
+	unsigned char *p;
+	uint64_t off, fsyncs;
+
+	batch('a');
+	off = lt.j.off;
+	fsyncs = lt.j.fsyncs;
+	batch_start('b');
+	ck_assert_uint_eq(lt.j.seq, 1);		/* not yet */
+	ck_assert_uint_eq(lt.j.off, off);
+	/* the next batch gathers while b flies */
+	strcat(db.txn, "c");
+	ck_assert_int_eq(lj_reserve(&lt.j, 1, &p), 0);
+	*p = 'c';
+	ck_assert_int_eq(ltx_write_start(&lt), SAKER_EIO);	/* EBUSY */
+	ck_assert_ptr_nonnull(strstr(lt.err, "in flight"));
+	fd_ready();
+	ck_assert_int_eq(ltx_write_finish(&lt), SAKER_OK);
+	ck_assert(!lt.j.inflight);
+	ck_assert_uint_eq(lt.j.seq, 2);
+	ck_assert_uint_gt(lt.j.off, off);
+	/* c's payload survived the hand-over of b's buffer */
+	ck_assert_uint_eq(lt.j.len, 1);
+	ck_assert_int_eq(ltx_write_start(&lt), SAKER_OK);
+	ck_assert_int_eq(ltx_write_finish(&lt), SAKER_OK);
+	ck_assert_uint_eq(lt.j.seq, 3);
+	ck_assert_uint_eq(lt.j.fsyncs, fsyncs + 2);	/* one per record */
+	/* nothing in flight: finishing is a no-op */
+	ck_assert_int_eq(ltx_write_finish(&lt), SAKER_OK);
+	/* the journal holds a, b, c in order: a rebuild replays them */
+	ck_assert_int_eq(ltx_rebuild(&lt), 0);
+	ck_assert_str_eq(db.txn, "abc");
+	ck_assert_int_eq(ltx_checkpoint(&lt, &fatal, &rebuilt), 0);
+	ck_assert_str_eq(db.committed, "abc");
+}
+END_TEST
+
+/* Close with a record in flight waits for it: it is there at the next
+ * open. */
+START_TEST(test_async_close)
+{
+	batch('a');
+	batch_start('b');
 	ltx_close(&lt);
-
-	/* still in the journal: the next open recovers them */
 	memset(&db, 0, sizeof(db));
 	ck_assert_int_eq(ltx_open(&lt, path, true, 42, false, 0), 0);
-	db.fail_begin = 7;
-	ck_assert_int_eq(ltx_recover(&lt, &n), LTX_EBEGIN);
-	db.fail_begin = 0;
-	ck_assert_int_eq(ltx_recover(&lt, &n), 0);
-	ck_assert_uint_eq(n, 3);
-	ck_assert(!db.open);
-	ck_assert_str_eq(db.committed, "abc");
-	ck_assert_uint_eq(db.committed_seq, 3);
-	ck_assert_uint_eq(lt.ckpt_seq, 3);
+	ck_assert_int_eq(ltx_replay(&lt), 0);
+	ck_assert_str_eq(db.txn, "ab");
+}
+END_TEST
 
-	/* nothing beyond the data file: nothing to do, nothing left open */
-	ck_assert_int_eq(ltx_recover(&lt, &n), 0);
-	ck_assert_uint_eq(n, 0);
-	ck_assert(!db.open);
-	ck_assert_int_eq(db.commits, 1);
+static int
+eio(int fd)
+{
+	(void)fd;
+	errno = EIO;
+	return -1;
+}
+
+/* The thread's fdatasync fails: in doubt, the position stays (the record
+ * may be in the file: a reopen decides), the reason says fdatasync. */
+START_TEST(test_async_fsync_fails)
+{
+	int (*real)(int) = lj_fdatasync;
+	uint64_t off;
+
+	batch('a');
+	off = lt.j.off;
+	lj_fdatasync = eio;
+	batch_start('b');
+	fd_ready();
+	ck_assert_int_eq(ltx_write_finish(&lt), SAKER_EINDOUBT);
+	lj_fdatasync = real;
+	ck_assert_ptr_nonnull(strstr(lt.err, "fdatasync"));
+	ck_assert_uint_eq(lt.j.seq, 1);
+	ck_assert_uint_eq(lt.j.off, off);
+	ck_assert(!lt.j.inflight);
 }
 END_TEST
 
@@ -353,7 +422,9 @@ main(void)
 	tcase_add_test(tc, test_rebuild_drops_unjournalled);
 	tcase_add_test(tc, test_rebuild_fails);
 	tcase_add_test(tc, test_replay_at_open);
-	tcase_add_test(tc, test_recover_at_open);
+	tcase_add_test(tc, test_async_write);
+	tcase_add_test(tc, test_async_close);
+	tcase_add_test(tc, test_async_fsync_fails);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -95,7 +95,7 @@ usage(FILE *f)
 "                            always): when a durable store fsyncs acknowledged\n"
 "                            writes (periodic: default 100ms, bare number ms)\n"
 "      --commit MODE         sync | async (default sync): async, with --sync\n"
-"                            always, the LMDB store fsyncs a batch on a flush\n"
+"                            always, LMDB and SQLite fsync a batch on a flush\n"
 "                            thread while the next one gathers; PostgreSQL\n"
 "                            sends its COMMIT without waiting (any --sync)\n"
 "  -c, --max-connections N   most open client connections, --http ones\n"

@@ -102,13 +102,32 @@ flight_done(void)
 	server_drain();
 }
 
+/* How long the batch that gathered during a flight waits for the
+ * flight's clients, just answered, to join it: about a round trip on a
+ * local network.  Without it the clients split into two cohorts taking
+ * turns, each fsync carrying half of them (docs/design.md). */
+#define GATHER_US 300
+
+static void
+gather_cb(evutil_socket_t fd, short what, void *arg)
+{
+	srv->gathering = false;
+	if (srv->broker.dirty || !conn_batch_empty())
+		srv->commit_scheduled = true;
+}
+
 static void
 flight_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct timeval tv = { 0, GATHER_US };
+
 	flight_done();
-	/* what gathered meanwhile is committed at the end of this turn */
-	if (srv->broker.dirty || !conn_batch_empty())
-		srv->commit_scheduled = true;
+	if (srv->gather_ev == NULL)
+		srv->gather_ev = evtimer_new(srv->base, gather_cb, NULL);
+	if (srv->gather_ev != NULL && evtimer_add(srv->gather_ev, &tv) == 0)
+		srv->gathering = true;
+	else
+		gather_cb(-1, 0, NULL);
 }
 
 /* Watch the store's commit descriptor for the batch just put in flight. */
@@ -145,7 +164,8 @@ server_commit_now(char *why, size_t len)
 	bool now = why != NULL || srv->stopping;
 
 	srv->commit_scheduled = false;
-	if (srv->broker.inflight && !now && srv->broker.dirty) {
+	if ((srv->broker.inflight || srv->gathering) && !now &&
+	    srv->broker.dirty) {
 		/* flight_cb() commits it; who wrote nothing is answered */
 		conn_flush_unwritten();
 		server_drain();
@@ -544,6 +564,10 @@ shutdown_everything(void)
 	if (srv->flight_ev != NULL) {
 		event_free(srv->flight_ev);
 		srv->flight_ev = NULL;
+	}
+	if (srv->gather_ev != NULL) {
+		event_free(srv->gather_ev);
+		srv->gather_ev = NULL;
 	}
 	if (srv->broker.store != NULL) {
 		rc = saker_store_commit(srv->broker.store);

@@ -31,6 +31,8 @@ struct server {
 	struct event *sync_ev;        /* --sync periodic */
 	struct event *store_fd_ev;    /* driver's watch_fd() */
 	struct event *flight_ev;      /* the batch in flight's result */
+	struct event *gather_ev;      /* the gathering window after it */
+	bool gathering;               /* in that window: no commit yet */
 	int store_fd;
 	struct event *tick_ev;        /* driver's tick(), once a second */
 	struct event *sweep_ev;       /* bounded sweep of expired items */
