@@ -163,7 +163,8 @@ pg_rotate_past(struct pg_store *s, PGconn *c)
  * host=db dbname=saker".  The same keys inside the connection string
  * (1.0's form) still work; the options win when both are given. */
 enum { PG_OPT_SCHEMA, PG_OPT_LEASE, PG_OPT_VACUUM, PG_OPT_TIMEOUT,
-    PG_OPT_PROBE, PG_OPT_HORIZON_WARN };
+    PG_OPT_PROBE, PG_OPT_HORIZON_WARN, PG_OPT_SEGMENT,
+    PG_OPT_SEGMENT_ROWS };
 const struct saker_store_option pg_options[] = {
 	[PG_OPT_SCHEMA] = { "schema", SAKER_OPT_STRING, 0, 0,
 	    "schema to keep the tables in: 1-50 of a-z, 0-9, _" },
@@ -187,6 +188,14 @@ const struct saker_store_option pg_options[] = {
 	    86400000, "warn in the log when a transaction of the database has"
 	    " held a snapshot this long, keeping VACUUM from the store's dead"
 	    " rows (bare: seconds; default 60s, at most 24h; 0: never)" },
+	[PG_OPT_SEGMENT] = { "segment", SAKER_OPT_SECONDS, 1000, 86400000,
+	    "how long a segment of the item table takes puts before the next"
+	    " one does and the oldest is emptied by TRUNCATE (bare: seconds;"
+	    " default 10s, 1s to 24h); the store keeps about 3 such spans of"
+	    " consumed items on disk whatever snapshot anyone holds" },
+	[PG_OPT_SEGMENT_ROWS] = { "segment_rows", SAKER_OPT_UINT, 1000,
+	    1000000000, "or this many puts, whichever comes first (default"
+	    " 50000, at least 1000)" },
 	{ NULL, SAKER_OPT_STRING, 0, 0, NULL }
 };
 
@@ -244,6 +253,10 @@ pg_channel_opts(struct pg_store *s, const struct saker_store_opts *opts,
 		s->timeout_ms = (int64_t)v->u;
 	if ((v = saker_store_optval(opts, PG_OPT_PROBE)) != NULL)
 		s->probe_ms = (int64_t)v->u;
+	if ((v = saker_store_optval(opts, PG_OPT_SEGMENT)) != NULL)
+		s->seg_ms = (int64_t)v->u;
+	if ((v = saker_store_optval(opts, PG_OPT_SEGMENT_ROWS)) != NULL)
+		s->seg_rows = (int64_t)v->u;
 	return SAKER_OK;
 }
 

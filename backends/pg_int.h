@@ -52,6 +52,7 @@ enum {
 	/* the deduplication statements last: a store before format 6 has
 	 * none (pg_prepare_all()) */
 	P_HORIZON, P_D_PUT, P_D_DEL, P_D_SWEEP, P_D_LIST, P_D_COUNT, P_D_DELQ,
+	P_SEG_MINE,
 	P_COUNT
 };
 
@@ -200,6 +201,15 @@ struct pg_store {
 	int64_t horizon_ms, horizon_xids, dead_rows;
 	int64_t horizon_warned, horizon_warn_ms;	/* horizon_warn= */
 	int64_t renewed_at;
+	/* the segments (pg_seg_tick()): rotation after segment_rows= ids
+	 * or segment= ms; the current segment and the store's truncations
+	 * as last read (-1: not yet), rows this broker moved forward */
+	int64_t seg_rows, seg_ms;
+	int64_t seg_cur, seg_truncated;
+	uint64_t seg_moved;
+	int64_t rot_at;		/* next saker_rotate() call (local clock) */
+	bool rotating;		/* the VACUUM link runs one, not a VACUUM */
+	bool seg_due;		/* the last call found a rotation due */
 
 	struct kit_qtab qt;	/* the live queues by name and id */
 	struct pg_qlist dirty, pend, deleted, zombies, holding, took;

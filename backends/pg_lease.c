@@ -5,6 +5,7 @@
  * lost one held (pg_main_up). */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +232,15 @@ pg_run_leased(struct pg_store *s, int which, const struct pgp *p,
 /* ------------------------------------------------------------------ */
 /* the shared-store hooks */
 
+/* The segments' rotation (saker_rotate(), pg_vacuum_tick()) is tried
+ * this often; after a failure, again this much later.  At most
+ * PG_SEG_MOVE_MAX ready and delayed items are moved forward out of the
+ * segment to be emptied per call: more wait for the next one (it is
+ * emptied when none is left), and its locks stay short. */
+#define PG_ROTATE_MS 1000
+#define PG_ROTATE_RETRY_MS 60000
+#define PG_SEG_MOVE_MAX 5000
+
 /*
  * The broker's own VACUUM of saker_items, on a connection of its own so
  * neither the event loop nor the notifications wait for it (a session
@@ -252,12 +262,45 @@ pg_vacuum_drop(struct pg_store *s, int64_t now_ms)
 	s->vacuum_at = now_ms + PG_VACUUM_RETRY_MS;	/* connect again then */
 }
 
+/* A column of a text result (a simple query's) as a number: -1 if it is
+ * not one. */
+static int64_t
+pg_text_i64(const PGresult *res, int col)
+{
+	const char *t = PQgetvalue(res, 0, col);
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(t, &end, 10);
+	if (PQgetisnull(res, 0, col) || end == t || *end != '\0' ||
+	    errno == ERANGE)
+		return -1;
+	return (int64_t)v;
+}
+
+/* A result of saker_rotate() on the VACUUM link (pg_seg_tick()). */
+static void
+pg_rotated(struct pg_store *s, const PGresult *res)
+{
+	int64_t moved;
+
+	if (PQntuples(res) < 1 || PQnfields(res) < 4)
+		return;
+	s->seg_due = pg_text_i64(res, 0) != 0;
+	if ((moved = pg_text_i64(res, 1)) > 0)
+		s->seg_moved += (uint64_t)moved;
+	s->seg_cur = pg_text_i64(res, 2);
+	s->seg_truncated = pg_text_i64(res, 3);
+}
+
 int
 pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 {
 	struct pg_link *l = &s->links[PG_L_VACUUM];
 	PGresult *res;
-	char line[300] = "", sql[128];
+	char line[300] = "", sql[256];
+	bool vac_due, rot_due;
 	int r;
 
 	if (s->vacuuming) {
@@ -271,16 +314,28 @@ pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 				/* behind a held snapshot it can remove nothing
 				 * newer, and reads the whole grown table each
 				 * time: less often then */
-				s->vacuum_at = now_ms + (s->horizon_ms >=
-				    PG_HORIZON_VACUUM_MS && s->vacuum_ms <
-				    PG_HORIZON_VACUUM_MS ? PG_HORIZON_VACUUM_MS :
-				    s->vacuum_ms);
+				if (!s->rotating)
+					s->vacuum_at = now_ms + (s->horizon_ms >=
+					    PG_HORIZON_VACUUM_MS && s->vacuum_ms <
+					    PG_HORIZON_VACUUM_MS ?
+					    PG_HORIZON_VACUUM_MS : s->vacuum_ms);
 				break;
 			}
-			if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			if (PQresultStatus(res) == PGRES_TUPLES_OK && s->rotating)
+				pg_rotated(s, res);
+			else if (PQresultStatus(res) != PGRES_COMMAND_OK)
 				pg_oneline(line, sizeof(line),
 				    PQresultErrorMessage(res));
 			PQclear(res);
+		}
+		if (line[0] != '\0' && s->rotating) {
+			/* told once a minute at most; tried again then */
+			s->rot_at = now_ms + PG_ROTATE_RETRY_MS;
+			if (s->vacuuming)
+				pg_vacuum_drop(s, now_ms);
+			return pg_errf(s, SAKER_EIO, "postgres: rotating the"
+			    " segments of saker_items failed, tried again in a"
+			    " minute: %s", line);
 		}
 		if (line[0] != '\0') {
 			s->vacuum_ms = 0;
@@ -291,8 +346,10 @@ pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 		if (s->vacuuming)
 			return SAKER_OK;
 	}
-	if (l->c == NULL && (s->vacuum_ms == 0 || s->conn == NULL ||
-	    s->commits == s->vacuum_commits || now_ms < s->vacuum_at))
+	vac_due = s->vacuum_ms != 0 && s->conn != NULL &&
+	    s->commits != s->vacuum_commits && now_ms >= s->vacuum_at;
+	rot_due = s->version >= 7 && s->conn != NULL && now_ms >= s->rot_at;
+	if (l->c == NULL && !vac_due && !rot_due)
 		return SAKER_OK;
 	/* connected without waiting, like the others (pg_links()) */
 	if (l->c == NULL && pg_link_start(s, l, s->wait_ns) != SAKER_OK) {
@@ -306,22 +363,31 @@ pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 			return SAKER_OK;
 		l->up = true;
 	}
-	if (s->vacuum_ms == 0 || s->commits == s->vacuum_commits ||
-	    now_ms < s->vacuum_at)
-		return SAKER_OK;
 	/* this session has no search_path of ours: the schema is named
 	 * (it was checked to need no quoting beyond this) */
-	snprintf(sql, sizeof(sql), "VACUUM %s%s%s%ssaker_items",
-	    PQserverVersion(l->c) >= 120000 ? "(SKIP_LOCKED) " : "",
-	    s->schema != NULL ? "\"" : "", s->schema != NULL ? s->schema : "",
-	    s->schema != NULL ? "\"." : "");
+	if (rot_due)
+		snprintf(sql, sizeof(sql), "SELECT * FROM %s%s%ssaker_rotate(%"
+		    PRId64 ", %" PRId64 ", %d)", s->schema != NULL ? "\"" : "",
+		    s->schema != NULL ? s->schema : "", s->schema != NULL ?
+		    "\"." : "", s->seg_rows, s->seg_ms, PG_SEG_MOVE_MAX);
+	else if (vac_due)
+		snprintf(sql, sizeof(sql), "VACUUM %s%s%s%ssaker_items",
+		    PQserverVersion(l->c) >= 120000 ? "(SKIP_LOCKED) " : "",
+		    s->schema != NULL ? "\"" : "", s->schema != NULL ?
+		    s->schema : "", s->schema != NULL ? "\"." : "");
+	else
+		return SAKER_OK;
 	if (!PQsendQuery(l->c, sql)) {
 		pg_vacuum_drop(s, now_ms);
 		return SAKER_OK;
 	}
 	(void)PQflush(l->c);
 	s->vacuuming = true;
-	s->vacuum_commits = s->commits;
+	s->rotating = rot_due;
+	if (rot_due)
+		s->rot_at = now_ms + PG_ROTATE_MS;	/* every tick */
+	else
+		s->vacuum_commits = s->commits;
 	return SAKER_OK;
 }
 
@@ -538,6 +604,35 @@ pg_horizon_tick(struct pg_store *s, int64_t now_ms)
 	    s->horizon_xids, s->dead_rows);
 }
 
+/*
+ * The segments (format 7; pg_sql.c, PG_ROTATE_FN): saker_rotate() runs
+ * on the VACUUM link (pg_vacuum_tick(): its TRUNCATE's lock must not
+ * fail a batch, nor its wait stall the loop).  While a rotation is due,
+ * this broker moves its own held rows out of the segment to be emptied,
+ * in the batch: its confirms and renewals run on this connection, so
+ * none of them misses a row that moved.
+ */
+static int
+pg_seg_tick(struct pg_store *s)
+{
+	struct pgp p;
+	PGresult *res;
+
+	if (s->version < 7 || !s->seg_due || s->seg_cur < 0 ||
+	    (s->open.n == 0 && s->nheld == 0))
+		return SAKER_OK;
+	s->seg_due = false;	/* until the next call says so again */
+	memset(&p, 0, sizeof(p));
+	pg_pp_str(&p, s->owner);
+	pg_pp_i64(&p, s->seg_cur);
+	if (pg_begin(s) != SAKER_OK || (res = pg_run(s, P_SEG_MINE, &p,
+	    "moving held items to the current segment")) == NULL)
+		return s->code;
+	s->seg_moved += pg_rv_changed(res);
+	PQclear(res);
+	return SAKER_OK;
+}
+
 int
 pg_tick(saker_store *base, int64_t now_ms)
 {
@@ -570,6 +665,8 @@ pg_tick(saker_store *base, int64_t now_ms)
 		return err;
 	if (s->lost)
 		return SAKER_OK;
+	if ((err = pg_seg_tick(s)) != SAKER_OK)
+		return err;
 	/* claimed items nobody took for a while go back to the queue */
 	for (q = LIST_FIRST(&s->holding); q != NULL; q = next) {
 		next = LIST_NEXT(q, held_link);

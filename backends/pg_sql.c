@@ -21,7 +21,11 @@
 /* 6: saker_items.attrs, the item's attributes (store.h, NULL: none),
  * covered by its crc; saker_dedup, the deduplication ids of every
  * queue by name, shared by the brokers. */
-#define PG_FORMAT_VERSION 6
+/* 7: saker_items is partitioned by seg into PG_SEGS segments that take
+ * puts in turn and are emptied by TRUNCATE (saker_rotate(), issue 47);
+ * saker_meta's seg, seg_at, seg_id, seg_truncated say which takes puts
+ * since when.  Brokers of format 6 would put into no segment. */
+#define PG_FORMAT_VERSION 7
 
 #define DBNOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 /* ready for stats and listings: visible, or claimed ahead by a broker */
@@ -32,6 +36,9 @@
  * NULL::bytea before format 6 (pg_prepare_all()). */
 #define ITEM_COLS "id, flags, expires, created, vis, due, data, @CRC@," \
 	" @DLV@, @ATR@"
+
+/* the segment that takes puts (PG_ITEMS_TABLE) */
+#define CUR_SEG "(SELECT value::smallint FROM saker_meta WHERE key = 'seg')"
 
 #define PG_DLV_MAX "65535"	/* SAKER_DELIVERIES_MAX */
 /* The vis of a new key in queue row q: v, or just past the queue's
@@ -65,10 +72,13 @@
  * primary key per element, whatever the statistics say (a join of the
  * arrays with the table was planned as a scan of the whole primary key,
  * dead entries and all, under a held horizon). */
-#define BY_KEYS(q, i) "ctid = ANY (ARRAY (SELECT x.ctid FROM unnest(" q \
+#define BY_KEYS(q, i) "(ctid = ANY (ARRAY (SELECT x.ctid FROM unnest(" q \
 	"::bigint[], " i "::bigint[]) AS k(qid, id) CROSS JOIN LATERAL" \
 	" (SELECT ctid FROM saker_items WHERE qid = k.qid AND id = k.id" \
-	" LIMIT 1) x))"	/* LIMIT: not pulled up into a join */
+	" LIMIT 1) x)) AND id = ANY (" i "::bigint[]))"	/* LIMIT: not pulled up
+	 * into a join.  id: a ctid names a row only within its segment (a
+	 * partition); the same ctid in another segment is another row,
+	 * whose id, unique store-wide, is not in the list */
 /* an open item leased to this broker */
 #define MY_OPEN " WHERE qid = $1::bigint AND id = $2::bigint" \
 	" AND state::integer = 1 AND owner = $3::text"
@@ -79,6 +89,16 @@
 	" AND (vis, id) >= ($4::bigint, $5::bigint)" \
 	" ORDER BY vis, id LIMIT $3::bigint FOR UPDATE SKIP LOCKED) AS h" \
 	" WHERE expires <> 0 AND expires <= $2::bigint)"
+
+/* Every column of an item row but seg, in the table's order. */
+#define PG_ITEM_ROW "qid, id, vis, due, state, owner, lease_until, flags," \
+	" expires, created, len, data, crc, deliveries, attrs"
+/* The items, in PG_SEGS segments (partitions by seg) that take the puts
+ * in turn: one is emptied by TRUNCATE, which frees its files whatever
+ * snapshot anyone holds, where DELETEd rows stay until VACUUM may remove
+ * them (issue 47; docs/scaling.md, "Segments").  Keys (qid, id) are
+ * unique by the sequence; the primary key must name seg as well. */
+#define PG_SEGS "4"
 
 static const char *const pg_sql[P_COUNT] = {
 	[P_Q_FIND] = "SELECT id FROM saker_queues WHERE name = $1::bytea",
@@ -100,10 +120,10 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_PEEK] = "SELECT " ITEM_COLS " FROM saker_items WHERE " HEAD_WHERE
 	    " ORDER BY vis, id LIMIT 1",
 	[P_REINSERT] = "INSERT INTO saker_items(qid, id, vis, due, state, flags,"
-	    " expires, created, len, data, crc, deliveries, attrs) VALUES"
+	    " expires, created, len, data, crc, deliveries, attrs, seg) VALUES"
 	    " ($1::bigint, $2::bigint, $3::bigint, $4::bigint, 0, $5::bigint,"
 	    " $6::bigint, $7::bigint, $8::bigint, $9::bytea, $10::bigint,"
-	    " $11::bigint, $12::bytea)",
+	    " $11::bigint, $12::bytea, " CUR_SEG ")",
 	[P_DEL1] = "DELETE FROM saker_items WHERE qid = $1::bigint AND"
 	    " id = $2::bigint",
 	/* a damaged item seen by a peek: only while nobody has taken it */
@@ -158,7 +178,9 @@ static const char *const pg_sql[P_COUNT] = {
 	 * planner may scan the whole table per swept row while its
 	 * statistics still say it is empty -- a 2.8 s sweep on the loop was
 	 * seen on a fresh 40,000-item table.  A row locked here cannot move
-	 * before the UPDATE; state > 0 again in case it did. */
+	 * before the UPDATE; state > 0 again in case it did, and the lease
+	 * again: a ctid names a row only within its segment (format 7), the
+	 * same ctid in another one is another row. */
 	/* Leases that ran out at $1 or later (pg_tick()): under a held
 	 * horizon the lease index keeps an entry for every item ever claimed
 	 * or opened, and a sweep from the bottom steps over all of them.
@@ -166,6 +188,7 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_SWEEP] = "WITH r AS (" GIVE_BACK " WHERE ctid = ANY (ARRAY (SELECT"
 	    " ctid FROM saker_items WHERE state > 0 AND lease_until >= $1::bigint"
 	    " AND lease_until < " DBNOW " FOR UPDATE SKIP LOCKED)) AND state > 0"
+	    " AND lease_until >= $1::bigint AND lease_until < " DBNOW
 	    " RETURNING qid) SELECT qid, 0::bigint FROM r UNION ALL"
 	    " SELECT 0::bigint, " DBNOW,
 	[P_MINE] = "SELECT qid, id FROM saker_items WHERE state = 1 AND"
@@ -179,7 +202,8 @@ static const char *const pg_sql[P_COUNT] = {
 	[P_IT_DELAYED] = "SELECT " ITEM_COLS " FROM saker_items WHERE"
 	    " qid = $1::bigint AND state = 0 AND due > $2::bigint ORDER BY due, id",
 	[P_NOTIFY] = "SELECT pg_notify($1::text, unnest($2::text[]))",
-	[P_SIZE] = "SELECT (pg_total_relation_size('saker_items') +"
+	[P_SIZE] = "SELECT ((SELECT sum(pg_total_relation_size(relid)) FROM"
+	    " pg_partition_tree('saker_items')) +"
 	    " pg_total_relation_size('saker_queues') +"
 	    " pg_total_relation_size('saker_counts') +"
 	    " coalesce(pg_total_relation_size(to_regclass('saker_dedup')),"
@@ -202,9 +226,9 @@ static const char *const pg_sql[P_COUNT] = {
 	 * statement, and with it the batch, rather than drop an item. */
 	[P_PUTS] = "WITH ins AS (INSERT INTO saker_items(qid, id, vis, due,"
 	    " state, flags, expires, created, len, data, crc, deliveries,"
-	    " attrs) SELECT q.id, u.id, " ABOVE_MARK("u.vis", "q") ", u.due, 0,"
-	    " u.flags, u.expires, u.created, length(u.data), u.data, u.crc,"
-	    " u.dlv, nullif(u.atr, ''::bytea) FROM (SELECT"
+	    " attrs, seg) SELECT q.id, u.id, " ABOVE_MARK("u.vis", "q") ", u.due,"
+	    " 0, u.flags, u.expires, u.created, length(u.data), u.data, u.crc,"
+	    " u.dlv, nullif(u.atr, ''::bytea), " CUR_SEG " FROM (SELECT"
 	    " nextval('saker_item_id') AS id,"
 	    " x.* FROM unnest($1::bytea[], $2::bigint[], $3::bigint[],"
 	    " $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[],"
@@ -334,7 +358,15 @@ static const char *const pg_sql[P_COUNT] = {
 	    " max(age(xmin)) FROM pg_replication_slots), (SELECT"
 	    " max(age(backend_xmin)) FROM pg_stat_replication), (SELECT"
 	    " max(age(transaction)) FROM pg_prepared_xacts), 0)::bigint,"
-	    " pg_stat_get_dead_tuples('saker_items'::regclass)",
+	    " (SELECT sum(pg_stat_get_dead_tuples(relid))::bigint FROM"
+	    " pg_partition_tree('saker_items'))",
+	/* this broker's held rows of the segment after $2, the current one:
+	 * into $2 with their keys, so that it can be truncated */
+	[P_SEG_MINE] = "WITH m AS (DELETE FROM saker_items WHERE"
+	    " seg = (($2::bigint + 1) % " PG_SEGS ")::smallint AND state > 0 AND"
+	    " owner = $1::text RETURNING " PG_ITEM_ROW ") INSERT INTO"
+	    " saker_items (" PG_ITEM_ROW ", seg) SELECT " PG_ITEM_ROW ","
+	    " $2::bigint::smallint FROM m",
 };
 
 #define PG_LO_MIN "(-9223372036854775807 - 1)"
@@ -347,6 +379,106 @@ static const char *const pg_sql[P_COUNT] = {
 	" PRIMARY KEY (queue, key));" \
 	" CREATE INDEX saker_dedup_expires ON saker_dedup (queue, expires)"
 
+#define PG_AV " WITH (autovacuum_vacuum_scale_factor = 0.01," \
+	" autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 1)"
+#define PG_ITEMS_TABLE "CREATE TABLE saker_items (" \
+	" qid bigint NOT NULL," \
+	" id bigint NOT NULL," \
+	" vis bigint NOT NULL,"		/* ordering time */ \
+	" due bigint NOT NULL,"		/* visible from; 0 = at once */ \
+	" state smallint NOT NULL,"	/* 0 ready or delayed, 1 open, 2 \
+					 * claimed ahead by a broker */ \
+	" owner text,"			/* lease owner of an open item */ \
+	" lease_until bigint NOT NULL DEFAULT 0," /* database clock, ms */ \
+	" flags bigint NOT NULL," \
+	" expires bigint NOT NULL," \
+	" created bigint NOT NULL," \
+	" len bigint NOT NULL," \
+	" data bytea NOT NULL," \
+	" crc bigint,"			/* kit_item_crc(); NULL: unchecked */ \
+	" deliveries bigint NOT NULL DEFAULT 0," /* take(OPEN) hand-outs */ \
+	" attrs bytea,"			/* store.h; NULL: none */ \
+	" seg smallint NOT NULL)"	/* the segment: saker_items_s<seg> */ \
+	" PARTITION BY LIST (seg);" \
+	" CREATE TABLE saker_items_s0 PARTITION OF saker_items" \
+	" FOR VALUES IN (0)" PG_AV ";" \
+	" CREATE TABLE saker_items_s1 PARTITION OF saker_items" \
+	" FOR VALUES IN (1)" PG_AV ";" \
+	" CREATE TABLE saker_items_s2 PARTITION OF saker_items" \
+	" FOR VALUES IN (2)" PG_AV ";" \
+	" CREATE TABLE saker_items_s3 PARTITION OF saker_items" \
+	" FOR VALUES IN (3)" PG_AV
+#define PG_ITEMS_INDEXES "ALTER TABLE saker_items ADD PRIMARY KEY" \
+	" (qid, id, seg);" \
+	" CREATE INDEX saker_items_head ON saker_items (qid, vis, id)" \
+	" WHERE state = 0;" \
+	" CREATE INDEX saker_items_due ON saker_items (due)" \
+	" WHERE state = 0 AND due > 0;" \
+	" CREATE INDEX saker_items_lease ON saker_items (lease_until)" \
+	" WHERE state > 0; " PG_HELD_INDEX
+/*
+ * saker_rotate(rows, ms, max): once a second by every broker, on its
+ * VACUUM connection (pg_vacuum_tick(); search_path: the schema's),
+ * one at a time (an advisory lock; the others get r = -1).  When the
+ * current segment cur has taken `rows` ids or is `ms` old (else r = 0),
+ * the next one, nxt, the oldest, is emptied and becomes current: its
+ * ready and delayed items (at most max) are moved into cur with their
+ * keys, so FIFO and due order hold; held items (open, claimed ahead) are
+ * moved by their owners (P_SEG_MINE) and those of a broker that died go
+ * back to the queue when their lease runs out (P_SWEEP), so nothing pins
+ * a segment for longer than a lease.  r = -3: rows are left, -2: the
+ * lock was not had within 50 ms (a batch uses the segment; all of
+ * saker_items waits behind the lock meanwhile, so it must be short),
+ * 1: nxt was truncated and is current.  Returned with moved (rows moved)
+ * and cur, the current segment after.
+ */
+#define PG_ROTATE_FN "CREATE FUNCTION saker_rotate(p_rows bigint," \
+	" p_ms bigint, p_max bigint, OUT r int, OUT moved bigint," \
+	" OUT cur int, OUT truncated bigint) LANGUAGE plpgsql SET search_path FROM CURRENT AS $f$ DECLARE nxt int; at bigint;" \
+	" sid bigint; last bigint; n bigint; now_ms bigint := " DBNOW ";" \
+	" BEGIN moved := 0; r := 0;" \
+	" SELECT value INTO cur FROM saker_meta WHERE key = 'seg';" \
+	" SELECT value INTO truncated FROM saker_meta" \
+	" WHERE key = 'seg_truncated';" \
+	" SELECT value INTO at FROM saker_meta WHERE key = 'seg_at';" \
+	" SELECT value INTO sid FROM saker_meta WHERE key = 'seg_id';" \
+	" SELECT last_value INTO last FROM saker_item_id;" \
+	" IF now_ms - at < p_ms AND last - sid < p_rows THEN RETURN; END IF;" \
+	" r := -1;" \
+	" IF NOT pg_try_advisory_xact_lock(7308604707263426419) THEN RETURN;" \
+	" END IF;" \
+	" SELECT value INTO cur FROM saker_meta WHERE key = 'seg';" \
+	" nxt := (cur + 1) % " PG_SEGS ";" \
+	" EXECUTE format('WITH m AS (DELETE FROM saker_items_s%s WHERE ctid =" \
+	" ANY (ARRAY (SELECT ctid FROM saker_items_s%s WHERE state = 0 LIMIT" \
+	" %s FOR UPDATE SKIP LOCKED)) AND state = 0 RETURNING " PG_ITEM_ROW ")" \
+	" INSERT INTO saker_items (" PG_ITEM_ROW ", seg) SELECT " PG_ITEM_ROW \
+	", %s FROM m', nxt, nxt, p_max, cur);" \
+	" GET DIAGNOSTICS moved = ROW_COUNT;" \
+	" r := -3;" \
+	" EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM saker_items_s%s" \
+	" LIMIT 1) x', nxt) INTO n;" \
+	" IF n > 0 THEN RETURN; END IF;" \
+	" r := -2;" \
+	" BEGIN PERFORM set_config('lock_timeout', '50ms', true);" \
+	" EXECUTE format('LOCK TABLE saker_items_s%s IN ACCESS EXCLUSIVE MODE'," \
+	" nxt);" \
+	" EXCEPTION WHEN lock_not_available THEN RETURN; END;" \
+	" r := -3;" \
+	" EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM saker_items_s%s" \
+	" LIMIT 1) x', nxt) INTO n;" \
+	" IF n > 0 THEN RETURN; END IF;" \
+	" EXECUTE format('TRUNCATE saker_items_s%s', nxt);" \
+	" UPDATE saker_meta SET value = CASE key WHEN 'seg' THEN nxt" \
+	" WHEN 'seg_at' THEN now_ms WHEN 'seg_id' THEN last" \
+	" ELSE value + 1 END WHERE key IN ('seg', 'seg_at', 'seg_id'," \
+	" 'seg_truncated');" \
+	" cur := nxt; truncated := truncated + 1; r := 1; END $f$"
+/* the segments' state (PG_ROTATE_FN) and the function */
+#define PG_SEGS_SQL "INSERT INTO saker_meta VALUES ('seg', 0)," \
+	" ('seg_at', " DBNOW "), ('seg_id', 0), ('seg_truncated', 0); " \
+	PG_ROTATE_FN
+
 static const char pg_schema_sql[] =
     "CREATE TABLE saker_meta ("
     " key text PRIMARY KEY,"
@@ -357,33 +489,9 @@ static const char pg_schema_sql[] =
     " lo_vis bigint NOT NULL DEFAULT " PG_LO_MIN ","	/* low-water mark */
     " lo_id bigint NOT NULL DEFAULT 0);"
     "CREATE SEQUENCE saker_item_id;"
-    "CREATE TABLE saker_items ("
-    " qid bigint NOT NULL,"
-    " id bigint NOT NULL,"
-    " vis bigint NOT NULL,"		/* ordering time */
-    " due bigint NOT NULL,"		/* visible from; 0 = at once */
-    " state smallint NOT NULL,"		/* 0 ready or delayed, 1 open,"
-					 * 2 claimed ahead by a broker */
-    " owner text,"			/* lease owner of an open item */
-    " lease_until bigint NOT NULL DEFAULT 0," /* database clock, ms */
-    " flags bigint NOT NULL,"
-    " expires bigint NOT NULL,"
-    " created bigint NOT NULL,"
-    " len bigint NOT NULL,"
-    " data bytea NOT NULL,"
-    " crc bigint,"			/* kit_item_crc(); NULL: unchecked */
-    " deliveries bigint NOT NULL DEFAULT 0," /* take(OPEN) hand-outs */
-    " attrs bytea,"			/* store.h; NULL: none */
-    " PRIMARY KEY (qid, id))"
-    " WITH (autovacuum_vacuum_scale_factor = 0.01,"
-    " autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 1);"
-    "CREATE INDEX saker_items_head ON saker_items (qid, vis, id)"
-    " WHERE state = 0;"
-    "CREATE INDEX saker_items_due ON saker_items (due)"
-    " WHERE state = 0 AND due > 0;"
-    "CREATE INDEX saker_items_lease ON saker_items (lease_until)"
-    " WHERE state > 0;"
-    PG_HELD_INDEX ";"
+    PG_ITEMS_TABLE ";"
+    PG_ITEMS_INDEXES ";"
+    PG_SEGS_SQL ";"
     "CREATE TABLE saker_counts ("
     " qid bigint NOT NULL,"
     " owner text NOT NULL,"
@@ -428,6 +536,16 @@ static const char *const pg_upgrade_sql[] = {
 	    " ALTER TABLE saker_items ADD COLUMN IF NOT EXISTS attrs bytea; "
 	    PG_DEDUP_TABLE "; UPDATE saker_meta SET value = 6"
 	    " WHERE key = 'format'",
+	/* format 7: the items move into segment 0 of the partitioned table
+	 * (one copy, under the schema lock; the old table's indexes go with
+	 * it before the new ones take their names); brokers of format 6
+	 * would put into no segment and are refused */
+	[6] = "SET LOCAL synchronous_commit = on;"
+	    " ALTER TABLE saker_items RENAME TO saker_items_f6; "
+	    PG_ITEMS_TABLE "; INSERT INTO saker_items (" PG_ITEM_ROW ", seg)"
+	    " SELECT " PG_ITEM_ROW ", 0 FROM saker_items_f6;"
+	    " DROP TABLE saker_items_f6; " PG_ITEMS_INDEXES "; " PG_SEGS_SQL ";"
+	    " UPDATE saker_meta SET value = 7 WHERE key = 'format'",
 };
 _Static_assert(sizeof(pg_upgrade_sql) / sizeof(pg_upgrade_sql[0]) ==
     PG_FORMAT_VERSION, "a new format needs its upgrade");
@@ -565,7 +683,11 @@ pg_prepare_all(struct pg_store *s)
 			continue;
 		/* nor attributes and deduplication ids before format 6 */
 		if (s->version < 6 && (i == P_PUTS || i == P_REINSERT ||
-		    i >= P_D_PUT))
+		    (i >= P_D_PUT && i <= P_D_DELQ)))
+			continue;
+		/* nor segments before format 7 */
+		if (s->version < 7 && (i == P_PUTS || i == P_REINSERT ||
+		    i == P_SEG_MINE))
 			continue;
 		snprintf(name, sizeof(name), "s%d", i);
 		if ((sql = pg_sql_for(pg_sql[i], s->version)) == NULL) {

@@ -39,6 +39,13 @@
 /* Default of the vacuum= option: the broker's own VACUUM of saker_items
  * at most this often, while it writes (pg_vacuum_tick()). */
 #define PG_VACUUM_MS 1000
+/* Defaults of the segment= and segment_rows= options (pg_seg_tick()):
+ * 10 s keeps a rotation's lock attempt (at most 50 ms of waiting for
+ * every statement on saker_items) rare, and with 4 segments an item
+ * consumed within 30 s is never moved; 50,000 puts bound a segment of a
+ * busy store to some 20 MB, so about 80 MB of consumed items at most. */
+#define PG_SEG_MS 10000
+#define PG_SEG_ROWS 50000
 /* Default of the horizon_warn= option (pg_horizon_tick()). */
 #define PG_HORIZON_WARN_MS 60000
 
@@ -46,7 +53,8 @@
  * Layout (docs/scaling.md has the full story):
  *   saker_meta(key, value)          format version
  *   saker_queues(id, name)          one row per queue
- *   saker_items(qid, id, ...)       every item: ready, delayed, open
+ *   saker_items(qid, id, ..., seg)  every item: ready, delayed, open;
+ *                                   in 4 segments emptied by TRUNCATE
  *   saker_counts(qid, owner, ...)   total/expired counters, one row per
  *                                   queue and broker, summed when read
  *   saker_dedup(queue, key, ...)    deduplication ids, by queue name
@@ -1017,6 +1025,10 @@ pg_store_stats(saker_store *base, struct saker_store_stats *st)
 	st->horizon_age_ms = s->horizon_ms;
 	st->horizon_xids = s->horizon_xids;
 	st->dead_rows = s->dead_rows;
+	st->segments = s->version >= 7 ? 4 : 0;
+	st->segment = s->seg_cur;
+	st->segment_truncations = s->seg_truncated;
+	st->segment_moved = s->seg_moved;
 	if (s->conn == NULL)
 		pg_oneline(st->down_why, sizeof(st->down_why),
 		    s->down_why[0] != '\0' ? s->down_why : "connecting");
@@ -1179,6 +1191,9 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	s->vacuum_ms = PG_VACUUM_MS;
 	s->horizon_warn_ms = PG_HORIZON_WARN_MS;
 	s->horizon_ms = s->horizon_xids = s->dead_rows = -1;
+	s->seg_ms = PG_SEG_MS;
+	s->seg_rows = PG_SEG_ROWS;
+	s->seg_cur = s->seg_truncated = -1;
 	s->timeout_ms = PG_TIMEOUT_MS;
 	s->probe_ms = PG_PROBE_MS;
 	s->efd = -1;

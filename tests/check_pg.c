@@ -470,7 +470,9 @@ START_TEST(test_damaged_item_across)
 }
 END_TEST
 
-/* How many times a VACUUM (not autovacuum) ran on schema's saker_items. */
+/* How many times a VACUUM (not autovacuum) ran on schema's saker_items:
+ * on its segments (saker_items_s0...), the partitioned table itself has
+ * no statistics. */
 static long
 vacuum_count(const char *schema)
 {
@@ -482,7 +484,7 @@ vacuum_count(const char *schema)
 	ck_assert_int_eq(PQstatus(c), CONNECTION_OK);
 	snprintf(sql, sizeof(sql), "SELECT coalesce(sum(vacuum_count), 0)"
 	    " FROM pg_stat_user_tables WHERE schemaname = '%s_%d'"
-	    " AND relname = 'saker_items'", schema, (int)getpid());
+	    " AND relname LIKE 'saker\\_items\\_s%%'", schema, (int)getpid());
 	r = PQexec(c, sql);
 	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s",
 	    PQresultErrorMessage(r));
@@ -648,6 +650,127 @@ START_TEST(test_held_horizon)
 	ck_assert_int_lt(v, 1);
 	free(lo0);
 	free(lo1);
+	close(fa);
+	close(fo);
+	tl_server_stop(a);
+	tl_server_free(a);
+}
+END_TEST
+
+/* How many of the comma-separated numbers differ between a and b. */
+static int
+files_changed(const char *a, const char *b)
+{
+	int n = 0;
+
+	while (*a != '\0' && *b != '\0') {
+		if (strtoll(a, NULL, 10) != strtoll(b, NULL, 10))
+			n++;
+		a += strcspn(a, ",");
+		b += strcspn(b, ",");
+		a += *a == ',';
+		b += *b == ',';
+	}
+	return n;
+}
+
+/*
+ * Issue 47, format 7: the items live in segments that take puts in turn
+ * (segment=1s here); the oldest is emptied by TRUNCATE even while a
+ * session holds a snapshot, so the store's size follows the items
+ * queued, not those consumed.  Items left in an old segment are moved
+ * forward with their keys: a queue nobody reads keeps its FIFO order, a
+ * delayed item its due time, an open item stays with its broker and can
+ * be confirmed.
+ */
+START_TEST(test_segments)
+{
+	struct tl_server *a;
+	PGconn *hold;
+	PGresult *r;
+	char *sp, *v, *files0;
+	int fa, fo, i;
+	int64_t t0;
+	long long trunc0, trunc1, moved, bytes;
+
+	sp = tl_strdupf("postgres,segment=1,segment_rows=1000:%s schema=sg_%d"
+	    " lease=30", pgc.conninfo, (int)getpid());
+	a = tl_server_start(sp, NULL);
+	free(sp);
+	fa = tl_connect(a->port);
+	fo = tl_connect(a->port);
+	tl_set(fa, "so", "open1");
+	tl_ckget(fo, "so/open", "open1");
+	tl_set(fa, "sl", "lazy1");
+	tl_set(fa, "sl", "lazy2");
+	tl_set(fa, "sd/delay=9000", "soon");
+	tl_set(fa, "sd/delay=600000", "later");
+	t0 = tl_now_ms();
+	while ((trunc0 = tl_stat(fa, "store_segment_truncations")) < 0 &&
+	    tl_now_ms() - t0 < tl_slow(5000))
+		tl_sleep_ms(100);
+	ck_assert_int_ge(trunc0, 0);
+	ck_assert_int_eq(tl_stat(fa, "store_segments"), 4);
+
+	hold = PQconnectdb(pgc.conninfo);
+	ck_assert_int_eq(PQstatus(hold), CONNECTION_OK);
+	r = PQexec(hold, "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1");
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	PQclear(r);
+	trunc0 = tl_stat(fa, "store_segment_truncations");
+	files0 = schema_val("sg", "SELECT string_agg(relfilenode::text, ','"
+	    " ORDER BY relname) FROM pg_class WHERE relname LIKE"
+	    " 'saker\\_items\\_s_' AND relnamespace ="
+	    " current_schema()::regnamespace");
+	/* 6 s of pairs: segments taken and emptied in turn (the rotation
+	 * is tried once a tick, a 1 s segment rotates every 1-2 s) */
+	t0 = tl_now_ms();
+	for (i = 0; tl_now_ms() - t0 < 6000; i++) {
+		tl_set(fa, "h", "x");
+		tl_ckget(fa, "h", "x");
+	}
+	trunc1 = tl_stat(fa, "store_segment_truncations");
+	moved = tl_stat(fa, "store_segment_moved");
+	ck_assert_msg(trunc1 - trunc0 >= 3, "truncations %lld -> %lld in 6 s"
+	    " (%d pairs)", trunc0, trunc1, i);
+	/* the lazy queue's items, the delayed ones and the open one */
+	ck_assert_int_ge(moved, 5);
+	/* seen from the database: the files of the segments emptied were
+	 * replaced (TRUNCATE gives a table new ones) while the snapshot
+	 * was held; DELETEd rows would have stayed in the old ones */
+	v = schema_val("sg", "SELECT string_agg(relfilenode::text, ',' ORDER BY"
+	    " relname) FROM pg_class WHERE relname LIKE 'saker\\_items\\_s_'"
+	    " AND relnamespace = current_schema()::regnamespace");
+	ck_assert_int_ge(files_changed(files0, v), 3);
+	free(v);
+	free(files0);
+	v = schema_val("sg", "SELECT sum(pg_relation_size(relid)) FROM"
+	    " pg_partition_tree('saker_items')");
+	bytes = strtoll(v, NULL, 10);
+	free(v);
+	fprintf(stderr, "check_pg: segments: %d pairs, %lld truncations,"
+	    " %lld moved, %lld bytes\n", i, trunc1 - trunc0, moved, bytes);
+	PQclear(PQexec(hold, "COMMIT"));
+	PQfinish(hold);
+
+	/* moved forward, in order, intact */
+	tl_ckget(fa, "sl", "lazy1");
+	tl_ckget(fa, "sl", "lazy2");
+	tl_ckget(fa, "sl", NULL);
+	tl_ckget(fa, "sd", NULL);
+	tl_ckget(fa, "sd/t=6000", "soon");
+	tl_ckget(fa, "sd", NULL);
+	v = schema_val("sg", "SELECT count(*) FROM saker_items WHERE state = 0"
+	    " AND due > 0");
+	ck_assert_str_eq(v, "1");
+	free(v);
+	mustsends(fo, "get so/close\r\n");
+	ckresp(fo, "END\r\n");
+	tl_ckget(fa, "so", NULL);
+	v = schema_val("sg", "SELECT count(*) FROM saker_items WHERE"
+	    " data = 'open1'");
+	ck_assert_str_eq(v, "0");
+	free(v);
 	close(fa);
 	close(fo);
 	tl_server_stop(a);
@@ -985,6 +1108,7 @@ main(void)
 	tcase_add_test(tc, test_two_brokers_once);
 	tcase_add_test(tc, test_vacuum);
 	tcase_add_test(tc, test_held_horizon);
+	tcase_add_test(tc, test_segments);
 	tcase_add_test(tc, test_renew_keeps_open);
 	tcase_add_test(tc, test_damaged_item_across);
 	tcase_add_test(tc, test_dead_letter_across);

@@ -2268,13 +2268,13 @@ START_TEST(test_pg_upgrade_format2)
 	    sizeof(v));
 	ck_assert_str_eq(v, "2");
 
-	/* a writable open upgrades it (to format 6: checksums, delivery
-	 * counts, low-water marks, attributes and ids); the old items come
-	 * out intact, counting 0 deliveries, with no attributes */
+	/* a writable open upgrades it (to format 7: checksums, delivery
+	 * counts, low-water marks, attributes and ids, segments); the old
+	 * items come out intact, counting 0 deliveries, with no attributes */
 	s = px_open(schema, false, SAKER_OK);
 	px_val(c, "SELECT value FROM saker_meta WHERE key = 'format'", v,
 	    sizeof(v));
-	ck_assert_str_eq(v, "6");
+	ck_assert_str_eq(v, "7");
 	px_val(c, "SELECT count(*) FROM saker_items WHERE deliveries <> 0", v,
 	    sizeof(v));
 	ck_assert_str_eq(v, "0");
@@ -2298,7 +2298,7 @@ START_TEST(test_pg_upgrade_format2)
 	ck_assert_str_eq(v, "2");
 	saker_store_close(s);
 
-	/* a second broker finds format 6 and upgrades nothing; it knows
+	/* a second broker finds format 7 and upgrades nothing; it knows
 	 * the id */
 	s = px_open(schema, false, SAKER_OK);
 	px_take(s, "q1", SAKER_TAKE_REMOVE, "second");
@@ -2316,9 +2316,145 @@ START_TEST(test_pg_upgrade_format2)
 	saker_store_close(s);
 
 	/* a newer format is refused */
-	px_exec(c, "UPDATE saker_meta SET value = 7 WHERE key = 'format'");
+	px_exec(c, "UPDATE saker_meta SET value = 8 WHERE key = 'format'");
 	s = px_open(schema, false, SAKER_EVERSION);
 	ck_assert_ptr_null(s);
+	PQfinish(c);
+}
+END_TEST
+
+/* The format 6 schema (before segments): as that release created it. */
+static const char px_format6_sql[] =
+    "CREATE TABLE saker_meta (key text PRIMARY KEY, value bigint NOT NULL);"
+    "CREATE TABLE saker_queues (id bigserial PRIMARY KEY,"
+    " name bytea NOT NULL UNIQUE,"
+    " lo_vis bigint NOT NULL DEFAULT (-9223372036854775807 - 1),"
+    " lo_id bigint NOT NULL DEFAULT 0);"
+    "CREATE SEQUENCE saker_item_id;"
+    "CREATE TABLE saker_items (qid bigint NOT NULL, id bigint NOT NULL,"
+    " vis bigint NOT NULL, due bigint NOT NULL, state smallint NOT NULL,"
+    " owner text, lease_until bigint NOT NULL DEFAULT 0,"
+    " flags bigint NOT NULL, expires bigint NOT NULL,"
+    " created bigint NOT NULL, len bigint NOT NULL, data bytea NOT NULL,"
+    " crc bigint, deliveries bigint NOT NULL DEFAULT 0, attrs bytea,"
+    " PRIMARY KEY (qid, id));"
+    "CREATE INDEX saker_items_head ON saker_items (qid, vis, id)"
+    " WHERE state = 0;"
+    "CREATE INDEX saker_items_due ON saker_items (due)"
+    " WHERE state = 0 AND due > 0;"
+    "CREATE INDEX saker_items_lease ON saker_items (lease_until)"
+    " WHERE state > 0;"
+    "CREATE INDEX saker_items_held ON saker_items (qid, vis, id)"
+    " WHERE state > 0;"
+    "CREATE TABLE saker_counts (qid bigint NOT NULL, owner text NOT NULL,"
+    " total bigint NOT NULL, expired bigint NOT NULL,"
+    " PRIMARY KEY (qid, owner));"
+    "CREATE TABLE saker_dedup (queue bytea NOT NULL, key bytea NOT NULL,"
+    " expires bigint NOT NULL, PRIMARY KEY (queue, key));"
+    "CREATE INDEX saker_dedup_expires ON saker_dedup (queue, expires);"
+    "INSERT INTO saker_meta VALUES ('format', 6);"
+    "INSERT INTO saker_queues(name) VALUES ('q1'::bytea), ('q2'::bytea);"
+    /* q1: first (flags 7, 2 deliveries), second, and one delayed far
+     * ahead; q2: other, open by a broker gone */
+    "INSERT INTO saker_items(qid, id, vis, due, state, flags, expires,"
+    " created, len, data, deliveries) SELECT q.id, nextval('saker_item_id'),"
+    " v.vis, v.due, 0, v.flags, 0, 1700000000000, length(v.data), v.data,"
+    " v.dlv FROM (VALUES ('q1'::bytea, 1700000000001, 0, 7, 'first'::bytea,"
+    " 2), ('q1', 1700000000002, 0, 0, 'second', 0),"
+    " ('q1', 9000000000000, 9000000000000, 0, 'later', 0),"
+    " ('q2', 1700000000003, 0, 0, 'other', 0))"
+    " AS v(name, vis, due, flags, data, dlv) JOIN saker_queues q"
+    " ON q.name = v.name ORDER BY v.vis;"
+    "UPDATE saker_items SET state = 1, owner = 'gone/1/0', lease_until = 0"
+    " WHERE data = 'other'::bytea;"
+    "INSERT INTO saker_dedup VALUES ('q1'::bytea, 'k1'::bytea,"
+    " 9000000000000);";
+
+/* Format 6 to 7: read as it is by a read-only open; a writable open
+ * moves every item into segment 0 of the partitioned table, keys,
+ * states and ids intact, and the store then rotates (saker_rotate). */
+START_TEST(test_pg_upgrade_format6)
+{
+	char schema[32], sql[128], v[64];
+	struct px_got g = { .calls = 0 };
+	saker_store *s;
+	PGconn *c;
+	int n = 0;
+
+	snprintf(schema, sizeof(schema), "up6_%d", (int)getpid());
+	c = PQconnectdb(pgc.conninfo);
+	ck_assert_int_eq(PQstatus(c), CONNECTION_OK);
+	snprintf(sql, sizeof(sql), "CREATE SCHEMA \"%s\"", schema);
+	px_exec(c, sql);
+	PQfinish(c);
+	c = px_conn(schema);
+	px_exec(c, px_format6_sql);
+
+	s = px_open(schema, true, SAKER_OK);
+	ck_assert_int_eq(s->driver->iterate(s, px_q(s, "q1"), px_count_cb, &n),
+	    SAKER_OK);
+	ck_assert_int_eq(n, 3);
+	px_take(s, "q1", SAKER_TAKE_PEEK, "first");
+	saker_store_close(s);
+	px_val(c, "SELECT value FROM saker_meta WHERE key = 'format'", v,
+	    sizeof(v));
+	ck_assert_str_eq(v, "6");
+
+	s = px_open(schema, false, SAKER_OK);
+	px_val(c, "SELECT value FROM saker_meta WHERE key = 'format'", v,
+	    sizeof(v));
+	ck_assert_str_eq(v, "7");
+	px_val(c, "SELECT count(*) FROM saker_items_s0", v, sizeof(v));
+	ck_assert_str_eq(v, "4");
+	px_val(c, "SELECT relkind::text FROM pg_class WHERE relname ="
+	    " 'saker_items' AND relnamespace = current_schema()::regnamespace",
+	    v, sizeof(v));
+	ck_assert_str_eq(v, "p");
+	px_val(c, "SELECT count(*) FROM pg_class WHERE relname ="
+	    " 'saker_items_f6'", v, sizeof(v));
+	ck_assert_str_eq(v, "0");
+	ck_assert_int_eq(s->driver->take(s, px_q(s, "q1"), SAKER_TAKE_REMOVE,
+	    BASE + 100, px_cb, &g), SAKER_OK);
+	ck_assert_str_eq(g.data, "first");
+	ck_assert_uint_eq(g.flags, 7);
+	px_take(s, "q1", SAKER_TAKE_REMOVE, "second");
+	g.calls = 0;
+	ck_assert_int_eq(s->driver->take(s, px_q(s, "q1"), SAKER_TAKE_REMOVE,
+	    BASE + 100, px_cb, &g), SAKER_EEMPTY);	/* later: delayed */
+	px_put_once(s, "q1", "again", "k1", SAKER_EEXIST);
+	px_put(s, "q3", "new", 0);
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	/* new items go to the current segment */
+	px_val(c, "SELECT seg::text FROM saker_items WHERE data = 'new'", v,
+	    sizeof(v));
+	ck_assert_str_eq(v, "0");
+	/* the open item of the broker that is gone: its lease ran out */
+	ck_assert_int_eq(s->driver->tick(s, BASE), SAKER_OK);
+	px_take(s, "q2", SAKER_TAKE_REMOVE, "other");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
+	/* a rotation moves the delayed item forward and empties segment 1
+	 * (nothing due: a rotation is forced by 0 rows, 0 ms) */
+	px_val(c, "SELECT r::text || ',' || cur::text FROM saker_rotate(0, 0,"
+	    " 100)", v, sizeof(v));
+	ck_assert_str_eq(v, "1,1");
+	px_val(c, "SELECT r::text || ',' || moved::text || ',' || cur::text"
+	    " FROM saker_rotate(0, 0, 100)", v, sizeof(v));
+	ck_assert_str_eq(v, "1,0,2");
+	px_val(c, "SELECT r::text || ',' || moved::text || ',' || cur::text"
+	    " FROM saker_rotate(0, 0, 100)", v, sizeof(v));
+	ck_assert_str_eq(v, "1,0,3");
+	/* segment 0 holds 'later' and 'new': moved into 3, then emptied */
+	px_val(c, "SELECT r::text || ',' || moved::text || ',' || cur::text"
+	    " FROM saker_rotate(0, 0, 100)", v, sizeof(v));
+	ck_assert_str_eq(v, "1,2,0");
+	px_val(c, "SELECT string_agg(seg::text || ':' || convert_from(data,"
+	    " 'UTF8'), ' ' ORDER BY id) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "3:later 3:new");
+	s = px_open(schema, false, SAKER_OK);
+	px_take(s, "q3", SAKER_TAKE_REMOVE, "new");
+	ck_assert_int_eq(saker_store_commit(s), SAKER_OK);
+	saker_store_close(s);
 	PQfinish(c);
 }
 END_TEST
@@ -2834,6 +2970,7 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 			tcase_add_test(ptc, test_pg_damaged_paths);
 			tcase_add_test(ptc, test_pg_refused_keeps_crc);
 			tcase_add_test(ptc, test_pg_upgrade_format2);
+			tcase_add_test(ptc, test_pg_upgrade_format6);
 			tcase_add_test(ptc, test_pg_attrs_paths);
 			tcase_add_test(ptc, test_pg_dedup_race);
 			tcase_add_test(ptc, test_pg_doubt_handed_out);

@@ -9,9 +9,9 @@
 #   on    an idle session holds one: BEGIN ISOLATION LEVEL REPEATABLE
 #         READ; SELECT 1; opened before the first "on" window of a run
 #         of them and committed after its last
-# After every window: pairs/s, the dead tuples of saker_items
-# (pg_stat_user_tables) and the store's size on disk (relations and
-# indexes).  PGOPTS: more postgres options; with PGOPTS="-c
+# After every window: pairs/s, the dead tuples of saker_items (of its
+# segments, pg_stat_user_tables) and the store's size on disk (relations
+# and indexes).  PGOPTS: more postgres options; with PGOPTS="-c
 # shared_preload_libraries=pg_stat_statements" STMTS=1 the statements
 # that took the database's time are listed at the end.  With PGBENCH=1 the same plan is run again with pgbench on a
 # plain SKIP LOCKED table (insert, then DELETE ... WHERE id = (SELECT ...
@@ -87,8 +87,9 @@ unhold() {
 	wait "$HOLD" 2>/dev/null
 	HOLD=
 }
-# dead TABLE: n_dead_tup; size PATTERN: bytes of the matching tables
-dead() { sql "SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables WHERE relname = '$1'"; }
+# dead TABLE: n_dead_tup (of its segments too: saker_items_s0..., store
+# format 7); size PATTERN: bytes of the matching tables
+dead() { sql "SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables WHERE relname = '$1' OR relname LIKE '$1\_s_'"; }
 size() { sql "SELECT coalesce(sum(pg_total_relation_size(oid)), 0) FROM pg_class WHERE relkind = 'r' AND relname LIKE '$1'"; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 

@@ -225,6 +225,12 @@ struct saker_store_stats {
 	                         * replication slots, standbys' feedback,
 	                         * prepared transactions), in transactions */
 	int64_t dead_rows;      /* dead row versions of the items table */
+	/* While server and segments > 0: the items table's segments,
+	 * emptied in turn by TRUNCATE (postgres format 7) */
+	int segments;
+	int64_t segment;        /* the one taking puts (-1: not known) */
+	int64_t segment_truncations; /* by every broker, since created */
+	uint64_t segment_moved; /* items this broker moved forward */
 };
 
 /* A queue handle; opaque to the core.  Valid from queue_open() until

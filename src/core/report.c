@@ -183,6 +183,13 @@ stats_write_server(struct broker *b, struct evbuffer *out)
 	    "STAT store_dead_rows %" PRId64 "\r\n", ss.horizon_age_ms >= 0 ?
 	    (double)ss.horizon_age_ms / 1e3 : -1.0, ss.horizon_xids,
 	    ss.dead_rows);
+	/* the item table's segments, emptied in turn by TRUNCATE */
+	if (ss.segments > 0)
+		evbuffer_add_printf(out, "STAT store_segments %d\r\n"
+		    "STAT store_segment %" PRId64 "\r\n"
+		    "STAT store_segment_truncations %" PRId64 "\r\n"
+		    "STAT store_segment_moved %" PRIu64 "\r\n", ss.segments,
+		    ss.segment, ss.segment_truncations, ss.segment_moved);
 	/* the reason, without spaces: stats values are one word */
 	if (!ss.connected) {
 		char *p;

@@ -368,6 +368,21 @@ write_metrics(struct http_server *h, struct evbuffer *b)
 			    "Dead row versions of the store's item table.",
 			    ss.dead_rows > 0 ? (uint64_t)ss.dead_rows : 0);
 		}
+		if (ss.segments > 0 && ss.segment >= 0) {
+			metric_u64(b, "saker_store_segment", "gauge",
+			    "The segment of the item table taking puts (of"
+			    " saker_store_segments).", (uint64_t)ss.segment);
+			metric_u64(b, "saker_store_segments", "gauge",
+			    "Segments of the item table, emptied in turn by"
+			    " TRUNCATE.", (uint64_t)ss.segments);
+			metric_u64(b, "saker_store_segment_truncations_total",
+			    "counter", "Segments emptied by TRUNCATE, by every"
+			    " broker since the store was made.",
+			    (uint64_t)ss.segment_truncations);
+			metric_u64(b, "saker_store_segment_moved_total",
+			    "counter", "Items this broker moved forward out of"
+			    " a segment to be emptied.", ss.segment_moved);
+		}
 	}
 	metric_head(b, "saker_store_commit_seconds", "histogram",
 	    "Time spent in store commits (one per event-loop turn that wrote).");
