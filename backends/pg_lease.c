@@ -644,6 +644,10 @@ pg_tick(saker_store *base, int64_t now_ms)
 
 	if (s->read_only)
 		return SAKER_OK;
+	/* a batch in flight into a silent server: given up as a round trip
+	 * would be, without the loop waiting for it */
+	if (pg_flight_watch(s, s->fl.t0))
+		pg_flight_wait(s);
 	err = pg_links(s, now_ms);
 	pg_vacuum_poll(s, now_ms);
 	if (s->conn == NULL) {
@@ -664,6 +668,10 @@ pg_tick(saker_store *base, int64_t now_ms)
 	if (err != SAKER_OK)
 		return err;
 	if (s->lost)
+		return SAKER_OK;
+	/* the tick's statements would wait for a batch in flight that is
+	 * overdue (the probe's wait, on the loop): the next tick runs them */
+	if (pg_flight_overdue(s))
 		return SAKER_OK;
 	if ((err = pg_seg_tick(s)) != SAKER_OK)
 		return err;
@@ -737,6 +745,8 @@ pg_fd_ready(saker_store *base, int64_t now_ms)
 
 	if (s->read_only)
 		return SAKER_OK;
+	if (pg_flight_watch(s, s->fl.t0))
+		pg_flight_wait(s);
 	err = pg_links(s, now_ms);
 	pg_vacuum_poll(s, now_ms);
 	return err;

@@ -194,6 +194,53 @@ pg_probe_send(struct pg_store *s, uint64_t now)
 }
 
 /*
+ * The batch in flight (commit_start()) has had no answer since sent_ns:
+ * what pg_next() does while it waits, without waiting (tick(),
+ * fd_ready()).  After PG_PROBE_AFTER_MS a probe goes out; no answer to
+ * it within probe=, or no answer at all within timeout=, gives the
+ * connection up.  True then: the flight's answer is lost, and the caller
+ * collects it (in doubt) so that its clients hear of it.
+ * pg_flight_overdue(): it had no answer for PG_PROBE_AFTER_MS.
+ */
+bool
+pg_flight_overdue(const struct pg_store *s)
+{
+	return s->fl.on && saker_mono_ns() >= s->fl.t0 +
+	    PG_PROBE_AFTER_MS * 1000000u;
+}
+
+bool
+pg_flight_watch(struct pg_store *s, uint64_t sent_ns)
+{
+	uint64_t now = saker_mono_ns();
+	char why[200];
+
+	if (!s->fl.on || s->conn == NULL)
+		return false;
+	if (s->probing && now >= s->probe_dead_ns) {
+		(void)pg_listen_read(s, 0);	/* (its answer may be there) */
+		if (s->probing) {
+			snprintf(why, sizeof(why), "no answer from the database"
+			    " to a COMMIT in flight, nor to a probe within %"
+			    PRId64 " ms (probe=)", s->probe_ms);
+			pg_conn_lost(s, why);
+			return true;
+		}
+	}
+	if (now >= sent_ns + s->wait_ns) {
+		snprintf(why, sizeof(why), "no answer from the database to a"
+		    " COMMIT in flight within %" PRId64 ".%03d s (timeout=)",
+		    s->timeout_ms / 1000, (int)(s->timeout_ms % 1000));
+		pg_conn_lost(s, why);
+		return true;
+	}
+	if (!s->probing && now >= sent_ns + PG_PROBE_AFTER_MS * 1000000u &&
+	    pg_probe_can(s))
+		pg_probe_send(s, now);
+	return false;
+}
+
+/*
  * PQgetResult() on the statement connection without ever waiting past
  * s->deadline_ns, which every sign of life (the socket took our bytes or
  * had some for us) moves on by timeout=, nor past an unanswered probe

@@ -62,6 +62,8 @@ int pg_errf(struct pg_store *s, int code, const char *fmt, ...);
 void pg_oneline(char *dst, size_t len, const char *msg);
 void pg_link_drop(struct pg_store *s, struct pg_link *l, bool abort);
 void pg_deadline(struct pg_store *s);
+bool pg_flight_watch(struct pg_store *s, uint64_t sent_ns);
+bool pg_flight_overdue(const struct pg_store *s);
 bool pg_next(struct pg_store *s, PGresult **res);
 PGresult *pg_exec(struct pg_store *s, const char *sql);
 int pg_simple(struct pg_store *s, const char *sql, const char *what);
