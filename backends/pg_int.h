@@ -258,6 +258,7 @@ struct pg_store {
 	struct pg_flight {
 		bool on, done;		/* sent; read early (rc waits) */
 		bool dropped;		/* its connection was dropped */
+		bool skipped;		/* the last tick skipped its statements */
 		bool any_fresh;		/* it created a queue */
 		struct pg_qlist deleted;	/* the queues it deleted */
 		int64_t renew_at;	/* its renewal of the leases */

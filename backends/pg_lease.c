@@ -670,9 +670,14 @@ pg_tick(saker_store *base, int64_t now_ms)
 	if (s->lost)
 		return SAKER_OK;
 	/* the tick's statements would wait for a batch in flight that is
-	 * overdue (the probe's wait, on the loop): the next tick runs them */
-	if (pg_flight_overdue(s))
+	 * overdue (the probe's wait, on the loop): the next tick runs them,
+	 * waiting if need be (a slow COMMIT every turn must not starve the
+	 * lease renewals) */
+	if (pg_flight_overdue(s) && !s->fl.skipped) {
+		s->fl.skipped = true;
 		return SAKER_OK;
+	}
+	s->fl.skipped = false;
 	if ((err = pg_seg_tick(s)) != SAKER_OK)
 		return err;
 	/* claimed items nobody took for a while go back to the queue */
