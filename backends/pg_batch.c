@@ -833,10 +833,16 @@ pg_commit_end(struct pg_store *s, struct pg_pipe *pp, bool counts)
 		in_doubt = (s->conn == NULL ||
 		    PQstatus(s->conn) != CONNECTION_OK) &&
 		    !(st != NULL && pp->bad < s->fl.commit_ix);
-		if (flight)
+		if (flight) {
 			pg_flight_gone(s, in_doubt);
-		else
+			/* the batch gathered on it is rolled back: the rows its
+			 * takes handed out go back (GIVEBACK), and must not ride
+			 * into a later batch's in-doubt reconcile, which would
+			 * delete them undelivered */
+			pg_gone_end(s, false);
+		} else {
 			pg_gone_end(s, in_doubt);
+		}
 		/* in flight, the batch gathered since fails with it: pg_fail()
 		 * rolls that one back (its BEGIN is not even sent) */
 		if (flight) {
