@@ -629,13 +629,109 @@ inflight(const char *drv, bool release)
 	tl_server_free(s);
 }
 
+
+/*
+ * The fdatasync of the batch in flight fails (fsync:1:stallfail): a second
+ * client's set, gathered on top of it meanwhile, fails with it (store.h,
+ * ASYNCHRONOUS COMMIT): both get SERVER_ERROR, neither a STORED; a version
+ * was answered meanwhile; the store then refuses sets, /healthz says so,
+ * and after a restart the first item is there or not (written before the
+ * fdatasync failed: in doubt), the second never.
+ */
+static void
+inflight_fails(const char *drv)
+{
+	struct run r;
+	struct tl_server *s;
+	char *l, go[PATH_MAX + 8];
+	int a, b, c, fd;
+	int64_t t0;
+
+	memset(&r, 0, sizeof(r));
+	r.top = tl_mkdtemp();
+	snprintf(r.data, sizeof(r.data), "%s/data", r.top);
+	snprintf(r.arm, sizeof(r.arm), "%s/arm", r.top);
+	snprintf(r.hit, sizeof(r.hit), "%s/arm.hit", r.top);
+	snprintf(go, sizeof(go), "%s/arm.go", r.top);
+	ck_assert_int_eq(mkdir(r.data, 0700), 0);
+	snprintf(r.spec, sizeof(r.spec), strcmp(drv, "lmdb") == 0 ?
+	    "lmdb:%s/store" : "sqlite:%s/store.db", r.data);
+	env_set(&r, "fsync:1:stallfail");
+	s = tl_server_start(r.spec, "--sync", "always", "--commit", "async",
+	    NULL);
+	env_clear();
+	a = tl_connect(s->port);
+	b = tl_connect(s->port);
+	c = tl_connect(s->port);
+	mustsends(a, "set warm 0 0 1\r\nw\r\n");
+	l = tl_readline(a);
+	ck_assert_str_eq(l, "STORED");
+	free(l);
+	fd = open(r.arm, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+
+	mustsends(a, "set fq 0 0 1\r\nx\r\n");
+	t0 = tl_now_ms();
+	while (!exists(r.hit) && tl_now_ms() - t0 < tl_timeout_ms)
+		usleep(1000);
+	ck_assert_msg(exists(r.hit), "%s: the fdatasync never came", drv);
+	mustsends(b, "set fq 0 0 1\r\ny\r\n");
+	mustsends(c, "version\r\n");
+	l = tl_readline(c);
+	ck_assert_msg(l != NULL && strncmp(l, "VERSION ", 8) == 0,
+	    "%s: version: %s", drv, l ? l : "no reply");
+	free(l);
+	l = tl_readline_ms(b, 200);
+	ck_assert_msg(l == NULL, "%s: the set on top answered \"%s\" before "
+	    "the batch under it", drv, l);
+	fd = open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	l = tl_readline(a);
+	ck_assert_msg(l != NULL && is_server_error(l), "%s: the batch in "
+	    "flight: %s", drv, l ? l : "no reply");
+	free(l);
+	l = tl_readline(b);
+	ck_assert_msg(l != NULL && is_server_error(l), "%s: the batch on top: "
+	    "%s", drv, l ? l : "no reply");
+	free(l);
+	mustsends(c, "set fq 0 0 1\r\nz\r\n");
+	l = tl_readline(c);
+	ck_assert_msg(l != NULL && is_server_error(l), "%s: a set after the "
+	    "failure: %s", drv, l ? l : "no reply");
+	free(l);
+	close(a);
+	close(b);
+	close(c);
+	tl_server_kill(s);
+	tl_server_restart(s);
+	a = tl_connect(s->port);
+	mustsends(a, "get fq\r\n");
+	l = tl_readline(a);
+	ck_assert_msg(l != NULL && (strcmp(l, "END") == 0 ||
+	    strcmp(l, "VALUE fq 0 1") == 0), "%s: after the restart: %s", drv,
+	    l ? l : "no reply");
+	if (strcmp(l, "VALUE fq 0 1") == 0) {
+		free(l);
+		l = tl_readline(a);
+		ck_assert_msg(l != NULL && strcmp(l, "x") == 0, "%s: the item "
+		    "on top is back: %s", drv, l ? l : "no reply");
+	}
+	free(l);
+	close(a);
+	tl_server_free(s);
+}
+
 #ifdef HAVE_LMDB
 START_TEST(test_inflight_lmdb_release) { inflight("lmdb", true); } END_TEST
 START_TEST(test_inflight_lmdb_kill) { inflight("lmdb", false); } END_TEST
+START_TEST(test_inflight_lmdb_fails) { inflight_fails("lmdb"); } END_TEST
 #endif
 #ifdef HAVE_SQLITE
 START_TEST(test_inflight_sqlite_release) { inflight("sqlite", true); } END_TEST
 START_TEST(test_inflight_sqlite_kill) { inflight("sqlite", false); } END_TEST
+START_TEST(test_inflight_sqlite_fails) { inflight_fails("sqlite"); } END_TEST
 #endif
 
 #define ADD_STORE(s, drv) do {						\
@@ -671,6 +767,7 @@ main(void)
 		tcase_set_timeout(tc, 60);
 		tcase_add_test(tc, test_inflight_lmdb_release);
 		tcase_add_test(tc, test_inflight_lmdb_kill);
+		tcase_add_test(tc, test_inflight_lmdb_fails);
 		suite_add_tcase(s, tc);
 	}
 #endif
@@ -682,6 +779,7 @@ main(void)
 		tcase_set_timeout(tc, 60);
 		tcase_add_test(tc, test_inflight_sqlite_release);
 		tcase_add_test(tc, test_inflight_sqlite_kill);
+		tcase_add_test(tc, test_inflight_sqlite_fails);
 		suite_add_tcase(s, tc);
 	}
 #endif

@@ -68,6 +68,7 @@ static int fault_op = -1;
 static unsigned long fault_n, fault_count[F_NOPS];
 static bool fault_persist;
 static bool fault_stall;	/* fsync:N:stall: wait instead of failing */
+static bool fault_stall_fail;	/* fsync:N:stallfail: wait, then fail */
 static int fault_errno;
 static char arm_path[PATH_MAX];
 static bool armed;
@@ -114,7 +115,9 @@ parse_fault(const char *spec)
 	}
 	fault_n = n;
 	fault_persist = strcmp(mode, "persist") == 0;
-	fault_stall = strcmp(mode, "stall") == 0 && fault_op == F_FSYNC;
+	fault_stall_fail = strcmp(mode, "stallfail") == 0 && fault_op == F_FSYNC;
+	fault_stall = (strcmp(mode, "stall") == 0 || fault_stall_fail) &&
+	    fault_op == F_FSYNC;
 	fault_errno = fault_op == F_MMAP ? ENOMEM : EIO;
 	if (strcmp(err, "ENOSPC") == 0)
 		fault_errno = ENOSPC;
@@ -552,6 +555,10 @@ do_sync(int fd, int (*fn)(int))
 			unlock();
 			while (access(go, F_OK) != 0)
 				usleep(1000);
+			if (fault_stall_fail) {
+				errno = EIO;
+				return -1;
+			}
 			lock();
 			w = watched(fd);
 		} else {

@@ -34,7 +34,8 @@
  *   injected the shim creates $SAKER_FAULT_ARM.hit (if ARM is set).
  *   "fsync:N:stall" fails nothing: the Nth fsync waits until the file
  *   $SAKER_FAULT_ARM.go exists, then goes on (a slow disk, for a batch
- *   held in flight; tests/check_faults.c test_inflight_*).
+ *   held in flight; tests/check_faults.c test_inflight_*); "stallfail"
+ *   waits the same, then fails with EIO.
  */
 #ifndef SAKER_POWERLOSS_H
 #define SAKER_POWERLOSS_H
