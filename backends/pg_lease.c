@@ -365,6 +365,10 @@ pg_vacuum_tick(struct pg_store *s, int64_t now_ms)
 	}
 	/* this session has no search_path of ours: the schema is named
 	 * (it was checked to need no quoting beyond this) */
+	/* both due: they take turns, a rotation every tick would starve
+	 * the VACUUMs */
+	if (vac_due && s->rotating)
+		rot_due = false;
 	if (rot_due)
 		snprintf(sql, sizeof(sql), "SELECT * FROM %s%s%ssaker_rotate(%"
 		    PRId64 ", %" PRId64 ", %d)", s->schema != NULL ? "\"" : "",

@@ -614,7 +614,12 @@ pg_sql_for(const char *sql, int64_t version)
  * one) the planner took a bitmap scan of a queue's every primary key
  * entry, dead ones too, and a sort, for the claim that the head index
  * answers in order (13,092 buffers and 220 ms against 34 under a held
- * horizon).  Once open (`locks`), a lock wait ends at 3/4 of timeout=:
+ * horizon); no sequential scans: a segment just truncated (format 7)
+ * has statistics of an empty table, and the cached generic plan of a
+ * claim was a scan of every segment and a sort, reading each dead row of
+ * the current one per claim under a held horizon (5,178 buffers a call
+ * against 109 before segments; all of saker_items' statements have an
+ * index for their rows).  Once open (`locks`), a lock wait ends at 3/4 of timeout=:
  * its statement fails and loses the batch, where the silence of a longer
  * wait would drop the connection (a batch of a broker cut off holds the
  * ids it recorded until the database notices). */
@@ -632,7 +637,8 @@ pg_session_sql(const struct pg_store *s, char *sql_set, size_t len,
 	    "'synchronous_commit', '%s', false), set_config("
 	    "'default_transaction_read_only', '%s', false), set_config("
 	    "'default_transaction_isolation', 'read committed', false),"
-	    " set_config('enable_bitmapscan', 'off', false)%s%s%s%s",
+	    " set_config('enable_bitmapscan', 'off', false),"
+	    " set_config('enable_seqscan', 'off', false)%s%s%s%s",
 	    s->sync == SAKER_SYNC_ALWAYS ? "on" : "off",
 	    s->read_only ? "on" : "off", lock, s->schema != NULL ?
 	    ", set_config('search_path', '\"" : "", s->schema != NULL ?
