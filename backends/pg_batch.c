@@ -835,11 +835,13 @@ pg_commit_end(struct pg_store *s, struct pg_pipe *pp, bool counts)
 		    !(st != NULL && pp->bad < s->fl.commit_ix);
 		if (flight) {
 			pg_flight_gone(s, in_doubt);
-			/* the batch gathered on it is rolled back: the rows its
-			 * takes handed out go back (GIVEBACK), and must not ride
-			 * into a later batch's in-doubt reconcile, which would
-			 * delete them undelivered */
-			pg_gone_end(s, false);
+			/* the batch gathered on it is rolled back, but the core
+			 * answers it with the flight's result: in doubt, the
+			 * items its takes handed out go out as they are, so they
+			 * are deleted again once connected like the flight's;
+			 * otherwise given back (GIVEBACK).  Not left to ride into
+			 * a later batch either way. */
+			pg_gone_end(s, in_doubt);
 		} else {
 			pg_gone_end(s, in_doubt);
 		}
