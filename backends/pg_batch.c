@@ -1146,7 +1146,13 @@ pg_commit_finish(saker_store *base)
 
 	if (s->fl.done) {
 		s->fl.done = false;
-		s->lost = false;	/* (the core fails the batch gathered) */
+		/* a failed flight made the batch gathered refuse calls: the
+		 * core fails that one now.  After a flight that succeeded a
+		 * lost batch is the gathered one's own failure, which its
+		 * commit must still report (cleared here, its STOREDs went
+		 * out for a batch rolled back) */
+		if (s->fl.rc != SAKER_OK)
+			s->lost = false;
 		if (read(s->fl.evfd, &v, sizeof(v)) < 0) {
 			/* (nothing to read: nothing to reset) */
 		}
