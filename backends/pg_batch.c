@@ -816,12 +816,13 @@ pg_commit_end(struct pg_store *s, struct pg_pipe *pp, bool counts)
 {
 	struct saker_queue *q;
 	bool in_doubt = false, flight = s->fl.on;
+	bool dropped = flight && s->fl.dropped;
 	const char *st;
 	int err, k;
 
-	if ((flight && s->fl.dropped) || !pg_pipe_wait(s, pp)) {
+	if (dropped || !pg_pipe_wait(s, pp)) {
 		/* (a connection dropped in flight: its answer is lost) */
-		if (flight && s->fl.dropped && pp->bad < 0)
+		if (dropped && pp->bad < 0)
 			pp->bad = s->fl.commit_ix;
 		s->fl.dropped = false;
 		/* A statement before the COMMIT that PostgreSQL refused aborts
@@ -830,7 +831,9 @@ pg_commit_end(struct pg_store *s, struct pg_pipe *pp, bool counts)
 		 * nobody can tell us which. */
 		st = pp->bad_res != NULL ? PQresultErrorField(pp->bad_res,
 		    PG_DIAG_SQLSTATE) : NULL;
-		in_doubt = (s->conn == NULL ||
+		/* dropped: judged by its own connection, not by one made
+		 * since (that one's health says nothing of this COMMIT) */
+		in_doubt = (dropped || s->conn == NULL ||
 		    PQstatus(s->conn) != CONNECTION_OK) &&
 		    !(st != NULL && pp->bad < s->fl.commit_ix);
 		if (flight) {

@@ -647,6 +647,14 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 
 	*next_due_ms = 0;
 	pg_saw(s, now_ms);
+	/* The flight's answer is next on the connection: read it first (a
+	 * pipeline sent behind it took it for its own, and the flight, which
+	 * committed, came back failed).  One overdue is not waited for here,
+	 * on the loop: tick() gives it up in time, and the next tick
+	 * promotes. */
+	if (pg_flight_overdue(s))
+		return SAKER_OK;
+	pg_flight_wait(s);
 	if (s->conn == NULL)
 		return SAKER_OK;	/* tick() promotes after the reconnect */
 	pg_pipe_init(&pp);
