@@ -825,6 +825,12 @@ saker_store_commit_finish(saker_store *s)
 	enter(s);
 	rc = s->driver->commit_finish(s);
 	flight_end(s, rc != SAKER_OK);
+	/* A failed flight ends the batch gathered on it with this call
+	 * (store.h: the next call starts a new batch), lost or not: the core
+	 * commits nothing more of it.  After a flight that succeeded, a
+	 * batch the driver lost meanwhile stays lost: its own commit fails. */
+	if (rc != SAKER_OK)
+		s->lost = 0;
 	return leave(s, rc);
 }
 

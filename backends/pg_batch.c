@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "itemattr.h"
@@ -15,8 +17,12 @@
 
 /* NOTIFY payloads are limited to 8000 bytes. */
 #define PG_NOTIFY_MAX 7000
-/* Most queues a commit claims for the next turn (pg_commit). */
-#define PG_PRECLAIM_MAX 4
+
+static int pg_commit_end(struct pg_store *, struct pg_pipe *, bool);
+static void pg_flight_gone(struct pg_store *, bool);
+static void pg_flight_undo(struct pg_store *);
+static void pg_flight_final(struct pg_store *);
+static bool pg_flight_send(struct pg_store *, bool);
 
 /* ---- writes buffered for the next pipeline ---- */
 
@@ -316,6 +322,17 @@ pg_pending_done(struct pg_store *s, struct pg_pipe *pp)
 	}
 }
 
+/* The batch in flight's answer, read before the connection is used for
+ * the batch gathered on it: a failed flight lost that batch too
+ * (pg_commit_end()), and the layer refuses it (store.h, REFUSALS). */
+static int
+pg_flight_settle(struct pg_store *s)
+{
+	pg_flight_wait(s);
+	return saker_store_is_lost(&s->base) ?
+	    saker_store_refusal(&s->base, true) : SAKER_OK;
+}
+
 /* Run a prepared statement after the batch's pending writes (or only
  * its BEGIN: `alone`, for one that needs not see them), in one round
  * trip; NULL (and s->code, s->err set) on failure. */
@@ -326,6 +343,10 @@ pg_run_in(struct pg_store *s, int which, const struct pgp *p,
 	struct pg_pipe pp;
 	PGresult *res;
 
+	/* a failed flight took this batch with it: the layer's refusal
+	 * says so (s->code; its message is the layer's) */
+	if ((s->code = pg_flight_settle(s)) != SAKER_OK)
+		return NULL;
 	if (s->conn == NULL) {
 		pg_down(s);
 		return NULL;
@@ -367,7 +388,10 @@ int
 pg_flush(struct pg_store *s)
 {
 	struct pg_pipe pp;
+	int err;
 
+	if ((err = pg_flight_settle(s)) != SAKER_OK)
+		return err;
 	if (s->conn == NULL || (!pg_pending(s) && (s->begun || !s->in_txn)))
 		return SAKER_OK;
 	pg_pipe_init(&pp);
@@ -467,7 +491,7 @@ pg_lose_batch(struct pg_store *s, int code)
 	pg_pending_reset(s);
 	pg_took_clear(s);
 	/* the rows it deleted are back for sure unless its COMMIT went
-	 * out: then pg_commit() decides, in doubt or not */
+	 * out: then pg_commit_end() decides, in doubt or not */
 	if (!s->committing)
 		pg_gone_end(s, false);
 	/* Claims of earlier batches are still ours in the database, but
@@ -666,11 +690,18 @@ pg_advance_done(struct pg_store *s, const PGresult *res)
  * yet), the buffered puts, state changes and deletes, the counters, the
  * NOTIFY and the COMMIT, pipelined.  However many commands the loop turn
  * ran, that is at most eight statements.
+ *
+ * With `async` (commit_start()) the pipeline is sent and not waited for
+ * (*started): the batch is in flight, s->fl holds what its result is
+ * needed for, and pg_flight_end() reads it.  What a success makes
+ * final (queues created, deleted, a renewal of the leases) moves to
+ * s->fl, apart from the next batch's, and back for pg_restore() when it
+ * fails; the counter deltas it carries are forgotten at once (a batch
+ * rolled back put nothing to count).
  */
-int
-pg_commit(saker_store *base)
+static int
+pg_commit_x(struct pg_store *s, bool async, bool *started)
 {
-	struct pg_store *s = PG(base);
 	struct saker_queue *q;
 	struct pg_arr cq = { .oid = OID_INT8 }, ct = { .oid = OID_INT8 },
 	    ce = { .oid = OID_INT8 }, nt = { .oid = OID_TEXT };
@@ -678,12 +709,15 @@ pg_commit(saker_store *base)
 	struct pgp p;
 	struct saker_queue *pre[PG_PRECLAIM_MAX];
 	int pre_ix[PG_PRECLAIM_MAX], npre = 0, k, adv_ix = -1;
-	bool in_doubt = false, counts, ok;
-	const char *st;
+	bool counts;
 	uint64_t t0, bno;
 	int err, commit_ix;
 
-	/* (a batch lost before: the layer ends it, this is not called) */
+	/* (a batch lost before: the layer ends it, this is not called; it
+	 * collected the batch in flight too, so this reads nothing) */
+	pg_flight_wait(s);
+	if (saker_store_is_lost(&s->base))
+		return saker_store_refusal(&s->base, true);
 	/* Nothing to commit is no failure, even while down (store.h):
 	 * the replies of a turn that wrote nothing (a get that timed out
 	 * with a miss, in the same turn as the tick) stand.  /healthz
@@ -696,6 +730,8 @@ pg_commit(saker_store *base)
 	}
 	if (s->conn == NULL && !s->read_only)
 		return pg_down(s);
+	if (async && (s->read_only || s->fl.on || s->fl.done || s->fl.efd < 0))
+		async = false;
 	bno = s->batch_no++;
 	t0 = saker_mono_ns();
 	if ((err = pg_begin(s)) != SAKER_OK ||
@@ -754,54 +790,48 @@ pg_commit(saker_store *base)
 	pg_arr_free(&ct);
 	pg_arr_free(&ce);
 	pg_arr_free(&nt);
-	s->committing = true;
-	ok = pg_pipe_wait(s, &pp);
-	s->committing = false;
-	if (!ok) {
-		/* A statement before the COMMIT that PostgreSQL refused aborts
-		 * the transaction (the COMMIT is skipped).  Otherwise, when the
-		 * connection broke, the COMMIT may have happened or not, and
-		 * nobody can tell us which. */
-		st = pp.bad_res != NULL ? PQresultErrorField(pp.bad_res,
-		    PG_DIAG_SQLSTATE) : NULL;
-		in_doubt = PQstatus(s->conn) != CONNECTION_OK &&
-		    !(st != NULL && pp.bad < commit_ix);
-		pg_gone_end(s, in_doubt);
-		err = pg_pipe_fail(s, &pp);
-		if (in_doubt) {
-			char why[300];
-
-			/* the client's SERVER_ERROR line says so */
-			s->in_doubt++;
-			pg_oneline(why, sizeof(why), s->conn == NULL &&
-			    s->down_why[0] != '\0' ? s->down_why : s->err);
-			pg_errf(s, SAKER_EINDOUBT, "postgres: outcome unknown, the"
-			    " COMMIT got no answer (%s): the batch may or may not"
-			    " be stored; retrying a write without an id may"
-			    " duplicate it", why);
-		}
-		goto fail;
-	}
-	pg_pending_done(s, &pp);
-	if (adv_ix >= 0)
-		pg_advance_done(s, pp.res[adv_ix]);
+	s->fl.pp = &pp;
+	s->fl.npre = npre;
 	for (k = 0; k < npre; k++) {
-		/* blocked clients of this broker are served from them now */
-		if (pg_held_install(s, pre[k], pp.res[pre_ix[k]], s->last_now) ==
-		    SAKER_OK)
-			pg_notify_local(s, pre[k]);
-		pp.res[pre_ix[k]] = NULL;
+		s->fl.pre[k] = pre[k];
+		s->fl.pre_ix[k] = pre_ix[k];
 	}
-	pg_pipe_clear(&pp);
-	pg_took_clear(s);
+	s->fl.adv_ix = adv_ix;
+	s->fl.commit_ix = commit_ix;
+	s->fl.t0 = t0;
+	if (async && pg_flight_send(s, counts)) {
+		*started = true;
+		return SAKER_OK;
+	}
+	s->fl.pp = NULL;
+	return pg_commit_end(s, &pp, counts);
+
+fail:
 	pg_gone_end(s, false);
+	pg_arr_free(&cq);
+	pg_arr_free(&ct);
+	pg_arr_free(&ce);
+	pg_arr_free(&nt);
+	pg_took_clear(s);
+	/* pg_fail() may have rolled back already (the layer ends a batch
+	 * lost in commit() with it) */
+	if (s->in_txn)
+		pg_lose_batch(s, err);
+	return err;
+}
+
+/* The transaction of the batch just sent is over for the one that
+ * gathers next: its takes, NOTIFYs and counter deltas are the sent
+ * batch's. */
+static void
+pg_txn_over(struct pg_store *s, bool counts)
+{
+	struct saker_queue *q;
+
+	pg_took_clear(s);
 	s->in_txn = false;
 	s->begun = false;
 	s->txn_gen++;
-	if (s->renew_at != 0) {
-		s->lease_floor = s->renew_at;
-		s->renew_at = 0;
-	}
 	if (counts) {
 		s->counts_at = s->last_now;
 		s->counts_now = false;
@@ -817,18 +847,123 @@ pg_commit(saker_store *base)
 		LIST_REMOVE(q, pend_link);
 		q->pend = false;
 	}
-	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
-		LIST_REMOVE(q, gone_link);
-		free(q);
-	}
-	/* queues created in this batch are committed now */
-	{
-		struct kit_qent *e;
-		size_t i = 0;
+}
 
-		for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
-		    e = kit_qtab_next(&s->qt, &i, e))
-			PG_Q(e)->fresh = false;
+/*
+ * Read the results of the batch whose pipeline pp (up to its COMMIT) is
+ * sent: synchronously from pg_commit_x(), or for the batch in flight
+ * from pg_flight_end().  `counts`: the counters went with it.
+ */
+static int
+pg_commit_end(struct pg_store *s, struct pg_pipe *pp, bool counts)
+{
+	struct saker_queue *q;
+	bool in_doubt = false, flight = s->fl.on;
+	bool dropped = flight && s->fl.dropped, ok;
+	const char *st;
+	int err, k;
+
+	/* the COMMIT is out: a batch lost meanwhile (the connection went,
+	 * pg_lose_batch()) leaves its rows to this call, in doubt or not */
+	s->committing = true;
+	ok = dropped ? false : pg_pipe_wait(s, pp);
+	s->committing = false;
+	if (!ok) {
+		/* (a connection dropped in flight: its answer is lost) */
+		if (dropped && pp->bad < 0)
+			pp->bad = s->fl.commit_ix;
+		s->fl.dropped = false;
+		/* A statement before the COMMIT that PostgreSQL refused aborts
+		 * the transaction (the COMMIT is skipped).  Otherwise, when the
+		 * connection broke, the COMMIT may have happened or not, and
+		 * nobody can tell us which. */
+		st = pp->bad_res != NULL ? PQresultErrorField(pp->bad_res,
+		    PG_DIAG_SQLSTATE) : NULL;
+		/* dropped: judged by its own connection, not by one made
+		 * since (that one's health says nothing of this COMMIT) */
+		in_doubt = (dropped || s->conn == NULL ||
+		    PQstatus(s->conn) != CONNECTION_OK) &&
+		    !(st != NULL && pp->bad < s->fl.commit_ix);
+		if (flight) {
+			pg_flight_gone(s, in_doubt);
+			/* the batch gathered on it is rolled back, but the core
+			 * answers it with the flight's result: in doubt, the
+			 * items its takes handed out go out as they are, so they
+			 * are deleted again once connected like the flight's;
+			 * otherwise given back (GIVEBACK).  Not left to ride into
+			 * a later batch either way. */
+			pg_gone_end(s, in_doubt);
+		} else {
+			pg_gone_end(s, in_doubt);
+		}
+		/* in flight, the batch gathered since fails with it: pg_fail()
+		 * rolls that one back (its BEGIN is not even sent) */
+		if (flight) {
+			s->in_txn = true;
+			s->begun = false;
+			pg_flight_undo(s);
+		}
+		s->fl.on = false;
+		err = pg_pipe_fail(s, pp);
+		if (in_doubt) {
+			char why[300];
+
+			/* the client's SERVER_ERROR line says so */
+			s->in_doubt++;
+			pg_oneline(why, sizeof(why), s->conn == NULL &&
+			    s->down_why[0] != '\0' ? s->down_why : s->err);
+			pg_errf(s, SAKER_EINDOUBT, "postgres: outcome unknown, the"
+			    " COMMIT got no answer (%s): the batch may or may not"
+			    " be stored; retrying a write without an id may"
+			    " duplicate it", why);
+		}
+		pg_took_clear(s);
+		/* pg_fail() may have rolled back already; in flight that was
+		 * the batch gathered on it, which the layer refuses now and
+		 * ends with commit_finish() (saker_store_commit_finish()) */
+		if (s->in_txn)
+			pg_lose_batch(s, err);
+		return in_doubt ? SAKER_EINDOUBT : err;
+	}
+	pg_pending_done(s, pp);
+	if (s->fl.adv_ix >= 0)
+		pg_advance_done(s, pp->res[s->fl.adv_ix]);
+	for (k = 0; k < s->fl.npre; k++) {
+		q = s->fl.pre[k];
+		/* blocked clients of this broker are served from them now
+		 * (in flight no take claimed meanwhile: pg_take() waits for
+		 * the flight first when the queue holds nothing) */
+		if (pg_held_install(s, q, pp->res[s->fl.pre_ix[k]],
+		    s->last_now) == SAKER_OK)
+			pg_notify_local(s, q);
+		pp->res[s->fl.pre_ix[k]] = NULL;
+	}
+	pg_pipe_clear(pp);
+	if (flight) {
+		pg_flight_gone(s, false);
+		pg_flight_final(s);
+		s->fl.on = false;
+	} else {
+		pg_gone_end(s, false);
+		pg_txn_over(s, counts);
+		if (s->renew_at != 0) {
+			s->lease_floor = s->renew_at;
+			s->renew_at = 0;
+		}
+		while ((q = LIST_FIRST(&s->deleted)) != NULL) {
+			LIST_REMOVE(q, gone_link);
+			free(q);
+		}
+		/* queues created in this batch are committed now */
+		{
+			struct kit_qent *e;
+			size_t i = 0;
+
+			for (e = kit_qtab_next(&s->qt, &i, NULL); e != NULL;
+			    e = kit_qtab_next(&s->qt, &i, e))
+				PG_Q(e)->fresh = false;
+		}
+		s->any_fresh = false;
 	}
 	s->commits++;
 	s->last_commit_ms = s->last_now;
@@ -836,21 +971,241 @@ pg_commit(saker_store *base)
 		s->fsyncs++;
 	else if (s->sync == SAKER_SYNC_PERIODIC)
 		s->unsynced = true;
-	s->commit_ns += saker_mono_ns() - t0;
+	s->commit_ns += saker_mono_ns() - s->fl.t0;
 	return SAKER_OK;
+}
 
-fail:
-	pg_gone_end(s, false);	/* (kept above when in doubt) */
-	pg_arr_free(&cq);
-	pg_arr_free(&ct);
-	pg_arr_free(&ce);
-	pg_arr_free(&nt);
-	pg_took_clear(s);
-	/* pg_fail() may have rolled back already (the layer ends a batch
-	 * lost in commit() with it) */
-	if (s->in_txn)
-		pg_lose_batch(s, err);
-	return in_doubt ? SAKER_EINDOUBT : err;
+int
+pg_commit(saker_store *base)
+{
+	bool started = false;
+
+	return pg_commit_x(PG(base), false, &started);
+}
+
+/* ------------------------------------------------------------------ */
+/* the batch in flight */
+
+/* The flight failed: the queues it created and deleted go back to the
+ * batch gathered since, which pg_restore() undoes with them. */
+static void
+pg_flight_undo(struct pg_store *s)
+{
+	struct saker_queue *q;
+	struct kit_qent *e;
+	size_t i = 0;
+
+	while ((q = LIST_FIRST(&s->fl.deleted)) != NULL) {
+		LIST_REMOVE(q, gone_link);
+		LIST_INSERT_HEAD(&s->deleted, q, gone_link);
+	}
+	for (e = s->fl.any_fresh ? kit_qtab_next(&s->qt, &i, NULL) : NULL;
+	    e != NULL; e = kit_qtab_next(&s->qt, &i, e))
+		if (PG_Q(e)->fl_fresh) {
+			PG_Q(e)->fl_fresh = false;
+			PG_Q(e)->fresh = true;
+			s->any_fresh = true;
+		}
+	s->fl.any_fresh = false;
+	s->fl.renew_at = 0;
+}
+
+/* The flight committed: what it did is final. */
+static void
+pg_flight_final(struct pg_store *s)
+{
+	struct saker_queue *q;
+	struct kit_qent *e;
+	size_t i = 0;
+
+	while ((q = LIST_FIRST(&s->fl.deleted)) != NULL) {
+		LIST_REMOVE(q, gone_link);
+		free(q);
+	}
+	for (e = s->fl.any_fresh ? kit_qtab_next(&s->qt, &i, NULL) : NULL;
+	    e != NULL; e = kit_qtab_next(&s->qt, &i, e))
+		PG_Q(e)->fl_fresh = false;
+	s->fl.any_fresh = false;
+	if (s->fl.renew_at != 0)
+		s->lease_floor = s->fl.renew_at;
+	s->fl.renew_at = 0;
+}
+
+/* pg_gone_end() for the flight's rows and ids, not the next batch's. */
+static void
+pg_flight_gone(struct pg_store *s, bool doubt)
+{
+	int64_t *g = s->gone;
+	size_t ng = s->ngone, cg = s->capgone, nb = s->nbids, cb = s->capbids;
+	struct pg_bid *b = s->bids;
+
+	s->gone = s->fl.gone;
+	s->ngone = s->fl.ngone;
+	s->capgone = s->fl.capgone;
+	s->bids = s->fl.bids;
+	s->nbids = s->fl.nbids;
+	s->capbids = s->fl.capbids;
+	pg_gone_end(s, doubt);
+	s->fl.gone = s->gone;
+	s->fl.ngone = 0;
+	s->fl.capgone = s->capgone;
+	s->fl.bids = s->bids;
+	s->fl.nbids = 0;
+	s->fl.capbids = s->capbids;
+	s->gone = g;
+	s->ngone = ng;
+	s->capgone = cg;
+	s->bids = b;
+	s->nbids = nb;
+	s->capbids = cb;
+}
+
+/*
+ * Put the batch whose pipeline s->fl.pp holds in flight: the sync point
+ * is sent and flushed, nothing is read.  False (nothing changed, the
+ * caller waits for the result as before) when libpq cannot send it all
+ * at once or the socket cannot be watched.
+ */
+static bool
+pg_flight_send(struct pg_store *s, bool counts)
+{
+	struct saker_queue *q;
+	struct kit_qent *e;
+	size_t i = 0;
+	struct epoll_event ev;
+	struct pg_pipe *pp;
+	int64_t *g;
+	struct pg_bid *b;
+	size_t n;
+	int fd = PQsocket(s->conn);
+
+	if (s->fl.pp->sendfail || fd < 0 || !PQpipelineSync(s->conn))
+		return false;
+	s->fl.pp->synced = true;
+	if (PQflush(s->conn) != 0)
+		return false;	/* (pg_pipe_wait() sends the rest) */
+	if ((pp = malloc(sizeof(*pp))) == NULL)
+		return false;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	if (s->fl.regfd >= 0)
+		(void)epoll_ctl(s->fl.efd, EPOLL_CTL_DEL, s->fl.regfd, NULL);
+	s->fl.regfd = -1;
+	if (epoll_ctl(s->fl.efd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		free(pp);
+		return false;
+	}
+	s->fl.regfd = fd;
+	memcpy(pp, s->fl.pp, sizeof(*pp));
+	s->fl.pp = pp;
+	/* the flight's rows and ids apart from the next batch's */
+	g = s->fl.gone;
+	s->fl.gone = s->gone;
+	s->gone = g;
+	n = s->fl.capgone;
+	s->fl.capgone = s->capgone;
+	s->capgone = n;
+	s->fl.ngone = s->ngone;
+	s->ngone = 0;
+	b = s->fl.bids;
+	s->fl.bids = s->bids;
+	s->bids = b;
+	n = s->fl.capbids;
+	s->fl.capbids = s->capbids;
+	s->capbids = n;
+	s->fl.nbids = s->nbids;
+	s->nbids = 0;
+	pg_txn_over(s, counts);
+	while ((q = LIST_FIRST(&s->deleted)) != NULL) {
+		LIST_REMOVE(q, gone_link);
+		LIST_INSERT_HEAD(&s->fl.deleted, q, gone_link);
+	}
+	s->fl.renew_at = s->renew_at;
+	s->renew_at = 0;
+	s->fl.any_fresh = s->any_fresh;
+	for (e = s->any_fresh ? kit_qtab_next(&s->qt, &i, NULL) : NULL;
+	    e != NULL; e = kit_qtab_next(&s->qt, &i, e))
+		if (PG_Q(e)->fresh) {
+			PG_Q(e)->fresh = false;
+			PG_Q(e)->fl_fresh = true;
+		}
+	s->any_fresh = false;
+	s->fl.on = true;
+	return true;
+}
+
+/* Read the result of the batch in flight (waiting for it); keep it for
+ * commit_finish() when that is not the caller: evfd keeps commit_fd()
+ * readable for the loop. */
+static int
+pg_flight_end(struct pg_store *s)
+{
+	int rc;
+
+	rc = pg_commit_end(s, s->fl.pp, false);
+	free(s->fl.pp);
+	s->fl.pp = NULL;
+	if (s->fl.regfd >= 0)
+		(void)epoll_ctl(s->fl.efd, EPOLL_CTL_DEL, s->fl.regfd, NULL);
+	s->fl.regfd = -1;
+	return rc;
+}
+
+void
+pg_flight_wait(struct pg_store *s)
+{
+	uint64_t one = 1;
+
+	if (!s->fl.on)
+		return;
+	s->fl.rc = pg_flight_end(s);
+	snprintf(s->fl.err, sizeof(s->fl.err), "%s", s->err);
+	s->fl.done = true;
+	/* A failed flight takes the batch gathering now with it (store.h):
+	 * pg_commit_end() lost that one (pg_lose_batch()), so the layer
+	 * refuses its writes until saker_store_commit_finish() ends it. */
+	if (write(s->fl.evfd, &one, sizeof(one)) < 0) {
+		/* (an eventfd's counter does not overflow from 1) */
+	}
+}
+
+int
+pg_commit_start(saker_store *base, bool *started)
+{
+	*started = false;
+	return pg_commit_x(PG(base), true, started);
+}
+
+int
+pg_commit_fd(saker_store *base)
+{
+	struct pg_store *s = PG(base);
+
+	return s->fl.on || s->fl.done ? s->fl.efd : -1;
+}
+
+int
+pg_commit_finish(saker_store *base)
+{
+	struct pg_store *s = PG(base);
+	uint64_t v;
+
+	if (s->fl.done) {
+		s->fl.done = false;
+		/* (a failed flight's gathered batch ends in the layer with
+		 * this call; after a flight that succeeded a lost batch is the
+		 * gathered one's own failure, which its commit still reports:
+		 * the layer keeps it, see saker_store_commit_finish()) */
+		if (read(s->fl.evfd, &v, sizeof(v)) < 0) {
+			/* (nothing to read: nothing to reset) */
+		}
+		if (s->fl.rc != SAKER_OK)
+			snprintf(s->err, sizeof(s->err), "%s", s->fl.err);
+		return s->fl.rc;
+	}
+	if (!s->fl.on)
+		return SAKER_OK;
+	return pg_flight_end(s);
 }
 
 int
@@ -859,7 +1214,7 @@ pg_sync(saker_store *base)
 	struct pg_store *s = PG(base);
 
 	if (s->sync != SAKER_SYNC_PERIODIC || !s->unsynced || s->read_only ||
-	    s->in_txn || s->conn == NULL)
+	    s->in_txn || s->conn == NULL || s->fl.on)
 		return SAKER_OK;
 	/* A synchronous commit that writes a commit record flushes the WAL up
 	 * to it, and with it every asynchronous commit before. */

@@ -27,6 +27,11 @@ int pg_flush(struct pg_store *s);
 void pg_lose_batch(struct pg_store *s, int code);
 int pg_begin(struct pg_store *s);
 int pg_commit(saker_store *base);
+int pg_commit_start(saker_store *base, bool *started);
+int pg_commit_fd(saker_store *base);
+int pg_commit_finish(saker_store *base);
+/* Read the result of the batch in flight now, for commit_finish(). */
+void pg_flight_wait(struct pg_store *s);
 int pg_sync(saker_store *base);
 
 #endif

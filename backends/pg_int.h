@@ -34,6 +34,8 @@
 #define PG_SKEW_MS 60000
 /* Most items one take claims ahead (they are held in memory). */
 #define PG_CLAIM_MAX 64
+/* Most queues a commit claims for the next turn (pg_commit). */
+#define PG_PRECLAIM_MAX 4
 
 /* the columns of ITEM_COLS, by number */
 enum { C_ID, C_FLAGS, C_EXPIRES, C_CREATED, C_VIS, C_DUE, C_DATA, C_CRC,
@@ -60,6 +62,7 @@ struct saker_queue {
 	size_t len;
 	void *ctx;
 	bool fresh;		/* created in the current batch */
+	bool fl_fresh;		/* created in the batch in flight */
 	bool dead;		/* deleted or rolled back out of existence */
 	bool dirty;		/* on the counter list */
 	bool pend;		/* on the NOTIFY list */
@@ -100,6 +103,8 @@ struct saker_queue {
 LIST_HEAD(pg_qlist, saker_queue);
 
 /* A deduplication id a batch recorded (see bids in struct pg_store). */
+struct pg_pipe;
+
 struct pg_bid {
 	int64_t qid, expires, now;
 	bool out;		/* a take of the batch handed its item out */
@@ -238,6 +243,36 @@ struct pg_store {
 	int64_t lease_floor;	/* every lease we hold runs at least
 				 * lease_ms from here (local clock) */
 	int64_t renew_at;	/* start of an uncommitted renewal */
+
+	/*
+	 * The batch in flight (commit_start(), pg_batch.c): its pipeline up
+	 * to the COMMIT is sent, its results are unread.  The next batch
+	 * gathers meanwhile; whatever needs the statement connection first
+	 * reads them (pg_flight_wait()).  gone/bids: the flight's rows and
+	 * ids, kept apart from the next batch's for the in-doubt reconcile.
+	 * efd: an epoll set of the connection's socket and evfd, so that
+	 * commit_fd() stays readable when the result was read early.
+	 */
+	struct pg_flight {
+		bool on, done;		/* sent; read early (rc waits) */
+		bool dropped;		/* its connection was dropped */
+		bool skipped;		/* the last tick skipped its statements */
+		bool any_fresh;		/* it created a queue */
+		struct pg_qlist deleted;	/* the queues it deleted */
+		int64_t renew_at;	/* its renewal of the leases */
+		int rc;
+		struct pg_pipe *pp;
+		struct saker_queue *pre[PG_PRECLAIM_MAX];
+		int pre_ix[PG_PRECLAIM_MAX], npre, adv_ix, commit_ix;
+		uint64_t t0;
+		int64_t *gone;
+		size_t ngone, capgone;
+		struct pg_bid *bids;
+		size_t nbids, capbids;
+		int efd, evfd, regfd;
+		char err[1024];
+	} fl;
+	bool any_fresh;		/* a queue was created in this batch */
 
 	uint64_t commits, fsyncs, commit_ns;
 	/* the VACUUMs on their own connection: every vacuum_ms (0:

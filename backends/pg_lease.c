@@ -673,6 +673,10 @@ pg_tick(saker_store *base, int64_t now_ms)
 
 	if (s->read_only)
 		return SAKER_OK;
+	/* a batch in flight into a silent server: given up as a round trip
+	 * would be, without the loop waiting for it */
+	if (pg_flight_watch(s, s->fl.t0))
+		pg_flight_wait(s);
 	err = pg_links(s, now_ms);
 	pg_vacuum_poll(s, now_ms);
 	if (s->conn == NULL) {
@@ -694,6 +698,15 @@ pg_tick(saker_store *base, int64_t now_ms)
 		return err;
 	if (saker_store_is_lost(&s->base))
 		return SAKER_OK;
+	/* the tick's statements would wait for a batch in flight that is
+	 * overdue (the probe's wait, on the loop): the next tick runs them,
+	 * waiting if need be (a slow COMMIT every turn must not starve the
+	 * lease renewals) */
+	if (pg_flight_overdue(s) && !s->fl.skipped) {
+		s->fl.skipped = true;
+		return SAKER_OK;
+	}
+	s->fl.skipped = false;
 	if ((err = pg_seg_tick(s)) != SAKER_OK)
 		return err;
 	/* claimed items nobody took for a while go back to the queue */
@@ -782,6 +795,8 @@ pg_fd_ready(saker_store *base, int64_t now_ms)
 
 	if (s->read_only)
 		return SAKER_OK;
+	if (pg_flight_watch(s, s->fl.t0))
+		pg_flight_wait(s);
 	err = pg_links(s, now_ms);
 	pg_vacuum_poll(s, now_ms);
 	return err;

@@ -115,8 +115,11 @@ pg_link_drop(struct pg_store *s, struct pg_link *l, bool abort)
 			(void)shutdown(PQsocket(l->c), SHUT_RDWR);
 		PQfinish(l->c);
 	}
-	if (l == &s->links[PG_L_MAIN])
+	if (l == &s->links[PG_L_MAIN]) {
 		s->conn = NULL;
+		if (s->fl.on)
+			s->fl.dropped = true;
+	}
 	if (l == &s->links[PG_L_LISTEN])
 		s->probing = false;	/* no answer will come */
 	l->c = NULL;
@@ -188,6 +191,53 @@ pg_probe_send(struct pg_store *s, uint64_t now)
 		return;		/* no probe: timeout= alone decides */
 	s->probing = true;
 	s->probe_dead_ns = now + (uint64_t)s->probe_ms * 1000000u;
+}
+
+/*
+ * The batch in flight (commit_start()) has had no answer since sent_ns:
+ * what pg_next() does while it waits, without waiting (tick(),
+ * fd_ready()).  After PG_PROBE_AFTER_MS a probe goes out; no answer to
+ * it within probe=, or no answer at all within timeout=, gives the
+ * connection up.  True then: the flight's answer is lost, and the caller
+ * collects it (in doubt) so that its clients hear of it.
+ * pg_flight_overdue(): it had no answer for PG_PROBE_AFTER_MS.
+ */
+bool
+pg_flight_overdue(const struct pg_store *s)
+{
+	return s->fl.on && saker_mono_ns() >= s->fl.t0 +
+	    PG_PROBE_AFTER_MS * 1000000u;
+}
+
+bool
+pg_flight_watch(struct pg_store *s, uint64_t sent_ns)
+{
+	uint64_t now = saker_mono_ns();
+	char why[200];
+
+	if (!s->fl.on || s->conn == NULL)
+		return false;
+	if (s->probing && now >= s->probe_dead_ns) {
+		(void)pg_listen_read(s, 0);	/* (its answer may be there) */
+		if (s->probing) {
+			snprintf(why, sizeof(why), "no answer from the database"
+			    " to a COMMIT in flight, nor to a probe within %"
+			    PRId64 " ms (probe=)", s->probe_ms);
+			pg_conn_lost(s, why);
+			return true;
+		}
+	}
+	if (now >= sent_ns + s->wait_ns) {
+		snprintf(why, sizeof(why), "no answer from the database to a"
+		    " COMMIT in flight within %" PRId64 ".%03d s (timeout=)",
+		    s->timeout_ms / 1000, (int)(s->timeout_ms % 1000));
+		pg_conn_lost(s, why);
+		return true;
+	}
+	if (!s->probing && now >= sent_ns + PG_PROBE_AFTER_MS * 1000000u &&
+	    pg_probe_can(s))
+		pg_probe_send(s, now);
+	return false;
 }
 
 /*
@@ -301,6 +351,8 @@ pg_exec(struct pg_store *s, const char *sql)
 {
 	PGresult *r, *keep = NULL;
 
+	if (s->fl.on && s->wcb->flight_wait != NULL)
+		s->wcb->flight_wait(s);
 	if (s->conn == NULL || !PQsendQuery(s->conn, sql))
 		return NULL;
 	pg_deadline(s);
@@ -534,7 +586,7 @@ pg_pipe_wait(struct pg_store *s, struct pg_pipe *pp)
 
 	if (pp->n == 0)
 		goto out;
-	if (!PQpipelineSync(s->conn)) {
+	if (!pp->synced && !PQpipelineSync(s->conn)) {
 		pp->bad = 0;
 		goto out;
 	}
@@ -905,7 +957,8 @@ pg_links(struct pg_store *s, int64_t now_ms)
 			r = -1;
 		if (r < 0)
 			err = pg_attempt_failed(s, now_ms);
-	} else if (l->up && pg_readable(l->c)) {
+	} else if (l->up && !s->fl.on && pg_readable(l->c)) {
+		/* (in flight the answer is the flight's: commit_finish()) */
 		/* between turns nothing is asked of it: this is the server
 		 * ending the session (a restart, a failover) */
 		if (!PQconsumeInput(l->c) || PQstatus(l->c) == CONNECTION_BAD) {

@@ -32,6 +32,7 @@ struct pg_pipe {
 	PGresult *bad_res;
 	int qsync;			/* index of P_QSYNC, or -1 */
 	bool sendfail;			/* a statement could not be sent */
+	bool synced;			/* its sync point is sent */
 };
 
 /*
@@ -52,12 +53,17 @@ struct pg_wire_cb {
 	void (*notified)(struct pg_store *s, const char *name, size_t len);
 	/* Notifications may have been missed (LISTEN answered again). */
 	void (*missed)(struct pg_store *s);
+	/* The statement connection is needed now: read the result of the
+	 * batch in flight first (pg_exec()). */
+	void (*flight_wait)(struct pg_store *s);
 };
 
 int pg_errf(struct pg_store *s, int code, const char *fmt, ...);
 void pg_oneline(char *dst, size_t len, const char *msg);
 void pg_link_drop(struct pg_store *s, struct pg_link *l, bool abort);
 void pg_deadline(struct pg_store *s);
+bool pg_flight_watch(struct pg_store *s, uint64_t sent_ns);
+bool pg_flight_overdue(const struct pg_store *s);
 bool pg_next(struct pg_store *s, PGresult **res);
 PGresult *pg_exec(struct pg_store *s, const char *sql);
 int pg_simple(struct pg_store *s, const char *sql, const char *what);

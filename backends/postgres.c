@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -176,6 +177,8 @@ pg_queue_open(saker_store *base, const char *name, size_t len, bool create,
 	if ((q = pg_queue_new(s, name, len, id)) == NULL)
 		return pg_errf(s, SAKER_ENOMEM, "out of memory");
 	q->fresh = created;
+	if (created)
+		s->any_fresh = true;	/* (the next commit is synchronous) */
 	q->ctx = queue_ctx;
 	*out = q;
 	return SAKER_OK;
@@ -478,6 +481,14 @@ pg_take(saker_store *base, saker_queue *q, int mode, int64_t now_ms,
 		LIST_INSERT_HEAD(&s->took, q, took_link);
 		q->took = true;
 	}
+	/* the batch in flight may be claiming for this queue: its claim
+	 * first, as if it had been synchronous */
+	if (q->held == NULL && s->fl.on) {
+		pg_flight_wait(s);
+		if (saker_store_is_lost(&s->base))
+			return pg_begin(s);	/* failed with the flight */
+		n = pg_claim_size(s, q);
+	}
 	if (q->empty_gen == s->txn_gen && q->held == NULL)
 		return SAKER_EEMPTY;
 	for (;;) {
@@ -667,6 +678,14 @@ pg_promote(saker_store *base, int64_t now_ms, int64_t *next_due_ms)
 
 	*next_due_ms = 0;
 	pg_saw(s, now_ms);
+	/* The flight's answer is next on the connection: read it first (a
+	 * pipeline sent behind it took it for its own, and the flight, which
+	 * committed, came back failed).  One overdue is not waited for here,
+	 * on the loop: tick() gives it up in time, and the next tick
+	 * promotes. */
+	if (pg_flight_overdue(s))
+		return SAKER_OK;
+	pg_flight_wait(s);
 	if (s->conn == NULL)
 		return SAKER_OK;	/* tick() promotes after the reconnect */
 	pg_pipe_init(&pp);
@@ -1067,6 +1086,17 @@ pg_free(struct pg_store *s)
 		pg_link_drop(s, &s->links[k], false);
 	if (s->efd >= 0)
 		close(s->efd);
+	if (s->fl.efd >= 0)
+		close(s->fl.efd);
+	if (s->fl.evfd >= 0)
+		close(s->fl.evfd);
+	free(s->fl.pp);	/* (its results went with the connection) */
+	while ((q = LIST_FIRST(&s->fl.deleted)) != NULL) {
+		LIST_REMOVE(q, gone_link);
+		free(q);
+	}
+	free(s->fl.gone);
+	free(s->fl.bids);
 	pg_held_drop_all(s);
 	pg_batch_arrs(s, pg_arr_free);
 	free(s->gone);
@@ -1157,6 +1187,7 @@ static const struct pg_wire_cb pg_wire_cbs = {
 	.session_up = pg_main_up,
 	.notified = pg_notified,
 	.missed = pg_notify_all,
+	.flight_wait = pg_flight_wait,
 };
 
 static int
@@ -1199,6 +1230,7 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 	s->timeout_ms = PG_TIMEOUT_MS;
 	s->probe_ms = PG_PROBE_MS;
 	s->efd = -1;
+	s->fl.efd = s->fl.evfd = s->fl.regfd = -1;
 	for (e = 0; e < PG_L_N; e++)
 		s->links[e].regfd = -1;
 	/* the queue lists are empty: calloc */
@@ -1244,6 +1276,14 @@ pg_open(const char *location, const struct saker_store_opts *opts,
 				s->nhosts = pg_list_n(o->val);
 		if (s->nhosts > PG_HOSTS_MAX)
 			s->nhosts = 1;	/* too many to rotate: in order */
+	}
+	if ((s->fl.efd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	    (s->fl.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+	    epoll_ctl(s->fl.efd, EPOLL_CTL_ADD, s->fl.evfd,
+	    &(struct epoll_event){ .events = EPOLLIN }) != 0) {
+		e = pg_errf(s, SAKER_EIO, "postgres: the commit's descriptor:"
+		    " %s", strerror(errno));
+		goto fail;
 	}
 	if ((s->efd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
 		e = pg_errf(s, SAKER_EIO, "postgres: epoll_create1: %s",
@@ -1321,6 +1361,9 @@ const struct saker_store_driver saker_store_postgres = {
 	.dedup_iterate = pg_dedup_iterate,
 	.dedup_count = pg_dedup_count,
 	.commit = pg_commit,
+	.commit_start = pg_commit_start,
+	.commit_fd = pg_commit_fd,
+	.commit_finish = pg_commit_finish,
 	.sync = pg_sync,
 	.store_stats = pg_store_stats,
 	.watch_fd = pg_watch_fd,

@@ -40,6 +40,8 @@ pg_spec(char *buf, size_t len, const char *tmpdir)
 
 #include <libpq-fe.h>
 
+#include <poll.h>
+
 #include "tcpproxy.h"
 
 /* A plain libpq connection to the tables of `schema` (as the driver's
@@ -3220,6 +3222,255 @@ START_TEST(test_pg_lost_batch)
 }
 END_TEST
 
+/*
+ * The same with the batch in flight (commit_start()): its COMMIT goes into
+ * a frozen proxy, the next batch gathers on top (a put, then a take that
+ * needs the connection and so waits for the flight), the flight ends in
+ * doubt, and the batch gathered fails with it: its take is refused, its
+ * put is never stored.  Connected again the reconcile is the synchronous
+ * one's: the id recorded, the items handed out deleted, nothing twice.
+ * Then a flight that succeeds: its result arrives through commit_fd().
+ */
+START_TEST(test_pg_async_doubt)
+{
+	char schema[32], v[64], sock[256], spec[512], err[512] = "";
+	struct saker_store_opts o;
+	struct tcpproxy *px;
+	struct px_got g = { .calls = 0 };
+	struct pollfd pfd;
+	saker_store *a = NULL;
+	bool started = false;
+	PGconn *c;
+	int i, rc;
+
+	snprintf(schema, sizeof(schema), "adoubt_%d", (int)getpid());
+	snprintf(sock, sizeof(sock), "%s/.s.PGSQL.5432", pgc.dir);
+	ck_assert_ptr_nonnull(px = tp_start(sock));
+	memset(&o, 0, sizeof(o));
+	o.create = true;
+	o.sync = SAKER_SYNC_NEVER;
+	snprintf(spec, sizeof(spec), "postgres,timeout=0.5:host=127.0.0.1"
+	    " port=%d dbname=postgres user=saker schema=%s", tp_port(px),
+	    schema);
+	ck_assert_msg(saker_store_open(spec, &o, &a, err, sizeof(err)) ==
+	    SAKER_OK, "open: %s", err);
+	c = px_conn(schema);
+	px_put(a, "d", "old", 0);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	px_put_once(a, "d", "new", "k", SAKER_OK);
+	px_take(a, "d", SAKER_TAKE_REMOVE, "old");
+	px_take(a, "d", SAKER_TAKE_REMOVE, "new");
+	tp_set_mode(px, TP_FREEZE);
+	ck_assert_int_eq(saker_store_commit_start(a, &started), SAKER_OK);
+	ck_assert_msg(started, "postgres committed synchronously");
+	ck_assert(saker_store_commit_inflight(a));
+	ck_assert_int_ge(saker_store_commit_fd(a), 0);
+	/* gathered on top: buffered, then a take that needs the database */
+	px_put(a, "d", "late", 0);
+	rc = a->driver->take(a, px_q(a, "d"), SAKER_TAKE_REMOVE, BASE + 100,
+	    px_cb, &g);
+	ck_assert_msg(rc != SAKER_OK && rc != SAKER_EEMPTY, "take on a failed"
+	    " flight: %d", rc);
+	ck_assert_int_eq(g.calls, 0);
+	/* its result was read by the take: the descriptor says so */
+	pfd.fd = saker_store_commit_fd(a);
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+	ck_assert_int_eq(saker_store_commit_finish(a), SAKER_EINDOUBT);
+	ck_assert_msg(strstr(a->driver->errmsg(a), "outcome unknown") != NULL,
+	    "not told: %s", a->driver->errmsg(a));
+	ck_assert(!saker_store_commit_inflight(a));
+	tp_set_mode(px, TP_REFUSE);
+	for (i = 0; i < 250; i++) {
+		px_val(c, "SELECT count(*) FROM pg_stat_activity WHERE"
+		    " datname = current_database() AND state LIKE 'idle in"
+		    " transaction%'", v, sizeof(v));
+		if (strcmp(v, "0") == 0)
+			break;
+		usleep(20000);
+	}
+	px_val(c, "SELECT count(*) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "1");	/* "old": the flight did not happen */
+	tp_set_mode(px, TP_RELAY);
+	px_reconnect(a);
+	/* "old" and "new" handed out in doubt: deleted; "late" never */
+	px_val(c, "SELECT count(*) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "0");
+	px_val(c, "SELECT string_agg(convert_from(key, 'UTF8'), ',')"
+	    " FROM saker_dedup", v, sizeof(v));
+	ck_assert_str_eq(v, "k");
+	px_put_once(a, "d", "new", "k", SAKER_EEXIST);
+	px_take(a, "d", SAKER_TAKE_REMOVE, NULL);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	/* a flight that succeeds: the socket's answer wakes the loop */
+	px_put(a, "d", "x", 0);
+	ck_assert_int_eq(saker_store_commit_start(a, &started), SAKER_OK);
+	ck_assert(started);
+	px_put(a, "d", "y", 0);
+	pfd.fd = saker_store_commit_fd(a);
+	pfd.revents = 0;
+	ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+	ck_assert_int_eq(saker_store_commit_finish(a), SAKER_OK);
+	px_val(c, "SELECT count(*) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "1");	/* "x"; "y" still gathering */
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	px_take(a, "d", SAKER_TAKE_REMOVE, "x");
+	px_take(a, "d", SAKER_TAKE_REMOVE, "y");
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	saker_store_close(a);
+	PQfinish(c);
+	tp_stop(px);
+}
+END_TEST
+
+/*
+ * Promotion while a batch is in flight: sakerd's tick calls it after
+ * tick() skipped its own statements for an overdue flight, the promote
+ * timer at any time.  Its statements must not go out behind the flight's
+ * unread answer: they did, each read the other's results, and a flight
+ * that had committed (here: its take deleted "a") came back as failed,
+ * not even in doubt -- the core answers that batch's gets with
+ * SERVER_ERROR, and the item, gone from the database, is delivered to
+ * nobody (contrib/failover --commit async lost acknowledged items so in
+ * restart and partition cycles).  The flight's answer is its own; a
+ * flight that already waited PG_PROBE_AFTER_MS is not waited for (the
+ * next tick promotes).
+ */
+START_TEST(test_pg_async_promote)
+{
+	char schema[32], v[64], why[512];
+	saker_store *a;
+	bool started = false;
+	int64_t next = -1;
+	PGconn *c;
+	int rp, rf;
+
+	snprintf(schema, sizeof(schema), "aprom_%d", (int)getpid());
+	a = px_open(schema, false, SAKER_OK);
+	c = px_conn(schema);
+	px_put(a, "p", "a", 0);
+	px_put(a, "p", "b", 0);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	px_take(a, "p", SAKER_TAKE_REMOVE, "a");
+	ck_assert_int_eq(saker_store_commit_start(a, &started), SAKER_OK);
+	ck_assert_msg(started, "postgres committed synchronously");
+	/* gathered on top: a put, then promotion */
+	px_put(a, "p", "c", 0);
+	rp = saker_store_promote(a, BASE + 200, &next);
+	snprintf(why, sizeof(why), "%s", a->driver->errmsg(a));
+	rf = saker_store_commit_finish(a);
+	px_val(c, "SELECT string_agg(convert_from(data, 'UTF8'), ','"
+	    " ORDER BY id) FROM saker_items", v, sizeof(v));
+	ck_assert_msg(rf == SAKER_OK, "the flight's take of \"a\" is"
+	    " committed (left: %s), yet its commit: %d %s", v, rf,
+	    a->driver->errmsg(a));
+	ck_assert_msg(rp == SAKER_OK, "promote: %d %s", rp, why);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	px_val(c, "SELECT string_agg(convert_from(data, 'UTF8'), ','"
+	    " ORDER BY id) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "b,c");
+	/* the same with the flight overdue: promotion waits for nothing */
+	px_take(a, "p", SAKER_TAKE_REMOVE, "b");
+	ck_assert_int_eq(saker_store_commit_start(a, &started), SAKER_OK);
+	ck_assert(started);
+	usleep(80000);
+	ck_assert_int_eq(saker_store_promote(a, BASE + 300, &next), SAKER_OK);
+	ck_assert(saker_store_commit_inflight(a));
+	ck_assert_int_eq(saker_store_commit_finish(a), SAKER_OK);
+	px_take(a, "p", SAKER_TAKE_REMOVE, "c");
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	px_val(c, "SELECT count(*) FROM saker_items", v, sizeof(v));
+	ck_assert_str_eq(v, "0");
+	saker_store_close(a);
+	PQfinish(c);
+}
+END_TEST
+
+/*
+ * The same into a partition, as contrib/failover met it: the flight's
+ * COMMIT goes into a frozen proxy, promotion comes while it is overdue.
+ * It sent its statements behind the flight and lost the connection on
+ * them, leaving the flight unread: its clients waited out the whole
+ * partition, and once connected again it was judged by the new
+ * connection, "rolled back", not in doubt -- while the COMMIT, held in
+ * the network, landed when the partition healed (TCP sends it again):
+ * its take's item deleted, its get answered SERVER_ERROR, delivered to
+ * nobody; the producer's retry found its id and got STORED.  Now the
+ * tick gives the flight up in time, in doubt.
+ */
+START_TEST(test_pg_async_promote_frozen)
+{
+	char schema[32], v[64], sock[256], spec[512], err[512] = "";
+	struct saker_store_opts o;
+	struct tcpproxy *px;
+	struct pollfd pfd;
+	saker_store *a = NULL;
+	bool started = false, given_up = false;
+	int64_t next = -1;
+	PGconn *c;
+	int i, rp, rf;
+
+	snprintf(schema, sizeof(schema), "apfrz_%d", (int)getpid());
+	snprintf(sock, sizeof(sock), "%s/.s.PGSQL.5432", pgc.dir);
+	ck_assert_ptr_nonnull(px = tp_start(sock));
+	memset(&o, 0, sizeof(o));
+	o.create = true;
+	o.sync = SAKER_SYNC_NEVER;
+	snprintf(spec, sizeof(spec), "postgres,timeout=0.5:host=127.0.0.1"
+	    " port=%d dbname=postgres user=saker schema=%s", tp_port(px),
+	    schema);
+	ck_assert_msg(saker_store_open(spec, &o, &a, err, sizeof(err)) ==
+	    SAKER_OK, "open: %s", err);
+	c = px_conn(schema);
+	px_put(a, "d", "old", 0);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	px_put_once(a, "d", "new", "k", SAKER_OK);
+	px_take(a, "d", SAKER_TAKE_REMOVE, "old");
+	px_take(a, "d", SAKER_TAKE_REMOVE, "new");
+	tp_set_mode(px, TP_FREEZE);
+	ck_assert_int_eq(saker_store_commit_start(a, &started), SAKER_OK);
+	ck_assert(started);
+	px_put(a, "d", "late", 0);
+	usleep(80000);	/* overdue: tick() skipped its statements */
+	rp = saker_store_promote(a, BASE + 200, &next);
+	/* the loop's tick, as in sakerd, until the flight's result is there */
+	pfd.fd = saker_store_commit_fd(a);
+	pfd.events = POLLIN;
+	for (i = 0; i < 150 && !given_up; i++) {
+		(void)saker_store_tick(a, BASE + 300 + i);
+		(void)saker_store_fd_ready(a, BASE + 300 + i);
+		pfd.revents = 0;
+		given_up = pfd.fd >= 0 && poll(&pfd, 1, 20) == 1;
+	}
+	/* the partition heals: what the proxy held goes on, the COMMIT too */
+	tp_set_mode(px, TP_RELAY);
+	for (i = 0; i < 250; i++) {
+		px_val(c, "SELECT count(*) FROM saker_items", v, sizeof(v));
+		if (strcmp(v, "0") == 0)
+			break;
+		usleep(20000);
+	}
+	ck_assert_msg(strcmp(v, "0") == 0, "the held COMMIT did not land:"
+	    " %s items", v);
+	px_reconnect(a);
+	rf = saker_store_commit_finish(a);
+	ck_assert_msg(rf == SAKER_EINDOUBT, "a COMMIT that got no answer"
+	    " reported %d (%s): its get's item, deleted when it landed, went"
+	    " to nobody", rf, a->driver->errmsg(a));
+	ck_assert_msg(given_up, "the flight was not given up within 3 s");
+	ck_assert_msg(rp == SAKER_OK, "promote: %d", rp);
+	/* the producer's retry is the duplicate it is; nothing is served
+	 * again, "late" was never stored */
+	px_put_once(a, "d", "new", "k", SAKER_EEXIST);
+	px_take(a, "d", SAKER_TAKE_REMOVE, NULL);
+	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
+	saker_store_close(a);
+	PQfinish(c);
+	tp_stop(px);
+}
+END_TEST
+
 /* Issue 42: expire_to = t, 1,500 items expired together (1,000, a live
  * one, 500): one get on q moves the 1,000 ahead of the live item, the
  * sweep the 500 behind it, and t holds all 1,500 in order, none dropped
@@ -3386,6 +3637,9 @@ add_postgres(Suite *su, const struct saker_store_driver *drv)
 			tcase_add_test(ptc, test_pg_dedup_race);
 			tcase_add_test(ptc, test_pg_doubt_handed_out);
 			tcase_add_test(ptc, test_pg_lost_batch);
+			tcase_add_test(ptc, test_pg_async_doubt);
+			tcase_add_test(ptc, test_pg_async_promote);
+			tcase_add_test(ptc, test_pg_async_promote_frozen);
 			tcase_add_test(ptc, test_pg_expire_to_all);
 			tcase_add_test(ptc, test_pg_dedup_count);
 			tcase_add_test(ptc, test_pg_expire_to_open_keeps_deliveries);

@@ -17,7 +17,13 @@
 # against an LMDB broker (--sync always) on the same disk.  saker bench verifies every run (lost 0,
 # duplicated 0); a failed verification is reported and fails the script.
 #
-# usage: SAKERD=./sakerd SAKER=./saker contrib/bench/pgbench.sh [ROUNDS] [SECONDS]
+# The loopback section runs two brokers side by side, --commit sync and
+# --commit async (issue 43: the batch's COMMIT in flight while the loop
+# serves), and beside each saker run version_probe.py (a `version` every
+# 10 ms on another connection: p50/p99/max ms).  LOOPBACK_ONLY=1 stops
+# after it.
+#
+# usage: SAKERD=./sakerd SAKER=./saker [LOOPBACK_ONLY=1] contrib/bench/pgbench.sh [ROUNDS] [SECONDS]
 # Needs PostgreSQL's server binaries (initdb, pg_ctl, PG_BINDIR overrides
 # /usr/lib/postgresql/*/bin), pgbench, psql, a C compiler and libevent.
 # The cluster lives in a temporary directory (as user nobody when run as
@@ -80,13 +86,14 @@ DBSLOW="host=127.0.0.1 port=$PPORT dbname=postgres user=saker"
 
 # --- helpers ----------------------------------------------------------
 NSCHEMA=0
-# broker NAME CONNINFO: a sakerd on a fresh schema; its port in PORT_NAME
+# broker NAME CONNINFO [SCHEMA [COMMIT]]: a sakerd on a fresh schema
+# (--commit COMMIT, default sync); its port in PORT_NAME
 broker() {
 	local name=$1 ci=$2 port
 	NSCHEMA=$((NSCHEMA + 1))
 	port=$(free_port)
 	"$SAKERD" -l 127.0.0.1 -p "$port" --store "postgres:$ci schema=${3:-s$NSCHEMA}" \
-	    >"$TMP/$name.log" 2>&1 &
+	    --commit "${4:-sync}" >"$TMP/$name.log" 2>&1 &
 	PIDS+=($!)
 	printf -v "PID_$name" %s $!
 	wait_port "$port" || { echo "sakerd $name did not start:"; cat "$TMP/$name.log"; exit 1; }
@@ -127,6 +134,16 @@ dbcpu() {
 # peritem CPU0 CPU1 RATE: microseconds of database CPU per item
 peritem() { awk -v a="$1" -v b="$2" -v r="$3" -v s="$SECS" 'BEGIN { printf "%.0f", (r > 0 ? (b - a) * 1e6 / (r * s) : 0) }'; }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print (NR ? a[int((NR + 1) / 2)] : 0) }'; }
+# probed OUTFILE PORT ARGS...: sbench ARGS with version_probe.py on
+# another connection of the same broker; the probe's line in OUTFILE.probe
+probed() {
+	local out=$1 port=$2 pr; shift 2
+	python3 "$HERE/version_probe.py" "127.0.0.1:$port" "$SECS" >"$out.probe" 2>&1 &
+	pr=$!
+	sbench "$out" "$@"
+	wait "$pr"
+}
+probe99() { sed -n 's/.*p99 \([0-9.]*\).*/\1/p' "$1.probe"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 
 echo "pgbench.sh: PostgreSQL $("$PGBIN/postgres" --version | awk '{ print $3 }'), $ROUNDS rounds of ${SECS} s, delay proxy ${DELAY_US} us each way, $(nproc) cores"
@@ -140,6 +157,7 @@ echo "SELECT 1 round trip: direct ${RTT0} ms, through the proxy ${RTT} ms"
 
 # --- 1. loopback ------------------------------------------------------
 broker lo "$DB"
+broker la "$DB" "" async
 mkdir "$TMP/lmdb"
 PORT_lmdb=$(free_port)
 "$SAKERD" -l 127.0.0.1 -p "$PORT_lmdb" --store "lmdb:$TMP/lmdb" --sync always \
@@ -148,14 +166,20 @@ PIDS+=($!)
 PID_lmdb=$!
 wait_port "$PORT_lmdb" || { echo "sakerd lmdb did not start:"; cat "$TMP/lmdb.log"; exit 1; }
 P_PAIR=(); S_PAIR=(); P_INS=(); S_PROD=(); L_PAIR=(); L_PROD=()
+A_PAIR=(); A_PROD=(); V_S=(); V_A=()
 C_PP=(); C_SP=(); C_PI=(); C_SD=()
 echo "== loopback, 16 clients: set+get pairs and acknowledged sets"
 echo "   (database CPU per item in us; lmdb: the same load on a broker without a database)"
 for r in $(seq "$ROUNDS"); do
 	t0=$(dbcpu); a=$(pgb "$TMP/pair.sql" 16 "$PGPORT"); t1=$(dbcpu)
-	b=$(sbench "$TMP/lo-pair.$r" pair -s "127.0.0.1:$PORT_lo" -c 16 -d 1 -t "$SECS"); t2=$(dbcpu)
+	b=$(probed "$TMP/lo-pair.$r" "$PORT_lo" pair -s "127.0.0.1:$PORT_lo" -c 16 -d 1 -t "$SECS"); t2=$(dbcpu)
+	g=$(probed "$TMP/la-pair.$r" "$PORT_la" pair -s "127.0.0.1:$PORT_la" -c 16 -d 1 -t "$SECS")
 	c=$(pgb "$TMP/insert.sql" 16 "$PGPORT"); t3=$(dbcpu)
-	d=$(sbench "$TMP/lo-prod.$r" produce -s "127.0.0.1:$PORT_lo" -c 16 -d 1 -t "$SECS"); t4=$(dbcpu)
+	d=$(probed "$TMP/lo-prod.$r" "$PORT_lo" produce -s "127.0.0.1:$PORT_lo" -c 16 -d 1 -t "$SECS"); t4=$(dbcpu)
+	h=$(probed "$TMP/la-prod.$r" "$PORT_la" produce -s "127.0.0.1:$PORT_la" -c 16 -d 1 -t "$SECS")
+	A_PAIR+=("$g"); A_PROD+=("$h")
+	V_S+=("$(probe99 "$TMP/lo-pair.$r")" "$(probe99 "$TMP/lo-prod.$r")")
+	V_A+=("$(probe99 "$TMP/la-pair.$r")" "$(probe99 "$TMP/la-prod.$r")")
 	e=$(sbench "$TMP/lmdb-pair.$r" pair -s "127.0.0.1:$PORT_lmdb" -c 16 -d 1 -t "$SECS")
 	f=$(sbench "$TMP/lmdb-prod.$r" produce -s "127.0.0.1:$PORT_lmdb" -c 16 -d 1 -t "$SECS")
 	P_PAIR+=("$a"); S_PAIR+=("$b"); P_INS+=("$c"); S_PROD+=("$d"); L_PAIR+=("$e"); L_PROD+=("$f")
@@ -163,9 +187,23 @@ for r in $(seq "$ROUNDS"); do
 	C_PI+=("$(peritem "$t2" "$t3" "$c")"); C_SD+=("$(peritem "$t3" "$t4" "$d")")
 	echo "round $r: pairs/s pgbench $a (${C_PP[-1]} us), saker $b (${C_SP[-1]} us) ($(ratio "$b" "$a")x), lmdb $e ($(ratio "$e" "$a")x);" \
 	    "acknowledged sets/s pgbench $c (${C_PI[-1]} us), saker $d (${C_SD[-1]} us) ($(ratio "$d" "$c")x), lmdb $f ($(ratio "$f" "$c")x)"
+	echo "  --commit async: pairs/s $g ($(ratio "$g" "$a")x), acknowledged sets/s $h ($(ratio "$h" "$c")x)"
+	for x in lo-pair lo-prod la-pair la-prod; do echo "  version during $x: $(cat "$TMP/$x.$r.probe")"; done
 done
 stop lo
+stop la
 stop lmdb
+if [ "${LOOPBACK_ONLY:-0}" = 1 ]; then
+	m() { echo "$@" | median; }
+	pp=$(m "${P_PAIR[@]}"); sp=$(m "${S_PAIR[@]}"); pi=$(m "${P_INS[@]}"); sd=$(m "${S_PROD[@]}")
+	ap=$(m "${A_PAIR[@]}"); ad=$(m "${A_PROD[@]}")
+	echo "== medians"
+	echo "loopback pairs/s: pgbench $pp, saker sync $sp ($(ratio "$sp" "$pp")x), async $ap ($(ratio "$ap" "$pp")x) (target 1.5x)"
+	echo "loopback acknowledged sets/s: pgbench $pi, saker sync $sd ($(ratio "$sd" "$pi")x), async $ad ($(ratio "$ad" "$pi")x) (target 2x)"
+	echo "version p99 ms under load (median of runs): sync $(m "${V_S[@]}"), async $(m "${V_A[@]}") (target 1)"
+	[ ! -e "$TMP/FAILED" ] || { echo "pgbench.sh: a verification FAILED (above)"; exit 1; }
+	exit 0
+fi
 
 # --- 2. with a delay between broker and database ----------------------
 broker slow "$DBSLOW"

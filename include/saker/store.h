@@ -1077,7 +1077,9 @@ int saker_store_dedup_load(saker_store *s, saker_queue *q, const void *key,
  *   was rolled back (REASON); it ends at the next commit", and the
  *   commit() that ends it fails with `code` and "TYPE LOCATION: batch
  *   rolled back: REASON" without reaching the driver (a batch lost
- *   inside commit() or commit_start() ends with that call; one lost
+ *   inside commit() or commit_start() ends with that call, one lost
+ *   while gathering on a batch in flight that failed ends with that
+ *   saker_store_commit_finish(); one lost
  *   before close() ends there, the driver's close() writing what it
  *   writes as after a commit).  REASON is the driver's (the `why` of
  *   saker_store_lose_batch_why(): the failure that lost the batch, one
