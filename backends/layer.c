@@ -587,10 +587,7 @@ saker_store_queue_counts(saker_store *s, saker_queue *q,
 		memset(&c, 0, sizeof(c));
 		if ((rc = s->driver->queue_count(s, q, &c)) != SAKER_OK)
 			return rc;
-		b->n[SAKER_N_ITEMS] = c.items;
-		b->n[SAKER_N_BYTES] = c.bytes;
-		b->n[SAKER_N_DELAYED] = c.delayed_items;
-		b->n[SAKER_N_OPEN] = c.open_items;
+		saker_store_queue_seed(s, q, &c);
 		b->synced = s->tick + 1;
 	}
 	st->items = b->n[SAKER_N_ITEMS];
