@@ -20,8 +20,7 @@
 
 static int pg_commit_end(struct pg_store *, struct pg_pipe *, bool);
 static void pg_flight_gone(struct pg_store *, bool);
-static void pg_flight_undo(struct pg_store *);
-static void pg_flight_final(struct pg_store *);
+static void pg_flight_queues(struct pg_store *, bool);
 static bool pg_flight_send(struct pg_store *, bool);
 
 /* ---- writes buffered for the next pipeline ---- */
@@ -901,7 +900,7 @@ pg_commit_end(struct pg_store *s, struct pg_pipe *pp, bool counts)
 		if (flight) {
 			s->in_txn = true;
 			s->begun = false;
-			pg_flight_undo(s);
+			pg_flight_queues(s, false);
 		}
 		s->fl.on = false;
 		err = pg_pipe_fail(s, pp);
@@ -941,7 +940,7 @@ pg_commit_end(struct pg_store *s, struct pg_pipe *pp, bool counts)
 	pg_pipe_clear(pp);
 	if (flight) {
 		pg_flight_gone(s, false);
-		pg_flight_final(s);
+		pg_flight_queues(s, true);
 		s->fl.on = false;
 	} else {
 		pg_gone_end(s, false);
@@ -986,10 +985,12 @@ pg_commit(saker_store *base)
 /* ------------------------------------------------------------------ */
 /* the batch in flight */
 
-/* The flight failed: the queues it created and deleted go back to the
- * batch gathered since, which pg_restore() undoes with them. */
+/* The flight ended, for its queues.  Committed (kept): what it did is
+ * final -- the queues it deleted are freed, its lease renewal holds.
+ * Failed: the queues it created and deleted go back to the batch
+ * gathered since, which pg_restore() undoes with them. */
 static void
-pg_flight_undo(struct pg_store *s)
+pg_flight_queues(struct pg_store *s, bool kept)
 {
 	struct saker_queue *q;
 	struct kit_qent *e;
@@ -997,36 +998,22 @@ pg_flight_undo(struct pg_store *s)
 
 	while ((q = LIST_FIRST(&s->fl.deleted)) != NULL) {
 		LIST_REMOVE(q, gone_link);
-		LIST_INSERT_HEAD(&s->deleted, q, gone_link);
+		if (kept)
+			free(q);
+		else
+			LIST_INSERT_HEAD(&s->deleted, q, gone_link);
 	}
 	for (e = s->fl.any_fresh ? kit_qtab_next(&s->qt, &i, NULL) : NULL;
 	    e != NULL; e = kit_qtab_next(&s->qt, &i, e))
 		if (PG_Q(e)->fl_fresh) {
 			PG_Q(e)->fl_fresh = false;
-			PG_Q(e)->fresh = true;
-			s->any_fresh = true;
+			if (!kept) {
+				PG_Q(e)->fresh = true;
+				s->any_fresh = true;
+			}
 		}
 	s->fl.any_fresh = false;
-	s->fl.renew_at = 0;
-}
-
-/* The flight committed: what it did is final. */
-static void
-pg_flight_final(struct pg_store *s)
-{
-	struct saker_queue *q;
-	struct kit_qent *e;
-	size_t i = 0;
-
-	while ((q = LIST_FIRST(&s->fl.deleted)) != NULL) {
-		LIST_REMOVE(q, gone_link);
-		free(q);
-	}
-	for (e = s->fl.any_fresh ? kit_qtab_next(&s->qt, &i, NULL) : NULL;
-	    e != NULL; e = kit_qtab_next(&s->qt, &i, e))
-		PG_Q(e)->fl_fresh = false;
-	s->fl.any_fresh = false;
-	if (s->fl.renew_at != 0)
+	if (kept && s->fl.renew_at != 0)
 		s->lease_floor = s->fl.renew_at;
 	s->fl.renew_at = 0;
 }
