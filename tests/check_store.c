@@ -2410,6 +2410,31 @@ px_open(const char *schema, bool read_only, int want)
 	return s;
 }
 
+/* A store on the schema PREFIX_pid reached through a tcpproxy (started
+ * here, *pxp) with timeout=0.5, so that a test can freeze or cut the
+ * link under a batch. */
+static saker_store *
+px_open_proxied(const char *prefix, char *schema, size_t len,
+    struct tcpproxy **pxp)
+{
+	char sock[256], spec[512], err[512] = "";
+	struct saker_store_opts o;
+	saker_store *s = NULL;
+
+	snprintf(schema, len, "%s_%d", prefix, (int)getpid());
+	snprintf(sock, sizeof(sock), "%s/.s.PGSQL.5432", pgc.dir);
+	ck_assert_ptr_nonnull(*pxp = tp_start(sock));
+	memset(&o, 0, sizeof(o));
+	o.create = true;
+	o.sync = SAKER_SYNC_NEVER;
+	snprintf(spec, sizeof(spec), "postgres,timeout=0.5:host=127.0.0.1"
+	    " port=%d dbname=postgres user=saker schema=%s", tp_port(*pxp),
+	    schema);
+	ck_assert_msg(saker_store_open(spec, &o, &s, err, sizeof(err)) ==
+	    SAKER_OK, "open: %s", err);
+	return s;
+}
+
 static saker_queue *
 px_q(saker_store *s, const char *name)
 {
@@ -3091,24 +3116,13 @@ px_reconnect(saker_store *s)
  */
 START_TEST(test_pg_doubt_handed_out)
 {
-	char schema[32], v[64], sock[256], spec[512], err[512] = "";
-	struct saker_store_opts o;
+	char schema[32], v[64];
 	struct tcpproxy *px;
 	saker_store *a = NULL;
 	PGconn *c;
 	int i;
 
-	snprintf(schema, sizeof(schema), "doubt_%d", (int)getpid());
-	snprintf(sock, sizeof(sock), "%s/.s.PGSQL.5432", pgc.dir);
-	ck_assert_ptr_nonnull(px = tp_start(sock));
-	memset(&o, 0, sizeof(o));
-	o.create = true;
-	o.sync = SAKER_SYNC_NEVER;
-	snprintf(spec, sizeof(spec), "postgres,timeout=0.5:host=127.0.0.1"
-	    " port=%d dbname=postgres user=saker schema=%s", tp_port(px),
-	    schema);
-	ck_assert_msg(saker_store_open(spec, &o, &a, err, sizeof(err)) ==
-	    SAKER_OK, "open: %s", err);
+	a = px_open_proxied("doubt", schema, sizeof(schema), &px);
 	c = px_conn(schema);
 	px_put(a, "d", "old", 0);
 	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
@@ -3233,8 +3247,7 @@ END_TEST
  */
 START_TEST(test_pg_async_doubt)
 {
-	char schema[32], v[64], sock[256], spec[512], err[512] = "";
-	struct saker_store_opts o;
+	char schema[32], v[64];
 	struct tcpproxy *px;
 	struct px_got g = { .calls = 0 };
 	struct pollfd pfd;
@@ -3243,17 +3256,7 @@ START_TEST(test_pg_async_doubt)
 	PGconn *c;
 	int i, rc;
 
-	snprintf(schema, sizeof(schema), "adoubt_%d", (int)getpid());
-	snprintf(sock, sizeof(sock), "%s/.s.PGSQL.5432", pgc.dir);
-	ck_assert_ptr_nonnull(px = tp_start(sock));
-	memset(&o, 0, sizeof(o));
-	o.create = true;
-	o.sync = SAKER_SYNC_NEVER;
-	snprintf(spec, sizeof(spec), "postgres,timeout=0.5:host=127.0.0.1"
-	    " port=%d dbname=postgres user=saker schema=%s", tp_port(px),
-	    schema);
-	ck_assert_msg(saker_store_open(spec, &o, &a, err, sizeof(err)) ==
-	    SAKER_OK, "open: %s", err);
+	a = px_open_proxied("adoubt", schema, sizeof(schema), &px);
 	c = px_conn(schema);
 	px_put(a, "d", "old", 0);
 	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
@@ -3401,8 +3404,7 @@ END_TEST
  */
 START_TEST(test_pg_async_promote_frozen)
 {
-	char schema[32], v[64], sock[256], spec[512], err[512] = "";
-	struct saker_store_opts o;
+	char schema[32], v[64];
 	struct tcpproxy *px;
 	struct pollfd pfd;
 	saker_store *a = NULL;
@@ -3411,17 +3413,7 @@ START_TEST(test_pg_async_promote_frozen)
 	PGconn *c;
 	int i, rp, rf;
 
-	snprintf(schema, sizeof(schema), "apfrz_%d", (int)getpid());
-	snprintf(sock, sizeof(sock), "%s/.s.PGSQL.5432", pgc.dir);
-	ck_assert_ptr_nonnull(px = tp_start(sock));
-	memset(&o, 0, sizeof(o));
-	o.create = true;
-	o.sync = SAKER_SYNC_NEVER;
-	snprintf(spec, sizeof(spec), "postgres,timeout=0.5:host=127.0.0.1"
-	    " port=%d dbname=postgres user=saker schema=%s", tp_port(px),
-	    schema);
-	ck_assert_msg(saker_store_open(spec, &o, &a, err, sizeof(err)) ==
-	    SAKER_OK, "open: %s", err);
+	a = px_open_proxied("apfrz", schema, sizeof(schema), &px);
 	c = px_conn(schema);
 	px_put(a, "d", "old", 0);
 	ck_assert_int_eq(saker_store_commit(a), SAKER_OK);
